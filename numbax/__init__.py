@@ -1,0 +1,29 @@
+"""numbax: JAX's programming model (jit, grad, vmap, pmap) with Numba in the place of XLA."""
+from numbax import errors, lax, numpy, tree_util  # noqa: E402  (public submodules)
+from numbax import tree_util as tree  # noqa: E402
+from numbax._src import array_methods as _array_methods  # noqa: F401  (installs operators)
+from numbax._src.api import (
+    ShapeDtypeStruct,
+    eval_shape,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    make_jaxpr,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+from numbax._src.array import Array
+from numbax._src.config import config, disable_jit
+from numbax._src.devices import default_backend, device_count, devices
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "ShapeDtypeStruct", "config", "default_backend", "device_count", "devices",
+    "disable_jit", "errors", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jvp", "lax",
+    "linearize", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad", "vjp", "vmap",
+]

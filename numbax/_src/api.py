@@ -1,0 +1,648 @@
+"""The transforms users call (make_jaxpr, grad, vjp, jvp, vmap, ...): argument plumbing only."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src import tree_util as tu
+from numbax._src.core import ShapedArray, get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters import partial_eval as pe
+
+# ----------------------------------------------------------------------------- flattening
+
+
+def flatten_fun(f: Callable, in_tree: tu.PyTreeDef) -> tuple[Callable, Callable[[], Any]]:
+    """Wraps f (pytree in, pytree out) as a flat function; the output tree is read after a call."""
+    store: dict[str, tu.PyTreeDef] = {}
+
+    def flat_fun(*args_flat):
+        args, kwargs = tu.tree_unflatten(in_tree, args_flat)
+        out = f(*args, **kwargs)
+        out_flat, store["tree"] = tu.tree_flatten(out)
+        return out_flat
+
+    return flat_fun, lambda: store["tree"]
+
+
+def _check_leaf(fun_name: str, x: Any, where: str) -> None:
+    if not core.is_array_like(x):
+        raise NumbaxTypeError(
+            f"{fun_name}: {where} is a {type(x).__name__}, which is not a valid array type. "
+            "Pass arrays, Python scalars, or pytrees (tuples, lists, dicts) of them; mark "
+            "other arguments static."
+        )
+
+
+def _split_static(fun_name: str, args: tuple, static_argnums: tuple[int, ...]):
+    """Splits positional args into the dynamic ones and a hashable tuple of the static ones."""
+    static = []
+    for i in static_argnums:
+        if not -len(args) <= i < len(args):
+            raise NumbaxValueError(
+                f"{fun_name}: static_argnums {static_argnums} refers to argument {i}, but the "
+                f"function was called with {len(args)} positional arguments."
+            )
+        value = args[i]
+        try:
+            hash(value)
+        except TypeError:
+            raise NumbaxTypeError(
+                f"{fun_name}: static argument {i} of type {type(value).__name__} is not "
+                "hashable; static arguments must be hashable (use a tuple instead of a list, "
+                "or pass arrays as non-static arguments)."
+            ) from None
+        static.append((i % len(args), value))
+    static_pos = {i for i, _ in static}
+    dynamic = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    return dynamic, tuple(static)
+
+
+def _bind_static(f: Callable, static: tuple, n_args: int) -> Callable:
+    def bound(*dynamic, **kwargs):
+        it = iter(dynamic)
+        statics = dict(static)
+        args = [statics[i] if i in statics else next(it) for i in range(n_args)]
+        return f(*args, **kwargs)
+
+    return bound
+
+
+def _abstractify(x: Any) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+    return get_aval(x)
+
+
+# ----------------------------------------------------------------------------- make_jaxpr
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (for eval_shape and make_jaxpr)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False) -> None:
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+
+def trace_to_jaxpr(fun_name: str, f: Callable, args: tuple, kwargs: dict):
+    """Traces f at the avals of (args, kwargs): (closed jaxpr, output tree)."""
+    args_flat, in_tree = tu.tree_flatten((args, kwargs))
+    for i, x in enumerate(args_flat):
+        if not isinstance(x, ShapeDtypeStruct):
+            _check_leaf(fun_name, x, f"argument leaf {i}")
+    in_avals = [_abstractify(x) for x in args_flat]
+    flat_fun, out_tree = flatten_fun(f, in_tree)
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
+    return core.ClosedJaxpr(jaxpr, consts), out_tree()
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable[..., core.ClosedJaxpr]:
+    """Returns a function that traces `fun` and gives its jaxpr.
+
+    Args:
+      fun: the function to trace.
+      static_argnums: positions of arguments treated as Python constants.
+      return_shape: also return the output ShapeDtypeStructs.
+
+    >>> import numbax, numbax.numpy as jnp
+    >>> print(numbax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
+    { lambda ; a:f64[]. let b:f64[] = sin a; c:f64[] = mul b 2.0:f64[] in (c,) }
+    """
+    static_argnums = _as_tuple(static_argnums)
+    _check_callable("make_jaxpr", fun)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        dynamic, static = _split_static("make_jaxpr", args, static_argnums)
+        f = _bind_static(fun, static, len(args))
+        closed, out_tree = trace_to_jaxpr("make_jaxpr", f, dynamic, kwargs)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+            return closed, tu.tree_unflatten(out_tree, shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The output shapes and dtypes of fun(*args), as ShapeDtypeStructs, computing nothing."""
+    closed, out_tree = trace_to_jaxpr("eval_shape", fun, args, kwargs)
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+    return tu.tree_unflatten(out_tree, shapes)
+
+
+# ----------------------------------------------------------------------------- autodiff
+
+
+def _as_tuple(x: int | Sequence[int]) -> tuple[int, ...]:
+    return (int(x),) if isinstance(x, (int, np.integer)) else tuple(int(i) for i in x)
+
+
+def _check_callable(api: str, fun: Any) -> None:
+    if not callable(fun):
+        raise NumbaxTypeError(f"{api}: expected a callable as the first argument, "
+                              f"got {type(fun).__name__}.")
+
+
+def _wrap_outputs(xs: list) -> list:
+    from numbax._src.array import Array
+
+    out = []
+    for x in xs:
+        if isinstance(x, (np.ndarray, np.generic)):
+            x = Array._from_numpy(np.asarray(x))
+        out.append(x)
+    return out
+
+
+def _instantiate(ts: list, avals: list) -> list:
+    return [ad.zeros_like_aval(ad.tangent_aval(a)) if type(t) is ad.Zero else t
+            for t, a in zip(ts, avals, strict=True)]
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
+    """Forward mode: (fun(*primals), the directional derivative along tangents)."""
+    _check_callable("jvp", fun)
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise NumbaxTypeError(
+            "jvp: primals and tangents must be tuples or lists with one entry per argument, "
+            f"got {type(primals).__name__} and {type(tangents).__name__}."
+        )
+    primals_flat, in_tree = tu.tree_flatten(tuple(primals))
+    tangents_flat, tangent_tree = tu.tree_flatten(tuple(tangents))
+    if in_tree != tangent_tree:
+        raise NumbaxValueError(
+            f"jvp: primal and tangent arguments must have the same tree structure; got "
+            f"{in_tree} and {tangent_tree}."
+        )
+    for i, (p, t) in enumerate(zip(primals_flat, tangents_flat, strict=True)):
+        _check_leaf("jvp", p, f"primal leaf {i}")
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise NumbaxValueError(
+                f"jvp: primal leaf {i} has shape {pa.shape} but its tangent has shape "
+                f"{ta.shape}; they must match."
+            )
+    store: dict[str, Any] = {}
+
+    def flat_fun(*xs):
+        out = fun(*tu.tree_unflatten(in_tree, xs))
+        if has_aux:
+            out, store["aux"] = _split_aux("jvp", out)
+        out_flat, store["tree"] = tu.tree_flatten(out)
+        return out_flat
+
+    tangents_in = [t if dtypes.is_inexact(get_aval(p).dtype) else ad.Zero.from_primal_value(p)
+                   for p, t in zip(primals_flat, tangents_flat, strict=True)]
+    primals_out, tangents_out = ad.jvp_flat(flat_fun, primals_flat, tangents_in)
+    tangents_out = _instantiate(tangents_out, [get_aval(p) for p in primals_out])
+    tree = store["tree"]
+    result = (tu.tree_unflatten(tree, _wrap_outputs(primals_out)),
+              tu.tree_unflatten(tree, _wrap_outputs(tangents_out)))
+    return (*result, store["aux"]) if has_aux else result
+
+
+def _split_aux(api: str, out: Any) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise NumbaxTypeError(
+            f"{api}: has_aux=True requires the function to return a pair (output, aux), got "
+            f"{type(out).__name__}{' of length ' + str(len(out)) if isinstance(out, (tuple, list)) else ''}."  # noqa: E501
+        )
+    return out[0], out[1]
+
+
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
+    """Returns (fun(*primals), f_jvp) where f_jvp evaluates the linearised function."""
+    _check_callable("linearize", fun)
+    primals_flat, in_tree = tu.tree_flatten(primals)
+    store: dict[str, Any] = {}
+
+    def flat_fun(*xs):
+        out = fun(*tu.tree_unflatten(in_tree, xs))
+        if has_aux:
+            out, store["aux"] = _split_aux("linearize", out)
+        out_flat, store["tree"] = tu.tree_flatten(out)
+        return out_flat
+
+    primals_out, jaxpr, consts, differentiable = ad.linearize_flat(flat_fun, primals_flat)
+    out_tree = store["tree"]
+
+    def f_jvp(*tangents):
+        tangents_flat, tree = tu.tree_flatten(tangents)
+        if tree != in_tree:
+            raise NumbaxValueError(f"linearize: tangents have structure {tree}, expected "
+                                   f"{in_tree}.")
+        diff_tangents = [t for t, d in zip(tangents_flat, differentiable, strict=True) if d]
+        outs = core.eval_jaxpr(jaxpr, consts, *diff_tangents)
+        return tu.tree_unflatten(out_tree, _wrap_outputs(outs))
+
+    primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
+    return (primal_out, f_jvp, store["aux"]) if has_aux else (primal_out, f_jvp)
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
+    """Returns (fun(*primals), f_vjp) where f_vjp maps output cotangents to input ones."""
+    _check_callable("vjp", fun)
+    primals_flat, in_tree = tu.tree_flatten(primals)
+    for i, p in enumerate(primals_flat):
+        _check_leaf("vjp", p, f"primal leaf {i}")
+    store: dict[str, Any] = {}
+
+    def flat_fun(*xs):
+        out = fun(*tu.tree_unflatten(in_tree, xs))
+        if has_aux:
+            out, store["aux"] = _split_aux("vjp", out)
+        out_flat, store["tree"] = tu.tree_flatten(out)
+        return out_flat
+
+    primals_out, f_vjp_flat = ad.vjp_flat(flat_fun, primals_flat)
+    out_tree = store["tree"]
+    out_avals = [get_aval(x) for x in primals_out]
+    in_avals = [get_aval(x) for x in primals_flat]
+
+    def f_vjp(ct):
+        cts_flat, ct_tree = tu.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise NumbaxValueError(
+                f"vjp: the cotangent has structure {ct_tree}, expected the output's structure "
+                f"{out_tree}."
+            )
+        for i, (c, a) in enumerate(zip(cts_flat, out_avals, strict=True)):
+            if get_aval(c).shape != a.shape:
+                raise NumbaxValueError(
+                    f"vjp: cotangent leaf {i} has shape {get_aval(c).shape}, expected the "
+                    f"output's shape {a.shape}."
+                )
+        cts_in = f_vjp_flat(*cts_flat)
+        cts_in = _instantiate(cts_in, in_avals)
+        return tu.tree_unflatten(in_tree, _wrap_outputs(cts_in))
+
+    primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
+    return (primal_out, f_vjp, store["aux"]) if has_aux else (primal_out, f_vjp)
+
+
+def _check_argnums(api: str, argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
+    for a in argnums:
+        if not -n_args <= a < n_args:
+            raise NumbaxValueError(
+                f"{api}: argnums {argnums} refers to argument {a}, but the function was called "
+                f"with {n_args} positional arguments."
+            )
+    return tuple(a % n_args for a in argnums)
+
+
+def _check_differentiable(api: str, args: tuple, argnums: tuple[int, ...]) -> None:
+    for a in argnums:
+        for leaf in tu.tree_leaves(args[a]):
+            dt = get_aval(leaf).dtype
+            if not dtypes.is_inexact(dt):
+                raise NumbaxTypeError(
+                    f"{api} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name} for argument {a}. If you "
+                    "want to use integer-valued inputs, use vjp or set allow_int to True."
+                )
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
+    _check_callable("value_and_grad", fun)
+    single = isinstance(argnums, (int, np.integer))
+    argnums_t = _as_tuple(argnums)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _check_argnums("grad", argnums_t, len(args))
+        if not allow_int:
+            _check_differentiable("grad", args, nums)
+
+        def f_partial(*diff_args):
+            full = list(args)
+            for i, a in zip(nums, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        diff_args = tuple(args[i] for i in nums)
+        if has_aux:
+            ans, f_vjp, aux = vjp(f_partial, *diff_args, has_aux=True)
+        else:
+            ans, f_vjp = vjp(f_partial, *diff_args)
+        _check_scalar_output(ans)
+        grads = f_vjp(_ones_like_output(ans))
+        g = grads[0] if single else tuple(grads)
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_f
+
+
+def _check_scalar_output(ans: Any) -> None:
+    leaves = tu.tree_leaves(ans)
+    if len(leaves) != 1:
+        raise NumbaxTypeError(
+            f"grad requires a function returning one scalar, but it returned a pytree with "
+            f"{len(leaves)} leaves. Use jacrev or vjp for non-scalar outputs."
+        )
+    aval = get_aval(leaves[0])
+    if aval.shape != ():
+        raise NumbaxTypeError(
+            f"Gradient only defined for scalar-output functions. Output had shape: "
+            f"{aval.shape}. Use jacrev or vjp for non-scalar outputs, or reduce the output "
+            "(e.g. .sum())."
+        )
+    if not dtypes.is_float(aval.dtype):
+        raise NumbaxTypeError(
+            f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {aval.dtype.name}."
+        )
+
+
+def _ones_like_output(ans: Any) -> Any:
+    leaf = tu.tree_leaves(ans)[0]
+    ones = np.ones((), get_aval(leaf).dtype)
+    return tu.tree_unflatten(tu.tree_structure(ans), [ones])
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The gradient of a scalar function w.r.t. args[argnums].
+
+    >>> import numbax
+    >>> float(numbax.grad(lambda x: x ** 3)(10.0))
+    300.0
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    return grad_f
+
+
+def _std_basis(flat_avals: list[ShapedArray]) -> tuple[list[np.ndarray], int]:
+    """One-hot tangents for every element of every input: arrays with a leading basis axis."""
+    sizes = [a.size for a in flat_avals]
+    total = int(sum(sizes))
+    dtype = np.result_type(*[a.dtype for a in flat_avals]) if flat_avals else np.float64
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for a, s in zip(flat_avals, sizes, strict=True):
+        block = eye[:, start:start + s].reshape((total, *a.shape)).astype(a.dtype)
+        out.append(block)
+        start += s
+    return out, total
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """Jacobian by forward mode: one jvp per input element, batched with vmap."""
+    single = isinstance(argnums, (int, np.integer))
+    argnums_t = _as_tuple(argnums)
+
+    def jacfun(*args, **kwargs):
+        nums = _check_argnums("jacfwd", argnums_t, len(args))
+        _check_differentiable("jacfwd", args, nums)
+        dyn = tuple(args[i] for i in nums)
+        dyn_flat, dyn_tree = tu.tree_flatten(dyn)
+        avals = [get_aval(x) for x in dyn_flat]
+        basis, total = _std_basis(avals)
+
+        def f_partial(*diff_args):
+            full = list(args)
+            for i, a in zip(nums, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        def push(*tangent_flat):
+            tangents = tu.tree_unflatten(dyn_tree, tangent_flat)
+            out = jvp(f_partial, dyn, tangents, has_aux=has_aux)
+            return out[1:] if has_aux else out[1]
+
+        pushed = vmap(push, in_axes=0, out_axes=-1)(*basis)
+        if has_aux:
+            pushed, aux = pushed
+            aux = tu.tree_map(lambda a: a[..., 0], aux)
+        jac = _split_jacobian(pushed, avals, dyn_tree, single, last=True)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def _split_jacobian(pushed: Any, in_avals: list[ShapedArray], in_tree: tu.PyTreeDef,
+                    single: bool, last: bool) -> Any:
+    """Splits the basis axis of each output leaf into one block per input leaf."""
+    from numbax._src.lax import shape_ops
+
+    def split(out_leaf):
+        blocks, start = [], 0
+        out_aval = get_aval(out_leaf)
+        for a in in_avals:
+            stop = start + a.size
+            if last:
+                block = out_leaf[..., start:stop]
+                shape = (*out_aval.shape[:-1], *a.shape)
+            else:
+                block = out_leaf[start:stop]
+                shape = (*a.shape, *out_aval.shape[1:])
+            blocks.append(shape_ops.reshape(block, shape))
+            start = stop
+        tree = tu.tree_unflatten(in_tree, blocks)
+        return tree[0] if single else tree
+
+    return tu.tree_map(split, pushed)
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """Jacobian by reverse mode: one vjp per output element, batched with vmap."""
+    single = isinstance(argnums, (int, np.integer))
+    argnums_t = _as_tuple(argnums)
+
+    def jacfun(*args, **kwargs):
+        nums = _check_argnums("jacrev", argnums_t, len(args))
+        _check_differentiable("jacrev", args, nums)
+        dyn = tuple(args[i] for i in nums)
+
+        def f_partial(*diff_args):
+            full = list(args)
+            for i, a in zip(nums, diff_args, strict=True):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            out, f_vjp = vjp(f_partial, *dyn)
+        out_flat, out_tree = tu.tree_flatten(out)
+        out_avals = [get_aval(x) for x in out_flat]
+        basis, total = _std_basis(out_avals)
+        pulled = vmap(lambda *cts: f_vjp(tu.tree_unflatten(out_tree, cts)))(*basis)
+        jac = _jacrev_assemble(pulled, out_avals, out_tree, single)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def _jacrev_assemble(pulled: tuple, out_avals, out_tree, single: bool) -> Any:
+    """pulled[i] has the basis axis (all output elements) in front: split it per output leaf."""
+    from numbax._src.lax import shape_ops
+
+    def per_input(leaf):
+        aval = get_aval(leaf)
+        blocks, start = [], 0
+        for oa in out_avals:
+            stop = start + oa.size
+            blocks.append(shape_ops.reshape(leaf[start:stop], (*oa.shape, *aval.shape[1:])))
+            start = stop
+        return blocks
+
+    grads = pulled[0] if single else pulled
+    in_leaves, in_tree = tu.tree_flatten(grads)
+    per_leaf = [per_input(leaf) for leaf in in_leaves]
+    outs = [tu.tree_unflatten(in_tree, [pl[k] for pl in per_leaf]) for k in range(len(out_avals))]
+    return tu.tree_unflatten(out_tree, outs)
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian: jacfwd of jacrev."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# ----------------------------------------------------------------------------- vmap
+
+
+def _flatten_axes(api: str, what: str, treedef: tu.PyTreeDef, axes: Any) -> list:
+    """Broadcasts an axis spec (a prefix tree of ints/None) to the leaves of `treedef`."""
+    dummy = tu.tree_unflatten(treedef, [object()] * treedef.num_leaves)
+    out: list = []
+
+    def add_leaves(axis, subtree):
+        n = tu.tree_structure(subtree).num_leaves
+        out.extend([axis] * n)
+
+    try:
+        flat_axes = tu.flatten_up_to(
+            tu.tree_structure(axes, is_leaf=lambda x: x is None), axes, what)
+        axes_tree = tu.tree_structure(axes, is_leaf=lambda x: x is None)
+        subtrees = tu.flatten_up_to(axes_tree, dummy, what)
+    except ValueError as err:
+        raise NumbaxValueError(
+            f"{api} {what} specification must be a tree prefix of the corresponding value, got "
+            f"specification {axes} for value tree {treedef}. ({err})"
+        ) from None
+    for axis, subtree in zip(flat_axes, subtrees, strict=True):
+        if axis is not None and not isinstance(axis, (int, np.integer)):
+            raise NumbaxTypeError(
+                f"{api}: {what} must contain ints or None, got {type(axis).__name__}.")
+        add_leaves(axis, subtree)
+    return out
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable = None,
+         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+    """Vectorising map: fun mapped over the in_axes of its arguments.
+
+    >>> import numbax, numbax.numpy as jnp
+    >>> numbax.vmap(lambda x, y: jnp.dot(x, y))(jnp.ones((2, 3)), jnp.ones((2, 3))).tolist()
+    [3.0, 3.0]
+    """
+    _check_callable("vmap", fun)
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(fun)
+    def vmap_f(*args, **kwargs):
+        if kwargs:
+            raise NumbaxTypeError("vmap: keyword arguments are not supported; pass arrays "
+                                  "positionally so in_axes can describe them.")
+        args_flat, in_tree = tu.tree_flatten(args)
+        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise NumbaxValueError(
+                f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                f"positional arguments passed to the function, but got len(in_axes)="
+                f"{len(in_axes)}, len(args)={len(args)}"
+            )
+        in_dims = _flatten_axes("vmap", "in_axes", in_tree, axes)
+        size = _mapped_size(args_flat, in_dims, axis_size, in_tree)
+        in_dims = [_canonical_axis("vmap", d, x, i) for i, (x, d) in
+                   enumerate(zip(args_flat, in_dims, strict=True))]
+        store: dict[str, Any] = {}
+
+        def flat_fun(*xs):
+            out_flat, store["tree"] = tu.tree_flatten(fun(*tu.tree_unflatten(in_tree, xs)))
+            return out_flat
+
+        def out_dims():
+            return _flatten_axes("vmap", "out_axes", store["tree"], out_axes)
+
+        outs = batching.vmap_flat(flat_fun, batching.AxisData(size, axis_name), in_dims,
+                                  out_dims, args_flat)
+        return tu.tree_unflatten(store["tree"], _wrap_outputs(outs))
+
+    return vmap_f
+
+
+def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
+    if d is None:
+        return None
+    ndim = get_aval(x).ndim
+    if not -ndim <= d < ndim:
+        raise NumbaxValueError(
+            f"{api} was requested to map its argument along axis {d}, which implies that its "
+            f"rank should be at least {max(d + 1, -d)}, but is only {ndim} (its shape is "
+            f"{get_aval(x).shape}) [argument leaf {i}]."
+        )
+    return d % ndim
+
+
+def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
+    sizes = {}
+    for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True)):
+        if d is not None:
+            _check_leaf("vmap", x, f"argument leaf {i}")
+            shape = get_aval(x).shape
+            if not -len(shape) <= d < len(shape):
+                _canonical_axis("vmap", d, x, i)
+            sizes[i] = shape[d]
+    if not sizes:
+        if axis_size is None:
+            raise NumbaxValueError(
+                "vmap must have at least one non-None value in in_axes (or pass axis_size).")
+        return int(axis_size)
+    distinct = set(sizes.values())
+    if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
+        lines = "\n".join(f"  argument leaf {i} has shape {get_aval(args_flat[i]).shape} and "
+                          f"axis {in_dims[i]} to be mapped, of size {s}"
+                          for i, s in sizes.items())
+        raise NumbaxValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n"
+                               f"{lines}")
+    return distinct.pop()

@@ -1,0 +1,156 @@
+"""numbax.Array: an immutable numpy buffer plus its device; operators come from array_methods."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, devices
+from numbax._src.errors import NumbaxTypeError
+
+
+class Array:
+    """An immutable array. `np.asarray(a)` is a zero-copy, read-only view of its buffer."""
+
+    __slots__ = ("_value", "_weak_type", "_device", "__weakref__")
+    __array_priority__ = 100
+
+    @classmethod
+    def _from_numpy(cls, value: np.ndarray, weak_type: bool = False, device=None) -> Array:
+        """Wraps `value` without copying; a writeable buffer is wrapped through a read-only view."""
+        if value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
+        self = object.__new__(cls)
+        self._value = value
+        self._weak_type = weak_type
+        self._device = device
+        return self
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise TypeError("numbax.Array cannot be constructed directly; use numbax.numpy.asarray.")
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        return core.ShapedArray(self._value.shape, self._value.dtype, self._weak_type)
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: self._value.size)
+    itemsize = property(lambda self: self._value.itemsize)
+    nbytes = property(lambda self: self._value.nbytes)
+    weak_type = property(lambda self: self._weak_type)
+
+    @property
+    def device(self):
+        return self._device if self._device is not None else devices.default_device()
+
+    def devices(self) -> set:
+        return {self.device}
+
+    def block_until_ready(self) -> Array:
+        return self
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy:
+            return np.array(self._value, dtype=dtype)
+        if dtype is not None and np.dtype(dtype) != self._value.dtype:
+            return self._value.astype(dtype)
+        return self._value
+
+    def item(self, *args) -> Any:
+        return self._value.item(*args)
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def copy(self) -> Array:
+        return Array._from_numpy(self._value.copy(), self._weak_type, self._device)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if self._value.dtype.kind not in "iub":
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return operator.index(self._value[()])
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return len(self._value)
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: numbax.Array (use a tuple or a static argument)")
+
+    def __setitem__(self, idx, value) -> None:
+        raise TypeError(
+            "numbax.Array does not support item assignment: arrays are immutable. "
+            "Use x = x.at[idx].set(value) instead of x[idx] = value."
+        )
+
+    def __format__(self, spec: str) -> str:
+        if self._value.ndim == 0:
+            return format(self._value[()], spec)
+        return format(str(self), spec)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __repr__(self) -> str:
+        prefix = "Array("
+        weak = ", weak_type=True" if self._weak_type else ""
+        suffix = f", dtype={self.dtype.name}{weak})"
+        body = np.array2string(self._value, separator=", ", prefix=prefix, suffix=suffix)
+        return f"{prefix}{body}{suffix}"
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(self._value), self._weak_type))
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+    return Array._from_numpy(value, weak_type)
+
+
+def asarray_value(x: Any, dtype: Any = None) -> Array:
+    """Makes a concrete Array from array-like data (copying numpy input, like JAX)."""
+    if isinstance(x, Array) and dtype is None:
+        return x
+    if isinstance(x, core.Tracer):
+        raise NumbaxTypeError("asarray_value needs a concrete value, got a tracer")
+    weak = isinstance(x, (bool, int, float, complex)) and dtype is None
+    value = np.array(x, copy=True)
+    if value.dtype.kind not in "biufc":
+        raise NumbaxTypeError(
+            f"numbax.numpy.asarray: data of dtype {value.dtype} is not numeric. numbax arrays "
+            "hold booleans, integers, floats or complex numbers."
+        )
+    from numbax._src import dtypes
+
+    target = dtypes.canonicalize_dtype(dtype if dtype is not None else value.dtype,
+                                       context="numbax.numpy.asarray")
+    if value.dtype != target:
+        value = value.astype(target)
+    return Array._from_numpy(value, weak)

@@ -1,0 +1,593 @@
+"""The traced core: avals, the jaxpr IR and its printer, primitives, and the interpreter stack."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import operator
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from numbax._src import dtypes
+from numbax._src.config import config
+from numbax._src.errors import (
+    ConcretizationTypeError,
+    NumbaxTypeError,
+    TracerArrayConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+
+# ----------------------------------------------------------------------------- avals
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether its dtype is weak (NEP 50)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False) -> None:
+        self.shape = tuple(operator.index(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
+    return aval if weak_type is None else aval.update(weak_type=weak_type)
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The aval of a concrete value or tracer; refuses what is not an array."""
+    if isinstance(x, Tracer):
+        return x.aval
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, _PYTHON_SCALARS):
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+    raise NumbaxTypeError(
+        f"numbax: value of type {type(x).__name__} is not a valid array type. "
+        "Pass numpy arrays, numbax Arrays or Python scalars."
+    )
+
+
+def is_array_like(x: Any) -> bool:
+    return isinstance(x, (Tracer, np.ndarray, np.generic, *_PYTHON_SCALARS)) or isinstance(
+        getattr(x, "aval", None), ShapedArray
+    )
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A concrete value as a numpy array of its canonical dtype (no copy when possible)."""
+    value = getattr(x, "_value", None)
+    if value is not None:
+        return value
+    aval = get_aval(x)
+    return np.asarray(x, dtype=aval.dtype)
+
+
+# ----------------------------------------------------------------------------- the IR
+
+
+class Var:
+    """A jaxpr variable; identity is the object, names are given when printing."""
+
+    __slots__ = ("aval", "count")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+        self.count = next(Var._counter)
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A constant scalar inlined in a jaxpr."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray) -> None:
+        self.val = np.asarray(val, dtype=aval.dtype)[()]
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val})"
+
+
+Atom = Var | Literal
+
+
+class JaxprEqn(NamedTuple):
+    primitive: Primitive
+    invars: list[Atom]
+    outvars: list[Var]
+    params: dict[str, Any]
+
+
+class Jaxpr:
+    """A typed, closed-over-nothing program: constvars and invars in, a list of outvars out."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars, invars, eqns, outvars) -> None:
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]) -> None:
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+# ----------------------------------------------------------------------------- printing
+
+
+class _Names:
+    """JAX-style variable names: a, b, ..., z, ba, bb, ... shared by nested jaxprs."""
+
+    def __init__(self) -> None:
+        self.names: dict[Var, str] = {}
+
+    def __call__(self, v: Var) -> str:
+        if v not in self.names:
+            n = len(self.names)
+            letters = ""
+            while True:
+                letters = chr(ord("a") + n % 26) + letters
+                n //= 26
+                if n == 0:
+                    break
+            self.names[v] = letters
+        return self.names[v]
+
+
+def _pp_literal(lit: Literal) -> str:
+    value = lit.val
+    text = str(bool(value)) if value.dtype == np.bool_ else str(value)
+    return f"{text}:{lit.aval.str_short()}"
+
+
+def _pp_atom(x: Atom, names: _Names) -> str:
+    return _pp_literal(x) if isinstance(x, Literal) else names(x)
+
+
+def _pp_param(value: Any, names: _Names, indent: int) -> str:
+    if isinstance(value, ClosedJaxpr):
+        return _pp_jaxpr_lines(value.jaxpr, names, indent + 2, inline_ok=True)
+    if isinstance(value, Jaxpr):
+        return _pp_jaxpr_lines(value, names, indent + 2, inline_ok=True)
+    if isinstance(value, np.dtype):
+        return str(value)
+    if isinstance(value, tuple) and value and isinstance(value[0], (ClosedJaxpr, Jaxpr)):
+        return "(" + ", ".join(_pp_param(v, names, indent) for v in value) + ")"
+    return str(value)
+
+
+def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
+    lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+    params = " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in eqn.params.items())
+    head = eqn.primitive.name + (f"[{params}]" if params else "")
+    args = " ".join(_pp_atom(x, names) for x in eqn.invars)
+    return f"{lhs} = {head} {args}".rstrip()
+
+
+def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -> str:
+    binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
+    consts = binders(jaxpr.constvars)
+    ins = binders(jaxpr.invars)
+    eqns = [_pp_eqn(e, names, indent) for e in jaxpr.eqns]
+    outs = ", ".join(_pp_atom(v, names) for v in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    head = f"{{ lambda {consts + ' ' if consts else ''}; {ins}. let"
+    one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+    if inline_ok and len(one_line) + indent <= 80 and "\n" not in one_line:
+        return one_line
+    pad = " " * indent
+    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    return f"{head}{body}\n{pad}  in {outs} }}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    return _pp_jaxpr_lines(jaxpr, _Names(), 0, inline_ok=True)
+
+
+# ----------------------------------------------------------------------------- primitives
+
+abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
+impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
+
+
+class Primitive:
+    """An operation of the IR; rules are looked up in the per-kind dicts keyed by primitive."""
+
+    def __init__(self, name: str, multiple_results: bool = False) -> None:
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        outs = bind(self, *args, **params)
+        return outs if self.multiple_results else outs[0]
+
+
+def bind(prim: Primitive, *args: Any, **params: Any) -> list[Any]:
+    """The one interception point: find the top trace, raise the args to it, apply its rule."""
+    top_trace = find_top_trace(args)
+    tracers = [full_raise(top_trace, arg) for arg in args]
+    outs = top_trace.process_primitive(prim, tracers, params)
+    return [full_lower(out) for out in outs]
+
+
+def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict) -> list:
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
+    return rule(*avals, **params)
+
+
+# ----------------------------------------------------------------------------- traces
+
+
+class MainTrace:
+    """One level of the interpreter stack; `active` turns False when its transform ends."""
+
+    __slots__ = ("level", "trace_type", "global_data", "active")
+
+    def __init__(self, level: int, trace_type: type, global_data: Any) -> None:
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.active = True
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class _TraceState(threading.local):
+    def __init__(self) -> None:
+        self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+        self.dynamic_trace: MainTrace | None = None
+
+
+_state = None  # created below, once EvalTrace exists
+
+
+@contextlib.contextmanager
+def new_main(trace_type: type, global_data: Any = None) -> Iterator[MainTrace]:
+    stack = _state.trace_stack
+    main = MainTrace(len(stack), trace_type, global_data)
+    stack.append(main)
+    try:
+        yield main
+    finally:
+        main.active = False
+        stack.pop()
+
+
+@contextlib.contextmanager
+def new_dynamic(main: MainTrace) -> Iterator[None]:
+    prev, _state.dynamic_trace = _state.dynamic_trace, main
+    try:
+        yield
+    finally:
+        _state.dynamic_trace = prev
+
+
+def trace_stack_depth() -> int:
+    return len(_state.trace_stack)
+
+
+class Trace:
+    def __init__(self, main: MainTrace) -> None:
+        self.main = main
+
+    def pure(self, val: Any) -> Any:
+        raise NotImplementedError
+
+    def lift(self, val: Any) -> Any:
+        raise NotImplementedError
+
+    def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> list:
+        raise NotImplementedError
+
+
+class EvalTrace(Trace):
+    """Eager evaluation: each primitive runs its numpy implementation."""
+
+    pure = lift = staticmethod(lambda x: x)
+
+    def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> list:
+        from numbax._src.array import Array  # Array sits above the core
+
+        avals = [get_aval(x) for x in tracers]
+        out_avals = abstract_eval(primitive, avals, params)
+        impl = impl_rules.get(primitive)
+        if impl is None:
+            raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
+        outs = impl(*[to_numpy(x) for x in tracers], **params)
+        results = []
+        for out, aval in zip(outs, out_avals, strict=True):
+            if isinstance(out, Array):
+                results.append(out)
+                continue
+            out = np.asarray(out)
+            if out.dtype != aval.dtype:
+                out = out.astype(aval.dtype)
+            results.append(Array._from_numpy(out, aval.weak_type))
+        if config.jax_debug_nans:
+            _check_nans(primitive, results)
+        return results
+
+
+def _check_nans(primitive: Primitive, results: list) -> None:
+    for r in results:
+        value = r._value
+        if value.dtype.kind in "fc" and np.isnan(value).any():
+            raise FloatingPointError(
+                f"jax_debug_nans: invalid value (nan) encountered in {primitive.name}. "
+                "Turn jax_debug_nans off once the source is found."
+            )
+
+
+_state = _TraceState()
+
+
+class Tracer:
+    """A value being traced by some transform; operators are installed by array_methods."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    aval: ShapedArray
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+
+    def full_lower(self) -> Any:
+        return self
+
+    def to_concrete_value(self) -> Any:
+        """The concrete value behind this tracer, or None when it has none."""
+        return None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def _describe(self) -> str:
+        return f"traced array with shape {self.aval.str_short()}"
+
+    def _concrete_or_raise(self, context: str) -> Any:
+        value = self.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(self._describe(), context)
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self._concrete_or_raise("bool()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete_or_raise("int()"))
+
+    def __float__(self) -> float:
+        return float(self._concrete_or_raise("float()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete_or_raise("complex()"))
+
+    def __index__(self) -> int:
+        value = self.to_concrete_value()
+        if value is None or self.aval.dtype.kind not in "iub":
+            raise TracerIntegerConversionError(self._describe())
+        return operator.index(np.asarray(value)[()])
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.to_concrete_value()
+        if value is None:
+            raise TracerArrayConversionError(self._describe())
+        return np.asarray(value, dtype=dtype)
+
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__} (numbax arrays are unhashable)")
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}<{self.aval.str_short()}>"
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            f"{type(self).__name__} does not support item assignment: numbax arrays are "
+            "immutable. Use x = x.at[idx].set(value) instead of x[idx] = value."
+        )
+
+
+def full_lower(val: Any) -> Any:
+    return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def find_top_trace(xs: Sequence[Any]) -> Trace:
+    mains = [x._trace.main for x in xs if isinstance(x, Tracer)]
+    top_main = max(mains, default=_state.trace_stack[0], key=operator.attrgetter("level"))
+    dynamic = _state.dynamic_trace
+    if dynamic is not None and dynamic.level > top_main.level:
+        top_main = dynamic
+    return top_main.trace_type(top_main)
+
+
+def _check_alive(val: Tracer) -> None:
+    main = val._trace.main
+    if not main.active:
+        raise UnexpectedTracerError(
+            f"Encountered an unexpected tracer: {val._describe()} created by a "
+            f"{main.trace_type.__name__} that has already finished. A traced value escaped its "
+            "transformation, usually by being stored in a global or an outer-scope variable "
+            "inside a jitted or transformed function. Return it as an output instead."
+        )
+
+
+def full_raise(trace: Trace, val: Any) -> Tracer | Any:
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    _check_alive(val)
+    level = trace.main.level
+    if val._trace.main is trace.main:
+        return val
+    if val._trace.main.level < level:
+        return trace.lift(val)
+    raise UnexpectedTracerError(
+        f"Encountered a tracer {val._describe()} from an inner transformation at an outer "
+        "level: a traced value escaped its transformation. Return it as an output instead."
+    )
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """Interprets a jaxpr by binding each equation's primitive (so it composes with traces)."""
+    env: dict[Var, Any] = {}
+
+    def read(x: Atom) -> Any:
+        return x.val if isinstance(x, Literal) else env[x]
+
+    for v, val in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = val
+    for v, val in zip(jaxpr.invars, args, strict=True):
+        env[v] = val
+    for eqn in jaxpr.eqns:
+        outs = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
+        for v, out in zip(eqn.outvars, outs, strict=True):
+            env[v] = out
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr failed its type check (an internal invariant, reported with the equation)."""
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Checks that every variable is bound once before use and every eqn's types follow."""
+    env: set[Var] = set()
+
+    def check_atom(x: Atom) -> ShapedArray:
+        if isinstance(x, Literal):
+            return x.aval
+        if x not in env:
+            raise JaxprTypeError(f"variable {x} used before it is bound\n{jaxpr}")
+        return x.aval
+
+    for v in (*jaxpr.constvars, *jaxpr.invars):
+        if v in env:
+            raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
+        env.add(v)
+    for eqn in jaxpr.eqns:
+        in_avals = [check_atom(x) for x in eqn.invars]
+        out_avals = abstract_eval(eqn.primitive, in_avals, eqn.params)
+        for v, aval in zip(eqn.outvars, out_avals, strict=True):
+            if (v.aval.shape, v.aval.dtype) != (aval.shape, aval.dtype):
+                raise JaxprTypeError(
+                    f"{eqn.primitive.name} produces {aval.str_short()} but binds "
+                    f"{v.aval.str_short()}\n{jaxpr}"
+                )
+            if v in env:
+                raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
+            env.add(v)
+    for x in jaxpr.outvars:
+        check_atom(x)
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Typechecks when jax_enable_checks is on; returns the jaxpr for chaining."""
+    if config.jax_enable_checks:
+        typecheck_jaxpr(jaxpr)
+    return jaxpr
+
+
+def concrete_or_error(x: Any, context: str) -> Any:
+    """A concrete numpy value for `x`, raising ConcretizationTypeError for abstract tracers."""
+    if isinstance(x, Tracer):
+        return x._concrete_or_raise(context)
+    return to_numpy(x) if not isinstance(x, _PYTHON_SCALARS) else x

@@ -1,0 +1,322 @@
+"""Forward mode (JVPTrace), symbolic zeros, linearize by partial evaluation, and transposition."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import Literal, Primitive, ShapedArray, Trace, Tracer, Var, get_aval
+from numbax._src.interpreters import partial_eval as pe
+
+jvp_rules: dict[Primitive, Callable] = {}
+transpose_rules: dict[Primitive, Callable] = {}
+# Primitives whose outputs carry no derivative (comparisons, iota, integer ops): zero tangents.
+non_differentiable: set[Primitive] = set()
+
+# ----------------------------------------------------------------------------- symbolic zeros
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The aval of tangents for primal `aval`: float0 for integer and boolean values."""
+    if dtypes.is_inexact(aval.dtype):
+        return aval
+    return ShapedArray(aval.shape, dtypes.float0)
+
+
+class Zero:
+    """A tangent or cotangent known to be zero: costs nothing until instantiated."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    @staticmethod
+    def from_primal_value(val: Any) -> Zero:
+        return Zero(tangent_aval(get_aval(val)))
+
+    def __repr__(self) -> str:
+        return f"Zero({self.aval.str_short()})"
+
+
+def zeros_like_aval(aval: ShapedArray) -> Any:
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    from numbax._src.lax import shape_ops  # the lax layer sits above the interpreters
+
+    return shape_ops.full(aval.shape, 0, aval.dtype, weak_type=aval.weak_type)
+
+
+def instantiate_zeros(t: Any) -> Any:
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(x: Any, y: Any) -> Any:
+    if type(x) is Zero:
+        return y
+    if type(y) is Zero:
+        return x
+    return add_any_p.bind(x, y)
+
+
+add_any_p = Primitive("add_any")
+core.abstract_eval_rules[add_any_p] = lambda x, y: [x]
+core.impl_rules[add_any_p] = lambda x, y: [np.add(x, y)]
+
+
+# ----------------------------------------------------------------------------- forward mode
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: Trace, primal: Any, tangent: Any) -> None:
+        super().__init__(trace)
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ShapedArray:
+        return get_aval(self.primal)
+
+    def to_concrete_value(self) -> Any:
+        if isinstance(self.primal, Tracer):
+            return self.primal.to_concrete_value()
+        return core.concrete_or_error(self.primal, "")
+
+
+class JVPTrace(Trace):
+    def pure(self, val: Any) -> JVPTracer:
+        return JVPTracer(self, val, Zero.from_primal_value(val))
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        primals_in = [t.primal for t in tracers]
+        tangents_in = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents_in):
+            return core.bind(primitive, *primals_in, **params)
+        rule = jvp_rules.get(primitive)
+        if rule is None:
+            if primitive in non_differentiable:
+                outs = core.bind(primitive, *primals_in, **params)
+                return [JVPTracer(self, x, Zero.from_primal_value(x)) for x in outs]
+            raise NotImplementedError(
+                f"Differentiation rule for '{primitive.name}' is not implemented."
+            )
+        primals_out, tangents_out = rule(primals_in, tangents_in, **params)
+        return [JVPTracer(self, x, t) for x, t in zip(primals_out, tangents_out, strict=True)]
+
+
+def jvp_flat(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    """Pushes tangents (possibly Zero) through f; returns primal and tangent outputs."""
+    with core.new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        tracers_in = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents, strict=True)]
+        outs = f(*tracers_in)
+        tracers_out = [core.full_raise(trace, out) for out in outs]
+        primals_out = [t.primal for t in tracers_out]
+        tangents_out = [t.tangent for t in tracers_out]
+    return primals_out, tangents_out
+
+
+# ----------------------------------------------------------------------------- rule helpers
+
+
+def defjvp(prim: Primitive, *jvp_fns: Callable | None) -> None:
+    """One tangent function per operand, `fn(t, ans, *primals, **params)`; None = no effect."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        tangent_out: Any = Zero(tangent_aval(get_aval(ans)))
+        for fn, t in zip(jvp_fns, tangents, strict=True):
+            if fn is not None and type(t) is not Zero:
+                tangent_out = add_tangents(tangent_out, fn(t, ans, *primals, **params))
+        return [ans], [tangent_out]
+
+    jvp_rules[prim] = rule
+
+
+def deflinear(prim: Primitive, transpose_rule: Callable) -> None:
+    """A primitive linear in all its operands: the jvp applies it to the tangents."""
+
+    def rule(primals, tangents, **params):
+        primals_out = core.bind(prim, *primals, **params)
+        if all(type(t) is Zero for t in tangents):
+            return primals_out, [Zero(tangent_aval(get_aval(x))) for x in primals_out]
+        tangents_out = core.bind(prim, *map(instantiate_zeros, tangents), **params)
+        return primals_out, tangents_out
+
+    jvp_rules[prim] = rule
+    transpose_rules[prim] = transpose_rule
+
+
+def defbilinear(prim: Primitive, lhs_rule: Callable, rhs_rule: Callable) -> None:
+    """A primitive linear in each operand separately (mul, dot_general)."""
+    defjvp(
+        prim,
+        lambda t, ans, x, y, **p: prim.bind(t, y, **p),
+        lambda t, ans, x, y, **p: prim.bind(x, t, **p),
+    )
+
+    def transpose(cts, x, y, **params):
+        (ct,) = cts
+        if is_undefined_primal(x):
+            return [lhs_rule(ct, x, y, **params), None]
+        return [None, rhs_rule(ct, x, y, **params)]
+
+    transpose_rules[prim] = transpose
+
+
+jvp_rules[add_any_p] = lambda primals, tangents: (
+    [add_any_p.bind(*primals)],
+    [add_tangents(*tangents)],
+)
+transpose_rules[add_any_p] = lambda cts, x, y: [cts[0], cts[0]]
+
+
+# ----------------------------------------------------------------------------- reverse mode
+
+
+class UndefinedPrimal:
+    """A linear input of a transposed equation: only its aval is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x: Any) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def linearize_flat(f: Callable, primals_in: Sequence[Any]):
+    """Evaluates f and returns (primal outputs, linear jaxpr of the tangents, its consts,
+    which inputs are differentiable)."""
+    differentiable = [dtypes.is_inexact(get_aval(x).dtype) for x in primals_in]
+    n = len(primals_in)
+    diff_avals = [get_aval(x) for x, d in zip(primals_in, differentiable, strict=True) if d]
+    pvals_in = [pe.PartialVal.known(x) for x in primals_in] + [
+        pe.PartialVal.unknown(aval) for aval in diff_avals
+    ]
+
+    def f_jvp(*primals_and_tangents):
+        primals = primals_and_tangents[:n]
+        tangents_iter = iter(primals_and_tangents[n:])
+        tangents = [
+            next(tangents_iter) if d else Zero.from_primal_value(x)
+            for x, d in zip(primals, differentiable, strict=True)
+        ]
+        primals_out, tangents_out = jvp_flat(f, primals, tangents)
+        return [*primals_out, *map(instantiate_zeros, tangents_out)]
+
+    jaxpr, pvals_out, consts = _partial_eval_tangents(f_jvp, pvals_in)
+    n_out = len(pvals_out) // 2
+    primals_out = [p.const for p in pvals_out[:n_out]]
+    return primals_out, jaxpr, consts, differentiable
+
+
+def _partial_eval_tangents(f, pvals_in):
+    """Partial evaluation of f (primal outs, then tangent outs) that keeps every tangent output
+    in the jaxpr, known or not, so output cotangents line up with jaxpr outputs."""
+    with core.new_main(pe.PartialEvalTrace) as main:
+        trace = pe.PartialEvalTrace(main)
+        tracers_in = [trace.new_arg(pval) for pval in pvals_in]
+        outs = f(*tracers_in)
+        half = len(outs) // 2
+        tracers_out = [core.full_raise(trace, out) for out in outs]
+        tangent_tracers = [trace.instantiate_const(t) for t in tracers_out[half:]]
+        primal_tracers = tracers_out[:half]
+        for t in primal_tracers:
+            if not t.pval.is_known:
+                raise core.UnexpectedTracerError(
+                    "linearize: a primal output depends on a tangent; a transformation rule "
+                    "mixed primal and tangent values"
+                )
+        unk_in = [t for t in tracers_in if not t.pval.is_known]
+        jaxpr, consts = pe.tracers_to_jaxpr(unk_in, tangent_tracers)
+        pvals_out = [t.pval for t in primal_tracers] + [t.pval for t in tangent_tracers]
+    return jaxpr, pvals_out, consts
+
+
+def vjp_flat(f: Callable, primals_in: Sequence[Any]):
+    """Returns f's outputs and a function from output cotangents to input cotangents."""
+    primals_out, jaxpr, consts, differentiable = linearize_flat(f, primals_in)
+    in_avals = [get_aval(x) for x in primals_in]
+
+    def f_vjp(*cts_out):
+        undefined = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
+        cts = backward_pass(jaxpr, consts, undefined, cts_out)
+        cts_iter = iter(cts)
+        result = []
+        for aval, d in zip(in_avals, differentiable, strict=True):
+            ct = next(cts_iter) if d else Zero(tangent_aval(aval))
+            result.append(ct)
+        return result
+
+    return primals_out, f_vjp
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list[Any]:
+    """Transposes a linear jaxpr: cotangents of the outputs -> cotangents of the linear inputs
+    (Zero where nothing flowed)."""
+    primal_env: dict[Var, Any] = {}
+    ct_env: dict[Var, Any] = {}
+
+    def read_primal(x):
+        if isinstance(x, Literal):
+            return x.val
+        return primal_env.get(x, UndefinedPrimal(x.aval))
+
+    def read_cotangent(v: Var) -> Any:
+        return ct_env.pop(v, Zero(v.aval))
+
+    def write_cotangent(x, ct) -> None:
+        if isinstance(x, Var) and ct is not None and type(ct) is not Zero:
+            ct_env[x] = add_tangents(ct_env[x], ct) if x in ct_env else ct
+
+    for v, val in zip(jaxpr.constvars, consts, strict=True):
+        primal_env[v] = val
+    for v, val in zip(jaxpr.invars, args, strict=True):
+        if not is_undefined_primal(val):
+            primal_env[v] = val
+    for v, ct in zip(jaxpr.outvars, cts_out, strict=True):
+        write_cotangent(v, ct)
+
+    for eqn in jaxpr.eqns[::-1]:
+        cts_in = [read_cotangent(v) for v in eqn.outvars]
+        if all(type(ct) is Zero for ct in cts_in):
+            continue
+        primals_in = [read_primal(x) for x in eqn.invars]
+        rule = transpose_rules.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' "
+                "is not implemented."
+            )
+        if not eqn.primitive.multiple_results:
+            cts_in = [instantiate_zeros(ct) for ct in cts_in]
+        cts_out_eqn = rule(cts_in, *primals_in, **eqn.params)
+        for x, ct in zip(eqn.invars, cts_out_eqn, strict=True):
+            write_cotangent(x, ct)
+    return [read_cotangent(v) for v in jaxpr.invars]
+
+
+def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
+    """Sums a cotangent back down to a rank-0 operand that an elementwise op broadcast."""
+    from numbax._src.lax import reductions  # lax sits above the interpreters
+
+    if aval.shape == () and np.shape(ct) != ():
+        ct = reductions.reduce_sum(ct, tuple(range(np.ndim(ct))))
+    if get_aval(ct).dtype != aval.dtype and aval.dtype != dtypes.float0:
+        from numbax._src.lax import elementwise
+
+        ct = elementwise.convert_element_type(ct, aval.dtype)
+    return ct

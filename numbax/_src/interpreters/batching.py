@@ -1,0 +1,185 @@
+"""vmap: BatchTrace carries a batch dimension per value; rules move it to the front."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from numbax._src import core
+from numbax._src.core import Primitive, ShapedArray, Trace, Tracer, get_aval
+
+not_mapped = None
+
+# batch(axis_size, vals, dims, **params) -> (outs, out_dims)
+batch_rules: dict[Primitive, Callable] = {}
+# Collectives over a named axis: (axis_data, vals, dims, **params) -> (outs, out_dims); used
+# by the BatchTrace whose axis_name the collective names, batched operands or not.
+collective_rules: dict[Primitive, Callable] = {}
+
+
+class AxisData(NamedTuple):
+    size: int
+    name: Any
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: Trace, val: Any, batch_dim: int | None) -> None:
+        super().__init__(trace)
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self) -> ShapedArray:
+        aval = get_aval(self.val)
+        if self.batch_dim is not_mapped:
+            return aval
+        shape = list(aval.shape)
+        del shape[self.batch_dim]
+        return aval.update(shape=tuple(shape))
+
+    def full_lower(self) -> Any:
+        if self.batch_dim is not_mapped:
+            return core.full_lower(self.val)
+        return self
+
+
+class BatchTrace(Trace):
+    @property
+    def axis_data(self) -> AxisData:
+        return self.main.global_data
+
+    def pure(self, val: Any) -> BatchTracer:
+        return BatchTracer(self, val, not_mapped)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        vals_in = [t.val for t in tracers]
+        dims_in = [t.batch_dim for t in tracers]
+        collective = collective_rules.get(primitive)
+        if collective is not None and _names_axis(params, self.axis_data.name):
+            outs, dims_out = collective(self.axis_data, vals_in, dims_in, **params)
+        elif all(d is not_mapped for d in dims_in):
+            return core.bind(primitive, *vals_in, **params)
+        else:
+            rule = batch_rules.get(primitive)
+            if rule is None:
+                raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+            outs, dims_out = rule(self.axis_data.size, vals_in, dims_in, **params)
+        return [BatchTracer(self, x, d) for x, d in zip(outs, dims_out, strict=True)]
+
+
+def _names_axis(params: dict, name: Any) -> bool:
+    axis_name = params.get("axis_name")
+    if isinstance(axis_name, tuple):
+        return name in axis_name
+    return axis_name == name
+
+
+def vmap_flat(f: Callable, axis_data: AxisData, in_dims: Sequence[int | None],
+              out_dims: Sequence[int | None] | Callable, args: Sequence[Any]) -> list[Any]:
+    """Runs f on batched args; outputs get their batch dimension at `out_dims`."""
+    with core.new_main(BatchTrace, axis_data) as main:
+        trace = BatchTrace(main)
+        tracers_in = [BatchTracer(trace, x, d) if d is not None else x
+                      for x, d in zip(args, in_dims, strict=True)]
+        outs = f(*tracers_in)
+        tracers_out = [core.full_raise(trace, out) for out in outs]
+        vals_out = [t.val for t in tracers_out]
+        bdims_out = [t.batch_dim for t in tracers_out]
+    if callable(out_dims):
+        out_dims = out_dims()
+    return [
+        move_batch_axis(axis_data.size, bd, od, v)
+        for v, bd, od in zip(vals_out, bdims_out, out_dims, strict=True)
+    ]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    from numbax._src.lax import shape_ops
+
+    if src == dst:
+        return x
+    ndim = len(get_aval(x).shape)
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return shape_ops.transpose(x, tuple(perm))
+
+
+def broadcast_batched(x: Any, size: int, axis: int) -> Any:
+    """Materialises an unbatched value with a new batch axis of `size` at `axis`."""
+    from numbax._src.lax import shape_ops
+
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    dims = tuple(i for i in range(len(shape)) if i != axis)
+    return shape_ops.broadcast_in_dim(x, tuple(shape), dims)
+
+
+def move_batch_axis(size: int, src: int | None, dst: int | None, x: Any) -> Any:
+    """Puts the batch axis of x (at src, or absent) at dst (None: must be unbatched)."""
+    if dst is not None and dst < 0:
+        dst += len(get_aval(x).shape) + (1 if src is None else 0)
+    if dst is None:
+        if src is not None:
+            raise ValueError(
+                "vmap: out_axes is None for an output that is batched; only outputs that do "
+                "not depend on the mapped inputs can use out_axes=None."
+            )
+        return x
+    if src is None:
+        return broadcast_batched(x, size, dst)
+    return moveaxis(x, src, dst)
+
+
+def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
+    return move_batch_axis(size, bdim, 0, x)
+
+
+def broadcast_batcher(prim: Primitive) -> Callable:
+    """Batch rule for an elementwise primitive whose operands share a shape (or are rank 0)."""
+    from numbax._src.lax import shape_ops
+
+    def rule(axis_size, vals, dims, **params):
+        per_example = [
+            get_aval(x).shape if d is None else _drop(get_aval(x).shape, d)
+            for x, d in zip(vals, dims, strict=True)
+        ]
+        out_shape = max(per_example, key=len)
+        full = (axis_size, *out_shape)
+        args = []
+        for x, d, shape in zip(vals, dims, per_example, strict=True):
+            if d is None:
+                args.append(x if shape == () else broadcast_batched(x, axis_size, 0))
+            else:
+                x = moveaxis(x, d, 0)
+                if shape != out_shape:
+                    x = shape_ops.broadcast_in_dim(x, full, (0,))
+                args.append(x)
+        outs = core.bind(prim, *args, **params)
+        return outs, [0] * len(outs)
+
+    return rule
+
+
+def _drop(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    return shape[:axis] + shape[axis + 1:]
+
+
+def defvectorized(prim: Primitive) -> None:
+    """Unary elementwise: the batch dimension passes through untouched."""
+
+    def rule(axis_size, vals, dims, **params):
+        outs = core.bind(prim, *vals, **params)
+        return outs, [dims[0]] * len(outs)
+
+    batch_rules[prim] = rule
+
+
+def defbroadcasting(prim: Primitive) -> None:
+    batch_rules[prim] = broadcast_batcher(prim)

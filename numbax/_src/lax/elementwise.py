@@ -1,0 +1,652 @@
+"""Elementwise primitives: unary and binary math, comparisons, bitwise ops, select, convert."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.special as sp
+
+from numbax._src import core, dtypes
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.errors import NumbaxTypeError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
+
+# Dtype kinds each family accepts.
+_FLOAT = "fc"
+_REAL_FLOAT = "f"
+_NUMERIC = "iufc"
+_INT = "iu"
+_INT_OR_BOOL = "biu"
+_ANY = "biufc"
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _const(x: Any, value: Any) -> np.ndarray:
+    """A rank-0 constant of x's dtype (it becomes a literal in jaxprs)."""
+    return np.array(value, dtype=get_aval(x).dtype)
+
+
+def _check_kind(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:
+    if aval.dtype.kind not in kinds:
+        accepted = {"f": "floating", "c": "complex", "i": "signed integer",
+                    "u": "unsigned integer", "b": "boolean"}
+        what = " or ".join(sorted({accepted[k] for k in kinds}))
+        raise NumbaxTypeError(
+            f"lax.{name}: argument {position} has dtype {aval.dtype}, expected a {what} dtype. "
+            "Convert it first, e.g. with x.astype(numbax.numpy.float32)."
+        )
+
+
+def _to_operand(x: Any, like: Any) -> Any:
+    """Python scalars become weakly typed values of the other operand's dtype (as lax does)."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(like, (bool, int, float,
+                                                                             complex)):
+        dtype = get_aval(like).dtype
+        if isinstance(x, float) and dtype.kind in "biu":
+            return x  # numpy-style promotion will reject this in the shape/dtype rule
+        return np.array(x, dtype=dtype)[()]
+    return x
+
+
+def _broadcast_shapes(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """Elementwise operands share one shape, except rank-0 operands which broadcast."""
+    full = [s for s in shapes if s != ()]
+    if not full:
+        return ()
+    if any(s != full[0] for s in full):
+        listed = ", ".join(str(s) for s in shapes)
+        raise NumbaxTypeError(
+            f"lax.{name}: operands have incompatible shapes {listed}; lax ops need equal "
+            "shapes (or rank-0 operands). Use numbax.numpy functions for numpy broadcasting, "
+            "or broadcast explicitly with lax.broadcast_in_dim."
+        )
+    return full[0]
+
+
+def _weak(*avals: ShapedArray) -> bool:
+    return all(a.weak_type for a in avals)
+
+
+# ----------------------------------------------------------------------------- unary ops
+
+
+def _unary_abstract_eval(name: str, kinds: str, out_dtype: Callable | None):
+    def rule(x: ShapedArray, **params) -> list[ShapedArray]:
+        _check_kind(name, x, kinds)
+        dtype = x.dtype if out_dtype is None else out_dtype(x.dtype)
+        return [ShapedArray(x.shape, dtype, x.weak_type and dtype == x.dtype)]
+
+    return rule
+
+
+def unop(name: str, impl: Callable, kinds: str = _FLOAT,
+         out_dtype: Callable | None = None) -> Primitive:
+    prim = Primitive(name)
+    core.abstract_eval_rules[prim] = _unary_abstract_eval(name, kinds, out_dtype)
+    core.impl_rules[prim] = lambda x, **params: [impl(x, **params)]
+    batching.defvectorized(prim)
+    return prim
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.empty((), dtype).real.dtype
+
+
+def _bool_dtype(_: np.dtype) -> np.dtype:
+    return dtypes.bool_
+
+
+neg_p = unop("neg", np.negative, _NUMERIC)
+sign_p = unop("sign", np.sign, _NUMERIC)
+floor_p = unop("floor", np.floor, _REAL_FLOAT)
+ceil_p = unop("ceil", np.ceil, _REAL_FLOAT)
+is_finite_p = unop("is_finite", np.isfinite, _FLOAT, _bool_dtype)
+exp_p = unop("exp", np.exp)
+exp2_p = unop("exp2", np.exp2)
+log_p = unop("log", np.log)
+log1p_p = unop("log1p", np.log1p)
+expm1_p = unop("expm1", np.expm1)
+tanh_p = unop("tanh", np.tanh)
+logistic_p = unop("logistic", lambda x: sp.expit(x).astype(x.dtype))
+sin_p = unop("sin", np.sin)
+cos_p = unop("cos", np.cos)
+tan_p = unop("tan", np.tan)
+asin_p = unop("asin", np.arcsin)
+acos_p = unop("acos", np.arccos)
+atan_p = unop("atan", np.arctan)
+sinh_p = unop("sinh", np.sinh)
+cosh_p = unop("cosh", np.cosh)
+asinh_p = unop("asinh", np.arcsinh)
+acosh_p = unop("acosh", np.arccosh)
+atanh_p = unop("atanh", np.arctanh)
+sqrt_p = unop("sqrt", np.sqrt)
+rsqrt_p = unop("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype))
+cbrt_p = unop("cbrt", np.cbrt, _REAL_FLOAT)
+abs_p = unop("abs", np.abs, _NUMERIC, _real_dtype)
+erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), _REAL_FLOAT)
+erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), _REAL_FLOAT)
+erf_inv_p = unop("erf_inv", lambda x: sp.erfinv(x).astype(x.dtype), _REAL_FLOAT)
+lgamma_p = unop("lgamma", lambda x: sp.gammaln(x).astype(x.dtype), _REAL_FLOAT)
+digamma_p = unop("digamma", lambda x: sp.digamma(x).astype(x.dtype), _REAL_FLOAT)
+real_p = unop("real", np.real, "c", _real_dtype)
+imag_p = unop("imag", np.imag, "c", _real_dtype)
+conj_p = unop("conj", np.conj, _NUMERIC)
+not_p = unop("not", np.invert, _INT_OR_BOOL)
+population_count_p = unop("population_count", np.bitwise_count, _INT)
+square_p = unop("square", np.square, _NUMERIC)
+round_p = unop(
+    "round",
+    lambda x, rounding_method=0: (
+        np.round(x) if rounding_method == 1 else np.where(x >= 0, np.floor(x + 0.5),
+                                                          np.ceil(x - 0.5)).astype(x.dtype)
+    ),
+    _REAL_FLOAT,
+)
+
+
+def _integer_pow_impl(x: np.ndarray, *, y: int) -> np.ndarray:
+    if y == 0:
+        return np.ones_like(x)
+    if y < 0:
+        return (1 / np.power(x, -y)).astype(x.dtype)
+    return np.power(x, y)
+
+
+integer_pow_p = unop("integer_pow", _integer_pow_impl, _NUMERIC)
+
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p):
+    ad.non_differentiable.add(_p)
+
+ad.deflinear(neg_p, lambda cts, x: [neg(cts[0])])
+ad.deflinear(real_p, lambda cts, x: [complex_(cts[0], _const(cts[0], 0))])
+ad.deflinear(imag_p, lambda cts, x: [complex_(_const(cts[0], 0), neg(cts[0]))])
+ad.deflinear(conj_p, lambda cts, x: [conj(cts[0])])
+ad.defjvp(exp_p, lambda t, ans, x: mul(t, ans))
+ad.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
+ad.defjvp(log_p, lambda t, ans, x: div(t, x))
+ad.defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _const(x, 1))))
+ad.defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
+ad.defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_const(x, 1), square(ans))))
+ad.defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
+ad.defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
+ad.defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
+ad.defjvp(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), square(ans))))
+ad.defjvp(asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
+ad.defjvp(acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_const(x, 1), square(x))))))
+ad.defjvp(atan_p, lambda t, ans, x: div(t, add(_const(x, 1), square(x))))
+ad.defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
+ad.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
+ad.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda t, ans, x: mul(
+    t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+ad.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), square(x))))
+ad.defjvp(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
+ad.defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+ad.defjvp(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp(erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)),
+                                               exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)),
+                                                exp(neg(square(x))))))
+ad.defjvp(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2),
+                                                   exp(square(ans)))))
+ad.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
+ad.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(_const(x, 1), x)))
+ad.defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
+
+
+def _abs_jvp(t, ans, x):
+    if get_aval(x).dtype.kind == "c":
+        return real(mul(conj(div(x, convert_element_type(ans, get_aval(x).dtype))), t))
+    # JAX's convention: d|x|/dx at 0 is 1 (the x >= 0 side).
+    return select_n(ge(x, _const(x, 0)), neg(t), t)
+
+
+ad.defjvp(abs_p, _abs_jvp)
+
+
+def _integer_pow_jvp(t, ans, x, *, y):
+    if y == 0:
+        return Zero(get_aval(t))
+    if y == 1:
+        return t
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
+# ----------------------------------------------------------------------------- binary ops
+
+
+def _binary_abstract_eval(name: str, kinds: str, out_dtype: Callable | None):
+    def rule(*avals: ShapedArray, **params) -> list[ShapedArray]:
+        for i, a in enumerate(avals):
+            _check_kind(name, a, kinds, i)
+        dts = {a.dtype for a in avals}
+        if len(dts) > 1:
+            listed = ", ".join(str(a.dtype) for a in avals)
+            raise NumbaxTypeError(
+                f"lax.{name}: operands have different dtypes {listed}; lax ops need equal "
+                "dtypes. Use numbax.numpy functions for numpy promotion, or convert with "
+                "lax.convert_element_type."
+            )
+        shape = _broadcast_shapes(name, [a.shape for a in avals])
+        dtype = avals[0].dtype if out_dtype is None else out_dtype(avals[0].dtype)
+        return [ShapedArray(shape, dtype, _weak(*avals) and out_dtype is None)]
+
+    return rule
+
+
+def binop(name: str, impl: Callable, kinds: str = _NUMERIC,
+          out_dtype: Callable | None = None) -> Primitive:
+    prim = Primitive(name)
+    core.abstract_eval_rules[prim] = _binary_abstract_eval(name, kinds, out_dtype)
+    core.impl_rules[prim] = lambda x, y, **params: [impl(x, y, **params)]
+    batching.defbroadcasting(prim)
+    return prim
+
+
+add_p = binop("add", np.add, _ANY)
+sub_p = binop("sub", np.subtract)
+mul_p = binop("mul", np.multiply, _ANY)
+div_p = binop("div", lambda x, y: _c_division(x, y))
+rem_p = binop("rem", np.fmod, "iuf")
+pow_p = binop("pow", np.power, _FLOAT)
+max_p = binop("max", np.maximum, _ANY)
+min_p = binop("min", np.minimum, _ANY)
+atan2_p = binop("atan2", np.arctan2, _REAL_FLOAT)
+nextafter_p = binop("nextafter", np.nextafter, _REAL_FLOAT)
+polygamma_p = binop("polygamma", lambda m, x: sp.polygamma(m, x).astype(x.dtype), _REAL_FLOAT)
+complex_p = binop("complex", lambda x, y: x + 1j * y, _REAL_FLOAT,
+                  lambda dt: np.result_type(dt, np.complex64))
+and_p = binop("and", np.bitwise_and, _INT_OR_BOOL)
+or_p = binop("or", np.bitwise_or, _INT_OR_BOOL)
+xor_p = binop("xor", np.bitwise_xor, _INT_OR_BOOL)
+shift_left_p = binop("shift_left", np.left_shift, _INT)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", np.right_shift, _INT)
+shift_right_logical_p = binop(
+    "shift_right_logical",
+    lambda x, y: (x.view(f"u{x.dtype.itemsize}") >> y.astype(f"u{x.dtype.itemsize}")).view(
+        x.dtype),
+    _INT,
+)
+eq_p = binop("eq", np.equal, _ANY, _bool_dtype)
+ne_p = binop("ne", np.not_equal, _ANY, _bool_dtype)
+lt_p = binop("lt", np.less, _ANY, _bool_dtype)
+le_p = binop("le", np.less_equal, _ANY, _bool_dtype)
+gt_p = binop("gt", np.greater, _ANY, _bool_dtype)
+ge_p = binop("ge", np.greater_equal, _ANY, _bool_dtype)
+
+
+def _c_division(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """lax.div: integer division rounds toward zero (C semantics), unlike numpy's floor."""
+    if x.dtype.kind in "iu":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.floor_divide(x, y)
+            fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+        return (q + fix).astype(x.dtype)
+    return np.divide(x, y)
+
+
+for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+           shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, polygamma_p):
+    ad.non_differentiable.add(_p)
+
+
+def _add_transpose(cts, x, y):
+    (ct,) = cts
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined_primal(y) else None]
+
+
+def _sub_transpose(cts, x, y):
+    (ct,) = cts
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
+
+
+def _linear_jvp(prim, signs):
+    def rule(primals, tangents):
+        ans = prim.bind(*primals)
+        out: Any = Zero(ad.tangent_aval(get_aval(ans)))
+        for t, sign in zip(tangents, signs, strict=True):
+            if type(t) is not Zero:
+                t = _broadcast_tangent(t, get_aval(ans))
+                out = ad.add_tangents(out, t if sign > 0 else neg(t))
+        return [ans], [out]
+
+    return rule
+
+
+def _broadcast_tangent(t, aval):
+    from numbax._src.lax import shape_ops
+
+    if get_aval(t).shape != aval.shape:
+        return shape_ops.broadcast_in_dim(t, aval.shape, ())
+    return t
+
+
+ad.jvp_rules[add_p] = _linear_jvp(add_p, (1, 1))
+ad.jvp_rules[sub_p] = _linear_jvp(sub_p, (1, -1))
+ad.transpose_rules[add_p] = _add_transpose
+ad.transpose_rules[sub_p] = _sub_transpose
+ad.defbilinear(
+    mul_p,
+    lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+    lambda ct, x, y: unbroadcast(mul(x, ct), y.aval),
+)
+
+
+def _div_transpose(cts, x, y):
+    (ct,) = cts
+    assert is_undefined_primal(x) and not is_undefined_primal(y)
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+ad.defjvp(
+    div_p,
+    lambda t, ans, x, y: _broadcast_tangent(div(t, y), get_aval(ans)),
+    lambda t, ans, x, y: _broadcast_tangent(neg(div(mul(t, ans), y)), get_aval(ans)),
+)
+ad.transpose_rules[div_p] = _div_transpose
+ad.defjvp(
+    rem_p,
+    lambda t, ans, x, y: _broadcast_tangent(t, get_aval(ans)),
+    lambda t, ans, x, y: _broadcast_tangent(
+        mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))), get_aval(ans)),
+)
+
+
+def _pow_jvp_base(t, ans, x, y):
+    # y * x**(y-1), defined as 0 where y == 0 (so 0**0 has derivative 0 in x, like JAX).
+    one = _const(y, 1)
+    zero = _const(y, 0)
+    dx = mul(y, pow(x, sub(y, one)))
+    dx = select_n(eq(y, zero), dx, _zeros_like(dx))
+    return mul(_broadcast_tangent(t, get_aval(ans)), dx)
+
+
+def _pow_jvp_exponent(t, ans, x, y):
+    # log(x) * x**y, with log(0) replaced by 0 so that 0**y has derivative 0 in y.
+    zero = _const(x, 0)
+    safe_x = select_n(eq(x, zero), x, _ones_like(x))
+    return mul(_broadcast_tangent(t, get_aval(ans)), mul(log(safe_x), ans))
+
+
+ad.defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x alone attains the extremum z, 0.5 where x and y tie, 0 elsewhere (JAX)."""
+    one, half, zero = _const(z, 1), _const(z, 0.5), _const(z, 0)
+    x_hit = select_n(eq(x, z), _full_like(z, zero), _full_like(z, one))
+    both = select_n(eq(y, z), _full_like(z, one), _full_like(z, half))
+    return mul(x_hit, both)
+
+
+ad.defjvp(max_p,
+          lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)), _balanced_eq(x, ans, y)),
+          lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)), _balanced_eq(y, ans, x)))
+ad.defjvp(min_p,
+          lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)), _balanced_eq(x, ans, y)),
+          lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)), _balanced_eq(y, ans, x)))
+ad.defjvp(
+    atan2_p,
+    lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)),
+                             div(y, add(square(x), square(y)))),
+    lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)),
+                             div(neg(x), add(square(x), square(y)))),
+)
+ad.defjvp(
+    complex_p,
+    lambda t, ans, x, y: complex_(_broadcast_tangent(t, get_aval(x)), _zeros_like(x)),
+    lambda t, ans, x, y: complex_(_zeros_like(y), _broadcast_tangent(t, get_aval(y))),
+)
+
+# ----------------------------------------------------------------------------- select, clamp
+
+
+select_n_p = Primitive("select_n")
+
+
+def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> list[ShapedArray]:
+    if not cases:
+        raise NumbaxTypeError("lax.select_n: needs at least one case")
+    if which.dtype != dtypes.bool_ and which.dtype.kind not in "iu":
+        raise NumbaxTypeError(
+            f"lax.select_n: which has dtype {which.dtype}, expected bool or an integer dtype."
+        )
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise NumbaxTypeError("lax.select_n: a boolean `which` selects between two cases only")
+    if any(c.dtype != cases[0].dtype for c in cases):
+        listed = ", ".join(str(c.dtype) for c in cases)
+        raise NumbaxTypeError(f"lax.select_n: cases have different dtypes {listed}.")
+    shape = _broadcast_shapes("select_n", [which.shape, *[c.shape for c in cases]])
+    return [ShapedArray(shape, cases[0].dtype, _weak(*cases))]
+
+
+def _select_n_impl(which, *cases):
+    if which.dtype == np.bool_:
+        return [np.where(which, cases[1], cases[0])] if len(cases) == 2 else [
+            np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape)).copy()]
+    idx = np.clip(which, 0, len(cases) - 1)
+    shape = np.broadcast_shapes(which.shape, *[c.shape for c in cases])
+    return [np.choose(np.broadcast_to(idx, shape), [np.broadcast_to(c, shape) for c in cases])]
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    ans = select_n(which, *cases)
+    case_tangents = tangents[1:]
+    if all(type(t) is Zero for t in case_tangents):
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    out_aval = get_aval(ans)
+    ts = [_broadcast_tangent(ad.instantiate_zeros(t), out_aval) for t in case_tangents]
+    return [ans], [select_n(which, *ts)]
+
+
+def _select_n_transpose(cts, which, *cases):
+    (ct,) = cts
+    assert not is_undefined_primal(which)
+    zeros = _zeros_like(ct)
+    out = [None]
+    for i, c in enumerate(cases):
+        if is_undefined_primal(c):
+            picks = [zeros] * len(cases)
+            picks[i] = ct
+            out.append(unbroadcast(select_n(which, *picks), c.aval))
+        else:
+            out.append(None)
+    return out
+
+
+core.abstract_eval_rules[select_n_p] = _select_n_abstract_eval
+core.impl_rules[select_n_p] = _select_n_impl
+ad.jvp_rules[select_n_p] = _select_n_jvp
+ad.transpose_rules[select_n_p] = _select_n_transpose
+batching.defbroadcasting(select_n_p)
+
+clamp_p = Primitive("clamp")
+
+
+def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> list:
+    for name, a in (("min", lo), ("max", hi)):
+        if a.dtype != x.dtype:
+            raise NumbaxTypeError(
+                f"lax.clamp: {name} has dtype {a.dtype} but operand has {x.dtype}; "
+                "they must match."
+            )
+        if a.shape not in ((), x.shape):
+            raise NumbaxTypeError(
+                f"lax.clamp: {name} has shape {a.shape}, expected () or the operand's "
+                f"shape {x.shape}."
+            )
+    return [x]
+
+
+core.abstract_eval_rules[clamp_p] = _clamp_abstract_eval
+core.impl_rules[clamp_p] = lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)]
+ad.defjvp(
+    clamp_p,
+    lambda t, ans, lo, x, hi: select_n(
+        lt(lo, x), _broadcast_tangent(t, get_aval(ans)), _zeros_like(ans)),
+    lambda t, ans, lo, x, hi: select_n(and_(gt(x, lo), lt(x, hi)), _zeros_like(ans), t),
+    lambda t, ans, lo, x, hi: select_n(
+        lt(x, hi), _broadcast_tangent(t, get_aval(ans)), _zeros_like(ans)),
+)
+batching.defbroadcasting(clamp_p)
+batching.defbroadcasting(ad.add_any_p)
+
+# ----------------------------------------------------------------------------- convert
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+def _convert_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool) -> list:
+    return [ShapedArray(x.shape, new_dtype, weak_type)]
+
+
+def _convert_impl(x, *, new_dtype, weak_type):
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = x.real
+    if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return [x.astype(new_dtype)]
+    return [x.astype(new_dtype)]
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)]
+
+
+def _convert_transpose(cts, x, *, new_dtype, weak_type):
+    (ct,) = cts
+    aval = x.aval
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+core.abstract_eval_rules[convert_element_type_p] = _convert_abstract_eval
+core.impl_rules[convert_element_type_p] = _convert_impl
+ad.jvp_rules[convert_element_type_p] = _convert_jvp
+ad.transpose_rules[convert_element_type_p] = _convert_transpose
+batching.defvectorized(convert_element_type_p)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> list:
+    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
+        raise NumbaxTypeError(
+            f"lax.bitcast_convert_type: {x.dtype} and {new_dtype} have different sizes; "
+            "only same-width bit casts are supported."
+        )
+    return [ShapedArray(x.shape, new_dtype)]
+
+
+core.abstract_eval_rules[bitcast_convert_type_p] = _bitcast_abstract_eval
+core.impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: [x.view(new_dtype)]
+ad.non_differentiable.add(bitcast_convert_type_p)
+batching.defvectorized(bitcast_convert_type_p)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
+
+
+# ----------------------------------------------------------------------------- wrappers
+
+
+def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, context="lax.convert_element_type")
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    if isinstance(operand, (bool, int, float, complex)):
+        return np.array(operand, dtype=new_dtype)[()]
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _unary(prim: Primitive) -> Callable:
+    def fn(x: Any) -> Any:
+        return prim.bind(x)
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}_p)."
+    return fn
+
+
+def _binary(prim: Primitive) -> Callable:
+    def fn(x: Any, y: Any) -> Any:
+        return prim.bind(_to_operand(x, y), _to_operand(y, x))
+
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}_p); operands share dtype and shape."
+    return fn
+
+
+neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
+exp, exp2, log, log1p, expm1 = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p))
+tanh, logistic, sin, cos, tan = map(_unary, (tanh_p, logistic_p, sin_p, cos_p, tan_p))
+asin, acos, atan, sinh, cosh = map(_unary, (asin_p, acos_p, atan_p, sinh_p, cosh_p))
+asinh, acosh, atanh, sqrt, rsqrt = map(_unary, (asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p))
+cbrt, abs, erf, erfc, erf_inv = map(_unary, (cbrt_p, abs_p, erf_p, erfc_p, erf_inv_p))  # noqa: A001
+lgamma, digamma, real, imag, conj = map(_unary, (lgamma_p, digamma_p, real_p, imag_p, conj_p))
+bitwise_not, population_count, square = map(_unary, (not_p, population_count_p, square_p))
+add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))  # noqa: A001
+max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))  # noqa: A001
+polygamma, complex_ = _binary(polygamma_p), _binary(complex_p)
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
+shift_left, shift_right_arithmetic, shift_right_logical = map(
+    _binary, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
+eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+and_ = bitwise_and
+
+
+def round(x: Any, rounding_method: int = 0) -> Any:  # noqa: A001
+    """lax.round: 0 rounds half away from zero (JAX's default), 1 rounds half to even."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """lax.select: on_true where pred, else on_false."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
+    return clamp_p.bind(_to_operand(min, x), x, _to_operand(max, x))
+
+
+def _zeros_like(x: Any) -> Any:
+    from numbax._src.lax import shape_ops
+
+    aval = get_aval(x)
+    return shape_ops.full(aval.shape, 0, aval.dtype)
+
+
+def _ones_like(x: Any) -> Any:
+    from numbax._src.lax import shape_ops
+
+    aval = get_aval(x)
+    return shape_ops.full(aval.shape, 1, aval.dtype)
+
+
+def _full_like(x: Any, value: np.ndarray) -> Any:
+    from numbax._src.lax import shape_ops
+
+    aval = get_aval(x)
+    return shape_ops.full(aval.shape, value, aval.dtype)

@@ -1,0 +1,398 @@
+"""numpy-style elementwise functions: dtype promotion and broadcasting in front of lax ops."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import get_aval
+from numbax._src.errors import NumbaxValueError
+from numbax._src.lax import elementwise as lax
+from numbax._src.lax import shape_ops
+
+
+def _scalar_or_array(x: Any, fun_name: str) -> Any:
+    if core.is_array_like(x):
+        return x
+    if isinstance(x, (list, tuple)):
+        from numbax._src.array import asarray_value
+
+        return asarray_value(x)
+    raise core.NumbaxTypeError(
+        f"numbax.numpy.{fun_name}: argument of type {type(x).__name__} is not an array. "
+        "Pass arrays, Python scalars, or lists of numbers."
+    )
+
+
+def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
+    """Converts args to their common dtype (NumPy 2 rules, Python scalars weak)."""
+    args = [_scalar_or_array(x, fun_name) for x in args]
+    avals = [get_aval(x) for x in args]
+    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    return [lax.convert_element_type(x, dtype, weak) for x in args]
+
+
+def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
+    """Like promote_dtypes, then to the float dtype numpy's math functions return."""
+    args = promote_dtypes(fun_name, *args)
+    aval = get_aval(args[0])
+    dtype = dtypes.to_inexact(aval.dtype)
+    if aval.weak_type:
+        dtype = dtypes.python_scalar_dtype(0.0) if aval.dtype.kind != "c" else aval.dtype
+    return [lax.convert_element_type(x, dtype, aval.weak_type) for x in args]
+
+
+def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        listed = " ".join(str(tuple(s)) for s in shapes)
+        raise NumbaxValueError(
+            f"numbax.numpy.{fun_name}: operands could not be broadcast together with shapes "
+            f"{listed}. Reshape or expand_dims one of them so that trailing dimensions are "
+            "equal or 1."
+        ) from None
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    lead = len(shape) - aval.ndim
+    squeeze_dims = [i for i, d in enumerate(aval.shape) if d == 1 and shape[lead + i] != 1]
+    if squeeze_dims:
+        x = shape_ops.squeeze(x, squeeze_dims)
+    kept = [lead + i for i, d in enumerate(aval.shape) if i not in squeeze_dims]
+    return shape_ops.broadcast_in_dim(x, shape, tuple(kept))
+
+
+def broadcast_arrays(fun_name: str, *args: Any) -> list[Any]:
+    """numpy broadcasting; rank-0 operands stay scalars (lax ops broadcast those for free)."""
+    shapes = [get_aval(x).shape for x in args]
+    if all(s == shapes[0] or s == () for s in shapes):
+        return list(args)
+    shape = broadcast_shapes(fun_name, *shapes)
+    return [x if get_aval(x).shape == () else broadcast_to_shape(x, shape) for x in args]
+
+
+def _one_to_one_unop(name: str, lax_fn: Callable, inexact: bool) -> Callable:
+    def fn(x: Any, /) -> Any:
+        (x,) = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x)
+        return lax_fn(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}, elementwise."
+    return fn
+
+
+def _one_to_one_binop(name: str, lax_fn: Callable, inexact: bool = False) -> Callable:
+    def fn(x1: Any, x2: Any, /) -> Any:
+        x1, x2 = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x1, x2)
+        x1, x2 = broadcast_arrays(name, x1, x2)
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}, elementwise with numpy broadcasting and promotion."
+    return fn
+
+
+def _comparison(name: str, lax_fn: Callable) -> Callable:
+    return _one_to_one_binop(name, lax_fn)
+
+
+def _logical(name: str, lax_fn: Callable) -> Callable:
+    def fn(x1: Any, x2: Any, /) -> Any:
+        x1, x2 = broadcast_arrays(name, *(asbool(x) for x in (x1, x2)))
+        return lax_fn(x1, x2)
+
+    fn.__name__ = name
+    return fn
+
+
+def asbool(x: Any) -> Any:
+    x = _scalar_or_array(x, "logical")
+    if get_aval(x).dtype == dtypes.bool_:
+        return x
+    return lax.ne(x, lax.convert_element_type(0, get_aval(x).dtype))
+
+
+negative = _one_to_one_unop("negative", lax.neg, False)
+positive = _one_to_one_unop("positive", lambda x: x, False)
+sign = _one_to_one_unop("sign", lax.sign, False)
+floor = _one_to_one_unop("floor", lax.floor, True)
+ceil = _one_to_one_unop("ceil", lax.ceil, True)
+exp = _one_to_one_unop("exp", lax.exp, True)
+exp2 = _one_to_one_unop("exp2", lax.exp2, True)
+log = _one_to_one_unop("log", lax.log, True)
+log1p = _one_to_one_unop("log1p", lax.log1p, True)
+expm1 = _one_to_one_unop("expm1", lax.expm1, True)
+tanh = _one_to_one_unop("tanh", lax.tanh, True)
+sin = _one_to_one_unop("sin", lax.sin, True)
+cos = _one_to_one_unop("cos", lax.cos, True)
+tan = _one_to_one_unop("tan", lax.tan, True)
+arcsin = _one_to_one_unop("arcsin", lax.asin, True)
+arccos = _one_to_one_unop("arccos", lax.acos, True)
+arctan = _one_to_one_unop("arctan", lax.atan, True)
+sinh = _one_to_one_unop("sinh", lax.sinh, True)
+cosh = _one_to_one_unop("cosh", lax.cosh, True)
+arcsinh = _one_to_one_unop("arcsinh", lax.asinh, True)
+arccosh = _one_to_one_unop("arccosh", lax.acosh, True)
+arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
+sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
+cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
+conjugate = conj = _one_to_one_unop("conjugate", lax.conj, False)
+square = _one_to_one_unop("square", lax.square, False)
+add = _one_to_one_binop("add", lax.add)
+subtract = _one_to_one_binop("subtract", lax.sub)
+multiply = _one_to_one_binop("multiply", lax.mul)
+true_divide = divide = _one_to_one_binop("divide", lax.div, inexact=True)
+maximum = _one_to_one_binop("maximum", lax.max)
+minimum = _one_to_one_binop("minimum", lax.min)
+arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
+nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
+bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
+bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
+bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
+left_shift = _one_to_one_binop("left_shift", lax.shift_left)
+right_shift = _one_to_one_binop("right_shift", lax.shift_right_arithmetic)
+equal = _comparison("equal", lax.eq)
+not_equal = _comparison("not_equal", lax.ne)
+less = _comparison("less", lax.lt)
+less_equal = _comparison("less_equal", lax.le)
+greater = _comparison("greater", lax.gt)
+greater_equal = _comparison("greater_equal", lax.ge)
+logical_and = _logical("logical_and", lax.bitwise_and)
+logical_or = _logical("logical_or", lax.bitwise_or)
+logical_xor = _logical("logical_xor", lax.bitwise_xor)
+
+
+def logical_not(x: Any, /) -> Any:
+    return lax.bitwise_not(asbool(x))
+
+
+def invert(x: Any, /) -> Any:
+    (x,) = promote_dtypes("invert", x)
+    return lax.bitwise_not(x)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def absolute(x: Any, /) -> Any:
+    (x,) = promote_dtypes("absolute", x)
+    dtype = get_aval(x).dtype
+    if dtype.kind in "ub":
+        return x
+    return lax.abs(x)
+
+
+abs = absolute  # noqa: A001
+
+
+def power(x1: Any, x2: Any, /) -> Any:
+    """numpy.power: integer powers by repeated multiplication when the exponent is a literal."""
+    if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
+        (x1,) = promote_dtypes("power", x1)
+        return lax.integer_pow(x1, int(x2))
+    x1, x2 = promote_dtypes("power", x1, x2)
+    dtype = get_aval(x1).dtype
+    if dtype.kind in "iu":
+        return _integer_power(x1, x2)
+    x1, x2 = broadcast_arrays("power", x1, x2)
+    return lax.pow(x1, x2)
+
+
+def _integer_power(x1: Any, x2: Any) -> Any:
+    """Integer ** integer array: square-and-multiply over the bits of the exponent."""
+    x1, x2 = broadcast_arrays("power", x1, x2)
+    shape = broadcast_shapes("power", get_aval(x1).shape, get_aval(x2).shape)
+    x1 = broadcast_to_shape(x1, shape) if get_aval(x1).shape != shape else x1
+    one = lax.convert_element_type(1, get_aval(x1).dtype)
+    acc = shape_ops.full(shape, one)
+    base = x1
+    bits = get_aval(x1).dtype.itemsize * 8
+    for _ in range(bits):
+        odd = lax.ne(lax.bitwise_and(x2, lax.convert_element_type(1, get_aval(x2).dtype)),
+                     lax.convert_element_type(0, get_aval(x2).dtype))
+        acc = lax.select(odd, lax.mul(acc, base), acc)
+        base = lax.mul(base, base)
+        x2 = lax.shift_right_arithmetic(x2, lax.convert_element_type(1, get_aval(x2).dtype))
+    return acc
+
+
+def float_power(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = promote_dtypes("float_power", x1, x2)
+    x1 = lax.convert_element_type(x1, dtypes.canonicalize_dtype(np.float64))
+    x2 = lax.convert_element_type(x2, dtypes.canonicalize_dtype(np.float64))
+    return lax.pow(*broadcast_arrays("float_power", x1, x2))
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes("floor_divide", x1, x2))
+    dtype = get_aval(x1).dtype
+    if dtype.kind in "iu":
+        quotient = lax.div(x1, x2)
+        if dtype.kind == "u":
+            return quotient
+        zero = lax.convert_element_type(0, dtype)
+        one = lax.convert_element_type(1, dtype)
+        # C division truncates; numpy floors: step down where signs differ and it is inexact.
+        fix = lax.bitwise_and(lax.ne(lax.lt(x1, zero), lax.lt(x2, zero)),
+                              lax.ne(lax.rem(x1, x2), zero))
+        return lax.select(fix, lax.sub(quotient, one), quotient)
+    return lax.floor(lax.div(x1, x2))
+
+
+def remainder(x1: Any, x2: Any, /) -> Any:
+    """numpy.remainder: the result has the sign of the divisor."""
+    x1, x2 = broadcast_arrays("remainder", *promote_dtypes("remainder", x1, x2))
+    dtype = get_aval(x1).dtype
+    r = lax.rem(x1, x2)
+    if dtype.kind == "u":
+        return r
+    zero = lax.convert_element_type(0, dtype)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(x2, zero)))
+    return lax.select(fix, lax.add(r, x2), r)
+
+
+mod = remainder
+
+
+def fmod(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("fmod", *promote_dtypes("fmod", x1, x2))
+    return lax.rem(x1, x2)
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def reciprocal(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("reciprocal", x)
+    return lax.div(lax.convert_element_type(1, get_aval(x).dtype), x)
+
+
+def logaddexp(x1: Any, x2: Any, /) -> Any:
+    """log(exp(x1) + exp(x2)) without overflow."""
+    x1, x2 = broadcast_arrays("logaddexp", *promote_dtypes_inexact("logaddexp", x1, x2))
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    both_inf = lax.eq(x1, x2)  # equal infinities give nan in delta; the max is the answer
+    soft = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    return lax.select(both_inf, lax.add(amax, lax.log(lax.convert_element_type(
+        2, get_aval(amax).dtype))), soft)
+
+
+def isfinite(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isfinite", x)
+    if get_aval(x).dtype.kind not in "fc":
+        return shape_ops.full(get_aval(x).shape, True, dtypes.bool_)
+    return lax.is_finite(x)
+
+
+def isnan(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isnan", x)
+    if get_aval(x).dtype.kind not in "fc":
+        return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
+    return lax.ne(x, x)
+
+
+def isinf(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isinf", x)
+    if get_aval(x).dtype.kind not in "fc":
+        return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
+    return lax.eq(lax.abs(x), lax.convert_element_type(np.inf, get_aval(lax.abs(x)).dtype))
+
+
+def signbit(x: Any, /) -> Any:
+    (x,) = promote_dtypes("signbit", x)
+    dtype = get_aval(x).dtype
+    if dtype.kind == "f":
+        ints = _bitcast_to_int(x)
+        return lax.lt(ints, lax.convert_element_type(0, get_aval(ints).dtype))
+    return lax.lt(x, lax.convert_element_type(0, dtype))
+
+
+def _bitcast_to_int(x: Any) -> Any:
+    return lax.bitcast_convert_type(x, np.dtype(f"i{get_aval(x).dtype.itemsize}"))
+
+
+def rint(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("rint", x)
+    return lax.round(x, 1)
+
+
+def trunc(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("trunc", x)
+    zero = lax.convert_element_type(0, get_aval(x).dtype)
+    return lax.select(lax.lt(x, zero), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def deg2rad(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("deg2rad", x)
+    return lax.mul(x, lax.convert_element_type(np.pi / 180, get_aval(x).dtype))
+
+
+def rad2deg(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("rad2deg", x)
+    return lax.mul(x, lax.convert_element_type(180 / np.pi, get_aval(x).dtype))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def hypot(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("hypot", *promote_dtypes_inexact("hypot", x1, x2))
+    return lax.sqrt(lax.add(lax.square(x1), lax.square(x2)))
+
+
+def log2(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("log2", x)
+    return lax.div(lax.log(x), lax.convert_element_type(np.log(2), get_aval(x).dtype))
+
+
+def log10(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("log10", x)
+    return lax.div(lax.log(x), lax.convert_element_type(np.log(10), get_aval(x).dtype))
+
+
+def real(x: Any, /) -> Any:
+    (x,) = promote_dtypes("real", x)
+    return lax.real(x) if get_aval(x).dtype.kind == "c" else x
+
+
+def imag(x: Any, /) -> Any:
+    (x,) = promote_dtypes("imag", x)
+    if get_aval(x).dtype.kind == "c":
+        return lax.imag(x)
+    return shape_ops.full(get_aval(x).shape, 0, get_aval(x).dtype)
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("heaviside", *promote_dtypes_inexact("heaviside", x1, x2))
+    dtype = get_aval(x1).dtype
+    zero = lax.convert_element_type(0, dtype)
+    one = lax.convert_element_type(1, dtype)
+    pos = lax.select(lax.gt(x1, zero), shape_ops.full(get_aval(x1).shape, one), x2)
+    return lax.select(lax.lt(x1, zero), shape_ops.full(get_aval(x1).shape, zero), pos)
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("copysign", *promote_dtypes_inexact("copysign", x1, x2))
+    magnitude = lax.abs(x1)
+    return lax.select(signbit(x2), lax.neg(magnitude), magnitude)
+
+
+def sinc(x: Any, /) -> Any:
+    (x,) = promote_dtypes_inexact("sinc", x)
+    dtype = get_aval(x).dtype
+    pix = lax.mul(x, lax.convert_element_type(np.pi, dtype))
+    zero = lax.eq(x, lax.convert_element_type(0, dtype))
+    ones = shape_ops.full(get_aval(x).shape, 1, dtype)
+    safe = lax.select(zero, ones, pix)  # keeps 0/0 out of the unselected branch (and its grad)
+    return lax.select(zero, ones, lax.div(lax.sin(safe), safe))

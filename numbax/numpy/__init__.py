@@ -1,0 +1,3 @@
+"""numbax.numpy: the numpy API on traced arrays (jnp)."""
+from numbax._src.numpy.lax_numpy import *  # noqa: F403
+from numbax._src.numpy.ufuncs import *  # noqa: F403

@@ -1,0 +1,185 @@
+"""Accuracy of the vectorisable scalar math in numbax._src.compiler.fastmath against numpy."""
+import functools
+import math
+
+import numpy as np
+import pytest
+from numba import njit
+
+from numbax._src.compiler import fastmath as fm
+
+MAX_ULP = 2
+N_LOG_UNIFORM = 200_000
+N_FOCUS = 100_000
+# Where each function does its interesting work (range reduction, region switches, edges).
+FOCUS = {
+    "exp": {np.float64: (-746.0, 710.0), np.float32: (-104.0, 89.0)},
+    "log": {np.float64: (0.0, 4.0), np.float32: (0.0, 4.0)},
+    "log1p": {np.float64: (-1.0, 3.0), np.float32: (-1.0, 3.0)},
+    "expm1": {np.float64: (-40.0, 710.0), np.float32: (-18.0, 89.0)},
+    "tanh": {np.float64: (-23.0, 23.0), np.float32: (-11.0, 11.0)},
+    "logistic": {np.float64: (-750.0, 40.0), np.float32: (-110.0, 20.0)},
+    "erf": {np.float64: (-7.0, 7.0), np.float32: (-5.0, 5.0)},
+}
+SMALL_FOCUS = (-1.5, 1.5)
+EDGE_STEPS = 8
+# Points with an exact result beyond 0, inf and nan (log(1) = 0, log1p(-1) = -inf, ...).
+EXACT_POINTS = {"log": (1.0, -1.0), "log1p": (-1.0, -2.0)}
+# An 80-bit longdouble rounds to a correctly rounded float64 in all but near-tie cases.
+HAVE_LONGDOUBLE = np.finfo(np.longdouble).nmant >= 63
+_erf_ufunc = np.frompyfunc(math.erf, 1, 1)
+
+
+def _wide(x):
+    return x.astype(np.longdouble if HAVE_LONGDOUBLE else np.float64)
+
+
+def _logistic_ref(x):
+    w = _wide(x)
+    return 1 / (1 + np.exp(-w))
+
+
+REFERENCES = {
+    "exp": lambda x: np.exp(_wide(x)),
+    "log": lambda x: np.log(_wide(x)),
+    "log1p": lambda x: np.log1p(_wide(x)),
+    "expm1": lambda x: np.expm1(_wide(x)),
+    "tanh": lambda x: np.tanh(_wide(x)),
+    "logistic": _logistic_ref,
+    "erf": lambda x: _erf_ufunc(x.astype(np.float64)).astype(np.float64),
+}
+
+
+def reference(name, x):
+    """The correctly rounded (to within near-ties) result, in x's dtype."""
+    with np.errstate(all="ignore"):
+        return np.asarray(REFERENCES[name](x)).astype(x.dtype)
+
+
+def ulp_distance(a, b):
+    """Per-element distance in units in the last place; nan vs nan counts 0, nan vs number inf.
+
+    Floats map to integers that count representable values (sign-magnitude bits turned
+    two's complement), so neighbours differ by 1 and -0.0, +0.0 both map to 0.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b, dtype=a.dtype)
+    itype = np.int64 if a.dtype == np.float64 else np.int32
+    keys = []
+    for v in (a, b):
+        bits = v.view(itype).astype(np.int64)
+        sign_min = np.int64(np.iinfo(itype).min)
+        keys.append(np.where(bits < 0, sign_min - bits, bits))
+    ka, kb = keys
+    # Exact in int64 when close; float for the far cases where int64 could wrap.
+    rough = np.abs(ka.astype(np.float64) - kb.astype(np.float64))
+    dist = np.where(rough < 2.0**62, np.abs(ka - kb).astype(np.float64), rough)
+    a_nan, b_nan = np.isnan(a), np.isnan(b)
+    dist = np.where(a_nan | b_nan, np.inf, dist)
+    return np.where(a_nan & b_nan, 0.0, dist)
+
+
+@functools.cache
+def mapped(name, dtype):
+    """An njit loop applying fm.<name>_<f32|f64>; the call is inlined, as in generated code."""
+    fn = getattr(fm, f"{name}_{'f64' if dtype is np.float64 else 'f32'}")
+
+    @njit(error_model="numpy")
+    def loop(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+
+    def apply(x):
+        out = np.empty_like(x)
+        loop(x, out)
+        return out
+
+    return apply
+
+
+def special_values(dtype):
+    info = np.finfo(dtype)
+    tiny_sub = info.smallest_subnormal
+    vals = [0.0, 1.0, 2.0, 0.5, np.inf, np.nan, tiny_sub, 2 * tiny_sub,
+            info.smallest_normal - tiny_sub, info.smallest_normal, info.max, info.eps]
+    vals = np.array(vals, dtype=dtype)
+    return np.concatenate([vals, -vals])
+
+
+def edge_values(name, dtype):
+    """Neighbours of the overflow, underflow and saturation thresholds."""
+    lo, hi = FOCUS[name][dtype]
+    centres = np.array([lo, hi, -1.0, 1.0, 0.5 * np.log(3.0), 2.5, 6.0, 4.0,
+                        709.782712893384, -708.3964185322641, -745.1332191019411,
+                        88.72283935546875, -87.33654022216797, -103.97207708,
+                        -37.42994775023705, -17.328679513998633], dtype=dtype)
+    out = [centres]
+    for direction in (np.inf, -np.inf):
+        v = centres
+        for _ in range(EDGE_STEPS):
+            v = np.nextafter(v, dtype(direction))
+            out.append(v)
+    return np.concatenate(out)
+
+
+def samples(name, dtype):
+    rng = np.random.default_rng(20261126)
+    info = np.finfo(dtype)
+    lo_exp = np.log2(float(info.smallest_subnormal))
+    hi_exp = np.log2(float(info.max))
+    mags = np.exp2(rng.uniform(lo_exp, hi_exp, N_LOG_UNIFORM))
+    signs = rng.choice([-1.0, 1.0], N_LOG_UNIFORM)
+    lo, hi = FOCUS[name][dtype]
+    parts = [
+        (mags * signs).astype(dtype),
+        rng.uniform(lo, hi, N_FOCUS).astype(dtype),
+        rng.uniform(*SMALL_FOCUS, N_FOCUS).astype(dtype),
+        special_values(dtype),
+        edge_values(name, dtype),
+    ]
+    with np.errstate(over="ignore"):
+        return np.concatenate(parts)
+
+
+NAMES = sorted(REFERENCES)
+DTYPES = [np.float64, np.float32]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+@pytest.mark.parametrize("name", NAMES)
+def test_max_ulp_error(name, dtype):
+    x = samples(name, dtype)
+    got = mapped(name, dtype)(x)
+    want = reference(name, x)
+    dist = ulp_distance(got, want)
+    worst = int(np.argmax(dist))
+    assert dist.max() <= MAX_ULP, (
+        f"{name} {dtype.__name__}: {dist.max()} ulp at x={x[worst]!r}: "
+        f"got {got[worst]!r}, want {want[worst]!r}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+@pytest.mark.parametrize("name", NAMES)
+def test_special_values_exact(name, dtype):
+    """inf, nan, signed zeros and each function's exact points give numpy's result bit for bit."""
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, *EXACT_POINTS.get(name, ())], dtype=dtype)
+    got = mapped(name, dtype)(x)
+    want = reference(name, x)
+    same = (got == want) & (np.signbit(got) == np.signbit(want))
+    same |= np.isnan(got) & np.isnan(want)
+    assert same.all(), f"{name}: x={x[~same]} got={got[~same]} want={want[~same]}"
+
+
+def test_ulp_distance():
+    one = np.float64(1.0)
+    up = np.nextafter(one, 2.0)
+    assert ulp_distance(np.array([one]), np.array([up]))[0] == 1
+    assert ulp_distance(np.array([-0.0]), np.array([0.0]))[0] == 0
+    tiny = np.finfo(np.float64).smallest_subnormal
+    assert ulp_distance(np.array([-tiny]), np.array([tiny]))[0] == 2
+    assert ulp_distance(np.array([np.nan]), np.array([np.nan]))[0] == 0
+    assert ulp_distance(np.array([np.nan]), np.array([1.0]))[0] == np.inf
+    big = ulp_distance(np.array([-np.inf]), np.array([np.inf]))[0]
+    assert big > 2.0**63
+    f = np.float32(3.0)
+    assert ulp_distance(np.array([f]), np.array([np.nextafter(f, f - 1)]))[0] == 1
