@@ -244,7 +244,7 @@ def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -
     eqns = [_pp_eqn(e, names, indent) for e in jaxpr.eqns]
     outs = ", ".join(_pp_atom(v, names) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts + ' ' if consts else ''}; {ins}. let"
+    head = f"{{ lambda {consts}; {ins}. let"
     one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
     if inline_ok and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line
