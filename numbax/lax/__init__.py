@@ -73,6 +73,17 @@ from numbax._src.lax.elementwise import (
     complex_ as complex,  # noqa: F401
 )
 from numbax._src.lax.reductions import reduce_max, reduce_min, reduce_sum  # noqa: F401
+from numbax._src.lax.reductions import (  # noqa: F401
+    argmax,
+    argmin,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    reduce_and,
+    reduce_or,
+    reduce_prod,
+)
 from numbax._src.lax.shape_ops import (  # noqa: F401
     broadcast,
     broadcast_in_dim,

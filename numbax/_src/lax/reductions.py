@@ -1,4 +1,5 @@
-"""Reduction primitives over a tuple of axes: reduce_sum, reduce_max, reduce_min."""
+"""Reductions over a tuple of axes (reduce_sum/max/min/prod/and/or, argmax/argmin) and the
+cumulative ops along one axis (cumsum, cumprod, cummax, cummin)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -6,16 +7,18 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
+from numbax._src.lax import along_axis, shape_ops
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
 
 
-def _reduce_abstract_eval(name: str):
+def _reduce_abstract_eval(name: str, kinds: str | None = None):
     def rule(x: ShapedArray, *, axes) -> list[ShapedArray]:
+        if kinds is not None:
+            ew._check_kind(name, x, kinds)
         for a in axes:
             if not 0 <= a < x.ndim:
                 raise NumbaxValueError(
@@ -36,9 +39,9 @@ def _reduce_batch(prim: Primitive) -> Callable:
     return rule
 
 
-def reduction(name: str, impl: Callable) -> Primitive:
+def reduction(name: str, impl: Callable, kinds: str | None = None) -> Primitive:
     prim = Primitive(name)
-    core.abstract_eval_rules[prim] = _reduce_abstract_eval(name)
+    core.abstract_eval_rules[prim] = _reduce_abstract_eval(name, kinds)
     core.impl_rules[prim] = lambda x, *, axes: [np.asarray(impl(x, axis=axes))]
     batching.batch_rules[prim] = _reduce_batch(prim)
     return prim
@@ -79,6 +82,162 @@ ad.jvp_rules[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
 ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
 
 
+# ----------------------------------------------------------------------------- reduce_prod
+
+reduce_prod_p = reduction("reduce_prod", np.prod, "biufc")
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod = sum_i t_i * prod_{j != i} x_j, the products-but-one taken as exclusive forward
+    # times exclusive reverse cumprods: exact with zeros, and differentiable at any order.
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    kept = [i for i in range(len(shape)) if i not in axes]
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    flat_shape = (*[shape[i] for i in kept], n)
+
+    def flatten(v):
+        return shape_ops.reshape(shape_ops.transpose(v, (*kept, *axes)), flat_shape)
+
+    xf, tf = flatten(x), flatten(t)
+    last = len(kept)
+    before = along_axis.shift(cumprod_p.bind(xf, axis=last, reverse=False), 1, last, 1)
+    after = along_axis.shift(cumprod_p.bind(xf, axis=last, reverse=True), 1, last, 1,
+                             reverse=True)
+    return [ans], [reduce_sum_p.bind(ew.mul(tf, ew.mul(before, after)), axes=(last,))]
+
+
+ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+
+# ----------------------------------------------------------------------------- reduce_and/or
+
+
+def _reduce_bitwise(ufunc: np.ufunc) -> Callable:
+    def impl(x, axis):
+        if x.dtype == np.bool_:
+            return (np.all if ufunc is np.bitwise_and else np.any)(x, axis=axis)
+        return ufunc.reduce(x, axis=axis)
+
+    return impl
+
+
+reduce_and_p = reduction("reduce_and", _reduce_bitwise(np.bitwise_and), "biu")
+reduce_or_p = reduction("reduce_or", _reduce_bitwise(np.bitwise_or), "biu")
+ad.non_differentiable.update({reduce_and_p, reduce_or_p})
+
+# ----------------------------------------------------------------------------- argmax/argmin
+
+
+def _argminmax(name: str, impl: Callable) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract_eval(x: ShapedArray, *, axes, index_dtype) -> list[ShapedArray]:
+        ew._check_kind(name, x, "biuf")
+        (out,) = _reduce_abstract_eval(name)(x, axes=axes)
+        if len(axes) != 1:
+            raise NumbaxValueError(f"lax.{name}: axes has {axes}, expected exactly one axis.")
+        if np.dtype(index_dtype).kind not in "iu":
+            raise NumbaxTypeError(
+                f"lax.{name}: index_dtype has {np.dtype(index_dtype)}, expected an integer "
+                "dtype such as numbax.numpy.int32."
+            )
+        return [ShapedArray(out.shape, index_dtype)]
+
+    def batch(axis_size, vals, dims, *, axes, index_dtype):
+        x = batching.moveaxis(vals[0], dims[0], 0)
+        return [prim.bind(x, axes=(axes[0] + 1,), index_dtype=index_dtype)], [0]
+
+    core.abstract_eval_rules[prim] = abstract_eval
+    # numpy's argmax/argmin pick the first occurrence, and the first NaN wins (as in JAX).
+    core.impl_rules[prim] = lambda x, *, axes, index_dtype: [
+        np.asarray(impl(x, axis=axes[0])).astype(index_dtype)]
+    batching.batch_rules[prim] = batch
+    ad.non_differentiable.add(prim)
+    return prim
+
+
+argmax_p = _argminmax("argmax", np.argmax)
+argmin_p = _argminmax("argmin", np.argmin)
+
+# ----------------------------------------------------------------------------- cumulative ops
+
+
+def _cumulative_abstract_eval(name: str, kinds: str):
+    def rule(x: ShapedArray, *, axis, reverse) -> list[ShapedArray]:
+        ew._check_kind(name, x, kinds)
+        if not 0 <= axis < x.ndim:
+            raise NumbaxValueError(
+                f"lax.{name}: axis {axis} is out of bounds for an array of shape {x.shape}. "
+                f"Pass an axis in [-{x.ndim}, {x.ndim})."
+            )
+        return [x]
+
+    return rule
+
+
+def _cumulative_impl(accumulate: Callable) -> Callable:
+    def impl(x, *, axis, reverse):
+        if reverse:
+            return [np.flip(accumulate(np.flip(x, axis), axis=axis), axis)]
+        return [accumulate(x, axis=axis)]
+
+    return impl
+
+
+def cumulative(name: str, accumulate: Callable, kinds: str) -> Primitive:
+    prim = Primitive(name)
+
+    def batch(axis_size, vals, dims, *, axis, reverse):
+        x = batching.moveaxis(vals[0], dims[0], 0)
+        return [prim.bind(x, axis=axis + 1, reverse=reverse)], [0]
+
+    core.abstract_eval_rules[prim] = _cumulative_abstract_eval(name, kinds)
+    core.impl_rules[prim] = _cumulative_impl(accumulate)
+    batching.batch_rules[prim] = batch
+    return prim
+
+
+cumsum_p = cumulative("cumsum", np.cumsum, "iufc")
+cumprod_p = cumulative("cumprod", np.cumprod, "iufc")
+cummax_p = cumulative("cummax", np.maximum.accumulate, "iuf")
+cummin_p = cumulative("cummin", np.minimum.accumulate, "iuf")
+
+ad.deflinear(cumsum_p, lambda cts, x, *, axis, reverse: [
+    cumsum_p.bind(cts[0], axis=axis, reverse=not reverse)])
+
+
+def _cumulative_jvp(prim: Primitive, combine: Callable, identity: Callable) -> Callable:
+    # The tangent is the jvp of the same scan written as log2(n) rounds of shifted combines
+    # (JAX differentiates its associative_scan the same way): exact with zeros and ties.
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        ident = identity(get_aval(x).dtype)
+
+        def scan(v):
+            return along_axis.associative_scan(
+                lambda a, b: [combine(a[0], b[0])], [v], axis, reverse, [ident])
+
+        _, (t_out,) = ad.jvp_flat(scan, [x], [t])
+        return [ans], [t_out]
+
+    return rule
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+ad.jvp_rules[cumprod_p] = _cumulative_jvp(cumprod_p, ew.mul, lambda dt: 1)
+ad.jvp_rules[cummax_p] = _cumulative_jvp(cummax_p, ew.max, _lowest)
+ad.jvp_rules[cummin_p] = _cumulative_jvp(cummin_p, ew.min, _highest)
+
+
 def _canonical_axes(x: Any, axes: Sequence[int]) -> tuple[int, ...]:
     ndim = get_aval(x).ndim
     return tuple(sorted({int(a) % ndim if ndim else int(a) for a in axes}))
@@ -94,3 +253,57 @@ def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
 
 def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
     return reduce_min_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_prod_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_and_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_or_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def _canonical_axis(api: str, x: Any, axis: int) -> int:
+    ndim = get_aval(x).ndim
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1) or ndim == 0:
+        raise NumbaxValueError(
+            f"lax.{api}: axis {axis} is out of bounds for an array of shape "
+            f"{get_aval(x).shape}. Pass an axis in [-{ndim}, {ndim})."
+        )
+    return axis % ndim
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the largest element along `axis` (first one on ties; the first NaN wins)."""
+    index_dtype = dtypes.canonicalize_dtype(index_dtype, context="lax.argmax")
+    return argmax_p.bind(operand, axes=(_canonical_axis("argmax", operand, axis),),
+                         index_dtype=index_dtype)
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the smallest element along `axis` (first one on ties; the first NaN wins)."""
+    index_dtype = dtypes.canonicalize_dtype(index_dtype, context="lax.argmin")
+    return argmin_p.bind(operand, axes=(_canonical_axis("argmin", operand, axis),),
+                         index_dtype=index_dtype)
+
+
+def _cumulative_wrapper(prim: Primitive) -> Callable:
+    def fn(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+        return prim.bind(operand, axis=_canonical_axis(prim.name, operand, axis),
+                         reverse=bool(reverse))
+
+    fn.__name__ = prim.name
+    fn.__doc__ = (f"lax.{prim.name}: inclusive {prim.name[3:]} scan along `axis` "
+                  "(from the end if reverse).")
+    return fn
+
+
+cumsum = _cumulative_wrapper(cumsum_p)
+cumprod = _cumulative_wrapper(cumprod_p)
+cummax = _cumulative_wrapper(cummax_p)
+cummin = _cumulative_wrapper(cummin_p)

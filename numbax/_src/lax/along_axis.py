@@ -1,0 +1,193 @@
+"""Gathers along one axis and the associative scans built on them: the pieces that give sort,
+cumprod, cummax/cummin and reduce_prod exact derivatives (with zeros and ties) at any order.
+
+`take_along_axis` and `scatter_add_along_axis` are numbax-only primitives (JAX expresses both
+with `gather`/`scatter-add`); each is the other's transpose.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import shape_ops
+
+
+def _check_indices(name: str, x_shape: tuple, idx: ShapedArray, axis: int) -> None:
+    if idx.dtype.kind not in "iu":
+        raise NumbaxTypeError(
+            f"{name}: indices have dtype {idx.dtype}, expected an integer dtype."
+        )
+    if len(x_shape) != idx.ndim or not 0 <= axis < idx.ndim:
+        raise NumbaxValueError(
+            f"{name}: indices have shape {idx.shape} and the operand has shape {x_shape}, "
+            f"expected equal ranks and 0 <= axis < rank (axis is {axis})."
+        )
+    for d, (s, i) in enumerate(zip(x_shape, idx.shape, strict=True)):
+        if d != axis and i not in (1, s):
+            raise NumbaxValueError(
+                f"{name}: indices have shape {idx.shape} and the operand has shape {x_shape}; "
+                f"dimension {d} must match (or be 1 in the indices)."
+            )
+
+
+def _index_grid(idx: np.ndarray, axis: int, shape: tuple) -> tuple:
+    """Full numpy index tuple (broadcast) that reads element idx[...] along `axis`."""
+    out_shape = tuple(idx.shape[d] if d == axis else shape[d] for d in range(len(shape)))
+    grid = list(np.indices(out_shape, sparse=True))
+    grid[axis] = np.broadcast_to(idx, out_shape)
+    return tuple(grid)
+
+
+# ----------------------------------------------------------------------------- take_along_axis
+
+take_along_axis_p = Primitive("take_along_axis")  # numbax-only
+
+
+def _take_along_axis_abstract_eval(x: ShapedArray, idx: ShapedArray, *, axis) -> list:
+    _check_indices("take_along_axis", x.shape, idx, axis)
+    shape = tuple(idx.shape[d] if d == axis else x.shape[d] for d in range(x.ndim))
+    return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+
+def _take_along_axis_impl(x, idx, *, axis):
+    return [x[_index_grid(idx, axis, x.shape)]]
+
+
+def _take_along_axis_transpose(cts, x, idx, *, axis):
+    (ct,) = cts
+    assert ad.is_undefined_primal(x) and not ad.is_undefined_primal(idx)
+    return [scatter_add_along_axis(ct, idx, axis, x.aval.shape[axis]), None]
+
+
+def _batch_pair(axis_size, vals, dims):
+    """Moves the batch axis of (operand, indices) to the front; unbatched indices get a
+    broadcastable leading 1."""
+    (x, idx), (xd, idd) = vals, dims
+    x = batching.bdim_at_front(x, xd, axis_size)
+    if idd is None:
+        idx = shape_ops.reshape(idx, (1, *get_aval(idx).shape))
+    else:
+        idx = batching.moveaxis(idx, idd, 0)
+    return x, idx
+
+
+def _take_along_axis_batch(axis_size, vals, dims, *, axis):
+    x, idx = _batch_pair(axis_size, vals, dims)
+    return [take_along_axis_p.bind(x, idx, axis=axis + 1)], [0]
+
+
+core.abstract_eval_rules[take_along_axis_p] = _take_along_axis_abstract_eval
+core.impl_rules[take_along_axis_p] = _take_along_axis_impl
+ad.jvp_rules[take_along_axis_p] = lambda primals, tangents, *, axis: (
+    [take_along_axis_p.bind(*primals, axis=axis)],
+    [ad.Zero(ad.tangent_aval(_take_along_axis_abstract_eval(
+        get_aval(primals[0]), get_aval(primals[1]), axis=axis)[0]))
+     if type(tangents[0]) is ad.Zero else take_along_axis_p.bind(tangents[0], primals[1],
+                                                                  axis=axis)],
+)
+ad.transpose_rules[take_along_axis_p] = _take_along_axis_transpose
+batching.batch_rules[take_along_axis_p] = _take_along_axis_batch
+
+
+def take_along_axis(x: Any, idx: Any, axis: int) -> Any:
+    """x[..., idx, ...] along `axis`; idx has x's rank, its other dimensions equal or 1."""
+    return take_along_axis_p.bind(x, idx, axis=int(axis))
+
+
+# ----------------------------------------------------------------------------- scatter_add
+
+scatter_add_along_axis_p = Primitive("scatter_add_along_axis")  # numbax-only
+
+
+def _scatter_add_abstract_eval(u: ShapedArray, idx: ShapedArray, *, axis, size) -> list:
+    _check_indices("scatter_add_along_axis", u.shape, idx, axis)
+    if idx.shape[axis] != u.shape[axis]:
+        raise NumbaxValueError(
+            f"scatter_add_along_axis: indices have shape {idx.shape} and the updates have "
+            f"shape {u.shape}; they must agree along axis {axis}."
+        )
+    shape = tuple(size if d == axis else u.shape[d] for d in range(u.ndim))
+    return [ShapedArray(shape, u.dtype, u.weak_type)]
+
+
+def _scatter_add_impl(u, idx, *, axis, size):
+    shape = tuple(size if d == axis else u.shape[d] for d in range(u.ndim))
+    out = np.zeros(shape, u.dtype)
+    np.add.at(out, _index_grid(idx, axis, shape), u)
+    return [out]
+
+
+def _scatter_add_transpose(cts, u, idx, *, axis, size):
+    (ct,) = cts
+    assert ad.is_undefined_primal(u) and not ad.is_undefined_primal(idx)
+    return [take_along_axis_p.bind(ct, idx, axis=axis), None]
+
+
+def _scatter_add_batch(axis_size, vals, dims, *, axis, size):
+    u, idx = _batch_pair(axis_size, vals, dims)
+    return [scatter_add_along_axis_p.bind(u, idx, axis=axis + 1, size=size)], [0]
+
+
+core.abstract_eval_rules[scatter_add_along_axis_p] = _scatter_add_abstract_eval
+core.impl_rules[scatter_add_along_axis_p] = _scatter_add_impl
+ad.deflinear(scatter_add_along_axis_p, _scatter_add_transpose)
+batching.batch_rules[scatter_add_along_axis_p] = _scatter_add_batch
+
+
+def _scatter_add_linear_jvp(primals, tangents, *, axis, size):
+    (u, idx), (t, _) = primals, tangents
+    ans = scatter_add_along_axis_p.bind(u, idx, axis=axis, size=size)
+    if type(t) is ad.Zero:
+        return [ans], [ad.Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [scatter_add_along_axis_p.bind(t, idx, axis=axis, size=size)]
+
+
+ad.jvp_rules[scatter_add_along_axis_p] = _scatter_add_linear_jvp
+
+
+def scatter_add_along_axis(u: Any, idx: Any, axis: int, size: int) -> Any:
+    """Zeros with `size` entries along `axis`, plus u added at positions idx."""
+    return scatter_add_along_axis_p.bind(u, idx, axis=int(axis), size=int(size))
+
+
+# ----------------------------------------------------------------------------- scans
+
+
+def iota_along(shape: tuple[int, ...], axis: int, dtype: Any = np.int64) -> np.ndarray:
+    """0, 1, ... along `axis`, shaped to broadcast against `shape` (1 elsewhere)."""
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return np.arange(shape[axis], dtype=dtype).reshape(view)
+
+
+def shift(x: Any, offset: int, axis: int, fill: Any, reverse: bool = False) -> Any:
+    """y[i] = x[i - offset] along `axis` (x[i + offset] if reverse), `fill` off the end."""
+    shape = get_aval(x).shape
+    n = shape[axis]
+    pos = iota_along(shape, axis)
+    src = pos + offset if reverse else pos - offset
+    inside = (src >= 0) & (src < n)
+    moved = take_along_axis(x, np.clip(src, 0, max(n - 1, 0)), axis)
+    mask = np.broadcast_to(inside, shape)
+    return ew.select_n(mask, shape_ops.full(shape, fill, get_aval(x).dtype), moved)
+
+
+def associative_scan(combine: Callable, elems: list, axis: int, reverse: bool,
+                     identities: list) -> list:
+    """Inclusive Hillis-Steele scan of tuples of arrays with an associative `combine`
+    (earlier, later) -> combined; log2(n) rounds of shifts, each a differentiable lax op."""
+    n = get_aval(elems[0]).shape[axis]
+    offset = 1
+    while offset < n:
+        earlier = [shift(e, offset, axis, ident, reverse)
+                   for e, ident in zip(elems, identities, strict=True)]
+        elems = combine(earlier, elems)
+        offset *= 2
+    return elems
