@@ -94,3 +94,13 @@ from numbax._src.lax.shape_ops import (  # noqa: F401
     transpose,
 )
 
+from numbax._src.lax.parallel import (  # noqa: F401
+    all_gather,
+    axis_index,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    psum,
+)
+from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
