@@ -1,0 +1,232 @@
+"""Collectives over named axes (psum, pmean, pmax, pmin, all_gather, axis_index): the vmap rules.
+
+A collective names an axis; the BatchTrace that introduced that name applies the reduction
+(batching.collective_rules), every other trace passes it through untouched.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src import tree_util as tu
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.interpreters import ad, batching
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import reductions, shape_ops
+
+
+def _axis_names(axis_name: Any) -> tuple:
+    return axis_name if isinstance(axis_name, tuple) else (axis_name,)
+
+
+def bound_axis_names() -> list:
+    """The named axes of the enclosing vmaps (and pmaps), innermost last."""
+    names = []
+    for main in core._state.trace_stack:
+        data = main.global_data
+        if isinstance(data, batching.AxisData) and data.name is not None:
+            names.append(data.name)
+    return names
+
+
+def _check_bound(api: str, axis_name: Any) -> None:
+    bound = bound_axis_names()
+    for name in _axis_names(axis_name):
+        if name not in bound:
+            raise NameError(
+                f"{api}: unbound axis name: {name!r}. Collectives need an enclosing "
+                f"vmap(..., axis_name={name!r}) or pmap(..., axis_name={name!r}); "
+                f"bound names here: {bound or 'none'}."
+            )
+
+
+def _axis_main(name: Hashable) -> core.MainTrace:
+    for main in reversed(core._state.trace_stack):
+        data = main.global_data
+        if isinstance(data, batching.AxisData) and data.name == name:
+            return main
+    raise NameError(f"unbound axis name: {name!r}")
+
+
+def _lift_to_axes(leaf: Any, axis_name: Any) -> Any:
+    """Makes sure the collective reaches the traces of its axes, even for constants."""
+    for name in _axis_names(axis_name):
+        main = _axis_main(name)
+        if not isinstance(leaf, core.Tracer) or leaf._trace.main.level < main.level:
+            leaf = batching.BatchTracer(main.trace_type(main), leaf, None)
+    return leaf
+
+
+def _rest(axis_name: tuple, name: Hashable) -> tuple:
+    return tuple(n for n in axis_name if n != name)
+
+
+def _collective(name: str) -> Primitive:
+    prim = Primitive(name)
+    core.abstract_eval_rules[prim] = lambda x, **params: [x]
+
+    def impl(x, **params):
+        raise NameError(f"lax.{name}: unbound axis name {params['axis_name']!r}")
+
+    core.impl_rules[prim] = impl
+    batching.defvectorized(prim)
+    return prim
+
+
+psum_p = _collective("psum")
+pmax_p = _collective("pmax")
+pmin_p = _collective("pmin")
+
+
+def _reducing_rule(prim: Primitive, reduce_fn, unbatched_fn):
+    def rule(axis_data, vals, dims, *, axis_name):
+        (x,), (d,) = vals, dims
+        out = unbatched_fn(x, axis_data.size) if d is None else reduce_fn(x, (d,))
+        rest = _rest(axis_name, axis_data.name)
+        if rest:
+            out = prim.bind(out, axis_name=rest)
+        return [out], [None]
+
+    batching.collective_rules[prim] = rule
+
+
+def _times_size(x, size):
+    return ew.mul(x, np.array(size, dtype=get_aval(x).dtype))
+
+
+_reducing_rule(psum_p, reductions.reduce_sum, _times_size)
+_reducing_rule(pmax_p, reductions.reduce_max, lambda x, size: x)
+_reducing_rule(pmin_p, reductions.reduce_min, lambda x, size: x)
+ad.deflinear(psum_p, lambda cts, x, *, axis_name: [psum_p.bind(cts[0], axis_name=axis_name)])
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """Sum of x over the named mapped axis (every example receives the total)."""
+    _check_bound("psum", axis_name)
+    names = _axis_names(axis_name)
+    return tu.tree_map(lambda leaf: psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """Mean of x over the named mapped axis."""
+    _check_bound("pmean", axis_name)
+    size = axis_size(axis_name)
+
+    def mean(leaf):
+        total = psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name))
+        dtype = get_aval(total).dtype
+        if not dtypes.is_inexact(dtype):
+            total = ew.convert_element_type(total, dtypes.default_float_dtype())
+            dtype = get_aval(total).dtype
+        return ew.div(total, np.array(size, dtype=dtype))
+
+    return tu.tree_map(mean, x)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    _check_bound("pmax", axis_name)
+    return tu.tree_map(lambda leaf: pmax_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name)), x)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    _check_bound("pmin", axis_name)
+    return tu.tree_map(lambda leaf: pmin_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name)), x)
+
+
+def axis_size(axis_name: Any) -> int:
+    """The size of the named axis (the product, for several names)."""
+    size = 1
+    for name in _axis_names(axis_name):
+        for main in core._state.trace_stack:
+            data = main.global_data
+            if isinstance(data, batching.AxisData) and data.name == name:
+                size *= data.size
+                break
+        else:
+            raise NameError(f"axis_size: unbound axis name: {name!r}")
+    return size
+
+
+# ----------------------------------------------------------------------------- all_gather
+
+all_gather_p = Primitive("all_gather")
+
+
+def _all_gather_abstract_eval(x: ShapedArray, *, axis_name, axis, tiled, axis_size) -> list:
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= axis_size
+    else:
+        shape.insert(axis, axis_size)
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+
+
+def _all_gather_collective(axis_data, vals, dims, *, axis_name, axis, tiled, axis_size):
+    (x,), (d,) = vals, dims
+    if d is None:
+        x = batching.broadcast_batched(x, axis_data.size, axis)
+    else:
+        x = batching.moveaxis(x, d, axis)
+    if tiled:
+        shape = list(get_aval(x).shape)
+        merged = shape[axis] * shape[axis + 1]
+        x = shape_ops.reshape(x, (*shape[:axis], merged, *shape[axis + 2:]))
+    return [x], [None]
+
+
+def _all_gather_batch(size, vals, dims, *, axis_name, axis, tiled, axis_size):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    out = all_gather_p.bind(x, axis_name=axis_name, axis=axis + 1, tiled=tiled,
+                            axis_size=axis_size)
+    return [out], [0]
+
+
+core.abstract_eval_rules[all_gather_p] = _all_gather_abstract_eval
+batching.collective_rules[all_gather_p] = _all_gather_collective
+batching.batch_rules[all_gather_p] = _all_gather_batch
+ad.deflinear(all_gather_p, lambda cts, x, **params: [_all_gather_transpose(cts[0], x, **params)])
+
+
+def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
+    # Each example's slice of the gathered cotangent, summed over the examples that received it.
+    total = psum_p.bind(ct, axis_name=(axis_name,))
+    index = axis_index(axis_name)
+    from numbax._src.lax import indexing
+
+    size = x.aval.shape
+    if tiled:
+        return indexing.dynamic_slice_in_dim(total, ew.mul(index, np.array(
+            size[axis], get_aval(index).dtype)), size[axis], axis)
+    return indexing.dynamic_index_in_dim(total, index, axis, keepdims=False)
+
+
+def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = False) -> Any:
+    """Stacks (or concatenates, tiled=True) x from every example of the named axis."""
+    _check_bound("all_gather", axis_name)
+    size = axis_size(axis_name)
+
+    def gather(leaf):
+        ndim = get_aval(leaf).ndim
+        ax = axis % (ndim + (0 if tiled else 1))
+        return all_gather_p.bind(_lift_to_axes(leaf, axis_name), axis_name=axis_name, axis=ax, tiled=bool(tiled),
+                                 axis_size=size)
+
+    return tu.tree_map(gather, x)
+
+
+# ----------------------------------------------------------------------------- axis_index
+
+
+
+
+
+def axis_index(axis_name: Hashable) -> Any:
+    """The position of the current example along the named axis."""
+    _check_bound("axis_index", axis_name)
+    main = _axis_main(axis_name)
+    index = shape_ops.iota(dtypes.default_int_dtype(), main.global_data.size)
+    return batching.BatchTracer(main.trace_type(main), index, 0)
