@@ -18,12 +18,24 @@ from numbax._src.api import (
 )
 from numbax._src.array import Array
 from numbax._src.config import config, disable_jit
-from numbax._src.devices import default_backend, device_count, devices
+from numbax._src.devices import (
+    default_backend,
+    device_count,
+    devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+)
+from numbax._src.transfer import block_until_ready, device_get, device_put
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "ShapeDtypeStruct", "config", "default_backend", "device_count", "devices",
+    "Array", "ShapeDtypeStruct", "block_until_ready", "config", "default_backend",
+    "device_count", "device_get", "device_put", "devices", "local_device_count",
+    "local_devices", "process_count", "process_index",
     "disable_jit", "errors", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jvp", "lax",
     "linearize", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
+from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402

@@ -66,3 +66,19 @@ def default_backend() -> str:
 
 def device_count(backend: str | None = None) -> int:
     return len(devices(backend))
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    return devices(backend)
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return device_count(backend)
+
+
+def process_index() -> int:
+    return 0
+
+
+def process_count() -> int:
+    return 1

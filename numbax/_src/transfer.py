@@ -1,0 +1,42 @@
+"""device_put / device_get / block_until_ready: moving pytrees of arrays between host and devices."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, devices
+from numbax._src import tree_util as tu
+from numbax._src.array import Array, asarray_value
+from numbax._src.errors import NumbaxTypeError
+
+
+def device_put(x: Any, device: devices.Device | None = None) -> Any:
+    """Places every array leaf of `x` on `device` (default: the default device)."""
+    if device is not None and not isinstance(device, devices.Device):
+        raise NumbaxTypeError(
+            f"device_put: device is a {type(device).__name__}, expected a Device such as "
+            "numbax.devices()[0]."
+        )
+    target = device or devices.default_device()
+
+    def put(leaf):
+        if isinstance(leaf, core.Tracer):
+            return leaf
+        arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
+        return Array._from_numpy(arr._value, arr.weak_type, target)
+
+    return tu.tree_map(put, x)
+
+
+def device_get(x: Any) -> Any:
+    """Brings every Array leaf of `x` to the host as a numpy array (other leaves unchanged)."""
+    return tu.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Waits for every array in `x` (CPU results are ready when returned)."""
+    for leaf in tu.tree_leaves(x):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
