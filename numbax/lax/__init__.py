@@ -104,3 +104,4 @@ from numbax._src.lax.parallel import (  # noqa: F401
     psum,
 )
 from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
+from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
