@@ -87,6 +87,28 @@ def _install(cls: type) -> None:
     cls.__round__ = lambda self, ndigits=None: _jnp().round(self, ndigits or 0)
 
 
+# numpy functions called on tracers dispatch to numbax.numpy: plain-numpy code traces.
+_UFUNC_ALIASES = {"divide": "true_divide", "abs": "absolute"}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method != "__call__" or kwargs.get("out") is not None:
+        return NotImplemented
+    fn = getattr(_jnp(), _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__), None)
+    if fn is None:
+        return NotImplemented
+    return fn(*inputs, **kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    fn = getattr(_jnp(), func.__name__, None)
+    if fn is None or fn is func:
+        return NotImplemented
+    return fn(*args, **kwargs)
+
+
 _install(Array)
 _install(core.Tracer)
+core.Tracer.__array_ufunc__ = _array_ufunc
+core.Tracer.__array_function__ = _array_function
 
