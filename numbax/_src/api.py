@@ -13,6 +13,7 @@ from numbax._src.core import ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import shape_ops
 
 # ----------------------------------------------------------------------------- flattening
 
@@ -406,25 +407,18 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return grad_f
 
 
-def _std_basis(flat_avals: list[ShapedArray]) -> tuple[list[np.ndarray], int]:
-    """One-hot tangents for every element of every input: arrays with a leading basis axis."""
-    sizes = [a.size for a in flat_avals]
-    total = int(sum(sizes))
-    dtype = np.result_type(*[a.dtype for a in flat_avals]) if flat_avals else np.float64
-    eye = np.eye(total, dtype=dtype)
-    out, start = [], 0
-    for a, s in zip(flat_avals, sizes, strict=True):
-        block = eye[:, start:start + s].reshape((total, *a.shape)).astype(a.dtype)
-        out.append(block)
-        start += s
-    return out, total
+def _basis(aval: ShapedArray) -> np.ndarray:
+    """One-hot tangents for every element of one leaf: (size, *shape), in the leaf's dtype."""
+    return np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
-    """Jacobian by forward mode: one jvp per input element, batched with vmap."""
+    """Jacobian by forward mode: one jvp per input element, batched with vmap (one vmap per
+    input leaf, so no slicing is needed to split the result)."""
     single = isinstance(argnums, (int, np.integer))
     argnums_t = _as_tuple(argnums)
+    _check_callable("jacfwd", fun)
 
     def jacfun(*args, **kwargs):
         nums = _check_argnums("jacfwd", argnums_t, len(args))
@@ -432,7 +426,6 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         dyn = tuple(args[i] for i in nums)
         dyn_flat, dyn_tree = tu.tree_flatten(dyn)
         avals = [get_aval(x) for x in dyn_flat]
-        basis, total = _std_basis(avals)
 
         def f_partial(*diff_args):
             full = list(args)
@@ -440,54 +433,39 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                 full[i] = a
             return fun(*full, **kwargs)
 
-        def push(*tangent_flat):
-            tangents = tu.tree_unflatten(dyn_tree, tangent_flat)
-            out = jvp(f_partial, dyn, tangents, has_aux=has_aux)
-            return out[1:] if has_aux else out[1]
+        blocks, aux, out_tree = [], None, None
+        for j, aval in enumerate(avals):
+            def push(t_j, j=j):
+                ts = [t_j if i == j else np.zeros(a.shape, a.dtype) for i, a in enumerate(avals)]
+                out = jvp(f_partial, dyn, tu.tree_unflatten(dyn_tree, ts), has_aux=has_aux)
+                return (out[1], out[2]) if has_aux else out[1]
 
-        pushed = vmap(push, in_axes=0, out_axes=-1)(*basis)
-        if has_aux:
-            pushed, aux = pushed
-            aux = tu.tree_map(lambda a: a[..., 0], aux)
-        jac = _split_jacobian(pushed, avals, dyn_tree, single, last=True)
+            pushed = vmap(push, out_axes=(-1, None) if has_aux else -1)(_basis(aval))
+            if has_aux:
+                pushed, aux = pushed
+            leaves, out_tree = tu.tree_flatten(pushed)
+            blocks.append([shape_ops.reshape(y, (*get_aval(y).shape[:-1], *aval.shape))
+                           for y in leaves])
+        outs = [tu.tree_unflatten(dyn_tree, [b[k] for b in blocks])
+                for k in range(out_tree.num_leaves)]
+        jac = tu.tree_unflatten(out_tree, [o[0] if single else o for o in outs])
         return (jac, aux) if has_aux else jac
 
     return jacfun
 
 
-def _split_jacobian(pushed: Any, in_avals: list[ShapedArray], in_tree: tu.PyTreeDef,
-                    single: bool, last: bool) -> Any:
-    """Splits the basis axis of each output leaf into one block per input leaf."""
-    from numbax._src.lax import shape_ops
-
-    def split(out_leaf):
-        blocks, start = [], 0
-        out_aval = get_aval(out_leaf)
-        for a in in_avals:
-            stop = start + a.size
-            if last:
-                block = out_leaf[..., start:stop]
-                shape = (*out_aval.shape[:-1], *a.shape)
-            else:
-                block = out_leaf[start:stop]
-                shape = (*a.shape, *out_aval.shape[1:])
-            blocks.append(shape_ops.reshape(block, shape))
-            start = stop
-        tree = tu.tree_unflatten(in_tree, blocks)
-        return tree[0] if single else tree
-
-    return tu.tree_map(split, pushed)
-
-
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """Jacobian by reverse mode: one vjp per output element, batched with vmap."""
+    """Jacobian by reverse mode: one vjp per output element, batched with vmap (one vmap per
+    output leaf)."""
     single = isinstance(argnums, (int, np.integer))
     argnums_t = _as_tuple(argnums)
+    _check_callable("jacrev", fun)
 
     def jacfun(*args, **kwargs):
         nums = _check_argnums("jacrev", argnums_t, len(args))
-        _check_differentiable("jacrev", args, nums)
+        if not allow_int:
+            _check_differentiable("jacrev", args, nums)
         dyn = tuple(args[i] for i in nums)
 
         def f_partial(*diff_args):
@@ -502,32 +480,22 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             out, f_vjp = vjp(f_partial, *dyn)
         out_flat, out_tree = tu.tree_flatten(out)
         out_avals = [get_aval(x) for x in out_flat]
-        basis, total = _std_basis(out_avals)
-        pulled = vmap(lambda *cts: f_vjp(tu.tree_unflatten(out_tree, cts)))(*basis)
-        jac = _jacrev_assemble(pulled, out_avals, out_tree, single)
+        jacs = []
+        for k, oa in enumerate(out_avals):
+            def pull(ct_k, k=k):
+                cts = [ct_k if i == k else np.zeros(a.shape, a.dtype)
+                       for i, a in enumerate(out_avals)]
+                return f_vjp(tu.tree_unflatten(out_tree, cts))
+
+            pulled = vmap(pull)(_basis(oa))
+            pulled = tu.tree_map(
+                lambda g, oa=oa: shape_ops.reshape(g, (*oa.shape, *get_aval(g).shape[1:])),
+                pulled)
+            jacs.append(pulled[0] if single else pulled)
+        jac = tu.tree_unflatten(out_tree, jacs)
         return (jac, aux) if has_aux else jac
 
     return jacfun
-
-
-def _jacrev_assemble(pulled: tuple, out_avals, out_tree, single: bool) -> Any:
-    """pulled[i] has the basis axis (all output elements) in front: split it per output leaf."""
-    from numbax._src.lax import shape_ops
-
-    def per_input(leaf):
-        aval = get_aval(leaf)
-        blocks, start = [], 0
-        for oa in out_avals:
-            stop = start + oa.size
-            blocks.append(shape_ops.reshape(leaf[start:stop], (*oa.shape, *aval.shape[1:])))
-            start = stop
-        return blocks
-
-    grads = pulled[0] if single else pulled
-    in_leaves, in_tree = tu.tree_flatten(grads)
-    per_leaf = [per_input(leaf) for leaf in in_leaves]
-    outs = [tu.tree_unflatten(in_tree, [pl[k] for pl in per_leaf]) for k in range(len(out_avals))]
-    return tu.tree_unflatten(out_tree, outs)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -104,4 +104,5 @@ from numbax._src.lax.parallel import (  # noqa: F401
     psum,
 )
 from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
+from numbax._src.custom_derivatives import stop_gradient  # noqa: E402, F401
 from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401

@@ -313,8 +313,9 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
     """Sums a cotangent back down to a rank-0 operand that an elementwise op broadcast."""
     from numbax._src.lax import reductions  # lax sits above the interpreters
 
-    if aval.shape == () and np.shape(ct) != ():
-        ct = reductions.reduce_sum(ct, tuple(range(np.ndim(ct))))
+    ct_shape = get_aval(ct).shape
+    if aval.shape == () and ct_shape != ():
+        ct = reductions.reduce_sum(ct, tuple(range(len(ct_shape))))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != dtypes.float0:
         from numbax._src.lax import elementwise
 
