@@ -360,11 +360,8 @@ ad.defjvp(
 
 
 def _pow_jvp_base(t, ans, x, y):
-    # y * x**(y-1), defined as 0 where y == 0 (so 0**0 has derivative 0 in x, like JAX).
-    one = _const(y, 1)
-    zero = _const(y, 0)
-    dx = mul(y, pow(x, sub(y, one)))
-    dx = select_n(eq(y, zero), dx, _zeros_like(dx))
+    # y * x**(y-1), as JAX computes it for a floating y (so d/dx x**0. at x = 0 is nan).
+    dx = mul(y, pow(x, sub(y, _const(y, 1))))
     return mul(_broadcast_tangent(t, get_aval(ans)), dx)
 
 
