@@ -106,3 +106,28 @@ from numbax._src.lax.parallel import (  # noqa: F401
 from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
 from numbax._src.custom_derivatives import stop_gradient  # noqa: E402, F401
 from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
+from numbax._src.lax.indexing import (  # noqa: F401
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+)
+from numbax._src.lax.shape_ops import (  # noqa: F401
+    broadcasted_iota,
+    collapse,
+    concatenate,
+    copy,
+    index_in_dim,
+    iota,
+    pad,
+    rev,
+    slice,
+    slice_in_dim,
+)

@@ -229,3 +229,397 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
         shape.insert(d, 1)
     return reshape(array, tuple(shape))
 
+
+
+def _check_dims(api: str, x: ShapedArray, dims: Sequence[int], what: str = "dimensions") -> None:
+    for d in dims:
+        if not 0 <= d < x.ndim:
+            raise NumbaxValueError(
+                f"{api}: {what} has {d}, expected an axis of the operand of shape {x.shape} "
+                f"(0 <= axis < {x.ndim}). Pass axes within the operand's rank."
+            )
+
+
+def _canonical_axis(api: str, axis: int, ndim: int) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1):
+        raise NumbaxValueError(
+            f"{api}: axis is {axis}, expected an axis of an array of rank {ndim}. "
+            f"Pass -{ndim} <= axis < {ndim}."
+        )
+    return axis % ndim if ndim else 0
+
+
+# ----------------------------------------------------------------------------- rev
+
+rev_p = Primitive("rev")
+
+
+def _rev_abstract_eval(x: ShapedArray, *, dimensions) -> list:
+    _check_dims("lax.rev", x, dimensions)
+    if len(set(dimensions)) != len(dimensions):
+        raise NumbaxValueError(f"lax.rev: dimensions {dimensions} has repeated entries.")
+    return [x]
+
+
+def _rev_batch(axis_size, vals, dims, *, dimensions):
+    (x,), (bd,) = vals, dims
+    x = batching.moveaxis(x, bd, 0)
+    return [rev(x, tuple(d + 1 for d in dimensions))], [0]
+
+
+core.abstract_eval_rules[rev_p] = _rev_abstract_eval
+core.impl_rules[rev_p] = lambda x, *, dimensions: [np.flip(x, dimensions) if dimensions else x]
+ad.deflinear(rev_p, lambda cts, x, *, dimensions: [rev(cts[0], dimensions)])
+batching.batch_rules[rev_p] = _rev_batch
+
+
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
+    """lax.rev: reverses the order of elements along `dimensions`."""
+    ndim = get_aval(operand).ndim
+    dimensions = tuple(sorted(_canonical_axis("lax.rev", d, ndim) for d in dimensions))
+    if not dimensions:
+        return operand
+    return rev_p.bind(operand, dimensions=dimensions)
+
+
+# ----------------------------------------------------------------------------- slice
+
+slice_p = Primitive("slice")
+
+
+def _slice_shape(start, limit, strides) -> tuple[int, ...]:
+    return tuple(max(0, -(-(hi - lo) // s)) for lo, hi, s in zip(start, limit, strides,
+                                                                    strict=True))
+
+
+def _slice_abstract_eval(x: ShapedArray, *, start_indices, limit_indices, strides) -> list:
+    for name, v in (("start_indices", start_indices), ("limit_indices", limit_indices),
+                    ("strides", strides)):
+        if len(v) != x.ndim:
+            raise NumbaxTypeError(
+                f"lax.slice: {name} has {len(v)} entries {v}, expected one per dimension of "
+                f"the operand of shape {x.shape}."
+            )
+    for axis, (lo, hi, s, n) in enumerate(zip(start_indices, limit_indices, strides, x.shape,
+                                               strict=True)):
+        if not (0 <= lo <= hi <= n) or s < 1:
+            raise NumbaxValueError(
+                f"lax.slice: axis {axis} of size {n} has start {lo}, limit {hi}, stride {s}, "
+                f"expected 0 <= start <= limit <= {n} and stride >= 1."
+            )
+    shape = _slice_shape(start_indices, limit_indices, strides)
+    return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    import builtins
+
+    idx = tuple(builtins.slice(lo, hi, s) for lo, hi, s in zip(start_indices, limit_indices,
+                                                               strides, strict=True))
+    return [x[idx]]
+
+
+def _slice_transpose(cts, x, *, start_indices, limit_indices, strides):
+    (ct,) = cts
+    shape = x.aval.shape
+    out_shape = get_aval(ct).shape
+    config = []
+    for lo, s, n, m in zip(start_indices, strides, shape, out_shape, strict=True):
+        used = m + max(m - 1, 0) * (s - 1)
+        config.append((lo, n - lo - used, s - 1))
+    zero = np.array(0, dtype=get_aval(ct).dtype)
+    return [pad(ct, zero, tuple(config))]
+
+
+def _slice_batch(axis_size, vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (bd,) = vals, dims
+    x = batching.moveaxis(x, bd, 0)
+    out = slice(x, (0, *start_indices), (axis_size, *limit_indices), (1, *strides))
+    return [out], [0]
+
+
+core.abstract_eval_rules[slice_p] = _slice_abstract_eval
+core.impl_rules[slice_p] = _slice_impl
+ad.deflinear(slice_p, _slice_transpose)
+batching.batch_rules[slice_p] = _slice_batch
+
+
+def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
+          strides: Sequence[int] | None = None) -> Any:
+    """lax.slice: the static strided slice operand[start:limit:stride] along every axis."""
+    aval = get_aval(operand)
+    start = tuple(int(i) for i in start_indices)
+    limit = tuple(int(i) for i in limit_indices)
+    strides = (1,) * len(start) if strides is None else tuple(int(s) for s in strides)
+    if start == (0,) * aval.ndim and limit == aval.shape and strides == (1,) * aval.ndim:
+        return operand
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Any:
+    """lax.slice_in_dim: lax.slice along one axis (None and negative bounds as in Python)."""
+    aval = get_aval(operand)
+    axis = _canonical_axis("lax.slice_in_dim", axis, aval.ndim)
+    n = aval.shape[axis]
+    lo = 0 if start_index is None else int(start_index)
+    hi = n if limit_index is None else int(limit_index)
+    lo, hi = (lo + n if lo < 0 else lo), (hi + n if hi < 0 else hi)
+    start = [0] * aval.ndim
+    limit = list(aval.shape)
+    strides = [1] * aval.ndim
+    start[axis], limit[axis], strides[axis] = lo, hi, int(stride)
+    return slice(operand, start, limit, strides)
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    """lax.index_in_dim: element `index` (negative counts from the end) along `axis`."""
+    aval = get_aval(operand)
+    axis = _canonical_axis("lax.index_in_dim", axis, aval.ndim)
+    n = aval.shape[axis]
+    index = int(index)
+    if not -n <= index < n:
+        raise IndexError(
+            f"lax.index_in_dim: index {index} is out of bounds for axis {axis} with size {n}."
+        )
+    index = index % n
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+# ----------------------------------------------------------------------------- concatenate
+
+concatenate_p = Primitive("concatenate")
+
+
+def _concatenate_abstract_eval(*xs: ShapedArray, dimension) -> list:
+    if not xs:
+        raise NumbaxValueError("lax.concatenate: operands is empty, expected at least one array.")
+    x0 = xs[0]
+    _check_dims("lax.concatenate", x0, (dimension,), "dimension")
+    for i, x in enumerate(xs):
+        if x.dtype != x0.dtype:
+            raise NumbaxTypeError(
+                f"lax.concatenate: operand {i} has dtype {x.dtype}, expected {x0.dtype} like "
+                "operand 0. Convert the operands to one dtype first."
+            )
+        same = x.ndim == x0.ndim and all(a == b for d, (a, b) in enumerate(
+            zip(x.shape, x0.shape, strict=True)) if d != dimension)
+        if not same:
+            raise NumbaxTypeError(
+                f"lax.concatenate: operand {i} has shape {x.shape}, expected the shape of "
+                f"operand 0 {x0.shape} except along dimension {dimension}."
+            )
+    shape = list(x0.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return [ShapedArray(tuple(shape), x0.dtype, all(x.weak_type for x in xs))]
+
+
+def _concatenate_transpose(cts, *xs, dimension):
+    (ct,) = cts
+    outs, offset = [], 0
+    for x in xs:
+        size = get_aval(x).shape[dimension] if not ad.is_undefined_primal(x) else x.aval.shape[
+            dimension]
+        if ad.is_undefined_primal(x):
+            outs.append(slice_in_dim(ct, offset, offset + size, 1, dimension))
+        else:
+            outs.append(None)
+        offset += size
+    return outs
+
+
+def _concatenate_batch(axis_size, vals, dims, *, dimension):
+    xs = [batching.move_batch_axis(axis_size, d, 0, x) for x, d in zip(vals, dims, strict=True)]
+    return [concatenate_p.bind(*xs, dimension=dimension + 1)], [0]
+
+
+core.abstract_eval_rules[concatenate_p] = _concatenate_abstract_eval
+core.impl_rules[concatenate_p] = lambda *xs, dimension: [np.concatenate(xs, axis=dimension)]
+ad.deflinear(concatenate_p, _concatenate_transpose)
+batching.batch_rules[concatenate_p] = _concatenate_batch
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    """lax.concatenate: joins arrays of one dtype along `dimension`."""
+    operands = list(operands)
+    if not operands:
+        raise NumbaxValueError("lax.concatenate: operands is empty, expected at least one array.")
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# ----------------------------------------------------------------------------- pad
+
+pad_p = Primitive("pad")
+
+
+def _pad_shape(shape, padding_config) -> tuple[int, ...]:
+    return tuple(lo + hi + n + max(n - 1, 0) * interior
+                 for n, (lo, hi, interior) in zip(shape, padding_config, strict=True))
+
+
+def _pad_abstract_eval(x: ShapedArray, pv: ShapedArray, *, padding_config) -> list:
+    if pv.shape != () or pv.dtype != x.dtype:
+        raise NumbaxTypeError(
+            f"lax.pad: padding_value has {pv.str_short()}, expected a scalar of the operand's "
+            f"dtype {x.dtype}. Convert it with lax.convert_element_type."
+        )
+    if len(padding_config) != x.ndim:
+        raise NumbaxValueError(
+            f"lax.pad: padding_config has {len(padding_config)} entries, expected one "
+            f"(lo, hi, interior) triple per dimension of the operand of shape {x.shape}."
+        )
+    if any(interior < 0 for _, _, interior in padding_config):
+        raise NumbaxValueError(
+            f"lax.pad: padding_config {padding_config} has a negative interior padding, "
+            "expected interior >= 0."
+        )
+    shape = _pad_shape(x.shape, padding_config)
+    if any(d < 0 for d in shape):
+        raise NumbaxValueError(
+            f"lax.pad: padding_config {padding_config} gives negative output shape {shape} for "
+            f"an operand of shape {x.shape}; negative padding may remove at most the whole axis."
+        )
+    return [ShapedArray(shape, x.dtype, x.weak_type and pv.weak_type)]
+
+
+def _pad_impl(x, pv, *, padding_config):
+    import builtins
+
+    full_shape = [max(lo, 0) + max(hi, 0) + n + max(n - 1, 0) * interior
+                  for n, (lo, hi, interior) in zip(x.shape, padding_config, strict=True)]
+    out = np.full(full_shape, pv, dtype=x.dtype)
+    place = tuple(builtins.slice(max(lo, 0), max(lo, 0) + n + max(n - 1, 0) * interior,
+                                 interior + 1)
+                  for n, (lo, _, interior) in zip(x.shape, padding_config, strict=True))
+    out[place] = x
+    crop = tuple(builtins.slice(max(-lo, 0), d - max(-hi, 0))
+                 for d, (lo, hi, _) in zip(full_shape, padding_config, strict=True))
+    return [out[crop]]
+
+
+def _pad_transpose(cts, x, pv, *, padding_config):
+    from numbax._src.lax import reductions
+
+    (ct,) = cts
+    ct_aval = get_aval(ct)
+    zero = np.array(0, dtype=ct_aval.dtype)
+    unpadded = pad(ct, zero, tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    shape = get_aval(unpadded).shape
+    ct_x = slice(unpadded, (0,) * len(shape), shape,
+                 tuple(interior + 1 for _, _, interior in padding_config))
+    everything = tuple(range(ct_aval.ndim))
+    outs = [ct_x if ad.is_undefined_primal(x) else None, None]
+    if ad.is_undefined_primal(pv):
+        from numbax._src.lax import elementwise as ew
+
+        outs[1] = ew.sub(reductions.reduce_sum(ct, everything),
+                         reductions.reduce_sum(ct_x, tuple(range(len(shape)))))
+    return outs
+
+
+def _pad_batch(axis_size, vals, dims, *, padding_config):
+    from numbax._src.lax import elementwise as ew
+
+    (x, pv), (xd, pd) = vals, dims
+    x = batching.move_batch_axis(axis_size, xd, 0, x)
+    config = ((0, 0, 0), *padding_config)
+    if pd is None:
+        return [pad_p.bind(x, pv, padding_config=config)], [0]
+    zero = np.array(0, dtype=get_aval(x).dtype)
+    padded = pad_p.bind(x, zero, padding_config=config)
+    shape = get_aval(padded).shape
+    mask = pad(full(get_aval(x).shape[1:], True), np.bool_(False), padding_config)
+    mask = broadcast_in_dim(mask, shape, tuple(range(1, len(shape))))
+    pv = broadcast_in_dim(batching.moveaxis(pv, pd, 0), shape, (0,))
+    return [ew.select(mask, padded, pv)], [0]
+
+
+core.abstract_eval_rules[pad_p] = _pad_abstract_eval
+core.impl_rules[pad_p] = _pad_impl
+ad.deflinear(pad_p, _pad_transpose)
+batching.batch_rules[pad_p] = _pad_batch
+
+
+def pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
+    """lax.pad: pads with (lo, hi, interior) per axis; negative lo/hi crop."""
+    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    aval = get_aval(operand)
+    if isinstance(padding_value, (bool, int, float, complex)):
+        padding_value = np.array(padding_value, dtype=aval.dtype)
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+# ----------------------------------------------------------------------------- iota
+
+iota_p = Primitive("iota")
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension) -> list:
+    if not 0 <= dimension < len(shape):
+        raise NumbaxValueError(
+            f"lax.iota: dimension is {dimension}, expected an axis of shape {shape}."
+        )
+    if np.dtype(dtype).kind not in "iuf":
+        raise NumbaxTypeError(f"lax.iota: dtype is {dtype}, expected an integer or float dtype.")
+    return [ShapedArray(shape, dtype)]
+
+
+def _iota_impl(*, dtype, shape, dimension):
+    ramp = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return [np.broadcast_to(ramp.reshape(view), shape)]
+
+
+core.abstract_eval_rules[iota_p] = _iota_abstract_eval
+core.impl_rules[iota_p] = _iota_impl
+ad.non_differentiable.add(iota_p)
+batching.batch_rules[iota_p] = lambda axis_size, vals, dims, **params: (
+    [iota_p.bind(**params)], [None])
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+    """lax.broadcasted_iota: 0, 1, ... along `dimension`, broadcast to `shape`."""
+    dtype = dtypes.canonicalize_dtype(dtype, context="lax.broadcasted_iota")
+    shape = tuple(int(d) for d in shape)
+    dimension = _canonical_axis("lax.broadcasted_iota", dimension, len(shape))
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """lax.iota: the vector 0, 1, ..., size-1."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+# ----------------------------------------------------------------------------- copy
+
+copy_p = Primitive("copy")
+core.abstract_eval_rules[copy_p] = lambda x: [x]
+core.impl_rules[copy_p] = lambda x: [np.array(x, copy=True)]
+ad.deflinear(copy_p, lambda cts, x: [copy_p.bind(cts[0])])
+batching.defvectorized(copy_p)
+
+
+def copy(operand: Any) -> Any:
+    """lax.copy_p's wrapper: an identity that yields a new buffer."""
+    return copy_p.bind(operand)
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """lax.collapse: merges dimensions [start_dimension, stop_dimension) into one."""
+    shape = get_aval(operand).shape
+    ndim = len(shape)
+    lo = _canonical_axis("lax.collapse", start_dimension, ndim)
+    hi = ndim if stop_dimension is None else (
+        int(stop_dimension) + ndim if int(stop_dimension) < 0 else int(stop_dimension))
+    if not lo <= hi <= ndim:
+        raise NumbaxValueError(
+            f"lax.collapse: stop_dimension is {stop_dimension}, expected {lo} <= it <= {ndim} "
+            f"for an operand of shape {shape}."
+        )
+    size = int(np.prod(shape[lo:hi], dtype=np.int64))
+    return reshape(operand, (*shape[:lo], size, *shape[hi:]))

@@ -1,0 +1,641 @@
+"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather and the scatter family.
+
+gather/scatter use a simpler form than XLA's GatherDimensionNumbers: `indices` has shape
+`batch + (len(axes),)` and picks one element along each of `axes`; the other operand axes are
+taken whole. The gathered (or scattered) block has shape `batch + rest`, `rest` being the
+operand's un-indexed axes in order. This covers numpy advanced indexing, take, take_along_axis
+and the batching of dynamic slices.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters.ad import Zero
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import shape_ops
+
+_GATHER_MODES = ("clip", "fill")
+_SCATTER_MODES = ("clip", "drop")
+
+
+def _check_index_dtype(api: str, what: str, aval: ShapedArray) -> None:
+    if aval.dtype.kind not in "iu":
+        raise NumbaxTypeError(
+            f"{api}: {what} has dtype {aval.dtype}, expected an integer dtype. "
+            "Convert indices with .astype(int)."
+        )
+
+
+def _zeros(aval: ShapedArray) -> Any:
+    return shape_ops.full(aval.shape, 0, aval.dtype)
+
+
+def _int_scalar(x: Any) -> Any:
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return np.array(x, dtype=dtypes.default_int_dtype())
+    return x
+
+
+# ----------------------------------------------------------------------------- dynamic_slice
+
+dynamic_slice_p = Primitive("dynamic_slice")
+
+
+def _check_starts(api: str, x: ShapedArray, starts: Sequence[ShapedArray]) -> None:
+    if len(starts) != x.ndim:
+        raise NumbaxTypeError(
+            f"{api}: start_indices has {len(starts)} entries, expected one per dimension of "
+            f"the operand of shape {x.shape}."
+        )
+    for i, s in enumerate(starts):
+        _check_index_dtype(api, f"start index {i}", s)
+        if s.shape != ():
+            raise NumbaxTypeError(
+                f"{api}: start index {i} has shape {s.shape}, expected a scalar."
+            )
+
+
+def _dynamic_slice_abstract_eval(x: ShapedArray, *starts: ShapedArray, slice_sizes) -> list:
+    _check_starts("lax.dynamic_slice", x, starts)
+    if len(slice_sizes) != x.ndim or any(not 0 <= s <= n for s, n in zip(
+            slice_sizes, x.shape, strict=True)):
+        raise NumbaxValueError(
+            f"lax.dynamic_slice: slice_sizes has {slice_sizes}, expected one size per axis of "
+            f"the operand of shape {x.shape}, each between 0 and the axis size."
+        )
+    return [ShapedArray(slice_sizes, x.dtype, x.weak_type)]
+
+
+def _clamped_starts(shape, starts, sizes) -> list[int]:
+    return [int(np.clip(s, 0, n - k)) for s, n, k in zip(starts, shape, sizes, strict=True)]
+
+
+def _dynamic_slice_impl(x, *starts, slice_sizes):
+    lo = _clamped_starts(x.shape, starts, slice_sizes)
+    idx = tuple(slice(a, a + k) for a, k in zip(lo, slice_sizes, strict=True))
+    return [x[idx]]
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *starts = primals
+    ans = dynamic_slice_p.bind(x, *starts, slice_sizes=slice_sizes)
+    t = tangents[0]
+    if type(t) is Zero:
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes)]
+
+
+def _dynamic_slice_transpose(cts, x, *starts, slice_sizes):
+    (ct,) = cts
+    zeros = _zeros(x.aval)
+    return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+
+def _index_grid(starts: Sequence[Any], shape: Sequence[int], sizes: Sequence[int],
+                batched: bool, axis_size: int) -> Any:
+    """Element indices (B?, *sizes, ndim) of a clamped window: start + iota per axis."""
+    lead = (axis_size,) if batched else ()
+    grid_shape = (*lead, *sizes, 1)
+    cols = []
+    for d, (s, n, k) in enumerate(zip(starts, shape, sizes, strict=True)):
+        s = ew.convert_element_type(s, np.int64)
+        s = ew.clamp(np.int64(0), s, np.int64(n - k))
+        if get_aval(s).shape == ():
+            s = shape_ops.broadcast_in_dim(s, grid_shape, ())
+        else:
+            s = shape_ops.broadcast_in_dim(s, grid_shape, (0,))
+        ramp = shape_ops.broadcasted_iota(np.int64, grid_shape, len(lead) + d)
+        cols.append(ew.add(s, ramp))
+    if not cols:
+        return shape_ops.full(grid_shape[:-1] + (0,), 0, np.int64)
+    return shape_ops.concatenate(cols, len(grid_shape) - 1)
+
+
+def _batch_starts(axis_size, starts, dims) -> list[Any]:
+    return [batching.moveaxis(s, d, 0) if d is not None else s
+            for s, d in zip(starts, dims, strict=True)]
+
+
+def _dynamic_slice_batch(axis_size, vals, dims, *, slice_sizes):
+    x, *starts = vals
+    xd, *sds = dims
+    x = batching.move_batch_axis(axis_size, xd, 0, x)
+    if all(d is None for d in sds):
+        zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int64)
+        return [dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(axis_size, *slice_sizes))], [0]
+    shape = get_aval(x).shape[1:]
+    grid = _index_grid(_batch_starts(axis_size, starts, sds), shape, slice_sizes, True,
+                       axis_size)
+    return _gather_batch(axis_size, [x, grid], [0, 0], axes=tuple(range(len(shape))),
+                         mode="clip", fill_value=None)
+
+
+core.abstract_eval_rules[dynamic_slice_p] = _dynamic_slice_abstract_eval
+core.impl_rules[dynamic_slice_p] = _dynamic_slice_impl
+ad.jvp_rules[dynamic_slice_p] = _dynamic_slice_jvp
+ad.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
+batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
+
+
+def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
+    """lax.dynamic_slice: a window of `slice_sizes` at traced `start_indices`; starts are
+    clamped so that the window stays inside the operand (as in JAX)."""
+    starts = [_int_scalar(s) for s in start_indices]
+    return dynamic_slice_p.bind(operand, *starts,
+                                slice_sizes=tuple(int(k) for k in slice_sizes))
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+    aval = get_aval(operand)
+    axis = shape_ops._canonical_axis("lax.dynamic_slice_in_dim", axis, aval.ndim)
+    starts: list[Any] = [0] * aval.ndim
+    sizes = list(aval.shape)
+    starts[axis], sizes[axis] = start_index, int(slice_size)
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True) -> Any:
+    aval = get_aval(operand)
+    axis = shape_ops._canonical_axis("lax.dynamic_index_in_dim", axis, aval.ndim)
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else shape_ops.squeeze(out, (axis,))
+
+
+# ----------------------------------------------------------------------------- dynamic_update_slice
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+def _dus_abstract_eval(x: ShapedArray, update: ShapedArray, *starts: ShapedArray) -> list:
+    _check_starts("lax.dynamic_update_slice", x, starts)
+    if update.dtype != x.dtype:
+        raise NumbaxTypeError(
+            f"lax.dynamic_update_slice: update has dtype {update.dtype}, expected the "
+            f"operand's dtype {x.dtype}."
+        )
+    if update.ndim != x.ndim or any(u > n for u, n in zip(update.shape, x.shape, strict=True)):
+        raise NumbaxValueError(
+            f"lax.dynamic_update_slice: update has shape {update.shape}, expected the rank of "
+            f"the operand of shape {x.shape} and no larger along any axis."
+        )
+    return [x]
+
+
+def _dus_impl(x, update, *starts):
+    lo = _clamped_starts(x.shape, starts, update.shape)
+    out = np.array(x, copy=True)
+    out[tuple(slice(a, a + k) for a, k in zip(lo, update.shape, strict=True))] = update
+    return [out]
+
+
+def _dus_jvp(primals, tangents):
+    x, update, *starts = primals
+    tx, tu = tangents[0], tangents[1]
+    ans = dynamic_update_slice_p.bind(x, update, *starts)
+    if type(tx) is Zero and type(tu) is Zero:
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    tx = ad.instantiate_zeros(tx)
+    tu = ad.instantiate_zeros(tu)
+    return [ans], [dynamic_update_slice_p.bind(tx, tu, *starts)]
+
+
+def _dus_transpose(cts, x, update, *starts):
+    (ct,) = cts
+    u_aval = update.aval if ad.is_undefined_primal(update) else get_aval(update)
+    ct_x = ct_u = None
+    if ad.is_undefined_primal(x):
+        ct_x = dynamic_update_slice_p.bind(ct, _zeros(u_aval), *starts)
+    if ad.is_undefined_primal(update):
+        ct_u = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
+    return [ct_x, ct_u] + [None] * len(starts)
+
+
+def _dus_batch(axis_size, vals, dims):
+    x, update, *starts = vals
+    xd, ud, *sds = dims
+    x = batching.move_batch_axis(axis_size, xd, 0, x)
+    update = batching.move_batch_axis(axis_size, ud, 0, update)
+    if all(d is None for d in sds):
+        zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int64)
+        return [dynamic_update_slice_p.bind(x, update, zero, *starts)], [0]
+    shape = get_aval(x).shape[1:]
+    sizes = get_aval(update).shape[1:]
+    grid = _index_grid(_batch_starts(axis_size, starts, sds), shape, sizes, True, axis_size)
+    return _scatter_batch(scatter_p)(axis_size, [x, grid, update], [0, 0, 0],
+                                     axes=tuple(range(len(shape))), mode="clip",
+                                     unique_indices=True)
+
+
+core.abstract_eval_rules[dynamic_update_slice_p] = _dus_abstract_eval
+core.impl_rules[dynamic_update_slice_p] = _dus_impl
+ad.jvp_rules[dynamic_update_slice_p] = _dus_jvp
+ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
+batching.batch_rules[dynamic_update_slice_p] = _dus_batch
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
+    """lax.dynamic_update_slice: operand with `update` written at clamped `start_indices`."""
+    starts = [_int_scalar(s) for s in start_indices]
+    return dynamic_update_slice_p.bind(operand, update, *starts)
+
+
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+    aval = get_aval(operand)
+    axis = shape_ops._canonical_axis("lax.dynamic_update_index_in_dim", axis, aval.ndim)
+    if get_aval(update).ndim == aval.ndim - 1:
+        update = shape_ops.expand_dims(update, (axis,))
+    starts: list[Any] = [0] * aval.ndim
+    starts[axis] = index
+    return dynamic_update_slice(operand, update, starts)
+
+
+# ----------------------------------------------------------------------------- gather
+
+gather_p = Primitive("gather")
+
+
+def _gather_shape(api: str, x: ShapedArray, idx: ShapedArray, axes) -> tuple[int, ...]:
+    _check_index_dtype(api, "indices", idx)
+    if idx.ndim < 1 or idx.shape[-1] != len(axes):
+        raise NumbaxTypeError(
+            f"{api}: indices has shape {idx.shape}, expected a last dimension of size "
+            f"{len(axes)} (one index per entry of axes={axes})."
+        )
+    if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
+        raise NumbaxValueError(
+            f"{api}: axes has {axes}, expected distinct axes of the operand of shape {x.shape}."
+        )
+    rest = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    return idx.shape[:-1] + rest
+
+
+def _gather_abstract_eval(x: ShapedArray, idx: ShapedArray, *, axes, mode, fill_value) -> list:
+    if mode not in _GATHER_MODES:
+        raise NumbaxValueError(f"lax.gather: mode is {mode!r}, expected one of {_GATHER_MODES}.")
+    return [ShapedArray(_gather_shape("lax.gather", x, idx, axes), x.dtype, x.weak_type)]
+
+
+def _front(x: np.ndarray, axes) -> np.ndarray:
+    rest = [d for d in range(x.ndim) if d not in axes]
+    return np.transpose(x, list(axes) + rest)
+
+
+def _columns(x_shape, idx, axes, clip: bool):
+    dims = [x_shape[a] for a in axes]
+    valid = np.ones(idx.shape[:-1], bool)
+    cols = []
+    for k, n in enumerate(dims):
+        c = idx[..., k]
+        valid &= (c >= 0) & (c < n)
+        cols.append(np.clip(c, 0, max(n - 1, 0)))
+    return tuple(cols), valid
+
+
+def _gather_impl(x, idx, *, axes, mode, fill_value):
+    shape = _gather_shape("lax.gather", ShapedArray(x.shape, x.dtype), ShapedArray(
+        idx.shape, idx.dtype), axes)
+    if x.size == 0:
+        return [np.full(shape, 0 if fill_value is None else fill_value, x.dtype)]
+    cols, valid = _columns(x.shape, idx, axes, mode == "clip")
+    out = _front(x, axes)[cols]
+    if mode == "fill":
+        fill = _default_fill(x.dtype) if fill_value is None else fill_value
+        rest = out.ndim - valid.ndim
+        out = np.where(valid.reshape(valid.shape + (1,) * rest), out, np.asarray(fill, x.dtype))
+    return [out]
+
+
+def _default_fill(dtype: np.dtype) -> Any:
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind == "i":
+        return np.iinfo(dtype).min
+    if dtype.kind == "u":
+        return np.iinfo(dtype).max
+    return True
+
+
+def _gather_jvp(primals, tangents, *, axes, mode, fill_value):
+    x, idx = primals
+    ans = gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)
+    t = tangents[0]
+    if type(t) is Zero:
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    t_fill = None if mode == "clip" else 0
+    return [ans], [gather_p.bind(t, idx, axes=axes, mode=mode, fill_value=t_fill)]
+
+
+def _gather_transpose(cts, x, idx, *, axes, mode, fill_value):
+    (ct,) = cts
+    smode = "clip" if mode == "clip" else "drop"
+    out = scatter_add_p.bind(_zeros(x.aval), idx, ct, axes=axes, mode=smode,
+                             unique_indices=False)
+    return [out, None]
+
+
+def _with_batch_index(axis_size: int, idx: Any) -> Any:
+    """Prepends the batch position to each index vector of idx (B, ..., k) -> (B, ..., k+1)."""
+    shape = get_aval(idx).shape
+    ramp = shape_ops.broadcasted_iota(get_aval(idx).dtype, shape[:-1] + (1,), 0)
+    return shape_ops.concatenate([ramp, idx], len(shape) - 1)
+
+
+def _gather_batch(axis_size, vals, dims, *, axes, mode, fill_value):
+    (x, idx), (xd, id_) = vals, dims
+    if id_ is None:
+        x = batching.moveaxis(x, xd, 0)
+        out = gather_p.bind(x, idx, axes=tuple(a + 1 for a in axes), mode=mode,
+                            fill_value=fill_value)
+        return [out], [get_aval(idx).ndim - 1]
+    idx = batching.moveaxis(idx, id_, 0)
+    if xd is None:
+        return [gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)], [0]
+    x = batching.moveaxis(x, xd, 0)
+    idx = _with_batch_index(axis_size, idx)
+    out = gather_p.bind(x, idx, axes=(0, *[a + 1 for a in axes]), mode=mode,
+                        fill_value=fill_value)
+    return [out], [0]
+
+
+core.abstract_eval_rules[gather_p] = _gather_abstract_eval
+core.impl_rules[gather_p] = _gather_impl
+ad.jvp_rules[gather_p] = _gather_jvp
+ad.transpose_rules[gather_p] = _gather_transpose
+batching.batch_rules[gather_p] = _gather_batch
+
+
+def _gather_mode(mode: Any) -> str:
+    if mode is None or mode == "promise_in_bounds":
+        return "clip"
+    if mode in _GATHER_MODES:
+        return mode
+    raise NumbaxValueError(
+        f"lax.gather: mode is {mode!r}, expected 'clip', 'fill' or 'promise_in_bounds'."
+    )
+
+
+def gather(operand: Any, indices: Any, axes: Sequence[int], *, mode: Any = None,
+           fill_value: Any = None) -> Any:
+    """Gathers operand[..., i0, ..., i1, ...] (one index per axis in `axes`, the last axis of
+    `indices`); output shape is indices.shape[:-1] + the operand's other axes.
+
+    Unlike JAX: no GatherDimensionNumbers/slice_sizes; `mode` is 'clip' (default, also
+    'promise_in_bounds') or 'fill' (out-of-bounds rows get fill_value, NaN by default).
+    """
+    mode = _gather_mode(mode)
+    if fill_value is not None:
+        fill_value = np.asarray(fill_value, get_aval(operand).dtype).item()
+    return gather_p.bind(operand, indices, axes=tuple(int(a) for a in axes), mode=mode,
+                         fill_value=fill_value)
+
+
+# ----------------------------------------------------------------------------- scatter family
+
+
+def _scatter_abstract_eval(name: str):
+    def rule(x: ShapedArray, idx: ShapedArray, upd: ShapedArray, *, axes, mode,
+             unique_indices) -> list:
+        api = f"lax.{name.replace('-', '_')}"
+        if mode not in _SCATTER_MODES:
+            raise NumbaxValueError(f"{api}: mode is {mode!r}, expected one of {_SCATTER_MODES}.")
+        shape = _gather_shape(api, x, idx, axes)
+        if upd.shape != shape:
+            raise NumbaxValueError(
+                f"{api}: updates has shape {upd.shape}, expected {shape} (indices.shape[:-1] + "
+                f"the operand's un-indexed axes) for an operand of shape {x.shape} and indices "
+                f"of shape {idx.shape}."
+            )
+        if upd.dtype != x.dtype:
+            raise NumbaxTypeError(
+                f"{api}: updates has dtype {upd.dtype}, expected the operand's dtype {x.dtype}."
+            )
+        return [x]
+
+    return rule
+
+
+_NP_UFUNC = {"scatter-add": np.add, "scatter-mul": np.multiply,
+             "scatter-min": np.minimum, "scatter-max": np.maximum}
+
+
+def _scatter_impl(name: str):
+    def impl(x, idx, upd, *, axes, mode, unique_indices):
+        out = np.array(x, copy=True)
+        if out.size == 0 or idx.size == 0:
+            return [out]
+        view = _front(out, axes)  # a view: writes land in `out`
+        cols, valid = _columns(x.shape, idx, axes, mode == "clip")
+        if mode == "drop":
+            cols = tuple(c[valid] for c in cols)
+            upd = upd[valid]
+        if name == "scatter":
+            view[cols] = upd
+        else:
+            _NP_UFUNC[name].at(view, cols, upd)
+        return [out]
+
+    return impl
+
+
+def _scatter_batch(prim: Primitive) -> Callable:
+    def rule(axis_size, vals, dims, *, axes, mode, unique_indices):
+        (x, idx, upd), (xd, id_, ud) = vals, dims
+        x = batching.move_batch_axis(axis_size, xd, 0, x)
+        upd = batching.move_batch_axis(axis_size, ud, 0, upd)
+        idx = batching.move_batch_axis(axis_size, id_, 0, idx)
+        idx = _with_batch_index(axis_size, idx)
+        out = prim.bind(x, idx, upd, axes=(0, *[a + 1 for a in axes]), mode=mode,
+                        unique_indices=unique_indices)
+        return [out], [0]
+
+    return rule
+
+
+def _scatter_prim(name: str) -> Primitive:
+    prim = Primitive(name)
+    core.abstract_eval_rules[prim] = _scatter_abstract_eval(name)
+    core.impl_rules[prim] = _scatter_impl(name)
+    batching.batch_rules[prim] = _scatter_batch(prim)
+    return prim
+
+
+scatter_p = _scatter_prim("scatter")
+scatter_add_p = _scatter_prim("scatter-add")
+scatter_mul_p = _scatter_prim("scatter-mul")
+scatter_min_p = _scatter_prim("scatter-min")
+scatter_max_p = _scatter_prim("scatter-max")
+
+
+def _gather_for(mode: str) -> tuple[str, Any]:
+    """The gather mode reading back what a scatter of `mode` wrote (dropped rows give 0)."""
+    return ("clip", None) if mode == "clip" else ("fill", 0)
+
+
+def _scatter_add_jvp(primals, tangents, *, axes, mode, unique_indices):
+    x, idx, upd = primals
+    tx, _, tu = tangents
+    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+    ans = scatter_add_p.bind(x, idx, upd, **params)
+    if type(tx) is Zero and type(tu) is Zero:
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
+    return [ans], [scatter_add_p.bind(tx, idx, tu, **params)]
+
+
+def _scatter_add_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
+    (ct,) = cts
+    gmode, fill = _gather_for(mode)
+    ct_u = None
+    if ad.is_undefined_primal(upd):
+        ct_u = gather_p.bind(ct, idx, axes=axes, mode=gmode, fill_value=fill)
+    return [ct if ad.is_undefined_primal(x) else None, None, ct_u]
+
+
+ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+ad.transpose_rules[scatter_add_p] = _scatter_add_transpose
+
+
+def _scatter_jvp(primals, tangents, *, axes, mode, unique_indices):
+    x, idx, upd = primals
+    tx, _, tu = tangents
+    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+    ans = scatter_p.bind(x, idx, upd, **params)
+    if type(tx) is Zero and type(tu) is Zero:
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
+    return [ans], [scatter_p.bind(tx, idx, tu, **params)]
+
+
+def _winners(x_aval: ShapedArray, idx: Any, upd_aval: ShapedArray, axes, mode) -> Any:
+    """True for each update that survives a scatter (with duplicates, the one written last)."""
+    n = max(upd_aval.size, 1)
+    ids = shape_ops.reshape(shape_ops.iota(np.int64, upd_aval.size), upd_aval.shape) if (
+        upd_aval.size) else shape_ops.full(upd_aval.shape, 0, np.int64)
+    base = shape_ops.full(x_aval.shape, -1, np.int64)
+    written = scatter_p.bind(base, idx, ids, axes=axes, mode=mode, unique_indices=False)
+    gmode, _ = _gather_for(mode)
+    back = gather_p.bind(written, idx, axes=axes, mode=gmode, fill_value=None if
+                         gmode == "clip" else -n)
+    return ew.eq(back, ids)
+
+
+def _scatter_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
+    (ct,) = cts
+    u_aval = upd.aval if ad.is_undefined_primal(upd) else get_aval(upd)
+    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+    ct_x = ct_u = None
+    if ad.is_undefined_primal(x):
+        ct_x = scatter_p.bind(ct, idx, _zeros(get_aval(ct).update(shape=u_aval.shape)), **params)
+    if ad.is_undefined_primal(upd):
+        gmode, fill = _gather_for(mode)
+        picked = gather_p.bind(ct, idx, axes=axes, mode=gmode, fill_value=fill)
+        if not unique_indices:
+            zeros = _zeros(get_aval(picked))
+            picked = ew.select(_winners(get_aval(ct), idx, u_aval, axes, mode), picked, zeros)
+        ct_u = picked
+    return [ct_x, None, ct_u]
+
+
+ad.jvp_rules[scatter_p] = _scatter_jvp
+ad.transpose_rules[scatter_p] = _scatter_transpose
+
+
+def _scatter_mul_jvp(primals, tangents, *, axes, mode, unique_indices):
+    x, idx, upd = primals
+    tx, _, tu = tangents
+    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+    ans = scatter_mul_p.bind(x, idx, upd, **params)
+    t_out: Any = Zero(ad.tangent_aval(get_aval(ans)))
+    if type(tx) is not Zero:
+        t_out = scatter_mul_p.bind(tx, idx, upd, **params)
+    if type(tu) is not Zero:
+        if not unique_indices:
+            raise NotImplementedError(
+                "scatter_mul: the derivative with respect to updates is only implemented for "
+                "unique_indices=True (as in JAX). Pass unique_indices=True when the indices "
+                "do not repeat, or differentiate with respect to the operand only."
+            )
+        spread = scatter_add_p.bind(_zeros(get_aval(x)), idx, tu, **params)
+        t_out = ad.add_tangents(t_out, ew.mul(x, spread))
+    return [ans], [t_out]
+
+
+def _scatter_mul_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
+    (ct,) = cts
+    assert not ad.is_undefined_primal(upd)
+    ct_x = scatter_mul_p.bind(ct, idx, upd, axes=axes, mode=mode, unique_indices=unique_indices)
+    return [ct_x, None, None]
+
+
+ad.jvp_rules[scatter_mul_p] = _scatter_mul_jvp
+ad.transpose_rules[scatter_mul_p] = _scatter_mul_transpose
+
+
+def _scatter_extremal_jvp(prim: Primitive) -> Callable:
+    # Tangents are averaged over the values (operand and updates) attaining the extremum,
+    # the convention of reduce_max's jvp and of JAX's scatter_max jvp.
+    def rule(primals, tangents, *, axes, mode, unique_indices):
+        x, idx, upd = primals
+        tx, _, tu = tangents
+        params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+        ans = prim.bind(x, idx, upd, **params)
+        if type(tx) is Zero and type(tu) is Zero:
+            return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+        tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
+        dtype = get_aval(ans).dtype
+        gmode, _ = _gather_for(mode)
+        back = gather_p.bind(ans, idx, axes=axes, mode=gmode, fill_value=None)
+        hit_u = ew.convert_element_type(ew.eq(upd, back), dtype)
+        hit_x = ew.convert_element_type(ew.eq(x, ans), dtype)
+        zeros = _zeros(get_aval(ans))
+        count = ew.add(hit_x, scatter_add_p.bind(zeros, idx, hit_u, **params))
+        total = ew.add(ew.mul(tx, hit_x), scatter_add_p.bind(zeros, idx, ew.mul(tu, hit_u),
+                                                             **params))
+        return [ans], [ew.div(total, count)]
+
+    return rule
+
+
+ad.jvp_rules[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)
+ad.jvp_rules[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)
+
+
+def _scatter_mode(mode: Any) -> str:
+    if mode is None or mode in ("drop", "fill", "promise_in_bounds"):
+        return "drop"
+    if mode == "clip":
+        return "clip"
+    raise NumbaxValueError(
+        f"lax.scatter: mode is {mode!r}, expected 'drop' (default), 'clip' or "
+        "'promise_in_bounds'."
+    )
+
+
+def _scatter_wrapper(prim: Primitive) -> Callable:
+    def fn(operand: Any, indices: Any, updates: Any, axes: Sequence[int], *, mode: Any = None,
+           unique_indices: bool = False) -> Any:
+        return prim.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
+                         mode=_scatter_mode(mode), unique_indices=bool(unique_indices))
+
+    fn.__name__ = prim.name.replace("-", "_")
+    fn.__doc__ = (
+        f"lax.{fn.__name__}: combines `updates` (shape indices.shape[:-1] + the operand's other "
+        "axes) into operand at the element indices along `axes`. Repeated indices accumulate; "
+        "out-of-bounds updates are dropped (mode='drop', default) or clamped (mode='clip').\n\n"
+        "Unlike JAX: no ScatterDimensionNumbers; indices pick single elements along `axes`."
+    )
+    return fn
+
+
+scatter = _scatter_wrapper(scatter_p)
+scatter_add = _scatter_wrapper(scatter_add_p)
+scatter_mul = _scatter_wrapper(scatter_mul_p)
+scatter_min = _scatter_wrapper(scatter_min_p)
+scatter_max = _scatter_wrapper(scatter_max_p)
