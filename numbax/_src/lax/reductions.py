@@ -238,33 +238,39 @@ ad.jvp_rules[cummax_p] = _cumulative_jvp(cummax_p, ew.max, _lowest)
 ad.jvp_rules[cummin_p] = _cumulative_jvp(cummin_p, ew.min, _highest)
 
 
-def _canonical_axes(x: Any, axes: Sequence[int]) -> tuple[int, ...]:
+def _canonical_axes(x: Any, axes: Sequence[int], name: str = "reduce") -> tuple[int, ...]:
     ndim = get_aval(x).ndim
-    return tuple(sorted({int(a) % ndim if ndim else int(a) for a in axes}))
+    for a in axes:
+        if not -ndim <= int(a) < ndim:
+            raise NumbaxValueError(
+                f"lax.{name}: axis {a} is out of bounds for an array of shape "
+                f"{get_aval(x).shape}. Pass axes in [-{ndim}, {ndim})."
+            )
+    return tuple(sorted({int(a) % ndim for a in axes}))
 
 
 def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_sum_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_sum_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_sum"))
 
 
 def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_max_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_max_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_max"))
 
 
 def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_min_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_min_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_min"))
 
 
 def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_prod_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_prod_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_prod"))
 
 
 def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_and_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_and_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_and"))
 
 
 def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
-    return reduce_or_p.bind(operand, axes=_canonical_axes(operand, axes))
+    return reduce_or_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_or"))
 
 
 def _canonical_axis(api: str, x: Any, axis: int) -> int:
