@@ -80,7 +80,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
     a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(b, m, k)
     c = np.transpose(rhs, (*rb, *rc, *rf)).reshape(b, k, n)
-    return [np.matmul(a, c).reshape(*batch_shape, *lf_shape, *rf_shape)]
+    return [np.matmul(a, c).reshape((*batch_shape, *lf_shape, *rf_shape))]
 
 
 def _ranges_like(*xs: Sequence[int]) -> list[list[int]]:
