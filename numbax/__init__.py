@@ -38,4 +38,5 @@ __all__ = [
     "disable_jit", "errors", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jvp", "lax",
     "linearize", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
-from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402
+from numbax._src.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402, F401
+from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401

@@ -144,7 +144,8 @@ def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts, symbolic
 
 
 def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts, symbolic_zeros):
-    return core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return [core.to_numpy(x) for x in outs]  # re-wrapped with the abstract eval's weak types
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros):
@@ -307,7 +308,8 @@ def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts, out
 
 
 def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts, out_avals_ct):
-    return core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return [core.to_numpy(x) for x in outs]  # re-wrapped with the abstract eval's weak types
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,

@@ -289,6 +289,11 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             primal_env[v] = val
     for v, ct in zip(jaxpr.outvars, cts_out, strict=True):
         write_cotangent(v, ct)
+    # Equations on defined values only (a checkpoint recomputing its primal) run forward first.
+    for eqn in jaxpr.eqns:
+        if all(isinstance(x, Literal) or x in primal_env for x in eqn.invars):
+            outs = core.bind(eqn.primitive, *map(read_primal, eqn.invars), **eqn.params)
+            primal_env.update(zip(eqn.outvars, outs, strict=True))
 
     for eqn in jaxpr.eqns[::-1]:
         cts_in = [read_cotangent(v) for v in eqn.outvars]

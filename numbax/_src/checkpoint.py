@@ -1,0 +1,205 @@
+"""checkpoint / remat: a primitive holding a jaxpr whose linearization saves only its inputs
+and recomputes the rest inside the transposed (backward) pass."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from numbax._src import core, dtypes
+from numbax._src import tree_util as tu
+from numbax._src.core import Jaxpr, Primitive, Var, get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters import partial_eval as pe
+
+checkpoint_p = Primitive("checkpoint", multiple_results=True)
+
+
+def _checkpoint_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy):
+    return list(jaxpr.out_avals)
+
+
+def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
+    # numpy results, so the eager trace gives them the weak types of the abstract eval
+    return [core.to_numpy(x) for x in core.eval_jaxpr(jaxpr, [], *args)]
+
+
+def _trace(fun: Callable, avals: Sequence[core.ShapedArray]) -> tuple[Jaxpr, list]:
+    """A jaxpr of flat fun with its constants turned into leading inputs."""
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(fun, avals)
+    return pe.convert_constvars_jaxpr(jaxpr), consts
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
+    n = len(primals)
+    nonzero = [type(t) is not ad.Zero for t in tangents]
+    nz_tangents = [t for t, nz in zip(tangents, nonzero, strict=True) if nz]
+    out_float = [dtypes.is_inexact(v.aval.dtype) for v in jaxpr.outvars]
+
+    def jvp_fun(*xs):
+        it = iter(xs[n:])
+        ts = [next(it) if nz else ad.Zero.from_primal_value(p)
+              for p, nz in zip(xs[:n], nonzero, strict=True)]
+        primals_out, tangents_out = ad.jvp_flat(
+            lambda *args: core.eval_jaxpr(jaxpr, [], *args), xs[:n], ts)
+        float_tangents = [ad.instantiate_zeros(t)
+                          for t, f in zip(tangents_out, out_float, strict=True) if f]
+        return [*primals_out, *float_tangents]
+
+    avals = [get_aval(x) for x in (*primals, *nz_tangents)]
+    jvp_jaxpr, consts = _trace(jvp_fun, avals)
+    outs = checkpoint_p.bind(*consts, *primals, *nz_tangents, jaxpr=jvp_jaxpr,
+                             prevent_cse=prevent_cse, differentiated=True, policy=policy)
+    n_out = len(jaxpr.outvars)
+    it = iter(outs[n_out:])
+    tangents_out = [next(it) if f else ad.Zero(ad.tangent_aval(v.aval))
+                    for v, f in zip(jaxpr.outvars, out_float, strict=True)]
+    return outs[:n_out], tangents_out
+
+
+def _unknown_outputs(jaxpr: Jaxpr, known_in: Sequence[bool]) -> list[bool]:
+    unknown = {v for v, k in zip(jaxpr.invars, known_in, strict=True) if not k}
+    for eqn in jaxpr.eqns:
+        if any(isinstance(x, Var) and x in unknown for x in eqn.invars):
+            unknown.update(eqn.outvars)
+    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
+
+
+def _checkpoint_partial_eval(trace, tracers, *, jaxpr, **params):
+    """Known outputs are computed now; unknown ones become one checkpoint equation of all the
+    inputs, so the only residuals kept for it are the checkpoint's own known inputs."""
+    known_in = [t.pval.is_known for t in tracers]
+    out_unknown = _unknown_outputs(jaxpr, known_in)
+    known_jaxpr = pe.dce_jaxpr(jaxpr, [not u for u in out_unknown])
+    known_jaxpr = Jaxpr([], [v for v, k in zip(jaxpr.invars, known_in, strict=True) if k],
+                        known_jaxpr.eqns, known_jaxpr.outvars)
+    core.check_jaxpr(known_jaxpr)
+    known_vals = [t.pval.const for t in tracers if t.pval.is_known]
+    known_outs = []
+    if known_jaxpr.outvars:
+        known_outs = checkpoint_p.bind(*known_vals, jaxpr=known_jaxpr, **params)
+    unk_jaxpr = pe.dce_jaxpr(jaxpr, out_unknown)
+    tracers_in = [trace.instantiate_const(t) for t in tracers]
+    avals_out = [v.aval for v in unk_jaxpr.outvars]
+    unk_tracers = [pe.PartialEvalTracer(trace, pe.PartialVal.unknown(a), None)
+                   for a in avals_out]
+    recipe = pe.JaxprEqnRecipe(checkpoint_p, tracers_in, dict(jaxpr=unk_jaxpr, **params),
+                               avals_out, unk_tracers)
+    for t in unk_tracers:
+        t.recipe = recipe
+    known_it, unk_it = iter(known_outs), iter(unk_tracers)
+    return [next(unk_it) if u else trace.pure(next(known_it)) for u in out_unknown]
+
+
+def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
+    cts_in = ad.backward_pass(jaxpr, [], args, cts)
+    return [ct if ad.is_undefined_primal(x) else None
+            for x, ct in zip(args, cts_in, strict=True)]
+
+
+def _checkpoint_batch(axis_size, vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
+    vals = [batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals, dims, strict=True)]
+    avals = [get_aval(x) for x in vals]
+
+    def batched(*xs):
+        return batching.vmap_flat(lambda *ys: core.eval_jaxpr(jaxpr, [], *ys),
+                                  batching.AxisData(axis_size, None), [0] * len(xs),
+                                  [0] * len(jaxpr.outvars), xs)
+
+    batched_jaxpr, consts = _trace(batched, avals)
+    outs = checkpoint_p.bind(*consts, *vals, jaxpr=batched_jaxpr, prevent_cse=prevent_cse,
+                             differentiated=differentiated, policy=policy)
+    return outs, [0] * len(outs)
+
+
+core.abstract_eval_rules[checkpoint_p] = _checkpoint_abstract_eval
+core.impl_rules[checkpoint_p] = _checkpoint_impl
+ad.jvp_rules[checkpoint_p] = _checkpoint_jvp
+ad.transpose_rules[checkpoint_p] = _checkpoint_transpose
+pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
+batching.batch_rules[checkpoint_p] = _checkpoint_batch
+
+
+def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
+               policy: Callable | None = None, static_argnums: int | Sequence[int] = ()):
+    """Makes `fun` recompute its intermediates in the backward pass instead of storing them.
+
+    Args:
+      fun: the function to rematerialise (or None, to use as `@checkpoint(policy=...)`).
+      prevent_cse: accepted for JAX compatibility; kept as an equation param.
+      policy: accepted for JAX compatibility. Unlike JAX: every intermediate is
+        recomputed whatever the policy says (only the inputs are saved).
+      static_argnums: positions of arguments treated as Python constants.
+
+    Returns:
+      A function with the same values and derivatives as `fun`.
+
+    >>> import numbax, numbax.numpy as jnp
+    >>> f = numbax.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+    >>> round(float(numbax.grad(f)(1.0)), 6)
+    0.360039
+    """
+    if fun is None:
+        return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
+                                 static_argnums=static_argnums)
+    if not callable(fun):
+        raise NumbaxTypeError(f"checkpoint: expected a callable as the first argument, got "
+                              f"{type(fun).__name__}.")
+    if policy is not None and not callable(policy):
+        raise NumbaxTypeError(f"checkpoint: policy is a {type(policy).__name__}, expected a "
+                              "callable from numbax.checkpoint_policies or None.")
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def fun_remat(*args, **kwargs):
+        for i in statics:
+            if not -len(args) <= i < len(args):
+                raise NumbaxValueError(
+                    f"checkpoint: static_argnums {statics} refers to argument {i}, but the "
+                    f"function was called with {len(args)} positional arguments.")
+        static_pos = {i % len(args) for i in statics}
+        dyn = [a for i, a in enumerate(args) if i not in static_pos]
+        flat, in_tree = tu.tree_flatten((dyn, kwargs))
+        store: dict[str, Any] = {}
+
+        def flat_fun(*xs):
+            dyn_args, kw = tu.tree_unflatten(in_tree, xs)
+            it = iter(dyn_args)
+            full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
+            out_flat, store["tree"] = tu.tree_flatten(fun(*full, **kw))
+            return out_flat
+
+        for i, x in enumerate(flat):
+            if not core.is_array_like(x):
+                raise NumbaxTypeError(
+                    f"checkpoint: argument leaf {i} is a {type(x).__name__}, which is not a "
+                    "valid array type. Mark it with static_argnums.")
+        jaxpr, consts = _trace(flat_fun, [get_aval(x) for x in flat])
+        outs = checkpoint_p.bind(*consts, *flat, jaxpr=jaxpr, prevent_cse=bool(prevent_cse),
+                                 differentiated=False, policy=policy)
+        return tu.tree_unflatten(store["tree"], outs)
+
+    return fun_remat
+
+
+remat = checkpoint
+
+
+class checkpoint_policies:  # noqa: N801  (JAX's namespace name)
+    """Names of JAX's saving policies, accepted by checkpoint (numbax saves only inputs)."""
+
+    @staticmethod
+    def everything_saveable(*_: Any, **__: Any) -> bool:
+        return True
+
+    @staticmethod
+    def nothing_saveable(*_: Any, **__: Any) -> bool:
+        return False
+
+    @staticmethod
+    def dots_saveable(prim: Any, *_: Any, **__: Any) -> bool:
+        return getattr(prim, "name", "") == "dot_general"
+
+    dots_with_no_batch_dims_saveable = dots_saveable
+    checkpoint_dots = dots_saveable
