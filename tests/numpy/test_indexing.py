@@ -1,0 +1,246 @@
+"""numpy indexing: x[idx], x.at[idx].*, take, take_along_axis against numpy."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax.errors import NumbaxTypeError, NumbaxValueError
+
+RNG = np.random.default_rng(1)
+X = RNG.standard_normal((4, 5, 6))
+MASK = X[:, :, 0] > 0
+
+INDICES = [
+    0, -1, 3, (1, 2), (-1, -2, -3), slice(None), slice(1, 3), slice(None, None, -1),
+    slice(3, 0, -2), slice(-2, None, 2), slice(10, 20), (Ellipsis, 0), (0, Ellipsis, 1),
+    (None,), (None, 1, None, slice(None, None, 2)), (Ellipsis, None), (slice(1, 1),),
+    ([0, 2, 2],), (np.array([-1, 0]),), ([[0, 1], [2, 3]],), ([0, 1], [2, 3]),
+    (slice(None), [4, 0, 1]), (0, slice(None), [1, 2]), ([1, 0], slice(None), [2, 3]),
+    (slice(None), [0, 2], [1, 3]), (slice(None), [0, 2], None, [1, 3]),
+    ([[0], [1]], slice(None, None, -1), [0, 3]), (Ellipsis, [5, 0]),
+    (slice(None), np.array([[1]]), 2), (MASK,), (MASK[:, 0],), (slice(None), MASK[0]),
+    (np.array([True, False, True, True]), 1), (np.array(2),), (np.int32(1), np.int64(-1)),
+]
+
+
+def _ids(idx):
+    return repr(idx)[:40]
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=_ids)
+def test_getitem_matches_numpy(idx):
+    x = jnp.asarray(X)
+    np.testing.assert_array_equal(np.asarray(x[idx]), X[idx])
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=_ids)
+def test_getitem_traced_and_vmapped(idx):
+    jaxpr = numbax.make_jaxpr(lambda x: x[idx])(X)
+    assert jaxpr.out_avals[0].shape == X[idx].shape
+    batched = np.stack([X, X + 1.0])
+    out = numbax.vmap(lambda x: x[idx])(batched)
+    np.testing.assert_array_equal(np.asarray(out), np.stack([X[idx], (X + 1.0)[idx]]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_getitem_dtypes_and_scalars(dtype):
+    x = (X * 10).astype(dtype)
+    out = jnp.asarray(x)[1, ::2, [0, -1]]
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(out), x[1, ::2, [0, -1]])
+    v = jnp.asarray(x[0, 0])
+    np.testing.assert_array_equal(np.asarray(v[-2]), x[0, 0][-2])
+
+
+def test_basic_indexing_jaxpr_is_simple():
+    text = str(numbax.make_jaxpr(lambda x: x[1, ::-2, None, 2:])(X))
+    assert "gather" not in text
+    assert "slice[" in text and "rev[" in text
+
+
+def test_traced_integer_indices():
+    f = lambda x, i: jnp.asarray(x)[i, 1:3]  # noqa: E731
+    for i in (0, 3, -1, -4):
+        np.testing.assert_array_equal(np.asarray(f(X, i)), X[i, 1:3])
+        text = str(numbax.make_jaxpr(f)(X, i))
+        assert "dynamic_slice" in text and "gather" not in text
+    out = numbax.vmap(f, in_axes=(None, 0))(X, np.array([0, -1, 2]))
+    np.testing.assert_array_equal(np.asarray(out), X[[0, -1, 2], 1:3])
+    out = numbax.vmap(lambda x, i: jnp.asarray(x)[:, i], in_axes=(1, 0))(X[:, :2],
+                                                                         np.array([1, -2]))
+    np.testing.assert_array_equal(np.asarray(out), np.stack([X[:, 0][:, 1], X[:, 1][:, -2]]))
+    out = numbax.vmap(lambda i: jnp.asarray(X)[[0, 1], i])(np.array([2, 3]))
+    np.testing.assert_array_equal(np.asarray(out), np.stack([X[[0, 1], 2], X[[0, 1], 3]]))
+
+
+def test_traced_index_arrays():
+    idx = np.array([[0, -1], [2, 1]])
+    out = numbax.vmap(lambda i: jnp.asarray(X)[:, i])(np.stack([idx, idx[::-1]]))
+    np.testing.assert_array_equal(np.asarray(out), np.stack([X[:, idx], X[:, idx[::-1]]]))
+
+
+def test_grad_through_indexing():
+    def f(x):
+        y = x[1:, [0, 0, 3], ::-2] * x[0, 0, 0] + x[..., None][-1, 2, 3]
+        return lax.reduce_sum(y * y, tuple(range(3)))
+
+    g = np.asarray(numbax.grad(f)(X))
+    eps, v = 1e-6, RNG.standard_normal(X.shape)
+    fd = (float(f(X + eps * v)) - float(f(X - eps * v))) / (2 * eps)
+    np.testing.assert_allclose(np.sum(g * v), fd, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- .at[]
+
+AT_INDICES = [
+    1, (slice(None), 2), (Ellipsis, slice(None, None, -2)), ([0, 0, 3, 1],),
+    (slice(None), [1, 1, 4], [0, 0, 5]), (MASK,), (-1, [2, 2], None),
+]
+
+
+def _np_at(op, x, idx, v):
+    out = x.copy()
+    if op == "set":
+        out[idx] = v
+        return out
+    ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[op]
+    ufunc.at(out, idx, v)
+    return out
+
+
+@pytest.mark.parametrize("op", ["set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("idx", AT_INDICES, ids=_ids)
+def test_at_matches_numpy_ufunc_at(op, idx):
+    shape = X[idx].shape
+    v = RNG.standard_normal(shape)
+    if op == "set" and idx in ([0, 0, 3, 1],):
+        v = RNG.standard_normal(shape[1:])  # repeated indices: a broadcast value is well defined
+    expected = _np_at(op, X, idx, v)
+    out = getattr(jnp.asarray(X).at[idx], op)(v)
+    np.testing.assert_allclose(np.asarray(out), expected)
+    out = numbax.vmap(lambda x: getattr(x.at[idx], op)(v))(np.stack([X, X]))
+    np.testing.assert_allclose(np.asarray(out), np.stack([expected, expected]))
+
+
+def test_at_get_and_misc_ops():
+    x = jnp.asarray(X)
+    np.testing.assert_array_equal(np.asarray(x.at[0, [1, 2]].get()), X[0, [1, 2]])
+    out = jnp.asarray(np.arange(4.0)).at[np.array([1, 7])].get(mode="fill", fill_value=-1.0)
+    np.testing.assert_array_equal(np.asarray(out), [1.0, -1.0])
+    np.testing.assert_allclose(np.asarray(x.at[1].divide(2.0)[1]), X[1] / 2)
+    np.testing.assert_allclose(np.asarray(x.at[1].subtract(2.0)[1]), X[1] - 2)
+    np.testing.assert_allclose(np.asarray(x.at[1].power(2)[1]), X[1] ** 2)
+    np.testing.assert_allclose(np.asarray(x.at[1].apply(np.abs)[1]), np.abs(X[1]))
+
+
+def test_at_out_of_bounds_dropped_and_traced_index():
+    z = jnp.asarray(np.zeros(4))
+    out = z.at[np.array([0, 0, 9, -1, -9])].add(1.0)
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 0.0, 0.0, 1.0])
+    out = numbax.vmap(lambda i: z.at[i].set(5.0))(np.array([0, 3, -1, 7]))
+    np.testing.assert_array_equal(np.asarray(out), [[5, 0, 0, 0], [0, 0, 0, 5],
+                                                    [0, 0, 0, 5], [0, 0, 0, 0]])
+    out = z.at[np.array([9])].set(1.0, mode="clip")
+    np.testing.assert_array_equal(np.asarray(out), [0.0, 0.0, 0.0, 1.0])
+
+
+def test_grad_through_at():
+    idx = np.array([0, 2, 2])
+
+    def f(x, v):
+        y = jnp.asarray(x).at[idx].add(v * v).at[1].set(v[0]).at[:, 0].multiply(3.0)
+        return lax.reduce_sum(y * y, (0, 1))
+
+    x, v = RNG.standard_normal((4, 3)), RNG.standard_normal((3, 3))
+    gx, gv = numbax.grad(f, argnums=(0, 1))(x, v)
+    eps = 1e-6
+    for arr, g, which in ((x, gx, 0), (v, gv, 1)):
+        d = RNG.standard_normal(arr.shape)
+        args_hi = [x, v]
+        args_lo = [x, v]
+        args_hi[which] = arr + eps * d
+        args_lo[which] = arr - eps * d
+        fd = (float(f(*args_hi)) - float(f(*args_lo))) / (2 * eps)
+        np.testing.assert_allclose(np.sum(np.asarray(g) * d), fd, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- take
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_take(axis):
+    idx = np.array([[0, -1], [2, 1]])
+    np.testing.assert_array_equal(np.asarray(jnp.take(X, idx, axis=axis)),
+                                  np.take(X, idx, axis=axis))
+    np.testing.assert_array_equal(np.asarray(jnp.take(X, idx + 7, axis=axis, mode="clip")),
+                                  np.take(X, idx + 7, axis=axis, mode="clip"))
+    np.testing.assert_array_equal(np.asarray(jnp.take(X, idx + 7, axis=axis, mode="wrap")),
+                                  np.take(X, idx + 7, axis=axis, mode="wrap"))
+
+
+def test_take_fill_and_vmap_and_grad():
+    out = jnp.take(np.arange(3.0), np.array([1, 3, -4]))
+    np.testing.assert_array_equal(np.asarray(out), [1.0, np.nan, np.nan])
+    out = jnp.take(np.arange(3), np.array([5]))
+    assert int(np.asarray(out)[0]) == np.iinfo(np.int64).min
+    idx = np.array([[0, 2], [1, 1]])
+    out = numbax.vmap(lambda i: jnp.take(X, i, axis=1))(idx)
+    np.testing.assert_array_equal(np.asarray(out), np.stack([np.take(X, i, axis=1) for i in idx]))
+    g = numbax.grad(lambda x: lax.reduce_sum(jnp.take(x, np.array([0, 0, 2])), (0,)))(
+        np.ones(3))
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, None])
+def test_take_along_axis(axis):
+    order = np.argsort(X, axis=axis) if axis is not None else np.argsort(X, axis=None)
+    np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(X, order, axis)),
+                                  np.take_along_axis(X, order, axis))
+
+
+def test_take_along_axis_broadcast_and_vmap_and_grad():
+    idx = np.array([0, 3])[None, :, None]  # broadcasts over axes 0 and 2
+    np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(X, idx, 1)),
+                                  np.take_along_axis(X, np.broadcast_to(idx, (4, 2, 6)), 1))
+    order = np.argsort(X, axis=1)
+    out = numbax.vmap(lambda x, i: jnp.take_along_axis(x, i, 0))(X, order)
+    np.testing.assert_array_equal(np.asarray(out), np.take_along_axis(X, order, 1))
+    g = numbax.grad(lambda x: lax.reduce_sum(jnp.take_along_axis(x, np.array([[1, 1]]), 1),
+                                             (0, 1)))(np.ones((1, 3)))
+    np.testing.assert_array_equal(np.asarray(g), [[0.0, 2.0, 0.0]])
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_indices():
+    x = jnp.asarray(X)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        x[4]
+    with pytest.raises(IndexError, match="axis 2 with size 6"):
+        x[0, 0, -7]
+    with pytest.raises(IndexError, match="axis 0 with size 4"):
+        x.at[5].set(1.0)
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0, 0]
+    with pytest.raises(TypeError, match="dtype float64, expected integers"):
+        x[np.array([1.0])]
+    with pytest.raises(TypeError, match="index has dtype float64"):
+        x[1.0]
+    with pytest.raises(TypeError, match="numbax.numpy.where"):
+        numbax.make_jaxpr(lambda x: x[x > 0])(X)
+    with pytest.raises(TypeError, match="slice bounds have traced values"):
+        numbax.make_jaxpr(lambda x, i: x[i:])(X, 1)
+    with pytest.raises(IndexError, match=r"boolean index has shape \(3,\)"):
+        x[np.array([True, False, True])]
+    with pytest.raises(NumbaxValueError, match=r"values has shape \(3,\).*\(5, 6\)"):
+        x.at[0].set(np.ones(3))
+    with pytest.raises(NumbaxTypeError, match="indices has dtype float64"):
+        jnp.take(X, np.array([1.0]))
+    with pytest.raises(NumbaxValueError, match="mode is 'raise'"):
+        jnp.take(X, np.array([1]), mode="raise")
+    with pytest.raises(NumbaxValueError, match=r"indices has shape \(2,\)"):
+        jnp.take_along_axis(X, np.array([0, 1]), 0)
+    with pytest.raises(NumbaxTypeError, match="indices has dtype float32"):
+        jnp.take_along_axis(X, np.zeros((1, 1, 1), np.float32), 0)
