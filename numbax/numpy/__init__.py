@@ -1,5 +1,12 @@
-"""numbax.numpy: the numpy API on traced arrays (jnp)."""
+"""numbax.numpy: the numpy API on traced arrays (jnp). Each module lists its names in __all__."""
+from numbax._src.numpy.creation import *  # noqa: F403
+from numbax._src.numpy.dtypes_api import *  # noqa: F403
+from numbax._src.numpy.dtypes_api import bool_ as bool  # noqa: A004, F401
 from numbax._src.numpy.indexing import *  # noqa: F403
 from numbax._src.numpy.indexing import _getitem, _IndexUpdateHelper  # noqa: F401
 from numbax._src.numpy.lax_numpy import *  # noqa: F403
+from numbax._src.numpy.linalg_ops import *  # noqa: F403
+from numbax._src.numpy.reductions import *  # noqa: F403
+from numbax._src.numpy.shapes import *  # noqa: F403
+from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403

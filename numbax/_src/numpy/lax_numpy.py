@@ -1,6 +1,8 @@
-"""numpy's array creation and shape functions on top of lax."""
+"""numpy's array conversion, axis helpers, where/select/clip/round and closeness tests on lax."""
 from __future__ import annotations
 
+import builtins
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,25 +11,56 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.array import Array, asarray_value
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
-from numbax._src.lax import reductions, shape_ops
+from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
 
+__all__ = [  # concrete_value and the axis helpers stay private to the numpy layer
+    "asarray", "array", "astype", "copy", "where", "select", "clip", "round", "around",
+    "round_", "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num",
+]
 
-def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None):
-    """numpy.asarray: an Array (or, under a transform, a traced value) of `a`."""
-    if isinstance(a, core.Tracer) or (isinstance(a, Array) and not copy):
-        if dtype is None:
-            return a
-        return lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype,
-                                                                     context="numbax.numpy.asarray"))
-    if isinstance(a, (list, tuple)) and any(isinstance(x, core.Tracer)
-                                            for x in _flat_items(a)):
-        from numbax._src.numpy import shapes
+# ----------------------------------------------------------------------------- axis helpers
 
-        return shapes.stack([asarray(x, dtype) for x in a])
-    return asarray_value(a, dtype)
+
+def canonicalize_axis(axis: Any, ndim: int, api: str, arg: str = "axis") -> int:
+    """A non-negative axis in range(ndim), or a NumbaxValueError naming the api and the rank."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"numbax.numpy.{api}: {arg} has type {type(axis).__name__}, expected an int. "
+            "Axes are static: pass Python ints."
+        ) from None
+    if not -ndim <= axis < ndim:
+        raise NumbaxValueError(
+            f"numbax.numpy.{api}: {arg} {axis} is out of bounds for an array of rank {ndim}, "
+            f"expected an axis in [{-ndim}, {ndim})."
+        )
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis: Any, ndim: int, api: str, arg: str = "axis") -> tuple[int, ...]:
+    """None -> all axes; an int or a sequence -> sorted distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    out = tuple(canonicalize_axis(a, ndim, api, arg) for a in axes)
+    if len(set(out)) != len(out):
+        raise NumbaxValueError(f"numbax.numpy.{api}: {arg} {axis} has repeated axes, expected "
+                               "distinct axes.")
+    return tuple(sorted(out))
+
+
+def concrete_value(x: Any, context: str) -> np.ndarray:
+    """A static (concrete) numpy value of x, which may be a nested list; tracers raise."""
+    if isinstance(x, (list, tuple)):
+        return np.asarray([concrete_value(v, context) for v in x])
+    return np.asarray(core.concrete_or_error(x, context))
+
+
+# ----------------------------------------------------------------------------- conversion
 
 
 def _flat_items(a: Any):
@@ -38,71 +71,207 @@ def _flat_items(a: Any):
             yield x
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,  # noqa: A002
-          ndmin: int = 0) -> Any:
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
+            copy: builtins.bool | None = None) -> Any:
+    """numpy.asarray: an Array (or, under a transform, a traced value) of `a`."""
+    if dtype is not None:
+        from numbax._src.numpy.dtypes_api import _np_type
+
+        dtype = dtypes.canonicalize_dtype(_np_type(dtype), context="numbax.numpy.asarray")
+    if isinstance(a, core.Tracer) or isinstance(a, Array):
+        if dtype is None:
+            return a.copy() if copy and isinstance(a, Array) else a
+        return lax.convert_element_type(a, dtype)
+    if isinstance(a, (list, tuple)) and builtins.any(
+            isinstance(x, (core.Tracer, Array)) for x in _flat_items(a)):
+        from numbax._src.numpy import shapes
+
+        if not a:
+            return asarray_value(np.asarray(a), dtype)
+        parts = [asarray(x) for x in a]
+        parts = ufuncs.promote_dtypes("asarray", *parts)
+        out = shapes.stack(parts)
+        return out if dtype is None else lax.convert_element_type(out, dtype)
+    if not core.is_array_like(a) and not isinstance(a, (list, tuple)):
+        raise NumbaxTypeError(
+            f"numbax.numpy.asarray: argument of type {type(a).__name__} is not array-like, "
+            "expected an array, a Python scalar or a (nested) list of numbers."
+        )
+    return asarray_value(a, dtype)
+
+
+def array(object: Any, dtype: Any = None, copy: builtins.bool = True,  # noqa: A002
+          order: str | None = None, ndmin: int = 0) -> Any:
+    """numpy.array: like asarray, with at least `ndmin` dimensions."""
     out = asarray(object, dtype, copy=copy)
-    if ndmin > get_aval(out).ndim:
-        out = shape_ops.reshape(out, (1,) * (ndmin - get_aval(out).ndim) + get_aval(out).shape)
+    ndim = get_aval(out).ndim
+    if ndmin > ndim:
+        out = shape_ops.reshape(out, (1,) * (ndmin - ndim) + get_aval(out).shape)
     return out
 
 
-def reshape(a: Any, shape: int | Sequence[int] = None, order: str = "C", *,
-            newshape: Any = None) -> Any:
-    if shape is None:
-        shape = newshape
-    a = asarray(a)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    size = get_aval(a).size
-    if shape.count(-1) > 1:
-        raise ValueError(f"numbax.numpy.reshape: can only specify one unknown dimension, "
-                         f"got shape {shape}.")
-    if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
-        if known == 0 or size % known:
-            raise NumbaxTypeError(
-                f"reshape: cannot reshape an array of shape {get_aval(a).shape} (size {size}) "
-                f"into shape {shape}."
-            )
-        shape = tuple(size // known if d == -1 else d for d in shape)
-    if order == "F":
-        ndim = get_aval(a).ndim
-        a = shape_ops.transpose(a, tuple(reversed(range(ndim))))
-        out = shape_ops.reshape(a, tuple(reversed(shape)))
-        return shape_ops.transpose(out, tuple(reversed(range(len(shape)))))
-    return shape_ops.reshape(a, shape)
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = False) -> Any:
+    return asarray(x, dtype=dtype)
 
 
-def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
-    a = asarray(a)
-    ndim = get_aval(a).ndim
-    axes = tuple(reversed(range(ndim))) if axes is None else tuple(int(x) % ndim for x in axes)
-    return shape_ops.transpose(a, axes)
+def copy(a: Any, order: str | None = None) -> Any:  # noqa: A001
+    return asarray(a, copy=True)
 
 
-def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: A001
-        keepdims: bool = False) -> Any:
-    a = asarray(a)
-    aval = get_aval(a)
-    if dtype is None and aval.dtype.kind in "bi" and aval.dtype.itemsize < 8:
-        dtype = dtypes.default_int_dtype()
-    if dtype is None and aval.dtype.kind == "u" and aval.dtype.itemsize < 8:
-        dtype = dtypes.canonicalize_dtype(np.uint64)
-    if dtype is not None:
-        a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
-    axes = tuple(range(aval.ndim)) if axis is None else (
-        (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis))
-    out_val = reductions.reduce_sum(a, axes)
-    if keepdims:
-        kept = [1 if i in {x % max(aval.ndim, 1) for x in axes} else d
-                for i, d in enumerate(aval.shape)]
-        out_val = shape_ops.reshape(out_val, tuple(kept))
-    return out_val
+# ----------------------------------------------------------------------------- selection
 
 
-def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
+          fill_value: Any = None) -> Any:
+    """numpy.where: 3-argument selection; the 1-argument form needs a concrete condition."""
     if x is None and y is None:
-        raise NotImplementedError("where(condition) with one argument is not traceable")
+        from numbax._src.numpy.sorting import nonzero
+
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise NumbaxTypeError(
+            "numbax.numpy.where: got one of x and y, expected both or neither. "
+            "Pass where(condition, x, y)."
+        )
     condition = ufuncs.asbool(condition)
     x, y = ufuncs.promote_dtypes("where", x, y)
     condition, x, y = ufuncs.broadcast_arrays("where", condition, x, y)
     return lax.select(condition, x, y)
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    """numpy.select: the first choice whose condition holds, else `default`."""
+    if len(condlist) != len(choicelist):
+        raise NumbaxValueError(
+            f"numbax.numpy.select: condlist has {len(condlist)} entries and choicelist has "
+            f"{len(choicelist)}, expected the same number."
+        )
+    if not condlist:
+        raise NumbaxValueError("numbax.numpy.select: condlist is empty, expected at least one "
+                               "condition.")
+    for i, c in enumerate(condlist):
+        if get_aval(asarray(c)).dtype != dtypes.bool_:
+            raise NumbaxTypeError(
+                f"numbax.numpy.select: condlist[{i}] has dtype {get_aval(asarray(c)).dtype}, "
+                "expected bool. Compare explicitly, e.g. x > 0."
+            )
+    choices = ufuncs.promote_dtypes("select", *choicelist, default)
+    out = choices[-1]
+    for cond, choice in reversed(list(zip(condlist, choices[:-1]))):
+        out = where(cond, choice, out)
+    return out
+
+
+def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
+         a: Any = None, a_min: Any = None, a_max: Any = None) -> Any:
+    """numpy.clip: min and max are optional; a_min/a_max are accepted as numpy 1 names."""
+    arr = a if arr is None else arr
+    min = a_min if min is None else min  # noqa: A001
+    max = a_max if max is None else max  # noqa: A001
+    if arr is None:
+        raise NumbaxTypeError("numbax.numpy.clip: missing the array argument.")
+    out = asarray(arr) if not core.is_array_like(arr) else arr
+    if min is not None:
+        out = ufuncs.maximum(out, min)
+    if max is not None:
+        out = ufuncs.minimum(out, max)
+    return out
+
+
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
+    """numpy.round: half to even, at `decimals` decimal places."""
+    (a,) = ufuncs.promote_dtypes("round", a)
+    decimals = operator.index(decimals)
+    dtype = get_aval(a).dtype
+    if dtype.kind in "biu" and decimals >= 0:
+        return a
+    def _round(x: Any) -> Any:
+        if decimals == 0:
+            return lax.round(x, 1)
+        factor = lax.convert_element_type(10.0 ** decimals, get_aval(x).dtype)
+        return lax.div(lax.round(lax.mul(x, factor), 1), factor)
+
+    if dtype.kind == "c":
+        return lax.complex_(_round(lax.real(a)), _round(lax.imag(a)))
+    if dtype.kind in "biu":
+        as_float = lax.convert_element_type(a, dtypes.default_float_dtype())
+        return lax.convert_element_type(_round(as_float), dtype)
+    return _round(a)
+
+
+around = round_ = round
+
+
+# ----------------------------------------------------------------------------- closeness
+
+
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+            equal_nan: builtins.bool = False) -> Any:
+    """numpy.isclose: |a - b| <= atol + rtol * |b|, elementwise."""
+    a, b = ufuncs.promote_dtypes("isclose", a, b)
+    dtype = get_aval(a).dtype
+    if dtype.kind in "biu":
+        return ufuncs.equal(a, b)
+    a, b = ufuncs.broadcast_arrays("isclose", a, b)
+    real_dtype = dtypes.canonicalize_dtype(np.finfo(dtype).dtype)
+    rtol = lax.convert_element_type(rtol, real_dtype)
+    atol = lax.convert_element_type(atol, real_dtype)
+    diff = lax.abs(lax.sub(a, b))
+    close = lax.le(diff, lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    both_inf = lax.bitwise_and(ufuncs.isinf(a), ufuncs.isinf(b))
+    out = lax.select(both_inf, lax.eq(a, b), lax.bitwise_and(close, ufuncs.isfinite(diff)))
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(ufuncs.isnan(a), ufuncs.isnan(b)))
+    return out
+
+
+def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+             equal_nan: builtins.bool = False) -> Any:
+    from numbax._src.numpy.reductions import all as all_
+
+    return all_(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: builtins.bool = False) -> Any:
+    """numpy.array_equal: same shape and equal elements (a Python-known False on shapes)."""
+    from numbax._src.numpy.reductions import all as all_
+
+    a1, a2 = asarray(a1), asarray(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return asarray(False)
+    eq = ufuncs.equal(a1, a2)
+    if equal_nan:
+        eq = lax.bitwise_or(eq, lax.bitwise_and(ufuncs.isnan(a1), ufuncs.isnan(a2)))
+    return all_(eq)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """numpy.array_equiv: equal after broadcasting (False when they do not broadcast)."""
+    from numbax._src.numpy.reductions import all as all_
+
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        np.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return asarray(False)
+    return all_(ufuncs.equal(a1, a2))
+
+
+def nan_to_num(x: Any, copy: builtins.bool = True, nan: float = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    (x,) = ufuncs.promote_dtypes("nan_to_num", x)
+    dtype = get_aval(x).dtype
+    if dtype.kind not in "fc":
+        return x
+    if dtype.kind == "c":
+        re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return lax.complex_(re, im)
+    info = np.finfo(dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    x = where(ufuncs.isnan(x), lax.convert_element_type(nan, dtype), x)
+    x = where(lax.eq(x, lax.convert_element_type(np.inf, dtype)),
+              lax.convert_element_type(posinf, dtype), x)
+    return where(lax.eq(x, lax.convert_element_type(-np.inf, dtype)),
+                 lax.convert_element_type(neginf, dtype), x)

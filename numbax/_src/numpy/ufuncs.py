@@ -12,6 +12,22 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 
+__all__ = [
+    "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "bitwise_and", "bitwise_invert", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "cbrt", "ceil", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad", "degrees",
+    "divide", "divmod", "equal", "exp", "exp2", "expm1", "fix", "float_power", "floor",
+    "floor_divide", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
+    "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "maximum", "minimum", "fmax", "fmin", "mod", "multiply", "negative", "nextafter", "not_equal",
+    "positive", "power", "pow", "rad2deg", "radians", "real", "reciprocal", "remainder",
+    "right_shift", "rint", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square", "subtract",
+    "tan", "tanh", "true_divide", "trunc", "angle", "isreal", "iscomplex", "isposinf", "isneginf",
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitwise_left_shift",
+    "bitwise_right_shift", "gcd", "lcm",
+]
+
 
 def _scalar_or_array(x: Any, fun_name: str) -> Any:
     if core.is_array_like(x):
@@ -396,3 +412,95 @@ def sinc(x: Any, /) -> Any:
     ones = shape_ops.full(get_aval(x).shape, 1, dtype)
     safe = lax.select(zero, ones, pix)  # keeps 0/0 out of the unselected branch (and its grad)
     return lax.select(zero, ones, lax.div(lax.sin(safe), safe))
+
+
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    """log2(2**x1 + 2**x2) without overflow."""
+    x1, x2 = promote_dtypes_inexact("logaddexp2", x1, x2)
+    ln2 = lax.convert_element_type(np.log(2), get_aval(x1).dtype)
+    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+def fmax(x1: Any, x2: Any, /) -> Any:
+    """numpy.fmax: the maximum, ignoring a NaN operand."""
+    x1, x2 = broadcast_arrays("fmax", *promote_dtypes("fmax", x1, x2))
+    if get_aval(x1).dtype.kind not in "fc":
+        return lax.max(x1, x2)
+    return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.max(x1, x2)))
+
+
+def fmin(x1: Any, x2: Any, /) -> Any:
+    """numpy.fmin: the minimum, ignoring a NaN operand."""
+    x1, x2 = broadcast_arrays("fmin", *promote_dtypes("fmin", x1, x2))
+    if get_aval(x1).dtype.kind not in "fc":
+        return lax.min(x1, x2)
+    return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.min(x1, x2)))
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    (z,) = promote_dtypes_inexact("angle", z)
+    if get_aval(z).dtype.kind == "c":
+        out = lax.atan2(lax.imag(z), lax.real(z))
+    else:
+        out = lax.atan2(lax.convert_element_type(0, get_aval(z).dtype), z)
+        out = lax.select(lax.ne(z, z), z, out) if get_aval(z).shape == () else out
+    return rad2deg(out) if deg else out
+
+
+def isreal(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isreal", x)
+    if get_aval(x).dtype.kind != "c":
+        return shape_ops.full(get_aval(x).shape, True, dtypes.bool_)
+    return lax.eq(lax.imag(x), lax.convert_element_type(0, get_aval(lax.imag(x)).dtype))
+
+
+def iscomplex(x: Any, /) -> Any:
+    return logical_not(isreal(x))
+
+
+def isposinf(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isposinf", x)
+    if get_aval(x).dtype.kind != "f":
+        return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
+    return lax.eq(x, lax.convert_element_type(np.inf, get_aval(x).dtype))
+
+
+def isneginf(x: Any, /) -> Any:
+    (x,) = promote_dtypes("isneginf", x)
+    if get_aval(x).dtype.kind != "f":
+        return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
+    return lax.eq(x, lax.convert_element_type(-np.inf, get_aval(x).dtype))
+
+
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """numpy.gcd for integers: Euclid's algorithm, unrolled to the dtype's bit width."""
+    x1, x2 = broadcast_arrays("gcd", *promote_dtypes("gcd", x1, x2))
+    dtype = get_aval(x1).dtype
+    if dtype.kind not in "iu":
+        raise core.NumbaxTypeError(f"numbax.numpy.gcd: arguments have dtype {dtype}, expected "
+                                   "integers.")
+    shape = broadcast_shapes("gcd", get_aval(x1).shape, get_aval(x2).shape)
+    a = broadcast_to_shape(absolute(x1), shape)
+    b = broadcast_to_shape(absolute(x2), shape)
+    zero = lax.convert_element_type(0, dtype)
+    one = lax.convert_element_type(1, dtype)
+    for _ in range(int(dtype.itemsize * 8 * 1.5) + 2):  # Euclid needs < 1.5 * bits steps
+        nonzero = lax.ne(b, zero)
+        safe_b = lax.select(nonzero, b, shape_ops.full(shape, one))
+        a, b = lax.select(nonzero, b, a), lax.select(nonzero, lax.rem(a, safe_b), b)
+    return a
+
+
+def lcm(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("lcm", *promote_dtypes("lcm", x1, x2))
+    g = gcd(x1, x2)
+    dtype = get_aval(g).dtype
+    zero = lax.convert_element_type(0, dtype)
+    safe_g = lax.select(lax.eq(g, zero), shape_ops.full(get_aval(g).shape, 1, dtype), g)
+    return absolute(multiply(floor_divide(x1, safe_g), x2))
+
+
+pow = power  # noqa: A001
+acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
+atan, atanh, atan2 = arctan, arctanh, arctan2
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift

@@ -1,0 +1,456 @@
+"""numpy's reductions (sum, mean, var, max, argmax, all, cumsum, nan*, median) on lax."""
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax import elementwise as lax
+from numbax._src.lax import reductions as lax_reductions
+from numbax._src.lax import shape_ops
+from numbax._src.numpy import ufuncs
+from numbax._src.numpy.lax_numpy import (
+    asarray,
+    canonicalize_axes,
+    canonicalize_axis,
+    concrete_value,
+    where,
+)
+
+__all__ = [
+    "sum", "prod", "product", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
+    "argmin", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
+    "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nancumsum",
+    "nancumprod", "median", "quantile", "percentile", "ptp", "average", "count_nonzero",
+]
+
+
+def _check_numeric(a: Any, api: str) -> Any:
+    if not core.is_array_like(a) and not isinstance(a, (list, tuple)):
+        raise NumbaxTypeError(
+            f"numbax.numpy.{api}: a has type {type(a).__name__}, expected an array. "
+            "Pass an array, a Python scalar or a list of numbers."
+        )
+    return asarray(a)
+
+
+def _sum_dtype(dtype: np.dtype) -> np.dtype:
+    """numpy's accumulator for sum/prod/cumsum: small ints and bool widen to the default int."""
+    if dtype.kind in "bi" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.default_int_dtype()
+    if dtype.kind == "u" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.canonicalize_dtype(np.uint64)
+    return dtype
+
+
+def _keep(out: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
+    if not keepdims:
+        return out
+    kept = tuple(1 if i in axes else d for i, d in enumerate(in_shape))
+    return shape_ops.reshape(out, kept)
+
+
+def _reduce(api: str, reducer: Callable, a: Any, axis: Any, dtype: Any, keepdims: bool,
+            upcast: bool, identity: bool = True) -> Any:
+    a = _check_numeric(a, api)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim, api)
+    if dtype is not None:
+        target = dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}")
+    else:
+        target = _sum_dtype(aval.dtype) if upcast else aval.dtype
+    if target != aval.dtype:
+        a = lax.convert_element_type(a, target, aval.weak_type)
+    if not identity and builtins.any(aval.shape[i] == 0 for i in axes):
+        raise NumbaxValueError(
+            f"numbax.numpy.{api}: a has shape {aval.shape} and reducing axes {axes} includes a "
+            "zero-size axis; this reduction has no identity. Pass initial= or a non-empty array."
+        )
+    out = reducer(a, axes) if axes else a
+    return _keep(out, aval.shape, axes, keepdims)
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: A001
+        keepdims: bool = False, initial: Any = None) -> Any:
+    """numpy.sum: bool and small integer inputs accumulate in the default integer type."""
+    out_ = _reduce("sum", lax_reductions.reduce_sum, a, axis, dtype, keepdims, upcast=True)
+    return out_ if initial is None else ufuncs.add(out_, initial)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, initial: Any = None) -> Any:
+    out_ = _reduce("prod", lambda x, ax: lax_reductions.reduce_prod(x, ax), a, axis, dtype,
+                   keepdims, upcast=True)
+    return out_ if initial is None else ufuncs.multiply(out_, initial)
+
+
+product = prod
+
+
+def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None) -> Any:
+    out_ = _reduce("max", lax_reductions.reduce_max, a, axis, None, keepdims, upcast=False,
+                   identity=initial is not None)
+    return out_ if initial is None else ufuncs.maximum(out_, initial)
+
+
+def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None) -> Any:
+    out_ = _reduce("min", lax_reductions.reduce_min, a, axis, None, keepdims, upcast=False,
+                   identity=initial is not None)
+    return out_ if initial is None else ufuncs.minimum(out_, initial)
+
+
+amax, amin = max, min
+
+
+def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    a = ufuncs.asbool(_check_numeric(a, "all"))
+    return _reduce("all", lambda x, ax: lax_reductions.reduce_and(x, ax), a, axis, None,
+                   keepdims, upcast=False)
+
+
+def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    a = ufuncs.asbool(_check_numeric(a, "any"))
+    return _reduce("any", lambda x, ax: lax_reductions.reduce_or(x, ax), a, axis, None,
+                   keepdims, upcast=False)
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype, np.dtype]:
+    """(dtype to accumulate in, dtype to return) for mean/var, as numpy picks them."""
+    if dtype is not None:
+        out = dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}")
+    else:
+        out = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+    acc = dtypes.canonicalize_dtype(np.float32) if out == dtypes.float16 else out
+    return acc, out
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False) -> Any:
+    """numpy.mean: integer inputs average in the default float type."""
+    a = _check_numeric(a, "mean")
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim, "mean")
+    acc, out_dtype = _mean_dtypes(aval, dtype, "mean")
+    total = sum(lax.convert_element_type(a, acc, aval.weak_type), axes, keepdims=keepdims)
+    n = lax.convert_element_type(_count(aval.shape, axes), acc)
+    return lax.convert_element_type(lax.div(total, n), out_dtype, aval.weak_type)
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False, *, correction: Any = None) -> Any:
+    """numpy.var: mean of |x - mean(x)|**2 over N - ddof."""
+    a = _check_numeric(a, "var")
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim, "var")
+    if correction is not None:
+        ddof = correction
+    acc, out_dtype = _mean_dtypes(aval, dtype, "var")
+    x = lax.convert_element_type(a, acc, aval.weak_type)
+    centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True), aval.shape))
+    if acc.kind == "c":
+        sq = lax.add(lax.square(lax.real(centered)), lax.square(lax.imag(centered)))
+    else:
+        sq = lax.mul(centered, centered)
+    total = sum(sq, axes, keepdims=keepdims)
+    dof = lax.convert_element_type(_count(aval.shape, axes) - ddof, get_aval(total).dtype)
+    real_out = np.finfo(out_dtype).dtype if out_dtype.kind == "c" else out_dtype
+    return lax.convert_element_type(lax.div(total, dof), real_out, aval.weak_type)
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False, *, correction: Any = None) -> Any:
+    return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+
+
+def _arg_reduce(api: str, a: Any, axis: Any, keepdims: bool) -> Any:
+    a = _check_numeric(a, api)
+    aval = get_aval(a)
+    if axis is None:
+        a = shape_ops.reshape(a, (aval.size,))
+        ax = 0
+    else:
+        ax = canonicalize_axis(axis, aval.ndim, api)
+    if get_aval(a).shape[ax] == 0:
+        raise NumbaxValueError(
+            f"numbax.numpy.{api}: a has shape {aval.shape}, and the reduced axis is empty; "
+            "expected a non-empty axis (an empty sequence has no arg-extremum)."
+        )
+    prim = lax_reductions.argmax if api == "argmax" else lax_reductions.argmin
+    out = prim(a, ax, dtypes.default_int_dtype())
+    if keepdims:
+        axes = tuple(range(aval.ndim)) if axis is None else (ax,)
+        out = _keep(out, aval.shape, axes, True)
+    return out
+
+
+def argmax(a: Any, axis: int | None = None, out: None = None, *,
+           keepdims: bool = False) -> Any:
+    """numpy.argmax: the first index of the maximum (of the first NaN, where there is one)."""
+    return _arg_reduce("argmax", a, axis, keepdims)
+
+
+def argmin(a: Any, axis: int | None = None, out: None = None, *,
+           keepdims: bool = False) -> Any:
+    return _arg_reduce("argmin", a, axis, keepdims)
+
+
+def _cumulative(api: str, a: Any, axis: Any, dtype: Any, reverse: bool = False) -> Any:
+    a = _check_numeric(a, api)
+    aval = get_aval(a)
+    if axis is None:
+        a = shape_ops.reshape(a, (aval.size,))
+        axis = 0
+    ax = canonicalize_axis(axis, get_aval(a).ndim, api)
+    target = (dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}") if dtype is not
+              None else _sum_dtype(aval.dtype))
+    a = lax.convert_element_type(a, target, aval.weak_type)
+    fn = {"cumsum": lax_reductions.cumsum, "cumprod": lax_reductions.cumprod}[api]
+    return fn(a, axis=ax, reverse=reverse)
+
+
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("cumsum", a, axis, dtype)
+
+
+def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("cumprod", a, axis, dtype)
+
+
+def _with_initial(api: str, out: Any, axis: Any, include_initial: bool, value: int) -> Any:
+    if not include_initial:
+        return out
+    from numbax._src.numpy.shapes import concatenate
+
+    shape = list(get_aval(out).shape)
+    shape[axis] = 1
+    return concatenate([shape_ops.full(tuple(shape), value, get_aval(out).dtype), out], axis)
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Any:
+    x = _check_numeric(x, "cumulative_sum")
+    if axis is None:
+        if get_aval(x).ndim > 1:
+            raise NumbaxValueError(
+                f"numbax.numpy.cumulative_sum: x has shape {get_aval(x).shape}, so axis is "
+                "required. Pass axis= for arrays of rank > 1."
+            )
+        axis = 0
+    ax = canonicalize_axis(axis, builtins.max(get_aval(x).ndim, 1), "cumulative_sum")
+    return _with_initial("cumulative_sum", cumsum(x, ax, dtype), ax, include_initial, 0)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Any:
+    x = _check_numeric(x, "cumulative_prod")
+    if axis is None:
+        if get_aval(x).ndim > 1:
+            raise NumbaxValueError(
+                f"numbax.numpy.cumulative_prod: x has shape {get_aval(x).shape}, so axis is "
+                "required. Pass axis= for arrays of rank > 1."
+            )
+        axis = 0
+    ax = canonicalize_axis(axis, builtins.max(get_aval(x).ndim, 1), "cumulative_prod")
+    return _with_initial("cumulative_prod", cumprod(x, ax, dtype), ax, include_initial, 1)
+
+
+# ----------------------------------------------------------------------------- nan-aware
+
+
+def _nan_replaced(a: Any, api: str, value: Any) -> Any:
+    a = _check_numeric(a, api)
+    if get_aval(a).dtype.kind not in "fc":
+        return a
+    return where(ufuncs.isnan(a), lax.convert_element_type(value, get_aval(a).dtype), a)
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+           keepdims: bool = False) -> Any:
+    return sum(_nan_replaced(a, "nansum", 0), axis, dtype, keepdims=keepdims)
+
+
+def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False) -> Any:
+    return prod(_nan_replaced(a, "nanprod", 1), axis, dtype, keepdims=keepdims)
+
+
+def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return cumsum(_nan_replaced(a, "nancumsum", 0), axis, dtype)
+
+
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return cumprod(_nan_replaced(a, "nancumprod", 1), axis, dtype)
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False) -> Any:
+    a = _check_numeric(a, "nanmean")
+    acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanmean")
+    a = lax.convert_element_type(a, acc)
+    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
+    total = nansum(a, axis, keepdims=keepdims)
+    return lax.convert_element_type(
+        lax.div(total, lax.convert_element_type(count, get_aval(total).dtype)), out_dtype)
+
+
+def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False) -> Any:
+    a = _check_numeric(a, "nanvar")
+    acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanvar")
+    a = lax.convert_element_type(a, acc)
+    shape = get_aval(a).shape
+    centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True), shape))
+    sq = lax.mul(centered, lax.conj(centered)) if acc.kind == "c" else lax.mul(centered, centered)
+    if acc.kind == "c":
+        sq = lax.real(sq)
+    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
+    total = nansum(sq, axis, keepdims=keepdims)
+    dof = lax.convert_element_type(ufuncs.subtract(count, ddof), get_aval(total).dtype)
+    return lax.div(total, dof)
+
+
+def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+           keepdims: bool = False) -> Any:
+    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+
+
+def _nan_extreme(api: str, reducer: Callable, fill: float, a: Any, axis: Any,
+                 keepdims: bool) -> Any:
+    a = _check_numeric(a, api)
+    if get_aval(a).dtype.kind not in "fc":
+        return reducer(a, axis, keepdims=keepdims)
+    nans = ufuncs.isnan(a)
+    out = reducer(where(nans, lax.convert_element_type(fill, get_aval(a).dtype), a), axis,
+                  keepdims=keepdims)
+    all_nan = all(nans, axis, keepdims=keepdims)
+    return where(all_nan, lax.convert_element_type(np.nan, get_aval(a).dtype), out)
+
+
+def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims)
+
+
+def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims)
+
+
+# ----------------------------------------------------------------------------- order statistics
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False) -> Any:
+    """numpy.quantile with the linear method; NaN in a slice gives NaN."""
+    from numbax._src.numpy.shapes import moveaxis, reshape
+    from numbax._src.numpy.sorting import sort
+
+    if method != "linear":
+        raise NumbaxValueError(f"numbax.numpy.quantile: method {method!r} is not supported, "
+                               "expected 'linear'.")
+    a = _check_numeric(a, "quantile")
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim, "quantile")
+    qs = concrete_value(q, "numbax.numpy.quantile: q").astype(np.float64)
+    if ((qs < 0) | (qs > 1)).any():
+        raise NumbaxValueError(f"numbax.numpy.quantile: q {qs.tolist()} must be in [0, 1].")
+    acc = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+    x = lax.convert_element_type(a, acc)
+    rest = [i for i in range(aval.ndim) if i not in axes]
+    x = moveaxis(x, axes, tuple(range(len(rest), aval.ndim)))
+    n = _count(aval.shape, axes)
+    x = reshape(x, tuple(aval.shape[i] for i in rest) + (n,))
+    if n == 0:
+        raise NumbaxValueError(f"numbax.numpy.quantile: a has shape {aval.shape}; the reduced "
+                               "axes are empty, expected at least one element.")
+    s = sort(x, axis=-1)
+    has_nan = any(ufuncs.isnan(x), -1) if acc.kind in "fc" else None
+    outs = []
+    for qv in qs.ravel().tolist():
+        pos = qv * (n - 1)
+        lo = int(np.floor(pos))
+        hi = builtins.min(lo + 1, n - 1)
+        frac = pos - lo
+        from numbax._src.numpy.shapes import _slice_axis
+
+        v_lo = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, lo, lo + 1), (-1,))
+        v_hi = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, hi, hi + 1), (-1,))
+        val = v_lo if frac == 0 else ufuncs.add(v_lo, ufuncs.multiply(
+            ufuncs.subtract(v_hi, v_lo), lax.convert_element_type(frac, acc)))
+        if has_nan is not None:
+            val = where(has_nan, lax.convert_element_type(np.nan, acc), val)
+        if keepdims:
+            val = _keep(val, aval.shape, axes, True) if rest or axes else val
+            if not rest:
+                val = shape_ops.reshape(val, (1,) * aval.ndim)
+        outs.append(val)
+    if qs.ndim == 0:
+        return outs[0]
+    from numbax._src.numpy.shapes import stack
+
+    return reshape(stack(outs), qs.shape + get_aval(outs[0]).shape)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
+               overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False) -> Any:
+    qs = concrete_value(q, "numbax.numpy.percentile: q").astype(np.float64)
+    return quantile(a, qs / 100, axis, method=method, keepdims=keepdims)
+
+
+def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    return quantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    return ufuncs.subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Any:
+    """numpy.average: weights of a's shape, or 1-d along a single axis."""
+    a = _check_numeric(a, "average")
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        aval = get_aval(a)
+        n = _count(aval.shape, canonicalize_axes(axis, aval.ndim, "average"))
+        return avg, shape_ops.full(get_aval(avg).shape, n, get_aval(avg).dtype)
+    w = _check_numeric(weights, "average")
+    a_shape, w_shape = get_aval(a).shape, get_aval(w).shape
+    if w_shape != a_shape:
+        if axis is None or isinstance(axis, (tuple, list)) or len(w_shape) != 1:
+            raise NumbaxValueError(
+                f"numbax.numpy.average: weights has shape {w_shape} and a has shape {a_shape}; "
+                "expected equal shapes, or 1-d weights along a single axis."
+            )
+        ax = canonicalize_axis(axis, len(a_shape), "average")
+        if w_shape[0] != a_shape[ax]:
+            raise NumbaxValueError(
+                f"numbax.numpy.average: weights has shape {w_shape}, expected ({a_shape[ax]},) "
+                f"to match axis {ax} of a, whose shape is {a_shape}."
+            )
+        w = shape_ops.broadcast_in_dim(w, a_shape, (ax,))
+    a, w = ufuncs.promote_dtypes_inexact("average", a, w)
+    scl = sum(w, axis, keepdims=keepdims)
+    avg = lax.div(sum(lax.mul(a, w), axis, keepdims=keepdims), scl)
+    return (avg, scl) if returned else avg
+
+
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    a = _check_numeric(a, "count_nonzero")
+    nz = ufuncs.asbool(a)
+    return sum(lax.convert_element_type(nz, dtypes.default_int_dtype()), axis,
+               keepdims=keepdims)
+

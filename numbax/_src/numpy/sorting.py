@@ -1,0 +1,223 @@
+"""numpy's sorting, searching and differencing (sort, argsort, searchsorted, unique, diff)."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from numbax._src import dtypes
+from numbax._src.array import asarray_value
+from numbax._src.core import get_aval
+from numbax._src.errors import NumbaxValueError
+from numbax._src.lax import elementwise as lax
+from numbax._src.lax import reductions as lax_reductions
+from numbax._src.lax import shape_ops
+from numbax._src.numpy import ufuncs
+from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
+
+__all__ = [
+    "sort", "argsort", "searchsorted", "unique", "nonzero", "argwhere", "flatnonzero", "diff",
+    "ediff1d", "lexsort",
+]
+
+
+def _lax_sort(operands: tuple, dimension: int, num_keys: int = 1) -> tuple:
+    from numbax._src.lax import sort as lax_sort
+
+    return tuple(lax_sort.sort(operands, dimension=dimension, is_stable=True, num_keys=num_keys))
+
+
+def _prepare(api: str, a: Any, axis: int | None) -> tuple[Any, int]:
+    a = asarray(a)
+    if axis is None:
+        return shape_ops.reshape(a, (get_aval(a).size,)), 0
+    if get_aval(a).ndim == 0:
+        raise NumbaxValueError(f"numbax.numpy.{api}: a has shape (), expected at least 1 "
+                               "dimension (or axis=None).")
+    return a, canonicalize_axis(axis, get_aval(a).ndim, api)
+
+
+def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None = None,
+         stable: bool = True, descending: bool = False) -> Any:
+    """numpy.sort (always stable; NaNs sort last, as in numpy)."""
+    a, ax = _prepare("sort", a, axis)
+    if descending:
+        from numbax._src.numpy.shapes import flip
+
+        return flip(sort(flip(a, ax), ax), ax)
+    (out,) = _lax_sort((a,), ax)
+    return out
+
+
+def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None = None,
+            stable: bool = True, descending: bool = False) -> Any:
+    """numpy.argsort (stable): a multi-operand sort that carries an iota along."""
+    from numbax._src.numpy.creation import iota
+
+    a, ax = _prepare("argsort", a, axis)
+    shape = get_aval(a).shape
+    idx = iota(dtypes.default_int_dtype(), shape, ax)
+    if descending:
+        from numbax._src.numpy.shapes import flip
+
+        n = shape[ax]
+        _, perm = _lax_sort((flip(a, ax), flip(idx, ax)), ax)
+        # Reversing a stable ascending sort of the reversed input keeps ties in input order.
+        return flip(perm, ax) if n else perm
+    _, perm = _lax_sort((a, idx), ax)
+    return perm
+
+
+def lexsort(keys: Any, axis: int = -1) -> Any:
+    """numpy.lexsort: sorts by the last key first."""
+    from numbax._src.numpy.creation import iota
+
+    keys = [asarray(k) for k in keys]
+    if not keys:
+        raise NumbaxValueError("numbax.numpy.lexsort: keys is empty, expected at least one key.")
+    keys = [ufuncs.broadcast_to_shape(k, get_aval(keys[0]).shape) for k in keys]
+    shape = get_aval(keys[0]).shape
+    ax = canonicalize_axis(axis, len(shape), "lexsort")
+    idx = iota(dtypes.default_int_dtype(), shape, ax)
+    outs = _lax_sort((*reversed(keys), idx), ax, num_keys=len(keys))
+    return outs[-1]
+
+
+def _lt_nan_last(x: Any, y: Any) -> Any:
+    """x < y in numpy's sort order, where NaN is larger than everything."""
+    if get_aval(x).dtype.kind not in "fc":
+        return lax.lt(x, y)
+    return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(lax.eq(x, x), lax.ne(y, y)))
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
+                 method: str = "compare_all") -> Any:
+    """numpy.searchsorted on a sorted 1-d `a`: a count of the entries before each v."""
+    if side not in ("left", "right"):
+        raise NumbaxValueError(f"numbax.numpy.searchsorted: side {side!r} is invalid, expected "
+                               "'left' or 'right'.")
+    a, v = ufuncs.promote_dtypes("searchsorted", a, v)
+    if get_aval(a).ndim != 1:
+        raise NumbaxValueError(f"numbax.numpy.searchsorted: a has shape {get_aval(a).shape}, "
+                               "expected a 1-d sorted array.")
+    if sorter is not None:
+        raise NumbaxValueError("numbax.numpy.searchsorted: sorter is not supported; pass "
+                               "a[sorter] instead.")
+    n = get_aval(a).shape[0]
+    v_shape = get_aval(v).shape
+    out_shape = (*v_shape, n)
+    ab = shape_ops.broadcast_in_dim(a, out_shape, (len(v_shape),))
+    vb = shape_ops.broadcast_in_dim(v, out_shape, tuple(range(len(v_shape))))
+    if side == "left":
+        before = _lt_nan_last(ab, vb)
+    else:
+        before = lax.bitwise_not(_lt_nan_last(vb, ab))
+    counts = lax.convert_element_type(before, dtypes.default_int_dtype())
+    return lax_reductions.reduce_sum(counts, (len(v_shape),))
+
+
+# ----------------------------------------------------------------------------- concrete-only
+
+
+def _concrete(a: Any, api: str) -> np.ndarray:
+    value = concrete_value(asarray(a), f"numbax.numpy.{api}")
+    return np.asarray(value)
+
+
+def _index_array(x: np.ndarray) -> Any:
+    return asarray_value(np.asarray(x, dtype=np.int64))
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
+    """numpy.nonzero; needs a concrete array (the output shape depends on the values)."""
+    value = _concrete(a, "nonzero")
+    if value.ndim == 0:
+        raise NumbaxValueError("numbax.numpy.nonzero: a has shape (), expected at least 1 "
+                               "dimension. Use atleast_1d first.")
+    idx = np.nonzero(value)
+    if size is not None:
+        size = operator.index(size)
+        fill = 0 if fill_value is None else fill_value
+        fills = fill if isinstance(fill, (tuple, list)) else (fill,) * len(idx)
+        idx = tuple(np.concatenate([i[:size], np.full(max(size - len(i), 0), f, np.int64)])
+                    for i, f in zip(idx, fills))
+    return tuple(_index_array(i) for i in idx)
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    value = _concrete(a, "flatnonzero")
+    return nonzero(value.ravel(), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    value = _concrete(a, "argwhere")
+    if value.ndim == 0:
+        return _index_array(np.argwhere(value))
+    cols = nonzero(value, size=size, fill_value=fill_value)
+    return _index_array(np.stack([np.asarray(c) for c in cols], axis=-1))
+
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *,
+           equal_nan: bool = True) -> Any:
+    """numpy.unique; needs a concrete array (the output shape depends on the values)."""
+    value = _concrete(ar, "unique")
+    res = np.unique(value, return_index=return_index, return_inverse=return_inverse,
+                    return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    if not isinstance(res, tuple):
+        return asarray_value(res)
+    return (asarray_value(res[0]), *(_index_array(r) for r in res[1:]))
+
+
+# ----------------------------------------------------------------------------- differences
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """numpy.diff: n-th discrete difference along `axis` (not_equal for booleans)."""
+    from numbax._src.numpy.shapes import _slice_axis, concatenate
+
+    a = asarray(a)
+    n = operator.index(n)
+    if n < 0:
+        raise NumbaxValueError(f"numbax.numpy.diff: order n={n} must be non-negative.")
+    if get_aval(a).ndim == 0:
+        raise NumbaxValueError("numbax.numpy.diff: a has shape (), expected at least 1 "
+                               "dimension.")
+    ax = canonicalize_axis(axis, get_aval(a).ndim, "diff")
+    parts = []
+    for extra in (prepend, append):
+        if extra is None:
+            parts.append(None)
+            continue
+        extra = asarray(extra)
+        if get_aval(extra).ndim == 0:
+            shape = list(get_aval(a).shape)
+            shape[ax] = 1
+            extra = ufuncs.broadcast_to_shape(extra, tuple(shape))
+        parts.append(extra)
+    if parts[0] is not None or parts[1] is not None:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], ax)
+    for _ in range(n):
+        length = get_aval(a).shape[ax]
+        if length == 0:
+            break
+        hi = _slice_axis(a, ax, 1, length)
+        lo = _slice_axis(a, ax, 0, length - 1)
+        a = ufuncs.not_equal(hi, lo) if get_aval(a).dtype == dtypes.bool_ else \
+            ufuncs.subtract(hi, lo)
+    return a
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    from numbax._src.numpy.shapes import concatenate, ravel
+
+    ary = ravel(asarray(ary))
+    out = diff(ary)
+    parts = []
+    if to_begin is not None:
+        parts.append(ravel(asarray(to_begin, get_aval(out).dtype)))
+    parts.append(out)
+    if to_end is not None:
+        parts.append(ravel(asarray(to_end, get_aval(out).dtype)))
+    return concatenate(parts) if len(parts) > 1 else out
