@@ -40,3 +40,6 @@ __all__ = [
 ]
 from numbax._src.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402, F401
 from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401
+from numbax._src.jit import jit  # noqa: E402
+
+__all__ += ["jit"]

@@ -1,0 +1,486 @@
+"""CPU codegen: each loop nest becomes a readable @njit kernel module; a Python driver runs them."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+from numbax._src import core
+from numbax._src.compiler import fusion, lowering
+from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+
+NUMBAX_VERSION = "0.1.0"
+PRANGE_MIN = 2**15  # loops with fewer elements run serially: threads do not pay, compiles faster
+# The knobs that change generated code; part of every disk-cache key.
+CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"), ("fastmath", False),
+                  ("f32_sum_acc", "float64"))
+_FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
+
+
+# ----------------------------------------------------------------------------- value rendering
+
+
+def dtype_ctor(dtype: np.dtype) -> str:
+    return "np.bool_" if dtype == np.bool_ else f"np.{np.dtype(dtype).name}"
+
+
+def render_scalar(value, dtype: np.dtype) -> str:
+    """A constant as Python source of exactly `dtype` (no user strings: numbers only)."""
+    dtype = np.dtype(dtype)
+    value = np.asarray(value, dtype=dtype)[()]
+    if dtype == np.bool_:
+        return repr(bool(value))
+    if dtype.kind in "iu":
+        return f"{dtype_ctor(dtype)}({int(value)})"
+    if dtype.kind == "c":
+        return f"{dtype_ctor(dtype)}(complex({_float(value.real)}, {_float(value.imag)}))"
+    return f"{dtype_ctor(dtype)}({_float(value)})"
+
+
+def _float(x) -> str:
+    x = float(x)
+    if math.isnan(x):
+        return "math.nan"
+    if math.isinf(x):
+        return "math.inf" if x > 0 else "-math.inf"
+    return repr(x)
+
+
+def cast(dtype: np.dtype, expr: str) -> str:
+    return expr if np.dtype(dtype) == np.bool_ else f"{dtype_ctor(dtype)}({expr})"
+
+
+# ----------------------------------------------------------------------------- scalar table
+
+ScalarRule = Callable[[list[str], JaxprEqn], str]
+
+
+def _fn(name: str) -> ScalarRule:
+    return lambda args, eqn: f"{name}({', '.join(args)})"
+
+
+def _infix(op: str) -> ScalarRule:
+    return lambda args, eqn: f"({args[0]} {op} {args[1]})"
+
+
+def _dtype_of(eqn: JaxprEqn, i: int = 0) -> np.dtype:
+    return eqn.invars[i].aval.dtype
+
+
+def _fastmath(name: str, libm: str) -> ScalarRule:
+    def rule(args, eqn):
+        dtype = _dtype_of(eqn)
+        if dtype in (np.float32, np.float64) and name in _FASTMATH_FUNCS:
+            return f"fm.{name}_{'f32' if dtype == np.float32 else 'f64'}({args[0]})"
+        return f"{libm}({args[0]})"
+
+    return rule
+
+
+def _by_kind(float_rule: ScalarRule, int_rule: ScalarRule, bool_rule: ScalarRule | None = None):
+    def rule(args, eqn):
+        kind = _dtype_of(eqn).kind
+        if kind == "b" and bool_rule is not None:
+            return bool_rule(args, eqn)
+        return int_rule(args, eqn) if kind in "iub" else float_rule(args, eqn)
+
+    return rule
+
+
+def _select_n(args, eqn):
+    which, cases = args[0], args[1:]
+    if len(cases) == 1:
+        return cases[0]
+    if _dtype_of(eqn).kind == "b":
+        return f"({cases[1]} if {which} else {cases[0]})"
+    expr = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        expr = f"({cases[k]} if {which} <= {k} else {expr})"
+    return expr
+
+
+def _convert(args, eqn):
+    src, dst = _dtype_of(eqn), np.dtype(eqn.params["new_dtype"])
+    if dst == np.bool_:
+        return f"({args[0]} != 0)"
+    if src.kind == "c" and dst.kind != "c":
+        return f"{args[0]}.real"
+    return args[0]
+
+
+def _integer_pow(args, eqn):
+    y = eqn.params["y"]
+    if y == 0:
+        return f"({args[0]} - {args[0]} + 1)"
+    if y in (1, 2, 3):
+        return "(" + " * ".join([args[0]] * y) + ")"
+    if y > 0:
+        return f"rt.ipow({args[0]}, {y})"
+    return f"(1.0 / rt.ipow({args[0]}, {-y}))"
+
+
+def _round(args, eqn):
+    if eqn.params.get("rounding_method", 0) == 1:
+        return f"np.rint({args[0]})"
+    return f"rt.round_away({args[0]})"
+
+
+SCALAR_RULES: dict[str, ScalarRule] = {
+    "add": _by_kind(_infix("+"), _infix("+"), _infix("|")),
+    "add_any": _by_kind(_infix("+"), _infix("+"), _infix("|")),
+    "sub": _infix("-"),
+    "mul": _by_kind(_infix("*"), _infix("*"), _infix("&")),
+    "div": _by_kind(_infix("/"), _fn("rt.cdiv")),
+    "rem": _by_kind(_fn("np.fmod"), _fn("rt.crem")),
+    "pow": _fn("np.power"),
+    "max": _by_kind(_fn("rt.fmax"), _fn("max")),
+    "min": _by_kind(_fn("rt.fmin"), _fn("min")),
+    "atan2": _fn("np.arctan2"),
+    "and": _infix("&"),
+    "or": _infix("|"),
+    "xor": _infix("^"),
+    "eq": _infix("=="),
+    "ne": _infix("!="),
+    "lt": _infix("<"),
+    "le": _infix("<="),
+    "gt": _infix(">"),
+    "ge": _infix(">="),
+    "neg": lambda a, e: f"(-{a[0]})",
+    "sign": _fn("np.sign"),
+    "floor": _fn("np.floor"),
+    "ceil": _fn("np.ceil"),
+    "is_finite": _fn("np.isfinite"),
+    "exp": _fastmath("exp", "np.exp"),
+    "exp2": _fn("np.exp2"),
+    "log": _fastmath("log", "np.log"),
+    "log1p": _fastmath("log1p", "np.log1p"),
+    "expm1": _fastmath("expm1", "np.expm1"),
+    "tanh": _fastmath("tanh", "np.tanh"),
+    "logistic": _fastmath("logistic", "rt.logistic"),
+    "erf": _fastmath("erf", "math.erf"),
+    "erfc": _fn("math.erfc"),
+    "lgamma": _fn("math.lgamma"),
+    "sin": _fn("np.sin"),
+    "cos": _fn("np.cos"),
+    "tan": _fn("np.tan"),
+    "asin": _fn("np.arcsin"),
+    "acos": _fn("np.arccos"),
+    "atan": _fn("np.arctan"),
+    "sinh": _fn("np.sinh"),
+    "cosh": _fn("np.cosh"),
+    "asinh": _fn("np.arcsinh"),
+    "acosh": _fn("np.arccosh"),
+    "atanh": _fn("np.arctanh"),
+    "sqrt": _fn("np.sqrt"),
+    "rsqrt": lambda a, e: f"(1.0 / np.sqrt({a[0]}))",
+    "cbrt": _fn("np.cbrt"),
+    "abs": _fn("abs"),
+    "real": lambda a, e: f"{a[0]}.real",
+    "imag": lambda a, e: f"{a[0]}.imag",
+    "conj": _fn("np.conj"),
+    "not": _by_kind(None, lambda a, e: f"(~{a[0]})", lambda a, e: f"(not {a[0]})"),
+    "square": lambda a, e: f"({a[0]} * {a[0]})",
+    "round": _round,
+    "integer_pow": _integer_pow,
+    "select_n": _select_n,
+    "clamp": _fn("rt.clamp"),
+    "convert_element_type": _convert,
+    "stop_gradient": lambda a, e: a[0],
+}
+# Complex logistic etc. have no scalar form; keep the table and the fusion class in step.
+_FLOAT_ONLY = frozenset({"logistic", "erf", "erfc", "lgamma"})
+
+_REDUCE = {  # name: (init for the dtype, update template)
+    "reduce_sum": (lambda dt: 0, "{acc} = {acc} + {v}", "{acc} += {v}"),
+    "reduce_prod": (lambda dt: 1, "{acc} = {acc} * {v}", "{acc} *= {v}"),
+    "reduce_max": (lambda dt: _lowest(dt, True), "{acc} = {fmax}({acc}, {v})", None),
+    "reduce_min": (lambda dt: _lowest(dt, False), "{acc} = {fmin}({acc}, {v})", None),
+    "reduce_and": (lambda dt: True, "{acc} = {acc} & {v}", None),
+    "reduce_or": (lambda dt: False, "{acc} = {acc} | {v}", None),
+}
+
+
+def _lowest(dtype: np.dtype, for_max: bool):
+    if dtype == np.bool_:
+        return not for_max
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if for_max else info.max
+    return -np.inf if for_max else np.inf
+
+
+def _acc_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    if name in ("reduce_sum", "reduce_prod"):
+        if dtype == np.float32:
+            return np.dtype(np.float64)
+        if dtype.kind in "iu" and dtype.itemsize < 8:
+            return np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
+    return dtype
+
+
+def scalar_supported(eqn: JaxprEqn) -> bool:
+    """Whether the equation can join a loop nest (the fusion class and a scalar form)."""
+    name = eqn.primitive.name
+    if name in fusion.BROADCAST and eqn.outvars[0].aval.ndim == 0:
+        return False
+    if name in fusion.REDUCTIONS or name in fusion.BROADCAST:
+        return any(x.aval.dtype.kind != "c" for x in eqn.invars)
+    if name not in SCALAR_RULES:
+        return False
+    if name in _FLOAT_ONLY or name in ("max", "min", "clamp", "rem", "sign"):
+        return all(x.aval.dtype.kind != "c" for x in eqn.invars)
+    return True
+
+
+# ----------------------------------------------------------------------------- loop nests
+
+
+class _Kernel:
+    """Naming state while one loop nest is rendered."""
+
+    def __init__(self, nest: fusion.LoopNest) -> None:
+        self.nest = nest
+        self.names: dict[Var, str] = {}
+        self.consts: list[str] = []
+        self.temps = 0
+        self.pp_names = core._Names()
+        for k, v in enumerate(nest.inputs):
+            self.names[v] = f"a{k}"
+        self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
+        sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
+        self.header = _header(sub, _loop_kind(nest)[0], self.pp_names)
+
+    def const(self, lit: Literal) -> str:
+        text = render_scalar(lit.val, lit.aval.dtype)
+        name = f"c{len(self.consts)}"
+        self.consts.append(f"{name} = {text}")
+        return name
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps - 1}"
+
+    def comment(self, eqn: JaxprEqn) -> str:
+        return core._pp_eqn(eqn, self.pp_names, 0)
+
+
+def _index(idx: list[str]) -> str:
+    return ", ".join(idx) if idx else "()"
+
+
+def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
+    x = eqn.invars[0]
+    shape = eqn.params["shape"]
+    parts = []
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        parts.append("0" if x.aval.shape[i] == 1 and shape[d] != 1 else idx[d])
+    return _index(parts)
+
+
+def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: list[str],
+          pad: str, par_reduce: bool) -> None:
+    """One line per fused equation (with the equation as a comment), inside the loops."""
+    nest = k.nest
+    full = _index(idx)
+    value: dict[Var, str] = {}
+    shape_rank = len(nest.shape)
+
+    def read(x) -> str:
+        if isinstance(x, Literal):
+            return k.const(x)
+        if x in value:
+            return value[x]
+        name = k.names[x]
+        if x.aval.ndim == 0 and shape_rank > 0:
+            return f"{name}[()]"
+        return f"{name}f[{full}]" if flat else f"{name}[{full}]"
+
+    for eqn in nest.eqns:
+        name = eqn.primitive.name
+        out = eqn.outvars[0]
+        comment = k.comment(eqn)
+        if name in fusion.BROADCAST:
+            x = eqn.invars[0]
+            expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 else (
+                f"{k.names[x]}[{_bcast_index(eqn, idx)}]")
+        elif name in fusion.REDUCTIONS:
+            acc = accs[out]
+            dt = eqn.invars[0].aval.dtype
+            update = _REDUCE[name][2] if par_reduce else _REDUCE[name][1]
+            fmax, fmin = ("rt.fmax", "rt.fmin") if dt.kind in "fc" else ("max", "min")
+            v = read(eqn.invars[0])
+            lines.append(pad + update.format(acc=acc, v=v, fmax=fmax, fmin=fmin)
+                         + f"  # {comment}")
+            continue
+        else:
+            expr = SCALAR_RULES[name]([read(x) for x in eqn.invars], eqn)
+            if name not in ("eq", "ne", "lt", "le", "gt", "ge", "is_finite") and not (
+                    out.aval.dtype == np.float64
+                    and all(x.aval.dtype == np.float64 for x in eqn.invars)):
+                expr = cast(out.aval.dtype, expr)
+        t = k.temp()
+        value[out] = t
+        lines.append(f"{pad}{t} = {expr}  # {comment}")
+        if out in k.out_names:
+            target = f"{k.out_names[out]}f[{full}]" if flat else f"{k.out_names[out]}[{full}]"
+            lines.append(f"{pad}{target} = {t}")
+
+
+def _loop_kind(nest: fusion.LoopNest) -> tuple[bool, bool]:
+    """(parallel outer loop, parallel scalar reduction) from the static sizes."""
+    size = int(np.prod(nest.shape, dtype=np.int64))
+    if size < PRANGE_MIN or not nest.shape:
+        return False, False
+    axes = nest.reduce_axes or ()
+    if 0 not in axes:
+        return True, False
+    full = len(axes) == len(nest.shape)
+    red_names = {e.primitive.name for e in nest.eqns if e.primitive.name in fusion.REDUCTIONS}
+    if full and red_names <= {"reduce_sum", "reduce_prod"}:
+        return True, True
+    return False, False
+
+
+def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
+    """The source of one kernel module, and whether it runs a parallel loop."""
+    k = _Kernel(nest)
+    shape = nest.shape
+    rank = len(shape)
+    axes = nest.reduce_axes
+    parallel, par_reduce = _loop_kind(nest)
+    flat = (axes is None and rank > 1 and not any(
+        e.primitive.name in fusion.BROADCAST for e in nest.eqns)
+        and all(v.aval.ndim in (0, rank) for v in nest.inputs))
+    trailing = axes is not None and axes == tuple(range(rank - len(axes), rank))
+    lines: list[str] = []
+    pad = "    "
+    if flat:
+        size = int(np.prod(shape, dtype=np.int64))
+        for v in nest.inputs:
+            if v.aval.ndim:
+                lines.append(f"{pad}{k.names[v]}f = {k.names[v]}.reshape({size})")
+        for v in nest.outputs:
+            lines.append(f"{pad}{k.out_names[v]}f = {k.out_names[v]}.reshape({size})")
+        loop_shape = (size,)
+    else:
+        loop_shape = shape
+    idx = [f"i{d}" for d in range(len(loop_shape))]
+    reductions = [e for e in nest.eqns if e.primitive.name in fusion.REDUCTIONS]
+    accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reductions)}
+    kept = rank - len(axes) if trailing else len(loop_shape)
+    if axes is not None and not trailing:
+        _render_init_outputs(k, reductions, lines, pad)
+        accs = {e.outvars[0]: _general_target(k, e, idx) for e in reductions}
+    body_pad = pad
+    for d, n in enumerate(loop_shape):
+        if trailing and d == kept:
+            lines.extend(_acc_inits(reductions, accs, body_pad))
+        loop = "prange" if d == 0 and parallel else "range"
+        lines.append(f"{body_pad}for {idx[d]} in {loop}({n}):")
+        body_pad += "    "
+    if trailing and kept == len(loop_shape):
+        lines.extend(_acc_inits(reductions, accs, body_pad))
+    _body(k, idx, flat, accs, lines, body_pad, par_reduce)
+    if trailing:
+        store_pad = pad + "    " * kept
+        for e in reductions:
+            out = e.outvars[0]
+            if out in k.out_names:
+                target = f"{k.out_names[out]}[{_index(idx[:kept])}]"
+                lines.append(f"{store_pad}{target} = {cast(out.aval.dtype, accs[out])}")
+    params = ", ".join([*k.names.values(), *k.out_names.values()])
+    head = k.header
+    deco = (f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False)")
+    consts = "\n".join(k.consts)
+    src = (f"{head}\n{consts}\n\n\n{deco}\ndef kernel({params}):\n" + "\n".join(lines) + "\n")
+    return src, parallel
+
+
+def _acc_inits(reductions, accs, pad) -> list[str]:
+    out = []
+    for e in reductions:
+        dt = e.invars[0].aval.dtype
+        acc_dt = _acc_dtype(e.primitive.name, dt)
+        init = render_scalar(_REDUCE[e.primitive.name][0](dt), acc_dt)
+        out.append(f"{pad}{accs[e.outvars[0]]} = {init}")
+    return out
+
+
+def _general_target(k: _Kernel, eqn: JaxprEqn, idx: list[str]) -> str:
+    axes = eqn.params["axes"]
+    kept = [i for d, i in enumerate(idx) if d not in axes]
+    return f"{k.out_names[eqn.outvars[0]]}[{_index(kept)}]"
+
+
+def _render_init_outputs(k: _Kernel, reductions, lines, pad) -> None:
+    for e in reductions:
+        dt = e.invars[0].aval.dtype
+        init = render_scalar(_REDUCE[e.primitive.name][0](dt), e.outvars[0].aval.dtype)
+        lines.append(f"{pad}{k.out_names[e.outvars[0]]}[...] = {init}")
+
+
+def _header(jaxpr: Jaxpr, parallel: bool, names: core._Names) -> str:
+    """Versions, backend and the jaxpr implemented (printed with the names the comments use)."""
+    text = core._pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
+    return "\n".join([
+        f"# numbax {NUMBAX_VERSION} | numba {numba.__version__} | cpu | parallel={parallel}",
+        f"# {text}",
+        "import math  # noqa: F401",
+        "",
+        "import numpy as np  # noqa: F401",
+        "from numba import njit, prange  # noqa: F401",
+        "",
+        "from numbax._src.compiler import fastmath as fm  # noqa: F401",
+        "from numbax._src.compiler import runtime as rt  # noqa: F401",
+        "",
+        'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',
+    ])
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None]) -> str:
+    """The Python function that allocates outputs, runs kernels and library calls in order."""
+    names: dict[Var, str] = {}
+    for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
+        names[v] = f"a{j}"
+    temps = iter(range(1 << 30))
+    pp = core._Names()
+    _header(jaxpr, False, pp)  # names the variables the way the header prints them
+    imports, lines = [], []
+    for j, (node, module) in enumerate(zip(nodes, kernel_modules, strict=True)):
+        for v in node.outputs:
+            names[v] = f"t{next(temps)}"
+        if isinstance(node, fusion.LoopNest):
+            kname = f"k{j}_loop"
+            imports.append(f"from {module} import kernel as {kname}")
+            for v in node.outputs:
+                lines.append(f"    {names[v]} = np.empty({v.aval.shape}, "
+                             f"{dtype_ctor(v.aval.dtype)})")
+            args = ", ".join(names[v] for v in [*node.inputs, *node.outputs])
+            lines.append(f"    {kname}({args})")
+        else:
+            eqn = node.eqn
+            ins = [names[x] if isinstance(x, Var) else render_scalar(x.val, x.aval.dtype)
+                   for x in eqn.invars]
+            outs = [names[v] for v in eqn.outvars]
+            lines.append(f"    # {core._pp_eqn(eqn, pp, 0)}")
+            lines.append(f"    {', '.join(outs)}, = {lowering.render_call(eqn, ins)}")
+    rets = []
+    for x in jaxpr.outvars:
+        if isinstance(x, Literal):
+            rets.append(f"np.asarray({render_scalar(x.val, x.aval.dtype)})")
+        elif x in jaxpr.invars or x in jaxpr.constvars:
+            rets.append(f"np.array({names[x]})")
+        else:
+            rets.append(names[x])
+    params = ", ".join(names[v] for v in [*jaxpr.constvars, *jaxpr.invars])
+    head = _header(jaxpr, False, pp).split("\nCACHE")[0]
+    head = head.replace("# numbax", "# driver | numbax", 1)
+    return (head + "from numbax._src.compiler import lowering as lw  # noqa: F401\n"
+            + "\n".join(imports) + "\n\n\n"
+            + f"def driver({params}):\n" + "\n".join(lines)
+            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")

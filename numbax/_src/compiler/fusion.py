@@ -1,0 +1,125 @@
+"""Partitions a simplified jaxpr into a kernel graph: fused loop nests and library calls."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+
+# Fusion classes: which primitives a loop nest may hold.
+ELEMENTWISE = frozenset({
+    "neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
+    "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "sqrt", "rsqrt", "cbrt", "abs", "erf", "erfc", "lgamma", "real", "imag", "conj",
+    "not", "square", "round", "integer_pow",
+    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or",
+    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "select_n", "clamp", "convert_element_type", "stop_gradient",
+})
+BROADCAST = frozenset({"broadcast_in_dim"})
+REDUCTIONS = frozenset({
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+})
+
+
+@dataclass
+class LoopNest:
+    """Equations over one iteration space (`shape`), optionally reducing `reduce_axes`."""
+
+    shape: tuple[int, ...]
+    eqns: list[JaxprEqn] = field(default_factory=list)
+    reduce_axes: tuple[int, ...] | None = None
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+    reduced: set = field(default_factory=set)  # outvars of reductions in this nest
+
+    family = "loop"
+
+
+@dataclass
+class LibraryCall:
+    """One equation lowered to a library function run by the driver (BLAS, views, sorts)."""
+
+    eqn: JaxprEqn
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+
+    family = "lib"
+
+
+Node = LoopNest | LibraryCall
+
+
+def _iteration_shape(eqn: JaxprEqn) -> tuple[int, ...]:
+    if eqn.primitive.name in REDUCTIONS:
+        return eqn.invars[0].aval.shape
+    return eqn.outvars[0].aval.shape
+
+
+def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
+    """Whether `eqn` may join `nest` (same space, reads no reduced value of the nest)."""
+    name = eqn.primitive.name
+    if nest.shape != _iteration_shape(eqn):
+        return False
+    if name in REDUCTIONS and nest.reduce_axes not in (None, eqn.params["axes"]):
+        return False
+    for x in eqn.invars:
+        if isinstance(x, Var) and producer.get(x) is nest:
+            if x in nest.reduced or name in BROADCAST:
+                return False
+    return True
+
+
+def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
+    """Greedy fusion in program order: each fusible equation joins the latest nest it fits."""
+    nodes: list[Node] = []
+    producer: dict[Var, Node] = {}
+    position: dict[int, int] = {}
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        deps = [position[id(producer[x])] for x in eqn.invars
+                if isinstance(x, Var) and x in producer]
+        first = max(deps, default=-1)
+        node: Node | None = None
+        if fusible(eqn):
+            for k in range(len(nodes) - 1, max(first, 0) - 1, -1):
+                cand = nodes[k]
+                if isinstance(cand, LoopNest) and _fits(cand, eqn, producer):
+                    node = cand
+                    break
+            if node is None:
+                node = LoopNest(_iteration_shape(eqn))
+                position[id(node)] = len(nodes)
+                nodes.append(node)
+            node.eqns.append(eqn)
+            if name in REDUCTIONS:
+                node.reduce_axes = eqn.params["axes"]
+                node.reduced.update(eqn.outvars)
+        else:
+            node = LibraryCall(eqn)
+            position[id(node)] = len(nodes)
+            nodes.append(node)
+        for v in eqn.outvars:
+            producer[v] = node
+    _wire(jaxpr, nodes, producer)
+    return nodes
+
+
+def _wire(jaxpr: Jaxpr, nodes: list[Node], producer: dict[Var, Node]) -> None:
+    """Fills each node's inputs (read from outside) and outputs (read outside or returned)."""
+    needed_outside: set[Var] = {x for x in jaxpr.outvars if isinstance(x, Var)}
+    for node in nodes:
+        eqns = node.eqns if isinstance(node, LoopNest) else [node.eqn]
+        for eqn in eqns:
+            for x in eqn.invars:
+                if isinstance(x, Literal):
+                    continue
+                if producer.get(x) is not node and x not in node.inputs:
+                    node.inputs.append(x)
+                    needed_outside.add(x)
+    for node in nodes:
+        eqns = node.eqns if isinstance(node, LoopNest) else [node.eqn]
+        for eqn in eqns:
+            node.outputs.extend(v for v in eqn.outvars
+                                if v in needed_outside or isinstance(node, LibraryCall))

@@ -1,0 +1,152 @@
+"""Library-call lowerings run by the driver (BLAS, views, numpy routines), keyed by primitive."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src.compiler.fusion import ELEMENTWISE, REDUCTIONS
+from numbax._src.core import JaxprEqn
+
+ELEMENTWISE_FALLBACK = ELEMENTWISE | REDUCTIONS
+
+# ----------------------------------------------------------------------------- runtime helpers
+
+
+def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> list[np.ndarray]:
+    """lax.dot_general as one np.matmul (BLAS) over (batch, free, contract) layouts."""
+    (xc, yc), (xb, yb) = dimension_numbers
+    xf = [d for d in range(x.ndim) if d not in xc and d not in xb]
+    yf = [d for d in range(y.ndim) if d not in yc and d not in yb]
+    bshape = [x.shape[d] for d in xb]
+    xfs, yfs = [x.shape[d] for d in xf], [y.shape[d] for d in yf]
+    k = int(np.prod([x.shape[d] for d in xc], dtype=np.int64))
+    nb = int(np.prod(bshape, dtype=np.int64))
+    m = int(np.prod(xfs, dtype=np.int64))
+    n = int(np.prod(yfs, dtype=np.int64))
+    x3 = np.transpose(x, [*xb, *xf, *xc]).reshape(nb, m, k)
+    y3 = np.transpose(y, [*yb, *yc, *yf]).reshape(nb, k, n)
+    if x3.dtype != out_dtype:
+        x3 = x3.astype(out_dtype)
+    if y3.dtype != out_dtype:
+        y3 = y3.astype(out_dtype)
+    if nb == 1:
+        out = np.dot(x3[0], y3[0])
+    else:
+        out = np.matmul(x3, y3)
+    return [np.ascontiguousarray(out.reshape(*bshape, *xfs, *yfs))]
+
+
+def call_impl(name: str, args: tuple, params: dict, out_dtypes: tuple) -> list[np.ndarray]:
+    """Runs a primitive's numpy implementation (an explicit entry of LIBRARY_IMPL only)."""
+    prim = _PRIMS_BY_NAME.get(name) or _find_primitive(name)
+    outs = core.impl_rules[prim](*args, **params)
+    return [np.ascontiguousarray(np.asarray(o, dtype=dt)) for o, dt in
+            zip(outs, out_dtypes, strict=True)]
+
+
+_PRIMS_BY_NAME: dict[str, core.Primitive] = {}
+
+
+def _find_primitive(name: str) -> core.Primitive:
+    for prim in core.impl_rules:
+        if prim.name == name:
+            _PRIMS_BY_NAME[name] = prim
+            return prim
+    raise NotImplementedError(f"jit: primitive {name} has no numpy implementation")
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def render_value(value: Any) -> str:
+    """Params as Python source: ints, floats, bools, None, tuples, dtypes, enum-like strings."""
+    if isinstance(value, np.dtype):
+        return f"np.dtype({value.name!r})"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return f"np.dtype({np.dtype(value).name!r})"
+    if isinstance(value, tuple):
+        inner = ", ".join(render_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, (bool, int, float, type(None), np.integer, np.floating, np.bool_)):
+        return repr(value.item() if isinstance(value, np.generic) else value)
+    if isinstance(value, str) and value.isidentifier():
+        return repr(value)
+    raise NotImplementedError(f"jit: cannot render parameter of type {type(value).__name__}")
+
+
+def _dtypes(eqn: JaxprEqn) -> str:
+    return render_value(tuple(v.aval.dtype for v in eqn.outvars))
+
+
+def _params(eqn: JaxprEqn) -> str:
+    items = ", ".join(f"{k!r}: {render_value(v)}" for k, v in sorted(eqn.params.items()))
+    return "{" + items + "}"
+
+
+Rule = Callable[[JaxprEqn, list[str]], str]
+
+
+def _lower_dot_general(eqn: JaxprEqn, ins: list[str]) -> str:
+    dims = render_value(eqn.params["dimension_numbers"])
+    dtype = render_value(eqn.outvars[0].aval.dtype)
+    return f"lw.dot_general({ins[0]}, {ins[1]}, {dims}, {dtype})"
+
+
+def _lower_reshape(eqn: JaxprEqn, ins: list[str]) -> str:
+    return f"[{ins[0]}.reshape({eqn.outvars[0].aval.shape})]"
+
+
+def _lower_transpose(eqn: JaxprEqn, ins: list[str]) -> str:
+    perm = render_value(eqn.params["permutation"])
+    return f"[np.ascontiguousarray(np.transpose({ins[0]}, {perm}))]"
+
+
+def _lower_numpy_impl(eqn: JaxprEqn, ins: list[str]) -> str:
+    args = "".join(f"{a}, " for a in ins)
+    return f"lw.call_impl({eqn.primitive.name!r}, ({args}), {_params(eqn)}, {_dtypes(eqn)})"
+
+
+def _lower_bcast_full(eqn: JaxprEqn, ins: list[str]) -> str:
+    dims = render_value(eqn.params["broadcast_dimensions"])
+    shape = render_value(eqn.params["shape"])
+    return f"lw.call_impl('broadcast_in_dim', ({ins[0]},), {{'broadcast_dimensions': {dims}, " \
+           f"'shape': {shape}}}, {_dtypes(eqn)})"
+
+
+# Library calls: primitives that are not loop-nest material. Entries that run the primitive's
+# own numpy implementation in the driver are listed by name, one by one.
+LIBRARY_IMPL = frozenset({
+    "rev", "slice", "concatenate", "pad", "iota", "copy", "dynamic_slice", "dynamic_update_slice",
+    "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter-min",
+    "scatter-max", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort", "argmax",
+    "argmin", "take_along_axis", "scatter_add_along_axis", "erf_inv", "digamma", "polygamma",
+    "nextafter", "population_count", "bitcast_convert_type", "complex", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "igamma", "random_bits", "threefry2x32",
+})
+
+LIBRARY_RULES: dict[str, Rule] = {
+    "dot_general": _lower_dot_general,
+    "reshape": _lower_reshape,
+    "squeeze": _lower_reshape,
+    "expand_dims": _lower_reshape,
+    "transpose": _lower_transpose,
+    "broadcast_in_dim": _lower_bcast_full,
+    **{name: _lower_numpy_impl for name in LIBRARY_IMPL},
+}
+
+
+def has_library_rule(name: str) -> bool:
+    return name in LIBRARY_RULES or name in ELEMENTWISE_FALLBACK
+
+
+def render_call(eqn: JaxprEqn, ins: list[str]) -> str:
+    """Source of an expression evaluating to the list of the equation's outputs."""
+    rule = LIBRARY_RULES.get(eqn.primitive.name)
+    if rule is None and eqn.primitive.name in ELEMENTWISE_FALLBACK:
+        rule = _lower_numpy_impl  # an elementwise op on a dtype the scalar table lacks
+    if rule is None:
+        raise NotImplementedError(f"jit: primitive {eqn.primitive.name} has no CPU lowering")
+    return rule(eqn, ins)

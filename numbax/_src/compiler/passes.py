@@ -1,0 +1,187 @@
+"""Jaxpr-to-jaxpr simplification before fusion: algebraic identities, constant folding, CSE, DCE."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+
+Atom = Var | Literal
+
+# Equations with effects would not be safe to drop or merge; numbax has none so far.
+_EFFECTFUL: frozenset[str] = frozenset()
+_RESHAPES = frozenset({"reshape", "squeeze", "expand_dims"})
+_FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
+
+
+def simplify(jaxpr: Jaxpr) -> Jaxpr:
+    """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
+    for pass_ in (simplify_algebra, fold_constants, cse, dce):
+        jaxpr = core.check_jaxpr(pass_(jaxpr))
+    return jaxpr
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _literal_value(x: Atom) -> Any:
+    return x.val if isinstance(x, Literal) else None
+
+
+def _is_const(x: Atom, value: float, zeros: dict[Var, Any]) -> bool:
+    """Whether x is the constant `value` (a literal, or a broadcast of one)."""
+    if isinstance(x, Literal):
+        return x.aval.dtype.kind != "b" and bool(x.val == value)
+    return value == 0 and x in zeros
+
+
+def _same_type(a: Atom, b: Atom) -> bool:
+    return (a.aval.shape, a.aval.dtype) == (b.aval.shape, b.aval.dtype)
+
+
+def _rewrite(jaxpr: Jaxpr, rule: Callable[[JaxprEqn, dict], Atom | None]) -> Jaxpr:
+    """Substitutes each equation that `rule` maps to an existing atom; keeps the rest."""
+    env: dict[Var, Atom] = {}
+    read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
+    facts: dict[str, dict] = {"zeros": {}, "defs": {}}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn._replace(invars=[read(x) for x in eqn.invars])
+        new = rule(eqn, facts) if len(eqn.outvars) == 1 else None
+        if new is not None and _same_type(new, eqn.outvars[0]):
+            env[eqn.outvars[0]] = new
+            continue
+        for v in eqn.outvars:
+            facts["defs"][v] = eqn
+        eqns.append(eqn)
+    outvars = [read(x) for x in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
+
+
+# ----------------------------------------------------------------------------- algebra
+
+
+def _algebra_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
+    """x*1, x+0, x-0, x/1, add_any of zeros, double transpose/neg, no-op convert/reshape/bcast."""
+    name = eqn.primitive.name
+    zeros, defs = facts["zeros"], facts["defs"]
+    ins = eqn.invars
+    out = eqn.outvars[0]
+    if name == "broadcast_in_dim" and isinstance(ins[0], Literal) and ins[0].val == 0:
+        zeros[out] = True
+    if name in ("add", "add_any"):
+        if _is_const(ins[1], 0, zeros):
+            return ins[0]
+        if _is_const(ins[0], 0, zeros):
+            return ins[1]
+    if name == "sub" and _is_const(ins[1], 0, zeros):
+        return ins[0]
+    if name == "mul":
+        if _is_const(ins[1], 1, zeros):
+            return ins[0]
+        if _is_const(ins[0], 1, zeros):
+            return ins[1]
+        if out.aval.dtype.kind in "iub" and (
+            _is_const(ins[0], 0, zeros) or _is_const(ins[1], 0, zeros)
+        ):
+            zeros[out] = True  # integer x*0 is 0; float x*0 is not (inf, nan)
+    if name == "div" and _is_const(ins[1], 1, zeros):
+        return ins[0]
+    if name in ("convert_element_type", "reshape", "broadcast_in_dim", "squeeze"):
+        if isinstance(ins[0], Var) and _same_type(ins[0], out):
+            return ins[0]
+    if name in _RESHAPES and isinstance(ins[0], Var):
+        inner = defs.get(ins[0])
+        if inner is not None and inner.primitive.name in _RESHAPES and isinstance(
+                inner.invars[0], Var) and _same_type(inner.invars[0], out):
+            return inner.invars[0]  # reshape (x) back to x's own shape
+    if name in ("neg", "transpose") and isinstance(ins[0], Var):
+        inner = defs.get(ins[0])
+        if inner is not None and inner.primitive.name == name:
+            if name == "neg" or _compose(inner.params["permutation"],
+                                         eqn.params["permutation"]):
+                return inner.invars[0]
+    return None
+
+
+def _compose(first: tuple, second: tuple) -> bool:
+    """Whether transposing by `first` then by `second` is the identity."""
+    return tuple(first[p] for p in second) == tuple(range(len(first)))
+
+
+def simplify_algebra(jaxpr: Jaxpr) -> Jaxpr:
+    return _rewrite(jaxpr, _algebra_rule)
+
+
+# ----------------------------------------------------------------------------- constant folding
+
+
+def _fold_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
+    if not eqn.invars or not all(isinstance(x, Literal) for x in eqn.invars):
+        return None
+    out = eqn.outvars[0]
+    if out.aval.size > _FOLD_MAX_SIZE or out.aval.shape != ():
+        return None
+    impl = core.impl_rules.get(eqn.primitive)
+    if impl is None or eqn.primitive.name in _EFFECTFUL:
+        return None
+    with np.errstate(all="ignore"):
+        (value,) = impl(*[np.asarray(x.val) for x in eqn.invars], **eqn.params)
+    return Literal(np.asarray(value, dtype=out.aval.dtype), out.aval)
+
+
+def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """Evaluates scalar equations whose inputs are all literals."""
+    return _rewrite(jaxpr, _fold_rule)
+
+
+# ----------------------------------------------------------------------------- CSE and DCE
+
+
+def _atom_key(x: Atom) -> Any:
+    if isinstance(x, Literal):
+        return ("lit", x.aval.dtype.str, x.aval.weak_type, x.val.tobytes())
+    return x
+
+
+def _eqn_key(eqn: JaxprEqn) -> Any:
+    try:
+        params = tuple(sorted(eqn.params.items()))
+        key = (eqn.primitive, params, tuple(_atom_key(x) for x in eqn.invars))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def cse(jaxpr: Jaxpr) -> Jaxpr:
+    """Merges equations with the same primitive, params and inputs (structural keys)."""
+    env: dict[Var, Atom] = {}
+    read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
+    seen: dict[Any, list[Var]] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn._replace(invars=[read(x) for x in eqn.invars])
+        key = None if eqn.primitive.name in _EFFECTFUL else _eqn_key(eqn)
+        if key is not None and key in seen:
+            for v, prev in zip(eqn.outvars, seen[key], strict=True):
+                env[v] = prev
+            continue
+        if key is not None:
+            seen[key] = eqn.outvars
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(x) for x in jaxpr.outvars])
+
+
+def dce(jaxpr: Jaxpr) -> Jaxpr:
+    """Drops equations none of whose outputs is used."""
+    live = {x for x in jaxpr.outvars if isinstance(x, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.primitive.name in _EFFECTFUL or any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(x for x in eqn.invars if isinstance(x, Var))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars)

@@ -1,0 +1,367 @@
+"""numbax.jit: trace once per signature, simplify, fuse, generate Numba code, cache, dispatch."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src import tree_util as tu
+from numbax._src.array import Array
+from numbax._src.compiler import cache, codegen_cpu, fusion, lowering, passes
+from numbax._src.config import config
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import partial_eval as pe
+
+_BACKENDS = (None, "cpu")
+
+
+# ----------------------------------------------------------------------------- compilation
+
+
+class Executable:
+    """A compiled jaxpr: the driver function, its consts, and the generated sources."""
+
+    __slots__ = ("driver", "consts", "out_weak", "sources", "jaxpr", "out_tree", "fun_name")
+
+    def __init__(self, driver, consts, out_weak, sources, jaxpr, out_tree, fun_name) -> None:
+        self.driver = driver
+        self.consts = consts
+        self.out_weak = out_weak
+        self.sources = sources
+        self.jaxpr = jaxpr
+        self.out_tree = out_tree
+        self.fun_name = fun_name
+
+    def call_flat(self, args_np: Sequence[np.ndarray]) -> list[Array]:
+        outs = self.driver(*self.consts, *args_np)
+        return [Array._from_numpy(o, w) for o, w in zip(outs, self.out_weak, strict=True)]
+
+
+def _fusible(eqn: core.JaxprEqn) -> bool:
+    name = eqn.primitive.name
+    in_class = name in fusion.ELEMENTWISE or name in fusion.BROADCAST or name in fusion.REDUCTIONS
+    return in_class and codegen_cpu.scalar_supported(eqn)
+
+
+def _check_lowerings(jaxpr: core.Jaxpr, fun_name: str) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if not _fusible(eqn) and not lowering.has_library_rule(name):
+            raise NotImplementedError(
+                f"jit: primitive {name} (in function {fun_name}) has no CPU lowering. Run the "
+                "function without jit (it works eagerly), or file an issue."
+            )
+
+
+def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executable:
+    """Simplify, fuse, render each kernel alone, load (cached), render and load the driver."""
+    out_weak = [v.aval.weak_type for v in closed.jaxpr.outvars]
+    jaxpr = passes.simplify(closed.jaxpr)
+    _check_lowerings(jaxpr, fun_name)
+    nodes = fusion.partition(jaxpr, _fusible)
+    sources, module_names = [], []
+    for node in nodes:
+        if isinstance(node, fusion.LoopNest):
+            src, _ = codegen_cpu.render_loop(node)
+            module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG)
+            sources.append(src)
+            module_names.append(module.__name__)
+        else:
+            module_names.append(None)
+    driver_src = codegen_cpu.render_driver(jaxpr, nodes, module_names)
+    driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
+    sources.append(driver_src)
+    consts = [np.ascontiguousarray(core.to_numpy(c)) for c in closed.consts]
+    return Executable(driver_mod.driver, consts, out_weak, sources, jaxpr, out_tree, fun_name)
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _is_tracing(leaves: Sequence[Any]) -> bool:
+    if core._state.dynamic_trace is not None or core.trace_stack_depth() > 1:
+        return True
+    return any(isinstance(x, core.Tracer) for x in leaves)
+
+
+def _leaf_value(x: Any, aval: core.ShapedArray) -> np.ndarray:
+    if type(x) is Array:
+        return x._value
+    value = np.asarray(x, dtype=aval.dtype)
+    return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+
+
+def _normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
+    value = (value,) if isinstance(value, int) else tuple(value)
+    for v in value:
+        if not isinstance(v, int):
+            raise NumbaxTypeError(
+                f"jit: {name} has an entry of type {type(v).__name__}, expected int. Pass an "
+                "int or a tuple of ints."
+            )
+    return value
+
+
+def _normalize_argnames(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+class Lowered:
+    """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
+
+    def __init__(self, wrapped: JitWrapped, executable: Executable, in_tree, statics) -> None:
+        self._wrapped = wrapped
+        self._executable = executable
+        self.jaxpr = executable.jaxpr
+        self.in_tree = in_tree
+        self._statics = statics
+
+    def as_text(self) -> str:
+        return "\n\n".join(self._executable.sources)
+
+    def compile(self) -> Compiled:
+        return Compiled(self._wrapped, self._executable, self.in_tree, self._statics)
+
+
+class Compiled:
+    """A compiled function for one signature; call it with the arguments `lower` saw."""
+
+    def __init__(self, wrapped, executable, in_tree, statics) -> None:
+        self._wrapped = wrapped
+        self._executable = executable
+        self.in_tree = in_tree
+        self._statics = statics
+
+    def as_text(self) -> str:
+        return "\n\n".join(self._executable.sources)
+
+    def __call__(self, *args, **kwargs):
+        dyn_args, dyn_kwargs, statics = self._wrapped._split(args, kwargs)
+        leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+        if in_tree != self.in_tree or statics != self._statics:
+            raise NumbaxTypeError(
+                f"jit: compiled function called with arguments of structure {in_tree}, "
+                f"expected {self.in_tree}. Call lower() again for new arguments."
+            )
+        avals = [core.get_aval(x) for x in leaves]
+        want = self._executable.jaxpr.in_avals
+        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in want]:
+            shapes = [a.str_short() for a in avals]
+            raise NumbaxTypeError(
+                f"jit: compiled function got arguments {shapes}, expected "
+                f"{[a.str_short() for a in want]}. Call lower() again for new shapes."
+            )
+        outs = self._executable.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
+        return tu.tree_unflatten(self._executable.out_tree, outs)
+
+
+# ----------------------------------------------------------------------------- the wrapper
+
+
+class JitWrapped:
+    """A jitted function: per-signature cache of executables, fast path for plain Array calls."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline):
+        if not callable(fun):
+            raise NumbaxTypeError(
+                f"jit: fun has type {type(fun).__name__}, expected a callable. Pass a function."
+            )
+        if backend not in _BACKENDS:
+            raise NumbaxValueError(
+                f"jit: backend has value {backend!r}, expected one of None, 'cpu'. "
+                "The CUDA backend is not available yet; use backend='cpu'."
+            )
+        self.fun = fun
+        self.static_argnums = _normalize_argnums("static_argnums", static_argnums)
+        self.static_argnames = _normalize_argnames(static_argnames)
+        self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
+        self.backend = backend
+        self.inline = inline
+        self._cache: dict[Any, Executable] = {}
+        self._fast: dict[Any, Executable] = {}
+        self._simple = not self.static_argnums and not self.static_argnames
+        functools.update_wrapper(self, fun)
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.fun, "__name__", "<function>")
+
+    def _split(self, args: tuple, kwargs: dict):
+        statics = []
+        if self.static_argnums:
+            n = len(args)
+            positions = set()
+            for i in self.static_argnums:
+                if not -n <= i < n:
+                    raise NumbaxValueError(
+                        f"jit: static_argnums {self.static_argnums} refers to argument {i}, but "
+                        f"{self._name} was called with {n} positional arguments."
+                    )
+                positions.add(i % n)
+            for i in sorted(positions):
+                statics.append((i, _hashable(self._name, f"argument {i}", args[i])))
+            args = tuple(a for i, a in enumerate(args) if i not in positions)
+        if self.static_argnames and kwargs:
+            dyn = {}
+            for k, v in kwargs.items():
+                if k in self.static_argnames:
+                    statics.append((k, _hashable(self._name, f"argument {k!r}", v)))
+                else:
+                    dyn[k] = v
+            kwargs = dyn
+        return args, kwargs, tuple(statics)
+
+    def _bound(self, statics: tuple) -> Callable:
+        if not statics:
+            return self.fun
+        pos = {k: v for k, v in statics if isinstance(k, int)}
+        named = {k: v for k, v in statics if isinstance(k, str)}
+
+        def bound(*dyn, **kwargs):
+            it = iter(dyn)
+            n = len(dyn) + len(pos)
+            args = [pos[i] if i in pos else next(it) for i in range(n)]
+            return self.fun(*args, **kwargs, **named)
+
+        return bound
+
+    def __call__(self, *args, **kwargs):
+        if self._simple and not kwargs:
+            key = _fast_key(args)
+            if key is not None:
+                exe = self._fast.get((key, config.trace_context()))
+                if exe is not None and not config.jax_disable_jit and not config.jax_debug_nans \
+                        and core._state.dynamic_trace is None:
+                    outs = exe.call_flat([a._value for a in args])
+                    return tu.tree_unflatten(exe.out_tree, outs)
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, args, kwargs):
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+        if self.inline or _is_tracing(leaves):
+            return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
+        exe, avals = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
+        values = [_leaf_value(x, a) for x, a in zip(leaves, avals)]
+        outs = exe.call_flat(values)
+        if config.jax_debug_nans:
+            _check_nans(self, outs, args, kwargs)
+        fast = _fast_key(args) if self._simple and not kwargs else None
+        if fast is not None:
+            self._fast[(fast, config.trace_context())] = exe
+        return tu.tree_unflatten(exe.out_tree, outs)
+
+    def _get_executable(self, leaves, in_tree, statics, dyn_args, dyn_kwargs):
+        for i, x in enumerate(leaves):
+            if not core.is_array_like(x):
+                raise NumbaxTypeError(
+                    f"jit: argument leaf {i} of {self._name} is a {type(x).__name__}, which is "
+                    "not a valid array type. Pass arrays or scalars, or mark it static with "
+                    "static_argnums/static_argnames."
+                )
+        avals = [core.get_aval(x) for x in leaves]
+        key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), statics,
+               config.trace_context(), self.backend)
+        exe = self._cache.get(key)
+        if exe is None:
+            exe = self._compile(in_tree, avals, statics)
+            self._cache[key] = exe
+        return exe, avals
+
+    def _compile(self, in_tree, avals, statics) -> Executable:
+        bound = self._bound(statics)
+        store = {}
+
+        def flat_fun(*leaves):
+            a, kw = tu.tree_unflatten(in_tree, leaves)
+            out = bound(*a, **kw)
+            out_flat, store["tree"] = tu.tree_flatten(out)
+            return out_flat
+
+        jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+        exe, _ = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
+        return Lowered(self, exe, in_tree, statics)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<numbax.jit of {self._name}>"
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    """The signature of a call with only Array positional args, or None (use the slow path)."""
+    key = []
+    for a in args:
+        if type(a) is not Array:
+            return None
+        v = a._value
+        key.append((v.shape, v.dtype, a._weak_type))
+    return tuple(key)
+
+
+def _hashable(fun_name: str, what: str, value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"jit: static {what} of {fun_name} has type {type(value).__name__}, which is not "
+            "hashable; static arguments must be hashable. Use a tuple instead of a list, or "
+            "pass arrays as non-static arguments."
+        ) from None
+    return value
+
+
+def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
+    for o in outs:
+        v = o._value
+        if v.dtype.kind in "fc" and np.isnan(v).any():
+            with config.override("jax_disable_jit", True):
+                wrapped.fun(*args, **kwargs)  # names the primitive (core.EvalTrace raises)
+            raise FloatingPointError(
+                f"jax_debug_nans: invalid value (nan) in the output of jit({wrapped._name}), "
+                "but not when run eagerly. Turn jax_debug_nans off once the source is found."
+            )
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        backend: str | None = None, inline: bool = False) -> Any:
+    """Compiles `fun` with Numba: traced once per argument signature, then fused and cached.
+
+    Args:
+      fun: a function of arrays (pytrees of arrays and scalars) returning arrays.
+      static_argnums, static_argnames: arguments that are Python values (hashable); a new
+        value retraces.
+      donate_argnums: accepted for JAX compatibility; buffers are not reused yet.
+      backend: None or "cpu".
+      inline: when True, calls are always traced into the caller (no compiled code).
+
+    Returns:
+      A function with the same signature returning numbax Arrays, with `.lower(*args)`.
+
+    Unlike JAX: a jit called inside another transform (grad, vmap, make_jaxpr, jit) is inlined
+    into that transform's trace rather than staged as a call primitive.
+
+    >>> import numbax, numbax.numpy as jnp
+    >>> numbax.jit(lambda x: x * 2.0 + 1.0)(jnp.arange(3.0))
+    Array([1., 3., 5.], dtype=float64)
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 backend=backend, inline=inline)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline)
+
