@@ -1,0 +1,254 @@
+"""numbax.jit against eager evaluation and numpy; tracing, caching and argument handling."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax.errors import NumbaxTypeError, UnexpectedTracerError
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(4, 5))
+V = rng.normal(size=5)
+
+
+def _check(f, *args, rtol=1e-12, atol=1e-12):
+    """The one helper comparing jit with eager (and both with each other's dtype and shape)."""
+    got = numbax.jit(f)(*args)
+    want = f(*args)
+    got_l, want_l = numbax.tree_util.tree_leaves(got), numbax.tree_util.tree_leaves(want)
+    assert len(got_l) == len(want_l)
+    for g, w in zip(got_l, want_l):
+        assert isinstance(g, numbax.Array)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
+    return got
+
+
+def selu(x):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return scale * jnp.where(x > 0, x, alpha * jnp.expm1(x))
+
+
+def softmax(x):
+    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def logsumexp(x):
+    m = jnp.max(x)
+    return jnp.log(jnp.sum(jnp.exp(x - m))) + m
+
+
+def mlp_loss(params, x, y):
+    (w1, b1), (w2, b2) = params
+    h = jnp.tanh(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -jnp.mean(jnp.sum(y * (logits - logsumexp_rows(logits)), axis=-1))
+
+
+def logsumexp_rows(z):
+    m = jnp.max(z, axis=-1, keepdims=True)
+    return jnp.log(jnp.sum(jnp.exp(z - m), axis=-1, keepdims=True)) + m
+
+
+@pytest.mark.parametrize("f", [
+    lambda x, v: x * 2.0 + v,
+    lambda x, v: jnp.sin(x) * jnp.cos(v) - 1,
+    lambda x, v: jnp.maximum(x, 0.0) / (1.0 + jnp.abs(v)),
+    lambda x, v: jnp.where(x > v, x, v) ** 2,
+    lambda x, v: (x.astype(np.float32) + v.astype(np.float32)) * 3,
+    lambda x, v: jnp.tanh(x) + jnp.log1p(jnp.abs(v)) + jnp.exp(-x * x),
+])
+def test_elementwise_with_broadcasting(f):
+    _check(f, X, V, rtol=2e-6)
+
+
+def test_selu_and_scalar_args():
+    _check(selu, X)
+    _check(lambda x, s: x * s + 1, X, 2.5)
+
+
+def test_integer_and_bool():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
+    b = np.full(4, 3, dtype=np.int32)
+    _check(lambda a, b: (a * b + 7) // b, a, b)
+    _check(lambda a, b: a % b, a, b)
+    _check(lambda a, b: (a > 0) & (b > 2), a, b)
+    _check(lambda a: jnp.sum(a, axis=0), a)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(axis, keepdims):
+    _check(lambda x: (jnp.sum(x * x, axis=axis, keepdims=keepdims),
+                      jnp.max(x, axis=axis, keepdims=keepdims),
+                      jnp.min(x, axis=axis, keepdims=keepdims)), X)
+
+
+def test_softmax_logsumexp_against_numpy():
+    got = _check(softmax, X)
+    e = np.exp(X - X.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(_check(logsumexp, X), np.log(np.exp(X).sum()), rtol=1e-12)
+
+
+def test_nan_propagates_through_max():
+    x = X.copy()
+    x[1, 2] = np.nan
+    got = numbax.jit(lambda x: jnp.max(x, axis=1))(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x.max(axis=1)))
+
+
+def test_matmul_chain():
+    a = rng.normal(size=(5, 5))
+    got = _check(lambda a: (a @ a.T @ a) + a, a, rtol=1e-10)
+    np.testing.assert_allclose(got, a @ a.T @ a + a, rtol=1e-10)
+
+
+MLP_PARAMS = ((rng.normal(size=(5, 8)) * 0.3, np.zeros(8)), (rng.normal(size=(8, 3)) * 0.3,
+                                                            np.zeros(3)))
+Y = np.eye(3)[rng.integers(0, 3, size=4)]
+
+
+def test_mlp_loss_and_grad():
+    _check(mlp_loss, MLP_PARAMS, X, Y, rtol=1e-10)
+    _check(numbax.grad(mlp_loss), MLP_PARAMS, X, Y, rtol=1e-10)
+    # grad of jit (the inner jit is inlined) equals grad of the plain function
+    g1 = numbax.grad(numbax.jit(mlp_loss))(MLP_PARAMS, X, Y)
+    g2 = numbax.grad(mlp_loss)(MLP_PARAMS, X, Y)
+    for a, b in zip(numbax.tree_util.tree_leaves(g1), numbax.tree_util.tree_leaves(g2)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_vmap_under_and_over_jit():
+    f = lambda x: jnp.sum(jnp.sin(x) * x)  # noqa: E731
+    want = np.sum(np.sin(X) * X, axis=1)
+    np.testing.assert_allclose(numbax.jit(numbax.vmap(f))(X), want, rtol=1e-12)
+    np.testing.assert_allclose(numbax.vmap(numbax.jit(f))(X), want, rtol=1e-12)
+    np.testing.assert_allclose(numbax.jit(numbax.jit(f))(X[0]), want[0], rtol=1e-12)
+
+
+def test_pytrees_in_and_out():
+    def f(d):
+        return {"s": d["a"] + d["b"], "t": (d["a"] * 2,)}
+    out = numbax.jit(f)({"a": X, "b": V})
+    np.testing.assert_allclose(out["s"], X + V)
+    np.testing.assert_allclose(out["t"][0], X * 2)
+
+
+def test_retrace_only_on_new_signature():
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return x + 1
+
+    g = numbax.jit(f)
+    a = jnp.asarray(V)
+    g(a)
+    g(a)
+    g(jnp.asarray(V * 2))
+    assert len(traces) == 1
+    g(jnp.asarray(X))
+    assert len(traces) == 2
+    g(jnp.asarray(V.astype(np.float32)))
+    assert len(traces) == 3
+    g(V)  # numpy input of the same aval hits the same entry
+    assert len(traces) == 3
+
+
+def test_static_argnums_and_argnames():
+    traces = []
+
+    def f(x, n, *, mode="sum"):
+        traces.append(1)
+        return jnp.sum(x ** n) if mode == "sum" else jnp.max(x ** n)
+
+    g = numbax.jit(f, static_argnums=1, static_argnames="mode")
+    np.testing.assert_allclose(g(V, 2), np.sum(V ** 2))
+    np.testing.assert_allclose(g(V, 2), np.sum(V ** 2))
+    np.testing.assert_allclose(g(V, 3), np.sum(V ** 3))
+    np.testing.assert_allclose(g(V, 2, mode="max"), np.max(V ** 2))
+    assert len(traces) == 3
+
+
+def test_unhashable_static_arg_names_the_argument():
+    g = numbax.jit(lambda x, n: x * len(n), static_argnums=1)
+    with pytest.raises(TypeError, match="static argument 1 .* list"):
+        g(V, [1, 2])
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="jit: fun has type int"):
+        numbax.jit(3)
+    with pytest.raises(ValueError, match="backend"):
+        numbax.jit(lambda x: x, backend="tpu")
+    with pytest.raises(TypeError, match="argument leaf 0 .* str"):
+        numbax.jit(lambda x: x)("hello")
+
+
+def test_donate_argnums_accepted_and_decorator_form():
+    @numbax.jit
+    def f(x):
+        return x - 1
+
+    g = numbax.jit(lambda x: x * 2, donate_argnums=(0,))
+    np.testing.assert_allclose(g(f(V)), (V - 1) * 2)
+
+
+def test_side_effects_once_and_disable_jit():
+    calls = []
+    g = numbax.jit(lambda x: (calls.append(type(x).__name__), x + 1)[1])
+    g(V)
+    g(V)
+    assert len(calls) == 1
+    with numbax.disable_jit():
+        g(V)
+    assert calls[-1] == "ndarray"
+
+
+def test_tracer_leak_detected():
+    leaked = []
+
+    @numbax.jit
+    def f(x):
+        leaked.append(x)
+        return x + 1
+
+    f(V)
+    with pytest.raises(UnexpectedTracerError):
+        jnp.sin(leaked[0])
+
+
+def test_lower_and_compile():
+    lowered = numbax.jit(selu).lower(X)
+    assert "def kernel" in lowered.as_text() and "expm1" in str(lowered.jaxpr)
+    compiled = lowered.compile()
+    np.testing.assert_allclose(compiled(X), selu(X), rtol=1e-12)
+    with pytest.raises(NumbaxTypeError, match="expected"):
+        compiled(V)
+
+
+def test_debug_nans_names_the_primitive():
+    with numbax.config.override("jax_debug_nans", True):
+        with pytest.raises(FloatingPointError, match="log"):
+            numbax.jit(lambda x: jnp.log(x))(np.array([1.0, -1.0]))
+
+
+def test_outputs_literal_and_input_passthrough():
+    a, b, c = numbax.jit(lambda x: (x, 2.0, x.shape[0]))(V)
+    np.testing.assert_array_equal(a, V)
+    assert float(b) == 2.0 and int(c) == 5
+
+
+def test_unsupported_primitive_names_primitive_and_function():
+    from numbax._src import core
+    p = core.Primitive("mystery_op")
+    core.abstract_eval_rules[p] = lambda x: [x]
+    core.impl_rules[p] = lambda x: [x]
+
+    def uses_mystery(x):
+        return p.bind(x)
+
+    with pytest.raises(NotImplementedError, match="mystery_op.*uses_mystery"):
+        numbax.jit(uses_mystery)(V)
