@@ -56,7 +56,8 @@ def _keep(out: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: 
 
 
 def _reduce(api: str, reducer: Callable, a: Any, axis: Any, dtype: Any, keepdims: bool,
-            upcast: bool, identity: bool = True) -> Any:
+            upcast: bool, identity: bool | None = True) -> Any:
+    """identity: True (sum-like), False (max-like, refuses empty axes), None (initial given)."""
     a = _check_numeric(a, api)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim, api)
@@ -66,11 +67,15 @@ def _reduce(api: str, reducer: Callable, a: Any, axis: Any, dtype: Any, keepdims
         target = _sum_dtype(aval.dtype) if upcast else aval.dtype
     if target != aval.dtype:
         a = lax.convert_element_type(a, target, aval.weak_type)
-    if not identity and builtins.any(aval.shape[i] == 0 for i in axes):
+    if identity is False and builtins.any(aval.shape[i] == 0 for i in axes):
         raise NumbaxValueError(
             f"numbax.numpy.{api}: a has shape {aval.shape} and reducing axes {axes} includes a "
             "zero-size axis; this reduction has no identity. Pass initial= or a non-empty array."
         )
+    if identity is None and builtins.any(aval.shape[i] == 0 for i in axes):
+        # An empty max/min with initial= is just the initial value, in the output's shape.
+        shape = tuple(d for i, d in enumerate(aval.shape) if i not in axes)
+        return _keep(shape_ops.full(shape, 0, target), aval.shape, axes, keepdims)
     out = reducer(a, axes) if axes else a
     return _keep(out, aval.shape, axes, keepdims)
 
@@ -95,15 +100,23 @@ product = prod
 def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         initial: Any = None) -> Any:
     out_ = _reduce("max", lax_reductions.reduce_max, a, axis, None, keepdims, upcast=False,
-                   identity=initial is not None)
-    return out_ if initial is None else ufuncs.maximum(out_, initial)
+                   identity=None if initial is not None else False)
+    return out_ if initial is None else _fill_empty(ufuncs.maximum, out_, a, axis, initial)
 
 
 def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
         initial: Any = None) -> Any:
     out_ = _reduce("min", lax_reductions.reduce_min, a, axis, None, keepdims, upcast=False,
-                   identity=initial is not None)
-    return out_ if initial is None else ufuncs.minimum(out_, initial)
+                   identity=None if initial is not None else False)
+    return out_ if initial is None else _fill_empty(ufuncs.minimum, out_, a, axis, initial)
+
+
+def _fill_empty(combine: Callable, out: Any, a: Any, axis: Any, initial: Any) -> Any:
+    aval = get_aval(asarray(a))
+    axes = canonicalize_axes(axis, aval.ndim, "max")
+    if builtins.any(aval.shape[i] == 0 for i in axes):
+        return ufuncs.add(ufuncs.multiply(out, 0), initial)
+    return combine(out, initial)
 
 
 amax, amin = max, min
