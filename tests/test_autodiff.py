@@ -150,6 +150,16 @@ def test_argnums_and_has_aux():
     assert float(g) == 6.0 and float(aux["half"]) == 1.5
     (value, aux), g = numbax.value_and_grad(lambda x: (x ** 2, x + 1), has_aux=True)(3.0)
     assert (float(value), float(aux), float(g)) == (9.0, 4.0, 6.0)
+    # aux leaves come back as plain values (no escaped tracers), also under jacfwd/jacrev.
+    x = np.arange(2.0)
+    for jac in (numbax.jacfwd, numbax.jacrev):
+        j, aux = jac(lambda v: (jnp.sin(v), v * 2.0), has_aux=True)(x)
+        np.testing.assert_allclose(j, np.diag(np.cos(x)))
+        np.testing.assert_allclose(aux + 1.0, 2.0 * x + 1.0)
+    _, t, aux = numbax.jvp(lambda v: (jnp.sin(v), (v * 2.0, 7)), (1.0,), (1.0,), has_aux=True)
+    assert float(aux[0] * 3.0) == 6.0 and aux[1] == 7
+    _, f_lin, aux = numbax.linearize(lambda v: (jnp.sin(v), v * 2.0), 1.0, has_aux=True)
+    assert float(f_lin(1.0)) == np.cos(1.0) and float(aux - 1.0) == 1.0
 
 
 def test_symbolic_zero_for_unused_input():

@@ -209,22 +209,39 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
                 f"{ta.shape}; they must match."
             )
     store: dict[str, Any] = {}
-
-    def flat_fun(*xs):
-        out = fun(*tu.tree_unflatten(in_tree, xs))
-        if has_aux:
-            out, store["aux"] = _split_aux("jvp", out)
-        out_flat, store["tree"] = tu.tree_flatten(out)
-        return out_flat
-
+    flat_fun = _flat_fun_with_aux("jvp", fun, in_tree, has_aux, store)
     tangents_in = [t if dtypes.is_inexact(get_aval(p).dtype) else ad.Zero.from_primal_value(p)
                    for p, t in zip(primals_flat, tangents_flat, strict=True)]
     primals_out, tangents_out = ad.jvp_flat(flat_fun, primals_flat, tangents_in)
-    tangents_out = _instantiate(tangents_out, [get_aval(p) for p in primals_out])
+    n = store["n_out"]
+    primals_out, aux_flat = primals_out[:n], primals_out[n:]
+    tangents_out = _instantiate(tangents_out[:n], [get_aval(p) for p in primals_out])
     tree = store["tree"]
     result = (tu.tree_unflatten(tree, _wrap_outputs(primals_out)),
               tu.tree_unflatten(tree, _wrap_outputs(tangents_out)))
-    return (*result, store["aux"]) if has_aux else result
+    return (*result, _aux_result(store, aux_flat)) if has_aux else result
+
+
+def _flat_fun_with_aux(api: str, fun: Callable, in_tree: tu.PyTreeDef, has_aux: bool,
+                       store: dict) -> Callable:
+    """fun as a flat function; with has_aux, aux leaves follow the outputs (so they leave the
+    transform as primal values, never as escaped tracers)."""
+
+    def flat_fun(*xs):
+        out = fun(*tu.tree_unflatten(in_tree, xs))
+        aux_flat: list = []
+        if has_aux:
+            out, aux = _split_aux(api, out)
+            aux_flat, store["aux_tree"] = tu.tree_flatten(aux)
+        out_flat, store["tree"] = tu.tree_flatten(out)
+        store["n_out"] = len(out_flat)
+        return [*out_flat, *aux_flat]
+
+    return flat_fun
+
+
+def _aux_result(store: dict, aux_flat: list) -> Any:
+    return tu.tree_unflatten(store["aux_tree"], _wrap_outputs(aux_flat))
 
 
 def _split_aux(api: str, out: Any) -> tuple[Any, Any]:
@@ -241,16 +258,10 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     _check_callable("linearize", fun)
     primals_flat, in_tree = tu.tree_flatten(primals)
     store: dict[str, Any] = {}
-
-    def flat_fun(*xs):
-        out = fun(*tu.tree_unflatten(in_tree, xs))
-        if has_aux:
-            out, store["aux"] = _split_aux("linearize", out)
-        out_flat, store["tree"] = tu.tree_flatten(out)
-        return out_flat
-
+    flat_fun = _flat_fun_with_aux("linearize", fun, in_tree, has_aux, store)
     primals_out, jaxpr, consts, differentiable = ad.linearize_flat(flat_fun, primals_flat)
-    out_tree = store["tree"]
+    out_tree, n = store["tree"], store["n_out"]
+    primals_out, aux_flat = primals_out[:n], primals_out[n:]
 
     def f_jvp(*tangents):
         tangents_flat, tree = tu.tree_flatten(tangents)
@@ -258,11 +269,13 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
             raise NumbaxValueError(f"linearize: tangents have structure {tree}, expected "
                                    f"{in_tree}.")
         diff_tangents = [t for t, d in zip(tangents_flat, differentiable, strict=True) if d]
-        outs = core.eval_jaxpr(jaxpr, consts, *diff_tangents)
+        outs = core.eval_jaxpr(jaxpr, consts, *diff_tangents)[:n]
         return tu.tree_unflatten(out_tree, _wrap_outputs(outs))
 
     primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
-    return (primal_out, f_jvp, store["aux"]) if has_aux else (primal_out, f_jvp)
+    if has_aux:
+        return primal_out, f_jvp, _aux_result(store, aux_flat)
+    return primal_out, f_jvp
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
@@ -272,16 +285,11 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     for i, p in enumerate(primals_flat):
         _check_leaf("vjp", p, f"primal leaf {i}")
     store: dict[str, Any] = {}
-
-    def flat_fun(*xs):
-        out = fun(*tu.tree_unflatten(in_tree, xs))
-        if has_aux:
-            out, store["aux"] = _split_aux("vjp", out)
-        out_flat, store["tree"] = tu.tree_flatten(out)
-        return out_flat
-
+    flat_fun = _flat_fun_with_aux("vjp", fun, in_tree, has_aux, store)
     primals_out, f_vjp_flat = ad.vjp_flat(flat_fun, primals_flat)
-    out_tree = store["tree"]
+    out_tree, n = store["tree"], store["n_out"]
+    primals_out, aux_flat = primals_out[:n], primals_out[n:]
+    aux_cts = [ad.Zero(ad.tangent_aval(get_aval(a))) for a in aux_flat]
     out_avals = [get_aval(x) for x in primals_out]
     in_avals = [get_aval(x) for x in primals_flat]
 
@@ -298,12 +306,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
                     f"vjp: cotangent leaf {i} has shape {get_aval(c).shape}, expected the "
                     f"output's shape {a.shape}."
                 )
-        cts_in = f_vjp_flat(*cts_flat)
+        cts_in = f_vjp_flat(*cts_flat, *aux_cts)
         cts_in = _instantiate(cts_in, in_avals)
         return tu.tree_unflatten(in_tree, _wrap_outputs(cts_in))
 
     primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
-    return (primal_out, f_vjp, store["aux"]) if has_aux else (primal_out, f_vjp)
+    if has_aux:
+        return primal_out, f_vjp, _aux_result(store, aux_flat)
+    return primal_out, f_vjp
 
 
 def _check_argnums(api: str, argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
