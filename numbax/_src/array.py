@@ -140,7 +140,8 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
         return x
     if isinstance(x, core.Tracer):
         raise NumbaxTypeError("asarray_value needs a concrete value, got a tracer")
-    weak = isinstance(x, (bool, int, float, complex)) and dtype is None
+    weak = (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+            and dtype is None)
     value = np.array(x, copy=True)
     if value.dtype.kind not in "biufc":
         raise NumbaxTypeError(
