@@ -131,3 +131,10 @@ from numbax._src.lax.shape_ops import (  # noqa: F401
     slice,
     slice_in_dim,
 )
+from numbax._src.lax.control_flow.conditionals import cond, switch  # noqa: F401
+from numbax._src.lax.control_flow.loops import (  # noqa: F401
+    fori_loop,
+    map,
+    scan,
+    while_loop,
+)

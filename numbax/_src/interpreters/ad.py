@@ -326,3 +326,55 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
 
         ct = elementwise.convert_element_type(ct, aval.dtype)
     return ct
+
+
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros: Sequence[bool],
+              instantiate: Sequence[bool] | bool) -> tuple[core.ClosedJaxpr, list[bool]]:
+    """The jvp of a jaxpr: (primals..., nonzero tangents...) -> (primals_out..., tangents_out
+    that are nonzero or instantiated...). Returns it and which output tangents it has."""
+    in_avals = closed.in_avals
+    n = len(in_avals)
+    n_out = len(closed.out_avals)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    store: dict[str, list[bool]] = {}
+
+    def f(*args):
+        tangents_nz = iter(args[n:])
+        tangents = [next(tangents_nz) if nz else Zero(tangent_aval(a))
+                    for nz, a in zip(nonzeros, in_avals, strict=True)]
+        primals_out, tangents_out = jvp_flat(
+            lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), args[:n], tangents)
+        out_nz = [type(t) is not Zero or inst
+                  for t, inst in zip(tangents_out, instantiate, strict=True)]
+        store["out_nz"] = out_nz
+        return [*primals_out, *[instantiate_zeros(t)
+                                for t, nz in zip(tangents_out, out_nz, strict=True) if nz]]
+
+    avals = [*in_avals, *[tangent_aval(a) for a, nz in zip(in_avals, nonzeros, strict=True)
+                          if nz]]
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, avals)
+    return pe.hoist_consts(core.ClosedJaxpr(jaxpr, consts)), store["out_nz"]
+
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear: Sequence[bool],
+                    ct_avals: Sequence[ShapedArray]) -> core.ClosedJaxpr:
+    """The transpose of a jaxpr linear in the inputs marked `linear`:
+    (non-linear inputs..., output cotangents...) -> cotangents of the linear inputs
+    (zeros instantiated)."""
+    in_avals = closed.in_avals
+    res_avals = [a for a, lin in zip(in_avals, linear, strict=True) if not lin]
+    lin_avals = [a for a, lin in zip(in_avals, linear, strict=True) if lin]
+
+    def f(*args):
+        res, cts = args[:len(res_avals)], args[len(res_avals):]
+        res_it = iter(res)
+        primals = [UndefinedPrimal(a) if lin else next(res_it)
+                   for a, lin in zip(in_avals, linear, strict=True)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts)
+        lin_cts = [ct for ct, lin in zip(cts_in, linear, strict=True) if lin]
+        return [zeros_like_aval(a) if type(ct) is Zero else ct
+                for ct, a in zip(lin_cts, lin_avals, strict=True)]
+
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, [*res_avals, *ct_avals])
+    return pe.hoist_consts(core.ClosedJaxpr(jaxpr, consts))

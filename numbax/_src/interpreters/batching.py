@@ -183,3 +183,34 @@ def defvectorized(prim: Primitive) -> None:
 
 def defbroadcasting(prim: Primitive) -> None:
     batch_rules[prim] = broadcast_batcher(prim)
+
+
+def batch_jaxpr(closed: core.ClosedJaxpr, axis_data: AxisData, in_batched: Sequence[bool],
+                force_out: Sequence[bool] | bool) -> tuple[core.ClosedJaxpr, list[bool]]:
+    """vmap of a jaxpr whose batched inputs carry the batch axis at 0: outputs are batched at
+    0 when they depend on a batched input or are forced. Returns it and which outputs are."""
+    from numbax._src.interpreters import partial_eval as pe
+
+    n_out = len(closed.out_avals)
+    if isinstance(force_out, bool):
+        force_out = [force_out] * n_out
+    avals = [a.update(shape=(axis_data.size, *a.shape)) if b else a
+             for a, b in zip(closed.in_avals, in_batched, strict=True)]
+    store: dict[str, list[bool]] = {}
+
+    def f(*args):
+        with core.new_main(BatchTrace, axis_data) as main:
+            trace = BatchTrace(main)
+            tracers = [BatchTracer(trace, x, 0) if b else x
+                       for x, b in zip(args, in_batched, strict=True)]
+            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+            outs = [core.full_raise(trace, o) for o in outs]
+            vals = [o.val for o in outs]
+            dims = [o.batch_dim for o in outs]
+        out_batched = [d is not None or force for d, force in zip(dims, force_out, strict=True)]
+        store["out_batched"] = out_batched
+        return [move_batch_axis(axis_data.size, d, 0 if b else None, v)
+                for v, d, b in zip(vals, dims, out_batched, strict=True)]
+
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, avals)
+    return pe.hoist_consts(core.ClosedJaxpr(jaxpr, consts)), store["out_batched"]

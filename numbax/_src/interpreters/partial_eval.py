@@ -231,33 +231,76 @@ class PartialEvalTrace(Trace):
         rule = partial_eval_rules.get(primitive)
         if rule is not None:
             return rule(self, tracers, **params)
-        tracers_in = [self.instantiate_const(t) for t in tracers]
-        avals_in = [t.aval for t in tracers_in]
-        avals_out = core.abstract_eval(primitive, avals_in, params)
-        tracers_out = [
-            PartialEvalTracer(self, PartialVal.unknown(aval), None) for aval in avals_out
-        ]
-        eqn = JaxprEqnRecipe(primitive, tracers_in, params, avals_out, tracers_out)
-        for t in tracers_out:
-            t.recipe = eqn
-        return tracers_out
+        return default_process_primitive(self, primitive, tracers, params)
 
 
 def partial_eval_flat(
-    f: Callable, pvals_in: Sequence[PartialVal]
+    f: Callable, pvals_in: Sequence[PartialVal], instantiate: Sequence[bool] | bool = False
 ) -> tuple[Jaxpr, list[PartialVal], list[Any]]:
     """Runs f on partially known inputs: known outputs as values, the rest as a jaxpr of the
-    unknown inputs (with constvars for the known values it needs)."""
+    unknown inputs (with constvars for the known values it needs). Outputs marked in
+    `instantiate` are made unknown (part of the jaxpr) even when known."""
     with core.new_main(PartialEvalTrace) as main:
         trace = PartialEvalTrace(main)
         tracers_in = [trace.new_arg(pval) for pval in pvals_in]
         outs = f(*tracers_in)
         tracers_out = [core.full_raise(trace, out) for out in outs]
+        if isinstance(instantiate, bool):
+            instantiate = [instantiate] * len(tracers_out)
+        tracers_out = [trace.instantiate_const(t) if inst else t
+                       for t, inst in zip(tracers_out, instantiate, strict=True)]
         pvals_out = [t.pval for t in tracers_out]
         unk_tracers_in = [t for t in tracers_in if t.pval.const is None]
         unk_tracers_out = [t for t in tracers_out if t.pval.const is None]
         jaxpr, consts = tracers_to_jaxpr(unk_tracers_in, unk_tracers_out)
     return jaxpr, pvals_out, consts
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
+                       instantiate: Sequence[bool] | bool = False):
+    """Splits a jaxpr into a known part and an unknown part.
+
+    Returns (jaxpr_known, jaxpr_unknown, out_unknowns, num_res): jaxpr_known maps the known
+    inputs to [known outputs..., residuals...]; jaxpr_unknown maps [residuals..., unknown
+    inputs...] to the unknown outputs. Both are ClosedJaxprs without consts."""
+    in_avals = closed.in_avals
+    known_avals = [a for a, uk in zip(in_avals, in_unknowns, strict=True) if not uk]
+    store: dict[str, Any] = {}
+
+    def fun_known(*known_args):
+        it = iter(known_args)
+        pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
+                 for a, uk in zip(in_avals, in_unknowns, strict=True)]
+        jaxpr_unk, pvals_out, residuals = partial_eval_flat(
+            lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals, instantiate)
+        store["jaxpr_unk"] = jaxpr_unk
+        store["out_unknowns"] = [not p.is_known for p in pvals_out]
+        store["num_res"] = len(residuals)
+        return [*[p.const for p in pvals_out if p.is_known], *residuals]
+
+    jaxpr_known, consts = trace_to_jaxpr_dynamic(fun_known, known_avals)
+    known = hoist_consts(ClosedJaxpr(jaxpr_known, consts))
+    unknown = ClosedJaxpr(convert_constvars_jaxpr(store["jaxpr_unk"]), [])
+    return known, unknown, store["out_unknowns"], store["num_res"]
+
+
+def hoist_consts(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Keeps consts only when they are concrete values; tracers cannot live in a param."""
+    if any(isinstance(c, Tracer) for c in closed.consts):
+        raise core.UnexpectedTracerError(
+            "a sub-jaxpr closed over a traced value; pass it as an operand instead")
+    return closed
+
+
+def default_process_primitive(trace: PartialEvalTrace, primitive, tracers, params):
+    """Records the whole equation as unknown (what PartialEvalTrace does without a rule)."""
+    tracers_in = [trace.instantiate_const(t) for t in tracers]
+    avals_out = core.abstract_eval(primitive, [t.aval for t in tracers_in], params)
+    tracers_out = [PartialEvalTracer(trace, PartialVal.unknown(a), None) for a in avals_out]
+    eqn = JaxprEqnRecipe(primitive, tracers_in, params, avals_out, tracers_out)
+    for t in tracers_out:
+        t.recipe = eqn
+    return tracers_out
 
 
 def tracers_to_jaxpr(tracers_in: list, tracers_out: list) -> tuple[Jaxpr, list[Any]]:

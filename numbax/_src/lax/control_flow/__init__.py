@@ -1,0 +1,1 @@
+"""Structured control flow: cond, switch, while_loop, fori_loop, scan, map."""

@@ -1,0 +1,523 @@
+"""Loops: scan (and map, a scan with no carry), while_loop, fori_loop.
+
+`map` is not a primitive of its own: it is `scan` with an empty carry, whose iterations are
+independent, so the compiler emits it as a prange loop. Batching rules use it to run
+per-example control flow (a batched while predicate runs each example's own trip count).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src import tree_util as tu
+from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax.control_flow import common
+
+# ----------------------------------------------------------------------------- scan
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _split(seq, *sizes):
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(seq[start:start + n]))
+        start += n
+    out.append(list(seq[start:]))
+    return out
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(avals, num_consts, num_carry)
+    for i, x in enumerate(xs):
+        if x.ndim == 0 or x.shape[0] != length:
+            raise NumbaxValueError(
+                f"scan: xs leaf {i} has shape {x.shape}, expected a leading axis of length "
+                f"{length}.")
+    carry_out, ys = _split(jaxpr.out_avals, num_carry)
+    return [*[c.update(weak_type=c.weak_type and ci.weak_type)
+              for c, ci in zip(carry_out, carry, strict=True)],
+            *[y.update(shape=(length, *y.shape)) for y in ys]]
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    ys_per_step = []
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for i in steps:
+        outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *[x[i] for x in xs])
+        carry, ys = outs[:num_carry], outs[num_carry:]
+        ys_per_step.append([np.asarray(y) for y in ys])
+    if reverse:
+        ys_per_step.reverse()
+    y_avals = jaxpr.out_avals[num_carry:]
+    stacked = [np.stack([step[j] for step in ys_per_step]) if length else
+               np.empty((0, *a.shape), a.dtype) for j, a in enumerate(y_avals)]
+    return [*carry, *stacked]
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    nz = [type(t) is not ad.Zero for t in tangents]
+    const_nz, carry_nz, xs_nz = _split(nz, num_consts, num_carry)
+    n_ys = len(jaxpr.out_avals) - num_carry
+    while True:  # a carry's tangent is nonzero if it is nonzero going in or coming out
+        _, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                 instantiate=carry_nz + [False] * n_ys)
+        grown = [a or b for a, b in zip(carry_nz, out_nz[:num_carry], strict=True)]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    jvp, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                               instantiate=carry_nz + [False] * n_ys)
+    ys_nz = out_nz[num_carry:]
+    # jvp takes (consts, carry, xs, consts_t, carry_t, xs_t): reorder to scan's layout.
+    n_in = num_consts + num_carry + len(xs_nz)
+    nct, ncat, nxt = sum(const_nz), sum(carry_nz), sum(xs_nz)
+    idx = list(range(n_in + nct + ncat + nxt))
+    p_c, p_ca, p_x, t_c, t_ca, t_x = _split(idx, num_consts, num_carry, len(xs_nz), nct, ncat)
+    jvp = common.permute_jaxpr(
+        jvp, in_order=[*p_c, *t_c, *p_ca, *t_ca, *p_x, *t_x],
+        out_order=_carry_first_order(num_carry, n_ys, ncat, sum(ys_nz)))
+    consts, carry, xs = _split(primals, num_consts, num_carry)
+    consts_t, carry_t, xs_t = _split(tangents, num_consts, num_carry)
+    carry_t = [ad.instantiate_zeros(t) for t, z in zip(carry_t, carry_nz, strict=True) if z]
+    consts_t = [t for t in consts_t if type(t) is not ad.Zero]
+    xs_t = [t for t in xs_t if type(t) is not ad.Zero]
+    outs = scan_p.bind(*consts, *consts_t, *carry, *carry_t, *xs, *xs_t, jaxpr=jvp,
+                       num_consts=num_consts + len(consts_t), num_carry=num_carry + ncat,
+                       length=length, reverse=reverse, unroll=unroll)
+    carry_out, carry_t_out, ys, ys_t = _split(outs, num_carry, ncat, n_ys)
+    carry_t_it, ys_t_it = iter(carry_t_out), iter(ys_t)
+    tangents_out = [next(carry_t_it) if z else ad.Zero(ad.tangent_aval(core.get_aval(c)))
+                    for c, z in zip(carry_out, carry_nz, strict=True)]
+    tangents_out += [next(ys_t_it) if z else ad.Zero(ad.tangent_aval(core.get_aval(y)))
+                     for y, z in zip(ys, ys_nz, strict=True)]
+    return [*carry_out, *ys], tangents_out
+
+
+def _carry_first_order(num_carry: int, n_ys: int, n_carry_t: int, n_ys_t: int) -> list[int]:
+    """jvp outputs (carry, ys, carry_t, ys_t) -> (carry, carry_t, ys, ys_t)."""
+    carry = list(range(num_carry))
+    ys = list(range(num_carry, num_carry + n_ys))
+    carry_t = list(range(num_carry + n_ys, num_carry + n_ys + n_carry_t))
+    ys_t = list(range(num_carry + n_ys + n_carry_t, num_carry + n_ys + n_carry_t + n_ys_t))
+    return [*carry, *carry_t, *ys, *ys_t]
+
+
+def _scan_partial_eval(trace, tracers, *, jaxpr, num_consts, num_carry, length, reverse,
+                       unroll):
+    params = dict(jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry, length=length,
+                  reverse=reverse, unroll=unroll)
+    uk = [not t.pval.is_known for t in tracers]
+    const_uk, carry_uk, xs_uk = _split(uk, num_consts, num_carry)
+    n_ys = len(jaxpr.out_avals) - num_carry
+    while True:
+        _, _, out_uk, _ = pe.partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
+                                                instantiate=carry_uk + [False] * n_ys)
+        grown = [a or b for a, b in zip(carry_uk, out_uk[:num_carry], strict=True)]
+        if grown == carry_uk:
+            break
+        carry_uk = grown
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(
+        jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * n_ys)
+    if all(out_uk) and num_res == 0 and not any(not u for u in const_uk + carry_uk + xs_uk):
+        return pe.default_process_primitive(trace, scan_p, tracers, params)
+    consts, carry, xs = _split(tracers, num_consts, num_carry)
+    uk_flags = const_uk + carry_uk + xs_uk
+    known_in = [t.pval.const for t, u in zip(tracers, uk_flags, strict=True) if not u]
+    n_kc = sum(not u for u in const_uk)
+    n_kcarry = sum(not u for u in carry_uk)
+    known_outs = scan_p.bind(*known_in, jaxpr=known, num_consts=n_kc, num_carry=n_kcarry,
+                             length=length, reverse=reverse, unroll=unroll)
+    residuals = known_outs[len(known_outs) - num_res:]
+    known_vals = known_outs[:len(known_outs) - num_res]
+    # The unknown jaxpr takes (residuals, consts_u, carry_u, xs_u); scan wants residuals as xs.
+    n_uc, n_ucarry, n_ux = sum(const_uk), sum(carry_uk), sum(xs_uk)
+    res_idx, uc, ucarry, ux = _split(list(range(num_res + n_uc + n_ucarry + n_ux)),
+                                     num_res, n_uc, n_ucarry)
+    unknown = common.permute_jaxpr(unknown, in_order=[*uc, *ucarry, *res_idx, *ux])
+    uk_tracers = [trace.instantiate_const(t)
+                  for t, u in zip(tracers, uk_flags, strict=True) if u]
+    uk_consts, uk_carry, uk_xs = _split(uk_tracers, n_uc, n_ucarry)
+    res_tracers = [trace.instantiate_const(trace.lift(r)) for r in residuals]
+    unknown_outs = pe.default_process_primitive(
+        trace, scan_p, [*uk_consts, *uk_carry, *res_tracers, *uk_xs],
+        dict(jaxpr=unknown, num_consts=n_uc, num_carry=n_ucarry, length=length,
+             reverse=reverse, unroll=unroll))
+    known_it, unknown_it = iter(known_vals), iter(unknown_outs)
+    return [next(unknown_it) if u else trace.lift(next(known_it)) for u in out_uk]
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    const_lin = [ad.is_undefined_primal(x) for x in consts]
+    xs_lin = [ad.is_undefined_primal(x) for x in xs]
+    # Carries are linear; one given as a value is an instantiated zero tangent, whose
+    # cotangent nobody needs (the transpose does not depend on linear inputs' values).
+    carry_lin = [ad.is_undefined_primal(x) for x in carry]
+    out_avals = jaxpr.out_avals
+    cts = [ad.zeros_like_aval(a.update(shape=(length, *a.shape)) if i >= num_carry else a)
+           if type(ct) is ad.Zero else ct for i, (ct, a) in enumerate(zip(cts, out_avals,
+                                                                            strict=True))]
+    ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+    res_consts = [x for x in consts if not ad.is_undefined_primal(x)]
+    res_xs = [x for x in xs if not ad.is_undefined_primal(x)]
+    lin_const_avals = [x.aval for x in consts if ad.is_undefined_primal(x)]
+    carry_avals = [x.aval if lin else core.get_aval(x) for x, lin in zip(carry, carry_lin,
+                                                                          strict=True)]
+    res_x_avals = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in res_xs]
+    ct_y_avals = list(out_avals[num_carry:])
+    in_avals = jaxpr.in_avals
+
+    def body_t(*args):
+        r_consts, acc, ct_c, r_xs, ct_y = _split(
+            args, len(res_consts), len(lin_const_avals), num_carry, len(res_xs))
+        rc, rx = iter(r_consts), iter(r_xs)
+        c_avals, _, x_avals = _split(in_avals, num_consts, num_carry)
+        primals = [ad.UndefinedPrimal(a) if lin else next(rc)
+                   for a, lin in zip(c_avals, const_lin, strict=True)]
+        primals += [ad.UndefinedPrimal(a) for a in carry_avals]
+        primals += [ad.UndefinedPrimal(a) if lin else next(rx)
+                    for a, lin in zip(x_avals, xs_lin, strict=True)]
+        cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, primals, [*ct_c, *ct_y])
+        cts_in = [ad.zeros_like_aval(a) if type(c) is ad.Zero else c
+                  for c, a in zip(cts_in, in_avals, strict=True)]
+        ct_consts, ct_carry_new, ct_xs = _split(cts_in, num_consts, num_carry)
+        lin_ct_consts = [c for c, lin in zip(ct_consts, const_lin, strict=True) if lin]
+        new_acc = [ad.add_tangents(a, c) for a, c in zip(acc, lin_ct_consts, strict=True)]
+        lin_ct_xs = [c for c, lin in zip(ct_xs, xs_lin, strict=True) if lin]
+        return [*new_acc, *ct_carry_new, *lin_ct_xs]
+
+    avals = [*[core.get_aval(r) for r in res_consts], *lin_const_avals, *carry_avals,
+             *res_x_avals, *ct_y_avals]
+    jaxpr_t, consts_t = pe.trace_to_jaxpr_dynamic(body_t, avals)
+    jaxpr_t = pe.hoist_consts(ClosedJaxpr(jaxpr_t, consts_t))
+    acc_init = [ad.zeros_like_aval(a) for a in lin_const_avals]
+    outs = scan_p.bind(*res_consts, *acc_init, *ct_carry, *res_xs, *ct_ys, jaxpr=jaxpr_t,
+                       num_consts=len(res_consts), num_carry=len(acc_init) + num_carry,
+                       length=length, reverse=not reverse, unroll=unroll)
+    ct_consts, ct_init, ct_xs = _split(outs, len(acc_init), num_carry)
+    ct_consts_it, ct_xs_it = iter(ct_consts), iter(ct_xs)
+    return [*[next(ct_consts_it) if lin else None for lin in const_lin],
+            *[ct if lin else None for ct, lin in zip(ct_init, carry_lin, strict=True)],
+            *[next(ct_xs_it) if lin else None for lin in xs_lin]]
+
+
+def _scan_batch(axis_size, vals, dims, *, jaxpr, num_consts, num_carry, length, reverse,
+                unroll):
+    axis_data = batching.AxisData(axis_size, None)
+    b = [d is not None for d in dims]
+    const_b, carry_b, xs_b = _split(b, num_consts, num_carry)
+    n_ys = len(jaxpr.out_avals) - num_carry
+    while True:
+        _, out_b = batching.batch_jaxpr(jaxpr, axis_data, const_b + carry_b + xs_b,
+                                        carry_b + [False] * n_ys)
+        grown = [x or y for x, y in zip(carry_b, out_b[:num_carry], strict=True)]
+        if grown == carry_b:
+            break
+        carry_b = grown
+    batched, out_b = batching.batch_jaxpr(jaxpr, axis_data, const_b + carry_b + xs_b,
+                                          carry_b + [False] * n_ys)
+    consts, carry, xs = _split(list(zip(vals, dims)), num_consts, num_carry)
+    new_consts = [batching.moveaxis(v, d, 0) if d is not None else v for v, d in consts]
+    new_carry = [batching.move_batch_axis(axis_size, d, 0, v) if cb else v
+                 for (v, d), cb in zip(carry, carry_b, strict=True)]
+    new_xs = [batching.moveaxis(v, d, 1) if d is not None else v for v, d in xs]
+    outs = scan_p.bind(*new_consts, *new_carry, *new_xs, jaxpr=batched, num_consts=num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
+    out_dims = [0 if x else None for x in out_b[:num_carry]]
+    out_dims += [1 if x else None for x in out_b[num_carry:]]
+    return outs, out_dims
+
+
+core.abstract_eval_rules[scan_p] = _scan_abstract_eval
+core.impl_rules[scan_p] = _scan_impl
+ad.jvp_rules[scan_p] = _scan_jvp
+ad.transpose_rules[scan_p] = _scan_transpose
+pe.partial_eval_rules[scan_p] = _scan_partial_eval
+batching.batch_rules[scan_p] = _scan_batch
+
+
+def map_batched(axis_size: int, prim: Primitive, vals: list, dims: list, params: dict):
+    """Batches `prim` by running it once per example: a scan with an empty carry (a `map`,
+    compiled as a prange loop), so each example follows its own control flow."""
+    batched = [d is not None for d in dims]
+    consts = [v for v, b in zip(vals, batched, strict=True) if not b]
+    xs = [batching.moveaxis(v, d, 0) for v, d in zip(vals, dims, strict=True) if d is not None]
+    avals = [core.get_aval(c) for c in consts]
+    avals += [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in xs]
+
+    def body(*args):
+        cs, xe = iter(args[:len(consts)]), iter(args[len(consts):])
+        operands = [next(xe) if b else next(cs) for b in batched]
+        return core.bind(prim, *operands, **params)
+
+    jaxpr, body_consts = pe.trace_to_jaxpr_dynamic(body, avals)
+    closed = pe.hoist_consts(ClosedJaxpr(jaxpr, body_consts))
+    outs = scan_p.bind(*consts, *xs, jaxpr=closed, num_consts=len(consts), num_carry=0,
+                       length=axis_size, reverse=False, unroll=1)
+    return outs, [0] * len(outs)
+
+
+# ----------------------------------------------------------------------------- while_loop
+
+while_p = Primitive("while", multiple_results=True)
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    return list(body_jaxpr.out_avals)
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    while bool(np.asarray(core.eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts,
+                                          *cond_consts, *carry)[0])):
+        carry = core.eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *body_consts, *carry)
+    return list(carry)
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nz = [type(t) is not ad.Zero for t in tangents]
+    _, bconst_nz, carry_nz = _split(nz, cond_nconsts, body_nconsts)
+    while True:
+        _, out_nz = ad.jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
+        grown = [a or b for a, b in zip(carry_nz, out_nz, strict=True)]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    body_jvp, _ = ad.jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, instantiate=carry_nz)
+    nb, ncarry = body_nconsts, len(carry_nz)
+    nbt, nct = sum(bconst_nz), sum(carry_nz)
+    p_b, p_c, t_b, t_c = _split(list(range(nb + ncarry + nbt + nct)), nb, ncarry, nbt)
+    body_jvp = common.permute_jaxpr(body_jvp, in_order=[*p_b, *t_b, *p_c, *t_c])
+    carry_t_avals = [ad.tangent_aval(a) for a, z in zip(body_jaxpr.out_avals, carry_nz,
+                                                          strict=True) if z]
+    cond_jvp = common.insert_unused_inputs(cond_jaxpr, cond_nconsts + ncarry, carry_t_avals)
+    cond_consts, body_consts, carry = _split(primals, cond_nconsts, body_nconsts)
+    _, bconst_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
+    bconst_t = [t for t in bconst_t if type(t) is not ad.Zero]
+    carry_t = [ad.instantiate_zeros(t) for t, z in zip(carry_t, carry_nz, strict=True) if z]
+    outs = while_p.bind(*cond_consts, *body_consts, *bconst_t, *carry, *carry_t,
+                        cond_jaxpr=cond_jvp, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
+                        body_nconsts=nb + nbt)
+    carry_out, carry_t_out = outs[:ncarry], iter(outs[ncarry:])
+    tangents_out = [next(carry_t_out) if z else ad.Zero(ad.tangent_aval(core.get_aval(c)))
+                    for c, z in zip(carry_out, carry_nz, strict=True)]
+    return carry_out, tangents_out
+
+
+def _while_partial_eval(trace, tracers, **params):
+    raise ValueError(
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+        "dynamic start/stop values. Try using lax.scan, or lax.fori_loop with constant "
+        "start/stop (forward mode, numbax.jvp / jacfwd, works with while_loop)."
+    )
+
+
+def _while_batch(axis_size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                  body_nconsts=body_nconsts)
+    axis_data = batching.AxisData(axis_size, None)
+    b = [d is not None for d in dims]
+    cconst_b, bconst_b, carry_b = _split(b, cond_nconsts, body_nconsts)
+    while True:
+        _, out_b = batching.batch_jaxpr(body_jaxpr, axis_data, bconst_b + carry_b, carry_b)
+        grown = [x or y for x, y in zip(carry_b, out_b, strict=True)]
+        if grown == carry_b:
+            break
+        carry_b = grown
+    _, (pred_b,) = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_b + carry_b, False)
+    if pred_b:
+        # Each example runs its own trip count: a map (prange) over per-example loops.
+        return map_batched(axis_size, while_p, vals, dims, params)
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_b + carry_b, False)
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, axis_data, bconst_b + carry_b, carry_b)
+    cconsts, bconsts, carry = _split(list(zip(vals, dims)), cond_nconsts, body_nconsts)
+    move = [batching.moveaxis(v, d, 0) if d is not None else v for v, d in cconsts + bconsts]
+    new_carry = [batching.move_batch_axis(axis_size, d, 0, v) if cb else v
+                 for (v, d), cb in zip(carry, carry_b, strict=True)]
+    outs = while_p.bind(*move, *new_carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                        cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    return outs, [0 if x else None for x in carry_b]
+
+
+core.abstract_eval_rules[while_p] = _while_abstract_eval
+core.impl_rules[while_p] = _while_impl
+ad.jvp_rules[while_p] = _while_jvp
+pe.partial_eval_rules[while_p] = _while_partial_eval
+batching.batch_rules[while_p] = _while_batch
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _check_carry(api: str, init_tree, init_avals, out_tree, out_avals, what: str) -> None:
+    if out_tree != init_tree:
+        raise NumbaxTypeError(
+            f"{api}: {what} must have the same pytree structure as the initial carry; "
+            f"got {out_tree} for the initial carry {init_tree}.")
+    for i, (a, b) in enumerate(zip(init_avals, out_avals, strict=True)):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            raise NumbaxTypeError(
+                f"{api}: {what} leaf {i} has type {b.str_short()} but the initial carry has "
+                f"{a.str_short()}; the carry must keep its shape and dtype (cast with astype "
+                "or lax.convert_element_type).")
+
+
+def _carry_avals(init_flat: list) -> list[ShapedArray]:
+    return [core.get_aval(x).update(weak_type=False) if isinstance(x, core.Tracer)
+            else core.get_aval(x) for x in init_flat]
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """Runs body_fun while cond_fun(carry) is true; a traced carry stays one primitive.
+
+    >>> import numbax
+    >>> int(numbax.lax.while_loop(lambda i: i < 10, lambda i: i + 3, 0))
+    12
+    """
+    init_flat, in_tree = tu.tree_flatten(init_val)
+    args_tree = tu.tree_structure((init_val,))
+    avals = _carry_avals(init_flat)
+    cond_j, cond_consts, _ = common.trace_subjaxpr(cond_fun, args_tree, avals)
+    pred = cond_j.out_avals
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
+        shown = ", ".join(a.str_short() for a in pred)
+        raise NumbaxTypeError(
+            f"while_loop: cond_fun must return a boolean scalar, got ({shown}).")
+    body_j, body_consts, body_tree = common.trace_subjaxpr(body_fun, args_tree, avals)
+    _check_carry("while_loop", in_tree, avals, body_tree, body_j.out_avals, "body_fun output")
+    body_j = _cast_weak_outputs(body_j, avals)
+    outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_j,
+                        body_jaxpr=body_j, cond_nconsts=len(cond_consts),
+                        body_nconsts=len(body_consts))
+    return tu.tree_unflatten(in_tree, outs)
+
+
+def _cast_weak_outputs(closed: ClosedJaxpr, avals: list[ShapedArray],
+                       start: int = 0) -> ClosedJaxpr:
+    """Makes carry outputs carry exactly the input carry's avals (weak types included)."""
+    outs = closed.out_avals[start:start + len(avals)]
+    if all(o == a for o, a in zip(outs, avals, strict=True)):
+        return closed
+
+    def f(*args):
+        res = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        fixed = [ew.convert_element_type(r, a.dtype, a.weak_type)
+                 for r, a in zip(res[start:start + len(avals)], avals, strict=True)]
+        return [*res[:start], *fixed, *res[start + len(avals):]]
+
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, closed.in_avals)
+    return pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False, unroll: int = 1) -> tuple[Any, Any]:
+    """Loops f(carry, x) -> (carry, y) over the leading axis of xs, stacking the ys.
+
+    >>> import numbax, numpy as np
+    >>> carry, ys = numbax.lax.scan(lambda c, x: (c + x, c), 0.0, np.arange(4.0))
+    >>> float(carry), ys.tolist()
+    (6.0, [0.0, 0.0, 1.0, 3.0])
+    """
+    if not callable(f):
+        raise NumbaxTypeError(f"scan: f must be callable, got {type(f).__name__}.")
+    init_flat, init_tree = tu.tree_flatten(init)
+    xs_flat, xs_tree = tu.tree_flatten(xs)
+    lengths = {core.get_aval(x).shape[0] for x in xs_flat if core.get_aval(x).ndim}
+    for i, x in enumerate(xs_flat):
+        if core.get_aval(x).ndim == 0:
+            raise NumbaxValueError(
+                f"scan: xs leaf {i} is a scalar; every xs leaf needs a leading axis to scan "
+                "over.")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise NumbaxValueError(
+            f"scan: the xs leaves and length disagree on the number of steps: "
+            f"{sorted(lengths)}. Give every xs leaf the same leading axis length.")
+    if not lengths:
+        raise NumbaxValueError("scan: give xs with a leading axis, or length=, to know the "
+                               "number of steps.")
+    n = lengths.pop()
+    carry_avals = _carry_avals(init_flat)
+    x_avals = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in xs_flat]
+    in_tree = tu.tree_structure((init, xs if xs is not None else None))
+    closed, consts, out_tree = common.trace_subjaxpr(
+        lambda c, x: _check_pair(f(c, x)), in_tree, [*carry_avals, *x_avals])
+    carry_tree, ys_tree = _pair_trees(out_tree)
+    _check_carry("scan", init_tree, carry_avals, carry_tree,
+                 closed.out_avals[:len(carry_avals)], "the carry returned by f")
+    closed = _cast_weak_outputs(closed, carry_avals, start=0)
+    outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
+                       num_carry=len(init_flat), length=n, reverse=bool(reverse),
+                       unroll=int(unroll))
+    carry_out = tu.tree_unflatten(init_tree, outs[:len(init_flat)])
+    return carry_out, tu.tree_unflatten(ys_tree, outs[len(init_flat):])
+
+
+def _check_pair(out: Any) -> Any:
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise NumbaxTypeError(
+            "scan: f must return a pair (new_carry, y); got "
+            f"{type(out).__name__}{' of length ' + str(len(out)) if isinstance(out, tuple) else ''}.")  # noqa: E501
+    return out
+
+
+def _pair_trees(out_tree: tu.PyTreeDef):
+    return out_tree.children[0], out_tree.children[1]
+
+
+def map(f: Callable, xs: Any) -> Any:  # noqa: A001 - JAX's name
+    """f applied to each slice of xs along its leading axis, results stacked (lax.map).
+    Iterations are independent: compiled, it is a prange loop."""
+    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    return ys
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+    """for i in range(lower, upper): val = body_fun(i, val). A scan when the bounds are
+    concrete (so reverse mode works), a while_loop otherwise — as JAX does."""
+    lower_c = _concrete_int(lower)
+    upper_c = _concrete_int(upper)
+    if lower_c is not None and upper_c is not None:
+        int_dtype = dtypes.default_int_dtype()
+
+        def step(carry, _):
+            i, val = carry
+            return (ew.add(i, np.array(1, int_dtype)), body_fun(i, val)), ()
+
+        start = np.array(lower_c, int_dtype)
+        (_, val), _ = scan(step, (start, init_val), None, length=max(upper_c - lower_c, 0))
+        return val
+    lower_aval, upper_aval = core.get_aval(lower), core.get_aval(upper)
+    if lower_aval.dtype.kind not in "iu" or upper_aval.dtype.kind not in "iu":
+        raise NumbaxTypeError(
+            f"fori_loop: lower and upper must be integers, got {lower_aval.str_short()} and "
+            f"{upper_aval.str_short()}.")
+    dtype, _ = dtypes.result_type((lower_aval.dtype, lower_aval.weak_type),
+                                  (upper_aval.dtype, upper_aval.weak_type))
+    lower = ew.convert_element_type(lower, dtype)
+    upper = ew.convert_element_type(upper, dtype)
+
+    def cond(carry):
+        return ew.lt(carry[0], carry[1])
+
+    def body(carry):
+        i, hi, val = carry
+        return ew.add(i, np.array(1, dtype)), hi, body_fun(i, val)
+
+    return while_loop(cond, body, (lower, upper, init_val))[2]
+
+
+def _concrete_int(x: Any) -> int | None:
+    if isinstance(x, core.Tracer):
+        value = x.to_concrete_value()
+        return None if value is None else int(np.asarray(value))
+    return int(np.asarray(x))
