@@ -288,3 +288,15 @@ def test_checkpoint_bad_input():
         numbax.checkpoint(jnp.sin, static_argnums=(3,))(1.0)
     with pytest.raises(TypeError, match="argument leaf 0 is a str"):
         numbax.checkpoint(lambda s: s)("a")
+
+
+def test_custom_rules_and_checkpoint_under_jit():
+    # jit copies the wrapped function's __dict__ (functools.wraps): the rules must survive it.
+    for fn, expected in ((log1pexp, 1 / (1 + np.exp(-0.5))),
+                         (lambda x: _sin_times(x, 2.0), 6 * np.cos(0.5)),
+                         (numbax.checkpoint(lambda x: jnp.sin(jnp.sin(x))),
+                          np.cos(np.sin(0.5)) * np.cos(0.5))):
+        np.testing.assert_allclose(numbax.grad(numbax.jit(fn))(0.5), expected)
+        np.testing.assert_allclose(numbax.jit(numbax.grad(fn))(0.5), expected)
+    np.testing.assert_allclose(numbax.jit(numbax.grad(lambda x: x * lax.stop_gradient(x)))(3.0),
+                               3.0)

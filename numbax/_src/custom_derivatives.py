@@ -215,14 +215,21 @@ class custom_jvp:  # noqa: N801  (JAX's name)
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
                  symbolic_zeros: bool = False) -> None:
         functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
-        self.symbolic_zeros = bool(symbolic_zeros)
-        self.jvp: Callable | None = None
+        # Underscored state behind read-only properties: functools.wraps copies an instance's
+        # __dict__ into wrappers (grad, jit), where plain names like `fun` would clash.
+        self._cjvp_fun = fun
+        self._cjvp_nondiff = tuple(int(i) for i in nondiff_argnums)
+        self._cjvp_symbolic_zeros = bool(symbolic_zeros)
+        self._cjvp_rule: Callable | None = None
+
+    fun = property(lambda self: self._cjvp_fun)
+    jvp = property(lambda self: self._cjvp_rule)
+    nondiff_argnums = property(lambda self: self._cjvp_nondiff)
+    symbolic_zeros = property(lambda self: self._cjvp_symbolic_zeros)
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Sets the rule `jvp(primals, tangents) -> (primal_out, tangent_out)`."""
-        self.jvp = jvp
+        self._cjvp_rule = jvp
         return jvp
 
     def defjvps(self, *tangent_fns: Callable | None) -> None:
@@ -397,16 +404,21 @@ class custom_vjp:  # noqa: N801  (JAX's name)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
-        self.fwd: Callable | None = None
-        self.bwd: Callable | None = None
+        self._cvjp_fun = fun  # underscored: see custom_jvp.__init__
+        self._cvjp_nondiff = tuple(int(i) for i in nondiff_argnums)
+        self._cvjp_fwd: Callable | None = None
+        self._cvjp_bwd: Callable | None = None
+
+    fun = property(lambda self: self._cvjp_fun)
+    fwd = property(lambda self: self._cvjp_fwd)
+    bwd = property(lambda self: self._cvjp_bwd)
+    nondiff_argnums = property(lambda self: self._cvjp_nondiff)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
         """fwd(*args) -> (out, residuals); bwd(residuals, out_cotangent) -> args' cotangents."""
-        self.fwd = fwd
-        self.bwd = bwd
+        self._cvjp_fwd = fwd
+        self._cvjp_bwd = bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = getattr(self.fun, "__name__", "fun")
