@@ -80,7 +80,7 @@ def get_aval(x: Any) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
-    if isinstance(x, _PYTHON_SCALARS) and not isinstance(x, np.generic):  # np.float64 is strong
+    if isinstance(x, _PYTHON_SCALARS):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
