@@ -185,6 +185,8 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
         raise NumbaxValueError("numbax.numpy.diff: a has shape (), expected at least 1 "
                                "dimension.")
     ax = canonicalize_axis(axis, get_aval(a).ndim, "diff")
+    if n == 0:
+        return a  # numpy ignores prepend/append for n=0
     parts = []
     for extra in (prepend, append):
         if extra is None:
