@@ -294,8 +294,8 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
             return value[x]
         name = k.names[x]
         if x.aval.ndim == 0 and shape_rank > 0:
-            return f"{name}[()]"
-        return f"{name}f[{full}]" if flat else f"{name}[{full}]"
+            return f"{name}s"  # loaded once before the loops
+        return f"{name}[{full}]"
 
     for eqn in nest.eqns:
         name = eqn.primitive.name
@@ -324,7 +324,7 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
         if out in k.out_names:
-            target = f"{k.out_names[out]}f[{full}]" if flat else f"{k.out_names[out]}[{full}]"
+            target = f"{k.out_names[out]}[{full}]"
             lines.append(f"{pad}{target} = {t}")
 
 
@@ -356,13 +356,13 @@ def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
     trailing = axes is not None and axes == tuple(range(rank - len(axes), rank))
     lines: list[str] = []
     pad = "    "
-    if flat:
+    if rank:
+        lines.extend(f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
+                     if v.aval.ndim == 0)
+    nest.flat_size = None
+    if flat:  # the driver passes 1-d views: Numba vectorises those loops, not reshapes
         size = int(np.prod(shape, dtype=np.int64))
-        for v in nest.inputs:
-            if v.aval.ndim:
-                lines.append(f"{pad}{k.names[v]}f = {k.names[v]}.reshape({size})")
-        for v in nest.outputs:
-            lines.append(f"{pad}{k.out_names[v]}f = {k.out_names[v]}.reshape({size})")
+        nest.flat_size = size
         loop_shape = (size,)
     else:
         loop_shape = shape
@@ -460,7 +460,9 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None]) -
             for v in node.outputs:
                 lines.append(f"    {names[v]} = np.empty({v.aval.shape}, "
                              f"{dtype_ctor(v.aval.dtype)})")
-            args = ", ".join(names[v] for v in [*node.inputs, *node.outputs])
+            flat = getattr(node, "flat_size", None)
+            args = ", ".join(f"{names[v]}.reshape({flat})" if flat and v.aval.ndim > 1
+                             else names[v] for v in [*node.inputs, *node.outputs])
             lines.append(f"    {kname}({args})")
         else:
             eqn = node.eqn
