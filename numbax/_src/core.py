@@ -263,15 +263,27 @@ abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
 
 
+_primitives_by_name: dict[str, Primitive] = {}
+
+
+def primitive_by_name(name: str) -> Primitive:
+    return _primitives_by_name[name]
+
+
 class Primitive:
     """An operation of the IR; rules are looked up in the per-kind dicts keyed by primitive."""
 
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
         self.multiple_results = multiple_results
+        _primitives_by_name[name] = self
 
     def __repr__(self) -> str:
         return self.name
+
+    def __reduce__(self):
+        # Unpickles (in a pmap worker) to the registered singleton, so rule lookups still work.
+        return (primitive_by_name, (self.name,))
 
     def bind(self, *args: Any, **params: Any) -> Any:
         outs = bind(self, *args, **params)
