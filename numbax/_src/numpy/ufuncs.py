@@ -47,7 +47,16 @@ def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
     args = [_scalar_or_array(x, fun_name) for x in args]
     avals = [get_aval(x) for x in args]
     dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
-    return [lax.convert_element_type(x, dtype, weak) for x in args]
+    return [_convert(x, dtype, weak) for x in args]
+
+
+def _convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
+    """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        from numbax._src.array import Array
+
+        return Array._from_numpy(np.array(x, dtype=dtype), weak_type=weak)
+    return lax.convert_element_type(x, dtype, weak)
 
 
 def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
@@ -163,7 +172,6 @@ square = _one_to_one_unop("square", lax.square, False)
 add = _one_to_one_binop("add", lax.add)
 subtract = _one_to_one_binop("subtract", lax.sub)
 multiply = _one_to_one_binop("multiply", lax.mul)
-true_divide = divide = _one_to_one_binop("divide", lax.div, inexact=True)
 maximum = _one_to_one_binop("maximum", lax.max)
 minimum = _one_to_one_binop("minimum", lax.min)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
@@ -504,3 +512,17 @@ pow = power  # noqa: A001
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
 atan, atanh, atan2 = arctan, arctanh, arctan2
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def true_divide(x1: Any, x2: Any, /) -> Any:
+    """numpy.true_divide: integers and booleans divide in the default float (float64)."""
+    x1, x2 = promote_dtypes("divide", x1, x2)
+    aval = get_aval(x1)
+    if aval.dtype.kind in "biu":
+        dtype = dtypes.default_float_dtype()
+        x1 = lax.convert_element_type(x1, dtype, aval.weak_type)
+        x2 = lax.convert_element_type(x2, dtype, aval.weak_type)
+    return lax.div(*broadcast_arrays("divide", x1, x2))
+
+
+divide = true_divide
