@@ -101,7 +101,9 @@ from numbax._src.lax.parallel import (  # noqa: F401
     pmax,
     pmean,
     pmin,
+    ppermute,
     psum,
+    psum_scatter,
 )
 from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
 from numbax._src.custom_derivatives import stop_gradient  # noqa: E402, F401

@@ -51,10 +51,21 @@ def _axis_main(name: Hashable) -> core.MainTrace:
     raise NameError(f"unbound axis name: {name!r}")
 
 
+class SpmdAxisTrace(core.Trace):
+    """Marks a pmap axis while pmap traces the per-device program; it never holds tracers, so
+    collectives over its axis are recorded in the jaxpr (and run by the pmap workers)."""
+
+
+def _is_spmd(main: core.MainTrace) -> bool:
+    return issubclass(main.trace_type, SpmdAxisTrace)
+
+
 def _lift_to_axes(leaf: Any, axis_name: Any) -> Any:
     """Makes sure the collective reaches the traces of its axes, even for constants."""
     for name in _axis_names(axis_name):
         main = _axis_main(name)
+        if _is_spmd(main):
+            continue
         if not isinstance(leaf, core.Tracer) or leaf._trace.main.level < main.level:
             leaf = batching.BatchTracer(main.trace_type(main), leaf, None)
     return leaf
@@ -224,9 +235,162 @@ def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = Fals
 
 
 
+axis_index_p = Primitive("axis_index")
+
+
+def _axis_index_abstract_eval(*, axis_name) -> list:
+    return [ShapedArray((), dtypes.default_int_dtype())]
+
+
+def _axis_index_impl(*, axis_name):
+    raise NameError(f"lax.axis_index: unbound axis name {axis_name!r}")
+
+
+core.abstract_eval_rules[axis_index_p] = _axis_index_abstract_eval
+core.impl_rules[axis_index_p] = _axis_index_impl
+ad.jvp_rules[axis_index_p] = lambda primals, tangents, **params: (
+    [axis_index_p.bind(**params)], [ad.Zero(ShapedArray((), dtypes.float0))])
+
+
 def axis_index(axis_name: Hashable) -> Any:
     """The position of the current example along the named axis."""
     _check_bound("axis_index", axis_name)
     main = _axis_main(axis_name)
+    if _is_spmd(main):
+        return axis_index_p.bind(axis_name=axis_name)
     index = shape_ops.iota(dtypes.default_int_dtype(), main.global_data.size)
     return batching.BatchTracer(main.trace_type(main), index, 0)
+
+
+# ----------------------------------------------------------------------------- ppermute
+
+ppermute_p = Primitive("ppermute")
+core.abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: [x]
+
+
+def _ppermute_impl(x, *, axis_name, perm):
+    raise NameError(f"lax.ppermute: unbound axis name {axis_name!r}")
+
+
+def _ppermute_collective(axis_data, vals, dims, *, axis_name, perm):
+    (x,), (d,) = vals, dims
+    if d is None:
+        x, d = batching.broadcast_batched(x, axis_data.size, 0), 0
+    sources = {dst: src for src, dst in perm}
+    pieces = []
+    for dst in range(axis_data.size):
+        if dst in sources:
+            pieces.append(shape_ops.slice_in_dim(x, sources[dst], sources[dst] + 1, axis=d))
+        else:
+            shape = list(get_aval(x).shape)
+            shape[d] = 1
+            zero = np.zeros((), get_aval(x).dtype)
+            pieces.append(shape_ops.broadcast_in_dim(zero, tuple(shape), ()))
+    out = shape_ops.concatenate(pieces, d)
+    rest = _rest(_axis_names(axis_name), axis_data.name)
+    if rest:
+        out = ppermute_p.bind(out, axis_name=rest, perm=perm)
+    return [out], [d]
+
+
+def _ppermute_transpose(cts, x, *, axis_name, perm):
+    inverse = tuple((dst, src) for src, dst in perm)
+    return [ppermute_p.bind(cts[0], axis_name=axis_name, perm=inverse)]
+
+
+core.impl_rules[ppermute_p] = _ppermute_impl
+batching.defvectorized(ppermute_p)
+batching.collective_rules[ppermute_p] = _ppermute_collective
+ad.deflinear(ppermute_p, _ppermute_transpose)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Sends x from device src to device dst for each (src, dst) pair; others receive zeros."""
+    _check_bound("ppermute", axis_name)
+    size = axis_size(axis_name)
+    pairs = tuple((int(src), int(dst)) for src, dst in perm)
+    srcs, dsts = [p[0] for p in pairs], [p[1] for p in pairs]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or any(
+            not 0 <= i < size for i in srcs + dsts):
+        raise ValueError(
+            f"ppermute: perm has pairs {list(pairs)}, expected (source, destination) pairs of "
+            f"distinct indices in [0, {size}) for axis {axis_name!r}. Give each source and each "
+            "destination at most once.")
+    names = _axis_names(axis_name)
+    return tu.tree_map(
+        lambda leaf: ppermute_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names, perm=pairs),
+        x)
+
+
+# ----------------------------------------------------------------------------- psum_scatter
+
+psum_scatter_p = Primitive("psum_scatter")
+
+
+def _psum_scatter_abstract_eval(x: ShapedArray, *, axis_name, scatter_dimension, tiled,
+                                axis_size) -> list:
+    shape = list(x.shape)
+    if tiled:
+        shape[scatter_dimension] //= axis_size
+    else:
+        del shape[scatter_dimension]
+    return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
+
+
+def _psum_scatter_impl(x, **params):
+    raise NameError(f"lax.psum_scatter: unbound axis name {params['axis_name']!r}")
+
+
+def _psum_scatter_collective(axis_data, vals, dims, *, axis_name, scatter_dimension, tiled,
+                             axis_size):
+    (x,), (d,) = vals, dims
+    total = _times_size(x, axis_data.size) if d is None else reductions.reduce_sum(x, (d,))
+    shape = list(get_aval(total).shape)
+    if tiled:
+        n = shape[scatter_dimension]
+        shape[scatter_dimension:scatter_dimension + 1] = [axis_data.size, n // axis_data.size]
+        total = shape_ops.reshape(total, tuple(shape))
+    return [total], [scatter_dimension]
+
+
+def _psum_scatter_batch(size, vals, dims, *, axis_name, scatter_dimension, tiled, axis_size):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    out = psum_scatter_p.bind(x, axis_name=axis_name, scatter_dimension=scatter_dimension + 1,
+                              tiled=tiled, axis_size=axis_size)
+    return [out], [0]
+
+
+def _psum_scatter_transpose(cts, x, *, axis_name, scatter_dimension, tiled, axis_size):
+    return [all_gather_p.bind(cts[0], axis_name=axis_name, axis=scatter_dimension, tiled=tiled,
+                              axis_size=axis_size)]
+
+
+core.abstract_eval_rules[psum_scatter_p] = _psum_scatter_abstract_eval
+core.impl_rules[psum_scatter_p] = _psum_scatter_impl
+batching.collective_rules[psum_scatter_p] = _psum_scatter_collective
+batching.batch_rules[psum_scatter_p] = _psum_scatter_batch
+ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
+
+
+def psum_scatter(x: Any, axis_name: Hashable, *, scatter_dimension: int = 0,
+                 tiled: bool = False) -> Any:
+    """psum, then each device keeps its own slice of the sum along scatter_dimension."""
+    _check_bound("psum_scatter", axis_name)
+    size = axis_size(axis_name)
+
+    def scatter(leaf):
+        shape = get_aval(leaf).shape
+        dim = scatter_dimension % max(len(shape), 1)
+        length = shape[dim] if shape else None
+        ok = length is not None and (length % size == 0 if tiled else length == size)
+        if not ok:
+            expected = f"a multiple of {size}" if tiled else f"{size}"
+            raise ValueError(
+                f"psum_scatter: x has shape {shape}, expected dimension {scatter_dimension} of "
+                f"size {expected} (the size of axis {axis_name!r}). Reshape x or use "
+                "tiled=True.")
+        return psum_scatter_p.bind(_lift_to_axes(leaf, axis_name), axis_name=axis_name,
+                                   scatter_dimension=dim, tiled=bool(tiled), axis_size=size)
+
+    return tu.tree_map(scatter, x)
