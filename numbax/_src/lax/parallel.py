@@ -139,12 +139,16 @@ def pmean(x: Any, axis_name: Any) -> Any:
 
 def pmax(x: Any, axis_name: Any) -> Any:
     _check_bound("pmax", axis_name)
-    return tu.tree_map(lambda leaf: pmax_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name)), x)
+    names = _axis_names(axis_name)
+    return tu.tree_map(
+        lambda leaf: pmax_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
 
 
 def pmin(x: Any, axis_name: Any) -> Any:
     _check_bound("pmin", axis_name)
-    return tu.tree_map(lambda leaf: pmin_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name)), x)
+    names = _axis_names(axis_name)
+    return tu.tree_map(
+        lambda leaf: pmin_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
 
 
 def axis_size(axis_name: Any) -> int:
@@ -223,8 +227,8 @@ def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = Fals
     def gather(leaf):
         ndim = get_aval(leaf).ndim
         ax = axis % (ndim + (0 if tiled else 1))
-        return all_gather_p.bind(_lift_to_axes(leaf, axis_name), axis_name=axis_name, axis=ax, tiled=bool(tiled),
-                                 axis_size=size)
+        return all_gather_p.bind(_lift_to_axes(leaf, axis_name), axis_name=axis_name, axis=ax,
+                                 tiled=bool(tiled), axis_size=size)
 
     return tu.tree_map(gather, x)
 
