@@ -61,6 +61,20 @@ def test_diff_bool_and_ediff1d():
     _check(jnp.ediff1d(x, to_end=[7, 8], to_begin=-1), np.ediff1d(x, to_end=[7, 8], to_begin=-1))
 
 
+@pytest.mark.parametrize("kw", [{}, {"left": -1.0, "right": 9.0}])
+def test_interp(kw):
+    xp = np.array([0.0, 1.0, 1.5, 4.0])
+    fp = np.array([1.0, -1.0, 2.0, 0.5])
+    x = np.array([[-1.0, 0.0, 0.3, 1.0], [1.2, 3.9, 4.0, 7.0]])
+    _check(jnp.interp(x, xp, fp, **kw), np.interp(x, xp, fp, **kw))
+    _check(jnp.interp(2, [1, 3], [0, 10]), np.interp(2, [1, 3], [0, 10]))
+    _check(jnp.interp(x, xp[:1], fp[:1]), np.interp(x, xp[:1], fp[:1]))
+    out = numbax.vmap(lambda f: jnp.interp(x[0], xp, f))(np.stack([fp, 2 * fp]))
+    _check(out, np.stack([np.interp(x[0], xp, fp), np.interp(x[0], xp, 2 * fp)]))
+    with pytest.raises(NumbaxValueError, match=r"xp has shape \(4,\) and fp has shape \(3,\)"):
+        jnp.interp(x, xp, fp[:3])
+
+
 def test_concrete_only_functions():
     x = np.array([[0, 2, 0], [3, 0, 3]])
     for got, want in zip(jnp.nonzero(x), np.nonzero(x)):

@@ -18,7 +18,7 @@ from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_val
 
 __all__ = [
     "sort", "argsort", "searchsorted", "unique", "nonzero", "argwhere", "flatnonzero", "diff",
-    "ediff1d", "lexsort",
+    "ediff1d", "lexsort", "interp",
 ]
 
 
@@ -223,3 +223,36 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     if to_end is not None:
         parts.append(ravel(asarray(to_end, get_aval(out).dtype)))
     return concatenate(parts) if len(parts) > 1 else out
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Any:
+    """numpy.interp: piecewise-linear interpolation on increasing 1-d xp (real values)."""
+    from numbax._src.numpy.indexing import take
+    from numbax._src.numpy.lax_numpy import clip, where
+
+    if period is not None:
+        raise NumbaxValueError("numbax.numpy.interp: period is not supported; pass period=None.")
+    dtype = dtypes.default_float_dtype()
+    x, xp, fp = (lax.convert_element_type(asarray(v), dtype) for v in (x, xp, fp))
+    if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape or \
+            get_aval(xp).shape[0] == 0:
+        raise NumbaxValueError(
+            f"numbax.numpy.interp: xp has shape {get_aval(xp).shape} and fp has shape "
+            f"{get_aval(fp).shape}, expected two non-empty 1-d arrays of one length."
+        )
+    n = get_aval(xp).shape[0]
+    if n == 1:
+        y = ufuncs.add(ufuncs.multiply(x, 0.0), take(fp, 0))
+    else:
+        i = clip(searchsorted(xp, x, side="right"), 1, n - 1)
+        x0, x1 = take(xp, ufuncs.subtract(i, 1)), take(xp, i)
+        y0, y1 = take(fp, ufuncs.subtract(i, 1)), take(fp, i)
+        dx = ufuncs.subtract(x1, x0)
+        safe_dx = where(lax.eq(dx, lax.convert_element_type(0, dtype)), 1.0, dx)
+        t = ufuncs.divide(ufuncs.subtract(x, x0), safe_dx)
+        y = ufuncs.add(y0, ufuncs.multiply(t, ufuncs.subtract(y1, y0)))
+    lo = take(fp, 0) if left is None else left
+    hi = take(fp, n - 1) if right is None else right
+    y = where(ufuncs.less(x, take(xp, 0)), lo, y)
+    return lax.convert_element_type(where(ufuncs.greater(x, take(xp, n - 1)), hi, y), dtype)
