@@ -183,7 +183,7 @@ class JitWrapped:
         self._cache: dict[Any, Executable] = {}
         self._fast: dict[Any, Executable] = {}
         self._simple = not self.static_argnums and not self.static_argnames
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
 
     @property
     def _name(self) -> str:
