@@ -10,3 +10,4 @@ from numbax._src.numpy.reductions import *  # noqa: F403
 from numbax._src.numpy.shapes import *  # noqa: F403
 from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403
+from numbax.numpy import linalg  # noqa: F401
