@@ -43,3 +43,4 @@ from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402,
 from numbax._src.jit import jit  # noqa: E402
 
 __all__ += ["jit"]
+from numbax import random  # noqa: E402, F401  (public submodule)

@@ -1,0 +1,251 @@
+"""threefry2x32 and the key plumbing (seed, split, fold_in, random_bits), in lax primitives.
+
+The bit layout is JAX's default (`jax_threefry_partitionable=True`, the default since JAX 0.5):
+a draw of shape `s` hashes the 64-bit counters iota(prod(s)).reshape(s), split into hi/lo
+uint32 halves, and 32-bit words are `hash[0] ^ hash[1]`. Everything is a composition of uint32
+lax ops, so it runs eagerly, traces to a jaxpr, batches under vmap and compiles under jit.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import dtypes, tree_util
+from numbax._src.config import config
+from numbax._src.core import get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import shape_ops
+
+_U32 = np.dtype(np.uint32)
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KS_PARITY = np.uint32(0x1BD11BDA)
+UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32,
+               64: np.dtype(np.uint64)}
+
+
+# ----------------------------------------------------------------------------- the hash
+
+
+def _rotate_left(x: Any, d: int) -> Any:
+    return ew.bitwise_or(ew.shift_left(x, np.uint32(d)),
+                         ew.shift_right_logical(x, np.uint32(32 - d)))
+
+
+def _apply_round(v: list, rot: int) -> list:
+    v0 = ew.add(v[0], v[1])
+    v1 = ew.bitwise_xor(v0, _rotate_left(v[1], rot))
+    return [v0, v1]
+
+
+def threefry2x32(k1: Any, k2: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
+    """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key (k1, k2).
+
+    k1, k2 are rank-0 uint32; x0, x1 are uint32 arrays of one shape. Unrolled exactly as
+    JAX's `_threefry2x32_lowering`, so outputs are bit-identical.
+    """
+    ks = [k1, k2, ew.bitwise_xor(ew.bitwise_xor(k1, k2), _KS_PARITY)]
+    x = [ew.add(x0, ks[0]), ew.add(x1, ks[1])]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x = _apply_round(x, r)
+        x = [ew.add(x[0], ks[(i + 1) % 3]),
+             ew.add(ew.add(x[1], ks[(i + 2) % 3]), np.uint32(i + 1))]
+    return x[0], x[1]
+
+
+# ----------------------------------------------------------------------------- key data
+
+
+def _key_halves(key_data: Any) -> tuple[Any, Any]:
+    """(k1, k2) rank-0 uint32 values of a uint32[2] key."""
+    k1 = shape_ops.reshape(shape_ops.slice(key_data, (0,), (1,)), ())
+    k2 = shape_ops.reshape(shape_ops.slice(key_data, (1,), (2,)), ())
+    return k1, k2
+
+
+def iota_2x32_shape(shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """(hi, lo) uint32 halves of the 64-bit iota(prod(shape)).reshape(shape)."""
+    size = math.prod(shape)
+    if size >= 2 ** 32:
+        raise NumbaxValueError(
+            f"numbax.random: shape {shape} has {size} elements, expected fewer than 2**32. "
+            "Draw in smaller pieces (split the key)."
+        )
+    hi = shape_ops.full(shape, 0, _U32)
+    if not shape:
+        return hi, hi
+    lo = shape_ops.reshape(shape_ops.iota(_U32, size), shape)
+    return hi, lo
+
+
+def _hash_shape(key_data: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    k1, k2 = _key_halves(key_data)
+    hi, lo = iota_2x32_shape(shape)
+    return threefry2x32(k1, k2, hi, lo)
+
+
+def seed_to_key_data(seed: Any) -> Any:
+    """JAX's threefry_seed: a 64-bit seed becomes [hi, lo]; a 32-bit one becomes [0, seed]."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        value = int(seed)
+        if not config.jax_enable_x64 or np.dtype(getattr(seed, "dtype", np.int64)).itemsize < 8:
+            value &= 0xFFFFFFFF  # JAX wraps the seed to 32 bits first
+        value &= 0xFFFFFFFFFFFFFFFF
+        return np.array([value >> 32, value & 0xFFFFFFFF], dtype=_U32)
+    aval = get_aval(seed)
+    lo = ew.convert_element_type(seed, _U32)
+    if aval.dtype.itemsize == 8:
+        hi = ew.convert_element_type(ew.shift_right_logical(seed, np.array(32, aval.dtype)),
+                                     _U32)
+    else:
+        hi = shape_ops.full((), 0, _U32)
+    return shape_ops.concatenate(
+        [shape_ops.reshape(hi, (1,)), shape_ops.reshape(lo, (1,))], 0)
+
+
+def split_data(key_data: Any, shape: tuple[int, ...]) -> Any:
+    """uint32[*shape, 2] keys derived from one uint32[2] key (JAX's foldlike split)."""
+    b1, b2 = _hash_shape(key_data, shape)
+    return shape_ops.concatenate(
+        [shape_ops.expand_dims(b1, (len(shape),)), shape_ops.expand_dims(b2, (len(shape),))],
+        len(shape))
+
+
+def fold_in_data(key_data: Any, data: Any) -> Any:
+    """uint32[2]: the key hashed at counter (0, data)."""
+    k1, k2 = _key_halves(key_data)
+    zero = shape_ops.full((1,), 0, _U32)
+    b1, b2 = threefry2x32(k1, k2, zero, shape_ops.reshape(data, (1,)))
+    return shape_ops.concatenate([b1, b2], 0)
+
+
+def random_bits(key_data: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
+    """Uniform unsigned integers of `bit_width` bits and shape `shape`."""
+    b1, b2 = _hash_shape(key_data, shape)
+    if bit_width == 64:
+        u64 = UINT_DTYPES[64]
+        hi = ew.convert_element_type(b1, u64)
+        lo = ew.convert_element_type(b2, u64)
+        return ew.bitwise_or(ew.shift_left(hi, np.uint64(32)), lo)
+    bits = ew.bitwise_xor(b1, b2)
+    if bit_width == 32:
+        return bits
+    return ew.convert_element_type(bits, UINT_DTYPES[bit_width])
+
+
+# ----------------------------------------------------------------------------- typed keys
+
+
+class PRNGKeyArray:
+    """A typed threefry key array (what `numbax.random.key` returns): uint32[..., 2] data.
+
+    It is a pytree whose one child is the data, so keys pass through jit/vmap/scan; its
+    `shape` is the key-array shape (the data shape without the trailing 2).
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(get_aval(self._data).shape[:-1])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    dtype = "key<fry>"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of an unsized key array (shape ())")
+        return self.shape[0]
+
+    def __getitem__(self, idx: Any) -> PRNGKeyArray:
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if any(i is Ellipsis for i in idx):
+            raise NumbaxTypeError("PRNGKeyArray: index has an Ellipsis, expected plain indices.")
+        return PRNGKeyArray(self._data[idx + (slice(None),)])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def reshape(self, *shape: Any) -> PRNGKeyArray:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return PRNGKeyArray(shape_ops.reshape(self._data, (*shape, 2)))
+
+    def flatten(self) -> PRNGKeyArray:
+        return self.reshape((self.size,))
+
+    def __repr__(self) -> str:
+        return f"Array(shape={self.shape}, dtype=key<fry>) overlaying:\n{self._data!r}"
+
+
+tree_util.register_pytree_node(
+    PRNGKeyArray, lambda k: ((k._data,), None), lambda _, children: PRNGKeyArray(children[0]))
+
+
+def check_key(api: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
+    """(uint32[..., 2] data, was_typed) of a typed or raw key; a clear error otherwise."""
+    if isinstance(key, PRNGKeyArray):
+        data, typed = key._data, True
+    else:
+        try:
+            aval = get_aval(key)
+        except Exception as err:
+            raise NumbaxTypeError(
+                f"{api}: key has type {type(key).__name__}, expected a PRNG key. Create one "
+                "with numbax.random.key(seed) or numbax.random.PRNGKey(seed)."
+            ) from err
+        if aval.dtype != _U32 or aval.ndim < 1 or aval.shape[-1] != 2:
+            raise NumbaxTypeError(
+                f"{api}: key has shape {aval.shape} and dtype {aval.dtype}, expected a PRNG "
+                "key (uint32[2]). Create one with numbax.random.key(seed) or "
+                "numbax.random.PRNGKey(seed)."
+            )
+        data, typed = key, False
+    shape = tuple(get_aval(data).shape[:-1])
+    if shape and not allow_batched:
+        raise NumbaxValueError(
+            f"{api}: key has key shape {shape}, expected a single key (shape ()). Use "
+            "numbax.vmap to draw with a batch of keys."
+        )
+    return data, typed
+
+
+def canonicalize_shape(api: str, shape: Any, arg: str = "shape") -> tuple[int, ...]:
+    """A tuple of non-negative Python ints, or an error that names the argument."""
+    if not isinstance(shape, Sequence) or isinstance(shape, str):
+        raise NumbaxTypeError(
+            f"{api}: {arg} has value {shape!r}, expected a tuple of non-negative ints. "
+            f"Pass e.g. {arg}=(3,) for a vector."
+        )
+    try:
+        out = tuple(operator.index(d) for d in shape)
+    except TypeError as err:
+        raise NumbaxTypeError(
+            f"{api}: {arg} has value {shape!r}, expected a tuple of non-negative ints "
+            "(concrete, not traced). Mark it static under jit."
+        ) from err
+    if any(d < 0 for d in out):
+        raise NumbaxValueError(
+            f"{api}: {arg} has value {out}, expected non-negative sizes."
+        )
+    return out
+
+
+def default_uint_dtype() -> np.dtype:
+    return dtypes.canonicalize_dtype(np.uint64)
