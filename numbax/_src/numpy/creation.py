@@ -112,7 +112,19 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
-    """numpy.arange with static (concrete) start, stop and step."""
+    """numpy.arange with static (concrete) start, stop and step, built from lax.iota.
+
+    Args:
+      start, stop, step: Python or concrete numbers (a traced bound raises
+        ConcretizationTypeError: the length must be known).
+      dtype: defaults to the promoted type of the arguments (int64 or float64).
+
+    Returns:
+      start + i * step for i in range(ceil((stop - start) / step)).
+
+    >>> arange(3)
+    Array([0, 1, 2], dtype=int64)
+    """
     args = [start, stop, step]
     vals = [None if v is None else concrete_value(v, "numbax.numpy.arange")
             for v in args]
@@ -148,7 +160,19 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
-    """numpy.linspace; start and stop may be (traced) arrays, num is static."""
+    """numpy.linspace; start and stop may be (traced) arrays, num is static.
+
+    Args:
+      start, stop: scalars or arrays (broadcast together; the samples run along `axis`).
+      num: the number of samples. endpoint: include stop. retstep: also return the step.
+      dtype: the output dtype (integer dtypes floor, as numpy 2 does). axis: where samples go.
+
+    Returns:
+      The samples (and the step when retstep).
+
+    >>> linspace(0.0, 1.0, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float64)
+    """
     num = operator.index(num)
     if num < 0:
         raise NumbaxValueError(f"numbax.numpy.linspace: num is {num}, expected num >= 0.")

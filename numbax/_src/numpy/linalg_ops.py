@@ -45,7 +45,18 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
 
 
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """numpy.matmul: matrix products over the last two axes, broadcasting the rest."""
+    """numpy.matmul: matrix products over the last two axes, broadcasting the rest.
+
+    Args:
+      a, b: arrays of rank >= 1; a 1-d operand is a row (a) or column (b) vector.
+
+    Returns:
+      The batched product, one dot_general with the broadcast leading axes as batch axes.
+
+    >>> import numpy as np
+    >>> matmul(np.ones((2, 3)), np.ones(3))
+    Array([3., 3.], dtype=float64)
+    """
     a, b = _promote("matmul", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
@@ -259,7 +270,25 @@ def _diagonalize(x: Any, labels: str) -> tuple[Any, str]:
 
 def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any = "optimal",
            precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """numpy.einsum: parsed here and lowered to dot_general, reduce_sum and transpose."""
+    """numpy.einsum: parsed here and lowered to dot_general, reduce_sum and transpose.
+
+    Args:
+      subscripts: labels per operand, comma-separated, with an optional '->' output; '...'
+        stands for broadcast dimensions. Without '->' the output is the labels used once,
+        sorted (numpy's implicit mode).
+      *operands: the arrays, promoted to their common dtype.
+      optimize, precision, preferred_element_type: accepted for JAX compatibility; ignored.
+
+    Returns:
+      The contraction. Operands are contracted left to right, each label summed as soon as
+      no later operand or the output needs it.
+
+    Unlike JAX: no opt_einsum path search, and no interleaved (operand, sublist) form.
+
+    >>> import numpy as np
+    >>> einsum("ij,j->i", np.ones((2, 3)), np.arange(3.0))
+    Array([3., 3.], dtype=float64)
+    """
     if not isinstance(subscripts, str):
         raise NumbaxTypeError(
             f"numbax.numpy.einsum: subscripts has type {type(subscripts).__name__}, expected a "

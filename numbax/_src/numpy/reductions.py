@@ -150,7 +150,20 @@ def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
          keepdims: bool = False) -> Any:
-    """numpy.mean: integer inputs average in the default float type."""
+    """numpy.mean: integer inputs average in the default float type.
+
+    Args:
+      a: the array.
+      axis: None (all axes), an int or a tuple of ints.
+      dtype: the output dtype; float16 inputs accumulate in float32, as numpy does.
+      keepdims: keep reduced axes with size 1.
+
+    Returns:
+      The mean.
+
+    >>> mean([1, 2, 3, 4])
+    Array(2.5, dtype=float64)
+    """
     a = _check_numeric(a, "mean")
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim, "mean")
@@ -162,7 +175,18 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, correction: Any = None) -> Any:
-    """numpy.var: mean of |x - mean(x)|**2 over N - ddof."""
+    """numpy.var: mean of |x - mean(x)|**2 over N - ddof.
+
+    Args:
+      a: the array. axis, dtype, keepdims: as in mean.
+      ddof: delta degrees of freedom (correction is its array-API name).
+
+    Returns:
+      The variance (real for complex input).
+
+    >>> var([1.0, 2.0, 3.0, 4.0], ddof=1)
+    Array(1.66666667, dtype=float64)
+    """
     a = _check_numeric(a, "var")
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim, "var")

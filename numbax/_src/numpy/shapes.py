@@ -534,7 +534,19 @@ def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad with modes constant, edge, reflect, symmetric and wrap."""
+    """numpy.pad with modes constant, edge, reflect, symmetric and wrap.
+
+    Args:
+      array: the array. pad_width: static widths, broadcastable to (ndim, 2).
+      mode: 'constant' (lax.pad), or 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
+        concatenate). constant_values: static, broadcastable to (ndim, 2).
+
+    Returns:
+      The padded array.
+
+    >>> pad([1, 2, 3], 2, mode="reflect")
+    Array([3, 2, 1, 2, 3, 2, 1], dtype=int64)
+    """
     array = asarray(array)
     a_shape = get_aval(array).shape
     widths = _pad_widths(pad_width, len(a_shape))

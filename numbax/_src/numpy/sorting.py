@@ -52,7 +52,19 @@ def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None 
 
 def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None = None,
             stable: bool = True, descending: bool = False) -> Any:
-    """numpy.argsort (stable): a multi-operand sort that carries an iota along."""
+    """numpy.argsort (stable): a multi-operand sort that carries an iota along.
+
+    Args:
+      a: the array. axis: the axis to sort along (None sorts the flattened array).
+      kind, order, stable: accepted for numpy compatibility; the sort is always stable.
+      descending: sort from largest to smallest, keeping ties in input order.
+
+    Returns:
+      Indices (default int dtype) that sort `a` along `axis`.
+
+    >>> argsort([3, 1, 2])
+    Array([1, 2, 0], dtype=int64)
+    """
     from numbax._src.numpy.creation import iota
 
     a, ax = _prepare("argsort", a, axis)
