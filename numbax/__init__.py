@@ -44,3 +44,9 @@ from numbax._src.jit import jit  # noqa: E402
 
 __all__ += ["jit"]
 from numbax import random  # noqa: E402, F401  (public submodule)
+
+__all__ += ["example_libraries", "nn", "scipy"]
+from numbax import example_libraries, nn, scipy  # noqa: E402, F401
+from numbax._src.parallel.pmap import pmap  # noqa: E402
+
+__all__ += ["pmap"]

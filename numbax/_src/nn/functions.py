@@ -1,0 +1,380 @@
+"""numbax.nn activations and normalisers: compositions of numbax.numpy ops with JAX's
+derivative conventions (relu'(0) = 0, softmax/log_softmax shifted by a stop_gradient max)."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+import numbax.numpy as jnp
+from numbax._src import core, dtypes
+from numbax._src.custom_derivatives import custom_jvp, stop_gradient
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.numpy import special as _special
+
+__all__ = [
+    "celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "leaky_relu",
+    "log_sigmoid", "log_softmax", "logsumexp", "one_hot", "relu", "relu6", "selu", "sigmoid",
+    "silu", "soft_sign", "softmax", "softplus", "standardize", "swish",
+]
+
+logsumexp = _special.logsumexp
+
+
+def _array(api: str, x: Any) -> Any:
+    """x as a numbax array (lists allowed), or a NumbaxTypeError naming `api`."""
+    if isinstance(x, (list, tuple)) or core.is_array_like(x):
+        return jnp.asarray(x)
+    raise NumbaxTypeError(
+        f"numbax.nn.{api}: x has type {type(x).__name__}, expected an array or a number. "
+        "Pass a numbax/numpy array or a Python scalar.")
+
+
+def _inexact(api: str, x: Any) -> Any:
+    """x converted to its inexact dtype (ints to the default float), like JAX's promotion."""
+    x = _array(api, x)
+    dtype = core.get_aval(x).dtype
+    if not dtypes.is_inexact(dtype):
+        return x.astype(dtypes.to_inexact(dtype))
+    return x
+
+
+@custom_jvp
+def relu(x: Any) -> Any:
+    """Rectified linear unit, max(x, 0); its derivative at 0 is 0, as in JAX.
+
+    Args:
+      x: input array.
+
+    Returns:
+      An array of x's shape and dtype.
+
+    >>> import numbax
+    >>> float(numbax.grad(relu)(0.0))
+    0.0
+    """
+    return jnp.maximum(_array("relu", x), 0)
+
+
+relu.defjvps(lambda g, ans, x: jnp.where(x > 0, g, jnp.zeros_like(g)))
+
+
+def relu6(x: Any) -> Any:
+    """min(max(x, 0), 6), with derivative 0 at both kinks (JAX's convention).
+
+    >>> float(relu6(7.0))
+    6.0
+    """
+    x = _array("relu6", x)
+    return jnp.minimum(relu(x), 6.0)
+
+
+def sigmoid(x: Any) -> Any:
+    """The logistic function 1 / (1 + exp(-x)) (the lax.logistic primitive).
+
+    >>> float(sigmoid(0.0))
+    0.5
+    """
+    from numbax._src.lax import elementwise as lax
+
+    return lax.logistic(_inexact("sigmoid", x))
+
+
+def softplus(x: Any) -> Any:
+    """log(1 + exp(x)), stable for large |x| (jnp.logaddexp(x, 0)).
+
+    >>> float(softplus(1000.0))
+    1000.0
+    """
+    return jnp.logaddexp(_inexact("softplus", x), 0)
+
+
+def log_sigmoid(x: Any) -> Any:
+    """log(sigmoid(x)) = -softplus(-x), finite for large |x|.
+
+    >>> float(log_sigmoid(-1000.0))
+    -1000.0
+    """
+    return -softplus(-_inexact("log_sigmoid", x))
+
+
+def soft_sign(x: Any) -> Any:
+    """x / (|x| + 1).
+
+    >>> float(soft_sign(1.0))
+    0.5
+    """
+    x = _inexact("soft_sign", x)
+    return x / (jnp.abs(x) + 1)
+
+
+def silu(x: Any) -> Any:
+    """x * sigmoid(x) (also called swish).
+
+    >>> round(float(silu(1.0)), 6)
+    0.731059
+    """
+    x = _inexact("silu", x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    """x where x >= 0, else negative_slope * x.
+
+    >>> float(leaky_relu(-2.0, 0.1))
+    -0.2
+    """
+    x = _inexact("leaky_relu", x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    """x where x > 0, else alpha * (exp(x) - 1); the unused branch never overflows.
+
+    >>> float(elu(0.0))
+    0.0
+    """
+    x = _inexact("elu", x)
+    safe_x = jnp.where(x > 0, 0.0, x)
+    return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
+
+
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha).
+
+    >>> float(celu(-1.0, 1.0)) == float(elu(-1.0))
+    True
+    """
+    x = _inexact("celu", x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x: Any) -> Any:
+    """scale * elu(x, alpha) with the self-normalising constants.
+
+    >>> round(float(selu(1.0)), 6)
+    1.050701
+    """
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(_inexact("selu", x), alpha)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Gaussian error linear unit: the tanh approximation, or x/2 * erfc(-x/sqrt 2) exactly.
+
+    >>> round(float(gelu(1.0, approximate=False)), 6)
+    0.841345
+    """
+    from numbax._src.lax import elementwise as lax
+
+    x = _inexact("gelu", x)
+    if approximate:
+        sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(core.get_aval(x).dtype)
+        cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
+        return x * cdf
+    sqrt_half = np.sqrt(0.5).astype(core.get_aval(x).dtype)
+    return 0.5 * x * lax.erfc(-x * sqrt_half)
+
+
+def hard_tanh(x: Any) -> Any:
+    """x clipped to [-1, 1] (derivative 1 at the kinks, as JAX's where form gives).
+
+    >>> float(hard_tanh(3.0))
+    1.0
+    """
+    x = _inexact("hard_tanh", x)
+    return jnp.where(x > 1, 1.0, jnp.where(x < -1, -1.0, x))
+
+
+def hard_sigmoid(x: Any) -> Any:
+    """relu6(x + 3) / 6.
+
+    >>> float(hard_sigmoid(0.0))
+    0.5
+    """
+    return relu6(_inexact("hard_sigmoid", x) + 3.0) / 6.0
+
+
+def hard_silu(x: Any) -> Any:
+    """x * hard_sigmoid(x) (also called hard_swish).
+
+    >>> float(hard_silu(3.0))
+    3.0
+    """
+    x = _inexact("hard_silu", x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def _masked(x: Any, where: Any, fill: float) -> Any:
+    if where is None:
+        return x
+    return jnp.where(where, x, fill)
+
+
+def _check_axis(api: str, x: Any, axis: Any) -> Any:
+    ndim = core.get_aval(x).ndim
+    axes = tuple(range(ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    for a in axes:
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise NumbaxTypeError(
+                f"numbax.nn.{api}: axis has type {type(a).__name__}, expected an int or a tuple "
+                "of ints. Pass axis=-1 or a tuple.") from None
+        if not -max(ndim, 1) <= a < max(ndim, 1):
+            raise NumbaxValueError(
+                f"numbax.nn.{api}: axis {a} is out of bounds for x of shape "
+                f"{core.get_aval(x).shape}. Pass an axis in [-{ndim}, {ndim}).")
+    return axes if axis is None else axis
+
+
+def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    """x - logsumexp(x, axis), stable for large inputs (the max shift is a stop_gradient).
+
+    Args:
+      x: input array.
+      axis: the axis or axes to normalise over (None: all).
+      where: entries to include; masked-out outputs are -inf.
+
+    Returns:
+      An array of x's shape.
+
+    >>> [round(float(v), 4) for v in log_softmax(np.array([0.0, 0.0]))]
+    [-0.6931, -0.6931]
+    """
+    x = _inexact("log_softmax", x)
+    axis = _check_axis("log_softmax", x, axis)
+    x_safe = _masked(x, where, -np.inf)
+    x_max = jnp.max(x_safe, axis, keepdims=True)
+    shifted = x_safe - stop_gradient(x_max)
+    exp_shifted = _masked(jnp.exp(shifted), where, 0.0)
+    result = shifted - jnp.log(jnp.sum(exp_shifted, axis, keepdims=True))
+    return _masked(result, where, -np.inf)
+
+
+def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    """exp(x) / sum(exp(x), axis), computed on x - max(x); jvp y * (dx - sum(y * dx)).
+
+    Args:
+      x: input array.
+      axis: the axis or axes to normalise over (None: all).
+      where: entries to include; masked-out outputs are 0.
+
+    Returns:
+      An array of x's shape whose entries along `axis` sum to 1.
+
+    >>> [float(v) for v in softmax(np.array([0.0, 0.0]))]
+    [0.5, 0.5]
+    """
+    x = _inexact("softmax", x)
+    axis = _check_axis("softmax", x, axis)
+    return _softmax_impl(x, axis, where)
+
+
+def _softmax_impl(x: Any, axis: Any, where: Any) -> Any:
+    @custom_jvp
+    def soft(x, where):
+        x_safe = _masked(x, where, -np.inf)
+        x_max = jnp.max(x_safe, axis, keepdims=True)
+        unnormalized = jnp.exp(x_safe - x_max)
+        result = unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+        return _masked(result, where, 0.0)
+
+    @soft.defjvp
+    def soft_jvp(primals, tangents):
+        (x, where), (x_dot, _) = primals, tangents
+        y = soft(x, where)
+        y_dot = _masked(y * x_dot, where, 0.0)
+        return y, y * (x_dot - jnp.sum(y_dot, axis, keepdims=True))
+
+    if where is not None:
+        where = jnp.asarray(where, dtype=bool)
+    return soft(x, where)
+
+
+def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None,
+                epsilon: Any = 1e-5, where: Any = None) -> Any:
+    """(x - mean) / sqrt(variance + epsilon), the moments over `axis` unless given.
+
+    The variance is the 'fast' mean(x^2) - mean(x)^2 clipped at 0, as JAX's default.
+
+    >>> [round(float(v), 4) for v in standardize(np.array([1.0, 3.0]), epsilon=0.0)]
+    [-1.0, 1.0]
+    """
+    x = _inexact("standardize", x)
+    axis = _check_axis("standardize", x, axis)
+    if where is None:
+        count = None
+    else:
+        where = jnp.broadcast_to(jnp.asarray(where, dtype=bool), core.get_aval(x).shape)
+        count = jnp.sum(where.astype(core.get_aval(x).dtype), axis, keepdims=True)
+
+    def _mean(v):
+        if count is None:
+            return jnp.mean(v, axis, keepdims=True)
+        return jnp.sum(_masked(v, where, 0.0), axis, keepdims=True) / count
+
+    if mean is None:
+        mean = _mean(x)
+    if variance is None:
+        variance = jnp.clip(_mean(jnp.square(x)) - jnp.square(mean), 0)
+    return jnp.subtract(x, mean) * jnp.reciprocal(jnp.sqrt(variance + epsilon))
+
+
+def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
+    """One-hot encoding: out[..., k, ...] = (x[...] == k), k in range(num_classes).
+
+    Args:
+      x: array of class indices (out-of-range or non-integer values give all zeros).
+      num_classes: number of classes; a Python int, concrete under jit.
+      dtype: output dtype (default: the default float dtype).
+      axis: where the new class axis goes in the output.
+
+    Returns:
+      An array of shape x.shape with num_classes inserted at `axis`.
+
+    Unlike JAX: the default dtype is numbax's default float (float64 unless
+    jax_enable_x64 is off), like every numbax constructor.
+
+    >>> one_hot(np.array([0, 2]), 3).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    if isinstance(num_classes, core.Tracer):
+        raise NumbaxTypeError(
+            "numbax.nn.one_hot: num_classes is a traced value, expected a concrete int. "
+            "Mark it static (jit(..., static_argnums=...)).")
+    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(
+            num_classes, (int, np.integer)):
+        raise NumbaxTypeError(
+            f"numbax.nn.one_hot: num_classes has type {type(num_classes).__name__} "
+            f"({num_classes!r}), expected a non-negative int. Pass an int such as 10.")
+    if num_classes < 0:
+        raise NumbaxValueError(
+            f"numbax.nn.one_hot: num_classes is {num_classes}, expected a non-negative int.")
+    x = _array("one_hot", x)
+    ndim = core.get_aval(x).ndim
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"numbax.nn.one_hot: axis has type {type(axis).__name__}, expected an int. "
+            "Named axes are not supported.") from None
+    if not -(ndim + 1) <= axis < ndim + 1:
+        raise NumbaxValueError(
+            f"numbax.nn.one_hot: axis {axis} is out of bounds for an output of rank {ndim + 1} "
+            f"(x has shape {core.get_aval(x).shape}). Pass an axis in [{-(ndim + 1)}, {ndim}].")
+    axis = axis % (ndim + 1)
+    dtype = dtypes.default_float_dtype() if dtype is None else dtype
+    lhs = jnp.expand_dims(x, axis)
+    rhs_shape = [1] * ndim
+    rhs_shape.insert(axis, num_classes)
+    rhs = jnp.arange(num_classes, dtype=core.get_aval(x).dtype).reshape(rhs_shape)
+    return (lhs == rhs).astype(dtype)
