@@ -186,12 +186,12 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
            [1., 2.]], dtype=float64)
     """
     if symmetrize_input:
-        x = _symmetrize(x)
+        x = _symmetrize(x, "cholesky")
     return cholesky_p.bind(x)
 
 
-def _symmetrize(x: Any) -> Any:
-    _check_matrix("cholesky", get_aval(x))
+def _symmetrize(x: Any, name: str) -> Any:
+    _check_matrix(name, get_aval(x))
     return ew.mul(ew.add(x, _T(x)), np.array(0.5, get_aval(x).dtype))
 
 
@@ -519,7 +519,7 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True) -> tuple[
     Array([1., 2.], dtype=float64)
     """
     if symmetrize_input:
-        x = _symmetrize(x)
+        x = _symmetrize(x, "eigh")
     return tuple(eigh_p.bind(x, lower=bool(lower)))
 
 
