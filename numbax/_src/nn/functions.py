@@ -41,6 +41,13 @@ def _inexact(api: str, x: Any) -> Any:
 
 
 @custom_jvp
+def _relu(x: Any) -> Any:
+    return jnp.maximum(x, 0)
+
+
+_relu.defjvps(lambda g, ans, x: jnp.where(x > 0, g, jnp.zeros_like(g)))
+
+
 def relu(x: Any) -> Any:
     """Rectified linear unit, max(x, 0); its derivative at 0 is 0, as in JAX.
 
@@ -50,14 +57,22 @@ def relu(x: Any) -> Any:
     Returns:
       An array of x's shape and dtype.
 
+    Unlike JAX: relu is a plain function calling a custom_jvp (so bad input is reported
+    by name before tracing), not the custom_jvp object itself.
+
     >>> import numbax
     >>> float(numbax.grad(relu)(0.0))
     0.0
     """
-    return jnp.maximum(_array("relu", x), 0)
+    return _relu(_array("relu", x))
 
 
-relu.defjvps(lambda g, ans, x: jnp.where(x > 0, g, jnp.zeros_like(g)))
+@custom_jvp
+def _relu6(x: Any) -> Any:
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+_relu6.defjvps(lambda g, ans, x: jnp.where((x > 0) & (x < 6), g, jnp.zeros_like(g)))
 
 
 def relu6(x: Any) -> Any:
@@ -66,8 +81,7 @@ def relu6(x: Any) -> Any:
     >>> float(relu6(7.0))
     6.0
     """
-    x = _array("relu6", x)
-    return jnp.minimum(relu(x), 6.0)
+    return _relu6(_array("relu6", x))
 
 
 def sigmoid(x: Any) -> Any:
