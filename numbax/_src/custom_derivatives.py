@@ -388,6 +388,12 @@ batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 core.abstract_eval_rules[custom_lin_p] = _custom_lin_abstract_eval
 core.impl_rules[custom_lin_p] = _custom_lin_impl
 ad.transpose_rules[custom_lin_p] = _custom_lin_transpose
+# custom_lin only lives inside linear jaxprs, which are transposed, never evaluated forward:
+# its jvp and batch rules raise the same forward-mode error as its impl.
+ad.jvp_rules[custom_lin_p] = lambda primals, tangents, **params: _custom_lin_impl(
+    *primals, **params)
+batching.batch_rules[custom_lin_p] = lambda size, vals, dims, **params: _custom_lin_impl(
+    *vals, **params)
 
 
 class custom_vjp:  # noqa: N801  (JAX's name)

@@ -291,7 +291,7 @@ def _c_division(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
-           shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, polygamma_p):
+           shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     ad.non_differentiable.add(_p)
 
 
@@ -396,6 +396,13 @@ ad.defjvp(
     lambda t, ans, x, y: mul(_broadcast_tangent(t, get_aval(ans)),
                              div(neg(x), add(square(x), square(y)))),
 )
+ad.transpose_rules[complex_p] = lambda cts, x, y: [
+    unbroadcast(real(cts[0]), x.aval) if is_undefined_primal(x) else None,
+    unbroadcast(imag(neg(cts[0])), y.aval) if is_undefined_primal(y) else None,
+]
+ad.defjvp(polygamma_p, None,  # the order m is an integer-valued float: no derivative
+          lambda t, ans, m, x: mul(_broadcast_tangent(t, get_aval(ans)),
+                                   polygamma(add(m, _const(m, 1)), x)))
 ad.defjvp(
     complex_p,
     lambda t, ans, x, y: complex_(_broadcast_tangent(t, get_aval(x)), _zeros_like(x)),
