@@ -14,7 +14,7 @@ from numbax._src.numpy import creation, linalg_ops, ufuncs
 from numbax._src.numpy import reductions as jred
 from numbax._src.numpy import shapes as jshapes
 from numbax._src.numpy.creation import eye
-from numbax._src.numpy.lax_numpy import asarray, canonicalize_axes, where
+from numbax._src.numpy.lax_numpy import asarray, canonicalize_axes, canonicalize_axis, where
 from numbax._src.numpy.linalg_ops import matmul
 
 __all__ = ["cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm",
@@ -402,7 +402,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
                 f"numbax.numpy.linalg.norm: x has shape {get_aval(x).shape} with ord={ord!r} "
                 "and axis=None, expected a 1-d or 2-d x. Pass axis.")
         axis = tuple(range(nd))
-    axes = canonicalize_axes(axis, nd, "linalg.norm")
+    axis = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(canonicalize_axis(a, nd, "linalg.norm") for a in axis)  # order matters
+    if len(set(axes)) != len(axes):
+        raise NumbaxValueError(
+            f"numbax.numpy.linalg.norm: axis has {axis!r}, expected distinct axes.")
     if len(axes) == 1:
         if isinstance(ord, str):
             raise NumbaxValueError(
