@@ -210,14 +210,19 @@ def _log_ndtr_impl(x: Any, series_order: int) -> Any:
     dtype = core.get_aval(x).dtype
     lower, upper = (-20.0, 8.0) if dtype == np.float64 else (-10.0, 5.0)
     above = x > upper
-    ndtr_res = _ndtr(jnp.where(above, -x, jnp.maximum(x, lower)))
+    positive = x > 0
+    ndtr_res = _ndtr(jnp.where(positive, -x, jnp.maximum(x, lower)))
     return jnp.where(above, -ndtr_res,
-                     jnp.where(x > lower, jnp.log(ndtr_res),
-                               _log_ndtr_lower(jnp.minimum(x, lower), series_order)))
+                     jnp.where(positive, jnp.log1p(-ndtr_res),
+                               jnp.where(x > lower, jnp.log(ndtr_res),
+                                         _log_ndtr_lower(jnp.minimum(x, lower), series_order))))
 
 
 def log_ndtr(x: Any, series_order: int = 3) -> Any:
     """log(ndtr(x)), accurate far into both tails (an asymptotic series below -20).
+
+    Unlike JAX: for 0 < x <= 8 it computes log1p(-ndtr(-x)) instead of log(ndtr(x)), which
+    keeps full relative precision as the result approaches 0.
 
     Its jvp is exp(norm.logpdf(x) - log_ndtr(x)), finite everywhere.
 
