@@ -111,7 +111,8 @@ def _times_size(x, size):
 _reducing_rule(psum_p, reductions.reduce_sum, _times_size)
 _reducing_rule(pmax_p, reductions.reduce_max, lambda x, size: x)
 _reducing_rule(pmin_p, reductions.reduce_min, lambda x, size: x)
-ad.deflinear(psum_p, lambda cts, x, *, axis_name: [psum_p.bind(cts[0], axis_name=axis_name)])
+ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
+    psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
 
 def psum(x: Any, axis_name: Any) -> Any:
@@ -208,7 +209,7 @@ ad.deflinear(all_gather_p, lambda cts, x, **params: [_all_gather_transpose(cts[0
 
 def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
     # Each example's slice of the gathered cotangent, summed over the examples that received it.
-    total = psum_p.bind(ct, axis_name=(axis_name,))
+    total = psum_p.bind(_lift_to_axes(ct, axis_name), axis_name=(axis_name,))
     index = axis_index(axis_name)
     from numbax._src.lax import indexing
 
@@ -299,7 +300,7 @@ def _ppermute_collective(axis_data, vals, dims, *, axis_name, perm):
 
 def _ppermute_transpose(cts, x, *, axis_name, perm):
     inverse = tuple((dst, src) for src, dst in perm)
-    return [ppermute_p.bind(cts[0], axis_name=axis_name, perm=inverse)]
+    return [ppermute_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name, perm=inverse)]
 
 
 core.impl_rules[ppermute_p] = _ppermute_impl
@@ -366,7 +367,8 @@ def _psum_scatter_batch(size, vals, dims, *, axis_name, scatter_dimension, tiled
 
 
 def _psum_scatter_transpose(cts, x, *, axis_name, scatter_dimension, tiled, axis_size):
-    return [all_gather_p.bind(cts[0], axis_name=axis_name, axis=scatter_dimension, tiled=tiled,
+    return [all_gather_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name,
+                              axis=scatter_dimension, tiled=tiled,
                               axis_size=axis_size)]
 
 

@@ -31,7 +31,7 @@ class Comm:
 
     def exchange(self, x: np.ndarray, reduce_fn) -> np.ndarray:
         """reduce_fn(list of every rank's x) -> result, computed between the two barriers."""
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
         slot_bytes = self.scratch.shape[1]
         if x.nbytes > slot_bytes:
             raise RuntimeError(
