@@ -283,3 +283,23 @@ def test_triangular_solve_mismatch_names_both():
         lax.linalg.triangular_solve(np.eye(3), np.ones((4, 2)), left_side=True)
     with pytest.raises(NumbaxValueError, match="dtype|float32"):
         lax.linalg.triangular_solve(np.eye(3), np.ones((3, 3), np.float32))
+
+
+def test_doctests():
+    import doctest
+
+    from numbax._src.lax import linalg
+
+    result = doctest.testmod(linalg, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_eigh_degenerate_eigenvalues_keep_eigenvalue_tangents():
+    # Repeated eigenvalues: eigenvalue derivatives stay finite and right (dA diagonal in V's
+    # basis); eigenvector derivatives are undefined there (documented in _eigh_jvp).
+    a = np.diag([1.0, 1.0, 3.0])
+    da = np.diag([0.5, 0.2, -1.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, dw = numbax.jvp(lambda x: lax.linalg.eigh(x)[1], (a,), (da,))
+    np.testing.assert_allclose(np.sort(np.asarray(dw)[:2]), [0.2, 0.5])
+    np.testing.assert_allclose(np.asarray(dw)[2], -1.0)

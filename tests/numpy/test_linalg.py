@@ -299,3 +299,12 @@ def test_bad_options():
         jnp.linalg.inv(np.eye(2, dtype=np.complex128))
     with pytest.raises(NumbaxValueError, match="UPLO"):
         jnp.linalg.eigh(np.eye(2), UPLO="X")
+
+
+def test_doctests():
+    import doctest
+
+    from numbax._src.numpy import linalg
+
+    result = doctest.testmod(linalg, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
