@@ -58,8 +58,8 @@ def optimizer(opt_maker: Callable) -> Callable[..., Optimizer]:
             x0_flat, tree = tu.tree_flatten(x0_tree)
             initial_states = [init(x0) for x0 in x0_flat]
             flat_pairs = [tu.tree_flatten(s) for s in initial_states]
-            states_flat = [p[0] for p in flat_pairs]
-            subtrees = [p[1] for p in flat_pairs]
+            states_flat = tuple(p[0] for p in flat_pairs)
+            subtrees = tuple(p[1] for p in flat_pairs)
             return OptimizerState(states_flat, tree, subtrees)
 
         @functools.wraps(update)
@@ -73,7 +73,7 @@ def optimizer(opt_maker: Callable) -> Callable[..., Optimizer]:
                     "gradients with the same structure as the parameters.")
             states = [tu.tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
             new_states = [update(i, g, s) for g, s in zip(grad_flat, states)]
-            new_flat, subtrees2 = [], []
+            new_flat = []
             for s, subtree in zip(new_states, subtrees):
                 leaves, subtree2 = tu.tree_flatten(s)
                 if subtree2 != subtree:
@@ -81,8 +81,7 @@ def optimizer(opt_maker: Callable) -> Callable[..., Optimizer]:
                         f"optimizers.update_fun: the update produced a state of structure "
                         f"{subtree2}, expected its input structure {subtree}.")
                 new_flat.append(leaves)
-                subtrees2.append(subtree2)
-            return OptimizerState(new_flat, tree, subtrees)
+            return OptimizerState(tuple(new_flat), tree, subtrees)
 
         @functools.wraps(get_params)
         def tree_get_params(opt_state):
@@ -408,4 +407,4 @@ def pack_optimizer_state(marked_pytree: Any) -> OptimizerState:
             "optimizers.pack_optimizer_state: marked_pytree has leaves that are not "
             "JoinPoints, expected the output of unpack_optimizer_state.")
     pairs = [tu.tree_flatten(s.subtree) for s in sentinels]
-    return OptimizerState([p[0] for p in pairs], tree_def, [p[1] for p in pairs])
+    return OptimizerState(tuple(p[0] for p in pairs), tree_def, tuple(p[1] for p in pairs))
