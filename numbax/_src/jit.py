@@ -10,7 +10,15 @@ import numpy as np
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.array import Array
-from numbax._src.compiler import cache, codegen_cpu, fusion, lowering, passes
+from numbax._src.compiler import (
+    cache,
+    codegen_cpu,
+    codegen_nopython,
+    fusion,
+    inline,
+    lowering,
+    passes,
+)
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
@@ -49,6 +57,8 @@ def _fusible(eqn: core.JaxprEqn) -> bool:
 def _check_lowerings(jaxpr: core.Jaxpr, fun_name: str) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        if name in codegen_nopython.CONTROL_FLOW:
+            continue
         if not _fusible(eqn) and not lowering.has_library_rule(name):
             raise NotImplementedError(
                 f"jit: primitive {name} (in function {fun_name}) has no CPU lowering. Run the "
@@ -59,11 +69,14 @@ def _check_lowerings(jaxpr: core.Jaxpr, fun_name: str) -> None:
 def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executable:
     """Simplify, fuse, render each kernel alone, load (cached), render and load the driver."""
     out_weak = [v.aval.weak_type for v in closed.jaxpr.outvars]
-    jaxpr = passes.simplify(closed.jaxpr)
+    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
     _check_lowerings(jaxpr, fun_name)
     nodes = fusion.partition(jaxpr, _fusible)
-    sources, module_names = [], []
-    for node in nodes:
+    sources, module_names, fallbacks = [], [], []
+    for j, node in enumerate(nodes):
+        if isinstance(node, fusion.LibraryCall) and \
+                node.eqn.primitive.name in codegen_nopython.CONTROL_FLOW:
+            nodes[j] = node = _control_flow_node(node, sources, fallbacks, fun_name)
         if isinstance(node, fusion.LoopNest):
             src, _ = codegen_cpu.render_loop(node)
             module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG)
@@ -75,7 +88,27 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executab
     driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
     sources.append(driver_src)
     consts = [np.ascontiguousarray(core.to_numpy(c)) for c in closed.consts]
-    return Executable(driver_mod.driver, consts, out_weak, sources, jaxpr, out_tree, fun_name)
+    return Executable(driver_mod.driver, [*fallbacks, *consts], out_weak, sources, jaxpr,
+                      out_tree, fun_name)
+
+
+def _control_flow_node(node, sources: list, fallbacks: list, fun_name: str):
+    """One @njit kernel for a cond/while/scan, or a Python loop over compiled sub-jaxprs."""
+    cf = codegen_nopython.NopythonCall(node.eqn, node.inputs, node.outputs)
+    try:
+        src = codegen_nopython.render(node.eqn)
+    except codegen_nopython.Unsupported:
+        def compile_closed(sub: core.ClosedJaxpr):
+            exe = compile_jaxpr(sub, None, fun_name)
+            return lambda *args: exe.driver(*exe.consts, *args)
+
+        cf.fallback = codegen_nopython.python_lowering(node.eqn, compile_closed)
+        cf.fallback_name = f"f{len(fallbacks)}"
+        fallbacks.append(cf.fallback)
+        return cf
+    cf.module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG).__name__
+    sources.append(src)
+    return cf
 
 
 # ----------------------------------------------------------------------------- arguments

@@ -464,6 +464,12 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None]) -
             args = ", ".join(f"{names[v]}.reshape({flat})" if flat and v.aval.ndim > 1
                              else names[v] for v in [*node.inputs, *node.outputs])
             lines.append(f"    {kname}({args})")
+        elif node.family == "nopy":  # control flow (compiler/codegen_nopython.py)
+            from numbax._src.compiler import codegen_nopython
+
+            more, node_lines = codegen_nopython.driver_lines(node, j, names, pp)
+            imports.extend(more)
+            lines.extend(node_lines)
         else:
             eqn = node.eqn
             ins = [names[x] if isinstance(x, Var) else render_scalar(x.val, x.aval.dtype)
@@ -479,7 +485,8 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None]) -
             rets.append(f"np.array({names[x]})")
         else:
             rets.append(names[x])
-    params = ", ".join(names[v] for v in [*jaxpr.constvars, *jaxpr.invars])
+    fallbacks = [n.fallback_name for n in nodes if getattr(n, "fallback_name", None)]
+    params = ", ".join([*fallbacks, *(names[v] for v in [*jaxpr.constvars, *jaxpr.invars])])
     head = _header(jaxpr, False, pp).split("\nCACHE")[0]
     head = head.replace("# numbax", "# driver | numbax", 1)
     return (head + "from numbax._src.compiler import lowering as lw  # noqa: F401\n"
