@@ -160,8 +160,6 @@ def test_softmax_grads_match_finite_differences():
         np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                   reason="jit cannot lower custom_jvp_call until compiler/inline.py is wired in")
 def test_softmax_under_jit():
     x = np.random.RandomState(1).randn(5)
     c = np.random.RandomState(2).randn(5)
