@@ -1,0 +1,56 @@
+"""pmap scaling: the same elementwise + reduction work split over 1, 2, 4, ... virtual CPU
+devices, against numbax.jit in this process, plus psum latency for 1 KB and 64 MB.
+
+Run: python benchmarks/bench_pmap.py [max_devices] (default: the number of cores, at most 8).
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _best(fn, repeats=5):
+    fn()  # warm up (starts workers, compiles)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    max_devices = int(sys.argv[1]) if len(sys.argv) > 1 else min(8, os.cpu_count() or 1)
+    os.environ.setdefault("NUMBAX_NUM_CPU_DEVICES", str(max_devices))
+    import numbax
+    import numbax.numpy as jnp
+    from numbax import lax
+
+    total = 8 * 2 ** 20  # float64 elements (64 MB)
+    x = np.random.default_rng(0).normal(size=total)
+
+    def work(v):
+        return jnp.sum(jnp.tanh(v) * jnp.exp(-v * v) + jnp.sqrt(jnp.abs(v)), axis=-1)
+
+    jitted = numbax.jit(work)
+    base = _best(lambda: np.asarray(jitted(x)))
+    print(f"cores={os.cpu_count()} devices={numbax.device_count()} work={total} float64")
+    print(f"jit, one process:   {base * 1e3:8.2f} ms  ({total / base / 1e6:7.1f} Melem/s)")
+    counts = [k for k in (1, 2, 4, 8, 16) if k <= numbax.device_count()]
+    for k in counts:
+        f = numbax.pmap(work)
+        shards = x.reshape(k, total // k)
+        t = _best(lambda f=f, shards=shards: np.asarray(f(shards)))
+        print(f"pmap on {k:2d} devices: {t * 1e3:8.2f} ms  ({total / t / 1e6:7.1f} Melem/s, "
+              f"{base / t:4.2f}x jit)")
+    n = numbax.device_count()
+    psum = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+    for nbytes, label in ((1024, "1 KB"), (64 * 2 ** 20, "64 MB")):
+        v = np.ones((n, nbytes // 8))
+        t = _best(lambda v=v: np.asarray(psum(v)))
+        print(f"psum of {label:>5} over {n} devices: {t * 1e3:8.3f} ms (call, incl. transfers)")
+
+
+if __name__ == "__main__":
+    main()
