@@ -1,0 +1,211 @@
+"""jit of control flow (compiler/codegen_nopython.py) and of call-like primitives (inline.py)."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler import codegen_nopython, inline
+
+
+def _newton(a):
+    def cond(c):
+        x, i = c
+        return (jnp.abs(x * x - a) > 1e-12) & (i < 100)
+
+    def body(c):
+        x, i = c
+        return (x - (x * x - a) / (2.0 * x), i + 1)
+
+    return lax.while_loop(cond, body, (a + 1.0, 0))
+
+
+def _switch(i, x):
+    return lax.switch(i, [lambda v: {"a": v["a"] + 1.0, "b": v["b"]},
+                          lambda v: {"a": v["a"] * 2.0, "b": -v["b"]},
+                          lambda v: {"a": jnp.sin(v["a"]), "b": v["b"] * 3}], x)
+
+
+def _rnn(params, xs):
+    w, u = params
+
+    def cell(h, x):
+        h = jnp.tanh(w @ h + u @ x)
+        return h, jnp.sum(h)
+
+    h, ys = lax.scan(cell, jnp.zeros(3), xs)
+    return jnp.sum(h) + jnp.sum(ys * ys)
+
+
+_jnewton = numbax.jit(_newton)
+_jswitch = numbax.jit(_switch)
+_jrnn = numbax.jit(_rnn)
+_RNG = np.random.default_rng(0)
+_W = (_RNG.normal(size=(3, 3)) * 0.5, _RNG.normal(size=(3, 2)) * 0.5)
+_XS = _RNG.normal(size=(5, 2))
+
+
+def test_cond_switch_traced_index_pytrees():
+    x = {"a": np.arange(3.0), "b": np.int64(4)}
+    for i in (-2, 0, 1, 2, 7):
+        got, want = _jswitch(i, x), _switch(i, x)
+        np.testing.assert_allclose(got["a"], want["a"])
+        assert int(got["b"]) == int(want["b"])
+    pred = numbax.jit(lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: v - 1.0, x))
+    np.testing.assert_allclose(pred(True, np.ones(2)), [2.0, 2.0])
+    np.testing.assert_allclose(pred(False, np.ones(2)), [0.0, 0.0])
+
+
+def test_while_newton_sqrt():
+    for a in (2.0, 9.0, 0.5):
+        x, n = _jnewton(a)
+        np.testing.assert_allclose(x, np.sqrt(a), rtol=1e-12)
+        assert int(n) == int(_newton(a)[1])
+    src = _jnewton.lower(2.0).as_text()
+    assert "while " in src and "@njit" in src
+
+
+def test_fori_loop_static_and_dynamic():
+    def body(i, c):
+        return c * 2.0 + i
+
+    static = numbax.jit(lambda x: lax.fori_loop(0, 5, body, x))
+    dynamic = numbax.jit(lambda n, x: lax.fori_loop(0, n, body, x))
+    want = 1.0
+    for i in range(5):
+        want = want * 2.0 + i
+    np.testing.assert_allclose(static(1.0), want)
+    np.testing.assert_allclose(dynamic(5, 1.0), want)
+    np.testing.assert_allclose(dynamic(0, 1.0), 1.0)
+
+
+def test_scan_cumsum_and_reverse():
+    xs = np.arange(1.0, 7.0).reshape(3, 2)
+
+    def f(xs, reverse):
+        return lax.scan(lambda c, x: (c + x, c * x), np.zeros(2), xs, reverse=reverse)
+
+    for reverse in (False, True):
+        jf = numbax.jit(f, static_argnums=1)
+        (c, ys), (c0, ys0) = jf(xs, reverse), f(xs, reverse)
+        np.testing.assert_allclose(c, xs.sum(0))
+        np.testing.assert_allclose(ys, ys0)
+    acc, ref = 0.0, []
+    for x in xs[::-1, 0]:
+        ref.append(acc * x)
+        acc += x
+    np.testing.assert_allclose(numbax.jit(f, static_argnums=1)(xs, True)[1][::-1, 0], ref)
+
+
+def test_scan_rnn_and_grad():
+    np.testing.assert_allclose(_jrnn(_W, _XS), _rnn(_W, _XS), rtol=1e-12)
+    g = numbax.jit(numbax.grad(_rnn))(_W, _XS)
+    g0 = numbax.grad(_rnn)(_W, _XS)
+    for a, b in zip(g, g0):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    eps, wp, wm = 1e-6, _W[0].copy(), _W[0].copy()
+    wp[1, 2] += eps
+    wm[1, 2] -= eps
+    fd = (_rnn((wp, _W[1]), _XS) - _rnn((wm, _W[1]), _XS)) / (2 * eps)
+    np.testing.assert_allclose(g[0][1, 2], fd, rtol=1e-5)
+
+
+def test_lax_map():
+    f = numbax.jit(lambda xs: lax.map(lambda x: jnp.sum(x * x), xs))
+    xs = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_allclose(f(xs), (xs * xs).sum(1))
+
+
+def test_vmap_while_per_example_trip_counts_in_prange():
+    a = np.linspace(0.5, 50.0, 2000)
+    f = numbax.jit(numbax.vmap(_newton))
+    x, n = f(a)
+    np.testing.assert_allclose(x, np.sqrt(a), rtol=1e-12)
+    assert len(set(np.asarray(n).tolist())) > 1
+    np.testing.assert_array_equal(n, [int(_newton(v)[1]) for v in a[:3]] + list(n)[3:])
+    src = f.lower(a).as_text()
+    assert "prange" in src and "while " in src
+
+
+def test_nested_scan_of_cond_and_while_in_vmap():
+    def f(xs):
+        def step(c, x):
+            y = lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)
+            return c + y, y
+
+        return lax.scan(step, 0.0, xs)
+
+    xs = np.array([1.0, -2.0, 3.0, -4.0])
+    (c, ys), (c0, ys0) = numbax.jit(f)(xs), f(xs)
+    np.testing.assert_allclose(ys, [2.0, 2.0, 6.0, 4.0])
+    np.testing.assert_allclose(c, c0)
+
+    def g(a):
+        return numbax.vmap(lambda v: _newton(v)[0])(a) * 2.0
+
+    a = np.array([4.0, 16.0, 2.0])
+    np.testing.assert_allclose(numbax.jit(g)(a), 2 * np.sqrt(a), rtol=1e-12)
+
+
+def test_fallback_runs_unsupported_body():
+    def f(x):  # cumsum has no nopython rule: the while falls back to a Python loop
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.cumsum(c[1])),
+                              (0, x))[1]
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(numbax.jit(f)(x), f(x))
+    assert "while " not in "".join(numbax.jit(f).lower(x).as_text().split("def driver")[1:])
+
+
+@numbax.custom_jvp
+def _softplus(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _softplus(x), t * (1.0 / (1.0 + jnp.exp(-x)))
+
+
+@numbax.custom_vjp
+def _clip_grad(x):
+    return x * 3.0
+
+
+def _clip_fwd(x):
+    return x * 3.0, None
+
+
+def _clip_bwd(_, g):
+    return (jnp.clip(g, -1.0, 1.0),)
+
+
+_clip_grad.defvjp(_clip_fwd, _clip_bwd)
+
+
+def test_custom_jvp_vjp_checkpoint_under_jit():
+    x = np.array([-1.0, 0.5, 2.0])
+    np.testing.assert_allclose(numbax.jit(_softplus)(x), np.log1p(np.exp(x)))
+    g = numbax.jit(numbax.grad(lambda v: jnp.sum(_softplus(v))))(x)
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-x)))
+    np.testing.assert_allclose(numbax.jit(_clip_grad)(x), 3 * x)
+    g = numbax.jit(numbax.grad(lambda v: jnp.sum(_clip_grad(v) * 5.0)))(x)
+    np.testing.assert_allclose(g, [1.0, 1.0, 1.0])
+    ck = numbax.checkpoint(lambda v: jnp.sin(jnp.sin(v)))
+    np.testing.assert_allclose(numbax.jit(ck)(x), np.sin(np.sin(x)))
+    g = numbax.jit(numbax.grad(lambda v: jnp.sum(ck(v))))(x)
+    np.testing.assert_allclose(g, np.cos(np.sin(x)) * np.cos(x))
+
+
+def test_inline_removes_call_primitives():
+    jaxpr = numbax.make_jaxpr(lambda v: _softplus(v) + numbax.checkpoint(jnp.sin)(v))(1.0)
+    names = {e.primitive.name for e in inline.inline_calls(jaxpr.jaxpr).eqns}
+    assert not names & set(inline.CALL_PARAMS)
+
+
+def test_covered_primitives_and_bad_input():
+    covered = codegen_nopython.covered_primitives()
+    assert {"while", "dot_general", "tanh", "select_n"} <= set(covered)
+    with pytest.raises(TypeError, match="while_loop"):
+        numbax.jit(lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x))(1.0)
