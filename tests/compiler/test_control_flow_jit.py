@@ -89,6 +89,7 @@ def test_scan_cumsum_and_reverse():
         jf = numbax.jit(f, static_argnums=1)
         (c, ys), (c0, ys0) = jf(xs, reverse), f(xs, reverse)
         np.testing.assert_allclose(c, xs.sum(0))
+        np.testing.assert_allclose(c, c0)
         np.testing.assert_allclose(ys, ys0)
     acc, ref = 0.0, []
     for x in xs[::-1, 0]:
@@ -139,6 +140,7 @@ def test_nested_scan_of_cond_and_while_in_vmap():
     (c, ys), (c0, ys0) = numbax.jit(f)(xs), f(xs)
     np.testing.assert_allclose(ys, [2.0, 2.0, 6.0, 4.0])
     np.testing.assert_allclose(c, c0)
+    np.testing.assert_allclose(ys, ys0)
 
     def g(a):
         return numbax.vmap(lambda v: _newton(v)[0])(a) * 2.0
