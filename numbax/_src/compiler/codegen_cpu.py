@@ -14,8 +14,11 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 NUMBAX_VERSION = "0.1.0"
 PRANGE_MIN = 2**15  # loops with fewer elements run serially: threads do not pay, compiles faster
 # The knobs that change generated code; part of every disk-cache key.
-CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"), ("fastmath", False),
+CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
+                  ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"))
+_ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
+                 "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}")
 _FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
 
 
@@ -280,11 +283,18 @@ def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
 
 
 def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: list[str],
-          pad: str, par_reduce: bool) -> None:
-    """One line per fused equation (with the equation as a comment), inside the loops."""
+          pad: str, par_reduce: bool, eqns: list[JaxprEqn] | None = None,
+          seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
+          nans: dict[Var, str] | None = None) -> dict[Var, str]:
+    """One line per fused equation (with the equation as a comment), inside the loops.
+
+    `seed` gives values already computed as scalars (per-row results of earlier passes),
+    `no_store` the recomputed equations whose outputs an earlier pass stored, and `nans` the
+    NaN flags of vectorised max/min accumulators (row passes: updates go through `rd.*`).
+    Returns the scalar names of the equations' values."""
     nest = k.nest
     full = _index(idx)
-    value: dict[Var, str] = {}
+    value: dict[Var, str] = dict(seed or {})
     shape_rank = len(nest.shape)
 
     def read(x) -> str:
@@ -297,20 +307,24 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
             return f"{name}s"  # loaded once before the loops
         return f"{name}[{full}]"
 
-    for eqn in nest.eqns:
+    for eqn in nest.eqns if eqns is None else eqns:
         name = eqn.primitive.name
         out = eqn.outvars[0]
         comment = k.comment(eqn)
         if name in fusion.BROADCAST:
             x = eqn.invars[0]
-            expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 else (
+            expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 or x in value else (
                 f"{k.names[x]}[{_bcast_index(eqn, idx)}]")
         elif name in fusion.REDUCTIONS:
             acc = accs[out]
+            v = read(eqn.invars[0])
+            if nans is not None:
+                lines.extend(pad + u for u in _row_update(name, acc, v, out, nans))
+                lines[-1] += f"  # {comment}"
+                continue
             dt = eqn.invars[0].aval.dtype
             update = _REDUCE[name][2] if par_reduce else _REDUCE[name][1]
             fmax, fmin = ("rt.fmax", "rt.fmin") if dt.kind in "fc" else ("max", "min")
-            v = read(eqn.invars[0])
             lines.append(pad + update.format(acc=acc, v=v, fmax=fmax, fmin=fmin)
                          + f"  # {comment}")
             continue
@@ -323,9 +337,30 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
         t = k.temp()
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
-        if out in k.out_names:
+        if out in k.out_names and out not in no_store:
             target = f"{k.out_names[out]}[{full}]"
             lines.append(f"{pad}{target} = {t}")
+    return value
+
+
+# Row-pass accumulator updates: sums and products through reassociating helpers (vectorised
+# lanes), float max/min through NaN-ignoring selects plus a NaN flag (NaN still propagates).
+_ROW_UPDATE = {
+    "reduce_sum": "{acc} = rd.add({acc}, {v})",
+    "reduce_prod": "{acc} = rd.mul({acc}, {v})",
+    "reduce_max": "{acc} = rd.max_({acc}, {v})",
+    "reduce_min": "{acc} = rd.min_({acc}, {v})",
+}
+
+
+def _row_update(name: str, acc: str, v: str, out: Var, nans: dict[Var, str]) -> list[str]:
+    if out in nans:
+        return [f"{nans[out]} = {nans[out]} | ({v} != {v})",
+                _ROW_UPDATE[name].format(acc=acc, v=v)]
+    if name in ("reduce_sum", "reduce_prod") and out.aval.dtype.kind in "fc":
+        return [_ROW_UPDATE[name].format(acc=acc, v=v)]
+    fmax, fmin = "max", "min"
+    return [_REDUCE[name][1].format(acc=acc, v=v, fmax=fmax, fmin=fmin)]
 
 
 def _loop_kind(nest: fusion.LoopNest) -> tuple[bool, bool]:
@@ -346,6 +381,8 @@ def _loop_kind(nest: fusion.LoopNest) -> tuple[bool, bool]:
 def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
     """The source of one kernel module, and whether it runs a parallel loop."""
     k = _Kernel(nest)
+    if fusion._trailing(nest) is not None:
+        return _render_rows(k, nest)
     shape = nest.shape
     rank = len(shape)
     axes = nest.reduce_axes
@@ -398,6 +435,78 @@ def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
     return src, parallel
 
 
+def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
+    """A reduction over trailing axes, and the passes fused after it (fusion.fuse_rows): an
+    outer loop over the kept axes (prange when large), then per outer index one inner loop nest
+    per pass; per-row results stay scalars, full-size values of earlier passes are recomputed
+    (never stored), so softmax reads its row three times from cache and writes it once."""
+    kept = fusion._trailing(nest)
+    shape = nest.shape
+    parallel = _loop_kind(nest)[0] and kept > 0
+    passes = nest.passes or [("row", list(nest.eqns))]
+    idx = [f"i{d}" for d in range(len(shape))]
+    pad = "    "
+    lines = [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs if v.aval.ndim == 0]
+    for d in range(kept):
+        loop = "prange" if d == 0 and parallel else "range"
+        lines.append(f"{pad}for {idx[d]} in {loop}({shape[d]}):")
+        pad += "    "
+    seed: dict[Var, str] = {}
+    row_defs: list[JaxprEqn] = []  # elementwise equations of earlier row passes (recomputed)
+    n_acc = 0
+    for kind, eqns in passes:
+        if kind == "outer":
+            values = _body(k, idx[:kept], False, {}, lines, pad, False, eqns=eqns, seed=seed)
+            seed.update({e.outvars[0]: values[e.outvars[0]] for e in eqns})
+            continue
+        reductions = [e for e in eqns if e.primitive.name in fusion.REDUCTIONS]
+        accs = {e.outvars[0]: f"acc{n_acc + j}" for j, e in enumerate(reductions)}
+        nans = {e.outvars[0]: f"nan{n_acc + j}" for j, e in enumerate(reductions)
+                if e.primitive.name in ("reduce_max", "reduce_min")
+                and e.invars[0].aval.dtype.kind == "f"}
+        n_acc += len(reductions)
+        lines.extend(_acc_inits(reductions, accs, pad))
+        lines.extend(f"{pad}{f} = False" for f in nans.values())
+        again = _recompute(eqns, row_defs, seed)
+        inner = pad
+        for d in range(kept, len(shape)):
+            lines.append(f"{inner}for {idx[d]} in range({shape[d]}):")
+            inner += "    "
+        _body(k, idx, False, accs, lines, inner, False, eqns=again + eqns, seed=seed,
+              no_store=frozenset(e.outvars[0] for e in again), nans=nans)
+        for e in reductions:
+            out = e.outvars[0]
+            r = f"r{len(seed)}"
+            value = cast(out.aval.dtype, accs[out])
+            if out in nans:
+                value = f"{value} if not {nans[out]} else {render_scalar(np.nan, out.aval.dtype)}"
+            lines.append(f"{pad}{r} = {value}")
+            seed[out] = r
+            if out in k.out_names:
+                lines.append(f"{pad}{k.out_names[out]}[{_index(idx[:kept])}] = {r}")
+        row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
+    params = ", ".join([*k.names.values(), *k.out_names.values()])
+    deco = f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False)"
+    consts = "\n".join(k.consts)
+    first, rest = k.header.split("\n", 1)
+    src = (f"{first}\n{_ROW_FASTMATH}\n{rest}\n{consts}\n\n\n{deco}\ndef kernel({params}):\n"
+           + "\n".join(lines) + "\n")
+    return src, parallel
+
+
+def _recompute(eqns: list[JaxprEqn], row_defs: list[JaxprEqn], seed) -> list[JaxprEqn]:
+    """The equations of earlier row passes that `eqns` need again, in program order."""
+    defs = {e.outvars[0]: e for e in row_defs}
+    need: set[Var] = set()
+    stack = [x for e in eqns for x in e.invars]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var) and x in defs and x not in need and x not in seed:
+            need.add(x)
+            stack.extend(defs[x].invars)
+    return [e for e in row_defs if e.outvars[0] in need]
+
+
 def _acc_inits(reductions, accs, pad) -> list[str]:
     out = []
     for e in reductions:
@@ -433,6 +542,7 @@ def _header(jaxpr: Jaxpr, parallel: bool, names: core._Names) -> str:
         "from numba import njit, prange  # noqa: F401",
         "",
         "from numbax._src.compiler import fastmath as fm  # noqa: F401",
+        "from numbax._src.compiler import reduce_ops as rd  # noqa: F401",
         "from numbax._src.compiler import runtime as rt  # noqa: F401",
         "",
         'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',

@@ -33,6 +33,9 @@ class LoopNest:
     inputs: list[Var] = field(default_factory=list)
     outputs: list[Var] = field(default_factory=list)
     reduced: set = field(default_factory=set)  # outvars of reductions in this nest
+    # A row group (see fuse_rows): the equations split into passes, each ("row", eqns) looping
+    # over the reduced trailing axes or ("outer", eqns) run once per outer index; None otherwise.
+    passes: list | None = None
 
     family = "loop"
 
@@ -102,8 +105,74 @@ def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
             nodes.append(node)
         for v in eqn.outvars:
             producer[v] = node
+    nodes = fuse_rows(nodes, producer)
     _wire(jaxpr, nodes, producer)
     return nodes
+
+
+# ----------------------------------------------------------------------------- row groups
+
+
+def _trailing(nest: LoopNest) -> int | None:
+    """The number of outer (kept) axes when the nest reduces exactly its trailing axes."""
+    axes, rank = nest.reduce_axes, len(nest.shape)
+    if not axes or axes != tuple(range(rank - len(axes), rank)):
+        return None
+    return rank - len(axes)
+
+
+def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node]) -> str | None:
+    """How `cand` joins a row group: "row" (same space), "outer" (per outer index) or None."""
+    if not isinstance(cand, LoopNest):
+        return None
+    outer = group.shape[:kept]
+    if cand.shape == group.shape and cand.reduce_axes in (None, group.reduce_axes):
+        kind = "row"
+    elif cand.shape == outer and cand.reduce_axes is None:
+        kind = "outer"
+    else:
+        return None
+    scalars = group.reduced | {v for kind_, eqns in group.passes if kind_ == "outer"
+                               for e in eqns for v in e.outvars}
+    for eqn in cand.eqns:
+        for x in eqn.invars:
+            if not isinstance(x, Var) or producer.get(x) is not group or kind == "outer":
+                continue
+            if x in scalars:  # a per-row value: only a broadcast along the trailing axes reads it
+                row_bcast = eqn.primitive.name in BROADCAST and \
+                    eqn.params["broadcast_dimensions"] == tuple(range(kept))
+                if not row_bcast and x.aval.ndim != 0:
+                    return None
+            elif eqn.primitive.name in BROADCAST:
+                return None
+    return kind
+
+
+def fuse_rows(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
+    """Merges a trailing-axes reduction nest with the nests right after it over the same outer
+    space (later reductions, elementwise consumers, per-row epilogues) into one row group: one
+    kernel whose outer loop runs over rows and whose passes loop over each row (softmax,
+    logsumexp), instead of one kernel and one intermediate array per pass."""
+    out: list[Node] = []
+    for node in nodes:
+        prev = out[-1] if out else None
+        if isinstance(prev, LoopNest) and prev.passes is not None:
+            kind = _row_kind(prev, _trailing(prev), node, producer)
+            if kind is not None:
+                prev.passes.append((kind, list(node.eqns)))
+                prev.eqns.extend(node.eqns)
+                prev.reduced.update(node.reduced)
+                for e in node.eqns:
+                    for v in e.outvars:
+                        producer[v] = prev
+                continue
+        if isinstance(node, LoopNest) and _trailing(node) is not None:
+            node.passes = [("row", list(node.eqns))]
+        out.append(node)
+    for node in out:
+        if isinstance(node, LoopNest) and node.passes is not None and len(node.passes) == 1:
+            node.passes = None  # a plain reduction nest: rendered as before
+    return out
 
 
 def _wire(jaxpr: Jaxpr, nodes: list[Node], producer: dict[Var, Node]) -> None:

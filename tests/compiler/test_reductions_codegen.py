@@ -1,0 +1,131 @@
+"""Reduction kernels: vectorised accumulators, NaN semantics, row groups (softmax, logsumexp)."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src import jit as jit_mod
+from numbax._src.compiler import fusion, passes
+
+RNG = np.random.default_rng(0)
+M = RNG.normal(size=(37, 41))
+M_SPECIAL = M.copy()
+M_SPECIAL[3, 5] = np.nan
+M_SPECIAL[7, :] = np.inf
+M_SPECIAL[9, 2] = -np.inf
+
+
+def _softmax(x):
+    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def _logsumexp_rows(x):
+    m = jnp.max(x, axis=-1)
+    return jnp.log(jnp.sum(jnp.exp(x - m[:, None]), axis=-1)) + m
+
+
+def _logsumexp(x):
+    m = jnp.max(x)
+    return jnp.log(jnp.sum(jnp.exp(x - m))) + m
+
+
+_JIT = {name: numbax.jit(f, static_argnums=1) for name, f in [
+    ("sum", lambda x, ax: jnp.sum(x, axis=ax)), ("max", lambda x, ax: jnp.max(x, axis=ax)),
+    ("min", lambda x, ax: jnp.min(x, axis=ax)), ("prod", lambda x, ax: jnp.prod(x, axis=ax))]}
+_NP = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.filterwarnings("ignore:overflow")
+def test_reduction_matches_numpy(name, axis, dtype):
+    x = (M * 3).astype(dtype) if dtype != np.float64 else M
+    if name == "prod":
+        x = (np.abs(x) % 2 + 0.5).astype(dtype) if dtype != np.int32 else np.sign(x).astype(dtype)
+    got = np.asarray(_JIT[name](x, axis))
+    want = _NP[name](x, axis=axis)
+    assert got.dtype == want.dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol)
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_nan_and_inf_propagate_like_numpy(name, axis):
+    got = np.asarray(_JIT[name](M_SPECIAL, axis))
+    with np.errstate(invalid="ignore"):
+        want = _NP[name](M_SPECIAL, axis=axis)
+    np.testing.assert_allclose(got, want, rtol=1e-13)  # nan and ±inf positions must match
+
+
+def test_nan_in_a_long_vector_is_not_lost_by_vector_lanes():
+    x = RNG.normal(size=100_003)
+    for pos in (0, 7, 50_000, 100_002):
+        y = x.copy()
+        y[pos] = np.nan
+        assert np.isnan(np.asarray(_JIT["max"](y, None)))
+        assert np.isnan(np.asarray(_JIT["min"](y, None)))
+    np.testing.assert_allclose(np.asarray(_JIT["sum"](x, None)), np.sum(x), rtol=1e-12)
+
+
+def test_empty_axes():
+    empty = np.zeros((0, 4))
+    np.testing.assert_array_equal(np.asarray(_JIT["sum"](empty, 0)), np.zeros(4))
+    np.testing.assert_array_equal(np.asarray(_JIT["prod"](empty, 0)), np.ones(4))
+    np.testing.assert_array_equal(np.asarray(_JIT["sum"](empty.T, 1)), np.zeros(4))
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmax_and_logsumexp_rows_match_numpy(dtype):
+    x = (M * 10).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(np.asarray(numbax.jit(_softmax)(x)), _np_softmax(x), rtol=tol)
+    m = x.max(-1)
+    want = np.log(np.exp(x - m[:, None]).sum(-1)) + m
+    np.testing.assert_allclose(np.asarray(numbax.jit(_logsumexp_rows)(x)), want, rtol=tol)
+    want1 = np.log(np.exp(x - x.max()).sum()) + x.max()
+    np.testing.assert_allclose(np.asarray(numbax.jit(_logsumexp)(x)), want1, rtol=tol)
+
+
+def test_softmax_row_with_nan_and_inf():
+    x = M_SPECIAL[:10]
+    with np.errstate(invalid="ignore"):
+        want = _np_softmax(x)
+    np.testing.assert_array_equal(np.isnan(np.asarray(numbax.jit(_softmax)(x))), np.isnan(want))
+
+
+def test_softmax_is_one_kernel_over_rows():
+    big = np.zeros((256, 512))  # large enough for prange
+    text = numbax.jit(_softmax).lower(big).as_text()
+    assert text.count("def kernel(") == 1
+    kernel = text.split("def kernel(")[1].split("# driver")[0]
+    assert kernel.count("for i0 in prange(256):") == 1
+    assert kernel.count("for i1 in range(512):") == 3  # max, sum of exp, write
+    assert kernel.count("fm.exp_f64(") == 2  # exp recomputed, never stored
+    assert "np.empty((256, 512)" in text.split("def driver(")[1]  # only the output
+
+
+def test_logsumexp_is_two_passes_in_one_kernel():
+    text = numbax.jit(_logsumexp).lower(M).as_text()
+    assert text.count("def kernel(") == 1
+    assert text.count("for i1 in range(41):") == 2
+    assert "# fastmath: only in reduction accumulators" in text
+
+
+def test_row_group_partition_shape():
+    jaxpr = passes.simplify(numbax.make_jaxpr(_logsumexp_rows)(M).jaxpr)
+    nodes = fusion.partition(jaxpr, jit_mod._fusible)
+    assert len(nodes) == 1
+    assert [kind for kind, _ in nodes[0].passes] == ["row", "row", "outer"]
+
+
+def test_reduction_of_bad_axis_raises():
+    with pytest.raises(ValueError, match="axis"):
+        numbax.jit(lambda x: jnp.sum(x, axis=5))(M)
