@@ -74,6 +74,54 @@ def cases(xp):
                 softmax=softmax, matmul=matmul, dispatch=plus1)
 
 
+def mlp_step(xp, grad, jit):
+    """The issue-5 MLP step: 784-512-512-10, tanh, softmax cross-entropy, SGD, all jitted."""
+    def loss(params, x, y):
+        (w1, b1), (w2, b2), (w3, b3) = params
+        h = xp.tanh(x @ w1 + b1)
+        h = xp.tanh(h @ w2 + b2)
+        logits = h @ w3 + b3
+        m = xp.max(logits, axis=-1, keepdims=True)
+        lse = xp.log(xp.sum(xp.exp(logits - m), axis=-1, keepdims=True)) + m
+        return -xp.mean(xp.sum(y * (logits - lse), axis=-1))
+
+    def step(params, x, y):
+        g = grad(loss)(params, x, y)
+        return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, g)]
+
+    return jit(step)
+
+
+def per_example_grads(xp, grad, jit, vmap):
+    """Logistic regression per-example gradients: jit(vmap(grad(loss), (None, 0, 0)))."""
+    def loss(w, x, y):
+        z = xp.dot(x, w)
+        return xp.log(1 + xp.exp(-z)) * y + xp.log(1 + xp.exp(z)) * (1 - y)
+
+    return jit(vmap(grad(loss), in_axes=(None, 0, 0)))
+
+
+def training_cases(rng):
+    """(name, label, numbax fn, numbax args, jax fn or None, jax args) for the training rows."""
+    sizes = [784, 512, 512, 10]
+    params = [(rng.normal(size=(a, b)).astype(np.float32) * 0.05, np.zeros(b, np.float32))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(128, 784)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
+    xl, yl, wl = rng.normal(size=(569, 30)), rng.integers(0, 2, 569) * 1.0, np.zeros(30)
+    nb_params = [(bnp.asarray(w), bnp.asarray(b)) for w, b in params]
+    rows = [("mlp_step", "b128 float32", mlp_step(bnp, numbax.grad, numbax.jit),
+             (nb_params, bnp.asarray(x), bnp.asarray(y)), None, (params, x, y)),
+            ("pex_grad", "logreg 569x30 f64",
+             per_example_grads(bnp, numbax.grad, numbax.jit, numbax.vmap),
+             (bnp.asarray(wl), bnp.asarray(xl), bnp.asarray(yl)), None, (wl, xl, yl))]
+    if jax is not None:
+        rows[0] = (*rows[0][:4], _block(mlp_step(jjnp, jax.grad, jax.jit)), rows[0][5])
+        rows[1] = (*rows[1][:4], _block(per_example_grads(jjnp, jax.grad, jax.jit, jax.vmap)),
+                   rows[1][5])
+    return rows
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     inputs = []
@@ -86,6 +134,7 @@ def main() -> None:
     sq = rng.normal(size=(1000, 1000))
     sq32 = sq.astype(np.float32)
     inputs += [("sum", "1e7 float64", (big,)), ("logsumexp", "1e7 float64", (big,)),
+               ("sum", "1000x1000 float64", (sq,)),
                ("logsumexp", "1000x1000 float64", (sq,)), ("softmax", "1000x1000 float64", (sq,)),
                ("matmul", "1000^2 float32", (sq32, sq32)),
                ("dispatch", "x+1, 10 float64", (np.arange(10.0),))]
@@ -108,6 +157,11 @@ def main() -> None:
             t_jx = float("nan")
         print(f"{name:<10} {label:<20} {t_nb * 1e6:>8.1f}us {t_np * 1e6:>8.1f}us "
               f"{t_jx * 1e6:>8.1f}us {t_nb / t_np:>7.2f} {t_nb / t_jx:>8.2f}")
+    for name, label, f_nb, nb_args, f_jx, j_args in training_cases(rng):
+        t_nb = median_time(f_nb, *nb_args, repeat=7)
+        t_jx = median_time(f_jx, *j_args, repeat=7) if f_jx is not None else float("nan")
+        print(f"{name:<10} {label:<20} {t_nb * 1e6:>8.1f}us {'-':>10} "
+              f"{t_jx * 1e6:>8.1f}us {'-':>7} {t_nb / t_jx:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_softmax_is_one_row_kernel():
 
 
 def test_prange_on_batch_axis_of_jit_vmap():
-    xb = np.ones((64, 1024))
+    xb = np.ones((64, 8192))  # 2**19 elements: codegen_cpu.PRANGE_MIN
     text = numbax.jit(numbax.vmap(lambda v: jnp.tanh(v) * 2.0 + jnp.sum(v))).lower(xb).as_text()
     assert "for i0 in prange(64):" in text
     small = numbax.jit(numbax.vmap(lambda v: jnp.tanh(v) * 2.0)).lower(X).as_text()

@@ -102,14 +102,14 @@ def test_softmax_row_with_nan_and_inf():
 
 
 def test_softmax_is_one_kernel_over_rows():
-    big = np.zeros((256, 512))  # large enough for prange
+    big = np.zeros((512, 1024))  # codegen_cpu.PRANGE_MIN elements: large enough for prange
     text = numbax.jit(_softmax).lower(big).as_text()
     assert text.count("def kernel(") == 1
     kernel = text.split("def kernel(")[1].split("# driver")[0]
-    assert kernel.count("for i0 in prange(256):") == 1
-    assert kernel.count("for i1 in range(512):") == 3  # max, sum of exp, write
+    assert kernel.count("for i0 in prange(512):") == 1
+    assert kernel.count("for i1 in range(1024):") == 3  # max, sum of exp, write
     assert kernel.count("fm.exp_f64(") == 2  # exp recomputed, never stored
-    assert "np.empty((256, 512)" in text.split("def driver(")[1]  # only the output
+    assert "np.empty((512, 1024)" in text.split("def driver(")[1]  # only the output
 
 
 def test_logsumexp_is_two_passes_in_one_kernel():

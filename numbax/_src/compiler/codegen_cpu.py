@@ -12,7 +12,7 @@ from numbax._src.compiler import fusion, lowering
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 NUMBAX_VERSION = "0.1.0"
-PRANGE_MIN = 2**15  # loops with fewer elements run serially: threads do not pay, compiles faster
+PRANGE_MIN = 2**19  # smaller loops run serially: threads do not pay here (docs/performance.md)
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
