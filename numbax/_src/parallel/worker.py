@@ -37,7 +37,7 @@ class Program:
     def run(self, args: list[np.ndarray]) -> list[Any]:
         with config.override("jax_enable_x64", self.x64):
             if self.executable is not None:
-                return self.executable.call_flat([np.ascontiguousarray(a) for a in args])
+                return self.executable.call_flat([np.asarray(a, order="C") for a in args])
             return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
