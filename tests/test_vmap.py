@@ -171,3 +171,12 @@ def test_out_of_range_axis_names_rank():
 def test_unbound_axis_name_is_a_name_error():
     with pytest.raises(NameError, match="'k'"):
         numbax.vmap(lambda v: lax.psum(v, "k"), axis_name="i")(np.ones(3))
+
+
+def test_grad_through_pmax_splits_ties():
+    x = np.array([1.0, 3.0, 2.0, 3.0])
+    f = lambda v: jnp.sum(numbax.vmap(lambda e: lax.pmax(e, "i") * e, axis_name="i")(v))  # noqa
+    # f = max(v) * sum(v): d/dv_k = max + sum * (1/2 at each of the two tied maxima).
+    np.testing.assert_allclose(np.asarray(numbax.grad(f)(x)), [3.0, 7.5, 3.0, 7.5])
+    g = lambda v: jnp.sum(numbax.vmap(lambda e: lax.pmin(e, "i"), axis_name="i")(v))  # noqa
+    np.testing.assert_allclose(np.asarray(numbax.grad(g)(x)), [4.0, 0.0, 0.0, 0.0])

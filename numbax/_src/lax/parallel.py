@@ -111,6 +111,23 @@ def _times_size(x, size):
 _reducing_rule(psum_p, reductions.reduce_sum, _times_size)
 _reducing_rule(pmax_p, reductions.reduce_max, lambda x, size: x)
 _reducing_rule(pmin_p, reductions.reduce_min, lambda x, size: x)
+
+
+def _extremum_jvp(prim: Primitive):
+    # The tangent of the winner(s), averaged over ties (reduce_max's convention), via psum.
+    def rule(primals, tangents, *, axis_name):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis_name=axis_name)
+        hit = ew.convert_element_type(ew.eq(x, ans), get_aval(t).dtype)
+        total = psum_p.bind(ew.mul(t, hit), axis_name=axis_name)
+        count = psum_p.bind(hit, axis_name=axis_name)
+        return [ans], [ew.div(total, count)]
+
+    return rule
+
+
+ad.jvp_rules[pmax_p] = _extremum_jvp(pmax_p)
+ad.jvp_rules[pmin_p] = _extremum_jvp(pmin_p)
 ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
     psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
@@ -236,10 +253,6 @@ def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = Fals
 
 # ----------------------------------------------------------------------------- axis_index
 
-
-
-
-
 axis_index_p = Primitive("axis_index")
 
 
@@ -255,6 +268,9 @@ core.abstract_eval_rules[axis_index_p] = _axis_index_abstract_eval
 core.impl_rules[axis_index_p] = _axis_index_impl
 ad.jvp_rules[axis_index_p] = lambda primals, tangents, **params: (
     [axis_index_p.bind(**params)], [ad.Zero(ShapedArray((), dtypes.float0))])
+# axis_index has no operands, so no enclosing vmap can batch it: its value is per device.
+batching.batch_rules[axis_index_p] = lambda size, vals, dims, **params: (
+    [axis_index_p.bind(**params)], [None])
 
 
 def axis_index(axis_name: Hashable) -> Any:
