@@ -167,6 +167,19 @@ def _cases() -> dict[str, list[Case]]:
              (X.astype(np.float32), normal(4, 2, dtype=np.float32))))
     add("sort", Case(lambda x: lax.sort(x, dimension=1), (X,), (0,)),
         Case(lambda x, y: lax.sort((x, y), dimension=0, num_keys=1)[1], (X, Y)))
+    # linear algebra (gauge-invariant outputs for the decompositions)
+    from numbax.lax import linalg
+
+    spd = normal(3, 3) @ normal(3, 3).T + 3 * np.eye(3)
+    tri = np.tril(normal(3, 3)) + 3 * np.eye(3)
+    add("cholesky", Case(linalg.cholesky, (spd,), (0,), vmap=False))
+    add("triangular_solve", Case(lambda a, b: linalg.triangular_solve(
+        a, b, left_side=True, lower=True), (tri, normal(3, 2)), (0, 1)))
+    add("lu", Case(lambda a: linalg.lu(a)[0], (spd,), (0,)))
+    add("qr", Case(lambda a: jnp.abs(linalg.qr(a, full_matrices=False)[1]), (normal(4, 3),),
+                   (0,)))
+    add("eigh", Case(lambda a: linalg.eigh(a)[1], (spd,), (0,)))
+    add("svd", Case(lambda a: linalg.svd(a, compute_uv=False), (normal(4, 3),), (0,)))
     # control flow and call primitives
     add("cond", Case(lambda p, x: lax.cond(p > 0, lambda v: lax.sin(v), lambda v: v * 2.0, x),
                      (np.float64(0.3), X), (1,)))
