@@ -53,17 +53,39 @@ class Config:
         "cache_dir": _default_cache_dir(),
         "num_cpu_devices": _env_int("NUMBAX_NUM_CPU_DEVICES", _xla_force_device_count() or 1),
         "platforms": os.environ.get("NUMBAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or "",
+        # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops,
+        # BLAS single-threaded while Numba's threads may spin); n >= 1 caps both pools at n.
+        "cpu_threads": _env_int("NUMBAX_CPU_THREADS", 0),
     }
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", dict(self._defaults))
         object.__setattr__(self, "_local", threading.local())
+        object.__setattr__(self, "_n_overrides", 0)  # active overrides, all threads
+        object.__setattr__(self, "_lock", threading.Lock())
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """`_fast_ctx`: the trace context when plain jit dispatch may skip every other check
+        (no override active in any thread, jit enabled, no NaN checks), else None."""
+        v = self._values
+        fast = None
+        if not self._n_overrides and not v["jax_disable_jit"] and not v["jax_debug_nans"]:
+            fast = (v["jax_enable_x64"], v["jax_debug_nans"])
+        object.__setattr__(self, "_fast_ctx", fast)
 
     def update(self, name: str, value: Any) -> None:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"numbax.config.update: unknown option {name!r}. Known: {known}.")
+        if name == "cpu_threads" and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 0):
+            raise ValueError(
+                f"numbax.config.update: cpu_threads has value {value!r}, expected an int >= 0. "
+                "Pass 0 for automatic or a thread count."
+            )
         self._values[name] = value
+        self._refresh()
 
     def __getattr__(self, name: str) -> Any:
         overrides = getattr(self._local, "overrides", None)
@@ -88,6 +110,9 @@ class Config:
         missing = object()
         previous = overrides.get(name, missing)
         overrides[name] = value
+        with self._lock:
+            object.__setattr__(self, "_n_overrides", self._n_overrides + 1)
+            self._refresh()
         try:
             yield
         finally:
@@ -95,9 +120,15 @@ class Config:
                 del overrides[name]
             else:
                 overrides[name] = previous
+            with self._lock:
+                object.__setattr__(self, "_n_overrides", self._n_overrides - 1)
+                self._refresh()
 
     def trace_context(self) -> tuple:
         """The options that change what a trace produces: part of every jit cache key."""
+        fast = self._fast_ctx
+        if fast is not None:
+            return fast
         return (self.jax_enable_x64, self.jax_debug_nans)
 
 

@@ -262,14 +262,16 @@ class JitWrapped:
         return bound
 
     def __call__(self, *args, **kwargs):
-        if self._simple and not kwargs:
-            key = _fast_key(args)
-            if key is not None:
-                exe = self._fast.get((key, config.trace_context()))
-                if exe is not None and not config.jax_disable_jit and not config.jax_debug_nans \
-                        and core._state.dynamic_trace is None:
-                    outs = exe.call_flat([a._value for a in args])
-                    return tu.tree_unflatten(exe.out_tree, outs)
+        ctx = config._fast_ctx  # None while jit is disabled, NaN checks run or an override is on
+        if ctx is not None and not kwargs and self._simple and core._state.dynamic_trace is None:
+            try:
+                key = (ctx, *[(a._value.shape, a._value.dtype, a._weak_type) for a in args
+                              if type(a) is Array])
+                fast = self._fast.get(key) if len(key) == len(args) + 1 else None
+            except (AttributeError, TypeError):
+                fast = None
+            if fast is not None:
+                return fast(args)
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
@@ -285,8 +287,8 @@ class JitWrapped:
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         fast = _fast_key(args) if self._simple and not kwargs else None
-        if fast is not None:
-            self._fast[(fast, config.trace_context())] = exe
+        if fast is not None and config._fast_ctx is not None:
+            self._fast[(config._fast_ctx, *fast)] = _fast_caller(exe)
         return tu.tree_unflatten(exe.out_tree, outs)
 
     def _get_executable(self, leaves, in_tree, statics, dyn_args, dyn_kwargs):
@@ -343,6 +345,35 @@ def _fast_key(args: tuple) -> tuple | None:
         v = a._value
         key.append((v.shape, v.dtype, a._weak_type))
     return tuple(key)
+
+
+def _fast_caller(exe: Executable) -> Callable:
+    """The whole call for one signature of plain Array arguments: run the driver, wrap the
+    fresh output buffers as Arrays (made read-only in place, no view) and rebuild the tree."""
+    driver, consts, weak, tree = exe.driver, tuple(exe.consts), tuple(exe.out_weak), exe.out_tree
+    new = object.__new__
+
+    def wrap(o, w):
+        o.setflags(write=False)  # a fresh buffer or a view: never an input's own flags
+        a = new(Array)
+        a._value, a._weak_type, a._device = o, w, None
+        return a
+
+    if tree.node_type is None:  # one array out
+        (w0,) = weak
+
+        def call(args):
+            (o,) = driver(*consts, *[a._value for a in args])
+            return wrap(o, w0)
+    elif tree.node_type is tuple and all(c.node_type is None for c in tree.children):
+        def call(args):
+            outs = driver(*consts, *[a._value for a in args])
+            return tuple([wrap(o, w) for o, w in zip(outs, weak)])
+    else:
+        def call(args):
+            outs = driver(*consts, *[a._value for a in args])
+            return tu.tree_unflatten(tree, [wrap(o, w) for o, w in zip(outs, weak)])
+    return call
 
 
 def _hashable(fun_name: str, what: str, value: Any) -> Any:

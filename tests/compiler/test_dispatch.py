@@ -1,0 +1,128 @@
+"""The jit dispatch fast path: one closure per signature, read-only outputs, config respected."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.config import config
+
+
+def _x(n=10, dtype=np.float64):
+    return jnp.asarray(np.arange(n, dtype=dtype))
+
+
+def test_fast_path_is_used_and_correct():
+    f = numbax.jit(lambda x: x + 1)
+    x = _x()
+    first = f(x)  # slow path: compiles, records the closure
+    assert len(f._fast) == 1
+    fast = next(iter(f._fast.values()))
+    calls = []
+    f._fast[next(iter(f._fast))] = lambda args: calls.append(1) or fast(args)
+    second = f(x)
+    assert calls == [1]
+    np.testing.assert_array_equal(np.asarray(first), np.arange(10.0) + 1)
+    np.testing.assert_array_equal(np.asarray(second), np.arange(10.0) + 1)
+    assert type(second) is numbax.Array and second.dtype == np.float64
+
+
+def test_fast_outputs_are_read_only_and_inputs_untouched():
+    f = numbax.jit(lambda x: (x * 2, x.reshape(2, 5), x))
+    x = _x()
+    for _ in range(2):  # slow path, then fast path
+        a, b, c = f(x)
+        for out in (a, b, c):
+            assert not np.asarray(out).flags.writeable
+            with pytest.raises(ValueError):
+                np.asarray(out)[0] = 5.0
+        np.testing.assert_array_equal(np.asarray(b), np.arange(10.0).reshape(2, 5))
+        np.testing.assert_array_equal(np.asarray(c), np.arange(10.0))
+        assert not np.shares_memory(np.asarray(c), np.asarray(x))
+    np.testing.assert_array_equal(np.asarray(x), np.arange(10.0))
+
+
+@pytest.mark.parametrize("make_out", [
+    lambda x: x + 1,
+    lambda x: (x + 1, x - 1),
+    lambda x: {"b": x * 3, "a": [x, x + 2]},
+])
+def test_output_trees(make_out):
+    f = numbax.jit(make_out)
+    x = _x(4)
+    slow, fast = f(x), f(x)
+    want = make_out(np.arange(4.0))
+    import numbax.tree_util as tu
+    for got in (slow, fast):
+        assert tu.tree_structure(got) == tu.tree_structure(want)
+        for g, w in zip(tu.tree_leaves(got), tu.tree_leaves(want)):
+            np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_new_signature_retraces():
+    traces = []
+
+    def f(x):
+        traces.append(x.shape)
+        return x * 2
+
+    g = numbax.jit(f)
+    g(_x(3))
+    g(_x(3))
+    g(_x(4))
+    g(_x(4, np.float32))
+    g(jnp.asarray(2.0))  # weakly typed vs strong: another signature
+    g(_x(3))
+    assert traces == [(3,), (4,), (4,), ()]
+    np.testing.assert_array_equal(np.asarray(g(_x(4, np.float32))), np.arange(4.0) * 2)
+
+
+def test_fast_path_respects_disable_jit_and_debug_nans():
+    side = []
+
+    def f(x):
+        side.append(1)
+        return jnp.log(x)
+
+    g = numbax.jit(f)
+    x = jnp.asarray(np.array([1.0, 2.0]))
+    g(x)
+    g(x)
+    assert len(side) == 1
+    with numbax.disable_jit():
+        g(x)
+    assert len(side) == 2  # ran eagerly, not through the cached closure
+    with config.override("jax_debug_nans", True):
+        with pytest.raises(FloatingPointError):
+            g(jnp.asarray(np.array([-1.0, 2.0])))
+    g(x)
+    assert config._fast_ctx is not None
+
+
+def test_numpy_and_mixed_args_take_the_slow_path():
+    g = numbax.jit(lambda x, y: x + y)
+    out = g(np.arange(3.0), _x(3))
+    np.testing.assert_array_equal(np.asarray(out), 2 * np.arange(3.0))
+    assert g._fast == {}
+    out = g(_x(3), _x(3))
+    assert len(g._fast) == 1
+    np.testing.assert_array_equal(np.asarray(g(np.ones(3), _x(3))), np.arange(3.0) + 1)
+
+
+def test_jit_inside_grad_is_traced_not_dispatched():
+    g = numbax.jit(lambda x: jnp.sum(x * x))
+    x = _x(3)
+    g(x)
+    np.testing.assert_allclose(np.asarray(numbax.grad(g)(x)), 2 * np.arange(3.0))
+
+
+def test_cpu_threads_option():
+    old = config.cpu_threads
+    try:
+        config.update("cpu_threads", 1)
+        assert config.cpu_threads == 1
+        with pytest.raises(ValueError, match="cpu_threads"):
+            config.update("cpu_threads", -1)
+        with pytest.raises(ValueError, match="cpu_threads"):
+            config.update("cpu_threads", "2")
+    finally:
+        config.update("cpu_threads", old)
