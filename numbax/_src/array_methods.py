@@ -87,28 +87,58 @@ def _install(cls: type) -> None:
     cls.__round__ = lambda self, ndigits=None: _jnp().round(self, ndigits or 0)
 
 
-# numpy functions called on tracers dispatch to numbax.numpy: plain-numpy code traces.
+# numpy functions on tracers dispatch to numbax.numpy, so plain-numpy code traces. On concrete
+# Arrays a function numbax.numpy lacks runs in numpy on the buffers; on tracers it is an error
+# (numpy cannot compute with a value that does not exist yet).
 _UFUNC_ALIASES = {"divide": "true_divide", "abs": "absolute"}
+_NAMESPACES = {"numpy": "", "numpy.linalg": "linalg"}
+
+
+def _numbax_equivalent(module: str | None, name: str):
+    sub = _NAMESPACES.get(module or "numpy")
+    if sub is None:
+        return None
+    namespace = _jnp() if not sub else getattr(_jnp(), sub, None)
+    return getattr(namespace, name, None)
+
+
+def _to_numpy_tree(tree):
+    from numbax._src import tree_util
+
+    return tree_util.tree_map(lambda x: x._value if isinstance(x, Array) else x, tree)
+
+
+def _unsupported(kind: str, name: str, self) -> TypeError:
+    from numbax._src.errors import NumbaxTypeError
+
+    return NumbaxTypeError(
+        f"numpy.{name} ({kind}) was called on a traced value ({self._describe()}), and "
+        f"numbax.numpy has no {name}. Rewrite that step with numbax.numpy / numbax.lax "
+        "functions, or compute it outside the transformed function."
+    )
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if method != "__call__" or kwargs.get("out") is not None:
-        return NotImplemented
-    fn = getattr(_jnp(), _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__), None)
-    if fn is None:
-        return NotImplemented
-    return fn(*inputs, **kwargs)
+    name = _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
+    fn = _numbax_equivalent("numpy", name) if method == "__call__" else None
+    if fn is not None and kwargs.get("out") is None:
+        return fn(*inputs, **kwargs)
+    if isinstance(self, core.Tracer):
+        raise _unsupported(f"ufunc method {method!r}", name, self)
+    return getattr(ufunc, method)(*_to_numpy_tree(inputs), **_to_numpy_tree(kwargs))
 
 
 def _array_function(self, func, types, args, kwargs):
-    fn = getattr(_jnp(), func.__name__, None)
-    if fn is None or fn is func:
-        return NotImplemented
-    return fn(*args, **kwargs)
+    fn = _numbax_equivalent(func.__module__, func.__name__)
+    if fn is not None and fn is not func:
+        return fn(*args, **kwargs)
+    if isinstance(self, core.Tracer):
+        raise _unsupported("function", func.__name__, self)
+    return func(*_to_numpy_tree(args), **_to_numpy_tree(kwargs))
 
 
 _install(Array)
 _install(core.Tracer)
-core.Tracer.__array_ufunc__ = _array_ufunc
-core.Tracer.__array_function__ = _array_function
-
+for _cls in (Array, core.Tracer):
+    _cls.__array_ufunc__ = _array_ufunc
+    _cls.__array_function__ = _array_function

@@ -87,7 +87,7 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executab
     driver_src = codegen_cpu.render_driver(jaxpr, nodes, module_names)
     driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
     sources.append(driver_src)
-    consts = [np.ascontiguousarray(core.to_numpy(c)) for c in closed.consts]
+    consts = [np.asarray(core.to_numpy(c), order="C") for c in closed.consts]
     return Executable(driver_mod.driver, [*fallbacks, *consts], out_weak, sources, jaxpr,
                       out_tree, fun_name)
 

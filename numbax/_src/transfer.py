@@ -1,4 +1,4 @@
-"""device_put / device_get / block_until_ready: moving pytrees of arrays between host and devices."""
+"""device_put, device_get, block_until_ready: moving pytrees of arrays to and from devices."""
 from __future__ import annotations
 
 from typing import Any

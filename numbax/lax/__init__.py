@@ -1,4 +1,13 @@
 """numbax.lax: the primitives under JAX's names."""
+from numbax._src.custom_derivatives import stop_gradient  # noqa: E402, F401
+from numbax._src.lax.control_flow.conditionals import cond, switch  # noqa: F401
+from numbax._src.lax.control_flow.loops import (  # noqa: F401
+    fori_loop,
+    map,
+    scan,
+    while_loop,
+)
+from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
 from numbax._src.lax.elementwise import (  # noqa: F401
     abs,
     acos,
@@ -72,42 +81,6 @@ from numbax._src.lax.elementwise import (  # noqa: F401
 from numbax._src.lax.elementwise import (
     complex_ as complex,  # noqa: F401
 )
-from numbax._src.lax.reductions import reduce_max, reduce_min, reduce_sum  # noqa: F401
-from numbax._src.lax.reductions import (  # noqa: F401
-    argmax,
-    argmin,
-    cummax,
-    cummin,
-    cumprod,
-    cumsum,
-    reduce_and,
-    reduce_or,
-    reduce_prod,
-)
-from numbax._src.lax.shape_ops import (  # noqa: F401
-    broadcast,
-    broadcast_in_dim,
-    expand_dims,
-    full,
-    reshape,
-    squeeze,
-    transpose,
-)
-
-from numbax._src.lax.parallel import (  # noqa: F401
-    all_gather,
-    axis_index,
-    axis_size,
-    pmax,
-    pmean,
-    pmin,
-    ppermute,
-    psum,
-    psum_scatter,
-)
-from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
-from numbax._src.custom_derivatives import stop_gradient  # noqa: E402, F401
-from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
 from numbax._src.lax.indexing import (  # noqa: F401
     dynamic_index_in_dim,
     dynamic_slice,
@@ -121,22 +94,48 @@ from numbax._src.lax.indexing import (  # noqa: F401
     scatter_min,
     scatter_mul,
 )
-from numbax._src.lax.shape_ops import (  # noqa: F401
+from numbax._src.lax.parallel import (  # noqa: F401
+    all_gather,
+    axis_index,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    psum,
+    psum_scatter,
+)
+from numbax._src.lax.reductions import (  # noqa: F401  # noqa: F401
+    argmax,
+    argmin,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+)
+from numbax._src.lax.shape_ops import (  # noqa: F401  # noqa: F401
+    broadcast,
+    broadcast_in_dim,
     broadcasted_iota,
     collapse,
     concatenate,
     copy,
+    expand_dims,
+    full,
     index_in_dim,
     iota,
     pad,
+    reshape,
     rev,
     slice,
     slice_in_dim,
+    squeeze,
+    transpose,
 )
-from numbax._src.lax.control_flow.conditionals import cond, switch  # noqa: F401
-from numbax._src.lax.control_flow.loops import (  # noqa: F401
-    fori_loop,
-    map,
-    scan,
-    while_loop,
-)
+from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401

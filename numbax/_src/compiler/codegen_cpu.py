@@ -273,6 +273,11 @@ def _index(idx: list[str]) -> str:
     return ", ".join(idx) if idx else "()"
 
 
+def _store_index(idx: list[str]) -> str:
+    """Like _index, for assignments: Numba types `o[...] = v` on 0-d arrays, not `o[()] = v`."""
+    return ", ".join(idx) if idx else "..."
+
+
 def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
     x = eqn.invars[0]
     shape = eqn.params["shape"]
@@ -338,7 +343,7 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
         if out in k.out_names and out not in no_store:
-            target = f"{k.out_names[out]}[{full}]"
+            target = f"{k.out_names[out]}[{full if idx else '...'}]"
             lines.append(f"{pad}{target} = {t}")
     return value
 
@@ -425,7 +430,7 @@ def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
         for e in reductions:
             out = e.outvars[0]
             if out in k.out_names:
-                target = f"{k.out_names[out]}[{_index(idx[:kept])}]"
+                target = f"{k.out_names[out]}[{_store_index(idx[:kept])}]"
                 lines.append(f"{store_pad}{target} = {cast(out.aval.dtype, accs[out])}")
     params = ", ".join([*k.names.values(), *k.out_names.values()])
     head = k.header
@@ -483,7 +488,7 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
             lines.append(f"{pad}{r} = {value}")
             seed[out] = r
             if out in k.out_names:
-                lines.append(f"{pad}{k.out_names[out]}[{_index(idx[:kept])}] = {r}")
+                lines.append(f"{pad}{k.out_names[out]}[{_store_index(idx[:kept])}] = {r}")
         row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
     params = ", ".join([*k.names.values(), *k.out_names.values()])
     deco = f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False)"
@@ -520,7 +525,7 @@ def _acc_inits(reductions, accs, pad) -> list[str]:
 def _general_target(k: _Kernel, eqn: JaxprEqn, idx: list[str]) -> str:
     axes = eqn.params["axes"]
     kept = [i for d, i in enumerate(idx) if d not in axes]
-    return f"{k.out_names[eqn.outvars[0]]}[{_index(kept)}]"
+    return f"{k.out_names[eqn.outvars[0]]}[{_store_index(kept)}]"
 
 
 def _render_init_outputs(k: _Kernel, reductions, lines, pad) -> None:

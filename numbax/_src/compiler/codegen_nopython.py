@@ -460,7 +460,7 @@ def _scan_fallback(eqn: JaxprEqn, body: Callable) -> Callable[..., list]:
         ys = [np.empty(a.shape, a.dtype) for a in y_avals]
         steps = range(length - 1, -1, -1) if p["reverse"] else range(length)
         for i in steps:
-            outs = body(*consts, *carry, *[np.ascontiguousarray(x[i]) for x in xs])
+            outs = body(*consts, *carry, *[np.asarray(x[i], order="C") for x in xs])
             carry = list(outs[:ncarry])
             for y, o in zip(ys, outs[ncarry:], strict=True):
                 y[i] = o

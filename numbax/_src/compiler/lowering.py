@@ -36,14 +36,14 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         out = np.dot(x3[0], y3[0])
     else:
         out = np.matmul(x3, y3)
-    return [np.ascontiguousarray(out.reshape(*bshape, *xfs, *yfs))]
+    return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
 
 def call_impl(name: str, args: tuple, params: dict, out_dtypes: tuple) -> list[np.ndarray]:
     """Runs a primitive's numpy implementation (an explicit entry of LIBRARY_IMPL only)."""
     prim = _PRIMS_BY_NAME.get(name) or _find_primitive(name)
     outs = core.impl_rules[prim](*args, **params)
-    return [np.ascontiguousarray(np.asarray(o, dtype=dt)) for o, dt in
+    return [np.asarray(o, dtype=dt, order="C") for o, dt in
             zip(outs, out_dtypes, strict=True)]
 
 
