@@ -105,7 +105,7 @@ from numbax._src.lax.parallel import (  # noqa: F401
     psum,
     psum_scatter,
 )
-from numbax._src.lax.reductions import (  # noqa: F401  # noqa: F401
+from numbax._src.lax.reductions import (  # noqa: F401
     argmax,
     argmin,
     cummax,
@@ -119,7 +119,7 @@ from numbax._src.lax.reductions import (  # noqa: F401  # noqa: F401
     reduce_prod,
     reduce_sum,
 )
-from numbax._src.lax.shape_ops import (  # noqa: F401  # noqa: F401
+from numbax._src.lax.shape_ops import (  # noqa: F401
     broadcast,
     broadcast_in_dim,
     broadcasted_iota,
