@@ -146,6 +146,11 @@ def _broadcast_param_shapes(api: str, **params: Any) -> tuple[int, ...]:
         ) from err
 
 
+def _shape_only(shape: tuple[int, ...]) -> np.ndarray:
+    """A zero-cost numpy stand-in of the given shape, for shape checks."""
+    return np.broadcast_to(np.empty((), np.float32), shape)
+
+
 def _opt_shape(api: str, shape: Any) -> tuple[int, ...] | None:
     return None if shape is None else canonicalize_shape(api, shape)
 
@@ -250,8 +255,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
                         dtype: Any = None, method: str = "cholesky") -> Any:
     """mean + factor @ z with z standard normal and factor @ factor.T == cov.
 
-    Unlike JAX: the factor is computed by numpy.linalg on concrete covariances (numbax has
-    no traced linalg yet), so `cov` cannot be a traced value.
+    The factor comes from numbax.numpy.linalg (cholesky, eigh or svd), so cov may be traced.
     """
     data, _ = check_key("random.multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
@@ -268,26 +272,22 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
             f"random.multivariate_normal: mean has shape {m_aval.shape} and cov has shape "
             f"{c_aval.shape}, expected mean (..., n) and cov (..., n, n)."
         )
-    batch = _broadcast_param_shapes("random.multivariate_normal", mean=mean[..., 0],
-                                    cov=cov[..., 0, 0])
+    m_batch = _shape_only(m_aval.shape[:-1])
+    c_batch = _shape_only(c_aval.shape[:-2])
+    batch = _broadcast_param_shapes("random.multivariate_normal", mean=m_batch, cov=c_batch)
     shape = batch if shape is None else canonicalize_shape("random.multivariate_normal", shape)
-    _check_shape("random.multivariate_normal", shape, mean=mean[..., 0], cov=cov[..., 0, 0])
-    if isinstance(cov, Tracer):
-        raise NumbaxTypeError(
-            "random.multivariate_normal: cov is a traced value, expected a concrete array "
-            "(numbax factors cov with numpy.linalg). Pass cov as a closed-over constant."
-        )
-    c = np.asarray(cov, dtype=dtype)
+    _check_shape("random.multivariate_normal", shape, mean=m_batch, cov=c_batch)
+    c = cov.astype(dtype)
     if method == "cholesky":
-        factor = np.linalg.cholesky(c)
+        factor = jnp.linalg.cholesky(c)
     elif method == "eigh":
-        w, v = np.linalg.eigh(c)
-        factor = v * np.sqrt(w[..., None, :])
+        w, v = jnp.linalg.eigh(c)
+        factor = v * jnp.sqrt(w[..., None, :])
     else:
-        u, s, _ = np.linalg.svd(c)
-        factor = u * np.sqrt(s[..., None, :])
+        u, s, _ = jnp.linalg.svd(c)
+        factor = u * jnp.sqrt(s[..., None, :])
     z = _normal_real(data, shape + m_aval.shape[-1:], dtype)
-    return jnp.add(mean.astype(dtype), jnp.einsum("...ij,...j->...i", factor.astype(dtype), z))
+    return jnp.add(mean.astype(dtype), jnp.einsum("...ij,...j->...i", factor, z))
 
 
 # ----------------------------------------------------------------------------- simple transforms
@@ -678,7 +678,7 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     if shape is None:
         shape = a_shape[:-1]
     else:
-        _check_shape("random.dirichlet", shape, alpha=jnp.zeros(a_shape[:-1]))
+        _check_shape("random.dirichlet", shape, alpha=_shape_only(a_shape[:-1]))
     full = shape + a_shape[-1:]
     log_g = _gamma_data(data, jnp.broadcast_to(alpha.astype(dtype), full), True)
     shifted = log_g - jnp.max(log_g, axis=-1, keepdims=True)

@@ -1,0 +1,352 @@
+"""numbax.random against jax.random outputs recorded in tests/data (no jax needed to run)."""
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax import random
+from numbax._src.core import jaxpr_as_fun
+from numbax.errors import NumbaxTypeError, NumbaxValueError
+
+REF = json.loads(
+    (pathlib.Path(__file__).parent / "data" / "random_jax_reference.json").read_text())
+R32, R64 = REF["x32"], REF["x64"]
+
+
+@pytest.fixture
+def x32():
+    with numbax.config.override("jax_enable_x64", False):
+        yield
+
+
+def _eq(got, want, dtype=None):
+    got = np.asarray(got)
+    want = np.asarray(want, dtype=got.dtype if dtype is None else dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def _ulp(got, want, maxulp):
+    got = np.asarray(got)
+    np.testing.assert_array_max_ulp(got, np.asarray(want, got.dtype), maxulp=maxulp)
+
+
+# ----------------------------------------------------------------------------- bit-exact core
+
+
+@pytest.mark.usefixtures("x32")
+class TestBitExact:
+    def test_reference_is_partitionable_default(self):
+        assert R32["partitionable"] is True
+
+    def test_prngkey(self):
+        for seed, want in R32["PRNGKey"].items():
+            k = random.PRNGKey(int(seed))
+            assert k.dtype == np.uint32 and k.shape == (2,)
+            _eq(k, want)
+
+    def test_split(self):
+        for seed, want in R32["split3"].items():
+            _eq(random.split(random.PRNGKey(int(seed)), 3), want)
+        _eq(random.split(random.PRNGKey(7), (2, 2)), R32["split_2x2"])
+
+    def test_fold_in(self):
+        for d, want in R32["fold_in"].items():
+            _eq(random.fold_in(random.PRNGKey(3), int(d)), want)
+
+    def test_bits(self):
+        k = random.PRNGKey(0)
+        _eq(random.bits(k, (5,), "uint32"), R32["bits_u32_5"])
+        _eq(random.bits(random.PRNGKey(9), (2, 3), "uint32"), R32["bits_u32_2x3"])
+        _eq(random.bits(random.PRNGKey(9), (), "uint32"), R32["bits_u32_scalar"])
+        out = random.bits(k, (4,), "uint8")
+        assert out.dtype == np.uint8
+        _eq(out, R32["bits_u8_4"])
+        _eq(random.bits(k, (4,), "uint16"), R32["bits_u16_4"])
+        assert random.bits(k, (2,)).dtype == np.uint32  # x32 default
+
+    def test_uniform(self):
+        u = random.uniform(random.PRNGKey(0), (5,))
+        assert u.dtype == np.float32
+        _eq(u, R32["uniform_5"])
+        u = random.uniform(random.PRNGKey(1), (2, 3), minval=np.float32([-1, 0, 2]), maxval=4.0)
+        # XLA contracts floats * span + minval into one FMA; numbax rounds twice (1 ulp).
+        _ulp(u, R32["uniform_range"], 1)
+
+    def test_integer_samplers(self):
+        k = random.PRNGKey(0)
+        _eq(random.randint(k, (6,), 0, 10), R32["randint_0_10"])
+        _eq(random.randint(random.PRNGKey(2), (2, 3), -5, 5), R32["randint_m5_5"])
+        out = random.randint(random.PRNGKey(2), (5,), -100, 100, "int8")
+        assert out.dtype == np.int8
+        _eq(out, R32["randint_int8"])
+        _eq(random.bernoulli(k, 0.3, (8,)), R32["bernoulli"])
+
+    def test_permutation_and_choice(self):
+        k = random.PRNGKey(0)
+        _eq(random.permutation(k, 10), R32["permutation_10"])
+        x = np.arange(12, dtype=np.float32).reshape(4, 3)
+        _eq(random.permutation(random.PRNGKey(4), x), R32["permutation_rows"])
+        _eq(random.permutation(random.PRNGKey(4), x, axis=1, independent=True),
+            R32["permutation_indep"])
+        _eq(random.choice(k, 10, (3,), replace=False), R32["choice_noreplace"])
+        _eq(random.choice(random.PRNGKey(8), np.float32([5, 6, 7, 8]), (5,)),
+            R32["choice_replace"])
+        _eq(random.choice(k, 10, (3,), p=np.ones(10, np.float32) / 10), R32["choice_p"])
+
+    def test_categorical(self):
+        logits = np.log(np.float32([0.2, 0.3, 0.5]))
+        _eq(random.categorical(random.PRNGKey(0), logits, shape=(8,)), R32["categorical"])
+        _eq(random.categorical(random.PRNGKey(3), np.zeros((2, 5), np.float32)),
+            R32["categorical_2d"])
+
+
+# ----------------------------------------------------------------------------- to a few ulp
+
+
+@pytest.mark.usefixtures("x32")
+class TestTranscendental:
+    """erf_inv/log come from scipy/numpy here and from XLA's approximations in JAX."""
+
+    def test_normal(self):
+        out = random.normal(random.PRNGKey(0), (3,))
+        assert out.dtype == np.float32 and out.shape == (3,)
+        _ulp(out, R32["normal_3"], 4)
+        _ulp(random.normal(random.PRNGKey(5), (2, 4)), R32["normal_2x4"], 4)
+
+    def test_gumbel_exponential_truncated(self):
+        k = random.PRNGKey(0)
+        _ulp(random.gumbel(k, (4,)), R32["gumbel"], 4)
+        _ulp(random.exponential(k, (4,)), R32["exponential"], 4)
+        _ulp(random.truncated_normal(k, -1.0, 1.0, (3,)), R32["truncated_normal"], 4)
+
+    def test_gamma_family_matches_jax(self):
+        k = random.PRNGKey(0)
+        rtol = 2e-6
+        np.testing.assert_allclose(random.gamma(k, np.float32([0.5, 1.0, 3.0])), R32["gamma"],
+                                   rtol=rtol)
+        np.testing.assert_allclose(random.beta(k, 2.0, 3.0, (3,)), R32["beta"], rtol=rtol)
+        np.testing.assert_allclose(random.dirichlet(k, np.float32([1.0, 2.0, 3.0])),
+                                   R32["dirichlet"], rtol=rtol)
+        cov = np.float32([[2.0, 1.0], [1.0, 2.0]])
+        np.testing.assert_allclose(
+            random.multivariate_normal(k, np.float32([1.0, -1.0]), cov, (2,)), R32["mvn"],
+            rtol=1e-5, atol=1e-6)
+
+
+class TestX64:
+    def test_prngkey_64bit_seed(self):
+        for seed, want in R64["PRNGKey"].items():
+            _eq(random.PRNGKey(int(seed)), want)
+
+    def test_64bit_draws(self):
+        k = random.PRNGKey(0)
+        b = random.bits(k, (3,))
+        assert b.dtype == np.uint64
+        _eq(b, [int(v) for v in R64["bits_u64_3"]])
+        u = random.uniform(k, (4,))
+        assert u.dtype == np.float64
+        _eq(u, R64["uniform_f64_4"])
+        _ulp(random.normal(k, (4,)), R64["normal_f64_4"], 4)
+        _eq(random.randint(k, (4,), 0, 1000), R64["randint_i64"])
+
+
+# ----------------------------------------------------------------------------- distributions
+
+
+def _ks_stat(samples, cdf):
+    x = np.sort(np.asarray(samples, np.float64))
+    n = x.size
+    c = cdf(x)
+    return max(np.max(np.arange(1, n + 1) / n - c), np.max(c - np.arange(n) / n))
+
+
+def _gamma_cdf(a):
+    from scipy import special
+    return lambda x: special.gammainc(a, x)
+
+
+class TestDistributions:
+    n = 4000
+    ks_bound = 1.63 / math.sqrt(4000)  # 1% level
+    n_gamma = 150  # gamma runs a while_loop per draw, slow in eager mode
+    ks_gamma = 1.63 / math.sqrt(150)
+
+    def test_uniform_normal_ks(self):
+        from scipy import special
+        k1, k2 = random.split(random.PRNGKey(11))
+        assert _ks_stat(random.uniform(k1, (self.n,)), lambda x: x) < self.ks_bound
+        phi = lambda x: 0.5 * (1 + special.erf(x / np.sqrt(2)))  # noqa: E731
+        assert _ks_stat(random.normal(k2, (self.n,)), phi) < self.ks_bound
+
+    @pytest.mark.parametrize("a", [0.3, 1.0, 4.5])
+    def test_gamma_ks(self, a):
+        s = np.asarray(random.gamma(random.PRNGKey(3), a, (self.n_gamma,)))
+        assert s.dtype == np.float64 and np.all(s > 0)
+        assert _ks_stat(s, _gamma_cdf(a)) < self.ks_gamma
+
+    def test_beta_dirichlet_moments(self):
+        n = 100
+        s = np.asarray(random.beta(random.PRNGKey(4), 2.0, 5.0, (n,)))
+        assert abs(s.mean() - 2 / 7) < 4 * 0.16 / np.sqrt(n)  # sd of Beta(2, 5) is 0.16
+        alpha = np.array([1.0, 2.0, 3.0])
+        d = np.asarray(random.dirichlet(random.PRNGKey(5), alpha, (60,)))
+        assert d.shape == (60, 3)
+        np.testing.assert_allclose(d.sum(-1), 1.0, rtol=1e-12)
+        np.testing.assert_allclose(d.mean(0), alpha / 6, atol=4 * 0.2 / np.sqrt(60))
+
+    def test_truncated_normal_bounds_and_mean(self):
+        s = np.asarray(random.truncated_normal(random.PRNGKey(6), 0.0, 2.0, (self.n,)))
+        assert s.min() > 0.0 and s.max() < 2.0
+        # mean of N(0,1) truncated to (0, 2): (phi(0) - phi(2)) / (Phi(2) - Phi(0))
+        pdf = lambda x: np.exp(-x * x / 2) / np.sqrt(2 * np.pi)  # noqa: E731
+        assert abs(s.mean() - (pdf(0) - pdf(2)) / 0.47724986805) < 0.03
+
+    def test_mvn_covariance(self):
+        cov = np.array([[2.0, 0.8], [0.8, 1.0]])
+        s = np.asarray(random.multivariate_normal(random.PRNGKey(8), np.array([1.0, -2.0]),
+                                                  cov, (self.n,)))
+        np.testing.assert_allclose(s.mean(0), [1.0, -2.0], atol=0.08)
+        np.testing.assert_allclose(np.cov(s.T), cov, atol=0.15)  # ~5 standard errors
+
+    def test_discrete_frequencies(self):
+        p = np.array([0.1, 0.2, 0.7])
+        c = np.asarray(random.categorical(random.PRNGKey(8), np.log(p), shape=(self.n,)))
+        np.testing.assert_allclose(np.bincount(c, minlength=3) / self.n, p, atol=0.03)
+        b = np.asarray(random.bernoulli(random.PRNGKey(9), 0.25, (self.n,)))
+        assert abs(b.mean() - 0.25) < 0.03
+        r = np.asarray(random.randint(random.PRNGKey(10), (self.n,), 3, 7))
+        assert r.min() == 3 and r.max() == 6
+        perm = np.asarray(random.permutation(random.PRNGKey(1), 50))
+        assert sorted(perm.tolist()) == list(range(50))
+        ch = np.asarray(random.choice(random.PRNGKey(2), 20, (20,), replace=False))
+        assert sorted(ch.tolist()) == list(range(20))
+
+
+# ----------------------------------------------------------------------------- keys & transforms
+
+
+class TestKeysAndTransforms:
+    def test_typed_keys_match_raw(self):
+        tk, rk = random.key(42), random.PRNGKey(42)
+        assert isinstance(tk, random.PRNGKeyArray) and tk.shape == ()
+        _eq(random.key_data(tk), rk)
+        ts = random.split(tk, 4)
+        assert isinstance(ts, random.PRNGKeyArray) and ts.shape == (4,)
+        _eq(random.key_data(ts), random.split(rk, 4))
+        _eq(random.key_data(random.fold_in(tk, 5)), random.fold_in(rk, 5))
+        _eq(random.uniform(ts[1], (3,)), random.uniform(random.split(rk, 4)[1], (3,)))
+        w = random.wrap_key_data(random.split(rk, 2))
+        _eq(random.normal(w[0], (2,)), random.normal(random.split(rk, 2)[0], (2,)))
+
+    @pytest.mark.parametrize("name", ["uniform", "normal", "gumbel", "exponential", "randint",
+                                      "bernoulli", "permutation", "split", "fold_in", "gamma",
+                                      "categorical", "choice"])
+    def test_vmap_over_keys_equals_loop(self, name):
+        fns = {
+            "uniform": lambda k: random.uniform(k, (3,)),
+            "normal": lambda k: random.normal(k, (2, 2)),
+            "gumbel": lambda k: random.gumbel(k, (3,)),
+            "exponential": lambda k: random.exponential(k, (3,)),
+            "randint": lambda k: random.randint(k, (4,), -3, 9),
+            "bernoulli": lambda k: random.bernoulli(k, 0.4, (5,)),
+            "permutation": lambda k: random.permutation(k, 6),
+            "split": lambda k: random.split(k, 3),
+            "fold_in": lambda k: random.fold_in(k, 17),
+            "gamma": lambda k: random.gamma(k, np.array([0.5, 2.0])),
+            "categorical": lambda k: random.categorical(k, np.zeros(4), shape=(3,)),
+            "choice": lambda k: random.choice(k, 7, (3,), replace=False),
+        }
+        f = fns[name]
+        keys = random.split(random.PRNGKey(123), 3)
+        _eq(numbax.vmap(f)(keys), np.stack([np.asarray(f(k)) for k in keys]))
+
+    def test_vmap_typed_keys_and_seeds(self):
+        tks = random.split(random.key(0), 3)
+        out = numbax.vmap(lambda k: random.uniform(k, (2,)))(tks)
+        _eq(out, np.stack([np.asarray(random.uniform(k, (2,))) for k in tks]))
+        seeds = np.array([0, 5, 2 ** 40])
+        _eq(numbax.vmap(random.PRNGKey)(seeds), np.stack([random.PRNGKey(int(s)) for s in seeds]))
+
+    def test_make_jaxpr_and_jit(self):
+        f = lambda k: random.normal(k, (3,))  # noqa: E731
+        jaxpr = numbax.make_jaxpr(f)(random.PRNGKey(0))
+        text = str(jaxpr)
+        assert "shift_left" in text and "erf_inv" in text and "xor" in text
+        (out,) = jaxpr_as_fun(jaxpr)(random.PRNGKey(0))
+        _eq(out, f(random.PRNGKey(0)))
+        g = lambda k: random.uniform(k, (4,))  # noqa: E731
+        _eq(numbax.jit(g)(random.PRNGKey(3)), g(random.PRNGKey(3)))
+
+    def test_split_keys_differ(self):
+        ks = np.asarray(random.split(random.PRNGKey(0), 100))
+        assert len({tuple(k) for k in ks.tolist()}) == 100
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+class TestBadInput:
+    def test_shape_not_tuple(self):
+        k = random.PRNGKey(0)
+        with pytest.raises(NumbaxTypeError, match=r"random.uniform: shape has value 3"):
+            random.uniform(k, 3)
+        with pytest.raises(NumbaxTypeError, match="shape"):
+            random.normal(k, (2.5,))
+        with pytest.raises(NumbaxValueError, match="non-negative"):
+            random.bits(k, (-1,))
+
+    def test_minval_not_broadcastable(self):
+        k = random.PRNGKey(0)
+        with pytest.raises(NumbaxValueError, match=r"minval has shape \(3,\).*shape=\(2,\)"):
+            random.uniform(k, (2,), minval=np.zeros(3))
+        with pytest.raises(NumbaxValueError, match=r"maxval has shape \(4,\)"):
+            random.randint(k, (2, 3), 0, np.ones(4, int))
+        with pytest.raises(NumbaxValueError, match="lower has shape"):
+            random.truncated_normal(k, np.zeros(2), np.ones(3))
+
+    @pytest.mark.parametrize("fn", [
+        lambda k: random.uniform(k), lambda k: random.normal(k), lambda k: random.split(k),
+        lambda k: random.fold_in(k, 1), lambda k: random.bits(k), lambda k: random.gamma(k, 1.),
+        lambda k: random.randint(k, (), 0, 2), lambda k: random.permutation(k, 3),
+        lambda k: random.categorical(k, np.zeros(3)), lambda k: random.bernoulli(k),
+        lambda k: random.choice(k, 3), lambda k: random.exponential(k),
+        lambda k: random.gumbel(k), lambda k: random.beta(k, 1., 1.),
+        lambda k: random.dirichlet(k, np.ones(2)), lambda k: random.loggamma(k, 1.),
+        lambda k: random.truncated_normal(k, -1., 1.),
+        lambda k: random.multivariate_normal(k, np.zeros(2), np.eye(2)),
+    ])
+    def test_non_key_names_the_argument(self, fn):
+        with pytest.raises(NumbaxTypeError, match=r"key has shape \(3,\) and dtype int64"):
+            fn(np.arange(3))
+
+    def test_other_bad_input(self):
+        k = random.PRNGKey(0)
+        with pytest.raises(NumbaxValueError, match="expected a single key"):
+            random.normal(random.split(k, 2))
+        with pytest.raises(NumbaxTypeError, match="dtype is int32"):
+            random.uniform(k, (2,), np.int32)
+        with pytest.raises(NumbaxTypeError, match="dtype is float32"):
+            random.randint(k, (2,), 0, 3, np.float32)
+        with pytest.raises(NumbaxTypeError, match="unsigned"):
+            random.bits(k, (2,), np.int32)
+        with pytest.raises(NumbaxTypeError, match="p has dtype int"):
+            random.bernoulli(k, np.array(1))
+        with pytest.raises(NumbaxTypeError, match="seed has shape"):
+            random.PRNGKey(np.array([1, 2]))
+        with pytest.raises(NumbaxTypeError, match="data has shape"):
+            random.fold_in(k, np.array([1, 2]))
+        with pytest.raises(NumbaxValueError, match="replace=False"):
+            random.choice(k, 3, (4,), replace=False)
+        with pytest.raises(NumbaxValueError, match=r"p has shape \(2,\)"):
+            random.choice(k, 3, (2,), p=np.ones(2) / 2)
+        with pytest.raises(NumbaxValueError, match="axis is 2"):
+            random.permutation(k, np.zeros((2, 2)), axis=2)
+        with pytest.raises(NumbaxValueError, match="mean has shape"):
+            random.multivariate_normal(k, np.zeros(2), np.eye(3))
+        with pytest.raises(NumbaxValueError, match="alpha has shape"):
+            random.dirichlet(k, 1.0)
+        with pytest.raises(NumbaxValueError, match="categorical: shape is"):
+            random.categorical(k, np.zeros((2, 3)), shape=(3,))
