@@ -191,7 +191,7 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
 
     >>> import numbax
     >>> numbax.random.uniform(numbax.random.PRNGKey(0), (2,), "float32")
-    Array([0.947667  , 0.9785799 ], dtype=float32)
+    Array([0.947667 , 0.9785799], dtype=float32)
     """
     data, _ = check_key("random.uniform", key)
     dtype = _float_dtype("random.uniform", dtype)
