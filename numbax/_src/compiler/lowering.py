@@ -15,8 +15,74 @@ ELEMENTWISE_FALLBACK = ELEMENTWISE | REDUCTIONS
 # ----------------------------------------------------------------------------- runtime helpers
 
 
+# ----------------------------------------------------------------------------- BLAS threads
+# OpenBLAS's threads and Numba's fight over few cores (docs/performance.md: a jitted MLP step
+# ran 224 ms with OpenBLAS's default 2 threads on the loaded 2-core machine, 6.5 ms with one).
+# Small products (below BLAS_SERIAL_MACS multiply-adds) run with one BLAS thread; with
+# `numbax.config.cpu_threads = n` every BLAS call from compiled code runs with n threads.
+# The thread count is set through OpenBLAS's own C API (found among the loaded libraries) just
+# for the call and restored after it (0.4 us per call); without OpenBLAS nothing is changed.
+BLAS_SERIAL_MACS = 1 << 28
+_blas_api: list = []
+
+
+def _find_blas_api():
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line and ".so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""),
+                               ("openblas", "64_"), ("openblas", "")):
+            try:
+                set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
+                get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+            except AttributeError:
+                continue
+            set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
+            return set_n, get_n
+    return None
+
+
+def blas_threads(macs: int) -> int:
+    """The BLAS thread count for a product of `macs` multiply-adds (0: leave BLAS alone)."""
+    from numbax._src.config import config
+
+    n = config.cpu_threads
+    if n:
+        return n
+    return 1 if macs < BLAS_SERIAL_MACS else 0
+
+
+def _blas_call(fn, threads: int, *args):
+    if not threads:
+        return fn(*args)
+    if not _blas_api:
+        _blas_api.append(_find_blas_api())
+    api = _blas_api[0]
+    if api is None:
+        return fn(*args)
+    set_n, get_n = api
+    before = get_n()
+    if before == threads:
+        return fn(*args)
+    set_n(threads)
+    try:
+        return fn(*args)
+    finally:
+        set_n(before)
+
+
 def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> list[np.ndarray]:
-    """lax.dot_general as one np.matmul (BLAS) over (batch, free, contract) layouts."""
+    """lax.dot_general as one np.matmul (BLAS) over (batch, free, contract) layouts; operands
+    given as transposed views (passes.fold_transposes) reach BLAS as transpose flags, no copy."""
     (xc, yc), (xb, yb) = dimension_numbers
     xf = [d for d in range(x.ndim) if d not in xc and d not in xb]
     yf = [d for d in range(y.ndim) if d not in yc and d not in yb]
@@ -32,10 +98,11 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         x3 = x3.astype(out_dtype)
     if y3.dtype != out_dtype:
         y3 = y3.astype(out_dtype)
+    threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
     if nb == 1:
-        out = np.dot(x3[0], y3[0])
+        out = _blas_call(np.dot, threads, x3[0], y3[0])
     else:
-        out = np.matmul(x3, y3)
+        out = _blas_call(np.matmul, threads, x3, y3)
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
 

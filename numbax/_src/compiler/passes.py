@@ -19,7 +19,7 @@ _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
-    for pass_ in (simplify_algebra, fold_constants, cse, dce):
+    for pass_ in (simplify_algebra, fold_constants, fold_transposes, cse, dce):
         jaxpr = core.check_jaxpr(pass_(jaxpr))
     return jaxpr
 
@@ -136,6 +136,80 @@ def _fold_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
 def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
     """Evaluates scalar equations whose inputs are all literals."""
     return _rewrite(jaxpr, _fold_rule)
+
+
+# ----------------------------------------------------------------------------- transposes
+
+
+def _free(ndim: int, contract: tuple, batch: tuple) -> list[int]:
+    return [d for d in range(ndim) if d not in contract and d not in batch]
+
+
+def _dot_of_transposed(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
+    """dot_general(transpose(x), y) -> dot_general(x, y) with renumbered dimensions, when
+    the free dimensions keep their order (so the output layout is unchanged)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    dims = [[lc, lb], [rc, rb]]
+    invars = list(eqn.invars)
+    changed = False
+    for i, x in enumerate(eqn.invars):
+        inner = defs.get(x) if isinstance(x, Var) else None
+        if inner is None or inner.primitive.name != "transpose":
+            continue
+        perm = inner.params["permutation"]
+        c, b = dims[i]
+        free = [perm[d] for d in _free(len(perm), c, b)]
+        if free != sorted(free):
+            continue
+        dims[i] = [tuple(perm[d] for d in c), tuple(perm[d] for d in b)]
+        invars[i] = inner.invars[0]
+        changed = True
+    if not changed:
+        return None
+    (lc, lb), (rc, rb) = dims
+    params = dict(eqn.params, dimension_numbers=((lc, rc), (lb, rb)))
+    return eqn._replace(invars=invars, params=params)
+
+
+def _swapped_dot(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
+    """transpose(dot_general(x, y)) -> dot_general(y, x) when the permutation swaps the two
+    free blocks and keeps the batch block: BLAS writes the transposed product directly."""
+    x = eqn.invars[0]
+    dot = defs.get(x) if isinstance(x, Var) else None
+    if dot is None or dot.primitive.name != "dot_general":
+        return None
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    lhs, rhs = dot.invars
+    nb = len(lb)
+    nl = len(_free(lhs.aval.ndim, lc, lb))
+    nr = len(_free(rhs.aval.ndim, rc, rb))
+    want = (*range(nb), *range(nb + nl, nb + nl + nr), *range(nb, nb + nl))
+    if eqn.params["permutation"] != want or not nl or not nr:
+        return None
+    params = dict(dot.params, dimension_numbers=((rc, lc), (rb, lb)))
+    precision = params.get("precision")
+    if isinstance(precision, tuple) and len(precision) == 2:
+        params["precision"] = precision[::-1]
+    return dot._replace(invars=[rhs, lhs], outvars=eqn.outvars, params=params)
+
+
+def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
+    """Transposes next to dot_general become dimension numbers (BLAS reads and writes
+    transposed layouts for free); the transposes left unused are removed by DCE."""
+    defs: dict[Var, JaxprEqn] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        new = None
+        if name == "dot_general":
+            new = _dot_of_transposed(eqn, defs)
+        elif name == "transpose":
+            new = _swapped_dot(eqn, defs)
+        eqn = new or eqn
+        for v in eqn.outvars:
+            defs[v] = eqn
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
 # ----------------------------------------------------------------------------- CSE and DCE

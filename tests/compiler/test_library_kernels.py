@@ -1,0 +1,88 @@
+"""Library primitives under jit (loop kernels, views, BLAS, LAPACK) against eager numpy."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler import lowering, passes
+from numbax._src.config import config
+
+RNG = np.random.default_rng(0)
+
+
+def _jaxpr_prims(f, *args):
+    lowered = numbax.jit(f).lower(*args)
+    return [e.primitive.name for e in lowered.jaxpr.eqns]
+
+
+# ----------------------------------------------------------------------------- dot_general
+
+
+def test_transpose_feeding_dot_becomes_dimension_numbers():
+    a, b = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 4))
+    f = lambda a, b: a.T @ b  # noqa: E731
+    assert _jaxpr_prims(f, a, b) == ["dot_general"]
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(a, b)), a.T @ b, rtol=1e-13)
+    g = lambda a, b: a @ b.T.T  # noqa: E731
+    np.testing.assert_allclose(np.asarray(numbax.jit(g)(a.T, b)), a.T @ b, rtol=1e-13)
+
+
+def test_transpose_of_dot_swaps_operands():
+    a, b = RNG.normal(size=(6, 3)), RNG.normal(size=(3, 4))
+    f = lambda a, b: (a @ b).T  # noqa: E731
+    assert _jaxpr_prims(f, a, b) == ["dot_general"]
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(a, b)), (a @ b).T, rtol=1e-13)
+
+
+def test_batched_and_unfoldable_transposes():
+    x, y = RNG.normal(size=(2, 3, 4, 5)), RNG.normal(size=(2, 5, 6))
+    # a permutation that reorders free dimensions must stay a transpose
+    f = lambda x, y: lax.dot_general(jnp.transpose(x, (0, 2, 1, 3)), y,  # noqa: E731
+                                     (((3,), (1,)), ((0,), (0,))))
+    want = np.einsum("bijk,bkl->bjil", x, y)
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, y)), want, rtol=1e-12)
+    assert "transpose" in _jaxpr_prims(f, x, y)
+    g = lambda x, y: jnp.swapaxes(  # noqa: E731
+        lax.dot_general(x[:, 0], y, (((2,), (1,)), ((0,), (0,)))), 1, 2)
+    np.testing.assert_allclose(np.asarray(numbax.jit(g)(x, y)),
+                               np.swapaxes(np.einsum("bik,bkl->bil", x[:, 0], y), 1, 2),
+                               rtol=1e-12)
+    assert "transpose" not in _jaxpr_prims(g, x, y)
+
+
+def test_gradient_of_matmul_chain_has_no_transposes():
+    w, x = RNG.normal(size=(4, 3)), RNG.normal(size=(5, 4))
+    f = lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2)  # noqa: E731
+    g = numbax.jit(numbax.grad(f))
+    got = np.asarray(g(w, x))
+    eps = 1e-6
+    num = np.zeros_like(w)
+    for i in np.ndindex(*w.shape):
+        d = np.zeros_like(w)
+        d[i] = eps
+        num[i] = (np.sum(np.tanh(x @ (w + d)) ** 2) - np.sum(np.tanh(x @ (w - d)) ** 2)) / 2 / eps
+    np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-8)
+    assert "transpose" not in _jaxpr_prims(numbax.grad(f), w, x)
+
+
+def test_fold_transposes_pass_keeps_types():
+    jaxpr = numbax.make_jaxpr(lambda a, b: (a.T @ b).T)(np.ones((3, 2)), np.ones((3, 4))).jaxpr
+    out = passes.dce(passes.fold_transposes(jaxpr))
+    assert [e.primitive.name for e in out.eqns] == ["dot_general"]
+    assert out.outvars[0].aval.shape == (4, 2)
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_blas_thread_control_gives_same_numbers(threads):
+    a, b = RNG.normal(size=(64, 64)).astype(np.float32), RNG.normal(size=(64, 64))
+    old = config.cpu_threads
+    try:
+        config.update("cpu_threads", threads)
+        assert lowering.blas_threads(10) == (threads or 1)
+        assert lowering.blas_threads(1 << 40) == threads
+        got = numbax.jit(lambda a, b: (a @ a, b @ b))(a, b)
+    finally:
+        config.update("cpu_threads", old)
+    np.testing.assert_allclose(np.asarray(got[0]), a @ a, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got[1]), b @ b, rtol=1e-12)
