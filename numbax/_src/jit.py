@@ -73,12 +73,14 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executab
     _check_lowerings(jaxpr, fun_name)
     nodes = fusion.partition(jaxpr, _fusible)
     sources, module_names, fallbacks = [], [], []
+    parallel = False
     for j, node in enumerate(nodes):
         if isinstance(node, fusion.LibraryCall) and \
                 node.eqn.primitive.name in codegen_nopython.CONTROL_FLOW:
             nodes[j] = node = _control_flow_node(node, sources, fallbacks, fun_name)
         if isinstance(node, fusion.LoopNest):
-            src, _ = codegen_cpu.render_loop(node)
+            src, par = codegen_cpu.render_loop(node)
+            parallel = parallel or par
             module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG)
             sources.append(src)
             module_names.append(module.__name__)
@@ -88,8 +90,9 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executab
     driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
     sources.append(driver_src)
     consts = [np.asarray(core.to_numpy(c), order="C") for c in closed.consts]
-    return Executable(driver_mod.driver, [*fallbacks, *consts], out_weak, sources, jaxpr,
-                      out_tree, fun_name)
+    driver = lowering.with_numba_threads(driver_mod.driver) if parallel else driver_mod.driver
+    return Executable(driver, [*fallbacks, *consts], out_weak, sources, jaxpr, out_tree,
+                      fun_name)
 
 
 def _control_flow_node(node, sources: list, fallbacks: list, fun_name: str):
@@ -287,7 +290,7 @@ class JitWrapped:
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         fast = _fast_key(args) if self._simple and not kwargs else None
-        if fast is not None and config._fast_ctx is not None:
+        if fast is not None and config._fast_ctx is not None and isinstance(exe, Executable):
             self._fast[(config._fast_ctx, *fast)] = _fast_caller(exe)
         return tu.tree_unflatten(exe.out_tree, outs)
 

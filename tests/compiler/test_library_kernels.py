@@ -86,3 +86,21 @@ def test_blas_thread_control_gives_same_numbers(threads):
         config.update("cpu_threads", old)
     np.testing.assert_allclose(np.asarray(got[0]), a @ a, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(got[1]), b @ b, rtol=1e-12)
+
+
+def test_cpu_threads_caps_numba_threads_in_parallel_programs():
+    import numba
+
+    seen = []
+    x = RNG.normal(size=1 << 20)
+    f = numbax.jit(lambda x: jnp.tanh(x) * 2.0)
+    old = config.cpu_threads
+    try:
+        config.update("cpu_threads", 1)
+        got = f(x)
+        seen.append(numba.get_num_threads())
+    finally:
+        config.update("cpu_threads", old)
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x) * 2.0, rtol=1e-14)
+    assert "prange" in numbax.jit(lambda x: jnp.tanh(x) * 2.0).lower(x).as_text()
+    assert seen == [numba.config.NUMBA_NUM_THREADS]  # restored after the call

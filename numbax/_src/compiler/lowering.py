@@ -80,6 +80,27 @@ def _blas_call(fn, threads: int, *args):
         set_n(before)
 
 
+def with_numba_threads(driver):
+    """The driver of a program with prange kernels, run under `config.cpu_threads` Numba
+    threads when that option is set (0: Numba's default pool)."""
+    from numbax._src.config import config
+
+    def run(*args):
+        n = config.cpu_threads
+        if not n:
+            return driver(*args)
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        try:
+            return driver(*args)
+        finally:
+            numba.set_num_threads(before)
+
+    return run
+
+
 def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> list[np.ndarray]:
     """lax.dot_general as one np.matmul (BLAS) over (batch, free, contract) layouts; operands
     given as transposed views (passes.fold_transposes) reach BLAS as transpose flags, no copy."""
