@@ -155,3 +155,74 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     if value.dtype != target:
         value = value.astype(target)
     return Array._from_numpy(value, weak)
+
+
+class GpuArray(Array):
+    """An Array whose buffer lives on a GPU: a flat numba device array plus its logical shape.
+
+    `_value` (what eager ops and numpy read) copies to the host once and keeps the copy, so
+    every CPU code path works unchanged; jit on the GPU reads `_dbuf` without copying."""
+
+    __slots__ = ("_dbuf", "_shape", "_host")
+
+    @classmethod
+    def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device) -> GpuArray:
+        self = object.__new__(cls)
+        self._dbuf = buf
+        self._shape = tuple(shape)
+        self._weak_type = weak_type
+        self._device = device
+        self._host = None
+        return self
+
+    @property
+    def _value(self) -> np.ndarray:
+        if self._host is None:
+            from numbax._src import cuda_runtime
+
+            host = cuda_runtime.to_host(self._dbuf, self._shape)
+            host.flags.writeable = False
+            self._host = host
+        return self._host
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        return core.ShapedArray(self._shape, self._dbuf.dtype, self._weak_type)
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: np.dtype(self._dbuf.dtype))
+    ndim = property(lambda self: len(self._shape))
+    size = property(lambda self: int(np.prod(self._shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self._dbuf.dtype.itemsize)
+
+    @property
+    def device(self):
+        return self._device
+
+    def block_until_ready(self) -> GpuArray:
+        from numbax._src import cuda_runtime
+
+        cuda_runtime.synchronize()
+        return self
+
+    def copy(self) -> GpuArray:
+        from numbax._src import cuda_runtime
+
+        return GpuArray._from_buffer(cuda_runtime.copy(self._dbuf), self._shape,
+                                     self._weak_type, self._device)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        iface = dict(self._dbuf.__cuda_array_interface__)
+        iface["shape"] = self._shape
+        iface["strides"] = None
+        return iface
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(self._value), self._weak_type))
+
+    def __dlpack__(self, *args, **kwargs):
+        raise BufferError("numbax GpuArray: use __cuda_array_interface__ (DLPack not supported)")
+
+    def __dlpack_device__(self):
+        return (2, self._device.id)  # kDLCUDA

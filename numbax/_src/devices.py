@@ -1,4 +1,4 @@
-"""Device objects: N virtual CPU devices (pmap's workers) and the default device."""
+"""Device objects: N virtual CPU devices (pmap's workers), CUDA GPUs, and the default device."""
 from __future__ import annotations
 
 import functools
@@ -46,12 +46,40 @@ def cpu_devices() -> tuple[CpuDevice, ...]:
     return _cpu_devices(count)
 
 
+class CudaDevice(Device):
+    """An NVIDIA GPU driven through numba-cuda (numbax's GPU backend)."""
+
+    platform = "gpu"
+
+    @property
+    def device_kind(self) -> str:  # the card's name, e.g. "NVIDIA H100 80GB HBM3"
+        from numbax._src import cuda_runtime
+
+        return cuda_runtime.gpu_name(self.id)
+
+    def __repr__(self) -> str:
+        return f"CudaDevice(id={self.id})"
+
+
+def gpu_devices() -> list[CudaDevice]:
+    """The GPUs, or RuntimeError saying what is missing (numba-cuda, a GPU) and how to fix it."""
+    from numbax._src import cuda_runtime
+
+    cuda_runtime.get_cuda()
+    return [CudaDevice(i) for i in range(cuda_runtime.gpu_count())]
+
+
 def devices(backend: str | None = None) -> list[Device]:
-    """The devices of `backend` (default: the default backend), as numbax.devices()."""
+    """The devices of `backend` ("cpu", "gpu" or "cuda"); CPU devices when None.
+
+    Unlike JAX: with no argument the CPU devices are listed even when a GPU is usable, since
+    uncommitted arguments run on the CPU (pmap's virtual devices are CPU devices)."""
+    if backend in ("gpu", "cuda"):
+        return list(gpu_devices())
     if backend not in (None, "cpu"):
         raise NumbaxValueError(
-            f"numbax.devices: backend {backend!r} is not available on this machine; "
-            "available: 'cpu'."
+            f"numbax.devices: backend {backend!r} is not a numbax backend, expected one of "
+            "'cpu', 'gpu', 'cuda'."
         )
     return list(cpu_devices())
 
@@ -61,7 +89,14 @@ def default_device() -> Device:
 
 
 def default_backend() -> str:
-    return "cpu"
+    """"gpu" when numba-cuda and a GPU are usable and NUMBAX_PLATFORMS/JAX_PLATFORMS does not
+    say "cpu"; otherwise "cpu"."""
+    platforms = [p.strip() for p in str(config.platforms).split(",") if p.strip()]
+    if platforms and platforms[0] == "cpu":
+        return "cpu"
+    from numbax._src import cuda_runtime
+
+    return "gpu" if cuda_runtime.gpu_usable() else "cpu"
 
 
 def device_count(backend: str | None = None) -> int:

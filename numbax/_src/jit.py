@@ -9,7 +9,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src import tree_util as tu
-from numbax._src.array import Array
+from numbax._src.array import Array, GpuArray
 from numbax._src.compiler import (
     cache,
     codegen_cpu,
@@ -23,7 +23,7 @@ from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
 
-_BACKENDS = (None, "cpu")
+_BACKENDS = (None, "cpu", "gpu", "cuda")
 
 
 # ----------------------------------------------------------------------------- compilation
@@ -207,14 +207,14 @@ class JitWrapped:
             )
         if backend not in _BACKENDS:
             raise NumbaxValueError(
-                f"jit: backend has value {backend!r}, expected one of None, 'cpu'. "
-                "The CUDA backend is not available yet; use backend='cpu'."
+                f"jit: backend has value {backend!r}, expected one of None, 'cpu', 'gpu', "
+                "'cuda'. Pass one of those."
             )
         self.fun = fun
         self.static_argnums = _normalize_argnums("static_argnums", static_argnums)
         self.static_argnames = _normalize_argnames(static_argnames)
         self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
-        self.backend = backend
+        self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
         self._cache: dict[Any, Executable] = {}
         self._fast: dict[Any, Executable] = {}
@@ -285,8 +285,10 @@ class JitWrapped:
         if self.inline or _is_tracing(leaves):
             return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
         exe, avals = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
-        values = [_leaf_value(x, a) for x, a in zip(leaves, avals)]
-        outs = exe.call_flat(values)
+        if isinstance(exe, Executable):
+            outs = exe.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
+        else:  # GPU: device buffers pass through, host leaves are copied over
+            outs = exe.call_flat(leaves)
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         fast = _fast_key(args) if self._simple and not kwargs else None
@@ -303,15 +305,16 @@ class JitWrapped:
                     "static_argnums/static_argnames."
                 )
         avals = [core.get_aval(x) for x in leaves]
+        device = _gpu_target(self.backend, leaves, self._name)
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), statics,
-               config.trace_context(), self.backend)
+               config.trace_context(), device)
         exe = self._cache.get(key)
         if exe is None:
-            exe = self._compile(in_tree, avals, statics)
+            exe = self._compile(in_tree, avals, statics, device)
             self._cache[key] = exe
         return exe, avals
 
-    def _compile(self, in_tree, avals, statics) -> Executable:
+    def _compile(self, in_tree, avals, statics, device=None) -> Executable:
         bound = self._bound(statics)
         store = {}
 
@@ -322,6 +325,11 @@ class JitWrapped:
             return out_flat
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        if device is not None:
+            from numbax._src.compiler import codegen_cuda
+
+            return codegen_cuda.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"],
+                                              self._name, device)
         return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name)
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -337,6 +345,36 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {self._name}>"
+
+
+def _gpu_target(backend: str | None, leaves: Sequence[Any], fun_name: str):
+    """The GPU device to run on (backend="gpu", or arguments committed to a GPU), else None.
+
+    Arguments committed to two different devices are an error (JAX's rule), checked whenever a
+    GPU is involved; CPU-only calls keep their zero-cost path."""
+    if backend == "cpu":
+        return None
+    gpu = [x for x in leaves if type(x) is GpuArray]
+    if backend is None and not gpu:
+        return None
+    committed = []
+    for x in leaves:
+        dev = getattr(x, "_device", None) if isinstance(x, Array) else None
+        if dev is not None and dev not in committed:
+            committed.append(dev)
+    if len(committed) > 1:
+        raise NumbaxValueError(
+            f"jit: arguments of {fun_name} are committed to different devices {committed[0]} "
+            f"and {committed[1]}, expected one device. Move them with numbax.device_put(x, "
+            "device) first."
+        )
+    if committed and committed[0].platform == "gpu":
+        return committed[0]
+    if committed and backend is None:
+        return None
+    from numbax._src import devices
+
+    return devices.gpu_devices()[0]
 
 
 def _fast_key(args: tuple) -> tuple | None:
@@ -413,7 +451,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
       static_argnums, static_argnames: arguments that are Python values (hashable); a new
         value retraces.
       donate_argnums: accepted for JAX compatibility; buffers are not reused yet.
-      backend: None or "cpu".
+      backend: None, "cpu", or "gpu" (alias "cuda": @cuda.jit kernels through numba-cuda).
+        None runs on the GPU when an argument is committed to one (numbax.device_put), else
+        on the CPU.
       inline: when True, calls are always traced into the caller (no compiled code).
 
     Returns:

@@ -7,7 +7,7 @@ import numpy as np
 
 from numbax._src import core, devices
 from numbax._src import tree_util as tu
-from numbax._src.array import Array, asarray_value
+from numbax._src.array import Array, GpuArray, asarray_value
 from numbax._src.errors import NumbaxTypeError
 
 
@@ -19,6 +19,8 @@ def device_put(x: Any, device: devices.Device | None = None) -> Any:
             "numbax.devices()[0]."
         )
     target = device or devices.default_device()
+    if target.platform == "gpu":
+        return tu.tree_map(lambda leaf: _put_gpu(leaf, target), x)
 
     def put(leaf):
         if isinstance(leaf, core.Tracer):
@@ -29,13 +31,33 @@ def device_put(x: Any, device: devices.Device | None = None) -> Any:
     return tu.tree_map(put, x)
 
 
+def _put_gpu(leaf: Any, target: devices.Device) -> Any:
+    """One leaf onto a GPU: device arrays of another GPU array or __cuda_array_interface__
+    objects (CuPy, PyTorch) are shared without a copy; host data is copied once."""
+    from numbax._src import cuda_runtime, dtypes
+
+    if isinstance(leaf, core.Tracer):
+        return leaf
+    if type(leaf) is GpuArray:
+        return leaf if leaf.device == target else GpuArray._from_buffer(
+            leaf._dbuf, leaf.shape, leaf.weak_type, target)
+    if not isinstance(leaf, Array) and hasattr(leaf, "__cuda_array_interface__"):
+        buf = cuda_runtime.from_cuda_array_interface(leaf)
+        dtypes.canonicalize_dtype(buf.dtype, context="device_put")
+        shape = tuple(leaf.__cuda_array_interface__["shape"])
+        return GpuArray._from_buffer(buf, shape, False, target)
+    arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
+    buf = cuda_runtime.to_device(arr._value)
+    return GpuArray._from_buffer(buf, arr.shape, arr.weak_type, target)
+
+
 def device_get(x: Any) -> Any:
     """Brings every Array leaf of `x` to the host as a numpy array (other leaves unchanged)."""
     return tu.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
 
 
 def block_until_ready(x: Any) -> Any:
-    """Waits for every array in `x` (CPU results are ready when returned)."""
+    """Waits for every array in `x` (CPU results are ready when returned; GPU ones synchronise)."""
     for leaf in tu.tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()

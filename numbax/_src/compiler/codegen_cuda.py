@@ -1,0 +1,781 @@
+"""CUDA codegen: the kernel graph as @cuda.jit kernel modules plus a Python host driver.
+
+Every buffer is flat (1-d) on the device; shapes are compile-time constants of each kernel, so a
+reshape is free and indexing is integer arithmetic on constants. Kernel kinds:
+  - elementwise nests: grid-stride loops, UNROLL independent elements per thread, all loads of
+    an iteration before its stores (needed to reach the copy bandwidth);
+  - full reductions: per-thread accumulators, a shared-memory block reduction, one partial per
+    block, then a one-block second pass (never numba's cuda.reduce);
+  - row groups (reductions over trailing axes and the passes fused after them, e.g. softmax):
+    one block per row, each pass a block-strided loop plus a block reduction;
+  - other reductions: one thread per output element, a serial loop over the reduced elements;
+  - dot_general: transposes to (batch, m, k) x (batch, k, n), then a shared-memory tiled matmul
+    with a register block per thread; transposes: one gather kernel.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from numbax._src import core, cuda_runtime
+from numbax._src.compiler import cache, codegen_cpu, fusion, inline, passes
+from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
+from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _prod(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _strides(shape) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+class Config:
+    """Launch geometry; smaller under the simulator (each simulated thread is a Python thread)."""
+
+    def __init__(self, sim: bool) -> None:
+        self.threads = 32 if sim else 256
+        self.unroll = 4
+        self.max_blocks = 1 << 20
+        self.red_blocks = 4 if sim else 1024
+        self.mm_tx, self.mm_r, self.mm_bk = (4, 2, 4) if sim else (16, 4, 16)
+
+    def key(self) -> tuple:
+        return (("target", "cuda"), ("threads", self.threads), ("unroll", self.unroll),
+                ("red_blocks", self.red_blocks),
+                ("matmul", self.mm_tx, self.mm_r, self.mm_bk), ("f32_sum_acc", "float64"))
+
+
+# ----------------------------------------------------------------------------- scalar table
+
+
+def _typed(dtype, value) -> str:
+    return render_scalar(value, dtype)
+
+
+def _fmax_expr(a: str, b: str) -> str:
+    return f"({a} if ({a} != {a} or {a} >= {b}) else {b})"
+
+
+def _fmin_expr(a: str, b: str) -> str:
+    return f"({a} if ({a} != {a} or {a} <= {b}) else {b})"
+
+
+def _dt(eqn: JaxprEqn, i: int = 0) -> np.dtype:
+    return eqn.invars[i].aval.dtype
+
+
+def _float_or_int(float_rule, int_rule):
+    return lambda a, e: int_rule(a, e) if _dt(e).kind in "iub" else float_rule(a, e)
+
+
+def _np(name: str):
+    return lambda a, e: f"np.{name}({', '.join(a)})"
+
+
+def _integer_pow(a, e):
+    y = e.params["y"]
+    if y == 0:
+        return _typed(_dt(e), 1)
+    if y in (1, 2, 3):
+        return "(" + " * ".join([a[0]] * y) + ")"
+    if y > 0:
+        return f"cd.ipow({a[0]}, {y})"
+    return f"({_typed(_dt(e), 1)} / cd.ipow({a[0]}, {-y}))"
+
+
+def _clamp(a, e):
+    lo, x, hi = a
+    if _dt(e, 1).kind in "iub":
+        return f"min(max({x}, {lo}), {hi})"
+    return _fmin_expr(_fmax_expr(x, lo), hi)
+
+
+def _round(a, e):
+    if e.params.get("rounding_method", 0) == 1:
+        return f"np.rint({a[0]})"
+    return f"cd.round_away({a[0]})"
+
+
+SCALAR_RULES = dict(codegen_cpu.SCALAR_RULES)
+SCALAR_RULES.update({
+    "div": _float_or_int(lambda a, e: f"({a[0]} / {a[1]})", lambda a, e: f"cd.cdiv({a[0]}, {a[1]})"),
+    "rem": _float_or_int(_np("fmod"), lambda a, e: f"cd.crem({a[0]}, {a[1]})"),
+    "max": _float_or_int(lambda a, e: _fmax_expr(*a), lambda a, e: f"max({a[0]}, {a[1]})"),
+    "min": _float_or_int(lambda a, e: _fmin_expr(*a), lambda a, e: f"min({a[0]}, {a[1]})"),
+    "exp": _np("exp"),
+    "log": _np("log"),
+    "log1p": _np("log1p"),
+    "expm1": _np("expm1"),
+    "tanh": _np("tanh"),
+    "logistic": lambda a, e: f"({_typed(_dt(e), 1)} / ({_typed(_dt(e), 1)} + np.exp(-{a[0]})))",
+    "erf": lambda a, e: f"math.erf({a[0]})",
+    "rsqrt": lambda a, e: f"({_typed(_dt(e), 1)} / np.sqrt({a[0]}))",
+    "integer_pow": _integer_pow,
+    "clamp": _clamp,
+    "round": _round,
+})
+_NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
+
+
+def fusible(eqn: JaxprEqn) -> bool:
+    """Whether the equation can join a CUDA loop nest (real dtypes only)."""
+    name = eqn.primitive.name
+    if any(v.aval.dtype.kind == "c" for v in [*eqn.invars, *eqn.outvars]):
+        return False
+    if name in fusion.BROADCAST and eqn.outvars[0].aval.ndim == 0:
+        return False
+    if name in fusion.REDUCTIONS or name in fusion.BROADCAST:
+        return True
+    return name in SCALAR_RULES
+
+
+LIBRARY = frozenset({"dot_general", "transpose", "reshape", "squeeze", "expand_dims",
+                     "broadcast_in_dim", "copy"})
+
+
+def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if fusible(eqn) or (name in LIBRARY and eqn.outvars[0].aval.dtype.kind != "c"):
+            continue
+        dtypes = ", ".join(v.aval.str_short() for v in eqn.invars if isinstance(v, Var))
+        raise NotImplementedError(
+            f"jit(backend='gpu'): primitive {name} (in function {fun_name}, operands {dtypes}) "
+            "has no CUDA lowering yet. Run it with backend='cpu' or without jit."
+        )
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+_COMBINE = {
+    "reduce_sum": lambda a, b, dt: f"{a} + {b}",
+    "reduce_prod": lambda a, b, dt: f"{a} * {b}",
+    "reduce_max": lambda a, b, dt: _fmax_expr(a, b) if dt.kind == "f" else f"max({a}, {b})",
+    "reduce_min": lambda a, b, dt: _fmin_expr(a, b) if dt.kind == "f" else f"min({a}, {b})",
+    "reduce_and": lambda a, b, dt: f"{a} & {b}",
+    "reduce_or": lambda a, b, dt: f"{a} | {b}",
+}
+
+
+def _acc_dtype(eqn: JaxprEqn) -> np.dtype:
+    return codegen_cpu._acc_dtype(eqn.primitive.name, eqn.invars[0].aval.dtype)
+
+
+def _acc_init(eqn: JaxprEqn) -> str:
+    dt = eqn.invars[0].aval.dtype
+    return render_scalar(codegen_cpu._REDUCE[eqn.primitive.name][0](dt), _acc_dtype(eqn))
+
+
+def _shared_dtype(eqn: JaxprEqn) -> str:
+    acc = _acc_dtype(eqn)
+    return "np.uint8" if acc == np.bool_ else dtype_ctor(acc)
+
+
+def _block_reduce(k: _Kernel, red: JaxprEqn, acc: str, sm: str, pad: str) -> list[str]:
+    """Tree reduction of every thread's `acc` in shared `sm`; leaves the result in `acc`."""
+    comb = _COMBINE[red.primitive.name]("u", "w", red.invars[0].aval.dtype)
+    back = "(sm != 0)".replace("sm", f"{sm}[0]") if _acc_dtype(red) == np.bool_ else f"{sm}[0]"
+    return [f"{pad}{sm}[tid] = {acc}",
+            f"{pad}cuda.syncthreads()",
+            f"{pad}s = {k.cfg.threads // 2}",
+            f"{pad}while s > 0:",
+            f"{pad}    if tid < s:",
+            f"{pad}        u = {sm}[tid]",
+            f"{pad}        w = {sm}[tid + s]",
+            f"{pad}        {sm}[tid] = {comb}",
+            f"{pad}    cuda.syncthreads()",
+            f"{pad}    s //= 2",
+            f"{pad}{acc} = {back}",
+            f"{pad}cuda.syncthreads()"]
+
+
+# ----------------------------------------------------------------------------- loop nests
+
+
+class _Kernel:
+    """Naming state while one loop nest is rendered."""
+
+    def __init__(self, nest: fusion.LoopNest, cfg: Config) -> None:
+        self.nest = nest
+        self.cfg = cfg
+        self.shape = nest.shape
+        self.st = _strides(nest.shape)
+        self.names = {v: f"a{k}" for k, v in enumerate(nest.inputs)}
+        self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
+        self.consts: list[str] = []
+        self.temps = 0
+        self.pp_names = core._Names()
+        sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
+        self.header = _header(sub, self.pp_names)
+
+    def const(self, lit: Literal) -> str:
+        text = render_scalar(lit.val, lit.aval.dtype)
+        for line in self.consts:
+            if line.endswith(f" = {text}"):
+                return line.split(" = ")[0]
+        self.consts.append(f"c{len(self.consts)} = {text}")
+        return f"c{len(self.consts) - 1}"
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps - 1}"
+
+
+class _Lane:
+    """One element's loads, computations and stores (kept apart so loads go first)."""
+
+    def __init__(self, flat: str, suffix: str, idx: list[str] | None = None) -> None:
+        self.flat = flat
+        self.suffix = suffix
+        self.idx = idx
+        self.loads: list[str] = []
+        self.comps: list[str] = []
+        self.stores: list[str] = []
+        self.loaded: dict[tuple, str] = {}
+
+
+def _dim_index(k: _Kernel, lane: _Lane, d: int) -> str:
+    if lane.idx is not None:
+        return lane.idx[d]
+    key = ("dim", d)
+    if key not in lane.loaded:
+        name = f"j{d}{lane.suffix}"
+        lane.loads.append(f"{name} = ({lane.flat} // {k.st[d]}) % {k.shape[d]}")
+        lane.loaded[key] = name
+    return lane.loaded[key]
+
+
+def _load(k: _Kernel, lane: _Lane, x: Var, offset: str) -> str:
+    key = (k.names[x], offset)
+    if key not in lane.loaded:
+        name = f"x{len(lane.loaded)}{lane.suffix}"
+        lane.loads.append(f"{name} = {k.names[x]}[{offset}]")
+        lane.loaded[key] = name
+    return lane.loaded[key]
+
+
+def _bcast_offset(k: _Kernel, lane: _Lane, eqn: JaxprEqn) -> str:
+    x = eqn.invars[0]
+    terms = []
+    xst = _strides(x.aval.shape)
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        if x.aval.shape[i] == 1:
+            continue
+        j = _dim_index(k, lane, d)
+        terms.append(j if xst[i] == 1 else f"{j} * {xst[i]}")
+    return " + ".join(terms) or "0"
+
+
+def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
+          seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
+          store_guard: str | None = None) -> dict[Var, str]:
+    """One line per fused equation into `lane`; returns the scalar names of their values."""
+    value: dict[Var, str] = dict(seed or {})
+
+    def read(x) -> str:
+        if isinstance(x, Literal):
+            return k.const(x)
+        if x in value:
+            return value[x]
+        if x.aval.ndim == 0 and k.shape:
+            return f"{k.names[x]}s"  # loaded once at the kernel's start
+        return _load(k, lane, x, lane.flat)
+
+    for eqn in eqns:
+        name = eqn.primitive.name
+        out = eqn.outvars[0]
+        comment = core._pp_eqn(eqn, k.pp_names, 0)
+        if name in fusion.BROADCAST:
+            x = eqn.invars[0]
+            if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
+                expr = read(x)
+            else:
+                expr = _load(k, lane, x, _bcast_offset(k, lane, eqn))
+        elif name in fusion.REDUCTIONS:
+            acc = accs[out]
+            comb = _COMBINE[name](acc, read(eqn.invars[0]), eqn.invars[0].aval.dtype)
+            lane.comps.append(f"{acc} = {comb}  # {comment}")
+            continue
+        else:
+            expr = SCALAR_RULES[name]([read(x) for x in eqn.invars], eqn)
+            if name not in _NO_CAST:
+                expr = cast(out.aval.dtype, expr)
+        t = k.temp()
+        value[out] = t
+        lane.comps.append(f"{t} = {expr}  # {comment}")
+        if out in k.out_names and out not in no_store:
+            store = f"{k.out_names[out]}[{lane.flat}] = {t}"
+            lane.stores.append(store if store_guard is None else f"if {store_guard}: {store}")
+    return value
+
+
+def _lines(lanes: list[_Lane], pad: str) -> list[str]:
+    out = []
+    for part in ("loads", "comps", "stores"):
+        for lane in lanes:
+            out.extend(pad + line for line in getattr(lane, part))
+    return out
+
+
+def _scalar_loads(k: _Kernel, pad: str) -> list[str]:
+    return [f"{pad}{k.names[v]}s = {k.names[v]}[0]" for v in k.nest.inputs
+            if v.aval.ndim == 0 and k.shape]
+
+
+class Launch:
+    """How the driver runs a kernel module: scratch buffers to allocate, then launch lines whose
+    `{args}` (inputs then outputs), `{partials}` and `{o<k>}` placeholders it fills."""
+
+    def __init__(self, steps: list[str], allocs: list | None = None) -> None:
+        self.steps = steps
+        self.allocs = allocs or []
+
+
+def render_loop(nest: fusion.LoopNest, cfg: Config) -> tuple[str, Launch]:
+    """The source of one kernel module and how the driver launches it."""
+    k = _Kernel(nest, cfg)
+    size = _prod(nest.shape)
+    axes = nest.reduce_axes
+    if axes is None:
+        body, launch = _render_elementwise(k, size)
+    else:
+        kept = [d for d in range(len(nest.shape)) if d not in axes]
+        m = _prod([nest.shape[d] for d in kept])
+        trailing = fusion._trailing(nest)
+        if nest.passes is None and m == 1:
+            body, launch = _render_full_reduce(k, size)
+        elif trailing is not None:
+            body, launch = _render_rows(k, trailing)
+        else:
+            body, launch = _render_general_reduce(k, kept, list(axes))
+    consts = "\n".join(k.consts)
+    return f"{k.header}\n{consts}\n\n\n{body}", launch
+
+
+def _kernel_def(k: _Kernel, extra: list[str] = ()) -> str:
+    params = ", ".join([*k.names.values(), *k.out_names.values(), *extra])
+    return f"@cuda.jit(cache=CACHE)\ndef kernel({params}):\n"
+
+
+def _render_elementwise(k: _Kernel, n: int) -> tuple[str, Launch]:
+    u, pad = k.cfg.unroll, "    "
+    lines = _scalar_loads(k, pad)
+    lines += [f"{pad}i = cuda.grid(1)", f"{pad}s = cuda.gridsize(1)",
+              f"{pad}while i + {u - 1} * s < {n}:"]
+    lanes = [_Lane("i" if q == 0 else f"i{q}", f"_{q}") for q in range(u)]
+    for q in range(1, u):
+        lines.append(f"{pad}    i{q} = i + {q} * s")
+    for lane in lanes:
+        _emit(k, lane, k.nest.eqns, {})
+    lines += _lines(lanes, pad + "    ")
+    lines += [f"{pad}    i += {u} * s", f"{pad}while i < {n}:"]
+    tail = _Lane("i", "")
+    _emit(k, tail, k.nest.eqns, {})
+    lines += _lines([tail], pad + "    ")
+    lines.append(f"{pad}    i += s")
+    blocks = max(1, min(_cdiv(n, k.cfg.threads * u), k.cfg.max_blocks))
+    launch = Launch(steps=[f"kernel[{blocks}, {k.cfg.threads}]({{args}})"] if n else [])
+    return _kernel_def(k) + "\n".join(lines) + "\n", launch
+
+
+def _reductions(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
+    return [e for e in eqns if e.primitive.name in fusion.REDUCTIONS]
+
+
+def _shared_decls(k: _Kernel, reds: list[JaxprEqn], first: int, pad: str) -> list[str]:
+    return [f"{pad}sm{first + j} = cuda.shared.array({k.cfg.threads}, {_shared_dtype(e)})"
+            for j, e in enumerate(reds)]
+
+
+def _render_full_reduce(k: _Kernel, n: int) -> tuple[str, Launch]:
+    """Grid-stride accumulation, block reduction, one partial per block; `finish` reduces them."""
+    cfg, u, pad = k.cfg, k.cfg.unroll, "    "
+    reds = _reductions(k.nest.eqns)
+    accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reds)}
+    nb = max(1, min(_cdiv(n, cfg.threads * u), cfg.red_blocks))
+    lines = ["    tid = cuda.threadIdx.x", *_shared_decls(k, reds, 0, pad), *_scalar_loads(k, pad)]
+    lines += [f"{pad}{accs[e.outvars[0]]} = {_acc_init(e)}" for e in reds]
+    lines += [f"{pad}i = cuda.grid(1)", f"{pad}s = cuda.gridsize(1)",
+              f"{pad}while i + {u - 1} * s < {n}:"]
+    lanes = [_Lane("i" if q == 0 else f"i{q}", f"_{q}") for q in range(u)]
+    lines += [f"{pad}    i{q} = i + {q} * s" for q in range(1, u)]
+    for lane in lanes:
+        _emit(k, lane, k.nest.eqns, accs)
+    lines += _lines(lanes, pad + "    ")
+    lines += [f"{pad}    i += {u} * s", f"{pad}while i < {n}:"]
+    tail = _Lane("i", "")
+    _emit(k, tail, k.nest.eqns, accs)
+    lines += _lines([tail], pad + "    ") + [f"{pad}    i += s"]
+    for j, e in enumerate(reds):
+        lines += _block_reduce(k, e, f"acc{j}", f"sm{j}", pad)
+        lines.append(f"{pad}if tid == 0:")
+        lines.append(f"{pad}    p{j}[cuda.blockIdx.x] = acc{j}")
+    partials = [f"p{j}" for j in range(len(reds))]
+    src = _kernel_def(k, partials) + "\n".join(lines) + "\n"
+    # the second pass: one block over the partials
+    outs = [k.out_names.get(e.outvars[0]) for e in reds]
+    fin = ["    tid = cuda.threadIdx.x", *_shared_decls(k, reds, 0, pad)]
+    for j, e in enumerate(reds):
+        comb = _COMBINE[e.primitive.name](f"acc{j}", f"p{j}[q]", e.invars[0].aval.dtype)
+        fin += [f"{pad}acc{j} = {_acc_init(e)}", f"{pad}q = tid",
+                f"{pad}while q < {nb}:", f"{pad}    acc{j} = {comb}",
+                f"{pad}    q += {cfg.threads}"]
+        fin += _block_reduce(k, e, f"acc{j}", f"sm{j}", pad)
+        if outs[j] is not None:
+            fin += [f"{pad}if tid == 0:",
+                    f"{pad}    {outs[j]}[0] = {cast(e.outvars[0].aval.dtype, f'acc{j}')}"]
+    fin_params = ", ".join([*partials, *(o for o in outs if o is not None)])
+    src += f"\n\n@cuda.jit(cache=CACHE)\ndef finish({fin_params}):\n" + "\n".join(fin) + "\n"
+    launch = Launch(
+        allocs=[(nb, _acc_dtype(e)) for e in reds],
+        steps=[f"kernel[{nb}, {cfg.threads}]({{args}}, {{partials}})",
+               f"finish[1, {cfg.threads}]({{partials}}{''.join(', {' + o + '}' for o in outs if o)})"])
+    return src, launch
+
+
+def _render_rows(k: _Kernel, kept: int) -> tuple[str, Launch]:
+    """One block per row: each row pass loops over the row, then block-reduces its sums."""
+    cfg, nest, pad = k.cfg, k.nest, "    "
+    m = _prod(nest.shape[:kept])
+    width = _prod(nest.shape[kept:])
+    passes = nest.passes or [("row", list(nest.eqns))]
+    reds = _reductions(nest.eqns)
+    lines = ["    tid = cuda.threadIdx.x", *_shared_decls(k, reds, 0, pad), *_scalar_loads(k, pad)]
+    lines += [f"{pad}r = cuda.blockIdx.x", f"{pad}while r < {m}:"]
+    pad += "    "
+    seed: dict[Var, str] = {}
+    row_defs: list[JaxprEqn] = []
+    n_acc = 0
+    for kind, eqns in passes:
+        if kind == "outer":
+            lane = _Lane("r", "_o", idx=None)
+            lane.flat = "r"
+            values = _emit(k, lane, eqns, {}, seed=seed, store_guard="tid == 0")
+            lines += _lines([lane], pad)
+            seed.update({e.outvars[0]: values[e.outvars[0]] for e in eqns})
+            continue
+        rs = _reductions(eqns)
+        accs = {e.outvars[0]: f"acc{n_acc + j}" for j, e in enumerate(rs)}
+        lines += [f"{pad}{accs[e.outvars[0]]} = {_acc_init(e)}" for e in rs]
+        again = codegen_cpu._recompute(eqns, row_defs, seed)
+        lines += [f"{pad}q = tid", f"{pad}while q < {width}:", f"{pad}    f = r * {width} + q"]
+        lane = _Lane("f", "")
+        _emit(k, lane, again + eqns, accs, seed=seed, no_store=frozenset(
+            e.outvars[0] for e in again))
+        lines += _lines([lane], pad + "    ") + [f"{pad}    q += {cfg.threads}"]
+        for j, e in enumerate(rs):
+            acc, out = accs[e.outvars[0]], e.outvars[0]
+            lines += _block_reduce(k, e, acc, f"sm{n_acc + j}", pad)
+            name = f"r{len(seed)}"
+            lines.append(f"{pad}{name} = {cast(out.aval.dtype, acc)}")
+            seed[out] = name
+            if out in k.out_names:
+                lines.append(f"{pad}if tid == 0:")
+                lines.append(f"{pad}    {k.out_names[out]}[r] = {name}")
+        n_acc += len(rs)
+        row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
+    lines.append(f"{pad}r += cuda.gridDim.x")
+    blocks = max(1, min(m, cfg.max_blocks))
+    launch = Launch(steps=[f"kernel[{blocks}, {cfg.threads}]({{args}})"] if m else [])
+    return _kernel_def(k) + "\n".join(lines) + "\n", launch
+
+
+def _render_general_reduce(k: _Kernel, kept: list[int], axes: list[int]) -> tuple[str, Launch]:
+    """One thread per output element and a serial loop over the reduced ones."""
+    cfg, nest, pad = k.cfg, k.nest, "    "
+    shape = nest.shape
+    m = _prod([shape[d] for d in kept])
+    kred = _prod([shape[d] for d in axes])
+    kst = _strides([shape[d] for d in kept])
+    rst = _strides([shape[d] for d in axes])
+    reds = _reductions(nest.eqns)
+    accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reds)}
+    lines = _scalar_loads(k, pad)
+    lines += [f"{pad}o = cuda.grid(1)", f"{pad}while o < {m}:"]
+    lines += [f"{pad}    {accs[e.outvars[0]]} = {_acc_init(e)}" for e in reds]
+    lines.append(f"{pad}    for q in range({kred}):")
+    idx = [""] * len(shape)
+    inner = pad + "        "
+    for j, d in enumerate(kept):
+        idx[d] = f"j{d}"
+        lines.append(f"{inner}j{d} = (o // {kst[j]}) % {shape[d]}")
+    for j, d in enumerate(axes):
+        idx[d] = f"j{d}"
+        lines.append(f"{inner}j{d} = (q // {rst[j]}) % {shape[d]}")
+    flat = " + ".join(f"j{d} * {k.st[d]}" for d in range(len(shape))) or "0"
+    lines.append(f"{inner}f = {flat}")
+    lane = _Lane("f", "", idx=idx)
+    _emit(k, lane, nest.eqns, accs)
+    lines += _lines([lane], inner)
+    for e in reds:
+        out = e.outvars[0]
+        if out in k.out_names:
+            lines.append(f"{pad}    {k.out_names[out]}[o] = {cast(out.aval.dtype, accs[out])}")
+    lines.append(f"{pad}    o += cuda.gridsize(1)")
+    blocks = max(1, min(_cdiv(m, cfg.threads), cfg.max_blocks))
+    launch = Launch(steps=[f"kernel[{blocks}, {cfg.threads}]({{args}})"] if m else [])
+    return _kernel_def(k) + "\n".join(lines) + "\n", launch
+
+
+def _header(jaxpr: Jaxpr, names: core._Names) -> str:
+    text = core._pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
+    return "\n".join([
+        f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda",
+        f"# {text}",
+        "import math  # noqa: F401",
+        "",
+        "import numpy as np  # noqa: F401",
+        "",
+        "from numbax._src import cuda_runtime",
+        "from numbax._src.compiler import cuda_device as cd  # noqa: F401",
+        "",
+        "cuda = cuda_runtime.get_cuda()",
+        'CACHE = "__file__" in globals() and not cuda_runtime.simulator_enabled()',
+    ])
+
+
+# ----------------------------------------------------------------------------- library kernels
+
+
+def render_transpose(shape: tuple[int, ...], perm: tuple[int, ...], cfg: Config) -> str:
+    """out[j] = x[perm-gathered index]: a grid-stride gather with constant strides."""
+    ist = _strides(shape)
+    oshape = [shape[p] for p in perm]
+    ost = _strides(oshape)
+    n = _prod(shape)
+    lines = ["    i = cuda.grid(1)", f"    while i < {n}:"]
+    terms = []
+    for d, p in enumerate(perm):
+        lines.append(f"        j{d} = (i // {ost[d]}) % {oshape[d]}")
+        terms.append(f"j{d} * {ist[p]}")
+    lines += [f"        o0[i] = a0[{' + '.join(terms) or '0'}]", "        i += cuda.gridsize(1)"]
+    head = _header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
+    return (f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | "
+            f"transpose {tuple(shape)} {tuple(perm)}\n{head}\n\n\n@cuda.jit(cache=CACHE)\n"
+            "def kernel(a0, o0):\n" + "\n".join(lines) + "\n")
+
+
+def render_matmul(nb: int, m: int, n: int, kdim: int, dtypes: tuple, cfg: Config) -> str:
+    """C[b] = A[b] @ B[b] (flat row-major): BM x BM output tiles staged through shared memory
+    in BK-deep slices, each thread accumulating an R x R register block."""
+    tx, r, bk = cfg.mm_tx, cfg.mm_r, cfg.mm_bk
+    bm, nt = tx * r, tx * tx
+    da, db, dc = (np.dtype(d) for d in dtypes)
+    zero = render_scalar(0, dc)
+    loads = bm * bk // nt
+    p = "    "
+    lines = [f"{p}tx = cuda.threadIdx.x", f"{p}ty = cuda.threadIdx.y", f"{p}b = cuda.blockIdx.z",
+             f"{p}m0 = cuda.blockIdx.y * {bm}", f"{p}n0 = cuda.blockIdx.x * {bm}",
+             f"{p}tid = ty * {tx} + tx",
+             f"{p}sa = cuda.shared.array(({bm}, {bk}), {dtype_ctor(dc)})",
+             f"{p}sb = cuda.shared.array(({bk}, {bm}), {dtype_ctor(dc)})"]
+    lines += [f"{p}c{i}_{j} = {zero}" for i in range(r) for j in range(r)]
+    lines.append(f"{p}for k0 in range(0, {kdim}, {bk}):")
+    q = p * 2
+    for ll in range(loads):
+        lines += [f"{q}e = tid + {ll * nt}", f"{q}gm = m0 + e // {bk}", f"{q}gk = k0 + e % {bk}",
+                  f"{q}sa[e // {bk}, e % {bk}] = {cast(dc, f'a0[b * {m * kdim} + gm * {kdim} + gk]')}"
+                  f" if gm < {m} and gk < {kdim} else {zero}"]
+    for ll in range(loads):
+        lines += [f"{q}e = tid + {ll * nt}", f"{q}gk = k0 + e // {bm}", f"{q}gn = n0 + e % {bm}",
+                  f"{q}sb[e // {bm}, e % {bm}] = {cast(dc, f'a1[b * {kdim * n} + gk * {n} + gn]')}"
+                  f" if gk < {kdim} and gn < {n} else {zero}"]
+    lines += [f"{q}cuda.syncthreads()", f"{q}for kk in range({bk}):"]
+    w = q + p
+    lines += [f"{w}x{i} = sa[ty + {tx * i}, kk]" for i in range(r)]
+    lines += [f"{w}y{j} = sb[kk, tx + {tx * j}]" for j in range(r)]
+    lines += [f"{w}c{i}_{j} += x{i} * y{j}" for i in range(r) for j in range(r)]
+    lines.append(f"{q}cuda.syncthreads()")
+    for i in range(r):
+        lines.append(f"{p}gm = m0 + ty + {tx * i}")
+        for j in range(r):
+            lines += [f"{p}gn = n0 + tx + {tx * j}",
+                      f"{p}if gm < {m} and gn < {n}:",
+                      f"{p}    o0[b * {m * n} + gm * {n} + gn] = c{i}_{j}"]
+    head = _header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
+    return (f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | "
+            f"matmul {nb}x{m}x{kdim} @ {nb}x{kdim}x{n} {da.name},{db.name}->{dc.name}\n{head}"
+            "\n\n\n@cuda.jit(cache=CACHE)\ndef kernel(a0, a1, o0):\n" + "\n".join(lines) + "\n")
+
+
+def matmul_grid(nb: int, m: int, n: int, cfg: Config) -> str:
+    bm = cfg.mm_tx * cfg.mm_r
+    return f"[({_cdiv(n, bm)}, {_cdiv(m, bm)}, {nb}), ({cfg.mm_tx}, {cfg.mm_tx})]"
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+class _Driver:
+    """Renders the host driver: allocations and launches in program order."""
+
+    def __init__(self, jaxpr: Jaxpr, cfg: Config) -> None:
+        self.cfg = cfg
+        self.names: dict[Var, str] = {}
+        for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
+            self.names[v] = f"a{j}"
+        self.imports: list[str] = []
+        self.lines: list[str] = []
+        self.sources: list[str] = []
+        self.n = 0
+        self.pp = core._Names()
+        _header(jaxpr, self.pp)  # names variables the way the header prints them
+
+    def temp(self) -> str:
+        self.n += 1
+        return f"t{self.n - 1}"
+
+    def load(self, src: str, alias: str, attrs: tuple[str, ...] = ("kernel",)) -> list[str]:
+        module = cache.load_module(src, self.cfg.key()).__name__
+        self.sources.append(src)
+        names = [f"{alias}{'' if a == 'kernel' else '_' + a}" for a in attrs]
+        self.imports.append(f"from {module} import "
+                            + ", ".join(f"{a} as {n}" for a, n in zip(attrs, names)))
+        return names
+
+    def alloc(self, v: Var) -> str:
+        name = self.temp()
+        self.names[v] = name
+        self.lines.append(f"    {name} = rt.empty({_prod(v.aval.shape)}, "
+                          f"{dtype_ctor(v.aval.dtype)})")
+        return name
+
+    def arg(self, x) -> str:
+        if isinstance(x, Literal):
+            return f"rt.to_device(np.asarray({render_scalar(x.val, x.aval.dtype)}))"
+        return self.names[x]
+
+    def loop(self, j: int, nest: fusion.LoopNest) -> None:
+        src, launch = render_loop(nest, self.cfg)
+        attrs = ("kernel", "finish") if launch.allocs else ("kernel",)
+        knames = self.load(src, f"k{j}_loop", attrs)
+        outs = [self.alloc(v) for v in nest.outputs]
+        fmt = {"args": ", ".join([*(self.names[v] for v in nest.inputs), *outs])}
+        fmt.update({f"o{q}": name for q, name in enumerate(outs)})
+        parts = []
+        for size, dt in launch.allocs:
+            p = self.temp()
+            parts.append(p)
+            self.lines.append(f"    {p} = rt.empty({size}, {dtype_ctor(dt)})")
+        fmt["partials"] = ", ".join(parts)
+        for step in launch.steps:
+            step = step.replace("kernel[", f"{knames[0]}[").replace("finish[", f"{knames[-1]}[")
+            self.lines.append("    " + step.format(**fmt))
+
+    def library(self, j: int, eqn: JaxprEqn) -> None:
+        name = eqn.primitive.name
+        self.lines.append(f"    # {core._pp_eqn(eqn, self.pp, 0)}")
+        if name in ("reshape", "squeeze", "expand_dims", "copy", "broadcast_in_dim"):
+            self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])  # flat buffers: a free view
+        elif name == "transpose":
+            x = eqn.invars[0]
+            out = self.alloc(eqn.outvars[0])
+            self._transpose(j, self.arg(x), out, x.aval.shape, eqn.params["permutation"])
+        elif name == "dot_general":
+            self._dot_general(j, eqn)
+        else:  # check_lowerings refused it already
+            raise NotImplementedError(f"jit(backend='gpu'): primitive {name} has no CUDA lowering")
+
+    def _transpose(self, j: int, x: str, out: str, shape, perm) -> None:
+        (kname,) = self.load(render_transpose(tuple(shape), tuple(perm), self.cfg), f"k{j}_tr")
+        n = _prod(shape)
+        if n:
+            blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
+            self.lines.append(f"    {kname}[{blocks}, {self.cfg.threads}]({x}, {out})")
+
+    def _dot_general(self, j: int, eqn: JaxprEqn) -> None:
+        x, y = eqn.invars
+        (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
+        xs, ys = x.aval.shape, y.aval.shape
+        xf = [d for d in range(len(xs)) if d not in xc and d not in xb]
+        yf = [d for d in range(len(ys)) if d not in yc and d not in yb]
+        nb = _prod([xs[d] for d in xb])
+        m, n = _prod([xs[d] for d in xf]), _prod([ys[d] for d in yf])
+        kdim = _prod([xs[d] for d in xc])
+        bufs = []
+        for v, perm, tag in ((x, [*xb, *xf, *xc], "x"), (y, [*yb, *yc, *yf], "y")):
+            buf = self.arg(v)
+            if perm != sorted(perm):
+                t = self.temp()
+                self.lines.append(f"    {t} = rt.empty({_prod(v.aval.shape)}, "
+                                  f"{dtype_ctor(v.aval.dtype)})")
+                self._transpose(f"{j}{tag}", buf, t, v.aval.shape, perm)
+                buf = t
+            bufs.append(buf)
+        out = self.alloc(eqn.outvars[0])
+        dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
+        (kname,) = self.load(render_matmul(nb, m, n, kdim, dtypes, self.cfg), f"k{j}_mm")
+        if nb * m * n:
+            self.lines.append(f"    {kname}{matmul_grid(nb, m, n, self.cfg)}"
+                              f"({bufs[0]}, {bufs[1]}, {out})")
+        if nb * m * n and kdim == 0:
+            raise NotImplementedError("jit(backend='gpu'): dot_general with an empty contraction")
+
+    def render(self, jaxpr: Jaxpr) -> str:
+        rets = [self.arg(x) for x in jaxpr.outvars]
+        params = ", ".join(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars])
+        head = _header(jaxpr, core._Names()).split("\ncuda =")[0]
+        head = head.replace("# numbax", "# driver | numbax", 1)
+        return (head + "\nfrom numbax._src import cuda_runtime as rt  # noqa: F401\n"
+                + "\n".join(self.imports) + "\n\n\n"
+                + f"def driver({params}):\n" + "\n".join(self.lines)
+                + ("\n" if self.lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
+
+
+class CudaExecutable:
+    """A jaxpr compiled for the GPU: the driver, device-resident consts, generated sources."""
+
+    def __init__(self, driver, consts, jaxpr, out_tree, fun_name, sources, device) -> None:
+        self.driver = driver
+        self.consts = consts
+        self.jaxpr = jaxpr
+        self.out_tree = out_tree
+        self.fun_name = fun_name
+        self.sources = sources
+        self.device = device
+        self.out_avals = [v.aval for v in jaxpr.outvars]
+        self.in_avals = jaxpr.in_avals
+
+    def call_flat(self, leaves) -> list:
+        from numbax._src.array import GpuArray
+
+        bufs = []
+        for x, aval in zip(leaves, self.in_avals, strict=True):
+            if type(x) is GpuArray:
+                bufs.append(x._dbuf)
+            else:
+                bufs.append(cuda_runtime.to_device(np.asarray(x, dtype=aval.dtype)))
+        outs = self.driver(*self.consts, *bufs)
+        return [GpuArray._from_buffer(o, a.shape, a.weak_type, self.device)
+                for o, a in zip(outs, self.out_avals, strict=True)]
+
+
+def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str, device) -> CudaExecutable:
+    """Simplify, fuse, render each kernel module, load them (cached), render the driver."""
+    cfg = Config(cuda_runtime.simulator_enabled())
+    cuda_runtime.get_cuda()
+    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
+    check_lowerings(jaxpr, fun_name)
+    nodes = fusion.partition(jaxpr, fusible)
+    drv = _Driver(jaxpr, cfg)
+    for j, node in enumerate(nodes):
+        if isinstance(node, fusion.LoopNest):
+            drv.loop(j, node)
+        else:
+            drv.library(j, node.eqn)
+    src = drv.render(jaxpr)
+    module = cache.load_module(src, cfg.key())
+    consts = [cuda_runtime.to_device(np.asarray(core.to_numpy(c))) for c in closed.consts]
+    return CudaExecutable(module.driver, consts, jaxpr, out_tree, fun_name,
+                          [*drv.sources, src], device)

@@ -1,0 +1,285 @@
+"""Checks of the CUDA backend, run in a subprocess under NUMBA_ENABLE_CUDASIM=1 (test-only).
+
+Run as `python tests/cuda/sim_checks.py [names...]`: prints one JSON line per check. The same
+checks run on a real GPU (benchmarks/bench_cuda.py --check); numpy is the truth throughout."""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import numpy as np
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.array import GpuArray
+
+RNG = np.random.default_rng(0)
+CHECKS = {}
+
+
+def check(fn):
+    CHECKS[fn.__name__] = fn
+    return fn
+
+
+def gjit(f, **kw):
+    return numbax.jit(f, backend="gpu", **kw)
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    assert isinstance(got, GpuArray), type(got)
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+UNARY = {
+    "exp": (jnp.exp, np.exp), "log": (jnp.log, np.log), "log1p": (jnp.log1p, np.log1p),
+    "expm1": (jnp.expm1, np.expm1), "tanh": (jnp.tanh, np.tanh), "sin": (jnp.sin, np.sin),
+    "cos": (jnp.cos, np.cos), "tan": (jnp.tan, np.tan), "arcsin": (jnp.arcsin, np.arcsin),
+    "arctan": (jnp.arctan, np.arctan), "sinh": (jnp.sinh, np.sinh),
+    "arcsinh": (jnp.arcsinh, np.arcsinh), "sqrt": (jnp.sqrt, np.sqrt),
+    "cbrt": (jnp.cbrt, np.cbrt), "abs": (jnp.abs, np.abs), "sign": (jnp.sign, np.sign),
+    "floor": (jnp.floor, np.floor), "ceil": (jnp.ceil, np.ceil), "neg": (jnp.negative, np.negative),
+    "square": (jnp.square, np.square), "round": (jnp.round, np.round),
+    "rsqrt": (numbax.lax.rsqrt, lambda x: 1 / np.sqrt(x)),
+    "logistic": (numbax.nn.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
+    "cube": (lambda x: x ** 3, lambda x: x ** 3), "recip2": (lambda x: x ** -2, lambda x: x ** -2.0),
+    "isfinite": (jnp.isfinite, np.isfinite),
+}
+
+
+@check
+def unary_float():
+    x = RNG.uniform(0.1, 0.9, 40)
+    for dt in (np.float32, np.float64):
+        xd = x.astype(dt)
+        for name, (f, ref) in UNARY.items():
+            try:
+                close(gjit(f)(xd), ref(xd).astype(np.bool_ if name == "isfinite" else dt),
+                      rtol=2e-5 if dt == np.float32 else 1e-12)
+            except AssertionError as e:
+                raise AssertionError(f"{name} {np.dtype(dt).name}: {e}") from None
+
+
+@check
+def binary_float():
+    x = RNG.uniform(-3, 3, (5, 8))
+    y = RNG.uniform(0.5, 2, (5, 8))
+    x[0, 0] = np.nan
+    pairs = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+             "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum,
+             "arctan2": np.arctan2, "fmod": np.fmod, "less": np.less,
+             "greater_equal": np.greater_equal, "equal": np.equal, "not_equal": np.not_equal}
+    for name, ref in pairs.items():
+        got = gjit(getattr(jnp, name))(x, y)
+        close(got, ref(x, y))
+    close(gjit(jnp.power)(np.abs(x), y), np.power(np.abs(x), y), rtol=1e-12)
+    close(gjit(lambda a: jnp.clip(a, -1.0, 1.5))(x), np.clip(x, -1.0, 1.5))
+    close(gjit(lambda a, b: jnp.where(a > b, a, b * 2))(x, y), np.where(x > y, x, y * 2))
+
+
+@check
+def integer_and_bool():
+    a = RNG.integers(-20, 20, (4, 6)).astype(np.int32)
+    b = RNG.integers(1, 7, (4, 6)).astype(np.int32)
+    close(gjit(lambda a, b: a + b * 3 - 1)(a, b), a + b * 3 - 1)
+    close(gjit(numbax.lax.div)(a, b), (np.trunc(a / b)).astype(np.int32))
+    close(gjit(numbax.lax.rem)(a, b), np.fmod(a, b))
+    close(gjit(jnp.maximum)(a, b), np.maximum(a, b))
+    close(gjit(lambda a, b: (a & b) ^ (a | 3))(a, b), (a & b) ^ (a | 3))
+    m, n = a > 0, b > 3
+    close(gjit(lambda m, n: jnp.logical_and(m, jnp.logical_not(n)))(m, n), m & ~n)
+    close(gjit(lambda a: a.astype(jnp.float32) * 0.5)(a), a.astype(np.float32) * np.float32(0.5))
+    close(gjit(lambda x: (x * 10).astype(jnp.int32))(a * 0.37), (a * 0.37 * 10).astype(np.int32))
+
+
+@check
+def broadcasts():
+    x = RNG.normal(size=(3, 1)).astype(np.float32)
+    y = RNG.normal(size=(1, 4)).astype(np.float32)
+    z = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    close(gjit(lambda x, y: x + y)(x, y), x + y)
+    close(gjit(lambda x, y, z: x * z - y)(x, y, z), x * z - y)
+    v = RNG.normal(size=5)
+    close(gjit(lambda v, s: v * s + 1.0)(v, 2.5), v * 2.5 + 1.0)
+    close(gjit(lambda v: jnp.broadcast_to(v, (3, 5)) * 2)(v), np.broadcast_to(v, (3, 5)) * 2)
+
+
+@check
+def reductions():
+    x = RNG.normal(size=(6, 5, 7))
+    for dt in (np.float32, np.float64):
+        xd = x.astype(dt)
+        tol = 1e-5 if dt == np.float32 else 1e-12
+        for axis in (None, 0, 1, 2, (0, 2), (1, 2)):
+            for fn, ref in ((jnp.sum, np.sum), (jnp.max, np.max), (jnp.min, np.min),
+                            (jnp.prod, np.prod)):
+                got = gjit(lambda a, fn=fn, axis=axis: fn(a, axis=axis))(xd)
+                try:
+                    close(got, ref(xd, axis=axis), rtol=tol, atol=tol)
+                except AssertionError as e:
+                    raise AssertionError(f"{fn.__name__} axis={axis} {xd.dtype}: {e}") from None
+    big = RNG.normal(size=3000)  # several blocks and the unrolled loop + tail
+    close(gjit(jnp.sum)(big), np.sum(big), rtol=1e-12)
+    nan = big.copy()
+    nan[1234] = np.nan
+    close(gjit(jnp.max)(nan), np.max(nan))
+    i = RNG.integers(-5, 5, (4, 9)).astype(np.int32)
+    close(gjit(lambda a: jnp.sum(a, axis=1))(i), np.sum(i, axis=1))
+    close(gjit(lambda a: jnp.max(a, axis=0))(i), np.max(i, axis=0))
+    close(gjit(lambda a: jnp.any(a > 3, axis=1))(i), np.any(i > 3, axis=1))
+    close(gjit(lambda a: jnp.all(a > -5))(i), np.all(i > -5))
+    close(gjit(lambda a: jnp.mean(a * a, axis=0))(x), np.mean(x * x, axis=0), rtol=1e-12)
+
+
+@check
+def softmax_rows():
+    x = RNG.normal(size=(6, 50)).astype(np.float32)
+    f = gjit(lambda x: numbax.nn.softmax(x, axis=-1))
+    e = np.exp(x - x.max(-1, keepdims=True))
+    close(f(x), e / e.sum(-1, keepdims=True), rtol=1e-5)
+    g = gjit(lambda x: numbax.nn.logsumexp(x, axis=1))
+    close(g(x.astype(np.float64)),
+          np.log(np.exp(x.astype(np.float64)).sum(1)), rtol=1e-12)
+
+
+@check
+def dot_general():
+    for dt, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        a = RNG.normal(size=(7, 9)).astype(dt)
+        b = RNG.normal(size=(9, 11)).astype(dt)
+        close(gjit(jnp.matmul)(a, b), a @ b, rtol=tol, atol=tol)
+        close(gjit(lambda a, b: a.T @ b.T)(b, a), b.T @ a.T, rtol=tol, atol=tol)
+        v = RNG.normal(size=9).astype(dt)
+        close(gjit(jnp.dot)(a, v), a @ v, rtol=tol, atol=tol)
+        p = RNG.normal(size=(3, 5, 4)).astype(dt)
+        q = RNG.normal(size=(3, 4, 6)).astype(dt)
+        close(gjit(lambda p, q: jnp.einsum("bij,bjk->bik", p, q))(p, q),
+              np.einsum("bij,bjk->bik", p, q), rtol=tol, atol=tol)
+        close(gjit(lambda p, q: jnp.einsum("bij,bkj->ikb", p, q))(p, p),
+              np.einsum("bij,bkj->ikb", p, p), rtol=tol, atol=tol)
+    ai = RNG.integers(-3, 3, (4, 5)).astype(np.int64)
+    close(gjit(jnp.matmul)(ai, ai.T), ai @ ai.T)
+
+
+@check
+def transposes():
+    x = RNG.normal(size=(2, 3, 4))
+    close(gjit(lambda x: jnp.transpose(x, (2, 0, 1)))(x), np.transpose(x, (2, 0, 1)))
+    close(gjit(lambda x: x.T + 1.0)(x), x.T + 1.0)
+    close(gjit(lambda x: x.reshape(6, 4)[None].sum(axis=(0, 2)))(x), x.reshape(6, 4).sum(1))
+
+
+def _selu(x):
+    return 1.0507 * jnp.where(x > 0, x, 1.67326 * (jnp.exp(x) - 1))
+
+
+@check
+def fused_selu_one_kernel():
+    x = RNG.normal(size=1000).astype(np.float32)
+    f = gjit(_selu)
+    want = np.float32(1.0507) * np.where(x > 0, x, np.float32(1.67326) * (np.exp(x) - 1))
+    close(f(x), want.astype(np.float32), rtol=2e-6)
+    text = f.lower(x).as_text()
+    assert text.count("@cuda.jit(") == 1, text
+    assert "np.float64" not in text.split("def kernel")[1], "float32 kernel promoted to float64"
+
+
+@check
+def grad_and_vmap_compose():
+    x = RNG.normal(size=30)
+    loss = lambda x: jnp.sum(_selu(x) ** 2)  # noqa: E731
+    g = gjit(numbax.grad(loss))(x)
+    cpu = numbax.jit(numbax.grad(loss))(x)
+    close(g, np.asarray(cpu), rtol=1e-12)
+    eps = 1e-6
+    fd = np.array([(loss(x + eps * e) - loss(x - eps * e)) / (2 * eps) for e in np.eye(30)[:3]])
+    np.testing.assert_allclose(np.asarray(g)[:3], fd, rtol=1e-5)
+    a = RNG.normal(size=(4, 3, 5))
+    b = RNG.normal(size=(4, 5))
+    close(gjit(numbax.vmap(jnp.dot))(a, b), np.einsum("bij,bj->bi", a, b), rtol=1e-12)
+    w = RNG.normal(size=(5, 3))
+    xs = RNG.normal(size=(8, 5))
+    ys = RNG.normal(size=(8, 3))
+
+    def mse(w, x, y):
+        return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+    gw = gjit(numbax.grad(mse))(w, xs, ys)
+    close(gw, np.asarray(numbax.grad(mse)(w, xs, ys)), rtol=1e-10)
+    per_ex = gjit(numbax.vmap(numbax.grad(mse), in_axes=(None, 0, 0)))(w, xs, ys)
+    close(per_ex, np.asarray(numbax.vmap(numbax.grad(mse), in_axes=(None, 0, 0))(w, xs, ys)),
+          rtol=1e-10)
+
+
+@check
+def device_put_get():
+    gpu = numbax.devices("gpu")[0]
+    assert repr(gpu) == "CudaDevice(id=0)"
+    assert numbax.devices("cuda") == [gpu]
+    x = np.arange(12.0).reshape(3, 4)
+    d = numbax.device_put(x, gpu)
+    assert isinstance(d, GpuArray) and d.device == gpu and d.shape == (3, 4)
+    assert d.dtype == np.float64 and d.ndim == 2 and d.size == 12
+    np.testing.assert_array_equal(np.asarray(d), x)
+    np.testing.assert_array_equal(numbax.device_get({"a": d})["a"], x)
+    # jit on committed arguments runs on the GPU without a backend argument
+    y = numbax.jit(lambda a: a * 2.0 + 1.0)(d)
+    assert isinstance(y, GpuArray) and y.device == gpu
+    np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+    # eager ops read the host copy; back to the CPU device
+    np.testing.assert_array_equal(np.asarray(d + 1.0), x + 1)
+    back = numbax.device_put(d, numbax.devices("cpu")[0])
+    assert not isinstance(back, GpuArray)
+    np.testing.assert_array_equal(np.asarray(back), x)
+    s = numbax.device_put(jnp.float32(3.0), gpu)
+    assert s.shape == () and float(np.asarray(s)) == 3.0
+    assert d.block_until_ready() is d
+
+
+@check
+def mixing_devices_error():
+    gpu = numbax.devices("gpu")[0]
+    cpu = numbax.devices("cpu")[0]
+    a = numbax.device_put(np.ones(3), gpu)
+    b = numbax.device_put(np.ones(3), cpu)
+    try:
+        numbax.jit(lambda a, b: a + b)(a, b)
+    except ValueError as e:
+        assert "CudaDevice(id=0)" in str(e) and "CpuDevice(id=0)" in str(e), str(e)
+    else:
+        raise AssertionError("no error for arrays on two devices")
+
+
+@check
+def unsupported_primitive_error():
+    try:
+        gjit(jnp.sort)(np.ones(4))
+    except NotImplementedError as e:
+        assert "sort" in str(e) and "backend='gpu'" in str(e), str(e)
+    else:
+        raise AssertionError("no NotImplementedError for sort")
+    try:
+        numbax.jit(jnp.sin, backend="tpu")
+    except ValueError as e:
+        assert "'tpu'" in str(e)
+    else:
+        raise AssertionError("no error for backend='tpu'")
+
+
+def main(names):
+    for name in names or list(CHECKS):
+        try:
+            CHECKS[name]()
+            result = {"check": name, "ok": True}
+        except Exception:  # noqa: BLE001 - reported to the parent process
+            result = {"check": name, "ok": False, "error": traceback.format_exc()[-3000:]}
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
