@@ -104,3 +104,56 @@ def test_cpu_threads_caps_numba_threads_in_parallel_programs():
     np.testing.assert_allclose(np.asarray(got), np.tanh(x) * 2.0, rtol=1e-14)
     assert "prange" in numbax.jit(lambda x: jnp.tanh(x) * 2.0).lower(x).as_text()
     assert seen == [numba.config.NUMBA_NUM_THREADS]  # restored after the call
+
+
+# ----------------------------------------------------------------------------- linalg
+
+
+def _spd(*batch, n=4):
+    a = RNG.normal(size=(*batch, n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_linalg_under_jit_matches_numpy(batch):
+    from numbax.lax import linalg as ll
+
+    a = _spd(*batch)
+    r = RNG.normal(size=(*batch, 4, 3))
+    L = np.linalg.cholesky(a)
+
+    def f(a, r):
+        lo = ll.cholesky(a)
+        x = ll.triangular_solve(lo, r, left_side=True, lower=True)
+        q, rr = ll.qr(r, full_matrices=False)
+        v, w = ll.eigh(a)
+        s = ll.svd(r, compute_uv=False)
+        lu, piv, perm = ll.lu(a)
+        return lo, x, q @ rr, w, (v * w[..., None, :]) @ jnp.swapaxes(v, -1, -2), s, lu, perm
+
+    got = [np.asarray(o) for o in numbax.jit(f)(a, r)]
+    eager = [np.asarray(o) for o in f(a, r)]
+    for g, e in zip(got, eager):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[0], L, rtol=1e-12)
+    np.testing.assert_allclose(got[1], np.linalg.solve(L, r), rtol=1e-10)
+    np.testing.assert_allclose(got[2], r, atol=1e-12)
+    np.testing.assert_allclose(got[3], np.linalg.eigvalsh(a), rtol=1e-12)
+    np.testing.assert_allclose(got[4], a, rtol=1e-10)
+    np.testing.assert_allclose(got[5], np.linalg.svd(r, compute_uv=False), rtol=1e-12)
+
+
+def test_cholesky_not_positive_definite_gives_nan_under_jit():
+    from numbax.lax import linalg as ll
+
+    a = np.stack([_spd(), -np.eye(4)])
+    got = np.asarray(numbax.jit(ll.cholesky)(a))
+    np.testing.assert_allclose(got[0], np.linalg.cholesky(a[0]), rtol=1e-12)
+    assert np.isnan(got[1]).all()
+
+
+def test_linalg_bad_input_under_jit_names_the_argument():
+    from numbax.lax import linalg as ll
+
+    with pytest.raises(ValueError, match=r"cholesky: x has shape \(3, 4\)"):
+        numbax.jit(ll.cholesky)(np.ones((3, 4)))

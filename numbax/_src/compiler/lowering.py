@@ -213,6 +213,10 @@ LIBRARY_IMPL = frozenset({
     "argmin", "take_along_axis", "scatter_add_along_axis", "erf_inv", "digamma", "polygamma",
     "nextafter", "population_count", "bitcast_convert_type", "complex", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "igamma", "random_bits", "threefry2x32",
+    # LAPACK through the eager impls (numpy.linalg): the same NaN-on-failure, batching and
+    # sign conventions as eager, and nothing to compile (Numba's LAPACK wrappers raise on
+    # failure and cost seconds of compile time each; the work is in LAPACK either way).
+    "cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
 })
 
 LIBRARY_RULES: dict[str, Rule] = {
