@@ -157,3 +157,93 @@ def test_linalg_bad_input_under_jit_names_the_argument():
 
     with pytest.raises(ValueError, match=r"cholesky: x has shape \(3, 4\)"):
         numbax.jit(ll.cholesky)(np.ones((3, 4)))
+
+
+# ----------------------------------------------------------------------------- kernels_cpu
+
+X = RNG.normal(size=(4, 5, 3))
+XI = RNG.integers(-5, 5, size=(4, 5, 3)).astype(np.int32)
+XN = X.copy()
+XN[1, 2, 0] = np.nan
+IDX = np.array([[0, 1], [3, 4], [-1, 2], [4, 0], [2, 7], [1, 1], [1, 1]], np.int32)
+UPD = RNG.normal(size=(7, 3))
+
+KERNEL_CASES = {
+    "slice": (lambda x: lax.slice(x, (1, 0, 0), (4, 5, 3), (2, 2, 1)), (X,)),
+    "slice_rows": (lambda x: lax.slice(x, (1, 0, 0), (3, 5, 3)), (XI,)),
+    "rev": (lambda x: lax.rev(x, (0, 2)), (X,)),
+    "concatenate": (lambda x, y: lax.concatenate([x, y, x], 1), (X, X[:, :2] * 2)),
+    "iota": (lambda x: x + lax.broadcasted_iota(np.float64, (4, 5, 3), 1), (X,)),
+    "pad": (lambda x: lax.pad(x, -1.5, ((1, -1, 1), (-2, 2, 0), (0, 0, 2))), (X,)),
+    "dynamic_slice": (lambda x, i, j: lax.dynamic_slice(x, (i, j, 0), (2, 3, 3)),
+                      (X, np.int32(3), np.int32(-4))),
+    "dynamic_update_slice": (lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1, 1)),
+                             (X, UPD[:2, :2].reshape(2, 2, 1) + 0 * X[:2, :2, :1],
+                              np.int64(9))),
+    "argmax": (lambda x: lax.argmax(x, 1, np.int32), (XN,)),
+    "argmin": (lambda x: lax.argmin(x, 2, np.int64), (XN,)),
+    "argmax_int": (lambda x: lax.argmax(x, 0, np.int32), (XI,)),
+    "cumsum": (lambda x: lax.cumsum(x, 1, reverse=True), (X,)),
+    "cumsum_int32": (lambda x: lax.cumsum(x * 1000000, 0), (XI,)),
+    "cumprod": (lambda x: lax.cumprod(x, 2), (X,)),
+    "cummax": (lambda x: lax.cummax(x, 1, reverse=True), (XN,)),
+    "gather_clip": (lambda x, i: lax.gather(x, i, (0, 1)), (X, IDX)),
+    "gather_fill": (lambda x, i: lax.gather(x, i, (0, 1), mode="fill"), (X, IDX)),
+    "gather_fill_int": (lambda x, i: lax.gather(x, i, (0, 1), mode="fill"), (XI, IDX)),
+    "gather_fill_value": (lambda x, i: lax.gather(x, i, (2, 0), mode="fill", fill_value=7.0),
+                          (X, IDX[:, ::-1] % 5)),
+    "gather_middle_axis": (lambda x, i: lax.gather(x, i[:, :1], (1,)), (X, IDX)),
+    "scatter_add_drop": (lambda x, i, u: lax.scatter_add(x, i, u, (0, 1)), (X, IDX, UPD)),
+    "scatter_add_clip": (lambda x, i, u: lax.scatter_add(x, i, u, (0, 1), mode="clip"),
+                         (X, IDX, UPD)),
+    "scatter_add_axes": (lambda x, i, u: lax.scatter_add(x, i, u, (2, 1)),
+                         (X, IDX[:, ::-1] % 3, RNG.normal(size=(7, 4)))),
+    "scatter_set": (lambda x, i, u: lax.scatter(x, i, u, (0, 1)), (X, IDX[:4], UPD[:4])),
+    "scatter_max": (lambda x, i, u: lax.scatter_max(x, i, u, (0, 1)), (XN, IDX, UPD)),
+    "scatter_mul_int": (lambda x, i, u: lax.scatter_mul(x, i, u, (0, 1), mode="clip"),
+                        (XI, IDX, RNG.integers(-3, 4, size=(7, 3)).astype(np.int32))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_CASES))
+def test_kernel_matches_eager(name):
+    f, args = KERNEL_CASES[name]
+    eager = np.asarray(f(*args))
+    got = np.asarray(numbax.jit(f)(*args))
+    assert got.dtype == eager.dtype and got.shape == eager.shape
+    np.testing.assert_array_equal(got, eager)
+    text = numbax.jit(f).lower(*args).as_text()
+    assert "call_impl" not in text
+
+
+def test_gather_against_python_loop():
+    got = np.asarray(numbax.jit(lambda x, i: lax.gather(x, i, (0, 1), mode="fill"))(X, IDX))
+    for b, (r, c) in enumerate(IDX):
+        if 0 <= r < 4 and 0 <= c < 5:
+            np.testing.assert_array_equal(got[b], X[r, c])
+        else:
+            assert np.isnan(got[b]).all()
+
+
+def test_scatter_add_against_python_loop():
+    got = np.asarray(numbax.jit(lambda x, i, u: lax.scatter_add(x, i, u, (0, 1)))(X, IDX, UPD))
+    want = X.copy()
+    for (r, c), u in zip(IDX, UPD):
+        if 0 <= r < 4 and 0 <= c < 5:
+            want[r, c] += u
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_empty_operands():
+    z = np.zeros((0, 3))
+    got = numbax.jit(lambda x, i: lax.gather(x, i, (0,), mode="fill", fill_value=2.0))(
+        z, np.zeros((2, 1), np.int32))
+    np.testing.assert_array_equal(np.asarray(got), np.full((2, 3), 2.0))
+    got = numbax.jit(lambda x, i, u: lax.scatter_add(x, i, u, (0,)))(
+        np.ones((3, 2)), np.zeros((0, 1), np.int32), np.zeros((0, 2)))
+    np.testing.assert_array_equal(np.asarray(got), np.ones((3, 2)))
+
+
+def test_gather_bad_indices_dtype_names_argument():
+    with pytest.raises((TypeError, ValueError), match="gather"):
+        numbax.jit(lambda x, i: lax.gather(x, i, (0,)))(X, np.zeros((2, 1)))

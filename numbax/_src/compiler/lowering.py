@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.compiler import kernels_cpu as kc  # noqa: F401  (the driver calls lw.kc.*)
 from numbax._src.compiler.fusion import ELEMENTWISE, REDUCTIONS
 from numbax._src.core import JaxprEqn
 
@@ -204,6 +205,92 @@ def _lower_bcast_full(eqn: JaxprEqn, ins: list[str]) -> str:
            f"'shape': {shape}}}, {_dtypes(eqn)})"
 
 
+def _kc(fn: str, *parts: str) -> str:
+    return f"[lw.kc.{fn}({', '.join(parts)})]"
+
+
+def _lower_slice(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("slice_", ins[0], *(render_value(p[k]) for k in (
+        "start_indices", "limit_indices", "strides")))
+
+
+def _lower_rev(eqn: JaxprEqn, ins: list[str]) -> str:
+    return _kc("rev", ins[0], render_value(eqn.params["dimensions"]))
+
+
+def _lower_concatenate(eqn: JaxprEqn, ins: list[str]) -> str:
+    return f"[np.concatenate(({''.join(a + ', ' for a in ins)}), axis={eqn.params['dimension']})]"
+
+
+def _lower_iota(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("iota", render_value(np.dtype(p["dtype"])), render_value(p["shape"]),
+               render_value(p["dimension"]))
+
+
+def _lower_pad(eqn: JaxprEqn, ins: list[str]) -> str:
+    return _kc("pad", ins[0], ins[1], render_value(eqn.params["padding_config"]))
+
+
+def _lower_dynamic_slice(eqn: JaxprEqn, ins: list[str]) -> str:
+    starts = "".join(f"{a}, " for a in ins[1:])
+    return _kc("dynamic_slice", ins[0], f"({starts})", render_value(eqn.params["slice_sizes"]))
+
+
+def _lower_dynamic_update_slice(eqn: JaxprEqn, ins: list[str]) -> str:
+    starts = "".join(f"{a}, " for a in ins[2:])
+    return _kc("dynamic_update_slice", ins[0], ins[1], f"({starts})")
+
+
+def _lower_argminmax(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("argminmax", ins[0], repr(eqn.primitive.name), str(p["axes"][0]),
+               render_value(np.dtype(p["index_dtype"])))
+
+
+def _lower_cumulative(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("cumulative", ins[0], repr(eqn.primitive.name), str(p["axis"]),
+               render_value(p["reverse"]))
+
+
+def _render_fill(value: Any) -> str:
+    if isinstance(value, float) and not np.isfinite(value):
+        return "np.nan" if np.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
+    return render_value(value)
+
+
+def _lower_gather(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("gather", ins[0], ins[1], render_value(p["axes"]), render_value(p["mode"]),
+               _render_fill(p["fill_value"]), render_value(eqn.outvars[0].aval.shape))
+
+
+def _lower_scatter(eqn: JaxprEqn, ins: list[str]) -> str:
+    if eqn.invars[0].aval.dtype.kind == "c":
+        return _lower_numpy_impl(eqn, ins)  # complex min/max have no scalar order
+    p = eqn.params
+    return _kc("scatter", ins[0], ins[1], ins[2], repr(eqn.primitive.name),
+               render_value(p["axes"]), render_value(p["mode"]))
+
+
+KERNEL_RULES: dict[str, Rule] = {
+    "slice": _lower_slice,
+    "rev": _lower_rev,
+    "concatenate": _lower_concatenate,
+    "iota": _lower_iota,
+    "pad": _lower_pad,
+    "dynamic_slice": _lower_dynamic_slice,
+    "dynamic_update_slice": _lower_dynamic_update_slice,
+    "argmax": _lower_argminmax,
+    "argmin": _lower_argminmax,
+    **{name: _lower_cumulative for name in ("cumsum", "cumprod", "cummax", "cummin")},
+    "gather": _lower_gather,
+    **{name: _lower_scatter for name in ("scatter", "scatter-add", "scatter-mul",
+                                         "scatter-min", "scatter-max")},
+}
+
 # Library calls: primitives that are not loop-nest material. Entries that run the primitive's
 # own numpy implementation in the driver are listed by name, one by one.
 LIBRARY_IMPL = frozenset({
@@ -227,6 +314,7 @@ LIBRARY_RULES: dict[str, Rule] = {
     "transpose": _lower_transpose,
     "broadcast_in_dim": _lower_bcast_full,
     **{name: _lower_numpy_impl for name in LIBRARY_IMPL},
+    **KERNEL_RULES,  # kernels_cpu.py: these no longer run the eager impl
 }
 
 

@@ -1,0 +1,211 @@
+"""Library primitives the driver runs without the eager impl: views, numpy calls, njit loops.
+
+Each function here computes exactly what the primitive's numpy impl in `numbax/_src/lax/`
+computes (same out-of-bounds modes, same dtypes, same summation order), but with the
+parameters already rendered into the driver, so a call costs one Python frame and no
+`core.impl_rules` lookup. gather and the scatter family are Numba loops over index rows
+(compiled once per dtype signature and cached on disk, `cache=True`); the others are numpy
+views or single numpy calls, made C-contiguous because the generated kernels are compiled for
+contiguous arrays.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+from numba import njit
+
+# ----------------------------------------------------------------------------- views and copies
+
+
+def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.ndarray:
+    """lax.slice: a view (no copy when the result stays contiguous, e.g. leading-axis rows)."""
+    idx = tuple(builtins.slice(lo, hi, s) for lo, hi, s in zip(starts, limits, strides))
+    return np.ascontiguousarray(x[idx])
+
+
+def rev(x: np.ndarray, dimensions: tuple) -> np.ndarray:
+    return np.ascontiguousarray(np.flip(x, dimensions)) if dimensions else x
+
+
+def iota(dtype: np.dtype, shape: tuple, dimension: int) -> np.ndarray:
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    ramp = np.arange(shape[dimension], dtype=dtype).reshape(view)
+    return np.ascontiguousarray(np.broadcast_to(ramp, shape))
+
+
+def pad(x: np.ndarray, pv, padding_config: tuple) -> np.ndarray:
+    """lax.pad with negative (cropping) and interior padding, as shape_ops._pad_impl."""
+    full = [max(lo, 0) + max(hi, 0) + n + max(n - 1, 0) * interior
+            for n, (lo, hi, interior) in zip(x.shape, padding_config)]
+    out = np.full(full, pv, dtype=x.dtype)
+    place = tuple(builtins.slice(max(lo, 0), max(lo, 0) + n + max(n - 1, 0) * interior,
+                                 interior + 1)
+                  for n, (lo, _, interior) in zip(x.shape, padding_config))
+    out[place] = x
+    if all(lo >= 0 and hi >= 0 for lo, hi, _ in padding_config):
+        return out
+    crop = tuple(builtins.slice(max(-lo, 0), d - max(-hi, 0))
+                 for d, (lo, hi, _) in zip(full, padding_config))
+    return np.ascontiguousarray(out[crop])
+
+
+def _clamped(shape: tuple, starts: tuple, sizes: tuple) -> tuple:
+    return tuple(builtins.slice(a, a + k) for a, k in (
+        (min(max(int(s), 0), n - k), k) for s, n, k in zip(starts, shape, sizes)))
+
+
+def dynamic_slice(x: np.ndarray, starts: tuple, sizes: tuple) -> np.ndarray:
+    """Start indices clamped so the window fits (as JAX and indexing._dynamic_slice_impl)."""
+    return np.ascontiguousarray(x[_clamped(x.shape, starts, sizes)])
+
+
+def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple) -> np.ndarray:
+    """The update written in place into one fresh copy of x (clamped starts)."""
+    out = np.array(x, copy=True)
+    out[_clamped(x.shape, starts, update.shape)] = update
+    return out
+
+
+def argminmax(x: np.ndarray, which: str, axis: int, index_dtype) -> np.ndarray:
+    """First occurrence wins and the first NaN wins (numpy's rule, JAX's too)."""
+    fn = np.argmax if which == "argmax" else np.argmin
+    return np.asarray(fn(x, axis=axis)).astype(index_dtype)
+
+
+_ACCUMULATE = {"cumsum": np.add, "cumprod": np.multiply, "cummax": np.maximum,
+               "cummin": np.minimum}
+
+
+def cumulative(x: np.ndarray, name: str, axis: int, reverse: bool) -> np.ndarray:
+    """One ufunc.accumulate in x's own dtype (the eager impl casts back to it afterwards)."""
+    ufunc = _ACCUMULATE[name]
+    if reverse:
+        flipped = np.flip(x, axis)
+        return np.ascontiguousarray(np.flip(ufunc.accumulate(flipped, axis=axis,
+                                                             dtype=x.dtype), axis))
+    return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+
+
+# ----------------------------------------------------------------------------- gather / scatter
+
+
+@njit(cache=True, error_model="numpy")
+def _gather_rows(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover - compiled
+    nb, k = idx2.shape
+    r = x2.shape[1]
+    for b in range(nb):
+        off = 0
+        ok = True
+        for j in range(k):
+            c = idx2[b, j]
+            n = dims[j]
+            if c < 0:
+                ok = False
+                c = 0
+            elif c >= n:
+                ok = False
+                c = n - 1
+            off = off * n + c
+        if fill_mode and not ok:
+            for i in range(r):
+                out2[b, i] = fill
+        else:
+            for i in range(r):
+                out2[b, i] = x2[off, i]
+
+
+@njit(cache=True, error_model="numpy")
+def _combine(op, a, b):  # pragma: no cover - compiled
+    if op == 0:
+        return b
+    if op == 1:
+        return a + b
+    if op == 2:
+        return a * b
+    if a != a:
+        return a
+    if b != b:
+        return b
+    if op == 3:
+        return a if a <= b else b
+    return a if a >= b else b
+
+
+@njit(cache=True, error_model="numpy")
+def _scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
+    nb, k = idx2.shape
+    r = out2.shape[1]
+    for b in range(nb):
+        off = 0
+        ok = True
+        for j in range(k):
+            c = idx2[b, j]
+            n = dims[j]
+            if c < 0:
+                ok = False
+                c = 0
+            elif c >= n:
+                ok = False
+                c = n - 1
+            off = off * n + c
+        if drop and not ok:
+            continue
+        for i in range(r):
+            out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
+
+
+def _front(x: np.ndarray, axes: tuple) -> tuple[np.ndarray, list[int] | None]:
+    """x with `axes` first, as (D, R) rows; the permutation used (None: already in front)."""
+    if axes == tuple(range(len(axes))):
+        return x, None
+    perm = [*axes, *[d for d in range(x.ndim) if d not in axes]]
+    return np.ascontiguousarray(np.transpose(x, perm)), perm
+
+
+def gather(x: np.ndarray, idx: np.ndarray, axes: tuple, mode: str, fill_value,
+           out_shape: tuple) -> np.ndarray:
+    """indexing._gather_impl: rows of x selected by index vectors; clip or fill."""
+    if x.size == 0:
+        return np.full(out_shape, 0 if fill_value is None else fill_value, x.dtype)
+    xf, _ = _front(x, axes)
+    k = len(axes)
+    dims = np.array([x.shape[a] for a in axes], np.int64)
+    rows = int(np.prod(dims))
+    x2 = xf.reshape(rows, xf.size // rows)
+    idx2 = np.ascontiguousarray(idx).reshape(-1, k)
+    out = np.empty(out_shape, x.dtype)
+    out2 = out.reshape(idx2.shape[0], x2.shape[1])
+    if mode == "fill":
+        from numbax._src.lax.indexing import _default_fill
+
+        fill = _default_fill(x.dtype) if fill_value is None else fill_value
+        _gather_rows(x2, dims, idx2, True, x.dtype.type(fill), out2)
+    else:
+        _gather_rows(x2, dims, idx2, False, x.dtype.type(0), out2)
+    return out
+
+
+_SCATTER_OPS = {"scatter": 0, "scatter-add": 1, "scatter_add": 1, "scatter-mul": 2,
+                "scatter-min": 3, "scatter-max": 4}
+
+
+def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, name: str, axes: tuple,
+            mode: str) -> np.ndarray:
+    """indexing._scatter_impl: updates combined into one fresh copy of x, in index order
+    (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows."""
+    out = np.array(x, copy=True)
+    if out.size == 0 or idx.size == 0:
+        return out
+    front, perm = _front(out, axes)
+    k = len(axes)
+    dims = np.array([x.shape[a] for a in axes], np.int64)
+    rows = int(np.prod(dims))
+    out2 = front.reshape(rows, front.size // rows)
+    idx2 = np.ascontiguousarray(idx).reshape(-1, k)
+    upd2 = np.ascontiguousarray(upd).reshape(idx2.shape[0], out2.shape[1])
+    _scatter_rows(out2, dims, idx2, upd2, _SCATTER_OPS[name], mode == "drop")
+    if perm is None:
+        return out
+    return np.ascontiguousarray(np.transpose(front, np.argsort(perm)))
