@@ -7,6 +7,7 @@ import numbax.numpy as jnp
 from numbax import lax
 from numbax._src.compiler import lowering, passes
 from numbax._src.config import config
+from numbax._src.lax.along_axis import scatter_add_along_axis, take_along_axis
 
 RNG = np.random.default_rng(0)
 
@@ -202,6 +203,12 @@ KERNEL_CASES = {
     "scatter_max": (lambda x, i, u: lax.scatter_max(x, i, u, (0, 1)), (XN, IDX, UPD)),
     "scatter_mul_int": (lambda x, i, u: lax.scatter_mul(x, i, u, (0, 1), mode="clip"),
                         (XI, IDX, RNG.integers(-3, 4, size=(7, 3)).astype(np.int32))),
+    "take_along_axis": (lambda x, i: take_along_axis(x, i, 1),
+                        (X, RNG.integers(-5, 5, size=(4, 6, 1)))),
+    "take_along_axis_last": (lambda x, i: take_along_axis(x, i, 2),
+                             (XI, RNG.integers(0, 3, size=(1, 5, 2)).astype(np.int32))),
+    "scatter_add_along_axis": (lambda u, i: scatter_add_along_axis(u, i, 1, 4),
+                               (X, RNG.integers(-4, 4, size=(4, 5, 3)))),
 }
 
 
@@ -247,3 +254,13 @@ def test_empty_operands():
 def test_gather_bad_indices_dtype_names_argument():
     with pytest.raises((TypeError, ValueError), match="gather"):
         numbax.jit(lambda x, i: lax.gather(x, i, (0,)))(X, np.zeros((2, 1)))
+
+
+def test_take_along_axis_out_of_bounds_raises_like_eager():
+    f = lambda x, i: take_along_axis(x, i, 0)  # noqa: E731
+    bad = np.array([[5]] * 1 + [[0]] * 0).reshape(1, 1)
+    x = np.arange(6.0).reshape(3, 2)
+    with pytest.raises(IndexError):
+        f(x, bad)
+    with pytest.raises(IndexError, match="take_along_axis"):
+        numbax.jit(f)(x, bad)

@@ -209,3 +209,63 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, name: str, axes: tu
     if perm is None:
         return out
     return np.ascontiguousarray(np.transpose(front, np.argsort(perm)))
+
+
+# ----------------------------------------------------------------------------- along one axis
+
+
+@njit(cache=True, error_model="numpy")
+def _take_rows(x2, idx2, out2):  # pragma: no cover - compiled
+    n = x2.shape[1]
+    for r in range(idx2.shape[0]):
+        for j in range(idx2.shape[1]):
+            c = idx2[r, j]
+            if c < 0:
+                c += n
+            if c < 0 or c >= n:
+                raise IndexError("take_along_axis: index out of bounds for the axis")
+            out2[r, j] = x2[r, c]
+
+
+@njit(cache=True, error_model="numpy")
+def _scatter_add_rows(out2, idx2, u2):  # pragma: no cover - compiled
+    n = out2.shape[1]
+    for r in range(idx2.shape[0]):
+        for j in range(idx2.shape[1]):
+            c = idx2[r, j]
+            if c < 0:
+                c += n
+            if c < 0 or c >= n:
+                raise IndexError("scatter_add_along_axis: index out of bounds for the axis")
+            out2[r, c] += u2[r, j]
+
+
+def _rows_last(a: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
+    """a broadcast to `shape`, `axis` moved last, as C-contiguous (rows, len) rows."""
+    a = np.moveaxis(np.broadcast_to(a, shape), axis, -1)
+    return np.ascontiguousarray(a).reshape(-1, shape[axis])
+
+
+def take_along_axis(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+    """along_axis._take_along_axis_impl: negative indices wrap, out of bounds raise."""
+    shape = tuple(idx.shape[d] if d == axis else x.shape[d] for d in range(x.ndim))
+    if 0 in shape or x.shape[axis] == 0:
+        return x[tuple(np.indices(shape, sparse=True)[:axis]) + (np.broadcast_to(
+            idx, shape),) + tuple(np.indices(shape, sparse=True)[axis + 1:])]
+    moved = [*shape[:axis], *shape[axis + 1:], shape[axis]]
+    x2 = np.ascontiguousarray(np.moveaxis(x, axis, -1)).reshape(-1, x.shape[axis])
+    out2 = np.empty((x2.shape[0], shape[axis]), x.dtype)
+    _take_rows(x2, _rows_last(idx, axis, shape), out2)
+    return np.ascontiguousarray(np.moveaxis(out2.reshape(moved), -1, axis))
+
+
+def scatter_add_along_axis(u: np.ndarray, idx: np.ndarray, axis: int, size: int) -> np.ndarray:
+    """along_axis._scatter_add_impl: zeros of the output shape, updates added in index order."""
+    shape = tuple(size if d == axis else u.shape[d] for d in range(u.ndim))
+    out = np.zeros(shape, u.dtype)
+    if u.size == 0:
+        return out
+    out2 = np.ascontiguousarray(np.moveaxis(out, axis, -1)).reshape(-1, size)
+    _scatter_add_rows(out2, _rows_last(idx, axis, u.shape), _rows_last(u, axis, u.shape))
+    moved = [*shape[:axis], *shape[axis + 1:], size]
+    return np.ascontiguousarray(np.moveaxis(out2.reshape(moved), -1, axis))

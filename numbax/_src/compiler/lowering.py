@@ -275,7 +275,20 @@ def _lower_scatter(eqn: JaxprEqn, ins: list[str]) -> str:
                render_value(p["axes"]), render_value(p["mode"]))
 
 
+def _lower_take_along_axis(eqn: JaxprEqn, ins: list[str]) -> str:
+    return _kc("take_along_axis", ins[0], ins[1], str(eqn.params["axis"]))
+
+
+def _lower_scatter_add_along_axis(eqn: JaxprEqn, ins: list[str]) -> str:
+    if eqn.invars[0].aval.dtype.kind == "b":
+        return _lower_numpy_impl(eqn, ins)  # np.add.at on bools is a logical or
+    return _kc("scatter_add_along_axis", ins[0], ins[1], str(eqn.params["axis"]),
+               str(eqn.params["size"]))
+
+
 KERNEL_RULES: dict[str, Rule] = {
+    "take_along_axis": _lower_take_along_axis,
+    "scatter_add_along_axis": _lower_scatter_add_along_axis,
     "slice": _lower_slice,
     "rev": _lower_rev,
     "concatenate": _lower_concatenate,
