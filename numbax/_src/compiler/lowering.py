@@ -1,6 +1,7 @@
 """Library-call lowerings run by the driver (BLAS, views, numpy routines), keyed by primitive."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,12 +19,31 @@ ELEMENTWISE_FALLBACK = ELEMENTWISE | REDUCTIONS
 
 # ----------------------------------------------------------------------------- BLAS threads
 # OpenBLAS's threads and Numba's fight over few cores (docs/performance.md: a jitted MLP step
-# ran 224 ms with OpenBLAS's default 2 threads on the loaded 2-core machine, 6.5 ms with one).
-# Small products (below BLAS_SERIAL_MACS multiply-adds) run with one BLAS thread; with
+# ran 224 ms with OpenBLAS's default 2 threads on the loaded 2-core machine, 3.7 ms with one;
+# on the idle machine 2 threads win by ~1.5x on its larger GEMMs). With `cpu_threads = 0`
+# (automatic) products below BLAS_THREADED_MACS multiply-adds, and every product while the
+# machine is busy (1-minute load average >= cores - 0.5, re-read at most once a second), run
+# with one BLAS thread; larger products on an idle machine keep BLAS's own setting. With
 # `numbax.config.cpu_threads = n` every BLAS call from compiled code runs with n threads.
-# The thread count is set through OpenBLAS's own C API (found among the loaded libraries) just
-# for the call and restored after it (0.4 us per call); without OpenBLAS nothing is changed.
-BLAS_SERIAL_MACS = 1 << 28
+# The count is set through OpenBLAS's own C API (found among the loaded libraries) just for
+# the call and restored after it (0.4 us per call); without OpenBLAS nothing is changed.
+BLAS_THREADED_MACS = 1 << 24
+_load = [0.0, False]  # (when last read, busy)
+
+
+def _busy() -> bool:
+    import time
+
+    now = time.monotonic()
+    if now - _load[0] > 1.0:
+        try:
+            _load[1] = os.getloadavg()[0] >= (os.cpu_count() or 1) - 0.5
+        except (OSError, AttributeError):
+            _load[1] = False
+        _load[0] = now
+    return _load[1]
+
+
 _blas_api: list = []
 
 
@@ -59,7 +79,7 @@ def blas_threads(macs: int) -> int:
     n = config.cpu_threads
     if n:
         return n
-    return 1 if macs < BLAS_SERIAL_MACS else 0
+    return 1 if macs < BLAS_THREADED_MACS or _busy() else 0
 
 
 def _blas_call(fn, threads: int, *args):
