@@ -80,10 +80,10 @@ def get_aval(x: Any) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
+    if isinstance(x, (np.ndarray, np.generic)):  # before Python scalars: np.float64 is a float
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
     if isinstance(x, _PYTHON_SCALARS):
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=True)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
     raise NumbaxTypeError(
         f"numbax: value of type {type(x).__name__} is not a valid array type. "
         "Pass numpy arrays, numbax Arrays or Python scalars."

@@ -242,7 +242,8 @@ def _assert_trees_close(got, want) -> None:
 
 
 def _registered() -> dict[str, core.Primitive]:
-    return {p.name: p for p in core.abstract_eval_rules}
+    # Primitives named test_* are defined by other test modules, not by numbax.
+    return {p.name: p for p in core.abstract_eval_rules if not p.name.startswith("test_")}
 
 
 def test_every_primitive_has_matrix_rows():

@@ -47,8 +47,15 @@ def _to_operand(x: Any, like: Any) -> Any:
         dtype = get_aval(like).dtype
         if isinstance(x, float) and dtype.kind in "biu":
             return x  # numpy-style promotion will reject this in the shape/dtype rule
-        return np.array(x, dtype=dtype)[()]
+        return _weak_scalar(x, dtype)
     return x
+
+
+def _weak_scalar(value: Any, dtype: np.dtype) -> Any:
+    """A Python scalar as a concrete weakly typed value of `dtype` (numpy scalars are strong)."""
+    from numbax._src.array import Array  # Array sits above lax
+
+    return Array._from_numpy(np.array(value, dtype=dtype), weak_type=True)
 
 
 def _broadcast_shapes(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -572,7 +579,9 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     aval = get_aval(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
-    if isinstance(operand, (bool, int, float, complex)):
+    if isinstance(operand, (bool, int, float, complex)) and not isinstance(operand, np.generic):
+        if weak_type:
+            return _weak_scalar(operand, new_dtype)
         return np.array(operand, dtype=new_dtype)[()]
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
 
