@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import numpy as np
@@ -78,12 +79,47 @@ def gpu_name(device_id: int) -> str:
 # ----------------------------------------------------------------------------- buffers
 
 
+# A caching allocator: cuMemAlloc of a large buffer costs ~0.4 ms (measured on an H200), more
+# than a bandwidth-bound kernel over it. Buffers are kept per (size, dtype); one is free again
+# when nothing but the pool references it (drivers drop their temporaries on return; a
+# GpuArray, or a CuPy/PyTorch view of one, keeps its buffer referenced).
+_POOL: dict[tuple[int, str], list] = {}
+_POOL_PER_KEY = 8
+
+
+def _from_pool(key: tuple[int, str]) -> Any:
+    bufs = _POOL.get(key)
+    if bufs is None:
+        bufs = _POOL[key] = []
+    for buf in bufs:
+        if sys.getrefcount(buf) <= 3:  # the list, the loop variable, getrefcount's argument
+            return buf
+    return None
+
+
 def empty(size: int, dtype) -> Any:
-    """A flat device buffer; out of memory raises MemoryError naming the allocation size."""
+    """A flat device buffer (reused from the pool when one is free); out of memory raises
+    MemoryError naming the allocation size."""
     cuda = get_cuda()
     dtype = np.dtype(dtype)
+    key = (max(int(size), 0), dtype.str)
+    buf = _from_pool(key)
+    if buf is not None:
+        return buf
+    buf = _alloc(cuda, key[0], dtype)
+    if len(_POOL[key]) < _POOL_PER_KEY:
+        _POOL[key].append(buf)
+    return buf
+
+
+def clear_pool() -> None:
+    """Forgets the pooled buffers (their memory is freed once no array uses them)."""
+    _POOL.clear()
+
+
+def _alloc(cuda, size: int, dtype: np.dtype) -> Any:
     try:
-        return cuda.device_array(max(int(size), 0), dtype=dtype)
+        return cuda.device_array(size, dtype=dtype)
     except Exception as e:  # numba's CudaAPIError / driver errors
         if "OUT_OF_MEMORY" in str(e).upper() or "out of memory" in str(e).lower():
             raise MemoryError(
@@ -96,14 +132,14 @@ def empty(size: int, dtype) -> Any:
 def to_device(value: np.ndarray) -> Any:
     """A flat device copy of a host array."""
     value = np.ascontiguousarray(value).reshape(-1)
-    out = empty(value.size, value.dtype)
+    out = _alloc(get_cuda(), value.size, value.dtype)  # unpooled: callers keep it
     if value.size:
         out.copy_to_device(value)
     return out
 
 
 def copy(buf: Any) -> Any:
-    out = empty(buf.size, buf.dtype)
+    out = _alloc(get_cuda(), buf.size, buf.dtype)
     if buf.size:
         out.copy_to_device(buf)
     return out

@@ -218,6 +218,7 @@ class JitWrapped:
         self.inline = inline
         self._cache: dict[Any, Executable] = {}
         self._fast: dict[Any, Executable] = {}
+        self._gpu_fast: dict[Any, Any] = {}
         self._simple = not self.static_argnums and not self.static_argnames
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
 
@@ -275,6 +276,10 @@ class JitWrapped:
                 fast = None
             if fast is not None:
                 return fast(args)
+            if self._gpu_fast:  # all-GpuArray calls (codegen_cuda executables)
+                exe = self._gpu_fast.get((ctx, *_gpu_key(args)))
+                if exe is not None:
+                    return tu.tree_unflatten(exe.out_tree, exe.call_flat(args))
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
@@ -294,6 +299,9 @@ class JitWrapped:
         fast = _fast_key(args) if self._simple and not kwargs else None
         if fast is not None and config._fast_ctx is not None and isinstance(exe, Executable):
             self._fast[(config._fast_ctx, *fast)] = _fast_caller(exe)
+        if not isinstance(exe, Executable) and self._simple and not kwargs and \
+                config._fast_ctx is not None and all(type(a) is GpuArray for a in args):
+            self._gpu_fast[(config._fast_ctx, *_gpu_key(args))] = exe
         return tu.tree_unflatten(exe.out_tree, outs)
 
     def _get_executable(self, leaves, in_tree, statics, dyn_args, dyn_kwargs):
@@ -345,6 +353,11 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {self._name}>"
+
+
+def _gpu_key(args: tuple) -> tuple:
+    return tuple((a._shape, a._dbuf.dtype, a._weak_type, a._device) if type(a) is GpuArray
+                 else None for a in args)
 
 
 def _gpu_target(backend: str | None, leaves: Sequence[Any], fun_name: str):

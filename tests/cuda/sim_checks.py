@@ -47,7 +47,8 @@ UNARY = {
     "square": (jnp.square, np.square), "round": (jnp.round, np.round),
     "rsqrt": (numbax.lax.rsqrt, lambda x: 1 / np.sqrt(x)),
     "logistic": (numbax.nn.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
-    "cube": (lambda x: x ** 3, lambda x: x ** 3), "recip2": (lambda x: x ** -2, lambda x: x ** -2.0),
+    "cube": (lambda x: x ** 3, lambda x: x ** 3),
+    "recip2": (lambda x: x ** -2, lambda x: x ** -2.0),
     "isfinite": (jnp.isfinite, np.isfinite),
 }
 
@@ -231,6 +232,10 @@ def device_put_get():
     y = numbax.jit(lambda a: a * 2.0 + 1.0)(d)
     assert isinstance(y, GpuArray) and y.device == gpu
     np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+    # pooled device buffers: a later call must not overwrite an earlier result
+    z = numbax.jit(lambda a: a * 3.0)(numbax.device_put(x + 1, gpu))
+    np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(z), (x + 1) * 3)
     # eager ops read the host copy; back to the CPU device
     np.testing.assert_array_equal(np.asarray(d + 1.0), x + 1)
     back = numbax.device_put(d, numbax.devices("cpu")[0])

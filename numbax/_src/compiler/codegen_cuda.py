@@ -102,27 +102,49 @@ def _clamp(a, e):
 
 def _round(a, e):
     if e.params.get("rounding_method", 0) == 1:
-        return f"np.rint({a[0]})"
+        return f"cd.round_even({a[0]})"
     return f"cd.round_away({a[0]})"
 
 
+def _math(name: str):
+    return lambda a, e: f"math.{name}({', '.join(a)})"
+
+
+def _sign(a, e):
+    x, dt = a[0], _dt(e)
+    if dt.kind == "u":
+        return f"({_typed(dt, 1)} if {x} > 0 else {_typed(dt, 0)})"
+    one = _typed(dt, 1)
+    zero = x if dt.kind == "f" else _typed(dt, 0)  # keeps NaN and signed zeros
+    return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {zero}))"
+
+
+# numba-cuda lowers math.* through libdevice; numpy ufuncs (np.exp...) do not compile there.
 SCALAR_RULES = dict(codegen_cpu.SCALAR_RULES)
+SCALAR_RULES.update({name: _math(fn) for name, fn in {
+    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "tanh": "tanh",
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
+    "sinh": "sinh", "cosh": "cosh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh",
+    "sqrt": "sqrt", "erf": "erf", "erfc": "erfc", "lgamma": "lgamma", "floor": "floor",
+    "ceil": "ceil", "is_finite": "isfinite", "atan2": "atan2"}.items()})
 SCALAR_RULES.update({
-    "div": _float_or_int(lambda a, e: f"({a[0]} / {a[1]})", lambda a, e: f"cd.cdiv({a[0]}, {a[1]})"),
-    "rem": _float_or_int(_np("fmod"), lambda a, e: f"cd.crem({a[0]}, {a[1]})"),
+    "div": _float_or_int(lambda a, e: f"({a[0]} / {a[1]})",
+                         lambda a, e: f"cd.cdiv({a[0]}, {a[1]})"),
+    "rem": _float_or_int(_math("fmod"), lambda a, e: f"cd.crem({a[0]}, {a[1]})"),
+    "pow": _float_or_int(_math("pow"), lambda a, e: f"({a[0]} ** {a[1]})"),
     "max": _float_or_int(lambda a, e: _fmax_expr(*a), lambda a, e: f"max({a[0]}, {a[1]})"),
     "min": _float_or_int(lambda a, e: _fmin_expr(*a), lambda a, e: f"min({a[0]}, {a[1]})"),
-    "exp": _np("exp"),
-    "log": _np("log"),
-    "log1p": _np("log1p"),
-    "expm1": _np("expm1"),
-    "tanh": _np("tanh"),
-    "logistic": lambda a, e: f"({_typed(_dt(e), 1)} / ({_typed(_dt(e), 1)} + np.exp(-{a[0]})))",
-    "erf": lambda a, e: f"math.erf({a[0]})",
-    "rsqrt": lambda a, e: f"({_typed(_dt(e), 1)} / np.sqrt({a[0]}))",
+    "exp2": lambda a, e: f"math.pow({_typed(_dt(e), 2)}, {a[0]})",
+    "cbrt": lambda a, e: f"cuda.cbrt({a[0]})",
+    "sign": _sign,
+    "logistic": lambda a, e: f"({_typed(_dt(e), 1)} / ({_typed(_dt(e), 1)} + math.exp(-{a[0]})))",
+    "rsqrt": lambda a, e: f"({_typed(_dt(e), 1)} / math.sqrt({a[0]}))",
     "integer_pow": _integer_pow,
     "clamp": _clamp,
     "round": _round,
+    "real": lambda a, e: a[0],
+    "conj": lambda a, e: a[0],
+    "imag": lambda a, e: _typed(_dt(e), 0),
 })
 _NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
 
@@ -440,7 +462,8 @@ def _render_full_reduce(k: _Kernel, n: int) -> tuple[str, Launch]:
     launch = Launch(
         allocs=[(nb, _acc_dtype(e)) for e in reds],
         steps=[f"kernel[{nb}, {cfg.threads}]({{args}}, {{partials}})",
-               f"finish[1, {cfg.threads}]({{partials}}{''.join(', {' + o + '}' for o in outs if o)})"])
+               f"finish[1, {cfg.threads}]({{partials}}"
+               + "".join(", {" + o + "}" for o in outs if o) + ")"])
     return src, launch
 
 
@@ -585,7 +608,8 @@ def render_matmul(nb: int, m: int, n: int, kdim: int, dtypes: tuple, cfg: Config
     q = p * 2
     for ll in range(loads):
         lines += [f"{q}e = tid + {ll * nt}", f"{q}gm = m0 + e // {bk}", f"{q}gk = k0 + e % {bk}",
-                  f"{q}sa[e // {bk}, e % {bk}] = {cast(dc, f'a0[b * {m * kdim} + gm * {kdim} + gk]')}"
+                  f"{q}sa[e // {bk}, e % {bk}] = "
+                  f"{cast(dc, f'a0[b * {m * kdim} + gm * {kdim} + gk]')}"
                   f" if gm < {m} and gk < {kdim} else {zero}"]
     for ll in range(loads):
         lines += [f"{q}e = tid + {ll * nt}", f"{q}gk = k0 + e // {bm}", f"{q}gn = n0 + e % {bm}",
@@ -730,7 +754,8 @@ class _Driver:
         return (head + "\nfrom numbax._src import cuda_runtime as rt  # noqa: F401\n"
                 + "\n".join(self.imports) + "\n\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)
-                + ("\n" if self.lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
+                + ("\n" if self.lines else "")
+                + f"    return ({''.join(r + ', ' for r in rets)})\n")
 
 
 class CudaExecutable:

@@ -1,7 +1,7 @@
 """Scalar device functions that generated CUDA kernels call: numpy's C integer semantics."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from numbax._src import cuda_runtime
 
@@ -30,7 +30,21 @@ def crem(a, b):
 @cuda.jit(device=True)
 def round_away(x):
     """Rounds half away from zero (lax.round's default)."""
-    return np.floor(x + 0.5) if x >= 0 else np.ceil(x - 0.5)
+    r = math.floor(x)
+    d = x - r
+    if d > 0.5 or (d == 0.5 and x >= 0):
+        r += 1
+    return r
+
+
+@cuda.jit(device=True)
+def round_even(x):
+    """Rounds half to even (np.rint)."""
+    r = math.floor(x)
+    d = x - r
+    if d > 0.5 or (d == 0.5 and math.fmod(r, 2) != 0):
+        r += 1
+    return r
 
 
 @cuda.jit(device=True)

@@ -1,0 +1,304 @@
+"""GPU benchmarks of numbax's CUDA backend against the copy ceiling, jax.jit and cupy.
+
+Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda.py [--check] [--cpu]`.
+--check first runs tests/cuda/sim_checks.py's checks on the real GPU; --cpu adds numbax.jit
+selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each). Prints a markdown table.
+"""
+# ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with numba
+
+import numpy as np  # noqa: E402
+
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(name: str, value: str, note: str = "") -> None:
+    ROWS.append((name, value, note))
+    print(f"| {name} | {value} | {note} |", flush=True)
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "bench_cuda.md"), "a") as f:
+            f.write(f"| {name} | {value} | {note} |\n")
+
+
+def guarded(name: str):
+    """Runs a benchmark block; a failure becomes a FAIL row instead of ending the run."""
+    def deco(fn):
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            import traceback
+
+            tb = traceback.format_exc()[-1500:].replace("|", "/").replace("\n", " // ")
+            row(name, "FAIL", tb)
+        return fn
+    return deco
+
+
+def timeit(fn, sync, reps: int = 20) -> float:
+    """Seconds per call: one warm-up, then `reps` calls and one synchronisation."""
+    out = fn()
+    sync(out)
+    t = time.perf_counter()
+    for _ in range(reps):
+        out = fn()
+    sync(out)
+    return (time.perf_counter() - t) / reps
+
+
+def nb_sync(out) -> None:
+    out.block_until_ready()
+
+
+jx_sync = nb_sync
+
+
+def cp_sync(out) -> None:
+    import cupy as cp
+
+    cp.cuda.Device().synchronize()
+
+
+def gpu_section(check: bool) -> None:
+    import numbax
+    import numbax.numpy as jnp
+    from numbax._src import cuda_runtime
+
+    gpu = numbax.devices("gpu")[0]
+    row("card", gpu.device_kind, f"numba-cuda {_version('numba_cuda')}")
+    if check:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "cuda"))
+        import sim_checks
+
+        for name, fn in sim_checks.CHECKS.items():
+            try:
+                fn()
+                row(f"check {name}", "ok")
+            except Exception as e:  # noqa: BLE001
+                row(f"check {name}", "FAIL", repr(e)[:600].replace("|", "/").replace("\n", " "))
+
+    def selu(x):
+        return 1.0507 * jnp.where(x > 0, x, 1.67326 * (jnp.exp(x) - 1))
+
+    def sigmoid(x):
+        return numbax.nn.sigmoid(x)
+
+    # compile times (disk cache off for this process: real numba-cuda compiles)
+    small = numbax.device_put(np.ones(1024, np.float32), gpu)
+    for label, f in (("first kernel (selu)", selu), ("later kernel (sigmoid)", sigmoid),
+                     ("later: sum (2 kernels)", jnp.sum),
+                     ("later: x*2+1", lambda x: x * 2 + 1)):
+        @guarded(f"compile {label}")
+        def _():
+            t = time.perf_counter()
+            numbax.jit(f, backend="gpu")(small).block_until_ready()
+            row(f"compile {label}", f"{(time.perf_counter() - t) * 1e3:.0f} ms",
+                "trace+codegen+nvvm")
+
+    import cupy as cp
+    import jax
+    import jax.numpy as xnp
+
+    n = 10**8
+    host = np.random.default_rng(0).normal(size=n).astype(np.float32)
+    d = numbax.device_put(host, gpu)
+    d2 = numbax.device_put(host[::-1].copy(), gpu)
+    c = cp.asarray(host)
+    cdst = cp.empty_like(c)
+    j = jax.device_put(host, jax.devices("gpu")[0])
+    j2 = jax.device_put(host[::-1].copy(), jax.devices("gpu")[0])
+    nbytes = 4 * n
+    t = timeit(lambda: cp.copyto(cdst, c), cp_sync)
+    ceiling = 2 * nbytes / t / 1e9
+    row("copy ceiling (cupy copyto, 1e8 f32)", f"{ceiling:.0f} GB/s")
+    t = timeit(lambda: cuda_runtime.empty(n, np.float32), lambda o: cuda_runtime.synchronize())
+    row("numba device_array 400 MB alloc", f"{t * 1e3:.3f} ms", "paid by every jit call")
+    cases = [("selu", selu, (d,), (j,), 2), ("sigmoid", sigmoid, (d,), (j,), 2),
+             ("add", lambda a, b: a + b, (d, d2), (j, j2), 3)]
+    for name, f, nargs, jargs, moved in cases:
+        guarded(name)(lambda: _elementwise(name, f, nargs, jargs, moved, ceiling, nbytes))
+    guarded("sum")(lambda: _sum(d, j, nbytes))
+    guarded("softmax")(lambda: _softmax(host, gpu))
+    guarded("matmul")(lambda: _matmul(gpu))
+    guarded("MLP step")(lambda: _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync))
+
+
+def _elementwise(name, f, nargs, jargs, moved, ceiling, nbytes):
+    import jax
+    import jax.numpy as xnp
+
+    import numbax
+    fn = numbax.jit(f, backend="gpu")
+    jf = jax.jit(f if name != "sigmoid" else jax.nn.sigmoid)
+    if name == "selu":
+        jf = jax.jit(lambda x: 1.0507 * xnp.where(x > 0, x, 1.67326 * (xnp.exp(x) - 1)))
+    np.testing.assert_allclose(np.asarray(fn(*nargs))[:1000],
+                               np.asarray(jf(*jargs))[:1000], rtol=1e-5, atol=1e-6)
+    tn = timeit(lambda: fn(*nargs), nb_sync)
+    tj = timeit(lambda: jf(*jargs), jx_sync)
+    gbn, gbj = moved * nbytes / tn / 1e9, moved * nbytes / tj / 1e9
+    row(f"{name} 1e8 f32", f"numbax {gbn:.0f} GB/s ({tn * 1e3:.3f} ms)",
+        f"{gbn / ceiling:.0%} of copy; jax {gbj:.0f} GB/s; numbax/jax {tj / tn:.2f}x")
+
+
+def _sum(d, j, nbytes):
+    import jax
+    import jax.numpy as xnp
+
+    import numbax
+    import numbax.numpy as jnp
+    fn, jf = numbax.jit(jnp.sum, backend="gpu"), jax.jit(xnp.sum)
+    np.testing.assert_allclose(float(np.asarray(fn(d))), float(jf(j)), rtol=1e-4)
+    tn, tj = timeit(lambda: fn(d), nb_sync), timeit(lambda: jf(j), jx_sync)
+    row("sum 1e8 f32", f"numbax {nbytes / tn / 1e9:.0f} GB/s ({tn * 1e3:.3f} ms)",
+        f"jax {nbytes / tj / 1e9:.0f} GB/s; numbax/jax {tj / tn:.2f}x")
+
+
+def _softmax(host, gpu):
+    import jax
+
+    import numbax
+    for shape in ((16384, 4096), (512 * 1024, 128)):
+        m = host[: shape[0] * shape[1]].reshape(shape)
+        dm = numbax.device_put(m, gpu)
+        jm = jax.device_put(m, jax.devices("gpu")[0])
+        fn = numbax.jit(lambda x: numbax.nn.softmax(x, axis=-1), backend="gpu")
+        jf = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+        np.testing.assert_allclose(np.asarray(fn(dm))[:4], np.asarray(jf(jm))[:4], rtol=1e-4,
+                                   atol=1e-7)
+        tn, tj = timeit(lambda: fn(dm), nb_sync), timeit(lambda: jf(jm), jx_sync)
+        mb = 2 * m.nbytes
+        row(f"softmax rows {shape} f32", f"numbax {mb / tn / 1e9:.0f} GB/s ({tn * 1e3:.3f} ms)",
+            f"jax {mb / tj / 1e9:.0f} GB/s; numbax/jax {tj / tn:.2f}x")
+
+
+def _matmul(gpu):
+    import cupy as cp
+    import jax
+    import jax.numpy as xnp
+
+    import numbax
+    import numbax.numpy as jnp
+    k = 4096
+    a = np.random.default_rng(1).normal(size=(k, k)).astype(np.float32)
+    b = np.random.default_rng(2).normal(size=(k, k)).astype(np.float32)
+    da, db = numbax.device_put(a, gpu), numbax.device_put(b, gpu)
+    ca, cb = cp.asarray(a), cp.asarray(b)
+    ja, jb = jax.device_put(a), jax.device_put(b)
+    fn = numbax.jit(jnp.matmul, backend="gpu")
+    jf = jax.jit(xnp.matmul)
+    jh = jax.jit(lambda x, y: xnp.matmul(x, y, precision="highest"))
+    ref = np.asarray(jh(ja, jb))
+    err = np.abs(np.asarray(fn(da, db)) - ref).max() / np.abs(ref).max()
+    flops = 2 * k**3
+    tn = timeit(lambda: fn(da, db), nb_sync, 5)
+    tc = timeit(lambda: cp.matmul(ca, cb), cp_sync, 5)
+    tj = timeit(lambda: jf(ja, jb), jx_sync, 5)
+    th = timeit(lambda: jh(ja, jb), jx_sync, 5)
+    row("matmul 4096^2 f32", f"numbax {flops / tn / 1e12:.1f} TFLOP/s ({tn * 1e3:.2f} ms)",
+        f"rel err {err:.1e}; cupy {flops / tc / 1e12:.1f} ({tc / tn:.2f}x); "
+        f"jax default {flops / tj / 1e12:.1f} ({tj / tn:.2f}x); "
+        f"jax highest {flops / th / 1e12:.1f} ({th / tn:.2f}x)")
+
+
+def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
+    rng = np.random.default_rng(3)
+    sizes = (784, 512, 512, 10)
+    params = [(rng.normal(size=(m, n)).astype(np.float32) * 0.05, np.zeros(n, np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(4096, 784)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 4096)]
+
+    def make(np_):
+        def loss(params, x, y):
+            h = x
+            for w, b in params[:-1]:
+                h = np_.tanh(h @ w + b)
+            w, b = params[-1]
+            logits = h @ w + b
+            logits = logits - np_.max(logits, axis=1, keepdims=True)
+            lse = np_.log(np_.sum(np_.exp(logits), axis=1, keepdims=True))
+            return -np_.mean(np_.sum(y * (logits - lse), axis=1))
+
+        def step(params, x, y):
+            return loss(params, x, y)
+        return loss, step
+
+    loss_n, _ = make(jnp)
+    loss_j, _ = make(xnp)
+
+    def step_n(params, x, y):
+        g = numbax.grad(loss_n)(params, x, y)
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, g)]
+
+    def step_j(params, x, y):
+        g = jax.grad(loss_j)(params, x, y)
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, g)]
+
+    pn = numbax.device_put(params, gpu)
+    xn, yn = numbax.device_put(x, gpu), numbax.device_put(y, gpu)
+    fn = numbax.jit(step_n, backend="gpu")
+    jf = jax.jit(step_j)
+    pj, xj, yj = jax.device_put(params), jax.device_put(x), jax.device_put(y)
+    out_n, out_j = fn(pn, xn, yn), jf(pj, xj, yj)
+    err = max(float(np.abs(np.asarray(a) - np.asarray(b)).max())
+              for a, b in zip(jax.tree_util.tree_leaves(out_j),
+                              numbax.tree_util.tree_leaves(out_n)))
+    tn = timeit(lambda: fn(pn, xn, yn), lambda o: o[0][0].block_until_ready(), 10)
+    tj = timeit(lambda: jf(pj, xj, yj), lambda o: o[0][0].block_until_ready(), 10)
+    row("MLP step 4096x784-512-512-10 f32", f"numbax {tn * 1e3:.2f} ms",
+        f"jax {tj * 1e3:.2f} ms; numbax/jax {tj / tn:.2f}x; max |diff| {err:.1e}")
+
+
+def _version(mod: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(mod.replace("_", "-"))
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+CPU_CHILD = """
+import time, numpy as np, numbax, numbax.numpy as jnp
+f = numbax.jit(lambda x: 1.0507 * jnp.where(x > 0, x, 1.67326 * (jnp.exp(x) - 1)))
+x = np.random.default_rng(0).normal(size=10**8).astype(np.float32)
+f(x)
+ts = []
+for _ in range(3):
+    t = time.perf_counter(); f(x); ts.append(time.perf_counter() - t)
+print(min(ts))
+"""
+
+
+def cpu_section() -> None:
+    for threads in (1, 4, 16):
+        env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), NUMBAX_PLATFORMS="cpu")
+        out = subprocess.run([sys.executable, "-c", CPU_CHILD], env=env, capture_output=True,
+                             text=True, timeout=300)
+        if out.returncode:
+            row(f"CPU selu 1e8 f32, {threads} threads", "FAIL", out.stderr[-300:])
+            continue
+        t = float(out.stdout.split()[-1])
+        row(f"CPU selu 1e8 f32, {threads} threads", f"{t * 1e3:.0f} ms",
+            f"{8e8 / t / 1e9:.1f} GB/s")
+
+
+if __name__ == "__main__":
+    print("| what | result | notes |\n|---|---|---|")
+    if "--cpu-only" not in sys.argv:
+        gpu_section("--check" in sys.argv)
+    if "--cpu" in sys.argv or "--cpu-only" in sys.argv:
+        cpu_section()
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "bench_cuda.json"), "w") as f:
+            json.dump(ROWS, f, indent=1)
