@@ -1,7 +1,7 @@
 """pmap scaling: the same elementwise + reduction work split over 1, 2, 4, ... virtual CPU
 devices, against numbax.jit in this process, plus psum latency for 1 KB and 64 MB.
 
-Run: python benchmarks/bench_pmap.py [max_devices] (default: the number of cores, at most 8).
+Run: python benchmarks/pmap_scaling.py [max_devices] (default: the number of cores, at most 8).
 """
 import os
 import sys
