@@ -66,7 +66,15 @@ class Pool:
 
     def request(self, messages: dict[int, tuple]) -> dict[int, Any]:
         """Sends one message to each named worker and waits for all replies, watching for
-        deaths. Raises WorkerError for the first worker that raised (after all replied)."""
+        deaths. Raises WorkerError for the first worker that raised (after all replied).
+        Ctrl-C while waiting stops the workers (their half-done replies would be stale)."""
+        try:
+            return self._request(messages)
+        except KeyboardInterrupt:
+            self.shutdown(graceful=False)
+            raise
+
+    def _request(self, messages: dict[int, tuple]) -> dict[int, Any]:
         for i, msg in messages.items():
             with contextlib.suppress(OSError):  # a dead worker: reported just below
                 self.conns[i].send(msg)

@@ -1,0 +1,48 @@
+"""Ctrl-C in the caller of a running pmap stops the worker processes."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    os.environ["NUMBAX_NUM_CPU_DEVICES"] = "2"
+    import numpy as np
+    import numbax
+    from numbax import lax
+    from numbax._src.parallel import pool
+
+    def slow(x):  # eager while_loop in the workers: seconds of work
+        return lax.while_loop(lambda c: c[0] < 10**7, lambda c: (c[0] + 1, c[1] + 1.0),
+                              (0, x))[1]
+
+    f = numbax.pmap(numbax.jit(lambda x: x + 1))
+    f(np.ones(2))  # the pool is up
+    procs = list(pool._POOL.procs)
+    print("ready", flush=True)
+    try:
+        with numbax.disable_jit():
+            numbax.pmap(slow)(np.ones(2))
+        print("finished?!", flush=True)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.join(timeout=5)
+        print("alive", sum(p.is_alive() for p in procs), flush=True)
+""")
+
+
+def test_ctrl_c_stops_the_workers():
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.5)  # the workers are inside the slow loop now
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "alive 0" in out, (out, err[-2000:])
