@@ -218,6 +218,7 @@ class JitWrapped:
         self.inline = inline
         self._cache: dict[Any, Executable] = {}
         self._fast: dict[Any, Executable] = {}
+        self._fast_tree: dict[Any, Callable] = {}
         self._gpu_fast: dict[Any, Any] = {}
         self._simple = not self.static_argnums and not self.static_argnames
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
@@ -276,6 +277,13 @@ class JitWrapped:
                 fast = None
             if fast is not None:
                 return fast(args)
+            if self._fast_tree:  # pytrees of Arrays (params lists...): one flatten, no avals
+                leaves, tree = tu.tree_flatten(args)
+                key = (ctx, tree, *[(a._value.shape, a._value.dtype, a._weak_type)
+                                    for a in leaves if type(a) is Array])
+                fast = self._fast_tree.get(key) if len(key) == len(leaves) + 2 else None
+                if fast is not None:
+                    return fast(leaves)
             if self._gpu_fast:  # all-GpuArray calls (codegen_cuda executables)
                 exe = self._gpu_fast.get((ctx, *_gpu_key(args)))
                 if exe is not None:
@@ -299,6 +307,11 @@ class JitWrapped:
         fast = _fast_key(args) if self._simple and not kwargs else None
         if fast is not None and config._fast_ctx is not None and isinstance(exe, Executable):
             self._fast[(config._fast_ctx, *fast)] = _fast_caller(exe)
+        elif self._simple and not kwargs and config._fast_ctx is not None and \
+                isinstance(exe, Executable) and all(type(a) is Array for a in leaves):
+            tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
+            sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]
+            self._fast_tree[(config._fast_ctx, tree, *sigs)] = _fast_caller(exe)
         if not isinstance(exe, Executable) and self._simple and not kwargs and \
                 config._fast_ctx is not None and all(type(a) is GpuArray for a in args):
             self._gpu_fast[(config._fast_ctx, *_gpu_key(args))] = exe

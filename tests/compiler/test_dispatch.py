@@ -126,3 +126,33 @@ def test_cpu_threads_option():
             config.update("cpu_threads", "2")
     finally:
         config.update("cpu_threads", old)
+
+
+def test_pytree_arguments_take_the_tree_fast_path():
+    traces = []
+
+    def f(params, x):
+        traces.append(1)
+        return [w * x + b for w, b in params]
+
+    g = numbax.jit(f)
+    params = [(_x(3), _x(3)), (_x(3) * 2, _x(3))]
+    x = _x(3)
+    first = g(params, x)
+    assert len(g._fast_tree) == 1
+    second = g(params, x)
+    assert traces == [1]
+    for got in (first, second):
+        assert isinstance(got, list) and len(got) == 2
+        np.testing.assert_array_equal(np.asarray(got[1]), 2 * np.arange(3.0) ** 2 + np.arange(3))
+    # another structure (tuple instead of list, dict keys) is another signature
+    g(tuple(params), x)
+    assert traces == [1, 1]
+    h = numbax.jit(lambda d: d["a"] - d["b"])
+    np.testing.assert_array_equal(np.asarray(h({"a": _x(2), "b": _x(2)})), [0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(h({"a": _x(2), "b": _x(2) * 3})), [0.0, -2.0])
+    np.testing.assert_array_equal(np.asarray(h({"b": _x(2), "a": _x(2) * 3})), [0.0, 2.0])
+    # a numpy leaf takes the slow path and gives the same numbers
+    params_np = [(np.asarray(w), b) for w, b in params]
+    np.testing.assert_array_equal(np.asarray(g(params_np, x)[1]), np.asarray(first[1]))
+    assert traces == [1, 1]  # same avals: no retrace
