@@ -130,6 +130,22 @@ def _round(args, eqn):
     return f"rt.round_away({args[0]})"
 
 
+def _shift(kind: str) -> ScalarRule:
+    # Over-wide shift amounts are defined (as numpy's and XLA's are), never LLVM poison.
+    def rule(args, eqn):
+        dtype = _dtype_of(eqn)
+        bits = dtype.itemsize * 8
+        x, y = args
+        if kind == "left":
+            return f"rt.shift_left({x}, {y}, {bits})"
+        if kind == "arithmetic":
+            return f"rt.shift_right_arithmetic({x}, {y}, {bits}, {dtype.kind == 'u'})"
+        unsigned = f"np.uint{bits}"
+        return f"rt.shift_right_logical({unsigned}({x}), {unsigned}({y}), {bits})"
+
+    return rule
+
+
 SCALAR_RULES: dict[str, ScalarRule] = {
     "add": _by_kind(_infix("+"), _infix("+"), _infix("|")),
     "add_any": _by_kind(_infix("+"), _infix("+"), _infix("|")),
@@ -144,6 +160,9 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "and": _infix("&"),
     "or": _infix("|"),
     "xor": _infix("^"),
+    "shift_left": _shift("left"),
+    "shift_right_arithmetic": _shift("arithmetic"),
+    "shift_right_logical": _shift("logical"),
     "eq": _infix("=="),
     "ne": _infix("!="),
     "lt": _infix("<"),

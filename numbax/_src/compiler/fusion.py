@@ -13,7 +13,7 @@ ELEMENTWISE = frozenset({
     "atanh", "sqrt", "rsqrt", "cbrt", "abs", "erf", "erfc", "lgamma", "real", "imag", "conj",
     "not", "square", "round", "integer_pow",
     "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or",
-    "xor",
+    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "eq", "ne", "lt", "le", "gt", "ge",
     "select_n", "clamp", "convert_element_type", "stop_gradient",
 })

@@ -332,15 +332,20 @@ LIBRARY_IMPL = frozenset({
     "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter-min",
     "scatter-max", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort", "argmax",
     "argmin", "take_along_axis", "scatter_add_along_axis", "erf_inv", "digamma", "polygamma",
-    "nextafter", "population_count", "bitcast_convert_type", "complex", "shift_left",
-    "shift_right_arithmetic", "shift_right_logical", "igamma", "random_bits", "threefry2x32",
+    "nextafter", "population_count", "complex", "igamma", "random_bits", "threefry2x32",
     # LAPACK through the eager impls (numpy.linalg): the same NaN-on-failure, batching and
     # sign conventions as eager, and nothing to compile (Numba's LAPACK wrappers raise on
     # failure and cost seconds of compile time each; the work is in LAPACK either way).
     "cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
 })
 
+
+def _lower_bitcast(eqn: JaxprEqn, ins: list[str]) -> str:
+    return f"[{ins[0]}.view({render_value(eqn.params['new_dtype'])})]"  # same width: a view
+
+
 LIBRARY_RULES: dict[str, Rule] = {
+    "bitcast_convert_type": _lower_bitcast,
     "dot_general": _lower_dot_general,
     "reshape": _lower_reshape,
     "squeeze": _lower_reshape,

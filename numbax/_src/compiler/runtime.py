@@ -69,3 +69,23 @@ def ipow(x, y):
 @njit(**_JIT)
 def logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
+
+
+@njit(**_JIT)
+def shift_left(x, y, bits):
+    """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
+    return x << y if 0 <= y < bits else x ^ x
+
+
+@njit(**_JIT)
+def shift_right_arithmetic(x, y, bits, unsigned):
+    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
+    if 0 <= y < bits:
+        return x >> y
+    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
+
+
+@njit(**_JIT)
+def shift_right_logical(ux, uy, bits):
+    """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
+    return ux >> uy if uy < bits else ux ^ ux
