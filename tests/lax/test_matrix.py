@@ -106,6 +106,11 @@ def _cases() -> dict[str, list[Case]]:
     for name, fn in _BITWISE.items():
         rhs = I2 if name.startswith("shift") else I1
         add(name, Case(fn, (np.abs(I1), rhs)))
+        if name.startswith("shift"):  # negative values and over-wide shift amounts
+            wide = np.array([0, 1, 31, 32, 33, 63, 64, 70, 5, 2, 3, 4]).reshape(3, 4)
+            add(name, Case(fn, (I1 * 1000, wide)),
+                Case(fn, ((I1 * 1000).astype(np.int32), wide.astype(np.int32))),
+                Case(fn, (np.abs(I1).astype(np.uint32), wide.astype(np.uint32))))
     add("not", Case(lax.bitwise_not, (I1,)), Case(lax.bitwise_not, (X > 0,)))
     add("population_count", Case(lax.population_count, (np.abs(I1),)))
     add("complex", Case(lax.complex, (X, Y)))
