@@ -1,9 +1,7 @@
-"""Matmul and the CSE'd matmul chain against numpy's BLAS."""
+"""Matmul and a matmul chain (ten products, then a CSE'd elementwise tail) against numpy's BLAS."""
 import numpy as np
 
-import numbax
-
-from .common import jax, ready
+from .common import DTYPES, IMPLS, modules, put, ready, require, sizes
 
 
 def chain(x):
@@ -13,42 +11,39 @@ def chain(x):
     return (g * g + g * g) / g
 
 
+def _matrix(n, dtype):
+    x = np.random.default_rng(0).normal(size=(n, n)) / np.sqrt(n)
+    return x.astype(dtype)
+
+
 class Matmul:
-    params = ([1000, 2000],)
-    param_names = ["n"]
+    params = (IMPLS, DTYPES, sizes([500], [1000, 2000]))
+    param_names = ["impl", "dtype", "n"]
     timeout = 300
 
-    def setup(self, n):
-        self.x = np.random.default_rng(0).normal(size=(n, n)).astype(np.float32) / np.sqrt(n)
-        self.mm = numbax.jit(lambda a: a @ a)
-        ready(self.mm(self.x))
-        if jax is not None:
-            self.jmm = jax.jit(lambda a: a @ a)
-            self.jx = jax.device_put(self.x)
-            ready(self.jmm(self.jx))
+    def setup(self, impl, dtype, n):
+        require(impl)
+        self.args = (put(impl, _matrix(n, dtype)),)
+        if impl == "numpy":
+            self.fn = lambda a: a @ a
+        else:
+            self.fn = modules(impl)[1](lambda a: a @ a)
+            ready(self.fn(*self.args))
 
-    def time_numbax(self, n):
-        ready(self.mm(self.x))
-
-    def time_numpy(self, n):
-        self.x @ self.x
-
-    def time_jax(self, n):
-        if jax is None:
-            raise NotImplementedError("jax is not installed")
-        ready(self.jmm(self.jx))
+    def time_matmul(self, impl, dtype, n):
+        ready(self.fn(*self.args))
 
 
 class MatmulChain:
+    params = (IMPLS, DTYPES, sizes([200], [500]))
+    param_names = ["impl", "dtype", "n"]
     timeout = 300
 
-    def setup(self):
-        self.x = np.random.default_rng(0).normal(size=(500, 500)).astype(np.float32) / 25
-        self.f = numbax.jit(chain)
-        ready(self.f(self.x))
+    def setup(self, impl, dtype, n):
+        require(impl)
+        self.args = (put(impl, _matrix(n, dtype)),)
+        self.fn = chain if impl == "numpy" else modules(impl)[1](chain)
+        ready(self.fn(*self.args))
 
-    def time_numbax(self):
-        ready(self.f(self.x))
-
-    def time_numpy(self):
-        chain(self.x)
+    def time_chain(self, impl, dtype, n):
+        ready(self.fn(*self.args))

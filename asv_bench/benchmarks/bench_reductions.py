@@ -1,10 +1,7 @@
-"""Reductions and fused reductions: sum, logsumexp, row softmax."""
+"""Reductions and fused reductions: sum, logsumexp, row softmax of a (n // 1000, 1000) matrix."""
 import numpy as np
 
-import numbax
-import numbax.numpy as jnp
-
-from .common import jax, jjnp, ready
+from .common import DTYPES, IMPLS, inputs, modules, put, ready, require, sizes
 
 
 def _logsumexp(m):
@@ -27,30 +24,19 @@ FUNCS = {"sum": lambda m: m.sum, "logsumexp": _logsumexp, "softmax": _softmax}
 
 
 class Reductions:
-    params = (["sum", "logsumexp", "softmax"], ["1e7", "1000x1000"])
-    param_names = ["function", "shape"]
+    params = (IMPLS, ["sum", "logsumexp", "softmax"], DTYPES, sizes([10**6], [10**7]))
+    param_names = ["impl", "function", "dtype", "n"]
     timeout = 300
 
-    def setup(self, name, shape):
-        size = (10**7,) if shape == "1e7" else (1000, 1000)
-        if name == "softmax" and shape == "1e7":
-            raise NotImplementedError("row softmax needs a matrix")
-        self.x = np.random.default_rng(0).normal(size=size)
-        self.numbax_fn = numbax.jit(FUNCS[name](jnp))
-        self.numpy_fn = FUNCS[name](np)
-        ready(self.numbax_fn(self.x))
-        if jax is not None:
-            self.jax_fn = jax.jit(FUNCS[name](jjnp))
-            self.jx = jax.device_put(self.x)
-            ready(self.jax_fn(self.jx))
+    def setup(self, impl, name, dtype, n):
+        require(impl)
+        self.args = (put(impl, inputs(n, dtype).reshape(n // 1000, 1000)),)
+        if impl == "numpy":
+            self.fn = FUNCS[name](np)
+        else:
+            m, jit, _, _ = modules(impl)
+            self.fn = jit(FUNCS[name](m))
+            ready(self.fn(*self.args))
 
-    def time_numbax(self, name, shape):
-        ready(self.numbax_fn(self.x))
-
-    def time_numpy(self, name, shape):
-        self.numpy_fn(self.x)
-
-    def time_jax(self, name, shape):
-        if jax is None:
-            raise NotImplementedError("jax is not installed")
-        ready(self.jax_fn(self.jx))
+    def time_call(self, impl, name, dtype, n):
+        ready(self.fn(*self.args))
