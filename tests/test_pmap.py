@@ -157,6 +157,18 @@ def test_pmap_compiled_with_jit_in_workers():
 # ----------------------------------------------------------------------------- errors
 
 
+def test_collectives_compiled_in_workers():
+    x = RNG.normal(size=(N, 8))
+    with numbax.disable_jit(False):
+        f = numbax.pmap(lambda v: v / lax.psum(v, "i") + lax.pmax(v, "i")
+                        + lax.axis_index("i"), axis_name="i")
+        out = np.asarray(f(x))
+        g = numbax.pmap(lambda v: lax.all_gather(v, "i", tiled=True), axis_name="i")
+        gathered = np.asarray(g(x))
+    np.testing.assert_allclose(out, x / x.sum(0) + x.max(0) + np.arange(N)[:, None])
+    np.testing.assert_allclose(gathered, np.broadcast_to(x.reshape(-1), (N, N * 8)))
+
+
 def test_too_many_shards_names_both_numbers():
     with pytest.raises(ValueError, match=r"size 6.*at most 4"):
         numbax.pmap(lambda v: v)(np.ones((6, 2)))

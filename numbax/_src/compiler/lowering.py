@@ -337,6 +337,9 @@ LIBRARY_IMPL = frozenset({
     # sign conventions as eager, and nothing to compile (Numba's LAPACK wrappers raise on
     # failure and cost seconds of compile time each; the work is in LAPACK either way).
     "cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
+    # Collectives, compiled only inside pmap workers, where their impls are the workers'
+    # shared-memory exchanges (parallel/collectives.py installs them).
+    "psum", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter", "axis_index",
 })
 
 

@@ -12,15 +12,16 @@ from numbax._src.parallel import collectives, shm
 
 
 class Program:
-    """A per-device jaxpr, compiled with numbax.jit when it can be (no collectives, every
-    primitive lowered), else evaluated eagerly primitive by primitive."""
+    """A per-device jaxpr, compiled with numbax.jit when every primitive has a lowering
+    (collectives lower to library calls of this worker's implementations), else evaluated
+    eagerly primitive by primitive."""
 
     def __init__(self, payload: bytes) -> None:
         spec = pickle.loads(payload)
         self.closed: core.ClosedJaxpr = spec["jaxpr"]
         self.x64: bool = spec["x64"]
         self.executable = None
-        if spec["use_jit"] and not collectives.has_collectives(self.closed.jaxpr):
+        if spec["use_jit"]:
             self.executable = self._compile()
 
     def _compile(self):
