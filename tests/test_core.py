@@ -142,3 +142,13 @@ def test_threads_trace_independently():
     for t in threads:
         t.join()
     assert all(f"mul b {float(i)}:f64[]" in results[i] for i in range(4))
+
+
+def test_printed_params_never_contain_raw_line_breaks():
+    name = "i\nimport os  # hostile"
+    jaxpr = numbax.make_jaxpr(numbax.vmap(lambda v: lax.psum(v, name), axis_name=name))(
+        np.ones(2))
+    assert "\nimport os" not in str(jaxpr)
+    p = core.Primitive("test_params")
+    eqn = core.JaxprEqn(p, [], [], {"axis_name": name})
+    assert "\n" not in core._pp_eqn(eqn, core._Names(), 0)

@@ -224,6 +224,8 @@ def _pp_param(value: Any, names: _Names, indent: int) -> str:
         return _pp_jaxpr_lines(value, names, indent + 2, inline_ok=True)
     if isinstance(value, np.dtype):
         return str(value)
+    if isinstance(value, str) and not value.isprintable():
+        return repr(value)  # a user string (an axis name) never breaks a line of generated code
     if isinstance(value, tuple) and value and isinstance(value[0], (ClosedJaxpr, Jaxpr)):
         return "(" + ", ".join(_pp_param(v, names, indent) for v in value) + ")"
     return str(value)
