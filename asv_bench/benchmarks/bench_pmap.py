@@ -32,8 +32,12 @@ def _setup_devices(obj):
 def _restore_devices(obj):
     import numbax
 
-    if getattr(obj, "_saved", None) is not None:
-        numbax.config.update("num_cpu_devices", obj._saved)
+    saved = getattr(obj, "_saved", None)
+    if saved is not None and saved != numbax.config.num_cpu_devices:
+        from numbax._src.parallel import pool
+
+        numbax.config.update("num_cpu_devices", saved)
+        pool.shutdown_pool()  # the 4 workers started for this benchmark
 
 
 class PmapScaling:
