@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from numbax._src import core, cuda_runtime
-from numbax._src.compiler import cache, codegen_cpu, fusion, inline, passes
+from numbax._src.compiler import cache, codegen_cpu, cuda_index, fusion, inline, passes
 from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
@@ -145,6 +145,14 @@ SCALAR_RULES.update({
     "real": lambda a, e: a[0],
     "conj": lambda a, e: a[0],
     "imag": lambda a, e: _typed(_dt(e), 0),
+    "erf_inv": lambda a, e: f"cd.erfinv(np.float64({a[0]}))",
+    "shift_left": lambda a, e: f"cd.shift_left({a[0]}, {a[1]}, {_dt(e).itemsize * 8})",
+    "shift_right_arithmetic": lambda a, e: (
+        f"cd.shift_right_arithmetic({a[0]}, {a[1]}, {_dt(e).itemsize * 8}, "
+        f"{_dt(e).kind == 'u'})"),
+    "shift_right_logical": lambda a, e: (
+        "cd.shift_right_logical({u}({x}), {u}({y}), {b})".format(
+            u=f"np.uint{_dt(e).itemsize * 8}", x=a[0], y=a[1], b=_dt(e).itemsize * 8)),
 })
 _NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
 
@@ -162,13 +170,14 @@ def fusible(eqn: JaxprEqn) -> bool:
 
 
 LIBRARY = frozenset({"dot_general", "transpose", "reshape", "squeeze", "expand_dims",
-                     "broadcast_in_dim", "copy"})
+                     "broadcast_in_dim", "copy", "bitcast_convert_type", *cuda_index.KERNELS})
 
 
 def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        if fusible(eqn) or (name in LIBRARY and eqn.outvars[0].aval.dtype.kind != "c"):
+        if fusible(eqn) or (name in LIBRARY and eqn.outvars[0].aval.dtype.kind != "c"
+                            and cuda_index.supported(eqn)):
             continue
         dtypes = ", ".join(v.aval.str_short() for v in eqn.invars if isinstance(v, Var))
         raise NotImplementedError(
@@ -708,8 +717,29 @@ class _Driver:
             self._transpose(j, self.arg(x), out, x.aval.shape, eqn.params["permutation"])
         elif name == "dot_general":
             self._dot_general(j, eqn)
+        elif name == "bitcast_convert_type":
+            out = self.temp()
+            self.names[eqn.outvars[0]] = out
+            self.lines.append(f"    {out} = {self.arg(eqn.invars[0])}.view("
+                              f"{dtype_ctor(eqn.outvars[0].aval.dtype)})")
+        elif name in cuda_index.KERNELS:
+            self._index_kernel(j, eqn)
         else:  # check_lowerings refused it already
             raise NotImplementedError(f"jit(backend='gpu'): primitive {name} has no CUDA lowering")
+
+    def _index_kernel(self, j: int, eqn: JaxprEqn) -> None:
+        """Shape/indexing primitives: kernels from cuda_index, launched in order; each step
+        is (function name, element count); every function takes (inputs..., output)."""
+        src, steps = cuda_index.render(eqn, self.cfg)
+        funcs = tuple(dict.fromkeys(f for f, _ in steps))
+        knames = dict(zip(funcs, self.load(src, f"k{j}_ix", funcs), strict=True))
+        ins = [self.arg(x) for x in eqn.invars]
+        out = self.alloc(eqn.outvars[0])
+        for func, n in steps:
+            if n:
+                blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
+                self.lines.append(f"    {knames[func]}[{blocks}, {self.cfg.threads}]"
+                                  f"({', '.join([*ins, out])})")
 
     def _transpose(self, j: int, x: str, out: str, shape, perm) -> None:
         (kname,) = self.load(render_transpose(tuple(shape), tuple(perm), self.cfg), f"k{j}_tr")

@@ -58,3 +58,73 @@ def ipow(x, y):
         base = base * base
         y >>= 1
     return acc
+
+
+@cuda.jit(device=True)
+def shift_left(x, y, bits):
+    """lax.shift_left: shifts of `bits` or more (or negative) give 0, as on the CPU."""
+    return x << y if 0 <= y < bits else x ^ x
+
+
+@cuda.jit(device=True)
+def shift_right_arithmetic(x, y, bits, unsigned):
+    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
+    if 0 <= y < bits:
+        return x >> y
+    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
+
+
+@cuda.jit(device=True)
+def shift_right_logical(ux, uy, bits):
+    """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
+    return ux >> uy if uy < bits else ux ^ ux
+
+
+@cuda.jit(device=True)
+def erfinv(y):
+    """erf^-1 in float64: Giles' single-precision polynomial, then two Newton steps whose
+    residual uses erfc away from 0 (keeps the tails accurate); stops once converged."""
+    if y != y or y < -1.0 or y > 1.0:
+        return math.nan
+    if y == 1.0:
+        return math.inf
+    if y == -1.0:
+        return -math.inf
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5.0:
+        w = w - 2.5
+        p = 2.81022636e-08
+        p = 3.43273939e-07 + p * w
+        p = -3.5233877e-06 + p * w
+        p = -4.39150654e-06 + p * w
+        p = 0.00021858087 + p * w
+        p = -0.00125372503 + p * w
+        p = -0.00417768164 + p * w
+        p = 0.246640727 + p * w
+        p = 1.50140941 + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        p = 0.000100950558 + p * w
+        p = 0.00134934322 + p * w
+        p = -0.00367342844 + p * w
+        p = 0.00573950773 + p * w
+        p = -0.0076224613 + p * w
+        p = 0.00943887047 + p * w
+        p = 1.00167406 + p * w
+        p = 2.83297682 + p * w
+    x = p * y
+    for _ in range(8):  # quadratic: 2 steps from Giles' start; more only far in the tails
+        if y > 0.5:
+            f = (1.0 - y) - math.erfc(x)
+        elif y < -0.5:
+            f = math.erfc(-x) - (1.0 + y)
+        else:
+            f = math.erf(x) - y
+        d = 1.1283791670955126 * math.exp(-x * x)
+        if d > 0.0:
+            step = f / d
+            x = x - step
+            if abs(step) <= 1e-16 * abs(x):
+                break
+    return x
