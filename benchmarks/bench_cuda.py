@@ -2,7 +2,8 @@
 
 Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda.py [--check] [--cpu]`.
 --check first runs tests/cuda/sim_checks.py's checks on the real GPU; --cpu adds numbax.jit
-selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each). Prints a markdown table.
+selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each); --extra-only runs only
+the checks (with --check), random.normal, scan and CuPy rows. Prints a markdown table.
 """
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
@@ -75,15 +76,7 @@ def gpu_section(check: bool) -> None:
     gpu = numbax.devices("gpu")[0]
     row("card", gpu.device_kind, f"numba-cuda {_version('numba_cuda')}")
     if check:
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "cuda"))
-        import sim_checks
-
-        for name, fn in sim_checks.CHECKS.items():
-            try:
-                fn()
-                row(f"check {name}", "ok")
-            except Exception as e:  # noqa: BLE001
-                row(f"check {name}", "FAIL", repr(e)[:600].replace("|", "/").replace("\n", " "))
+        _checks()
 
     def selu(x):
         return 1.0507 * jnp.where(x > 0, x, 1.67326 * (jnp.exp(x) - 1))
@@ -129,6 +122,18 @@ def gpu_section(check: bool) -> None:
     guarded("softmax")(lambda: _softmax(host, gpu))
     guarded("matmul")(lambda: _matmul(gpu))
     guarded("MLP step")(lambda: _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync))
+
+
+def _checks() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "cuda"))
+    import sim_checks
+
+    for name, fn in sim_checks.CHECKS.items():
+        try:
+            fn()
+            row(f"check {name}", "ok")
+        except Exception as e:  # noqa: BLE001
+            row(f"check {name}", "FAIL", repr(e)[:600].replace("|", "/").replace("\n", " "))
 
 
 def _elementwise(name, f, nargs, jargs, moved, ceiling, nbytes):
@@ -258,6 +263,73 @@ def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
         f"jax {tj * 1e3:.2f} ms; numbax/jax {tj / tn:.2f}x; max |diff| {err:.1e}")
 
 
+def extra_section() -> None:
+    """random.normal on 1e8 (vs jax.random.normal), a scan loop, CuPy zero-copy both ways."""
+    import cupy as cp
+    import jax
+
+    import numbax
+    import numbax.numpy as jnp
+    from numbax import lax, random
+
+    gpu = numbax.devices("gpu")[0]
+    n = 10**8
+    key = random.PRNGKey(0)
+
+    @guarded("random.normal 1e8 f32")
+    def _():
+        numbax.config.update("jax_enable_x64", False)
+        try:
+            f = numbax.jit(lambda k: random.normal(k, (n,), jnp.float32), backend="gpu")
+            out = f(key)
+            head = np.asarray(out)[:1000]
+            cpu = np.asarray(random.normal(key, (1000,), jnp.float32))  # first values: n differs
+            full_cpu = np.asarray(numbax.jit(lambda k: random.normal(k, (n,), jnp.float32),
+                                             backend="cpu")(key))[:1000]
+            t = timeit(lambda: f(key), nb_sync, 5)
+            jk = jax.random.PRNGKey(0)
+            jf = jax.jit(lambda k: jax.random.normal(k, (n,), np.float32))
+            tj = timeit(lambda: jf(jk), jx_sync, 5)
+            err = float(np.max(np.abs(head - full_cpu)))
+            row("random.normal 1e8 f32 (write only)", f"numbax {4 * n / t / 1e9:.0f} GB/s",
+                f"jax {4 * n / tj / 1e9:.0f} GB/s; numbax/jax {tj / t:.2f}x; first 1000 vs CPU "
+                f"numbax jit: max |diff| {err:.1e}, bits-equal {bool(err == 0)}; "
+                f"(n=1000 draws differ from n=1e8 ones: {not np.array_equal(cpu, head)})")
+        finally:
+            numbax.config.update("jax_enable_x64", True)
+
+    @guarded("scan loop")
+    def _():
+        def loop(c, xs):
+            return lax.scan(lambda c, x: (jnp.tanh(c * 0.9 + x), c.sum()), c, xs)
+
+        xs = numbax.device_put(np.random.default_rng(0).normal(size=(100, 10**6))
+                               .astype(np.float32), gpu)
+        c0 = numbax.device_put(np.zeros(10**6, np.float32), gpu)
+        f = numbax.jit(loop, backend="gpu")
+        t = timeit(lambda: f(c0, xs), lambda o: o[0].block_until_ready(), 5)
+        jf = jax.jit(lambda c, xs: jax.lax.scan(
+            lambda c, x: (jax.numpy.tanh(c * 0.9 + x), c.sum()), c, xs))
+        jx, jc = jax.device_put(np.asarray(xs)), jax.device_put(np.asarray(c0))
+        tj = timeit(lambda: jf(jc, jx), lambda o: o[0].block_until_ready(), 5)
+        got = np.asarray(f(c0, xs)[0])
+        err = float(np.max(np.abs(got - np.asarray(jf(jc, jx)[0]))))
+        row("scan 100 steps x 1e6 f32 (tanh + sum)", f"numbax {t * 1e3:.1f} ms "
+            f"({t / 100 * 1e6:.0f} us/step)", f"jax {tj * 1e3:.1f} ms; max |diff| {err:.1e}")
+
+    @guarded("cupy zero-copy")
+    def _():
+        c = cp.arange(10, dtype=cp.float32)
+        d = numbax.device_put(c, gpu)  # in: a view of CuPy's memory
+        same_in = d._dbuf.device_ctypes_pointer.value == c.data.ptr
+        y = numbax.jit(lambda a: a * 2, backend="gpu")(d)
+        back = cp.asarray(y)  # out: CuPy reads numbax's buffer
+        same_out = back.data.ptr == y.__cuda_array_interface__["data"][0]
+        ok = np.array_equal(cp.asnumpy(back), np.arange(10, dtype=np.float32) * 2)
+        row("__cuda_array_interface__ with cupy", "ok" if ok and same_in and same_out
+            else "FAIL", f"in zero-copy {same_in}, out zero-copy {same_out}, values {ok}")
+
+
 def _version(mod: str) -> str:
     try:
         from importlib.metadata import version
@@ -294,8 +366,13 @@ def cpu_section() -> None:
 
 if __name__ == "__main__":
     print("| what | result | notes |\n|---|---|---|")
-    if "--cpu-only" not in sys.argv:
+    if "--extra-only" in sys.argv:
+        if "--check" in sys.argv:
+            _checks()
+        extra_section()
+    elif "--cpu-only" not in sys.argv:
         gpu_section("--check" in sys.argv)
+        extra_section()
     if "--cpu" in sys.argv or "--cpu-only" in sys.argv:
         cpu_section()
     out = os.environ.get("OUT")

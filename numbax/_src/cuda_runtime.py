@@ -162,3 +162,43 @@ def from_cuda_array_interface(obj: Any) -> Any:
 
 def synchronize() -> None:
     get_cuda().synchronize()
+
+
+# ----------------------------------------------------------------------------- host-driven loops
+
+_CONSTS: dict[str, Any] = {}
+
+
+def register_const(value: np.ndarray) -> str:
+    """Puts a sub-jaxpr's constant on the device once; generated drivers fetch it by its
+    content key (so cached driver modules stay valid across processes)."""
+    import hashlib
+
+    value = np.ascontiguousarray(value)
+    key = hashlib.sha1(f"{value.dtype.str}{value.shape}".encode() + value.tobytes()).hexdigest()
+    if key not in _CONSTS:
+        _CONSTS[key] = to_device(value)
+    return key
+
+
+def const(key: str) -> Any:
+    return _CONSTS[key]
+
+
+def truthy(buf: Any) -> bool:
+    """A device-side predicate copied back (one element, once per loop iteration)."""
+    return bool(buf.copy_to_host()[0])
+
+
+def branch_index(buf: Any, n: int) -> int:
+    """lax.cond/switch's index, clamped into range as the eager impl does."""
+    if isinstance(buf, np.ndarray):
+        value = buf.reshape(-1)[0]
+    else:
+        value = buf.copy_to_host()[0]
+    return int(np.clip(int(value), 0, n - 1))
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """Device-to-device copy of a flat buffer into a view (a scan's ys row)."""
+    dst.copy_to_device(src)

@@ -402,6 +402,44 @@ def cumulative_and_arg_device():
     close(gjit(lambda a: jnp.argmax(a, axis=0))(i), np.argmax(i, axis=0))
 
 
+@check
+def control_flow_host_driven():
+    lax = numbax.lax
+
+    def collatz(n):
+        return lax.while_loop(lambda c: c[0] != 1, lambda c: (
+            jnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1), (n, 0))
+
+    got = gjit(collatz)(np.int32(27))
+    assert int(np.asarray(got[0])) == 1 and int(np.asarray(got[1])) == 111, got
+    w = RNG.normal(size=(3,))
+
+    def cumulate(w, xs):
+        def step(c, x):
+            c = jnp.tanh(c * w + x)
+            return c, c.sum()
+        return lax.scan(step, jnp.zeros(3), xs)
+
+    xs = RNG.normal(size=(6, 3))
+    c_ref, y_ref = cumulate(w, xs)
+    c, ys = gjit(cumulate)(w, xs)
+    close(c, np.asarray(c_ref), rtol=1e-12)
+    close(ys, np.asarray(y_ref), rtol=1e-12)
+    rev = gjit(lambda xs: lax.scan(lambda c, x: (c + x, c * 2), 0.0, xs, reverse=True))
+    c2, y2 = rev(xs[:, 0])
+    c2r, y2r = lax.scan(lambda c, x: (c + x, c * 2), 0.0, xs[:, 0], reverse=True)
+    close(c2, np.asarray(c2r), rtol=1e-12)
+    close(y2, np.asarray(y2r), rtol=1e-12)
+    f = gjit(lambda p, x: lax.cond(p > 0, lambda x: jnp.sin(x) + 1, lambda x: x * 2, x))
+    x = RNG.normal(size=4)
+    close(f(1.0, x), np.sin(x) + 1, rtol=1e-12)
+    close(f(-1.0, x), x * 2, rtol=1e-12)
+    fori = gjit(lambda x: lax.fori_loop(0, 5, lambda i, a: a * 2 + i, x))
+    close(fori(x), np.asarray(lax.fori_loop(0, 5, lambda i, a: a * 2 + i, x)), rtol=1e-12)
+    g = gjit(numbax.grad(lambda w: jnp.sum(cumulate(w, xs)[1])))(w)
+    close(g, np.asarray(numbax.grad(lambda w: jnp.sum(cumulate(w, xs)[1]))(w)), rtol=1e-10)
+
+
 def main(names):
     for name in names or list(CHECKS):
         try:

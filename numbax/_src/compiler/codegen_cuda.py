@@ -169,13 +169,17 @@ def fusible(eqn: JaxprEqn) -> bool:
     return name in SCALAR_RULES
 
 
+CONTROL_FLOW = frozenset({"while", "scan", "cond"})
 LIBRARY = frozenset({"dot_general", "transpose", "reshape", "squeeze", "expand_dims",
-                     "broadcast_in_dim", "copy", "bitcast_convert_type", *cuda_index.KERNELS})
+                     "broadcast_in_dim", "copy", "bitcast_convert_type", *cuda_index.KERNELS,
+                     *CONTROL_FLOW})
 
 
 def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        if name in CONTROL_FLOW:
+            continue  # the sub-jaxprs are checked as they are compiled
         if fusible(eqn) or (name in LIBRARY and eqn.outvars[0].aval.dtype.kind != "c"
                             and cuda_index.supported(eqn)):
             continue
@@ -653,8 +657,9 @@ def matmul_grid(nb: int, m: int, n: int, cfg: Config) -> str:
 class _Driver:
     """Renders the host driver: allocations and launches in program order."""
 
-    def __init__(self, jaxpr: Jaxpr, cfg: Config) -> None:
+    def __init__(self, jaxpr: Jaxpr, cfg: Config, fun_name: str = "") -> None:
         self.cfg = cfg
+        self.fun_name = fun_name
         self.names: dict[Var, str] = {}
         for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
             self.names[v] = f"a{j}"
@@ -708,7 +713,8 @@ class _Driver:
 
     def library(self, j: int, eqn: JaxprEqn) -> None:
         name = eqn.primitive.name
-        self.lines.append(f"    # {core._pp_eqn(eqn, self.pp, 0)}")
+        pp = core._pp_eqn(eqn, self.pp, 0).replace("\n", "\n    # ")
+        self.lines.append(f"    # {pp}")
         if name in ("reshape", "squeeze", "expand_dims", "copy", "broadcast_in_dim"):
             self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])  # flat buffers: a free view
         elif name == "transpose":
@@ -724,8 +730,84 @@ class _Driver:
                               f"{dtype_ctor(eqn.outvars[0].aval.dtype)})")
         elif name in cuda_index.KERNELS:
             self._index_kernel(j, eqn)
+        elif name in CONTROL_FLOW:
+            getattr(self, f"_{name}")(j, eqn)
         else:  # check_lowerings refused it already
             raise NotImplementedError(f"jit(backend='gpu'): primitive {name} has no CUDA lowering")
+
+    # ------------------------------------------------------------------ host-driven control flow
+
+    def _sub(self, tag: str, closed: core.ClosedJaxpr) -> str:
+        """A sub-jaxpr compiled to its own driver; returns an expression calling it with its
+        device-resident consts bound (the caller appends the operands)."""
+        jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
+        check_lowerings(jaxpr, self.fun_name)
+        module, sources = _build(jaxpr, self.cfg, self.fun_name)
+        self.sources.extend(sources)
+        self.imports.append(f"from {module.__name__} import driver as {tag}")
+        keys = [cuda_runtime.register_const(np.asarray(core.to_numpy(c))) for c in closed.consts]
+        return f"{tag}({''.join(f'rt.const({k!r}), ' for k in keys)}"
+
+    def _bind_outs(self, eqn: JaxprEqn, expr: str) -> None:
+        outs = [self.temp() for _ in eqn.outvars]
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            self.names[v] = o
+        if outs:
+            self.lines.append(f"    {''.join(o + ', ' for o in outs)}= {expr}")
+
+    def _while(self, j: int, eqn: JaxprEqn) -> None:
+        p = eqn.params
+        args = [self.arg(x) for x in eqn.invars]
+        cc, bc = p["cond_nconsts"], p["body_nconsts"]
+        cond = self._sub(f"k{j}_cond", p["cond_jaxpr"])
+        body = self._sub(f"k{j}_body", p["body_jaxpr"])
+        c = self.temp()
+        cargs, bargs = "".join(a + ", " for a in args[:cc]), "".join(a + ", " for a in
+                                                                   args[cc:cc + bc])
+        self.lines += [f"    {c} = ({''.join(a + ', ' for a in args[cc + bc:])})",
+                       f"    while rt.truthy({cond}{cargs}*{c})[0]):",
+                       f"        {c} = {body}{bargs}*{c})"]
+        self._bind_outs(eqn, c)
+
+    def _cond(self, j: int, eqn: JaxprEqn) -> None:
+        branches = eqn.params["branches"]
+        index, *ops = [self.arg(x) for x in eqn.invars]
+        c, i = self.temp(), self.temp()
+        self.lines.append(f"    {i} = rt.branch_index({index}, {len(branches)})")
+        for b, closed in enumerate(branches):
+            call = self._sub(f"k{j}_br{b}", closed)
+            self.lines += [f"    {'if' if b == 0 else 'elif'} {i} == {b}:" if b < len(
+                branches) - 1 else "    else:",
+                f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
+        self._bind_outs(eqn, c)
+
+    def _scan(self, j: int, eqn: JaxprEqn) -> None:
+        p = eqn.params
+        nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
+        args = [self.arg(x) for x in eqn.invars]
+        consts, carry, xs = args[:nc], args[nc:nc + ncarry], args[nc + ncarry:]
+        body = self._sub(f"k{j}_body", p["jaxpr"])
+        x_sizes = [_prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
+        y_vars = eqn.outvars[ncarry:]
+        ys = []
+        for v in y_vars:
+            ys.append(self.temp())
+            self.lines.append(f"    {ys[-1]} = rt.empty({_prod(v.aval.shape)}, "
+                              f"{dtype_ctor(v.aval.dtype)})")
+        c, out, q = self.temp(), self.temp(), self.temp()
+        steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
+        x_views = "".join(f"{x}[{q} * {n}:({q} + 1) * {n}], " for x, n in zip(xs, x_sizes))
+        self.lines += [f"    {c} = ({''.join(a + ', ' for a in carry)})",
+                       f"    for {q} in {steps}:",
+                       f"        {out} = {body}{''.join(a + ', ' for a in consts)}*{c}, "
+                       f"{x_views})",
+                       f"        {c} = {out}[:{ncarry}]"]
+        for k, (y, v) in enumerate(zip(ys, y_vars, strict=True)):
+            n = _prod(v.aval.shape[1:])
+            if n:
+                self.lines.append(f"        rt.copy_into({y}[{q} * {n}:({q} + 1) * {n}], "
+                                  f"{out}[{ncarry + k}])")
+        self._bind_outs(eqn, f"(*{c}, {''.join(y + ', ' for y in ys)})")
 
     def _index_kernel(self, j: int, eqn: JaxprEqn) -> None:
         """Shape/indexing primitives: kernels from cuda_index, launched in order; each step
@@ -822,15 +904,20 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str, device) -> 
     cuda_runtime.get_cuda()
     jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
     check_lowerings(jaxpr, fun_name)
+    module, sources = _build(jaxpr, cfg, fun_name)
+    consts = [cuda_runtime.to_device(np.asarray(core.to_numpy(c))) for c in closed.consts]
+    return CudaExecutable(module.driver, consts, jaxpr, out_tree, fun_name, sources, device)
+
+
+def _build(jaxpr: Jaxpr, cfg: Config, fun_name: str):
+    """The driver module of a simplified jaxpr (sub-drivers for control flow first) and every
+    generated source."""
     nodes = fusion.partition(jaxpr, fusible)
-    drv = _Driver(jaxpr, cfg)
+    drv = _Driver(jaxpr, cfg, fun_name)
     for j, node in enumerate(nodes):
         if isinstance(node, fusion.LoopNest):
             drv.loop(j, node)
         else:
             drv.library(j, node.eqn)
     src = drv.render(jaxpr)
-    module = cache.load_module(src, cfg.key())
-    consts = [cuda_runtime.to_device(np.asarray(core.to_numpy(c))) for c in closed.consts]
-    return CudaExecutable(module.driver, consts, jaxpr, out_tree, fun_name,
-                          [*drv.sources, src], device)
+    return cache.load_module(src, cfg.key()), [*drv.sources, src]
