@@ -107,7 +107,8 @@ def test_softmax_is_one_kernel_over_rows():
     assert text.count("def kernel(") == 1
     kernel = text.split("def kernel(")[1].split("# driver")[0]
     assert kernel.count("for i0 in prange(512):") == 1
-    assert kernel.count("for i1 in range(1024):") == 3  # max, sum of exp, write
+    assert kernel.count("for i1 in range(0, 1024, 16):") == 1  # max: 16 accumulator lanes
+    assert kernel.count("for i1 in range(1024):") == 2  # sum of exp, write
     assert kernel.count("fm.exp_f64(") == 2  # exp recomputed, never stored
     assert "np.empty((512, 1024)" in text.split("def driver(")[1]  # only the output
 
@@ -115,7 +116,14 @@ def test_softmax_is_one_kernel_over_rows():
 def test_logsumexp_is_two_passes_in_one_kernel():
     text = numbax.jit(_logsumexp).lower(M).as_text()
     assert text.count("def kernel(") == 1
-    assert text.count("for i1 in range(41):") == 2
+    kernel = text.split("# driver")[0]
+    # a full reduction of a contiguous 37x41 array: one flat loop per pass, the max pass
+    # unrolled into 16 accumulator lanes plus the remainder (1517 = 94 * 16 + 13)
+    assert kernel.count("for i0 in range(0, 1504, 16):") == 1
+    assert kernel.count("for i0 in range(1504, 1517):") == 1
+    assert kernel.count("for i0 in range(1517):") == 1  # sum of exp
+    assert "for i1" not in kernel
+    assert ".reshape((1517,))" in text.split("def driver(")[1]
     assert "# fastmath: only in reduction accumulators" in text
 
 
@@ -129,3 +137,115 @@ def test_row_group_partition_shape():
 def test_reduction_of_bad_axis_raises():
     with pytest.raises(ValueError, match="axis"):
         numbax.jit(lambda x: jnp.sum(x, axis=5))(M)
+
+
+# ----------------------------------------------------------------------------- parallel chunks
+
+
+@pytest.fixture
+def forced_parallel(monkeypatch):
+    """Renders full reductions as if Numba had 8 threads, with tiny thresholds."""
+    from numbax._src.compiler import codegen_cpu
+
+    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_THREADS", 8)
+    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN", 1000)
+    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_CHUNK_MIN", 100)
+    return codegen_cpu
+
+
+def test_parallel_full_reduction_is_rendered_only_with_threads(forced_parallel, monkeypatch):
+    x = RNG.normal(size=(40, 50))
+    text = numbax.jit(_logsumexp).lower(x).as_text()
+    kernel = text.split("# driver")[0]
+    assert "@njit(parallel=True" in kernel
+    assert kernel.count("for ic in prange(nchunk):") == 2  # max pass, sum-of-exp pass
+    assert "nchunk = 16" in kernel and "chunk = 125" in kernel
+    assert kernel.count("for ic in range(nchunk):") == 2  # serial combine of the partials
+    monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 2)  # 2 threads: serial wins
+    kernel = numbax.jit(_logsumexp).lower(x).as_text().split("# driver")[0]
+    assert "prange" not in kernel.split("def kernel(")[1]
+    monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 8)
+    small = numbax.jit(_logsumexp).lower(x[:10]).as_text().split("# driver")[0]
+    assert "prange" not in small.split("def kernel(")[1]  # below PAR_REDUCE_MIN
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.bool_])
+def test_parallel_full_reductions_match_numpy(forced_parallel, dtype):
+    x = RNG.normal(size=(45, 61)) * 10
+    x = (x > 0) if dtype == np.bool_ else x.astype(dtype)
+    fns = {"sum": (jnp.sum, np.sum), "max": (jnp.max, np.max), "min": (jnp.min, np.min)}
+    if dtype == np.bool_:
+        fns = {"any": (jnp.any, np.any), "all": (jnp.all, np.all)}
+    for name, (f, g) in fns.items():
+        got = np.asarray(numbax.jit(f)(x))
+        want = g(x)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    if dtype in (np.float64, np.float32):
+        want = np.log(np.exp(x - x.max()).sum()) + x.max()
+        np.testing.assert_allclose(np.asarray(numbax.jit(_logsumexp)(x)), want,
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("pos", [0, 1500, 2744])
+def test_parallel_reduction_nan_and_inf(forced_parallel, pos):
+    x = RNG.normal(size=2745)
+    y = x.copy()
+    y[pos] = np.nan
+    for f in (jnp.max, jnp.min, jnp.sum, _logsumexp):
+        assert np.isnan(np.asarray(numbax.jit(f)(y)))
+    y[pos] = np.inf
+    assert np.asarray(numbax.jit(jnp.max)(y)) == np.inf
+    assert np.asarray(numbax.jit(jnp.sum)(y)) == np.inf
+    assert np.asarray(numbax.jit(jnp.min)(-y)) == -np.inf
+    y[pos] = -np.inf
+    np.testing.assert_allclose(np.asarray(numbax.jit(jnp.max)(y)), np.max(y))
+
+
+# ----------------------------------------------------------------------------- lanes, flattening
+
+
+@pytest.mark.parametrize("n,dtype", [(0, np.float64), (1, np.float32), (17, np.float64),
+                                     (33, np.int32), (1000, np.float32)])
+def test_lane_unrolled_max_min_remainders(n, dtype):
+    x = (RNG.normal(size=n) * 100).astype(dtype)
+    if n == 0:
+        for f in (jnp.sum, jnp.prod):
+            np.testing.assert_array_equal(np.asarray(numbax.jit(f)(x)), f(x))
+        return
+    for f, g in ((jnp.max, np.max), (jnp.min, np.min)):
+        got = np.asarray(numbax.jit(f)(x))
+        assert got.dtype == g(x).dtype and got == g(x)
+
+
+@pytest.mark.parametrize("name,axis,keepdims", [
+    ("sum", None, True), ("max", None, False), ("min", 0, True), ("max", 2, False),
+    ("sum", (0, 1), False), ("max", (1, 2), True), ("min", (0, 2), False),
+    ("max", (0, 1, 2), True)])
+def test_all_axes_and_keepdims_3d(name, axis, keepdims):
+    x = RNG.normal(size=(5, 6, 37))
+    x[2, 3, 4] = np.nan if name != "sum" else x[2, 3, 4]
+    f = getattr(jnp, name)
+    got = np.asarray(numbax.jit(lambda v: f(v, axis=axis, keepdims=keepdims))(x))
+    want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_flattened_full_reduction_of_a_non_contiguous_input():
+    x = RNG.normal(size=(60, 70))
+    f = numbax.jit(lambda v: jnp.max(v.T[::2] * 2.0) + jnp.sum(v[:, 1:]))
+    np.testing.assert_allclose(np.asarray(f(x)), np.max(x.T[::2] * 2) + np.sum(x[:, 1:]),
+                               rtol=1e-12)
+
+
+def test_row_broadcast_along_trailing_axes_is_not_flattened():
+    x = RNG.normal(size=(8, 9, 10))
+    b = RNG.normal(size=10)
+    f = numbax.jit(lambda v, w: jnp.max(v + w, axis=(1, 2)))
+    text = f.lower(x, b).as_text()
+    assert ".reshape((8, 90))" not in text
+    np.testing.assert_allclose(np.asarray(f(x, b)), np.max(x + b, axis=(1, 2)), rtol=1e-12)
+    g = numbax.jit(lambda v: jnp.max(v, axis=(1, 2)))
+    assert ".reshape((8, 90))" in g.lower(x).as_text()
+    np.testing.assert_allclose(np.asarray(g(x)), np.max(x, axis=(1, 2)), rtol=1e-12)

@@ -13,10 +13,17 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 NUMBAX_VERSION = "0.1.0"
 PRANGE_MIN = 2**19  # smaller loops run serially: threads do not pay here (docs/performance.md)
+# Full reductions run in prange chunks only with more than 2 Numba threads and this many
+# elements; PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests.
+PAR_REDUCE_MIN = 2**18
+PAR_REDUCE_THREADS: int | None = None
+PAR_REDUCE_CHUNK_MIN = 2**15  # elements per chunk at least
+LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
-                  ("f32_sum_acc", "float64"))
+                  ("f32_sum_acc", "float64"),
+                  ("par_reduce_min", PAR_REDUCE_MIN), ("lanes", LANES))
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
                  "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}")
 _FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
@@ -463,10 +470,21 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
     """A reduction over trailing axes, and the passes fused after it (fusion.fuse_rows): an
     outer loop over the kept axes (prange when large), then per outer index one inner loop nest
     per pass; per-row results stay scalars, full-size values of earlier passes are recomputed
-    (never stored), so softmax reads its row three times from cache and writes it once."""
+    (never stored), so softmax reads its row three times from cache and writes it once.
+
+    Trailing axes that every access indexes in full are flattened into one loop (the driver
+    passes reshaped views); passes holding max/min (or integer/bool) accumulators are unrolled
+    into LANES independent accumulators (LLVM does not vectorise those selects); full
+    reductions of at least PAR_REDUCE_MIN elements run in chunks under prange when Numba has
+    more than 2 threads, with per-chunk partials combined serially."""
     kept = fusion._trailing(nest)
     shape = nest.shape
-    parallel = _loop_kind(nest)[0] and kept > 0
+    nest.flat_shape = None
+    if _rows_flattenable(nest, kept):
+        shape = (*shape[:kept], int(np.prod(shape[kept:], dtype=np.int64)))
+        nest.flat_shape = shape
+    chunks = _reduce_chunks(nest, kept, shape)
+    parallel = (_loop_kind(nest)[0] and kept > 0) or chunks > 1
     passes = nest.passes or [("row", list(nest.eqns))]
     idx = [f"i{d}" for d in range(len(shape))]
     pad = "    "
@@ -475,6 +493,10 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
         loop = "prange" if d == 0 and parallel else "range"
         lines.append(f"{pad}for {idx[d]} in {loop}({shape[d]}):")
         pad += "    "
+    if chunks > 1:
+        n = shape[-1]
+        lines.append(f"{pad}nchunk = {chunks}")
+        lines.append(f"{pad}chunk = {-(-n // chunks)}")
     seed: dict[Var, str] = {}
     row_defs: list[JaxprEqn] = []  # elementwise equations of earlier row passes (recomputed)
     n_acc = 0
@@ -489,19 +511,72 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
                 if e.primitive.name in ("reduce_max", "reduce_min")
                 and e.invars[0].aval.dtype.kind == "f"}
         n_acc += len(reductions)
-        lines.extend(_acc_inits(reductions, accs, pad))
-        lines.extend(f"{pad}{f} = False" for f in nans.values())
         again = _recompute(eqns, row_defs, seed)
-        inner = pad
-        for d in range(kept, len(shape)):
+        lanes = _lanes(reductions, len(again) + len(eqns))
+        if shape[-1] < 2 * lanes and chunks <= 1:
+            lanes = 1
+        ppad = pad
+        if chunks > 1:
+            for e in reductions:
+                acc_dt = _acc_dtype(e.primitive.name, e.invars[0].aval.dtype)
+                lines.append(f"{pad}p{accs[e.outvars[0]]} = np.empty({chunks}, "
+                             f"{dtype_ctor(acc_dt)})")
+            lines.extend(f"{pad}p{f} = np.empty({chunks}, np.bool_)" for f in nans.values())
+            lines.append(f"{pad}for ic in prange(nchunk):")
+            ppad = pad + "    "
+            lines.append(f"{ppad}lo = ic * chunk")
+            lines.append(f"{ppad}hi = min(lo + chunk, {shape[-1]})")
+        lane_accs = [accs] + [{v: f"{a}_{j}" for v, a in accs.items()} for j in range(1, lanes)]
+        for la in lane_accs:
+            lines.extend(_acc_inits(reductions, la, ppad))
+        lines.extend(f"{ppad}{f} = False" for f in nans.values())
+        inner = ppad
+        last = len(shape) - 1
+        for d in range(kept, last):
             lines.append(f"{inner}for {idx[d]} in range({shape[d]}):")
             inner += "    "
-        _body(k, idx, False, accs, lines, inner, False, eqns=again + eqns, seed=seed,
-              no_store=frozenset(e.outvars[0] for e in again), nans=nans)
+        lo, hi = ("lo", "hi") if chunks > 1 else ("0", str(shape[-1]))
+        no_store = frozenset(e.outvars[0] for e in again)
+        if lanes > 1:
+            stop = (f"{lo} + ({hi} - {lo}) // {lanes} * {lanes}" if chunks > 1
+                    else str(shape[-1] // lanes * lanes))
+            lines.append(f"{inner}for {idx[last]} in range({lo}, {stop}, {lanes}):")
+            for j, la in enumerate(lane_accs):
+                lane_idx = [*idx[:last], f"({idx[last]} + {j})" if j else idx[last]]
+                _body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
+                      seed=seed, no_store=no_store, nans=nans)
+            lo = stop
+        if lo != hi:
+            bounds = hi if lo == "0" else f"{lo}, {hi}"
+            lines.append(f"{inner}for {idx[last]} in range({bounds}):")
+            _body(k, idx, False, accs, lines, inner + "    ", False, eqns=again + eqns,
+                  seed=seed, no_store=no_store, nans=nans)
+        for la in lane_accs[1:]:  # tree-free serial combine of the lanes into lane 0
+            for e in reductions:
+                out = e.outvars[0]
+                lines.append(ppad + _combine(e, accs[out], la[out]))
+        final = accs
+        if chunks > 1:
+            for e in reductions:
+                a = accs[e.outvars[0]]
+                lines.append(f"{ppad}p{a}[ic] = {a}")
+            lines.extend(f"{ppad}p{f}[ic] = {f}" for f in nans.values())
+            final = {v: f"{a}c" for v, a in accs.items()}
+            lines.extend(_acc_inits(reductions, final, pad))
+            lines.append(f"{pad}for ic in range(nchunk):")
+            for e in reductions:
+                out = e.outvars[0]
+                lines.append(pad + "    " + _combine(e, final[out], f"p{accs[out]}[ic]"))
+            nans_c = {v: f"{f}c" for v, f in nans.items()}
+            lines[-len(reductions) - 1:-len(reductions) - 1] = [
+                f"{pad}{f} = False" for f in nans_c.values()]
+            lines.extend(f"{pad}    {nans_c[v]} = {nans_c[v]} | p{f}[ic]"
+                         for v, f in nans.items())
+            nans = nans_c
         for e in reductions:
             out = e.outvars[0]
             r = f"r{len(seed)}"
-            value = cast(out.aval.dtype, accs[out])
+            value = cast(out.aval.dtype, final[out])
             if out in nans:
                 value = f"{value} if not {nans[out]} else {render_scalar(np.nan, out.aval.dtype)}"
             lines.append(f"{pad}{r} = {value}")
@@ -513,9 +588,60 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
     deco = f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False)"
     consts = "\n".join(k.consts)
     first, rest = k.header.split("\n", 1)
-    src = (f"{first}\n{_ROW_FASTMATH}\n{rest}\n{consts}\n\n\n{deco}\ndef kernel({params}):\n"
+    notes = _ROW_FASTMATH
+    if chunks > 1:
+        notes += f"\n# parallel full reduction: {chunks} chunks under prange, partials combined"
+    src = (f"{first}\n{notes}\n{rest}\n{consts}\n\n\n{deco}\ndef kernel({params}):\n"
            + "\n".join(lines) + "\n")
     return src, parallel
+
+
+def _rows_flattenable(nest: fusion.LoopNest, kept: int) -> bool:
+    """Whether the trailing (reduced) axes can run as one flat loop: more than one of them,
+    and no broadcast reads an array along them (every other access uses the full index)."""
+    if len(nest.shape) - kept < 2:
+        return False
+    for e in nest.eqns:
+        if e.primitive.name in fusion.BROADCAST:
+            x = e.invars[0]
+            if isinstance(x, Literal) or x.aval.ndim == 0:
+                continue
+            if any(d >= kept for d in e.params["broadcast_dimensions"]):
+                return False
+    return True
+
+
+def _reduce_threads() -> int:
+    return PAR_REDUCE_THREADS if PAR_REDUCE_THREADS is not None else numba.get_num_threads()
+
+
+def _reduce_chunks(nest: fusion.LoopNest, kept: int, shape: tuple[int, ...]) -> int:
+    """How many prange chunks a full reduction runs in (1: serial). Only with more than 2
+    Numba threads (on the loaded 2-core VM serial won, docs/performance.md), only for one flat
+    loop of at least PAR_REDUCE_MIN elements; chunks of at least 2**15 elements."""
+    threads = _reduce_threads()
+    if kept != 0 or len(shape) != 1 or threads <= 2 or shape[0] < PAR_REDUCE_MIN:
+        return 1
+    return max(1, min(2 * threads, shape[0] // PAR_REDUCE_CHUNK_MIN))
+
+
+def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:
+    """Independent accumulators for a pass: sums/products of floats vectorise through rd.add
+    (1 lane); max/min selects and integer/bool accumulators do not, so they get LANES."""
+    plain = all(e.primitive.name in ("reduce_sum", "reduce_prod")
+                and e.invars[0].aval.dtype.kind in "fc" for e in reductions)
+    if plain or not reductions:
+        return 1
+    return LANES if n_eqns <= 3 else max(LANES // 2, 1)
+
+
+def _combine(e: JaxprEqn, acc: str, other: str) -> str:
+    """`acc` folded with another partial accumulator of the same reduction."""
+    name = e.primitive.name
+    dt = e.invars[0].aval.dtype
+    if name in _ROW_UPDATE and dt.kind in "fc":
+        return _ROW_UPDATE[name].format(acc=acc, v=other)
+    return _REDUCE[name][1].format(acc=acc, v=other, fmax="max", fmin="min")
 
 
 def _recompute(eqns: list[JaxprEqn], row_defs: list[JaxprEqn], seed) -> list[JaxprEqn]:
@@ -595,7 +721,10 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None]) -
                 lines.append(f"    {names[v]} = np.empty({v.aval.shape}, "
                              f"{dtype_ctor(v.aval.dtype)})")
             flat = getattr(node, "flat_size", None)
+            fshape = getattr(node, "flat_shape", None)
             args = ", ".join(f"{names[v]}.reshape({flat})" if flat and v.aval.ndim > 1
+                             else f"{names[v]}.reshape({fshape})"
+                             if fshape and v.aval.shape == node.shape
                              else names[v] for v in [*node.inputs, *node.outputs])
             lines.append(f"    {kname}({args})")
         elif node.family == "nopy":  # control flow (compiler/codegen_nopython.py)
