@@ -19,7 +19,8 @@ _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
-    for pass_ in (simplify_algebra, fold_constants, fold_transposes, cse, dce):
+    for pass_ in (simplify_algebra, fold_constants, fold_transposes, expand_outer_dots, cse,
+                  dce):
         jaxpr = core.check_jaxpr(pass_(jaxpr))
     return jaxpr
 
@@ -209,6 +210,55 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
         for v in eqn.outvars:
             defs[v] = eqn
         eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _find_prim(name: str) -> core.Primitive:
+    for prim in core.abstract_eval_rules:
+        if prim.name == name:
+            return prim
+    raise KeyError(name)
+
+
+def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
+    """dot_general without contracting dims as broadcasts and one mul, or None."""
+    (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
+    x, y = eqn.invars
+    out = eqn.outvars[0]
+    if xc or yc or not all(isinstance(v, Var) for v in (x, y)):
+        return None
+    if not x.aval.dtype == y.aval.dtype == out.aval.dtype or out.aval.dtype.kind not in "fiu":
+        return None
+    nb = len(xb)
+    xf = [d for d in range(x.aval.ndim) if d not in xb]
+    yf = [d for d in range(y.aval.ndim) if d not in yb]
+    xmap = {d: i for i, d in enumerate(xb)} | {d: nb + i for i, d in enumerate(xf)}
+    ymap = {d: i for i, d in enumerate(yb)} | {d: nb + len(xf) + i for i, d in enumerate(yf)}
+    shape = out.aval.shape
+    eqns, operands = [], []
+    bcast = _find_prim("broadcast_in_dim")
+    for v, dmap in ((x, xmap), (y, ymap)):
+        dims = tuple(dmap[d] for d in range(v.aval.ndim))
+        if any(b <= a for a, b in zip(dims, dims[1:])):
+            return None  # would need a transpose first
+        if v.aval.shape == shape:
+            operands.append(v)
+            continue
+        w = Var(core.ShapedArray(shape, v.aval.dtype))
+        eqns.append(JaxprEqn(bcast, [v], [w], {"shape": shape, "broadcast_dimensions": dims}))
+        operands.append(w)
+    eqns.append(JaxprEqn(_find_prim("mul"), operands, [out], {}))
+    return eqns
+
+
+def expand_outer_dots(jaxpr: Jaxpr) -> Jaxpr:
+    """dot_general with no contracting dimensions (what per-example gradients emit: a batch
+    dim times a free dim, e.g. f64[569] x f64[569,30] -> f64[569,30]) is an elementwise
+    product of broadcasts: one fusible loop instead of np.matmul over 569 1x1 @ 1x30 GEMMs."""
+    eqns = []
+    for eqn in jaxpr.eqns:
+        new = _outer_dot(eqn) if eqn.primitive.name == "dot_general" else None
+        eqns.extend(new or [eqn])
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
