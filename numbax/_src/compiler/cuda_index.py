@@ -222,9 +222,11 @@ def _rows(eqn: JaxprEqn, tag: str, args: str):
         odt = eqn.outvars[0].aval.dtype
         comb = (_CUM_INT.get(name) if x.dtype.kind in "iub" else None) or _CUM[name]
         pos = f"{length - 1} - q" if p["reverse"] else "q"
-        body = pre + [f"for q in range({length}):", f"    f = base + ({pos}) * {inner}",
-                      f"    v = {cast(odt, 'a0[f]')}",
-                      f"    acc = v if q == 0 else {cast(odt, comb)}", "    o0[f] = acc"]
+        first = f"{length - 1}" if p["reverse"] else "0"
+        body = pre + [f"f = base + {first} * {inner}", f"acc = {cast(odt, 'a0[f]')}",
+                      "o0[f] = acc", f"for q in range(1, {length}):",
+                      f"    f = base + ({pos}) * {inner}", f"    v = {cast(odt, 'a0[f]')}",
+                      f"    acc = {cast(odt, comb)}", "    o0[f] = acc"]
     else:
         better = "v > best" if name == "argmax" else "v < best"
         if x.dtype.kind == "f":  # the first NaN wins, as np.argmax/argmin
