@@ -101,6 +101,19 @@ def per_example_grads(xp, grad, jit, vmap):
     return jit(vmap(grad(loss), in_axes=(None, 0, 0)))
 
 
+def mlp_per_example_grads(xp, grad, jit, vmap):
+    """MLP 64-128-10 (tanh, softmax cross-entropy) per-example gradients at batch 32."""
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        h = xp.tanh(xp.dot(x, w1) + b1)
+        logits = xp.dot(h, w2) + b2
+        m = xp.max(logits, axis=-1, keepdims=True)
+        lse = xp.log(xp.sum(xp.exp(logits - m), axis=-1, keepdims=True)) + m
+        return -xp.sum(y * (logits - lse))
+
+    return jit(vmap(grad(loss), in_axes=(None, 0, 0)))
+
+
 def training_cases(rng):
     """(name, label, numbax fn, numbax args, jax fn or None, jax args) for the training rows."""
     sizes = [784, 512, 512, 10]
@@ -115,7 +128,17 @@ def training_cases(rng):
             ("pex_grad", "logreg 569x30 f64",
              per_example_grads(bnp, numbax.grad, numbax.jit, numbax.vmap),
              (bnp.asarray(wl), bnp.asarray(xl), bnp.asarray(yl)), None, (wl, xl, yl))]
+    mp = [(rng.normal(size=(a, b)).astype(np.float32) * 0.1, np.zeros(b, np.float32))
+          for a, b in ((64, 128), (128, 10))]
+    xm = rng.normal(size=(32, 64)).astype(np.float32)
+    ym = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]
+    rows.append(("pex_grad", "mlp 64-128-10 b32 f32",
+                 mlp_per_example_grads(bnp, numbax.grad, numbax.jit, numbax.vmap),
+                 ([(bnp.asarray(w), bnp.asarray(b)) for w, b in mp], bnp.asarray(xm),
+                  bnp.asarray(ym)), None, (mp, xm, ym)))
     if jax is not None:
+        rows[2] = (*rows[2][:4],
+                   _block(mlp_per_example_grads(jjnp, jax.grad, jax.jit, jax.vmap)), rows[2][5])
         rows[0] = (*rows[0][:4], _block(mlp_step(jjnp, jax.grad, jax.jit)), rows[0][5])
         rows[1] = (*rows[1][:4], _block(per_example_grads(jjnp, jax.grad, jax.jit, jax.vmap)),
                    rows[1][5])
@@ -124,6 +147,13 @@ def training_cases(rng):
 
 def main() -> None:
     rng = np.random.default_rng(0)
+    if "--training" in sys.argv:  # only the training / per-example-gradient rows
+        for name, label, f_nb, nb_args, f_jx, j_args in training_cases(rng):
+            t_nb = median_time(f_nb, *nb_args, repeat=7)
+            t_jx = median_time(f_jx, *j_args, repeat=7) if f_jx is not None else float("nan")
+            print(f"{name:<10} {label:<22} {t_nb * 1e6:>8.1f}us {t_jx * 1e6:>8.1f}us "
+                  f"{t_nb / t_jx:>6.2f}")
+        return
     inputs = []
     for dt in (np.float32, np.float64):
         x = rng.normal(size=10**6).astype(dt)
