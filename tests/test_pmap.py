@@ -169,6 +169,15 @@ def test_collectives_compiled_in_workers():
     np.testing.assert_allclose(gathered, np.broadcast_to(x.reshape(-1), (N, N * 8)))
 
 
+def test_random_under_pmap_matches_per_key_draws():
+    from numbax import random
+
+    keys = random.split(random.PRNGKey(0), N)
+    out = np.asarray(numbax.pmap(lambda k: random.normal(k, (5,)))(keys))
+    want = np.stack([np.asarray(random.normal(k, (5,))) for k in keys])
+    np.testing.assert_array_equal(out, want)
+
+
 def test_too_many_shards_names_both_numbers():
     with pytest.raises(ValueError, match=r"size 6.*at most 4"):
         numbax.pmap(lambda v: v)(np.ones((6, 2)))
