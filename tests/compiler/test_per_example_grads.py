@@ -88,3 +88,21 @@ def test_per_example_grads_bad_in_axes_raise():
     f = numbax.jit(numbax.vmap(numbax.grad(_logreg_loss), (None, 0, 0)))
     with pytest.raises(ValueError, match="size"):
         f(np.zeros(3), np.zeros((4, 3)), np.zeros(5))
+
+
+def test_sink_reshapes_and_scalar_broadcasts_collapse_autodiff_glue():
+    def f(x, y):
+        s = jnp.sum(x, axis=1, keepdims=True)  # f[6,1]
+        t = jnp.sum(y, axis=1, keepdims=True)
+        minus_one = numbax.lax.broadcast_in_dim(numbax.lax.broadcast_in_dim(
+            np.float64(-1.0), (4,), ()), (6, 4), (1,))
+        return jnp.reshape(s / t, (6,)) * 2.0, x * minus_one
+
+    x, y = RNG.normal(size=(6, 4)), RNG.normal(size=(6, 4)) + 5
+    jaxpr = passes.simplify(numbax.make_jaxpr(f)(x, y).jaxpr)
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert "reshape" not in names  # div ran on f[6], the reshape pair cancelled
+    assert "broadcast_in_dim" not in names  # x * -1.0 with the literal inline
+    got = numbax.jit(f)(x, y)
+    np.testing.assert_allclose(np.asarray(got[0]), (x.sum(1) / y.sum(1)) * 2, rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(got[1]), -x, rtol=0)

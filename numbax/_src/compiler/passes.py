@@ -19,8 +19,8 @@ _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
-    for pass_ in (simplify_algebra, fold_constants, fold_transposes, expand_outer_dots, cse,
-                  dce):
+    for pass_ in (inline_scalar_broadcasts, sink_reshapes, simplify_algebra, fold_constants,
+                  inline_scalar_broadcasts, fold_transposes, expand_outer_dots, cse, dce):
         jaxpr = core.check_jaxpr(pass_(jaxpr))
     return jaxpr
 
@@ -249,6 +249,81 @@ def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         operands.append(w)
     eqns.append(JaxprEqn(_find_prim("mul"), operands, [out], {}))
     return eqns
+
+
+# Binary ops whose lax rules accept a rank-0 operand next to an array (elementwise docs).
+_SCALAR_OK = frozenset({"add", "sub", "mul", "div", "max", "min"})
+_ELEMENTWISE_FOR_RESHAPES = frozenset({
+    "neg", "exp", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt", "abs", "square",
+    "integer_pow", "add", "add_any", "sub", "mul", "div", "max", "min", "select_n",
+    "convert_element_type", "eq", "ne", "lt", "le", "gt", "ge", "sign", "stop_gradient",
+})
+
+
+def inline_scalar_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """A broadcast of a broadcast of a scalar literal broadcasts the literal, and binary ops
+    take the literal itself instead of its broadcast (autodiff emits `mul x (bcast -1.0)`
+    through a separate f[10] broadcast, which cost a kernel and a fusion break)."""
+    lit_of: dict[Var, Literal] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        ins = eqn.invars
+        if name == "broadcast_in_dim":
+            x = ins[0]
+            src = x if isinstance(x, Literal) and x.aval.ndim == 0 else lit_of.get(x)
+            if src is not None:
+                lit_of[eqn.outvars[0]] = src
+                if src is not x:
+                    eqn = eqn._replace(invars=[src], params={**eqn.params,
+                                                             "broadcast_dimensions": ()})
+        elif name in _SCALAR_OK and len(ins) == 2:
+            new = [lit_of.get(x, x) if isinstance(x, Var) else x for x in ins]
+            if any(a is not b for a, b in zip(new, ins)) and any(
+                    x.aval.shape == eqn.outvars[0].aval.shape for x in new) and all(
+                    x.aval.dtype == eqn.outvars[0].aval.dtype for x in new):
+                eqn = eqn._replace(invars=new)
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def sink_reshapes(jaxpr: Jaxpr) -> Jaxpr:
+    """An elementwise op whose array operands are all reshapes of one shape S runs in S and
+    reshapes its result: `div (reshape a) (reshape b)` -> `reshape (div a b)`, so chains of
+    f[32] <-> f[32,1] reshapes that autodiff emits around keepdims collapse (the algebra
+    pass then drops reshape-of-reshape) and the ops fuse with their f[32] neighbours."""
+    defs: dict[Var, JaxprEqn] = {}
+    reshape = None
+    eqns = []
+    for eqn in jaxpr.eqns:
+        new = None
+        if eqn.primitive.name in _ELEMENTWISE_FOR_RESHAPES and len(eqn.outvars) == 1:
+            srcs = []
+            for x in eqn.invars:
+                if isinstance(x, Literal) or x.aval.ndim == 0:
+                    srcs.append(x)
+                    continue
+                d = defs.get(x)
+                if d is None or d.primitive.name != "reshape" or \
+                        d.params.get("dimensions") is not None:
+                    break
+                srcs.append(d.invars[0])
+            else:
+                shapes = {x.aval.shape for x in srcs if x.aval.ndim}
+                out = eqn.outvars[0]
+                # only towards fewer dims (f[32,1] ops run on f[32]), never the other way
+                if len(shapes) == 1 and len(next(iter(shapes))) < out.aval.ndim:
+                    (shape,) = shapes
+                    mid = Var(core.ShapedArray(shape, out.aval.dtype, out.aval.weak_type))
+                    reshape = reshape or _find_prim("reshape")
+                    new = [eqn._replace(invars=srcs, outvars=[mid]),
+                           JaxprEqn(reshape, [mid], [out], {"new_sizes": out.aval.shape,
+                                                            "dimensions": None})]
+        for e in new or [eqn]:
+            for v in e.outvars:
+                defs[v] = e
+            eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
 def expand_outer_dots(jaxpr: Jaxpr) -> Jaxpr:
