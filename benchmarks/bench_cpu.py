@@ -145,8 +145,40 @@ def training_cases(rng):
     return rows
 
 
+def reduction_sweep(rng) -> None:
+    """Full sum / logsumexp, serial (PAR_REDUCE_THREADS=1) vs chunked prange (the thread
+    count Numba has), by size: where the parallel threshold PAR_REDUCE_MIN should sit."""
+    import numba
+
+    from numbax._src.compiler import codegen_cpu
+
+    fns = cases(bnp)
+    print(f"reduction sweep | {os.cpu_count()} cores | numba threads {numba.get_num_threads()}")
+    print(f"{'case':<10} {'n':>9} {'serial':>10} {'parallel':>10} {'par/ser':>8}")
+    saved = (codegen_cpu.PAR_REDUCE_THREADS, codegen_cpu.PAR_REDUCE_MIN,
+             codegen_cpu.PAR_REDUCE_CHUNK_MIN)
+    forced = max(3, numba.get_num_threads())  # rendered parallel even on 2 threads
+    try:
+        for n in (2**15, 2**16, 2**17, 2**18, 2**20, 10**7):
+            x = bnp.asarray(rng.normal(size=n))
+            for name in ("sum", "logsumexp"):
+                times = []
+                for threads, pmin, cmin in ((1, saved[1], saved[2]), (forced, 1, 2**12)):
+                    codegen_cpu.PAR_REDUCE_THREADS = threads
+                    codegen_cpu.PAR_REDUCE_MIN, codegen_cpu.PAR_REDUCE_CHUNK_MIN = pmin, cmin
+                    times.append(median_time(numbax.jit(fns[name]), x, repeat=9))
+                print(f"{name:<10} {n:>9} {times[0] * 1e6:>8.1f}us {times[1] * 1e6:>8.1f}us "
+                      f"{times[1] / times[0]:>8.2f}")
+    finally:
+        (codegen_cpu.PAR_REDUCE_THREADS, codegen_cpu.PAR_REDUCE_MIN,
+         codegen_cpu.PAR_REDUCE_CHUNK_MIN) = saved
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
+    if "--sweep" in sys.argv:  # serial vs chunked-prange full reductions by size
+        reduction_sweep(rng)
+        return
     if "--training" in sys.argv:  # only the training / per-example-gradient rows
         for name, label, f_nb, nb_args, f_jx, j_args in training_cases(rng):
             t_nb = median_time(f_nb, *nb_args, repeat=7)
