@@ -149,6 +149,7 @@ def forced_parallel(monkeypatch):
 
     monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_THREADS", 8)
     monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN", 1000)
+    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN_HEAVY", 1000)
     monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_CHUNK_MIN", 100)
     return codegen_cpu
 
@@ -160,6 +161,7 @@ def test_parallel_full_reduction_is_rendered_only_with_threads(forced_parallel, 
     assert "@njit(parallel=True" in kernel
     assert kernel.count("for ic in prange(nchunk):") == 2  # max pass, sum-of-exp pass
     assert "nchunk = 16" in kernel and "chunk = 125" in kernel
+    assert "lo = min(ic * chunk, 2000)" in kernel
     assert kernel.count("for ic in range(nchunk):") == 2  # serial combine of the partials
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 2)  # 2 threads: serial wins
     kernel = numbax.jit(_logsumexp).lower(x).as_text().split("# driver")[0]

@@ -15,15 +15,19 @@ NUMBAX_VERSION = "0.1.0"
 PRANGE_MIN = 2**19  # smaller loops run serially: threads do not pay here (docs/performance.md)
 # Full reductions run in prange chunks only with more than 2 Numba threads and this many
 # elements; PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests.
+# Measured on 16 idle cores (docs/performance.md, bench_cpu.py --sweep): a chunked sum wins
+# from 2**18 elements (0.60x serial; parity at 2**17), a sum of exp from 2**15 (0.56x).
 PAR_REDUCE_MIN = 2**18
+PAR_REDUCE_MIN_HEAVY = 2**15  # kernels calling fastmath exp/log/tanh/...
 PAR_REDUCE_THREADS: int | None = None
-PAR_REDUCE_CHUNK_MIN = 2**15  # elements per chunk at least
+PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"),
-                  ("par_reduce_min", PAR_REDUCE_MIN), ("lanes", LANES))
+                  ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
+                  ("lanes", LANES))
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
                  "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}")
 _FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
@@ -524,7 +528,7 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
             lines.extend(f"{pad}p{f} = np.empty({chunks}, np.bool_)" for f in nans.values())
             lines.append(f"{pad}for ic in prange(nchunk):")
             ppad = pad + "    "
-            lines.append(f"{ppad}lo = ic * chunk")
+            lines.append(f"{ppad}lo = min(ic * chunk, {shape[-1]})")
             lines.append(f"{ppad}hi = min(lo + chunk, {shape[-1]})")
         lane_accs = [accs] + [{v: f"{a}_{j}" for v, a in accs.items()} for j in range(1, lanes)]
         for la in lane_accs:
@@ -618,9 +622,12 @@ def _reduce_threads() -> int:
 def _reduce_chunks(nest: fusion.LoopNest, kept: int, shape: tuple[int, ...]) -> int:
     """How many prange chunks a full reduction runs in (1: serial). Only with more than 2
     Numba threads (on the loaded 2-core VM serial won, docs/performance.md), only for one flat
-    loop of at least PAR_REDUCE_MIN elements; chunks of at least 2**15 elements."""
+    loop of at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY with exp/log/...), in up to
+    2 chunks per thread of at least PAR_REDUCE_CHUNK_MIN elements."""
     threads = _reduce_threads()
-    if kept != 0 or len(shape) != 1 or threads <= 2 or shape[0] < PAR_REDUCE_MIN:
+    heavy = any(e.primitive.name in _FASTMATH_FUNCS for e in nest.eqns)
+    if kept != 0 or len(shape) != 1 or threads <= 2 or shape[0] < (
+            PAR_REDUCE_MIN_HEAVY if heavy else PAR_REDUCE_MIN):
         return 1
     return max(1, min(2 * threads, shape[0] // PAR_REDUCE_CHUNK_MIN))
 
