@@ -91,23 +91,30 @@ def cumulative(x: np.ndarray, name: str, axis: int, reverse: bool) -> np.ndarray
 # ----------------------------------------------------------------------------- gather / scatter
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _row_offset(dims, idx2, b):  # pragma: no cover - compiled
+    """The flat row selected by index row b (each coordinate clamped) and whether all of its
+    coordinates were in bounds."""
+    off = 0
+    ok = True
+    for j in range(idx2.shape[1]):
+        c = idx2[b, j]
+        n = dims[j]
+        if c < 0:
+            ok = False
+            c = 0
+        elif c >= n:
+            ok = False
+            c = n - 1
+        off = off * n + c
+    return off, ok
+
+
 @njit(cache=True, error_model="numpy")
 def _gather_rows(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover - compiled
-    nb, k = idx2.shape
     r = x2.shape[1]
-    for b in range(nb):
-        off = 0
-        ok = True
-        for j in range(k):
-            c = idx2[b, j]
-            n = dims[j]
-            if c < 0:
-                ok = False
-                c = 0
-            elif c >= n:
-                ok = False
-                c = n - 1
-            off = off * n + c
+    for b in range(idx2.shape[0]):
+        off, ok = _row_offset(dims, idx2, b)
         if fill_mode and not ok:
             for i in range(r):
                 out2[b, i] = fill
@@ -135,21 +142,9 @@ def _combine(op, a, b):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def _scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
-    nb, k = idx2.shape
     r = out2.shape[1]
-    for b in range(nb):
-        off = 0
-        ok = True
-        for j in range(k):
-            c = idx2[b, j]
-            n = dims[j]
-            if c < 0:
-                ok = False
-                c = 0
-            elif c >= n:
-                ok = False
-                c = n - 1
-            off = off * n + c
+    for b in range(idx2.shape[0]):
+        off, ok = _row_offset(dims, idx2, b)
         if drop and not ok:
             continue
         for i in range(r):
