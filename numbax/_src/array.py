@@ -167,6 +167,10 @@ class GpuArray(Array):
 
     @classmethod
     def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device) -> GpuArray:
+        if core.gpu_eager_hook is None:  # from now on eager ops on GpuArrays stay on the GPU
+            from numbax._src.compiler import cuda_eager
+
+            core.gpu_eager_hook = cuda_eager.eval_primitive
         self = object.__new__(cls)
         self._dbuf = buf
         self._shape = tuple(shape)

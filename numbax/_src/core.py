@@ -373,6 +373,11 @@ class Trace:
         raise NotImplementedError
 
 
+# Eager ops whose operands include a GpuArray run on the GPU through this hook (None until a
+# GpuArray is created, so the CPU eager path costs one global lookup).
+gpu_eager_hook: Callable | None = None
+
+
 class EvalTrace(Trace):
     """Eager evaluation: each primitive runs its numpy implementation."""
 
@@ -381,6 +386,10 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> list:
         from numbax._src.array import Array  # Array sits above the core
 
+        if gpu_eager_hook is not None:  # set once a GpuArray exists (compiler/cuda_eager.py)
+            outs = gpu_eager_hook(primitive, tracers, params)
+            if outs is not None:
+                return outs
         avals = [get_aval(x) for x in tracers]
         out_avals = abstract_eval(primitive, avals, params)
         impl = impl_rules.get(primitive)

@@ -171,8 +171,8 @@ def fusible(eqn: JaxprEqn) -> bool:
 
 CONTROL_FLOW = frozenset({"while", "scan", "cond"})
 LIBRARY = frozenset({"dot_general", "transpose", "reshape", "squeeze", "expand_dims",
-                     "broadcast_in_dim", "copy", "bitcast_convert_type", *cuda_index.KERNELS,
-                     *CONTROL_FLOW})
+                     "broadcast_in_dim", "copy", "bitcast_convert_type", "sort",
+                     *cuda_index.KERNELS, *CONTROL_FLOW})
 
 
 def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
@@ -730,6 +730,8 @@ class _Driver:
                               f"{dtype_ctor(eqn.outvars[0].aval.dtype)})")
         elif name in cuda_index.KERNELS:
             self._index_kernel(j, eqn)
+        elif name == "sort":
+            self._sort(j, eqn)
         elif name in CONTROL_FLOW:
             getattr(self, f"_{name}")(j, eqn)
         else:  # check_lowerings refused it already
@@ -822,6 +824,20 @@ class _Driver:
                 blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
                 self.lines.append(f"    {knames[func]}[{blocks}, {self.cfg.threads}]"
                                   f"({', '.join([*ins, out])})")
+
+    def _sort(self, j: int, eqn: JaxprEqn) -> None:
+        src, rows = cuda_index.render_sort(eqn)
+        (kname,) = self.load(src, f"k{j}_sort")
+        ins = [self.arg(x) for x in eqn.invars]
+        outs = [self.alloc(v) for v in eqn.outvars]
+        n = _prod(eqn.invars[0].aval.shape)
+        scratch = [self.temp(), self.temp()]
+        for s in scratch:
+            self.lines.append(f"    {s} = rt.empty({n}, np.int64)")
+        if rows:
+            blocks = max(1, min(_cdiv(rows, self.cfg.threads), self.cfg.max_blocks))
+            self.lines.append(f"    {kname}[{blocks}, {self.cfg.threads}]"
+                              f"({', '.join([*ins, *outs, *scratch])})")
 
     def _transpose(self, j: int, x: str, out: str, shape, perm) -> None:
         (kname,) = self.load(render_transpose(tuple(shape), tuple(perm), self.cfg), f"k{j}_tr")

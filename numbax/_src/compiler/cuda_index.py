@@ -15,16 +15,27 @@ from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal
 
 KERNELS = frozenset({"iota", "slice", "rev", "pad", "concatenate", "dynamic_slice",
-                     "dynamic_update_slice", "gather", "scatter", "scatter-add", "cumsum",
+                     "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul",
+                     "scatter-min", "scatter-max", "cumsum",
                      "cumprod", "cummax", "cummin", "argmax", "argmin"})
 _ATOMIC = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint32, np.uint64, np.float32,
                                           np.float64))
 
 
+_INT_CAS = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint32, np.uint64))
+
+
 def supported(eqn: JaxprEqn) -> bool:
-    """Whether the CUDA lowering covers this equation's dtypes (scatter-add needs atomics)."""
-    if eqn.primitive.name == "scatter-add":
+    """Whether the CUDA lowering covers this equation's dtypes: scatter-add/min/max need
+    numba's atomics (32/64-bit ints and floats); scatter-mul a compare-and-swap loop, which
+    numba.cuda has for 32/64-bit integers only (float scatter-mul is refused)."""
+    name = eqn.primitive.name
+    if name in ("scatter-add", "scatter-min", "scatter-max"):
         return eqn.invars[0].aval.dtype in _ATOMIC
+    if name == "scatter-mul":
+        return eqn.invars[0].aval.dtype in _INT_CAS
+    if name == "sort":
+        return all(v.aval.dtype.kind != "c" for v in eqn.invars)
     return True
 
 
@@ -132,7 +143,7 @@ def render(eqn: JaxprEqn, cfg) -> tuple[str, list[tuple[str, int]]]:
         return _module(tag, {"kernel": (args, _grid(n, oshape, body, pre))}), [("kernel", n)]
     elif name == "gather":
         return _gather(eqn, tag, args)
-    elif name in ("scatter", "scatter-add"):
+    elif name in ("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         return _scatter(eqn, tag, args)
     elif name in ("cumsum", "cumprod", "cummax", "cummin", "argmax", "argmin"):
         return _rows(eqn, tag, args)
@@ -195,10 +206,27 @@ def _scatter(eqn: JaxprEqn, tag: str, args: str):
     lines, base, rest = _index_columns(eqn, f"(i // {rest_size})", eqn.params["mode"] == "clip")
     xst = _strides(x.shape)
     dst = " + ".join([base, *(f"j{nbd + q} * {xst[d]}" for q, d in enumerate(rest))])
-    store = (f"cuda.atomic.add(o0, {dst}, a2[i])" if eqn.primitive.name == "scatter-add"
-             else f"o0[{dst}] = a2[i]")
-    funcs["kernel"] = (args, _grid(n_upd, upd.shape, [*lines, "if ok:", f"    {store}"]))
-    return _module(tag, funcs), [("copy", n_out), ("kernel", n_upd)]
+    name = eqn.primitive.name
+    if name == "scatter":
+        store = [f"o0[{dst}] = a2[i]"]
+    elif name == "scatter-mul":  # a compare-and-swap loop (integers only, see supported)
+        store = ["v = a2[i]", f"old = o0[{dst}]", "while True:",
+                 f"    got = cuda.atomic.cas(o0, {dst}, old, {cast(x.dtype, 'old * v')})",
+                 "    if got == old:", "        break", "    old = got"]
+    else:
+        store = [f"cuda.atomic.{name[8:]}(o0, {dst}, a2[i])"]
+    funcs["kernel"] = (args, _grid(n_upd, upd.shape, [*lines, "if ok:",
+                                                      *(f"    {s}" for s in store)]))
+    steps = [("copy", n_out), ("kernel", n_upd)]
+    if name in ("scatter-min", "scatter-max") and x.dtype.kind == "f":
+        # np.minimum/maximum propagate NaN; numba's float atomics do not promise to, so
+        # later launches store every NaN update, then restore NaNs of the operand.
+        nan_upd = [*lines, "if ok and a2[i] != a2[i]:", f"    o0[{dst}] = a2[i]"]
+        funcs["nan_updates"] = (args, _grid(n_upd, upd.shape, nan_upd))
+        funcs["nan_operand"] = (args, _grid(n_out, (n_out,),
+                                            ["if a0[i] != a0[i]:", "    o0[i] = a0[i]"]))
+        steps += [("nan_updates", n_upd), ("nan_operand", n_out)]
+    return _module(tag, funcs), steps
 
 
 _CUM = {"cumsum": "acc + v", "cumprod": "acc * v",
@@ -237,3 +265,68 @@ def _rows(eqn: JaxprEqn, tag: str, args: str):
     lines = ["    r = cuda.grid(1)", f"    while r < {rows}:"]
     lines += [f"        {line}" for line in body] + ["        r += cuda.gridsize(1)"]
     return _module(tag, {"kernel": (args, lines)}), [("kernel", rows)]
+
+
+def _less(u: str, v: str, dtype) -> str:
+    """u < v in sort order: NaNs last (all NaNs equal), as numpy's argsort."""
+    if np.dtype(dtype).kind == "f":
+        return f"({u} < {v} or ({v} != {v} and {u} == {u}))"
+    if np.dtype(dtype) == np.bool_:
+        return f"((not {u}) and {v})"
+    return f"({u} < {v})"
+
+
+def render_sort(eqn: JaxprEqn) -> tuple[str, int]:
+    """lax.sort along one dimension: one thread per row, a stable bottom-up merge sort of the
+    row's positions (two int64 scratch rows, p0 and p1), then every operand gathered through
+    the permutation. Arguments: operands a<k>, outputs o<k>, p0, p1. Returns (source, rows)."""
+    p = eqn.params
+    avals = [v.aval for v in eqn.invars]
+    shape, dim, nk = avals[0].shape, p["dimension"], p["num_keys"]
+    length = shape[dim]
+    inner = _prod(shape[dim + 1:])
+    rows = _prod(shape) // length if length else 0
+    nops = len(avals)
+    tag = f"sort {tuple(a.dtype.name for a in avals)} {shape} dim={dim} num_keys={nk}"
+    # right-before-left decision over the keys in order: d = 1 take right, 2 take left
+    cmp = ["d = 0"]
+    for k in range(nk):
+        pad = "" if k == 0 else "    "
+        if k:
+            cmp.append("if d == 0:")
+        u, v = f"u{k}", f"v{k}"  # one name per key: keys of different dtypes
+        cmp += [f"{pad}{u} = a{k}[base + y * {inner}]", f"{pad}{v} = a{k}[base + x * {inner}]",
+                f"{pad}if {_less(u, v, avals[k].dtype)}:", f"{pad}    d = 1",
+                f"{pad}elif {_less(v, u, avals[k].dtype)}:", f"{pad}    d = 2"]
+    body = [f"base = (r // {inner}) * {length * inner} + r % {inner}",
+            f"s0 = r * {length}",
+            f"for q in range({length}):", "    p0[s0 + q] = q",
+            "w = 1", "flip = False",
+            f"while w < {length}:",
+            "    if flip:", "        src = p1", "        dst = p0",
+            "    else:", "        src = p0", "        dst = p1",
+            "    lo = 0",
+            f"    while lo < {length}:",
+            f"        mid = min(lo + w, {length})", f"        hi = min(lo + 2 * w, {length})",
+            "        i0 = lo", "        i1 = mid", "        t = lo",
+            "        while t < hi:",
+            "            take_right = i0 >= mid",
+            "            if i0 < mid and i1 < hi:",
+            "                x = src[s0 + i0]", "                y = src[s0 + i1]",
+            *(f"                {line}" for line in cmp),
+            "                take_right = d == 1",
+            "            if take_right:",
+            "                dst[s0 + t] = src[s0 + i1]", "                i1 += 1",
+            "            else:",
+            "                dst[s0 + t] = src[s0 + i0]", "                i0 += 1",
+            "            t += 1",
+            "        lo += 2 * w",
+            "    w *= 2", "    flip = not flip",
+            f"for q in range({length}):",
+            "    if flip:", "        x = p1[s0 + q]", "    else:", "        x = p0[s0 + q]"]
+    body += [f"    o{k}[base + q * {inner}] = a{k}[base + x * {inner}]" for k in range(nops)]
+    args = ", ".join([f"a{k}" for k in range(nops)] + [f"o{k}" for k in range(nops)]
+                     + ["p0", "p1"])
+    lines = ["    r = cuda.grid(1)", f"    while r < {rows}:"]
+    lines += [f"        {line}" for line in body] + ["        r += cuda.gridsize(1)"]
+    return _module(tag, {"kernel": (args, lines)}), rows
