@@ -53,6 +53,9 @@ class Array:
     def block_until_ready(self) -> Array:
         return self
 
+    def is_deleted(self) -> bool:
+        return False
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if copy:
             return np.array(self._value, dtype=dtype)
@@ -128,6 +131,26 @@ class Array:
 
     def __dlpack_device__(self):
         return self._value.__dlpack_device__()
+
+
+class _DeletedArray(Array):
+    """What a donated Array becomes (jit's donate_argnums): its buffer now holds a result, and
+    every use raises. Swapping the class keeps live Arrays free of any per-use check."""
+
+    __slots__ = ()
+
+    @property
+    def _value(self):
+        raise RuntimeError(
+            "Array has been deleted (it was donated to a jitted function). Use the function's "
+            "result instead, or drop donate_argnums to keep the argument alive."
+        )
+
+    def is_deleted(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "Array(<deleted>)"
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

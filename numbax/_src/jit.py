@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src import tree_util as tu
-from numbax._src.array import Array, GpuArray
+from numbax._src.array import Array, GpuArray, _DeletedArray
 from numbax._src.compiler import (
     cache,
     codegen_cpu,
@@ -32,9 +33,11 @@ _BACKENDS = (None, "cpu", "gpu", "cuda")
 class Executable:
     """A compiled jaxpr: the driver function, its consts, and the generated sources."""
 
-    __slots__ = ("driver", "consts", "out_weak", "sources", "jaxpr", "out_tree", "fun_name")
+    __slots__ = ("driver", "consts", "out_weak", "sources", "jaxpr", "out_tree", "fun_name",
+                 "donate", "out_fresh")
 
-    def __init__(self, driver, consts, out_weak, sources, jaxpr, out_tree, fun_name) -> None:
+    def __init__(self, driver, consts, out_weak, sources, jaxpr, out_tree, fun_name,
+                 donate=(), out_fresh=()) -> None:
         self.driver = driver
         self.consts = consts
         self.out_weak = out_weak
@@ -42,10 +45,58 @@ class Executable:
         self.jaxpr = jaxpr
         self.out_tree = out_tree
         self.fun_name = fun_name
+        self.donate = donate  # per trailing driver parameter: the leaf whose buffer it takes
+        self.out_fresh = out_fresh or (False,) * len(out_weak)  # outputs the driver allocated
 
-    def call_flat(self, args_np: Sequence[np.ndarray]) -> list[Array]:
-        outs = self.driver(*self.consts, *args_np)
-        return [Array._from_numpy(o, w) for o, w in zip(outs, self.out_weak, strict=True)]
+    def call_flat(self, args_np: Sequence[np.ndarray], bufs: Sequence = ()) -> list[Array]:
+        """Runs the driver; `bufs` are donated buffers (or None) for its trailing parameters.
+
+        Outputs the driver allocated are wrapped as they are (read-only, no view), so a later
+        call can take them as donations; others (views of inputs...) through a read-only view."""
+        outs = self.driver(*self.consts, *args_np, *bufs)
+        return [_wrap_owned(o, w) if fresh else Array._from_numpy(o, w)
+                for o, w, fresh in zip(outs, self.out_weak, self.out_fresh, strict=True)]
+
+
+def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
+    o.setflags(write=False)
+    a = object.__new__(Array)
+    a._value, a._weak_type, a._device = o, weak_type, None
+    return a
+
+
+def _local_refcount() -> int:
+    v = np.empty(0)
+    return sys.getrefcount(v)
+
+
+_SOLE = _local_refcount()  # a buffer's refcount when a function's local is its one reference
+
+
+def _donations(leaves: Sequence[Any], donate: tuple[int, ...], held: int):
+    """The buffers jit may write into, one per donated leaf (None where it may not), and the
+    Arrays they come from. A buffer qualifies when it is a numbax Array's own allocation that
+    nothing else references (no other Array, view or numpy handle: its refcount is the Array's
+    plus `held`, the caller's list); it is made writeable here."""
+    bufs, donors = [], []
+    for i in donate:
+        a = leaves[i]
+        v = a._value if type(a) is Array else None
+        if v is not None and v.base is None and v.flags.owndata and v.flags.c_contiguous and \
+                sys.getrefcount(v) == _SOLE + 1 + held and sum(x is a for x in leaves) == 1:
+            v.setflags(write=True)
+            bufs.append(v)
+            donors.append(a)
+        else:
+            bufs.append(None)
+    return bufs, donors
+
+
+def _delete(donors: list[Array]) -> None:
+    """Marks donated Arrays deleted: their class becomes one whose every use raises."""
+    for a in donors:
+        a._value = None
+        a.__class__ = _DeletedArray
 
 
 def _fusible(eqn: core.JaxprEqn) -> bool:
@@ -66,8 +117,11 @@ def _check_lowerings(jaxpr: core.Jaxpr, fun_name: str) -> None:
             )
 
 
-def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executable:
-    """Simplify, fuse, render each kernel alone, load (cached), render and load the driver."""
+def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str,
+                  donated: frozenset = frozenset()) -> Executable:
+    """Simplify, fuse, render each kernel alone, load (cached), render and load the driver.
+
+    `donated` holds the positions of input leaves whose buffers outputs may be written into."""
     out_weak = [v.aval.weak_type for v in closed.jaxpr.outvars]
     jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
     _check_lowerings(jaxpr, fun_name)
@@ -86,13 +140,17 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str) -> Executab
             module_names.append(module.__name__)
         else:
             module_names.append(None)
-    driver_src = codegen_cpu.render_driver(jaxpr, nodes, module_names)
+    plan = codegen_cpu.donation_plan(jaxpr, nodes, donated)
+    driver_src = codegen_cpu.render_driver(jaxpr, nodes, module_names, plan)
     driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
     sources.append(driver_src)
     consts = [np.asarray(core.to_numpy(c), order="C") for c in closed.consts]
     driver = lowering.with_numba_threads(driver_mod.driver) if parallel else driver_mod.driver
+    nested = {v for n in nodes if isinstance(n, fusion.LoopNest) for v in n.outputs}
+    fresh = tuple(isinstance(v, core.Var) and v in nested and jaxpr.outvars.count(v) == 1
+                  for v in jaxpr.outvars)
     return Executable(driver, [*fallbacks, *consts], out_weak, sources, jaxpr, out_tree,
-                      fun_name)
+                      fun_name, tuple(i for _, i in plan), fresh)
 
 
 def _control_flow_node(node, sources: list, fallbacks: list, fun_name: str):
@@ -299,7 +357,10 @@ class JitWrapped:
             return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
         exe, avals = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         if isinstance(exe, Executable):
-            outs = exe.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
+            values = [_leaf_value(x, a) for x, a in zip(leaves, avals)]
+            bufs, donors = _donations(leaves, exe.donate, 1) if exe.donate else ((), ())
+            _delete(donors)
+            outs = exe.call_flat(values, bufs)
         else:  # GPU: device buffers pass through, host leaves are copied over
             outs = exe.call_flat(leaves)
         if config.jax_debug_nans:
@@ -331,11 +392,33 @@ class JitWrapped:
                config.trace_context(), device)
         exe = self._cache.get(key)
         if exe is None:
-            exe = self._compile(in_tree, avals, statics, device)
+            donated = self._donated_leaves(dyn_args, statics) if self.donate_argnums else ()
+            exe = self._compile(in_tree, avals, statics, device, frozenset(donated))
             self._cache[key] = exe
         return exe, avals
 
-    def _compile(self, in_tree, avals, statics, device=None) -> Executable:
+    def _donated_leaves(self, dyn_args: tuple, statics: tuple) -> list[int]:
+        """The flat leaf positions of the arguments in donate_argnums (static ones skipped)."""
+        static_pos = {k for k, _ in statics if isinstance(k, int)}
+        n = len(dyn_args) + len(static_pos)
+        starts, count = [], 0
+        for x in dyn_args:
+            starts.append(count)
+            count += len(tu.tree_leaves(x))
+        starts.append(count)
+        leaves = []
+        for k in self.donate_argnums:
+            if not -n <= k < n:
+                continue  # JAX ignores donate_argnums past the arguments given
+            k %= n
+            if k in static_pos:
+                continue
+            p = k - sum(1 for s in static_pos if s < k)
+            leaves.extend(range(starts[p], starts[p + 1]))
+        return leaves
+
+    def _compile(self, in_tree, avals, statics, device=None,
+                 donated: frozenset = frozenset()) -> Executable:
         bound = self._bound(statics)
         store = {}
 
@@ -351,7 +434,8 @@ class JitWrapped:
 
             return codegen_cuda.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"],
                                               self._name, device)
-        return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name)
+        return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name,
+                             donated)
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -426,7 +510,16 @@ def _fast_caller(exe: Executable) -> Callable:
         a._value, a._weak_type, a._device = o, w, None
         return a
 
-    if tree.node_type is None:  # one array out
+    if exe.donate:  # donated leaves: buffers taken before the values are read, then deleted
+        donate = exe.donate
+
+        def call(args):
+            bufs, donors = _donations(args, donate, 0)
+            values = [a._value for a in args]
+            _delete(donors)
+            outs = driver(*consts, *values, *bufs)
+            return tu.tree_unflatten(tree, [wrap(o, w) for o, w in zip(outs, weak)])
+    elif tree.node_type is None:  # one array out
         (w0,) = weak
 
         def call(args):
@@ -476,7 +569,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
       fun: a function of arrays (pytrees of arrays and scalars) returning arrays.
       static_argnums, static_argnames: arguments that are Python values (hashable); a new
         value retraces.
-      donate_argnums: accepted for JAX compatibility; buffers are not reused yet.
+      donate_argnums: positional arguments whose buffers the results may reuse. An output of
+        the same shape and dtype is written into a donated Array's buffer when the compiled
+        code no longer reads it afterwards, and that Array is then deleted (any use raises
+        RuntimeError). Only buffers numbax allocated (outputs of an earlier jit call) that
+        nothing else references are reused; numpy arguments are never written into.
       backend: None, "cpu", or "gpu" (alias "cuda": @cuda.jit kernels through numba-cuda).
         None runs on the GPU when an argument is committed to one (numbax.device_put), else
         on the CPU.
@@ -485,7 +582,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     Returns:
       A function with the same signature returning numbax Arrays, with `.lower(*args)`.
 
-    Unlike JAX: a jit called inside another transform (grad, vmap, make_jaxpr, jit) is inlined
+    Unlike JAX: a donated Array whose buffer could not be reused stays valid (no warning).
+    A jit called inside another transform (grad, vmap, make_jaxpr, jit) is inlined
     into that transform's trace rather than staged as a call primitive.
 
     >>> import numbax, numbax.numpy as jnp
