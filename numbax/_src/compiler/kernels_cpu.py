@@ -209,17 +209,22 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, name: str, axes: tu
 # ----------------------------------------------------------------------------- along one axis
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _wrapped(c, n):  # pragma: no cover - compiled
+    """A Python-style index (negative counts from the end); raises when out of bounds."""
+    if c < 0:
+        c += n
+    if c < 0 or c >= n:
+        raise IndexError("take_along_axis/scatter_add_along_axis: index out of bounds")
+    return c
+
+
 @njit(cache=True, error_model="numpy")
 def _take_rows(x2, idx2, out2):  # pragma: no cover - compiled
     n = x2.shape[1]
     for r in range(idx2.shape[0]):
         for j in range(idx2.shape[1]):
-            c = idx2[r, j]
-            if c < 0:
-                c += n
-            if c < 0 or c >= n:
-                raise IndexError("take_along_axis: index out of bounds for the axis")
-            out2[r, j] = x2[r, c]
+            out2[r, j] = x2[r, _wrapped(idx2[r, j], n)]
 
 
 @njit(cache=True, error_model="numpy")
@@ -227,12 +232,7 @@ def _scatter_add_rows(out2, idx2, u2):  # pragma: no cover - compiled
     n = out2.shape[1]
     for r in range(idx2.shape[0]):
         for j in range(idx2.shape[1]):
-            c = idx2[r, j]
-            if c < 0:
-                c += n
-            if c < 0 or c >= n:
-                raise IndexError("scatter_add_along_axis: index out of bounds for the axis")
-            out2[r, c] += u2[r, j]
+            out2[r, _wrapped(idx2[r, j], n)] += u2[r, j]
 
 
 def _rows_last(a: np.ndarray, axis: int, shape: tuple) -> np.ndarray:

@@ -478,15 +478,20 @@ def _gather_for(mode: str) -> tuple[str, Any]:
     return ("clip", None) if mode == "clip" else ("fill", 0)
 
 
-def _scatter_add_jvp(primals, tangents, *, axes, mode, unique_indices):
-    x, idx, upd = primals
-    tx, _, tu = tangents
-    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
-    ans = scatter_add_p.bind(x, idx, upd, **params)
-    if type(tx) is Zero and type(tu) is Zero:
-        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
-    tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
-    return [ans], [scatter_add_p.bind(tx, idx, tu, **params)]
+def _scatter_same_op_jvp(prim: Primitive) -> Callable:
+    """jvp of a scatter linear in (operand, updates) jointly: the same scatter of tangents."""
+
+    def rule(primals, tangents, *, axes, mode, unique_indices):
+        x, idx, upd = primals
+        tx, _, tu = tangents
+        params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
+        ans = prim.bind(x, idx, upd, **params)
+        if type(tx) is Zero and type(tu) is Zero:
+            return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+        tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
+        return [ans], [prim.bind(tx, idx, tu, **params)]
+
+    return rule
 
 
 def _scatter_add_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
@@ -498,19 +503,10 @@ def _scatter_add_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
     return [ct if ad.is_undefined_primal(x) else None, None, ct_u]
 
 
-ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+ad.jvp_rules[scatter_add_p] = _scatter_same_op_jvp(scatter_add_p)
 ad.transpose_rules[scatter_add_p] = _scatter_add_transpose
 
 
-def _scatter_jvp(primals, tangents, *, axes, mode, unique_indices):
-    x, idx, upd = primals
-    tx, _, tu = tangents
-    params = dict(axes=axes, mode=mode, unique_indices=unique_indices)
-    ans = scatter_p.bind(x, idx, upd, **params)
-    if type(tx) is Zero and type(tu) is Zero:
-        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
-    tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
-    return [ans], [scatter_p.bind(tx, idx, tu, **params)]
 
 
 def _winners(x_aval: ShapedArray, idx: Any, upd_aval: ShapedArray, axes, mode) -> Any:
@@ -543,7 +539,7 @@ def _scatter_transpose(cts, x, idx, upd, *, axes, mode, unique_indices):
     return [ct_x, None, ct_u]
 
 
-ad.jvp_rules[scatter_p] = _scatter_jvp
+ad.jvp_rules[scatter_p] = _scatter_same_op_jvp(scatter_p)
 ad.transpose_rules[scatter_p] = _scatter_transpose
 
 

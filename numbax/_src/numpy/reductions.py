@@ -274,32 +274,29 @@ def _with_initial(api: str, out: Any, axis: Any, include_initial: bool, value: i
     return concatenate([shape_ops.full(tuple(shape), value, get_aval(out).dtype), out], axis)
 
 
-def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
-                   include_initial: bool = False) -> Any:
-    x = _check_numeric(x, "cumulative_sum")
+def _array_api_cumulative(name: str, cum_fn, initial: int, x: Any, axis: int | None, dtype: Any,
+                include_initial: bool) -> Any:
+    """The array-API cumulative_sum/prod: axis required above rank 1, optional initial row."""
+    x = _check_numeric(x, name)
     if axis is None:
         if get_aval(x).ndim > 1:
             raise NumbaxValueError(
-                f"numbax.numpy.cumulative_sum: x has shape {get_aval(x).shape}, so axis is "
+                f"numbax.numpy.{name}: x has shape {get_aval(x).shape}, so axis is "
                 "required. Pass axis= for arrays of rank > 1."
             )
         axis = 0
-    ax = canonicalize_axis(axis, builtins.max(get_aval(x).ndim, 1), "cumulative_sum")
-    return _with_initial("cumulative_sum", cumsum(x, ax, dtype), ax, include_initial, 0)
+    ax = canonicalize_axis(axis, builtins.max(get_aval(x).ndim, 1), name)
+    return _with_initial(name, cum_fn(x, ax, dtype), ax, include_initial, initial)
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Any:
+    return _array_api_cumulative("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
-    x = _check_numeric(x, "cumulative_prod")
-    if axis is None:
-        if get_aval(x).ndim > 1:
-            raise NumbaxValueError(
-                f"numbax.numpy.cumulative_prod: x has shape {get_aval(x).shape}, so axis is "
-                "required. Pass axis= for arrays of rank > 1."
-            )
-        axis = 0
-    ax = canonicalize_axis(axis, builtins.max(get_aval(x).ndim, 1), "cumulative_prod")
-    return _with_initial("cumulative_prod", cumprod(x, ax, dtype), ax, include_initial, 1)
+    return _array_api_cumulative("cumulative_prod", cumprod, 1, x, axis, dtype, include_initial)
 
 
 # ----------------------------------------------------------------------------- nan-aware
