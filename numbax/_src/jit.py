@@ -430,9 +430,9 @@ class JitWrapped:
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
         if device is not None:
-            from numbax._src.compiler import codegen_cuda
+            from numbax._src.compiler import cuda_driver
 
-            return codegen_cuda.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"],
+            return cuda_driver.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"],
                                               self._name, device)
         return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name,
                              donated)

@@ -19,7 +19,7 @@ _HOST = object()
 
 
 def _compile(primitive: core.Primitive, params: dict, avals: tuple, device):
-    from numbax._src.compiler import codegen_cuda
+    from numbax._src.compiler import cuda_driver
     from numbax._src.interpreters import partial_eval as pe
 
     def one(*xs):
@@ -27,7 +27,7 @@ def _compile(primitive: core.Primitive, params: dict, avals: tuple, device):
         return list(out) if primitive.multiple_results else [out]
 
     closed = pe.trace_to_closed_jaxpr(one, list(avals))
-    return codegen_cuda.compile_jaxpr(closed, None, primitive.name, device)
+    return cuda_driver.compile_jaxpr(closed, None, primitive.name, device)
 
 
 def eval_primitive(primitive: core.Primitive, tracers, params: dict) -> list | None:
