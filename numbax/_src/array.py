@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, devices
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 
 class Array:
@@ -180,8 +180,34 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     return Array._from_numpy(value, weak)
 
 
+def committed_device(values, api: str, what: str = "argument"):
+    """The device the committed Arrays among `values` share (None when none is committed).
+
+    JAX's rule: an Array placed by device_put(x, device), and every GpuArray, is committed;
+    numpy arrays, scalars and Arrays never placed are not, and move to the committed device.
+    Two different committed devices raise ValueError naming both."""
+    first = None
+    for i, x in enumerate(values):
+        dev = x._device if isinstance(x, Array) else None
+        if dev is None:
+            continue
+        if first is None:
+            first = i, dev
+        elif dev != first[1]:
+            j, other = first
+            raise NumbaxValueError(
+                f"{api}: {what} {j} ({values[j].dtype.name}{list(values[j].shape)}) is "
+                f"committed to {other} and {what} {i} ({x.dtype.name}{list(x.shape)}) to "
+                f"{dev}, expected one device. Move them to one device with "
+                "numbax.device_put(x, device) first (numpy arrays and uncommitted Arrays move "
+                "by themselves)."
+            )
+    return None if first is None else first[1]
+
+
 class GpuArray(Array):
     """An Array whose buffer lives on a GPU: a flat numba device array plus its logical shape.
+    It is always committed to its device (`_device`, a CudaDevice): jit and eager ops run there.
 
     `_value` (what eager ops and numpy read) copies to the host once and keeps the copy, so
     every CPU code path works unchanged; jit on the GPU reads `_dbuf` without copying."""
@@ -207,7 +233,8 @@ class GpuArray(Array):
         if self._host is None:
             from numbax._src import cuda_runtime
 
-            host = cuda_runtime.to_host(self._dbuf, self._shape)
+            with cuda_runtime.on_device(self._device.id):
+                host = cuda_runtime.to_host(self._dbuf, self._shape)
             host.flags.writeable = False
             self._host = host
         return self._host
@@ -229,14 +256,16 @@ class GpuArray(Array):
     def block_until_ready(self) -> GpuArray:
         from numbax._src import cuda_runtime
 
-        cuda_runtime.synchronize()
+        with cuda_runtime.on_device(self._device.id):
+            cuda_runtime.synchronize()
         return self
 
     def copy(self) -> GpuArray:
         from numbax._src import cuda_runtime
 
-        return GpuArray._from_buffer(cuda_runtime.copy(self._dbuf), self._shape,
-                                     self._weak_type, self._device)
+        with cuda_runtime.on_device(self._device.id):
+            buf = cuda_runtime.copy(self._dbuf)
+        return GpuArray._from_buffer(buf, self._shape, self._weak_type, self._device)
 
     @property
     def __cuda_array_interface__(self) -> dict:

@@ -1,8 +1,11 @@
 """The one door to numba.cuda: lazy import, the NumPy 2.5 shim, availability, device buffers."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -76,18 +79,73 @@ def gpu_name(device_id: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+# ----------------------------------------------------------------------------- devices
+
+# The GPU this thread allocates on, copies to and launches on (set by `on_device`); drivers'
+# `empty` reads it to pick the device's pool. Thread-local, so threads may drive different GPUs.
+_TLS = threading.local()
+
+
+def current_device_id() -> int:
+    return getattr(_TLS, "device", 0)
+
+
+class _DeviceScope:
+    """numba's `with cuda.gpus[i]:` plus the thread's current device id, restored on exit."""
+
+    __slots__ = ("_id", "_prev", "_ctx")
+
+    def __init__(self, device_id: int) -> None:
+        self._id = device_id
+
+    def __enter__(self) -> None:
+        self._ctx = _gpu_context(self._id)
+        self._ctx.__enter__()
+        self._prev = getattr(_TLS, "device", 0)
+        _TLS.device = self._id
+
+    def __exit__(self, *exc) -> None:
+        _TLS.device = self._prev
+        self._ctx.__exit__(*exc)
+
+
+def _gpu_context(device_id: int) -> Any:
+    return get_cuda().gpus[device_id]
+
+
+_ONE_GPU = contextlib.nullcontext()
+
+
+def on_device(device_id: int):
+    """The context to allocate, copy and launch on GPU `device_id` in (numba's CUDA context
+    of that device); free with one GPU, where numba's default context is the only one."""
+    if gpu_count() == 1:
+        return _ONE_GPU
+    return _DeviceScope(device_id)
+
+
+def check_device_id(device_id: int, api: str) -> None:
+    n = gpu_count()
+    if not 0 <= device_id < n:
+        raise ValueError(
+            f"{api}: device is CudaDevice(id={device_id}), expected one of the {n} visible "
+            "GPUs. Pick one from numbax.devices('gpu')."
+        )
+
+
 # ----------------------------------------------------------------------------- buffers
 
 
 # A caching allocator: cuMemAlloc of a large buffer costs ~0.4 ms (measured on an H200), more
-# than a bandwidth-bound kernel over it. Buffers are kept per (size, dtype); one is free again
-# when nothing but the pool references it (drivers drop their temporaries on return; a
-# GpuArray, or a CuPy/PyTorch view of one, keeps its buffer referenced).
-_POOL: dict[tuple[int, str], list] = {}
+# than a bandwidth-bound kernel over it. Buffers are kept per (device, size, dtype), so a
+# buffer of one GPU is never handed to another; one is free again when nothing but the pool
+# references it (drivers drop their temporaries on return; a GpuArray, or a CuPy/PyTorch view
+# of one, keeps its buffer referenced).
+_POOL: dict[tuple[int, int, str], list] = {}
 _POOL_PER_KEY = 8
 
 
-def _from_pool(key: tuple[int, str]) -> Any:
+def _from_pool(key: tuple[int, int, str]) -> Any:
     bufs = _POOL.get(key)
     if bufs is None:
         bufs = _POOL[key] = []
@@ -98,41 +156,75 @@ def _from_pool(key: tuple[int, str]) -> Any:
 
 
 def empty(size: int, dtype) -> Any:
-    """A flat device buffer (reused from the pool when one is free); out of memory raises
-    MemoryError naming the allocation size."""
+    """A flat buffer on the current device (reused from its pool when one is free); out of
+    memory raises MemoryError naming the allocation size and the device."""
     cuda = get_cuda()
     dtype = np.dtype(dtype)
-    key = (max(int(size), 0), dtype.str)
+    key = (current_device_id(), max(int(size), 0), dtype.str)
     buf = _from_pool(key)
     if buf is not None:
         return buf
-    buf = _alloc(cuda, key[0], dtype)
-    if len(_POOL[key]) < _POOL_PER_KEY:
-        _POOL[key].append(buf)
+    buf = _alloc(cuda, key[1], dtype)
+    bufs = _POOL.setdefault(key, [])  # an out-of-memory retry may have cleared the pool
+    if len(bufs) < _POOL_PER_KEY:
+        bufs.append(buf)
     return buf
 
 
-def clear_pool() -> None:
-    """Forgets the pooled buffers (their memory is freed once no array uses them)."""
-    _POOL.clear()
+def clear_pool(device_id: int | None = None) -> None:
+    """Forgets the pooled buffers of one GPU (all when None); their memory is freed once no
+    array uses them."""
+    if device_id is None:
+        _POOL.clear()
+        return
+    for key in [k for k in _POOL if k[0] == device_id]:
+        del _POOL[key]
 
 
-def _alloc(cuda, size: int, dtype: np.dtype) -> Any:
-    try:
-        return cuda.device_array(size, dtype=dtype)
-    except Exception as e:  # numba's CudaAPIError / driver errors
-        if "OUT_OF_MEMORY" in str(e).upper() or "out of memory" in str(e).lower():
+def _is_oom(e: BaseException) -> bool:
+    """numba's CudaAPIError(CUDA_ERROR_OUT_OF_MEMORY), or the simulator's host MemoryError."""
+    text = str(e)
+    return isinstance(e, MemoryError) or "OUT_OF_MEMORY" in text.upper() or \
+        "out of memory" in text.lower()
+
+
+def _release_memory(cuda) -> None:
+    """Frees what the current device holds only for reuse: its pool, unreachable arrays, and
+    numba's deferred deallocations."""
+    clear_pool(current_device_id())
+    gc.collect()
+    deallocations = getattr(cuda.current_context(), "deallocations", None)
+    if deallocations is not None:  # the simulator has none
+        deallocations.clear()
+
+
+def _alloc(cuda, size: int, dtype: np.dtype, shape: tuple[int, ...] | None = None) -> Any:
+    """cuda.device_array(size, dtype); on out-of-memory frees the pool and retries once, then
+    raises MemoryError naming the bytes, the shape and dtype, and the device."""
+    for attempt in (0, 1):
+        try:
+            return cuda.device_array(size, dtype=dtype)
+        except Exception as e:  # noqa: BLE001 - numba's CudaAPIError / driver errors
+            if not _is_oom(e):
+                raise
+            if attempt == 0:
+                _release_memory(cuda)
+                continue
+            shape = (size,) if shape is None else tuple(shape)
             raise MemoryError(
-                f"numbax GPU backend: out of device memory allocating {size * dtype.itemsize} "
-                f"bytes ({size} x {dtype.name}). Free device arrays or use smaller batches."
+                f"numbax GPU backend: out of device memory on CudaDevice(id="
+                f"{current_device_id()}) allocating {size * dtype.itemsize} bytes (shape "
+                f"{shape}, dtype {dtype.name}), even after freeing the buffer pool. Free device "
+                "arrays (del them) or use smaller batches."
             ) from e
-        raise
+    raise AssertionError("unreachable")
 
 
 def to_device(value: np.ndarray) -> Any:
-    """A flat device copy of a host array."""
+    """A flat copy of a host array on the current device."""
+    shape = np.shape(value)
     value = np.ascontiguousarray(value).reshape(-1)
-    out = _alloc(get_cuda(), value.size, value.dtype)  # unpooled: callers keep it
+    out = _alloc(get_cuda(), value.size, value.dtype, shape)  # unpooled: callers keep it
     if value.size:
         out.copy_to_device(value)
     return out
@@ -166,23 +258,28 @@ def synchronize() -> None:
 
 # ----------------------------------------------------------------------------- host-driven loops
 
-_CONSTS: dict[str, Any] = {}
+_CONST_HOST: dict[str, np.ndarray] = {}
+_CONSTS: dict[tuple[int, str], Any] = {}
 
 
 def register_const(value: np.ndarray) -> str:
-    """Puts a sub-jaxpr's constant on the device once; generated drivers fetch it by its
-    content key (so cached driver modules stay valid across processes)."""
+    """Registers a sub-jaxpr's constant; generated drivers fetch it by its content key (so
+    cached driver modules stay valid across processes), put on each device once."""
     import hashlib
 
     value = np.ascontiguousarray(value)
     key = hashlib.sha1(f"{value.dtype.str}{value.shape}".encode() + value.tobytes()).hexdigest()
-    if key not in _CONSTS:
-        _CONSTS[key] = to_device(value)
+    _CONST_HOST.setdefault(key, value)
     return key
 
 
 def const(key: str) -> Any:
-    return _CONSTS[key]
+    """The constant `key` on the current device (copied there on first use)."""
+    dkey = (current_device_id(), key)
+    buf = _CONSTS.get(dkey)
+    if buf is None:
+        buf = _CONSTS[dkey] = to_device(_CONST_HOST[key])
+    return buf
 
 
 def truthy(buf: Any) -> bool:

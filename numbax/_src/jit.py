@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, cuda_runtime
 from numbax._src import tree_util as tu
-from numbax._src.array import Array, GpuArray, _DeletedArray
+from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
 from numbax._src.compiler import (
     cache,
     codegen_cpu,
@@ -248,8 +248,19 @@ class Compiled:
                 f"jit: compiled function got arguments {shapes}, expected "
                 f"{[a.str_short() for a in want]}. Call lower() again for new shapes."
             )
-        outs = self._executable.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
-        return tu.tree_unflatten(self._executable.out_tree, outs)
+        exe = self._executable
+        if isinstance(exe, Executable):
+            outs = exe.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
+        else:  # GPU: the device the executable was compiled for
+            if committed_device(leaves, f"jit({self._wrapped._name})") not in (None,
+                                                                              exe.device):
+                raise NumbaxValueError(
+                    f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
+                    "arguments committed to another device. Call lower() again with them."
+                )
+            with cuda_runtime.on_device(exe.device.id):
+                outs = exe.call_flat(leaves)
+        return tu.tree_unflatten(exe.out_tree, outs)
 
 
 # ----------------------------------------------------------------------------- the wrapper
@@ -345,7 +356,9 @@ class JitWrapped:
             if self._gpu_fast:  # all-GpuArray calls (codegen_cuda executables)
                 exe = self._gpu_fast.get((ctx, *_gpu_key(args)))
                 if exe is not None:
-                    return tu.tree_unflatten(exe.out_tree, exe.call_flat(args))
+                    with cuda_runtime.on_device(exe.device.id):
+                        outs = exe.call_flat(args)
+                    return tu.tree_unflatten(exe.out_tree, outs)
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
@@ -362,7 +375,8 @@ class JitWrapped:
             _delete(donors)
             outs = exe.call_flat(values, bufs)
         else:  # GPU: device buffers pass through, host leaves are copied over
-            outs = exe.call_flat(leaves)
+            with cuda_runtime.on_device(exe.device.id):
+                outs = exe.call_flat(leaves)
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         fast = _fast_key(args) if self._simple and not kwargs else None
@@ -432,8 +446,9 @@ class JitWrapped:
         if device is not None:
             from numbax._src.compiler import cuda_driver
 
-            return cuda_driver.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"],
-                                              self._name, device)
+            with cuda_runtime.on_device(device.id):  # consts go to that GPU
+                return cuda_driver.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts),
+                                                 store["tree"], self._name, device)
         return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name,
                              donated)
 
@@ -458,33 +473,21 @@ def _gpu_key(args: tuple) -> tuple:
 
 
 def _gpu_target(backend: str | None, leaves: Sequence[Any], fun_name: str):
-    """The GPU device to run on (backend="gpu", or arguments committed to a GPU), else None.
+    """The GPU device to run on, else None (the CPU): the GPU the arguments are committed to,
+    else GPU 0 for backend="gpu".
 
     Arguments committed to two different devices are an error (JAX's rule), checked whenever a
     GPU is involved; CPU-only calls keep their zero-cost path."""
     if backend == "cpu":
         return None
-    gpu = [x for x in leaves if type(x) is GpuArray]
-    if backend is None and not gpu:
+    if backend is None and not any(type(x) is GpuArray for x in leaves):
         return None
-    committed = []
-    for x in leaves:
-        dev = getattr(x, "_device", None) if isinstance(x, Array) else None
-        if dev is not None and dev not in committed:
-            committed.append(dev)
-    if len(committed) > 1:
-        raise NumbaxValueError(
-            f"jit: arguments of {fun_name} are committed to different devices {committed[0]} "
-            f"and {committed[1]}, expected one device. Move them with numbax.device_put(x, "
-            "device) first."
-        )
-    if committed and committed[0].platform == "gpu":
-        return committed[0]
-    if committed and backend is None:
-        return None
+    committed = committed_device(leaves, f"jit({fun_name})", "argument leaf")
+    if committed is not None and committed.platform == "gpu":
+        return committed
     from numbax._src import devices
 
-    return devices.gpu_devices()[0]
+    return devices.gpu_devices()[0]  # backend="gpu": committed CPU arguments move too
 
 
 def _fast_key(args: tuple) -> tuple | None:

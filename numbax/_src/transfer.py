@@ -12,42 +12,53 @@ from numbax._src.errors import NumbaxTypeError
 
 
 def device_put(x: Any, device: devices.Device | None = None) -> Any:
-    """Places every array leaf of `x` on `device` (default: the default device)."""
+    """Places every array leaf of `x` on `device`, committing it there; with no device the
+    leaves become uncommitted Arrays on the default device (Arrays are returned as they are).
+    JAX's rule: jit and eager ops move uncommitted values (numpy arrays, scalars, Arrays never
+    placed) to the device of committed ones, and refuse arguments on two committed devices.
+
+    Unlike JAX: a GpuArray (any GPU result) is always committed to its GPU."""
     if device is not None and not isinstance(device, devices.Device):
         raise NumbaxTypeError(
             f"device_put: device is a {type(device).__name__}, expected a Device such as "
             "numbax.devices()[0]."
         )
-    target = device or devices.default_device()
-    if target.platform == "gpu":
-        return tu.tree_map(lambda leaf: _put_gpu(leaf, target), x)
+    if device is not None and device.platform == "gpu":
+        from numbax._src import cuda_runtime
+
+        cuda_runtime.get_cuda()
+        cuda_runtime.check_device_id(device.id, "device_put")
+        return tu.tree_map(lambda leaf: _put_gpu(leaf, device), x)
 
     def put(leaf):
-        if isinstance(leaf, core.Tracer):
+        if isinstance(leaf, core.Tracer) or (device is None and isinstance(leaf, Array)):
             return leaf
         arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
-        return Array._from_numpy(arr._value, arr.weak_type, target)
+        return Array._from_numpy(arr._value, arr.weak_type, device)
 
     return tu.tree_map(put, x)
 
 
 def _put_gpu(leaf: Any, target: devices.Device) -> Any:
-    """One leaf onto a GPU: device arrays of another GPU array or __cuda_array_interface__
-    objects (CuPy, PyTorch) are shared without a copy; host data is copied once."""
+    """One leaf onto a GPU: a GpuArray already there and __cuda_array_interface__ objects
+    (CuPy, PyTorch) are shared without a copy; host data is copied once, and a GpuArray of
+    another GPU goes through the host."""
     from numbax._src import cuda_runtime, dtypes
 
     if isinstance(leaf, core.Tracer):
         return leaf
-    if type(leaf) is GpuArray:
-        return leaf if leaf.device == target else GpuArray._from_buffer(
-            leaf._dbuf, leaf.shape, leaf.weak_type, target)
-    if not isinstance(leaf, Array) and hasattr(leaf, "__cuda_array_interface__"):
-        buf = cuda_runtime.from_cuda_array_interface(leaf)
-        dtypes.canonicalize_dtype(buf.dtype, context="device_put")
-        shape = tuple(leaf.__cuda_array_interface__["shape"])
-        return GpuArray._from_buffer(buf, shape, False, target)
-    arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
-    buf = cuda_runtime.to_device(arr._value)
+    if type(leaf) is GpuArray and leaf.device == target:
+        return leaf
+    with cuda_runtime.on_device(target.id):
+        if type(leaf) is not GpuArray and not isinstance(leaf, Array) and \
+                hasattr(leaf, "__cuda_array_interface__"):
+            buf = cuda_runtime.from_cuda_array_interface(leaf)
+            dtypes.canonicalize_dtype(buf.dtype, context="device_put")
+            shape = tuple(leaf.__cuda_array_interface__["shape"])
+            return GpuArray._from_buffer(buf, shape, False, target)
+        arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
+        host = arr._value  # a GpuArray of another GPU copies to the host in its own context
+        buf = cuda_runtime.to_device(host)
     return GpuArray._from_buffer(buf, arr.shape, arr.weak_type, target)
 
 

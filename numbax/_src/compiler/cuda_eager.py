@@ -1,7 +1,9 @@
 """Eager primitives on GPU arrays: each (primitive, params, avals, device) compiles once to a
 one-equation CUDA executable (cached), so an eager op on a GpuArray returns a GpuArray without
 a round trip through the host. A primitive without a CUDA lowering (or whose compile fails)
-falls back to the host path (numpy impl, CPU result), as before.
+falls back to the host path (numpy impl, CPU result), as before. Operands follow JAX's rule:
+numpy arrays, scalars and uncommitted Arrays move to the GpuArray's device; an Array committed
+to another device (a CPU one placed by device_put, or another GPU) raises ValueError.
 
 core.EvalTrace calls `eval_primitive` only once a GpuArray was ever created
 (`core.gpu_eager_hook` is set then), so the CPU eager path pays one global lookup."""
@@ -9,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from numbax._src import core
-from numbax._src.array import GpuArray
+from numbax._src import core, cuda_runtime
+from numbax._src.array import GpuArray, committed_device
 from numbax._src.config import config
 
 _CACHE: dict[tuple, Any] = {}
@@ -40,22 +42,25 @@ def eval_primitive(primitive: core.Primitive, tracers, params: dict) -> list | N
             break
     if gpu is None:
         return None
+    device = committed_device(tracers, primitive.name, "operand")  # raises on two devices
     avals = tuple(core.get_aval(x) for x in tracers)
-    key = (primitive, tuple(sorted(params.items())), avals, gpu._device)
+    key = (primitive, tuple(sorted(params.items())), avals, device)
     try:
         exe = _CACHE.get(key)
     except TypeError:  # an unhashable param: not cached, host path
         return None
     if exe is None:
         try:
-            exe = _compile(primitive, params, avals, gpu._device)
+            with cuda_runtime.on_device(device.id):
+                exe = _compile(primitive, params, avals, device)
         except Exception as e:  # noqa: BLE001 - no lowering, bad input: the host path decides
             FALLBACKS[key] = f"{type(e).__name__}: {e}"
             exe = _HOST
         _CACHE[key] = exe
     if exe is _HOST:
         return None
-    results = exe.call_flat(list(tracers))
+    with cuda_runtime.on_device(device.id):
+        results = exe.call_flat(list(tracers))
     if config.jax_debug_nans:
         core._check_nans(primitive, results)
     return results
