@@ -47,12 +47,19 @@ class Config:
         self.unroll = 4
         self.max_blocks = 1 << 20
         self.red_blocks = 4 if sim else 1024
-        self.mm_tx, self.mm_r, self.mm_bk = (4, 2, 4) if sim else (16, 4, 16)
+        # matmul tiles (TY, TX threads, TM x TN register block, BK-deep slices): the large
+        # one (float32, when it fills mm_sms SMs) and the small one; split-K keeps at
+        # least mm_split_k of the contraction per block (cuda_matmul.choose_tiles)
+        self.mm_big = (2, 2, 2, 2, 4) if sim else (16, 16, 8, 8, 8)
+        self.mm_small = (2, 2, 1, 2, 2) if sim else (16, 16, 4, 4, 8)
+        self.mm_sms = 2 if sim else 132
+        self.mm_split_k = 4 if sim else 256
 
     def key(self) -> tuple:
         return (("target", "cuda"), ("threads", self.threads), ("unroll", self.unroll),
                 ("red_blocks", self.red_blocks),
-                ("matmul", self.mm_tx, self.mm_r, self.mm_bk), ("f32_sum_acc", "float64"))
+                ("matmul", self.mm_big, self.mm_small, self.mm_sms, self.mm_split_k),
+                ("f32_sum_acc", "float64"))
 
 
 # ----------------------------------------------------------------------------- scalar table

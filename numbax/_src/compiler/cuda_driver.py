@@ -22,10 +22,11 @@ from numbax._src.compiler.codegen_cuda import (
     _cdiv,
     _header,
     _prod,
+    _strides,
     fusible,
     render_loop,
 )
-from numbax._src.compiler.cuda_matmul import matmul_grid, render_matmul, render_transpose
+from numbax._src.compiler.cuda_matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 CONTROL_FLOW = frozenset({"while", "scan", "cond"})
@@ -57,13 +58,23 @@ def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
 class _Driver:
     """Renders the host driver: allocations and launches in program order."""
 
-    def __init__(self, jaxpr: Jaxpr, cfg: Config, fun_name: str = "") -> None:
+    def __init__(self, jaxpr: Jaxpr, cfg: Config, fun_name: str = "", n_dest: int = 0) -> None:
         self.cfg = cfg
         self.fun_name = fun_name
         self.names: dict[Var, str] = {}
         for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
             self.names[v] = f"a{j}"
+        # the last n_dest outputs are written into caller-given buffers d0.. (a scan's ys rows)
+        self.dests = [(v, f"d{q}") for q, v in enumerate(jaxpr.outvars[len(jaxpr.outvars)
+                                                                        - n_dest:])]
+        self.dest_of = {}
+        kept = set(jaxpr.outvars[:len(jaxpr.outvars) - n_dest])  # a carry never aliases a row
+        for v, d in self.dests:
+            if isinstance(v, Var) and v not in self.names and v not in kept:
+                self.dest_of.setdefault(v, d)
         self.imports: list[str] = []
+        self.launchers: dict[tuple[str, str], str] = {}  # (kernel, config) -> module-level name
+        self.consts: dict[str, str] = {}  # literal source -> module-level device buffer
         self.lines: list[str] = []
         self.sources: list[str] = []
         self.n = 0
@@ -83,6 +94,9 @@ class _Driver:
         return names
 
     def alloc(self, v: Var) -> str:
+        if v in self.dest_of:  # written straight into the caller's buffer
+            name = self.names[v] = self.dest_of.pop(v)
+            return name
         name = self.temp()
         self.names[v] = name
         self.lines.append(f"    {name} = rt.empty({_prod(v.aval.shape)}, "
@@ -90,9 +104,20 @@ class _Driver:
         return name
 
     def arg(self, x) -> str:
-        if isinstance(x, Literal):
-            return f"rt.to_device(np.asarray({render_scalar(x.val, x.aval.dtype)}))"
+        if isinstance(x, Literal):  # a device copy made once, fetched by its content key
+            text = render_scalar(x.val, x.aval.dtype)
+            if text not in self.consts:
+                key = cuda_runtime.register_const(np.asarray(x.val, dtype=x.aval.dtype))
+                self.consts[text] = f"rt.const({key!r})"
+            return self.consts[text]
         return self.names[x]
+
+    def launch(self, kname: str, config: str, args: str, pad: str = "    ") -> None:
+        """A launch line through a launcher configured once at module level (cuda_launch)."""
+        key = (kname, config)
+        if key not in self.launchers:
+            self.launchers[key] = f"L{len(self.launchers)}"
+        self.lines.append(f"{pad}{self.launchers[key]}({args})")
 
     def loop(self, j: int, nest: fusion.LoopNest) -> None:
         src, launch = render_loop(nest, self.cfg)
@@ -109,7 +134,9 @@ class _Driver:
         fmt["partials"] = ", ".join(parts)
         for step in launch.steps:
             step = step.replace("kernel[", f"{knames[0]}[").replace("finish[", f"{knames[-1]}[")
-            self.lines.append("    " + step.format(**fmt))
+            head, args = step.format(**fmt).split("](", 1)
+            kname, config = head.split("[", 1)
+            self.launch(kname, config, args[:-1])
 
     def library(self, j: int, eqn: JaxprEqn) -> None:
         name = eqn.primitive.name
@@ -139,12 +166,12 @@ class _Driver:
 
     # ------------------------------------------------------------------ host-driven control flow
 
-    def _sub(self, tag: str, closed: core.ClosedJaxpr) -> str:
+    def _sub(self, tag: str, closed: core.ClosedJaxpr, n_dest: int = 0) -> str:
         """A sub-jaxpr compiled to its own driver; returns an expression calling it with its
         device-resident consts bound (the caller appends the operands)."""
         jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
         check_lowerings(jaxpr, self.fun_name)
-        module, sources = _build(jaxpr, self.cfg, self.fun_name)
+        module, sources = _build(jaxpr, self.cfg, self.fun_name, n_dest)
         self.sources.extend(sources)
         self.imports.append(f"from {module.__name__} import driver as {tag}")
         keys = [cuda_runtime.register_const(np.asarray(core.to_numpy(c))) for c in closed.consts]
@@ -188,9 +215,10 @@ class _Driver:
         nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
         args = [self.arg(x) for x in eqn.invars]
         consts, carry, xs = args[:nc], args[nc:nc + ncarry], args[nc + ncarry:]
-        body = self._sub(f"k{j}_body", p["jaxpr"])
-        x_sizes = [_prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
         y_vars = eqn.outvars[ncarry:]
+        # the body writes its ys outputs straight into this step's rows (no copy per step)
+        body = self._sub(f"k{j}_body", p["jaxpr"], n_dest=len(y_vars))
+        x_sizes = [_prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
         ys = []
         for v in y_vars:
             ys.append(self.temp())
@@ -198,17 +226,14 @@ class _Driver:
                               f"{dtype_ctor(v.aval.dtype)})")
         c, out, q = self.temp(), self.temp(), self.temp()
         steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
-        x_views = "".join(f"{x}[{q} * {n}:({q} + 1) * {n}], " for x, n in zip(xs, x_sizes))
+        views = [f"{x}[{q} * {n}:({q} + 1) * {n}], " for x, n in zip(xs, x_sizes)]
+        views += [f"{y}[{q} * {n}:({q} + 1) * {n}], "
+                  for y, n in zip(ys, (_prod(v.aval.shape[1:]) for v in y_vars))]
         self.lines += [f"    {c} = ({''.join(a + ', ' for a in carry)})",
                        f"    for {q} in {steps}:",
                        f"        {out} = {body}{''.join(a + ', ' for a in consts)}*{c}, "
-                       f"{x_views})",
+                       f"{''.join(views)})",
                        f"        {c} = {out}[:{ncarry}]"]
-        for k, (y, v) in enumerate(zip(ys, y_vars, strict=True)):
-            n = _prod(v.aval.shape[1:])
-            if n:
-                self.lines.append(f"        rt.copy_into({y}[{q} * {n}:({q} + 1) * {n}], "
-                                  f"{out}[{ncarry + k}])")
         self._bind_outs(eqn, f"(*{c}, {''.join(y + ', ' for y in ys)})")
 
     def _index_kernel(self, j: int, eqn: JaxprEqn) -> None:
@@ -222,8 +247,8 @@ class _Driver:
         for func, n in steps:
             if n:
                 blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
-                self.lines.append(f"    {knames[func]}[{blocks}, {self.cfg.threads}]"
-                                  f"({', '.join([*ins, out])})")
+                self.launch(knames[func], f"{blocks}, {self.cfg.threads}",
+                            ", ".join([*ins, out]))
 
     def _planned(self, j: int, eqn: JaxprEqn, plan: KernelPlan) -> None:
         """A KernelPlan (cuda_sort, cuda_linalg): scratch buffers, then its launches in order."""
@@ -237,17 +262,19 @@ class _Driver:
             scratch.append(self.temp())
             self.lines.append(f"    {scratch[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
         for func, blocks, threads in plan.launches:
-            self.lines.append(f"    {knames[func]}[{blocks}, {threads}]"
-                              f"({', '.join([*ins, *outs, *scratch])})")
+            self.launch(knames[func], f"{blocks}, {threads}", ", ".join([*ins, *outs, *scratch]))
 
     def _transpose(self, j: int, x: str, out: str, shape, perm) -> None:
         (kname,) = self.load(render_transpose(tuple(shape), tuple(perm), self.cfg), f"k{j}_tr")
         n = _prod(shape)
         if n:
             blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
-            self.lines.append(f"    {kname}[{blocks}, {self.cfg.threads}]({x}, {out})")
+            self.launch(kname, f"{blocks}, {self.cfg.threads}", f"{x}, {out}")
 
     def _dot_general(self, j: int, eqn: JaxprEqn) -> None:
+        """One matmul kernel reading each operand through its own layout's strides; only an
+        operand whose (batch, free, contracting) dimension groups are not each one stride
+        apart in memory is gathered by a transpose kernel first."""
         x, y = eqn.invars
         (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
         xs, ys = x.aval.shape, y.aval.shape
@@ -256,35 +283,66 @@ class _Driver:
         nb = _prod([xs[d] for d in xb])
         m, n = _prod([xs[d] for d in xf]), _prod([ys[d] for d in yf])
         kdim = _prod([xs[d] for d in xc])
-        bufs = []
-        for v, perm, tag in ((x, [*xb, *xf, *xc], "x"), (y, [*yb, *yc, *yf], "y")):
+        bufs, strides = [], []
+        for v, groups, tag in ((x, (xb, xf, xc), "x"), (y, (yb, yc, yf), "y")):
             buf = self.arg(v)
-            if perm != sorted(perm):
+            st = group_strides(v.aval.shape, groups)
+            if st is None:
+                perm = [*groups[0], *groups[1], *groups[2]]
                 t = self.temp()
                 self.lines.append(f"    {t} = rt.empty({_prod(v.aval.shape)}, "
                                   f"{dtype_ctor(v.aval.dtype)})")
                 self._transpose(f"{j}{tag}", buf, t, v.aval.shape, perm)
                 buf = t
+                sizes = [_prod([v.aval.shape[d] for d in g]) for g in groups]
+                st = (sizes[1] * sizes[2], sizes[2], 1)
             bufs.append(buf)
+            strides.append(st)
         out = self.alloc(eqn.outvars[0])
         dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
-        (kname,) = self.load(render_matmul(nb, m, n, kdim, dtypes, self.cfg), f"k{j}_mm")
-        if nb * m * n:
-            self.lines.append(f"    {kname}{matmul_grid(nb, m, n, self.cfg)}"
-                              f"({bufs[0]}, {bufs[1]}, {out})")
-        if nb * m * n and kdim == 0:
-            raise NotImplementedError("jit(backend='gpu'): dot_general with an empty contraction")
+        plan = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *strides), self.cfg)
+        funcs = tuple(dict.fromkeys(f for f, _, _ in plan.launches)) or ("kernel",)
+        knames = dict(zip(funcs, self.load(plan.src, f"k{j}_mm", funcs), strict=True))
+        scratch = []
+        for size, dt in plan.scratch:
+            scratch.append(self.temp())
+            self.lines.append(f"    {scratch[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
+        for func, blocks, threads in plan.launches:
+            self.launch(knames[func], f"{blocks}, {threads}",
+                        ", ".join([*bufs, out, *scratch]))
 
     def render(self, jaxpr: Jaxpr) -> str:
+        for v, d in self.dests:  # outputs not computed in place: copied into their buffer
+            if not isinstance(v, Var) or self.names[v] != d:
+                self.lines.append(f"    rt.copy_into({d}, {self.arg(v)})")
         rets = [self.arg(x) for x in jaxpr.outvars]
-        params = ", ".join(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars])
+        params = ", ".join([*(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
+                            *(d for _, d in self.dests)])
         head = _header(jaxpr, core._Names()).split("\ncuda =")[0]
         head = head.replace("# numbax", "# driver | numbax", 1)
+        launchers = [f"{name} = launcher({kname}, {config})"
+                     for (kname, config), name in self.launchers.items()]
         return (head + "\nfrom numbax._src import cuda_runtime as rt  # noqa: F401\n"
-                + "\n".join(self.imports) + "\n\n\n"
+                + "from numbax._src.compiler.cuda_launch import launcher  # noqa: F401\n"
+                + "\n".join(self.imports) + "\n\n"
+                + "".join(line + "\n" for line in launchers) + "\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)
                 + ("\n" if self.lines else "")
                 + f"    return ({''.join(r + ', ' for r in rets)})\n")
+
+
+def group_strides(shape: tuple[int, ...], groups) -> tuple[int, ...] | None:
+    """Per group of dimensions (in the order given), the element stride of its flattened
+    index in a contiguous array of `shape`, or None where a group is not evenly strided."""
+    st = _strides(shape)
+    out = []
+    for g in groups:
+        dims = [d for d in g if shape[d] != 1]
+        for a, b in zip(dims, dims[1:]):
+            if st[a] != st[b] * shape[b]:
+                return None
+        out.append(st[dims[-1]] if dims else 0)
+    return tuple(out)
 
 
 class CudaExecutable:
@@ -326,11 +384,11 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str, device) -> 
     return CudaExecutable(module.driver, consts, jaxpr, out_tree, fun_name, sources, device)
 
 
-def _build(jaxpr: Jaxpr, cfg: Config, fun_name: str):
+def _build(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0):
     """The driver module of a simplified jaxpr (sub-drivers for control flow first) and every
-    generated source."""
+    generated source; the driver writes its last n_dest outputs into buffers given last."""
     nodes = fusion.partition(jaxpr, fusible)
-    drv = _Driver(jaxpr, cfg, fun_name)
+    drv = _Driver(jaxpr, cfg, fun_name, n_dest)
     for j, node in enumerate(nodes):
         if isinstance(node, fusion.LoopNest):
             drv.loop(j, node)
