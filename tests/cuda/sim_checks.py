@@ -529,6 +529,9 @@ def eager_ops_stay_on_gpu():
     np.testing.assert_allclose(np.asarray(g), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-10)
 
 
+from tests.cuda import sim_checks_sort  # noqa: E402, F401
+
+
 def main(names):
     for name in names or list(CHECKS):
         try:
