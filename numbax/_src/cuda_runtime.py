@@ -222,11 +222,10 @@ def _alloc(cuda, size: int, dtype: np.dtype, shape: tuple[int, ...] | None = Non
 
 def to_device(value: np.ndarray) -> Any:
     """A flat copy of a host array on the current device."""
-    shape = np.shape(value)
-    value = np.ascontiguousarray(value).reshape(-1)
-    out = _alloc(get_cuda(), value.size, value.dtype, shape)  # unpooled: callers keep it
-    if value.size:
-        out.copy_to_device(value)
+    value = np.asarray(value)
+    out = _alloc(get_cuda(), value.size, value.dtype, value.shape)  # unpooled: callers keep it
+    if value.size:  # allocated first: a huge broadcast view fails before any host copy
+        out.copy_to_device(np.ascontiguousarray(value).reshape(-1))
     return out
 
 

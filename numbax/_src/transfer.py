@@ -56,10 +56,14 @@ def _put_gpu(leaf: Any, target: devices.Device) -> Any:
             dtypes.canonicalize_dtype(buf.dtype, context="device_put")
             shape = tuple(leaf.__cuda_array_interface__["shape"])
             return GpuArray._from_buffer(buf, shape, False, target)
-        arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
-        host = arr._value  # a GpuArray of another GPU copies to the host in its own context
-        buf = cuda_runtime.to_device(host)
-    return GpuArray._from_buffer(buf, arr.shape, arr.weak_type, target)
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biufc" and \
+                dtypes.canonicalize_dtype(leaf.dtype, context="device_put") == leaf.dtype:
+            value, weak = leaf, False  # the device copy is the copy: no host copy first
+        else:
+            arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
+            value, weak = arr._value, arr.weak_type  # another GPU's array: via the host
+        buf = cuda_runtime.to_device(value)
+    return GpuArray._from_buffer(buf, value.shape, weak, target)
 
 
 def device_get(x: Any) -> Any:
