@@ -528,7 +528,9 @@ def eager_ops_stay_on_gpu():
     g = numbax.grad(lambda w: jnp.sum(jnp.tanh(w) ** 2))(d)
     np.testing.assert_allclose(np.asarray(g), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-10)
 
+
 from tests.cuda import sim_checks_devices  # noqa: E402, F401
+from tests.cuda import sim_checks_sort  # noqa: E402, F401
 
 
 def main(names):
