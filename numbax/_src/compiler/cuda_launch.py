@@ -11,6 +11,7 @@ ordinary path.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
 
     def launch(*args) -> None:
         fast = state[0]
-        if fast is not None:
+        if fast is not None and FAST:
             fast(args, griddim, blockdim, 0, 0)
             return
         configured(*args)
@@ -43,8 +44,6 @@ def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
 
 def _resolved(dispatcher: Any, args: tuple) -> Callable | None:
     """The bound `launch` of the one compiled overload matching `args`' types, or None."""
-    if not FAST:
-        return None
     overloads = getattr(dispatcher, "overloads", None)
     typeof = getattr(dispatcher, "typeof_pyval", None)
     if not overloads or typeof is None or len(overloads) != 1:
@@ -54,6 +53,9 @@ def _resolved(dispatcher: Any, args: tuple) -> Callable | None:
     launch = getattr(kernel, "launch", None)
     try:
         same = types is not None and tuple(types) == tuple(typeof(a) for a in args)
+        params = list(inspect.signature(launch).parameters)
     except Exception:  # noqa: BLE001 - any surprise keeps the ordinary path
         return None
-    return launch if same and callable(launch) else None
+    if params != ["args", "griddim", "blockdim", "stream", "sharedmem"]:
+        return None  # a numba-cuda whose _Kernel.launch differs from the one this was written for
+    return launch if same else None
