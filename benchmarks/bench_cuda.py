@@ -3,7 +3,9 @@
 Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda.py [--check] [--cpu]`.
 --check first runs tests/cuda/sim_checks.py's checks on the real GPU; --cpu adds numbax.jit
 selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each); --extra-only runs only
-the checks (with --check), random.normal, scan and CuPy rows. Prints a markdown table.
+the checks (with --check), random.normal, scan and CuPy rows; --only=NAME,NAME runs only those
+blocks (compile, selu, sigmoid, add, sum, softmax, logsumexp, matmul, mlp, normal, scan,
+cupy). Prints a markdown table.
 """
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
@@ -19,6 +21,13 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares th
 import numpy as np  # noqa: E402
 
 ROWS: list[tuple[str, str, str]] = []
+ONLY = next((set(a.split("=", 1)[1].split(",")) for a in sys.argv if a.startswith("--only=")),
+            None)
+
+
+def want(block: str) -> bool:
+    """Whether --only (if given) names this benchmark block."""
+    return ONLY is None or block in ONLY
 
 
 def row(name: str, value: str, note: str = "") -> None:
@@ -86,9 +95,9 @@ def gpu_section(check: bool) -> None:
 
     # compile times (disk cache off for this process: real numba-cuda compiles)
     small = numbax.device_put(np.ones(1024, np.float32), gpu)
-    for label, f in (("first kernel (selu)", selu), ("later kernel (sigmoid)", sigmoid),
-                     ("later: sum (2 kernels)", jnp.sum),
-                     ("later: x*2+1", lambda x: x * 2 + 1)):
+    compiles = (("first kernel (selu)", selu), ("later kernel (sigmoid)", sigmoid),
+                ("later: sum (2 kernels)", jnp.sum), ("later: x*2+1", lambda x: x * 2 + 1))
+    for label, f in compiles if want("compile") else ():
         @guarded(f"compile {label}")
         def _():
             t = time.perf_counter()
@@ -117,11 +126,17 @@ def gpu_section(check: bool) -> None:
     cases = [("selu", selu, (d,), (j,), 2), ("sigmoid", sigmoid, (d,), (j,), 2),
              ("add", lambda a, b: a + b, (d, d2), (j, j2), 3)]
     for name, f, nargs, jargs, moved in cases:
-        guarded(name)(lambda: _elementwise(name, f, nargs, jargs, moved, ceiling, nbytes))
-    guarded("sum")(lambda: _sum(d, j, nbytes))
-    guarded("softmax")(lambda: _softmax(host, gpu))
-    guarded("matmul")(lambda: _matmul(gpu))
-    guarded("MLP step")(lambda: _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync))
+        if want(name):
+            guarded(name)(lambda: _elementwise(name, f, nargs, jargs, moved, ceiling, nbytes))
+    if want("sum"):
+        guarded("sum")(lambda: _sum(d, j, nbytes))
+    for name in ("softmax", "logsumexp"):
+        if want(name):
+            guarded(name)(lambda: _softmax(host, gpu, name))
+    if want("matmul"):
+        guarded("matmul")(lambda: _matmul(gpu))
+    if want("mlp"):
+        guarded("MLP step")(lambda: _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync))
 
 
 def _checks() -> None:
@@ -167,7 +182,9 @@ def _sum(d, j, nbytes):
         f"jax {nbytes / tj / 1e9:.0f} GB/s; numbax/jax {tj / tn:.2f}x")
 
 
-def _softmax(host, gpu):
+def _softmax(host, gpu, what: str = "softmax"):
+    """Row softmax (reads and writes the matrix) or row logsumexp (reads it) along the last
+    axis, on a wide and a narrow shape."""
     import jax
 
     import numbax
@@ -175,13 +192,18 @@ def _softmax(host, gpu):
         m = host[: shape[0] * shape[1]].reshape(shape)
         dm = numbax.device_put(m, gpu)
         jm = jax.device_put(m, jax.devices("gpu")[0])
-        fn = numbax.jit(lambda x: numbax.nn.softmax(x, axis=-1), backend="gpu")
-        jf = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+        if what == "softmax":
+            fn = numbax.jit(lambda x: numbax.nn.softmax(x, axis=-1), backend="gpu")
+            jf = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+            mb = 2 * m.nbytes
+        else:
+            fn = numbax.jit(lambda x: numbax.nn.logsumexp(x, axis=-1), backend="gpu")
+            jf = jax.jit(lambda x: jax.nn.logsumexp(x, axis=-1))
+            mb = m.nbytes + 4 * shape[0]
         np.testing.assert_allclose(np.asarray(fn(dm))[:4], np.asarray(jf(jm))[:4], rtol=1e-4,
                                    atol=1e-7)
         tn, tj = timeit(lambda: fn(dm), nb_sync), timeit(lambda: jf(jm), jx_sync)
-        mb = 2 * m.nbytes
-        row(f"softmax rows {shape} f32", f"numbax {mb / tn / 1e9:.0f} GB/s ({tn * 1e3:.3f} ms)",
+        row(f"{what} rows {shape} f32", f"numbax {mb / tn / 1e9:.0f} GB/s ({tn * 1e3:.3f} ms)",
             f"jax {mb / tj / 1e9:.0f} GB/s; numbax/jax {tj / tn:.2f}x")
 
 
@@ -278,6 +300,8 @@ def extra_section() -> None:
 
     @guarded("random.normal 1e8 f32")
     def _():
+        if not want("normal"):
+            return
         numbax.config.update("jax_enable_x64", False)
         try:
             f = numbax.jit(lambda k: random.normal(k, (n,), jnp.float32), backend="gpu")
@@ -300,6 +324,8 @@ def extra_section() -> None:
 
     @guarded("scan loop")
     def _():
+        if not want("scan"):
+            return
         def loop(c, xs):
             return lax.scan(lambda c, x: (jnp.tanh(c * 0.9 + x), c.sum()), c, xs)
 
@@ -319,6 +345,8 @@ def extra_section() -> None:
 
     @guarded("cupy zero-copy")
     def _():
+        if not want("cupy"):
+            return
         c = cp.arange(10, dtype=cp.float32)
         d = numbax.device_put(c, gpu)  # in: a view of CuPy's memory
         same_in = d._dbuf.device_ctypes_pointer.value == c.data.ptr

@@ -9,7 +9,9 @@ reshape is free and indexing is integer arithmetic on constants. Kernel kinds:
   - full reductions: per-thread accumulators, a shared-memory block reduction, one partial per
     block, then a one-block second pass (never numba's cuda.reduce);
   - row groups (reductions over trailing axes and the passes fused after them, e.g. softmax):
-    one block per row, each pass a block-strided loop plus a block reduction;
+    by the row width, a warp or less per row (several rows per block) or a block per row,
+    the row's elements held in registers across the passes (read from memory once), warp
+    shuffle reductions (_RowPlan); rows too wide for registers re-read the row each pass;
   - other reductions: one thread per output element, a serial loop over the reduced elements.
 """
 from __future__ import annotations
@@ -54,10 +56,19 @@ class Config:
         self.mm_small = (2, 2, 1, 2, 2) if sim else (16, 16, 4, 4, 8)
         self.mm_sms = 2 if sim else 132
         self.mm_split_k = 4 if sim else 256
+        # row groups (_render_rows): threads per block when a warp or less runs each row, the
+        # most threads of a block-per-row kernel, the most row elements a thread keeps in
+        # registers across the passes; the simulator has no warp shuffles (shared-memory
+        # exchanges stand in for them there)
+        self.row_threads = 64 if sim else 256
+        self.row_block_max = 64 if sim else 1024
+        self.row_slots = 4 if sim else 16
+        self.shuffle = not sim
 
     def key(self) -> tuple:
         return (("target", "cuda"), ("threads", self.threads), ("unroll", self.unroll),
                 ("red_blocks", self.red_blocks),
+                ("rows", self.row_threads, self.row_block_max, self.row_slots, self.shuffle),
                 ("matmul", self.mm_big, self.mm_small, self.mm_sms, self.mm_split_k),
                 ("f32_sum_acc", "float64"))
 
@@ -126,6 +137,13 @@ def _sign(a, e):
     return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {zero}))"
 
 
+def _literal_shift(eqn: JaxprEqn) -> bool:
+    """Whether a shift's amount is a literal in [0, bits): the plain operator then (threefry's
+    rotations), not the device function that defines over-wide and negative amounts."""
+    y = eqn.invars[1]
+    return isinstance(y, Literal) and 0 <= int(y.val) < _dt(eqn).itemsize * 8
+
+
 # numba-cuda lowers math.* through libdevice; numpy ufuncs (np.exp...) do not compile there.
 SCALAR_RULES = dict(codegen_cpu.SCALAR_RULES)
 SCALAR_RULES.update({name: _math(fn) for name, fn in {
@@ -144,7 +162,9 @@ SCALAR_RULES.update({
     "exp2": lambda a, e: f"math.pow({_typed(_dt(e), 2)}, {a[0]})",
     "cbrt": lambda a, e: f"cuda.cbrt({a[0]})",
     "sign": _sign,
-    "logistic": lambda a, e: f"({_typed(_dt(e), 1)} / ({_typed(_dt(e), 1)} + math.exp(-{a[0]})))",
+    "logistic": lambda a, e: (
+        f"cd.logistic_f32({a[0]})" if _dt(e) == np.float32
+        else f"({_typed(_dt(e), 1)} / ({_typed(_dt(e), 1)} + math.exp(-{a[0]})))"),
     "rsqrt": lambda a, e: f"({_typed(_dt(e), 1)} / math.sqrt({a[0]}))",
     "integer_pow": _integer_pow,
     "clamp": _clamp,
@@ -153,13 +173,17 @@ SCALAR_RULES.update({
     "conj": lambda a, e: a[0],
     "imag": lambda a, e: _typed(_dt(e), 0),
     "erf_inv": lambda a, e: f"cd.erfinv(np.float64({a[0]}))",
-    "shift_left": lambda a, e: f"cd.shift_left({a[0]}, {a[1]}, {_dt(e).itemsize * 8})",
+    "shift_left": lambda a, e: (
+        f"({a[0]} << {a[1]})" if _literal_shift(e)
+        else f"cd.shift_left({a[0]}, {a[1]}, {_dt(e).itemsize * 8})"),
     "shift_right_arithmetic": lambda a, e: (
-        f"cd.shift_right_arithmetic({a[0]}, {a[1]}, {_dt(e).itemsize * 8}, "
+        f"({a[0]} >> {a[1]})" if _literal_shift(e)
+        else f"cd.shift_right_arithmetic({a[0]}, {a[1]}, {_dt(e).itemsize * 8}, "
         f"{_dt(e).kind == 'u'})"),
     "shift_right_logical": lambda a, e: (
-        "cd.shift_right_logical({u}({x}), {u}({y}), {b})".format(
-            u=f"np.uint{_dt(e).itemsize * 8}", x=a[0], y=a[1], b=_dt(e).itemsize * 8)),
+        "({u}({x}) >> {u}({y}))" if _literal_shift(e)
+        else "cd.shift_right_logical({u}({x}), {u}({y}), {b})").format(
+            u=f"np.uint{_dt(e).itemsize * 8}", x=a[0], y=a[1], b=_dt(e).itemsize * 8),
 })
 _NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
 
@@ -300,8 +324,9 @@ def _bcast_offset(k: _Kernel, lane: _Lane, eqn: JaxprEqn) -> str:
 
 def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
           seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
-          store_guard: str | None = None) -> dict[Var, str]:
-    """One line per fused equation into `lane`; returns the scalar names of their values."""
+          store_guard: str | None = None, acc_guard: str | None = None) -> dict[Var, str]:
+    """One line per fused equation into `lane`; returns the scalar names of their values.
+    `store_guard` conditions its stores, `acc_guard` its reduction steps (a padding element)."""
     value: dict[Var, str] = dict(seed or {})
 
     def read(x) -> str:
@@ -326,6 +351,8 @@ def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
         elif name in fusion.REDUCTIONS:
             acc = accs[out]
             comb = _COMBINE[name](acc, read(eqn.invars[0]), eqn.invars[0].aval.dtype)
+            if acc_guard is not None:
+                comb = f"({comb}) if {acc_guard} else {acc}"
             lane.comps.append(f"{acc} = {comb}  # {comment}")
             continue
         else:
@@ -478,50 +505,190 @@ def _render_full_reduce(k: _Kernel, n: int) -> tuple[str, Launch]:
     return src, launch
 
 
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class _RowPlan:
+    """The geometry of a row-group kernel, chosen from the (compile-time) row width:
+      - "warp": `group` (a power of two <= 32) threads per row, several rows per block, the
+        row's `slots` elements per thread kept in registers across the passes, reductions by
+        warp shuffles (xor butterfly) only;
+      - "block": one block of `threads` per row, `slots` elements per thread in registers,
+        reductions by warp shuffles then one shared slot per warp;
+      - "loop": one block per row too wide for registers: every pass re-reads the row."""
+
+    def __init__(self, cfg: Config, width: int) -> None:
+        if width <= 32 * cfg.row_slots:
+            self.kind = "warp"
+            self.group = min(32, _pow2_at_least(_cdiv(width, 4)))
+            self.threads = max(cfg.row_threads, self.group)
+            self.step = self.group
+        else:
+            self.threads = min(cfg.row_block_max, max(64, _pow2_at_least(_cdiv(width, 8))))
+            self.kind = "block" if _cdiv(width, self.threads) <= cfg.row_slots else "loop"
+            if self.kind == "loop":
+                self.threads = cfg.row_block_max
+            self.group = self.threads
+            self.step = self.threads
+        self.slots = _cdiv(width, self.step) if self.kind != "loop" else 0
+        self.warps = max(1, self.threads // 32)
+
+
+def _shfl(k: _Kernel, red: JaxprEqn, val: str, arg: str, kind: str) -> str:
+    """A warp shuffle of a reduction's accumulator (xor lane mask or source lane), in one of
+    the value types numba-cuda shuffles (32/64-bit ints and floats) and back."""
+    acc = np.dtype(_acc_dtype(red))
+    fn = "cuda.shfl_xor_sync" if kind == "xor" else "cuda.shfl_sync"
+    if acc == np.bool_:
+        return f"({fn}(0xffffffff, np.int32({val}), {arg}) != 0)"
+    if acc in (np.float32, np.float64, np.int32, np.int64):
+        return f"{fn}(0xffffffff, {val}, {arg})"
+    via = ("np.float32" if acc.kind == "f" else "np.int64" if acc.itemsize == 8 else "np.int32")
+    return f"{dtype_ctor(acc)}({fn}(0xffffffff, {via}({val}), {arg}))"
+
+
+def _from_shared(red: JaxprEqn, expr: str) -> str:
+    return f"({expr} != 0)" if _acc_dtype(red) == np.bool_ else expr
+
+
+def _row_reduce(k: _Kernel, plan: _RowPlan, red: JaxprEqn, acc: str, j: int,
+                pad: str) -> list[str]:
+    """Combines `acc` over the threads of a row; every one of them ends with the same value."""
+    comb = _COMBINE[red.primitive.name]
+    dt = red.invars[0].aval.dtype
+    lines = []
+    w = f"w{j}"  # one name per reduction: numba types each variable once
+    width = min(plan.group, 32)
+    o = width // 2
+    while o > 0:  # xor butterfly within each group of `width` lanes
+        if k.cfg.shuffle:  # every lane shuffles, then combines
+            lines += [f"{pad}{w} = {_shfl(k, red, acc, str(o), 'xor')}",
+                      f"{pad}{acc} = {comb(acc, w, dt)}"]
+        else:
+            lines += [f"{pad}sx{j}[tid] = {acc}", f"{pad}cuda.syncthreads()",
+                      f"{pad}{w} = {_from_shared(red, f'sx{j}[tid ^ {o}]')}",
+                      f"{pad}cuda.syncthreads()", f"{pad}{acc} = {comb(acc, w, dt)}"]
+        o //= 2
+    if plan.kind == "warp":
+        if width > 1 and red.primitive.name in ("reduce_max", "reduce_min"):
+            # ties of 0.0 and -0.0 leave the lanes apart: take the group leader's value
+            if k.cfg.shuffle:
+                lines.append(f"{pad}{acc} = {_shfl(k, red, acc, 'tid % 32 - ln', 'idx')}")
+            else:
+                lines += [f"{pad}sx{j}[tid] = {acc}", f"{pad}cuda.syncthreads()",
+                          f"{pad}{acc} = {_from_shared(red, f'sx{j}[tid - ln]')}",
+                          f"{pad}cuda.syncthreads()"]
+        return lines
+    lines += [f"{pad}if tid % 32 == 0:", f"{pad}    sm{j}[tid // 32] = {acc}",
+              f"{pad}cuda.syncthreads()", f"{pad}{acc} = {_from_shared(red, f'sm{j}[0]')}"]
+    if plan.warps > 1:
+        lines += [f"{pad}for wq in range(1, {plan.warps}):",
+                  f"{pad}    {w} = {_from_shared(red, f'sm{j}[wq]')}",
+                  f"{pad}    {acc} = {comb(acc, w, dt)}"]
+    return lines
+
+
 def _render_rows(k: _Kernel, kept: int) -> tuple[str, Launch]:
-    """One block per row: each row pass loops over the row, then block-reduces its sums."""
+    """A row group (reductions over the trailing axes and the passes fused after them, e.g.
+    softmax): see _RowPlan for the three geometries."""
     cfg, nest, pad = k.cfg, k.nest, "    "
     m = _prod(nest.shape[:kept])
     width = _prod(nest.shape[kept:])
+    plan = _RowPlan(cfg, width)
     passes = nest.passes or [("row", list(nest.eqns))]
     reds = _reductions(nest.eqns)
-    lines = ["    tid = cuda.threadIdx.x", *_shared_decls(k, reds, 0, pad), *_scalar_loads(k, pad)]
-    lines += [f"{pad}r = cuda.blockIdx.x", f"{pad}while r < {m}:"]
+    lines = ["    tid = cuda.threadIdx.x"]
+    for j, e in enumerate(reds):
+        if plan.kind != "warp":
+            lines.append(f"{pad}sm{j} = cuda.shared.array({plan.warps}, {_shared_dtype(e)})")
+        if not cfg.shuffle:
+            lines.append(f"{pad}sx{j} = cuda.shared.array({plan.threads}, {_shared_dtype(e)})")
+    lines += _scalar_loads(k, pad)
+    if plan.kind == "warp":
+        per_block = plan.threads // plan.group
+        lines += [f"{pad}ln = tid % {plan.group}",
+                  f"{pad}rb = cuda.blockIdx.x * {per_block}",
+                  f"{pad}while rb < {m}:  # uniform over the block: every lane shuffles",
+                  f"{pad}    r = rb + tid // {plan.group}",
+                  f"{pad}    rv = r < {m}",
+                  f"{pad}    rr = min(r, {m - 1})"]
+        row, leader, valid = "rr", "rv and ln == 0", "rv"
+        blocks = max(1, min(_cdiv(m, per_block), cfg.max_blocks))
+        step = f"rb += cuda.gridDim.x * {per_block}"
+        lane_index = "ln"
+    else:
+        lines += [f"{pad}r = cuda.blockIdx.x", f"{pad}while r < {m}:"]
+        row, leader, valid = "r", "tid == 0", None
+        blocks = max(1, min(m, cfg.max_blocks))
+        step = "r += cuda.gridDim.x"
+        lane_index = "tid"
     pad += "    "
+    slots: list[_Lane] = []
+    guards: list[str | None] = []
+    if plan.kind != "loop":
+        lines.append(f"{pad}fb = {row} * {width}")
+        for i in range(plan.slots):
+            q = f"{lane_index} + {i * plan.step}" if i else lane_index
+            if (i + 1) * plan.step <= width:
+                lines.append(f"{pad}f{i} = fb + {q}")
+                guards.append(None)
+            else:  # padding lanes read the row's last element and neither store nor reduce it
+                lines += [f"{pad}v{i} = {q} < {width}", f"{pad}f{i} = fb + min({q}, {width - 1})"]
+                guards.append(f"v{i}")
+            slots.append(_Lane(f"f{i}", f"_{i}"))
+    slot_vals: list[dict[Var, str]] = [{} for _ in slots]
     seed: dict[Var, str] = {}
     row_defs: list[JaxprEqn] = []
     n_acc = 0
+
+    def both(a: str | None, b: str | None) -> str | None:
+        return f"{a} and {b}" if a and b else a or b
+
     for kind, eqns in passes:
         if kind == "outer":
-            lane = _Lane("r", "_o", idx=None)
-            lane.flat = "r"
-            values = _emit(k, lane, eqns, {}, seed=seed, store_guard="tid == 0")
+            lane = _Lane(row, "_o")
+            values = _emit(k, lane, eqns, {}, seed=seed, store_guard=leader)
             lines += _lines([lane], pad)
             seed.update({e.outvars[0]: values[e.outvars[0]] for e in eqns})
             continue
         rs = _reductions(eqns)
         accs = {e.outvars[0]: f"acc{n_acc + j}" for j, e in enumerate(rs)}
         lines += [f"{pad}{accs[e.outvars[0]]} = {_acc_init(e)}" for e in rs]
-        again = codegen_cpu._recompute(eqns, row_defs, seed)
-        lines += [f"{pad}q = tid", f"{pad}while q < {width}:", f"{pad}    f = r * {width} + q"]
-        lane = _Lane("f", "")
-        _emit(k, lane, again + eqns, accs, seed=seed, no_store=frozenset(
-            e.outvars[0] for e in again))
-        lines += _lines([lane], pad + "    ") + [f"{pad}    q += {cfg.threads}"]
+        if plan.kind == "loop":
+            again = codegen_cpu._recompute(eqns, row_defs, seed)
+            lines += [f"{pad}q = tid", f"{pad}while q < {width}:",
+                      f"{pad}    f = {row} * {width} + q"]
+            lane = _Lane("f", "")
+            _emit(k, lane, again + eqns, accs, seed=seed, no_store=frozenset(
+                e.outvars[0] for e in again))
+            lines += _lines([lane], pad + "    ") + [f"{pad}    q += {plan.threads}"]
+        else:  # every slot's values of earlier passes are still in registers: nothing re-read
+            lanes = []
+            for i, prev in enumerate(slots):
+                lane = _Lane(prev.flat, prev.suffix)
+                lane.loaded = prev.loaded
+                slot_vals[i] = _emit(k, lane, eqns, accs, seed={**seed, **slot_vals[i]},
+                                     store_guard=both(valid, guards[i]), acc_guard=guards[i])
+                lanes.append(lane)
+            lines += _lines(lanes, pad)
         for j, e in enumerate(rs):
             acc, out = accs[e.outvars[0]], e.outvars[0]
-            lines += _block_reduce(k, e, acc, f"sm{n_acc + j}", pad)
+            lines += _row_reduce(k, plan, e, acc, n_acc + j, pad)
             name = f"r{len(seed)}"
             lines.append(f"{pad}{name} = {cast(out.aval.dtype, acc)}")
             seed[out] = name
             if out in k.out_names:
-                lines.append(f"{pad}if tid == 0:")
-                lines.append(f"{pad}    {k.out_names[out]}[r] = {name}")
+                lines += [f"{pad}if {leader}:", f"{pad}    {k.out_names[out]}[{row}] = {name}"]
         n_acc += len(rs)
         row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
-    lines.append(f"{pad}r += cuda.gridDim.x")
-    blocks = max(1, min(m, cfg.max_blocks))
-    launch = Launch(steps=[f"kernel[{blocks}, {cfg.threads}]({{args}})"] if m else [])
+    if plan.kind != "warp" and reds and blocks < m:
+        lines.append(f"{pad}cuda.syncthreads()  # the shared slots are reused by the next row")
+    lines.append(f"{pad}{step}")
+    launch = Launch(steps=[f"kernel[{blocks}, {plan.threads}]({{args}})"] if m else [])
     return _kernel_def(k) + "\n".join(lines) + "\n", launch
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from numbax._src import cuda_runtime
 
 cuda = cuda_runtime.get_cuda()
@@ -58,6 +60,28 @@ def ipow(x, y):
         base = base * base
         y >>= 1
     return acc
+
+
+if cuda_runtime.simulator_enabled():  # libdevice's functions are stubs in the simulator
+    @cuda.jit(device=True)
+    def fdividef(a, b):
+        """a / b: the simulator's stand-in for libdevice's fast division."""
+        return a / b
+else:
+    from numba.cuda import libdevice
+
+    fdividef = libdevice.fast_fdividef  # __fdividef: 2 ulp while |b| is in [2**-126, 2**126]
+
+
+@cuda.jit(device=True)
+def logistic_f32(x):
+    """1 / (1 + exp(-x)) in float32 without an IEEE division: z = exp(-|x|) is in [0, 1], so
+    the denominator 1 + z is in [1, 2], where the fast division is accurate (2 ulp); for
+    x < 0 the numerator is z (= exp(x)), so tiny results keep their relative accuracy.
+    NaN stays NaN; -inf gives 0 and inf gives 1."""
+    z = math.exp(-abs(x))
+    n = z if x < 0 else np.float32(1.0)
+    return fdividef(n, np.float32(1.0) + z)
 
 
 @cuda.jit(device=True)
