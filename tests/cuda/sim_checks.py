@@ -532,6 +532,7 @@ def eager_ops_stay_on_gpu():
 from tests.cuda import sim_checks_devices  # noqa: E402, F401
 from tests.cuda import sim_checks_sort  # noqa: E402, F401
 from tests.cuda import sim_checks_matmul  # noqa: E402, F401
+from tests.cuda import sim_checks_rows  # noqa: E402, F401
 
 
 def main(names):
