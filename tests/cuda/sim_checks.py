@@ -529,9 +529,14 @@ def eager_ops_stay_on_gpu():
     np.testing.assert_allclose(np.asarray(g), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-10)
 
 
-from tests.cuda import sim_checks_devices  # noqa: E402, F401
+# Checks in other files register into this module's CHECKS (import them after the helpers
+# above exist; run as a script, main() below reads the importable module's CHECKS).
+from tests.cuda import sim_checks_special  # noqa: E402, F401
 from tests.cuda import sim_checks_sort  # noqa: E402, F401
+from tests.cuda import sim_checks_complex  # noqa: E402, F401
+from tests.cuda import sim_checks_devices  # noqa: E402, F401
 from tests.cuda import sim_checks_matmul  # noqa: E402, F401
+from tests.cuda import sim_checks_linalg  # noqa: E402, F401
 from tests.cuda import sim_checks_rows  # noqa: E402, F401
 
 
