@@ -34,6 +34,7 @@ def _child(profile: bool) -> None:
     from numba.core import event
 
     sys.path.insert(0, HERE)
+    sys.modules.setdefault("jax", None)  # bench_cpu's optional JAX import: not needed here
     from bench_cpu import mlp_step
 
     import numbax
@@ -127,7 +128,8 @@ def main() -> None:
               f"(min {min(cpu):.3f}), wall {statistics.median(wall):.3f} s, "
               f"numba compiles {len(runs[0]['compiles'])} taking "
               f"{statistics.median(numba_cpu):.3f} s cpu; import cpu "
-              f"{statistics.median([r['import_cpu'] for r in runs]):.3f} s")
+              f"{statistics.median([r['import_cpu'] for r in runs]):.3f} s; each run cpu "
+              f"{[round(c, 3) for c in cpu]}, wall {[round(w, 3) for w in wall]}")
     if "--kernels" in sys.argv:
         for name, t in sorted(cold[0]["compiles"], key=lambda c: -c[1]):
             print(f"  {t:7.3f} s  {name}")
