@@ -130,14 +130,14 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
         r, d = (f"{e} % {bm}", f"{e} // {bm}") if a_m_fast else (f"{e} // {bk}", f"{e} % {bk}")
         lines += [f"{p}ar{ll} = {r}", f"{p}ad{ll} = {d}",
                   f"{p}ao{ll} = b * {sab} + (m0 + ar{ll}) * {sam} + ad{ll} * {sak}",
-                  f"{p}av{ll} = m0 + ar{ll} < {m}", f"{p}as{ll} = ad{ll} * {lda} + ar{ll}",
+                  f"{p}av{ll} = m0 + ar{ll} < {m}", f"{p}as{ll} = U(ad{ll} * {lda} + ar{ll})",
                   f"{p}ra{ll} = {zero}"]
     for ll in range(lb):
         e = f"(tid + {ll * nt})"
         c, d = (f"{e} // {bk}", f"{e} % {bk}") if b_k_fast else (f"{e} % {bn}", f"{e} // {bn}")
         lines += [f"{p}bc{ll} = {c}", f"{p}bd{ll} = {d}",
                   f"{p}bo{ll} = b * {sbb} + bd{ll} * {sbk} + (n0 + bc{ll}) * {sbn}",
-                  f"{p}bv{ll} = n0 + bc{ll} < {n}", f"{p}bs{ll} = bd{ll} * {ldb} + bc{ll}",
+                  f"{p}bv{ll} = n0 + bc{ll} < {n}", f"{p}bs{ll} = U(bd{ll} * {ldb} + bc{ll})",
                   f"{p}rb{ll} = {zero}"]
     lines += [f"{p}c{i}_{j} = {zero}" for i in range(tm) for j in range(tn)]
 
@@ -145,30 +145,30 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
         """Global loads of slice t (k0 = kb + t*BK) into the prefetch registers."""
         out_ = [f"{pad}k0 = kb + {t} * {bk}"]
         for ll in range(la):
-            out_ += [f"{pad}ra{ll} = {cast(dc, f'a0[ao{ll} + k0 * {sak}]')} "
+            out_ += [f"{pad}ra{ll} = {cast(dc, f'a0[U(ao{ll} + k0 * {sak})]')} "
                      f"if av{ll} and k0 + ad{ll} < ke else {zero}"]
         for ll in range(lb):
-            out_ += [f"{pad}rb{ll} = {cast(dc, f'a1[bo{ll} + k0 * {sbk}]')} "
+            out_ += [f"{pad}rb{ll} = {cast(dc, f'a1[U(bo{ll} + k0 * {sbk})]')} "
                      f"if bv{ll} and k0 + bd{ll} < ke else {zero}"]
         return out_
 
     def stores(pad: str, buf: str) -> list[str]:
-        return ([f"{pad}sa[{buf} * {bk * lda} + as{ll}] = ra{ll}" for ll in range(la)]
-                + [f"{pad}sb[{buf} * {bk * ldb} + bs{ll}] = rb{ll}" for ll in range(lb)])
+        return ([f"{pad}sa[U({buf} * {bk * lda}) + as{ll}] = ra{ll}" for ll in range(la)]
+                + [f"{pad}sb[U({buf} * {bk * ldb}) + bs{ll}] = rb{ll}" for ll in range(lb)])
 
     lines += loads(p, "0") + stores(p, "0")
     lines += [f"{p}cuda.syncthreads()", f"{p}for t in range(ns):", f"{q}cur = t % 2",
               f"{q}if t + 1 < ns:", *loads(w, "(t + 1)")]
-    lines += [f"{q}pa = cur * {bk * lda} + ty", f"{q}pb = cur * {bk * ldb} + tx",
+    lines += [f"{q}pa = U(cur * {bk * lda} + ty)", f"{q}pb = U(cur * {bk * ldb} + tx)",
               f"{q}for kk in range({bk}):"]
-    lines += [f"{w}x{i} = sa[pa + {ty_ * i}]" for i in range(tm)]
-    lines += [f"{w}y{j} = sb[pb + {tx_ * j}]" for j in range(tn)]
+    lines += [f"{w}x{i} = sa[pa + U({ty_ * i})]" for i in range(tm)]
+    lines += [f"{w}y{j} = sb[pb + U({tx_ * j})]" for j in range(tn)]
     for i in range(tm):
         for j in range(tn):
             acc = f"c{i}_{j}"
             lines.append(f"{w}{acc} = cuda.fma(x{i}, y{j}, {acc})" if fma
                          else f"{w}{acc} += x{i} * y{j}")
-    lines += [f"{w}pa += {lda}", f"{w}pb += {ldb}", f"{q}if t + 1 < ns:"]
+    lines += [f"{w}pa += U({lda})", f"{w}pb += U({ldb})", f"{q}if t + 1 < ns:"]
     lines += stores(w, "(1 - cur)") + [f"{q}cuda.syncthreads()"]
     base = f"(z * {m * n})" if splits > 1 else f"(b * {m * n})"
     for i in range(tm):
@@ -182,7 +182,8 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
     src = (_module_head(f"matmul {s.nb}x{m}x{k} @ {s.nb}x{k}x{n} "
                         f"{s.da.name},{s.db.name}->{dc.name} strides {s.sa} {s.sb} "
                         f"tile {tile} splits {splits}")
-           + "\n\n\n@cuda.jit(cache=CACHE)\n"
+           + "\nU = np.uint64  # unsigned indices: numba emits no negative-index wraparound\n"
+           + "\n\n@cuda.jit(cache=CACHE)\n"
            + f"def kernel(a0, a1, o0{', p0' if splits > 1 else ''}):\n"
            + "\n".join(lines) + "\n")
     if splits > 1:
