@@ -44,6 +44,27 @@ def test_under_simulator(sim_results, name):
     assert r["ok"], r.get("error")
 
 
+# Primitives the CUDA backend refuses (NotImplementedError naming the primitive): kept equal to
+# what the matrix run finds, so the README's and performance.md's lists stay true.
+GPU_REFUSED = {"cholesky", "eigh", "lu", "qr", "svd", "triangular_solve",
+               "complex", "conj", "imag", "real"}
+
+
+def test_primitive_matrix_under_simulator():
+    """Every row of tests/lax/test_matrix.py (and its vmap rows) under jit(backend="gpu") equals
+    the CPU backend's jit, or is refused with the backend's error (GPU_REFUSED, exactly)."""
+    out = _run([str(ROOT / "tests" / "cuda" / "sim_matrix.py")], NUMBA_ENABLE_CUDASIM="1")
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert rows, f"the matrix run produced no rows:\n{out.stderr[-3000:]}"
+    bad = [f"{r['row']}: {r['outcome']}\n{r['error']}" for r in rows
+           if r["outcome"] not in ("ok", "refused")]
+    assert not bad, "\n\n".join(bad)
+    refused = {r["row"].split(":")[1] for r in rows if r["outcome"] == "refused"}
+    assert refused == GPU_REFUSED, (
+        f"newly refused: {sorted(refused - GPU_REFUSED)}; "
+        f"now lowered (drop from GPU_REFUSED): {sorted(GPU_REFUSED - refused)}")
+
+
 NO_GPU = """
 import numpy as np, numbax
 assert numbax.default_backend() == "cpu"

@@ -17,23 +17,27 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal
 KERNELS = frozenset({"iota", "slice", "rev", "pad", "concatenate", "dynamic_slice",
                      "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul",
                      "scatter-min", "scatter-max", "cumsum",
-                     "cumprod", "cummax", "cummin", "argmax", "argmin"})
+                     "cumprod", "cummax", "cummin", "argmax", "argmin", "take_along_axis",
+                     "scatter_add_along_axis"})
 _ATOMIC = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint32, np.uint64, np.float32,
                                           np.float64))
 
 
 _INT_CAS = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint32, np.uint64))
+# float scatter-mul: a compare-and-swap loop on the element's bits (an int view of the buffer)
+_FLOAT_CAS = {np.dtype(np.float32): ("np.int32", "cd.mul_bits_f32"),
+              np.dtype(np.float64): ("np.int64", "cd.mul_bits_f64")}
 
 
 def supported(eqn: JaxprEqn) -> bool:
     """Whether the CUDA lowering covers this equation's dtypes: scatter-add/min/max need
     numba's atomics (32/64-bit ints and floats); scatter-mul a compare-and-swap loop, which
-    numba.cuda has for 32/64-bit integers only (float scatter-mul is refused)."""
+    numba.cuda has for 32/64-bit integers (floats go through their bits)."""
     name = eqn.primitive.name
-    if name in ("scatter-add", "scatter-min", "scatter-max"):
+    if name in ("scatter-add", "scatter-min", "scatter-max", "scatter_add_along_axis"):
         return eqn.invars[0].aval.dtype in _ATOMIC
     if name == "scatter-mul":
-        return eqn.invars[0].aval.dtype in _INT_CAS
+        return eqn.invars[0].aval.dtype in _INT_CAS or eqn.invars[0].aval.dtype in _FLOAT_CAS
     return True
 
 
@@ -145,6 +149,8 @@ def render(eqn: JaxprEqn, cfg) -> tuple[str, list[tuple[str, int]]]:
         return _scatter(eqn, tag, args)
     elif name in ("cumsum", "cumprod", "cummax", "cummin", "argmax", "argmin"):
         return _rows(eqn, tag, args)
+    elif name in ("take_along_axis", "scatter_add_along_axis"):
+        return _along_axis(eqn, tag, args)
     else:
         raise NotImplementedError(f"jit(backend='gpu'): primitive {name} has no CUDA lowering")
     return _module(tag, {"kernel": (args, _grid(n, oshape, body))}), [("kernel", n)]
@@ -207,7 +213,12 @@ def _scatter(eqn: JaxprEqn, tag: str, args: str):
     name = eqn.primitive.name
     if name == "scatter":
         store = [f"o0[{dst}] = a2[i]"]
-    elif name == "scatter-mul":  # a compare-and-swap loop (integers only, see supported)
+    elif name == "scatter-mul" and x.dtype in _FLOAT_CAS:  # CAS on the element's bits
+        bits, mul = _FLOAT_CAS[x.dtype]
+        store = ["v = a2[i]", f"ov = o0.view({bits})", f"old = ov[{dst}]", "while True:",
+                 f"    got = cuda.atomic.cas(ov, {dst}, old, {mul}(old, v))",
+                 "    if got == old:", "        break", "    old = got"]
+    elif name == "scatter-mul":  # a compare-and-swap loop on the integer itself
         store = ["v = a2[i]", f"old = o0[{dst}]", "while True:",
                  f"    got = cuda.atomic.cas(o0, {dst}, old, {cast(x.dtype, 'old * v')})",
                  "    if got == old:", "        break", "    old = got"]
@@ -225,6 +236,32 @@ def _scatter(eqn: JaxprEqn, tag: str, args: str):
                                             ["if a0[i] != a0[i]:", "    o0[i] = a0[i]"]))
         steps += [("nan_updates", n_upd), ("nan_operand", n_out)]
     return _module(tag, funcs), steps
+
+
+def _along_axis(eqn: JaxprEqn, tag: str, args: str):
+    """take_along_axis: out[..j..] = x[..idx[..j..]..] along `axis`; scatter_add_along_axis:
+    zeros, then out[..idx[..j..]..] += u[..j..] with atomics. idx broadcasts (size-1 dims);
+    negative indices wrap as numpy's. The CPU backend raises IndexError for indices out of
+    bounds; kernels cannot raise, so those elements read 0 / are dropped (numbax's own
+    callers, sort's and cumulative ops' derivatives, only pass in-bounds permutations)."""
+    name, axis = eqn.primitive.name, eqn.params["axis"]
+    x, idx = eqn.invars[0].aval, eqn.invars[1].aval
+    out = eqn.outvars[0].aval
+    shape = idx.shape if name == "take_along_axis" else x.shape  # the iteration space
+    n = _prod(shape)
+    size = x.shape[axis] if name == "take_along_axis" else out.shape[axis]
+    ipos = [f"j{d}" if idx.shape[d] != 1 else "0" for d in range(len(shape))]
+    lines = [f"c = np.int64(a1[{_flat(ipos, idx.shape)}])", "if c < 0:", f"    c += {size}",
+             f"ok = 0 <= c < {size}"]
+    at = [f"j{d}" if d != axis else "c" for d in range(len(shape))]
+    if name == "take_along_axis":
+        body = lines + [f"o0[i] = a0[{_flat(at, x.shape)}] if ok else {render_scalar(0, x.dtype)}"]
+        return _module(tag, {"kernel": (args, _grid(n, shape, body))}), [("kernel", n)]
+    n_out = _prod(out.shape)
+    zero = _grid(n_out, (n_out,), [f"o0[i] = {render_scalar(0, out.dtype)}"])
+    body = lines + ["if ok:", f"    cuda.atomic.add(o0, {_flat(at, out.shape)}, a0[i])"]
+    return (_module(tag, {"zero": (args, zero), "kernel": (args, _grid(n, shape, body))}),
+            [("zero", n_out), ("kernel", n)])
 
 
 _CUM = {"cumsum": "acc + v", "cumprod": "acc * v",

@@ -1,0 +1,63 @@
+"""Simulator checks of the special and bit-level lowerings (cuda_special.py, cuda_index.py):
+special values and edge cases the primitive matrix's random rows do not reach."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from tests.cuda.sim_checks import check, close, gjit
+
+
+@check
+def digamma_polygamma_special_values():
+    x = np.array([0.0, -0.0, -1.0, -2.5, -0.5, 1e-8, 0.3, 1.4616321449683622, 7.5, 30.0, 1e6,
+                  np.inf, -np.inf, np.nan])
+    close(gjit(lax.digamma)(x), sp.digamma(x), rtol=1e-12, atol=1e-13)
+    close(gjit(lax.digamma)(x.astype(np.float32)), sp.digamma(x).astype(np.float32),
+          rtol=2e-6, atol=1e-6)
+    xs = np.array([0.2, 1.0, 2.5, 11.0, 100.0, -0.5, -1.5, -2.0, 0.0])
+    for m in (1.0, 2.0, 3.0):
+        mm = np.full_like(xs, m)
+        close(gjit(lax.polygamma)(mm, xs), sp.polygamma(mm, xs), rtol=1e-11, atol=1e-13)
+
+
+@check
+def population_count_and_nextafter():
+    ints = np.array([0, 1, 7, 255, -1, -8, 2**40 + 3, np.iinfo(np.int64).min,
+                     np.iinfo(np.int64).max])
+    for dt in (np.int64, np.int32, np.uint32, np.uint8):
+        v = ints.astype(dt)
+        close(gjit(lax.population_count)(v), np.bitwise_count(v).astype(dt))
+    x = np.array([0.0, -0.0, 1.0, -1.0, 1e-308, np.inf, -np.inf, np.nan, 3.0])
+    y = np.array([1.0, -1.0, 2.0, -np.inf, 0.0, 0.0, np.inf, 1.0, np.nan])
+    for dt in (np.float64, np.float32):
+        close(gjit(lax.nextafter)(x.astype(dt), y.astype(dt)),
+              np.nextafter(x.astype(dt), y.astype(dt)), rtol=0, atol=0)
+
+
+@check
+def float_scatter_mul_and_along_axis():
+    for dt in (np.float32, np.float64):
+        x = np.arange(1, 7, dtype=dt)
+        idx = np.array([0, 2, 2, 5, 0, 2])  # duplicates multiply in any order
+        upd = np.array([2.0, 3.0, -0.5, np.nan, 4.0, 10.0], dt)
+        want = x.copy()
+        np.multiply.at(want, idx, upd)
+        close(gjit(lambda a, i, u: a.at[i].multiply(u))(x, idx, upd), want, rtol=1e-6)
+    u = np.arange(12.0).reshape(3, 4)
+    perm = np.array([[3, 0, 1, 2], [1, -1, 0, 2], [0, 1, 2, 3]])
+    want = np.zeros((3, 4))
+    np.add.at(want, (np.arange(3)[:, None], perm), u)
+    from numbax._src.lax import along_axis
+    close(gjit(lambda a, i: along_axis.scatter_add_along_axis_p.bind(a, i, axis=1, size=4))(
+        u, perm), want)
+    close(gjit(lambda a, i: along_axis.take_along_axis(a, i, 1))(u, perm),
+          np.take_along_axis(u, perm % 4, axis=1))
+    # the sort derivative uses both primitives
+    v = np.array([[0.3, -1.0, 2.0, 0.5], [1.0, 1.0, -2.0, 0.0]])
+    g = gjit(numbax.grad(lambda a: jnp.sum(jnp.sort(a, axis=1) * jnp.arange(4.0))))(v)
+    close(g, np.asarray(numbax.jit(numbax.grad(
+        lambda a: jnp.sum(jnp.sort(a, axis=1) * jnp.arange(4.0))))(v)))
