@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu, fusion
+from numbax._src.compiler import codegen_cpu, cuda_complex, fusion
 from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
@@ -185,6 +185,7 @@ SCALAR_RULES.update({
         else "cd.shift_right_logical({u}({x}), {u}({y}), {b})").format(
             u=f"np.uint{_dt(e).itemsize * 8}", x=a[0], y=a[1], b=_dt(e).itemsize * 8),
 })
+cuda_complex.install(SCALAR_RULES)  # complex operands/results: cuda_complex's rules
 _NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
 
 
@@ -192,7 +193,7 @@ def fusible(eqn: JaxprEqn) -> bool:
     """Whether the equation can join a CUDA loop nest (real dtypes only)."""
     name = eqn.primitive.name
     if any(v.aval.dtype.kind == "c" for v in [*eqn.invars, *eqn.outvars]):
-        return False
+        return cuda_complex.fusible(eqn)
     if name in fusion.BROADCAST and eqn.outvars[0].aval.ndim == 0:
         return False
     if name in fusion.REDUCTIONS or name in fusion.BROADCAST:
@@ -547,6 +548,8 @@ def _shfl(k: _Kernel, red: JaxprEqn, val: str, arg: str, kind: str) -> str:
         return f"({fn}(0xffffffff, np.int32({val}), {arg}) != 0)"
     if acc in (np.float32, np.float64, np.int32, np.int64):
         return f"{fn}(0xffffffff, {val}, {arg})"
+    if acc.kind == "c":
+        return cuda_complex.shfl(fn, val, arg, acc)
     via = ("np.float32" if acc.kind == "f" else "np.int64" if acc.itemsize == 8 else "np.int32")
     return f"{dtype_ctor(acc)}({fn}(0xffffffff, {via}({val}), {arg}))"
 

@@ -152,3 +152,30 @@ def erfinv(y):
             if abs(step) <= 1e-16 * abs(x):
                 break
     return x
+
+
+# complex helpers live in cuda_complex_device; kernels reach them as cd.c_<name>
+from numbax._src.compiler.cuda_complex_device import (  # noqa: E402, F401
+    c_acos,
+    c_acosh,
+    c_asin,
+    c_asinh,
+    c_atan,
+    c_atanh,
+    c_cos,
+    c_cosh,
+    c_div,
+    c_exp,
+    c_exp2,
+    c_expm1,
+    c_isfinite,
+    c_log,
+    c_log1p,
+    c_pow,
+    c_sign,
+    c_sin,
+    c_sinh,
+    c_sqrt,
+    c_tan,
+    c_tanh,
+)

@@ -8,6 +8,7 @@ import numpy as np
 from numbax._src import core, cuda_runtime
 from numbax._src.compiler import (
     cache,
+    cuda_complex,
     cuda_index,
     cuda_linalg,
     cuda_sort,
@@ -42,7 +43,7 @@ def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
         name = eqn.primitive.name
         if name in CONTROL_FLOW:
             continue  # the sub-jaxprs are checked as they are compiled
-        if fusible(eqn) or (name in LIBRARY and eqn.outvars[0].aval.dtype.kind != "c"
+        if fusible(eqn) or (name in LIBRARY and cuda_complex.library_ok(eqn)
                             and cuda_index.supported(eqn)):
             continue
         if name in PLANNED and PLANNED[name].supported(eqn):
