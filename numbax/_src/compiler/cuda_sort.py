@@ -172,42 +172,79 @@ def _tile_kernel(s: _Sort, chunked: bool) -> tuple[str, int, int]:
     return _kernel("tile", s.args(chunked), lines), blocks, t
 
 
-def _merge_kernel(s: _Sort, name: str, w: int, src: int, final: bool) -> tuple[str, int]:
-    """Merge sorted runs of w into runs of 2w: thread g writes outputs t0..t0+E of a row."""
-    e = geometry(s.cfg)[2]
-    n, nch = s.n, _cdiv(s.n, e)
+def _merge_kernel(s: _Sort, name: str, w: int, src: int, final: bool) -> tuple[str, int, int]:
+    """Merge sorted runs of w into runs of 2w. Block g writes the S = T * E outputs from t0 of
+    a row: threads 0 and 1 find where the block's first and last merge-path diagonals cut the
+    two runs (binary search in global memory), the block stages those input slices in shared
+    memory (coalesced), each thread merges E outputs from its own diagonal into registers, and
+    the block stores them through shared memory (coalesced)."""
+    tile, _, e = geometry(s.cfg)
+    t = min(s.cfg.threads, 2 * tile // e)
+    size = t * e  # divides 2 * w: a block never straddles two merges
+    n, bpr = s.n, _cdiv(s.n, size)
     ps, ks, pd, kd = f"p{src}", f"k{src}", f"p{1 - src}", f"k{1 - src}"
-    lines = ["    g = cuda.grid(1)", f"    while g < {s.rows * nch}:",
-             f"        r = g // {nch}", f"        t0 = (g % {nch}) * {e}", f"        s0 = r * {n}",
+    search = ["    while i0 < i1:",  # how many of the first d outputs come from run A
+              "        m = (i0 + i1) // 2"]
+    lines = [f"    sk = cuda.shared.array({size}, {dtype_ctor(s.carry)})",
+             f"    sp = cuda.shared.array({size}, {dtype_ctor(s.pos)})",
+             "    cut = cuda.shared.array(2, np.int64)",
+             f"    kv = cuda.local.array({e}, {dtype_ctor(s.carry)})",
+             f"    pv = cuda.local.array({e}, {dtype_ctor(s.pos)})",
+             "    tid = cuda.threadIdx.x", "    g = cuda.blockIdx.x",
+             f"    while g < {s.rows * bpr}:",
+             f"        r = g // {bpr}", f"        t0 = (g % {bpr}) * {size}",
+             f"        s0 = r * {n}", f"        b = {s.base('r')}",
              f"        lo = t0 - t0 % {2 * w}", f"        mid = min(lo + {w}, {n})",
-             f"        hi = min(lo + {2 * w}, {n})", "        d = t0 - lo",
-             f"        b = {s.base('r')}",
-             "        i0 = max(0, d - (hi - mid))", "        i1 = min(d, mid - lo)",
-             "        while i0 < i1:",  # how many of the first d outputs come from run A
-             "            m = (i0 + i1) // 2",
-             "            xa = s0 + lo + m", "            xb = s0 + mid + d - 1 - m",
-             f"            if {s.before(f'{ks}[xa]', f'{ps}[xa]', f'{ks}[xb]', f'{ps}[xb]')}:",
-             "                i0 = m + 1", "            else:", "                i1 = m",
-             "        ia = s0 + lo + i0", "        ib = s0 + mid + d - i0",
-             "        ea = s0 + mid", "        eb = s0 + hi",
-             f"        u = {ks}[min(ia, ea - 1)]", f"        x = {ps}[min(ia, ea - 1)]",
-             f"        v = {ks}[min(ib, eb - 1)]", f"        y = {ps}[min(ib, eb - 1)]",
-             f"        for q in range(t0, min(t0 + {e}, hi)):",
-             f"            if ia >= ea or (ib < eb and {s.before('v', 'y', 'u', 'x')}):",
-             "                val = v", "                pos = y", "                ib += 1",
-             "                if ib < eb:",
-             f"                    v = {ks}[ib]", f"                    y = {ps}[ib]",
+             f"        hi = min(lo + {2 * w}, {n})", f"        cnt = min(t0 + {size}, hi) - t0",
+             "        if tid < 2:",
+             "            d = t0 + tid * cnt - lo",
+             "            i0 = max(0, d - (hi - mid))", "            i1 = min(d, mid - lo)",
+             *(f"        {line}" for line in search),
+             "                xa = s0 + lo + m", "                xb = s0 + mid + d - 1 - m",
+             f"                if {s.before(f'{ks}[xa]', f'{ps}[xa]', f'{ks}[xb]', f'{ps}[xb]')}:",
+             "                    i0 = m + 1", "                else:",
+             "                    i1 = m",
+             "            cut[tid] = i0",
+             "        cuda.syncthreads()",
+             "        la = cut[1] - cut[0]", "        lb = cnt - la",
+             "        ga = s0 + lo + cut[0]", "        gb = s0 + mid + t0 - lo - cut[0] - la",
+             f"        for i in range(tid, cnt, {t}):",
+             "            if i < la:",
+             f"                sk[i] = {ks}[ga + i]", f"                sp[i] = {ps}[ga + i]",
              "            else:",
-             "                val = u", "                pos = x", "                ia += 1",
-             "                if ia < ea:",
-             f"                    u = {ks}[ia]", f"                    x = {ps}[ia]"]
+             f"                sk[i] = {ks}[gb + i]", f"                sp[i] = {ps}[gb + i]",
+             "        cuda.syncthreads()",
+             f"        d = min(tid * {e}, cnt)",
+             "        i0 = max(0, d - lb)", "        i1 = min(d, la)",
+             *(f"    {line}" for line in search),
+             "            xb = la + d - 1 - m",
+             f"            if {s.before('sk[m]', 'sp[m]', 'sk[xb]', 'sp[xb]')}:",
+             "                i0 = m + 1", "            else:", "                i1 = m",
+             "        ia = i0", "        ib = la + d - i0",
+             "        u = sk[max(0, min(ia, la - 1))]", "        x = sp[max(0, min(ia, la - 1))]",
+             "        v = sk[min(ib, cnt - 1)]", "        y = sp[min(ib, cnt - 1)]",
+             f"        for q in range(min({e}, cnt - d)):",
+             f"            if ia >= la or (ib < cnt and {s.before('v', 'y', 'u', 'x')}):",
+             "                kv[q] = v", "                pv[q] = y", "                ib += 1",
+             "                if ib < cnt:",
+             "                    v = sk[ib]", "                    y = sp[ib]",
+             "            else:",
+             "                kv[q] = u", "                pv[q] = x", "                ia += 1",
+             "                if ia < la:",
+             "                    u = sk[ia]", "                    x = sp[ia]",
+             "        cuda.syncthreads()",
+             f"        for q in range(min({e}, cnt - d)):",
+             "            sk[d + q] = kv[q]", "            sp[d + q] = pv[q]",
+             "        cuda.syncthreads()",
+             f"        for i in range(tid, cnt, {t}):"]
     if final:
-        lines += s.gather("            ", "q", "val", "pos")
+        lines += ["            q = t0 + i", *s.gather("            ", "q", "sk[i]", "sp[i]")]
     else:
-        lines += [f"            {kd}[s0 + q] = val", f"            {pd}[s0 + q] = pos"]
-    lines.append("        g += cuda.gridsize(1)")
-    blocks = max(1, min(_cdiv(s.rows * nch, s.cfg.threads), s.cfg.max_blocks))
-    return _kernel(name, s.args(True), lines), blocks
+        lines += [f"            {kd}[s0 + t0 + i] = sk[i]",
+                  f"            {pd}[s0 + t0 + i] = sp[i]"]
+    lines += ["        cuda.syncthreads()", "        g += cuda.gridDim.x"]
+    blocks = max(1, min(s.rows * bpr, s.cfg.max_blocks))
+    return _kernel(name, s.args(True), lines), blocks, t
 
 
 def _rowwise_kernel(s: _Sort) -> tuple[str, int]:
@@ -275,9 +312,9 @@ def render(eqn: JaxprEqn, cfg: Config) -> KernelPlan:
     w, j = geometry(cfg)[0], 0
     while w < s.n:
         name = f"merge{j}"
-        src, blocks = _merge_kernel(s, name, w, j % 2, final=2 * w >= s.n)
+        src, blocks, threads = _merge_kernel(s, name, w, j % 2, final=2 * w >= s.n)
         parts.append(src)
-        launches.append((name, blocks, cfg.threads))
+        launches.append((name, blocks, threads))
         w, j = 2 * w, j + 1
     return KernelPlan("\n".join(parts) + "\n", launches,
                       scratch=[(size, s.pos), (size, s.pos), (size, s.carry), (size, s.carry)])
