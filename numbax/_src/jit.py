@@ -578,8 +578,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         RuntimeError). Only buffers numbax allocated (outputs of an earlier jit call) that
         nothing else references are reused; numpy arguments are never written into.
       backend: None, "cpu", or "gpu" (alias "cuda": @cuda.jit kernels through numba-cuda).
-        None runs on the GPU when an argument is committed to one (numbax.device_put), else
-        on the CPU.
+        None runs on the GPU an argument is committed to (numbax.device_put), else on the
+        CPU; "gpu" runs on that GPU, or GPU 0 when no argument is on one. Arguments
+        committed to two different devices raise ValueError (JAX's rule); uncommitted ones
+        (numpy arrays, scalars, Arrays never placed) move to the committed device.
       inline: when True, calls are always traced into the caller (no compiled code).
 
     Returns:

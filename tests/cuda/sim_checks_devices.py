@@ -197,5 +197,9 @@ def devices_second_gpu_bookkeeping():
 
         close(numbax.jit(loop)(numbax.device_put(np.zeros(3), g1)), 3 * k, rtol=0)
         close(numbax.jit(loop)(numbax.device_put(np.zeros(3), g0)), 3 * k, rtol=0)
+        compiled = f.lower(d1).compile()  # lower/compile: runs where it was compiled
+        close(compiled(d1), want, rtol=1e-12)
+        assert compiled(x).device == g1
+        _raises(lambda: compiled(d0), "compiled for CudaDevice(id=1)")
         close(gjit(lambda a: a + 1.0)(x), x + 1, rtol=0)  # backend="gpu": GPU 0
         assert gjit(lambda a: a + 1.0)(x).device == g0
