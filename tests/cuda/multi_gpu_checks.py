@@ -285,6 +285,8 @@ def threads_drive_two_gpus():
     f = numbax.jit(lambda a: jnp.cumsum(jnp.sin(a)) + jnp.sum(a))
     x = RNG.standard_normal(999)
     want = np.asarray(numbax.jit(f.fun, backend="cpu")(x))
+    for g in (g0, g1):  # compiled (and loaded into each context) before the threads start
+        f(numbax.device_put(x, g))
     errors = []
 
     def work(g):
