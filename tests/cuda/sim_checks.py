@@ -514,10 +514,14 @@ def eager_ops_stay_on_gpu():
     vals, idx = numbax.lax.sort((d[0], jnp.arange(6)), num_keys=1)  # multiple results
     close(vals, np.sort(x[0]), rtol=0)
     close(idx, np.argsort(x[0], kind="stable"), rtol=0)
-    # no CUDA lowering (complex dtypes): the host path, a CPU result with the same values
-    z = d * (1 + 2j)
-    assert not isinstance(z, GpuArray), type(z)
+    z = d * (1 + 2j)  # complex dtypes run on the GPU too (cuda_complex.py)
+    assert isinstance(z, GpuArray), type(z)
     np.testing.assert_allclose(np.asarray(z), x * (1 + 2j), rtol=1e-12)
+    # no CUDA lowering (complex max: no order on complex): the host path, the same values
+    m = jnp.maximum(z, z * 0.5)
+    assert not isinstance(m, GpuArray), type(m)
+    np.testing.assert_allclose(np.asarray(m), np.maximum(x * (1 + 2j), x * (0.5 + 1j)),
+                               rtol=1e-12)
     # bad input still raises the CPU path's error
     try:
         d + np.ones(5)
