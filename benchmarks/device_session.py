@@ -1,0 +1,83 @@
+"""Runs the GPU machine's checks and benchmarks in one go, each step in its own subprocess with
+a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary on stdout).
+
+    PYTHONPATH=. python3 benchmarks/device_session.py [step ...]
+
+Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
+card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
+cpu_isa, bench_cpu, mlp_profile, compile."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+STEPS: dict[str, tuple[list[str], int]] = {
+    "info": (["bash", "-c", "nvidia-smi -L; lscpu | grep -E 'Model name|^CPU\\(s\\)'; "
+              f"{PY} -c 'import numba, numpy; print(numba.__version__, numpy.__version__)'"], 60),
+    "sim_checks": ([PY, "tests/cuda/sim_checks.py"], 300),
+    "matrix": ([PY, "tests/cuda/sim_matrix.py"], 400),
+    "multi_gpu": ([PY, "tests/cuda/multi_gpu_checks.py"], 200),
+    "bench_cuda": ([PY, "benchmarks/bench_cuda.py"], 300),
+    "driver": ([PY, "benchmarks/bench_cuda_driver.py"], 240),
+    "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),
+    "cpu_isa": ([PY, "benchmarks/cpu_isa_probe.py"], 150),
+    "bench_cpu": ([PY, "benchmarks/bench_cpu.py"], 300),
+    "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),
+    "compile": ([PY, "benchmarks/bench_compile.py"], 200),
+}
+
+# CPU benchmarks compare with JAX on the CPU and keep numbax off the GPU
+CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "compile"})
+CPU_ENV = {"JAX_PLATFORMS": "cpu", "NUMBAX_PLATFORMS": "cpu"}
+
+
+def _summary(step: str, text: str) -> str:
+    """A few lines worth reading from a step's output."""
+    lines = text.splitlines()
+    if step in ("sim_checks", "matrix"):
+        rows = [json.loads(x) for x in lines if x.startswith("{")]
+        key = "check" if step == "sim_checks" else "row"
+        good = ("ok", True)
+        bad = [r for r in rows if r.get("outcome", r.get("ok")) not in (*good, "refused")]
+        refused = sorted({r[key].split(":")[1] for r in rows if r.get("outcome") == "refused"})
+        out = [f"{len(rows)} rows, {len(bad)} failing; refused: {refused}"]
+        out += [f"  FAIL {r[key]}: {str(r.get('error'))[-600:]}" for r in bad]
+        return "\n".join(out)
+    return "\n".join(lines[-60:])
+
+
+def main(names: list[str]) -> int:
+    out_dir = Path(os.environ.get("OUT", "/tmp/device_session"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    for step in names or list(STEPS):
+        cmd, limit = STEPS[step]
+        if not (ROOT / cmd[-1]).exists() and cmd[0] == PY:
+            print(f"## {step}: {cmd[-1]} missing, skipped", flush=True)
+            continue
+        t = time.perf_counter()
+        step_env = dict(env, **CPU_ENV) if step in CPU_STEPS else env
+        try:
+            r = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True,
+                               timeout=limit)
+            text, rc = r.stdout + "\n--- stderr ---\n" + r.stderr[-6000:], r.returncode
+        except subprocess.TimeoutExpired as e:
+            text, rc = f"{e.stdout or ''}\nTIMEOUT after {limit} s", "timeout"
+            if isinstance(text, bytes):
+                text = text.decode()
+        (out_dir / f"{step}.txt").write_text(text)
+        print(f"## {step} (rc={rc}, {time.perf_counter() - t:.0f} s)\n"
+              f"{_summary(step, text.split('--- stderr ---')[0])}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
