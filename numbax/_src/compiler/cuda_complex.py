@@ -86,12 +86,13 @@ COMPLEX_RULES: dict[str, ScalarRule] = {
 _GENERIC = frozenset({"select_n"})
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_prod"})
 # Library equations the GPU runs on complex buffers: views, copies and gathers move whole
-# elements; dot_general's tiled kernel multiplies complex scalars. Not here: scatter-add/mul/
-# min/max (numba has no complex atomics), cummax/cummin/argmax/argmin/sort (no complex order).
+# elements; dot_general's tiled kernel multiplies complex scalars; scatter-add adds the parts
+# with float atomics (scatter_add_parts). Not here: scatter-mul/min/max (numba has no complex
+# atomics), max/min/lt/.../sort (no order on complex; lax rejects argmax/cummax of complex).
 LIBRARY = frozenset({
     "dot_general", "transpose", "reshape", "squeeze", "expand_dims", "broadcast_in_dim",
     "copy", "iota", "slice", "rev", "pad", "concatenate", "dynamic_slice",
-    "dynamic_update_slice", "gather", "scatter", "cumsum", "cumprod",
+    "dynamic_update_slice", "gather", "scatter", "scatter-add", "cumsum", "cumprod",
 })
 
 
@@ -119,6 +120,14 @@ def shfl(fn: str, val: str, arg: str, dtype: np.dtype) -> str:
     re = f"{fn}(0xffffffff, {val}.real, {arg})"
     im = f"{fn}(0xffffffff, {val}.imag, {arg})"
     return f"{dtype_ctor(dtype)}(complex({re}, {im}))"
+
+
+def scatter_add_parts(dst: str, dtype: np.dtype) -> list[str]:
+    """Kernel lines adding update a2[i] into complex o0[dst]: numba has no complex atomics, so
+    two float atomics add the real and imaginary parts through a float view of o0."""
+    part = dtype_ctor(np.empty((), dtype).real.dtype)
+    return ["v = a2[i]", f"of = o0.view({part})", f"q = 2 * ({dst})",
+            "cuda.atomic.add(of, q, v.real)", "cuda.atomic.add(of, q + 1, v.imag)"]
 
 
 def _dispatch(real_rule: ScalarRule | None, complex_rule: ScalarRule) -> ScalarRule:

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu
+from numbax._src.compiler import codegen_cpu, cuda_complex
 from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal
 
@@ -34,6 +34,8 @@ def supported(eqn: JaxprEqn) -> bool:
     numba's atomics (32/64-bit ints and floats); scatter-mul a compare-and-swap loop, which
     numba.cuda has for 32/64-bit integers (floats go through their bits)."""
     name = eqn.primitive.name
+    if name == "scatter-add" and eqn.invars[0].aval.dtype.kind == "c":
+        return True  # no complex atomics: float atomics on the parts (cuda_complex)
     if name in ("scatter-add", "scatter-min", "scatter-max", "scatter_add_along_axis"):
         return eqn.invars[0].aval.dtype in _ATOMIC
     if name == "scatter-mul":
@@ -222,6 +224,8 @@ def _scatter(eqn: JaxprEqn, tag: str, args: str):
         store = ["v = a2[i]", f"old = o0[{dst}]", "while True:",
                  f"    got = cuda.atomic.cas(o0, {dst}, old, {cast(x.dtype, 'old * v')})",
                  "    if got == old:", "        break", "    old = got"]
+    elif name == "scatter-add" and x.dtype.kind == "c":
+        store = cuda_complex.scatter_add_parts(dst, x.dtype)
     else:
         store = [f"cuda.atomic.{name[8:]}(o0, {dst}, a2[i])"]
     funcs["kernel"] = (args, _grid(n_upd, upd.shape, [*lines, "if ok:",
