@@ -286,9 +286,10 @@ def _householder(h: str, rows: int, ld: int, steps: str, end: str, T: int) -> li
 
 
 def _form_q(h: str, q: str, rows: int, ld: int, kq: int, steps: str, first: str,
-            T: int) -> list[str]:
+            start: str, T: int) -> list[str]:
     """LAPACK's org2r: columns first..kq-1 of Q (rows x kq, offset oq) = H_0 ... H_{steps-1}
-    applied to the identity's columns, the reflectors applied backwards."""
+    applied to the identity's columns, the reflectors applied backwards; reflector j only
+    changes columns start.. (start = max(j, first), as numba-cuda's max needs a device)."""
     hx = f"{h}[oh + i * {ld} + j]"
     return _code(f"""
         for t in range(tid, {rows * kq}, {T}):
@@ -299,7 +300,7 @@ def _form_q(h: str, q: str, rows: int, ld: int, kq: int, steps: str, first: str,
             cuda.syncthreads()
             tj = tau[ot + j]
             if tj != 0.0:
-                for cc in range(max(j, {first}) + tid, {kq}, {T}):
+                for cc in range({start} + tid, {kq}, {T}):
                     s = {q}[oq + j * {kq} + cc]
                     for i in range(j + 1, {rows}):
                         s += {hx} * {q}[oq + i * {kq} + cc]
@@ -326,7 +327,7 @@ def _qr(eqn: JaxprEqn, cfg: Config) -> KernelPlan:
             s0[oh + t] = a0[oh + t]""")
     body = [*body, "h0 = s0", "q0 = s1", "tau = s2"]
     body += _householder("h0", m, n, str(k), str(n), T)
-    body += _form_q("h0", "q0", m, n, kq, str(k), "0", T)
+    body += _form_q("h0", "q0", m, n, kq, str(k), "0", "j", T)
     body += _code(f"""
         for t in range(tid, {m * kq}, {T}):
             o0[oq + t] = q0[oq + t]
@@ -610,7 +611,7 @@ def _svd_vectors(m: int, n: int, kk: int, ll: int, kf: int, tall: bool, T: int) 
             oq = b * {ll * kf}
             tau = s5""")
     inner = _householder("s4", ll, kk, "nz", "nz", T)
-    inner += _form_q("s4", "s6", ll, kk, kf, "nz", "nz", T)
+    inner += _form_q("s4", "s6", ll, kk, kf, "nz", "nz", "nz", T)
     lines += _indent(inner, 4)
     lines += _code(f"""
         cuda.syncthreads()
