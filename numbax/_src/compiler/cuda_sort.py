@@ -9,10 +9,13 @@ time from the static shape (`variant`):
   up to a power of two) in shared memory, a bitonic sort of (key 0, position) pairs, then
   gathers every operand through the permutation.
 - "merge" (longer rows): the tile kernel sorts each TILE-long chunk of a row into scratch
-  (key 0, position) buffers, then log2(n / TILE) merge passes, one kernel each: every thread
-  finds its split of the two runs by binary search along the merge-path diagonal and merges
-  MERGE_ITEMS outputs; the buffers ping-pong and the last pass gathers the outputs.
-Key 0 travels with the positions; keys 1.. are read through the positions only on ties."""
+  (key 0, position) buffers, then ceil(log2(n / TILE)) merge passes, one kernel each (the run
+  width is a compile-time constant): a block finds where its stretch of the merge path cuts
+  the two runs (binary search along the diagonal), stages those slices in shared memory, and
+  each thread merges MERGE_ITEMS outputs from its own diagonal; the buffers ping-pong and the
+  last pass gathers the outputs.
+Key 0 travels with the positions; keys 1.. are read through the positions only on ties. The
+`is_stable` param changes nothing: the result is always the stable one (as on the CPU)."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,10 +31,12 @@ ROWWISE_MAX = 4  # rows up to this long: one thread per row
 
 def geometry(cfg: Config) -> tuple[int, int, int]:
     """(TILE: elements one block sorts in shared memory, threads of a tile block, MERGE_ITEMS:
-    outputs one merge thread writes). Small under the simulator (threads=32), so rows of a few
-    dozen elements already take the merge path."""
+    outputs one merge thread writes; a merge block writes at most TILE). At most 2048, so a
+    block's (key, position) pairs fit 48 KB of shared memory. Small under the simulator
+    (threads=32), so rows of a few dozen elements already take the merge path."""
     if cfg.threads >= 128:
-        return 8 * cfg.threads, cfg.threads, 8
+        tile = min(8 * cfg.threads, 2048)
+        return tile, min(cfg.threads, tile // 2), 8
     return cfg.threads, cfg.threads // 2, 4
 
 
@@ -179,7 +184,7 @@ def _merge_kernel(s: _Sort, name: str, w: int, src: int, final: bool) -> tuple[s
     memory (coalesced), each thread merges E outputs from its own diagonal into registers, and
     the block stores them through shared memory (coalesced)."""
     tile, _, e = geometry(s.cfg)
-    t = min(s.cfg.threads, 2 * tile // e)
+    t = min(s.cfg.threads, tile // e)
     size = t * e  # divides 2 * w: a block never straddles two merges
     n, bpr = s.n, _cdiv(s.n, size)
     ps, ks, pd, kd = f"p{src}", f"k{src}", f"p{1 - src}", f"k{1 - src}"
