@@ -46,7 +46,7 @@ def test_under_simulator(sim_results, name):
 
 # Primitives the CUDA backend refuses (NotImplementedError naming the primitive): kept equal to
 # what the matrix run finds, so the README's and performance.md's lists stay true.
-GPU_REFUSED = {"cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"}
+GPU_REFUSED: set[str] = set()  # linear algebra: compiler/cuda_linalg.py
 
 
 def test_primitive_matrix_under_simulator():
