@@ -5,7 +5,8 @@ Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda.py [--check] [
 selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each); --extra-only runs only
 the checks (with --check), random.normal, scan and CuPy rows; --only=NAME,NAME runs only those
 blocks (compile, selu, sigmoid, add, sum, softmax, logsumexp, matmul, mlp, normal, scan,
-cupy). Prints a markdown table.
+cupy); --plain-launch launches through numba-cuda's ordinary dispatch (cuda_launch.FAST off).
+Prints a markdown table.
 """
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
@@ -394,6 +395,10 @@ def cpu_section() -> None:
 
 if __name__ == "__main__":
     print("| what | result | notes |\n|---|---|---|")
+    if "--plain-launch" in sys.argv:
+        from numbax._src.compiler import cuda_launch
+
+        cuda_launch.FAST = False
     if "--extra-only" in sys.argv:
         if "--check" in sys.argv:
             _checks()
