@@ -1,17 +1,25 @@
-"""cuda_launch.launcher against a fake numba-cuda dispatcher: the first launch goes through
-`dispatcher[grid, block](*args)`, later ones call the resolved overload's `launch` directly,
-unless its argument types differ, there are several overloads, or FAST is off."""
+"""cuda_launch.launcher against a fake numba-cuda dispatcher: the first two launches go
+through `dispatcher[grid, block](*args)` (the second recording how it calls the overload's
+`launch`), later ones call that `launch` directly with the recorded arguments, unless the
+argument types differ, there are several overloads, the direct call is rejected, or FAST is
+off."""
 from __future__ import annotations
 
 from numbax._src.compiler import cuda_launch
+
+STREAM = object()  # what the fake "ordinary path" passes as the stream
 
 
 class _Kernel:
     def __init__(self, types) -> None:
         self.argument_types = types
         self.calls = []
+        self.reject_direct = False
+        self.in_ordinary = False
 
-    def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
+    def launch(self, args, griddim, blockdim, stream, sharedmem):
+        if self.reject_direct and not self.in_ordinary:
+            raise TypeError("Stream expected")  # rejected before anything launches
         self.calls.append((args, griddim, blockdim, stream, sharedmem))
 
 
@@ -19,50 +27,69 @@ class _Dispatcher:
     def __init__(self, n_overloads: int = 1, types=("f32[:]", "f32[:]")) -> None:
         self.overloads = {}
         self.kernels = [_Kernel(types) for _ in range(n_overloads)]
-        self.slow = []
+        self.slow = 0
 
     def typeof_pyval(self, value):
         return "f32[:]" if isinstance(value, float) else "i64[:]"
 
     def __getitem__(self, config):
-        def run(*args):
-            self.slow.append((config, args))
-            for q, k in enumerate(self.kernels):  # "compiles" on the first call
+        def run(*args):  # compiles on the first call, then launches like numba-cuda's call
+            self.slow += 1
+            for q, k in enumerate(self.kernels):
                 self.overloads[q] = k
+            k = self.kernels[0]
+            k.in_ordinary = True
+            k.launch(args, ("grid", config[0]), ("block", config[1]), STREAM, 0)
+            k.in_ordinary = False
         return run
 
 
-def test_first_launch_ordinary_then_direct():
+def test_ordinary_twice_then_direct_with_recorded_arguments():
     d = _Dispatcher()
     go = cuda_launch.launcher(d, (4, 2), 32)
-    go(1.0, 2.0)
-    go(3.0, 4.0)
-    go(5.0, 6.0)
-    assert d.slow == [(((4, 2), 32), (1.0, 2.0))]
-    assert d.kernels[0].calls == [((3.0, 4.0), (4, 2, 1), (32, 1, 1), 0, 0),
-                                  ((5.0, 6.0), (4, 2, 1), (32, 1, 1), 0, 0)]
+    for q in range(5):
+        go(float(q), 2.0)
+    assert d.slow == 2
+    assert [c[0] for c in d.kernels[0].calls] == [(float(q), 2.0) for q in range(5)]
+    assert all(c[1:] == (("grid", (4, 2)), ("block", 32), STREAM, 0)
+               for c in d.kernels[0].calls)
+    assert "launch" not in vars(d.kernels[0])  # the recorder is gone
 
 
 def test_mismatched_types_or_several_overloads_stay_ordinary():
     d = _Dispatcher()
     go = cuda_launch.launcher(d, 1, 32)
-    go(1, 2)  # typed i64[:], the overload takes f32[:]
-    go(1, 2)
-    assert len(d.slow) == 2 and not d.kernels[0].calls
+    for _ in range(4):
+        go(1, 2)  # typed i64[:], the overload takes f32[:]
+    assert d.slow == 4
     d2 = _Dispatcher(n_overloads=2)
     go2 = cuda_launch.launcher(d2, 1, 32)
-    go2(1.0, 2.0)
-    go2(1.0, 2.0)
-    assert len(d2.slow) == 2
+    for _ in range(4):
+        go2(1.0, 2.0)
+    assert d2.slow == 4
+
+
+def test_rejected_direct_call_falls_back_once_and_for_good():
+    d = _Dispatcher()
+    go = cuda_launch.launcher(d, 1, 32)
+    go(1.0, 2.0)
+    go(1.0, 2.0)
+    d.kernels[0].reject_direct = True  # e.g. a numba-cuda whose launch wants another stream
+    go(3.0, 4.0)  # direct call rejected -> the ordinary path launches it
+    go(5.0, 6.0)
+    assert d.slow == 4
+    assert [c[0] for c in d.kernels[0].calls] == [(1.0, 2.0), (1.0, 2.0), (3.0, 4.0),
+                                                  (5.0, 6.0)]
 
 
 def test_fast_switch_off_uses_ordinary_path(monkeypatch):
     d = _Dispatcher()
     go = cuda_launch.launcher(d, 1, 32)
     go(1.0, 2.0)
+    go(1.0, 2.0)
     monkeypatch.setattr(cuda_launch, "FAST", False)
     go(1.0, 2.0)
-    assert len(d.slow) == 2 and not d.kernels[0].calls
+    assert d.slow == 3
 
 
 def test_simulator_like_dispatcher_without_overloads():
@@ -77,6 +104,6 @@ def test_simulator_like_dispatcher_without_overloads():
 
     f = Fake()
     go = cuda_launch.launcher(f, 1, 1)
-    for _ in range(3):
+    for _ in range(4):
         go(1.0)
-    assert f.n == 3
+    assert f.n == 4
