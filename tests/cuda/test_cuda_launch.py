@@ -5,6 +5,8 @@ argument types differ, there are several overloads, the direct call is rejected,
 off."""
 from __future__ import annotations
 
+import pytest
+
 from numbax._src.compiler import cuda_launch
 
 STREAM = object()  # what the fake "ordinary path" passes as the stream
@@ -42,6 +44,11 @@ class _Dispatcher:
             k.launch(args, ("grid", config[0]), ("block", config[1]), STREAM, 0)
             k.in_ordinary = False
         return run
+
+
+@pytest.fixture(autouse=True)
+def _one_gpu(monkeypatch):
+    monkeypatch.setattr(cuda_launch.cuda_runtime, "gpu_count", lambda: 1)
 
 
 def test_ordinary_twice_then_direct_with_recorded_arguments():
@@ -107,3 +114,12 @@ def test_simulator_like_dispatcher_without_overloads():
     for _ in range(4):
         go(1.0)
     assert f.n == 4
+
+
+def test_several_gpus_keep_the_ordinary_path(monkeypatch):
+    monkeypatch.setattr(cuda_launch.cuda_runtime, "gpu_count", lambda: 2)
+    d = _Dispatcher()
+    go = cuda_launch.launcher(d, 1, 32)
+    for _ in range(4):
+        go(1.0, 2.0)
+    assert d.slow == 4

@@ -10,12 +10,16 @@ resolved overload's `launch` wrapped to record the exact arguments numba passes 
 stream object, for one, differs across numba-cuda versions); later launches call the
 overload's `launch` directly with those. Anything unexpected (the simulator, several
 overloads, argument types other than the overload's, a `launch` the ordinary path does not
-call, a first direct call rejected before launching) keeps the ordinary path.
+call, a first direct call rejected before launching, several visible GPUs: a launch site is
+shared by every device's executable and the recorded stream belongs to one) keeps the
+ordinary path.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from numbax._src import cuda_runtime
 
 FAST = True  # benchmarks/bench_cuda_driver.py switches it off to measure the ordinary path
 
@@ -23,6 +27,8 @@ FAST = True  # benchmarks/bench_cuda_driver.py switches it off to measure the or
 def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
     """A function launching `dispatcher` on (grid, block) with its positional arguments."""
     configured = dispatcher[grid, block]
+    if cuda_runtime.gpu_count() != 1:
+        return configured
     # [launches so far (capped at 3), overload's launch, recorded (rest, kwargs), verified]
     state: list[Any] = [0, None, None, False]
 
