@@ -535,13 +535,15 @@ def eager_ops_stay_on_gpu():
 
 # Checks in other files register into this module's CHECKS (import them after the helpers
 # above exist; run as a script, main() below reads the importable module's CHECKS).
-from tests.cuda import sim_checks_special  # noqa: E402, F401
-from tests.cuda import sim_checks_sort  # noqa: E402, F401
-from tests.cuda import sim_checks_complex  # noqa: E402, F401
-from tests.cuda import sim_checks_devices  # noqa: E402, F401
-from tests.cuda import sim_checks_matmul  # noqa: E402, F401
-from tests.cuda import sim_checks_linalg  # noqa: E402, F401
-from tests.cuda import sim_checks_rows  # noqa: E402, F401
+from tests.cuda import (  # noqa: E402, F401
+    sim_checks_complex,
+    sim_checks_devices,
+    sim_checks_linalg,
+    sim_checks_matmul,
+    sim_checks_rows,
+    sim_checks_sort,
+    sim_checks_special,
+)
 
 
 def main(names):

@@ -185,6 +185,14 @@ SCALAR_RULES.update({
         else "cd.shift_right_logical({u}({x}), {u}({y}), {b})").format(
             u=f"np.uint{_dt(e).itemsize * 8}", x=a[0], y=a[1], b=_dt(e).itemsize * 8),
 })
+# special and bit-level primitives: device functions of cuda_special (re-exported by cd)
+SCALAR_RULES.update({
+    "digamma": lambda a, e: f"cd.digamma(np.float64({a[0]}))",
+    "polygamma": lambda a, e: f"cd.polygamma(np.float64({a[0]}), np.float64({a[1]}))",
+    "population_count": lambda a, e: f"cd.popcount({a[0]})",
+    "nextafter": lambda a, e: (f"cd.nextafter32({a[0]}, {a[1]})" if _dt(e) == np.float32
+                               else f"cd.nextafter64({a[0]}, {a[1]})"),
+})
 cuda_complex.install(SCALAR_RULES)  # complex operands/results: cuda_complex's rules
 _NO_CAST = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
 

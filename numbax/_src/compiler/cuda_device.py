@@ -179,3 +179,15 @@ from numbax._src.compiler.cuda_complex_device import (  # noqa: E402, F401
     c_tan,
     c_tanh,
 )
+
+# special functions and float-bit helpers live in cuda_special; kernels reach them as cd.<name>
+from numbax._src.compiler.cuda_special import (  # noqa: E402, F401
+    digamma,
+    hurwitz_zeta,
+    mul_bits_f32,
+    mul_bits_f64,
+    nextafter32,
+    nextafter64,
+    polygamma,
+    popcount,
+)
