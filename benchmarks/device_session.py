@@ -4,7 +4,7 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
     PYTHONPATH=. python3 benchmarks/device_session.py [step ...]
 
 Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
-card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
+card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort, linalg,
 cpu_isa, bench_cpu, mlp_profile, compile."""
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "bench_cuda": ([PY, "benchmarks/bench_cuda.py"], 300),
     "driver": ([PY, "benchmarks/bench_cuda_driver.py"], 240),
     "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),
+    "linalg": ([PY, "benchmarks/gpu_linalg_bench.py"], 200),
     "cpu_isa": ([PY, "benchmarks/cpu_isa_probe.py"], 150),
     "bench_cpu": ([PY, "benchmarks/bench_cpu.py"], 300),
     "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),
