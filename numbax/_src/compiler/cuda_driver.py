@@ -316,7 +316,9 @@ class _Driver:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer
             if not isinstance(v, Var) or self.names[v] != d:
                 self.lines.append(f"    rt.copy_into({d}, {self.arg(v)})")
-        rets = [self.arg(x) for x in jaxpr.outvars]
+        rets = [f"rt.to_device(np.asarray({render_scalar(x.val, x.aval.dtype)}))"
+                if isinstance(x, Literal) else self.arg(x)  # an output never shares a const
+                for x in jaxpr.outvars]
         params = ", ".join([*(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
                             *(d for _, d in self.dests)])
         head = _header(jaxpr, core._Names()).split("\ncuda =")[0]
