@@ -24,7 +24,8 @@ BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "170"))  # checks past it are 
 CHECKS = ["dot_general", "transposes", "control_flow_host_driven", "grad_and_vmap_compose",
           "gather_scatter_device", "matmul_odd_sizes_and_tiles",
           "matmul_transposed_operands_no_transpose_kernel", "matmul_batch_dims_and_layouts",
-          "matmul_tiny_and_empty_contraction_and_ints", "matmul_in_grad_and_scan_rows_in_place"]
+          "matmul_tiny_and_empty_contraction_and_ints", "matmul_in_grad_and_scan_rows_in_place",
+          "matmul_real_card_tiles"]
 
 
 def say(*parts) -> None:

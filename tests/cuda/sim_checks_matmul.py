@@ -143,3 +143,29 @@ def matmul_in_grad_and_scan_rows_in_place():
         want_c = want_c + xs[i]
     close(c, want_c, rtol=1e-12)
     close(ys, want_y, rtol=1e-12)
+
+
+@check
+def matmul_real_card_tiles():
+    """The real card's tiles: the 128x128 float32 tile with partial edge tiles and split-K.
+    Under the simulator only the choice is checked (the shapes are too big to simulate)."""
+    from numbax._src import cuda_runtime
+
+    real = Config(sim=False)
+    cases = ((1541, 67, 1539, np.float32, True, 1), (200, 3000, 100, np.float32, False, 11),
+             (130, 2000, 70, np.float64, False, 7))
+    for m, k, n, dt, big, splits in cases:
+        tile, s, kc = cuda_matmul.choose_tiles(
+            cuda_matmul.MatmulShape(1, m, n, k, (dt, dt, dt)), real)
+        assert (tile == real.mm_big) == big and s == splits, (m, k, n, tile, s, kc)
+        assert s == 1 or (s - 1) * kc < k <= s * kc, (k, s, kc)
+    if cuda_runtime.simulator_enabled():
+        return
+    for m, k, n, dt, _, _ in cases:
+        a = RNG.normal(size=(k, m)).astype(dt)  # read transposed: xT @ y
+        b = RNG.normal(size=(k, n)).astype(dt)
+        want = a.T.astype(np.float64) @ b.astype(np.float64)
+        got = np.asarray(gjit(lambda a, b: a.T @ b)(a, b)).astype(np.float64)
+        tol = 1e-4 if dt == np.float32 else 1e-12
+        err = np.abs(got - want).max() / np.abs(want).max()
+        assert err < tol, (m, k, n, np.dtype(dt).name, err)
