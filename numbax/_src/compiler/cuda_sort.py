@@ -228,18 +228,20 @@ def _merge_kernel(s: _Sort, name: str, w: int, src: int, final: bool) -> tuple[s
              "        ia = i0", "        ib = la + d - i0",
              "        u = sk[max(0, min(ia, la - 1))]", "        x = sp[max(0, min(ia, la - 1))]",
              "        v = sk[min(ib, cnt - 1)]", "        y = sp[min(ib, cnt - 1)]",
-             f"        for q in range(min({e}, cnt - d)):",
-             f"            if ia >= la or (ib < cnt and {s.before('v', 'y', 'u', 'x')}):",
+             f"        for q in range({e}):",  # a constant trip count: kv, pv in registers
+             f"            if q < cnt - d and (ia >= la or (ib < cnt and "
+             f"{s.before('v', 'y', 'u', 'x')})):",
              "                kv[q] = v", "                pv[q] = y", "                ib += 1",
              "                if ib < cnt:",
              "                    v = sk[ib]", "                    y = sp[ib]",
-             "            else:",
+             "            elif q < cnt - d:",
              "                kv[q] = u", "                pv[q] = x", "                ia += 1",
              "                if ia < la:",
              "                    u = sk[ia]", "                    x = sp[ia]",
              "        cuda.syncthreads()",
-             f"        for q in range(min({e}, cnt - d)):",
-             "            sk[d + q] = kv[q]", "            sp[d + q] = pv[q]",
+             f"        for q in range({e}):",
+             "            if q < cnt - d:",
+             "                sk[d + q] = kv[q]", "                sp[d + q] = pv[q]",
              "        cuda.syncthreads()",
              f"        for i in range(tid, cnt, {t}):"]
     if final:
