@@ -14,7 +14,9 @@ import numpy as np
 import numbax
 import numbax.numpy as jnp
 from numbax._src.array import GpuArray
+from tests.cuda import sim_support
 
+sim_support.prepare()
 RNG = np.random.default_rng(0)
 # the simulator runs uint32 arithmetic in numpy scalars: threefry's wrapping adds warn
 warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)

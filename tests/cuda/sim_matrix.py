@@ -19,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numbax  # noqa: E402
 from numbax._src.array import GpuArray  # noqa: E402
+from tests.cuda import sim_support  # noqa: E402
 from tests.lax.test_matrix import CASES, ROWS  # noqa: E402
 
+sim_support.prepare()
 # the simulator runs uint32 arithmetic in numpy scalars: threefry's wrapping adds warn
 warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
 
