@@ -54,31 +54,40 @@ def _summary(step: str, text: str) -> str:
     return "\n".join(lines[-60:])
 
 
+def _run_step(step: str, env: dict, out_dir: Path) -> str:
+    cmd, limit = STEPS[step]
+    if not (ROOT / cmd[-1]).exists() and cmd[0] == PY:
+        return f"## {step}: {cmd[-1]} missing, skipped"
+    t = time.perf_counter()
+    step_env = dict(env, **CPU_ENV) if step in CPU_STEPS else env
+    if step not in ("info", "multi_gpu"):  # timings and checks on one card, as users
+        step_env = dict(step_env, CUDA_VISIBLE_DEVICES="0")  # with one GPU would have
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True,
+                           timeout=limit)
+        text, rc = r.stdout + "\n--- stderr ---\n" + r.stderr[-6000:], r.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        text, rc = f"{out}\nTIMEOUT after {limit} s", "timeout"
+    (out_dir / f"{step}.txt").write_text(text)
+    return (f"## {step} (rc={rc}, {time.perf_counter() - t:.0f} s)\n"
+            f"{_summary(step, text.split('--- stderr ---')[0])}")
+
+
 def main(names: list[str]) -> int:
+    """Each argument is a step, or steps joined by '+' that run at the same time (checks
+    that compile a lot; never timings)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     out_dir = Path(os.environ.get("OUT", "/tmp/device_session"))
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), XLA_PYTHON_CLIENT_PREALLOCATE="false")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    for step in names or list(STEPS):
-        cmd, limit = STEPS[step]
-        if not (ROOT / cmd[-1]).exists() and cmd[0] == PY:
-            print(f"## {step}: {cmd[-1]} missing, skipped", flush=True)
-            continue
-        t = time.perf_counter()
-        step_env = dict(env, **CPU_ENV) if step in CPU_STEPS else env
-        if step not in ("info", "multi_gpu"):  # timings and checks on one card, as users
-            step_env = dict(step_env, CUDA_VISIBLE_DEVICES="0")  # with one GPU would have
-        try:
-            r = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True,
-                               timeout=limit)
-            text, rc = r.stdout + "\n--- stderr ---\n" + r.stderr[-6000:], r.returncode
-        except subprocess.TimeoutExpired as e:
-            text, rc = f"{e.stdout or ''}\nTIMEOUT after {limit} s", "timeout"
-            if isinstance(text, bytes):
-                text = text.decode()
-        (out_dir / f"{step}.txt").write_text(text)
-        print(f"## {step} (rc={rc}, {time.perf_counter() - t:.0f} s)\n"
-              f"{_summary(step, text.split('--- stderr ---')[0])}", flush=True)
+    for group in names or list(STEPS):
+        steps = group.split("+")
+        with ThreadPoolExecutor(len(steps)) as pool:
+            for report in pool.map(lambda s: _run_step(s, env, out_dir), steps):
+                print(report, flush=True)
     return 0
 
 
