@@ -22,12 +22,16 @@ PAR_REDUCE_MIN_HEAVY = 2**15  # kernels calling fastmath exp/log/tanh/...
 PAR_REDUCE_THREADS: int | None = None
 PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
+# Kernel outputs of this many bytes reuse the driver's previous buffer once the caller has
+# dropped it (kernels_cpu.take): fresh pages of a large np.empty are faulted and zeroed.
+POOL_MIN_BYTES = 2**23
+POOL_MAX_BYTES = 2**28
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
-                  ("lanes", LANES))
+                  ("lanes", LANES), ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
                  "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}")
 _FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
@@ -722,7 +726,7 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
     temps = iter(range(1 << 30))
     pp = core._Names()
     _header(jaxpr, False, pp)  # names the variables the way the header prints them
-    imports, lines = [], []
+    imports, lines, pools = [], [], []
     for j, (node, module) in enumerate(zip(nodes, kernel_modules, strict=True)):
         for v in node.outputs:
             names[v] = f"t{next(temps)}"
@@ -733,6 +737,10 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
                     fresh = f"{fresh} if {reuse[v]} is None else {reuse[v]}"
+                elif POOL_MIN_BYTES <= _nbytes(v.aval) <= POOL_MAX_BYTES:
+                    pools.append(names[v])
+                    lines.append(f"    {names[v]} = lw.kc.take(_pool_{names[v]})")
+                    fresh = f"{fresh} if {names[v]} is None else {names[v]}"
                 lines.append(f"    {names[v]} = {fresh}")
             flat = getattr(node, "flat_size", None)
             fshape = getattr(node, "flat_shape", None)
@@ -765,12 +773,18 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
     fallbacks = [n.fallback_name for n in nodes if getattr(n, "fallback_name", None)]
     params = ", ".join([*fallbacks, *(names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
                         *(f"{d}=None" for d in reuse.values())])
+    lines.extend(f"    _pool_{t}.append({t})" for t in pools)
     head = _header(jaxpr, False, pp).split("\nCACHE")[0]
     head = head.replace("# numbax", "# driver | numbax", 1)
+    pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (lw.kc.take)\n" for t in pools)
     return (head + "from numbax._src.compiler import lowering as lw  # noqa: F401\n"
-            + "\n".join(imports) + "\n\n\n"
+            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pools else "") + "\n\n"
             + f"def driver({params}):\n" + "\n".join(lines)
             + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
+
+
+def _nbytes(aval) -> int:
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
 
 def donation_plan(jaxpr: Jaxpr, nodes: list, donated: frozenset) -> list[tuple[Var, int]]:

@@ -11,9 +11,30 @@ contiguous arrays.
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 from numba import njit
+
+# ----------------------------------------------------------------------------- output buffers
+
+
+def take(pool: list) -> np.ndarray | None:
+    """The driver's last buffer for one large output when nothing else refers to it any more
+    (the caller dropped that result and every view of it), made writable again; else None.
+
+    A fresh ``np.empty`` of tens of MB is page-faulted and zeroed by the OS on first touch:
+    selu over 1e7 float32 took 5.9 ms into fresh buffers and 3.1 ms into a reused one (one
+    thread, 2026-11-26). ``list.pop`` is atomic, so two threads never get the same buffer."""
+    try:
+        buf = pool.pop()
+    except IndexError:
+        return None
+    if sys.getrefcount(buf) > 2:  # this name and getrefcount's argument only
+        return None
+    buf.setflags(write=True)
+    return buf
+
 
 # ----------------------------------------------------------------------------- views and copies
 
