@@ -45,3 +45,29 @@ def test_public_functions_are_compiled_once_not_spliced_at_numba_ir_level():
             assert disp.targetoptions.get("inline", "never") == "never"
             assert type(disp._cache).__name__ == "FunctionCache"  # cache=True
     assert fm._exp_core_f64.targetoptions["inline"] == "always"
+
+
+def test_a_new_process_loads_the_compiled_function_from_numba_cache():
+    """The second of two fresh processes calling fm.tanh_f32 from a new kernel loads it from
+    Numba's cache (no compile), so a kernel's cold compile pays only for the kernel."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from numba import njit\n"
+        "from numbax._src.compiler import fastmath as fm\n"
+        "@njit(error_model='numpy')\n"
+        "def k(x, o):\n"
+        "    for i in range(x.shape[0]):\n"
+        "        o[i] = fm.tanh_f32(x[i])\n"
+        "x = np.linspace(-3, 3, 64, dtype=np.float32); o = np.empty_like(x); k(x, o)\n"
+        "assert np.allclose(o, np.tanh(x), rtol=1e-6)\n"
+        "s = fm.tanh_f32.stats\n"
+        "print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=False) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-2000:]
+    hits, misses = map(int, runs[1].stdout.split())
+    assert (hits, misses) == (1, 0)
