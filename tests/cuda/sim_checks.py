@@ -542,6 +542,7 @@ from tests.cuda import (  # noqa: E402, F401
     sim_checks_devices,
     sim_checks_linalg,
     sim_checks_matmul,
+    sim_checks_reduce,
     sim_checks_rows,
     sim_checks_sort,
     sim_checks_special,

@@ -64,12 +64,18 @@ class Config:
         self.row_block_max = 64 if sim else 1024
         self.row_slots = 4 if sim else 16
         self.shuffle = not sim
+        # other reductions (_render_general_reduce): with few outputs, the reduced range is
+        # split so about this many threads run (each at least red_split_min elements), then
+        # a second kernel combines the splits in order
+        self.red_split_threads = 256 if sim else 1 << 16
+        self.red_split_min = 4 if sim else 32
 
     def key(self) -> tuple:
         return (("target", "cuda"), ("threads", self.threads), ("unroll", self.unroll),
                 ("red_blocks", self.red_blocks),
                 ("rows", self.row_threads, self.row_block_max, self.row_slots, self.shuffle),
                 ("matmul", self.mm_big, self.mm_small, self.mm_sms, self.mm_split_k),
+                ("red_split", self.red_split_threads, self.red_split_min),
                 ("f32_sum_acc", "float64"))
 
 
@@ -703,20 +709,39 @@ def _render_rows(k: _Kernel, kept: int) -> tuple[str, Launch]:
     return _kernel_def(k) + "\n".join(lines) + "\n", launch
 
 
+def _reduce_splits(cfg: Config, m: int, kred: int) -> int:
+    """How many pieces the reduced range of a general reduction is cut into: enough threads
+    to fill the card when the outputs are few (a bias gradient: 512 outputs of 4096 rows each
+    ran on 2 blocks), never fewer than red_split_min elements per thread."""
+    if m == 0 or kred < 2 * cfg.red_split_min or m >= cfg.red_split_threads:
+        return 1
+    return max(1, min(_cdiv(cfg.red_split_threads, m), kred // cfg.red_split_min))
+
+
 def _render_general_reduce(k: _Kernel, kept: list[int], axes: list[int]) -> tuple[str, Launch]:
-    """One thread per output element and a serial loop over the reduced ones."""
+    """Thread (o, s) reduces piece s of output o's elements serially (consecutive threads,
+    consecutive outputs: coalesced when the kept axes are the trailing ones). With one piece
+    it stores the output; with several it writes a partial, and `finish` combines each
+    output's partials in piece order (deterministic, no atomics)."""
     cfg, nest, pad = k.cfg, k.nest, "    "
     shape = nest.shape
     m = _prod([shape[d] for d in kept])
     kred = _prod([shape[d] for d in axes])
+    splits = _reduce_splits(cfg, m, kred)
+    chunk = _cdiv(kred, splits)
     kst = _strides([shape[d] for d in kept])
     rst = _strides([shape[d] for d in axes])
     reds = _reductions(nest.eqns)
     accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reds)}
     lines = _scalar_loads(k, pad)
-    lines += [f"{pad}o = cuda.grid(1)", f"{pad}while o < {m}:"]
+    lines += [f"{pad}t = cuda.grid(1)", f"{pad}while t < {m * splits}:",
+              f"{pad}    o = t % {m}"]
     lines += [f"{pad}    {accs[e.outvars[0]]} = {_acc_init(e)}" for e in reds]
-    lines.append(f"{pad}    for q in range({kred}):")
+    if splits == 1:
+        lines.append(f"{pad}    for q in range({kred}):")
+    else:
+        lines += [f"{pad}    q0 = (t // {m}) * {chunk}",
+                  f"{pad}    for q in range(q0, min(q0 + {chunk}, {kred})):"]
     idx = [""] * len(shape)
     inner = pad + "        "
     for j, d in enumerate(kept):
@@ -730,14 +755,38 @@ def _render_general_reduce(k: _Kernel, kept: list[int], axes: list[int]) -> tupl
     lane = _Lane("f", "", idx=idx)
     _emit(k, lane, nest.eqns, accs)
     lines += _lines([lane], inner)
-    for e in reds:
-        out = e.outvars[0]
-        if out in k.out_names:
-            lines.append(f"{pad}    {k.out_names[out]}[o] = {cast(out.aval.dtype, accs[out])}")
-    lines.append(f"{pad}    o += cuda.gridsize(1)")
-    blocks = max(1, min(_cdiv(m, cfg.threads), cfg.max_blocks))
-    launch = Launch(steps=[f"kernel[{blocks}, {cfg.threads}]({{args}})"] if m else [])
-    return _kernel_def(k) + "\n".join(lines) + "\n", launch
+    outs = [k.out_names.get(e.outvars[0]) for e in reds]
+    for j, (e, name) in enumerate(zip(reds, outs, strict=True)):
+        if splits > 1:
+            lines.append(f"{pad}    p{j}[t] = acc{j}")
+        elif name is not None:
+            lines.append(f"{pad}    {name}[o] = {cast(e.outvars[0].aval.dtype, f'acc{j}')}")
+    lines.append(f"{pad}    t += cuda.gridsize(1)")
+    blocks = max(1, min(_cdiv(m * splits, cfg.threads), cfg.max_blocks))
+    if splits == 1:
+        launch = Launch(steps=[f"kernel[{blocks}, {cfg.threads}]({{args}})"] if m else [])
+        return _kernel_def(k) + "\n".join(lines) + "\n", launch
+    partials = [f"p{j}" for j in range(len(reds))]
+    src = _kernel_def(k, partials) + "\n".join(lines) + "\n"
+    fin = [f"{pad}o = cuda.grid(1)", f"{pad}while o < {m}:"]
+    for j, (e, name) in enumerate(zip(reds, outs, strict=True)):
+        if name is None:
+            continue
+        comb = _COMBINE[e.primitive.name](f"acc{j}", f"p{j}[q * {m} + o]",
+                                          e.invars[0].aval.dtype)
+        fin += [f"{pad}    acc{j} = {_acc_init(e)}", f"{pad}    for q in range({splits}):",
+                f"{pad}        acc{j} = {comb}",
+                f"{pad}    {name}[o] = {cast(e.outvars[0].aval.dtype, f'acc{j}')}"]
+    fin.append(f"{pad}    o += cuda.gridsize(1)")
+    fin_params = ", ".join([*partials, *(o for o in outs if o is not None)])
+    src += f"\n\n@cuda.jit(cache=CACHE)\ndef finish({fin_params}):\n" + "\n".join(fin) + "\n"
+    fin_blocks = max(1, min(_cdiv(m, cfg.threads), cfg.max_blocks))
+    launch = Launch(
+        allocs=[(m * splits, _acc_dtype(e)) for e in reds],
+        steps=[f"kernel[{blocks}, {cfg.threads}]({{args}}, {{partials}})",
+               f"finish[{fin_blocks}, {cfg.threads}]({{partials}}"
+               + "".join(", {" + o + "}" for o in outs if o) + ")"])
+    return src, launch
 
 
 def _header(jaxpr: Jaxpr, names: core._Names) -> str:
