@@ -16,8 +16,10 @@ inlines it before the final module's loop vectoriser runs, so the loop holds no 
 vectorised as if the body were written in it. (Inlining at Numba-IR level instead,
 ``inline="always"``, re-typed and re-lowered the body in every kernel: 1.0 of the 1.8 s of
 Numba compile time of the MLP training step; the private helpers below still inline that way
-into the public functions, compiled once.) Callers need no options of their own beyond
-``error_model="numpy"`` (the "python" model adds raising branches).
+into the public functions, compiled once.) ``erf_f32``/``erf_f64`` are the exception: their
+three coefficient sets put them over LLVM's inlining threshold, and a call left in the loop
+stops vectorisation (17x slower), so they keep ``inline="always"``. Callers need no options
+of their own beyond ``error_model="numpy"`` (the "python" model adds raising branches).
 
 The ``_f32`` variants compute in float32 (shorter polynomials, twice the lanes).
 Coefficients are weighted least-squares/Lawson (near-minimax) fits made with mpmath at
@@ -329,7 +331,7 @@ def logistic_f64(x):
     return q - q * d_lo * (q if pos else 1.0 - q)
 
 
-@njit(**_CALL)
+@njit(**_JIT)  # too large for LLVM's inliner: spliced at Numba-IR level
 def erf_f64(x):
     """Error function for float64: x*(1+P(x**2)) below 1, 1 - exp(-x**2)*Q(x) above."""
     ax = abs(x)
@@ -522,7 +524,7 @@ def logistic_f32(x):
     return q - q * d_lo * (q if pos else _F32_ONE - q)
 
 
-@njit(**_CALL)
+@njit(**_JIT)  # too large for LLVM's inliner: spliced at Numba-IR level
 def erf_f32(x):
     """Error function for float32: x*(1+P(x**2)) below 1, 1 - exp(-x**2)*Q(x) above."""
     ax = abs(x)
