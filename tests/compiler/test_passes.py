@@ -76,3 +76,27 @@ def test_grad_jaxpr_shrinks():
     j1 = passes.simplify(j0)
     assert len(j1.eqns) <= len(j0.eqns)
     _same_values(f, j1, X)
+
+
+def test_broadcast_through_keepdims_reshape():
+    """logsumexp's f[n] -> f[n,1] -> f[n,k] broadcasts f[n] directly: no reshape is left to
+    split the row kernel (one fused nest on both backends)."""
+    def lse(x):
+        m = jnp.max(x, axis=1, keepdims=True)
+        return jnp.log(jnp.sum(jnp.exp(x - m), axis=1, keepdims=True)) + m
+
+    x = np.random.default_rng(1).normal(size=(6, 5))
+    jaxpr = passes.simplify(_jaxpr(lse, x))
+    reshaped = {e.outvars[0] for e in jaxpr.eqns if e.primitive.name == "reshape"}
+    assert not [e for e in jaxpr.eqns if e.primitive.name == "broadcast_in_dim"
+                and e.invars[0] in reshaped]  # no reshape between a reduction and its use
+    _same_values(lse, jaxpr, x)
+    m = x.max(axis=1, keepdims=True)
+    want = np.log(np.exp(x - m).sum(axis=1, keepdims=True)) + m
+    np.testing.assert_allclose(np.asarray(numbax.jit(lse)(x)), want, rtol=1e-13)
+    # a reshape that reorders more than unit axes stays (and the result is still right)
+    f = lambda v: jnp.broadcast_to(jnp.reshape(v, (2, 3)), (4, 2, 3))  # noqa: E731
+    v = np.arange(6.0)
+    assert "reshape" in _prims(passes.simplify(_jaxpr(f, v)))
+    np.testing.assert_array_equal(np.asarray(numbax.jit(f)(v)),
+                                  np.broadcast_to(v.reshape(2, 3), (4, 2, 3)))

@@ -20,7 +20,8 @@ _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
     for pass_ in (inline_scalar_broadcasts, sink_reshapes, simplify_algebra, fold_constants,
-                  inline_scalar_broadcasts, fold_transposes, expand_outer_dots, cse, dce):
+                  inline_scalar_broadcasts, broadcast_through_reshapes, fold_transposes,
+                  expand_outer_dots, cse, dce):
         jaxpr = core.check_jaxpr(pass_(jaxpr))
     return jaxpr
 
@@ -323,6 +324,34 @@ def sink_reshapes(jaxpr: Jaxpr) -> Jaxpr:
             for v in e.outvars:
                 defs[v] = e
             eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _unit_free_axes(shape: tuple) -> list[int]:
+    return [d for d, n in enumerate(shape) if n != 1]
+
+
+def broadcast_through_reshapes(jaxpr: Jaxpr) -> Jaxpr:
+    """`broadcast_in_dim (reshape y)` where the reshape only adds or drops size-1 axes of a y
+    with none of its own broadcasts y directly: keepdims code (`max(x, 1, keepdims=True)`,
+    logsumexp's f[n] -> f[n,1] -> f[n,128]) otherwise leaves a reshape, a library op, between
+    a row reduction and its consumers, which splits one fused row kernel into two."""
+    defs: dict[Var, JaxprEqn] = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        x = eqn.invars[0] if eqn.invars else None
+        d = defs.get(x) if eqn.primitive.name == "broadcast_in_dim" else None
+        if d is not None and d.primitive.name in _RESHAPES and isinstance(d.invars[0], Var) \
+                and d.params.get("dimensions") is None:
+            y = d.invars[0]
+            kept = _unit_free_axes(x.aval.shape)
+            if 1 not in y.aval.shape and [x.aval.shape[i] for i in kept] == list(y.aval.shape):
+                dims = eqn.params["broadcast_dimensions"]
+                eqn = eqn._replace(invars=[y], params={
+                    **eqn.params, "broadcast_dimensions": tuple(dims[i] for i in kept)})
+        for v in eqn.outvars:
+            defs[v] = eqn
+        eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
