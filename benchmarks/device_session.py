@@ -4,8 +4,9 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
     PYTHONPATH=. python3 benchmarks/device_session.py [step ...]
 
 Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
-card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort, linalg,
-cpu_isa, bench_cpu, mlp_profile, compile."""
+card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
+linalg, rows_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes a and b to the
+step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
 import json
@@ -28,6 +29,7 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "driver": ([PY, "-W", "ignore", "benchmarks/bench_cuda_driver.py"], 240),
     "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),
     "linalg": ([PY, "benchmarks/gpu_linalg_bench.py"], 200),
+    "rows_probe": ([PY, "-W", "ignore", "benchmarks/gpu_rows_probe.py"], 200),
     "cpu_isa": ([PY, "benchmarks/cpu_isa_probe.py"], 150),
     "bench_cpu": ([PY, "benchmarks/bench_cpu.py"], 300),
     "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),
@@ -54,10 +56,12 @@ def _summary(step: str, text: str) -> str:
     return "\n".join(lines[-60:])
 
 
-def _run_step(step: str, env: dict, out_dir: Path) -> str:
+def _run_step(spec: str, env: dict, out_dir: Path) -> str:
+    step, _, extra = spec.partition("=")
     cmd, limit = STEPS[step]
     if not (ROOT / cmd[-1]).exists() and cmd[0] == PY:
         return f"## {step}: {cmd[-1]} missing, skipped"
+    cmd = [*cmd, *(a for a in extra.split(",") if a)]
     t = time.perf_counter()
     step_env = dict(env, **CPU_ENV) if step in CPU_STEPS else env
     if step not in ("info", "multi_gpu"):  # timings and checks on one card, as users
