@@ -24,7 +24,8 @@ STEPS: dict[str, tuple[list[str], int]] = {
               f"{PY} -c 'import numba, numpy; print(numba.__version__, numpy.__version__)'"], 60),
     "sim_checks": ([PY, "tests/cuda/sim_checks.py"], 300),
     "matrix": ([PY, "tests/cuda/sim_matrix.py"], 400),
-    "multi_gpu": ([PY, "tests/cuda/multi_gpu_checks.py"], 200),
+    "multi_gpu": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
+    "multi_gpu_nocupy": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
     "bench_cuda": ([PY, "benchmarks/bench_cuda.py"], 300),
     "driver": ([PY, "-W", "ignore", "benchmarks/bench_cuda_driver.py"], 240),
     "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),
@@ -62,10 +63,13 @@ def _run_step(spec: str, env: dict, out_dir: Path) -> str:
     if not (ROOT / cmd[-1]).exists() and cmd[0] == PY:
         return f"## {step}: {cmd[-1]} missing, skipped"
     cmd = [*cmd, *(a for a in extra.split(",") if a)]
+    if step == "multi_gpu_nocupy":  # whether the exit-time crash needs CuPy in the process
+        cmd += ["gpu_listing", "put_and_get_on_gpu1", "transfer_between_gpus", "jit_on_gpu1",
+                "control_flow_on_gpu1", "eager_ops_on_gpu1", "mixing_devices_errors"]
     t = time.perf_counter()
     step_env = dict(env, **CPU_ENV) if step in CPU_STEPS else env
-    if step not in ("info", "multi_gpu"):  # timings and checks on one card, as users
-        step_env = dict(step_env, CUDA_VISIBLE_DEVICES="0")  # with one GPU would have
+    if not step.startswith(("info", "multi_gpu")):  # timings and checks on one card, as
+        step_env = dict(step_env, CUDA_VISIBLE_DEVICES="0")  # users with one GPU have
     try:
         r = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True,
                            timeout=limit)
