@@ -28,12 +28,13 @@ POOL_MIN_BYTES = 2**23
 POOL_MAX_BYTES = 2**28
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
-                  ("fastmath", "reduce_ops accumulators only"), ("row_groups", 1),
+                  ("fastmath", "reduce_ops accumulators, fm Horner contract"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES), ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
-                 "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}")
+                 "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}; and fm.* Horner steps "
+                 "{contract}")
 _FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
 
 

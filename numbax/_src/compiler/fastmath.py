@@ -46,7 +46,16 @@ neighbours of every overflow/underflow/saturation threshold, inf, -inf, nan, ±0
     =========  ===========  ===========
 
 inf, -inf, nan and ±0 give numpy's results bit for bit (nan payloads aside).
-No fastmath flags are used: nan and inf propagate as numpy's functions do.
+The only fast-math flag is ``contract`` on the multiply-add of each Horner step (`_muladd`,
+its own Numba function so the flag stays on those two instructions after LLVM inlines it):
+on CPUs with FMA each step fuses into one rounding. Measured (2026-11-26, one thread, 1e6
+elements, AVX-512 dev VM): float64 exp/expm1/log/tanh/logistic 20-27 % faster, float32
+exp/expm1/logistic/log 5-12 %; the maximum errors over the test samples of
+``tests/compiler/test_fastmath.py`` are unchanged (the table above predates it). Results on a
+CPU without FMA (``NUMBA_CPU_NAME=generic``) may differ from FMA hosts within those bounds.
+Range reductions and error-compensation steps stay strict IEEE (contracting those changed
+float64 results by up to 1024 ulp). No ``nnan``/``ninf``: nan and inf propagate as numpy's
+functions do.
 """
 import math
 
@@ -99,6 +108,12 @@ def _clamp_lo(x, lo):
     return lo if x < lo else x  # noqa: FURB136
 
 
+@njit(error_model="numpy", cache=True, fastmath={"contract"})
+def _muladd(a, b, c):
+    """a * b + c, fused into one FMA where the CPU has it (never IR-inlined: keeps the flag)."""
+    return a * b + c
+
+
 @njit(**_JIT)
 def _horner(t, coeffs):
     """Evaluate sum(coeffs[j] * t**j); coefficients lowest degree first.
@@ -109,7 +124,7 @@ def _horner(t, coeffs):
     n = len(coeffs)
     p = coeffs[n - 1]
     for j in range(n - 2, -1, -1):
-        p = p * t + coeffs[j]
+        p = _muladd(p, t, coeffs[j])
     return p
 
 
