@@ -62,21 +62,21 @@ def test_small_widths_use_fewer_lanes_and_guard_the_padding():
 def test_wide_rows_use_one_block_and_one_shared_slot_per_warp():
     src, launch = _softmax_src((16384, 4096))
     body = _kernel(src)
-    assert launch.steps == ["kernel[16384, 512]({args})"]
-    assert "sm0 = cuda.shared.array(16, np.float32)" in body
-    assert "sm1 = cuda.shared.array(16, np.float64)" in body
+    assert launch.steps == ["kernel[16384, 256]({args})"]  # 8 warps of 16 elements each
+    assert "sm0 = cuda.shared.array(8, np.float32)" in body
+    assert "sm1 = cuda.shared.array(8, np.float64)" in body
     assert body.count("cuda.syncthreads()") == 2  # one per reduction, no log2(T) tree
     assert body.count("cuda.shfl_xor_sync") == 10
-    assert len(re.findall(r"= a0\[", body)) == 8  # 8 elements per thread, read once
+    assert len(re.findall(r"= a0\[", body)) == 16  # 16 elements per thread, read once
     assert "while q <" not in body
 
 
 def test_rows_too_wide_for_registers_loop_and_reread():
     src, launch = _softmax_src((4, 100000))
     body = _kernel(src)
-    assert launch.steps == ["kernel[4, 1024]({args})"]
+    assert launch.steps == ["kernel[4, 256]({args})"]
     assert body.count("while q < 100000:") == 3
-    assert "cuda.shared.array(32," in body
+    assert "cuda.shared.array(8," in body
 
 
 def test_simulator_config_exchanges_through_shared_memory():

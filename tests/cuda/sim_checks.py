@@ -321,6 +321,8 @@ def random_same_bits_as_cpu():
           rtol=0, atol=0)
     got = gjit(lambda k: random.normal(k, (50,)))(key)
     close(got, np.asarray(random.normal(key, (50,))), rtol=1e-13, atol=1e-13)
+    got = gjit(lambda k: random.normal(k, (50,), np.float32))(key)
+    close(got, np.asarray(random.normal(key, (50,), np.float32)), rtol=5e-7, atol=1e-7)
 
 
 @check
@@ -329,9 +331,9 @@ def erf_inv_device():
 
     y = np.concatenate([np.linspace(-0.999999, 0.999999, 41), [0.0, -1.0, 1.0, 1 - 1e-12]])
     close(gjit(numbax.lax.erf_inv)(y), erfinv(y), rtol=1e-13, atol=1e-15)
-    y32 = y.astype(np.float32)
+    y32 = y.astype(np.float32)  # float32: Giles' polynomial alone, as XLA (4 ulp)
     close(gjit(numbax.lax.erf_inv)(y32), erfinv(y32.astype(np.float64)).astype(np.float32),
-          rtol=2e-7, atol=1e-7)
+          rtol=5e-7, atol=1e-7)
 
 
 @check
