@@ -325,12 +325,14 @@ def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
 def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: list[str],
           pad: str, par_reduce: bool, eqns: list[JaxprEqn] | None = None,
           seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
-          nans: dict[Var, str] | None = None) -> dict[Var, str]:
+          nans: dict[Var, str] | None = None,
+          stash: dict[Var, str] | None = None) -> dict[Var, str]:
     """One line per fused equation (with the equation as a comment), inside the loops.
 
     `seed` gives values already computed as scalars (per-row results of earlier passes),
-    `no_store` the recomputed equations whose outputs an earlier pass stored, and `nans` the
-    NaN flags of vectorised max/min accumulators (row passes: updates go through `rd.*`).
+    `no_store` the recomputed equations whose outputs an earlier pass stored, `nans` the
+    NaN flags of vectorised max/min accumulators (row passes: updates go through `rd.*`), and
+    `stash` values also stored into an output's buffer (a later pass reads them back).
     Returns the scalar names of the equations' values."""
     nest = k.nest
     full = _index(idx)
@@ -380,6 +382,8 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
         if out in k.out_names and out not in no_store:
             target = f"{k.out_names[out]}[{full if idx else '...'}]"
             lines.append(f"{pad}{target} = {t}")
+        if stash and out in stash:
+            lines.append(f"{pad}{stash[out]}[{full}] = {t}  # kept for the last pass")
     return value
 
 
@@ -478,8 +482,9 @@ def render_loop(nest: fusion.LoopNest) -> tuple[str, bool]:
 def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
     """A reduction over trailing axes, and the passes fused after it (fusion.fuse_rows): an
     outer loop over the kept axes (prange when large), then per outer index one inner loop nest
-    per pass; per-row results stay scalars, full-size values of earlier passes are recomputed
-    (never stored), so softmax reads its row three times from cache and writes it once.
+    per pass; per-row results stay scalars, full-size values of earlier passes are recomputed,
+    except exp/log-heavy ones the last pass needs, which an output row carries (_stash_plan):
+    softmax reads its row twice, computes exp once and writes the row twice (in cache).
 
     Trailing axes that every access indexes in full are flattened into one loop (the driver
     passes reshaped views); passes holding max/min (or integer/bool) accumulators are unrolled
@@ -509,7 +514,8 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
     seed: dict[Var, str] = {}
     row_defs: list[JaxprEqn] = []  # elementwise equations of earlier row passes (recomputed)
     n_acc = 0
-    for kind, eqns in passes:
+    stash, stash_pass = _stash_plan(k, passes)
+    for p, (kind, eqns) in enumerate(passes):
         if kind == "outer":
             values = _body(k, idx[:kept], False, {}, lines, pad, False, eqns=eqns, seed=seed)
             seed.update({e.outvars[0]: values[e.outvars[0]] for e in eqns})
@@ -520,6 +526,11 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
                 if e.primitive.name in ("reduce_max", "reduce_min")
                 and e.invars[0].aval.dtype.kind == "f"}
         n_acc += len(reductions)
+        store_here = {v: o for v, o in stash.items() if stash_pass[v] == p}
+        reload = []  # the last pass loads the kept values before any store overwrites them
+        if p == len(passes) - 1 and stash:
+            reload = [f"sv{j} = {o}[{_index(idx)}]" for j, o in enumerate(stash.values())]
+            seed = {**seed, **{v: f"sv{j}" for j, v in enumerate(stash)}}
         again = _recompute(eqns, row_defs, seed)
         lanes = _lanes(reductions, len(again) + len(eqns))
         if shape[-1] < 2 * lanes and chunks <= 1:
@@ -553,13 +564,14 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
             for j, la in enumerate(lane_accs):
                 lane_idx = [*idx[:last], f"({idx[last]} + {j})" if j else idx[last]]
                 _body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
-                      seed=seed, no_store=no_store, nans=nans)
+                      seed=seed, no_store=no_store, nans=nans, stash=store_here)
             lo = stop
         if lo != hi:
             bounds = hi if lo == "0" else f"{lo}, {hi}"
             lines.append(f"{inner}for {idx[last]} in range({bounds}):")
+            lines.extend(f"{inner}    {line}" for line in reload)
             _body(k, idx, False, accs, lines, inner + "    ", False, eqns=again + eqns,
-                  seed=seed, no_store=no_store, nans=nans)
+                  seed=seed, no_store=no_store, nans=nans, stash=store_here)
         for la in lane_accs[1:]:  # tree-free serial combine of the lanes into lane 0
             for e in reductions:
                 out = e.outvars[0]
@@ -603,6 +615,57 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
     src = (f"{first}\n{notes}\n{rest}\n{consts}\n\n\n{deco}\ndef kernel({params}):\n"
            + "\n".join(lines) + "\n")
     return src, parallel
+
+
+def _stash_plan(k: _Kernel, passes: list) -> tuple[dict[Var, str], dict[Var, int]]:
+    """Full-size values the last row pass would recompute through exp/log/... (softmax's
+    `exp(x - max)`, recomputed to divide by the sum) that an output of that pass can carry
+    instead: the last earlier pass computing one also stores it in the output's row (same
+    shape and dtype; in cache), and the last pass reads it back rather than recomputing it.
+    Only for a last pass without reductions. Returns ({value: output name}, {value: pass})."""
+    kind_f, eqns_f = passes[-1]
+    if len(passes) < 2 or kind_f != "row" or any(
+            e.primitive.name in fusion.REDUCTIONS for e in eqns_f):
+        return {}, {}
+    seed: set[Var] = set()
+    row_defs: list[JaxprEqn] = []
+    computed_in: dict[Var, int] = {}
+    for p, (kind, eqns) in enumerate(passes[:-1]):
+        if kind == "outer":
+            seed.update(e.outvars[0] for e in eqns)
+            continue
+        for e in _recompute(eqns, row_defs, seed) + eqns:
+            if e.primitive.name not in fusion.REDUCTIONS:
+                computed_in[e.outvars[0]] = p
+        seed.update(e.outvars[0] for e in eqns if e.primitive.name in fusion.REDUCTIONS)
+        row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
+    defs = {e.outvars[0]: e for e in row_defs}
+    read_f = {x for e in eqns_f for x in e.invars if isinstance(x, Var)}
+    outs_f = [e.outvars[0] for e in eqns_f if e.outvars[0] in k.out_names]
+    plan: dict[Var, str] = {}
+    for e in _recompute(eqns_f, row_defs, seed):
+        v = e.outvars[0]
+        if v not in read_f or v in k.out_names or not _heavy(v, defs, seed):
+            continue
+        free = [o for o in outs_f if k.out_names[o] not in plan.values()
+                and o.aval.shape == v.aval.shape and o.aval.dtype == v.aval.dtype]
+        if free:
+            plan[v] = k.out_names[free[0]]
+    return plan, {v: computed_in[v] for v in plan}
+
+
+def _heavy(v: Var, defs: dict[Var, JaxprEqn], seed: set) -> bool:
+    """Whether recomputing `v` from the row's inputs calls an exp/log/... function."""
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Var) or x in seen or x in seed or x not in defs:
+            continue
+        seen.add(x)
+        if defs[x].primitive.name in _FASTMATH_FUNCS:
+            return True
+        stack.extend(defs[x].invars)
+    return False
 
 
 def _rows_flattenable(nest: fusion.LoopNest, kept: int) -> bool:
