@@ -13,10 +13,11 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 NUMBAX_VERSION = "0.1.0"
 PRANGE_MIN = 2**19  # smaller loops run serially: threads do not pay here (docs/performance.md)
-# Full reductions run in prange chunks only with more than 2 Numba threads and this many
-# elements; PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests.
-# Measured on 16 idle cores (docs/performance.md, bench_cpu.py --sweep): a chunked sum wins
-# from 2**18 elements (0.60x serial; parity at 2**17), a sum of exp from 2**15 (0.56x).
+# Full reductions run in prange chunks with 2 or more Numba threads and this many elements;
+# PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests. Measured
+# (docs/performance.md, bench_cpu.py --sweep): on 16 idle cores a chunked sum wins from 2**18
+# elements, a sum of exp from 2**15; on the idle 2-core VM the same (sum 0.61x serial at
+# 2**18, logsumexp 0.56x at 2**15) once chunk bounds are unsigned (see _render_rows).
 PAR_REDUCE_MIN = 2**18
 PAR_REDUCE_MIN_HEAVY = 2**15  # kernels calling fastmath exp/log/tanh/...
 PAR_REDUCE_THREADS: int | None = None
@@ -544,8 +545,10 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
             lines.extend(f"{pad}p{f} = np.empty({chunks}, np.bool_)" for f in nans.values())
             lines.append(f"{pad}for ic in prange(nchunk):")
             ppad = pad + "    "
-            lines.append(f"{ppad}lo = min(ic * chunk, {shape[-1]})")
-            lines.append(f"{ppad}hi = min(lo + chunk, {shape[-1]})")
+            # unsigned bounds: with a signed start Numba's negative-index wraparound stays in
+            # the loop and blocks vectorisation (a 1e7 sum: 5.9 ms chunked vs 1.4 ms, 2 cores)
+            lines.append(f"{ppad}lo = np.uint64(min(ic * chunk, {shape[-1]}))")
+            lines.append(f"{ppad}hi = np.uint64(min(ic * chunk + chunk, {shape[-1]}))")
         lane_accs = [accs] + [{v: f"{a}_{j}" for v, a in accs.items()} for j in range(1, lanes)]
         for la in lane_accs:
             lines.extend(_acc_inits(reductions, la, ppad))
@@ -558,11 +561,14 @@ def _render_rows(k: _Kernel, nest: fusion.LoopNest) -> tuple[str, bool]:
         lo, hi = ("lo", "hi") if chunks > 1 else ("0", str(shape[-1]))
         no_store = frozenset(e.outvars[0] for e in again)
         if lanes > 1:
-            stop = (f"{lo} + ({hi} - {lo}) // {lanes} * {lanes}" if chunks > 1
+            # chunk bounds are uint64: keep the arithmetic unsigned (uint64 + int64 is float)
+            step = f"np.uint64({lanes})" if chunks > 1 else str(lanes)
+            stop = (f"{lo} + ({hi} - {lo}) // {step} * {step}" if chunks > 1
                     else str(shape[-1] // lanes * lanes))
-            lines.append(f"{inner}for {idx[last]} in range({lo}, {stop}, {lanes}):")
+            lines.append(f"{inner}for {idx[last]} in range({lo}, {stop}, {step}):")
             for j, la in enumerate(lane_accs):
-                lane_idx = [*idx[:last], f"({idx[last]} + {j})" if j else idx[last]]
+                off = f"np.uint64({j})" if chunks > 1 else str(j)
+                lane_idx = [*idx[:last], f"({idx[last]} + {off})" if j else idx[last]]
                 _body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
                       seed=seed, no_store=no_store, nans=nans, stash=store_here)
             lo = stop
@@ -688,13 +694,13 @@ def _reduce_threads() -> int:
 
 
 def _reduce_chunks(nest: fusion.LoopNest, kept: int, shape: tuple[int, ...]) -> int:
-    """How many prange chunks a full reduction runs in (1: serial). Only with more than 2
-    Numba threads (on the loaded 2-core VM serial won, docs/performance.md), only for one flat
-    loop of at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY with exp/log/...), in up to
-    2 chunks per thread of at least PAR_REDUCE_CHUNK_MIN elements."""
+    """How many prange chunks a full reduction runs in (1: serial). Only with 2 or more Numba
+    threads, only for one flat loop of at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY
+    with exp/log/...), in up to 2 chunks per thread of at least PAR_REDUCE_CHUNK_MIN
+    elements."""
     threads = _reduce_threads()
     heavy = any(e.primitive.name in _FASTMATH_FUNCS for e in nest.eqns)
-    if kept != 0 or len(shape) != 1 or threads <= 2 or shape[0] < (
+    if kept != 0 or len(shape) != 1 or threads < 2 or shape[0] < (
             PAR_REDUCE_MIN_HEAVY if heavy else PAR_REDUCE_MIN):
         return 1
     return max(1, min(2 * threads, shape[0] // PAR_REDUCE_CHUNK_MIN))
