@@ -109,6 +109,12 @@ def _by_kind(float_rule: ScalarRule, int_rule: ScalarRule, bool_rule: ScalarRule
     return rule
 
 
+def _complex_or(rule: ScalarRule, complex_form: str) -> ScalarRule:
+    """`rule`, or `complex_form` (operands as {0}, {1}) when the operands are complex."""
+    return lambda args, eqn: (complex_form.format(*args) if _dtype_of(eqn).kind == "c"
+                              else rule(args, eqn))
+
+
 def _select_n(args, eqn):
     which, cases = args[0], args[1:]
     if len(cases) == 1:
@@ -168,7 +174,7 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "add_any": _by_kind(_infix("+"), _infix("+"), _infix("|")),
     "sub": _infix("-"),
     "mul": _by_kind(_infix("*"), _infix("*"), _infix("&")),
-    "div": _by_kind(_infix("/"), _fn("rt.cdiv")),
+    "div": _by_kind(_complex_or(_infix("/"), "rt.complex_div({0}, {1})"), _fn("rt.cdiv")),
     "rem": _by_kind(_fn("np.fmod"), _fn("rt.crem")),
     "pow": _fn("np.power"),
     "max": _by_kind(_fn("rt.fmax"), _fn("max")),
@@ -182,10 +188,10 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "shift_right_logical": _shift("logical"),
     "eq": _infix("=="),
     "ne": _infix("!="),
-    "lt": _infix("<"),
-    "le": _infix("<="),
-    "gt": _infix(">"),
-    "ge": _infix(">="),
+    "lt": _complex_or(_infix("<"), "rt.complex_lt({0}, {1})"),
+    "le": _complex_or(_infix("<="), "rt.complex_le({0}, {1})"),
+    "gt": _complex_or(_infix(">"), "rt.complex_lt({1}, {0})"),
+    "ge": _complex_or(_infix(">="), "rt.complex_le({1}, {0})"),
     "neg": lambda a, e: f"(-{a[0]})",
     "sign": _fn("np.sign"),
     "floor": _fn("np.floor"),

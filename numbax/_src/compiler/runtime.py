@@ -89,3 +89,25 @@ def shift_right_arithmetic(x, y, bits, unsigned):
 def shift_right_logical(ux, uy, bits):
     """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
     return ux >> uy if uy < bits else ux ^ ux
+
+
+@njit(**_JIT)
+def complex_div(a, b):
+    """numpy's complex division: Numba's raises ZeroDivisionError for a zero divisor, numpy
+    gives (a.real / 0, a.imag / 0), i.e. inf/nan parts."""
+    if b.real == 0 and b.imag == 0:
+        z = abs(b.real)
+        return type(a)(complex(a.real / z, a.imag / z))
+    return a / b
+
+
+@njit(**_JIT)
+def complex_lt(a, b):
+    """numpy's ordering of complex numbers: lexicographic on (real, imag); NaNs compare
+    False."""
+    return a.real < b.real or (a.real == b.real and a.imag < b.imag)
+
+
+@njit(**_JIT)
+def complex_le(a, b):
+    return a.real < b.real or (a.real == b.real and a.imag <= b.imag)
