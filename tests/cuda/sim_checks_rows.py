@@ -41,8 +41,8 @@ def rows_plans_cover_the_variants():
     assert kinds == want, kinds
     assert [_RowPlan(SIM, w).group for w in (1, 3, 50, 128)] == [1, 1, 16, 32]
     real = Config(sim=False)
-    assert [_RowPlan(real, w).kind for w in (128, 512, 513, 4096, 16384, 16385)] == \
-        ["warp", "warp", "block", "block", "block", "loop"]
+    assert [_RowPlan(real, w).kind for w in (128, 512, 513, 4096, 4097, 16384)] == \
+        ["warp", "warp", "block", "block", "loop", "loop"]  # 256 threads x 16 in registers
 
 
 @check
