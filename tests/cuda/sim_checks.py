@@ -552,12 +552,16 @@ from tests.cuda import (  # noqa: E402, F401
 
 
 def main(names):
+    import time
+
     for name in names or list(CHECKS):
+        t = time.perf_counter()
         try:
             CHECKS[name]()
             result = {"check": name, "ok": True}
         except Exception:  # noqa: BLE001 - reported to the parent process
             result = {"check": name, "ok": False, "error": traceback.format_exc()[-3000:]}
+        result["seconds"] = round(time.perf_counter() - t, 2)
         print(json.dumps(result), flush=True)
 
 

@@ -25,23 +25,27 @@ def _run(code_or_file: list[str], **env) -> subprocess.CompletedProcess:
                           text=True, timeout=600, cwd=ROOT)
 
 
-@pytest.fixture(scope="module")
-def sim_results() -> dict:
-    out = _run([str(ROOT / "tests" / "cuda" / "sim_checks.py")], NUMBA_ENABLE_CUDASIM="1")
+def _group(name: str) -> str:
+    """Checks run in three child processes (pytest-xdist spreads them over its workers): the
+    sort checks, the linear-algebra checks, and the rest (each ~3 minutes on 2 cores)."""
+    return "sort" if name.startswith("sort") else "linalg" if name.startswith("linalg") else "rest"
+
+
+@pytest.mark.parametrize("group", ["sort", "linalg", "rest"])
+def test_checks_under_simulator(group):
+    """The checks of tests/cuda/sim_checks*.py in one child process per group."""
+    names = [n for n in sim_checks.CHECKS if _group(n) == group]
+    out = _run([str(ROOT / "tests" / "cuda" / "sim_checks.py"), *names],
+               NUMBA_ENABLE_CUDASIM="1")
     results = {}
     for line in out.stdout.splitlines():
         if line.startswith("{"):
             r = json.loads(line)
             results[r["check"]] = r
     assert results, f"simulator run produced no results:\n{out.stderr[-3000:]}"
-    return results
-
-
-@pytest.mark.parametrize("name", list(sim_checks.CHECKS))
-def test_under_simulator(sim_results, name):
-    r = sim_results.get(name)
-    assert r is not None, f"check {name} did not run"
-    assert r["ok"], r.get("error")
+    missing = sorted(set(names) - set(results))
+    failed = [f"{name}:\n{r.get('error')}" for name, r in results.items() if not r["ok"]]
+    assert not missing and not failed, f"did not run: {missing}\n\n" + "\n\n".join(failed)
 
 
 # Primitives the CUDA backend refuses (NotImplementedError naming the primitive): kept equal to
