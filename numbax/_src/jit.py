@@ -15,6 +15,7 @@ from numbax._src.compiler import (
     cache,
     codegen_cpu,
     codegen_nopython,
+    driver_cpu,
     fusion,
     inline,
     lowering,
@@ -140,8 +141,8 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str,
             module_names.append(module.__name__)
         else:
             module_names.append(None)
-    plan = codegen_cpu.donation_plan(jaxpr, nodes, donated)
-    driver_src = codegen_cpu.render_driver(jaxpr, nodes, module_names, plan)
+    plan = driver_cpu.donation_plan(jaxpr, nodes, donated)
+    driver_src = driver_cpu.render_driver(jaxpr, nodes, module_names, plan)
     driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
     sources.append(driver_src)
     consts = [np.asarray(core.to_numpy(c), order="C") for c in closed.consts]
