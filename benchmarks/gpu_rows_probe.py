@@ -11,24 +11,16 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+from bench_cuda import timeit  # noqa: E402  (also sets XLA_PYTHON_CLIENT_PREALLOCATE)
 
 import numbax  # noqa: E402
 from numbax._src.compiler import codegen_cuda  # noqa: E402
-
-
-def timeit(fn, sync, reps: int = 20) -> float:
-    out = fn()
-    sync(out)
-    t = time.perf_counter()
-    for _ in range(reps):
-        out = fn()
-    sync(out)
-    return (time.perf_counter() - t) / reps
 
 
 def with_rows(block_max: int, slots: int):
