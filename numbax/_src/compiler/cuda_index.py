@@ -12,6 +12,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import codegen_cpu, cuda_complex
 from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.codegen_cuda import _header, _prod, _strides
 from numbax._src.core import Jaxpr, JaxprEqn, Literal
 
 KERNELS = frozenset({"iota", "slice", "rev", "pad", "concatenate", "dynamic_slice",
@@ -43,27 +44,13 @@ def supported(eqn: JaxprEqn) -> bool:
     return True
 
 
-def _prod(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
-
-
-def _strides(shape) -> list[int]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
-
-
 def _flat(idx: list[str], shape) -> str:
     st = _strides(shape)
     return " + ".join(f"({e}) * {s}" for e, s in zip(idx, st, strict=True) if shape) or "0"
 
 
 def _module(tag: str, funcs: dict[str, tuple[str, list[str]]]) -> str:
-    from numbax._src.compiler import codegen_cuda
-
-    head = codegen_cuda._header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
+    head = _header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
     parts = [f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | {tag}",
              head, ""]
     for name, (params, body) in funcs.items():
