@@ -5,7 +5,7 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 
 Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
 card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
-linalg, rows_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes a and b to the
+linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes a and b to the
 step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),
     "linalg": ([PY, "benchmarks/gpu_linalg_bench.py"], 200),
     "rows_probe": ([PY, "-W", "ignore", "benchmarks/gpu_rows_probe.py"], 200),
+    "softmax_probe": ([PY, "-W", "ignore", "benchmarks/gpu_softmax_probe.py"], 200),
     "cpu_isa": ([PY, "benchmarks/cpu_isa_probe.py"], 150),
     "bench_cpu": ([PY, "benchmarks/bench_cpu.py"], 300),
     "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),

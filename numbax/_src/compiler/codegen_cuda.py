@@ -306,6 +306,14 @@ class _Lane:
         self.loaded: dict[tuple, str] = {}
 
 
+def _at(array: str, index: str) -> str:
+    """`array[index]` through an unsigned index. Numba adds negative-index wraparound code (a
+    compare, a select, the extent kept live) to every access through a signed integer, and
+    the flat indexes of a loop nest are never negative. Measured on the (16384, 4096) f32
+    row softmax on an H100: 55 -> 40 registers per thread, 0.221 -> 0.185 ms."""
+    return f"{array}[np.uint64({index})]"
+
+
 def _dim_index(k: _Kernel, lane: _Lane, d: int) -> str:
     if lane.idx is not None:
         return lane.idx[d]
@@ -321,7 +329,7 @@ def _load(k: _Kernel, lane: _Lane, x: Var, offset: str) -> str:
     key = (k.names[x], offset)
     if key not in lane.loaded:
         name = f"x{len(lane.loaded)}{lane.suffix}"
-        lane.loads.append(f"{name} = {k.names[x]}[{offset}]")
+        lane.loads.append(f"{name} = {_at(k.names[x], offset)}")
         lane.loaded[key] = name
     return lane.loaded[key]
 
@@ -379,7 +387,7 @@ def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
         value[out] = t
         lane.comps.append(f"{t} = {expr}  # {comment}")
         if out in k.out_names and out not in no_store:
-            store = f"{k.out_names[out]}[{lane.flat}] = {t}"
+            store = f"{_at(k.out_names[out], lane.flat)} = {t}"
             lane.stores.append(store if store_guard is None else f"if {store_guard}: {store}")
     return value
 
@@ -700,7 +708,7 @@ def _render_rows(k: _Kernel, kept: int) -> tuple[str, Launch]:
             lines.append(f"{pad}{name} = {cast(out.aval.dtype, acc)}")
             seed[out] = name
             if out in k.out_names:
-                lines += [f"{pad}if {leader}:", f"{pad}    {k.out_names[out]}[{row}] = {name}"]
+                lines += [f"{pad}if {leader}:", f"{pad}    {_at(k.out_names[out], row)} = {name}"]
         n_acc += len(rs)
         row_defs.extend(e for e in eqns if e.primitive.name not in fusion.REDUCTIONS)
     if plan.kind != "warp" and reds and blocks < m:
@@ -759,9 +767,9 @@ def _render_general_reduce(k: _Kernel, kept: list[int], axes: list[int]) -> tupl
     outs = [k.out_names.get(e.outvars[0]) for e in reds]
     for j, (e, name) in enumerate(zip(reds, outs, strict=True)):
         if splits > 1:
-            lines.append(f"{pad}    p{j}[t] = acc{j}")
+            lines.append(f"{pad}    {_at(f'p{j}', 't')} = acc{j}")
         elif name is not None:
-            lines.append(f"{pad}    {name}[o] = {cast(e.outvars[0].aval.dtype, f'acc{j}')}")
+            lines.append(f"{pad}    {_at(name, 'o')} = {cast(e.outvars[0].aval.dtype, f'acc{j}')}")
     lines.append(f"{pad}    t += cuda.gridsize(1)")
     blocks = max(1, min(_cdiv(m * splits, cfg.threads), cfg.max_blocks))
     if splits == 1:
