@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -54,15 +55,19 @@ def guarded(name: str):
     return deco
 
 
-def timeit(fn, sync, reps: int = 20) -> float:
-    """Seconds per call: one warm-up, then `reps` calls and one synchronisation."""
+def timeit(fn, sync, reps: int = 20, trials: int = 5) -> float:
+    """Seconds per call: one warm-up, then the median over `trials` of `reps` calls and one
+    synchronisation (single trials of the same kernel varied by 10 % between runs)."""
     out = fn()
     sync(out)
-    t = time.perf_counter()
-    for _ in range(reps):
-        out = fn()
-    sync(out)
-    return (time.perf_counter() - t) / reps
+    times = []
+    for _ in range(trials):
+        t = time.perf_counter()
+        for _ in range(reps):
+            out = fn()
+        sync(out)
+        times.append((time.perf_counter() - t) / reps)
+    return statistics.median(times)
 
 
 def nb_sync(out) -> None:
