@@ -53,8 +53,12 @@ elements, AVX-512 dev VM): float64 exp/expm1/log/tanh/logistic 20-27 % faster, f
 exp/expm1/logistic/log 5-12 %; the maximum errors over the test samples of
 ``tests/compiler/test_fastmath.py`` are unchanged (the table above predates it). Results on a
 CPU without FMA (``NUMBA_CPU_NAME=generic``) may differ from FMA hosts within those bounds.
-Range reductions and error-compensation steps stay strict IEEE (contracting those changed
-float64 results by up to 1024 ulp). No ``nnan``/``ninf``: nan and inf propagate as numpy's
+The exp/expm1 range reduction (`_reduce_f64`/`_reduce_f32`) is written with `_muladd` too:
+`k * ln2_hi` is exact, so the fused steps only round ``x - k*ln2`` once instead of twice, and
+the ulp bounds above were re-measured unchanged; this made the float32 exp loop 12 % and the
+float32/float64 selu 8-9 % faster (2026-11-26, one thread, 1e6 elements, dev VM). The other
+error-compensation steps stay strict IEEE (contracting those changed float64 results by up to
+1024 ulp). No ``nnan``/``ninf``: nan and inf propagate as numpy's
 functions do.
 """
 import math
@@ -221,10 +225,10 @@ _ERFC_TAIL_P = np.array((
 @njit(**_JIT)
 def _reduce_f64(x):
     """x = k*ln2 + r with |r| <= ln2/2; returns (r, k as int64)."""
-    kd = x * _LOG2E + _SHIFT
+    kd = _muladd(x, _LOG2E, _SHIFT)
     ki = _f64_bits(kd) - _SHIFT_BITS
     k = kd - _SHIFT
-    r = (x - k * _LN2_HI) - k * _LN2_LO
+    r = _muladd(-k, _LN2_LO, _muladd(-k, _LN2_HI, x))
     return r, ki
 
 
@@ -425,10 +429,10 @@ _F32_ERFC_P = np.array((
 @njit(**_JIT)
 def _reduce_f32(x):
     """x = k*ln2 + r with |r| <= ln2/2; returns (r, k as an integer)."""
-    kd = x * _F32_LOG2E + _F32_SHIFT
+    kd = _muladd(x, _F32_LOG2E, _F32_SHIFT)
     ki = _f32_bits(kd) - _F32_SHIFT_BITS
     k = kd - _F32_SHIFT
-    r = (x - k * _F32_LN2_HI) - k * _F32_LN2_LO
+    r = _muladd(-k, _F32_LN2_LO, _muladd(-k, _F32_LN2_HI, x))
     return r, ki
 
 
