@@ -1,4 +1,6 @@
 """Library primitives under jit (loop kernels, views, BLAS, LAPACK) against eager numpy."""
+import os
+
 import numpy as np
 import pytest
 
@@ -267,3 +269,25 @@ def test_take_along_axis_out_of_bounds_raises_like_eager():
         f(x, bad)
     with pytest.raises(IndexError, match="take_along_axis"):
         numbax.jit(f)(x, bad)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="reads Linux's /proc")
+def test_busy_counts_other_processes_not_this_one():
+    """The BLAS thread heuristic counts runnable threads of other processes: this process's
+    own running thread is subtracted, a spinning child process is seen."""
+    import subprocess
+    import sys
+    import time
+
+    assert lowering._own_running() >= 1  # the thread reading /proc is running
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        seen = []
+        for _ in range(20):
+            seen.append(lowering._others_running())
+            time.sleep(0.01)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert max(seen) >= 1, seen

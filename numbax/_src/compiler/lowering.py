@@ -23,14 +23,45 @@ ELEMENTWISE_FALLBACK = ELEMENTWISE | REDUCTIONS
 # ran 224 ms with OpenBLAS's default 2 threads on the loaded 2-core machine, 3.7 ms with one;
 # on the idle machine 2 threads win by ~1.5x on its larger GEMMs). With `cpu_threads = 0`
 # (automatic) products below BLAS_THREADED_MACS multiply-adds, and every product while the
-# machine is busy (1-minute load average >= half the cores, re-read at most once a second:
-# on 2 cores at load 1.2 a 2-thread MLP step took 10.7 ms against 4.2 ms serial), run
-# with one BLAS thread; larger products on an idle machine keep BLAS's own setting. With
-# `numbax.config.cpu_threads = n` every BLAS call from compiled code runs with n threads.
-# The count is set through OpenBLAS's own C API (found among the loaded libraries) just for
-# the call and restored after it (0.4 us per call); without OpenBLAS nothing is changed.
+# machine is busy with other work, run with one BLAS thread; larger products on an otherwise
+# idle machine keep BLAS's own setting. With `numbax.config.cpu_threads = n` every BLAS call
+# from compiled code runs with n threads. The count is set through OpenBLAS's own C API (found
+# among the loaded libraries) just for the call and restored after it (0.4 us per call);
+# without OpenBLAS nothing is changed.
+#
+# "Busy" counts other processes' runnable threads, not the load average: the load average
+# includes this process, so a program running numbax on one core of the 2-core machine made
+# itself "busy" within a minute and its GEMMs fell to one thread (1000² matmul 1.9x numpy's
+# time, the MLP step 3.7 instead of 2.1 ms). Linux's /proc/loadavg gives the runnable threads
+# right now, /proc/self/task this process's share; the other processes' count is smoothed
+# over the samples (at most one a second) and compared with half the cores. Where /proc is
+# missing, the 1-minute load average less one stands in.
 BLAS_THREADED_MACS = 1 << 24
-_load = [0.0, False]  # (when last read, busy)
+_load = [0.0, False, 0.0]  # (when last sampled, busy, smoothed count of other runnable threads)
+
+
+def _own_running() -> int:
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended
+            continue
+        count += stat[stat.rindex(")") + 2] == "R"  # the state follows the (command) field
+    return count
+
+
+def _others_running() -> float:
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        return max(running - _own_running(), 0)
+    except (OSError, ValueError, IndexError):
+        try:
+            return max(os.getloadavg()[0] - 1.0, 0.0)
+        except (OSError, AttributeError):
+            return 0.0
 
 
 def _busy() -> bool:
@@ -38,10 +69,8 @@ def _busy() -> bool:
 
     now = time.monotonic()
     if now - _load[0] > 1.0:
-        try:
-            _load[1] = os.getloadavg()[0] >= (os.cpu_count() or 1) / 2
-        except (OSError, AttributeError):
-            _load[1] = False
+        _load[2] = 0.5 * _load[2] + 0.5 * _others_running()
+        _load[1] = _load[2] >= (os.cpu_count() or 1) / 2
         _load[0] = now
     return _load[1]
 
