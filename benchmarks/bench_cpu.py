@@ -39,6 +39,30 @@ def median_time(fn, *args, repeat=15, min_time=0.02) -> float:
     return statistics.median(samples)
 
 
+def _parallel_copy():
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def copy(src, dst):
+        for i in prange(src.shape[0]):
+            dst[i] = src[i]
+
+    return copy
+
+
+def copy_bandwidth(n: int, dtype) -> float:
+    """Bytes per second (read + write) of the faster of numpy's copy and a Numba prange copy
+    of n elements: the ceiling an elementwise kernel of that size is compared with."""
+    src = np.ones(n, dtype)
+    dst = np.empty_like(src)
+    copy = _parallel_copy()
+    best = min(median_time(np.copyto, dst, src, repeat=9), median_time(copy, src, dst, repeat=9))
+    return 2 * src.nbytes / best
+
+
+ELEMENTWISE = {"selu": 1, "sigmoid": 1, "add": 2}  # inputs read per output written
+
+
 def _block(f):
     return lambda *a: jax.block_until_ready(f(*a))
 
@@ -187,11 +211,12 @@ def main() -> None:
                   f"{t_nb / t_jx:>6.2f}")
         return
     inputs = []
-    for dt in (np.float32, np.float64):
-        x = rng.normal(size=10**6).astype(dt)
-        y = rng.normal(size=10**6).astype(dt)
-        inputs += [("selu", f"1e6 {dt.__name__}", (x,)), ("sigmoid", f"1e6 {dt.__name__}", (x,)),
-                   ("add", f"1e6 {dt.__name__}", (x, y))]
+    for n in (6, 7):
+        for dt in (np.float32, np.float64):
+            x = rng.normal(size=10**n).astype(dt)
+            y = rng.normal(size=10**n).astype(dt)
+            inputs += [(name, f"1e{n} {dt.__name__}", args) for name, args in
+                       (("selu", (x,)), ("sigmoid", (x,)), ("add", (x, y)))]
     big = rng.normal(size=10**7)
     sq = rng.normal(size=(1000, 1000))
     sq32 = sq.astype(np.float32)
@@ -204,6 +229,10 @@ def main() -> None:
     jx = cases(jjnp) if jax is not None else None
     print(f"numbax bench_cpu | {time.strftime('%Y-%m-%d')} | {os.cpu_count()} cores | "
           f"python {sys.version.split()[0]} | jax {jax.__version__ if jax else 'absent'}")
+    # the machine's copy bandwidth: arrays 8x a large L3, so DRAM; elementwise rows are also
+    # compared with a copy of their own size (in cache at 1e6)
+    dram = copy_bandwidth(2**25, np.float64)
+    print(f"copy bandwidth (256 MB arrays): {dram / 1e9:.1f} GB/s")
     print(f"{'case':<10} {'input':<20} {'numbax':>10} {'numpy':>10} {'jax.jit':>10} "
           f"{'nbx/np':>7} {'nbx/jax':>8}")
     for name, label, args in inputs:
@@ -217,8 +246,14 @@ def main() -> None:
             t_jx = median_time(f_jx, *j_args)
         else:
             t_jx = float("nan")
-        print(f"{name:<10} {label:<20} {t_nb * 1e6:>8.1f}us {t_np * 1e6:>8.1f}us "
-              f"{t_jx * 1e6:>8.1f}us {t_nb / t_np:>7.2f} {t_nb / t_jx:>8.2f}")
+        line = (f"{name:<10} {label:<20} {t_nb * 1e6:>8.1f}us {t_np * 1e6:>8.1f}us "
+                f"{t_jx * 1e6:>8.1f}us {t_nb / t_np:>7.2f} {t_nb / t_jx:>8.2f}")
+        if name in ELEMENTWISE:
+            moved = (ELEMENTWISE[name] + 1) * args[0].nbytes
+            same = copy_bandwidth(args[0].size, args[0].dtype)
+            line += (f"  {moved / t_nb / 1e9:.1f} GB/s: {moved / t_nb / dram:.0%} of the "
+                     f"copy bandwidth, {moved / t_nb / same:.0%} of a same-size copy")
+        print(line)
     for name, label, f_nb, nb_args, f_jx, j_args in training_cases(rng):
         t_nb = median_time(f_nb, *nb_args, repeat=7)
         t_jx = median_time(f_jx, *j_args, repeat=7) if f_jx is not None else float("nan")

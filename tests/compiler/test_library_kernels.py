@@ -291,3 +291,21 @@ def test_busy_counts_other_processes_not_this_one():
         spinner.kill()
         spinner.wait()
     assert max(seen) >= 1, seen
+
+
+@pytest.mark.parametrize("case", ["ab", "aT_b", "bT_a", "v_a", "aT_v", "a_aT", "c64"])
+def test_plain_matmuls_lower_to_np_dot(case):
+    """Matrix/vector products without batch dims or casts call BLAS through lw.dot, with a
+    transposed view where the contraction is over a matrix's first axis; same numbers."""
+    a, b, v = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 4)), RNG.normal(size=5)
+    fns = {"ab": lambda a, b: a @ b.T[:3], "aT_b": lambda a, b: a.T @ b,
+           "bT_a": lambda a, b: b.T @ a, "v_a": lambda a, b: jnp.asarray(v) @ a,
+           "aT_v": lambda a, b: a.T @ jnp.asarray(v), "a_aT": lambda a, b: a @ a.T,
+           "c64": lambda a, b: a.T @ b}
+    if case == "c64":
+        a, b = (a + 1j * a).astype(np.complex64), (b - 2j * b).astype(np.complex64)
+    want = fns[case](a, b)
+    f = numbax.jit(fns[case])
+    np.testing.assert_allclose(np.asarray(f(a, b)), want, rtol=1e-5 if case == "c64" else 1e-12)
+    driver = f.lower(a, b).as_text().split("def driver(")[1]
+    assert "lw.dot(" in driver and "lw.dot_general(" not in driver
