@@ -259,6 +259,21 @@ def main() -> None:
         t_jx = median_time(f_jx, *j_args, repeat=7) if f_jx is not None else float("nan")
         print(f"{name:<10} {label:<20} {t_nb * 1e6:>8.1f}us {'-':>10} "
               f"{t_jx * 1e6:>8.1f}us {'-':>7} {t_nb / t_jx:>8.2f}")
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        _training_without_coretype()
+
+
+def _training_without_coretype() -> None:
+    """The training rows again in a child process without OPENBLAS_CORETYPE: this machine's
+    setting (Haswell kernels on an AVX-512 CPU) roughly halves numpy's GEMM speed, which the
+    MLP step is bound by, while jax.jit brings its own GEMMs."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--training"], env=env,
+                         capture_output=True, text=True, check=False).stdout
+    for line in out.splitlines():
+        print(f"{line}  (OPENBLAS_CORETYPE unset)")
 
 
 if __name__ == "__main__":
