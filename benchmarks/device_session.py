@@ -22,7 +22,7 @@ PY = sys.executable
 STEPS: dict[str, tuple[list[str], int]] = {
     "info": (["bash", "-c", "nvidia-smi -L; lscpu | grep -E 'Model name|^CPU\\(s\\)'; "
               f"{PY} -c 'import numba, numpy; print(numba.__version__, numpy.__version__)'"], 60),
-    "sim_checks": ([PY, "tests/cuda/sim_checks.py"], 300),
+    "sim_checks": ([PY, "tests/cuda/sim_checks.py"], 420),
     "matrix": ([PY, "tests/cuda/sim_matrix.py"], 400),
     "multi_gpu": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
     "multi_gpu_nocupy": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
