@@ -5,8 +5,8 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 
 Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
 card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
-linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes a and b to the
-step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
+linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes
+a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
 import json
