@@ -309,3 +309,9 @@ def test_plain_matmuls_lower_to_np_dot(case):
     np.testing.assert_allclose(np.asarray(f(a, b)), want, rtol=1e-5 if case == "c64" else 1e-12)
     driver = f.lower(a, b).as_text().split("def driver(")[1]
     assert "lw.dot(" in driver and "lw.dot_general(" not in driver
+
+
+def test_plain_matmul_with_an_empty_contraction():
+    a, b = np.ones((3, 0), np.float32), np.ones((0, 4), np.float32)
+    got = numbax.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_array_equal(np.asarray(got), np.zeros((3, 4), np.float32))

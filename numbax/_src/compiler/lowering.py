@@ -251,7 +251,8 @@ def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
         return None
     xs = ins[0] if xc[0] == x.ndim - 1 else f"{ins[0]}.T"
     ys = ins[1] if yc[0] == 0 else f"{ins[1]}.T"
-    macs = math.prod(x.shape) * math.prod(y.shape) // x.shape[xc[0]]
+    k = x.shape[xc[0]]
+    macs = math.prod(x.shape) * math.prod(y.shape) // k if k else 0
     return f"[lw.dot({xs}, {ys}, {macs})]"
 
 
