@@ -5,6 +5,10 @@ argument types differ, there are several overloads, the direct call is rejected,
 off."""
 from __future__ import annotations
 
+import ctypes
+import sys
+import types
+
 import pytest
 
 from numbax._src.compiler import cuda_launch
@@ -123,3 +127,106 @@ def test_several_gpus_keep_the_ordinary_path(monkeypatch):
     for _ in range(4):
         go(1.0, 2.0)
     assert d.slow == 4
+
+
+# ----------------------------------------------------------------------------- packed stage
+# A fake of numba-cuda 0.30's last step: `_Kernel.launch` prepares each array as (meminfo,
+# parent, size, itemsize, pointer, *shape, *strides) and calls the `launch` its module
+# imported from cuda.core with (stream, config, kernel, *those).
+_CORE = types.ModuleType("numbax_test_fake_dispatcher")
+_CORE.calls = []
+_CORE.launch = lambda stream, config, kern, *params: _CORE.calls.append((stream, config, params))
+sys.modules[_CORE.__name__] = _CORE
+
+
+class _ArrayType:
+    layout = "C"
+
+    def __init__(self, ndim: int) -> None:
+        self.ndim = ndim
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ArrayType) and other.ndim == self.ndim
+
+    def __hash__(self) -> int:
+        return self.ndim
+
+
+class _DeviceArray:
+    def __init__(self, ptr: int, shape: tuple) -> None:
+        self.device_ctypes_pointer = ctypes.c_void_p(ptr)
+        self.shape = shape
+
+
+class _CoreKernel:
+    def __init__(self, ndims, lie: bool = False) -> None:
+        self.argument_types = [_ArrayType(n) for n in ndims]
+        self.prepared = 0
+        self.lie = lie  # lays out one dimension fewer than the types say
+
+    def launch(self, args, griddim, blockdim, stream, sharedmem):
+        params = []
+        for a in args:
+            self.prepared += 1
+            dims = a.shape[:-1] if self.lie else a.shape
+            params += [0, 0, 1, 4, a.device_ctypes_pointer.value, *dims, *dims]
+        sys.modules[type(self).__module__].launch(stream, ("config", griddim, blockdim),
+                                                  "kernel", *params)
+
+
+_CoreKernel.__module__ = _CORE.__name__
+
+
+class _CoreDispatcher(_Dispatcher):
+    def __init__(self, kernel: _CoreKernel) -> None:
+        super().__init__()
+        self.kernels = [kernel]
+
+    def typeof_pyval(self, value):
+        return _ArrayType(len(value.shape))
+
+    def __getitem__(self, config):
+        def run(*args):
+            self.slow += 1
+            self.overloads[0] = self.kernels[0]
+            self.kernels[0].launch(args, config[0], config[1], STREAM, 0)
+        return run
+
+
+def test_packed_launch_replaces_only_the_data_pointers():
+    _CORE.calls.clear()
+    kern = _CoreKernel((1, 2))
+    d = _CoreDispatcher(kern)
+    go = cuda_launch.launcher(d, 8, 64)
+    for q in range(6):
+        go(_DeviceArray(1000 + q, (5,)), _DeviceArray(2000 + q, (2, 3)))
+    # 2 ordinary, 1 direct, 1 direct while recording, then 2 without numba's preparation
+    assert d.slow == 2 and kern.prepared == 2 * 4
+    assert len(_CORE.calls) == 6
+    for q, (stream, config, params) in enumerate(_CORE.calls):
+        assert stream is STREAM and config == ("config", 8, 64)
+        assert params == (0, 0, 1, 4, 1000 + q, 5, 5, 0, 0, 1, 4, 2000 + q, 2, 3, 2, 3)
+    assert _CORE.launch.__name__ == "<lambda>"  # the recorder is gone
+
+
+def test_packed_launch_not_used_when_the_layout_differs():
+    _CORE.calls.clear()
+    kern = _CoreKernel((2,), lie=True)  # 7 entries where a 2-d array takes 9
+    d = _CoreDispatcher(kern)
+    go = cuda_launch.launcher(d, 1, 32)
+    for q in range(6):
+        go(_DeviceArray(10 + q, (4, 1)))
+    assert d.slow == 2 and kern.prepared == 6  # direct launches, each prepared by numba
+    assert [p[4] for _, _, p in _CORE.calls] == [10 + q for q in range(6)]
+
+
+def test_packed_launch_needs_array_arguments():
+    kern = _CoreKernel((1,))
+    kern.argument_types = ["int64"]  # a scalar: numba prepares it per call
+    d = _CoreDispatcher(kern)
+    d.typeof_pyval = lambda value: "int64"
+    _CORE.calls.clear()
+    go = cuda_launch.launcher(d, 1, 32)
+    for q in range(5):
+        go(_DeviceArray(q, (3,)))
+    assert kern.prepared == 5 and len(_CORE.calls) == 5

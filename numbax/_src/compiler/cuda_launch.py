@@ -13,9 +13,20 @@ overloads, argument types other than the overload's, a `launch` the ordinary pat
 call, a first direct call rejected before launching, several visible GPUs: a launch site is
 shared by every device's executable and the recorded stream belongs to one) keeps the
 ordinary path.
+
+A third stage skips numba's per-call argument preparation (for each array: wrapping it, reading
+size, itemsize, pointer, shape and strides; ~10 of the 22 µs a 3-array launch costs on an
+H100 host). numba-cuda 0.30 ends `_Kernel.launch` with `launch(stream, config, kernel,
+*kernelargs)` (cuda.core's launcher, looked up in the dispatcher's module at call time): one
+more direct call runs with that name wrapped to record its arguments; later launches reuse them
+with only each array's data pointer replaced (5.3 µs measured for that call). It needs every
+argument to be an array — a launch site's shapes and strides never change, its kernel is
+compiled for them — and the recorded list to hold each array's pointer where numba's layout
+puts it (5 + 2 * ndim entries per array, the pointer fifth); otherwise the direct path stays.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,15 +40,22 @@ def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
     configured = dispatcher[grid, block]
     if cuda_runtime.gpu_count() != 1:
         return configured
-    # [launches so far (capped at 3), overload's launch, recorded (rest, kwargs), verified]
-    state: list[Any] = [0, None, None, False]
+    # [launches so far (capped at 3), overload's launch, recorded (rest, kwargs), verified,
+    #  packed launch (None: not tried yet, False: not possible here)]
+    state: list[Any] = [0, None, None, False, None]
 
     def launch(*args) -> None:
         direct = state[1]
         if direct is not None and FAST:
             rest, kw = state[2]
             if state[3]:
-                direct(args, *rest, **kw)
+                packed = state[4]
+                if packed:
+                    packed(args)
+                elif packed is None:
+                    state[4] = _pack(dispatcher, args, direct, rest, kw) or False
+                else:
+                    direct(args, *rest, **kw)
                 return
             try:  # the first direct call: a rejection (nothing launched yet) disables it
                 direct(args, *rest, **kw)
@@ -54,6 +72,59 @@ def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
         state[0] = min(state[0] + 1, 3)
 
     return launch
+
+
+def _pointer(array: Any) -> int:
+    p = array.device_ctypes_pointer
+    return int(getattr(p, "value", p) or 0)
+
+
+def _pack(dispatcher: Any, args: tuple, direct: Callable, rest: tuple, kw: dict):
+    """Launches `args` through `direct` while recording what it passes the launcher named
+    `launch` in the overload's module; returns a function relaunching with those arguments
+    and new data pointers, or None. The launch happens exactly once either way."""
+    kernel = _overload(dispatcher, args)
+    module = sys.modules.get(type(kernel).__module__) if kernel is not None else None
+    real = getattr(module, "launch", None)
+    types = getattr(kernel, "argument_types", ())
+    arrays = all(hasattr(t, "ndim") and hasattr(t, "layout") for t in types)
+    if not callable(real) or not arrays or not types:
+        direct(args, *rest, **kw)
+        return None
+    calls: list = []
+
+    def recorder(*a, **k):
+        calls.append((a, k))
+        return real(*a, **k)
+
+    module.launch = recorder
+    try:
+        direct(args, *rest, **kw)
+    finally:
+        module.launch = real
+    if len(calls) != 1 or calls[0][1] or len(calls[0][0]) < 3:
+        return None
+    head, params = calls[0][0][:3], list(calls[0][0][3:])
+    offsets, at = [], 0
+    for t in types:
+        offsets.append(at + 4)
+        at += 5 + 2 * t.ndim
+    try:
+        ok = len(params) == at and all(params[o] == _pointer(a)
+                                       for o, a in zip(offsets, args, strict=True))
+    except Exception:  # noqa: BLE001 - an unexpected layout keeps the direct path
+        ok = False
+    if not ok:
+        return None
+    pairs = list(enumerate(offsets))
+
+    def packed(new_args: tuple) -> None:
+        values = params.copy()  # a fresh list per call: concurrent launches stay apart
+        for q, o in pairs:
+            values[o] = _pointer(new_args[q])
+        real(*head, *values)
+
+    return packed
 
 
 def _record(dispatcher: Any, configured: Callable, args: tuple):
