@@ -5,7 +5,7 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 
 Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
 card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
-linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, compile. `step=a,b` passes
+linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, gemm, compile. `step=a,b` passes
 a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
@@ -35,11 +35,12 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "cpu_isa": ([PY, "benchmarks/cpu_isa_probe.py"], 150),
     "bench_cpu": ([PY, "benchmarks/bench_cpu.py"], 300),
     "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),
+    "gemm": ([PY, "benchmarks/gemm_bench.py"], 200),
     "compile": ([PY, "benchmarks/bench_compile.py"], 200),
 }
 
 # CPU benchmarks compare with JAX on the CPU and keep numbax off the GPU
-CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "compile"})
+CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "gemm", "compile"})
 CPU_ENV = {"JAX_PLATFORMS": "cpu", "NUMBAX_PLATFORMS": "cpu"}
 
 

@@ -1,6 +1,7 @@
 """Where the jitted MLP step's time goes on this machine: the whole step (numbax and jax.jit),
-the time inside `lowering.dot_general` (BLAS) per call, the rest (fused kernels + driver), and
-the same GEMMs in plain numpy as the BLAS floor; then the step under each BLAS-thread policy.
+the time inside `lowering.dot` per matrix product, the rest (fused kernels + driver), the same
+products alone through np.dot (BLAS) and through numbax's `gemm_cpu`; then the step with each
+`cpu_matmul` choice and under each thread count.
 
     PYTHONPATH=. python benchmarks/mlp_profile.py
 """
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_cpu  # noqa: E402
 
 import numbax  # noqa: E402
-from numbax._src.compiler import lowering  # noqa: E402
+from numbax._src.compiler import gemm_cpu, lowering  # noqa: E402
 
 
 def median(fn, reps: int = 31) -> float:
@@ -36,20 +37,26 @@ def main() -> None:
     name, label, f_nb, nb_args, f_jx, j_args = bench_cpu.training_cases(rng)[0]
     print(f"mlp_profile | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores")
     t_step = median(lambda: f_nb(*nb_args))
-    t_jax = median(lambda: f_jx(*j_args)) if f_jx is not None else float("nan")
-    print(f"step: numbax {t_step * 1e3:.3f} ms, jax.jit {t_jax * 1e3:.3f} ms, "
-          f"ratio {t_step / t_jax:.2f}")
+    print(f"step: numbax {t_step * 1e3:.3f} ms (jax.jit at the end: once it has run, its "
+          f"threads slow later numbax runs in this process on few cores)")
 
+    for choice in ("blas", "numbax"):
+        with numbax.config.override("cpu_matmul", choice):
+            print(f"cpu_matmul={choice}: step {median(lambda: f_nb(*nb_args)) * 1e3:.3f} ms")
+
+    # Every matrix product of the step goes through lowering.dot (lw.dot, or dot_general's
+    # unbatched case); time each call and keep its operands' shapes and layouts.
     calls: list[tuple[tuple, float]] = []
-    original = lowering.dot_general
+    original = lowering.dot
 
-    def timed(x, y, dimension_numbers, out_dtype):
+    def timed(x, y, macs):
         t = time.perf_counter()
-        out = original(x, y, dimension_numbers, out_dtype)
-        calls.append(((x.shape, y.shape, dimension_numbers), time.perf_counter() - t))
+        out = original(x, y, macs)
+        calls.append(((x.shape, x.flags.f_contiguous, y.shape, y.flags.f_contiguous, macs),
+                      time.perf_counter() - t))
         return out
 
-    lowering.dot_general = timed
+    lowering.dot = timed
     try:
         per_step = []
         for _ in range(21):
@@ -58,27 +65,44 @@ def main() -> None:
             f_nb(*nb_args)
             per_step.append((time.perf_counter() - t, sum(c[1] for c in calls), list(calls)))
     finally:
-        lowering.dot_general = original
+        lowering.dot = original
     per_step.sort(key=lambda r: r[0])
     total, in_dot, detail = per_step[len(per_step) // 2]
-    print(f"median instrumented step {total * 1e3:.3f} ms: dot_general {in_dot * 1e3:.3f} ms "
-          f"({len(detail)} calls), rest {(total - in_dot) * 1e3:.3f} ms")
-    floor = 0.0
-    for (xs, ys, dn), t in detail:
-        (xc, yc), _ = dn
-        a = np.ones(xs, np.float32)
-        b = np.ones(ys, np.float32)
-        t_np = median(lambda a=a, b=b, ax=(xc, yc): np.tensordot(a, b, ax), reps=21)
-        floor += t_np
-        print(f"  {xs} x {ys} contract {xc}/{yc}: {t * 1e6:8.1f} us in step, "
-              f"np.tensordot {t_np * 1e6:8.1f} us")
-    print(f"numpy GEMM floor {floor * 1e3:.3f} ms")
+    print(f"median instrumented step {total * 1e3:.3f} ms: products {in_dot * 1e3:.3f} ms "
+          f"({len(detail)} calls), rest {(total - in_dot) * 1e3:.3f} ms; "
+          f"OpenBLAS core {lowering.blas_core() or '?'}")
+    # np.dot first, then gemm_cpu, with a pause between: OpenBLAS's worker threads spin for
+    # tens of ms after a threaded call, and on 2 cores they slow any Numba threads meanwhile.
+    operands = []
+    for (xs, xt, ys, yt, macs), t in detail:
+        a = np.ones(xs[::-1], np.float32).T if xt else np.ones(xs, np.float32)
+        b = np.ones(ys[::-1], np.float32).T if yt else np.ones(ys, np.float32)
+        operands.append((a, b, macs, t))
+    t_blas = [median(lambda a=a, b=b: np.dot(a, b), reps=21) for a, b, _, _ in operands]
+    time.sleep(0.5)
+    t_own = []
+    for (a, b, macs, _), t_np in zip(operands, t_blas, strict=True):
+        threads = lowering.gemm_threads(macs)
+        t_own.append(median(lambda a=a, b=b, n=threads: gemm_cpu.matmul(a, b, n), reps=21)
+                     if gemm_cpu.supports(a, b) else t_np)
+    for (a, b, macs, t), t_np, t_g in zip(operands, t_blas, t_own):
+        print(f"  {a.shape}{'ᵀ' if a.flags.f_contiguous else ''} @ "
+              f"{b.shape}{'ᵀ' if b.flags.f_contiguous else ''}: {t * 1e6:8.1f} us in step, "
+              f"np.dot {t_np * 1e6:8.1f} us, gemm_cpu {t_g * 1e6:8.1f} us "
+              f"({lowering.gemm_threads(macs)} threads); the step used "
+              f"{'gemm_cpu' if lowering.runs_on_own_gemm(a, b, macs) else 'BLAS'}")
+    print(f"products alone: np.dot {sum(t_blas) * 1e3:.3f} ms, gemm_cpu where it applies "
+          f"{sum(t_own) * 1e3:.3f} ms")
     for threads in (1, 2, 4, 8, 16):
         if threads > (os.cpu_count() or 1):
             break
         numbax.config.update("cpu_threads", threads)
         print(f"cpu_threads={threads}: step {median(lambda: f_nb(*nb_args)) * 1e3:.3f} ms")
     numbax.config.update("cpu_threads", 0)
+    t_step = median(lambda: f_nb(*nb_args))
+    t_jax = median(lambda: f_jx(*j_args)) if f_jx is not None else float("nan")
+    print(f"step again: numbax {t_step * 1e3:.3f} ms, jax.jit {t_jax * 1e3:.3f} ms, "
+          f"ratio {t_step / t_jax:.2f}")
 
 
 if __name__ == "__main__":

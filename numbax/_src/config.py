@@ -41,6 +41,9 @@ def _default_cache_dir() -> str:
     return os.path.join(base, "numbax")
 
 
+_CPU_MATMUL_CHOICES = ("auto", "numbax", "blas")
+
+
 class Config:
     """numbax.config: `config.update(name, value)` and attribute reads (`config.jax_enable_x64`)."""
 
@@ -53,9 +56,13 @@ class Config:
         "cache_dir": _default_cache_dir(),
         "num_cpu_devices": _env_int("NUMBAX_NUM_CPU_DEVICES", _xla_force_device_count() or 1),
         "platforms": os.environ.get("NUMBAX_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or "",
-        # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops,
-        # BLAS single-threaded while Numba's threads may spin); n >= 1 caps both pools at n.
+        # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops
+        # and products, BLAS single-threaded while Numba's threads may spin); n >= 1 runs
+        # both pools with n threads where work is large enough to share.
         "cpu_threads": _env_int("NUMBAX_CPU_THREADS", 0),
+        # Matrix products of compiled CPU code: "auto" (numbax's AVX-512 GEMM where numpy's
+        # BLAS lacks AVX-512 kernels and the host has them), "numbax" or "blas" (np.dot).
+        "cpu_matmul": os.environ.get("NUMBAX_CPU_MATMUL") or "auto",
     }
 
     def __init__(self) -> None:
@@ -84,6 +91,10 @@ class Config:
                 f"numbax.config.update: cpu_threads has value {value!r}, expected an int >= 0. "
                 "Pass 0 for automatic or a thread count."
             )
+        if name == "cpu_matmul" and value not in _CPU_MATMUL_CHOICES:
+            raise ValueError(
+                f"numbax.config.update: cpu_matmul has value {value!r}, expected one of "
+                f"{', '.join(map(repr, _CPU_MATMUL_CHOICES))}.")
         self._values[name] = value
         self._refresh()
 

@@ -82,12 +82,15 @@ def test_blas_thread_control_gives_same_numbers(threads, monkeypatch):
     old = config.cpu_threads
     try:
         config.update("cpu_threads", threads)
-        assert lowering.blas_threads(10) == (threads or 1)
+        assert lowering.blas_threads(10) == 1  # small products: one thread, whatever the cap
+        assert lowering.gemm_threads(10) == 1
         monkeypatch.setattr(lowering, "_busy", lambda: False)
         assert lowering.blas_threads(1 << 40) == threads
         monkeypatch.setattr(lowering, "_busy", lambda: True)
         assert lowering.blas_threads(1 << 40) == (threads or 1)
-        got = numbax.jit(lambda a, b: (a @ a, b @ b))(a, b)
+        assert lowering.gemm_threads(1 << 40) == (threads or 1)
+        with config.override("cpu_matmul", "blas"):  # the products this rule governs
+            got = numbax.jit(lambda a, b: (a @ a, b @ b))(a, b)
     finally:
         config.update("cpu_threads", old)
     np.testing.assert_allclose(np.asarray(got[0]), a @ a, rtol=1e-5)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.compiler import gemm_cpu
 from numbax._src.compiler import kernels_cpu as kc  # noqa: F401  (the driver calls lw.kc.*)
 from numbax._src.compiler.fusion import ELEMENTWISE, REDUCTIONS
 from numbax._src.core import JaxprEqn
@@ -24,8 +25,10 @@ ELEMENTWISE_FALLBACK = ELEMENTWISE | REDUCTIONS
 # on the idle machine 2 threads win by ~1.5x on its larger GEMMs). With `cpu_threads = 0`
 # (automatic) products below BLAS_THREADED_MACS multiply-adds, and every product while the
 # machine is busy with other work, run with one BLAS thread; larger products on an otherwise
-# idle machine keep BLAS's own setting. With `numbax.config.cpu_threads = n` every BLAS call
-# from compiled code runs with n threads. The count is set through OpenBLAS's own C API (found
+# idle machine keep BLAS's own setting. With `numbax.config.cpu_threads = n` the larger BLAS
+# calls from compiled code run with n threads, the small ones still with one (pinning them
+# all to 2 made the 2-core MLP step 8 ms instead of 1.2: OpenBLAS's workers spin after each
+# threaded call and starve Numba's). The count is set through OpenBLAS's own C API (found
 # among the loaded libraries) just for the call and restored after it (0.4 us per call);
 # without OpenBLAS nothing is changed.
 #
@@ -78,7 +81,9 @@ def _busy() -> bool:
 _blas_api: list = []
 
 
-def _find_blas_api():
+def _openblas():
+    """(ctypes library, symbol prefix, symbol suffix) of the OpenBLAS this process loaded (numpy's
+    scipy-openblas or a system one), or None."""
     import ctypes
 
     try:
@@ -93,24 +98,50 @@ def _find_blas_api():
             continue
         for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""),
                                ("openblas", "64_"), ("openblas", "")):
-            try:
-                set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-                get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-            except AttributeError:
-                continue
-            set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
-            return set_n, get_n
+            if hasattr(lib, f"{prefix}_set_num_threads{suffix}"):
+                return lib, prefix, suffix
     return None
+
+
+def _find_blas_api():
+    import ctypes
+
+    found = _openblas()
+    if found is None:
+        return None
+    lib, prefix, suffix = found
+    set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
+    get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+    set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
+    return set_n, get_n
+
+
+def blas_core() -> str:
+    """The CPU kernel family OpenBLAS runs here ("Haswell", "SkylakeX", ...; "" when numpy's BLAS
+    is not an OpenBLAS this can ask). `OPENBLAS_CORETYPE` in the environment sets it."""
+    import ctypes
+
+    found = _openblas()
+    if found is None:
+        return ""
+    lib, prefix, suffix = found
+    get_core = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+    if get_core is None:
+        return ""
+    get_core.restype = ctypes.c_char_p
+    return (get_core() or b"").decode(errors="replace")
 
 
 def blas_threads(macs: int) -> int:
     """The BLAS thread count for a product of `macs` multiply-adds (0: leave BLAS alone)."""
     from numbax._src.config import config
 
+    if macs < BLAS_THREADED_MACS:
+        return 1
     n = config.cpu_threads
     if n:
         return n
-    return 1 if macs < BLAS_THREADED_MACS or _busy() else 0
+    return 1 if _busy() else 0
 
 
 def _blas_call(fn, threads: int, *args):
@@ -154,8 +185,9 @@ def with_numba_threads(driver):
 
 
 def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> list[np.ndarray]:
-    """lax.dot_general as one np.matmul (BLAS) over (batch, free, contract) layouts; operands
-    given as transposed views (passes.fold_transposes) reach BLAS as transpose flags, no copy."""
+    """lax.dot_general as one matrix product (`dot`) or np.matmul (BLAS) over (batch, free,
+    contract) layouts; operands given as transposed views (passes.fold_transposes) reach BLAS
+    as transpose flags and `gemm_cpu` as strides, no copy."""
     (xc, yc), (xb, yb) = dimension_numbers
     xf = [d for d in range(x.ndim) if d not in xc and d not in xb]
     yf = [d for d in range(y.ndim) if d not in yc and d not in yb]
@@ -171,10 +203,10 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         x3 = x3.astype(out_dtype)
     if y3.dtype != out_dtype:
         y3 = y3.astype(out_dtype)
-    threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
     if nb == 1:
-        out = _blas_call(np.dot, threads, x3[0], y3[0])
+        out = dot(x3[0], y3[0], m * n * k)
     else:
+        threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
         out = _blas_call(np.matmul, threads, x3, y3)
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
@@ -257,8 +289,77 @@ def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
 
 
 def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
-    """np.dot (BLAS) of operands already in (m, k) @ (k, n) form, under the BLAS thread rule."""
+    """x @ y for operands already in (m, k) @ (k, n) form: numbax's own GEMM (`gemm_cpu`) for
+    matrix products it takes where `own_gemm` says so, else np.dot (BLAS) under the BLAS
+    thread rule."""
+    if runs_on_own_gemm(x, y, macs):
+        return gemm_cpu.matmul(x, y, gemm_threads(macs))
     return _blas_call(np.dot, blas_threads(macs), x, y)
+
+
+def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
+    """Whether `dot` gives this product to `gemm_cpu`."""
+    return (macs >= OWN_GEMM_MACS and x.ndim == 2 and y.ndim == 2
+            and min(x.shape[0], x.shape[1], y.shape[1]) >= OWN_GEMM_MIN_DIM
+            and own_gemm(macs) and gemm_cpu.supports(x, y))
+
+
+# ----------------------------------------------------------------------------- own GEMM
+# Below OWN_GEMM_MACS np.dot's smaller call overhead wins (0.6 against 2.6 us at 8^3); from
+# 64^3 up numbax's kernel on one thread matches OpenBLAS-Haswell on two, and from
+# GEMM_THREADED_MACS up two threads pay for their fork (2026-11-26, 2-core Zen 5 VM). A side
+# under OWN_GEMM_MIN_DIM wastes most of a 12 x 32 tile or of a packed k block: the MLP's
+# 128x512 @ 512x10 took 26 us against np.dot's 11.5.
+OWN_GEMM_MACS = 1 << 18
+OWN_GEMM_MIN_DIM = 32
+GEMM_THREADED_MACS = 1 << 20
+def own_gemm(macs: int) -> bool:
+    """Whether a matrix product of `macs` multiply-adds from compiled code runs on `gemm_cpu`
+    rather than BLAS: `config.cpu_matmul` "numbax" / "blas", or with "auto" (the default)
+    `own_gemm_rule` for this host's AVX-512 (LLVM's view of it) and OpenBLAS's kernels."""
+    from numbax._src.config import config
+
+    choice = config.cpu_matmul
+    if choice != "auto":
+        return choice == "numbax"
+    if not _host_gemm:
+        import llvmlite.binding as ll
+
+        _host_gemm.append((bool(ll.get_host_cpu_features().get("avx512f")), blas_core()))
+    return own_gemm_rule(*_host_gemm[0], macs)
+
+
+_host_gemm: list = []  # [(host has AVX-512, OpenBLAS core name)] once asked
+# OpenBLAS kernel families written with AVX-512 (its DYNAMIC_ARCH core names, lower case).
+AVX512_BLAS_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+# Against OpenBLAS's own AVX-512 kernels (SkylakeX, 16-core Xeon host) gemm_cpu won on the
+# MLP's products (1.3-2.3x at 33-51M multiply-adds) and was even from 1000^3 up (0.95-1.12x).
+AVX512_BLAS_EVEN_MACS = 1 << 28
+
+
+def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
+    """`own_gemm`'s "auto" choice: numbax's GEMM on AVX-512 hosts, except for products of
+    AVX512_BLAS_EVEN_MACS and more when BLAS runs AVX-512 kernels too (where BLAS is as fast
+    and has been tuned on many more machines)."""
+    if not host_avx512:
+        return False
+    return blas_core_name.lower() not in AVX512_BLAS_CORES or macs < AVX512_BLAS_EVEN_MACS
+
+
+def gemm_threads(macs: int) -> int:
+    """Numba threads for a `gemm_cpu` product of `macs` multiply-adds."""
+    from numbax._src.config import config
+
+    if macs < GEMM_THREADED_MACS:
+        return 1
+    n = config.cpu_threads
+    if n:
+        return n
+    if _busy():
+        return 1
+    import numba
+
+    return numba.get_num_threads()
 
 
 def _lower_reshape(eqn: JaxprEqn, ins: list[str]) -> str:

@@ -1,0 +1,282 @@
+"""Matrix products on the CPU: Numba loops around a register-tile kernel written in LLVM vectors.
+
+Why numbax has its own GEMM: numpy's OpenBLAS picks its kernels for one CPU family, and where
+that family lacks AVX-512 while the host has it (the 2-core dev VM sets
+``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 Zen 5), every product runs at the AVX2 peak,
+about half of what the host can do. jax.jit's own kernels use AVX-512 there; the MLP step is
+GEMM-bound, so numbax lost it on BLAS alone. `use_for` decides per process (see its rule).
+
+The kernel (`_tile_set`/`_tile_add`, one Numba intrinsic each) keeps an ``MR x NR`` tile of C
+in ``MR * 2`` vector registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
+loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k and issues
+``2 * MR`` FMAs. LLVM's auto-vectoriser does not find this (it left a 6x32 tile written in
+Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
+FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
+
+Operands are C-contiguous arrays or transposes of one, read in place: A through (row, column)
+element strides, so a transposed A costs nothing; B's rows directly when they are
+contiguous, else (a transposed B, or the ragged last strip) through a packed ``KC x NR``
+buffer filled by `_transpose_block`. Loop order per thread (BLIS's): k blocks of ``KC``, then
+blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column strips of B (the
+strip stays in L1), then the block's row strips (streamed from L2). Threads
+take whole column strips, or whole row strips when there are too few columns, so no two
+threads write the same part of C.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+MR = 12        # rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broadcast <= 32 zmm
+VEC_BYTES = 64  # one AVX-512 register; LLVM splits the vectors on narrower hosts
+KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB, it stays in the 48 KiB L1
+MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
+
+
+def _lanes(dtype) -> int:
+    return VEC_BYTES // (dtype.bitwidth // 8)
+
+
+def _data(context, builder, arrty, value, offset):
+    """Pointer to element `offset` of a flat array value."""
+    data = cgutils.create_struct_proxy(arrty)(context, builder, value=value).data
+    return builder.gep(data, [offset])
+
+
+def _vector_ptr(builder, ptr, index, vty):
+    return builder.bitcast(builder.gep(ptr, [index]), vty.as_pointer())
+
+
+def _make_tile_kernel(accumulate: bool):
+    """c[i*ldc + j] (+)= sum over k < kc of a[i*rsa + k*csa] * b[k*ldb + j], for i < MR and
+    j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else store)."""
+
+    @intrinsic
+    def tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc):
+        ip = types.intp
+        sig = types.void(ip, a, ip, ip, ip, b, ip, ip, c, ip, ip)
+
+        def codegen(context, builder, sig, args):
+            kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc = args
+            dtype = sig.args[1].dtype
+            lanes = _lanes(dtype)
+            vty = ir.VectorType(context.get_value_type(dtype), lanes)
+            i64 = kc.type
+            pa = _data(context, builder, sig.args[1], a, a_off)
+            pb = _data(context, builder, sig.args[5], b, b_off)
+            pc = _data(context, builder, sig.args[8], c, c_off)
+            fma = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vty, [vty] * 3),
+                f"llvm.fma.v{lanes}f{dtype.bitwidth}")
+            # Accumulators as allocas: LLVM's mem2reg keeps all 2 * MR of them in registers.
+            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vty, None)) for _ in range(2)]
+                    for _ in range(MR)]
+            a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))]) for i in range(MR)]
+            splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
+            with cgutils.for_range(builder, kc) as loop:
+                k = loop.index
+                b_row = builder.gep(pb, [builder.mul(k, ldb)])
+                bv = [builder.load(_vector_ptr(builder, b_row, ir.Constant(i64, h * lanes), vty),
+                                   align=dtype.bitwidth // 8) for h in range(2)]
+                ka = builder.mul(k, csa)
+                for i in range(MR):
+                    scalar = builder.load(builder.gep(a_rows[i], [ka]))
+                    av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
+                                                ir.Constant(ir.IntType(32), 0))
+                    av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
+                    for h in range(2):
+                        acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
+                        builder.store(acc, accs[i][h])
+            for i in range(MR):
+                c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
+                for h in range(2):
+                    p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
+                    acc = builder.load(accs[i][h])
+                    if accumulate:
+                        acc = builder.fadd(builder.load(p, align=dtype.bitwidth // 8), acc)
+                    builder.store(acc, p, align=dtype.bitwidth // 8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return tile
+
+
+_tile_set = _make_tile_kernel(accumulate=False)
+_tile_add = _make_tile_kernel(accumulate=True)
+
+
+@intrinsic
+def _transpose_block(typingctx, src, src_off, lds, dst, dst_off, ldd):
+    """dst[dst_off + c*ldd + r] = src[src_off + r*lds + c] for r, c < lanes: one square block
+    transposed in registers (lanes vector loads, log2(lanes) rounds of two-vector shuffles that
+    swap the off-diagonal half-blocks at each scale, lanes vector stores)."""
+    ip = types.intp
+    sig = types.void(src, ip, ip, dst, ip, ip)
+
+    def codegen(context, builder, sig, args):
+        src, src_off, lds, dst, dst_off, ldd = args
+        dtype = sig.args[0].dtype
+        lanes = _lanes(dtype)
+        vty = ir.VectorType(context.get_value_type(dtype), lanes)
+        i64 = lds.type
+        align = dtype.bitwidth // 8
+        ps = _data(context, builder, sig.args[0], src, src_off)
+        pd = _data(context, builder, sig.args[3], dst, dst_off)
+        rows = [builder.load(_vector_ptr(builder, ps, builder.mul(lds, ir.Constant(i64, r)), vty),
+                             align=align) for r in range(lanes)]
+        h = lanes // 2
+        while h:
+            # Rows r and r + h (r without bit h) trade their off-diagonal h-wide blocks.
+            low = [c if not c & h else lanes + c - h for c in range(lanes)]
+            high = [c + h if not c & h else lanes + c for c in range(lanes)]
+            for r in range(lanes):
+                if r & h:
+                    continue
+                top, bottom = rows[r], rows[r + h]
+                rows[r] = builder.shuffle_vector(top, bottom, ir.Constant(
+                    ir.VectorType(ir.IntType(32), lanes), low))
+                rows[r + h] = builder.shuffle_vector(top, bottom, ir.Constant(
+                    ir.VectorType(ir.IntType(32), lanes), high))
+            h //= 2
+        for r in range(lanes):
+            builder.store(rows[r], _vector_ptr(builder, pd, builder.mul(ldd, ir.Constant(i64, r)),
+                                               vty), align=align)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf):
+    """buf[k*nr_full + j] = B[k0 + k, j0 + j], zero past column nr."""
+    if nr < nr_full:
+        buf[:kc * nr_full] = 0
+    if rsb == 1 and nr == nr_full:  # transposed B: square blocks through registers
+        kb = kc - kc % lanes
+        for jj in range(0, nr_full, lanes):
+            for kk in range(0, kb, lanes):
+                _transpose_block(b, (j0 + jj) * csb + k0 + kk, csb, buf, kk * nr_full + jj,
+                                 nr_full)
+        for k in range(kb, kc):
+            for j in range(nr_full):
+                buf[k * nr_full + j] = b[(j0 + j) * csb + k0 + k]
+        return
+    for k in range(kc):
+        for j in range(nr):
+            buf[k * nr_full + j] = b[(k0 + k) * rsb + (j0 + j) * csb]
+
+
+@njit(cache=True, error_model="numpy")
+def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
+    """C's row strips [s0, s1) x column strips [t0, t1) of C = A @ B, A[i, k] = a[i*rsa + k*csa],
+    B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat)."""
+    lanes = 64 // c.itemsize
+    nr_full = 2 * lanes
+    tile = np.empty(MR * nr_full, c.dtype)
+    apad = np.empty(MR * KC, c.dtype)  # zeroed where a short strip needs it
+    bpad = np.empty(KC * nr_full, c.dtype)
+    ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
+    for k0 in range(0, kk, KC):
+        kc = min(KC, kk - k0)
+        if ragged:
+            i0 = (s1 - 1) * MR
+            apad[:] = 0
+            for i in range(m - i0):
+                for k in range(kc):
+                    apad[k * MR + i] = a[(i0 + i) * rsa + (k0 + k) * csa]
+        for sb in range(s0, s1, MC_STRIPS):
+            for t in range(t0, t1):
+                j0 = t * nr_full
+                nr = min(nr_full, n - j0)
+                if csb == 1 and nr == nr_full:
+                    bb, b_off, ldb = b, k0 * rsb + j0, rsb
+                else:
+                    _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, bpad)
+                    bb, b_off, ldb = bpad, 0, nr_full
+                for s in range(sb, min(sb + MC_STRIPS, s1)):
+                    i0 = s * MR
+                    mr = min(MR, m - i0)
+                    if mr == MR and nr == nr_full:
+                        if k0 == 0:
+                            _tile_set(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
+                                      c, i0 * n + j0, n)
+                        else:
+                            _tile_add(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
+                                      c, i0 * n + j0, n)
+                        continue
+                    if mr == MR:
+                        _tile_set(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
+                                  tile, 0, nr_full)
+                    else:
+                        _tile_set(kc, apad, 0, 1, MR, bb, b_off, ldb, tile, 0, nr_full)
+                    for i in range(mr):
+                        for j in range(nr):
+                            if k0 == 0:
+                                c[(i0 + i) * n + j0 + j] = tile[i * nr_full + j]
+                            else:
+                                c[(i0 + i) * n + j0 + j] += tile[i * nr_full + j]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, nthreads, by_columns):
+    ms = (m + MR - 1) // MR
+    ns = (n + 2 * (64 // c.itemsize) - 1) // (2 * (64 // c.itemsize))
+    for th in prange(nthreads):
+        if by_columns:
+            _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms,
+                       ns * th // nthreads, ns * (th + 1) // nthreads)
+        else:
+            _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk,
+                       ms * th // nthreads, ms * (th + 1) // nthreads, 0, ns)
+
+
+def _flat(x: np.ndarray):
+    """(flat buffer, row stride, column stride) in elements of a 2D array that is C-contiguous
+    or the transpose of a C-contiguous array; None for any other layout."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1), x.shape[1], 1
+    if x.flags.f_contiguous:
+        return x.T.reshape(-1), 1, x.shape[0]
+    return None
+
+
+def supports(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether `matmul` takes these operands: 2D float32/float64 of one dtype, each C- or
+    Fortran-contiguous (the layouts `passes.fold_transposes` hands to products)."""
+    return (x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype
+            and x.dtype in (np.float32, np.float64) and x.shape[1] == y.shape[0]
+            and (x.flags.c_contiguous or x.flags.f_contiguous)
+            and (y.flags.c_contiguous or y.flags.f_contiguous))
+
+
+def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1) -> np.ndarray:
+    """x @ y for operands `supports` accepts, on `threads` Numba threads (1: serial)."""
+    if not supports(x, y):
+        raise ValueError(
+            f"gemm_cpu.matmul takes two 2D float32/float64 arrays of one dtype, each C- or "
+            f"Fortran-contiguous, with x.shape[1] == y.shape[0]; got x {x.dtype}{x.shape} and "
+            f"y {y.dtype}{y.shape}: call np.dot for other operands")
+    m, kk = x.shape
+    n = y.shape[1]
+    out = np.empty((m, n), x.dtype)
+    if out.size == 0:
+        return out
+    if kk == 0:
+        out.fill(0)
+        return out
+    a, rsa, csa = _flat(x)
+    b, rsb, csb = _flat(y)
+    c = out.reshape(-1)
+    if threads <= 1:
+        ns = -(-n // (2 * (64 // x.itemsize)))
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, -(-m // MR), 0, ns)
+        return out
+    ns = -(-n // (2 * (64 // x.itemsize)))
+    ms = -(-m // MR)
+    by_columns = ns >= 2 * threads or ns >= ms
+    _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, threads, by_columns)
+    return out

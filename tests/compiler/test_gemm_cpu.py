@@ -1,0 +1,99 @@
+"""numbax's own CPU GEMM (`gemm_cpu`) against float64 numpy products, over the layouts, ragged
+edges, k blocks and thread splits it has code paths for, and the rule that routes compiled
+matrix products to it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax._src.compiler import gemm_cpu, lowering
+from numbax._src.config import config
+
+RNG = np.random.default_rng(7)
+TOL = {np.float32: 2e-6, np.float64: 1e-14}
+
+
+def _operand(shape, dtype, transposed):
+    """A (rows, cols) operand, C-contiguous or the transpose of a C-contiguous array."""
+    if transposed:
+        return np.ascontiguousarray(RNG.standard_normal(shape[::-1]).astype(dtype)).T
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _check(x, y, threads):
+    got = gemm_cpu.matmul(x, y, threads)
+    want = x.astype(np.float64) @ y.astype(np.float64)
+    assert got.shape == want.shape and got.dtype == x.dtype and got.flags.c_contiguous
+    # Each entry's error against its own scale: sum |x_ik y_kj| bounds the rounding.
+    scale = np.abs(x.astype(np.float64)) @ np.abs(y.astype(np.float64))
+    err = np.max(np.abs(got - want) / np.maximum(scale, 1e-300))
+    assert err < TOL[x.dtype.type], (x.shape, y.shape, threads, err)
+
+
+# m: whole 12-row strips, a short last strip, fewer rows than one strip; n: whole 32/16-wide
+# strips, a ragged last strip, fewer columns than a strip; k: one block, several blocks with
+# a tail that is not a multiple of the vector width (the transposed pack's scalar rows).
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512)])
+@pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
+def test_matches_float64_numpy(dtype, m, k, n, layout):
+    x = _operand((m, k), dtype, layout[0] == "T")
+    y = _operand((k, n), dtype, layout[1] == "T")
+    for threads in (1, 2, 3):
+        _check(x, y, threads)
+
+
+@pytest.mark.parametrize("m,n", [(300, 40), (30, 400)])
+def test_threads_split_rows_or_columns(m, n):
+    """Few column strips and many rows: threads take row strips; else column strips."""
+    x, y = _operand((m, 50), np.float32, False), _operand((50, n), np.float32, True)
+    for threads in (2, 4, 7):
+        _check(x, y, threads)
+
+
+def test_empty_dimensions():
+    for (m, k, n) in [(0, 3, 4), (3, 0, 4), (3, 4, 0)]:
+        got = gemm_cpu.matmul(np.ones((m, k), np.float32), np.ones((k, n), np.float32), 2)
+        np.testing.assert_array_equal(got, np.zeros((m, n), np.float32))
+
+
+def test_rejects_what_it_does_not_take():
+    a = np.ones((4, 4), np.float32)
+    for x, y in [(a, a.astype(np.float64)), (a.astype(np.int64), a.astype(np.int64)),
+                 (a[:, ::2], a[:2]), (a, np.ones((3, 4), np.float32)), (a[0], a)]:
+        assert not gemm_cpu.supports(x, y)
+    with pytest.raises(ValueError, match=r"float32\(4, 4\).*float64\(4, 4\).*np\.dot"):
+        gemm_cpu.matmul(a, a.astype(np.float64))
+
+
+def test_auto_rule():
+    big, small = lowering.AVX512_BLAS_EVEN_MACS, lowering.AVX512_BLAS_EVEN_MACS - 1
+    for macs in (small, big):
+        assert lowering.own_gemm_rule(True, "Haswell", macs)
+        assert lowering.own_gemm_rule(True, "", macs)
+        assert not lowering.own_gemm_rule(False, "Haswell", macs)
+    assert lowering.own_gemm_rule(True, "SkylakeX", small)
+    assert not lowering.own_gemm_rule(True, "SkylakeX", big)
+    assert not lowering.own_gemm_rule(True, "SapphireRapids", big)
+
+
+@pytest.mark.parametrize("choice", ["numbax", "blas"])
+def test_config_routes_compiled_products(choice, monkeypatch):
+    calls = []
+    real = gemm_cpu.matmul
+    monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1: calls.append(t) or real(x, y, t))
+    x = _operand((96, 80), np.float32, False)
+    w = _operand((80, 72), np.float32, False)
+    f = numbax.jit(lambda x, w: (x @ w, x.T @ x))
+    with config.override("cpu_matmul", choice):
+        got = f(x, w)
+    np.testing.assert_allclose(np.asarray(got[0]), x @ w, rtol=2e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(got[1]), x.T @ x, rtol=2e-5, atol=1e-4)
+    assert len(calls) == (2 if choice == "numbax" else 0)
+
+
+def test_config_rejects_unknown_choice():
+    with pytest.raises(ValueError, match="cpu_matmul.*'mkl'.*'auto', 'numbax', 'blas'"):
+        config.update("cpu_matmul", "mkl")
+    assert config.cpu_matmul in ("auto", "numbax", "blas")
