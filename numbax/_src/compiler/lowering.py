@@ -339,11 +339,14 @@ AVX512_BLAS_EVEN_MACS = 1 << 28
 
 def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
     """`own_gemm`'s "auto" choice: numbax's GEMM on AVX-512 hosts, except for products of
-    AVX512_BLAS_EVEN_MACS and more when BLAS runs AVX-512 kernels too (where BLAS is as fast
-    and has been tuned on many more machines)."""
+    AVX512_BLAS_EVEN_MACS and more unless BLAS is an OpenBLAS known to run narrower kernels
+    (an AVX-512 BLAS is as fast there and tuned on many more machines; a BLAS that cannot be
+    asked, such as MKL, gets the benefit of the doubt)."""
     if not host_avx512:
         return False
-    return blas_core_name.lower() not in AVX512_BLAS_CORES or macs < AVX512_BLAS_EVEN_MACS
+    if macs < AVX512_BLAS_EVEN_MACS:
+        return True
+    return bool(blas_core_name) and blas_core_name.lower() not in AVX512_BLAS_CORES
 
 
 def gemm_threads(macs: int) -> int:
