@@ -97,3 +97,17 @@ def test_config_rejects_unknown_choice():
     with pytest.raises(ValueError, match="cpu_matmul.*'mkl'.*'auto', 'numbax', 'blas'"):
         config.update("cpu_matmul", "mkl")
     assert config.cpu_matmul in ("auto", "numbax", "blas")
+
+
+def test_numba_target_features_decide_avx512(monkeypatch):
+    """The rule asks Numba's target, not the host: NUMBA_CPU_FEATURES without AVX-512 means
+    gemm_cpu's vectors would run split, so "auto" must not pick it."""
+    from numba.core import config as numba_config
+
+    from numbax._src.compiler import host_isa
+
+    monkeypatch.setattr(numba_config, "CPU_FEATURES", "+avx2,+fma,-avx512f")
+    assert not host_isa.numba_target_has("avx512f")
+    assert host_isa.numba_target_has("avx2")
+    monkeypatch.setattr(numba_config, "CPU_FEATURES", "+avx2,+avx512f")
+    assert host_isa.numba_target_has("avx512f")

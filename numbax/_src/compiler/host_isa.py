@@ -57,6 +57,20 @@ def choose(host_name: str, host_features: dict, numba_features: str,
     return reason, name, _NO_PREFER_256 if avx512 else ""
 
 
+def numba_target_has(feature: str) -> bool:
+    """Whether Numba's CPU target enables `feature` (e.g. "avx512f"): the features it is, or
+    will be, built with (``NUMBA_CPU_FEATURES``, `apply`'s choice, else the host's less what
+    Numba strips). Code written for wider vectors than this runs split into narrower ones."""
+    from numba.core import codegen, config
+
+    try:
+        features = config.CPU_FEATURES if config.CPU_FEATURES is not None \
+            else codegen.get_host_cpu_features()
+    except RuntimeError:
+        return False
+    return f"+{feature}" in features.split(",")
+
+
 def apply() -> tuple[str, str] | None:
     """Set Numba's CPU name/features as `choose` says, if its target machine is not built yet."""
     global APPLIED

@@ -316,20 +316,21 @@ GEMM_THREADED_MACS = 1 << 20
 def own_gemm(macs: int) -> bool:
     """Whether a matrix product of `macs` multiply-adds from compiled code runs on `gemm_cpu`
     rather than BLAS: `config.cpu_matmul` "numbax" / "blas", or with "auto" (the default)
-    `own_gemm_rule` for this host's AVX-512 (LLVM's view of it) and OpenBLAS's kernels."""
+    `own_gemm_rule` for AVX-512 in Numba's target (gemm_cpu's 64-byte vectors would run
+    split in two without it) and OpenBLAS's kernels."""
     from numbax._src.config import config
 
     choice = config.cpu_matmul
     if choice != "auto":
         return choice == "numbax"
     if not _host_gemm:
-        import llvmlite.binding as ll
+        from numbax._src.compiler import host_isa
 
-        _host_gemm.append((bool(ll.get_host_cpu_features().get("avx512f")), blas_core()))
+        _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
     return own_gemm_rule(*_host_gemm[0], macs)
 
 
-_host_gemm: list = []  # [(host has AVX-512, OpenBLAS core name)] once asked
+_host_gemm: list = []  # [(Numba's target has AVX-512, OpenBLAS core name)] once asked
 # OpenBLAS kernel families written with AVX-512 (its DYNAMIC_ARCH core names, lower case).
 AVX512_BLAS_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 # Against OpenBLAS's own AVX-512 kernels (SkylakeX, 16-core Xeon host) gemm_cpu won on the
