@@ -6,7 +6,7 @@ that family lacks AVX-512 while the host has it (the 2-core dev VM sets
 about half of what the host can do. jax.jit's own kernels use AVX-512 there; the MLP step is
 GEMM-bound, so numbax lost it on BLAS alone. `use_for` decides per process (see its rule).
 
-The kernel (`_tile_set`/`_tile_add`, one Numba intrinsic each) keeps an ``MR x NR`` tile of C
+The kernel (`_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C
 in ``MR * 2`` vector registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
 loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k and issues
 ``2 * MR`` FMAs. LLVM's auto-vectoriser does not find this (it left a 6x32 tile written in
@@ -50,63 +50,61 @@ def _vector_ptr(builder, ptr, index, vty):
     return builder.bitcast(builder.gep(ptr, [index]), vty.as_pointer())
 
 
-def _make_tile_kernel(accumulate: bool):
+@intrinsic
+def _tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate):
     """c[i*ldc + j] (+)= sum over k < kc of a[i*rsa + k*csa] * b[k*ldb + j], for i < MR and
-    j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else store)."""
+    j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else store).
+    One call site per caller: each inlined copy is a fully unrolled tile, and LLVM's time to
+    optimise the threaded driver grew with every copy."""
+    ip = types.intp
+    sig = types.void(ip, a, ip, ip, ip, b, ip, ip, c, ip, ip, types.boolean)
 
-    @intrinsic
-    def tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc):
-        ip = types.intp
-        sig = types.void(ip, a, ip, ip, ip, b, ip, ip, c, ip, ip)
-
-        def codegen(context, builder, sig, args):
-            kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc = args
-            dtype = sig.args[1].dtype
-            lanes = _lanes(dtype)
-            vty = ir.VectorType(context.get_value_type(dtype), lanes)
-            i64 = kc.type
-            pa = _data(context, builder, sig.args[1], a, a_off)
-            pb = _data(context, builder, sig.args[5], b, b_off)
-            pc = _data(context, builder, sig.args[8], c, c_off)
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(vty, [vty] * 3),
-                f"llvm.fma.v{lanes}f{dtype.bitwidth}")
-            # Accumulators as allocas: LLVM's mem2reg keeps all 2 * MR of them in registers.
-            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vty, None)) for _ in range(2)]
-                    for _ in range(MR)]
-            a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))]) for i in range(MR)]
-            splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
-            with cgutils.for_range(builder, kc) as loop:
-                k = loop.index
-                b_row = builder.gep(pb, [builder.mul(k, ldb)])
-                bv = [builder.load(_vector_ptr(builder, b_row, ir.Constant(i64, h * lanes), vty),
-                                   align=dtype.bitwidth // 8) for h in range(2)]
-                ka = builder.mul(k, csa)
-                for i in range(MR):
-                    scalar = builder.load(builder.gep(a_rows[i], [ka]))
-                    av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
-                                                ir.Constant(ir.IntType(32), 0))
-                    av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
-                    for h in range(2):
-                        acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
-                        builder.store(acc, accs[i][h])
+    def codegen(context, builder, sig, args):
+        kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate = args
+        dtype = sig.args[1].dtype
+        lanes = _lanes(dtype)
+        align = dtype.bitwidth // 8
+        vty = ir.VectorType(context.get_value_type(dtype), lanes)
+        i64 = kc.type
+        pa = _data(context, builder, sig.args[1], a, a_off)
+        pb = _data(context, builder, sig.args[5], b, b_off)
+        pc = _data(context, builder, sig.args[8], c, c_off)
+        fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vty, [vty] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
+        # Accumulators as allocas: LLVM's mem2reg keeps all 2 * MR of them in registers.
+        accs = [[cgutils.alloca_once_value(builder, ir.Constant(vty, None)) for _ in range(2)]
+                for _ in range(MR)]
+        a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))]) for i in range(MR)]
+        splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
+        with cgutils.for_range(builder, kc) as loop:
+            k = loop.index
+            b_row = builder.gep(pb, [builder.mul(k, ldb)])
+            bv = [builder.load(_vector_ptr(builder, b_row, ir.Constant(i64, h * lanes), vty),
+                               align=align) for h in range(2)]
+            ka = builder.mul(k, csa)
+            for i in range(MR):
+                scalar = builder.load(builder.gep(a_rows[i], [ka]))
+                av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
+                                            ir.Constant(ir.IntType(32), 0))
+                av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
+                for h in range(2):
+                    acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
+                    builder.store(acc, accs[i][h])
+        with builder.if_then(accumulate):
             for i in range(MR):
                 c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
                 for h in range(2):
                     p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
                     acc = builder.load(accs[i][h])
-                    if accumulate:
-                        acc = builder.fadd(builder.load(p, align=dtype.bitwidth // 8), acc)
-                    builder.store(acc, p, align=dtype.bitwidth // 8)
-            return context.get_dummy_value()
+                    builder.store(builder.fadd(builder.load(p, align=align), acc), accs[i][h])
+        for i in range(MR):
+            c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
+            for h in range(2):
+                p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
+                builder.store(builder.load(accs[i][h]), p, align=align)
+        return context.get_dummy_value()
 
-        return sig, codegen
-
-    return tile
-
-
-_tile_set = _make_tile_kernel(accumulate=False)
-_tile_add = _make_tile_kernel(accumulate=True)
+    return sig, codegen
 
 
 @intrinsic
@@ -200,19 +198,15 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
                 for s in range(sb, min(sb + MC_STRIPS, s1)):
                     i0 = s * MR
                     mr = min(MR, m - i0)
-                    if mr == MR and nr == nr_full:
-                        if k0 == 0:
-                            _tile_set(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
-                                      c, i0 * n + j0, n)
-                        else:
-                            _tile_add(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
-                                      c, i0 * n + j0, n)
+                    whole = mr == MR and nr == nr_full
+                    # a partial tile goes through `tile`, then its valid part into C
+                    aa, a_off, ra, ca = (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR \
+                        else (apad, 0, 1, MR)
+                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (tile, 0, nr_full)
+                    _tile(kc, aa, a_off, ra, ca, bb, b_off, ldb, cc, c_off, ldc,
+                          whole and k0 > 0)
+                    if whole:
                         continue
-                    if mr == MR:
-                        _tile_set(kc, a, i0 * rsa + k0 * csa, rsa, csa, bb, b_off, ldb,
-                                  tile, 0, nr_full)
-                    else:
-                        _tile_set(kc, apad, 0, 1, MR, bb, b_off, ldb, tile, 0, nr_full)
                     for i in range(mr):
                         for j in range(nr):
                             if k0 == 0:
