@@ -111,3 +111,37 @@ def test_numba_target_features_decide_avx512(monkeypatch):
     assert host_isa.numba_target_has("avx2")
     monkeypatch.setattr(numba_config, "CPU_FEATURES", "+avx2,+avx512f")
     assert host_isa.numba_target_has("avx512f")
+
+
+def test_writes_into_out_and_checks_it():
+    x, y = _operand((40, 50), np.float32, False), _operand((50, 60), np.float32, True)
+    out = np.full((3, 40, 60), np.nan, np.float32)
+    got = gemm_cpu.matmul(x, y, 2, out[1])
+    assert got.base is out or got is out[1] or np.shares_memory(got, out)
+    np.testing.assert_allclose(out[1], x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
+    assert np.isnan(out[0]).all() and np.isnan(out[2]).all()
+    for bad in (np.empty((40, 61), np.float32), np.empty((40, 60), np.float64),
+                np.empty((60, 40), np.float32).T):
+        with pytest.raises(ValueError, match=r"out must be a writeable C-contiguous float32"):
+            gemm_cpu.matmul(x, y, 1, bad)
+
+
+@pytest.mark.parametrize("spec", ["bij,bjk->bik", "bji,bjk->bik", "bij,bkj->bik"])
+def test_batched_products_under_jit(spec, monkeypatch):
+    """Batched dot_generals whose per-entry products qualify run as one gemm_cpu product per
+    batch entry (layouts through strides), matching float64 numpy."""
+    import numbax.numpy as jnp
+
+    calls = []
+    real = gemm_cpu.matmul
+    monkeypatch.setattr(gemm_cpu, "matmul",
+                        lambda x, y, t=1, out=None: calls.append(t) or real(x, y, t, out))
+    shapes = {"bij": (3, 97, 64), "bji": (3, 64, 97), "bjk": (3, 64, 72), "bkj": (3, 72, 64)}
+    lhs, rhs = spec.split("->")[0].split(",")
+    x = RNG.standard_normal(shapes[lhs]).astype(np.float32)
+    y = RNG.standard_normal(shapes[rhs]).astype(np.float32)
+    with config.override("cpu_matmul", "numbax"):
+        got = numbax.jit(lambda x, y: jnp.einsum(spec, x, y))(x, y)
+    want = np.einsum(spec, x.astype(np.float64), y.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+    assert len(calls) == 3

@@ -247,8 +247,11 @@ def supports(x: np.ndarray, y: np.ndarray) -> bool:
             and (y.flags.c_contiguous or y.flags.f_contiguous))
 
 
-def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1) -> np.ndarray:
-    """x @ y for operands `supports` accepts, on `threads` Numba threads (1: serial)."""
+def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
+           out: np.ndarray | None = None) -> np.ndarray:
+    """x @ y for operands `supports` accepts, on `threads` Numba threads (1: serial), into
+    `out` when given (a C-contiguous array of the result's shape and dtype, e.g. one matrix of
+    a batched result)."""
     if not supports(x, y):
         raise ValueError(
             f"gemm_cpu.matmul takes two 2D float32/float64 arrays of one dtype, each C- or "
@@ -256,7 +259,13 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1) -> np.ndarray:
             f"y {y.dtype}{y.shape}: call np.dot for other operands")
     m, kk = x.shape
     n = y.shape[1]
-    out = np.empty((m, n), x.dtype)
+    if out is None:
+        out = np.empty((m, n), x.dtype)
+    elif out.shape != (m, n) or out.dtype != x.dtype or not out.flags.c_contiguous \
+            or not out.flags.writeable:
+        raise ValueError(
+            f"gemm_cpu.matmul: out must be a writeable C-contiguous {x.dtype} array of shape "
+            f"{(m, n)}; got {out.dtype}{out.shape} (C-contiguous: {out.flags.c_contiguous})")
     if out.size == 0:
         return out
     if kk == 0:
@@ -265,12 +274,11 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1) -> np.ndarray:
     a, rsa, csa = _flat(x)
     b, rsb, csb = _flat(y)
     c = out.reshape(-1)
-    if threads <= 1:
-        ns = -(-n // (2 * (64 // x.itemsize)))
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, -(-m // MR), 0, ns)
-        return out
     ns = -(-n // (2 * (64 // x.itemsize)))
     ms = -(-m // MR)
-    by_columns = ns >= 2 * threads or ns >= ms
-    _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, threads, by_columns)
+    if threads <= 1:
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns)
+    else:
+        by_columns = ns >= 2 * threads or ns >= ms
+        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, threads, by_columns)
     return out

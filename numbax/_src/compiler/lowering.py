@@ -185,7 +185,8 @@ def with_numba_threads(driver):
 
 
 def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> list[np.ndarray]:
-    """lax.dot_general as one matrix product (`dot`) or np.matmul (BLAS) over (batch, free,
+    """lax.dot_general as one matrix product (`dot`), one `gemm_cpu` product per batch entry
+    (batches of products `dot` would give it), or np.matmul (BLAS) over (batch, free,
     contract) layouts; operands given as transposed views (passes.fold_transposes) reach BLAS
     as transpose flags and `gemm_cpu` as strides, no copy."""
     (xc, yc), (xb, yb) = dimension_numbers
@@ -205,6 +206,11 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         y3 = y3.astype(out_dtype)
     if nb == 1:
         out = dot(x3[0], y3[0], m * n * k)
+    elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
+        out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
+        threads = gemm_threads(m * n * k)
+        for b in range(nb):
+            gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
     else:
         threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
         out = _blas_call(np.matmul, threads, x3, y3)
