@@ -265,8 +265,10 @@ def main() -> None:
 
 def _training_without_coretype() -> None:
     """The training rows again in a child process without OPENBLAS_CORETYPE: this machine's
-    setting (Haswell kernels on an AVX-512 CPU) roughly halves numpy's GEMM speed, which the
-    MLP step is bound by, while jax.jit brings its own GEMMs."""
+    setting (Haswell kernels on an AVX-512 CPU) roughly halves numpy's GEMM speed. The MLP
+    step is GEMM-bound; jax.jit brings its own GEMMs, and so does numbax where `cpu_matmul`
+    "auto" picks `gemm_cpu` (both with and without the setting on this VM), so the child
+    shows what the setting changes for the rest."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
