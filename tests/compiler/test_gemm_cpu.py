@@ -145,3 +145,15 @@ def test_batched_products_under_jit(spec, monkeypatch):
     want = np.einsum(spec, x.astype(np.float64), y.astype(np.float64))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
     assert len(calls) == 3
+
+
+def test_one_compiled_version_per_dtype_whatever_the_operands_writeability():
+    x = _operand((40, 50), np.float64, False)
+    y = _operand((50, 60), np.float64, True)
+    ro_x, ro_y = x.view(), y.view()
+    ro_x.flags.writeable = ro_y.flags.writeable = False
+    for a, b in [(x, y), (ro_x, y), (x, ro_y), (ro_x, ro_y)]:
+        _check(a, b, 1)
+        _check(a, b, 2)
+    for fn in (gemm_cpu._gemm_part, gemm_cpu._gemm_threads):
+        assert sum(str(sig[0].dtype) == "float64" for sig in fn.signatures) == 1
