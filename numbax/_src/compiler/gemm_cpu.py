@@ -220,12 +220,12 @@ def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, nthreads, by_columns):
     ms = (m + MR - 1) // MR
     ns = (n + 2 * (64 // c.itemsize) - 1) // (2 * (64 // c.itemsize))
     for th in prange(nthreads):
-        if by_columns:
-            _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms,
-                       ns * th // nthreads, ns * (th + 1) // nthreads)
-        else:
-            _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk,
-                       ms * th // nthreads, ms * (th + 1) // nthreads, 0, ns)
+        # One call with int64 bounds: a literal 0 in the call made Numba compile _gemm_part
+        # again for Literal[int](0) (1.2 s per call site).
+        s0, s1, t0, t1 = np.int64(0), ms, ns * th // nthreads, ns * (th + 1) // nthreads
+        if not by_columns:
+            s0, s1, t0, t1 = ms * th // nthreads, ms * (th + 1) // nthreads, np.int64(0), ns
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1)
 
 
 def _flat(x: np.ndarray):
