@@ -4,10 +4,11 @@ Why numbax has its own GEMM: numpy's OpenBLAS picks its kernels for one CPU fami
 that family lacks AVX-512 while the host has it (the 2-core dev VM sets
 ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 Zen 5), every product runs at the AVX2 peak,
 about half of what the host can do. jax.jit's own kernels use AVX-512 there; the MLP step is
-GEMM-bound, so numbax lost it on BLAS alone. `use_for` decides per process (see its rule).
+GEMM-bound, so numbax lost it on BLAS alone. `lowering.own_gemm` decides which products
+come here (`lowering.own_gemm_rule`; `config.cpu_matmul` overrides it).
 
-The kernel (`_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C
-in ``MR * 2`` vector registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
+The kernel (`_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C in ``MR * 2`` vector
+registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
 loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k and issues
 ``2 * MR`` FMAs. LLVM's auto-vectoriser does not find this (it left a 6x32 tile written in
 Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
