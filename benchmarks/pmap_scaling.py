@@ -1,7 +1,9 @@
 """pmap scaling: the same elementwise + reduction work split over 1, 2, 4, ... virtual CPU
-devices, against numbax.jit in this process, plus psum latency for 1 KB and 64 MB.
+devices, against numbax.jit in this process, plus psum latency for 1 KB, 1 MB and 64 MB (from
+1 MB up psum reduce-scatters and all-gathers, `parallel/collectives.py`).
 
-Run: python benchmarks/pmap_scaling.py [max_devices] (default: the number of cores, at most 8).
+Run: python benchmarks/pmap_scaling.py [max_devices] [--psum-only]
+(max_devices default: the number of cores, at most 8).
 """
 import os
 import sys
@@ -21,7 +23,8 @@ def _best(fn, repeats=5):
 
 
 def main() -> None:
-    max_devices = int(sys.argv[1]) if len(sys.argv) > 1 else min(8, os.cpu_count() or 1)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    max_devices = int(args[0]) if args else min(8, os.cpu_count() or 1)
     os.environ.setdefault("NUMBAX_NUM_CPU_DEVICES", str(max_devices))
     import numbax
     import numbax.numpy as jnp
@@ -33,11 +36,14 @@ def main() -> None:
     def work(v):
         return jnp.sum(jnp.tanh(v) * jnp.exp(-v * v) + jnp.sqrt(jnp.abs(v)), axis=-1)
 
-    jitted = numbax.jit(work)
-    base = _best(lambda: np.asarray(jitted(x)))
     print(f"cores={os.cpu_count()} devices={numbax.device_count()} work={total} float64")
-    print(f"jit, one process:   {base * 1e3:8.2f} ms  ({total / base / 1e6:7.1f} Melem/s)")
     counts = [k for k in (1, 2, 4, 8, 16) if k <= numbax.device_count()]
+    if "--psum-only" in sys.argv:
+        counts = []
+    else:
+        jitted = numbax.jit(work)
+        base = _best(lambda: np.asarray(jitted(x)))
+        print(f"jit, one process:   {base * 1e3:8.2f} ms  ({total / base / 1e6:7.1f} Melem/s)")
     for k in counts:
         f = numbax.pmap(work)
         shards = x.reshape(k, total // k)
@@ -46,7 +52,7 @@ def main() -> None:
               f"{base / t:4.2f}x jit)")
     n = numbax.device_count()
     psum = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
-    for nbytes, label in ((1024, "1 KB"), (64 * 2 ** 20, "64 MB")):
+    for nbytes, label in ((1024, "1 KB"), (2 ** 20, "1 MB"), (64 * 2 ** 20, "64 MB")):
         v = np.ones((n, nbytes // 8))
         t = _best(lambda v=v: np.asarray(psum(v)))
         print(f"psum of {label:>5} over {n} devices: {t * 1e3:8.3f} ms (call, incl. transfers)")

@@ -84,6 +84,30 @@ def test_collectives_against_numpy():
     np.testing.assert_array_equal(count, np.full(N, N))
 
 
+def test_large_elementwise_collectives_reduce_scatter_bit_for_bit():
+    """Operands from CHUNKED_REDUCE_BYTES up take the reduce-scatter + all-gather path
+    (an odd element count, so the ranks' chunks differ in size): the same bits as summing
+    the shards in rank order, on every device."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 8 + 13
+    x = RNG.normal(size=(N, n))
+
+    @partial(numbax.pmap, axis_name="i")
+    def f(v):
+        return lax.psum(v, "i"), lax.pmax(v, "i"), lax.pmin(v, "i"), lax.psum_scatter(
+            v[: (n // N) * N].reshape(N, -1), "i")
+
+    s, mx, mn, sc = f(x)
+    in_rank_order = x[0].copy()
+    for shard in x[1:]:
+        in_rank_order += shard
+    np.testing.assert_array_equal(s, np.broadcast_to(in_rank_order, x.shape))
+    np.testing.assert_array_equal(mx, np.broadcast_to(x.max(0), x.shape))
+    np.testing.assert_array_equal(mn, np.broadcast_to(x.min(0), x.shape))
+    np.testing.assert_array_equal(sc, in_rank_order[: (n // N) * N].reshape(N, -1))
+
+
 def test_all_gather_ppermute_psum_scatter_against_numpy():
     x = RNG.normal(size=(N, 2, 4))
 
