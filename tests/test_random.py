@@ -280,6 +280,15 @@ class TestKeysAndTransforms:
         g = lambda k: random.uniform(k, (4,))  # noqa: E731
         _eq(numbax.jit(g)(random.PRNGKey(3)), g(random.PRNGKey(3)))
 
+    def test_normal_under_jit_fuses_erf_inv(self):
+        """jit runs erf_inv as fastmath's Giles approximation inside the fused loop (no call
+        to scipy from the driver): a few ulp from the eager (scipy) draws, float32 and 64."""
+        for dtype in (np.float32, np.float64):
+            f = lambda k, dtype=dtype: random.normal(k, (1000,), dtype=dtype)  # noqa: E731
+            text = numbax.jit(f).lower(random.PRNGKey(0)).as_text()
+            assert "fm.erf_inv_" in text and "call_impl('erf_inv'" not in text
+            _ulp(numbax.jit(f)(random.PRNGKey(4)), f(random.PRNGKey(4)), 8)
+
     def test_split_keys_differ(self):
         ks = np.asarray(random.split(random.PRNGKey(0), 100))
         assert len({tuple(k) for k in ks.tolist()}) == 100

@@ -4,7 +4,8 @@ Every sampler follows jax/_src/random/core.py (JAX 0.10) step for step, so the s
 the same bits; values built only from bit operations (bits, split, fold_in, uniform, randint,
 bernoulli, permutation) are bit-identical to JAX, and those that go through transcendental
 functions (normal via erf_inv, gumbel, exponential, gamma) agree to a few ulp (numpy's libm and
-scipy's erfinv in place of XLA's polynomial approximations).
+scipy's erfinv in place of XLA's polynomial approximations; under jit on the CPU erf_inv is
+fastmath's Giles approximation, XLA's float64 algorithm).
 """
 from __future__ import annotations
 
@@ -212,8 +213,10 @@ def _normal_real(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal draws: sqrt(2) * erf_inv(u), u uniform in (-1, 1).
 
-    Unlike JAX: erf_inv is scipy's (correctly rounded in float64), not XLA's polynomial, so
-    float32 values can differ from JAX's in the last bit or two.
+    Unlike JAX: erf_inv is scipy's when run eagerly (within ~2 ulp), and under jit on the CPU
+    Giles' float64 approximation (within 8 ulp of scipy's; float32 computed through it and
+    rounded once, within 1 ulp), not XLA's float32 polynomial, so float32 values can differ
+    from JAX's in the last bit or two.
     """
     data, _ = check_key("random.normal", key)
     dtype = _float_dtype("random.normal", dtype, "fc")

@@ -183,3 +183,45 @@ def test_ulp_distance():
     assert big > 2.0**63
     f = np.float32(3.0)
     assert ulp_distance(np.array([f]), np.array([np.nextafter(f, f - 1)]))[0] == 1
+
+
+# ----------------------------------------------------------------------------- erf_inv
+# Giles' double-precision approximation (the one XLA uses): within ERF_INV_F64_ULP of scipy's
+# erfinv (Boost, itself within ~2 ulp); float32 goes through it and rounds once, so it is
+# within 1 ulp of the correctly rounded value (scipy's own float32 erfinv: 3 ulp).
+ERF_INV_F64_ULP = 8
+
+
+def _erf_inv_samples(dtype):
+    rng = np.random.default_rng(20261126)
+    info = np.finfo(dtype)
+    near_one = 1 - np.exp2(rng.uniform(np.log2(float(info.eps)) - 1, 0, N_FOCUS))
+    tiny = np.exp2(rng.uniform(np.log2(float(info.smallest_subnormal)), 0, N_FOCUS))
+    x = np.concatenate([rng.uniform(-1, 1, N_LOG_UNIFORM), near_one, -near_one, tiny, -tiny,
+                        np.nextafter(dtype(1), dtype(0)) * np.ones(1)]).astype(dtype)
+    return x[np.abs(x) < 1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+def test_erf_inv_accuracy(dtype):
+    import scipy.special
+
+    x = _erf_inv_samples(dtype)
+    got = mapped("erf_inv", dtype)(x)
+    if dtype is np.float64:
+        want, bound = scipy.special.erfinv(x), ERF_INV_F64_ULP
+    else:  # scipy in float64, rounded once: correctly rounded but for near-ties
+        want, bound = scipy.special.erfinv(x.astype(np.float64)).astype(np.float32), 1
+    dist = ulp_distance(got, want)
+    worst = int(np.argmax(dist))
+    assert dist.max() <= bound, (dtype, x[worst], got[worst], want[worst], dist.max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+def test_erf_inv_special_values(dtype):
+    x = np.array([0.0, -0.0, 1.0, -1.0, 1.5, -2.0, np.inf, -np.inf, np.nan], dtype=dtype)
+    got = mapped("erf_inv", dtype)(x)
+    want = np.array([0.0, -0.0, np.inf, -np.inf] + [np.nan] * 5, dtype=dtype)
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (
+        np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same], got[~same])

@@ -27,19 +27,29 @@ def _erf(v):
     return np.vectorize(math.erf)(v)
 
 
+def _erfinv(v):
+    import scipy.special
+
+    return scipy.special.erfinv(v)
+
+
 TRUTH = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
-         "logistic": lambda v: 1 / (1 + np.exp(-v)), "erf": _erf}
-FUNCS = {"logistic": numbax.nn.sigmoid, "erf": numbax.scipy.special.erf}
+         "logistic": lambda v: 1 / (1 + np.exp(-v)), "erf": _erf, "erf_inv": _erfinv}
+FUNCS = {"logistic": numbax.nn.sigmoid, "erf": numbax.scipy.special.erf,
+         "erf_inv": numbax.lax.erf_inv}
+# Inputs in each function's domain.
+DOMAIN = {"erf_inv": (-0.999, 0.999)}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", sorted(TRUTH))
 def test_generated_kernel_inlines_and_vectorises(name, dtype):
-    x = RNG.uniform(0.1, 3.0, size=4099).astype(dtype)
+    x = RNG.uniform(*DOMAIN.get(name, (0.1, 3.0)), size=4099).astype(dtype)
     out, ir = _kernel_ir(FUNCS.get(name) or getattr(jnp, name), x)
     np.testing.assert_allclose(out, TRUTH[name](x.astype(np.float64)),
                                rtol=1e-6 if dtype == np.float32 else 1e-14)
-    lane = "float" if dtype == np.float32 else "double"
+    # erf_inv_f32 computes in float64 lanes
+    lane = "float" if dtype == np.float32 and name != "erf_inv" else "double"
     assert re.search(rf"<\d+ x {lane}>", ir)  # vector lanes
     assert not re.search(r"call [^\n]*fastmath", ir)  # the fastmath body was inlined by LLVM
 

@@ -36,7 +36,8 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
                  "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}; and fm.* Horner steps "
                  "{contract}")
-_FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf"})
+_FASTMATH_FUNCS = frozenset({"exp", "log", "log1p", "expm1", "tanh", "logistic", "erf",
+                             "erf_inv"})
 
 
 # ----------------------------------------------------------------------------- value rendering
@@ -206,6 +207,7 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "logistic": _fastmath("logistic", "rt.logistic"),
     "erf": _fastmath("erf", "math.erf"),
     "erfc": _fn("math.erfc"),
+    "erf_inv": _fastmath("erf_inv", "unused"),  # float32/float64 only (scalar_supported)
     "lgamma": _fn("math.lgamma"),
     "sin": _fn("np.sin"),
     "cos": _fn("np.cos"),
@@ -235,7 +237,7 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "stop_gradient": lambda a, e: a[0],
 }
 # Complex logistic etc. have no scalar form; keep the table and the fusion class in step.
-_FLOAT_ONLY = frozenset({"logistic", "erf", "erfc", "lgamma"})
+_FLOAT_ONLY = frozenset({"logistic", "erf", "erfc", "lgamma", "erf_inv"})
 
 _REDUCE = {  # name: (init for the dtype, update template)
     "reduce_sum": (lambda dt: 0, "{acc} = {acc} + {v}", "{acc} += {v}"),
@@ -274,6 +276,8 @@ def scalar_supported(eqn: JaxprEqn) -> bool:
         return any(x.aval.dtype.kind != "c" for x in eqn.invars)
     if name not in SCALAR_RULES:
         return False
+    if name == "erf_inv":  # only fastmath's; float16 runs scipy's in the driver
+        return eqn.invars[0].aval.dtype in (np.float32, np.float64)
     if name in _FLOAT_ONLY or name in ("max", "min", "clamp", "rem", "sign"):
         return all(x.aval.dtype.kind != "c" for x in eqn.invars)
     return True

@@ -1,4 +1,5 @@
-"""Branch-free scalar exp/log/log1p/expm1/tanh/logistic/erf that LLVM can vectorise in Numba loops.
+"""Branch-free scalar exp/log/log1p/expm1/tanh/logistic/erf/erf_inv that LLVM can vectorise in
+Numba loops.
 
 Numba lowers ``math.exp`` and friends to scalar libm calls, which stop LLVM's loop
 vectoriser, and the llvmlite wheels ship without SVML. The functions here are written
@@ -44,6 +45,13 @@ neighbours of every overflow/underflow/saturation threshold, inf, -inf, nan, ±0
     logistic   2            2
     erf        1            1
     =========  ===========  ===========
+
+erf_inv (Giles' float64 approximation, which XLA uses for float64) is measured against scipy's
+erfinv instead: at most 6 ulp in float64 over 3e6 points (uniform, within 1e-16 of ±1,
+denormal to 1), and float32, computed through the float64 version and rounded once, within
+1 ulp of the correctly rounded value (scipy's own float32 erfinv: 3 ulp). It is what jit
+runs for `lax.erf_inv` (random.normal): 25 -> 6.9 ms for 1e6 float32 normals on 2 cores,
+where scipy ran in the driver before.
 
 inf, -inf, nan and ±0 give numpy's results bit for bit (nan payloads aside).
 The only fast-math flag is ``contract`` on the multiply-add of each Horner step (`_muladd`,
@@ -222,6 +230,41 @@ _ERFC_TAIL_P = np.array((
 ), dtype=np.float64)
 
 
+# erfinv(x)/x as a polynomial in w = -log((1 - x)(1 + x)): M. Giles, "Approximating the erfinv
+# function" (GPU Computing Gems, 2011), double-precision set, the one XLA uses for float64.
+# Three ranges: w < 6.25 in (w - 3.125), w < 16 in (sqrt(w) - 3.25), else in (sqrt(w) - 5).
+# Lowest degree first, padded with zero top coefficients to one length for _horner_pick.
+_ERFINV_SPLIT_MID = 6.25
+_ERFINV_SPLIT_TAIL = 16.0
+_ERFINV_CENTRAL_P = np.array((
+    1.6536545626831027356, 0.24015818242558961693, -0.0060336708714301490533,
+    -0.00074070253416626697512, 0.0001867342080340571352, -1.3882523362786468719e-05,
+    -1.3654692000834678645e-06, 4.2347877827932403518e-07, -2.9070369957882005086e-08,
+    -4.1126339803469836976e-09, 1.051212273321532285e-09, -5.4154120542946279317e-11,
+    -1.2975133253453532498e-11, 2.6335093153082322977e-12, -8.1519341976054721522e-14,
+    -4.0545662729752068639e-14, 6.6376381343583238325e-15, 2.0972767875968561637e-17,
+    -1.333171662854620906e-16, 1.115787767802518096e-17, 1.2858480715256400167e-18,
+    -1.685059138182016589e-19, -3.6444120640178196996e-21,
+), dtype=np.float64)
+_ERFINV_MID_P = np.array((
+    3.0838856104922207635, 1.0052589676941592334, 0.005370914553590063617,
+    -0.0037512085075692412107, 0.0024914420961078508066, -0.0016882755560235047313,
+    0.00095328937973738049703, -0.0003550375203628474796, 2.4031110387097893999e-05,
+    6.8284851459573175448e-05, -4.7318229009055733981e-05, 1.2475304481671778723e-05,
+    2.9234449089955446044e-06, -4.013867526981545969e-06, 1.5027403968909827627e-06,
+    1.8239629214389227755e-08, -2.7517406297064545428e-07, 9.0756561938885390979e-08,
+    2.2137376921775787049e-09, 0.0, 0.0, 0.0, 0.0,
+), dtype=np.float64)
+_ERFINV_TAIL_P = np.array((
+    4.8499064014085844221, 1.0103004648645343977, -0.00013871931833623122026,
+    -0.00021503011930044477347, 7.5995277030017761139e-05, -1.9681778105531670567e-05,
+    4.5260625972231537039e-06, -9.9298272942317002539e-07, 2.2900482228026654717e-07,
+    -6.7711997758452339498e-08, 2.9147953450901080826e-08, -1.4960026627149240478e-08,
+    7.6157012080783393804e-09, -3.7894654401267369937e-09, 1.5076572693500548083e-09,
+    -2.5556418169965252055e-10, -2.7109920616438573243e-11, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+), dtype=np.float64)
+
+
 @njit(**_JIT)
 def _reduce_f64(x):
     """x = k*ln2 + r with |r| <= ln2/2; returns (r, k as int64)."""
@@ -361,6 +404,23 @@ def erf_f64(x):
     p = _horner_pick(t, _ERF_SMALL_P, _ERFC_MID_P, _ERFC_TAIL_P, small, mid)
     big = 1.0 - _exp_core_f64(-ax * ax) * p
     return math.copysign(ax + ax * p if small else big, x)
+
+
+@njit(**_JIT)  # three coefficient sets, like erf: spliced at Numba-IR level
+def erf_inv_f64(x):
+    """Inverse error function for float64: x * P(w), w = -log((1 - |x|)(1 + |x|)) (Giles).
+
+    (1 - |x|)(1 + |x|) rather than 1 - x*x: near |x| = 1 the rounding of x*x swamps 1 - x*x
+    (450 000 ulp in the last 1e-3). ±inf at ±1, nan outside [-1, 1] and for nan."""
+    ax = abs(x)
+    w = -log_f64((1.0 - ax) * (1.0 + ax))
+    s = math.sqrt(w)
+    central = w < _ERFINV_SPLIT_MID
+    mid = w < _ERFINV_SPLIT_TAIL
+    t = w - 3.125 if central else (s - 3.25 if mid else s - 5.0)
+    p = _horner_pick(t, _ERFINV_CENTRAL_P, _ERFINV_MID_P, _ERFINV_TAIL_P, central, mid)
+    inside = p * x
+    return inside if ax < 1.0 else (math.copysign(_INF, x) if ax == 1.0 else _NAN)
 
 
 # ---------------------------------------------------------------------------------------
@@ -553,3 +613,10 @@ def erf_f32(x):
     p = _horner_pick(t, _F32_ERF_SMALL_P, _F32_ERFC_P, _F32_ERFC_P, small, small)
     big = _F32_ONE - _exp_core_f32(-ax * ax) * p
     return math.copysign(ax + ax * p if small else big, x)
+
+
+@njit(**_JIT)
+def erf_inv_f32(x):
+    """Inverse error function for float32: the float64 version, rounded once (Giles' float32
+    polynomial, which XLA uses, is 3-4 ulp off; this is within 1)."""
+    return np.float32(erf_inv_f64(np.float64(x)))

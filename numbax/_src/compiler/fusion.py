@@ -10,7 +10,8 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 ELEMENTWISE = frozenset({
     "neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
     "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "sqrt", "rsqrt", "cbrt", "abs", "erf", "erfc", "lgamma", "real", "imag", "conj",
+    "atanh", "sqrt", "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "lgamma", "real", "imag",
+    "conj",
     "not", "square", "round", "integer_pow",
     "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or",
     "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",

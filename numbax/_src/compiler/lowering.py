@@ -498,7 +498,7 @@ LIBRARY_IMPL = frozenset({
     "rev", "slice", "concatenate", "pad", "iota", "copy", "dynamic_slice", "dynamic_update_slice",
     "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter-min",
     "scatter-max", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort", "argmax",
-    "argmin", "take_along_axis", "scatter_add_along_axis", "erf_inv", "digamma", "polygamma",
+    "argmin", "take_along_axis", "scatter_add_along_axis", "digamma", "polygamma",
     "nextafter", "population_count", "complex", "igamma", "random_bits", "threefry2x32",
     # LAPACK through the eager impls (numpy.linalg): the same NaN-on-failure, batching and
     # sign conventions as eager, and nothing to compile (Numba's LAPACK wrappers raise on
