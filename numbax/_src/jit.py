@@ -102,7 +102,8 @@ def _delete(donors: list[Array]) -> None:
 
 def _fusible(eqn: core.JaxprEqn) -> bool:
     name = eqn.primitive.name
-    in_class = name in fusion.ELEMENTWISE or name in fusion.BROADCAST or name in fusion.REDUCTIONS
+    in_class = name in fusion.ELEMENTWISE or name in fusion.BROADCAST or \
+        name in fusion.REDUCTIONS or name in fusion.SOURCES
     return in_class and codegen_cpu.scalar_supported(eqn)
 
 

@@ -105,3 +105,77 @@ def test_emitted_modules_run_as_plain_python():
         print("ok")
     """)
     assert _run(code, NUMBA_DISABLE_JIT="1", NUMBAX_COMPILATION_CACHE="0").strip() == "ok"
+
+
+def test_random_normal_is_one_loop_after_the_key_schedule():
+    """iota (the counters), bitcast (bits to float) and erf_inv fuse with threefry; the
+    key schedule's scalars are hoisted so they do not split the loop."""
+    key = numbax.random.key(0)
+    f = numbax.jit(lambda k: numbax.random.normal(k, (5000,), dtype=np.float32))
+    driver = f.lower(key).as_text().split("def driver(")[1]
+    assert driver.count("_loop(") == 2  # the scalar key schedule, then one loop over 5000
+    code = "\n".join(line.split("#")[0] for line in driver.splitlines())
+    assert "iota" not in code and "call_impl" not in code
+    eager = np.asarray(numbax.random.normal(key, (5000,), dtype=np.float32))
+    np.testing.assert_array_max_ulp(np.asarray(f(key)), eager, maxulp=4)
+    u = numbax.jit(lambda k: numbax.random.uniform(k, (5000,)))
+    np.testing.assert_array_equal(np.asarray(u(key)),
+                                  np.asarray(numbax.random.uniform(key, (5000,))))
+
+
+@pytest.mark.parametrize("case", ["flat", "broadcast", "reduced_after", "rows_after", "float"])
+def test_iota_in_loop_nests(case):
+    """iota is the loop index along its dimension: in flattened loops (divided back), loops
+    with broadcasts, nests whose result a reduction or a row group consumes later."""
+    from numbax import lax
+
+    x = np.arange(24.0).reshape(2, 3, 4) * 0.5
+    fns = {
+        "flat": lambda x: x + 100 * lax.broadcasted_iota(np.float64, (2, 3, 4), 1)
+        + lax.broadcasted_iota(np.float64, (2, 3, 4), 2),
+        "broadcast": lambda x: x[:, :, :1] * lax.broadcasted_iota(np.int32, (2, 3, 4), 0),
+        "reduced_after": lambda x: jnp.sum(x * lax.broadcasted_iota(np.float64, (2, 3, 4), 2),
+                                           axis=1),
+        "rows_after": lambda x: softmax(x + lax.broadcasted_iota(np.float64, (2, 3, 4), 2)),
+        "float": lambda x: lax.iota(np.float32, 24).reshape(2, 3, 4) + x,
+    }
+    i0, i1, i2 = np.indices((2, 3, 4))
+    want = {
+        "flat": x + 100 * i1 + i2,
+        "broadcast": x[:, :, :1] * i0,
+        "reduced_after": np.sum(x * i2, axis=1),
+        "rows_after": _np_softmax(x + i2),
+        "float": np.arange(24, dtype=np.float32).reshape(2, 3, 4) + x,
+    }[case]
+    f = numbax.jit(fns[case])
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-12)
+    assert "lw.kc.iota" not in f.lower(x).as_text()
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_bitcast_fuses_as_a_scalar_view():
+    from numbax import lax
+
+    x = np.linspace(-2, 2, 1001, dtype=np.float32)
+    f = numbax.jit(lambda x: lax.bitcast_convert_type(x * 2, np.int32) + 1)
+    np.testing.assert_array_equal(np.asarray(f(x)), (x * 2).view(np.int32) + 1)
+    assert _kernels(f.lower(x).as_text()) == 1
+
+
+def test_scalars_between_array_equations_are_hoisted():
+    """A scalar computed from inputs between two array equations joins no array nest and
+    does not end the one before it."""
+    def f(x, s):
+        a = jnp.exp(x)
+        t = jnp.sin(s) * 2.0  # scalar work in the middle
+        return a * t + x
+
+    x, s = np.linspace(0, 1, 50), np.float64(0.3)
+    text = numbax.jit(f).lower(x, s).as_text()
+    assert _kernels(text) == 2  # the scalar nest, then one loop
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, s)), np.exp(x) * np.sin(s) * 2 + x,
+                               rtol=1e-14)

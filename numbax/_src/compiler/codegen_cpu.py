@@ -234,6 +234,8 @@ SCALAR_RULES: dict[str, ScalarRule] = {
     "select_n": _select_n,
     "clamp": _fn("rt.clamp"),
     "convert_element_type": _convert,
+    "bitcast_convert_type": lambda a, e: (  # same width only (scalar_supported)
+        f"{cast(e.invars[0].aval.dtype, a[0])}.view({dtype_ctor(e.params['new_dtype'])})"),
     "stop_gradient": lambda a, e: a[0],
 }
 # Complex logistic etc. have no scalar form; keep the table and the fusion class in step.
@@ -274,6 +276,11 @@ def scalar_supported(eqn: JaxprEqn) -> bool:
         return False
     if name in fusion.REDUCTIONS or name in fusion.BROADCAST:
         return any(x.aval.dtype.kind != "c" for x in eqn.invars)
+    if name in fusion.SOURCES:  # iota: the loop index along its dimension
+        return eqn.outvars[0].aval.dtype.kind in "iuf"
+    if name == "bitcast_convert_type":  # a scalar view between same-width numbers
+        src, dst = eqn.invars[0].aval.dtype, np.dtype(eqn.params["new_dtype"])
+        return src.itemsize == dst.itemsize and src.kind in "iuf" and dst.kind in "iuf"
     if name not in SCALAR_RULES:
         return False
     if name == "erf_inv":  # only fastmath's; float16 runs scipy's in the driver
@@ -333,6 +340,17 @@ def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
     return _index(parts)
 
 
+def _iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
+    """The loop's index along iota's dimension (iota's shape is the nest's, fusion._fits); a
+    flattened loop divides its one index back into that dimension's."""
+    shape, dim = eqn.params["shape"], eqn.params["dimension"]
+    if not flat:
+        return idx[dim]
+    inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+    index = idx[0] if inner == 1 else f"({idx[0]} // {inner})"
+    return index if dim == 0 else f"({index} % {shape[dim]})"
+
+
 def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: list[str],
           pad: str, par_reduce: bool, eqns: list[JaxprEqn] | None = None,
           seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
@@ -381,6 +399,8 @@ def _body(k: _Kernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: l
             lines.append(pad + update.format(acc=acc, v=v, fmax=fmax, fmin=fmin)
                          + f"  # {comment}")
             continue
+        elif name in fusion.SOURCES:
+            expr = cast(out.aval.dtype, _iota_index(eqn, idx, flat))
         else:
             expr = SCALAR_RULES[name]([read(x) for x in eqn.invars], eqn)
             if name not in ("eq", "ne", "lt", "le", "gt", "ge", "is_finite") and not (

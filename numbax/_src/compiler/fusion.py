@@ -16,8 +16,12 @@ ELEMENTWISE = frozenset({
     "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or",
     "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "eq", "ne", "lt", "le", "gt", "ge",
-    "select_n", "clamp", "convert_element_type", "stop_gradient",
+    "select_n", "clamp", "convert_element_type", "stop_gradient", "bitcast_convert_type",
 })
+# Equations without operands whose value is a function of the loop index (iota). They join
+# only nests without reductions, and no reduction or row group takes a nest holding one, so
+# codegen renders them only in plain loops over the full index.
+SOURCES = frozenset({"iota"})
 BROADCAST = frozenset({"broadcast_in_dim"})
 REDUCTIONS = frozenset({
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -68,6 +72,10 @@ def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
         return False
     if name in REDUCTIONS and nest.reduce_axes not in (None, eqn.params["axes"]):
         return False
+    if name in SOURCES and nest.reduce_axes is not None:
+        return False
+    if name in REDUCTIONS and _has_source(nest):
+        return False
     for x in eqn.invars:
         if isinstance(x, Var) and producer.get(x) is nest:
             if x in nest.reduced or name in BROADCAST:
@@ -75,12 +83,40 @@ def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
     return True
 
 
+def _has_source(nest: LoopNest) -> bool:
+    return any(e.primitive.name in SOURCES for e in nest.eqns)
+
+
+def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) -> list[JaxprEqn]:
+    """Program order with each fusible all-scalar equation moved up to just after the last
+    equation it reads. A scalar computed between two array equations otherwise ends their nest:
+    threefry's key schedule (two xors of the key words) split random bits into two kernels and
+    one more array."""
+    order: list[JaxprEqn] = []
+    made_at: dict[Var, int] = {}
+    for eqn in eqns:
+        scalar = fusible(eqn) and all(v.aval.ndim == 0 for v in eqn.outvars) and all(
+            x.aval.ndim == 0 for x in eqn.invars if isinstance(x, Var))
+        at = len(order)
+        if scalar:
+            at = max((made_at[x] + 1 for x in eqn.invars if isinstance(x, Var) and x in made_at),
+                     default=0)
+            for v, k in made_at.items():  # later equations shift down by one
+                if k >= at:
+                    made_at[v] = k + 1
+        order.insert(at, eqn)
+        for v in eqn.outvars:
+            made_at[v] = at
+    return order
+
+
 def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
-    """Greedy fusion in program order: each fusible equation joins the latest nest it fits."""
+    """Greedy fusion in program order (scalars hoisted, `_hoist_scalars`): each fusible
+    equation joins the latest nest it fits."""
     nodes: list[Node] = []
     producer: dict[Var, Node] = {}
     position: dict[int, int] = {}
-    for eqn in jaxpr.eqns:
+    for eqn in _hoist_scalars(jaxpr.eqns, fusible):
         name = eqn.primitive.name
         deps = [position[id(producer[x])] for x in eqn.invars
                 if isinstance(x, Var) and x in producer]
@@ -124,7 +160,7 @@ def _trailing(nest: LoopNest) -> int | None:
 
 def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node]) -> str | None:
     """How `cand` joins a row group: "row" (same space), "outer" (per outer index) or None."""
-    if not isinstance(cand, LoopNest):
+    if not isinstance(cand, LoopNest) or _has_source(cand):
         return None
     outer = group.shape[:kept]
     if cand.shape == group.shape and cand.reduce_axes in (None, group.reduce_axes):
