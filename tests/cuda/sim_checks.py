@@ -196,6 +196,25 @@ def fused_selu_one_kernel():
 
 
 @check
+def iota_fused_as_the_index():
+    """iota joins elementwise nests as each element's index along its dimension (random
+    bits: the threefry counters are never written out)."""
+    from numbax import lax
+
+    x = RNG.normal(size=(3, 5, 7)).astype(np.float32)
+    f = gjit(lambda x: x * lax.broadcasted_iota(np.float32, (3, 5, 7), 1)
+             + lax.broadcasted_iota(np.int32, (3, 5, 7), 2).astype(np.float32))
+    i1, i2 = np.indices((3, 5, 7))[1:]
+    close(f(x), (x * i1 + i2).astype(np.float32))
+    assert "iota" not in "".join(line.split("#")[0] for line in
+                                 f.lower(x).as_text().splitlines())
+    key = numbax.random.key(3)
+    u = gjit(lambda k: numbax.random.uniform(k, (1000,), dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(u(key)), np.asarray(
+        numbax.random.uniform(key, (1000,), dtype=np.float32)))
+
+
+@check
 def grad_and_vmap_compose():
     x = RNG.normal(size=30)
     loss = lambda x: jnp.sum(_selu(x) ** 2)  # noqa: E731

@@ -213,6 +213,8 @@ def fusible(eqn: JaxprEqn) -> bool:
         return False
     if name in fusion.REDUCTIONS or name in fusion.BROADCAST:
         return True
+    if name in fusion.SOURCES:  # iota: the element's index along its dimension
+        return eqn.outvars[0].aval.dtype.kind in "iuf"
     return name in SCALAR_RULES
 
 
@@ -372,6 +374,8 @@ def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
                 expr = read(x)
             else:
                 expr = _load(k, lane, x, _bcast_offset(k, lane, eqn))
+        elif name in fusion.SOURCES:  # only in elementwise nests (fusion._fits)
+            expr = cast(out.aval.dtype, _dim_index(k, lane, eqn.params["dimension"]))
         elif name in fusion.REDUCTIONS:
             acc = accs[out]
             comb = _COMBINE[name](acc, read(eqn.invars[0]), eqn.invars[0].aval.dtype)
