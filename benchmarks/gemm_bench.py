@@ -12,13 +12,15 @@ The last column: which one `cpu_matmul="auto"` picks here (`lowering.own_gemm_ru
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
 import numpy as np
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cpu import median_time  # noqa: E402
+
 from numbax._src.compiler import gemm_cpu, lowering  # noqa: E402
 
 try:
@@ -39,25 +41,6 @@ SHAPES = [
     ("2000²", (2000, 2000), (2000, 2000), False, False),
     ("ragged", (131, 300), (300, 77), False, True),
 ]
-
-
-def median_time(fn, repeat: int = 15, min_time: float = 0.02) -> float:
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - t0 >= min_time or n >= 1 << 14:
-            break
-        n *= 2
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - t0) / n)
-    return statistics.median(samples)
 
 
 def _operand(rng, shape, dtype, transposed):

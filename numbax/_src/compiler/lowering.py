@@ -132,16 +132,22 @@ def blas_core() -> str:
     return (get_core() or b"").decode(errors="replace")
 
 
-def blas_threads(macs: int) -> int:
-    """The BLAS thread count for a product of `macs` multiply-adds (0: leave BLAS alone)."""
+def _thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int]) -> int:
+    """Threads for a product of `macs` multiply-adds: one below `threaded_macs`; else
+    `config.cpu_threads` when set; else one while the machine is busy, `idle()` otherwise."""
     from numbax._src.config import config
 
-    if macs < BLAS_THREADED_MACS:
+    if macs < threaded_macs:
         return 1
     n = config.cpu_threads
     if n:
         return n
-    return 1 if _busy() else 0
+    return 1 if _busy() else idle()
+
+
+def blas_threads(macs: int) -> int:
+    """The BLAS thread count for a product of `macs` multiply-adds (0: leave BLAS alone)."""
+    return _thread_rule(macs, BLAS_THREADED_MACS, lambda: 0)
 
 
 def _blas_call(fn, threads: int, *args):
@@ -358,18 +364,9 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
 
 def gemm_threads(macs: int) -> int:
     """Numba threads for a `gemm_cpu` product of `macs` multiply-adds."""
-    from numbax._src.config import config
-
-    if macs < GEMM_THREADED_MACS:
-        return 1
-    n = config.cpu_threads
-    if n:
-        return n
-    if _busy():
-        return 1
     import numba
 
-    return numba.get_num_threads()
+    return _thread_rule(macs, GEMM_THREADED_MACS, numba.get_num_threads)
 
 
 def _lower_reshape(eqn: JaxprEqn, ins: list[str]) -> str:
