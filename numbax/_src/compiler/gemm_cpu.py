@@ -173,7 +173,7 @@ def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf):
 def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
     """C's row strips [s0, s1) x column strips [t0, t1) of C = A @ B, A[i, k] = a[i*rsa + k*csa],
     B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat)."""
-    lanes = 64 // c.itemsize
+    lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
     tile = np.empty(MR * nr_full, c.dtype)
     apad = np.empty(MR * KC, c.dtype)  # zeroed where a short strip needs it
@@ -219,7 +219,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
 @njit(cache=True, parallel=True, error_model="numpy")
 def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, nthreads, by_columns):
     ms = (m + MR - 1) // MR
-    ns = (n + 2 * (64 // c.itemsize) - 1) // (2 * (64 // c.itemsize))
+    ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
     for th in prange(nthreads):
         # One call with int64 bounds: a literal 0 in the call made Numba compile _gemm_part
         # again for Literal[int](0) (1.2 s per call site).
@@ -284,7 +284,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     a, rsa, csa = _flat(x)
     b, rsb, csb = _flat(y)
     c = out.reshape(-1)
-    ns = -(-n // (2 * (64 // x.itemsize)))
+    ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     ms = -(-m // MR)
     if threads <= 1:
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns)
