@@ -107,18 +107,6 @@ def _fusible(eqn: core.JaxprEqn) -> bool:
     return in_class and codegen_cpu.scalar_supported(eqn)
 
 
-def _check_lowerings(jaxpr: core.Jaxpr, fun_name: str) -> None:
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name in codegen_nopython.CONTROL_FLOW:
-            continue
-        if not _fusible(eqn) and not lowering.has_library_rule(name):
-            raise NotImplementedError(
-                f"jit: primitive {name} (in function {fun_name}) has no CPU lowering. Run the "
-                "function without jit (it works eagerly), or file an issue."
-            )
-
-
 def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str,
                   donated: frozenset = frozenset()) -> Executable:
     """Simplify, fuse, render each kernel alone, load (cached), render and load the driver.
@@ -126,7 +114,6 @@ def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str,
     `donated` holds the positions of input leaves whose buffers outputs may be written into."""
     out_weak = [v.aval.weak_type for v in closed.jaxpr.outvars]
     jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-    _check_lowerings(jaxpr, fun_name)
     nodes = fusion.partition(jaxpr, _fusible)
     sources, module_names, fallbacks = [], [], []
     parallel = False

@@ -2,12 +2,9 @@
 and (when differentiable) jvp/vjp vs finite differences with transposition consistency.
 
 Cases are keyed by primitive name; test_every_primitive_has_matrix_rows fails when a new
-primitive is registered without rows here.
+primitive is registered without rows here or in a family module of tests/lax/matrix_cases/.
 """
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -23,6 +20,7 @@ from numbax._src import core
 from numbax._src.interpreters import ad, batching
 from numbax._src.parallel import pmap as _pmap  # noqa: F401
 from numbax.test_util import check_grads
+from tests.lax.matrix_cases import Case, collect
 
 RNG = np.random.default_rng(42)
 
@@ -41,14 +39,6 @@ def unit(*shape, dtype=np.float64):
 
 def ints(*shape, low=-5, high=6, dtype=np.int64):
     return RNG.integers(low, high, size=shape).astype(dtype)
-
-
-class Case(NamedTuple):
-    fn: Callable
-    args: tuple
-    grad: tuple = ()  # argnums that check_grads differentiates (float64 inputs)
-    vmap: bool = True
-    modes: tuple = ("fwd", "rev")
 
 
 X, Y = normal(3, 4), normal(3, 4)
@@ -87,7 +77,7 @@ _BITWISE = {"and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor
 
 
 def _cases() -> dict[str, list[Case]]:
-    cases: dict[str, list[Case]] = {}
+    cases: dict[str, list[Case]] = collect()
 
     def add(name, *case_list):
         cases.setdefault(name, []).extend(case_list)

@@ -529,10 +529,25 @@ def has_library_rule(name: str) -> bool:
 
 
 def render_call(eqn: JaxprEqn, ins: list[str]) -> str:
-    """Source of an expression evaluating to the list of the equation's outputs."""
+    """Source of an expression evaluating to the list of the equation's outputs. A primitive
+    with no lowering runs its eager implementation from the driver, with a one-time warning."""
     rule = LIBRARY_RULES.get(eqn.primitive.name)
     if rule is None and eqn.primitive.name in ELEMENTWISE_FALLBACK:
         rule = _lower_numpy_impl  # an elementwise op on a dtype the scalar table lacks
     if rule is None:
-        raise NotImplementedError(f"jit: primitive {eqn.primitive.name} has no CPU lowering")
+        _warn_eager(eqn.primitive.name)
+        rule = _lower_numpy_impl
     return rule(eqn, ins)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_eager(name: str) -> None:
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    import warnings
+
+    warnings.warn(f"jit: primitive {name} has no compiled lowering; compiled programs run its "
+                  "eager implementation between their kernels.", RuntimeWarning, stacklevel=2)
