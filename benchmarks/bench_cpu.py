@@ -174,7 +174,7 @@ def reduction_sweep(rng) -> None:
     count Numba has), by size: where the parallel threshold PAR_REDUCE_MIN should sit."""
     import numba
 
-    from numbax._src.compiler import codegen_cpu
+    from numbax._src.compiler.cpu import loops as codegen_cpu
 
     fns = cases(bnp)
     print(f"reduction sweep | {os.cpu_count()} cores | numba threads {numba.get_num_threads()}")

@@ -86,7 +86,7 @@ def cp_sync(out) -> None:
 def gpu_section(check: bool) -> None:
     import numbax
     import numbax.numpy as jnp
-    from numbax._src import cuda_runtime
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     gpu = numbax.devices("gpu")[0]
     row("card", gpu.device_kind, f"numba-cuda {_version('numba_cuda')}")
@@ -401,7 +401,7 @@ def cpu_section() -> None:
 if __name__ == "__main__":
     print("| what | result | notes |\n|---|---|---|")
     if "--plain-launch" in sys.argv:
-        from numbax._src.compiler import cuda_launch
+        from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
         cuda_launch.FAST = False
     if "--extra-only" in sys.argv:

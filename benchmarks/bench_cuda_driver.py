@@ -107,7 +107,7 @@ def launch_profile(exe, args, reps: int = 5) -> list[tuple[str, float]]:
 
 def main(run_checks: bool) -> None:
     import numbax
-    from numbax._src import cuda_runtime
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     gpu = numbax.devices("gpu")[0]
     import importlib.metadata as md
@@ -140,7 +140,7 @@ def main(run_checks: bool) -> None:
 def _launch_costs(rt) -> None:
     from numba import cuda
 
-    from numbax._src.compiler import cuda_launch
+    from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
     @cuda.jit
     def k3(a, b, c):
@@ -184,8 +184,8 @@ def _matmul(gpu) -> None:
 
     import numbax
     import numbax.numpy as jnp
-    from numbax._src.compiler import cuda_matmul
-    from numbax._src.compiler.codegen_cuda import Config
+    from numbax._src.compiler.cuda.kernels import matmul as cuda_matmul
+    from numbax._src.compiler.cuda.loops import Config
 
     cfg = Config(False)
     for (m, k, n, dt, label, trans) in ((4096, 4096, 4096, np.float32, "4096^2 f32", False),
@@ -229,7 +229,7 @@ def _mlp(gpu) -> None:
 
     import numbax
     import numbax.numpy as jnp
-    from numbax._src.compiler import cuda_launch
+    from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
     rng = np.random.default_rng(3)
     sizes = (784, 512, 512, 10)
@@ -300,7 +300,7 @@ def _scan(gpu) -> None:
     import numbax
     import numbax.numpy as jnp
     from numbax import lax
-    from numbax._src.compiler import cuda_launch
+    from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
     def loop(c, xs):
         return lax.scan(lambda c, x: (jnp.tanh(c * 0.9 + x), c.sum()), c, xs)

@@ -6,7 +6,7 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from numbax._src.compiler import fastmath as fm
+from numbax._src.compiler.cpu.runtime import fastmath as fm
 
 SIZES = (1_000_000, 10_000_000)
 DTYPES = (np.float32, np.float64)

@@ -47,7 +47,7 @@ def _target_info() -> dict:
 
 def _child() -> None:
     if "--numbax" in sys.argv:
-        from numbax._src.compiler import host_isa
+        from numbax._src.compiler.cpu.runtime import host_isa
 
         host_isa.apply()  # what numbax does before its first @njit
         import numbax  # noqa: F401
@@ -58,8 +58,8 @@ def _child() -> None:
     import numpy as np
     from numba import njit
 
-    from numbax._src.compiler import fastmath as fm
-    from numbax._src.compiler import reduce_ops as rd
+    from numbax._src.compiler.cpu.runtime import fastmath as fm
+    from numbax._src.compiler.cpu.runtime import reductions as rd
 
     @njit(error_model="numpy")
     def exp_pass(x, m):

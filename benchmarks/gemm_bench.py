@@ -21,7 +21,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cpu import median_time  # noqa: E402
 
-from numbax._src.compiler import gemm_cpu, lowering  # noqa: E402
+from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu  # noqa: E402
+from numbax._src.compiler.cpu.runtime import library as lowering  # noqa: E402
 
 try:
     import jax  # noqa: E402

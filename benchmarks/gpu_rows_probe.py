@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 from bench_cuda import timeit  # noqa: E402  (also sets XLA_PYTHON_CLIENT_PREALLOCATE)
 
 import numbax  # noqa: E402
-from numbax._src.compiler import codegen_cuda  # noqa: E402
+from numbax._src.compiler.cuda import loops as codegen_cuda  # noqa: E402
 
 
 def with_rows(block_max: int, slots: int):

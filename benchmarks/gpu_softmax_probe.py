@@ -24,7 +24,8 @@ from bench_cuda import timeit  # noqa: E402
 import numbax  # noqa: E402
 import numbax.numpy as bnp  # noqa: E402
 from numbax._src import core  # noqa: E402
-from numbax._src.compiler import codegen_cuda, fusion, inline, passes  # noqa: E402
+from numbax._src.compiler import fusion, inline, passes  # noqa: E402
+from numbax._src.compiler.cuda import loops as codegen_cuda  # noqa: E402
 
 SHAPE = (16384, 4096)
 

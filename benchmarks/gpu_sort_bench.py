@@ -46,7 +46,7 @@ def main(quick: bool) -> None:
 
     import numbax
     import numbax.numpy as jnp
-    from numbax._src.compiler import cuda_sort
+    from numbax._src.compiler.cuda.kernels import sort as cuda_sort
 
     gpu = numbax.devices("gpu")[0]
     print(f"card: {gpu.device_kind}; numbax/cupy/jax ms per call, ratio = numbax / other",

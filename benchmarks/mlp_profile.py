@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_cpu  # noqa: E402
 
 import numbax  # noqa: E402
-from numbax._src.compiler import gemm_cpu, lowering  # noqa: E402
+from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu  # noqa: E402
+from numbax._src.compiler.cpu.runtime import library as lowering  # noqa: E402
 
 
 def median(fn, reps: int = 31) -> float:

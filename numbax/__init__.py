@@ -1,6 +1,6 @@
 """numbax: JAX's programming model (jit, grad, vmap, pmap) with Numba in the place of XLA."""
 # First: Numba's CPU target is chosen before numbax decorates any @njit function.
-from numbax._src.compiler import host_isa as _host_isa  # noqa: F401
+from numbax._src.compiler.cpu.runtime import host_isa as _host_isa  # noqa: F401
 
 # isort: split
 from numbax import errors, lax, numpy, tree_util  # noqa: E402  (public submodules)
@@ -32,8 +32,7 @@ from numbax._src.devices import (
     process_index,
 )
 from numbax._src.transfer import block_until_ready, device_get, device_put
-
-__version__ = "0.1.0"
+from numbax._src.version import __version__  # noqa: E402, F401
 
 __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "config", "default_backend",

@@ -151,4 +151,4 @@ def test_printed_params_never_contain_raw_line_breaks():
     assert "\nimport os" not in str(jaxpr)
     p = core.Primitive("test_params")
     eqn = core.JaxprEqn(p, [], [], {"axis_name": name})
-    assert "\n" not in core._pp_eqn(eqn, core._Names(), 0)
+    assert "\n" not in core.pp_eqn(eqn, core.PrintNames(), 0)

@@ -241,14 +241,17 @@ def test_outputs_literal_and_input_passthrough():
     assert float(b) == 2.0 and int(c) == 5
 
 
-def test_unsupported_primitive_names_primitive_and_function():
+def test_primitive_without_lowering_runs_its_eager_impl_under_jit():
+    """A primitive with no compiled lowering still works under jit: the driver calls its eager
+    impl between kernels, with one RuntimeWarning naming the primitive."""
     from numbax._src import core
     p = core.Primitive("mystery_op")
     core.abstract_eval_rules[p] = lambda x: [x]
-    core.impl_rules[p] = lambda x: [x]
+    core.impl_rules[p] = lambda x: [np.sin(x)]
 
     def uses_mystery(x):
-        return p.bind(x)
+        return p.bind(x * 2.0) + 1.0
 
-    with pytest.raises(NotImplementedError, match="mystery_op.*uses_mystery"):
-        numbax.jit(uses_mystery)(V)
+    with pytest.warns(RuntimeWarning, match="mystery_op"):
+        got = numbax.jit(uses_mystery)(V)
+    np.testing.assert_allclose(got, np.sin(np.asarray(V) * 2.0) + 1.0, rtol=1e-12)

@@ -217,7 +217,7 @@ class GpuArray(Array):
     @classmethod
     def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device) -> GpuArray:
         if core.gpu_eager_hook is None:  # from now on eager ops on GpuArrays stay on the GPU
-            from numbax._src.compiler import cuda_eager
+            from numbax._src import gpu_eager as cuda_eager
 
             core.gpu_eager_hook = cuda_eager.eval_primitive
         self = object.__new__(cls)
@@ -231,7 +231,7 @@ class GpuArray(Array):
     @property
     def _value(self) -> np.ndarray:
         if self._host is None:
-            from numbax._src import cuda_runtime
+            from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
             with cuda_runtime.on_device(self._device.id):
                 host = cuda_runtime.to_host(self._dbuf, self._shape)
@@ -254,14 +254,14 @@ class GpuArray(Array):
         return self._device
 
     def block_until_ready(self) -> GpuArray:
-        from numbax._src import cuda_runtime
+        from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
         with cuda_runtime.on_device(self._device.id):
             cuda_runtime.synchronize()
         return self
 
     def copy(self) -> GpuArray:
-        from numbax._src import cuda_runtime
+        from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
         with cuda_runtime.on_device(self._device.id):
             buf = cuda_runtime.copy(self._dbuf)

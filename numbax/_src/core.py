@@ -188,7 +188,7 @@ class ClosedJaxpr:
 # ----------------------------------------------------------------------------- printing
 
 
-class _Names:
+class PrintNames:
     """JAX-style variable names: a, b, ..., z, ba, bb, ... shared by nested jaxprs."""
 
     def __init__(self) -> None:
@@ -207,44 +207,44 @@ class _Names:
         return self.names[v]
 
 
-def _pp_literal(lit: Literal) -> str:
+def pp_literal(lit: Literal) -> str:
     value = lit.val
     text = str(bool(value)) if value.dtype == np.bool_ else str(value)
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_atom(x: Atom, names: _Names) -> str:
-    return _pp_literal(x) if isinstance(x, Literal) else names(x)
+def pp_atom(x: Atom, names: PrintNames) -> str:
+    return pp_literal(x) if isinstance(x, Literal) else names(x)
 
 
-def _pp_param(value: Any, names: _Names, indent: int) -> str:
+def pp_param(value: Any, names: PrintNames, indent: int) -> str:
     if isinstance(value, ClosedJaxpr):
-        return _pp_jaxpr_lines(value.jaxpr, names, indent + 2, inline_ok=True)
+        return pp_jaxpr_lines(value.jaxpr, names, indent + 2, inline_ok=True)
     if isinstance(value, Jaxpr):
-        return _pp_jaxpr_lines(value, names, indent + 2, inline_ok=True)
+        return pp_jaxpr_lines(value, names, indent + 2, inline_ok=True)
     if isinstance(value, np.dtype):
         return str(value)
     if isinstance(value, str) and not value.isprintable():
         return repr(value)  # a user string (an axis name) never breaks a line of generated code
     if isinstance(value, tuple) and value and isinstance(value[0], (ClosedJaxpr, Jaxpr)):
-        return "(" + ", ".join(_pp_param(v, names, indent) for v in value) + ")"
+        return "(" + ", ".join(pp_param(v, names, indent) for v in value) + ")"
     return str(value)
 
 
-def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
+def pp_eqn(eqn: JaxprEqn, names: PrintNames, indent: int) -> str:
     lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
-    params = " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in eqn.params.items())
+    params = " ".join(f"{k}={pp_param(v, names, indent)}" for k, v in eqn.params.items())
     head = eqn.primitive.name + (f"[{params}]" if params else "")
-    args = " ".join(_pp_atom(x, names) for x in eqn.invars)
+    args = " ".join(pp_atom(x, names) for x in eqn.invars)
     return f"{lhs} = {head} {args}".rstrip()
 
 
-def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -> str:
+def pp_jaxpr_lines(jaxpr: Jaxpr, names: PrintNames, indent: int, inline_ok: bool) -> str:
     binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
     consts = binders(jaxpr.constvars)
     ins = binders(jaxpr.invars)
-    eqns = [_pp_eqn(e, names, indent) for e in jaxpr.eqns]
-    outs = ", ".join(_pp_atom(v, names) for v in jaxpr.outvars)
+    eqns = [pp_eqn(e, names, indent) for e in jaxpr.eqns]
+    outs = ", ".join(pp_atom(v, names) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     head = f"{{ lambda {consts}; {ins}. let"
     one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
@@ -256,7 +256,7 @@ def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -
 
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return _pp_jaxpr_lines(jaxpr, _Names(), 0, inline_ok=True)
+    return pp_jaxpr_lines(jaxpr, PrintNames(), 0, inline_ok=True)
 
 
 # ----------------------------------------------------------------------------- primitives

@@ -53,7 +53,7 @@ class CudaDevice(Device):
 
     @property
     def device_kind(self) -> str:  # the card's name, e.g. "NVIDIA H100 80GB HBM3"
-        from numbax._src import cuda_runtime
+        from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
         return cuda_runtime.gpu_name(self.id)
 
@@ -63,7 +63,7 @@ class CudaDevice(Device):
 
 def gpu_devices() -> list[CudaDevice]:
     """The GPUs, or RuntimeError saying what is missing (numba-cuda, a GPU) and how to fix it."""
-    from numbax._src import cuda_runtime
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     cuda_runtime.get_cuda()
     return [CudaDevice(i) for i in range(cuda_runtime.gpu_count())]
@@ -94,7 +94,7 @@ def default_backend() -> str:
     platforms = [p.strip() for p in str(config.platforms).split(",") if p.strip()]
     if platforms and platforms[0] == "cpu":
         return "cpu"
-    from numbax._src import cuda_runtime
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     return "gpu" if cuda_runtime.gpu_usable() else "cpu"
 

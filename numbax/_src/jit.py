@@ -8,19 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, cuda_runtime
+from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
-from numbax._src.compiler import (
-    cache,
-    codegen_cpu,
-    codegen_nopython,
-    driver_cpu,
-    fusion,
-    inline,
-    lowering,
-    passes,
-)
+from numbax._src.compiler import cache, fusion, inline, passes
+from numbax._src.compiler.cpu import control_flow as codegen_nopython
+from numbax._src.compiler.cpu import driver as driver_cpu
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.runtime import library as lowering
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
@@ -433,7 +429,7 @@ class JitWrapped:
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
         if device is not None:
-            from numbax._src.compiler import cuda_driver
+            from numbax._src.compiler.cuda import driver as cuda_driver
 
             with cuda_runtime.on_device(device.id):  # consts go to that GPU
                 return cuda_driver.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts),

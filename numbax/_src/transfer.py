@@ -24,7 +24,7 @@ def device_put(x: Any, device: devices.Device | None = None) -> Any:
             "numbax.devices()[0]."
         )
     if device is not None and device.platform == "gpu":
-        from numbax._src import cuda_runtime
+        from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
         cuda_runtime.get_cuda()
         cuda_runtime.check_device_id(device.id, "device_put")
@@ -43,7 +43,8 @@ def _put_gpu(leaf: Any, target: devices.Device) -> Any:
     """One leaf onto a GPU: a GpuArray already there and __cuda_array_interface__ objects
     (CuPy, PyTorch) are shared without a copy; host data is copied once, and a GpuArray of
     another GPU goes through the host."""
-    from numbax._src import cuda_runtime, dtypes
+    from numbax._src import dtypes
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     if isinstance(leaf, core.Tracer):
         return leaf

@@ -9,7 +9,9 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import codegen_cpu, fusion, lowering
+from numbax._src.compiler import fusion
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.runtime import library as lowering
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 X = np.linspace(-3, 3, 12).reshape(3, 4)

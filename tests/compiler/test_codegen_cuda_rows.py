@@ -10,7 +10,8 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax._src import core
-from numbax._src.compiler import codegen_cuda, fusion, inline, passes
+from numbax._src.compiler import fusion, inline, passes
+from numbax._src.compiler.cuda import loops as codegen_cuda
 
 REAL = codegen_cuda.Config(sim=False)
 SIM = codegen_cuda.Config(sim=True)

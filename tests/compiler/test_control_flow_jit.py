@@ -5,7 +5,8 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler import codegen_nopython, inline
+from numbax._src.compiler import inline
+from numbax._src.compiler.cpu import control_flow as codegen_nopython
 
 
 def _newton(a):

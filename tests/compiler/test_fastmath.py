@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from numbax._src.compiler import fastmath as fm
+from numbax._src.compiler.cpu.runtime import fastmath as fm
 
 MAX_ULP = 2
 N_LOG_UNIFORM = 200_000

@@ -7,7 +7,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import fastmath as fm
+from numbax._src.compiler.cpu.runtime import fastmath as fm
 
 RNG = np.random.default_rng(0)
 
@@ -75,7 +75,7 @@ def test_a_new_process_loads_the_compiled_function_from_numba_cache():
     code = (
         "import numpy as np\n"
         "from numba import njit\n"
-        "from numbax._src.compiler import fastmath as fm\n"
+        "from numbax._src.compiler.cpu.runtime import fastmath as fm\n"
         "@njit(error_model='numpy')\n"
         "def k(x, o):\n"
         "    for i in range(x.shape[0]):\n"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax._src.compiler import gemm_cpu, lowering
+from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
+from numbax._src.compiler.cpu.runtime import library as lowering
 from numbax._src.config import config
 
 RNG = np.random.default_rng(7)
@@ -104,7 +105,7 @@ def test_numba_target_features_decide_avx512(monkeypatch):
     gemm_cpu's vectors would run split, so "auto" must not pick it."""
     from numba.core import config as numba_config
 
-    from numbax._src.compiler import host_isa
+    from numbax._src.compiler.cpu.runtime import host_isa
 
     monkeypatch.setattr(numba_config, "CPU_FEATURES", "+avx2,+fma,-avx512f")
     assert not host_isa.numba_target_has("avx512f")

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from numbax._src.compiler import host_isa
+from numbax._src.compiler.cpu.runtime import host_isa
 
 AVX2 = {"avx": True, "avx2": True, "fma": True}
 AVX512 = {**AVX2, **{f: True for f in ("avx512f", "avx512bw", "avx512cd", "avx512dq",
@@ -45,12 +45,12 @@ def test_apply_in_a_fresh_process_keeps_numba_usable():
     """A fresh process: apply() runs before any @njit, then a vectorised fastmath loop
     compiles for the chosen target and matches numpy."""
     code = (
-        "from numbax._src.compiler import host_isa\n"
+        "from numbax._src.compiler.cpu.runtime import host_isa\n"
         "host_isa.apply()\n"
         "import numpy as np\n"
         "from numba import njit\n"
         "from numba.core.registry import cpu_target\n"
-        "from numbax._src.compiler import fastmath as fm\n"
+        "from numbax._src.compiler.cpu.runtime import fastmath as fm\n"
         "@njit(error_model='numpy')\n"
         "def f(x, o):\n"
         "    for i in range(x.shape[0]):\n"
@@ -79,7 +79,7 @@ def test_import_numbax_applies_before_numba_builds_its_target():
         "import numpy as np\n"
         "from numba import njit\n"
         "from numba.core.registry import cpu_target\n"
-        "from numbax._src.compiler import fastmath as fm, host_isa\n"
+        "from numbax._src.compiler.cpu.runtime import fastmath as fm, host_isa\n"
         "host = ll.get_host_cpu_features()\n"
         "if not host.get('avx2'):\n"
         "    print('skip'); raise SystemExit\n"

@@ -7,7 +7,8 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler import lowering, passes
+from numbax._src.compiler import passes
+from numbax._src.compiler.cpu.runtime import library as lowering
 from numbax._src.config import config
 from numbax._src.lax.along_axis import scatter_add_along_axis, take_along_axis
 

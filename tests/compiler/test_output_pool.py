@@ -5,7 +5,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import codegen_cpu, kernels_cpu
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.runtime import kernels as kernels_cpu
 
 N = codegen_cpu.POOL_MIN_BYTES // 8  # float64 elements: just large enough to be pooled
 RNG = np.random.default_rng(0)

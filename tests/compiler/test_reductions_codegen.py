@@ -145,7 +145,7 @@ def test_reduction_of_bad_axis_raises():
 @pytest.fixture
 def forced_parallel(monkeypatch):
     """Renders full reductions as if Numba had 8 threads, with tiny thresholds."""
-    from numbax._src.compiler import codegen_cpu
+    from numbax._src.compiler.cpu import loops as codegen_cpu
 
     monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_THREADS", 8)
     monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN", 1000)

@@ -18,8 +18,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src import cuda_runtime as rt
 from numbax._src.array import GpuArray
+from numbax._src.compiler.cuda.runtime import memory as rt
 
 CHECKS = {}
 SIM = "--simulate" in sys.argv

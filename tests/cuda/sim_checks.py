@@ -516,7 +516,7 @@ def scatter_mul_min_max_device():
 
 @check
 def eager_ops_stay_on_gpu():
-    from numbax._src.compiler import cuda_eager
+    from numbax._src import gpu_eager as cuda_eager
 
     gpu = numbax.devices("gpu")[0]
     x = RNG.uniform(-2, 2, (4, 6))

@@ -9,8 +9,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src import cuda_runtime
 from numbax._src.array import GpuArray
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.devices import CpuDevice, CudaDevice
 from tests.cuda.sim_checks import check, close, gjit
 

@@ -12,8 +12,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import cuda_linalg
-from numbax._src.compiler.codegen_cuda import Config
+from numbax._src.compiler.cuda.kernels import linalg as cuda_linalg
+from numbax._src.compiler.cuda.loops import Config
 from numbax.lax import linalg as lax_linalg
 from tests.cuda.sim_checks import check, close, gjit
 

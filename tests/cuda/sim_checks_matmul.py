@@ -10,8 +10,8 @@ import numpy as np
 
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler import cuda_matmul
-from numbax._src.compiler.codegen_cuda import Config
+from numbax._src.compiler.cuda.kernels import matmul as cuda_matmul
+from numbax._src.compiler.cuda.loops import Config
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(31)
@@ -149,7 +149,7 @@ def matmul_in_grad_and_scan_rows_in_place():
 def matmul_real_card_tiles():
     """The real card's tiles: the 128x128 float32 tile with partial edge tiles and split-K.
     Under the simulator only the choice is checked (the shapes are too big to simulate)."""
-    from numbax._src import cuda_runtime
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
     real = Config(sim=False)
     cases = ((1541, 67, 1539, np.float32, True, 1), (200, 3000, 100, np.float32, False, 11),

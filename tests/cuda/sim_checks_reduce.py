@@ -7,7 +7,7 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import codegen_cuda
+from numbax._src.compiler.cuda import loops as codegen_cuda
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(3)

@@ -13,7 +13,7 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler.codegen_cuda import Config, _RowPlan
+from numbax._src.compiler.cuda.loops import Config, _RowPlan
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(21)

@@ -9,8 +9,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler import cuda_sort
-from numbax._src.compiler.codegen_cuda import Config
+from numbax._src.compiler.cuda.kernels import sort as cuda_sort
+from numbax._src.compiler.cuda.loops import Config
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(10)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numbax._src import cuda_runtime
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 
 def lock_simulated_shared_arrays() -> None:

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from numbax._src.compiler import cuda_launch
+from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
 STREAM = object()  # what the fake "ordinary path" passes as the stream
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax._src import cuda_runtime as rt
 from numbax._src.array import Array, committed_device
+from numbax._src.compiler.cuda.runtime import memory as rt
 from numbax._src.devices import CpuDevice, CudaDevice
 
 

@@ -33,7 +33,7 @@ def _compiler_hash() -> str:
 
 
 def source_key(source: str, codegen_config: tuple) -> str:
-    from numbax._src.compiler.codegen_cpu import NUMBAX_VERSION
+    from numbax._src.compiler.cpu.loops import NUMBAX_VERSION
 
     h = hashlib.sha256()
     for part in (source, NUMBAX_VERSION, numba.__version__, llvmlite.__version__,

@@ -7,14 +7,15 @@ import math
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import fusion, lowering
-from numbax._src.compiler.codegen_cpu import (
+from numbax._src.compiler import fusion
+from numbax._src.compiler.cpu.loops import (
     POOL_MAX_BYTES,
     POOL_MIN_BYTES,
     _header,
     dtype_ctor,
     render_scalar,
 )
+from numbax._src.compiler.cpu.runtime import library as lowering
 from numbax._src.core import Jaxpr, Literal, Var
 
 
@@ -29,7 +30,7 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
     for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
         names[v] = f"a{j}"
     temps = iter(range(1 << 30))
-    pp = core._Names()
+    pp = core.PrintNames()
     _header(jaxpr, False, pp)  # names the variables the way the header prints them
     imports, lines, pools = [], [], []
     for j, (node, module) in enumerate(zip(nodes, kernel_modules, strict=True)):
@@ -55,7 +56,7 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
                              else names[v] for v in [*node.inputs, *node.outputs])
             lines.append(f"    {kname}({args})")
         elif node.family == "nopy":  # control flow (compiler/codegen_nopython.py)
-            from numbax._src.compiler import codegen_nopython
+            from numbax._src.compiler.cpu import control_flow as codegen_nopython
 
             more, node_lines = codegen_nopython.driver_lines(node, j, names, pp)
             imports.extend(more)
@@ -65,7 +66,7 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
             ins = [names[x] if isinstance(x, Var) else render_scalar(x.val, x.aval.dtype)
                    for x in eqn.invars]
             outs = [names[v] for v in eqn.outvars]
-            lines.append(f"    # {core._pp_eqn(eqn, pp, 0)}")
+            lines.append(f"    # {core.pp_eqn(eqn, pp, 0)}")
             lines.append(f"    {', '.join(outs)}, = {lowering.render_call(eqn, ins)}")
     rets = []
     for x in jaxpr.outvars:
@@ -82,7 +83,7 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
     head = _header(jaxpr, False, pp).split("\nCACHE")[0]
     head = head.replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (lw.kc.take)\n" for t in pools)
-    return (head + "from numbax._src.compiler import lowering as lw  # noqa: F401\n"
+    return (head + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
             + "\n".join(imports) + "\n" + ("\n" + pool_defs if pools else "") + "\n\n"
             + f"def driver({params}):\n" + "\n".join(lines)
             + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")

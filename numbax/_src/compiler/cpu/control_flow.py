@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu, fusion
-from numbax._src.compiler.codegen_cpu import SCALAR_RULES, cast, dtype_ctor, render_scalar
+from numbax._src.compiler import fusion
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.loops import SCALAR_RULES, cast, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
 CONTROL_FLOW = frozenset({"cond", "while", "scan"})
@@ -242,7 +243,7 @@ class _Fn:
         self.count = 0
         self.views: set[str] = set()
         self.parallel = False
-        self.pp = core._Names()
+        self.pp = core.PrintNames()
 
     def fresh(self) -> str:
         self.count += 1
@@ -297,7 +298,7 @@ class _Fn:
         env[out] = t
         if expr in self.views:
             self.views.add(t)  # an identity (stop_gradient, one-case select) of a view
-        lines.append(f"{pad}{t} = {expr}  # {core._pp_eqn(eqn, self.pp, 0)}")
+        lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
 
     def _assign(self, names: list[str], values: list[str], avals, lines, pad) -> None:
         if names:
@@ -472,7 +473,7 @@ def _scan_fallback(eqn: JaxprEqn, body: Callable) -> Callable[..., list]:
 # ----------------------------------------------------------------------------- the driver
 
 
-def driver_lines(node: NopythonCall, j: int, names: dict, pp: core._Names):
+def driver_lines(node: NopythonCall, j: int, names: dict, pp: core.PrintNames):
     """(imports, lines) calling `node` from the driver; 0-d results become 0-d arrays."""
     eqn = node.eqn
     imports = []
@@ -485,7 +486,7 @@ def driver_lines(node: NopythonCall, j: int, names: dict, pp: core._Names):
         args = [names[x] if isinstance(x, Var) else
                 f"np.asarray({render_scalar(x.val, x.aval.dtype)})" for x in eqn.invars]
     outs = [names[v] for v in eqn.outvars]
-    comment = core._pp_eqn(eqn, pp, 0).replace("\n", "\n    # ")
+    comment = core.pp_eqn(eqn, pp, 0).replace("\n", "\n    # ")
     lines = [f"    # {comment}"]
     if outs:
         lines.append(f"    {', '.join(outs)}, = {call}({', '.join(args)})")

@@ -301,7 +301,7 @@ class _Kernel:
         self.names: dict[Var, str] = {}
         self.consts: list[str] = []
         self.temps = 0
-        self.pp_names = core._Names()
+        self.pp_names = core.PrintNames()
         for k, v in enumerate(nest.inputs):
             self.names[v] = f"a{k}"
         self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
@@ -319,7 +319,7 @@ class _Kernel:
         return f"t{self.temps - 1}"
 
     def comment(self, eqn: JaxprEqn) -> str:
-        return core._pp_eqn(eqn, self.pp_names, 0)
+        return core.pp_eqn(eqn, self.pp_names, 0)
 
 
 def _index(idx: list[str]) -> str:
@@ -791,9 +791,9 @@ def _render_init_outputs(k: _Kernel, reductions, lines, pad) -> None:
         lines.append(f"{pad}{k.out_names[e.outvars[0]]}[...] = {init}")
 
 
-def _header(jaxpr: Jaxpr, parallel: bool, names: core._Names) -> str:
+def _header(jaxpr: Jaxpr, parallel: bool, names: core.PrintNames) -> str:
     """Versions, backend and the jaxpr implemented (printed with the names the comments use)."""
-    text = core._pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
+    text = core.pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
     return "\n".join([
         f"# numbax {NUMBAX_VERSION} | numba {numba.__version__} | cpu | parallel={parallel}",
         f"# {text}",
@@ -802,9 +802,9 @@ def _header(jaxpr: Jaxpr, parallel: bool, names: core._Names) -> str:
         "import numpy as np  # noqa: F401",
         "from numba import njit, prange  # noqa: F401",
         "",
-        "from numbax._src.compiler import fastmath as fm  # noqa: F401",
-        "from numbax._src.compiler import reduce_ops as rd  # noqa: F401",
-        "from numbax._src.compiler import runtime as rt  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import fastmath as fm  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import reductions as rd  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import scalars as rt  # noqa: F401",
         "",
         'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',
     ])

@@ -10,9 +10,10 @@ import numba
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu, cuda_complex
-from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
-from numbax._src.compiler.codegen_cuda import _header, _prod, _strides
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.loops import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.cuda import complex_rules as cuda_complex
+from numbax._src.compiler.cuda.loops import _header, _prod, _strides
 from numbax._src.core import Jaxpr, JaxprEqn, Literal
 
 KERNELS = frozenset({"iota", "slice", "rev", "pad", "concatenate", "dynamic_slice",
@@ -50,7 +51,7 @@ def _flat(idx: list[str], shape) -> str:
 
 
 def _module(tag: str, funcs: dict[str, tuple[str, list[str]]]) -> str:
-    head = _header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
+    head = _header(Jaxpr([], [], [], []), core.PrintNames()).split("\n", 2)[2]
     parts = [f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | {tag}",
              head, ""]
     for name, (params, body) in funcs.items():

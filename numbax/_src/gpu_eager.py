@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from numbax._src import core, cuda_runtime
+from numbax._src import core
 from numbax._src.array import GpuArray, committed_device
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 
 _CACHE: dict[tuple, Any] = {}
@@ -21,7 +22,7 @@ _HOST = object()
 
 
 def _compile(primitive: core.Primitive, params: dict, avals: tuple, device):
-    from numbax._src.compiler import cuda_driver
+    from numbax._src.compiler.cuda import driver as cuda_driver
     from numbax._src.interpreters import partial_eval as pe
 
     def one(*xs):

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from numbax._src import cuda_runtime
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 cuda = cuda_runtime.get_cuda()
 
@@ -192,7 +192,7 @@ def erfinv(y):
 
 
 # complex helpers live in cuda_complex_device; kernels reach them as cd.c_<name>
-from numbax._src.compiler.cuda_complex_device import (  # noqa: E402, F401
+from numbax._src.compiler.cuda.runtime.complex import (  # noqa: E402, F401
     c_acos,
     c_acosh,
     c_asin,
@@ -218,7 +218,7 @@ from numbax._src.compiler.cuda_complex_device import (  # noqa: E402, F401
 )
 
 # special functions and float-bit helpers live in cuda_special; kernels reach them as cd.<name>
-from numbax._src.compiler.cuda_special import (  # noqa: E402, F401
+from numbax._src.compiler.cuda.runtime.special import (  # noqa: E402, F401
     digamma,
     hurwitz_zeta,
     mul_bits_f32,

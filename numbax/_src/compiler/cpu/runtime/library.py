@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import gemm_cpu
-from numbax._src.compiler import kernels_cpu as kc  # noqa: F401  (the driver calls lw.kc.*)
+from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
+from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401  (the driver calls lw.kc.*)
 from numbax._src.compiler.fusion import ELEMENTWISE, REDUCTIONS
 from numbax._src.core import JaxprEqn
 
@@ -336,7 +336,7 @@ def own_gemm(macs: int) -> bool:
     if choice != "auto":
         return choice == "numbax"
     if not _host_gemm:
-        from numbax._src.compiler import host_isa
+        from numbax._src.compiler.cpu.runtime import host_isa
 
         _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
     return own_gemm_rule(*_host_gemm[0], macs)

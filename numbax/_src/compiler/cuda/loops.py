@@ -20,8 +20,10 @@ import numba
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu, cuda_complex, fusion
-from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
+from numbax._src.compiler import fusion
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.loops import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.cuda import complex_rules as cuda_complex
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 
@@ -278,7 +280,7 @@ class _Kernel:
         self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
         self.consts: list[str] = []
         self.temps = 0
-        self.pp_names = core._Names()
+        self.pp_names = core.PrintNames()
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
         self.header = _header(sub, self.pp_names)
 
@@ -367,7 +369,7 @@ def _emit(k: _Kernel, lane: _Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
     for eqn in eqns:
         name = eqn.primitive.name
         out = eqn.outvars[0]
-        comment = core._pp_eqn(eqn, k.pp_names, 0)
+        comment = core.pp_eqn(eqn, k.pp_names, 0)
         if name in fusion.BROADCAST:
             x = eqn.invars[0]
             if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
@@ -802,8 +804,8 @@ def _render_general_reduce(k: _Kernel, kept: list[int], axes: list[int]) -> tupl
     return src, launch
 
 
-def _header(jaxpr: Jaxpr, names: core._Names) -> str:
-    text = core._pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
+def _header(jaxpr: Jaxpr, names: core.PrintNames) -> str:
+    text = core.pp_jaxpr_lines(jaxpr, names, 0, inline_ok=True).replace("\n", "\n# ")
     return "\n".join([
         f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda",
         f"# {text}",
@@ -811,8 +813,8 @@ def _header(jaxpr: Jaxpr, names: core._Names) -> str:
         "",
         "import numpy as np  # noqa: F401",
         "",
-        "from numbax._src import cuda_runtime",
-        "from numbax._src.compiler import cuda_device as cd  # noqa: F401",
+        "from numbax._src.compiler.cuda.runtime import memory as cuda_runtime",
+        "from numbax._src.compiler.cuda.runtime import device as cd  # noqa: F401",
         "",
         "cuda = cuda_runtime.get_cuda()",
         'CACHE = "__file__" in globals() and not cuda_runtime.simulator_enabled()',

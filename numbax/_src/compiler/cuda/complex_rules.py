@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from numbax._src.compiler import fusion
-from numbax._src.compiler.codegen_cpu import dtype_ctor, render_scalar
+from numbax._src.compiler.cpu.loops import dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Var
 
 ScalarRule = Callable[[list[str], JaxprEqn], str]

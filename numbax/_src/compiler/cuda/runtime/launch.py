@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from numbax._src import cuda_runtime
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 FAST = True  # benchmarks/bench_cuda_driver.py switches it off to measure the ordinary path
 

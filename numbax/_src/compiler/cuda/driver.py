@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from numbax._src import core, cuda_runtime
-from numbax._src.compiler import (
-    cache,
-    cuda_complex,
-    cuda_index,
-    cuda_linalg,
-    cuda_sort,
-    fusion,
-    inline,
-    passes,
-)
-from numbax._src.compiler.codegen_cpu import dtype_ctor, render_scalar
-from numbax._src.compiler.codegen_cuda import (
+from numbax._src import core
+from numbax._src.compiler import cache, fusion, inline, passes
+from numbax._src.compiler.cpu.loops import dtype_ctor, render_scalar
+from numbax._src.compiler.cuda import complex_rules as cuda_complex
+from numbax._src.compiler.cuda.kernels import index as cuda_index
+from numbax._src.compiler.cuda.kernels import linalg as cuda_linalg
+from numbax._src.compiler.cuda.kernels import sort as cuda_sort
+from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
+from numbax._src.compiler.cuda.loops import (
     Config,
     KernelPlan,
     _cdiv,
@@ -27,7 +23,7 @@ from numbax._src.compiler.codegen_cuda import (
     fusible,
     render_loop,
 )
-from numbax._src.compiler.cuda_matmul import MatmulShape, plan_matmul, render_transpose
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
 CONTROL_FLOW = frozenset({"while", "scan", "cond"})
@@ -79,7 +75,7 @@ class _Driver:
         self.lines: list[str] = []
         self.sources: list[str] = []
         self.n = 0
-        self.pp = core._Names()
+        self.pp = core.PrintNames()
         _header(jaxpr, self.pp)  # names variables the way the header prints them
 
     def temp(self) -> str:
@@ -141,7 +137,7 @@ class _Driver:
 
     def library(self, j: int, eqn: JaxprEqn) -> None:
         name = eqn.primitive.name
-        pp = core._pp_eqn(eqn, self.pp, 0).replace("\n", "\n    # ")
+        pp = core.pp_eqn(eqn, self.pp, 0).replace("\n", "\n    # ")
         self.lines.append(f"    # {pp}")
         if name in ("reshape", "squeeze", "expand_dims", "copy", "broadcast_in_dim"):
             self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])  # flat buffers: a free view
@@ -321,12 +317,13 @@ class _Driver:
                 for x in jaxpr.outvars]
         params = ", ".join([*(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
                             *(d for _, d in self.dests)])
-        head = _header(jaxpr, core._Names()).split("\ncuda =")[0]
+        head = _header(jaxpr, core.PrintNames()).split("\ncuda =")[0]
         head = head.replace("# numbax", "# driver | numbax", 1)
         launchers = [f"{name} = launcher({kname}, {config})"
                      for (kname, config), name in self.launchers.items()]
-        return (head + "\nfrom numbax._src import cuda_runtime as rt  # noqa: F401\n"
-                + "from numbax._src.compiler.cuda_launch import launcher  # noqa: F401\n"
+        return (head + "\n"
+                + "from numbax._src.compiler.cuda.runtime import memory as rt  # noqa: F401\n"
+                + "from numbax._src.compiler.cuda.runtime.launch import launcher  # noqa: F401\n"
                 + "\n".join(self.imports) + "\n\n"
                 + "".join(line + "\n" for line in launchers) + "\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)

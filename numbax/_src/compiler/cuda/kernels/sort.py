@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numbax._src.compiler.codegen_cpu import dtype_ctor
-from numbax._src.compiler.codegen_cuda import Config, KernelPlan, _cdiv, _prod
-from numbax._src.compiler.cuda_index import _module
+from numbax._src.compiler.cpu.loops import dtype_ctor
+from numbax._src.compiler.cuda.kernels.index import _module
+from numbax._src.compiler.cuda.loops import Config, KernelPlan, _cdiv, _prod
 from numbax._src.core import JaxprEqn
 
 KERNELS = frozenset({"sort"})

@@ -18,9 +18,9 @@ import numba
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import codegen_cpu
-from numbax._src.compiler.codegen_cpu import cast, dtype_ctor, render_scalar
-from numbax._src.compiler.codegen_cuda import Config, KernelPlan, _cdiv, _header, _prod, _strides
+from numbax._src.compiler.cpu import loops as codegen_cpu
+from numbax._src.compiler.cpu.loops import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.cuda.loops import Config, KernelPlan, _cdiv, _header, _prod, _strides
 from numbax._src.core import Jaxpr
 
 _PAD = 4  # shared-row padding: k-major stores of k-contiguous loads hit distinct banks
@@ -43,7 +43,7 @@ def render_transpose(shape: tuple[int, ...], perm: tuple[int, ...], cfg: Config)
 
 
 def _module_head(what: str) -> str:
-    head = _header(Jaxpr([], [], [], []), core._Names()).split("\n", 2)[2]
+    head = _header(Jaxpr([], [], [], []), core.PrintNames()).split("\n", 2)[2]
     return (f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | "
             f"{what}\n{head}")
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from numbax._src import cuda_runtime
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 cuda = cuda_runtime.get_cuda()
 

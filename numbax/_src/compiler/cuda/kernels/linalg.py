@@ -12,8 +12,8 @@ import textwrap
 
 import numpy as np
 
-from numbax._src.compiler.codegen_cuda import Config, KernelPlan, _prod
-from numbax._src.compiler.cuda_index import _module
+from numbax._src.compiler.cuda.kernels.index import _module
+from numbax._src.compiler.cuda.loops import Config, KernelPlan, _prod
 from numbax._src.core import JaxprEqn
 
 KERNELS = frozenset({"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"})

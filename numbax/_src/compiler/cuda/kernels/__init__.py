@@ -1,0 +1,1 @@
+"""CUDA kernels of library primitives: indexing and shapes, sort, linear algebra, matmul."""
