@@ -5,7 +5,7 @@ Shapes: the MLP step's five large products (with their transposed operands), squ
 and 2000², and two ragged ones; float32 and float64. Each shape is timed np.dot first, then
 after a pause (OpenBLAS's workers spin for tens of ms after a threaded call and would slow
 the next threads on few cores) gemm_cpu at the thread count numbax would use, then jax.jit.
-The last column: which one `cpu_matmul="auto"` picks here (`lowering.own_gemm_rule`).
+The last column: which one `cpu_matmul="auto"` picks here (`library.own_gemm_rule`).
 
     PYTHONPATH=. python benchmarks/gemm_bench.py [--f32]
 """
@@ -21,8 +21,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cpu import median_time  # noqa: E402
 
+from numbax._src.compiler.cpu.runtime import blas, library  # noqa: E402
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu  # noqa: E402
-from numbax._src.compiler.cpu.runtime import library as lowering  # noqa: E402
 
 try:
     import jax  # noqa: E402
@@ -58,7 +58,7 @@ def main() -> None:
     avx512 = bool(ll.get_host_cpu_features().get("avx512f"))
     print(f"gemm_bench | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
           f"{numba.get_num_threads()} Numba threads | host avx512f {avx512} | OpenBLAS core "
-          f"{lowering.blas_core() or '?'}")
+          f"{blas.blas_core() or '?'}")
     print(f"{'product':<10} {'dtype':<8} {'np.dot':>9} {'gemm_cpu':>9} {'jax.jit':>9} "
           f"{'GF/s np':>8} {'GF/s own':>8} {'own/np':>7} {'own/jax':>8}  auto picks")
     dtypes = (np.float32,) if "--f32" in sys.argv else (np.float32, np.float64)
@@ -68,7 +68,7 @@ def main() -> None:
             macs = m * k * n
             t_np = median_time(lambda a=a, b=b: np.dot(a, b))
             time.sleep(0.3)
-            threads = lowering.gemm_threads(macs)
+            threads = library.gemm_threads(macs)
             t_own = median_time(lambda a=a, b=b, n=threads: gemm_cpu.matmul(a, b, n))
             if jax is not None:
                 f = jax.jit(jjnp.matmul)
@@ -79,7 +79,7 @@ def main() -> None:
             print(f"{name:<10} {np.dtype(dtype).name:<8} {t_np * 1e6:>7.1f}us "
                   f"{t_own * 1e6:>7.1f}us {t_jx * 1e6:>7.1f}us {2 * macs / t_np / 1e9:>8.1f} "
                   f"{2 * macs / t_own / 1e9:>8.1f} {t_own / t_np:>7.2f} {t_own / t_jx:>8.2f}  "
-                  f"{'gemm_cpu' if lowering.own_gemm(macs) else 'BLAS'}")
+                  f"{'gemm_cpu' if library.own_gemm(macs) else 'BLAS'}")
             time.sleep(0.3)
 
 

@@ -20,19 +20,19 @@ import numpy as np  # noqa: E402
 from bench_cuda import timeit  # noqa: E402  (also sets XLA_PYTHON_CLIENT_PREALLOCATE)
 
 import numbax  # noqa: E402
-from numbax._src.compiler.cuda import loops as codegen_cuda  # noqa: E402
+from numbax._src.compiler.cuda.config import Config  # noqa: E402
 
 
 def with_rows(block_max: int, slots: int):
     """Config.__init__ patched so row kernels render with this geometry (the cache key
     includes both fields, so every geometry compiles its own kernels)."""
-    original = codegen_cuda.Config.__init__
+    original = Config.__init__
 
     def init(self, sim):
         original(self, sim)
         self.row_block_max, self.row_slots = block_max, slots
 
-    codegen_cuda.Config.__init__ = init
+    Config.__init__ = init
     return original
 
 
@@ -62,7 +62,7 @@ def main() -> None:
                     ok = np.allclose(got[:4], np.asarray(jf(jm))[:4], rtol=1e-4, atol=1e-7)
                     tn = timeit(lambda: fn(dm), nb_sync)
                 finally:
-                    codegen_cuda.Config.__init__ = original
+                    Config.__init__ = original
                 print(f"{what:<9} {str(shape):<14} rows(block_max={block_max:>4}, slots={slots:>2})"
                       f" {tn * 1e3:7.3f} ms  jax {tj * 1e3:7.3f} ms  numbax/jax time "
                       f"{tn / tj:5.2f}  {'ok' if ok else 'WRONG'}", flush=True)

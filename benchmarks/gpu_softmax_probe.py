@@ -23,9 +23,9 @@ from bench_cuda import timeit  # noqa: E402
 
 import numbax  # noqa: E402
 import numbax.numpy as bnp  # noqa: E402
-from numbax._src import core  # noqa: E402
-from numbax._src.compiler import fusion, inline, passes  # noqa: E402
-from numbax._src.compiler.cuda import loops as codegen_cuda  # noqa: E402
+from numbax._src.compiler import fusion, ir, pipeline, registry  # noqa: E402
+from numbax._src.compiler.cuda import driver  # noqa: E402
+from numbax._src.compiler.cuda.config import Config  # noqa: E402
 
 SHAPE = (16384, 4096)
 
@@ -36,14 +36,15 @@ def softmax(x):
 
 
 def generated(block_max: int = 256, slots: int = 16) -> tuple[str, str]:
-    cfg = codegen_cuda.Config(False)
+    cfg = Config(False)
     cfg.row_block_max, cfg.row_slots = block_max, slots
     closed = numbax.make_jaxpr(softmax)(np.zeros(SHAPE, np.float32))
-    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-    (nest,) = [n for n in fusion.partition(jaxpr, codegen_cuda.fusible)
-               if isinstance(n, fusion.LoopNest)]
-    src, launch = codegen_cuda.render_loop(nest, cfg)
-    return src, launch.steps[0]
+    jaxpr = pipeline.prepare(closed.jaxpr)
+    (nest,) = [n for n in fusion.partition(jaxpr, lambda e: registry.fusible(e, "cuda"))
+               if isinstance(n, ir.LoopNest)]
+    kernel = driver.render_nest(nest, cfg)
+    step = kernel.launches[0]
+    return kernel.source, f"{step.function}[{step.blocks}, {step.threads}]"
 
 
 def uidx(src: str) -> str:

@@ -1,5 +1,5 @@
 """Where the jitted MLP step's time goes on this machine: the whole step (numbax and jax.jit),
-the time inside `lowering.dot` per matrix product, the rest (fused kernels + driver), the same
+the time inside `library.dot` per matrix product, the rest (fused kernels + driver), the same
 products alone through np.dot (BLAS) and through numbax's `gemm_cpu`; then the step with each
 `cpu_matmul` choice and under each thread count.
 
@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_cpu  # noqa: E402
 
 import numbax  # noqa: E402
+from numbax._src.compiler.cpu.runtime import blas, library  # noqa: E402
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu  # noqa: E402
-from numbax._src.compiler.cpu.runtime import library as lowering  # noqa: E402
 
 
 def median(fn, reps: int = 31) -> float:
@@ -45,10 +45,10 @@ def main() -> None:
         with numbax.config.override("cpu_matmul", choice):
             print(f"cpu_matmul={choice}: step {median(lambda: f_nb(*nb_args)) * 1e3:.3f} ms")
 
-    # Every matrix product of the step goes through lowering.dot (lw.dot, or dot_general's
+    # Every matrix product of the step goes through library.dot (lw.dot, or dot_general's
     # unbatched case); time each call and keep its operands' shapes and layouts.
     calls: list[tuple[tuple, float]] = []
-    original = lowering.dot
+    original = library.dot
 
     def timed(x, y, macs):
         t = time.perf_counter()
@@ -57,7 +57,7 @@ def main() -> None:
                       time.perf_counter() - t))
         return out
 
-    lowering.dot = timed
+    library.dot = timed
     try:
         per_step = []
         for _ in range(21):
@@ -66,12 +66,12 @@ def main() -> None:
             f_nb(*nb_args)
             per_step.append((time.perf_counter() - t, sum(c[1] for c in calls), list(calls)))
     finally:
-        lowering.dot = original
+        library.dot = original
     per_step.sort(key=lambda r: r[0])
     total, in_dot, detail = per_step[len(per_step) // 2]
     print(f"median instrumented step {total * 1e3:.3f} ms: products {in_dot * 1e3:.3f} ms "
           f"({len(detail)} calls), rest {(total - in_dot) * 1e3:.3f} ms; "
-          f"OpenBLAS core {lowering.blas_core() or '?'}")
+          f"OpenBLAS core {blas.blas_core() or '?'}")
     # np.dot first, then gemm_cpu, with a pause between: OpenBLAS's worker threads spin for
     # tens of ms after a threaded call, and on 2 cores they slow any Numba threads meanwhile.
     operands = []
@@ -83,15 +83,15 @@ def main() -> None:
     time.sleep(0.5)
     t_own = []
     for (a, b, macs, _), t_np in zip(operands, t_blas, strict=True):
-        threads = lowering.gemm_threads(macs)
+        threads = library.gemm_threads(macs)
         t_own.append(median(lambda a=a, b=b, n=threads: gemm_cpu.matmul(a, b, n), reps=21)
                      if gemm_cpu.supports(a, b) else t_np)
     for (a, b, macs, t), t_np, t_g in zip(operands, t_blas, t_own):
         print(f"  {a.shape}{'ᵀ' if a.flags.f_contiguous else ''} @ "
               f"{b.shape}{'ᵀ' if b.flags.f_contiguous else ''}: {t * 1e6:8.1f} us in step, "
               f"np.dot {t_np * 1e6:8.1f} us, gemm_cpu {t_g * 1e6:8.1f} us "
-              f"({lowering.gemm_threads(macs)} threads); the step used "
-              f"{'gemm_cpu' if lowering.runs_on_own_gemm(a, b, macs) else 'BLAS'}")
+              f"({library.gemm_threads(macs)} threads); the step used "
+              f"{'gemm_cpu' if library.runs_on_own_gemm(a, b, macs) else 'BLAS'}")
     print(f"products alone: np.dot {sum(t_blas) * 1e3:.3f} ms, gemm_cpu where it applies "
           f"{sum(t_own) * 1e3:.3f} ms")
     for threads in (1, 2, 4, 8, 16):

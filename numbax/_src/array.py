@@ -213,13 +213,11 @@ class GpuArray(Array):
     every CPU code path works unchanged; jit on the GPU reads `_dbuf` without copying."""
 
     __slots__ = ("_dbuf", "_shape", "_host")
+    created = False  # whether any GpuArray was made in this process
 
     @classmethod
     def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device) -> GpuArray:
-        if core.gpu_eager_hook is None:  # from now on eager ops on GpuArrays stay on the GPU
-            from numbax._src import gpu_eager as cuda_eager
-
-            core.gpu_eager_hook = cuda_eager.eval_primitive
+        GpuArray.created = True  # from now on eager ops on GpuArrays stay on the GPU (dispatch)
         self = object.__new__(cls)
         self._dbuf = buf
         self._shape = tuple(shape)

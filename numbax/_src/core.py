@@ -373,51 +373,24 @@ class Trace:
         raise NotImplementedError
 
 
-# Eager ops whose operands include a GpuArray run on the GPU through this hook (None until a
-# GpuArray is created, so the CPU eager path costs one global lookup).
-gpu_eager_hook: Callable | None = None
+# Eager execution is installed by dispatch.py (core imports nothing above itself): Array and
+# the GPU path live above the core.
+_eager: Callable[[Primitive, list, dict], list] | None = None
+
+
+def install_eager(apply: Callable[[Primitive, list, dict], list]) -> None:
+    """Sets the function EvalTrace runs primitives with (dispatch.apply_primitive)."""
+    global _eager
+    _eager = apply
 
 
 class EvalTrace(Trace):
-    """Eager evaluation: each primitive runs its numpy implementation."""
+    """Eager evaluation: each primitive runs its implementation (dispatch.py)."""
 
     pure = lift = staticmethod(lambda x: x)
 
     def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> list:
-        from numbax._src.array import Array  # Array sits above the core
-
-        if gpu_eager_hook is not None:  # set once a GpuArray exists (compiler/cuda_eager.py)
-            outs = gpu_eager_hook(primitive, tracers, params)
-            if outs is not None:
-                return outs
-        avals = [get_aval(x) for x in tracers]
-        out_avals = abstract_eval(primitive, avals, params)
-        impl = impl_rules.get(primitive)
-        if impl is None:
-            raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
-        outs = impl(*[to_numpy(x) for x in tracers], **params)
-        results = []
-        for out, aval in zip(outs, out_avals, strict=True):
-            if isinstance(out, Array):
-                results.append(out)
-                continue
-            out = np.asarray(out)
-            if out.dtype != aval.dtype:
-                out = out.astype(aval.dtype)
-            results.append(Array._from_numpy(out, aval.weak_type))
-        if config.jax_debug_nans:
-            _check_nans(primitive, results)
-        return results
-
-
-def _check_nans(primitive: Primitive, results: list) -> None:
-    for r in results:
-        value = r._value
-        if value.dtype.kind in "fc" and np.isnan(value).any():
-            raise FloatingPointError(
-                f"jax_debug_nans: invalid value (nan) encountered in {primitive.name}. "
-                "Turn jax_debug_nans off once the source is found."
-            )
+        return _eager(primitive, tracers, params)
 
 
 _state = _TraceState()

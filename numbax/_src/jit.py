@@ -8,14 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import compiler, core
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
-from numbax._src.compiler import cache, fusion, inline, passes
-from numbax._src.compiler.cpu import control_flow as codegen_nopython
-from numbax._src.compiler.cpu import driver as driver_cpu
-from numbax._src.compiler.cpu import loops as codegen_cpu
-from numbax._src.compiler.cpu.runtime import library as lowering
+from numbax._src.compiler import Executable
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
@@ -24,35 +20,17 @@ from numbax._src.interpreters import partial_eval as pe
 _BACKENDS = (None, "cpu", "gpu", "cuda")
 
 
-# ----------------------------------------------------------------------------- compilation
+# ----------------------------------------------------------------------------- running
 
 
-class Executable:
-    """A compiled jaxpr: the driver function, its consts, and the generated sources."""
+class _Entry:
+    """One signature's compiled program and the pytree structure of its outputs."""
 
-    __slots__ = ("driver", "consts", "out_weak", "sources", "jaxpr", "out_tree", "fun_name",
-                 "donate", "out_fresh")
+    __slots__ = ("exe", "out_tree")
 
-    def __init__(self, driver, consts, out_weak, sources, jaxpr, out_tree, fun_name,
-                 donate=(), out_fresh=()) -> None:
-        self.driver = driver
-        self.consts = consts
-        self.out_weak = out_weak
-        self.sources = sources
-        self.jaxpr = jaxpr
+    def __init__(self, exe: Executable, out_tree) -> None:
+        self.exe = exe
         self.out_tree = out_tree
-        self.fun_name = fun_name
-        self.donate = donate  # per trailing driver parameter: the leaf whose buffer it takes
-        self.out_fresh = out_fresh or (False,) * len(out_weak)  # outputs the driver allocated
-
-    def call_flat(self, args_np: Sequence[np.ndarray], bufs: Sequence = ()) -> list[Array]:
-        """Runs the driver; `bufs` are donated buffers (or None) for its trailing parameters.
-
-        Outputs the driver allocated are wrapped as they are (read-only, no view), so a later
-        call can take them as donations; others (views of inputs...) through a read-only view."""
-        outs = self.driver(*self.consts, *args_np, *bufs)
-        return [_wrap_owned(o, w) if fresh else Array._from_numpy(o, w)
-                for o, w, fresh in zip(outs, self.out_weak, self.out_fresh, strict=True)]
 
 
 def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
@@ -60,6 +38,33 @@ def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
     a = object.__new__(Array)
     a._value, a._weak_type, a._device = o, weak_type, None
     return a
+
+
+def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False) -> list[Array]:
+    """Runs a compiled program on argument leaves; returns its outputs as Arrays.
+
+    CPU: leaves become C-contiguous numpy arrays; with `donate`, the buffers of the donated
+    leaves that qualify (`_donations`) go to the driver's trailing parameters and their
+    Arrays are deleted. Outputs the driver allocated are wrapped as they are (read-only, no
+    view), so a later call can take them as donations; others (views of inputs...) through a
+    read-only view. GPU: device buffers pass through, host leaves are copied over, outputs
+    stay on the device."""
+    avals = exe.in_avals
+    if exe.device is None:
+        values = [_leaf_value(x, a) for x, a in zip(leaves, avals, strict=True)]
+        bufs, donors = _donations(leaves, exe.donate, 1) if donate and exe.donate else ((), ())
+        _delete(donors)
+        outs = exe(*values, donated=bufs)
+        fresh = exe.out_fresh or (False,) * len(outs)
+        return [_wrap_owned(o, w) if f else Array._from_numpy(o, w)
+                for o, w, f in zip(outs, exe.out_weak, fresh, strict=True)]
+    with cuda_runtime.on_device(exe.device.id):
+        args = [x._dbuf if type(x) is GpuArray else
+                cuda_runtime.to_device(np.asarray(x, dtype=a.dtype))
+                for x, a in zip(leaves, avals, strict=True)]
+        outs = exe(*args)
+    return [GpuArray._from_buffer(o, a.shape, w, exe.device)
+            for o, a, w in zip(outs, exe.out_avals, exe.out_weak, strict=True)]
 
 
 def _local_refcount() -> int:
@@ -96,67 +101,6 @@ def _delete(donors: list[Array]) -> None:
         a.__class__ = _DeletedArray
 
 
-def _fusible(eqn: core.JaxprEqn) -> bool:
-    name = eqn.primitive.name
-    in_class = name in fusion.ELEMENTWISE or name in fusion.BROADCAST or \
-        name in fusion.REDUCTIONS or name in fusion.SOURCES
-    return in_class and codegen_cpu.scalar_supported(eqn)
-
-
-def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str,
-                  donated: frozenset = frozenset()) -> Executable:
-    """Simplify, fuse, render each kernel alone, load (cached), render and load the driver.
-
-    `donated` holds the positions of input leaves whose buffers outputs may be written into."""
-    out_weak = [v.aval.weak_type for v in closed.jaxpr.outvars]
-    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-    nodes = fusion.partition(jaxpr, _fusible)
-    sources, module_names, fallbacks = [], [], []
-    parallel = False
-    for j, node in enumerate(nodes):
-        if isinstance(node, fusion.LibraryCall) and \
-                node.eqn.primitive.name in codegen_nopython.CONTROL_FLOW:
-            nodes[j] = node = _control_flow_node(node, sources, fallbacks, fun_name)
-        if isinstance(node, fusion.LoopNest):
-            src, par = codegen_cpu.render_loop(node)
-            parallel = parallel or par
-            module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG)
-            sources.append(src)
-            module_names.append(module.__name__)
-        else:
-            module_names.append(None)
-    plan = driver_cpu.donation_plan(jaxpr, nodes, donated)
-    driver_src = driver_cpu.render_driver(jaxpr, nodes, module_names, plan)
-    driver_mod = cache.load_module(driver_src, codegen_cpu.CODEGEN_CONFIG)
-    sources.append(driver_src)
-    consts = [np.asarray(core.to_numpy(c), order="C") for c in closed.consts]
-    driver = lowering.with_numba_threads(driver_mod.driver) if parallel else driver_mod.driver
-    nested = {v for n in nodes if isinstance(n, fusion.LoopNest) for v in n.outputs}
-    fresh = tuple(isinstance(v, core.Var) and v in nested and jaxpr.outvars.count(v) == 1
-                  for v in jaxpr.outvars)
-    return Executable(driver, [*fallbacks, *consts], out_weak, sources, jaxpr, out_tree,
-                      fun_name, tuple(i for _, i in plan), fresh)
-
-
-def _control_flow_node(node, sources: list, fallbacks: list, fun_name: str):
-    """One @njit kernel for a cond/while/scan, or a Python loop over compiled sub-jaxprs."""
-    cf = codegen_nopython.NopythonCall(node.eqn, node.inputs, node.outputs)
-    try:
-        src = codegen_nopython.render(node.eqn)
-    except codegen_nopython.Unsupported:
-        def compile_closed(sub: core.ClosedJaxpr):
-            exe = compile_jaxpr(sub, None, fun_name)
-            return lambda *args: exe.driver(*exe.consts, *args)
-
-        cf.fallback = codegen_nopython.python_lowering(node.eqn, compile_closed)
-        cf.fallback_name = f"f{len(fallbacks)}"
-        fallbacks.append(cf.fallback)
-        return cf
-    cf.module = cache.load_module(src, codegen_cpu.CODEGEN_CONFIG).__name__
-    sources.append(src)
-    return cf
-
-
 # ----------------------------------------------------------------------------- arguments
 
 
@@ -191,31 +135,31 @@ def _normalize_argnames(value: Any) -> tuple[str, ...]:
 class Lowered:
     """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
 
-    def __init__(self, wrapped: JitWrapped, executable: Executable, in_tree, statics) -> None:
+    def __init__(self, wrapped: JitWrapped, entry: _Entry, in_tree, statics) -> None:
         self._wrapped = wrapped
-        self._executable = executable
-        self.jaxpr = executable.jaxpr
+        self._entry = entry
+        self.jaxpr = entry.exe.jaxpr
         self.in_tree = in_tree
         self._statics = statics
 
     def as_text(self) -> str:
-        return "\n\n".join(self._executable.sources)
+        return "\n\n".join(self._entry.exe.sources)
 
     def compile(self) -> Compiled:
-        return Compiled(self._wrapped, self._executable, self.in_tree, self._statics)
+        return Compiled(self._wrapped, self._entry, self.in_tree, self._statics)
 
 
 class Compiled:
     """A compiled function for one signature; call it with the arguments `lower` saw."""
 
-    def __init__(self, wrapped, executable, in_tree, statics) -> None:
+    def __init__(self, wrapped, entry: _Entry, in_tree, statics) -> None:
         self._wrapped = wrapped
-        self._executable = executable
+        self._entry = entry
         self.in_tree = in_tree
         self._statics = statics
 
     def as_text(self) -> str:
-        return "\n\n".join(self._executable.sources)
+        return "\n\n".join(self._entry.exe.sources)
 
     def __call__(self, *args, **kwargs):
         dyn_args, dyn_kwargs, statics = self._wrapped._split(args, kwargs)
@@ -226,26 +170,21 @@ class Compiled:
                 f"expected {self.in_tree}. Call lower() again for new arguments."
             )
         avals = [core.get_aval(x) for x in leaves]
-        want = self._executable.jaxpr.in_avals
+        exe = self._entry.exe
+        want = exe.in_avals
         if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in want]:
             shapes = [a.str_short() for a in avals]
             raise NumbaxTypeError(
                 f"jit: compiled function got arguments {shapes}, expected "
                 f"{[a.str_short() for a in want]}. Call lower() again for new shapes."
             )
-        exe = self._executable
-        if isinstance(exe, Executable):
-            outs = exe.call_flat([_leaf_value(x, a) for x, a in zip(leaves, avals)])
-        else:  # GPU: the device the executable was compiled for
-            if committed_device(leaves, f"jit({self._wrapped._name})") not in (None,
-                                                                              exe.device):
-                raise NumbaxValueError(
-                    f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
-                    "arguments committed to another device. Call lower() again with them."
-                )
-            with cuda_runtime.on_device(exe.device.id):
-                outs = exe.call_flat(leaves)
-        return tu.tree_unflatten(exe.out_tree, outs)
+        if exe.device is not None and committed_device(
+                leaves, f"jit({self._wrapped._name})") not in (None, exe.device):
+            raise NumbaxValueError(
+                f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
+                "arguments committed to another device. Call lower() again with them."
+            )
+        return tu.tree_unflatten(self._entry.out_tree, run_executable(exe, leaves))
 
 
 # ----------------------------------------------------------------------------- the wrapper
@@ -270,10 +209,10 @@ class JitWrapped:
         self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
         self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
-        self._cache: dict[Any, Executable] = {}
-        self._fast: dict[Any, Executable] = {}
+        self._cache: dict[Any, _Entry] = {}
+        self._fast: dict[Any, Callable] = {}
         self._fast_tree: dict[Any, Callable] = {}
-        self._gpu_fast: dict[Any, Any] = {}
+        self._gpu_fast: dict[Any, _Entry] = {}
         self._simple = not self.static_argnums and not self.static_argnames
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
 
@@ -338,12 +277,10 @@ class JitWrapped:
                 fast = self._fast_tree.get(key) if len(key) == len(leaves) + 2 else None
                 if fast is not None:
                     return fast(leaves)
-            if self._gpu_fast:  # all-GpuArray calls (codegen_cuda executables)
-                exe = self._gpu_fast.get((ctx, *_gpu_key(args)))
-                if exe is not None:
-                    with cuda_runtime.on_device(exe.device.id):
-                        outs = exe.call_flat(args)
-                    return tu.tree_unflatten(exe.out_tree, outs)
+            if self._gpu_fast:  # all-GpuArray calls (CUDA executables)
+                entry = self._gpu_fast.get((ctx, *_gpu_key(args)))
+                if entry is not None:
+                    return tu.tree_unflatten(entry.out_tree, run_executable(entry.exe, args))
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
@@ -353,31 +290,26 @@ class JitWrapped:
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         if self.inline or _is_tracing(leaves):
             return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
-        exe, avals = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
-        if isinstance(exe, Executable):
-            values = [_leaf_value(x, a) for x, a in zip(leaves, avals)]
-            bufs, donors = _donations(leaves, exe.donate, 1) if exe.donate else ((), ())
-            _delete(donors)
-            outs = exe.call_flat(values, bufs)
-        else:  # GPU: device buffers pass through, host leaves are copied over
-            with cuda_runtime.on_device(exe.device.id):
-                outs = exe.call_flat(leaves)
+        entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
+        exe = entry.exe
+        on_host = exe.device is None
+        outs = run_executable(exe, leaves, donate=True)
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
-        fast = _fast_key(args) if self._simple and not kwargs else None
-        if fast is not None and config._fast_ctx is not None and isinstance(exe, Executable):
-            self._fast[(config._fast_ctx, *fast)] = _fast_caller(exe)
-        elif self._simple and not kwargs and config._fast_ctx is not None and \
-                isinstance(exe, Executable) and all(type(a) is Array for a in leaves):
-            tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
-            sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]
-            self._fast_tree[(config._fast_ctx, tree, *sigs)] = _fast_caller(exe)
-        if not isinstance(exe, Executable) and self._simple and not kwargs and \
-                config._fast_ctx is not None and all(type(a) is GpuArray for a in args):
-            self._gpu_fast[(config._fast_ctx, *_gpu_key(args))] = exe
-        return tu.tree_unflatten(exe.out_tree, outs)
+        ctx = config._fast_ctx
+        if self._simple and not kwargs and ctx is not None:
+            fast = _fast_key(args)
+            if on_host and fast is not None:
+                self._fast[(ctx, *fast)] = _fast_caller(entry)
+            elif on_host and all(type(a) is Array for a in leaves):
+                tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
+                sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]
+                self._fast_tree[(ctx, tree, *sigs)] = _fast_caller(entry)
+            elif not on_host and all(type(a) is GpuArray for a in args):
+                self._gpu_fast[(ctx, *_gpu_key(args))] = entry
+        return tu.tree_unflatten(entry.out_tree, outs)
 
-    def _get_executable(self, leaves, in_tree, statics, dyn_args, dyn_kwargs):
+    def _get_entry(self, leaves, in_tree, statics, dyn_args, dyn_kwargs) -> _Entry:
         for i, x in enumerate(leaves):
             if not core.is_array_like(x):
                 raise NumbaxTypeError(
@@ -389,12 +321,12 @@ class JitWrapped:
         device = _gpu_target(self.backend, leaves, self._name)
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), statics,
                config.trace_context(), device)
-        exe = self._cache.get(key)
-        if exe is None:
+        entry = self._cache.get(key)
+        if entry is None:
             donated = self._donated_leaves(dyn_args, statics) if self.donate_argnums else ()
-            exe = self._compile(in_tree, avals, statics, device, frozenset(donated))
-            self._cache[key] = exe
-        return exe, avals
+            entry = self._compile(in_tree, avals, statics, device, frozenset(donated))
+            self._cache[key] = entry
+        return entry
 
     def _donated_leaves(self, dyn_args: tuple, statics: tuple) -> list[int]:
         """The flat leaf positions of the arguments in donate_argnums (static ones skipped)."""
@@ -417,7 +349,7 @@ class JitWrapped:
         return leaves
 
     def _compile(self, in_tree, avals, statics, device=None,
-                 donated: frozenset = frozenset()) -> Executable:
+                 donated: frozenset = frozenset()) -> _Entry:
         bound = self._bound(statics)
         store = {}
 
@@ -428,20 +360,16 @@ class JitWrapped:
             return out_flat
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
-        if device is not None:
-            from numbax._src.compiler.cuda import driver as cuda_driver
-
-            with cuda_runtime.on_device(device.id):  # consts go to that GPU
-                return cuda_driver.compile_jaxpr(core.ClosedJaxpr(jaxpr, consts),
-                                                 store["tree"], self._name, device)
-        return compile_jaxpr(core.ClosedJaxpr(jaxpr, consts), store["tree"], self._name,
-                             donated)
+        backend = "cpu" if device is None else "gpu"
+        exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
+                               device)
+        return _Entry(exe, store["tree"])
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
-        exe, _ = self._get_executable(leaves, in_tree, statics, dyn_args, dyn_kwargs)
-        return Lowered(self, exe, in_tree, statics)
+        entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
+        return Lowered(self, entry, in_tree, statics)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -486,10 +414,11 @@ def _fast_key(args: tuple) -> tuple | None:
     return tuple(key)
 
 
-def _fast_caller(exe: Executable) -> Callable:
+def _fast_caller(entry: _Entry) -> Callable:
     """The whole call for one signature of plain Array arguments: run the driver, wrap the
     fresh output buffers as Arrays (made read-only in place, no view) and rebuild the tree."""
-    driver, consts, weak, tree = exe.driver, tuple(exe.consts), tuple(exe.out_weak), exe.out_tree
+    exe, tree = entry.exe, entry.out_tree
+    driver, consts, weak = exe.driver, tuple(exe.consts), tuple(exe.out_weak)
     new = object.__new__
 
     def wrap(o, w):

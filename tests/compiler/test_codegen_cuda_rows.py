@@ -1,6 +1,6 @@
 """Generated CUDA source of row groups, float32 logistic and literal shifts (issue 10's speed
-targets), rendered without a GPU: partition a traced jaxpr the way cuda_driver does and render
-each loop nest. The values these kernels compute are checked in tests/cuda/sim_checks_rows.py
+targets), rendered without a GPU: partition a traced jaxpr the way the CUDA backend does and
+render each loop nest. The values these kernels compute are checked in tests/cuda/sim_checks_rows.py
 (simulator) and on a real card (benchmarks/bench_cuda.py --check)."""
 import re
 
@@ -9,20 +9,23 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src import core
-from numbax._src.compiler import fusion, inline, passes
-from numbax._src.compiler.cuda import loops as codegen_cuda
+from numbax._src.compiler import fusion, ir, pipeline, registry
+from numbax._src.compiler.cuda import driver
+from numbax._src.compiler.cuda.config import Config
 
-REAL = codegen_cuda.Config(sim=False)
-SIM = codegen_cuda.Config(sim=True)
+REAL = Config(sim=False)
+SIM = Config(sim=True)
 
 
 def _render(f, *args, cfg=REAL):
+    """(source, launches) of each loop nest of `f`'s program on the CUDA backend."""
     closed = numbax.make_jaxpr(f)(*args)
-    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-    nests = [n for n in fusion.partition(jaxpr, codegen_cuda.fusible)
-             if isinstance(n, fusion.LoopNest)]
-    return [codegen_cuda.render_loop(n, cfg) for n in nests]
+    jaxpr = pipeline.prepare(closed.jaxpr)
+    nests = [n for n in fusion.partition(jaxpr, lambda e: registry.fusible(e, "cuda"))
+             if isinstance(n, ir.LoopNest)]
+    kernels = [driver.render_nest(n, cfg) for n in nests]
+    return [(k.source, [(s.function, s.blocks, s.threads) for s in k.launches])
+            for k in kernels]
 
 
 def _softmax_src(shape, dtype=np.float32, cfg=REAL):
@@ -38,7 +41,7 @@ def _kernel(src):
 def test_narrow_rows_use_a_warp_per_row_and_read_the_row_once():
     src, launch = _softmax_src((524288, 128))
     body = _kernel(src)
-    assert launch.steps == ["kernel[65536, 256]({args})"]  # 8 rows of 32 lanes per block
+    assert launch == [("kernel", 65536, 256)]  # 8 rows of 32 lanes per block
     assert "cuda.shared.array" not in body and "cuda.syncthreads" not in body
     # max: 5 butterfly steps and the leader's broadcast; sum: 5 butterfly steps
     assert body.count("cuda.shfl_xor_sync(0xffffffff") == 10
@@ -53,7 +56,7 @@ def test_narrow_rows_use_a_warp_per_row_and_read_the_row_once():
 def test_small_widths_use_fewer_lanes_and_guard_the_padding():
     src, launch = _softmax_src((100, 50))
     body = _kernel(src)
-    assert "ln = tid % 16" in body and launch.steps == ["kernel[7, 256]({args})"]
+    assert "ln = tid % 16" in body and launch == [("kernel", 7, 256)]
     assert "v3 = ln + 48 < 50" in body and "min(ln + 48, 49)" in body
     assert "if rv and v3: o0[np.uint64(f3)]" in body  # unsigned: no wraparound code
     (src1, _), = _render(lambda x: jnp.sum(x, axis=-1), np.ones((10, 1), np.float32))
@@ -63,7 +66,7 @@ def test_small_widths_use_fewer_lanes_and_guard_the_padding():
 def test_wide_rows_use_one_block_and_one_shared_slot_per_warp():
     src, launch = _softmax_src((16384, 4096))
     body = _kernel(src)
-    assert launch.steps == ["kernel[16384, 256]({args})"]  # 8 warps of 16 elements each
+    assert launch == [("kernel", 16384, 256)]  # 8 warps of 16 elements each
     assert "sm0 = cuda.shared.array(8, np.float32)" in body
     assert "sm1 = cuda.shared.array(8, np.float64)" in body
     assert body.count("cuda.syncthreads()") == 2  # one per reduction, no log2(T) tree
@@ -75,7 +78,7 @@ def test_wide_rows_use_one_block_and_one_shared_slot_per_warp():
 def test_rows_too_wide_for_registers_loop_and_reread():
     src, launch = _softmax_src((4, 100000))
     body = _kernel(src)
-    assert launch.steps == ["kernel[4, 256]({args})"]
+    assert launch == [("kernel", 4, 256)]
     assert body.count("while q < 100000:") == 3
     assert "cuda.shared.array(8," in body
 
@@ -102,7 +105,7 @@ def test_shuffled_accumulators_are_in_shuffle_types(dtype):
 def test_float32_logistic_has_no_ieee_division_and_no_float64():
     (src, _), = _render(numbax.nn.sigmoid, np.ones(1000, np.float32))
     body = _kernel(src)
-    assert "cd.logistic_f32(x0_0)" in body
+    assert "sc.logistic_f32(x0_0)" in body
     assert "float64" not in body and " / " not in body
     (src64, _), = _render(numbax.nn.sigmoid, np.ones(1000, np.float64))
     assert "np.float64(1.0) / (np.float64(1.0) + math.exp(-x0_0))" in src64
@@ -114,15 +117,15 @@ def test_literal_shifts_are_plain_operators():
     with _X64Off():
         srcs = _render(lambda k: random.bits(k, (1000,)), random.PRNGKey(0))
     text = "\n".join(s for s, _ in srcs)
-    assert "cd.shift_left" not in text and "cd.shift_right_logical" not in text
+    assert "sc.shift_left" not in text and "sc.shift_right_logical" not in text
     assert re.search(r"np\.uint32\(\(t\d+ << c\d+\)\)", text)
     assert re.search(r"np\.uint32\(\(np\.uint32\(t\d+\) >> np\.uint32\(c\d+\)\)\)", text)
     # amounts that are not literals, or over-wide literals, keep the defined semantics
     x = np.ones(8, np.int32)
     (src, _), = _render(numbax.lax.shift_left, x, x)
-    assert "cd.shift_left(x0_0, x1_0, 32)" in src
+    assert "sc.shift_left(x0_0, x1_0, 32)" in src
     (src, _), = _render(lambda a: numbax.lax.shift_right_arithmetic(a, np.int32(40)), x)
-    assert "cd.shift_right_arithmetic(" in src
+    assert "sc.shift_right_arithmetic(" in src
 
 
 class _X64Off:

@@ -1,12 +1,11 @@
-"""jit of control flow (compiler/codegen_nopython.py) and of call-like primitives (inline.py)."""
+"""jit of control flow (compiler/cpu/control_flow.py) and of call-like primitives (inline.py)."""
 import numpy as np
 import pytest
 
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler import inline
-from numbax._src.compiler.cpu import control_flow as codegen_nopython
+from numbax._src.compiler import inline, registry
 
 
 def _newton(a):
@@ -203,12 +202,24 @@ def test_custom_jvp_vjp_checkpoint_under_jit():
 
 def test_inline_removes_call_primitives():
     jaxpr = numbax.make_jaxpr(lambda v: _softplus(v) + numbax.checkpoint(jnp.sin)(v))(1.0)
-    names = {e.primitive.name for e in inline.inline_calls(jaxpr.jaxpr).eqns}
-    assert not names & set(inline.CALL_PARAMS)
+    prims = {e.primitive for e in inline.inline_calls(jaxpr.jaxpr).eqns}
+    assert prims and not any(registry.inline_param(p) for p in prims)
 
 
-def test_covered_primitives_and_bad_input():
-    covered = codegen_nopython.covered_primitives()
-    assert {"while", "dot_general", "tanh", "select_n"} <= set(covered)
+def test_control_flow_compiles_to_one_function_and_bad_input():
+    """A while loop whose body holds a dot_general, tanh and select_n is one @njit function."""
+    def f(w, x):
+        def body(c):
+            i, v = c
+            return i + 1, jnp.where(v > 0, jnp.tanh(w @ v), v)
+        return lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1]
+
+    w, x = np.eye(3) * 0.5, np.array([1.0, -2.0, 3.0])
+    text = numbax.jit(f).lower(w, x).as_text()
+    assert "while v" in text and "k0_flow(" in text and "h0" not in text.split("def driver")[1]
+    want = x
+    for _ in range(3):
+        want = np.where(want > 0, np.tanh(w @ want), want)
+    np.testing.assert_allclose(numbax.jit(f)(w, x), want)
     with pytest.raises(TypeError, match="while_loop"):
         numbax.jit(lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x))(1.0)

@@ -8,7 +8,7 @@ import pytest
 
 import numbax
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
-from numbax._src.compiler.cpu.runtime import library as lowering
+from numbax._src.compiler.cpu.runtime import library
 from numbax._src.config import config
 
 RNG = np.random.default_rng(7)
@@ -69,14 +69,14 @@ def test_rejects_what_it_does_not_take():
 
 
 def test_auto_rule():
-    big, small = lowering.AVX512_BLAS_EVEN_MACS, lowering.AVX512_BLAS_EVEN_MACS - 1
+    big, small = library.AVX512_BLAS_EVEN_MACS, library.AVX512_BLAS_EVEN_MACS - 1
     for macs in (small, big):
-        assert lowering.own_gemm_rule(True, "Haswell", macs)
-        assert not lowering.own_gemm_rule(False, "Haswell", macs)
-        assert not lowering.own_gemm_rule(False, "", macs)
+        assert library.own_gemm_rule(True, "Haswell", macs)
+        assert not library.own_gemm_rule(False, "Haswell", macs)
+        assert not library.own_gemm_rule(False, "", macs)
     for core in ("SkylakeX", "SapphireRapids", ""):  # "": a BLAS that cannot be asked
-        assert lowering.own_gemm_rule(True, core, small)
-        assert not lowering.own_gemm_rule(True, core, big)
+        assert library.own_gemm_rule(True, core, small)
+        assert not library.own_gemm_rule(True, core, big)
 
 
 @pytest.mark.parametrize("choice", ["numbax", "blas"])

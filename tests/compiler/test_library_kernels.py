@@ -8,7 +8,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax import lax
 from numbax._src.compiler import passes
-from numbax._src.compiler.cpu.runtime import library as lowering
+from numbax._src.compiler.cpu.runtime import blas, library
 from numbax._src.config import config
 from numbax._src.lax.along_axis import scatter_add_along_axis, take_along_axis
 
@@ -83,13 +83,13 @@ def test_blas_thread_control_gives_same_numbers(threads, monkeypatch):
     old = config.cpu_threads
     try:
         config.update("cpu_threads", threads)
-        assert lowering.blas_threads(10) == 1  # small products: one thread, whatever the cap
-        assert lowering.gemm_threads(10) == 1
-        monkeypatch.setattr(lowering, "_busy", lambda: False)
-        assert lowering.blas_threads(1 << 40) == threads
-        monkeypatch.setattr(lowering, "_busy", lambda: True)
-        assert lowering.blas_threads(1 << 40) == (threads or 1)
-        assert lowering.gemm_threads(1 << 40) == (threads or 1)
+        assert blas.blas_threads(10) == 1  # small products: one thread, whatever the cap
+        assert library.gemm_threads(10) == 1
+        monkeypatch.setattr(blas, "busy", lambda: False)
+        assert blas.blas_threads(1 << 40) == threads
+        monkeypatch.setattr(blas, "busy", lambda: True)
+        assert blas.blas_threads(1 << 40) == (threads or 1)
+        assert library.gemm_threads(1 << 40) == (threads or 1)
         with config.override("cpu_matmul", "blas"):  # the products this rule governs
             got = numbax.jit(lambda a, b: (a @ a, b @ b))(a, b)
     finally:
@@ -283,13 +283,13 @@ def test_busy_counts_other_processes_not_this_one():
     import sys
     import time
 
-    assert lowering._own_running() >= 1  # the thread reading /proc is running
+    assert blas._own_running() >= 1  # the thread reading /proc is running
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)
         seen = []
         for _ in range(20):
-            seen.append(lowering._others_running())
+            seen.append(blas._others_running())
             time.sleep(0.01)
     finally:
         spinner.kill()

@@ -4,8 +4,8 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src import jit as jit_mod
-from numbax._src.compiler import fusion, passes
+from numbax._src.compiler import fusion, passes, registry
+from numbax._src.compiler.cpu import loops
 
 RNG = np.random.default_rng(0)
 M = RNG.normal(size=(37, 41))
@@ -129,7 +129,7 @@ def test_logsumexp_is_two_passes_in_one_kernel():
 
 def test_row_group_partition_shape():
     jaxpr = passes.simplify(numbax.make_jaxpr(_logsumexp_rows)(M).jaxpr)
-    nodes = fusion.partition(jaxpr, jit_mod._fusible)
+    nodes = fusion.partition(jaxpr, lambda e: registry.fusible(e, "cpu"))
     assert len(nodes) == 1
     assert [kind for kind, _ in nodes[0].passes] == ["row", "row", "outer"]
 
@@ -145,13 +145,11 @@ def test_reduction_of_bad_axis_raises():
 @pytest.fixture
 def forced_parallel(monkeypatch):
     """Renders full reductions as if Numba had 8 threads, with tiny thresholds."""
-    from numbax._src.compiler.cpu import loops as codegen_cpu
-
-    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_THREADS", 8)
-    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN", 1000)
-    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_MIN_HEAVY", 1000)
-    monkeypatch.setattr(codegen_cpu, "PAR_REDUCE_CHUNK_MIN", 100)
-    return codegen_cpu
+    monkeypatch.setattr(loops, "PAR_REDUCE_THREADS", 8)
+    monkeypatch.setattr(loops, "PAR_REDUCE_MIN", 1000)
+    monkeypatch.setattr(loops, "PAR_REDUCE_MIN_HEAVY", 1000)
+    monkeypatch.setattr(loops, "PAR_REDUCE_CHUNK_MIN", 100)
+    return loops
 
 
 def test_parallel_full_reduction_is_rendered_only_with_threads(forced_parallel, monkeypatch):

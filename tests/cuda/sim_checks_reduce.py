@@ -7,7 +7,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler.cuda import loops as codegen_cuda
+from numbax._src.compiler.cuda import loops
+from numbax._src.compiler.cuda.config import Config
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(3)
@@ -15,9 +16,9 @@ RNG = np.random.default_rng(3)
 
 @check
 def general_reductions_split_and_serial():
-    cfg = codegen_cuda.Config(sim=True)
-    assert codegen_cuda._reduce_splits(cfg, 8, 64) > 1  # the split path is exercised below
-    assert codegen_cuda._reduce_splits(cfg, 512, 64) == 1
+    cfg = Config(sim=True)
+    assert loops.reduce_splits(cfg, 8, 64) > 1  # the split path is exercised below
+    assert loops.reduce_splits(cfg, 512, 64) == 1
     x = RNG.normal(size=(64, 8))
     x[5, 3] = np.nan
     close(gjit(lambda a: jnp.sum(a, axis=0))(x), np.sum(x, axis=0), rtol=1e-12)

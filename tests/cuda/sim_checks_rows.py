@@ -1,4 +1,4 @@
-"""Checks of the row-group kernel variants (codegen_cuda._RowPlan) and of the fast float32
+"""Checks of the row-group kernel variants (compiler/cuda/rows.py RowPlan) and of the fast float32
 logistic and literal shifts, under the CUDA simulator (and on a real card through
 benchmarks/bench_cuda.py --check). numpy (float64 where it matters) is the truth.
 
@@ -13,7 +13,8 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler.cuda.loops import Config, _RowPlan
+from numbax._src.compiler.cuda.config import Config
+from numbax._src.compiler.cuda.rows import RowPlan
 from tests.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(21)
@@ -36,12 +37,12 @@ def _lse(x):
 
 @check
 def rows_plans_cover_the_variants():
-    kinds = {w: _RowPlan(SIM, w).kind for _, w in NARROW + WIDE}
+    kinds = {w: RowPlan(SIM, w).kind for _, w in NARROW + WIDE}
     want = {1: "warp", 3: "warp", 50: "warp", 128: "warp", 200: "block", 300: "loop"}
     assert kinds == want, kinds
-    assert [_RowPlan(SIM, w).group for w in (1, 3, 50, 128)] == [1, 1, 16, 32]
+    assert [RowPlan(SIM, w).group for w in (1, 3, 50, 128)] == [1, 1, 16, 32]
     real = Config(sim=False)
-    assert [_RowPlan(real, w).kind for w in (128, 512, 513, 4096, 4097, 16384)] == \
+    assert [RowPlan(real, w).kind for w in (128, 512, 513, 4096, 4097, 16384)] == \
         ["warp", "warp", "block", "block", "loop", "loop"]  # 256 threads x 16 in registers
 
 

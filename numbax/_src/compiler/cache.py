@@ -13,6 +13,7 @@ import llvmlite
 import numba
 
 from numbax._src.config import config
+from numbax._src.version import __version__
 
 MODULE_PREFIX = "numbax_gen_"
 # Counters for tests and diagnostics: modules written to disk, read back, exec'd without a file.
@@ -25,19 +26,19 @@ def _compiler_hash() -> str:
     if not _dev_hash:
         h = hashlib.sha256()
         folder = Path(__file__).parent
-        for path in sorted(folder.glob("*.py")):
-            h.update(path.name.encode())
+        for path in sorted(folder.rglob("*.py")):
+            h.update(str(path.relative_to(folder)).encode())
             h.update(path.read_bytes())
         _dev_hash.append(h.hexdigest())
     return _dev_hash[0]
 
 
-def source_key(source: str, codegen_config: tuple) -> str:
-    from numbax._src.compiler.cpu.loops import NUMBAX_VERSION
-
+def source_key(source: str, backend: str, codegen_config: tuple) -> str:
+    """The disk-cache key of a generated module: its source, the numbax, Numba and llvmlite
+    versions, the backend, its codegen knobs, and (in a checkout) the compiler's sources."""
     h = hashlib.sha256()
-    for part in (source, NUMBAX_VERSION, numba.__version__, llvmlite.__version__,
-                 "cpu", repr(codegen_config), _compiler_hash()):
+    for part in (source, __version__, numba.__version__, llvmlite.__version__,
+                 backend, repr(codegen_config), _compiler_hash()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -82,9 +83,9 @@ def _write_atomic(path: Path, source: str) -> None:
         raise
 
 
-def load_module(source: str, codegen_config: tuple) -> types.ModuleType:
+def load_module(source: str, backend: str, codegen_config: tuple) -> types.ModuleType:
     """The module for `source`: shared in this process, read from disk, or written then read."""
-    name = MODULE_PREFIX + source_key(source, codegen_config)[:32]
+    name = MODULE_PREFIX + source_key(source, backend, codegen_config)[:32]
     module = sys.modules.get(name)
     if module is not None:
         return module

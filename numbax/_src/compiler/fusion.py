@@ -1,90 +1,49 @@
-"""Partitions a simplified jaxpr into a kernel graph: fused loop nests and library calls."""
+"""Partitions a simplified jaxpr into a kernel graph: fused loop nests and library calls.
+
+Which equations may fuse is the backend's question (its `fusible` predicate, read off the
+lowering registry); how a fusible equation sits in a nest is its fusion kind: elementwise,
+broadcast (an index map), reduction (an accumulator) or source (iota: the loop index)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from numbax._src.compiler import registry
+from numbax._src.compiler.ir import LibraryCall, LoopNest, Node, node_eqns
+from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
-# Fusion classes: which primitives a loop nest may hold.
-ELEMENTWISE = frozenset({
-    "neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
-    "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "sqrt", "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "lgamma", "real", "imag",
-    "conj",
-    "not", "square", "round", "integer_pow",
-    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or",
-    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-    "eq", "ne", "lt", "le", "gt", "ge",
-    "select_n", "clamp", "convert_element_type", "stop_gradient", "bitcast_convert_type",
-})
-# Equations without operands whose value is a function of the loop index (iota). They join
-# only nests without reductions, and no reduction or row group takes a nest holding one, so
-# codegen renders them only in plain loops over the full index.
-SOURCES = frozenset({"iota"})
-BROADCAST = frozenset({"broadcast_in_dim"})
-REDUCTIONS = frozenset({
-    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-})
 
-
-@dataclass
-class LoopNest:
-    """Equations over one iteration space (`shape`), optionally reducing `reduce_axes`."""
-
-    shape: tuple[int, ...]
-    eqns: list[JaxprEqn] = field(default_factory=list)
-    reduce_axes: tuple[int, ...] | None = None
-    inputs: list[Var] = field(default_factory=list)
-    outputs: list[Var] = field(default_factory=list)
-    reduced: set = field(default_factory=set)  # outvars of reductions in this nest
-    # A row group (see fuse_rows): the equations split into passes, each ("row", eqns) looping
-    # over the reduced trailing axes or ("outer", eqns) run once per outer index; None otherwise.
-    passes: list | None = None
-
-    family = "loop"
-
-
-@dataclass
-class LibraryCall:
-    """One equation lowered to a library function run by the driver (BLAS, views, sorts)."""
-
-    eqn: JaxprEqn
-    inputs: list[Var] = field(default_factory=list)
-    outputs: list[Var] = field(default_factory=list)
-
-    family = "lib"
-
-
-Node = LoopNest | LibraryCall
+def kind_of(eqn: JaxprEqn) -> Fusion | None:
+    """The fusion kind of the equation's primitive (None: it never joins a nest)."""
+    return registry.fusion_kind(eqn.primitive)
 
 
 def _iteration_shape(eqn: JaxprEqn) -> tuple[int, ...]:
-    if eqn.primitive.name in REDUCTIONS:
+    if kind_of(eqn) is Fusion.REDUCTION:
         return eqn.invars[0].aval.shape
     return eqn.outvars[0].aval.shape
 
 
 def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
     """Whether `eqn` may join `nest` (same space, reads no reduced value of the nest)."""
-    name = eqn.primitive.name
+    k = kind_of(eqn)
     if nest.shape != _iteration_shape(eqn):
         return False
-    if name in REDUCTIONS and nest.reduce_axes not in (None, eqn.params["axes"]):
+    if k is Fusion.REDUCTION and nest.reduce_axes not in (None, eqn.params["axes"]):
         return False
-    if name in SOURCES and nest.reduce_axes is not None:
+    if k is Fusion.SOURCE and nest.reduce_axes is not None:
         return False
-    if name in REDUCTIONS and _has_source(nest):
+    if k is Fusion.REDUCTION and _has_source(nest):
         return False
     for x in eqn.invars:
         if isinstance(x, Var) and producer.get(x) is nest:
-            if x in nest.reduced or name in BROADCAST:
+            if x in nest.reduced or k is Fusion.BROADCAST:
                 return False
     return True
 
 
 def _has_source(nest: LoopNest) -> bool:
-    return any(e.primitive.name in SOURCES for e in nest.eqns)
+    return any(kind_of(e) is Fusion.SOURCE for e in nest.eqns)
 
 
 def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) -> list[JaxprEqn]:
@@ -115,10 +74,9 @@ def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
     equation joins the latest nest it fits."""
     nodes: list[Node] = []
     producer: dict[Var, Node] = {}
-    position: dict[int, int] = {}
+    position: dict[Node, int] = {}
     for eqn in _hoist_scalars(jaxpr.eqns, fusible):
-        name = eqn.primitive.name
-        deps = [position[id(producer[x])] for x in eqn.invars
+        deps = [position[producer[x]] for x in eqn.invars
                 if isinstance(x, Var) and x in producer]
         first = max(deps, default=-1)
         node: Node | None = None
@@ -130,15 +88,15 @@ def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
                     break
             if node is None:
                 node = LoopNest(_iteration_shape(eqn))
-                position[id(node)] = len(nodes)
+                position[node] = len(nodes)
                 nodes.append(node)
             node.eqns.append(eqn)
-            if name in REDUCTIONS:
+            if kind_of(eqn) is Fusion.REDUCTION:
                 node.reduce_axes = eqn.params["axes"]
                 node.reduced.update(eqn.outvars)
         else:
             node = LibraryCall(eqn)
-            position[id(node)] = len(nodes)
+            position[node] = len(nodes)
             nodes.append(node)
         for v in eqn.outvars:
             producer[v] = node
@@ -150,7 +108,7 @@ def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
 # ----------------------------------------------------------------------------- row groups
 
 
-def _trailing(nest: LoopNest) -> int | None:
+def trailing(nest: LoopNest) -> int | None:
     """The number of outer (kept) axes when the nest reduces exactly its trailing axes."""
     axes, rank = nest.reduce_axes, len(nest.shape)
     if not axes or axes != tuple(range(rank - len(axes), rank)):
@@ -176,11 +134,11 @@ def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node])
             if not isinstance(x, Var) or producer.get(x) is not group or kind == "outer":
                 continue
             if x in scalars:  # a per-row value: only a broadcast along the trailing axes reads it
-                row_bcast = eqn.primitive.name in BROADCAST and \
+                row_bcast = kind_of(eqn) is Fusion.BROADCAST and \
                     eqn.params["broadcast_dimensions"] == tuple(range(kept))
                 if not row_bcast and x.aval.ndim != 0:
                     return None
-            elif eqn.primitive.name in BROADCAST:
+            elif kind_of(eqn) is Fusion.BROADCAST:
                 return None
     return kind
 
@@ -194,7 +152,7 @@ def fuse_rows(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
     for node in nodes:
         prev = out[-1] if out else None
         if isinstance(prev, LoopNest) and prev.passes is not None:
-            kind = _row_kind(prev, _trailing(prev), node, producer)
+            kind = _row_kind(prev, trailing(prev), node, producer)
             if kind is not None:
                 prev.passes.append((kind, list(node.eqns)))
                 prev.eqns.extend(node.eqns)
@@ -203,7 +161,7 @@ def fuse_rows(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
                     for v in e.outvars:
                         producer[v] = prev
                 continue
-        if isinstance(node, LoopNest) and _trailing(node) is not None:
+        if isinstance(node, LoopNest) and trailing(node) is not None:
             node.passes = [("row", list(node.eqns))]
         out.append(node)
     for node in out:
@@ -216,8 +174,7 @@ def _wire(jaxpr: Jaxpr, nodes: list[Node], producer: dict[Var, Node]) -> None:
     """Fills each node's inputs (read from outside) and outputs (read outside or returned)."""
     needed_outside: set[Var] = {x for x in jaxpr.outvars if isinstance(x, Var)}
     for node in nodes:
-        eqns = node.eqns if isinstance(node, LoopNest) else [node.eqn]
-        for eqn in eqns:
+        for eqn in node_eqns(node):
             for x in eqn.invars:
                 if isinstance(x, Literal):
                     continue
@@ -225,7 +182,19 @@ def _wire(jaxpr: Jaxpr, nodes: list[Node], producer: dict[Var, Node]) -> None:
                     node.inputs.append(x)
                     needed_outside.add(x)
     for node in nodes:
-        eqns = node.eqns if isinstance(node, LoopNest) else [node.eqn]
-        for eqn in eqns:
+        for eqn in node_eqns(node):
             node.outputs.extend(v for v in eqn.outvars
                                 if v in needed_outside or isinstance(node, LibraryCall))
+
+
+def recompute(eqns: list[JaxprEqn], row_defs: list[JaxprEqn], seed) -> list[JaxprEqn]:
+    """The equations of earlier row passes that `eqns` need again, in program order."""
+    defs = {e.outvars[0]: e for e in row_defs}
+    need: set[Var] = set()
+    stack = [x for e in eqns for x in e.invars]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var) and x in defs and x not in need and x not in seed:
+            need.add(x)
+            stack.extend(defs[x].invars)
+    return [e for e in row_defs if e.outvars[0] in need]

@@ -11,18 +11,8 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.compiler import registry
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-
-# Call-like primitives and the param holding their jaxpr (same inputs and outputs as the eqn).
-CALL_PARAMS: dict[str, str] = {
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-    "checkpoint": "jaxpr",
-    "remat": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "pjit": "jaxpr",
-}
 
 
 def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
@@ -35,8 +25,9 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _callee(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
-    """(jaxpr, consts) of a call-like equation whose jaxpr matches its inputs and outputs."""
-    param = CALL_PARAMS.get(eqn.primitive.name)
+    """(jaxpr, consts) of a call-like equation whose jaxpr matches its inputs and outputs
+    (registry.inline_param names the param holding it)."""
+    param = registry.inline_param(eqn.primitive)
     sub = eqn.params.get(param) if param else None
     if isinstance(sub, ClosedJaxpr):
         sub, consts = sub.jaxpr, sub.consts

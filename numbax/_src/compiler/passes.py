@@ -8,12 +8,17 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.custom_derivatives import stop_gradient_p
+from numbax._src.interpreters.ad import add_any_p
+from numbax._src.lax import dot as ld
+from numbax._src.lax import elementwise as lx
+from numbax._src.lax import shape_ops as ls
 
 Atom = Var | Literal
 
 # Equations with effects would not be safe to drop or merge; numbax has none so far.
-_EFFECTFUL: frozenset[str] = frozenset()
-_RESHAPES = frozenset({"reshape", "squeeze", "expand_dims"})
+_EFFECTFUL: frozenset[core.Primitive] = frozenset()
+_RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
 
@@ -68,20 +73,20 @@ def _rewrite(jaxpr: Jaxpr, rule: Callable[[JaxprEqn, dict], Atom | None]) -> Jax
 
 def _algebra_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
     """x*1, x+0, x-0, x/1, add_any of zeros, double transpose/neg, no-op convert/reshape/bcast."""
-    name = eqn.primitive.name
+    prim = eqn.primitive
     zeros, defs = facts["zeros"], facts["defs"]
     ins = eqn.invars
     out = eqn.outvars[0]
-    if name == "broadcast_in_dim" and isinstance(ins[0], Literal) and ins[0].val == 0:
+    if prim is ls.broadcast_in_dim_p and isinstance(ins[0], Literal) and ins[0].val == 0:
         zeros[out] = True
-    if name in ("add", "add_any"):
+    if prim in (lx.add_p, add_any_p):
         if _is_const(ins[1], 0, zeros):
             return ins[0]
         if _is_const(ins[0], 0, zeros):
             return ins[1]
-    if name == "sub" and _is_const(ins[1], 0, zeros):
+    if prim is lx.sub_p and _is_const(ins[1], 0, zeros):
         return ins[0]
-    if name == "mul":
+    if prim is lx.mul_p:
         if _is_const(ins[1], 1, zeros):
             return ins[0]
         if _is_const(ins[0], 1, zeros):
@@ -90,21 +95,21 @@ def _algebra_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
             _is_const(ins[0], 0, zeros) or _is_const(ins[1], 0, zeros)
         ):
             zeros[out] = True  # integer x*0 is 0; float x*0 is not (inf, nan)
-    if name == "div" and _is_const(ins[1], 1, zeros):
+    if prim is lx.div_p and _is_const(ins[1], 1, zeros):
         return ins[0]
-    if name in ("convert_element_type", "reshape", "broadcast_in_dim", "squeeze"):
+    if prim in (lx.convert_element_type_p, ls.reshape_p, ls.broadcast_in_dim_p, ls.squeeze_p):
         if isinstance(ins[0], Var) and _same_type(ins[0], out):
             return ins[0]
-    if name in _RESHAPES and isinstance(ins[0], Var):
+    if prim in _RESHAPES and isinstance(ins[0], Var):
         inner = defs.get(ins[0])
-        if inner is not None and inner.primitive.name in _RESHAPES and isinstance(
+        if inner is not None and inner.primitive in _RESHAPES and isinstance(
                 inner.invars[0], Var) and _same_type(inner.invars[0], out):
             return inner.invars[0]  # reshape (x) back to x's own shape
-    if name in ("neg", "transpose") and isinstance(ins[0], Var):
+    if prim in (lx.neg_p, ls.transpose_p) and isinstance(ins[0], Var):
         inner = defs.get(ins[0])
-        if inner is not None and inner.primitive.name == name:
-            if name == "neg" or _compose(inner.params["permutation"],
-                                         eqn.params["permutation"]):
+        if inner is not None and inner.primitive is prim:
+            if prim is lx.neg_p or _compose(inner.params["permutation"],
+                                            eqn.params["permutation"]):
                 return inner.invars[0]
     return None
 
@@ -128,7 +133,7 @@ def _fold_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
     if out.aval.size > _FOLD_MAX_SIZE or out.aval.shape != ():
         return None
     impl = core.impl_rules.get(eqn.primitive)
-    if impl is None or eqn.primitive.name in _EFFECTFUL:
+    if impl is None or eqn.primitive in _EFFECTFUL:
         return None
     with np.errstate(all="ignore"):
         (value,) = impl(*[np.asarray(x.val) for x in eqn.invars], **eqn.params)
@@ -156,7 +161,7 @@ def _dot_of_transposed(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
     changed = False
     for i, x in enumerate(eqn.invars):
         inner = defs.get(x) if isinstance(x, Var) else None
-        if inner is None or inner.primitive.name != "transpose":
+        if inner is None or inner.primitive is not ls.transpose_p:
             continue
         perm = inner.params["permutation"]
         c, b = dims[i]
@@ -178,7 +183,7 @@ def _swapped_dot(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
     free blocks and keeps the batch block: BLAS writes the transposed product directly."""
     x = eqn.invars[0]
     dot = defs.get(x) if isinstance(x, Var) else None
-    if dot is None or dot.primitive.name != "dot_general":
+    if dot is None or dot.primitive is not ld.dot_general_p:
         return None
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
     lhs, rhs = dot.invars
@@ -201,24 +206,16 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
     defs: dict[Var, JaxprEqn] = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
         new = None
-        if name == "dot_general":
+        if eqn.primitive is ld.dot_general_p:
             new = _dot_of_transposed(eqn, defs)
-        elif name == "transpose":
+        elif eqn.primitive is ls.transpose_p:
             new = _swapped_dot(eqn, defs)
         eqn = new or eqn
         for v in eqn.outvars:
             defs[v] = eqn
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
-
-
-def _find_prim(name: str) -> core.Primitive:
-    for prim in core.abstract_eval_rules:
-        if prim.name == name:
-            return prim
-    raise KeyError(name)
 
 
 def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
@@ -237,7 +234,6 @@ def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     ymap = {d: i for i, d in enumerate(yb)} | {d: nb + len(xf) + i for i, d in enumerate(yf)}
     shape = out.aval.shape
     eqns, operands = [], []
-    bcast = _find_prim("broadcast_in_dim")
     for v, dmap in ((x, xmap), (y, ymap)):
         dims = tuple(dmap[d] for d in range(v.aval.ndim))
         if any(b <= a for a, b in zip(dims, dims[1:])):
@@ -246,18 +242,21 @@ def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
             operands.append(v)
             continue
         w = Var(core.ShapedArray(shape, v.aval.dtype))
-        eqns.append(JaxprEqn(bcast, [v], [w], {"shape": shape, "broadcast_dimensions": dims}))
+        eqns.append(JaxprEqn(ls.broadcast_in_dim_p, [v], [w],
+                             {"shape": shape, "broadcast_dimensions": dims}))
         operands.append(w)
-    eqns.append(JaxprEqn(_find_prim("mul"), operands, [out], {}))
+    eqns.append(JaxprEqn(lx.mul_p, operands, [out], {}))
     return eqns
 
 
 # Binary ops whose lax rules accept a rank-0 operand next to an array (elementwise docs).
-_SCALAR_OK = frozenset({"add", "sub", "mul", "div", "max", "min"})
+_SCALAR_OK = frozenset({lx.add_p, lx.sub_p, lx.mul_p, lx.div_p, lx.max_p, lx.min_p})
+# Elementwise ops sink_reshapes moves past reshapes (the ones autodiff emits around keepdims).
 _ELEMENTWISE_FOR_RESHAPES = frozenset({
-    "neg", "exp", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt", "abs", "square",
-    "integer_pow", "add", "add_any", "sub", "mul", "div", "max", "min", "select_n",
-    "convert_element_type", "eq", "ne", "lt", "le", "gt", "ge", "sign", "stop_gradient",
+    lx.neg_p, lx.exp_p, lx.log_p, lx.log1p_p, lx.expm1_p, lx.tanh_p, lx.logistic_p, lx.sqrt_p,
+    lx.rsqrt_p, lx.abs_p, lx.square_p, lx.integer_pow_p, lx.add_p, add_any_p, lx.sub_p,
+    lx.mul_p, lx.div_p, lx.max_p, lx.min_p, lx.select_n_p, lx.convert_element_type_p, lx.eq_p,
+    lx.ne_p, lx.lt_p, lx.le_p, lx.gt_p, lx.ge_p, lx.sign_p, stop_gradient_p,
 })
 
 
@@ -268,9 +267,9 @@ def inline_scalar_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
     lit_of: dict[Var, Literal] = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
+        prim = eqn.primitive
         ins = eqn.invars
-        if name == "broadcast_in_dim":
+        if prim is ls.broadcast_in_dim_p:
             x = ins[0]
             src = x if isinstance(x, Literal) and x.aval.ndim == 0 else lit_of.get(x)
             if src is not None:
@@ -278,7 +277,7 @@ def inline_scalar_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
                 if src is not x:
                     eqn = eqn._replace(invars=[src], params={**eqn.params,
                                                              "broadcast_dimensions": ()})
-        elif name in _SCALAR_OK and len(ins) == 2:
+        elif prim in _SCALAR_OK and len(ins) == 2:
             new = [lit_of.get(x, x) if isinstance(x, Var) else x for x in ins]
             if any(a is not b for a, b in zip(new, ins)) and any(
                     x.aval.shape == eqn.outvars[0].aval.shape for x in new) and all(
@@ -294,18 +293,17 @@ def sink_reshapes(jaxpr: Jaxpr) -> Jaxpr:
     f[32] <-> f[32,1] reshapes that autodiff emits around keepdims collapse (the algebra
     pass then drops reshape-of-reshape) and the ops fuse with their f[32] neighbours."""
     defs: dict[Var, JaxprEqn] = {}
-    reshape = None
     eqns = []
     for eqn in jaxpr.eqns:
         new = None
-        if eqn.primitive.name in _ELEMENTWISE_FOR_RESHAPES and len(eqn.outvars) == 1:
+        if eqn.primitive in _ELEMENTWISE_FOR_RESHAPES and len(eqn.outvars) == 1:
             srcs = []
             for x in eqn.invars:
                 if isinstance(x, Literal) or x.aval.ndim == 0:
                     srcs.append(x)
                     continue
                 d = defs.get(x)
-                if d is None or d.primitive.name != "reshape" or \
+                if d is None or d.primitive is not ls.reshape_p or \
                         d.params.get("dimensions") is not None:
                     break
                 srcs.append(d.invars[0])
@@ -316,10 +314,9 @@ def sink_reshapes(jaxpr: Jaxpr) -> Jaxpr:
                 if len(shapes) == 1 and len(next(iter(shapes))) < out.aval.ndim:
                     (shape,) = shapes
                     mid = Var(core.ShapedArray(shape, out.aval.dtype, out.aval.weak_type))
-                    reshape = reshape or _find_prim("reshape")
                     new = [eqn._replace(invars=srcs, outvars=[mid]),
-                           JaxprEqn(reshape, [mid], [out], {"new_sizes": out.aval.shape,
-                                                            "dimensions": None})]
+                           JaxprEqn(ls.reshape_p, [mid], [out], {"new_sizes": out.aval.shape,
+                                                                 "dimensions": None})]
         for e in new or [eqn]:
             for v in e.outvars:
                 defs[v] = e
@@ -340,8 +337,8 @@ def broadcast_through_reshapes(jaxpr: Jaxpr) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         x = eqn.invars[0] if eqn.invars else None
-        d = defs.get(x) if eqn.primitive.name == "broadcast_in_dim" else None
-        if d is not None and d.primitive.name in _RESHAPES and isinstance(d.invars[0], Var) \
+        d = defs.get(x) if eqn.primitive is ls.broadcast_in_dim_p else None
+        if d is not None and d.primitive in _RESHAPES and isinstance(d.invars[0], Var) \
                 and d.params.get("dimensions") is None:
             y = d.invars[0]
             kept = _unit_free_axes(x.aval.shape)
@@ -361,7 +358,7 @@ def expand_outer_dots(jaxpr: Jaxpr) -> Jaxpr:
     product of broadcasts: one fusible loop instead of np.matmul over 569 1x1 @ 1x30 GEMMs."""
     eqns = []
     for eqn in jaxpr.eqns:
-        new = _outer_dot(eqn) if eqn.primitive.name == "dot_general" else None
+        new = _outer_dot(eqn) if eqn.primitive is ld.dot_general_p else None
         eqns.extend(new or [eqn])
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
@@ -393,7 +390,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = eqn._replace(invars=[read(x) for x in eqn.invars])
-        key = None if eqn.primitive.name in _EFFECTFUL else _eqn_key(eqn)
+        key = None if eqn.primitive in _EFFECTFUL else _eqn_key(eqn)
         if key is not None and key in seen:
             for v, prev in zip(eqn.outvars, seen[key], strict=True):
                 env[v] = prev
@@ -409,7 +406,7 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     live = {x for x in jaxpr.outvars if isinstance(x, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive.name in _EFFECTFUL or any(v in live for v in eqn.outvars):
+        if eqn.primitive in _EFFECTFUL or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(x for x in eqn.invars if isinstance(x, Var))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars)

@@ -306,13 +306,14 @@ def _gather_impl(x, idx, *, axes, mode, fill_value):
     cols, valid = _columns(x.shape, idx, axes, mode == "clip")
     out = _front(x, axes)[cols]
     if mode == "fill":
-        fill = _default_fill(x.dtype) if fill_value is None else fill_value
+        fill = default_fill(x.dtype) if fill_value is None else fill_value
         rest = out.ndim - valid.ndim
         out = np.where(valid.reshape(valid.shape + (1,) * rest), out, np.asarray(fill, x.dtype))
     return [out]
 
 
-def _default_fill(dtype: np.dtype) -> Any:
+def default_fill(dtype: np.dtype) -> Any:
+    """gather's fill value for out-of-bounds rows when none is given (NaN, or the extreme)."""
     if dtype.kind in "fc":
         return np.nan
     if dtype.kind == "i":

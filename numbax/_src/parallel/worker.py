@@ -6,15 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import compiler, core
 from numbax._src.config import config
 from numbax._src.parallel import collectives, shm
 
 
 class Program:
-    """A per-device jaxpr, compiled with numbax.jit when every primitive has a lowering
-    (collectives lower to library calls of this worker's implementations), else evaluated
-    eagerly primitive by primitive."""
+    """A per-device jaxpr, compiled (collectives run their eager implementations from the
+    driver: this worker's shared-memory exchanges), or evaluated eagerly primitive by
+    primitive when the parent asks for that."""
 
     def __init__(self, payload: bytes) -> None:
         spec = pickle.loads(payload)
@@ -25,20 +25,13 @@ class Program:
             self.executable = self._compile()
 
     def _compile(self):
-        try:
-            from numbax._src import jit
-        except ImportError:
-            return None
         with config.override("jax_enable_x64", self.x64):
-            try:
-                return jit.compile_jaxpr(self.closed, None, "pmap")
-            except NotImplementedError:
-                return None
+            return compiler.compile(self.closed, "cpu", name="pmap")
 
     def run(self, args: list[np.ndarray]) -> list[Any]:
         with config.override("jax_enable_x64", self.x64):
             if self.executable is not None:
-                return self.executable.call_flat([np.asarray(a, order="C") for a in args])
+                return list(self.executable(*[np.asarray(a, order="C") for a in args]))
             return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 

@@ -1,73 +1,96 @@
 """The CPU driver: the generated Python function that allocates outputs (np.empty, the output
-reuse pool, or donated input buffers) and runs kernels and library calls in program order."""
+reuse pool, or donated input buffers) and runs kernels, library calls, compiled control flow and
+host callables in program order."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import fusion
-from numbax._src.compiler.cpu.loops import (
-    POOL_MAX_BYTES,
-    POOL_MIN_BYTES,
-    _header,
-    dtype_ctor,
-    render_scalar,
-)
-from numbax._src.compiler.cpu.runtime import library as lowering
+from numbax._src.compiler import ir
+from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES, header
+from numbax._src.compiler.registry import Fusion, fusion_kind
+from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, Literal, Var
 
 
-def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
-                  donation: list[tuple[Var, int]] = ()) -> str:
-    """The Python function that allocates outputs, runs kernels and library calls in order.
+@dataclass
+class Step:
+    """How the driver runs one node: a kernel module (`module`, with `kernel`'s views), a
+    library rule's expression (`call(ins) -> source of a list of outputs`), or a host callable
+    passed to the driver as a parameter (`host`)."""
+
+    node: ir.Node
+    module: str | None = None
+    kernel: ir.Kernel | None = None
+    call: object = None
+    host: object = None
+
+
+def render_driver(jaxpr: Jaxpr, steps: list[Step],
+                  donation: list[tuple[Var, int]] = ()) -> tuple[str, list]:
+    """The driver's source and the host callables it takes first (h0, h1, ...).
 
     `donation` (from `donation_plan`) adds one trailing parameter `d<k>=None` per pair: a
     donated input's buffer that the paired output is written into instead of a fresh one."""
     reuse = {v: f"d{k}" for k, (v, _) in enumerate(donation)}
-    names: dict[Var, str] = {}
-    for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars]):
-        names[v] = f"a{j}"
+    names: dict[Var, str] = {v: f"a{j}" for j, v in enumerate([*jaxpr.constvars, *jaxpr.invars])}
     temps = iter(range(1 << 30))
     pp = core.PrintNames()
-    _header(jaxpr, False, pp)  # names the variables the way the header prints them
-    imports, lines, pools = [], [], []
-    for j, (node, module) in enumerate(zip(nodes, kernel_modules, strict=True)):
+    head = header(jaxpr, False, pp)  # names the variables the way the comments print them
+    imports, lines, pools, hosts = [], [], [], []
+
+    def operand(x, host: bool = False) -> str:
+        if isinstance(x, Var):
+            return names[x]
+        text = render_scalar(x.val, x.aval.dtype)
+        return f"np.asarray({text})" if host else text
+
+    for j, step in enumerate(steps):
+        node = step.node
         for v in node.outputs:
             names[v] = f"t{next(temps)}"
-        if isinstance(node, fusion.LoopNest):
+        if isinstance(node, ir.LoopNest):
             kname = f"k{j}_loop"
-            imports.append(f"from {module} import kernel as {kname}")
+            imports.append(f"from {step.module} import kernel as {kname}")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
                     fresh = f"{fresh} if {reuse[v]} is None else {reuse[v]}"
                 elif POOL_MIN_BYTES <= _nbytes(v.aval) <= POOL_MAX_BYTES:
                     pools.append(names[v])
-                    lines.append(f"    {names[v]} = lw.kc.take(_pool_{names[v]})")
+                    lines.append(f"    {names[v]} = kc.take(_pool_{names[v]})")
                     fresh = f"{fresh} if {names[v]} is None else {names[v]}"
                 lines.append(f"    {names[v]} = {fresh}")
-            flat = getattr(node, "flat_size", None)
-            fshape = getattr(node, "flat_shape", None)
-            args = ", ".join(f"{names[v]}.reshape({flat})" if flat and v.aval.ndim > 1
-                             else f"{names[v]}.reshape({fshape})"
-                             if fshape and v.aval.shape == node.shape
-                             else names[v] for v in [*node.inputs, *node.outputs])
-            lines.append(f"    {kname}({args})")
-        elif node.family == "nopy":  # control flow (compiler/codegen_nopython.py)
-            from numbax._src.compiler.cpu import control_flow as codegen_nopython
-
-            more, node_lines = codegen_nopython.driver_lines(node, j, names, pp)
-            imports.extend(more)
-            lines.extend(node_lines)
+            args = [names[v] for v in [*node.inputs, *node.outputs]]
+            views = step.kernel.views or (None,) * len(args)
+            args = [a if shape is None else f"{a}.reshape({shape})"
+                    for a, shape in zip(args, views, strict=True)]
+            lines.append(f"    {kname}({', '.join(args)})")
+            continue
+        eqn = node.eqn
+        outs = [names[v] for v in eqn.outvars]
+        comment = core.pp_eqn(eqn, pp, 0).replace("\n", "\n    # ")
+        lines.append(f"    # {comment}")
+        if step.module is not None:  # compiled control flow
+            call = f"k{j}_flow"
+            imports.append(f"from {step.module} import kernel as {call}")
+            expr = f"{call}({', '.join(names[x] for x in eqn.invars if isinstance(x, Var))})"
+        elif step.host is not None:  # host loop or eager impl
+            hosts.append(step.host)
+            expr = f"h{len(hosts) - 1}({', '.join(operand(x, True) for x in eqn.invars)})"
         else:
-            eqn = node.eqn
-            ins = [names[x] if isinstance(x, Var) else render_scalar(x.val, x.aval.dtype)
-                   for x in eqn.invars]
-            outs = [names[v] for v in eqn.outvars]
-            lines.append(f"    # {core.pp_eqn(eqn, pp, 0)}")
-            lines.append(f"    {', '.join(outs)}, = {lowering.render_call(eqn, ins)}")
+            expr = step.call(eqn, [operand(x) for x in eqn.invars])
+        if outs:
+            lines.append(f"    {', '.join(outs)}, = {expr}")
+        elif step.host is not None or step.module is not None:
+            lines.append(f"    {expr}")
+        for v in eqn.outvars:  # compiled control flow returns scalars for 0-d values
+            if step.module is not None and v.aval.ndim == 0:
+                lines.append(f"    {names[v]} = np.asarray({names[v]}, "
+                             f"{dtype_ctor(v.aval.dtype)})")
     rets = []
     for x in jaxpr.outvars:
         if isinstance(x, Literal):
@@ -76,24 +99,26 @@ def render_driver(jaxpr: Jaxpr, nodes: list, kernel_modules: list[str | None],
             rets.append(f"np.array({names[x]})")
         else:
             rets.append(names[x])
-    fallbacks = [n.fallback_name for n in nodes if getattr(n, "fallback_name", None)]
-    params = ", ".join([*fallbacks, *(names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
+    params = ", ".join([*(f"h{k}" for k in range(len(hosts))),
+                        *(names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
                         *(f"{d}=None" for d in reuse.values())])
     lines.extend(f"    _pool_{t}.append({t})" for t in pools)
-    head = _header(jaxpr, False, pp).split("\nCACHE")[0]
-    head = head.replace("# numbax", "# driver | numbax", 1)
-    pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (lw.kc.take)\n" for t in pools)
-    return (head + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
-            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pools else "") + "\n\n"
-            + f"def driver({params}):\n" + "\n".join(lines)
-            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
+    head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
+    pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
+    src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
+           + "\n".join(imports) + "\n" + ("\n" + pool_defs if pools else "") + "\n\n"
+           + f"def driver({params}):\n" + "\n".join(lines)
+           + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
+    return src, hosts
 
 
 def _nbytes(aval) -> int:
     return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
 
-def donation_plan(jaxpr: Jaxpr, nodes: list, donated: frozenset) -> list[tuple[Var, int]]:
+def donation_plan(jaxpr: Jaxpr, nodes: list[ir.Node],
+                  donated: frozenset) -> list[tuple[Var, int]]:
     """Pairs (output, donated input position) whose output may be written into the input's buffer.
 
     An output qualifies when a loop nest writes it, it is returned once and has the input's
@@ -110,12 +135,12 @@ def donation_plan(jaxpr: Jaxpr, nodes: list, donated: frozenset) -> list[tuple[V
         for j, node in enumerate(nodes):
             if any(x in alias for x in node.inputs):
                 last = j
-                if not isinstance(node, fusion.LoopNest):
+                if not isinstance(node, ir.LoopNest):
                     alias.update(node.outputs)
         if any(v in alias for v in jaxpr.outvars):
             continue
         for j, node in enumerate(nodes):
-            if j < last or not isinstance(node, fusion.LoopNest):
+            if j < last or not isinstance(node, ir.LoopNest):
                 continue
             if j == last and not _in_place_ok(node, a, alias):
                 continue
@@ -129,16 +154,17 @@ def donation_plan(jaxpr: Jaxpr, nodes: list, donated: frozenset) -> list[tuple[V
     return plan
 
 
-def _in_place_ok(nest: fusion.LoopNest, a: Var, alias: set) -> bool:
+def _in_place_ok(nest: ir.LoopNest, a: Var, alias: set) -> bool:
     """Whether a nest that reads `a` could write an output over it (plain elementwise reads)."""
     if nest.reduce_axes is not None or nest.passes is not None or a.aval.shape != nest.shape:
         return False
     if any(x in alias and x is not a for x in nest.inputs):
         return False
-    return not any(e.primitive.name in fusion.BROADCAST and a in e.invars for e in nest.eqns)
+    return not any(fusion_kind(e.primitive) is Fusion.BROADCAST and a in e.invars
+                   for e in nest.eqns)
 
 
-def _stored_after_reads(nest: fusion.LoopNest, a: Var, out: Var) -> bool:
+def _stored_after_reads(nest: ir.LoopNest, a: Var, out: Var) -> bool:
     """Whether every equation reading `a` comes no later than the one storing `out`."""
     reads = [j for j, e in enumerate(nest.eqns) if a in e.invars]
     store = [j for j, e in enumerate(nest.eqns) if out in e.outvars]

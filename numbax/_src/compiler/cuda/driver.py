@@ -1,58 +1,56 @@
-"""The CUDA host driver: a Python function that allocates device buffers and launches the
-kernels of a partitioned jaxpr in program order (loop nests from codegen_cuda, library kernels
-from cuda_matmul/cuda_index), with control flow driven from the host."""
+"""The CUDA host driver: a generated Python function that allocates device buffers and launches
+the kernels of a partitioned jaxpr in program order, with control flow driven from the host.
+
+Loop nests come from loops.py/rows.py; every other equation runs its registered CUDA library
+rule, one of the CudaDriver methods below (views, transposes, matmuls, planned kernel
+modules of kernels/, host-driven control flow); an equation no rule covers runs its eager
+implementation on the host between launches (copied back and forth)."""
 from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import cache, fusion, inline, passes
-from numbax._src.compiler.cpu.loops import dtype_ctor, render_scalar
-from numbax._src.compiler.cuda import complex_rules as cuda_complex
-from numbax._src.compiler.cuda.kernels import index as cuda_index
-from numbax._src.compiler.cuda.kernels import linalg as cuda_linalg
-from numbax._src.compiler.cuda.kernels import sort as cuda_sort
+from numbax._src.compiler import cache, fusion, ir, pipeline, registry
+from numbax._src.compiler.backend import EagerCall
+from numbax._src.compiler.cuda import loops, rows
+from numbax._src.compiler.cuda.config import Config, prod, strides
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
-from numbax._src.compiler.cuda.loops import (
-    Config,
-    KernelPlan,
-    _cdiv,
-    _header,
-    _prod,
-    _strides,
-    fusible,
-    render_loop,
-)
+from numbax._src.compiler.cuda.modules import header
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from numbax._src.compiler.registry import EAGER
+from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
-CONTROL_FLOW = frozenset({"while", "scan", "cond"})
-# one-equation kernel modules rendered as a KernelPlan: name -> module with supported/render
-PLANNED = {name: mod for mod in (cuda_sort, cuda_linalg) for name in mod.KERNELS}
-LIBRARY = frozenset({"dot_general", "transpose", "reshape", "squeeze", "expand_dims",
-                     "broadcast_in_dim", "copy", "bitcast_convert_type",
-                     *cuda_index.KERNELS, *CONTROL_FLOW})
+_WARNED_HOST: set = set()  # (primitive, operand types) already warned about
 
 
-def check_lowerings(jaxpr: Jaxpr, fun_name: str) -> None:
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name in CONTROL_FLOW:
-            continue  # the sub-jaxprs are checked as they are compiled
-        if fusible(eqn) or (name in LIBRARY and cuda_complex.library_ok(eqn)
-                            and cuda_index.supported(eqn)):
-            continue
-        if name in PLANNED and PLANNED[name].supported(eqn):
-            continue
-        dtypes = ", ".join(v.aval.str_short() for v in eqn.invars if isinstance(v, Var))
-        raise NotImplementedError(
-            f"jit(backend='gpu'): primitive {name} (in function {fun_name}, operands {dtypes}) "
-            "has no CUDA lowering yet. Run it with backend='cpu' or without jit."
-        )
+def render_nest(nest: ir.LoopNest, cfg: Config) -> ir.Kernel:
+    """One loop nest as one kernel module, by its kind (loops.loop_kind)."""
+    kind = loops.loop_kind(nest)
+    if kind == "rows":
+        return rows.render_rows(nest, cfg)
+    if kind == "full":
+        return loops.render_full_reduce(nest, cfg)
+    if kind == "general":
+        return loops.render_general_reduce(nest, cfg)
+    return loops.render_elementwise(nest, cfg)
 
 
+class planned:  # noqa: N801  (used as a rule constructor in lowerings/)
+    """The library rule of a primitive run by a kernel module of kernels/: `render(eqn, cfg)`
+    gives the module and its launches."""
 
-class _Driver:
+    def __init__(self, render: Callable[[JaxprEqn, Config], ir.Kernel]) -> None:
+        self.render = render
+
+    def __call__(self, drv: CudaDriver, j: int, eqn: JaxprEqn) -> None:
+        drv.run_kernel(j, eqn, self.render(eqn, drv.cfg))
+
+
+class CudaDriver:
     """Renders the host driver: allocations and launches in program order."""
 
     def __init__(self, jaxpr: Jaxpr, cfg: Config, fun_name: str = "", n_dest: int = 0) -> None:
@@ -72,18 +70,19 @@ class _Driver:
         self.imports: list[str] = []
         self.launchers: dict[tuple[str, str], str] = {}  # (kernel, config) -> module-level name
         self.consts: dict[str, str] = {}  # literal source -> module-level device buffer
+        self.hosts: list = []  # host callables the driver takes first (h0, h1, ...)
         self.lines: list[str] = []
         self.sources: list[str] = []
         self.n = 0
         self.pp = core.PrintNames()
-        _header(jaxpr, self.pp)  # names variables the way the header prints them
+        header(jaxpr, self.pp)  # names variables the way the header prints them
 
     def temp(self) -> str:
         self.n += 1
         return f"t{self.n - 1}"
 
     def load(self, src: str, alias: str, attrs: tuple[str, ...] = ("kernel",)) -> list[str]:
-        module = cache.load_module(src, self.cfg.key()).__name__
+        module = cache.load_module(src, "cuda", self.cfg.key()).__name__
         self.sources.append(src)
         names = [f"{alias}{'' if a == 'kernel' else '_' + a}" for a in attrs]
         self.imports.append(f"from {module} import "
@@ -96,7 +95,7 @@ class _Driver:
             return name
         name = self.temp()
         self.names[v] = name
-        self.lines.append(f"    {name} = rt.empty({_prod(v.aval.shape)}, "
+        self.lines.append(f"    {name} = rt.empty({prod(v.aval.shape)}, "
                           f"{dtype_ctor(v.aval.dtype)})")
         return name
 
@@ -110,69 +109,105 @@ class _Driver:
         return self.names[x]
 
     def launch(self, kname: str, config: str, args: str, pad: str = "    ") -> None:
-        """A launch line through a launcher configured once at module level (cuda_launch)."""
+        """A launch line through a launcher configured once at module level (launch.py)."""
         key = (kname, config)
         if key not in self.launchers:
             self.launchers[key] = f"L{len(self.launchers)}"
         self.lines.append(f"{pad}{self.launchers[key]}({args})")
 
-    def loop(self, j: int, nest: fusion.LoopNest) -> None:
-        src, launch = render_loop(nest, self.cfg)
-        attrs = ("kernel", "finish") if launch.allocs else ("kernel",)
-        knames = self.load(src, f"k{j}_loop", attrs)
+    def scratch(self, kernel: ir.Kernel) -> list[str]:
+        names = []
+        for size, dt in kernel.scratch:
+            names.append(self.temp())
+            self.lines.append(f"    {names[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
+        return names
+
+    def launches(self, kernel: ir.Kernel, knames: dict[str, str], ins: list[str],
+                 outs: list[str], scratch: list[str]) -> None:
+        """The kernel's launches in order, each with its arguments (all, or its references)."""
+        groups = {"in": ins, "out": outs, "scratch": scratch}
+        for step in kernel.launches:
+            args = [*ins, *outs, *scratch] if step.args is None else \
+                [groups[group][k] for group, k in step.args]
+            self.launch(knames[step.function], f"{step.blocks}, {step.threads}", ", ".join(args))
+
+    def _kernel_names(self, kernel: ir.Kernel, alias: str) -> dict[str, str]:
+        funcs = tuple(dict.fromkeys(s.function for s in kernel.launches)) or ("kernel",)
+        return dict(zip(funcs, self.load(kernel.source, alias, funcs), strict=True))
+
+    def loop(self, j: int, nest: ir.LoopNest) -> None:
+        kernel = render_nest(nest, self.cfg)
+        knames = self._kernel_names(kernel, f"k{j}_loop")
         outs = [self.alloc(v) for v in nest.outputs]
-        fmt = {"args": ", ".join([*(self.names[v] for v in nest.inputs), *outs])}
-        fmt.update({f"o{q}": name for q, name in enumerate(outs)})
-        parts = []
-        for size, dt in launch.allocs:
-            p = self.temp()
-            parts.append(p)
-            self.lines.append(f"    {p} = rt.empty({size}, {dtype_ctor(dt)})")
-        fmt["partials"] = ", ".join(parts)
-        for step in launch.steps:
-            step = step.replace("kernel[", f"{knames[0]}[").replace("finish[", f"{knames[-1]}[")
-            head, args = step.format(**fmt).split("](", 1)
-            kname, config = head.split("[", 1)
-            self.launch(kname, config, args[:-1])
+        scratch = self.scratch(kernel)
+        self.launches(kernel, knames, [self.names[v] for v in nest.inputs], outs, scratch)
+
+    def run_kernel(self, j: int, eqn: JaxprEqn, kernel: ir.Kernel) -> None:
+        """A library equation's kernel module (kernels/): scratch, then its launches."""
+        knames = self._kernel_names(kernel, f"k{j}_{eqn.primitive.name.replace('-', '_')}")
+        ins = [self.arg(x) for x in eqn.invars]
+        outs = [self.alloc(v) for v in eqn.outvars]
+        self.launches(kernel, knames, ins, outs, self.scratch(kernel))
 
     def library(self, j: int, eqn: JaxprEqn) -> None:
-        name = eqn.primitive.name
         pp = core.pp_eqn(eqn, self.pp, 0).replace("\n", "\n    # ")
         self.lines.append(f"    # {pp}")
-        if name in ("reshape", "squeeze", "expand_dims", "copy", "broadcast_in_dim"):
-            self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])  # flat buffers: a free view
-        elif name == "transpose":
-            x = eqn.invars[0]
-            out = self.alloc(eqn.outvars[0])
-            self._transpose(j, self.arg(x), out, x.aval.shape, eqn.params["permutation"])
-        elif name == "dot_general":
-            self._dot_general(j, eqn)
-        elif name == "bitcast_convert_type":
-            out = self.temp()
-            self.names[eqn.outvars[0]] = out
-            self.lines.append(f"    {out} = {self.arg(eqn.invars[0])}.view("
-                              f"{dtype_ctor(eqn.outvars[0].aval.dtype)})")
-        elif name in cuda_index.KERNELS:
-            self._index_kernel(j, eqn)
-        elif name in PLANNED:
-            self._planned(j, eqn, PLANNED[name].render(eqn, self.cfg))
-        elif name in CONTROL_FLOW:
-            getattr(self, f"_{name}")(j, eqn)
-        else:  # check_lowerings refused it already
-            raise NotImplementedError(f"jit(backend='gpu'): primitive {name} has no CUDA lowering")
+        rule = registry.library(eqn, "cuda")
+        if rule is None or rule is EAGER:
+            self.on_host(eqn)
+        else:
+            rule(self, j, eqn)
+
+    # ------------------------------------------------------------------ library rules
+
+    def view(self, j: int, eqn: JaxprEqn) -> None:
+        """reshape, squeeze, copy, 0-d broadcasts: flat buffers make the output a free view."""
+        self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])
+
+    def bitcast(self, j: int, eqn: JaxprEqn) -> None:
+        """A same-width bitcast of a whole buffer: a view of another dtype."""
+        out = self.temp()
+        self.names[eqn.outvars[0]] = out
+        self.lines.append(f"    {out} = {self.arg(eqn.invars[0])}.view("
+                          f"{dtype_ctor(eqn.outvars[0].aval.dtype)})")
+
+    def transpose(self, j: int, eqn: JaxprEqn) -> None:
+        x = eqn.invars[0]
+        out = self.alloc(eqn.outvars[0])
+        self._transpose(j, self.arg(x), out, x.aval.shape, eqn.params["permutation"])
+
+    def on_host(self, eqn: JaxprEqn) -> None:
+        """The equation's eager implementation on host copies of its operands (warned once
+        per primitive and operand types: a round trip through the host is slow)."""
+        operands = ", ".join(x.aval.str_short() for x in eqn.invars)
+        key = (eqn.primitive, operands)
+        if key not in _WARNED_HOST:
+            _WARNED_HOST.add(key)
+            warnings.warn(f"jit(backend='gpu'): primitive {eqn.primitive.name} (operands "
+                          f"{operands}) has no CUDA lowering; it runs on the host between "
+                          "kernels, its operands copied back and forth.", RuntimeWarning,
+                          stacklevel=2)
+        dtypes = tuple(v.aval.dtype for v in eqn.outvars)
+        self.hosts.append(EagerCall(eqn.primitive, dict(eqn.params), dtypes))
+        shapes = tuple(x.aval.shape for x in eqn.invars)
+        args = "".join(f", {self.arg(x)}" for x in eqn.invars)
+        call = f"rt.on_host(h{len(self.hosts) - 1}, {shapes}{args})"
+        self._bind_outs(eqn, call)
 
     # ------------------------------------------------------------------ host-driven control flow
 
     def _sub(self, tag: str, closed: core.ClosedJaxpr, n_dest: int = 0) -> str:
         """A sub-jaxpr compiled to its own driver; returns an expression calling it with its
         device-resident consts bound (the caller appends the operands)."""
-        jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-        check_lowerings(jaxpr, self.fun_name)
-        module, sources = _build(jaxpr, self.cfg, self.fun_name, n_dest)
+        jaxpr = pipeline.prepare(closed.jaxpr)
+        module, sources, hosts = build_driver(jaxpr, self.cfg, self.fun_name, n_dest)
         self.sources.extend(sources)
         self.imports.append(f"from {module.__name__} import driver as {tag}")
+        self.hosts.extend(hosts)
+        first = len(self.hosts) - len(hosts)
+        bound = "".join(f"h{first + q}, " for q in range(len(hosts)))
         keys = [cuda_runtime.register_const(np.asarray(core.to_numpy(c))) for c in closed.consts]
-        return f"{tag}({''.join(f'rt.const({k!r}), ' for k in keys)}"
+        return f"{tag}({bound}{''.join(f'rt.const({k!r}), ' for k in keys)}"
 
     def _bind_outs(self, eqn: JaxprEqn, expr: str) -> None:
         outs = [self.temp() for _ in eqn.outvars]
@@ -181,7 +216,7 @@ class _Driver:
         if outs:
             self.lines.append(f"    {''.join(o + ', ' for o in outs)}= {expr}")
 
-    def _while(self, j: int, eqn: JaxprEqn) -> None:
+    def while_loop(self, j: int, eqn: JaxprEqn) -> None:
         p = eqn.params
         args = [self.arg(x) for x in eqn.invars]
         cc, bc = p["cond_nconsts"], p["body_nconsts"]
@@ -195,7 +230,7 @@ class _Driver:
                        f"        {c} = {body}{bargs}*{c})"]
         self._bind_outs(eqn, c)
 
-    def _cond(self, j: int, eqn: JaxprEqn) -> None:
+    def cond(self, j: int, eqn: JaxprEqn) -> None:
         branches = eqn.params["branches"]
         index, *ops = [self.arg(x) for x in eqn.invars]
         c, i = self.temp(), self.temp()
@@ -207,7 +242,7 @@ class _Driver:
                 f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
         self._bind_outs(eqn, c)
 
-    def _scan(self, j: int, eqn: JaxprEqn) -> None:
+    def scan(self, j: int, eqn: JaxprEqn) -> None:
         p = eqn.params
         nc, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
         args = [self.arg(x) for x in eqn.invars]
@@ -215,17 +250,17 @@ class _Driver:
         y_vars = eqn.outvars[ncarry:]
         # the body writes its ys outputs straight into this step's rows (no copy per step)
         body = self._sub(f"k{j}_body", p["jaxpr"], n_dest=len(y_vars))
-        x_sizes = [_prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
+        x_sizes = [prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
         ys = []
         for v in y_vars:
             ys.append(self.temp())
-            self.lines.append(f"    {ys[-1]} = rt.empty({_prod(v.aval.shape)}, "
+            self.lines.append(f"    {ys[-1]} = rt.empty({prod(v.aval.shape)}, "
                               f"{dtype_ctor(v.aval.dtype)})")
         c, out, q = self.temp(), self.temp(), self.temp()
         steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
         views = [f"{x}[{q} * {n}:({q} + 1) * {n}], " for x, n in zip(xs, x_sizes)]
         views += [f"{y}[{q} * {n}:({q} + 1) * {n}], "
-                  for y, n in zip(ys, (_prod(v.aval.shape[1:]) for v in y_vars))]
+                  for y, n in zip(ys, (prod(v.aval.shape[1:]) for v in y_vars))]
         self.lines += [f"    {c} = ({''.join(a + ', ' for a in carry)})",
                        f"    for {q} in {steps}:",
                        f"        {out} = {body}{''.join(a + ', ' for a in consts)}*{c}, "
@@ -233,42 +268,15 @@ class _Driver:
                        f"        {c} = {out}[:{ncarry}]"]
         self._bind_outs(eqn, f"(*{c}, {''.join(y + ', ' for y in ys)})")
 
-    def _index_kernel(self, j: int, eqn: JaxprEqn) -> None:
-        """Shape/indexing primitives: kernels from cuda_index, launched in order; each step
-        is (function name, element count); every function takes (inputs..., output)."""
-        src, steps = cuda_index.render(eqn, self.cfg)
-        funcs = tuple(dict.fromkeys(f for f, _ in steps))
-        knames = dict(zip(funcs, self.load(src, f"k{j}_ix", funcs), strict=True))
-        ins = [self.arg(x) for x in eqn.invars]
-        out = self.alloc(eqn.outvars[0])
-        for func, n in steps:
-            if n:
-                blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
-                self.launch(knames[func], f"{blocks}, {self.cfg.threads}",
-                            ", ".join([*ins, out]))
+    # ------------------------------------------------------------------ matrix products
 
-    def _planned(self, j: int, eqn: JaxprEqn, plan: KernelPlan) -> None:
-        """A KernelPlan (cuda_sort, cuda_linalg): scratch buffers, then its launches in order."""
-        funcs = tuple(dict.fromkeys(f for f, _, _ in plan.launches)) or ("kernel",)
-        knames = dict(zip(funcs, self.load(plan.src, f"k{j}_{eqn.primitive.name}", funcs),
-                          strict=True))
-        ins = [self.arg(x) for x in eqn.invars]
-        outs = [self.alloc(v) for v in eqn.outvars]
-        scratch = []
-        for size, dt in plan.scratch:
-            scratch.append(self.temp())
-            self.lines.append(f"    {scratch[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
-        for func, blocks, threads in plan.launches:
-            self.launch(knames[func], f"{blocks}, {threads}", ", ".join([*ins, *outs, *scratch]))
-
-    def _transpose(self, j: int, x: str, out: str, shape, perm) -> None:
+    def _transpose(self, j, x: str, out: str, shape, perm) -> None:
         (kname,) = self.load(render_transpose(tuple(shape), tuple(perm), self.cfg), f"k{j}_tr")
-        n = _prod(shape)
+        n = prod(shape)
         if n:
-            blocks = max(1, min(_cdiv(n, self.cfg.threads), self.cfg.max_blocks))
-            self.launch(kname, f"{blocks}, {self.cfg.threads}", f"{x}, {out}")
+            self.launch(kname, f"{self.cfg.blocks(n)}, {self.cfg.threads}", f"{x}, {out}")
 
-    def _dot_general(self, j: int, eqn: JaxprEqn) -> None:
+    def dot_general(self, j: int, eqn: JaxprEqn) -> None:
         """One matmul kernel reading each operand through its own layout's strides; only an
         operand whose (batch, free, contracting) dimension groups are not each one stride
         apart in memory is gathered by a transpose kernel first."""
@@ -277,36 +285,29 @@ class _Driver:
         xs, ys = x.aval.shape, y.aval.shape
         xf = [d for d in range(len(xs)) if d not in xc and d not in xb]
         yf = [d for d in range(len(ys)) if d not in yc and d not in yb]
-        nb = _prod([xs[d] for d in xb])
-        m, n = _prod([xs[d] for d in xf]), _prod([ys[d] for d in yf])
-        kdim = _prod([xs[d] for d in xc])
-        bufs, strides = [], []
+        nb = prod([xs[d] for d in xb])
+        m, n = prod([xs[d] for d in xf]), prod([ys[d] for d in yf])
+        kdim = prod([xs[d] for d in xc])
+        bufs, group_st = [], []
         for v, groups, tag in ((x, (xb, xf, xc), "x"), (y, (yb, yc, yf), "y")):
             buf = self.arg(v)
             st = group_strides(v.aval.shape, groups)
             if st is None:
                 perm = [*groups[0], *groups[1], *groups[2]]
                 t = self.temp()
-                self.lines.append(f"    {t} = rt.empty({_prod(v.aval.shape)}, "
+                self.lines.append(f"    {t} = rt.empty({prod(v.aval.shape)}, "
                                   f"{dtype_ctor(v.aval.dtype)})")
                 self._transpose(f"{j}{tag}", buf, t, v.aval.shape, perm)
                 buf = t
-                sizes = [_prod([v.aval.shape[d] for d in g]) for g in groups]
+                sizes = [prod([v.aval.shape[d] for d in g]) for g in groups]
                 st = (sizes[1] * sizes[2], sizes[2], 1)
             bufs.append(buf)
-            strides.append(st)
+            group_st.append(st)
         out = self.alloc(eqn.outvars[0])
         dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
-        plan = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *strides), self.cfg)
-        funcs = tuple(dict.fromkeys(f for f, _, _ in plan.launches)) or ("kernel",)
-        knames = dict(zip(funcs, self.load(plan.src, f"k{j}_mm", funcs), strict=True))
-        scratch = []
-        for size, dt in plan.scratch:
-            scratch.append(self.temp())
-            self.lines.append(f"    {scratch[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
-        for func, blocks, threads in plan.launches:
-            self.launch(knames[func], f"{blocks}, {threads}",
-                        ", ".join([*bufs, out, *scratch]))
+        kernel = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *group_st), self.cfg)
+        knames = self._kernel_names(kernel, f"k{j}_mm")
+        self.launches(kernel, knames, bufs, [out], self.scratch(kernel))
 
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer
@@ -315,9 +316,10 @@ class _Driver:
         rets = [f"rt.to_device(np.asarray({render_scalar(x.val, x.aval.dtype)}))"
                 if isinstance(x, Literal) else self.arg(x)  # an output never shares a const
                 for x in jaxpr.outvars]
-        params = ", ".join([*(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
+        params = ", ".join([*(f"h{q}" for q in range(len(self.hosts))),
+                            *(self.names[v] for v in [*jaxpr.constvars, *jaxpr.invars]),
                             *(d for _, d in self.dests)])
-        head = _header(jaxpr, core.PrintNames()).split("\ncuda =")[0]
+        head = header(jaxpr, core.PrintNames()).split("\nfrom numbax")[0]
         head = head.replace("# numbax", "# driver | numbax", 1)
         launchers = [f"{name} = launcher({kname}, {config})"
                      for (kname, config), name in self.launchers.items()]
@@ -334,7 +336,7 @@ class _Driver:
 def group_strides(shape: tuple[int, ...], groups) -> tuple[int, ...] | None:
     """Per group of dimensions (in the order given), the element stride of its flattened
     index in a contiguous array of `shape`, or None where a group is not evenly strided."""
-    st = _strides(shape)
+    st = strides(shape)
     out = []
     for g in groups:
         dims = [d for d in g if shape[d] != 1]
@@ -345,54 +347,19 @@ def group_strides(shape: tuple[int, ...], groups) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-class CudaExecutable:
-    """A jaxpr compiled for the GPU: the driver, device-resident consts, generated sources."""
-
-    def __init__(self, driver, consts, jaxpr, out_tree, fun_name, sources, device) -> None:
-        self.driver = driver
-        self.consts = consts
-        self.jaxpr = jaxpr
-        self.out_tree = out_tree
-        self.fun_name = fun_name
-        self.sources = sources
-        self.device = device
-        self.out_avals = [v.aval for v in jaxpr.outvars]
-        self.in_avals = jaxpr.in_avals
-
-    def call_flat(self, leaves) -> list:
-        from numbax._src.array import GpuArray
-
-        bufs = []
-        for x, aval in zip(leaves, self.in_avals, strict=True):
-            if type(x) is GpuArray:
-                bufs.append(x._dbuf)
-            else:
-                bufs.append(cuda_runtime.to_device(np.asarray(x, dtype=aval.dtype)))
-        outs = self.driver(*self.consts, *bufs)
-        return [GpuArray._from_buffer(o, a.shape, a.weak_type, self.device)
-                for o, a in zip(outs, self.out_avals, strict=True)]
-
-
-def compile_jaxpr(closed: core.ClosedJaxpr, out_tree, fun_name: str, device) -> CudaExecutable:
-    """Simplify, fuse, render each kernel module, load them (cached), render the driver."""
-    cfg = Config(cuda_runtime.simulator_enabled())
-    cuda_runtime.get_cuda()
-    jaxpr = passes.simplify(core.check_jaxpr(inline.inline_calls(closed.jaxpr)))
-    check_lowerings(jaxpr, fun_name)
-    module, sources = _build(jaxpr, cfg, fun_name)
-    consts = [cuda_runtime.to_device(np.asarray(core.to_numpy(c))) for c in closed.consts]
-    return CudaExecutable(module.driver, consts, jaxpr, out_tree, fun_name, sources, device)
-
-
-def _build(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0):
-    """The driver module of a simplified jaxpr (sub-drivers for control flow first) and every
-    generated source; the driver writes its last n_dest outputs into buffers given last."""
-    nodes = fusion.partition(jaxpr, fusible)
-    drv = _Driver(jaxpr, cfg, fun_name, n_dest)
+def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,
+                 nodes: list[ir.Node] | None = None):
+    """The driver module of a simplified jaxpr (sub-drivers for control flow first), every
+    generated source, and the host callables the driver takes first; the driver writes its
+    last n_dest outputs into buffers given last. `nodes`: the jaxpr's kernel graph, when
+    partitioned already."""
+    if nodes is None:
+        nodes = fusion.partition(jaxpr, lambda e: registry.fusible(e, "cuda"))
+    drv = CudaDriver(jaxpr, cfg, fun_name, n_dest)
     for j, node in enumerate(nodes):
-        if isinstance(node, fusion.LoopNest):
+        if isinstance(node, ir.LoopNest):
             drv.loop(j, node)
         else:
             drv.library(j, node.eqn)
     src = drv.render(jaxpr)
-    return cache.load_module(src, cfg.key()), [*drv.sources, src]
+    return cache.load_module(src, "cuda", cfg.key()), [*drv.sources, src], drv.hosts

@@ -1,38 +1,22 @@
 """Branch-free scalar exp/log/log1p/expm1/tanh/logistic/erf/erf_inv that LLVM can vectorise in
-Numba loops.
+Numba loops (`o[i] = fm.exp_f64(a[i])` compiles to `<8 x double>` code).
 
 Numba lowers ``math.exp`` and friends to scalar libm calls, which stop LLVM's loop
-vectoriser, and the llvmlite wheels ship without SVML. The functions here are written
-with range reduction, minimax polynomials, integer bit tricks and selects instead of
-branches, so a generated loop such as::
+vectoriser, and the llvmlite wheels ship without SVML. These functions use range reduction,
+minimax polynomials, integer bit tricks and selects instead of branches. Each public function
+is an ordinary ``njit(cache=True)`` function: Numba compiles it once per installation and
+links its LLVM IR into each calling kernel, where LLVM inlines it before the loop vectoriser
+runs (inlining at Numba-IR level, ``inline="always"``, re-lowered the body in every kernel:
+1.0 of the 1.8 s of the MLP step's compile). ``erf_f32``/``erf_f64`` are the exception: over
+LLVM's inlining threshold, a call left in the loop stopped vectorisation (17x slower), so they
+inline at IR level. Callers need ``error_model="numpy"`` (the "python" model adds raising
+branches).
 
-    for i in prange(n):
-        o[i] = fastmath.exp_f64(a[i])
-
-compiles to SIMD code (``<8 x double>`` / ``<16 x float>`` in the IR on the AVX-512 dev
-host, and likewise with ``NUMBA_CPU_NAME=haswell``). Every public function is an ordinary
-``njit(cache=True)`` function: Numba compiles it once per installation (its own cache, in
-this package's ``__pycache__``) and links its LLVM IR into each calling kernel, where LLVM
-inlines it before the final module's loop vectoriser runs, so the loop holds no call and is
-vectorised as if the body were written in it. (Inlining at Numba-IR level instead,
-``inline="always"``, re-typed and re-lowered the body in every kernel: 1.0 of the 1.8 s of
-Numba compile time of the MLP training step; the private helpers below still inline that way
-into the public functions, compiled once.) ``erf_f32``/``erf_f64`` are the exception: their
-three coefficient sets put them over LLVM's inlining threshold, and a call left in the loop
-stops vectorisation (17x slower), so they keep ``inline="always"``. Callers need no options
-of their own beyond ``error_model="numpy"`` (the "python" model adds raising branches).
-
-The ``_f32`` variants compute in float32 (shorter polynomials, twice the lanes).
-Coefficients are weighted least-squares/Lawson (near-minimax) fits made with mpmath at
-50-60 digits on the reduced ranges named beside them, and live in global arrays that
-Numba freezes into constants.
-
-Measured max error (2026-11-26) against a correctly rounded reference: numpy on 80-bit
-``longdouble`` inputs rounded back (``math.erf`` for erf), float32 against the same
-reference rounded to float32. Samples: 2e6 log-uniform magnitudes over the whole range
-(denormals to max, both signs), 2e6 uniform over each function's working range, the
-neighbours of every overflow/underflow/saturation threshold, inf, -inf, nan, ±0; plus
-1e7-point sweeps of the worst intervals (tanh, expm1, logistic, erf):
+The ``_f32`` variants compute in float32 (shorter polynomials, twice the lanes). Coefficients
+are near-minimax (weighted least-squares/Lawson) fits made with mpmath at 50-60 digits on the
+reduced ranges named beside them. Maximum error against a correctly rounded reference, over
+the whole float range, every threshold's neighbours and the special values (the samples of
+tests/compiler/test_fastmath.py; docs/performance.md has the measurements):
 
     =========  ===========  ===========
     function   float64 ulp  float32 ulp
@@ -44,30 +28,15 @@ neighbours of every overflow/underflow/saturation threshold, inf, -inf, nan, ±0
     tanh       1            1
     logistic   2            2
     erf        1            1
+    erf_inv    6 (scipy)    1 (via float64)
     =========  ===========  ===========
 
-erf_inv (Giles' float64 approximation, which XLA uses for float64) is measured against scipy's
-erfinv instead: at most 6 ulp in float64 over 3e6 points (uniform, within 1e-16 of ±1,
-denormal to 1), and float32, computed through the float64 version and rounded once, within
-1 ulp of the correctly rounded value (scipy's own float32 erfinv: 3 ulp). It is what jit
-runs for `lax.erf_inv` (random.normal): 25 -> 6.9 ms for 1e6 float32 normals on 2 cores,
-where scipy ran in the driver before.
-
-inf, -inf, nan and ±0 give numpy's results bit for bit (nan payloads aside).
-The only fast-math flag is ``contract`` on the multiply-add of each Horner step (`_muladd`,
-its own Numba function so the flag stays on those two instructions after LLVM inlines it):
-on CPUs with FMA each step fuses into one rounding. Measured (2026-11-26, one thread, 1e6
-elements, AVX-512 dev VM): float64 exp/expm1/log/tanh/logistic 20-27 % faster, float32
-exp/expm1/logistic/log 5-12 %; the maximum errors over the test samples of
-``tests/compiler/test_fastmath.py`` are unchanged (the table above predates it). Results on a
-CPU without FMA (``NUMBA_CPU_NAME=generic``) may differ from FMA hosts within those bounds.
-The exp/expm1 range reduction (`_reduce_f64`/`_reduce_f32`) is written with `_muladd` too:
-`k * ln2_hi` is exact, so the fused steps only round ``x - k*ln2`` once instead of twice, and
-the ulp bounds above were re-measured unchanged; this made the float32 exp loop 12 % and the
-float32/float64 selu 8-9 % faster (2026-11-26, one thread, 1e6 elements, dev VM). The other
-error-compensation steps stay strict IEEE (contracting those changed float64 results by up to
-1024 ulp). No ``nnan``/``ninf``: nan and inf propagate as numpy's
-functions do.
+inf, -inf, nan and ±0 give numpy's results bit for bit (nan payloads aside). The only
+fast-math flag is ``contract`` on each Horner step's multiply-add and on the exp/expm1 range
+reduction (`_muladd`, its own Numba function so the flag stays on those instructions after
+LLVM inlines it): on FMA hosts each step rounds once; without FMA results may differ within
+the bounds above. Other error-compensation steps stay strict IEEE (contracting them changed
+float64 results by up to 1024 ulp). No ``nnan``/``ninf``: nan and inf propagate.
 """
 import math
 

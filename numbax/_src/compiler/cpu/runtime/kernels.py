@@ -89,19 +89,14 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple) -> np
     return out
 
 
-def argminmax(x: np.ndarray, which: str, axis: int, index_dtype) -> np.ndarray:
-    """First occurrence wins and the first NaN wins (numpy's rule, JAX's too)."""
-    fn = np.argmax if which == "argmax" else np.argmin
+def argminmax(x: np.ndarray, fn, axis: int, index_dtype) -> np.ndarray:
+    """np.argmax or np.argmin: the first occurrence wins and the first NaN wins (numpy's rule,
+    JAX's too)."""
     return np.asarray(fn(x, axis=axis)).astype(index_dtype)
 
 
-_ACCUMULATE = {"cumsum": np.add, "cumprod": np.multiply, "cummax": np.maximum,
-               "cummin": np.minimum}
-
-
-def cumulative(x: np.ndarray, name: str, axis: int, reverse: bool) -> np.ndarray:
+def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.ndarray:
     """One ufunc.accumulate in x's own dtype (the eager impl casts back to it afterwards)."""
-    ufunc = _ACCUMULATE[name]
     if reverse:
         flipped = np.flip(x, axis)
         return np.ascontiguousarray(np.flip(ufunc.accumulate(flipped, axis=axis,
@@ -193,24 +188,18 @@ def gather(x: np.ndarray, idx: np.ndarray, axes: tuple, mode: str, fill_value,
     idx2 = np.ascontiguousarray(idx).reshape(-1, k)
     out = np.empty(out_shape, x.dtype)
     out2 = out.reshape(idx2.shape[0], x2.shape[1])
-    if mode == "fill":
-        from numbax._src.lax.indexing import _default_fill
-
-        fill = _default_fill(x.dtype) if fill_value is None else fill_value
-        _gather_rows(x2, dims, idx2, True, x.dtype.type(fill), out2)
+    if mode == "fill":  # the lowering resolved the default fill value
+        _gather_rows(x2, dims, idx2, True, x.dtype.type(fill_value), out2)
     else:
         _gather_rows(x2, dims, idx2, False, x.dtype.type(0), out2)
     return out
 
 
-_SCATTER_OPS = {"scatter": 0, "scatter-add": 1, "scatter_add": 1, "scatter-mul": 2,
-                "scatter-min": 3, "scatter-max": 4}
-
-
-def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, name: str, axes: tuple,
+def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tuple,
             mode: str) -> np.ndarray:
     """indexing._scatter_impl: updates combined into one fresh copy of x, in index order
-    (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows."""
+    (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows. `op`:
+    0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max (see _combine)."""
     out = np.array(x, copy=True)
     if out.size == 0 or idx.size == 0:
         return out
@@ -221,7 +210,7 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, name: str, axes: tu
     out2 = front.reshape(rows, front.size // rows)
     idx2 = np.ascontiguousarray(idx).reshape(-1, k)
     upd2 = np.ascontiguousarray(upd).reshape(idx2.shape[0], out2.shape[1])
-    _scatter_rows(out2, dims, idx2, upd2, _SCATTER_OPS[name], mode == "drop")
+    _scatter_rows(out2, dims, idx2, upd2, op, mode == "drop")
     if perm is None:
         return out
     return np.ascontiguousarray(np.transpose(front, np.argsort(perm)))

@@ -1,10 +1,18 @@
-"""Scalar helpers that generated kernels call (inlined by Numba): numpy's NaN and C semantics."""
+"""Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
+shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
+shift_right_arithmetic, shift_right_logical), compiled here, and the CPU's own below —
+numpy's NaN-propagating max/min/clamp, logistic, complex division and ordering."""
 from __future__ import annotations
+
+import math  # noqa: F401  (the shared helpers' globals)
 
 import numpy as np
 from numba import njit
 
+from numbax._src.compiler import scalar_helpers
+
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
+scalar_helpers.compile_into(globals(), njit(**_JIT))
 
 
 @njit(**_JIT)
@@ -29,66 +37,8 @@ def clamp(lo, x, hi):
 
 
 @njit(**_JIT)
-def cdiv(a, b):
-    """Integer division rounding toward zero; division by zero gives 0."""
-    if b == 0:
-        return a - a
-    q = a // b
-    if q < 0 and q * b != a:
-        q += 1
-    return q
-
-
-@njit(**_JIT)
-def crem(a, b):
-    """Integer remainder with the sign of the dividend (C fmod); by zero gives 0."""
-    if b == 0:
-        return a - a
-    return a - cdiv(a, b) * b
-
-
-@njit(**_JIT)
-def round_away(x):
-    """Rounds half away from zero (lax.round's default)."""
-    return np.floor(x + 0.5) if x >= 0 else np.ceil(x - 0.5)
-
-
-@njit(**_JIT)
-def ipow(x, y):
-    """x**y for a non-negative integer y by repeated squaring."""
-    acc = x - x + 1
-    base = x
-    while y > 0:
-        if y & 1:
-            acc = acc * base
-        base = base * base
-        y >>= 1
-    return acc
-
-
-@njit(**_JIT)
 def logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
-
-
-@njit(**_JIT)
-def shift_left(x, y, bits):
-    """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
-    return x << y if 0 <= y < bits else x ^ x
-
-
-@njit(**_JIT)
-def shift_right_arithmetic(x, y, bits, unsigned):
-    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
-    if 0 <= y < bits:
-        return x >> y
-    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
-
-
-@njit(**_JIT)
-def shift_right_logical(ux, uy, bits):
-    """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
-    return ux >> uy if uy < bits else ux ^ ux
 
 
 @njit(**_JIT)

@@ -14,38 +14,30 @@ second kernel (deterministic, no atomics).
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from numbax._src import core
-from numbax._src.compiler.cpu import loops as codegen_cpu
-from numbax._src.compiler.cpu.loops import cast, dtype_ctor, render_scalar
-from numbax._src.compiler.cuda.loops import Config, KernelPlan, _cdiv, _header, _prod, _strides
-from numbax._src.core import Jaxpr
+from numbax._src.compiler import ir
+from numbax._src.compiler.cuda.config import Config, cdiv, prod, strides
+from numbax._src.compiler.cuda.modules import module, planned
+from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 
 _PAD = 4  # shared-row padding: k-major stores of k-contiguous loads hit distinct banks
 
 
 def render_transpose(shape: tuple[int, ...], perm: tuple[int, ...], cfg: Config) -> str:
     """out[j] = x[perm-gathered index]: a grid-stride gather with constant strides."""
-    ist = _strides(shape)
+    ist = strides(shape)
     oshape = [shape[p] for p in perm]
-    ost = _strides(oshape)
-    n = _prod(shape)
+    ost = strides(oshape)
+    n = prod(shape)
     lines = ["    i = cuda.grid(1)", f"    while i < {n}:"]
     terms = []
     for d, p in enumerate(perm):
         lines.append(f"        j{d} = (i // {ost[d]}) % {oshape[d]}")
         terms.append(f"j{d} * {ist[p]}")
     lines += [f"        o0[i] = a0[{' + '.join(terms) or '0'}]", "        i += cuda.gridsize(1)"]
-    return (_module_head(f"transpose {tuple(shape)} {tuple(perm)}")
+    return (_head(f"transpose {tuple(shape)} {tuple(perm)}")
             + "\n\n\n@cuda.jit(cache=CACHE)\ndef kernel(a0, o0):\n" + "\n".join(lines) + "\n")
-
-
-def _module_head(what: str) -> str:
-    head = _header(Jaxpr([], [], [], []), core.PrintNames()).split("\n", 2)[2]
-    return (f"# numbax {codegen_cpu.NUMBAX_VERSION} | numba {numba.__version__} | cuda | "
-            f"{what}\n{head}")
 
 
 class MatmulShape:
@@ -65,32 +57,32 @@ def choose_tiles(s: MatmulShape, cfg: Config) -> tuple[tuple[int, ...], int, int
     """(tile (TY, TX, TM, TN, BK), splits, K per split): large tiles for float32 when they
     still fill every SM, else the small tile; split-K when even those leave SMs idle."""
     big, small = cfg.mm_big, cfg.mm_small
-    tiles = lambda t: s.nb * _cdiv(s.m, t[0] * t[2]) * _cdiv(s.n, t[1] * t[3])  # noqa: E731
+    tiles = lambda t: s.nb * cdiv(s.m, t[0] * t[2]) * cdiv(s.n, t[1] * t[3])  # noqa: E731
     tile = big if s.dc == np.float32 and tiles(big) >= cfg.mm_sms else small
     splits = 1
     count = tiles(tile)
     if count < cfg.mm_sms and s.k >= 2 * cfg.mm_split_k:
-        splits = max(1, min(s.k // cfg.mm_split_k, _cdiv(2 * cfg.mm_sms, count)))
+        splits = max(1, min(s.k // cfg.mm_split_k, cdiv(2 * cfg.mm_sms, count)))
     bk = tile[4]
-    kc = _cdiv(_cdiv(max(s.k, 1), splits), bk) * bk
-    splits = _cdiv(max(s.k, 1), kc)
+    kc = cdiv(cdiv(max(s.k, 1), splits), bk) * bk
+    splits = cdiv(max(s.k, 1), kc)
     return tile, splits, kc
 
 
-def plan_matmul(s: MatmulShape, cfg: Config) -> KernelPlan:
+def plan_matmul(s: MatmulShape, cfg: Config) -> ir.Kernel:
     """The matmul module and how to launch it: `kernel(a0, a1, o0)`, or with split-K
     `kernel(a0, a1, o0, p0)` writing partials to scratch p0 and `finish(a0, a1, o0, p0)`."""
     tile, splits, kc = choose_tiles(s, cfg)
     src = render_matmul(s, cfg, tile, splits, kc)
     ty, tx, tm, tn, _ = tile
-    blocks = _cdiv(s.m, ty * tm) * _cdiv(s.n, tx * tn) * s.nb * splits
+    blocks = cdiv(s.m, ty * tm) * cdiv(s.n, tx * tn) * s.nb * splits
     if s.nb * s.m * s.n == 0:
-        return KernelPlan(src, [])
+        return planned(src, [])
     if splits == 1:
-        return KernelPlan(src, [("kernel", blocks, ty * tx)])
+        return planned(src, [("kernel", blocks, ty * tx)])
     total = s.nb * s.m * s.n
-    fin = max(1, min(_cdiv(total, cfg.threads), cfg.max_blocks))
-    return KernelPlan(src, [("kernel", blocks, ty * tx), ("finish", fin, cfg.threads)],
+    fin = max(1, min(cdiv(total, cfg.threads), cfg.max_blocks))
+    return planned(src, [("kernel", blocks, ty * tx), ("finish", fin, cfg.threads)],
                       scratch=[(splits * total, s.dc)])
 
 
@@ -105,7 +97,7 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
     assert (bm * bk) % nt == 0 and (bk * bn) % nt == 0, tile  # every thread loads equally
     m, n, k, dc = s.m, s.n, s.k, s.dc
     zero = render_scalar(0, dc)
-    gn, gm = _cdiv(n, bn), _cdiv(m, bm)
+    gn, gm = cdiv(n, bn), cdiv(m, bm)
     sab, sam, sak = s.sa
     sbb, sbk, sbn = s.sb
     fma = dc.kind == "f"
@@ -118,7 +110,7 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
         lines += [f"{p}b = z // {splits}", f"{p}kb = (z % {splits}) * {kc}",
                   f"{p}ke = min(kb + {kc}, {k})", f"{p}ns = (ke - kb + {bk - 1}) // {bk}"]
     else:
-        lines += [f"{p}b = z", f"{p}kb = 0", f"{p}ke = {k}", f"{p}ns = {_cdiv(k, bk)}"]
+        lines += [f"{p}b = z", f"{p}kb = 0", f"{p}ke = {k}", f"{p}ns = {cdiv(k, bk)}"]
     lines += [f"{p}sa = cuda.shared.array({2 * bk * lda}, {dtype_ctor(dc)})",
               f"{p}sb = cuda.shared.array({2 * bk * ldb}, {dtype_ctor(dc)})"]
     # per-thread load coordinates (loop invariant): A row r / depth d, B depth d / column c
@@ -179,7 +171,7 @@ def render_matmul(s: MatmulShape, cfg: Config, tile: tuple[int, ...] | None = No
                       f"{w}{out}[ob + {tx_ * j}] = c{i}_{j}"]
     # (with split-K, z = b * splits + s, so partial slab s of batch b sits at z * m * n; the
     # finish kernel below reads it back in that layout)
-    src = (_module_head(f"matmul {s.nb}x{m}x{k} @ {s.nb}x{k}x{n} "
+    src = (_head(f"matmul {s.nb}x{m}x{k} @ {s.nb}x{k}x{n} "
                         f"{s.da.name},{s.db.name}->{dc.name} strides {s.sa} {s.sb} "
                         f"tile {tile} splits {splits}")
            + "\nU = np.uint64  # unsigned indices: numba emits no negative-index wraparound\n"
@@ -200,3 +192,8 @@ def _render_finish(s: MatmulShape, splits: int) -> str:
     lines += ["        o0[i] = acc", "        i += cuda.gridsize(1)"]
     return ("\n\n@cuda.jit(cache=CACHE)\ndef finish(a0, a1, o0, p0):\n"
             + "\n".join(lines) + "\n")
+
+
+def _head(what: str) -> str:
+    """A module header without kernels (module() with no functions)."""
+    return module(what, {}).rstrip("\n")

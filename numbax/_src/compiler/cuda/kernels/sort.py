@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from numbax._src.compiler.cpu.loops import dtype_ctor
-from numbax._src.compiler.cuda.kernels.index import _module
-from numbax._src.compiler.cuda.loops import Config, KernelPlan, _cdiv, _prod
+from numbax._src.compiler import ir
+from numbax._src.compiler.cuda.config import Config, cdiv, prod
+from numbax._src.compiler.cuda.modules import module, planned
+from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import JaxprEqn
 
-KERNELS = frozenset({"sort"})
 ROWWISE_MAX = 4  # rows up to this long: one thread per row
 
 
@@ -55,10 +55,6 @@ def _less(u: str, v: str, dtype) -> str:
     return f"({u} < {v})"
 
 
-def supported(eqn: JaxprEqn) -> bool:
-    return all(v.aval.dtype.kind != "c" for v in eqn.invars)
-
-
 class _Sort:
     """The static facts of one sort equation that every kernel of it is rendered from."""
 
@@ -68,8 +64,8 @@ class _Sort:
         shape, dim = self.avals[0].shape, p["dimension"]
         self.nk, self.nops = p["num_keys"], len(self.avals)
         self.n = shape[dim]
-        self.inner = _prod(shape[dim + 1:])
-        self.rows = _prod(shape) // self.n if self.n else 0
+        self.inner = prod(shape[dim + 1:])
+        self.rows = prod(shape) // self.n if self.n else 0
         self.cfg = cfg
         self.tag = (f"sort {tuple(a.dtype.name for a in self.avals)} {shape} dim={dim} "
                     f"num_keys={self.nk}")
@@ -126,11 +122,11 @@ def _tile_kernel(s: _Sort, chunked: bool) -> tuple[str, int, int]:
     tile, threads, _ = geometry(s.cfg)
     n = s.n
     p = tile if chunked else max(2, 1 << (n - 1).bit_length())
-    chunks = _cdiv(n, p)
+    chunks = cdiv(n, p)
     r_seg = tile // p
     size = r_seg * p
     t = min(threads, size // 2)
-    groups = _cdiv(s.rows * chunks, r_seg)
+    groups = cdiv(s.rows * chunks, r_seg)
     lines = [f"    sk = cuda.shared.array({size}, {dtype_ctor(s.carry)})",
              f"    sp = cuda.shared.array({size}, {dtype_ctor(s.pos)})",
              "    tid = cuda.threadIdx.x", "    g = cuda.blockIdx.x",
@@ -186,7 +182,7 @@ def _merge_kernel(s: _Sort, name: str, w: int, src: int, final: bool) -> tuple[s
     tile, _, e = geometry(s.cfg)
     t = min(s.cfg.threads, tile // e)
     size = t * e  # divides 2 * w: a block never straddles two merges
-    n, bpr = s.n, _cdiv(s.n, size)
+    n, bpr = s.n, cdiv(s.n, size)
     ps, ks, pd, kd = f"p{src}", f"k{src}", f"p{1 - src}", f"k{1 - src}"
     search = ["    while i0 < i1:",  # how many of the first d outputs come from run A
               "        m = (i0 + i1) // 2"]
@@ -296,26 +292,26 @@ def _rowwise_kernel(s: _Sort) -> tuple[str, int]:
     body += [f"    o{k}[base + q * {inner}] = a{k}[base + x * {inner}]" for k in range(s.nops)]
     lines = ["    r = cuda.grid(1)", f"    while r < {s.rows}:"]
     lines += [f"        {line}" for line in body] + ["        r += cuda.gridsize(1)"]
-    blocks = max(1, min(_cdiv(s.rows, s.cfg.threads), s.cfg.max_blocks))
+    blocks = max(1, min(cdiv(s.rows, s.cfg.threads), s.cfg.max_blocks))
     return _kernel("kernel", s.args(False) + ", p0, p1", lines), blocks
 
 
-def render(eqn: JaxprEqn, cfg: Config) -> KernelPlan:
+def render(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     """lax.sort along one dimension; arguments: operands a<k>, outputs o<k>, then scratch."""
     s = _Sort(eqn, cfg)
     kind = variant(s.n, cfg) if s.rows else "rowwise"  # no rows: nothing launched
-    head = _module(f"{s.tag} {kind}", {}).rstrip("\n")
+    head = module(f"{s.tag} {kind}", {}).rstrip("\n")
     size = s.rows * s.n
     if kind == "rowwise":
         src, blocks = _rowwise_kernel(s)
-        return KernelPlan(head + src + "\n", [("kernel", blocks, cfg.threads)] if s.rows else [],
-                          scratch=[(size, np.int64), (size, np.int64)])
+        return planned(head + src + "\n", [("kernel", blocks, cfg.threads)] if s.rows else [],
+                       scratch=[(size, np.int64), (size, np.int64)])
     parts = [head, "", "", s.before_func()]
     src, blocks, threads = _tile_kernel(s, chunked=kind == "merge")
     parts.append(src)
     launches = [("tile", blocks, threads)]
     if kind == "block":
-        return KernelPlan("\n".join(parts) + "\n", launches)
+        return planned("\n".join(parts) + "\n", launches)
     w, j = geometry(cfg)[0], 0
     while w < s.n:
         name = f"merge{j}"
@@ -323,5 +319,5 @@ def render(eqn: JaxprEqn, cfg: Config) -> KernelPlan:
         parts.append(src)
         launches.append((name, blocks, threads))
         w, j = 2 * w, j + 1
-    return KernelPlan("\n".join(parts) + "\n", launches,
-                      scratch=[(size, s.pos), (size, s.pos), (size, s.carry), (size, s.carry)])
+    return planned("\n".join(parts) + "\n", launches,
+                   scratch=[(size, s.pos), (size, s.pos), (size, s.carry), (size, s.carry)])

@@ -1,42 +1,19 @@
-"""Scalar device functions that generated CUDA kernels call: numpy's C integer semantics."""
+"""Device functions generated CUDA kernels call as `sc.*`: the scalar helpers shared with the
+CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
+shift_right_arithmetic, shift_right_logical), compiled here, and CUDA's own below — rounding
+half to even, float32 logistic and erf_inv, and the complex and special functions of complex.py
+and special.py."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from numbax._src.compiler import scalar_helpers
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 cuda = cuda_runtime.get_cuda()
-
-
-@cuda.jit(device=True)
-def cdiv(a, b):
-    """Integer division rounding toward zero; division by zero gives 0."""
-    if b == 0:
-        return a - a
-    q = a // b
-    if q < 0 and q * b != a:
-        q += 1
-    return q
-
-
-@cuda.jit(device=True)
-def crem(a, b):
-    """Integer remainder with the sign of the dividend (C fmod); by zero gives 0."""
-    if b == 0:
-        return a - a
-    return a - cdiv(a, b) * b
-
-
-@cuda.jit(device=True)
-def round_away(x):
-    """Rounds half away from zero (lax.round's default)."""
-    r = math.floor(x)
-    d = x - r
-    if d > 0.5 or (d == 0.5 and x >= 0):
-        r += 1
-    return r
+scalar_helpers.compile_into(globals(), cuda.jit(device=True))
 
 
 @cuda.jit(device=True)
@@ -47,19 +24,6 @@ def round_even(x):
     if d > 0.5 or (d == 0.5 and math.fmod(r, 2) != 0):
         r += 1
     return r
-
-
-@cuda.jit(device=True)
-def ipow(x, y):
-    """x**y for a non-negative integer y by repeated squaring."""
-    acc = x - x + 1
-    base = x
-    while y > 0:
-        if y & 1:
-            acc = acc * base
-        base = base * base
-        y >>= 1
-    return acc
 
 
 if cuda_runtime.simulator_enabled():  # libdevice's functions are stubs in the simulator
@@ -82,26 +46,6 @@ def logistic_f32(x):
     z = math.exp(-abs(x))
     n = z if x < 0 else np.float32(1.0)
     return fdividef(n, np.float32(1.0) + z)
-
-
-@cuda.jit(device=True)
-def shift_left(x, y, bits):
-    """lax.shift_left: shifts of `bits` or more (or negative) give 0, as on the CPU."""
-    return x << y if 0 <= y < bits else x ^ x
-
-
-@cuda.jit(device=True)
-def shift_right_arithmetic(x, y, bits, unsigned):
-    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
-    if 0 <= y < bits:
-        return x >> y
-    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
-
-
-@cuda.jit(device=True)
-def shift_right_logical(ux, uy, bits):
-    """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
-    return ux >> uy if uy < bits else ux ^ ux
 
 
 @cuda.jit(device=True)
@@ -191,7 +135,7 @@ def erfinv(y):
     return x
 
 
-# complex helpers live in cuda_complex_device; kernels reach them as cd.c_<name>
+# complex helpers live in complex.py; kernels reach them as sc.c_<name>
 from numbax._src.compiler.cuda.runtime.complex import (  # noqa: E402, F401
     c_acos,
     c_acosh,
@@ -217,7 +161,7 @@ from numbax._src.compiler.cuda.runtime.complex import (  # noqa: E402, F401
     c_tanh,
 )
 
-# special functions and float-bit helpers live in cuda_special; kernels reach them as cd.<name>
+# special functions and float-bit helpers live in special.py; kernels reach them as sc.<name>
 from numbax._src.compiler.cuda.runtime.special import (  # noqa: E402, F401
     digamma,
     hurwitz_zeta,

@@ -298,3 +298,11 @@ def branch_index(buf: Any, n: int) -> int:
 def copy_into(dst: Any, src: Any) -> None:
     """Device-to-device copy of a flat buffer into a view (a scan's ys row)."""
     dst.copy_to_device(src)
+
+
+def on_host(fn: Any, shapes: tuple, *bufs: Any) -> tuple:
+    """A driver's step run on the host: the device buffers (flat, with their logical `shapes`)
+    copied back, `fn` (a primitive's eager implementation) applied, its outputs copied to the
+    device. What no CUDA lowering covers still runs, at the cost of the round trip."""
+    args = [to_host(b, s) if hasattr(b, "copy_to_host") else b for b, s in zip(bufs, shapes)]
+    return tuple(to_device(np.asarray(o)) for o in fn(*args))

@@ -1,0 +1,84 @@
+"""The CPU backend: fused loop nests as @njit modules (loops.py, rows.py), compiled control flow
+(control_flow.py), library calls and host callables, all run by a generated Python driver
+(driver.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src.compiler import cache, fusion, ir, pipeline, registry
+from numbax._src.compiler.backend import (
+    Backend,
+    EagerCall,
+    Executable,
+    Program,
+    warn_unlowered,
+)
+from numbax._src.compiler.cpu import control_flow, driver, loops, rows
+from numbax._src.compiler.cpu.runtime import blas
+from numbax._src.compiler.registry import EAGER, Unsupported
+from numbax._src.core import ClosedJaxpr, Var
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def config_key(self) -> tuple:
+        return loops.CODEGEN_CONFIG
+
+    def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
+        if fusion.trailing(nest) is not None:
+            return rows.render_rows(nest)
+        return loops.render_loop(nest)
+
+    def build(self, program: Program) -> Executable:
+        jaxpr, nodes = program.jaxpr, program.nodes
+        sources: list[str] = []
+        steps = []
+        for node in nodes:
+            if isinstance(node, ir.LoopNest):
+                kernel = self.render_loop(node)
+                steps.append(driver.Step(node, self._load(kernel, sources), kernel))
+            else:
+                steps.append(self._call_step(node, program, sources))
+        plan = driver.donation_plan(jaxpr, nodes, program.donated)
+        src, hosts = driver.render_driver(jaxpr, steps, plan)
+        module = cache.load_module(src, self.name, self.config_key())
+        sources.append(src)
+        consts = [np.asarray(core.to_numpy(c), order="C") for c in program.consts]
+        parallel = any(s.kernel is not None and s.kernel.parallel for s in steps)
+        run = blas.with_numba_threads(module.driver) if parallel else module.driver
+        nested = {v for n in nodes if isinstance(n, ir.LoopNest) for v in n.outputs}
+        fresh = tuple(isinstance(v, Var) and v in nested and jaxpr.outvars.count(v) == 1
+                      for v in jaxpr.outvars)
+        return Executable("cpu", run, [*hosts, *consts], jaxpr, sources,
+                          tuple(i for _, i in plan), fresh)
+
+    def _load(self, kernel: ir.Kernel, sources: list[str]) -> str:
+        sources.append(kernel.source)
+        return cache.load_module(kernel.source, self.name, self.config_key()).__name__
+
+    def _call_step(self, node: ir.LibraryCall, program: Program,
+                   sources: list[str]) -> driver.Step:
+        """A library call: compiled control flow (or its host loop), a library rule, or the
+        primitive's eager implementation."""
+        eqn = node.eqn
+        low = registry.lowering(eqn.primitive, "cpu")
+        if low is not None and low.statements is not None:
+            try:
+                kernel = control_flow.render(eqn)
+            except Unsupported:
+                return driver.Step(node, host=low.host(
+                    eqn, lambda sub: self._compile_sub(sub, program.name)))
+            return driver.Step(node, self._load(kernel, sources), kernel)
+        rule = registry.library(eqn, "cpu")
+        if rule is None or rule is EAGER:
+            warn_unlowered(eqn.primitive)
+            dtypes = tuple(v.aval.dtype for v in eqn.outvars)
+            return driver.Step(node, host=EagerCall(eqn.primitive, dict(eqn.params), dtypes))
+        return driver.Step(node, call=rule)
+
+    def _compile_sub(self, closed: ClosedJaxpr, name: str):
+        """A sub-jaxpr of host-driven control flow, compiled on its own."""
+        exe = pipeline.compile_with(closed, self, name=name)
+        return lambda *args: exe(*args)

@@ -1,0 +1,70 @@
+"""The kernel graph: what fusion makes of a jaxpr (loop nests and library calls) and what a
+backend renders for one node (a Kernel: module source plus how its driver runs it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from numbax._src.core import JaxprEqn, Var
+
+
+@dataclass(eq=False)
+class LoopNest:
+    """Equations over one iteration space (`shape`), optionally reducing `reduce_axes`."""
+
+    shape: tuple[int, ...]
+    eqns: list[JaxprEqn] = field(default_factory=list)
+    reduce_axes: tuple[int, ...] | None = None
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+    reduced: set = field(default_factory=set)  # outvars of reductions in this nest
+    # A row group (fusion.fuse_rows): the equations split into passes, each ("row", eqns)
+    # looping over the reduced trailing axes or ("outer", eqns) run once per outer index;
+    # None otherwise.
+    passes: list | None = None
+
+
+@dataclass(eq=False)
+class LibraryCall:
+    """One equation the driver runs on its own: a library kernel, a view, control flow, or the
+    primitive's eager implementation."""
+
+    eqn: JaxprEqn
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+
+
+Node = LoopNest | LibraryCall
+
+
+def node_eqns(node: Node) -> list[JaxprEqn]:
+    return node.eqns if isinstance(node, LoopNest) else [node.eqn]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One CUDA launch of a kernel module's function: grid and block sizes, and its arguments
+    as references into the driver's buffers — ("in", k), ("out", k) or ("scratch", k); None
+    means every input, then every output, then every scratch buffer."""
+
+    function: str
+    blocks: int
+    threads: int
+    args: tuple[tuple[str, int], ...] | None = None
+
+
+@dataclass
+class Kernel:
+    """A rendered kernel module and how the driver runs it.
+
+    CPU: `parallel` says the kernel holds a prange loop; `views` gives, per argument (inputs
+    then outputs), the shape of the reshaped view the driver passes (None: the array as is).
+    CUDA: `launches` in order, with `scratch` device buffers (size, dtype) allocated before
+    them and passed after the outputs."""
+
+    source: str
+    parallel: bool = False
+    views: tuple[tuple[int, ...] | None, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -1,0 +1,328 @@
+"""Lowerings of the elementwise primitives (lax/elementwise.py, add_any, stop_gradient).
+
+Each primitive's scalar form inside fused loop nests is written once against Numba's CPU
+target (numpy functions, `sc.*` helpers); the CPU overrides it with its vectorised fast math
+(`fm.*`), CUDA with libdevice's `math.*` and, for complex operands, the device helpers of
+cuda/runtime/complex.py. The array form is what compiled control flow on the CPU runs."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src.compiler.lowerings.forms import (
+    FLOAT_KINDS,
+    Unsupported,
+    array_call,
+    array_infix,
+    bitcast,
+    by_float_width,
+    by_kind,
+    call,
+    complex_or,
+    const,
+    convert,
+    infix,
+    integer_pow,
+    involves_complex,
+    no_complex,
+    operand_dtype,
+    prefix,
+    select_n,
+    shift,
+    template,
+)
+from numbax._src.compiler.registry import EqnPredicate, Fusion, ScalarRule, register
+from numbax._src.compiler.source import dtype_ctor, render_scalar
+from numbax._src.core import JaxprEqn, Primitive
+from numbax._src.custom_derivatives import stop_gradient_p
+from numbax._src.interpreters.ad import add_any_p
+from numbax._src.lax import elementwise as lx
+
+
+def elementwise(prim: Primitive, scalar: ScalarRule | None, array: ScalarRule | None = None, *,
+                ok: EqnPredicate | None = None, cast: bool = True, cpu: ScalarRule | None = None,
+                cuda: ScalarRule | None = None, cuda_complex: ScalarRule | None = None) -> None:
+    """Registers an elementwise primitive: its neutral scalar form (`ok`: the equations it
+    covers), the array form for compiled control flow (CPU), and per-backend scalar forms.
+    CUDA fuses an equation with complex operands only through `cuda_complex`."""
+    register(prim, Fusion.ELEMENTWISE, scalar=scalar, scalar_ok=ok, cast=cast)
+    if array is not None:
+        register(prim, backend="cpu", array=array)
+    if cpu is not None:
+        register(prim, backend="cpu", scalar=cpu)
+    real = cuda or scalar
+    if cuda_complex is None:
+        cuda_ok = (lambda e: not involves_complex(e) and (ok is None or ok(e)))
+        cuda_rule = real
+    else:
+        cuda_ok = (lambda e: involves_complex(e) or ok is None or ok(e))
+        cuda_rule = complex_or(real, cuda_complex) if real is not None else cuda_complex
+    register(prim, backend="cuda", scalar=cuda_rule, scalar_ok=cuda_ok)
+
+
+def _fastmath(name: str, other: ScalarRule | None) -> ScalarRule:
+    """The CPU's vectorisable `fm.<name>_f32/_f64` for float32/float64, `other` otherwise."""
+    def rule(args, eqn):
+        dtype = operand_dtype(eqn)
+        if dtype in (np.float32, np.float64):
+            return f"fm.{name}_{'f32' if dtype == np.float32 else 'f64'}({args[0]})"
+        return other(args, eqn)
+
+    return rule
+
+
+def _math(fn: str) -> ScalarRule:
+    return call(f"math.{fn}")
+
+
+def _c(fn: str) -> ScalarRule:
+    """A complex device helper of CUDA (cuda/runtime/complex.py, reached as sc.c_<fn>)."""
+    return call(f"sc.c_{fn}")
+
+
+def _one_over(inner: ScalarRule) -> ScalarRule:
+    return lambda args, eqn: f"({render_scalar(1, operand_dtype(eqn))} / {inner(args, eqn)})"
+
+
+def _floats_only(eqn: JaxprEqn) -> bool:
+    return no_complex(eqn)
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+_ADD = by_kind(infix("+"), infix("+"), infix("|"))
+elementwise(lx.add_p, _ADD, array_infix("+", "|"), cuda_complex=infix("+"))
+elementwise(add_any_p, _ADD, array_infix("+", "|"), cuda_complex=infix("+"))
+elementwise(lx.sub_p, infix("-"), array_infix("-"), cuda_complex=infix("-"))
+elementwise(lx.mul_p, by_kind(infix("*"), infix("*"), infix("&")), array_infix("*", "&"),
+            cuda_complex=infix("*"))
+
+
+def _array_div(args, eqn):
+    if operand_dtype(eqn).kind not in FLOAT_KINDS:
+        raise Unsupported("div")
+    return f"({args[0]} / {args[1]})"
+
+
+elementwise(lx.div_p, by_kind(complex_or(infix("/"), template("sc.complex_div({0}, {1})")),
+                              call("sc.cdiv")), _array_div,
+            cuda=by_kind(infix("/"), call("sc.cdiv")), cuda_complex=_c("div"))
+elementwise(lx.rem_p, by_kind(call("np.fmod"), call("sc.crem")), array_call("np.fmod"),
+            ok=no_complex, cuda=by_kind(_math("fmod"), call("sc.crem")))
+elementwise(lx.pow_p, call("np.power"), array_call("np.power"),
+            cuda=by_kind(_math("pow"), infix("**")), cuda_complex=_c("pow"))
+
+
+def _fmax_expr(a: str, b: str) -> str:
+    return f"({a} if ({a} != {a} or {a} >= {b}) else {b})"
+
+
+def _fmin_expr(a: str, b: str) -> str:
+    return f"({a} if ({a} != {a} or {a} <= {b}) else {b})"
+
+
+elementwise(lx.max_p, by_kind(call("sc.fmax"), call("max")), array_call("np.maximum", "fciu"),
+            ok=no_complex, cuda=by_kind(lambda a, e: _fmax_expr(*a), call("max")))
+elementwise(lx.min_p, by_kind(call("sc.fmin"), call("min")), array_call("np.minimum", "fciu"),
+            ok=no_complex, cuda=by_kind(lambda a, e: _fmin_expr(*a), call("min")))
+elementwise(lx.atan2_p, call("np.arctan2"), array_call("np.arctan2"), cuda=_math("atan2"))
+
+
+def _integer_pow_array(args, eqn):
+    y = eqn.params["y"]
+    if 1 <= y <= 4:
+        return "(" + " * ".join([args[0]] * y) + ")"
+    return f"np.power({args[0]}, {const(eqn, y)})"
+
+
+elementwise(lx.integer_pow_p, integer_pow("sc.ipow"), _integer_pow_array,
+            cuda_complex=integer_pow("sc.ipow", div="sc.c_div"))
+elementwise(lx.square_p, template("({0} * {0})"), template("({0} * {0})"),
+            cuda_complex=template("({0} * {0})"))
+elementwise(lx.neg_p, prefix("-"), prefix("-"), cuda_complex=prefix("-"))
+
+
+def _sign_cuda(args, eqn):
+    x, dtype = args[0], operand_dtype(eqn)
+    one, zero = render_scalar(1, dtype), render_scalar(0, dtype)
+    if dtype.kind == "u":
+        return f"({one} if {x} > 0 else {zero})"
+    if dtype.kind == "f":
+        zero = x  # keeps NaN and signed zeros
+    return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {zero}))"
+
+
+elementwise(lx.sign_p, call("np.sign"), array_call("np.sign", "fiu"), ok=no_complex,
+            cuda=_sign_cuda, cuda_complex=_c("sign"))
+elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"))
+
+# ----------------------------------------------------------------------------- bits and logic
+
+elementwise(lx.and_p, infix("&"), array_infix("&", "&"))
+elementwise(lx.or_p, infix("|"), array_infix("|", "|"))
+elementwise(lx.xor_p, infix("^"), array_infix("^", "^"))
+
+
+def _not_array(args, eqn):
+    if operand_dtype(eqn) == np.bool_:
+        return f"np.logical_not({args[0]})"
+    return f"(~{args[0]})"
+
+
+elementwise(lx.not_p, by_kind(None, prefix("~"), template("(not {0})")), _not_array)
+elementwise(lx.shift_left_p, shift("left"), cuda=shift("left", literal_ok=True))
+elementwise(lx.shift_right_arithmetic_p, shift("arithmetic"),
+            cuda=shift("arithmetic", literal_ok=True))
+elementwise(lx.shift_right_logical_p, shift("logical"), cuda=shift("logical", literal_ok=True))
+elementwise(lx.population_count_p, None, cuda=call("sc.popcount"))
+
+# ----------------------------------------------------------------------------- comparisons
+
+for _prim, _op in ((lx.eq_p, "=="), (lx.ne_p, "!=")):
+    elementwise(_prim, infix(_op), array_infix(_op, _op), cast=False, cuda_complex=infix(_op))
+for _prim, _op, _complex in ((lx.lt_p, "<", "sc.complex_lt({0}, {1})"),
+                             (lx.le_p, "<=", "sc.complex_le({0}, {1})"),
+                             (lx.gt_p, ">", "sc.complex_lt({1}, {0})"),
+                             (lx.ge_p, ">=", "sc.complex_le({1}, {0})")):
+    elementwise(_prim, complex_or(infix(_op), template(_complex)), array_infix(_op), cast=False,
+                cuda=infix(_op))
+elementwise(lx.is_finite_p, call("np.isfinite"), array_call("np.isfinite"), cast=False,
+            cuda=_math("isfinite"), cuda_complex=_c("isfinite"))
+
+# ----------------------------------------------------------------------------- transcendental
+
+for _prim, _np, _cmath in ((lx.sin_p, "np.sin", "sin"), (lx.cos_p, "np.cos", "cos"),
+                           (lx.tan_p, "np.tan", "tan"), (lx.asin_p, "np.arcsin", "asin"),
+                           (lx.acos_p, "np.arccos", "acos"), (lx.atan_p, "np.arctan", "atan"),
+                           (lx.sinh_p, "np.sinh", "sinh"), (lx.cosh_p, "np.cosh", "cosh"),
+                           (lx.asinh_p, "np.arcsinh", "asinh"),
+                           (lx.acosh_p, "np.arccosh", "acosh"),
+                           (lx.atanh_p, "np.arctanh", "atanh"), (lx.sqrt_p, "np.sqrt", "sqrt")):
+    elementwise(_prim, call(_np), array_call(_np), cuda=_math(_cmath), cuda_complex=_c(_cmath))
+# the CPU's vectorised fast math (cpu/runtime/fastmath.py) for float32/float64
+for _prim, _name in ((lx.exp_p, "exp"), (lx.log_p, "log"), (lx.log1p_p, "log1p"),
+                     (lx.expm1_p, "expm1"), (lx.tanh_p, "tanh")):
+    elementwise(_prim, call(f"np.{_name}"), array_call(f"np.{_name}"),
+                cpu=_fastmath(_name, call(f"np.{_name}")), cuda=_math(_name),
+                cuda_complex=_c(_name))
+    register(_prim, backend="cpu", heavy=True)
+elementwise(lx.exp2_p, call("np.exp2"), array_call("np.exp2"),
+            cuda=lambda a, e: f"math.pow({render_scalar(2, operand_dtype(e))}, {a[0]})",
+            cuda_complex=_c("exp2"))
+
+
+def _logistic_array(args, eqn):
+    return f"({const(eqn, 1)} / ({const(eqn, 1)} + np.exp(-{args[0]})))"
+
+
+def _logistic_cuda(args, eqn):
+    one = render_scalar(1, operand_dtype(eqn))
+    return f"({one} / ({one} + math.exp(-{args[0]})))"
+
+
+elementwise(lx.logistic_p, call("sc.logistic"), _logistic_array, ok=_floats_only,
+            cpu=_fastmath("logistic", call("sc.logistic")),
+            cuda=by_float_width(call("sc.logistic_f32"), _logistic_cuda))
+elementwise(lx.erf_p, call("math.erf"), ok=_floats_only, cpu=_fastmath("erf", call("math.erf")))
+elementwise(lx.erfc_p, call("math.erfc"), ok=_floats_only)
+elementwise(lx.lgamma_p, call("math.lgamma"), ok=_floats_only)
+# erf_inv: the CPU's fast math only (float16 runs scipy's through the eager impl); CUDA's own
+elementwise(lx.erf_inv_p, None, ok=_floats_only,
+            cuda=by_float_width(call("sc.erfinv_f32"), template("sc.erfinv(np.float64({0}))")))
+register(lx.erf_inv_p, backend="cpu", scalar=_fastmath("erf_inv", None),
+         scalar_ok=lambda e: operand_dtype(e) in (np.float32, np.float64))
+for _prim in (lx.logistic_p, lx.erf_p, lx.erf_inv_p):
+    register(_prim, backend="cpu", heavy=True)
+elementwise(lx.rsqrt_p, _one_over(call("np.sqrt")),
+            lambda a, e: f"({const(e, 1)} / np.sqrt({a[0]}))", cuda=_one_over(_math("sqrt")),
+            cuda_complex=lambda a, e: f"sc.c_div({const(e, 1)}, sc.c_sqrt({a[0]}))")
+elementwise(lx.cbrt_p, call("np.cbrt"), array_call("np.cbrt"), cuda=call("cuda.cbrt"))
+# special functions: CUDA's device versions; the CPU runs scipy through the eager impl
+elementwise(lx.digamma_p, None, cuda=template("sc.digamma(np.float64({0}))"))
+elementwise(lx.polygamma_p, None,
+            cuda=template("sc.polygamma(np.float64({0}), np.float64({1}))"))
+elementwise(lx.nextafter_p, None,
+            cuda=by_float_width(call("sc.nextafter32"), call("sc.nextafter64")))
+
+# ----------------------------------------------------------------------------- rounding
+
+
+def _round(even: str) -> ScalarRule:
+    return lambda args, eqn: (f"{even}({args[0]})" if eqn.params.get("rounding_method", 0) == 1
+                              else f"sc.round_away({args[0]})")
+
+
+elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_math("floor"))
+elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_math("ceil"))
+elementwise(lx.round_p, _round("np.rint"), cuda=_round("sc.round_even"))
+
+# ----------------------------------------------------------------------------- complex parts
+
+elementwise(lx.real_p, template("{0}.real"), cuda_complex=template("{0}.real"))
+elementwise(lx.imag_p, template("{0}.imag"), cuda_complex=template("{0}.imag"))
+elementwise(lx.conj_p, call("np.conj"), cuda=template("{0}"),
+            cuda_complex=lambda a, e: (f"{a[0]}.conjugate()"
+                                       if operand_dtype(e).kind == "c" else a[0]))
+elementwise(lx.complex_p, None, cuda_complex=template("complex({0}, {1})"))
+
+# ----------------------------------------------------------------------------- selection
+
+
+def _full(eqn: JaxprEqn, x: str) -> str:
+    return f"np.full({eqn.outvars[0].aval.shape}, {x})"
+
+
+def _select_n_array(args, eqn):
+    shape = eqn.outvars[0].aval.shape
+    which = args[0] if eqn.invars[0].aval.ndim else _full(eqn, args[0])
+    cases = [c if x.aval.ndim else f"np.full({shape}, {c})"
+             for c, x in zip(args[1:], eqn.invars[1:], strict=True)]
+    if len(cases) == 1:
+        return cases[0]
+    if operand_dtype(eqn) == np.bool_:
+        return f"np.where({which}, {cases[1]}, {cases[0]})"
+    expr = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        expr = f"np.where({which} <= {k}, {cases[k]}, {expr})"
+    return expr
+
+
+elementwise(lx.select_n_p, select_n, _select_n_array, cuda_complex=select_n)
+
+
+def _clamp_cuda(args, eqn):
+    lo, x, hi = args
+    if operand_dtype(eqn, 1).kind in "iub":
+        return f"min(max({x}, {lo}), {hi})"
+    return _fmin_expr(_fmax_expr(x, lo), hi)
+
+
+elementwise(lx.clamp_p, call("sc.clamp"), template("np.minimum(np.maximum({1}, {0}), {2})"),
+            ok=no_complex, cuda=_clamp_cuda)
+
+# ----------------------------------------------------------------------------- conversions
+
+
+def _convert_array(args, eqn):
+    dst = np.dtype(eqn.params["new_dtype"])
+    if dst == np.bool_:
+        return f"({args[0]} != 0)"
+    return f"{args[0]}.astype({dtype_ctor(dst)})"
+
+
+elementwise(lx.convert_element_type_p, convert, _convert_array, cuda_complex=convert)
+
+
+def _same_width_numbers(eqn: JaxprEqn) -> bool:
+    src, dst = operand_dtype(eqn), np.dtype(eqn.params["new_dtype"])
+    return src.itemsize == dst.itemsize and src.kind in "iuf" and dst.kind in "iuf"
+
+
+def _bitcast_view(eqn: JaxprEqn, ins: list[str]) -> str:
+    """The driver's form: a same-width bitcast of a whole array is a numpy view."""
+    return f"[{ins[0]}.view(np.dtype({np.dtype(eqn.params['new_dtype']).name!r}))]"
+
+
+elementwise(lx.bitcast_convert_type_p, bitcast, ok=_same_width_numbers)
+register(lx.bitcast_convert_type_p, backend="cpu", library=_bitcast_view,
+         library_ok=_same_width_numbers)
+elementwise(stop_gradient_p, template("{0}"), template("{0}"), cuda_complex=template("{0}"))

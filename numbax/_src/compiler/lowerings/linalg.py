@@ -1,0 +1,42 @@
+"""Lowerings of the linear-algebra primitives (lax/linalg.py) and sort (lax/sort.py).
+
+On the CPU the driver runs their eager implementations, which call LAPACK through numpy and
+scipy: the same NaN-on-failure, batching and sign conventions as eager, and nothing to compile
+(Numba's LAPACK wrappers raise on failure and cost seconds of compile time each; the work is
+in LAPACK either way). CUDA runs one block per matrix (cuda/kernels/linalg.py) and bitonic
+tiles with merge passes for sort (cuda/kernels/sort.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src.compiler.cuda import driver as cuda_driver
+from numbax._src.compiler.cuda.kernels import jacobi as cuda_jacobi
+from numbax._src.compiler.cuda.kernels import linalg as cuda_linalg
+from numbax._src.compiler.cuda.kernels import sort as cuda_sort
+from numbax._src.compiler.lowerings.forms import no_complex
+from numbax._src.compiler.registry import EAGER, register
+from numbax._src.core import JaxprEqn
+from numbax._src.lax import linalg as ll
+from numbax._src.lax import sort as lsort
+
+
+def _real_floats(eqn: JaxprEqn) -> bool:
+    """The CUDA kernels' dtypes: float32/float64 (complex matrices stay on the CPU)."""
+    return all(v.aval.dtype in (np.float32, np.float64) for v in eqn.invars)
+
+
+def _nonempty_matrices(eqn: JaxprEqn) -> bool:
+    return _real_floats(eqn) and 0 not in eqn.invars[0].aval.shape[-2:]
+
+
+for _prim, _render, _ok in ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
+                            (ll.triangular_solve_p, cuda_linalg.triangular_solve, _real_floats),
+                            (ll.lu_p, cuda_linalg.lu, _real_floats),
+                            (ll.qr_p, cuda_linalg.qr, _nonempty_matrices),
+                            (ll.eigh_p, cuda_jacobi.eigh, _real_floats),
+                            (ll.svd_p, cuda_jacobi.svd, _nonempty_matrices)):
+    register(_prim, backend="cpu", library=EAGER)
+    register(_prim, backend="cuda", library=cuda_driver.planned(_render), library_ok=_ok)
+register(lsort.sort_p, backend="cpu", library=EAGER)
+register(lsort.sort_p, backend="cuda", library=cuda_driver.planned(cuda_sort.render),
+         library_ok=no_complex)

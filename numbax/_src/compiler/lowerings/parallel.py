@@ -1,0 +1,11 @@
+"""Collectives (lax/parallel.py) under jit: compiled only inside pmap workers, where their eager
+implementations are the workers' shared-memory exchanges (parallel/collectives.py installs
+them), so the driver calls those between kernels."""
+from __future__ import annotations
+
+from numbax._src.compiler.registry import EAGER, register
+from numbax._src.lax import parallel as lp
+
+for _prim in (lp.psum_p, lp.pmax_p, lp.pmin_p, lp.all_gather_p, lp.ppermute_p,
+              lp.psum_scatter_p, lp.axis_index_p):
+    register(_prim, backend="cpu", library=EAGER)

@@ -1,0 +1,144 @@
+"""Lowerings of the shape primitives (lax/shape_ops.py): broadcasts and iota join loop nests;
+reshapes are views; transposes, slices, reversals, pads and concatenations are library calls
+(numpy views or copies in the CPU driver, index kernels on CUDA)."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src.compiler.cuda import driver as cuda_driver
+from numbax._src.compiler.cuda.kernels import index as cuda_index
+from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
+from numbax._src.compiler.registry import Fusion, register
+from numbax._src.compiler.source import dtype_ctor, render_value
+from numbax._src.core import JaxprEqn
+from numbax._src.lax import shape_ops as ls
+
+
+def _kc(fn: str, *parts: str) -> str:
+    """A call of a cpu/runtime/kernels.py function, as the driver's list of outputs."""
+    return f"[kc.{fn}({', '.join(parts)})]"
+
+
+def _contig(x: str) -> str:
+    return f"np.ascontiguousarray({x})"
+
+
+def _full(eqn: JaxprEqn, x: str) -> str:
+    return f"np.full({eqn.outvars[0].aval.shape}, {x})"
+
+
+# ----------------------------------------------------------------------------- broadcast_in_dim
+
+
+def _broadcast_array(args, eqn):
+    x, shape = eqn.invars[0], eqn.params["shape"]
+    if x.aval.ndim == 0:
+        return _full(eqn, args[0])
+    expanded = [1] * len(shape)
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        expanded[d] = x.aval.shape[i]
+    return f"np.broadcast_to({_contig(args[0])}.reshape({tuple(expanded)}), {shape}).copy()"
+
+
+# the CPU driver runs what does not fuse (complex, 0-d) through the eager impl
+register(ls.broadcast_in_dim_p, Fusion.BROADCAST)
+register(ls.broadcast_in_dim_p, backend="cpu", scalar_ok=no_complex, array=_broadcast_array)
+register(ls.broadcast_in_dim_p, backend="cuda", library=cuda_driver.CudaDriver.view)
+
+# ----------------------------------------------------------------------------- reshapes
+
+
+def _reshape_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    return f"[{ins[0]}.reshape({eqn.outvars[0].aval.shape})]"
+
+
+def _reshape_array(args, eqn):
+    x, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    if out.ndim == 0:
+        return args[0] if x.ndim == 0 else f"{_contig(args[0])}.reshape(-1)[0]"
+    if x.ndim == 0:
+        return _full(eqn, args[0])
+    return f"{_contig(args[0])}.reshape({out.shape}).copy()"
+
+
+for _prim in (ls.reshape_p, ls.squeeze_p):
+    register(_prim, backend="cpu", library=_reshape_library, array=_reshape_array)
+    register(_prim, backend="cuda", library=cuda_driver.CudaDriver.view)
+register(ls.copy_p, backend="cpu", library=lambda eqn, ins: f"[np.array({ins[0]})]")
+register(ls.copy_p, backend="cuda", library=cuda_driver.CudaDriver.view)
+
+# ----------------------------------------------------------------------------- transpose
+
+
+def _transpose_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    perm = render_value(eqn.params["permutation"])
+    return f"[np.ascontiguousarray(np.transpose({ins[0]}, {perm}))]"
+
+
+register(ls.transpose_p, backend="cpu", library=_transpose_library,
+         array=lambda a, e: _contig(f"{a[0]}.transpose({e.params['permutation']})"))
+register(ls.transpose_p, backend="cuda", library=cuda_driver.CudaDriver.transpose)
+
+# ----------------------------------------------------------------------------- slices, pads
+
+
+def _slice_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("slice_", ins[0], *(render_value(p[k]) for k in (
+        "start_indices", "limit_indices", "strides")))
+
+
+def _slice_array(args, eqn):
+    p = eqn.params
+    strides = p["strides"] or (1,) * len(p["start_indices"])
+    parts = [f"{s}:{e}:{st}" for s, e, st in
+             zip(p["start_indices"], p["limit_indices"], strides, strict=True)]
+    return f"{args[0]}[{', '.join(parts)}].copy()"
+
+
+register(ls.slice_p, backend="cpu", library=_slice_library, array=_slice_array)
+register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slice_))
+register(ls.rev_p, backend="cpu",
+         library=lambda e, ins: _kc("rev", ins[0], render_value(e.params["dimensions"])))
+register(ls.rev_p, backend="cuda", library=cuda_driver.planned(cuda_index.rev))
+register(ls.pad_p, backend="cpu",
+         library=lambda e, ins: _kc("pad", ins[0], ins[1],
+                                    render_value(e.params["padding_config"])))
+register(ls.pad_p, backend="cuda", library=cuda_driver.planned(cuda_index.pad))
+
+
+def _concatenate_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    return f"[np.concatenate(({''.join(a + ', ' for a in ins)}), axis={eqn.params['dimension']})]"
+
+
+def _concatenate_array(args, eqn):
+    if any(x.aval.ndim == 0 for x in eqn.invars):
+        raise Unsupported("concatenate")
+    return f"np.concatenate(({''.join(x + ', ' for x in args)}), axis={eqn.params['dimension']})"
+
+
+register(ls.concatenate_p, backend="cpu", library=_concatenate_library,
+         array=_concatenate_array)
+register(ls.concatenate_p, backend="cuda", library=cuda_driver.planned(cuda_index.concatenate))
+
+# ----------------------------------------------------------------------------- iota
+
+
+def _iota_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return _kc("iota", render_value(np.dtype(p["dtype"])), render_value(p["shape"]),
+               render_value(p["dimension"]))
+
+
+def _iota_array(args, eqn):
+    out = eqn.outvars[0].aval
+    if out.ndim != 1:
+        raise Unsupported("iota")
+    return f"np.arange({out.shape[0]}).astype({dtype_ctor(out.dtype)})"
+
+
+# iota joins nests as the loop index along its dimension (integers and floats)
+register(ls.iota_p, Fusion.SOURCE,
+         scalar_ok=lambda e: e.outvars[0].aval.dtype.kind in "iuf")
+register(ls.iota_p, backend="cpu", library=_iota_library, array=_iota_array)
+register(ls.iota_p, backend="cuda", library=cuda_driver.planned(cuda_index.iota))

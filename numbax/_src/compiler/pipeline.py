@@ -1,0 +1,27 @@
+"""The backend-neutral front of compilation: inline call-like equations, check, simplify and
+partition into a kernel graph; the backend renders what comes out."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from numbax._src import core
+from numbax._src.compiler import fusion, inline, passes
+from numbax._src.compiler.backend import Backend, Executable, Program
+from numbax._src.core import ClosedJaxpr, Jaxpr
+
+
+def prepare(jaxpr: Jaxpr) -> Jaxpr:
+    """The jaxpr with call-like equations inlined, typechecked and simplified."""
+    return passes.simplify(core.check_jaxpr(inline.inline_calls(jaxpr)))
+
+
+def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
+                 name: str = "", device: Any = None) -> Executable:
+    """`closed` compiled by `backend` (donated: input positions outputs may be written into)."""
+    jaxpr = prepare(closed.jaxpr)
+    nodes = fusion.partition(jaxpr, backend.fusible)
+    consts: Sequence[Any] = closed.consts
+    exe = backend.build(Program(jaxpr, nodes, list(consts), donated, name, device))
+    exe.out_weak = tuple(x.aval.weak_type for x in closed.jaxpr.outvars)
+    return exe

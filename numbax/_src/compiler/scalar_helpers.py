@@ -1,0 +1,86 @@
+"""Scalar helpers that generated kernels call, written once as plain Python and compiled by each
+backend (`njit(inline="always")` in cpu/runtime/scalars.py, `cuda.jit(device=True)` in
+cuda/runtime/device.py). They give numpy's and XLA's integer and rounding semantics where
+Numba's operators differ (division by zero, negative quotients, over-wide shifts).
+
+Only operations both Numba targets compile belong here: arithmetic, comparisons and `math`
+functions that return floats."""
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable
+
+import numpy as np
+
+
+def cdiv(a, b):
+    """Integer division rounding toward zero; division by zero gives 0."""
+    if b == 0:
+        return a - a
+    q = a // b
+    if q < 0 and q * b != a:
+        q += 1
+    return q
+
+
+def crem(a, b):
+    """Integer remainder with the sign of the dividend (C fmod); by zero gives 0."""
+    if b == 0:
+        return a - a
+    return a - cdiv(a, b) * b
+
+
+def ipow(x, y):
+    """x**y for a non-negative integer y by repeated squaring."""
+    acc = x - x + 1
+    base = x
+    while y > 0:
+        if y & 1:
+            acc = acc * base
+        base = base * base
+        y >>= 1
+    return acc
+
+
+def round_away(x):
+    """Rounds half away from zero (lax.round's default), in float64: adding and removing 2**52
+    rounds |x| to the nearest even integer exactly, and a fraction of exactly one half left
+    behind is rounded up (0.49999999999999994 gives 0, 2.5 gives 3, -0.3 gives -0.0)."""
+    x = np.float64(x)  # explicit: the CUDA simulator runs this on numpy scalars (NEP 50)
+    y = abs(x)
+    if not y < 4503599627370496.0:  # nan, inf and |x| >= 2**52 are integers already
+        return x
+    r = (y + 4503599627370496.0) - 4503599627370496.0
+    if y - r == 0.5:
+        r = r + 1.0
+    return math.copysign(r, x)
+
+
+def shift_left(x, y, bits):
+    """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
+    return x << y if 0 <= y < bits else x ^ x
+
+
+def shift_right_arithmetic(x, y, bits, unsigned):
+    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
+    if 0 <= y < bits:
+        return x >> y
+    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
+
+
+def shift_right_logical(ux, uy, bits):
+    """lax.shift_right_logical on the unsigned view of the operand (cast back by the caller)."""
+    return ux >> uy if uy < bits else ux ^ ux
+
+
+SHARED = (cdiv, crem, ipow, round_away, shift_left, shift_right_arithmetic, shift_right_logical)
+
+
+def compile_into(namespace: dict, decorate: Callable) -> None:
+    """Compiles every SHARED helper with `decorate` into `namespace` (a runtime module's
+    globals), each one calling the others through that namespace's compiled versions."""
+    namespace.setdefault("math", math)
+    namespace.setdefault("np", np)
+    for fn in SHARED:
+        namespace[fn.__name__] = decorate(types.FunctionType(fn.__code__, namespace, fn.__name__))

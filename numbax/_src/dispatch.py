@@ -1,0 +1,108 @@
+"""Eager execution, installed into core: each primitive bound outside any transform runs its
+numpy implementation (core.impl_rules) on the host, or, when an operand lives on a GPU, a
+one-equation CUDA program compiled once per (primitive, params, avals, device).
+
+core cannot import Array or the compiler (they sit above it), so this module hands core the
+function its EvalTrace calls (`core.install_eager`). GPU eager ops follow JAX's rule: numpy
+arrays, scalars and uncommitted Arrays move to the GpuArray's device; an Array committed to
+another device raises ValueError. A primitive without a CUDA lowering (or whose compile fails)
+runs on the host, giving a CPU result."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src import compiler, core
+from numbax._src.array import Array, GpuArray, committed_device
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from numbax._src.config import config
+from numbax._src.jit import run_executable
+
+_GPU_CACHE: dict[tuple, Any] = {}
+GPU_FALLBACKS: dict[tuple, str] = {}  # key -> why it runs on the host (for debugging)
+_HOST = object()
+
+
+def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> list:
+    """Runs `primitive` on concrete operands; its outputs as Arrays."""
+    if GpuArray.created:  # once a GpuArray exists, eager ops on GpuArrays stay on the GPU
+        outs = _on_gpu(primitive, tracers, params)
+        if outs is not None:
+            return outs
+    avals = [core.get_aval(x) for x in tracers]
+    out_avals = core.abstract_eval(primitive, avals, params)
+    impl = core.impl_rules.get(primitive)
+    if impl is None:
+        raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
+    outs = impl(*[core.to_numpy(x) for x in tracers], **params)
+    results = []
+    for out, aval in zip(outs, out_avals, strict=True):
+        if isinstance(out, Array):
+            results.append(out)
+            continue
+        out = np.asarray(out)
+        if out.dtype != aval.dtype:
+            out = out.astype(aval.dtype)
+        results.append(Array._from_numpy(out, aval.weak_type))
+    if config.jax_debug_nans:
+        check_nans(primitive, results)
+    return results
+
+
+def check_nans(primitive: core.Primitive, results: list) -> None:
+    """jax_debug_nans: raises FloatingPointError naming the primitive that made a NaN."""
+    for r in results:
+        value = r._value
+        if value.dtype.kind in "fc" and np.isnan(value).any():
+            raise FloatingPointError(
+                f"jax_debug_nans: invalid value (nan) encountered in {primitive.name}. "
+                "Turn jax_debug_nans off once the source is found."
+            )
+
+
+def _gpu_program(primitive: core.Primitive, params: dict, avals: tuple, device):
+    from numbax._src.interpreters import partial_eval as pe
+
+    def one(*xs):
+        out = primitive.bind(*xs, **params)
+        return list(out) if primitive.multiple_results else [out]
+
+    closed = pe.trace_to_closed_jaxpr(one, list(avals))
+    return compiler.compile(closed, "gpu", name=primitive.name, device=device)
+
+
+def _on_gpu(primitive: core.Primitive, tracers, params: dict) -> list | None:
+    """The outputs as GpuArrays, or None when no operand is a GpuArray or the primitive has no
+    CUDA lowering (the caller then runs the host path)."""
+    if not any(type(x) is GpuArray for x in tracers):
+        return None
+    device = committed_device(tracers, primitive.name, "operand")  # raises on two devices
+    avals = tuple(core.get_aval(x) for x in tracers)
+    key = (primitive, tuple(sorted(params.items())), avals, device)
+    try:
+        exe = _GPU_CACHE.get(key)
+    except TypeError:  # an unhashable param: not cached, host path
+        return None
+    if exe is None:
+        try:
+            with cuda_runtime.on_device(device.id):
+                exe = _gpu_program(primitive, params, avals, device)
+        except Exception as e:  # noqa: BLE001 - no lowering, bad input: the host path decides
+            GPU_FALLBACKS[key] = f"{type(e).__name__}: {e}"
+            exe = _HOST
+        _GPU_CACHE[key] = exe
+    if exe is _HOST:
+        return None
+    results = run_executable(exe, list(tracers))
+    if config.jax_debug_nans:
+        check_nans(primitive, results)
+    return results
+
+
+def gpu_cache_size() -> int:
+    """How many (primitive, params, avals, device) GPU programs were compiled (tests)."""
+    return sum(1 for v in _GPU_CACHE.values() if v is not _HOST)
+
+
+core.install_eager(apply_primitive)
