@@ -1,11 +1,11 @@
 """numbax.random: JAX's samplers on the threefry keys of prng.py, with JAX's exact transforms.
 
 Every sampler follows jax/_src/random/core.py (JAX 0.10) step for step, so the same key gives
-the same bits; values built only from bit operations (bits, split, fold_in, uniform, randint,
-bernoulli, permutation) are bit-identical to JAX, and those that go through transcendental
-functions (normal via erf_inv, gumbel, exponential, gamma) agree to a few ulp (numpy's libm and
-scipy's erfinv in place of XLA's polynomial approximations; under jit on the CPU erf_inv is
-fastmath's Giles approximation, XLA's float64 algorithm).
+the same bits. Values built only from bit operations (bits, split, fold_in, uniform, randint,
+bernoulli, permutation) are bit-identical to JAX, and so is `normal` in float32/float16 run
+eagerly (erf_inv's eager impl is XLA:CPU's float32 algorithm, see lax/erf_inv_xla.py); those
+that go through other transcendental functions (log, log1p, exp, erf, tan, ...: numpy's libm and
+scipy here, XLA's own approximations in JAX) agree to a few ulp.
 """
 from __future__ import annotations
 
@@ -213,10 +213,15 @@ def _normal_real(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal draws: sqrt(2) * erf_inv(u), u uniform in (-1, 1).
 
-    Unlike JAX: erf_inv is scipy's when run eagerly (within ~2 ulp), and under jit on the CPU
-    Giles' float64 approximation (within 8 ulp of scipy's; float32 computed through it and
-    rounded once, within 1 ulp), not XLA's float32 polynomial, so float32 values can differ
-    from JAX's in the last bit or two.
+    Run eagerly, float32 and float16 draws are JAX's bits (erf_inv's eager impl is XLA's float32
+    algorithm). Unlike JAX: under jit on the CPU, erf_inv is Giles' float64 approximation
+    rounded once, so compiled float32 draws can differ from JAX's in the last bit or two; float64
+    draws use scipy's erfinv (a few ulp from XLA's float64 polynomial).
+
+    >>> import numbax
+    >>> with numbax.config.override("jax_enable_x64", False):
+    ...     numbax.random.normal(numbax.random.PRNGKey(0), (2,))
+    Array([1.6226422, 2.0252647], dtype=float32)
     """
     data, _ = check_key("random.normal", key)
     dtype = _float_dtype("random.normal", dtype, "fc")
