@@ -483,6 +483,8 @@ class TestKeyApi:
         assert bool(k == random.key(42)) and not bool(k != random.key(42))
         _eq(random.key_data(random.key(5, dtype="threefry2x32")), random.PRNGKey(5))
         _eq(random.key_data(random.key(5, impl="threefry2x32")), random.PRNGKey(5))
+        _eq(random.key_data(random.key(5, impl=random.PRNGSpec("threefry2x32"))),
+            random.PRNGKey(5))
         keys = random.split(random.key(1), 4)
         _eq(keys == keys[np.array([0, 0, 2, 1])], [True, False, True, False])
 
@@ -514,6 +516,8 @@ class TestKeyApi:
     def test_bad_key_api_input_names_the_argument(self):
         with pytest.raises(NumbaxValueError, match="impl is 'rbg', expected 'threefry2x32'"):
             random.key(0, impl="rbg")
+        with pytest.raises(NumbaxValueError, match="impl is 'rbg'"):
+            random.PRNGKey(0, impl=random.PRNGSpec("rbg"))
         with pytest.raises(NumbaxValueError, match="both impl and dtype"):
             random.key(0, impl="threefry2x32", dtype="threefry2x32")
         with pytest.raises(NumbaxTypeError, match="impl has type int"):

@@ -37,7 +37,9 @@ def _resolve_impl(api: str, impl: Any, dtype: Any = None) -> None:
                 "same thing)."
             )
         impl = dtype
-    if impl is None or impl == _IMPL or isinstance(impl, (prng.KeyTy, PRNGSpec)):
+    if isinstance(impl, PRNGSpec):
+        impl = str(impl)
+    if impl is None or impl == _IMPL or isinstance(impl, prng.KeyTy):
         return
     if isinstance(impl, str):
         raise NumbaxValueError(
