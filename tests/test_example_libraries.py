@@ -1,5 +1,8 @@
 """numbax.example_libraries: stax layer shapes/params/outputs vs numpy, optimizers' first
 updates vs hand-written numpy formulas, pytree states, adam training, bad input."""
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -7,6 +10,10 @@ import numbax
 import numbax.numpy as jnp
 from numbax.errors import NumbaxTypeError, NumbaxValueError
 from numbax.example_libraries import optimizers, stax
+from tests.data.optimizer_problem import OPTIMIZERS, SCHEDULES, STEPS, initial_params, loss
+
+REF = json.loads((pathlib.Path(__file__).parent / "data" /
+                  "example_libraries_jax_reference.json").read_text())
 
 
 def _key(seed=0):
@@ -264,3 +271,111 @@ def test_optimizer_bad_inputs():
         optimizers.piecewise_constant([1, 2], [0.1, 0.2])
     with pytest.raises(NumbaxTypeError, match="JoinPoint"):
         optimizers.pack_optimizer_state({"a": 1.0})
+
+
+# ----------------------------------------------------------------------------- JAX's numbers
+
+
+@pytest.fixture
+def x32():
+    with numbax.config.override("jax_enable_x64", False):
+        yield
+
+
+@pytest.mark.usefixtures("x32")
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_trajectory_matches_jax(name):
+    """12 steps on a least-squares problem (a matrix, a vector and a scalar leaf), float32:
+    each step's parameters within 1e-5 of JAX's (XLA fuses multiply-adds; numpy rounds twice)."""
+    init, update, get_params = OPTIMIZERS[name](optimizers)
+    state = init(initial_params(jnp))
+    grad = numbax.grad(loss)
+    for i in range(STEPS):
+        state = update(i, grad(get_params(state)), state)
+        params, want = get_params(state), REF["trajectories"][name][i]
+        for k in ("w", "b", "s"):
+            assert params[k].dtype == np.float32
+            np.testing.assert_allclose(params[k], np.float32(want[k]), rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{name} step {i} {k}")
+
+
+@pytest.mark.usefixtures("x32")
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_schedule_matches_jax(name):
+    schedule = SCHEDULES[name](optimizers)
+    np.testing.assert_array_equal([np.float32(schedule(i)) for i in range(12)],
+                                  np.float32(REF["schedules"][name]))
+
+
+def _sm3_numpy(x, grads, step_size, momentum=0.9):
+    """SM3 written out with one accumulator vector per axis (Anil et al. 2019, Alg. 2)."""
+    x = np.array(x, np.float64)
+    m = np.zeros_like(x)
+    vs = [np.zeros(d) for d in x.shape]
+    for g in grads:
+        accum = np.full(x.shape, np.inf)
+        for j, v in enumerate(vs):
+            shape = [1] * x.ndim
+            shape[j] = -1
+            accum = np.minimum(accum, v.reshape(shape))
+        accum = accum + g * g
+        inv = np.where(accum > 0, 1 / np.sqrt(np.where(accum > 0, accum, 1)), 0)
+        m = (1 - momentum) * g * inv + momentum * m
+        x = x - step_size * m
+        vs = [accum.max(axis=tuple(a for a in range(x.ndim) if a != j)) for j in range(x.ndim)]
+    return x
+
+
+def test_sm3_matches_numpy_and_keeps_shapes():
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((3, 4, 2))
+    grads = [rng.standard_normal((3, 4, 2)) for _ in range(5)]
+    init, update, get_params = optimizers.sm3(0.1)
+    state = init(x0)
+    for i, g in enumerate(grads):
+        state = update(i, g, state)
+    np.testing.assert_allclose(get_params(state), _sm3_numpy(x0, grads, 0.1), rtol=1e-13)
+    init, update, get_params = optimizers.sm3(0.5, momentum=0.0)
+    state = update(0, 2.0, init(3.0))
+    out = get_params(state)
+    assert out.shape == () and float(out) == 2.5  # g / sqrt(g^2) = 1
+
+
+def test_safe_map_zip_unzip2_and_aliases():
+    assert optimizers.map(lambda a, b: a * b, [1, 2], (3, 4)) == [3, 8]
+    assert optimizers.safe_zip("ab", [1, 2]) == [("a", 1), ("b", 2)]
+    assert optimizers.zip is optimizers.safe_zip and optimizers.map is optimizers.safe_map
+    assert optimizers.unzip2([(1, "x"), (2, "y")]) == ((1, 2), ("x", "y"))
+    assert optimizers.unzip2([]) == ((), ())
+    assert optimizers.partial(pow, 2)(3) == 8
+    assert optimizers.Step is int and optimizers.Updates is optimizers.Params
+    with pytest.raises(ValueError, match=r"lengths \(1, 2\)"):
+        optimizers.safe_map(lambda a, b: a, [1], [1, 2])
+    with pytest.raises(ValueError, match=r"lengths \(2, 1\)"):
+        optimizers.zip([1, 2], [1])
+
+
+@pytest.mark.usefixtures("x32")
+def test_stax_parallel_glorot_randn_logsoftmax_match_jax():
+    ref = REF["stax"]
+    init, apply = stax.parallel(stax.Dense(3), stax.Dense(2, W_init=stax.glorot(),
+                                                           b_init=stax.randn(0.5)))
+    shapes, params = init(_key(0), ((-1, 4), (-1, 5)))
+    assert [type(shapes).__name__, type(params).__name__] == ref["parallel_init_types"]
+    assert [list(s) for s in shapes] == ref["parallel_shapes"]
+    for got_layer, want_layer in zip(params, ref["parallel_params"]):
+        for got, want in zip(got_layer, want_layer):
+            np.testing.assert_allclose(got, np.float32(want), rtol=1e-6, atol=1e-7)
+    x = (np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4),
+         np.linspace(0, 2, 10, dtype=np.float32).reshape(2, 5))
+    outs = apply(params, x)
+    assert isinstance(outs, list)
+    for got, want in zip(outs, ref["parallel_outputs"]):
+        np.testing.assert_allclose(got, np.float32(want), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(stax.glorot()(_key(0), (3, 4)), np.float32(ref["glorot"]),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(stax.randn()(_key(0), (5,)), np.float32(ref["randn"]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(stax.logsoftmax(np.float32([[1.0, 2.0, 3.0]])),
+                               np.float32(ref["logsoftmax"]), rtol=1e-6)
+    assert stax.glorot is stax.glorot_normal and stax.randn is stax.normal

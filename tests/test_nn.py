@@ -1,5 +1,9 @@
 """numbax.nn: activations vs numpy/scipy formulas, extreme inputs, grads vs finite differences
 and JAX's kink conventions, softmax family, one_hot, initializers' statistics, bad input."""
+import json
+import pathlib
+
+import mpmath
 import numpy as np
 import pytest
 import scipy.special as sp
@@ -9,6 +13,8 @@ import numbax.numpy as jnp
 from numbax import nn
 from numbax.errors import NumbaxTypeError, NumbaxValueError
 from numbax.nn import initializers
+from numbax.test_util import check_grads
+from tests.data.nn_calls import attention_cases
 
 X = np.array([-30.0, -3.5, -1.0, -0.3, 0.2, 0.9, 2.5, 7.0, 40.0])
 
@@ -290,3 +296,272 @@ def test_initializer_bad_inputs():
         initializers.normal()(_key(), (2,), np.int32)
     with pytest.raises(NumbaxTypeError, match="shape"):
         initializers.zeros(_key(), "ab")
+
+
+# ----------------------------------------------------------------------------- JAX 0.10 additions
+
+REF = json.loads((pathlib.Path(__file__).parent / "data" / "nn_jax_reference.json").read_text())
+
+
+def _load(entry):
+    return np.array(entry["values"], entry["dtype"]).reshape(entry["shape"])
+
+
+NEW_REFERENCES = {
+    "identity": lambda x: x,
+    "tanh": np.tanh,
+    "squareplus": lambda x: (x + np.sqrt(x * x + 4)) / 2,
+    "sparse_plus": lambda x: np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)),
+    "sparse_sigmoid": lambda x: np.clip((x + 1) / 2, 0, 1),
+    "mish": lambda x: x * np.tanh(np.logaddexp(x, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_REFERENCES))
+def test_new_activation_matches_numpy(name):
+    out = getattr(nn, name)(X)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(out), NEW_REFERENCES[name](X), rtol=1e-14, atol=1e-300)
+
+
+def test_glu_logmeanexp_log1mexp_match_closed_forms():
+    m = np.random.default_rng(0).standard_normal((4, 6))
+    np.testing.assert_allclose(nn.glu(m), m[:, :3] * sp.expit(m[:, 3:]), rtol=1e-15)
+    np.testing.assert_allclose(nn.glu(m, axis=0), m[:2] * sp.expit(m[2:]), rtol=1e-15)
+    np.testing.assert_allclose(nn.logmeanexp(m, axis=1), sp.logsumexp(m, 1) - np.log(6),
+                               rtol=1e-14)
+    where = m > -0.5
+    want = [sp.logsumexp(row[w]) - np.log(w.sum()) for row, w in zip(m, where)]
+    np.testing.assert_allclose(nn.logmeanexp(m, axis=1, where=where), want, rtol=1e-14)
+    x = np.array([1e-12, 1e-3, 0.5, np.log(2), 2.0, 40.0, 800.0])
+    with mpmath.workdps(60):
+        exact = [float(mpmath.log(-mpmath.expm1(-mpmath.mpf(v)))) for v in x]
+    np.testing.assert_allclose(nn.log1mexp(x), exact, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name,x", [
+    ("squareplus", X), ("mish", X[1:-1]), ("log1mexp", np.array([0.2, 0.5, 3.0, 20.0])),
+    ("glu", np.random.default_rng(1).standard_normal((3, 4))),
+    ("logmeanexp", np.random.default_rng(2).standard_normal((3, 4))),
+])
+def test_new_grads_match_finite_differences(name, x):
+    check_grads(getattr(nn, name), (x,), order=2)
+
+
+class TestNewActivationsMatchJax:
+    act = REF["activations"]
+
+    def test_values_and_grads(self):
+        x, pos, m = _load(self.act["x"]), _load(self.act["pos"]), _load(self.act["m"])
+        where = np.array([[True, False, True, True]] * 3)
+        calls = {
+            "identity": lambda: nn.identity(x), "tanh": lambda: nn.tanh(x),
+            "squareplus": lambda: nn.squareplus(x), "squareplus_b": lambda: nn.squareplus(x, 0.5),
+            "sparse_plus": lambda: nn.sparse_plus(x),
+            "sparse_sigmoid": lambda: nn.sparse_sigmoid(x),
+            "mish": lambda: nn.mish(x), "glu": lambda: nn.glu(m), "glu_0": lambda: nn.glu(m.T, 0),
+            "log1mexp": lambda: nn.log1mexp(pos), "logmeanexp": lambda: nn.logmeanexp(m),
+            "logmeanexp_1": lambda: nn.logmeanexp(m, axis=1, keepdims=True),
+            "logmeanexp_where": lambda: nn.logmeanexp(m, axis=1, where=where),
+        }
+        for name, fn in calls.items():
+            got, want = fn(), _load(self.act[name])
+            assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+        grads = {"mish": (nn.mish, x), "squareplus": (nn.squareplus, x),
+                 "sparse_plus": (nn.sparse_plus, x), "sparse_sigmoid": (nn.sparse_sigmoid, x),
+                 "log1mexp": (nn.log1mexp, pos), "glu": (nn.glu, m)}
+        for name, (fn, arg) in grads.items():
+            got = numbax.grad(lambda a, fn=fn: fn(a).sum())(arg)
+            np.testing.assert_allclose(got, _load(self.act[f"grad_{name}"]), rtol=1e-5,
+                                       atol=1e-7, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+def _attention_numpy(q, k, v, bias=None, mask=None, scale=None, causal=False,
+                     kv_len=None, q_len=None, window=None):
+    """Per batch, head and query row: softmax over the kept keys, by plain loops (float64)."""
+    b, t, n, h = q.shape
+    s, kh = k.shape[1], k.shape[2]
+    scale = 1 / np.sqrt(h) if scale is None else scale
+    out = np.zeros((b, t, n, h))
+    for bi in range(b):
+        for ni in range(n):
+            kv = ni // (n // kh)
+            for ti in range(t):
+                logits = np.array([q[bi, ti, ni] @ k[bi, si, kv] for si in range(s)]) * scale
+                if bias is not None:
+                    logits = logits + np.broadcast_to(bias, (b, n, t, s))[bi, ni, ti]
+                keep = np.ones(s, bool)
+                if mask is not None:
+                    keep &= np.broadcast_to(mask, (b, n, t, s))[bi, ni, ti]
+                if causal:
+                    keep &= np.arange(s) <= ti
+                if window is not None:
+                    keep &= (ti <= np.arange(s) + window[0]) & (ti >= np.arange(s) - window[1])
+                if kv_len is not None:
+                    keep &= np.arange(s) < kv_len[bi]
+                w = np.exp(logits[keep] - logits[keep].max())
+                out[bi, ti, ni] = (w / w.sum()) @ v[bi, :, kv][keep]
+                if q_len is not None and ti >= q_len[bi]:
+                    out[bi, ti, ni] = 0
+    return out
+
+
+class TestDotProductAttention:
+    ref = REF["attention"]
+    args = {name: _load(e) for name, e in ref["args"].items()}
+
+    def test_matches_jax(self):
+        with numbax.config.override("jax_enable_x64", False):
+            for name, fn in attention_cases(nn, self.args).items():
+                got, want = fn(), self.ref[name]
+                pairs = zip(got, want) if isinstance(got, tuple) else [(got, want)]
+                for g, w in pairs:
+                    w = _load(w)
+                    assert g.dtype == w.dtype and g.shape == w.shape, name
+                    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+            grad = numbax.grad(lambda q: (nn.dot_product_attention(
+                q, self.args["k2"], self.args["v2"], bias=self.args["bias1"],
+                is_causal=True) ** 2).sum())(self.args["q"])
+            np.testing.assert_allclose(grad, _load(self.ref["grad_q"]), rtol=1e-4, atol=1e-5)
+        q, k, v = (self.args[n].astype(np.float64) for n in ("q", "k", "v"))
+        got = nn.dot_product_attention(q, k, v, mask=self.args["mask"])
+        assert got.dtype == np.float64  # softmax in float32, as JAX
+        np.testing.assert_allclose(got, _load(self.ref["float64"]), rtol=1e-5, atol=1e-6)
+
+    @pytest.mark.parametrize("kw", [
+        {}, {"causal": True}, {"scale": 0.3, "window": (1, 0)},
+        {"kv_len": np.array([2, 4], np.int32), "q_len": np.array([3, 1], np.int32)},
+        {"bias": "bias", "mask": "mask"},
+    ])
+    def test_matches_loops(self, kw):
+        rng = np.random.default_rng(5)
+        q, k, v = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 4, 2, 5)), \
+            rng.standard_normal((2, 4, 2, 5))
+        kw = dict(kw)
+        if kw.get("bias") == "bias":
+            kw["bias"] = rng.standard_normal((2, 1, 3, 4))
+            kw["mask"] = rng.random((1, 4, 3, 4)) < 0.8
+            kw["mask"][..., 0] = True
+        want = _attention_numpy(q, k, v, **kw)
+        names = {"window": "local_window_size", "causal": "is_causal", "kv_len":
+                 "key_value_seq_lengths", "q_len": "query_seq_lengths"}
+        call = {names.get(n, n): a for n, a in kw.items()}
+        call["is_causal"] = call.get("is_causal", False)
+        got = nn.dot_product_attention(q, k, v, **call)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)  # float32 softmax
+
+    def test_grad_jit_vmap(self):
+        rng = np.random.default_rng(6)
+        q, k, v = (rng.standard_normal((1, 2, 2, 3)) for _ in range(3))
+
+        def f(q, k, v):
+            return nn.dot_product_attention(q, k, v, is_causal=True)
+
+        check_grads(f, (q, k, v), order=1, modes=("rev",), atol=1e-3, rtol=1e-3)
+        np.testing.assert_allclose(numbax.jit(f)(q, k, v), f(q, k, v), rtol=1e-6)
+        batch = [rng.standard_normal((3, 1, 2, 2, 3)) for _ in range(3)]
+        np.testing.assert_allclose(numbax.vmap(f)(*batch),
+                                   np.stack([f(*(x[i] for x in batch)) for i in range(3)]),
+                                   rtol=1e-6)
+
+    def test_bad_input(self):
+        q = np.zeros((1, 2, 4, 8), np.float32)
+        k = np.zeros((1, 3, 3, 8), np.float32)
+        with pytest.raises(NumbaxValueError, match="query has 4 heads and key has 3"):
+            nn.dot_product_attention(q, k, k)
+        with pytest.raises(NumbaxValueError, match=r"value has shape \(1, 3, 3, 4\)"):
+            nn.dot_product_attention(q[..., :3, :], k, k[..., :4])
+        with pytest.raises(NumbaxValueError, match="query has dtype float64"):
+            nn.dot_product_attention(q[..., :3, :].astype(np.float64), k, k)
+        with pytest.raises(NumbaxValueError, match="mask has dtype float32"):
+            nn.dot_product_attention(q[..., :3, :], k, k, mask=np.ones((1, 1, 2, 3), np.float32))
+        with pytest.raises(NumbaxValueError, match="key_value_seq_lengths has dtype int64"):
+            nn.dot_product_attention(q[..., :3, :], k, k, key_value_seq_lengths=np.array([2]))
+        with pytest.raises(NumbaxValueError, match="implementation is 'cudnn'"):
+            nn.dot_product_attention(q[..., :3, :], k, k, implementation="cudnn")
+
+
+def test_scaled_matmul_and_dot_general():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((2, 3, 8)), rng.standard_normal((2, 4, 8))
+    sa, sb = rng.random((2, 3, 2)), rng.random((2, 4, 2))
+    got = nn.scaled_matmul(a, b, sa, sb)
+    want = np.einsum("bmk,bnk->bmn", a * np.repeat(sa, 4, -1), b * np.repeat(sb, 4, -1))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert nn.scaled_matmul(a, b, sa, sb, preferred_element_type=np.float64).dtype == np.float64
+    dn = (((2,), (2,)), ((0,), (0,)))
+    out = nn.scaled_dot_general(a.astype(np.float32), b.astype(np.float32), dn)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, np.einsum("bmk,bnk->bmn", a, b), rtol=1e-5)
+    cfg = nn.get_scaled_dot_general_config("mxfp8")
+    assert (cfg.mode, cfg.block_size, cfg.global_scale) == ("mxfp8", 32, None)
+    cfg4 = nn.get_scaled_dot_general_config("nvfp4", np.array([0.5], np.float32))
+    assert cfg4.block_size == 16 and cfg4.scale_type == "float8_e4m3fn"
+    with pytest.raises(NumbaxTypeError, match="configs is given"):
+        nn.scaled_dot_general(a, b, dn, configs=[cfg] * 3)
+    with pytest.raises(NumbaxValueError, match="mode is 'int8'"):
+        nn.get_scaled_dot_general_config("int8")
+    with pytest.raises(NumbaxValueError, match=r"lhs_scales has shape \(2, 3, 3\)"):
+        nn.scaled_matmul(a, b, rng.random((2, 3, 3)), rng.random((2, 4, 3)))
+    with pytest.raises(NumbaxValueError, match=r"lhs has shape \(3, 8\), expected a 3D"):
+        nn.scaled_matmul(a[0], b, sa, sb)
+
+
+def test_new_activation_bad_inputs():
+    with pytest.raises(NumbaxValueError, match=r"glu: x has shape \(3,\), expected an even"):
+        nn.glu(np.ones(3))
+    with pytest.raises(NumbaxValueError, match="axis 4 is out of bounds"):
+        nn.logmeanexp(np.ones((2, 2)), axis=4)
+    for name in ("identity", "squareplus", "sparse_plus", "sparse_sigmoid", "mish", "glu",
+                 "log1mexp", "logmeanexp"):
+        with pytest.raises(NumbaxTypeError, match=f"{name}: x has type str"):
+            getattr(nn, name)("a")
+
+
+class TestOrthogonalInitializers:
+    ref = REF["initializers"]
+
+    def test_match_jax(self):
+        k = numbax.random.PRNGKey(4)
+        cases = {
+            "orthogonal_3x5": lambda: initializers.orthogonal()(k, (3, 5)),
+            "orthogonal_6x2": lambda: initializers.orthogonal(scale=2.0)(k, (6, 2)),
+            "orthogonal_axis0": lambda: initializers.orthogonal(column_axis=0)(k, (4, 3)),
+            "orthogonal_3d": lambda: initializers.orthogonal()(k, (2, 3, 4)),
+            "delta_orthogonal": lambda: initializers.delta_orthogonal()(k, (3, 3, 2, 4)),
+            "delta_orthogonal_1d": lambda: initializers.delta_orthogonal(scale=0.5)(k, (3, 4, 4)),
+            "delta_orthogonal_3d": lambda: initializers.delta_orthogonal()(k, (3, 3, 3, 2, 2)),
+        }
+        with numbax.config.override("jax_enable_x64", False):
+            for name, fn in cases.items():
+                got, want = fn(), _load(self.ref[name])
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_allclose(got, want, atol=1e-6, err_msg=name)
+
+    def test_orthogonality(self):
+        w = np.asarray(initializers.orthogonal(scale=3.0)(_key(1), (2, 3, 6)))
+        flat = w.reshape(6, 6)
+        np.testing.assert_allclose(flat.T @ flat, 9 * np.eye(6), atol=1e-12)
+        w = np.asarray(initializers.orthogonal(column_axis=0)(_key(2), (4, 10)))
+        np.testing.assert_allclose(w @ w.T, np.eye(4), atol=1e-12)
+        d = np.asarray(initializers.delta_orthogonal()(_key(3), (3, 5, 2, 4)))
+        np.testing.assert_allclose(d[1, 2] @ d[1, 2].T, np.eye(2), atol=1e-12)
+        assert np.count_nonzero(d) == np.count_nonzero(d[1, 2])
+        assert initializers.orthogonal()(_key(), (0, 3)).shape == (0, 3)
+
+    def test_bad_input(self):
+        with pytest.raises(NumbaxValueError, match="rank 1, expected rank >= 2"):
+            initializers.orthogonal()(_key(), (4,))
+        with pytest.raises(NumbaxValueError, match="column_axis 2 is out of bounds"):
+            initializers.orthogonal(column_axis=2)(_key(), (4, 3))
+        with pytest.raises(NumbaxValueError, match="expected a 3D, 4D or 5D"):
+            initializers.delta_orthogonal()(_key(), (3, 3))
+        with pytest.raises(NumbaxValueError, match="fan_in 4 > fan_out 2"):
+            initializers.delta_orthogonal()(_key(), (3, 4, 2))
+        with pytest.raises(NumbaxTypeError, match="dtype is int32"):
+            initializers.orthogonal()(_key(), (2, 2), np.int32)

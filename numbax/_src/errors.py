@@ -49,6 +49,14 @@ class NumbaxValueError(ValueError):
     """Bad shape or value passed to a public function."""
 
 
+class NumbaxDTypeError(NumbaxTypeError, NumbaxValueError):
+    """A bad dtype argument where JAX raises ValueError (numpy: TypeError); catches as both."""
+
+
+class NumbaxOverflowError(OverflowError):
+    """An integer argument outside the range JAX accepts (e.g. a PRNG seed >= 2**63)."""
+
+
 __all__ = [
     "ConcretizationTypeError",
     "TracerArrayConversionError",
@@ -56,4 +64,6 @@ __all__ = [
     "UnexpectedTracerError",
     "NumbaxTypeError",
     "NumbaxValueError",
+    "NumbaxDTypeError",
+    "NumbaxOverflowError",
 ]

@@ -17,9 +17,9 @@ import numpy as np
 from numbax._src import dtypes, tree_util
 from numbax._src.config import config
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxOverflowError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax import reductions, shape_ops
 
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -89,9 +89,18 @@ def _hash_shape(key_data: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     return threefry2x32(k1, k2, hi, lo)
 
 
-def seed_to_key_data(seed: Any) -> Any:
-    """JAX's threefry_seed: a 64-bit seed becomes [hi, lo]; a 32-bit one becomes [0, seed]."""
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+def seed_to_key_data(seed: Any, api: str = "random.PRNGKey") -> Any:
+    """JAX's threefry_seed: a 64-bit seed becomes [hi, lo]; a 32-bit one becomes [0, seed].
+
+    A Python int seed must fit in int64, as in JAX (which converts it with np.int64 first).
+    """
+    if isinstance(seed, int) and not isinstance(seed, bool) and not (
+            -2 ** 63 <= seed < 2 ** 63):
+        raise NumbaxOverflowError(
+            f"{api}: seed is {seed}, expected an integer in [-2**63, 2**63) (a 64-bit seed). "
+            "Reduce it first, e.g. seed % 2**63."
+        )
+    if isinstance(seed, (int, np.integer)):
         value = int(seed)
         if not config.jax_enable_x64 or np.dtype(getattr(seed, "dtype", np.int64)).itemsize < 8:
             value &= 0xFFFFFFFF  # JAX wraps the seed to 32 bits first
@@ -126,7 +135,37 @@ def fold_in_data(key_data: Any, data: Any) -> Any:
 
 def random_bits(key_data: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
     """Uniform unsigned integers of `bit_width` bits and shape `shape`."""
-    b1, b2 = _hash_shape(key_data, shape)
+    return _combine_bits(*_hash_shape(key_data, shape), bit_width)
+
+
+# Many keys at once, uint32[n, 2]: what vmap of the one-key functions gives, written out so that
+# a loop over n keys (the gamma sampler's) runs as whole-array steps.
+
+
+def _hash_many(keys: Any, count: int) -> tuple[Any, Any]:
+    """threefry of counters 0..count-1 under each of n keys: two uint32[n, count]."""
+    n = get_aval(keys).shape[0]
+    k1 = shape_ops.broadcast_in_dim(shape_ops.slice(keys, (0, 0), (n, 1)), (n, count), (0, 1))
+    k2 = shape_ops.broadcast_in_dim(shape_ops.slice(keys, (0, 1), (n, 2)), (n, count), (0, 1))
+    lo = shape_ops.broadcast_in_dim(shape_ops.iota(_U32, count), (n, count), (1,))
+    return threefry2x32(k1, k2, shape_ops.full((n, count), 0, _U32), lo)
+
+
+def split_many(keys: Any, num: int) -> Any:
+    """uint32[n, num, 2]: split_data(k, (num,)) of each of n keys."""
+    b1, b2 = _hash_many(keys, num)
+    return shape_ops.concatenate(
+        [shape_ops.expand_dims(b1, (2,)), shape_ops.expand_dims(b2, (2,))], 2)
+
+
+def random_bits_many(keys: Any, bit_width: int) -> Any:
+    """One draw of random_bits(k, bit_width, ()) per key: uint[n]."""
+    n = get_aval(keys).shape[0]
+    b1, b2 = (shape_ops.reshape(b, (n,)) for b in _hash_many(keys, 1))
+    return _combine_bits(b1, b2, bit_width)
+
+
+def _combine_bits(b1: Any, b2: Any, bit_width: int) -> Any:
     if bit_width == 64:
         u64 = UINT_DTYPES[64]
         hi = ew.convert_element_type(b1, u64)
@@ -141,14 +180,40 @@ def random_bits(key_data: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
 # ----------------------------------------------------------------------------- typed keys
 
 
+class KeyTy:
+    """The dtype of typed threefry key arrays (JAX's `KeyTy`): named and printed `key<fry>`."""
+
+    __slots__ = ()
+    name = "key<fry>"
+    itemsize = 8  # two uint32 words
+    impl_name = "threefry2x32"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyTy)
+
+    def __hash__(self) -> int:
+        return hash((KeyTy, self.impl_name))
+
+
+KEY_DTYPE = KeyTy()
+
+
 class PRNGKeyArray:
     """A typed threefry key array (what `numbax.random.key` returns): uint32[..., 2] data.
 
     It is a pytree whose one child is the data, so keys pass through jit/vmap/scan; its
-    `shape` is the key-array shape (the data shape without the trailing 2).
+    `shape` is the key-array shape (the data shape without the trailing 2) and its dtype prints
+    as JAX's, `key<fry>`. Unlike JAX: tree_util sees the uint32 data as its leaf.
     """
 
     __slots__ = ("_data",)
+    __hash__ = None  # type: ignore[assignment]
+    dtype = KEY_DTYPE
 
     def __init__(self, data: Any) -> None:
         self._data = data
@@ -165,11 +230,13 @@ class PRNGKeyArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    dtype = "key<fry>"
+    @property
+    def itemsize(self) -> int:
+        return KEY_DTYPE.itemsize
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of an unsized key array (shape ())")
+            raise TypeError("len() of unsized object (a key array of shape ())")
         return self.shape[0]
 
     def __getitem__(self, idx: Any) -> PRNGKeyArray:
@@ -180,26 +247,78 @@ class PRNGKeyArray:
         return PRNGKeyArray(self._data[idx + (slice(None),)])
 
     def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
         return (self[i] for i in range(len(self)))
+
+    def __bool__(self) -> bool:
+        raise TypeError("key array cannot be converted to boolean.")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise NumbaxTypeError(
+            "PRNGKeyArray: a key array cannot be converted to a numpy array. Use "
+            "numbax.random.key_data(keys) for its uint32 data."
+        )
+
+    def _compare(self, other: Any, op: Any) -> Any:
+        if not isinstance(other, PRNGKeyArray):
+            raise NumbaxTypeError(
+                f"PRNGKeyArray: compared with {type(other).__name__}, expected another key "
+                "array. Compare key_data(...) arrays for raw keys."
+            )
+        words = op(self._data, other._data)
+        return reductions.reduce_and(words, (len(get_aval(words).shape) - 1,))
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, ew.eq)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return ew.bitwise_not(self._compare(other, ew.eq))
 
     def reshape(self, *shape: Any) -> PRNGKeyArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        if -1 in shape:
+            known = math.prod(d for d in shape if d != -1)
+            shape = tuple(self.size // max(known, 1) if d == -1 else d for d in shape)
         return PRNGKeyArray(shape_ops.reshape(self._data, (*shape, 2)))
 
     def flatten(self) -> PRNGKeyArray:
         return self.reshape((self.size,))
 
+    ravel = flatten
+
+    def squeeze(self, axis: Any = None) -> PRNGKeyArray:
+        if axis is None:
+            axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        return PRNGKeyArray(shape_ops.squeeze(self._data, tuple(a % self.ndim for a in axes)))
+
+    def transpose(self, *axes: Any) -> PRNGKeyArray:
+        if not axes or axes == (None,):
+            axes = tuple(reversed(range(self.ndim)))
+        elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return PRNGKeyArray(shape_ops.transpose(self._data, (*axes, self.ndim)))
+
+    @property
+    def T(self) -> PRNGKeyArray:
+        return self.transpose()
+
+    def copy(self) -> PRNGKeyArray:
+        return PRNGKeyArray(self._data)
+
     def __repr__(self) -> str:
-        return f"Array(shape={self.shape}, dtype=key<fry>) overlaying:\n{self._data!r}"
+        return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._data}"
 
 
 tree_util.register_pytree_node(
     PRNGKeyArray, lambda k: ((k._data,), None), lambda _, children: PRNGKeyArray(children[0]))
 
 
-def check_key(api: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
-    """(uint32[..., 2] data, was_typed) of a typed or raw key; a clear error otherwise."""
+def check_key(api: str, key: Any, allow_batched: bool = False,
+              arg: str = "key") -> tuple[Any, bool]:
+    """(uint32[..., 2] data, was_typed) of a typed or raw key; a clear error naming `arg`."""
     if isinstance(key, PRNGKeyArray):
         data, typed = key._data, True
     else:
@@ -207,20 +326,20 @@ def check_key(api: str, key: Any, allow_batched: bool = False) -> tuple[Any, boo
             aval = get_aval(key)
         except Exception as err:
             raise NumbaxTypeError(
-                f"{api}: key has type {type(key).__name__}, expected a PRNG key. Create one "
+                f"{api}: {arg} has type {type(key).__name__}, expected a PRNG key. Create one "
                 "with numbax.random.key(seed) or numbax.random.PRNGKey(seed)."
             ) from err
         if aval.dtype != _U32 or aval.ndim < 1 or aval.shape[-1] != 2:
             raise NumbaxTypeError(
-                f"{api}: key has shape {aval.shape} and dtype {aval.dtype}, expected a PRNG "
-                "key (uint32[2]). Create one with numbax.random.key(seed) or "
-                "numbax.random.PRNGKey(seed)."
+                f"{api}: {arg} has shape {aval.shape} and dtype {aval.dtype}, expected a PRNG "
+                "key (uint32 data whose last axis has size 2, e.g. uint32[2]). Create one with "
+                "numbax.random.key(seed) or numbax.random.PRNGKey(seed)."
             )
         data, typed = key, False
     shape = tuple(get_aval(data).shape[:-1])
     if shape and not allow_batched:
         raise NumbaxValueError(
-            f"{api}: key has key shape {shape}, expected a single key (shape ()). Use "
+            f"{api}: {arg} has key shape {shape}, expected a single key (shape ()). Use "
             "numbax.vmap to draw with a batch of keys."
         )
     return data, typed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections import namedtuple
 from collections.abc import Callable
+from functools import partial  # noqa: F401  (JAX's module exports it)
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -15,11 +16,61 @@ from numbax._src import tree_util as tu
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 __all__ = [
-    "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",
-    "constant", "exponential_decay", "inverse_time_decay", "l2_norm", "make_schedule",
-    "momentum", "nesterov", "optimizer", "pack_optimizer_state", "piecewise_constant",
-    "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "unpack_optimizer_state",
+    "Array", "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn",
+    "Schedule", "State", "Step", "UpdateFn", "Updates", "adagrad", "adam", "adamax",
+    "clip_grads", "constant", "exponential_decay", "inverse_time_decay", "l2_norm",
+    "make_schedule", "map", "momentum", "nesterov", "optimizer", "pack_optimizer_state",
+    "partial", "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum",
+    "safe_map", "safe_zip", "sgd", "sm3", "unpack_optimizer_state", "unzip2", "zip",
 ]
+
+_builtin_map, _builtin_zip = map, zip
+
+
+def safe_map(f: Callable, *args: Any) -> list:
+    """list(map(f, *args)) for sequences of one length (ValueError otherwise, as JAX's).
+
+    >>> safe_map(lambda a, b: a + b, [1, 2], [3, 4])
+    [4, 6]
+    """
+    seqs = [list(a) for a in args]
+    _check_lengths("safe_map", seqs)
+    return list(_builtin_map(f, *seqs))
+
+
+def safe_zip(*args: Any) -> list:
+    """list(zip(*args)) for sequences of one length (ValueError otherwise, as JAX's).
+
+    >>> safe_zip([1, 2], "ab")
+    [(1, 'a'), (2, 'b')]
+    """
+    seqs = [list(a) for a in args]
+    _check_lengths("safe_zip", seqs)
+    return list(_builtin_zip(*seqs))
+
+
+def _check_lengths(api: str, seqs: list) -> None:
+    lengths = tuple(len(s) for s in seqs)
+    if len(set(lengths)) > 1:
+        raise NumbaxValueError(
+            f"optimizers.{api}: arguments have lengths {lengths}, expected equal lengths.")
+
+
+def unzip2(xys: Any) -> tuple[tuple, tuple]:
+    """A sequence of pairs as a pair of tuples.
+
+    >>> unzip2([(1, "a"), (2, "b")])
+    ((1, 2), ('a', 'b'))
+    """
+    xs, ys = [], []
+    for x, y in xys:
+        xs.append(x)
+        ys.append(y)
+    return tuple(xs), tuple(ys)
+
+
+map = safe_map  # noqa: A001  (JAX's module rebinds map and zip to the safe versions)
+zip = safe_zip  # noqa: A001
 
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
 tu.register_pytree_node(
@@ -27,7 +78,15 @@ tu.register_pytree_node(
     lambda xs: ((xs.packed_state,), (xs.tree_def, xs.subtree_defs)),
     lambda data, xs: OptimizerState(xs[0], data[0], data[1]))
 
-Schedule = Callable[[int], Any]
+Array = Any
+Params = Any  # arbitrary pytrees of arrays
+State = Any  # an optimizer's per-leaf state
+Updates = Params  # gradients: the structure of the parameters
+InitFn = Callable[[Params], OptimizerState]
+Step = int
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
+Schedule = Callable[[Step], float]
 
 
 class Optimizer(NamedTuple):
@@ -271,6 +330,49 @@ def adamax(step_size: Any, b1: float = 0.9, b2: float = 0.999,
 
     def get_params(state):
         return state[0]
+
+    return init, update, get_params
+
+
+@optimizer
+def sm3(step_size: Any, momentum: float = 0.9) -> tuple[Callable, Callable, Callable]:
+    """SM3 (Anil et al. 2019): Adagrad whose accumulator is the min over one vector per axis.
+
+    Each axis j keeps v_j = max over the other axes of the accumulator; the accumulator is
+    min_j v_j + g^2 and the step is momentum-averaged g / sqrt(accumulator).
+
+    Args:
+      step_size: a positive scalar or a schedule i -> step size.
+      momentum: the momentum coefficient.
+
+    Returns:
+      An (init_fun, update_fun, get_params) triple.
+    """
+    step_size = make_schedule(step_size)
+
+    def init(x0):
+        x_shape = tuple(core.get_aval(jnp.asarray(x0)).shape)
+        x0 = jnp.atleast_1d(x0)
+        vs = [jnp.zeros(size, dtype=core.get_aval(x0).dtype) for size in x_shape or (1,)]
+        return x0, jnp.zeros_like(x0), vs, x_shape
+
+    def update(i, g, state):
+        x, m, vs, x_shape = state
+        g = jnp.reshape(g, core.get_aval(x).shape)
+        ndim = len(vs)
+        expanded = [jnp.expand_dims(v, tuple(a for a in range(ndim) if a != j))
+                    for j, v in enumerate(vs)]
+        accum = functools.reduce(jnp.minimum, expanded) + jnp.square(g)
+        accum_inv_sqrt = jnp.where(accum > 0, 1.0 / jnp.sqrt(accum), 0)
+        m = (1.0 - momentum) * (g * accum_inv_sqrt) + momentum * m
+        x = x - step_size(i) * m
+        vs = [jnp.max(accum, axis=tuple(a for a in range(ndim) if a != j))
+              for j in range(ndim)]
+        return x, m, vs, x_shape
+
+    def get_params(state):
+        x, _, _, x_shape = state
+        return jnp.reshape(x, x_shape)
 
     return init, update, get_params
 

@@ -31,8 +31,14 @@ from numbax._src.nn.initializers import glorot_normal, normal, ones, zeros
 __all__ = [
     "BatchNorm", "Dense", "Dropout", "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut",
     "Flatten", "Gelu", "Identity", "LeakyRelu", "LogSoftmax", "Relu", "Selu", "Sigmoid",
-    "Softmax", "Softplus", "Tanh", "elementwise", "parallel", "serial", "shape_dependent",
+    "Softmax", "Softplus", "Tanh", "elementwise", "glorot", "logsoftmax", "parallel", "randn",
+    "serial", "shape_dependent",
 ]
+
+# JAX's short names: initializer factories and the log-softmax function.
+glorot = glorot_normal
+randn = normal
+logsoftmax = log_softmax
 
 Layer = tuple[Callable, Callable]
 
@@ -263,14 +269,18 @@ def serial(*layers: Layer) -> Layer:
 
 
 def parallel(*layers: Layer) -> Layer:
-    """Applies layers[k] to inputs[k]; pairs with FanOut and FanInSum/FanInConcat."""
+    """Applies layers[k] to inputs[k]; pairs with FanOut and FanInSum/FanInConcat.
+
+    As in JAX, init_fun returns (output_shapes, params) as two tuples, one entry per layer;
+    apply_fun returns a list of outputs.
+    """
     nlayers = len(layers)
     init_funs, apply_funs = zip(*layers) if layers else ((), ())
 
     def init_fun(rng, input_shape):
         rngs = _random().split(rng, nlayers)
         pairs = [init(r, shape) for init, r, shape in zip(init_funs, rngs, input_shape)]
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
     def apply_fun(params, inputs, **kwargs):
         rng = kwargs.pop("rng", None)

@@ -14,12 +14,15 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.numpy import special as _special
 
 __all__ = [
-    "celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "leaky_relu",
-    "log_sigmoid", "log_softmax", "logsumexp", "one_hot", "relu", "relu6", "selu", "sigmoid",
-    "silu", "soft_sign", "softmax", "softplus", "standardize", "swish",
+    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+    "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp",
+    "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
+    "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize",
+    "swish", "tanh",
 ]
 
 logsumexp = _special.logsumexp
+tanh = jnp.tanh
 
 
 def _array(api: str, x: Any) -> Any:
@@ -392,3 +395,151 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     rhs_shape.insert(axis, num_classes)
     rhs = jnp.arange(num_classes, dtype=core.get_aval(x).dtype).reshape(rhs_shape)
     return (lhs == rhs).astype(dtype)
+
+
+# ----------------------------------------------------------------------------- more activations
+
+
+def identity(x: Any) -> Any:
+    """The identity activation: x itself, as an array.
+
+    Args:
+      x: input array.
+
+    Returns:
+      x as a numbax array (same shape and dtype).
+    """
+    return _array("identity", x)
+
+
+def squareplus(x: Any, b: Any = 4) -> Any:
+    """A smooth relu: (x + sqrt(x^2 + b)) / 2.
+
+    Args:
+      x: input array.
+      b: smoothness (>= 0); b = 0 gives relu.
+
+    Returns:
+      An array of x's shape.
+
+    >>> float(squareplus(0.0))
+    1.0
+    """
+    x = _array("squareplus", x)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def sparse_plus(x: Any) -> Any:
+    """0 for x <= -1, x for x >= 1, and (x + 1)^2 / 4 between (a piecewise-smooth softplus).
+
+    Args:
+      x: input array.
+
+    Returns:
+      An array of x's shape.
+
+    >>> [float(v) for v in sparse_plus(np.array([-2.0, 0.0, 2.0]))]
+    [0.0, 0.25, 2.0]
+    """
+    x = _array("sparse_plus", x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    """A piecewise-linear sigmoid: clip((x + 1) / 2, 0, 1), the derivative of sparse_plus.
+
+    Args:
+      x: input array.
+
+    Returns:
+      An array of x's shape with values in [0, 1].
+
+    >>> [float(v) for v in sparse_sigmoid(np.array([-2.0, 0.0, 2.0]))]
+    [0.0, 0.5, 1.0]
+    """
+    x = _array("sparse_sigmoid", x)
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def mish(x: Any) -> Any:
+    """The mish activation: x * tanh(softplus(x)).
+
+    Args:
+      x: input array.
+
+    Returns:
+      An array of x's shape.
+    """
+    x = _array("mish", x)
+    return x * jnp.tanh(softplus(x))
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    """Gated linear unit: the first half of x along `axis` times sigmoid of the second half.
+
+    Args:
+      x: input array whose size along `axis` is even.
+      axis: the axis to halve.
+
+    Returns:
+      An array of x's shape with `axis` halved.
+
+    >>> glu(np.array([2.0, 0.0])).tolist()
+    [1.0]
+    """
+    x = _array("glu", x)
+    _check_axis("glu", x, axis)
+    size = core.get_aval(x).shape[axis]
+    if size % 2:
+        raise NumbaxValueError(
+            f"numbax.nn.glu: x has shape {core.get_aval(x).shape}, expected an even size along "
+            f"axis {axis} (it is split in two halves).")
+    x1, x2 = jnp.split(x, 2, axis)
+    return x1 * sigmoid(x2)
+
+
+def logmeanexp(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
+    """log(mean(exp(x))) over `axis`: logsumexp minus the log of the count of entries.
+
+    Args:
+      x: input array.
+      axis: the axis or axes to reduce (None: all).
+      where: optional mask of the entries to include (the count is then the mask's sum).
+      keepdims: keep the reduced axes with size 1.
+
+    Returns:
+      The reduced array.
+
+    >>> round(float(logmeanexp(np.log(np.array([1.0, 3.0])))), 6)
+    0.693147
+    """
+    x = _inexact("logmeanexp", x)
+    _check_axis("logmeanexp", x, axis)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    mask = jnp.ones(core.get_aval(x).shape, bool) if where is None else jnp.broadcast_to(
+        jnp.asarray(where, dtype=bool), core.get_aval(x).shape)
+    count = jnp.sum(mask, axis=axis, keepdims=keepdims).astype(core.get_aval(lse).dtype)
+    return lse - jnp.log(count)
+
+
+@custom_jvp
+def _log1mexp(x: Any) -> Any:
+    return jnp.where(x < np.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+_log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
+
+
+def log1mexp(x: Any) -> Any:
+    """log(1 - exp(-x)) for x >= 0, stable near 0 and for large x (Maechler's switch at log 2).
+
+    Args:
+      x: input array (undefined for x < 0).
+
+    Returns:
+      An array of x's shape; its derivative is 1 / expm1(x), as in JAX.
+
+    >>> round(float(log1mexp(np.log(2.0))), 6)
+    -0.693147
+    """
+    return _log1mexp(_inexact("log1mexp", x))

@@ -14,10 +14,10 @@ from numbax._src import dtypes
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 __all__ = [
-    "Initializer", "constant", "glorot_normal", "glorot_uniform",
+    "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
     "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal",
-    "lecun_uniform", "normal", "ones", "truncated_normal", "uniform", "variance_scaling",
-    "xavier_normal", "xavier_uniform", "zeros",
+    "lecun_uniform", "normal", "ones", "orthogonal", "truncated_normal", "uniform",
+    "variance_scaling", "xavier_normal", "xavier_uniform", "zeros",
 ]
 
 Initializer = Callable[..., Any]
@@ -263,3 +263,84 @@ xavier_uniform = glorot_uniform
 xavier_normal = glorot_normal
 kaiming_uniform = he_uniform
 kaiming_normal = he_normal
+
+
+def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """An initializer of (semi-)orthogonal weights: random.orthogonal reshaped, times scale.
+
+    The matrix has shape (prod(shape) / shape[column_axis], shape[column_axis]); its columns
+    are orthonormal when it is tall, its rows when it is wide.
+
+    Args:
+      scale: the factor applied to the orthogonal matrix.
+      column_axis: the axis of `shape` that holds the columns.
+      dtype: the default dtype of the weights.
+
+    Returns:
+      init(key, shape, dtype) for shapes of rank >= 2.
+
+    >>> import numbax
+    >>> w = orthogonal()(numbax.random.PRNGKey(0), (3, 2))
+    >>> bool(numbax.numpy.allclose(w.T @ w, numbax.numpy.eye(2)))
+    True
+    """
+    default = dtype
+
+    def init(key: Any, shape: Any, dtype: Any = default) -> Any:
+        shape = _shape("orthogonal", shape)
+        dtype = _float_dtype("orthogonal", dtype)
+        if len(shape) < 2:
+            raise NumbaxValueError(
+                f"numbax.nn.initializers.orthogonal: shape {shape} has rank {len(shape)}, "
+                "expected rank >= 2.")
+        if not -len(shape) <= column_axis < len(shape):
+            raise NumbaxValueError(
+                f"numbax.nn.initializers.orthogonal: column_axis {column_axis} is out of "
+                f"bounds for shape {shape}.")
+        if 0 in shape:
+            return jnp.zeros(shape, dtype)
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        q = _random().orthogonal(key, n_rows, (), dtype, n_cols)
+        rest = tuple(d for i, d in enumerate(shape) if i != column_axis % len(shape))
+        q = jnp.moveaxis(jnp.reshape(q, rest + (n_cols,)), -1, column_axis)
+        return jnp.asarray(scale, dtype) * q
+
+    return init
+
+
+def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """A convolution-kernel initializer: zeros except an orthogonal (in, out) matrix at the
+    spatial centre (Xiao et al. 2018, the delta-orthogonal kernel).
+
+    Args:
+      scale: the factor applied to the orthogonal matrix.
+      column_axis: the column axis of that matrix.
+      dtype: the default dtype of the weights.
+
+    Returns:
+      init(key, shape, dtype) for 3D, 4D or 5D kernels (spatial..., in, out) with in <= out.
+
+    >>> import numbax
+    >>> w = delta_orthogonal()(numbax.random.PRNGKey(0), (3, 2, 2))
+    >>> [float(abs(w[i]).sum() > 0) for i in range(3)]
+    [0.0, 1.0, 0.0]
+    """
+    default = dtype
+
+    def init(key: Any, shape: Any, dtype: Any = default) -> Any:
+        shape = _shape("delta_orthogonal", shape)
+        dtype = _float_dtype("delta_orthogonal", dtype)
+        if len(shape) not in (3, 4, 5):
+            raise NumbaxValueError(
+                f"numbax.nn.initializers.delta_orthogonal: shape {shape} has rank "
+                f"{len(shape)}, expected a 3D, 4D or 5D kernel shape.")
+        if shape[-1] < shape[-2]:
+            raise NumbaxValueError(
+                f"numbax.nn.initializers.delta_orthogonal: shape {shape} has fan_in "
+                f"{shape[-2]} > fan_out {shape[-1]}, expected fan_in <= fan_out.")
+        matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, dtype).at[centre].set(matrix)
+
+    return init
