@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax._src.lax import elementwise as lax
 from numbax._src import core
 from numbax._src.compiler import registry
 from numbax._src.compiler.registry import Fusion
+from numbax._src.lax import elementwise as lax
 from tests.lax.test_matrix import COLLECTIVES, _registered
 
 

@@ -283,7 +283,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
 def header(jaxpr: Jaxpr, parallel: bool, names: core.PrintNames) -> str:
     """Versions, backend and the jaxpr implemented (printed with the names the comments use),
     then the imports every CPU module may use: numpy, Numba, and the runtime as fm (fast
-    math), rd (reduction accumulators) and sc (scalar helpers)."""
+    math), rd (reduction accumulators), sc (scalar helpers) and xe (XLA's float32 erf_inv)."""
     return "\n".join([
         version_line("cpu", f"parallel={parallel}"),
         jaxpr_comment(jaxpr, names),
@@ -295,6 +295,7 @@ def header(jaxpr: Jaxpr, parallel: bool, names: core.PrintNames) -> str:
         "from numbax._src.compiler.cpu.runtime import fastmath as fm  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import reductions as rd  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import scalars as sc  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe  # noqa: F401",
         "",
         'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',
     ])

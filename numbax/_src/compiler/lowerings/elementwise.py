@@ -228,7 +228,9 @@ elementwise(lx.lgamma_p, call("math.lgamma"), ok=_floats_only)
 # erf_inv: the CPU's fast math only (float16 runs scipy's through the eager impl); CUDA's own
 elementwise(lx.erf_inv_p, None, ok=_floats_only,
             cuda=by_float_width(call("sc.erfinv_f32"), template("sc.erfinv(np.float64({0}))")))
-register(lx.erf_inv_p, backend="cpu", scalar=_fastmath("erf_inv", None),
+# float32: XLA's algorithm step for step (cpu/runtime/xla_erf_inv.py), the eager impl's bits
+register(lx.erf_inv_p, backend="cpu",
+         scalar=by_float_width(call("xe.erf_inv_f32"), call("fm.erf_inv_f64")),
          scalar_ok=lambda e: operand_dtype(e) in (np.float32, np.float64))
 for _prim in (lx.logistic_p, lx.erf_p, lx.erf_inv_p):
     register(_prim, backend="cpu", heavy=True)
