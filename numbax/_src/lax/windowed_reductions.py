@@ -1,0 +1,363 @@
+"""Windowed reductions: reduce_window (a general monoid and the sum/max/min primitives) and the
+select-and-scatter/gather pair that carries max/min pooling's derivatives."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import shape_ops
+from numbax._src.lax.convolution import (
+    _dilate_shape,
+    _stride_dim,
+    conv_general_vjp_lhs_padding,
+)
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: Sequence[int],
+                              window_strides: Sequence[int], padding: Sequence[Sequence[int]],
+                              base_dilation: Sequence[int] | None = None,
+                              window_dilation: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The output shape of a windowed reduction.
+
+    >>> reduce_window_shape_tuple((5, 4), (2, 2), (2, 1), ((0, 1), (0, 0)))
+    (3, 3)
+    """
+    if base_dilation is not None:
+        operand_shape = _dilate_shape(operand_shape, base_dilation)
+    if window_dilation is not None:
+        window_dimensions = _dilate_shape(window_dimensions, window_dilation)
+    padded = [int(d) + int(lo) + int(hi) for d, (lo, hi) in zip(operand_shape, padding)]
+    return tuple(_stride_dim(p, int(w), int(s))
+                 for p, w, s in zip(padded, window_dimensions, window_strides, strict=True))
+
+
+def _check_window(api: str, aval: ShapedArray, window_dimensions, window_strides, padding,
+                  base_dilation, window_dilation) -> tuple[int, ...]:
+    """The output shape, after checking every window parameter against the operand."""
+    for name, value in (("window_dimensions", window_dimensions),
+                        ("window_strides", window_strides), ("padding", padding),
+                        ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+        if len(value) != aval.ndim:
+            raise NumbaxTypeError(
+                f"lax.{api}: {name} has {len(value)} entries ({tuple(value)}) for an operand of "
+                f"shape {aval.shape}, expected {aval.ndim} (one per dimension).")
+    for name, value in (("window_dimensions", window_dimensions),
+                        ("window_strides", window_strides), ("base_dilation", base_dilation),
+                        ("window_dilation", window_dilation)):
+        if any(v < 1 for v in value):
+            raise NumbaxValueError(f"lax.{api}: {name} has {tuple(value)}, expected positive "
+                                   "ints.")
+    dilated = _dilate_shape(aval.shape, base_dilation)
+    if any(d + lo + hi < 0 for d, (lo, hi) in zip(dilated, padding)):
+        raise NumbaxValueError(
+            f"lax.{api}: padding {tuple(padding)} crops more than the operand's (dilated) "
+            f"shape {dilated}.")
+    return reduce_window_shape_tuple(aval.shape, window_dimensions, window_strides, padding,
+                                     base_dilation, window_dilation)
+
+
+def _padded(x: np.ndarray, fill: Any, padding, base_dilation) -> np.ndarray:
+    """x dilated (holes = fill) and padded with fill (negative amounts crop)."""
+    if all(d == 1 for d in base_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
+        return x
+    sizes = _dilate_shape(x.shape, base_dilation)
+    shape = [n + lo + hi for n, (lo, hi) in zip(sizes, padding)]
+    out = np.full(shape, fill, x.dtype)
+    src, dst = [], []
+    for n, d, (lo, _), size in zip(x.shape, base_dilation, padding, shape):
+        first = max(0, -(lo // d))
+        last = min(n - 1, (size - 1 - lo) // d) if size > 0 else -1
+        if last < first:
+            return out
+        src.append(slice(first, last + 1))
+        dst.append(slice(lo + first * d, lo + last * d + 1, d))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def _slabs(x: np.ndarray, out_shape, window_dimensions, window_strides,
+           window_dilation) -> Iterator[tuple[int, tuple[slice, ...]]]:
+    """(flat window position, the strided slice of x holding that position of every window)."""
+    for k, offset in enumerate(np.ndindex(*window_dimensions)):
+        yield k, tuple(slice(o * d, o * d + (m - 1) * s + 1, s) if m else slice(0, 0)
+                       for o, d, s, m in zip(offset, window_dilation, window_strides,
+                                             out_shape))
+
+
+def _fold(xs: Sequence[np.ndarray], fills: Sequence[Any], combine: Callable, params) -> list:
+    """Reduces every window of the arrays `xs` (one variadic reduction) with `combine(acc,
+    slab) -> acc`, starting from the fills; a loop over window positions, not elements."""
+    out_shape = reduce_window_shape_tuple(xs[0].shape, params["window_dimensions"],
+                                          params["window_strides"], params["padding"],
+                                          params["base_dilation"], params["window_dilation"])
+    padded = [_padded(x, f, params["padding"], params["base_dilation"])
+              for x, f in zip(xs, fills)]
+    acc = [np.full(out_shape, f, x.dtype) for x, f in zip(xs, fills)]
+    if 0 in out_shape:
+        return acc
+    for _, where in _slabs(padded[0], out_shape, params["window_dimensions"],
+                           params["window_strides"], params["window_dilation"]):
+        acc = combine(acc, [p[where] for p in padded])
+    return acc
+
+
+_WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
+                  "window_dilation")
+
+
+def _with_unit_window(params: dict, bdim: int) -> dict:
+    """The window params for an operand that gained a (batch) dimension at bdim."""
+    new = dict(params)
+    for name, unit in (("window_dimensions", 1), ("window_strides", 1), ("padding", (0, 0)),
+                       ("base_dilation", 1), ("window_dilation", 1)):
+        if name in params:
+            value = params[name]
+            new[name] = (*value[:bdim], unit, *value[bdim:])
+    return new
+
+
+# ----------------------------------------------------------------------------- sum / max / min
+
+
+def _monoid_window(name: str, kinds: str, fill: Callable, combine: Callable) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract_eval(x: ShapedArray, **params) -> list[ShapedArray]:
+        ew._check_kind(name, x, kinds)
+        shape = _check_window(name, x, *(params[k] for k in _WINDOW_PARAMS))
+        return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+    def impl(x, **params):
+        ident = fill(x.dtype)
+        return _fold([x], [ident], lambda acc, s: [combine(acc[0], s[0])], params)
+
+    def batch(axis_size, vals, dims, **params):
+        (x,), (bd,) = vals, dims
+        return [prim.bind(x, **_with_unit_window(params, bd))], [bd]
+
+    core.abstract_eval_rules[prim] = abstract_eval
+    core.impl_rules[prim] = impl
+    batching.batch_rules[prim] = batch
+    return prim
+
+
+def _max_identity(dtype: np.dtype) -> Any:
+    if dtype.kind == "f":
+        return -np.inf
+    if dtype.kind == "b":
+        return False
+    return np.iinfo(dtype).min
+
+
+def _min_identity(dtype: np.dtype) -> Any:
+    if dtype.kind == "f":
+        return np.inf
+    if dtype.kind == "b":
+        return True
+    return np.iinfo(dtype).max
+
+
+reduce_window_sum_p = _monoid_window("reduce_window_sum", "iufc", lambda dt: 0, np.add)
+reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", _max_identity, np.maximum)
+reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", _min_identity, np.minimum)
+
+
+def _reduce_window_sum_transpose(cts, x, **params):
+    """The cotangent spread back over every window: a strided pad of it, summed over windows
+    of the same size with the strides and dilations exchanged."""
+    (ct,) = cts
+    in_shape = x.aval.shape
+    ct_shape = get_aval(ct).shape
+    pads = conv_general_vjp_lhs_padding(in_shape, params["window_dimensions"],
+                                        params["window_strides"], ct_shape, params["padding"],
+                                        params["base_dilation"], params["window_dilation"])
+    config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, params["window_strides"]))
+    padded = shape_ops.pad(ct, np.array(0, get_aval(ct).dtype), config)
+    ones = (1,) * len(in_shape)
+    return [reduce_window_sum_p.bind(
+        padded, window_dimensions=params["window_dimensions"],
+        window_strides=params["base_dilation"], padding=((0, 0),) * len(in_shape),
+        base_dilation=ones, window_dilation=params["window_dilation"])]
+
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+def _chooser_jvp(select_prim: str) -> Callable:
+    def jvp(t, ans, x, **params):
+        return select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
+
+    return jvp
+
+
+# ----------------------------------------------------------------------------- select and gather
+
+
+def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarray, tuple]:
+    """The flat window position each window selects (its first maximum for 'ge', minimum
+    for 'le'; padding holds the identity, so it is chosen only if nothing else is), and the
+    padded operand's shape."""
+    fill = _max_identity(operand.dtype) if select_prim == "ge" else _min_identity(operand.dtype)
+    better = np.greater if select_prim == "ge" else np.less
+    padded = _padded(operand, fill, params["padding"], params["base_dilation"])
+    out_shape = reduce_window_shape_tuple(operand.shape, params["window_dimensions"],
+                                          params["window_strides"], params["padding"],
+                                          params["base_dilation"], params["window_dilation"])
+    best = np.full(out_shape, fill, operand.dtype)
+    which = np.zeros(out_shape, np.int64)
+    if 0 in out_shape:
+        return which, padded.shape
+    for k, where in _slabs(padded, out_shape, params["window_dimensions"],
+                           params["window_strides"], params["window_dilation"]):
+        slab = padded[where]
+        take = better(slab, best) if k else np.ones(out_shape, bool)
+        np.copyto(best, slab, where=take)
+        np.copyto(which, k, where=take)
+    return which, padded.shape
+
+
+select_and_gather_add_p = Primitive("select_and_gather_add")
+
+
+def _select_and_gather_add_abstract_eval(tangents: ShapedArray, operand: ShapedArray, *,
+                                         select_prim, **params) -> list[ShapedArray]:
+    ew._check_kind("select_and_gather_add", operand, "biuf", 1)
+    if tangents.shape != operand.shape:
+        raise NumbaxTypeError(
+            f"lax.select_and_gather_add: tangents has shape {tangents.shape} and operand has "
+            f"shape {operand.shape}, expected equal shapes.")
+    shape = _check_window("select_and_gather_add", operand,
+                          *(params[k] for k in _WINDOW_PARAMS))
+    return [ShapedArray(shape, tangents.dtype, tangents.weak_type)]
+
+
+def _select_and_gather_add_impl(tangents, operand, *, select_prim, **params):
+    which, _ = _selection(operand, select_prim, params)
+    padded_t = _padded(tangents, 0, params["padding"], params["base_dilation"])
+    out = np.zeros(which.shape, tangents.dtype)
+    if out.size == 0:
+        return [out]
+    for k, where in _slabs(padded_t, which.shape, params["window_dimensions"],
+                           params["window_strides"], params["window_dilation"]):
+        np.copyto(out, padded_t[where], where=which == k)
+    return [out]
+
+
+def _select_and_gather_add_jvp(primals, tangents, *, select_prim, **params):
+    (t, x), (t_dot, _) = primals, tangents
+    ans = select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
+    if type(t_dot) is ad.Zero:
+        return [ans], [ad.Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [select_and_gather_add_p.bind(t_dot, x, select_prim=select_prim, **params)]
+
+
+def _select_and_gather_add_transpose(cts, t, x, *, select_prim, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation):
+    """Each window's cotangent goes back to the element the window selected."""
+    (ct,) = cts
+    if any(d != 1 for d in window_dilation):
+        raise NotImplementedError(
+            "lax.reduce_window max/min: reverse-mode differentiation with window_dilation "
+            f"{window_dilation} is not supported (nor in JAX). Use window_dilation of ones, or "
+            "forward mode (jvp/jacfwd).")
+    dilated = any(d != 1 for d in base_dilation)
+    if dilated:  # select among the dilated operand, holes holding the identity
+        ident = _max_identity(get_aval(x).dtype) if select_prim == "ge" else _min_identity(
+            get_aval(x).dtype)
+        x = shape_ops.pad(x, np.array(ident, get_aval(x).dtype),
+                          tuple((0, 0, d - 1) for d in base_dilation))
+    out = select_and_scatter_add_p.bind(ct, x, select_prim=select_prim,
+                                        window_dimensions=window_dimensions,
+                                        window_strides=window_strides, padding=padding)
+    if dilated:
+        shape = get_aval(out).shape
+        out = shape_ops.slice(out, (0,) * len(shape), shape, tuple(base_dilation))
+    return [out, None]
+
+
+def _select_and_gather_add_batch(axis_size, vals, dims, **params):
+    t, x = (batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims))
+    return [select_and_gather_add_p.bind(t, x, **_with_unit_window(params, 0))], [0]
+
+
+core.abstract_eval_rules[select_and_gather_add_p] = _select_and_gather_add_abstract_eval
+core.impl_rules[select_and_gather_add_p] = _select_and_gather_add_impl
+ad.jvp_rules[select_and_gather_add_p] = _select_and_gather_add_jvp
+ad.transpose_rules[select_and_gather_add_p] = _select_and_gather_add_transpose
+batching.batch_rules[select_and_gather_add_p] = _select_and_gather_add_batch
+
+ad.defjvp(reduce_window_max_p, _chooser_jvp("ge"))
+ad.defjvp(reduce_window_min_p, _chooser_jvp("le"))
+
+# ----------------------------------------------------------------------------- select and scatter
+
+select_and_scatter_add_p = Primitive("select_and_scatter_add")
+
+
+def _scatter_params(operand_ndim: int, params: dict) -> dict:
+    ones = (1,) * operand_ndim
+    return dict(params, base_dilation=ones, window_dilation=ones)
+
+
+def _select_and_scatter_add_abstract_eval(source: ShapedArray, operand: ShapedArray, *,
+                                          select_prim, **params) -> list[ShapedArray]:
+    ew._check_kind("select_and_scatter_add", operand, "biuf", 1)
+    out = _check_window("select_and_scatter_add", operand,
+                        *(_scatter_params(operand.ndim, params)[k] for k in _WINDOW_PARAMS))
+    if source.shape != out:
+        raise NumbaxTypeError(
+            f"lax.select_and_scatter_add: source has shape {source.shape}, expected {out} (the "
+            f"window-reduced shape of operand {operand.shape}).")
+    return [ShapedArray(operand.shape, source.dtype, source.weak_type)]
+
+
+def _select_and_scatter_add_impl(source, operand, *, select_prim, **params):
+    params = _scatter_params(operand.ndim, params)
+    which, padded_shape = _selection(operand, select_prim, params)
+    out = np.zeros(padded_shape, source.dtype)
+    if which.size:
+        for k, where in _slabs(out, which.shape, params["window_dimensions"],
+                               params["window_strides"], params["window_dilation"]):
+            out[where] += np.where(which == k, source, 0).astype(source.dtype)
+    full = np.zeros(operand.shape, source.dtype)  # cells cropped away by negative padding
+    dst = tuple(slice(max(0, -lo), max(max(0, -lo), min(n, size - lo)))
+                for n, (lo, _), size in zip(operand.shape, params["padding"], padded_shape))
+    src = tuple(slice(d.start + lo, d.stop + lo) for d, (lo, _) in zip(dst, params["padding"]))
+    full[dst] = out[src]
+    return [full]
+
+
+def _select_and_scatter_add_jvp(primals, tangents, *, select_prim, **params):
+    (s, x), (s_dot, _) = primals, tangents
+    ans = select_and_scatter_add_p.bind(s, x, select_prim=select_prim, **params)
+    if type(s_dot) is ad.Zero:
+        return [ans], [ad.Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [select_and_scatter_add_p.bind(s_dot, x, select_prim=select_prim, **params)]
+
+
+def _select_and_scatter_add_transpose(cts, s, x, *, select_prim, **params):
+    (ct,) = cts
+    ones = (1,) * get_aval(x).ndim
+    return [select_and_gather_add_p.bind(ct, x, select_prim=select_prim, base_dilation=ones,
+                                         window_dilation=ones, **params), None]
+
+
+def _select_and_scatter_add_batch(axis_size, vals, dims, **params):
+    s, x = (batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims))
+    return [select_and_scatter_add_p.bind(s, x, **_with_unit_window(params, 0))], [0]
+
+
+core.abstract_eval_rules[select_and_scatter_add_p] = _select_and_scatter_add_abstract_eval
+core.impl_rules[select_and_scatter_add_p] = _select_and_scatter_add_impl
+ad.jvp_rules[select_and_scatter_add_p] = _select_and_scatter_add_jvp
+ad.transpose_rules[select_and_scatter_add_p] = _select_and_scatter_add_transpose
+batching.batch_rules[select_and_scatter_add_p] = _select_and_scatter_add_batch

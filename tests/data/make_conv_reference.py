@@ -1,0 +1,159 @@
+"""Records JAX's convolution, windowed-reduction, image and stax outputs (and gradients) into
+conv_jax_reference.npz (run once, with jax installed):
+
+    /work/jaxenv/bin/python tests/data/make_conv_reference.py
+
+Inputs come from a seeded numpy generator and are stored next to the outputs, so the numbax
+tests (tests/lax/test_convolution.py, test_windowed.py, tests/test_image.py,
+tests/test_stax_conv.py) read the npz only and run without jax. float64 throughout
+(jax_enable_x64), except where a key says f32.
+"""
+import pathlib
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+OUT = pathlib.Path(__file__).with_name("conv_jax_reference.npz")
+RNG = np.random.default_rng(2024)
+
+# name: (lhs shape, rhs shape, kwargs of conv_general_dilated)
+CONV_CASES = {
+    "nchw_same": ((2, 3, 6, 5), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="SAME")),
+    "nhwc_strided": ((2, 7, 6, 3), (3, 2, 3, 4), dict(
+        window_strides=(2, 1), padding=((1, 2), (0, -1)), lhs_dilation=(1, 2),
+        rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "feature_groups": ((2, 4, 9), (6, 2, 3), dict(
+        window_strides=(2,), padding="VALID", rhs_dilation=(2,), feature_group_count=2)),
+    "depthwise": ((2, 9, 4), (3, 1, 8), dict(
+        window_strides=(1,), padding="SAME_LOWER", dimension_numbers=("NWC", "WIO", "NWC"),
+        feature_group_count=4)),
+    "batch_groups": ((4, 3, 9), (6, 3, 2), dict(
+        window_strides=(1,), padding=((2, 1),), lhs_dilation=(3,), batch_group_count=2)),
+    "batch_groups_odd_layout": ((2, 6, 5), (2, 6, 2), dict(
+        window_strides=(2,), padding=((1, 0),), dimension_numbers=("CNW", "WOI", "WNC"),
+        batch_group_count=3)),
+    "conv3d": ((1, 5, 4, 3, 2), (2, 3, 2, 2, 3), dict(
+        window_strides=(1, 2, 1), padding="SAME", dimension_numbers=("NDHWC", "DHWIO",
+                                                                     "NCDHW"))),
+}
+
+TRANSPOSE_CASES = {
+    "same_s2": ((1, 5, 4, 2), (3, 3, 2, 3), dict(strides=(2, 2), padding="SAME")),
+    "valid_s3": ((2, 4, 3), (2, 3, 2), dict(strides=(3,), padding="VALID")),
+    "explicit": ((1, 4, 4, 1), (3, 2, 1, 2), dict(strides=(2, 1), padding=((1, 2), (0, 1)))),
+    "transpose_kernel": ((1, 4, 4, 2), (3, 3, 3, 2), dict(strides=(2, 2), padding="SAME",
+                                                          transpose_kernel=True)),
+    "consistent": ((1, 5, 3), (3, 3, 2), dict(strides=(2,), padding=((1, 1),),
+                                              rhs_dilation=(2,),
+                                              use_consistent_padding=True)),
+}
+
+WINDOW_CASES = {
+    "max_pool": ((2, 6, 6, 3), dict(window_dimensions=(1, 2, 2, 1),
+                                    window_strides=(1, 2, 2, 1), padding="VALID")),
+    "max_pool_same": ((1, 5, 7, 2), dict(window_dimensions=(1, 3, 3, 1),
+                                         window_strides=(1, 2, 2, 1), padding="SAME")),
+    "dilated": ((3, 8), dict(window_dimensions=(2, 3), window_strides=(1, 2),
+                             padding=((1, 0), (2, 1)), base_dilation=(2, 1),
+                             window_dilation=(1, 2))),
+}
+
+
+def _conv_case(name, lhs_shape, rhs_shape, kwargs, out):
+    lhs, rhs = RNG.normal(size=lhs_shape), RNG.normal(size=rhs_shape)
+    fn = lambda x, w: lax.conv_general_dilated(x, w, **kwargs)  # noqa: E731
+    y, pull = jax.vjp(fn, lhs, rhs)
+    ct = RNG.normal(size=y.shape)
+    g_lhs, g_rhs = pull(ct)
+    out.update({f"conv/{name}/lhs": lhs, f"conv/{name}/rhs": rhs, f"conv/{name}/out": y,
+                f"conv/{name}/ct": ct, f"conv/{name}/g_lhs": g_lhs, f"conv/{name}/g_rhs": g_rhs})
+
+
+def record_convolutions(out: dict) -> None:
+    for name, (ls, rs, kwargs) in CONV_CASES.items():
+        _conv_case(name, ls, rs, kwargs, out)
+    for name, (ls, rs, kwargs) in TRANSPOSE_CASES.items():
+        lhs, rhs = RNG.normal(size=ls), RNG.normal(size=rs)
+        out[f"conv_transpose/{name}/lhs"], out[f"conv_transpose/{name}/rhs"] = lhs, rhs
+        out[f"conv_transpose/{name}/out"] = lax.conv_transpose(lhs, rhs, **kwargs)
+    x = RNG.normal(size=(2, 3, 5, 4))
+    out["patches/x"] = x
+    out["patches/out"] = lax.conv_general_dilated_patches(
+        x, (2, 3), (1, 2), "SAME", rhs_dilation=(2, 1))
+    xl = RNG.normal(size=(2, 6, 5, 3))
+    dn = ("NHWC", "HWIO", "NHWC")
+    out_shape = lax.conv_general_dilated_patches(xl, (3, 2), (1, 1), "VALID",
+                                                 dimension_numbers=dn).shape
+    wl = RNG.normal(size=(out_shape[1], out_shape[2], 3 * 3 * 2, 4))
+    out["local/x"], out["local/w"] = xl, wl
+    out["local/out"] = lax.conv_general_dilated_local(xl, wl, (1, 1), "VALID", (3, 2),
+                                                      dimension_numbers=dn)
+
+
+SHAPE_CASES = [  # (lhs shape, rhs shape, strides, padding, dimension numbers)
+    ((2, 9, 8, 3), (3, 2, 3, 5), (2, 3), "SAME", ("NHWC", "HWIO", "NHWC")),
+    ((2, 3, 9, 8), (5, 3, 3, 2), (1, 2), "VALID", ("NCHW", "OIHW", "NCHW")),
+    ((4, 7, 2), (3, 2, 6), (3,), ((1, 2),), ("NWC", "WIO", "NWC")),
+]
+
+
+def record_shapes(out: dict) -> None:
+    for i, (ls, rs, strides, padding, dn) in enumerate(SHAPE_CASES):
+        out[f"shape/{i}/general"] = lax.conv_general_shape_tuple(ls, rs, strides, padding, dn)
+        out[f"shape/{i}/transpose"] = lax.conv_transpose_shape_tuple(ls, rs, strides, padding,
+                                                                     dn)
+        perms = lax.conv_general_permutations(dn)
+        out[f"shape/{i}/perms"] = np.concatenate(perms)
+        lhs_t, rhs_t = np.take(ls, perms[0]), np.take(rs, perms[1])
+        out[f"shape/{i}/canonical"] = lax.conv_shape_tuple(lhs_t, rhs_t, strides, padding)
+        if isinstance(padding, str):
+            for kind in ("SAME", "SAME_LOWER", "VALID"):
+                out[f"shape/{i}/pads_{kind}"] = np.array(
+                    lax.padtype_to_pads(lhs_t[2:], rhs_t[2:], strides, kind))
+        out[f"shape/{i}/window"] = lax.reduce_window_shape_tuple(
+            ls, (1, *rs[:-2], 1), (1, *strides, 1), ((0, 0),) * len(ls), (1, 2, *(1,) * (
+                len(ls) - 2)), None)
+
+
+def record_windows(out: dict) -> None:
+    for name, (shape, kwargs) in WINDOW_CASES.items():
+        x = RNG.normal(size=shape)
+        out[f"window/{name}/x"] = x
+        for kind, init, op in (("sum", 0.0, lax.add), ("max", -np.inf, lax.max),
+                               ("min", np.inf, lax.min), ("prod", 1.0, lax.mul)):
+            fn = lambda v, init=init, op=op: lax.reduce_window(v, init, op, **kwargs)  # noqa
+            y = fn(x)
+            out[f"window/{name}/{kind}"] = y
+            if kind in ("sum", "max", "min") and all(
+                    d == 1 for d in kwargs.get("window_dilation", (1,) * x.ndim)):
+                ct = RNG.normal(size=y.shape)
+                out[f"window/{name}/{kind}_ct"] = ct
+                out[f"window/{name}/{kind}_grad"] = jax.vjp(fn, x)[1](ct)[0]
+            t = RNG.normal(size=x.shape)
+            out[f"window/{name}/{kind}_t"] = t
+            out[f"window/{name}/{kind}_jvp"] = jax.jvp(fn, (x,), (t,))[1]
+    # max-pool gradient with ties: JAX's choice among equal elements
+    ties = np.round(RNG.normal(size=(1, 6, 6, 2)))
+    pool = lambda v: lax.reduce_window(v, -np.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1),  # noqa
+                                       "SAME")
+    out["window/ties/x"] = ties
+    out["window/ties/grad"] = jax.grad(lambda v: jnp.sum(pool(v) ** 2))(ties)
+
+
+def main() -> None:
+    out: dict = {}
+    record_convolutions(out)
+    record_windows(out)
+    record_shapes(out)
+    np.savez_compressed(OUT, jax_version=jax.__version__,
+                        **{k: np.asarray(v) for k, v in out.items()})
+    print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(out)} arrays)")
+
+
+if __name__ == "__main__":
+    main()
