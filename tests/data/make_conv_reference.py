@@ -17,6 +17,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
+from jax.example_libraries import stax  # noqa: E402
 
 OUT = pathlib.Path(__file__).with_name("conv_jax_reference.npz")
 RNG = np.random.default_rng(2024)
@@ -145,11 +146,63 @@ def record_windows(out: dict) -> None:
     out["window/ties/grad"] = jax.grad(lambda v: jnp.sum(pool(v) ** 2))(ties)
 
 
+# name: (layer, input shape); params are drawn with numpy in the shapes JAX's init_fun gives
+STAX_LAYERS = {
+    "general_conv": (lambda: stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 3, (3, 2), (2, 1),
+                                              "SAME"), (2, 2, 7, 6)),
+    "conv_transpose": (lambda: stax.ConvTranspose(3, (3, 3), (2, 2), "SAME"), (2, 4, 5, 2)),
+    "conv1d_transpose": (lambda: stax.Conv1DTranspose(2, (4,), (3,), "VALID"), (2, 5, 3)),
+    "general_conv_transpose": (lambda: stax.GeneralConvTranspose(
+        ("NCH", "IOH", "NCH"), 2, (3,), (2,), "SAME"), (2, 3, 6)),
+    "max_pool": (lambda: stax.MaxPool((2, 3), (2, 1), "SAME"), (2, 5, 7, 3)),
+    "sum_pool": (lambda: stax.SumPool((2, 2), None, "VALID", spec="NCHW"), (2, 3, 5, 4)),
+    "avg_pool": (lambda: stax.AvgPool((3, 3), (2, 2), "SAME"), (2, 6, 5, 2)),
+}
+
+
+def convnet():
+    """JAX's MNIST convnet, narrowed (8/16/32 units) to keep the recorded weights small."""
+    return stax.serial(stax.Conv(8, (3, 3)), stax.Relu, stax.Conv(16, (3, 3)), stax.Relu,
+                       stax.MaxPool((2, 2), (2, 2)), stax.Flatten, stax.Dense(32), stax.Relu,
+                       stax.Dense(10), stax.LogSoftmax)
+
+
+def record_stax(out: dict) -> None:
+    key = jax.random.PRNGKey(0)
+    for name, (make, shape) in STAX_LAYERS.items():
+        init, apply = make()
+        out_shape, params = init(key, shape)
+        params = tuple(RNG.normal(size=np.shape(p)) for p in params)
+        x = RNG.normal(size=shape)
+        out[f"stax/{name}/out_shape"] = np.array(out_shape)
+        out[f"stax/{name}/x"] = x
+        for i, p in enumerate(params):
+            out[f"stax/{name}/param{i}"] = p
+        out[f"stax/{name}/out"] = apply(params, x)
+    init, apply = convnet()
+    out_shape, params = init(key, (-1, 8, 8, 1))
+    params = [tuple(0.3 * RNG.normal(size=np.shape(p)) for p in layer) for layer in params]
+    x = RNG.normal(size=(4, 8, 8, 1))
+    labels = np.eye(10)[RNG.integers(0, 10, size=4)]
+
+    def loss(ps):
+        return -jnp.mean(jnp.sum(apply(ps, x) * labels, axis=1))
+
+    out["convnet/out_shape"] = np.array(out_shape)
+    out["convnet/x"], out["convnet/labels"] = x, labels
+    out["convnet/logits"] = apply(params, x)
+    grads = jax.grad(loss)(params)
+    for i, (layer, glayer) in enumerate(zip(params, grads)):
+        for j, (p, g) in enumerate(zip(layer, glayer)):
+            out[f"convnet/param{i}_{j}"], out[f"convnet/grad{i}_{j}"] = p, g
+
+
 def main() -> None:
     out: dict = {}
     record_convolutions(out)
     record_windows(out)
     record_shapes(out)
+    record_stax(out)
     np.savez_compressed(OUT, jax_version=jax.__version__,
                         **{k: np.asarray(v) for k, v in out.items()})
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(out)} arrays)")
