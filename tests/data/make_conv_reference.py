@@ -16,7 +16,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
+from jax import image, lax  # noqa: E402
 from jax.example_libraries import stax  # noqa: E402
 
 OUT = pathlib.Path(__file__).with_name("conv_jax_reference.npz")
@@ -197,12 +197,46 @@ def record_stax(out: dict) -> None:
             out[f"convnet/param{i}_{j}"], out[f"convnet/grad{i}_{j}"] = p, g
 
 
+RESIZE_METHODS = ["nearest", "linear", "lanczos3", "lanczos5", "cubic", "cubic-pytorch", "area"]
+RESIZE_SHAPES = [(2, 11, 4, 3), (2, 3, 9, 3)]
+TRANSLATE_METHODS = ["linear", "cubic", "lanczos3", "area", "cubic-pytorch"]
+
+
+def record_image(out: dict) -> None:
+    x = RNG.normal(size=(2, 7, 6, 3))
+    out["image/x"] = x
+    for method in RESIZE_METHODS:
+        for i, shape in enumerate(RESIZE_SHAPES):
+            for antialias in (True, False):
+                out[f"image/resize/{method}/{i}/{int(antialias)}"] = image.resize(
+                    x, shape, method, antialias)
+    scale, translation = np.array([1.3, 0.7]), np.array([0.5, -1.2])
+    for method in TRANSLATE_METHODS:
+        for antialias in (True, False):
+            out[f"image/translate/{method}/{int(antialias)}"] = image.scale_and_translate(
+                x, (2, 8, 5, 3), (1, 2), scale, translation, method, antialias)
+    ct = RNG.normal(size=(2, 8, 5, 3))
+    out["image/translate_ct"] = ct
+    for method in ("linear", "cubic"):
+        g = jax.grad(lambda s, t, m=method: jnp.sum(ct * image.scale_and_translate(
+            x, (2, 8, 5, 3), (1, 2), s, t, m)), argnums=(0, 1))(scale, translation)
+        out[f"image/translate_grad/{method}/scale"] = g[0]
+        out[f"image/translate_grad/{method}/translation"] = g[1]
+    ints = RNG.integers(0, 255, size=(5, 4)).astype(np.uint8)
+    out["image/ints"] = ints
+    out["image/ints_resized"] = image.resize(ints, (8, 3), "bilinear")
+    ramp = np.arange(7.0)
+    for n in (3, 5, 10, 13):
+        out[f"image/nearest/{n}"] = image.resize(ramp, (n,), "nearest")
+
+
 def main() -> None:
     out: dict = {}
     record_convolutions(out)
     record_windows(out)
     record_shapes(out)
     record_stax(out)
+    record_image(out)
     np.savez_compressed(OUT, jax_version=jax.__version__,
                         **{k: np.asarray(v) for k, v in out.items()})
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(out)} arrays)")
