@@ -170,4 +170,5 @@ from numbax._src.lax.windowed_reductions import (  # noqa: E402, F401
     reduce_window_sum_p,
     select_and_gather_add_p,
     select_and_scatter_add_p,
+    select_and_scatter_p,
 )

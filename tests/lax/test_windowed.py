@@ -168,6 +168,43 @@ def test_select_and_scatter_add_is_the_transpose_of_gather():
     np.testing.assert_array_equal(np.asarray(gathered), want)
 
 
+def loop_select_and_scatter(x, source, init, select, scatter, window, strides, padding):
+    """XLA's SelectAndScatter element by element: padding never selected; each window keeps
+    its current element while select(current, candidate) holds."""
+    out = np.full(x.shape, init)
+    for o in itertools.product(*map(range, source.shape)):
+        best = None
+        for k in itertools.product(*map(range, window)):
+            idx = tuple(i * s + j - lo for i, s, j, (lo, _) in zip(o, strides, k, padding))
+            if not all(0 <= v < n for v, n in zip(idx, x.shape)):
+                continue
+            if best is None or not select(x[best], x[idx]):
+                best = idx
+        if best is not None:
+            out[best] = scatter(out[best], source[o])
+    return out
+
+
+@pytest.mark.parametrize("select", ["ge", "gt", "le", "lt"])
+@pytest.mark.parametrize("scatter", ["add", "mul", "max", "min"])
+def test_select_and_scatter_matches_loop(select, scatter):
+    x = np.round(RNG.normal(size=(5, 6)))  # ties, so first/last selection matters
+    params = dict(window_dimensions=(2, 3), window_strides=(2, 2), padding=((1, 0), (1, 1)))
+    shape = lax.reduce_window_shape_tuple(x.shape, (2, 3), (2, 2), params["padding"])
+    source = RNG.normal(size=shape)
+    got = lax.select_and_scatter_p.bind(x, source, np.float64(0.5), select_prim=select,
+                                        scatter_prim=scatter, **params)
+    ops = {"ge": np.greater_equal, "gt": np.greater, "le": np.less_equal, "lt": np.less}
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    want = loop_select_and_scatter(x, source, 0.5, ops[select], combine[scatter], (2, 3),
+                                   (2, 2), params["padding"])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13)
+    if scatter == "add":
+        check_grads(lambda s, init: lax.select_and_scatter_p.bind(
+            x, s, init, select_prim=select, scatter_prim="add", **params),
+            (source, np.float64(0.5)), order=2)
+
+
 def test_integer_and_bool_windows():
     x = RNG.integers(-9, 9, size=(5, 4))
     got = lax.reduce_window(x, np.iinfo(np.int64).min, lax.max, (2, 2), (1, 1), "VALID")
@@ -197,6 +234,14 @@ def test_bad_inputs():
         lax.select_and_scatter_add_p.bind(np.ones((3, 3)), x, select_prim="ge",
                                           window_dimensions=(2, 2), window_strides=(2, 2),
                                           padding=((0, 0), (0, 0)))
+    with pytest.raises(NumbaxValueError, match="select_prim"):
+        lax.select_and_scatter_p.bind(x, np.ones((2, 2)), 0.0, select_prim="eq",
+                                      scatter_prim="add", window_dimensions=(2, 2),
+                                      window_strides=(2, 2), padding=((0, 0), (0, 0)))
+    with pytest.raises(NotImplementedError, match="scatter_prim"):
+        numbax.grad(lambda s: jnp.sum(lax.select_and_scatter_p.bind(
+            x, s, 1.0, select_prim="ge", scatter_prim="mul", window_dimensions=(2, 2),
+            window_strides=(2, 2), padding=((0, 0), (0, 0)))))(np.ones((2, 2)))
     with pytest.raises(NotImplementedError, match="window_dilation"):
         numbax.grad(lambda v: jnp.sum(lax.reduce_window(v, -np.inf, lax.max, (2, 2), None,
                                                         "VALID", None, (2, 1))))(x)

@@ -202,27 +202,39 @@ def _chooser_jvp(select_prim: str) -> Callable:
 # ----------------------------------------------------------------------------- select and gather
 
 
+# When a window's candidate replaces the element selected so far: 'ge' keeps the first maximum,
+# 'gt' the last, 'le' and 'lt' likewise for minima (XLA's select(current, candidate) rule).
+_SWITCH = {"ge": np.greater, "gt": np.greater_equal, "le": np.less, "lt": np.less_equal}
+
+
 def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarray, tuple]:
-    """The flat window position each window selects (its first maximum for 'ge', minimum
-    for 'le'; padding holds the identity, so it is chosen only if nothing else is), and the
-    padded operand's shape."""
-    fill = _max_identity(operand.dtype) if select_prim == "ge" else _min_identity(operand.dtype)
-    better = np.greater if select_prim == "ge" else np.less
-    padded = _padded(operand, fill, params["padding"], params["base_dilation"])
+    """The flat window position each window selects (-1 where the window holds padding only;
+    padding is never selected), and the padded operand's shape."""
+    switch = _SWITCH[select_prim]
+    padded = _padded(operand, 0, params["padding"], params["base_dilation"])
+    valid = _padded(np.ones(operand.shape, bool), False, params["padding"],
+                    params["base_dilation"])
     out_shape = reduce_window_shape_tuple(operand.shape, params["window_dimensions"],
                                           params["window_strides"], params["padding"],
                                           params["base_dilation"], params["window_dilation"])
-    best = np.full(out_shape, fill, operand.dtype)
-    which = np.zeros(out_shape, np.int64)
+    best = np.zeros(out_shape, operand.dtype)
+    which = np.full(out_shape, -1, np.int64)
     if 0 in out_shape:
         return which, padded.shape
     for k, where in _slabs(padded, out_shape, params["window_dimensions"],
                            params["window_strides"], params["window_dilation"]):
         slab = padded[where]
-        take = better(slab, best) if k else np.ones(out_shape, bool)
+        take = valid[where] & ((which < 0) | switch(slab, best))
         np.copyto(best, slab, where=take)
         np.copyto(which, k, where=take)
     return which, padded.shape
+
+
+def _check_select_prim(api: str, select_prim: Any) -> None:
+    if select_prim not in _SWITCH:
+        raise NumbaxValueError(
+            f"lax.{api}: select_prim has {select_prim!r}, expected one of 'ge', 'gt', 'le', "
+            "'lt' (the comparison that keeps the current element).")
 
 
 select_and_gather_add_p = Primitive("select_and_gather_add")
@@ -230,6 +242,7 @@ select_and_gather_add_p = Primitive("select_and_gather_add")
 
 def _select_and_gather_add_abstract_eval(tangents: ShapedArray, operand: ShapedArray, *,
                                          select_prim, **params) -> list[ShapedArray]:
+    _check_select_prim("select_and_gather_add", select_prim)
     ew._check_kind("select_and_gather_add", operand, "biuf", 1)
     if tangents.shape != operand.shape:
         raise NumbaxTypeError(
@@ -271,8 +284,8 @@ def _select_and_gather_add_transpose(cts, t, x, *, select_prim, window_dimension
             "forward mode (jvp/jacfwd).")
     dilated = any(d != 1 for d in base_dilation)
     if dilated:  # select among the dilated operand, holes holding the identity
-        ident = _max_identity(get_aval(x).dtype) if select_prim == "ge" else _min_identity(
-            get_aval(x).dtype)
+        ident = _max_identity(get_aval(x).dtype) if select_prim in ("ge", "gt") else (
+            _min_identity(get_aval(x).dtype))
         x = shape_ops.pad(x, np.array(ident, get_aval(x).dtype),
                           tuple((0, 0, d - 1) for d in base_dilation))
     out = select_and_scatter_add_p.bind(ct, x, select_prim=select_prim,
@@ -310,6 +323,7 @@ def _scatter_params(operand_ndim: int, params: dict) -> dict:
 
 def _select_and_scatter_add_abstract_eval(source: ShapedArray, operand: ShapedArray, *,
                                           select_prim, **params) -> list[ShapedArray]:
+    _check_select_prim("select_and_scatter_add", select_prim)
     ew._check_kind("select_and_scatter_add", operand, "biuf", 1)
     out = _check_window("select_and_scatter_add", operand,
                         *(_scatter_params(operand.ndim, params)[k] for k in _WINDOW_PARAMS))
@@ -361,3 +375,99 @@ core.impl_rules[select_and_scatter_add_p] = _select_and_scatter_add_impl
 ad.jvp_rules[select_and_scatter_add_p] = _select_and_scatter_add_jvp
 ad.transpose_rules[select_and_scatter_add_p] = _select_and_scatter_add_transpose
 batching.batch_rules[select_and_scatter_add_p] = _select_and_scatter_add_batch
+
+# ----------------------------------------------------------------------------- select and scatter
+# XLA's SelectAndScatter. JAX's select_and_scatter_p holds select and scatter jaxprs; numbax's
+# names them instead (select_prim in ge/gt/le/lt, scatter_prim in add/mul/max/min), so its
+# params stay plain data.
+
+select_and_scatter_p = Primitive("select_and_scatter")
+_SCATTER = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _select_and_scatter_abstract_eval(operand: ShapedArray, source: ShapedArray,
+                                      init: ShapedArray, *, select_prim, scatter_prim,
+                                      **params) -> list[ShapedArray]:
+    _check_select_prim("select_and_scatter", select_prim)
+    if scatter_prim not in _SCATTER:
+        raise NumbaxValueError(
+            f"lax.select_and_scatter: scatter_prim has {scatter_prim!r}, expected one of "
+            f"{sorted(_SCATTER)}.")
+    ew._check_kind("select_and_scatter", operand, "biuf", 0)
+    if not source.dtype == init.dtype == operand.dtype or init.shape != ():
+        raise NumbaxTypeError(
+            f"lax.select_and_scatter: operand has {operand.str_short()}, source "
+            f"{source.str_short()} and init_value {init.str_short()}, expected one dtype and "
+            "a scalar init_value.")
+    out = _check_window("select_and_scatter", operand,
+                        *(_scatter_params(operand.ndim, params)[k] for k in _WINDOW_PARAMS))
+    if source.shape != out:
+        raise NumbaxTypeError(
+            f"lax.select_and_scatter: source has shape {source.shape}, expected {out} (the "
+            f"window-reduced shape of operand {operand.shape}).")
+    return [ShapedArray(operand.shape, source.dtype, source.weak_type)]
+
+
+def _select_and_scatter_impl(operand, source, init, *, select_prim, scatter_prim, **params):
+    params = _scatter_params(operand.ndim, params)
+    which, padded_shape = _selection(operand, select_prim, params)
+    combine = _SCATTER[scatter_prim]
+    out = np.full(padded_shape, init, source.dtype)
+    if which.size:
+        for k, where in _slabs(out, which.shape, params["window_dimensions"],
+                               params["window_strides"], params["window_dilation"]):
+            hit = which == k  # distinct windows hit distinct cells at a fixed offset
+            out[where] = np.where(hit, combine(out[where], source), out[where])
+    dst = tuple(slice(max(0, -lo), max(max(0, -lo), min(n, size - lo)))
+                for n, (lo, _), size in zip(operand.shape, params["padding"], padded_shape))
+    src = tuple(slice(d.start + lo, d.stop + lo) for d, (lo, _) in zip(dst, params["padding"]))
+    full = np.full(operand.shape, init, source.dtype)
+    full[dst] = out[src]
+    return [full]
+
+
+def _select_and_scatter_jvp(primals, tangents, *, scatter_prim, **params):
+    """With scatter_prim 'add' the output, init_value + the sources each cell selected, is
+    linear in (source, init_value) for a fixed operand; JAX differentiates no form of it."""
+    x, s, init = primals
+    _, s_dot, init_dot = tangents
+    ans = select_and_scatter_p.bind(x, s, init, scatter_prim=scatter_prim, **params)
+    if type(s_dot) is ad.Zero and type(init_dot) is ad.Zero:
+        return [ans], [ad.Zero(ad.tangent_aval(get_aval(ans)))]
+    if scatter_prim != "add":
+        raise NotImplementedError(
+            f"lax.select_and_scatter: differentiation with scatter_prim {scatter_prim!r} is not "
+            "supported (JAX differentiates no select_and_scatter); use 'add'.")
+    s_dot, init_dot = ad.instantiate_zeros(s_dot), ad.instantiate_zeros(init_dot)
+    t_out = select_and_scatter_p.bind(x, s_dot, init_dot, scatter_prim="add", **params)
+    return [ans], [t_out]
+
+
+def _select_and_scatter_transpose(cts, x, s, init, *, select_prim, scatter_prim, **params):
+    (ct,) = cts
+    ones = (1,) * get_aval(x).ndim
+    ct_s = select_and_gather_add_p.bind(ct, x, select_prim=select_prim, base_dilation=ones,
+                                        window_dilation=ones, **params)
+    ct_init = None
+    if ad.is_undefined_primal(init):
+        from numbax._src.lax import reductions
+
+        ct_init = reductions.reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+    return [None, ct_s if ad.is_undefined_primal(s) else None, ct_init]
+
+
+def _select_and_scatter_batch(axis_size, vals, dims, **params):
+    (x, s, init), (_, _, init_dim) = vals, dims
+    if init_dim is not None:
+        raise NotImplementedError(
+            "lax.select_and_scatter: vmap over init_value is not supported (nor in JAX); pass "
+            "an unbatched init_value.")
+    x, s = (batching.bdim_at_front(v, d, axis_size) for v, d in zip((x, s), dims[:2]))
+    return [select_and_scatter_p.bind(x, s, init, **_with_unit_window(params, 0))], [0]
+
+
+core.abstract_eval_rules[select_and_scatter_p] = _select_and_scatter_abstract_eval
+core.impl_rules[select_and_scatter_p] = _select_and_scatter_impl
+ad.jvp_rules[select_and_scatter_p] = _select_and_scatter_jvp
+ad.transpose_rules[select_and_scatter_p] = _select_and_scatter_transpose
+batching.batch_rules[select_and_scatter_p] = _select_and_scatter_batch

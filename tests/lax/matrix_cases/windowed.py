@@ -49,4 +49,11 @@ def cases() -> dict[str, list[Case]]:
         "select_and_scatter_add": [Case(lambda s, x: scatter(s, x, select_prim="ge",
                                                              **scatter_window),
                                         (source, X), (0,))],
+        "select_and_scatter": [
+            Case(lambda x, s: lax.select_and_scatter_p.bind(
+                x, s, np.float64(0.5), select_prim="gt", scatter_prim="add", **scatter_window),
+                (X, source), (1,)),
+            Case(lambda x, s: lax.select_and_scatter_p.bind(
+                x, s, np.float64(1.0), select_prim="le", scatter_prim="max", **scatter_window),
+                (X, source))],
     }
