@@ -373,7 +373,8 @@ def _conv_canonical(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     wg = w.reshape(groups, o, in_f, *ksize)
     wm = wg.transpose(0, 1, *[2 + (0 if a == 3 else a - 3 - nsp) for a in cols])
     kdim = in_f * math.prod(ksize)
-    wm = wm.reshape(groups, o, kdim)
+    wm = np.ascontiguousarray(wm.reshape(groups, o, kdim))  # BLAS wants contiguous blocks
+    wm_t = np.ascontiguousarray(wm.transpose(0, 2, 1))
     row_sizes = [windows.shape[a] for a in rows]
     chunk_axis = rows[0]
     per_row = math.prod(row_sizes[1:]) * kdim * groups * x.itemsize
@@ -386,12 +387,14 @@ def _conv_canonical(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
         m = (stop - start) * math.prod(row_sizes[1:])
         if rows_last:
             patches = part.transpose(0, 2, *cols, *rows).reshape(groups, kdim, m)
-            block = np.matmul(wm, patches).reshape(groups, o, stop - start, *row_sizes[1:])
-            res[:, :, start:stop] = block
+            for g in range(groups):  # 2-D products: numpy's stacked matmul may skip BLAS
+                block = wm[g] @ patches[g]
+                res[g, :, start:stop] = block.reshape(o, stop - start, *row_sizes[1:])
         else:
             patches = part.transpose(0, 2, *rows, *cols).reshape(groups, m, kdim)
-            block = np.matmul(patches, wm.transpose(0, 2, 1))
-            res[:, start:stop] = block.reshape(groups, stop - start, *row_sizes[1:], o)
+            for g in range(groups):
+                block = patches[g] @ wm_t[g]
+                res[g, start:stop] = block.reshape(stop - start, *row_sizes[1:], o)
     # to (n, groups, o, out...) with out in spatial order
     row_pos = {a: i for i, a in enumerate(rows)}
     offset = 2 if rows_last else 1

@@ -138,7 +138,7 @@ def _monoid_window(name: str, kinds: str, fill: Callable, combine: Callable) -> 
 
     def impl(x, **params):
         ident = fill(x.dtype)
-        return _fold([x], [ident], lambda acc, s: [combine(acc[0], s[0])], params)
+        return _fold([x], [ident], lambda acc, s: [combine(acc[0], s[0], out=acc[0])], params)
 
     def batch(axis_size, vals, dims, **params):
         (x,), (bd,) = vals, dims
@@ -206,28 +206,56 @@ def _chooser_jvp(select_prim: str) -> Callable:
 # 'gt' the last, 'le' and 'lt' likewise for minima (XLA's select(current, candidate) rule).
 _SWITCH = {"ge": np.greater, "gt": np.greater_equal, "le": np.less, "lt": np.less_equal}
 
+# Masked updates are written as arithmetic (x * mask): numpy's where/copyto with a mask run
+# ~10x slower than ufuncs on strided views. Arithmetic is exact when the values are finite;
+# `_blend` falls back to np.where otherwise.
+
+
+def _index_dtype(count: int) -> np.dtype:
+    return np.dtype(np.uint8 if count < 256 else np.int32)
+
 
 def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarray, tuple]:
-    """The flat window position each window selects (-1 where the window holds padding only;
-    padding is never selected), and the padded operand's shape."""
+    """The flat window position each window selects, and the padded operand's shape. Padding
+    (and base-dilation holes) hold the comparison's identity (-inf for 'ge'/'gt'), so they are
+    chosen only in a tie with it, as XLA's CPU lowering does."""
     switch = _SWITCH[select_prim]
-    padded = _padded(operand, 0, params["padding"], params["base_dilation"])
-    valid = _padded(np.ones(operand.shape, bool), False, params["padding"],
-                    params["base_dilation"])
+    is_max = select_prim in ("ge", "gt")
+    fill = _max_identity(operand.dtype) if is_max else _min_identity(operand.dtype)
+    padded = _padded(operand, fill, params["padding"], params["base_dilation"])
     out_shape = reduce_window_shape_tuple(operand.shape, params["window_dimensions"],
                                           params["window_strides"], params["padding"],
                                           params["base_dilation"], params["window_dilation"])
-    best = np.zeros(out_shape, operand.dtype)
-    which = np.full(out_shape, -1, np.int64)
+    count = int(np.prod(params["window_dimensions"]))
+    which = np.zeros(out_shape, _index_dtype(count))
     if 0 in out_shape:
         return which, padded.shape
+    best = None
+    take = np.empty(out_shape, bool)
+    extreme = np.maximum if is_max else np.minimum
     for k, where in _slabs(padded, out_shape, params["window_dimensions"],
                            params["window_strides"], params["window_dilation"]):
         slab = padded[where]
-        take = valid[where] & ((which < 0) | switch(slab, best))
-        np.copyto(best, slab, where=take)
-        np.copyto(which, k, where=take)
+        if best is None:
+            best = slab.copy()
+            continue
+        switch(slab, best, out=take)
+        extreme(best, slab, out=best)  # on ties the value is the same either way
+        which *= ~take
+        which += take * which.dtype.type(k)
     return which, padded.shape
+
+
+def _finite(x: np.ndarray) -> bool:
+    return x.dtype.kind not in "fc" or bool(np.isfinite(x).all())
+
+
+def _blend(mask: np.ndarray, values: np.ndarray, finite: bool, out: np.ndarray) -> np.ndarray:
+    """values where mask, else 0, into out (arithmetic when the values are finite)."""
+    if finite:
+        return np.multiply(mask, values, out=out)
+    out[...] = np.where(mask, values, np.zeros((), out.dtype))
+    return out
 
 
 def _check_select_prim(api: str, select_prim: Any) -> None:
@@ -259,9 +287,10 @@ def _select_and_gather_add_impl(tangents, operand, *, select_prim, **params):
     out = np.zeros(which.shape, tangents.dtype)
     if out.size == 0:
         return [out]
+    finite, part = _finite(padded_t), np.empty_like(out)
     for k, where in _slabs(padded_t, which.shape, params["window_dimensions"],
                            params["window_strides"], params["window_dilation"]):
-        np.copyto(out, padded_t[where], where=which == k)
+        out += _blend(which == k, padded_t[where], finite, part)
     return [out]
 
 
@@ -339,15 +368,25 @@ def _select_and_scatter_add_impl(source, operand, *, select_prim, **params):
     which, padded_shape = _selection(operand, select_prim, params)
     out = np.zeros(padded_shape, source.dtype)
     if which.size:
+        finite, part = _finite(source), np.empty(which.shape, source.dtype)
         for k, where in _slabs(out, which.shape, params["window_dimensions"],
                                params["window_strides"], params["window_dilation"]):
-            out[where] += np.where(which == k, source, 0).astype(source.dtype)
-    full = np.zeros(operand.shape, source.dtype)  # cells cropped away by negative padding
+            view = out[where]
+            np.add(view, _blend(which == k, source, finite, part), out=view)
+    return [_unpad(out, operand.shape, params["padding"], 0)]
+
+
+def _unpad(out: np.ndarray, shape: tuple, padding, fill: Any) -> np.ndarray:
+    """The operand-shaped part of a padded result; cells that negative padding cropped away
+    (never scattered to) hold `fill`."""
     dst = tuple(slice(max(0, -lo), max(max(0, -lo), min(n, size - lo)))
-                for n, (lo, _), size in zip(operand.shape, params["padding"], padded_shape))
-    src = tuple(slice(d.start + lo, d.stop + lo) for d, (lo, _) in zip(dst, params["padding"]))
+                for n, (lo, _), size in zip(shape, padding, out.shape))
+    src = tuple(slice(d.start + lo, d.stop + lo) for d, (lo, _) in zip(dst, padding))
+    if all(lo >= 0 and hi >= 0 for lo, hi in padding):
+        return out[src]
+    full = np.full(shape, fill, out.dtype)
     full[dst] = out[src]
-    return [full]
+    return full
 
 
 def _select_and_scatter_add_jvp(primals, tangents, *, select_prim, **params):
@@ -418,12 +457,7 @@ def _select_and_scatter_impl(operand, source, init, *, select_prim, scatter_prim
                                params["window_strides"], params["window_dilation"]):
             hit = which == k  # distinct windows hit distinct cells at a fixed offset
             out[where] = np.where(hit, combine(out[where], source), out[where])
-    dst = tuple(slice(max(0, -lo), max(max(0, -lo), min(n, size - lo)))
-                for n, (lo, _), size in zip(operand.shape, params["padding"], padded_shape))
-    src = tuple(slice(d.start + lo, d.stop + lo) for d, (lo, _) in zip(dst, params["padding"]))
-    full = np.full(operand.shape, init, source.dtype)
-    full[dst] = out[src]
-    return [full]
+    return [_unpad(out, operand.shape, params["padding"], init)]
 
 
 def _select_and_scatter_jvp(primals, tangents, *, scatter_prim, **params):
