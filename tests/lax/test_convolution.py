@@ -11,8 +11,9 @@ import scipy.signal
 
 import numbax
 from numbax import lax
-from numbax._src.lax import conv_ops, convolution
+from numbax._src.lax import conv_numpy, conv_ops, convolution
 from numbax.errors import NumbaxTypeError, NumbaxValueError
+from numbax.test_util import check_grads
 
 REF = np.load(pathlib.Path(__file__).parents[1] / "data" / "conv_jax_reference.npz")
 RNG = np.random.default_rng(7)
@@ -98,6 +99,45 @@ def test_conv_gradients_match_jax(name):
                                atol=1e-11)
     np.testing.assert_allclose(np.asarray(g_rhs), REF[f"conv/{name}/g_rhs"], rtol=1e-11,
                                atol=1e-11)
+
+
+@pytest.mark.parametrize("groups_f,groups_b,rhs_dil", [(1, 1, (1, 1)), (2, 1, (2, 1)),
+                                                      (1, 2, (1, 3))])
+def test_numpy_kernel_forms_agree(groups_f, groups_b, rhs_dil):
+    """The tap-GEMM and position-GEMM forms against im2col and the element loop."""
+    x = RNG.normal(size=(2 * groups_b, 8 * groups_f, 7, 6))
+    w = RNG.normal(size=(4 * groups_f * groups_b, 8, 2, 3))
+    kdil = convolution._dilate_shape(w.shape[2:], rhs_dil)
+    out_sp = tuple(s - k + 1 for s, k in zip(x.shape[2:], kdil))
+    ref = conv_numpy._im2col_conv(x, w, (1, 1), rhs_dil, groups_f, groups_b)
+    taps = conv_numpy._tap_conv(x, w, rhs_dil, out_sp, groups_f, groups_b)
+    np.testing.assert_allclose(taps, ref, rtol=1e-12, atol=1e-12)
+    dn = lax.ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
+    loop = loop_conv(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), rhs_dil, dn, groups_f, groups_b)
+    np.testing.assert_allclose(ref, loop, rtol=1e-12, atol=1e-12)
+    if groups_f == groups_b == 1:  # a big window over few outputs, strided
+        big = RNG.normal(size=(3, 5, 3, 2))
+        for strides in ((1, 1), (2, 1)):
+            kd = convolution._dilate_shape(big.shape[2:], rhs_dil)
+            out_sp = tuple((s - k) // st + 1 for s, k, st in zip(x.shape[2:], kd, strides))
+            pos = conv_numpy._position_conv(x[:, :5], big, strides, rhs_dil, out_sp)
+            ref = conv_numpy._im2col_conv(x[:, :5], big, strides, rhs_dil, 1, 1)
+            np.testing.assert_allclose(pos, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_channels_last_convolution_and_gradients_by_taps():
+    """NHWC with 16 channels takes the tap form forward and for the input gradient, the
+    position form for the kernel gradient: all against the element loop."""
+    x, w = RNG.normal(size=(2, 6, 5, 16)), RNG.normal(size=(3, 2, 16, 8))
+    dn = ("NHWC", "HWIO", "NHWC")
+    f = lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME", rhs_dilation=(1, 2),  # noqa
+                                              dimension_numbers=dn)
+    dnums = lax.conv_dimension_numbers(x.shape, w.shape, dn)
+    pads = lax.padtype_to_pads((6, 5), (3, 3), (1, 1), "SAME")
+    np.testing.assert_allclose(np.asarray(f(x, w)),
+                               loop_conv(x, w, (1, 1), pads, (1, 1), (1, 2), dnums),
+                               rtol=1e-12, atol=1e-12)
+    check_grads(f, (x, w), order=1, modes=("rev",))
 
 
 def test_conv_is_scipy_correlation():

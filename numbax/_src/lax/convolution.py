@@ -2,7 +2,6 @@
 and batch groups), its gradient convolutions and batching, and the dimension-number helpers."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -12,8 +11,9 @@ from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
+from numbax._src.lax import conv_numpy, shape_ops
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax.conv_numpy import _dilate_shape, _stride_dim
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -34,16 +34,6 @@ class ConvDimensionNumbers(NamedTuple):
 ConvGeneralDilatedDimensionNumbers = tuple[str, str, str] | ConvDimensionNumbers | None
 
 # ----------------------------------------------------------------------------- shape helpers
-
-
-def _dilate_shape(shape: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
-    """The size of each dimension after inserting dilation - 1 holes between elements."""
-    return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation, strict=True))
-
-
-def _stride_dim(size: int, window: int, stride: int) -> int:
-    """How many windows of `window` fit at `stride` steps in `size` elements."""
-    return max(0, (size - window) // stride + 1) if size >= window else 0
 
 
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
@@ -314,96 +304,6 @@ def _conv_general_dilated_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, w
     return [ShapedArray(shape, lhs.dtype, lhs.weak_type and rhs.weak_type)]
 
 
-def _dilate_and_pad(x: np.ndarray, dilation: Sequence[int], padding) -> np.ndarray:
-    """x (N, C, spatial...) with dilation - 1 zeros between elements and (lo, hi) zeros at the
-    ends of each spatial dim (negative amounts crop), in one allocation."""
-    if all(d == 1 for d in dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
-        return x
-    sizes = _dilate_shape(x.shape[2:], dilation)
-    out_shape = [n + lo + hi for n, (lo, hi) in zip(sizes, padding)]
-    out = np.zeros((*x.shape[:2], *out_shape), x.dtype)
-    src, dst = [slice(None)] * 2, [slice(None)] * 2
-    for n, d, (lo, _), size in zip(x.shape[2:], dilation, padding, out_shape):
-        first = max(0, -(lo // d))
-        last = min(n - 1, (size - 1 - lo) // d) if size > 0 else -1
-        if last < first:
-            return out
-        src.append(slice(first, last + 1))
-        dst.append(slice(lo + first * d, lo + last * d + 1, d))
-    out[tuple(dst)] = x[tuple(src)]
-    return out
-
-
-_PATCH_BYTES = 1 << 26  # im2col chunks of at most 64 MiB
-
-
-def _by_stride(axes: Sequence[int], strides: Sequence[int]) -> list[int]:
-    """Axes ordered outermost (largest stride) first, so copies read memory in order."""
-    return sorted(axes, key=lambda a: -abs(strides[a]))
-
-
-def _conv_canonical(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
-                    rhs_dilation: Sequence[int], groups_f: int, groups_b: int) -> np.ndarray:
-    """x (N, C, S...) (already dilated and padded) * w (O, I, K...) -> (N / groups_b, O, out...).
-
-    im2col: a strided view holds every window; it is copied into a patch matrix (in chunks)
-    whose axes follow x's memory order, rows (batch, output positions) and columns (channels,
-    window positions) each kept together, and one matrix product per group does the rest."""
-    nsp = x.ndim - 2
-    big_n = x.shape[0]
-    big_o, in_f = w.shape[:2]
-    ksize = w.shape[2:]
-    kdil = _dilate_shape(ksize, rhs_dilation)
-    out_sp = tuple(_stride_dim(s, k, st) for s, k, st in zip(x.shape[2:], kdil, strides))
-    groups = groups_f * groups_b
-    n, o = big_n // groups_b, big_o // groups
-    if n * big_o * math.prod(out_sp) == 0 or in_f == 0 or math.prod(ksize) == 0:
-        return np.zeros((n, big_o, *out_sp), x.dtype)
-    xg = x.reshape(groups_b, n, groups_f, in_f, *x.shape[2:])
-    windows = np.lib.stride_tricks.sliding_window_view(xg, kdil, axis=tuple(range(4, 4 + nsp)))
-    pick = (slice(None),) * 4 + tuple(slice(0, (m - 1) * st + 1, st)
-                                      for m, st in zip(out_sp, strides))
-    pick += tuple(slice(None, None, r) for r in rhs_dilation)
-    windows = windows[pick]  # (B, n, G, c, out..., K...)
-    rows = _by_stride([1, *range(4, 4 + nsp)], windows.strides)
-    cols = _by_stride([3, *range(4 + nsp, 4 + 2 * nsp)], windows.strides)
-    rows_last = min(abs(windows.strides[a]) for a in rows) < min(
-        abs(windows.strides[a]) for a in cols)
-    # the kernel as (groups, o, columns in `cols` order)
-    wg = w.reshape(groups, o, in_f, *ksize)
-    wm = wg.transpose(0, 1, *[2 + (0 if a == 3 else a - 3 - nsp) for a in cols])
-    kdim = in_f * math.prod(ksize)
-    wm = np.ascontiguousarray(wm.reshape(groups, o, kdim))  # BLAS wants contiguous blocks
-    wm_t = np.ascontiguousarray(wm.transpose(0, 2, 1))
-    row_sizes = [windows.shape[a] for a in rows]
-    chunk_axis = rows[0]
-    per_row = math.prod(row_sizes[1:]) * kdim * groups * x.itemsize
-    chunk = max(1, _PATCH_BYTES // max(1, per_row))
-    total = row_sizes[0]
-    res = np.empty((groups, o, *row_sizes) if rows_last else (groups, *row_sizes, o), x.dtype)
-    for start in range(0, total, chunk):
-        stop = min(total, start + chunk)
-        part = windows[(slice(None),) * chunk_axis + (slice(start, stop),)]
-        m = (stop - start) * math.prod(row_sizes[1:])
-        if rows_last:
-            patches = part.transpose(0, 2, *cols, *rows).reshape(groups, kdim, m)
-            for g in range(groups):  # 2-D products: numpy's stacked matmul may skip BLAS
-                block = wm[g] @ patches[g]
-                res[g, :, start:stop] = block.reshape(o, stop - start, *row_sizes[1:])
-        else:
-            patches = part.transpose(0, 2, *rows, *cols).reshape(groups, m, kdim)
-            for g in range(groups):
-                block = patches[g] @ wm_t[g]
-                res[g, start:stop] = block.reshape(stop - start, *row_sizes[1:], o)
-    # to (n, groups, o, out...) with out in spatial order
-    row_pos = {a: i for i, a in enumerate(rows)}
-    offset = 2 if rows_last else 1
-    o_axis = 1 if rows_last else 1 + len(rows)
-    order = [offset + row_pos[1], 0, o_axis,
-             *[offset + row_pos[a] for a in range(4, 4 + nsp)]]
-    return res.transpose(order).reshape(n, big_o, *out_sp)
-
-
 def _conv_general_dilated_impl(lhs, rhs, *, window_strides, padding, lhs_dilation,
                                rhs_dilation, dimension_numbers, feature_group_count,
                                batch_group_count, precision, preferred_element_type):
@@ -411,10 +311,10 @@ def _conv_general_dilated_impl(lhs, rhs, *, window_strides, padding, lhs_dilatio
     if preferred_element_type is not None:
         lhs = lhs.astype(preferred_element_type, copy=False)
         rhs = rhs.astype(preferred_element_type, copy=False)
-    x = _dilate_and_pad(np.transpose(lhs, lhs_spec), lhs_dilation, padding)
+    x = conv_numpy.dilate_and_pad(np.transpose(lhs, lhs_spec), lhs_dilation, padding)
     w = np.transpose(rhs, rhs_spec)
-    out = _conv_canonical(x, w, window_strides, rhs_dilation, feature_group_count,
-                          batch_group_count)
+    out = conv_numpy.canonical_conv(x, w, window_strides, rhs_dilation, feature_group_count,
+                                    batch_group_count)
     return [np.transpose(out, np.argsort(out_spec))]
 
 
