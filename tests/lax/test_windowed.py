@@ -169,8 +169,9 @@ def test_select_and_scatter_add_is_the_transpose_of_gather():
 
 
 def loop_select_and_scatter(x, source, init, select, scatter, window, strides, padding):
-    """XLA's SelectAndScatter element by element: padding never selected; each window keeps
-    its current element while select(current, candidate) holds."""
+    """XLA's SelectAndScatter element by element: each window keeps its current element while
+    select(current, candidate) holds; padding is skipped (numbax fills it with the identity,
+    which finite data always beat)."""
     out = np.full(x.shape, init)
     for o in itertools.product(*map(range, source.shape)):
         best = None
