@@ -54,3 +54,7 @@ from numbax import example_libraries, nn, scipy  # noqa: E402, F401
 from numbax._src.parallel.pmap import pmap  # noqa: E402
 
 __all__ += ["pmap"]
+
+# --- image resampling (issue 18)
+__all__ += ["image"]
+from numbax import image  # noqa: E402, F401

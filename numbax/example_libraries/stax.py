@@ -1,8 +1,5 @@
 """numbax.example_libraries.stax: JAX's minimal neural-network layer library. A layer is an
 (init_fun(rng, input_shape) -> (output_shape, params), apply_fun(params, inputs, **kwargs)) pair.
-
-Unlike JAX: no convolution or pooling layers (numbax has no conv_general_dilated or
-reduce_window yet).
 """
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numbax.numpy as jnp
+from numbax import lax
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.nn.functions import (
     elu,
@@ -33,6 +31,9 @@ __all__ = [
     "Flatten", "Gelu", "Identity", "LeakyRelu", "LogSoftmax", "Relu", "Selu", "Sigmoid",
     "Softmax", "Softplus", "Tanh", "elementwise", "glorot", "logsoftmax", "parallel", "randn",
     "serial", "shape_dependent",
+    # convolution and pooling layers (issue 18)
+    "AvgPool", "Conv", "Conv1DTranspose", "ConvTranspose", "GeneralConv",
+    "GeneralConvTranspose", "MaxPool", "SumPool",
 ]
 
 # JAX's short names: initializer factories and the log-softmax function.
@@ -301,3 +302,151 @@ def shape_dependent(make_layer: Callable[[tuple], Layer]) -> Layer:
         return make_layer(inputs.shape)[1](params, inputs, **kwargs)
 
     return init_fun, apply_fun
+
+
+# ----------------------------------------------------------------------------- conv and pooling
+
+_BIAS_INIT = normal(1e-6)
+
+
+def _conv_spec(layer: str, dimension_numbers: Any, filter_shape: Any, strides: Any
+               ) -> tuple[tuple[str, str, str], tuple[int, ...], tuple[int, ...]]:
+    """Checked (dimension_numbers, filter_shape, strides): three layout strings, positive
+    sizes, and strides defaulting to ones."""
+    try:
+        lhs_spec, rhs_spec, out_spec = dimension_numbers
+        ok = all(isinstance(spec, str) for spec in dimension_numbers)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or "I" not in rhs_spec or "O" not in rhs_spec or "C" not in out_spec:
+        raise NumbaxValueError(
+            f"stax.{layer}: dimension_numbers is {dimension_numbers!r}, expected three layout "
+            "strings such as ('NHWC', 'HWIO', 'NHWC').")
+    try:
+        filter_shape = tuple(operator.index(d) for d in filter_shape)
+        strides = (1,) * len(filter_shape) if strides is None else tuple(
+            operator.index(s) for s in strides)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"stax.{layer}: filter_shape is {filter_shape!r} and strides {strides!r}, expected "
+            "tuples of ints.") from None
+    if len(filter_shape) != len(rhs_spec) - 2 or len(strides) != len(filter_shape):
+        raise NumbaxValueError(
+            f"stax.{layer}: filter_shape {filter_shape} and strides {strides} need "
+            f"{len(rhs_spec) - 2} entries each (the spatial dims of {rhs_spec!r}).")
+    return (lhs_spec, rhs_spec, out_spec), filter_shape, strides
+
+
+def _conv_layer(layer: str, dimension_numbers: Any, out_chan: int, filter_shape: Any,
+                strides: Any, padding: Any, W_init: Callable | None,  # noqa: N803
+                b_init: Callable, transpose: bool) -> Layer:
+    dn, filter_shape, strides = _conv_spec(layer, dimension_numbers, filter_shape, strides)
+    lhs_spec, rhs_spec, out_spec = dn
+    if isinstance(out_chan, bool) or not isinstance(out_chan, int) or out_chan <= 0:
+        raise NumbaxValueError(f"stax.{layer}: out_chan is {out_chan!r}, expected a positive "
+                               "int.")
+    w_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng, input_shape):
+        input_shape = _check_shape(layer, input_shape, len(lhs_spec))
+        sizes = iter(filter_shape)
+        kernel_shape = tuple(out_chan if c == "O" else input_shape[lhs_spec.index("C")]
+                             if c == "I" else next(sizes) for c in rhs_spec)
+        shape_fn = lax.conv_transpose_shape_tuple if transpose else lax.conv_general_shape_tuple
+        output_shape = shape_fn(input_shape, kernel_shape, strides, padding, dn)
+        bias_shape = tuple(out_chan if c == "C" else 1 for c in out_spec)
+        k1, k2 = _random().split(rng)
+        return output_shape, (w_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params  # noqa: N806
+        if transpose:
+            out = lax.conv_transpose(inputs, W, strides, padding, dimension_numbers=dn)
+        else:
+            out = lax.conv_general_dilated(inputs, W, strides, padding, dimension_numbers=dn)
+        return out + b
+
+    return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers: Any, out_chan: int, filter_shape: Any,  # noqa: N802
+                strides: Any = None, padding: Any = "VALID", W_init: Callable | None = None,  # noqa: N803
+                b_init: Callable = _BIAS_INIT) -> Layer:
+    """A convolution layer (lax.conv_general_dilated + bias) in the given layout; W_init
+    defaults to glorot_normal over the kernel's I and O axes, b_init to normal(1e-6)."""
+    return _conv_layer("GeneralConv", dimension_numbers, out_chan, filter_shape, strides,
+                       padding, W_init, b_init, transpose=False)
+
+
+def GeneralConvTranspose(dimension_numbers: Any, out_chan: int, filter_shape: Any,  # noqa: N802
+                         strides: Any = None, padding: Any = "VALID",
+                         W_init: Callable | None = None,  # noqa: N803
+                         b_init: Callable = _BIAS_INIT) -> Layer:
+    """A transposed-convolution layer (lax.conv_transpose + bias) in the given layout."""
+    return _conv_layer("GeneralConvTranspose", dimension_numbers, out_chan, filter_shape,
+                       strides, padding, W_init, b_init, transpose=True)
+
+
+Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
+
+
+def _pooling_layer(name: str, reducer: Callable, init_val: float,
+                   average: bool = False) -> Callable[..., Layer]:
+    def PoolingLayer(window_shape: Any, strides: Any = None, padding: Any = "VALID",  # noqa: N802
+                     spec: str | None = None) -> Layer:
+        try:
+            window = tuple(operator.index(d) for d in window_shape)
+            step = (1,) * len(window) if strides is None else tuple(
+                operator.index(s) for s in strides)
+        except TypeError:
+            raise NumbaxTypeError(
+                f"stax.{name}: window_shape is {window_shape!r} and strides {strides!r}, "
+                "expected tuples of ints.") from None
+        if len(step) != len(window):
+            raise NumbaxValueError(
+                f"stax.{name}: strides {step} and window_shape {window} need equal lengths.")
+        if spec is not None and (len(spec) != len(window) + 2 or "N" not in spec
+                                 or "C" not in spec):
+            raise NumbaxValueError(
+                f"stax.{name}: spec is {spec!r}, expected a layout string of length "
+                f"{len(window) + 2} holding 'N' and 'C' (such as 'NHWC').")
+        batch_feature = (0, len(window) + 1) if spec is None else (spec.index("N"),
+                                                                   spec.index("C"))
+        full_window, full_strides = list(window), list(step)
+        for i in sorted(batch_feature):
+            full_window.insert(i, 1)
+            full_strides.insert(i, 1)
+        full_window, full_strides = tuple(full_window), tuple(full_strides)
+
+        def init_fun(rng, input_shape):
+            input_shape = _check_shape(name, input_shape, len(full_window))
+            pads = lax.padtype_to_pads(input_shape, full_window, full_strides, padding) \
+                if isinstance(padding, str) else padding
+            return lax.reduce_window_shape_tuple(input_shape, full_window, full_strides,
+                                                 pads), ()
+
+        def apply_fun(params, inputs, **kwargs):
+            out = lax.reduce_window(inputs, init_val, reducer, full_window, full_strides,
+                                    padding)
+            if not average:
+                return out
+            # divide by how many real (unpadded) elements each window held
+            spatial = tuple(d for i, d in enumerate(inputs.shape) if i not in batch_feature)
+            counts = lax.reduce_window(jnp.ones(spatial, inputs.dtype), 0.0, lax.add, window,
+                                       step, padding)
+            return out / jnp.expand_dims(counts, sorted(batch_feature))
+
+        return init_fun, apply_fun
+
+    PoolingLayer.__name__ = PoolingLayer.__qualname__ = name
+    PoolingLayer.__doc__ = (f"stax.{name}(window_shape, strides=None, padding='VALID', spec="
+                            "None): a pooling layer over the spatial dims of `spec` (default: "
+                            "all but the first and last).")
+    return PoolingLayer
+
+
+MaxPool = _pooling_layer("MaxPool", lax.max, -float("inf"))
+SumPool = _pooling_layer("SumPool", lax.add, 0.0)
+AvgPool = _pooling_layer("AvgPool", lax.add, 0.0, average=True)

@@ -139,3 +139,36 @@ from numbax._src.lax.shape_ops import (  # noqa: F401
     transpose,
 )
 from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
+
+# --- convolutions, windowed reductions and FFT (issue 18)
+# isort: split
+from numbax._src.lax.conv_ops import (  # noqa: E402, F401
+    conv,
+    conv_general_dilated,
+    conv_general_dilated_local,
+    conv_general_dilated_patches,
+    conv_transpose,
+    conv_with_general_padding,
+)
+from numbax._src.lax.convolution import (  # noqa: E402, F401
+    ConvDimensionNumbers,
+    ConvGeneralDilatedDimensionNumbers,
+    conv_dimension_numbers,
+    conv_general_dilated_p,
+    conv_general_permutations,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
+    conv_transpose_shape_tuple,
+    padtype_to_pads,
+)
+from numbax._src.lax.fft import FftType, fft, fft_p  # noqa: E402, F401
+from numbax._src.lax.reduce_window import reduce_window, reduce_window_p  # noqa: E402, F401
+from numbax._src.lax.windowed_reductions import (  # noqa: E402, F401
+    reduce_window_max_p,
+    reduce_window_min_p,
+    reduce_window_shape_tuple,
+    reduce_window_sum_p,
+    select_and_gather_add_p,
+    select_and_scatter_add_p,
+    select_and_scatter_p,
+)

@@ -11,3 +11,8 @@ from numbax._src.numpy.shapes import *  # noqa: F403
 from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403
 from numbax.numpy import linalg  # noqa: F401
+
+# --- FFT and convolutions (issue 18)
+# isort: split
+from numbax._src.numpy.convolve import convolve, correlate  # noqa: E402, F401
+from numbax.numpy import fft  # noqa: E402, F401

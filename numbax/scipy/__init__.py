@@ -1,2 +1,2 @@
 """numbax.scipy: scipy's special functions and distributions on traced arrays."""
-from numbax.scipy import special, stats  # noqa: F401
+from numbax.scipy import fft, signal, special, stats  # noqa: F401
