@@ -11,3 +11,8 @@ from numbax._src.numpy.shapes import *  # noqa: F403
 from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403
 from numbax.numpy import linalg  # noqa: F401
+
+# isort: split
+# compat-numpy (issue 17): the rest of jax.numpy's names.
+from numbax._src.numpy.flips import *  # noqa: F403
+from numbax._src.numpy.padding import *  # noqa: F403

@@ -43,7 +43,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None 
     """numpy.sort (always stable; NaNs sort last, as in numpy)."""
     a, ax = _prepare("sort", a, axis)
     if descending:
-        from numbax._src.numpy.shapes import flip
+        from numbax._src.numpy.flips import flip
 
         return flip(sort(flip(a, ax), ax), ax)
     (out,) = _lax_sort((a,), ax)
@@ -71,7 +71,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: No
     shape = get_aval(a).shape
     idx = iota(dtypes.default_int_dtype(), shape, ax)
     if descending:
-        from numbax._src.numpy.shapes import flip
+        from numbax._src.numpy.flips import flip
 
         n = shape[ax]
         _, perm = _lax_sort((flip(a, ax), flip(idx, ax)), ax)
