@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["creation", "linalg_ops", "reductions", "shapes", "sorting", "padding"]
+MODULES = ["creation", "linalg_ops", "reductions", "shapes", "sorting", "padding", "bits"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -25,7 +25,7 @@ __all__ = [
     "right_shift", "rint", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square", "subtract",
     "tan", "tanh", "true_divide", "trunc", "angle", "isreal", "iscomplex", "isposinf", "isneginf",
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitwise_left_shift",
-    "bitwise_right_shift", "gcd", "lcm",
+    "bitwise_right_shift", "gcd", "lcm", "fabs", "modf",
 ]
 
 
@@ -526,3 +526,28 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
 
 
 divide = true_divide
+
+
+def fabs(x: Any, /) -> Any:
+    """numpy.fabs: |x| as a float (integers convert to the default float; complex refused)."""
+    (x,) = promote_dtypes_inexact("fabs", x)
+    if get_aval(x).dtype.kind == "c":
+        raise core.NumbaxTypeError(f"numbax.numpy.fabs: x has dtype {get_aval(x).dtype}, "
+                                   "expected a real dtype. Use numbax.numpy.abs for complex.")
+    return lax.abs(x)
+
+
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
+    """numpy.modf: (fractional part, integral part), both with the sign of x."""
+    (x,) = promote_dtypes_inexact("modf", x)
+    if get_aval(x).dtype.kind == "c":
+        raise core.NumbaxTypeError(f"numbax.numpy.modf: x has dtype {get_aval(x).dtype}, "
+                                   "expected a real dtype.")
+    whole = trunc(x)
+    inf = lax.eq(lax.abs(x), lax.convert_element_type(np.inf, get_aval(x).dtype))
+    zeros = shape_ops.full(get_aval(x).shape, 0, get_aval(x).dtype)
+    finite = lax.select(inf, zeros, x)  # numpy: modf(+-inf) = (+-0, +-inf)
+    flipped = lax.neg(finite)  # the fraction of -x, negated, keeps -0.0 for negative integers
+    frac = lax.select(signbit(x), lax.neg(lax.sub(flipped, trunc(flipped))),
+                      lax.sub(finite, trunc(finite)))
+    return frac, whole
