@@ -16,4 +16,6 @@ from numbax.numpy import linalg  # noqa: F401
 # compat-numpy (issue 17): the rest of jax.numpy's names.
 from numbax._src.numpy.bits import *  # noqa: F403
 from numbax._src.numpy.flips import *  # noqa: F403
+from numbax._src.numpy.index_tricks import *  # noqa: F403
 from numbax._src.numpy.padding import *  # noqa: F403
+from numbax._src.numpy.updates import *  # noqa: F403

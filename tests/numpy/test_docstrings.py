@@ -4,7 +4,10 @@ import importlib
 
 import pytest
 
-MODULES = ["creation", "linalg_ops", "reductions", "shapes", "sorting", "padding", "bits"]
+MODULES = [
+    "creation", "linalg_ops", "reductions", "shapes", "sorting", "padding", "bits",
+    "index_tricks", "updates",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
