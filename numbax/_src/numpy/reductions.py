@@ -1,4 +1,4 @@
-"""numpy's reductions (sum, mean, var, max, argmax, all, cumsum, nan*, median) on lax."""
+"""numpy's reductions (sum, mean, var, max, argmax, all, cumsum, nan*, average) on lax."""
 from __future__ import annotations
 
 import builtins
@@ -18,7 +18,6 @@ from numbax._src.numpy.lax_numpy import (
     asarray,
     canonicalize_axes,
     canonicalize_axis,
-    concrete_value,
     where,
 )
 
@@ -26,7 +25,7 @@ __all__ = [
     "sum", "prod", "product", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
     "argmin", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
     "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nancumsum",
-    "nancumprod", "median", "quantile", "percentile", "ptp", "average", "count_nonzero",
+    "nancumprod", "ptp", "average", "count_nonzero",
 ]
 
 
@@ -200,9 +199,18 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     else:
         sq = lax.mul(centered, centered)
     total = sum(sq, axes, keepdims=keepdims)
-    dof = lax.convert_element_type(_count(aval.shape, axes) - ddof, get_aval(total).dtype)
     real_out = np.finfo(out_dtype).dtype if out_dtype.kind == "c" else out_dtype
-    return lax.convert_element_type(lax.div(total, dof), real_out, aval.weak_type)
+    out = _over_dof(total, ufuncs.subtract(_count(aval.shape, axes), ddof))
+    return lax.convert_element_type(out, real_out, aval.weak_type)
+
+
+def _over_dof(total: Any, dof: Any) -> Any:
+    """total / dof, NaN where dof <= 0 (ddof >= the count), as in JAX; numpy gives inf there,
+    or a negative variance."""
+    dtype = get_aval(total).dtype
+    none = ufuncs.less_equal(dof, 0)
+    safe = lax.convert_element_type(where(none, 1, dof), dtype)
+    return where(none, lax.convert_element_type(np.nan, dtype), lax.div(total, safe))
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -350,8 +358,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
         sq = lax.real(sq)
     count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
     total = nansum(sq, axis, keepdims=keepdims)
-    dof = lax.convert_element_type(ufuncs.subtract(count, ddof), get_aval(total).dtype)
-    return lax.div(total, dof)
+    return _over_dof(total, ufuncs.subtract(count, ddof))
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
@@ -379,71 +386,7 @@ def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -
     return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims)
 
 
-# ----------------------------------------------------------------------------- order statistics
-
-
-def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False) -> Any:
-    """numpy.quantile with the linear method; NaN in a slice gives NaN."""
-    from numbax._src.numpy.shapes import moveaxis, reshape
-    from numbax._src.numpy.sorting import sort
-
-    if method != "linear":
-        raise NumbaxValueError(f"numbax.numpy.quantile: method {method!r} is not supported, "
-                               "expected 'linear'.")
-    a = _check_numeric(a, "quantile")
-    aval = get_aval(a)
-    axes = canonicalize_axes(axis, aval.ndim, "quantile")
-    qs = concrete_value(q, "numbax.numpy.quantile: q").astype(np.float64)
-    if ((qs < 0) | (qs > 1)).any():
-        raise NumbaxValueError(f"numbax.numpy.quantile: q {qs.tolist()} must be in [0, 1].")
-    acc = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
-    x = lax.convert_element_type(a, acc)
-    rest = [i for i in range(aval.ndim) if i not in axes]
-    x = moveaxis(x, axes, tuple(range(len(rest), aval.ndim)))
-    n = _count(aval.shape, axes)
-    x = reshape(x, tuple(aval.shape[i] for i in rest) + (n,))
-    if n == 0:
-        raise NumbaxValueError(f"numbax.numpy.quantile: a has shape {aval.shape}; the reduced "
-                               "axes are empty, expected at least one element.")
-    s = sort(x, axis=-1)
-    has_nan = any(ufuncs.isnan(x), -1) if acc.kind in "fc" else None
-    outs = []
-    for qv in qs.ravel().tolist():
-        pos = qv * (n - 1)
-        lo = int(np.floor(pos))
-        hi = builtins.min(lo + 1, n - 1)
-        frac = pos - lo
-        from numbax._src.numpy.shapes import _slice_axis
-
-        v_lo = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, lo, lo + 1), (-1,))
-        v_hi = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, hi, hi + 1), (-1,))
-        val = v_lo if frac == 0 else ufuncs.add(v_lo, ufuncs.multiply(
-            ufuncs.subtract(v_hi, v_lo), lax.convert_element_type(frac, acc)))
-        if has_nan is not None:
-            val = where(has_nan, lax.convert_element_type(np.nan, acc), val)
-        if keepdims:
-            val = _keep(val, aval.shape, axes, True) if rest or axes else val
-            if not rest:
-                val = shape_ops.reshape(val, (1,) * aval.ndim)
-        outs.append(val)
-    if qs.ndim == 0:
-        return outs[0]
-    from numbax._src.numpy.shapes import stack
-
-    return reshape(stack(outs), qs.shape + get_aval(outs[0]).shape)
-
-
-def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
-               overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False) -> Any:
-    qs = concrete_value(q, "numbax.numpy.percentile: q").astype(np.float64)
-    return quantile(a, qs / 100, axis, method=method, keepdims=keepdims)
-
-
-def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
-           keepdims: bool = False) -> Any:
-    return quantile(a, 0.5, axis, keepdims=keepdims)
+# ----------------------------------------------------------------------------- others
 
 
 def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
