@@ -21,3 +21,4 @@ from numbax._src.numpy.padding import *  # noqa: F403
 from numbax._src.numpy.quantiles import *  # noqa: F403
 from numbax._src.numpy.setops import *  # noqa: F403
 from numbax._src.numpy.updates import *  # noqa: F403
+from numbax._src.numpy.window_functions import *  # noqa: F403

@@ -178,8 +178,9 @@ def ix_(*args: Any) -> tuple:
 
 
 def _static_int(value: Any, api: str, arg: str) -> int:
+    value = core.concrete_or_error(value, f"numbax.numpy.{api}: {arg}")
     try:
-        return operator.index(core.concrete_or_error(value, f"numbax.numpy.{api}: {arg}"))
+        return operator.index(value)
     except TypeError:
         raise NumbaxTypeError(f"numbax.numpy.{api}: {arg} has type {type(value).__name__}, "
                               "expected a (static) int.") from None
