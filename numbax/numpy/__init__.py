@@ -21,6 +21,7 @@ from numbax._src.numpy.index_tricks import *  # noqa: F403
 from numbax._src.numpy.padding import *  # noqa: F403
 from numbax._src.numpy.polynomial import *  # noqa: F403
 from numbax._src.numpy.quantiles import *  # noqa: F403
+from numbax._src.numpy.selection import *  # noqa: F403
 from numbax._src.numpy.setops import *  # noqa: F403
 from numbax._src.numpy.statistics import *  # noqa: F403
 from numbax._src.numpy.updates import *  # noqa: F403

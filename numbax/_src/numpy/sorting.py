@@ -18,7 +18,7 @@ from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_val
 
 __all__ = [
     "sort", "argsort", "searchsorted", "nonzero", "argwhere", "flatnonzero", "diff",
-    "ediff1d", "lexsort", "interp",
+    "ediff1d", "lexsort", "interp", "sort_complex",
 ]
 
 
@@ -307,3 +307,22 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     hi = take(fp, n - 1) if right is None else right
     y = where(ufuncs.less(x, take(xp, 0)), lo, y)
     return lax.convert_element_type(where(ufuncs.greater(x, take(xp, n - 1)), hi, y), dtype)
+
+
+def sort_complex(a: Any) -> Any:
+    """numpy.sort_complex: sorted along the last axis by real part, then imaginary part,
+    returned as complex.
+
+    >>> sort_complex(asarray([1 + 2j, 1 - 1j, 0 + 5j]))
+    Array([0.+5.j, 1.-1.j, 1.+2.j], dtype=complex128)
+    """
+    a = asarray(a)
+    dtype = get_aval(a).dtype
+    out_dtype = dtypes.canonicalize_dtype(np.result_type(dtype, np.complex64))
+    if get_aval(a).ndim == 0:
+        return lax.convert_element_type(a, out_dtype)
+    if dtype.kind != "c":
+        return lax.convert_element_type(sort(a, axis=-1), out_dtype)
+    ax = get_aval(a).ndim - 1
+    re, im = _lax_sort((lax.real(a), lax.imag(a)), ax, num_keys=2)
+    return lax.convert_element_type(lax.complex_(re, im), out_dtype)
