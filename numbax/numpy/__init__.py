@@ -24,5 +24,7 @@ from numbax._src.numpy.quantiles import *  # noqa: F403
 from numbax._src.numpy.selection import *  # noqa: F403
 from numbax._src.numpy.setops import *  # noqa: F403
 from numbax._src.numpy.statistics import *  # noqa: F403
+from numbax._src.numpy.ufunc_api import *  # noqa: F403
 from numbax._src.numpy.updates import *  # noqa: F403
+from numbax._src.numpy.vectorize import *  # noqa: F403
 from numbax._src.numpy.window_functions import *  # noqa: F403
