@@ -14,8 +14,10 @@ from numbax.numpy import linalg  # noqa: F401
 
 # isort: split
 # compat-numpy (issue 17): the rest of jax.numpy's names.
+from numbax._src.numpy.array_io import *  # noqa: F403
 from numbax._src.numpy.bits import *  # noqa: F403
 from numbax._src.numpy.calculus import *  # noqa: F403
+from numbax._src.numpy.contractions import *  # noqa: F403
 from numbax._src.numpy.flips import *  # noqa: F403
 from numbax._src.numpy.index_tricks import *  # noqa: F403
 from numbax._src.numpy.padding import *  # noqa: F403
