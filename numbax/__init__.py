@@ -54,3 +54,8 @@ from numbax import example_libraries, nn, scipy  # noqa: E402, F401
 from numbax._src.parallel.pmap import pmap  # noqa: E402
 
 __all__ += ["pmap"]
+
+# compat-numpy (issue 17): jax.ops.
+from numbax import ops  # noqa: E402, F401  (public submodule)
+
+__all__ += ["ops"]
