@@ -243,6 +243,12 @@ def atleast_3d(*arys: Any) -> Any:
 
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Any:
     """numpy.concatenate: promotes to the common dtype; axis=None ravels first."""
+    if not isinstance(arrays, (list, tuple)) and (
+            not core.is_array_like(arrays) or not get_aval(arrays).ndim):
+        raise NumbaxTypeError(
+            f"numbax.numpy.concatenate: arrays has type {type(arrays).__name__}, expected a "
+            "sequence of arrays (or one array to split along its first axis)."
+        )
     if isinstance(arrays, core.Tracer) or not isinstance(arrays, (list, tuple)):
         arrays = [arrays[i] for i in range(len(arrays))]
     if not arrays:
