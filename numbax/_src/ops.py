@@ -3,7 +3,6 @@ scatters of the data rows into num_segments rows; segment_prod has its own deriv
 a scatter-multiply is differentiable in its updates only for unique indices."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import shape_ops
-from numbax._src.numpy.lax_numpy import asarray, where
+from numbax._src.numpy.lax_numpy import asarray, static_int, where
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -52,13 +51,12 @@ def _prepare(api: str, data: Any, segment_ids: Any, num_segments: Any,
         value = np.asarray(core.concrete_or_error(
             ids, f"numbax.ops.{api}: segment_ids (pass a static num_segments= to trace it)"))
         num_segments = int(value.max()) + 1 if value.size else 0
-    num_segments = operator.index(core.concrete_or_error(
-        num_segments, f"numbax.ops.{api}: num_segments"))
+    num_segments = static_int(num_segments, api, "num_segments", prefix="numbax.ops")
     if num_segments < 0:
         raise NumbaxValueError(f"numbax.ops.{api}: num_segments is {num_segments}, expected "
                                ">= 0.")
     if bucket_size is not None:
-        bucket_size = operator.index(bucket_size)
+        bucket_size = static_int(bucket_size, api, "bucket_size", prefix="numbax.ops")
         if bucket_size < 1:
             raise NumbaxValueError(f"numbax.ops.{api}: bucket_size is {bucket_size}, expected "
                                    ">= 1.")

@@ -51,7 +51,7 @@ def test_kaiser_traces_in_beta():
 
 
 def test_window_bad_inputs():
-    with pytest.raises(NumbaxTypeError, match="M has type float"):
+    with pytest.raises(NumbaxTypeError, match="M is 4.5 of type float"):
         jnp.hanning(4.5)
     with pytest.raises(ConcretizationTypeError):
         numbax.jit(jnp.bartlett)(4)

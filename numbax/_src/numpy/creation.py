@@ -14,7 +14,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
+from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value, static_int
 
 __all__ = [
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -188,7 +188,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> linspace(0.0, 1.0, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float64)
     """
-    num = _count_arg(num, "linspace", "num")
+    num = static_int(num, "linspace", "num")
     if num < 0:
         raise NumbaxValueError(f"numbax.numpy.linspace: num is {num}, expected num >= 0.")
     start, stop = ufuncs.promote_dtypes_inexact("linspace", start, stop)
@@ -257,23 +257,10 @@ def _tri_mask(n: int, m: int, k: int) -> Any:
     return lax.le(cols, lax.add(rows, lax.convert_element_type(k, get_aval(rows).dtype)))
 
 
-def _count_arg(value: Any, api: str, arg: str) -> int:
-    """A static int argument (a count, size or offset), or a TypeError naming it."""
-    if not core.is_array_like(value):
-        raise NumbaxTypeError(f"numbax.numpy.{api}: {arg} is {value!r} of type "
-                              f"{type(value).__name__}, expected an int.")
-    value = core.concrete_or_error(value, f"numbax.numpy.{api}: {arg}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NumbaxTypeError(f"numbax.numpy.{api}: {arg} is {value!r} of type "
-                              f"{type(value).__name__}, expected an int.") from None
-
-
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:  # noqa: N803
-    n = _count_arg(N, "eye", "N")
-    m = n if M is None else _count_arg(M, "eye", "M")
-    k = _count_arg(k, "eye", "k")
+    n = static_int(N, "eye", "N")
+    m = n if M is None else static_int(M, "eye", "M")
+    k = static_int(k, "eye", "k")
     if n < 0 or m < 0:
         raise NumbaxValueError(f"numbax.numpy.eye: N={n}, M={m}; expected sizes >= 0.")
     dtype = _dtype(dtype, "eye")

@@ -2,20 +2,19 @@
 index builders, and the flat <-> multi-index conversions."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, clip, concrete_value, where
+from numbax._src.numpy.lax_numpy import asarray, clip, concrete_value, static_int, where
 
 __all__ = [
     "r_", "c_", "s_", "index_exp", "mgrid", "ogrid", "ix_", "diag_indices",
@@ -177,23 +176,14 @@ def ix_(*args: Any) -> tuple:
     return tuple(out)
 
 
-def _static_int(value: Any, api: str, arg: str) -> int:
-    value = core.concrete_or_error(value, f"numbax.numpy.{api}: {arg}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NumbaxTypeError(f"numbax.numpy.{api}: {arg} has type {type(value).__name__}, "
-                              "expected a (static) int.") from None
-
-
 def _index_arrays(cols: Sequence[np.ndarray]) -> tuple:
     return tuple(asarray_value(np.asarray(c, dtypes.default_int_dtype())) for c in cols)
 
 
 def diag_indices(n: int, ndim: int = 2) -> tuple:
     """numpy.diag_indices: ndim copies of arange(n), indexing the main diagonal."""
-    n = _static_int(n, "diag_indices", "n")
-    ndim = _static_int(ndim, "diag_indices", "ndim")
+    n = static_int(n, "diag_indices", "n")
+    ndim = static_int(ndim, "diag_indices", "ndim")
     if n < 0 or ndim < 0:
         raise NumbaxValueError(f"numbax.numpy.diag_indices: n={n}, ndim={ndim}; expected "
                                "both >= 0.")
@@ -210,9 +200,9 @@ def diag_indices_from(arr: Any) -> tuple:
 
 
 def _tri_indices(api: str, n: Any, k: Any, m: Any, lower: bool) -> tuple:
-    n = _static_int(n, api, "n")
-    k = _static_int(k, api, "k")
-    m = n if m is None else _static_int(m, api, "m")
+    n = static_int(n, api, "n")
+    k = static_int(k, api, "k")
+    m = n if m is None else static_int(m, api, "m")
     if n < 0 or m < 0:
         raise NumbaxValueError(f"numbax.numpy.{api}: n={n}, m={m}; expected sizes >= 0.")
     rows, cols = np.indices((n, m))
@@ -260,7 +250,7 @@ def mask_indices(n: int, mask_func: Callable, k: int = 0, *, size: int | None = 
     """
     from numbax._src.numpy.sorting import nonzero
 
-    n = _static_int(n, "mask_indices", "n")
+    n = static_int(n, "mask_indices", "n")
     if not callable(mask_func):
         raise NumbaxTypeError(f"numbax.numpy.mask_indices: mask_func has type "
                               f"{type(mask_func).__name__}, expected a callable such as "
@@ -279,7 +269,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     >>> ravel_multi_index((asarray([0, 1]), asarray([2, 0])), (2, 3))
     Array([2, 3], dtype=int64)
     """
-    dims = tuple(_static_int(d, "ravel_multi_index", "dims") for d in dims)
+    dims = tuple(static_int(d, "ravel_multi_index", "dims") for d in dims)
     if len(multi_index) != len(dims):
         raise NumbaxValueError(f"numbax.numpy.ravel_multi_index: multi_index has "
                                f"{len(multi_index)} arrays and dims has {len(dims)} sizes, "
@@ -336,9 +326,9 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
         raise NumbaxTypeError(f"numbax.numpy.unravel_index: indices has dtype "
                               f"{get_aval(indices).dtype}, expected integers.")
     try:
-        sizes = [_static_int(d, "unravel_index", "shape") for d in shape]
+        sizes = [static_int(d, "unravel_index", "shape") for d in shape]
     except TypeError:
-        sizes = [_static_int(shape, "unravel_index", "shape")]
+        sizes = [static_int(shape, "unravel_index", "shape")]
     if any(d < 0 for d in sizes):
         raise NumbaxValueError(f"numbax.numpy.unravel_index: shape {tuple(sizes)} has negative "
                                "sizes.")

@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, concrete_value, where
+from numbax._src.numpy.lax_numpy import asarray, concrete_value, static_int, where
 
 __all__ = [
     "poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval",
@@ -37,7 +37,7 @@ def _pad_front(p: Any, n: int) -> Any:
 
 
 def _static_order(api: str, m: Any, arg: str = "m") -> int:
-    m = operator.index(core.concrete_or_error(m, f"numbax.numpy.{api}: {arg}"))
+    m = static_int(m, api, arg)
     if m < 0:
         raise NumbaxValueError(f"numbax.numpy.{api}: {arg} is {m}, expected an order >= 0.")
     return m
@@ -97,8 +97,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # no
         raise NumbaxValueError(f"numbax.numpy.vander: x has shape {get_aval(x).shape}, expected "
                                "a 1-d array.")
     n = get_aval(x).shape[0]
-    N = n if N is None else operator.index(core.concrete_or_error(  # noqa: N806
-        N, "numbax.numpy.vander: N"))
+    N = n if N is None else static_int(N, "vander", "N")  # noqa: N806
     if N < 0:
         raise NumbaxValueError(f"numbax.numpy.vander: N is {N}, expected N >= 0.")
     (x,) = ufuncs.promote_dtypes("vander", x)

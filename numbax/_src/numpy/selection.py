@@ -2,7 +2,6 @@
 piecewise, partition and argpartition."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +13,13 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value, where
+from numbax._src.numpy.lax_numpy import (
+    asarray,
+    canonicalize_axis,
+    concrete_value,
+    static_int,
+    where,
+)
 
 __all__ = ["choose", "compress", "extract", "piecewise", "partition", "argpartition"]
 
@@ -172,7 +177,7 @@ def _kth(api: str, a: Any, kth: Any, axis: int) -> tuple[Any, int, int]:
                                "dimension.")
     ax = canonicalize_axis(axis, get_aval(a).ndim, api)
     n = get_aval(a).shape[ax]
-    k = operator.index(core.concrete_or_error(kth, f"numbax.numpy.{api}: kth"))
+    k = static_int(kth, api, "kth")
     if not -n <= k < n:
         raise NumbaxValueError(f"numbax.numpy.{api}: kth {k} is out of bounds for an axis of "
                                f"length {n}.")

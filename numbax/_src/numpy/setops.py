@@ -3,7 +3,6 @@ setdiff1d, setxor1d). Each is one traceable algorithm on a stable sort: with JAX
 `size=` it runs under jit; without it the input must be concrete and size is its count."""
 from __future__ import annotations
 
-import operator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -16,7 +15,7 @@ from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, where
+from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, static_int, where
 from numbax._src.numpy.sorting import _lax_sort, compact
 
 __all__ = [
@@ -63,7 +62,7 @@ def _check(api: str, x: Any, arg: str = "ar") -> Any:
 def _static_size(api: str, size: Any) -> int | None:
     if size is None:
         return None
-    size = operator.index(core.concrete_or_error(size, f"numbax.numpy.{api}: size"))
+    size = static_int(size, api, "size")
     if size < 0:
         raise NumbaxValueError(f"numbax.numpy.{api}: size is {size}, expected size >= 0.")
     return size

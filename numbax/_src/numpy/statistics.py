@@ -3,7 +3,6 @@ cov and corrcoef. Counting is a scatter-add into static-length bins, so it trace
 from __future__ import annotations
 
 import builtins
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, where
+from numbax._src.numpy.lax_numpy import asarray, static_int, where
 
 __all__ = [
     "bincount", "digitize", "histogram_bin_edges", "histogram", "histogram2d", "histogramdd",
@@ -47,8 +46,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     if get_aval(x).ndim != 1:
         raise NumbaxValueError(f"numbax.numpy.bincount: x has shape {get_aval(x).shape}, "
                                "expected a 1-d array.")
-    minlength = operator.index(core.concrete_or_error(minlength,
-                                                      "numbax.numpy.bincount: minlength"))
+    minlength = static_int(minlength, "bincount", "minlength")
     if minlength < 0:
         raise NumbaxValueError(f"numbax.numpy.bincount: minlength is {minlength}, expected >= 0.")
     if not _is_abstract(x):
@@ -60,7 +58,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
             length = builtins.max(minlength, int(value.max()) + 1 if value.size else 0)
     elif length is None:
         core.concrete_or_error(x, "numbax.numpy.bincount (pass a static length= to trace it)")
-    length = operator.index(core.concrete_or_error(length, "numbax.numpy.bincount: length"))
+    length = static_int(length, "bincount", "length")
     if weights is None:
         w = shape_ops.full(get_aval(x).shape, 1, _INT)
     else:
@@ -112,7 +110,7 @@ def _edges(api: str, a: Any, bins: Any, range_: Any) -> Any:
                                "supported (as in JAX). Pass an int or the bin edges.")
     if isinstance(bins, (int, np.integer)) or (
             not isinstance(bins, (list, tuple)) and get_aval(asarray(bins)).ndim == 0):
-        count = operator.index(core.concrete_or_error(bins, f"numbax.numpy.{api}: bins"))
+        count = static_int(bins, api, "bins")
         if count < 1:
             raise NumbaxValueError(f"numbax.numpy.{api}: bins is {count}, expected at least 1.")
         dtype = dtypes.to_inexact(get_aval(a).dtype)

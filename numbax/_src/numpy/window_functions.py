@@ -9,19 +9,18 @@ a_k(nu) = prod_{j<=k} (4 nu^2 - (2j - 1)^2) / (k! 8^k) (Abramowitz & Stegun 9.7.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import dtypes
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import where
+from numbax._src.numpy.lax_numpy import static_int, where
 
 __all__ = ["i0", "bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
@@ -107,12 +106,7 @@ def i0(x: Any) -> Any:
 
 
 def _length(M: Any, api: str) -> int:  # noqa: N803
-    value = core.concrete_or_error(M, f"numbax.numpy.{api}: M")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NumbaxTypeError(f"numbax.numpy.{api}: M has type {type(M).__name__}, expected "
-                              "an int (the window length).") from None
+    return static_int(M, api, "M")
 
 
 def _centred(M: int) -> Any:  # noqa: N803
