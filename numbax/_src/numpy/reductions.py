@@ -79,15 +79,51 @@ def _reduce(api: str, reducer: Callable, a: Any, axis: Any, dtype: Any, keepdims
     return _keep(out, aval.shape, axes, keepdims)
 
 
+def _masked(api: str, a: Any, where_: Any, fill: Any) -> Any:
+    """a with the entries outside the `where` mask replaced by `fill` (the identity)."""
+    a = _check_numeric(a, api)
+    if where_ is None:
+        return a
+    mask = ufuncs.asbool(asarray(where_))
+    shape = get_aval(a).shape
+    try:
+        ok = np.broadcast_shapes(get_aval(mask).shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise NumbaxValueError(f"numbax.numpy.{api}: where has shape {get_aval(mask).shape}, "
+                               f"expected one that broadcasts to a's shape {shape}.")
+    fill = lax.convert_element_type(asarray(fill), get_aval(a).dtype)
+    return where(ufuncs.broadcast_to_shape(mask, shape), a, fill)
+
+
+def _need_initial(api: str, where_: Any, initial: Any) -> None:
+    if where_ is not None and initial is None:
+        raise NumbaxValueError(f"numbax.numpy.{api}: the reduction has no identity, so a where "
+                               "mask needs initial= (the value of fully masked-out slices).")
+
+
+def _where_count(a: Any, where_: Any, axes: tuple, keepdims: bool, dtype: np.dtype) -> Any:
+    """The number of unmasked entries reduced into each output, as `dtype`."""
+    shape = get_aval(a).shape
+    if where_ is None:
+        return lax.convert_element_type(_count(shape, axes), dtype)
+    mask = ufuncs.broadcast_to_shape(ufuncs.asbool(asarray(where_)), shape)
+    return lax.convert_element_type(sum(mask, axes, keepdims=keepdims), dtype)
+
+
 def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: A001
-        keepdims: bool = False, initial: Any = None) -> Any:
-    """numpy.sum: bool and small integer inputs accumulate in the default integer type."""
+        keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """numpy.sum: bool and small integer inputs accumulate in the default integer type;
+    where= (JAX and numpy) leaves the masked-out entries out."""
+    a = _masked("sum", a, where, 0)
     out_ = _reduce("sum", lax_reductions.reduce_sum, a, axis, dtype, keepdims, upcast=True)
     return out_ if initial is None else ufuncs.add(out_, initial)
 
 
 def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False, initial: Any = None) -> Any:
+         keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    a = _masked("prod", a, where, 1)
     out_ = _reduce("prod", lambda x, ax: lax_reductions.reduce_prod(x, ax), a, axis, dtype,
                    keepdims, upcast=True)
     return out_ if initial is None else ufuncs.multiply(out_, initial)
@@ -97,14 +133,18 @@ product = prod
 
 
 def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None) -> Any:
+        initial: Any = None, where: Any = None) -> Any:
+    _need_initial("max", where, initial)
+    a = _masked("max", a, where, initial)
     out_ = _reduce("max", lax_reductions.reduce_max, a, axis, None, keepdims, upcast=False,
                    identity=None if initial is not None else False)
     return out_ if initial is None else _fill_empty(ufuncs.maximum, out_, a, axis, initial)
 
 
 def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None) -> Any:
+        initial: Any = None, where: Any = None) -> Any:
+    _need_initial("min", where, initial)
+    a = _masked("min", a, where, initial)
     out_ = _reduce("min", lax_reductions.reduce_min, a, axis, None, keepdims, upcast=False,
                    identity=None if initial is not None else False)
     return out_ if initial is None else _fill_empty(ufuncs.minimum, out_, a, axis, initial)
@@ -121,14 +161,16 @@ def _fill_empty(combine: Callable, out: Any, a: Any, axis: Any, initial: Any) ->
 amax, amin = max, min
 
 
-def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    a = ufuncs.asbool(_check_numeric(a, "all"))
+def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    a = _masked("all", ufuncs.asbool(_check_numeric(a, "all")), where, True)
     return _reduce("all", lambda x, ax: lax_reductions.reduce_and(x, ax), a, axis, None,
                    keepdims, upcast=False)
 
 
-def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    a = ufuncs.asbool(_check_numeric(a, "any"))
+def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    a = _masked("any", ufuncs.asbool(_check_numeric(a, "any")), where, False)
     return _reduce("any", lambda x, ax: lax_reductions.reduce_or(x, ax), a, axis, None,
                    keepdims, upcast=False)
 
@@ -148,7 +190,7 @@ def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False) -> Any:
+         keepdims: bool = False, *, where: Any = None) -> Any:
     """numpy.mean: integer inputs average in the default float type.
 
     Args:
@@ -156,9 +198,10 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
       axis: None (all axes), an int or a tuple of ints.
       dtype: the output dtype; float16 inputs accumulate in float32, as numpy does.
       keepdims: keep reduced axes with size 1.
+      where: a boolean mask (broadcast to a's shape) of the entries to average.
 
     Returns:
-      The mean.
+      The mean (NaN where the mask leaves nothing).
 
     >>> mean([1, 2, 3, 4])
     Array(2.5, dtype=float64)
@@ -167,18 +210,20 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim, "mean")
     acc, out_dtype = _mean_dtypes(aval, dtype, "mean")
-    total = sum(lax.convert_element_type(a, acc, aval.weak_type), axes, keepdims=keepdims)
-    n = lax.convert_element_type(_count(aval.shape, axes), acc)
+    total = sum(lax.convert_element_type(a, acc, aval.weak_type), axes, keepdims=keepdims,
+                where=where)
+    n = _where_count(a, where, axes, keepdims, acc)
     return lax.convert_element_type(lax.div(total, n), out_dtype, aval.weak_type)
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: Any = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """numpy.var: mean of |x - mean(x)|**2 over N - ddof.
 
     Args:
       a: the array. axis, dtype, keepdims: as in mean.
       ddof: delta degrees of freedom (correction is its array-API name).
+      where: a boolean mask of the entries to include.
 
     Returns:
       The variance (real for complex input).
@@ -193,14 +238,17 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
         ddof = correction
     acc, out_dtype = _mean_dtypes(aval, dtype, "var")
     x = lax.convert_element_type(a, acc, aval.weak_type)
-    centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True), aval.shape))
+    centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True, where=where),
+                                                    aval.shape))
     if acc.kind == "c":
         sq = lax.add(lax.square(lax.real(centered)), lax.square(lax.imag(centered)))
     else:
         sq = lax.mul(centered, centered)
-    total = sum(sq, axes, keepdims=keepdims)
+    total = sum(sq, axes, keepdims=keepdims, where=where)
     real_out = np.finfo(out_dtype).dtype if out_dtype.kind == "c" else out_dtype
-    out = _over_dof(total, ufuncs.subtract(_count(aval.shape, axes), ddof))
+    count = _count(aval.shape, axes) if where is None else _where_count(
+        a, where, axes, keepdims, dtypes.default_int_dtype())
+    out = _over_dof(total, ufuncs.subtract(count, ddof))
     return lax.convert_element_type(out, real_out, aval.weak_type)
 
 
@@ -214,8 +262,9 @@ def _over_dof(total: Any, dof: Any) -> Any:
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: Any = None) -> Any:
-    return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+    return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where,
+                        correction=correction))
 
 
 def _arg_reduce(api: str, a: Any, axis: Any, keepdims: bool) -> Any:
@@ -318,13 +367,15 @@ def _nan_replaced(a: Any, api: str, value: Any) -> Any:
 
 
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-           keepdims: bool = False) -> Any:
-    return sum(_nan_replaced(a, "nansum", 0), axis, dtype, keepdims=keepdims)
+           keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return sum(_nan_replaced(a, "nansum", 0), axis, dtype, keepdims=keepdims, initial=initial,
+               where=where)
 
 
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False) -> Any:
-    return prod(_nan_replaced(a, "nanprod", 1), axis, dtype, keepdims=keepdims)
+            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return prod(_nan_replaced(a, "nanprod", 1), axis, dtype, keepdims=keepdims, initial=initial,
+                where=where)
 
 
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
@@ -335,55 +386,72 @@ def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = N
     return cumprod(_nan_replaced(a, "nancumprod", 1), axis, dtype)
 
 
+def _not_nan(a: Any, where_: Any) -> Any:
+    """The mask of entries nan-reductions use: not NaN, and inside `where` when given."""
+    keep = ufuncs.logical_not(ufuncs.isnan(a))
+    if where_ is not None:
+        keep = lax.bitwise_and(keep, ufuncs.broadcast_to_shape(
+            ufuncs.asbool(asarray(where_)), get_aval(a).shape))
+    return keep
+
+
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False) -> Any:
+            keepdims: bool = False, where: Any = None) -> Any:
     a = _check_numeric(a, "nanmean")
     acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanmean")
     a = lax.convert_element_type(a, acc)
-    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
-    total = nansum(a, axis, keepdims=keepdims)
+    keep = _not_nan(a, where)
+    count = sum(keep, axis, keepdims=keepdims)
+    total = sum(a, axis, keepdims=keepdims, where=keep)
     return lax.convert_element_type(
         lax.div(total, lax.convert_element_type(count, get_aval(total).dtype)), out_dtype)
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False) -> Any:
+           keepdims: bool = False, where: Any = None) -> Any:
     a = _check_numeric(a, "nanvar")
     acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanvar")
     a = lax.convert_element_type(a, acc)
     shape = get_aval(a).shape
-    centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True), shape))
+    keep = _not_nan(a, where)
+    centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True,
+                                                            where=where), shape))
     sq = lax.mul(centered, lax.conj(centered)) if acc.kind == "c" else lax.mul(centered, centered)
     if acc.kind == "c":
         sq = lax.real(sq)
-    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
-    total = nansum(sq, axis, keepdims=keepdims)
+    count = sum(keep, axis, keepdims=keepdims)
+    total = sum(sq, axis, keepdims=keepdims, where=keep)
     return _over_dof(total, ufuncs.subtract(count, ddof))
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False) -> Any:
-    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+           keepdims: bool = False, where: Any = None) -> Any:
+    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
 
 
 def _nan_extreme(api: str, reducer: Callable, fill: float, a: Any, axis: Any,
-                 keepdims: bool) -> Any:
+                 keepdims: bool, initial: Any, where_: Any) -> Any:
     a = _check_numeric(a, api)
+    _need_initial(api, where_, initial)
     if get_aval(a).dtype.kind not in "fc":
-        return reducer(a, axis, keepdims=keepdims)
-    nans = ufuncs.isnan(a)
-    out = reducer(where(nans, lax.convert_element_type(fill, get_aval(a).dtype), a), axis,
-                  keepdims=keepdims)
-    all_nan = all(nans, axis, keepdims=keepdims)
-    return where(all_nan, lax.convert_element_type(np.nan, get_aval(a).dtype), out)
+        return reducer(a, axis, keepdims=keepdims, initial=initial, where=where_)
+    keep = _not_nan(a, where_)
+    out = reducer(where(keep, a, lax.convert_element_type(fill, get_aval(a).dtype)), axis,
+                  keepdims=keepdims, initial=initial)
+    if initial is not None:  # numpy: the initial value stands in for an all-NaN slice
+        return out
+    nothing = lax.bitwise_not(any(keep, axis, keepdims=keepdims))
+    return where(nothing, lax.convert_element_type(np.nan, get_aval(a).dtype), out)
 
 
-def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
-    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims)
+def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims, initial, where)
 
 
-def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
-    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims)
+def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims, initial, where)
 
 
 # ----------------------------------------------------------------------------- others

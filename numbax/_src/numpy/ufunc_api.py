@@ -292,35 +292,13 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *,
 # ----------------------------------------------------------------------------- jnp's ufuncs
 
 
-def _masked(fn: Callable, fill: Any) -> Callable:
-    """A reduction taking where= by replacing the masked-out entries with the identity."""
+def _direct(fn: Callable, takes_dtype: bool = True) -> Callable:
+    """ufunc.reduce through the numpy reduction taking the same arguments."""
     def reduce(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any,
                where: Any) -> Any:
-        if where is not None:
-            a = asarray(a)
-            a = _select(ufuncs.broadcast_to_shape(where, get_aval(a).shape), a,
-                        lax.convert_element_type(fill, get_aval(a).dtype))
-        return fn(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
-
-    return reduce
-
-
-def _sum(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any) -> Any:
-    return reductions.sum(a, axis, dtype, keepdims=keepdims, initial=initial)
-
-
-def _prod(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any) -> Any:
-    return reductions.prod(a, axis, dtype, keepdims=keepdims, initial=initial)
-
-
-def _extreme(fn: Callable) -> Callable:
-    def reduce(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any,
-               where: Any) -> Any:
-        if where is not None:
-            a = asarray(a)
-            a = _select(ufuncs.broadcast_to_shape(where, get_aval(a).shape), a,
-                       lax.convert_element_type(initial, get_aval(a).dtype))
-        out = fn(a, axis, keepdims=keepdims, initial=initial)
+        if takes_dtype:
+            return fn(a, axis, dtype, keepdims=keepdims, initial=initial, where=where)
+        out = fn(a, axis, keepdims=keepdims, initial=initial, where=where)
         return out if dtype is None else lax.convert_element_type(out, dtype)
 
     return reduce
@@ -329,11 +307,7 @@ def _extreme(fn: Callable) -> Callable:
 def _logical(fn: Callable) -> Callable:
     def reduce(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any,
                where: Any) -> Any:
-        a = ufuncs.asbool(asarray(a))
-        if where is not None:
-            fill = np.bool_(fn is reductions.all)
-            a = _select(ufuncs.broadcast_to_shape(where, get_aval(a).shape), a, fill)
-        out = fn(a, axis, keepdims=keepdims)
+        out = fn(ufuncs.asbool(asarray(a)), axis, keepdims=keepdims, where=where)
         if initial is not None:
             combine = ufuncs.logical_and if fn is reductions.all else ufuncs.logical_or
             out = combine(out, initial)
@@ -411,14 +385,14 @@ def _make(fn: Callable, nin: int, identity: Any, **methods: Any) -> ufunc:
     return ufunc(fn, nin, 1, name=fn.__name__, identity=identity, call=fn, **methods)
 
 
-add = _make(ufuncs.add, 2, 0, reduce=_masked(_sum, 0),
+add = _make(ufuncs.add, 2, 0, reduce=_direct(reductions.sum),
             accumulate=_cumulative(reductions.cumsum), at=_at("add"))
-multiply = _make(ufuncs.multiply, 2, 1, reduce=_masked(_prod, 1),
+multiply = _make(ufuncs.multiply, 2, 1, reduce=_direct(reductions.prod),
                  accumulate=_cumulative(reductions.cumprod), at=_at("multiply"))
 subtract = _make(ufuncs.subtract, 2, None, at=_at("add", ufuncs.negative))
-maximum = _make(ufuncs.maximum, 2, None, reduce=_extreme(reductions.max),
+maximum = _make(ufuncs.maximum, 2, None, reduce=_direct(reductions.max, False),
                 accumulate=_cumulative(lax_reductions.cummax, False), at=_at("max"))
-minimum = _make(ufuncs.minimum, 2, None, reduce=_extreme(reductions.min),
+minimum = _make(ufuncs.minimum, 2, None, reduce=_direct(reductions.min, False),
                 accumulate=_cumulative(lax_reductions.cummin, False), at=_at("min"))
 negative = _make(ufuncs.negative, 1, None, at=_negative_at)
 bitwise_and = _make(ufuncs.bitwise_and, 2, -1,
