@@ -91,3 +91,10 @@ def test_doctests():
 
     result = doctest.testmod(ops_src, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_out_sharding_only_none():
+    np.testing.assert_allclose(ops.segment_sum(DATA, IDS, 5, out_sharding=None),
+                               _reference(np.add, 0.0, DATA, IDS, 5))
+    with pytest.raises(NumbaxValueError, match="out_sharding"):
+        ops.segment_sum(DATA, IDS, 5, out_sharding="x")

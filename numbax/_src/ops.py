@@ -34,8 +34,11 @@ def _mode(api: str, mode: Any) -> str:
     return _MODES[name]
 
 
-def _prepare(api: str, data: Any, segment_ids: Any, num_segments: Any,
-             bucket_size: Any) -> tuple[Any, Any, int, int | None]:
+def _prepare(api: str, data: Any, segment_ids: Any, num_segments: Any, bucket_size: Any,
+             out_sharding: Any) -> tuple[Any, Any, int, int | None]:
+    if out_sharding is not None:
+        raise NumbaxValueError(f"numbax.ops.{api}: out_sharding is {out_sharding!r}; only None "
+                               "is supported (the result stays on the data's device).")
     data, ids = asarray(data), asarray(segment_ids)
     if get_aval(ids).dtype.kind not in "iu":
         raise NumbaxTypeError(f"numbax.ops.{api}: segment_ids has dtype {get_aval(ids).dtype}, "
@@ -99,7 +102,8 @@ def _bucketed(scatter: Callable, combine: Callable, init: Any, data: Any, ids: A
 
 def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None,
                 indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None, mode: Any = None) -> Any:
+                bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:
     """jax.ops.segment_sum: out[s] = the sum of the rows of data whose segment id is s.
 
     Args:
@@ -119,7 +123,8 @@ def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None,
     >>> segment_sum(asarray([1, 2, 3, 4]), asarray([0, 0, 1, 3]), num_segments=4)
     Array([3, 3, 0, 4], dtype=int64)
     """
-    data, ids, n, bucket = _prepare("segment_sum", data, segment_ids, num_segments, bucket_size)
+    data, ids, n, bucket = _prepare("segment_sum", data, segment_ids, num_segments, bucket_size,
+                                      out_sharding)
     return _bucketed(lax_indexing.scatter_add, lax.add, 0, data, ids, n,
                      _mode("segment_sum", mode), unique_indices, bucket)
 
@@ -135,10 +140,12 @@ def _extreme_init(dtype: np.dtype, is_max: bool) -> Any:
 
 def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None,
                 indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None, mode: Any = None) -> Any:
+                bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:
     """jax.ops.segment_max: the row-wise maximum per segment; empty segments hold -inf (or
     the dtype's smallest value), as in JAX. Arguments as in segment_sum."""
-    data, ids, n, bucket = _prepare("segment_max", data, segment_ids, num_segments, bucket_size)
+    data, ids, n, bucket = _prepare("segment_max", data, segment_ids, num_segments, bucket_size,
+                                      out_sharding)
     if get_aval(data).dtype.kind == "c":
         raise NumbaxTypeError(f"numbax.ops.segment_max: data has dtype {get_aval(data).dtype}, "
                               "expected a real dtype.")
@@ -149,10 +156,12 @@ def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None,
 
 def segment_min(data: Any, segment_ids: Any, num_segments: int | None = None,
                 indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None, mode: Any = None) -> Any:
+                bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:
     """jax.ops.segment_min: the row-wise minimum per segment; empty segments hold +inf (or
     the dtype's largest value), as in JAX. Arguments as in segment_sum."""
-    data, ids, n, bucket = _prepare("segment_min", data, segment_ids, num_segments, bucket_size)
+    data, ids, n, bucket = _prepare("segment_min", data, segment_ids, num_segments, bucket_size,
+                                      out_sharding)
     if get_aval(data).dtype.kind == "c":
         raise NumbaxTypeError(f"numbax.ops.segment_min: data has dtype {get_aval(data).dtype}, "
                               "expected a real dtype.")
@@ -208,7 +217,8 @@ _segment_prod.defjvp(_segment_prod_jvp)
 
 def segment_prod(data: Any, segment_ids: Any, num_segments: int | None = None,
                  indices_are_sorted: bool = False, unique_indices: bool = False,
-                 bucket_size: int | None = None, mode: Any = None) -> Any:
+                 bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:
     """jax.ops.segment_prod: the row-wise product per segment (1 for empty segments).
     Arguments as in segment_sum. Unlike JAX, it is differentiable in `data` for repeated ids
     too (JAX's scatter-multiply derivative needs unique indices).
@@ -217,7 +227,7 @@ def segment_prod(data: Any, segment_ids: Any, num_segments: int | None = None,
     Array([ 2., 12.], dtype=float64)
     """
     data, ids, n, bucket = _prepare("segment_prod", data, segment_ids, num_segments,
-                                    bucket_size)
+                                    bucket_size, out_sharding)
     mode = _mode("segment_prod", mode)
     if get_aval(data).dtype.kind in "biu":
         return _prod(data, ids, n, mode, bucket)

@@ -39,6 +39,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     >>> bincount(asarray([0, 1, 1, 3]))
     Array([1, 2, 0, 1], dtype=int64)
     """
+    if out_sharding is not None:
+        raise NumbaxValueError(f"numbax.numpy.bincount: out_sharding is {out_sharding!r}; only "
+                               "None is supported.")
     x = asarray(x)
     if get_aval(x).dtype.kind not in "biu":
         raise NumbaxTypeError(f"numbax.numpy.bincount: x has dtype {get_aval(x).dtype}, "
