@@ -56,7 +56,8 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     int_dtype = _int_view_dtype(dtype)
     subnormal = lax.bitwise_and(lax.lt(lax.abs(x), _const(info.smallest_normal, x)),
                                 lax.ne(x, _const(0, x)))
-    scaled = where(subnormal, lax.mul(x, _const(2.0 ** (nmant + 1), x)), x)
+    scale = where(subnormal, _const(2.0 ** (nmant + 1), x), _const(1.0, x))
+    scaled = lax.mul(x, scale)  # subnormals made normal; nothing else changes (or overflows)
     bits = lax.bitcast_convert_type(scaled, int_dtype)
     exp_mask = (1 << (dtype.itemsize * 8 - 1 - nmant)) - 1
     field = lax.bitwise_and(lax.shift_right_logical(bits, _const(nmant, bits)),
