@@ -8,7 +8,7 @@ MODULES = [
     "creation", "linalg_ops", "reductions", "shapes", "sorting", "padding", "bits",
     "index_tricks", "updates", "setops", "quantiles", "window_functions", "polynomial",
     "statistics", "calculus", "selection", "vectorize", "ufunc_api", "array_io", "contractions",
-    "dtypes_api",
+    "dtypes_api", "flips",
 ]
 
 

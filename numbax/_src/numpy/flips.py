@@ -21,6 +21,11 @@ __all__ = ["flip", "fliplr", "flipud", "roll", "rot90"]
 
 
 def flip(m: Any, axis: Any = None) -> Any:
+    """numpy.flip: m reversed along `axis` (all axes by default).
+
+    >>> flip(asarray([1, 2, 3]))
+    Array([3, 2, 1], dtype=int64)
+    """
     m = asarray(m)
     axes = canonicalize_axes(axis, get_aval(m).ndim, "flip")
     if not axes:
@@ -29,6 +34,7 @@ def flip(m: Any, axis: Any = None) -> Any:
 
 
 def fliplr(m: Any) -> Any:
+    """numpy.fliplr: m reversed along axis 1 (m needs 2 or more dimensions)."""
     m = asarray(m)
     if get_aval(m).ndim < 2:
         raise NumbaxValueError(f"numbax.numpy.fliplr: m has shape {get_aval(m).shape}, expected "
@@ -37,6 +43,7 @@ def fliplr(m: Any) -> Any:
 
 
 def flipud(m: Any) -> Any:
+    """numpy.flipud: m reversed along axis 0."""
     m = asarray(m)
     if get_aval(m).ndim < 1:
         raise NumbaxValueError("numbax.numpy.flipud: m has shape (), expected at least 1 "
@@ -45,7 +52,12 @@ def flipud(m: Any) -> Any:
 
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """numpy.roll with static shifts."""
+    """numpy.roll: elements shifted by `shift` along `axis` (the flattened array if None),
+    wrapping around; shifts are static.
+
+    >>> roll(asarray([1, 2, 3, 4]), 1)
+    Array([4, 1, 2, 3], dtype=int64)
+    """
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), get_aval(a).shape)
@@ -66,6 +78,12 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
 
 
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """numpy.rot90: m rotated by k quarter turns in the plane of `axes`.
+
+    >>> rot90(asarray([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int64)
+    """
     m = asarray(m)
     ndim_ = get_aval(m).ndim
     if len(axes) != 2 or ndim_ < 2:

@@ -181,7 +181,14 @@ def _index_arrays(cols: Sequence[np.ndarray]) -> tuple:
 
 
 def diag_indices(n: int, ndim: int = 2) -> tuple:
-    """numpy.diag_indices: ndim copies of arange(n), indexing the main diagonal."""
+    """numpy.diag_indices: the index arrays of the main diagonal of an (n,) * ndim array.
+
+    Args:
+      n: the side length. ndim: the number of dimensions (static ints).
+
+    Returns:
+      A tuple of ndim copies of arange(n).
+    """
     n = static_int(n, "diag_indices", "n")
     ndim = static_int(ndim, "diag_indices", "ndim")
     if n < 0 or ndim < 0:
@@ -191,7 +198,14 @@ def diag_indices(n: int, ndim: int = 2) -> tuple:
 
 
 def diag_indices_from(arr: Any) -> tuple:
-    """numpy.diag_indices_from: the main-diagonal indices of an array with equal sides."""
+    """numpy.diag_indices_from: diag_indices for `arr`, whose sides must all be equal.
+
+    Args:
+      arr: an array of rank >= 2 with equal sides.
+
+    Returns:
+      A tuple of arr.ndim index arrays.
+    """
     shape = get_aval(asarray(arr)).shape
     if len(shape) < 2 or len(set(shape)) != 1:
         raise NumbaxValueError(f"numbax.numpy.diag_indices_from: arr has shape {shape}, "
@@ -220,7 +234,14 @@ def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
-    """numpy.triu_indices: (rows, cols) of the entries on or above the k-th diagonal."""
+    """numpy.triu_indices: (rows, cols) of the entries on or above the k-th diagonal.
+
+    Args:
+      n, m: the (static) matrix shape (m defaults to n). k: the diagonal offset.
+
+    Returns:
+      (rows, cols) in row-major order.
+    """
     return _tri_indices("triu_indices", n, k, m, False)
 
 
@@ -233,11 +254,27 @@ def _from_shape(api: str, arr: Any) -> tuple[int, int]:
 
 
 def tril_indices_from(arr: Any, k: int = 0) -> tuple:
+    """numpy.tril_indices_from: tril_indices for the shape of the 2-d `arr`.
+
+    Args:
+      arr: a 2-d array (only its shape is used). k: the diagonal offset.
+
+    Returns:
+      (rows, cols) of the lower triangle.
+    """
     n, m = _from_shape("tril_indices_from", arr)
     return tril_indices(n, k, m)
 
 
 def triu_indices_from(arr: Any, k: int = 0) -> tuple:
+    """numpy.triu_indices_from: triu_indices for the shape of the 2-d `arr`.
+
+    Args:
+      arr: a 2-d array (only its shape is used). k: the diagonal offset.
+
+    Returns:
+      (rows, cols) of the upper triangle.
+    """
     n, m = _from_shape("triu_indices_from", arr)
     return triu_indices(n, k, m)
 

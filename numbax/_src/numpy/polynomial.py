@@ -114,7 +114,17 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # no
 
 
 def polyadd(a1: Any, a2: Any) -> Any:
-    """numpy.polyadd: the sum of two coefficient arrays (the shorter padded in front)."""
+    """numpy.polyadd: the sum of two polynomials (the shorter padded in front).
+
+    Args:
+      a1, a2: 1-d coefficient arrays, highest power first.
+
+    Returns:
+      The coefficients of a1 + a2.
+
+    >>> polyadd(asarray([1, 2]), asarray([1, 0, 0]))
+    Array([1, 1, 2], dtype=int64)
+    """
     a1, a2 = _coeffs("polyadd", a1, "a1", False), _coeffs("polyadd", a2, "a2", False)
     a1, a2 = ufuncs.promote_dtypes("polyadd", a1, a2)
     n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
@@ -122,7 +132,14 @@ def polyadd(a1: Any, a2: Any) -> Any:
 
 
 def polysub(a1: Any, a2: Any) -> Any:
-    """numpy.polysub: a1 - a2 as polynomials."""
+    """numpy.polysub: a1 - a2 as polynomials.
+
+    Args:
+      a1, a2: 1-d coefficient arrays, highest power first.
+
+    Returns:
+      The coefficients of a1 - a2.
+    """
     a1, a2 = _coeffs("polysub", a1, "a1", False), _coeffs("polysub", a2, "a2", False)
     a1, a2 = ufuncs.promote_dtypes("polysub", a1, a2)
     n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])

@@ -209,7 +209,14 @@ def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input
 def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
                 *, weights: Any = None) -> Any:
-    """numpy.nanquantile: quantile ignoring NaNs (an all-NaN slice gives NaN)."""
+    """numpy.nanquantile: quantile ignoring NaNs (an all-NaN slice gives NaN).
+
+    Args:
+      a, q, axis, method, keepdims: as in quantile (weights are not supported).
+
+    Returns:
+      The quantiles of the non-NaN values.
+    """
     if weights is not None:
         raise NumbaxValueError("numbax.numpy.nanquantile: weights are not supported; drop the "
                                "NaNs and call quantile(..., method='inverted_cdf', weights=).")
@@ -219,7 +226,14 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
 def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
                *, weights: Any = None) -> Any:
-    """numpy.percentile: quantile with q in [0, 100]."""
+    """numpy.percentile: quantile with q in [0, 100].
+
+    Args:
+      a, axis, method, keepdims, weights: as in quantile. q: percentiles in [0, 100].
+
+    Returns:
+      The percentiles, of shape q.shape + the unreduced shape.
+    """
     q = ufuncs.true_divide(asarray(q), 100)
     return quantile(a, q, axis, method=method, keepdims=keepdims, weights=weights)
 
@@ -227,20 +241,41 @@ def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False, *, weights: Any = None) -> Any:
-    """numpy.nanpercentile: nanquantile with q in [0, 100]."""
+    """numpy.nanpercentile: nanquantile with q in [0, 100].
+
+    Args:
+      a, axis, method, keepdims, weights: as in quantile. q: percentiles in [0, 100].
+
+    Returns:
+      The percentiles, of shape q.shape + the unreduced shape.
+    """
     q = ufuncs.true_divide(asarray(q), 100)
     return nanquantile(a, q, axis, method=method, keepdims=keepdims, weights=weights)
 
 
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
-    """numpy.median: the 0.5 quantile (NaN where a slice has NaN)."""
+    """numpy.median: the 0.5 quantile (NaN where a slice has NaN).
+
+    Args:
+      a: a real array. axis: None, an int or a tuple. keepdims: keep reduced axes.
+
+    Returns:
+      The medians.
+    """
     return quantile(a, 0.5, axis, keepdims=keepdims)
 
 
 def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
               keepdims: bool = False) -> Any:
-    """numpy.nanmedian: the median ignoring NaNs (an all-NaN slice gives NaN)."""
+    """numpy.nanmedian: the median ignoring NaNs (an all-NaN slice gives NaN).
+
+    Args:
+      a, axis, keepdims: as in median.
+
+    Returns:
+      The medians of the non-NaN values.
+    """
     return nanquantile(a, 0.5, axis, keepdims=keepdims)
 
 
@@ -272,6 +307,13 @@ def nanargmax(a: Any, axis: int | None = None, out: None = None,
 
 def nanargmin(a: Any, axis: int | None = None, out: None = None,
               keepdims: bool | None = None) -> Any:
-    """numpy.nanargmin: argmin ignoring NaNs; an all-NaN slice gives -1, as in JAX."""
+    """numpy.nanargmin: argmin ignoring NaNs; an all-NaN slice gives -1, as in JAX.
+
+    Args:
+      a: the array. axis: None (flattened) or an int. keepdims: keep the reduced axis.
+
+    Returns:
+      Indices (the default int dtype).
+    """
     return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
 

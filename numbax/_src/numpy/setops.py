@@ -203,26 +203,58 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 
 
 def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
-    """The array-API unique_values: the sorted distinct values (NaNs kept apart)."""
+    """The array-API unique_values: the sorted distinct values (NaNs kept apart).
+
+    Args:
+      x: the array (flattened). size, fill_value: a static output length and its padding,
+        as in unique (JAX's arguments, needed under jit).
+
+    Returns:
+      The values.
+    """
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
 def unique_counts(x: Any, /, *, size: int | None = None,
                   fill_value: Any = None) -> UniqueCountsResult:
-    """The array-API unique_counts: (values, counts)."""
+    """The array-API unique_counts: (values, counts).
+
+    Args:
+      x: the array (flattened). size, fill_value: a static output length and its padding,
+        as in unique (JAX's arguments, needed under jit).
+
+    Returns:
+      A UniqueCountsResult.
+    """
     return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, size=size,
                                       fill_value=fill_value))
 
 
 def unique_inverse(x: Any, /, *, size: int | None = None,
                    fill_value: Any = None) -> UniqueInverseResult:
-    """The array-API unique_inverse: (values, inverse_indices of x's shape)."""
+    """The array-API unique_inverse: (values, inverse_indices of x's shape).
+
+    Args:
+      x: the array (flattened). size, fill_value: a static output length and its padding,
+        as in unique (JAX's arguments, needed under jit).
+
+    Returns:
+      A UniqueInverseResult.
+    """
     return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, size=size,
                                        fill_value=fill_value))
 
 
 def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> UniqueAllResult:
-    """The array-API unique_all: (values, indices, inverse_indices, counts)."""
+    """The array-API unique_all: (values, indices, inverse_indices, counts).
+
+    Args:
+      x: the array (flattened). size, fill_value: a static output length and its padding,
+        as in unique (JAX's arguments, needed under jit).
+
+    Returns:
+      A UniqueAllResult.
+    """
     return UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
                                    return_counts=True, equal_nan=False, size=size,
                                    fill_value=fill_value))
@@ -337,7 +369,14 @@ def _group_values(g: _Groups, keep: Any, size: int, fill_value: Any) -> tuple:
 
 
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    """numpy.union1d: the sorted distinct values of both (size=/fill_value= as in unique)."""
+    """numpy.union1d: the sorted distinct values of both arrays.
+
+    Args:
+      ar1, ar2: the arrays (flattened). size, fill_value: as in unique (JAX's arguments).
+
+    Returns:
+      The union.
+    """
     from numbax._src.numpy.shapes import concatenate, ravel
 
     a1, a2 = _check("union1d", ar1, "ar1"), _check("union1d", ar2, "ar2")

@@ -142,7 +142,16 @@ def _edges(api: str, a: Any, bins: Any, range_: Any) -> Any:
 
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
                         weights: Any = None) -> Any:
-    """numpy.histogram_bin_edges: the edges histogram would use (bins: an int or edges)."""
+    """numpy.histogram_bin_edges: the edges histogram would use.
+
+    Args:
+      a: the data (flattened). bins: an int count or the edges (string rules are not
+        supported, as in JAX). range: (min, max) for an int count; the data's range by
+        default. weights: accepted for numpy compatibility (edges do not depend on them).
+
+    Returns:
+      The bin edges.
+    """
     from numbax._src.numpy.shapes import ravel
 
     return _edges("histogram_bin_edges", ravel(asarray(a)), bins, range)

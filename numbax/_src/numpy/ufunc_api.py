@@ -42,7 +42,9 @@ class ufunc:  # noqa: N801  (numpy's and JAX's name)
         if not callable(func):
             raise NumbaxTypeError(f"numbax.numpy.ufunc: func has type {type(func).__name__}, "
                                   "expected a callable.")
-        self.__doc__ = func.__doc__
+        self.__doc__ = func.__doc__ or (
+            f"numpy.{getattr(func, '__name__', 'ufunc')} as a jnp.ufunc (elementwise, with "
+            "reduce/accumulate/at/reduceat/outer).")
         self.__name__ = name or getattr(func, "__name__", "ufunc")
         self._props = dict(func=func, nin=operator.index(nin), nout=operator.index(nout),
                            nargs=operator.index(nargs or nin), identity=identity, call=call,

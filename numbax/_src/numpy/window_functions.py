@@ -150,17 +150,39 @@ def bartlett(M: int) -> Any:  # noqa: N803
 
 
 def blackman(M: int) -> Any:  # noqa: N803
-    """numpy.blackman: 0.42 + 0.5 cos(pi n / (M-1)) + 0.08 cos(2 pi n / (M-1))."""
+    """numpy.blackman: 0.42 + 0.5 cos(pi n / (M-1)) + 0.08 cos(2 pi n / (M-1)),
+    n = 1-M, 3-M, ..., M-1.
+
+    Args:
+      M: the window length (a static int; M < 1 gives an empty window).
+
+    Returns:
+      The window, in the default float dtype.
+    """
     return _cosine_window("blackman", M, (0.42, 0.5, 0.08))
 
 
 def hamming(M: int) -> Any:  # noqa: N803
-    """numpy.hamming: 0.54 + 0.46 cos(pi n / (M-1))."""
+    """numpy.hamming: 0.54 + 0.46 cos(pi n / (M-1)), n = 1-M, 3-M, ..., M-1.
+
+    Args:
+      M: the window length (a static int; M < 1 gives an empty window).
+
+    Returns:
+      The window, in the default float dtype.
+    """
     return _cosine_window("hamming", M, (0.54, 0.46))
 
 
 def hanning(M: int) -> Any:  # noqa: N803
-    """numpy.hanning: 0.5 + 0.5 cos(pi n / (M-1))."""
+    """numpy.hanning: 0.5 + 0.5 cos(pi n / (M-1)), n = 1-M, 3-M, ..., M-1.
+
+    Args:
+      M: the window length (a static int; M < 1 gives an empty window).
+
+    Returns:
+      The window, in the default float dtype.
+    """
     return _cosine_window("hanning", M, (0.5, 0.5))
 
 
