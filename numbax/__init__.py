@@ -58,3 +58,7 @@ __all__ += ["pmap"]
 # --- image resampling (issue 18)
 __all__ += ["image"]
 from numbax import image  # noqa: E402, F401
+# compat-numpy (issue 17): jax.ops.
+from numbax import ops  # noqa: E402, F401  (public submodule)
+
+__all__ += ["ops"]

@@ -16,3 +16,21 @@ from numbax.numpy import linalg  # noqa: F401
 # isort: split
 from numbax._src.numpy.convolve import convolve, correlate  # noqa: E402, F401
 from numbax.numpy import fft  # noqa: E402, F401
+# isort: split
+# compat-numpy (issue 17): the rest of jax.numpy's names.
+from numbax._src.numpy.array_io import *  # noqa: F403
+from numbax._src.numpy.bits import *  # noqa: F403
+from numbax._src.numpy.calculus import *  # noqa: F403
+from numbax._src.numpy.contractions import *  # noqa: F403
+from numbax._src.numpy.flips import *  # noqa: F403
+from numbax._src.numpy.index_tricks import *  # noqa: F403
+from numbax._src.numpy.padding import *  # noqa: F403
+from numbax._src.numpy.polynomial import *  # noqa: F403
+from numbax._src.numpy.quantiles import *  # noqa: F403
+from numbax._src.numpy.selection import *  # noqa: F403
+from numbax._src.numpy.setops import *  # noqa: F403
+from numbax._src.numpy.statistics import *  # noqa: F403
+from numbax._src.numpy.ufunc_api import *  # noqa: F403
+from numbax._src.numpy.updates import *  # noqa: F403
+from numbax._src.numpy.vectorize import *  # noqa: F403
+from numbax._src.numpy.window_functions import *  # noqa: F403

@@ -96,7 +96,7 @@ def test_namespace_exports_only_numpy_names():
         "cumulative_sum", "cumulative_prod", "bitwise_invert", "bitwise_left_shift",
         "bitwise_right_shift", "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2",
         "isdtype", "astype", "float_", "complex_", "round_", "product", "row_stack",
-        "issubsctype"})
+        "issubsctype", "ComplexWarning"})  # numpy keeps it in np.exceptions
     assert unknown == []
 
 
@@ -109,3 +109,20 @@ def test_bad_dtype_inputs():
         jnp.result_type(object())
     with pytest.raises(NumbaxTypeError, match="no arguments"):
         jnp.result_type()
+
+
+def test_numpy_type_names_and_scalar_predicates():
+    import numbax.numpy as jnp2
+
+    assert jnp2.character is np.character and jnp2.flexible is np.flexible
+    assert jnp2.object_ is np.object_ and jnp2.ComplexWarning is np.exceptions.ComplexWarning
+    assert jnp2.iterable([1]) and not jnp2.iterable(3)
+    for value, want in [(1.0, True), (1 + 1j, True), (np.int32(1), True), (np.array(2.0), True),
+                        (jnp2.asarray(1), True), (jnp2.ones(2), False), ([1], False),
+                        (None, False)]:
+        assert jnp2.isscalar(value) is want, value
+    import numbax
+
+    seen = []
+    numbax.jit(lambda x: seen.append(jnp2.isscalar(x)) or x)(2.0)
+    assert seen == [True]

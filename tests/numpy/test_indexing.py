@@ -214,14 +214,29 @@ def test_take_along_axis_broadcast_and_vmap_and_grad():
 # ----------------------------------------------------------------------------- bad input
 
 
+def test_out_of_bounds_static_indices_follow_jax():
+    # JAX's rules (issue 17 item 10): reads clamp, .at[].get(mode="fill") fills, updates drop.
+    x = jnp.asarray(X)
+    np.testing.assert_array_equal(x[4], X[3])
+    np.testing.assert_array_equal(x[0, 0, -7], X[0, 0, 0])
+    np.testing.assert_array_equal(x[-9, 10], X[0, 4])
+    np.testing.assert_array_equal(x[np.array(7)], X[3])
+    np.testing.assert_array_equal(x[..., 99], X[..., 5])
+    assert np.isnan(np.asarray(x.at[4].get(mode="fill"))).all()
+    np.testing.assert_array_equal(x.at[1, 9].get(mode="fill", fill_value=-1.0), np.full(6, -1.0))
+    np.testing.assert_array_equal(x.at[5].set(1.0), X)
+    np.testing.assert_array_equal(x.at[0, 0, 6].add(1.0), X)
+    clipped = X.copy()
+    clipped[0, 0, 5] += 1.0
+    np.testing.assert_array_equal(x.at[0, 0, 6].add(1.0, mode="clip"), clipped)
+    g = numbax.grad(lambda v: v[7] * 2.0)(np.arange(3.0))
+    np.testing.assert_array_equal(g, [0.0, 0.0, 2.0])
+
+
 def test_bad_indices():
     x = jnp.asarray(X)
-    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
-        x[4]
-    with pytest.raises(IndexError, match="axis 2 with size 6"):
-        x[0, 0, -7]
-    with pytest.raises(IndexError, match="axis 0 with size 4"):
-        x.at[5].set(1.0)
+    with pytest.raises(IndexError, match="index 0 is out of bounds for axis 0 with size 0"):
+        jnp.zeros((0, 2))[0]
     with pytest.raises(IndexError, match="too many indices"):
         x[0, 0, 0, 0]
     with pytest.raises(TypeError, match="dtype float64, expected integers"):

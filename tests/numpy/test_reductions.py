@@ -193,5 +193,40 @@ def test_bad_inputs():
         jnp.quantile(x, 1.5)
     with pytest.raises(NumbaxValueError, match="axis is required"):
         jnp.cumulative_sum(x)
-    with pytest.raises(TypeError, match="concrete"):
-        numbax.make_jaxpr(lambda q: jnp.quantile(x, q))(0.5)
+    with pytest.raises(NumbaxValueError, match="method is 'cubic'"):
+        jnp.quantile(x, 0.5, method="cubic")
+
+
+# ----------------------------------------------------------------------------- where=
+
+
+def test_where_masks_match_numpy():
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(3, 4))
+    x[0, 1] = np.nan
+    mask = rng.uniform(size=(3, 4)) > 0.3
+    row_mask = np.array([True, False, True, True])  # broadcasts along the rows
+    clean = np.where(np.isnan(x), 0.5, x)
+    for m in (mask, row_mask):
+        for axis in (None, 0, 1):
+            for name in ("sum", "prod", "mean", "var", "std"):
+                _check(getattr(jnp, name)(clean, axis=axis, where=m),
+                       getattr(np, name)(clean, axis=axis, where=m))
+            for name in ("max", "min"):
+                _check(getattr(jnp, name)(clean, axis=axis, where=m, initial=0.25),
+                       getattr(np, name)(clean, axis=axis, where=m, initial=0.25))
+            for name in ("all", "any"):
+                _check(getattr(jnp, name)(clean > 0, axis=axis, where=m),
+                       getattr(np, name)(clean > 0, axis=axis, where=m))
+            for name in ("nansum", "nanprod", "nanmean", "nanvar", "nanstd"):
+                _check(getattr(jnp, name)(x, axis=axis, where=m),
+                       getattr(np, name)(x, axis=axis, where=m))
+            _check(jnp.nanmax(x, axis=axis, where=m, initial=-5.0),
+                   np.nanmax(x, axis=axis, where=m, initial=-5.0))
+    _check(jnp.var(clean, axis=1, where=mask, ddof=1), np.var(clean, axis=1, where=mask, ddof=1))
+    g = numbax.grad(lambda v: jnp.mean(v, where=row_mask))(np.arange(4.0))
+    np.testing.assert_allclose(np.asarray(g), row_mask / row_mask.sum())
+    with pytest.raises(NumbaxValueError, match="needs initial"):
+        jnp.max(clean, where=mask)
+    with pytest.raises(NumbaxValueError, match="where has shape"):
+        jnp.sum(clean, where=np.ones(3, bool))

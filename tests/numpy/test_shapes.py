@@ -151,3 +151,56 @@ def test_bad_inputs():
         numbax.make_jaxpr(lambda r: jnp.repeat(V, r))(2)
     with pytest.raises(TypeError):
         jnp.concatenate([np.array(["a"]), V])
+
+
+# ----------------------------------------------------------------------------- compat additions
+
+
+@pytest.mark.parametrize("axis,start", [(0, 0), (2, 0), (1, 3), (-1, 1), (0, 3), (2, -1)])
+def test_rollaxis_matches_numpy(axis, start):
+    _check(jnp.rollaxis(X, axis, start), np.rollaxis(X, axis, start))
+
+
+@pytest.mark.parametrize("shape", [(2, 4), 7, (3, 3, 2), (0,), ()])
+def test_resize_matches_numpy(shape):
+    _check(jnp.resize(M, shape), np.resize(M, shape))
+    _check(jnp.resize(np.zeros(0), shape), np.zeros(shape))
+
+
+def test_unstack_and_block_match_numpy():
+    for axis in (0, 1, -1):
+        _check(jnp.unstack(X, axis=axis), list(np.moveaxis(X, axis, 0)))
+    a, b = np.ones((2, 2)), np.arange(6.0).reshape(2, 3)
+    _check(jnp.block([[a, b], [np.zeros((1, 5))]]), np.block([[a, b], [np.zeros((1, 5))]]))
+    _check(jnp.block([1, 2, V]), np.block([1, 2, V]))
+    _check(jnp.block([[[X]], [[X]]]), np.block([[[X]], [[X]]]))
+    _check(jnp.block(3.0), np.block(3.0))
+
+
+def test_shape_additions_trace_and_differentiate():
+    f = numbax.jit(lambda x: jnp.block([[x, 2 * x], [jnp.resize(x, (1, 4))]]).sum())
+    x = np.array([[1.0, 2.0]])
+    np.testing.assert_allclose(f(x), 2 * (3 + 6) / 2 + 6)
+    g = numbax.grad(lambda x: jnp.block([[x, 2 * x]]).sum() + jnp.unstack(x, axis=1)[0].sum())
+    np.testing.assert_allclose(g(x), [[4.0, 3.0]])
+    out = numbax.vmap(lambda r: jnp.rollaxis(r, 1))(X)
+    _check(out, np.stack([np.rollaxis(r, 1) for r in X]))
+
+
+def test_shape_additions_bad_inputs():
+    with pytest.raises(NumbaxValueError, match="start"):
+        jnp.rollaxis(X, 0, 5)
+    with pytest.raises(NumbaxValueError, match="axis"):
+        jnp.rollaxis(X, 3)
+    with pytest.raises(NumbaxValueError, match="negative"):
+        jnp.resize(M, (-1, 2))
+    with pytest.raises(NumbaxTypeError, match="new_shape|shape"):
+        jnp.resize(M, "ab")
+    with pytest.raises(NumbaxValueError, match="shape \\(\\)"):
+        jnp.unstack(3.0)
+    with pytest.raises(NumbaxTypeError, match="tuple"):
+        jnp.block((V, V))
+    with pytest.raises(NumbaxValueError, match="empty"):
+        jnp.block([[V], []])
+    with pytest.raises(NumbaxValueError, match="depths"):
+        jnp.block([[V], V])

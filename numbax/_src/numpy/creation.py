@@ -14,7 +14,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
+from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value, static_int
 
 __all__ = [
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -125,13 +125,28 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     >>> arange(3)
     Array([0, 1, 2], dtype=int64)
     """
+    if start is None:
+        raise NumbaxTypeError("numbax.numpy.arange: start is None, expected a real number. "
+                              "Pass arange(stop) or arange(start, stop[, step]).")
     args = [start, stop, step]
+    for name, v in zip(("start", "stop", "step"), args):
+        if v is not None and not core.is_array_like(v):
+            raise NumbaxTypeError(f"numbax.numpy.arange: {name} is {v!r} of type "
+                                  f"{type(v).__name__}, expected a real number.")
     vals = [None if v is None else concrete_value(v, "numbax.numpy.arange")
             for v in args]
     for name, v in zip(("start", "stop", "step"), vals):
-        if v is not None and np.ndim(v) != 0:
+        if v is None:
+            continue
+        if np.ndim(v) != 0:
             raise NumbaxValueError(f"numbax.numpy.arange: {name} has shape {np.shape(v)}, "
                                    "expected a scalar.")
+        if np.asarray(v).dtype.kind == "c":
+            raise NumbaxValueError(f"numbax.numpy.arange: {name} is complex ({v!r}), expected "
+                                   "a real number. Use linspace for complex ranges.")
+        if np.asarray(v).dtype.kind not in "biuf":
+            raise NumbaxTypeError(f"numbax.numpy.arange: {name} has dtype "
+                                  f"{np.asarray(v).dtype}, expected a real number.")
     start, stop, step = vals
     if stop is None:
         start, stop = 0, start
@@ -173,7 +188,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     >>> linspace(0.0, 1.0, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float64)
     """
-    num = operator.index(num)
+    num = static_int(num, "linspace", "num")
     if num < 0:
         raise NumbaxValueError(f"numbax.numpy.linspace: num is {num}, expected num >= 0.")
     start, stop = ufuncs.promote_dtypes_inexact("linspace", start, stop)
@@ -243,9 +258,9 @@ def _tri_mask(n: int, m: int, k: int) -> Any:
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:  # noqa: N803
-    n = operator.index(N)
-    m = n if M is None else operator.index(M)
-    k = operator.index(k)
+    n = static_int(N, "eye", "N")
+    m = n if M is None else static_int(M, "eye", "M")
+    k = static_int(k, "eye", "k")
     if n < 0 or m < 0:
         raise NumbaxValueError(f"numbax.numpy.eye: N={n}, M={m}; expected sizes >= 0.")
     dtype = _dtype(dtype, "eye")

@@ -16,7 +16,8 @@ __all__ = [
     "generic", "number", "inexact", "floating", "complexfloating", "integer", "signedinteger",
     "unsignedinteger", "dtype", "issubdtype", "isdtype", "result_type", "promote_types",
     "can_cast", "finfo", "iinfo", "newaxis", "pi", "e", "inf", "nan", "euler_gamma", "ndarray",
-    "iscomplexobj", "isrealobj", "issubsctype",
+    "iscomplexobj", "isrealobj", "issubsctype", "character", "flexible", "object_",
+    "ComplexWarning", "isscalar", "iterable",
 ]
 
 
@@ -78,6 +79,11 @@ complexfloating = np.complexfloating
 integer = np.integer
 signedinteger = np.signedinteger
 unsignedinteger = np.unsignedinteger
+character = np.character
+flexible = np.flexible
+object_ = np.object_  # numpy's type, as JAX exports it (numbax arrays hold no objects)
+ComplexWarning = np.exceptions.ComplexWarning
+iterable = np.iterable
 
 newaxis = None
 pi = np.pi
@@ -182,3 +188,17 @@ def iscomplexobj(x: Any) -> bool:
 
 def isrealobj(x: Any) -> bool:
     return not iscomplexobj(x)
+
+
+def isscalar(element: Any) -> bool:
+    """numpy.isscalar, as JAX: True also for 0-d arrays (numbax, numpy, traced), since a
+    Python scalar becomes a 0-d array under jit.
+
+    >>> isscalar(1.0), isscalar(np.array(2)), isscalar(np.ones(2))
+    (True, True, False)
+    """
+    if np.isscalar(element):
+        return True
+    if isinstance(element, (np.ndarray, Array, core.Tracer)):
+        return core.get_aval(element).ndim == 0
+    return False

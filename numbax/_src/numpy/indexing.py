@@ -131,7 +131,7 @@ def _parse_one(shape, item, axis, entries) -> int:
             "or a boolean array mask."
         )
     if isinstance(item, (int, np.integer)):
-        entries.append(_Entry("int", axis, _static_int(int(item), axis, shape[axis])))
+        entries.append(_static_int_entry(int(item), axis, shape[axis]))
         return axis + 1
     if not core.is_array_like(item):
         raise NumbaxTypeError(
@@ -159,7 +159,7 @@ def _parse_one(shape, item, axis, entries) -> int:
     if aval.dtype.kind not in "iu":
         raise _float_index_error(aval.dtype)
     if value is not None and value.ndim == 0:
-        entries.append(_Entry("int", axis, _static_int(int(value), axis, shape[axis])))
+        entries.append(_static_int_entry(int(value), axis, shape[axis]))
     elif value is not None:
         entries.append(_Entry("adv", axis, value))
     elif aval.ndim == 0:
@@ -169,10 +169,14 @@ def _parse_one(shape, item, axis, entries) -> int:
     return axis + 1
 
 
-def _static_int(i: int, axis: int, n: int) -> int:
-    if not -n <= i < n:
+def _static_int_entry(i: int, axis: int, n: int) -> _Entry:
+    """A static integer index. Out of bounds it becomes a gather index, so it behaves as in
+    JAX: reads clamp (or fill, with .at[].get(mode='fill')), updates are dropped."""
+    if n == 0:
         raise _index_error(i, axis, n)
-    return i + n if i < 0 else i
+    if not -n <= i < n:
+        return _Entry("adv", axis, np.asarray(i, np.int64))
+    return _Entry("int", axis, i + n if i < 0 else i)
 
 
 def _normalize_traced(i: Any, n: int) -> Any:
@@ -293,8 +297,9 @@ def _advanced(x: Any, entries: list[_Entry], mode: Any, fill_value: Any) -> Any:
 
 
 def _getitem(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) -> Any:
-    """x[idx] with numpy's indexing rules; out-of-bounds array indices are clamped (JAX's
-    default), or filled with fill_value when mode='fill'. Static out-of-bounds ints raise."""
+    """x[idx] with numpy's indexing rules; out-of-bounds indices (static ints included) are
+    clamped as in JAX, or filled with fill_value when mode='fill'. Unlike numpy, no IndexError
+    (except on a zero-size axis, as in JAX)."""
     x = asarray(x)
     shape = get_aval(x).shape
     entries = _expand(shape, idx)

@@ -53,6 +53,19 @@ def canonicalize_axes(axis: Any, ndim: int, api: str, arg: str = "axis") -> tupl
     return tuple(sorted(out))
 
 
+def static_int(value: Any, api: str, arg: str, prefix: str = "numbax.numpy") -> int:
+    """A static (concrete) int argument, or a TypeError naming the argument."""
+    if not core.is_array_like(value):
+        raise NumbaxTypeError(f"{prefix}.{api}: {arg} is {value!r} of type "
+                              f"{type(value).__name__}, expected an int.")
+    value = core.concrete_or_error(value, f"{prefix}.{api}: {arg}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise NumbaxTypeError(f"{prefix}.{api}: {arg} is {value!r} of type "
+                              f"{type(value).__name__}, expected an int.") from None
+
+
 def concrete_value(x: Any, context: str) -> np.ndarray:
     """A static (concrete) numpy value of x, which may be a nested list; tracers raise."""
     if isinstance(x, (list, tuple)):

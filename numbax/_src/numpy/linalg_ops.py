@@ -214,6 +214,9 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 def _parse_einsum(subscripts: str, ndims: Sequence[int]) -> tuple[list[str], str]:
     """Input label strings (ellipses expanded to fresh uppercase labels) and the output."""
     subscripts = subscripts.replace(" ", "")
+    if subscripts.count("->") > 1:
+        raise NumbaxValueError(f"numbax.numpy.einsum: subscripts {subscripts!r} has more than "
+                               "one '->', expected 'inputs->output'.")
     if "->" in subscripts:
         lhs, out = subscripts.split("->")
         explicit = True

@@ -1,4 +1,4 @@
-"""numpy's reductions (sum, mean, var, max, argmax, all, cumsum, nan*, median) on lax."""
+"""numpy's reductions (sum, mean, var, max, argmax, all, cumsum, nan*, average) on lax."""
 from __future__ import annotations
 
 import builtins
@@ -18,7 +18,6 @@ from numbax._src.numpy.lax_numpy import (
     asarray,
     canonicalize_axes,
     canonicalize_axis,
-    concrete_value,
     where,
 )
 
@@ -26,7 +25,7 @@ __all__ = [
     "sum", "prod", "product", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
     "argmin", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
     "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nancumsum",
-    "nancumprod", "median", "quantile", "percentile", "ptp", "average", "count_nonzero",
+    "nancumprod", "ptp", "average", "count_nonzero",
 ]
 
 
@@ -80,15 +79,51 @@ def _reduce(api: str, reducer: Callable, a: Any, axis: Any, dtype: Any, keepdims
     return _keep(out, aval.shape, axes, keepdims)
 
 
+def _masked(api: str, a: Any, where_: Any, fill: Any) -> Any:
+    """a with the entries outside the `where` mask replaced by `fill` (the identity)."""
+    a = _check_numeric(a, api)
+    if where_ is None:
+        return a
+    mask = ufuncs.asbool(asarray(where_))
+    shape = get_aval(a).shape
+    try:
+        ok = np.broadcast_shapes(get_aval(mask).shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise NumbaxValueError(f"numbax.numpy.{api}: where has shape {get_aval(mask).shape}, "
+                               f"expected one that broadcasts to a's shape {shape}.")
+    fill = lax.convert_element_type(asarray(fill), get_aval(a).dtype)
+    return where(ufuncs.broadcast_to_shape(mask, shape), a, fill)
+
+
+def _need_initial(api: str, where_: Any, initial: Any) -> None:
+    if where_ is not None and initial is None:
+        raise NumbaxValueError(f"numbax.numpy.{api}: the reduction has no identity, so a where "
+                               "mask needs initial= (the value of fully masked-out slices).")
+
+
+def _where_count(a: Any, where_: Any, axes: tuple, keepdims: bool, dtype: np.dtype) -> Any:
+    """The number of unmasked entries reduced into each output, as `dtype`."""
+    shape = get_aval(a).shape
+    if where_ is None:
+        return lax.convert_element_type(_count(shape, axes), dtype)
+    mask = ufuncs.broadcast_to_shape(ufuncs.asbool(asarray(where_)), shape)
+    return lax.convert_element_type(sum(mask, axes, keepdims=keepdims), dtype)
+
+
 def sum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,  # noqa: A001
-        keepdims: bool = False, initial: Any = None) -> Any:
-    """numpy.sum: bool and small integer inputs accumulate in the default integer type."""
+        keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """numpy.sum: bool and small integer inputs accumulate in the default integer type;
+    where= (JAX and numpy) leaves the masked-out entries out."""
+    a = _masked("sum", a, where, 0)
     out_ = _reduce("sum", lax_reductions.reduce_sum, a, axis, dtype, keepdims, upcast=True)
     return out_ if initial is None else ufuncs.add(out_, initial)
 
 
 def prod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False, initial: Any = None) -> Any:
+         keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    a = _masked("prod", a, where, 1)
     out_ = _reduce("prod", lambda x, ax: lax_reductions.reduce_prod(x, ax), a, axis, dtype,
                    keepdims, upcast=True)
     return out_ if initial is None else ufuncs.multiply(out_, initial)
@@ -98,14 +133,18 @@ product = prod
 
 
 def max(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None) -> Any:
+        initial: Any = None, where: Any = None) -> Any:
+    _need_initial("max", where, initial)
+    a = _masked("max", a, where, initial)
     out_ = _reduce("max", lax_reductions.reduce_max, a, axis, None, keepdims, upcast=False,
                    identity=None if initial is not None else False)
     return out_ if initial is None else _fill_empty(ufuncs.maximum, out_, a, axis, initial)
 
 
 def min(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None) -> Any:
+        initial: Any = None, where: Any = None) -> Any:
+    _need_initial("min", where, initial)
+    a = _masked("min", a, where, initial)
     out_ = _reduce("min", lax_reductions.reduce_min, a, axis, None, keepdims, upcast=False,
                    identity=None if initial is not None else False)
     return out_ if initial is None else _fill_empty(ufuncs.minimum, out_, a, axis, initial)
@@ -122,14 +161,16 @@ def _fill_empty(combine: Callable, out: Any, a: Any, axis: Any, initial: Any) ->
 amax, amin = max, min
 
 
-def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    a = ufuncs.asbool(_check_numeric(a, "all"))
+def all(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    a = _masked("all", ufuncs.asbool(_check_numeric(a, "all")), where, True)
     return _reduce("all", lambda x, ax: lax_reductions.reduce_and(x, ax), a, axis, None,
                    keepdims, upcast=False)
 
 
-def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    a = ufuncs.asbool(_check_numeric(a, "any"))
+def any(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: Any = None) -> Any:
+    a = _masked("any", ufuncs.asbool(_check_numeric(a, "any")), where, False)
     return _reduce("any", lambda x, ax: lax_reductions.reduce_or(x, ax), a, axis, None,
                    keepdims, upcast=False)
 
@@ -149,7 +190,7 @@ def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-         keepdims: bool = False) -> Any:
+         keepdims: bool = False, *, where: Any = None) -> Any:
     """numpy.mean: integer inputs average in the default float type.
 
     Args:
@@ -157,9 +198,10 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
       axis: None (all axes), an int or a tuple of ints.
       dtype: the output dtype; float16 inputs accumulate in float32, as numpy does.
       keepdims: keep reduced axes with size 1.
+      where: a boolean mask (broadcast to a's shape) of the entries to average.
 
     Returns:
-      The mean.
+      The mean (NaN where the mask leaves nothing).
 
     >>> mean([1, 2, 3, 4])
     Array(2.5, dtype=float64)
@@ -168,18 +210,20 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim, "mean")
     acc, out_dtype = _mean_dtypes(aval, dtype, "mean")
-    total = sum(lax.convert_element_type(a, acc, aval.weak_type), axes, keepdims=keepdims)
-    n = lax.convert_element_type(_count(aval.shape, axes), acc)
+    total = sum(lax.convert_element_type(a, acc, aval.weak_type), axes, keepdims=keepdims,
+                where=where)
+    n = _where_count(a, where, axes, keepdims, acc)
     return lax.convert_element_type(lax.div(total, n), out_dtype, aval.weak_type)
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: Any = None) -> Any:
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """numpy.var: mean of |x - mean(x)|**2 over N - ddof.
 
     Args:
       a: the array. axis, dtype, keepdims: as in mean.
       ddof: delta degrees of freedom (correction is its array-API name).
+      where: a boolean mask of the entries to include.
 
     Returns:
       The variance (real for complex input).
@@ -194,20 +238,33 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
         ddof = correction
     acc, out_dtype = _mean_dtypes(aval, dtype, "var")
     x = lax.convert_element_type(a, acc, aval.weak_type)
-    centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True), aval.shape))
+    centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True, where=where),
+                                                    aval.shape))
     if acc.kind == "c":
         sq = lax.add(lax.square(lax.real(centered)), lax.square(lax.imag(centered)))
     else:
         sq = lax.mul(centered, centered)
-    total = sum(sq, axes, keepdims=keepdims)
-    dof = lax.convert_element_type(_count(aval.shape, axes) - ddof, get_aval(total).dtype)
+    total = sum(sq, axes, keepdims=keepdims, where=where)
     real_out = np.finfo(out_dtype).dtype if out_dtype.kind == "c" else out_dtype
-    return lax.convert_element_type(lax.div(total, dof), real_out, aval.weak_type)
+    count = _count(aval.shape, axes) if where is None else _where_count(
+        a, where, axes, keepdims, dtypes.default_int_dtype())
+    out = _over_dof(total, ufuncs.subtract(count, ddof))
+    return lax.convert_element_type(out, real_out, aval.weak_type)
+
+
+def _over_dof(total: Any, dof: Any) -> Any:
+    """total / dof, NaN where dof <= 0 (ddof >= the count), as in JAX; numpy gives inf there,
+    or a negative variance."""
+    dtype = get_aval(total).dtype
+    none = ufuncs.less_equal(dof, 0)
+    safe = lax.convert_element_type(where(none, 1, dof), dtype)
+    return where(none, lax.convert_element_type(np.nan, dtype), lax.div(total, safe))
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, correction: Any = None) -> Any:
-    return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+        keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
+    return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where,
+                        correction=correction))
 
 
 def _arg_reduce(api: str, a: Any, axis: Any, keepdims: bool) -> Any:
@@ -310,13 +367,15 @@ def _nan_replaced(a: Any, api: str, value: Any) -> Any:
 
 
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-           keepdims: bool = False) -> Any:
-    return sum(_nan_replaced(a, "nansum", 0), axis, dtype, keepdims=keepdims)
+           keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return sum(_nan_replaced(a, "nansum", 0), axis, dtype, keepdims=keepdims, initial=initial,
+               where=where)
 
 
 def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False) -> Any:
-    return prod(_nan_replaced(a, "nanprod", 1), axis, dtype, keepdims=keepdims)
+            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return prod(_nan_replaced(a, "nanprod", 1), axis, dtype, keepdims=keepdims, initial=initial,
+                where=where)
 
 
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
@@ -327,123 +386,75 @@ def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = N
     return cumprod(_nan_replaced(a, "nancumprod", 1), axis, dtype)
 
 
+def _not_nan(a: Any, where_: Any) -> Any:
+    """The mask of entries nan-reductions use: not NaN, and inside `where` when given."""
+    keep = ufuncs.logical_not(ufuncs.isnan(a))
+    if where_ is not None:
+        keep = lax.bitwise_and(keep, ufuncs.broadcast_to_shape(
+            ufuncs.asbool(asarray(where_)), get_aval(a).shape))
+    return keep
+
+
 def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False) -> Any:
+            keepdims: bool = False, where: Any = None) -> Any:
     a = _check_numeric(a, "nanmean")
     acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanmean")
     a = lax.convert_element_type(a, acc)
-    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
-    total = nansum(a, axis, keepdims=keepdims)
+    keep = _not_nan(a, where)
+    count = sum(keep, axis, keepdims=keepdims)
+    total = sum(a, axis, keepdims=keepdims, where=keep)
     return lax.convert_element_type(
         lax.div(total, lax.convert_element_type(count, get_aval(total).dtype)), out_dtype)
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False) -> Any:
+           keepdims: bool = False, where: Any = None) -> Any:
     a = _check_numeric(a, "nanvar")
     acc, out_dtype = _mean_dtypes(get_aval(a), dtype, "nanvar")
     a = lax.convert_element_type(a, acc)
     shape = get_aval(a).shape
-    centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True), shape))
+    keep = _not_nan(a, where)
+    centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True,
+                                                            where=where), shape))
     sq = lax.mul(centered, lax.conj(centered)) if acc.kind == "c" else lax.mul(centered, centered)
     if acc.kind == "c":
         sq = lax.real(sq)
-    count = sum(ufuncs.logical_not(ufuncs.isnan(a)), axis, keepdims=keepdims)
-    total = nansum(sq, axis, keepdims=keepdims)
-    dof = lax.convert_element_type(ufuncs.subtract(count, ddof), get_aval(total).dtype)
-    return lax.div(total, dof)
+    count = sum(keep, axis, keepdims=keepdims)
+    total = sum(sq, axis, keepdims=keepdims, where=keep)
+    return _over_dof(total, ufuncs.subtract(count, ddof))
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False) -> Any:
-    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+           keepdims: bool = False, where: Any = None) -> Any:
+    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
 
 
 def _nan_extreme(api: str, reducer: Callable, fill: float, a: Any, axis: Any,
-                 keepdims: bool) -> Any:
+                 keepdims: bool, initial: Any, where_: Any) -> Any:
     a = _check_numeric(a, api)
+    _need_initial(api, where_, initial)
     if get_aval(a).dtype.kind not in "fc":
-        return reducer(a, axis, keepdims=keepdims)
-    nans = ufuncs.isnan(a)
-    out = reducer(where(nans, lax.convert_element_type(fill, get_aval(a).dtype), a), axis,
-                  keepdims=keepdims)
-    all_nan = all(nans, axis, keepdims=keepdims)
-    return where(all_nan, lax.convert_element_type(np.nan, get_aval(a).dtype), out)
+        return reducer(a, axis, keepdims=keepdims, initial=initial, where=where_)
+    keep = _not_nan(a, where_)
+    out = reducer(where(keep, a, lax.convert_element_type(fill, get_aval(a).dtype)), axis,
+                  keepdims=keepdims, initial=initial)
+    if initial is not None:  # numpy: the initial value stands in for an all-NaN slice
+        return out
+    nothing = lax.bitwise_not(any(keep, axis, keepdims=keepdims))
+    return where(nothing, lax.convert_element_type(np.nan, get_aval(a).dtype), out)
 
 
-def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
-    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims)
+def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    return _nan_extreme("nanmax", max, -np.inf, a, axis, keepdims, initial, where)
 
 
-def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
-    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims)
+def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> Any:
+    return _nan_extreme("nanmin", min, np.inf, a, axis, keepdims, initial, where)
 
 
-# ----------------------------------------------------------------------------- order statistics
-
-
-def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False) -> Any:
-    """numpy.quantile with the linear method; NaN in a slice gives NaN."""
-    from numbax._src.numpy.shapes import moveaxis, reshape
-    from numbax._src.numpy.sorting import sort
-
-    if method != "linear":
-        raise NumbaxValueError(f"numbax.numpy.quantile: method {method!r} is not supported, "
-                               "expected 'linear'.")
-    a = _check_numeric(a, "quantile")
-    aval = get_aval(a)
-    axes = canonicalize_axes(axis, aval.ndim, "quantile")
-    qs = concrete_value(q, "numbax.numpy.quantile: q").astype(np.float64)
-    if ((qs < 0) | (qs > 1)).any():
-        raise NumbaxValueError(f"numbax.numpy.quantile: q {qs.tolist()} must be in [0, 1].")
-    acc = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
-    x = lax.convert_element_type(a, acc)
-    rest = [i for i in range(aval.ndim) if i not in axes]
-    x = moveaxis(x, axes, tuple(range(len(rest), aval.ndim)))
-    n = _count(aval.shape, axes)
-    x = reshape(x, tuple(aval.shape[i] for i in rest) + (n,))
-    if n == 0:
-        raise NumbaxValueError(f"numbax.numpy.quantile: a has shape {aval.shape}; the reduced "
-                               "axes are empty, expected at least one element.")
-    s = sort(x, axis=-1)
-    has_nan = any(ufuncs.isnan(x), -1) if acc.kind in "fc" else None
-    outs = []
-    for qv in qs.ravel().tolist():
-        pos = qv * (n - 1)
-        lo = int(np.floor(pos))
-        hi = builtins.min(lo + 1, n - 1)
-        frac = pos - lo
-        from numbax._src.numpy.shapes import _slice_axis
-
-        v_lo = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, lo, lo + 1), (-1,))
-        v_hi = shape_ops.squeeze(_slice_axis(s, -1 % get_aval(s).ndim, hi, hi + 1), (-1,))
-        val = v_lo if frac == 0 else ufuncs.add(v_lo, ufuncs.multiply(
-            ufuncs.subtract(v_hi, v_lo), lax.convert_element_type(frac, acc)))
-        if has_nan is not None:
-            val = where(has_nan, lax.convert_element_type(np.nan, acc), val)
-        if keepdims:
-            val = _keep(val, aval.shape, axes, True) if rest or axes else val
-            if not rest:
-                val = shape_ops.reshape(val, (1,) * aval.ndim)
-        outs.append(val)
-    if qs.ndim == 0:
-        return outs[0]
-    from numbax._src.numpy.shapes import stack
-
-    return reshape(stack(outs), qs.shape + get_aval(outs[0]).shape)
-
-
-def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
-               overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False) -> Any:
-    qs = concrete_value(q, "numbax.numpy.percentile: q").astype(np.float64)
-    return quantile(a, qs / 100, axis, method=method, keepdims=keepdims)
-
-
-def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
-           keepdims: bool = False) -> Any:
-    return quantile(a, 0.5, axis, keepdims=keepdims)
+# ----------------------------------------------------------------------------- others
 
 
 def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:

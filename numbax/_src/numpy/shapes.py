@@ -11,7 +11,6 @@ import numpy as np
 from numbax._src import core
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
-from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
@@ -26,8 +25,8 @@ __all__ = [
     "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
     "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "hstack",
     "vstack", "dstack", "column_stack", "row_stack", "split", "array_split", "hsplit", "vsplit",
-    "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad", "shape",
-    "ndim", "size", "append",
+    "dsplit", "tile", "repeat", "shape",
+    "ndim", "size", "append", "rollaxis", "resize", "unstack", "block",
 ]
 
 
@@ -244,6 +243,12 @@ def atleast_3d(*arys: Any) -> Any:
 
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Any:
     """numpy.concatenate: promotes to the common dtype; axis=None ravels first."""
+    if not isinstance(arrays, (list, tuple)) and (
+            not core.is_array_like(arrays) or not get_aval(arrays).ndim):
+        raise NumbaxTypeError(
+            f"numbax.numpy.concatenate: arrays has type {type(arrays).__name__}, expected a "
+            "sequence of arrays (or one array to split along its first axis)."
+        )
     if isinstance(arrays, core.Tracer) or not isinstance(arrays, (list, tuple)):
         arrays = [arrays[i] for i in range(len(arrays))]
     if not arrays:
@@ -443,179 +448,96 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     return concatenate(pieces, axis)
 
 
-# ----------------------------------------------------------------------------- flipping
+# ----------------------------------------------------------------------------- rearranging
 
 
-def flip(m: Any, axis: Any = None) -> Any:
-    m = asarray(m)
-    axes = canonicalize_axes(axis, get_aval(m).ndim, "flip")
-    if not axes:
-        return m
-    return shape_ops.rev(m, axes)
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    """numpy.rollaxis: moves `axis` to before position `start` (prefer moveaxis).
 
-
-def fliplr(m: Any) -> Any:
-    m = asarray(m)
-    if get_aval(m).ndim < 2:
-        raise NumbaxValueError(f"numbax.numpy.fliplr: m has shape {get_aval(m).shape}, expected "
-                               "at least 2 dimensions.")
-    return flip(m, 1)
-
-
-def flipud(m: Any) -> Any:
-    m = asarray(m)
-    if get_aval(m).ndim < 1:
-        raise NumbaxValueError("numbax.numpy.flipud: m has shape (), expected at least 1 "
-                               "dimension.")
-    return flip(m, 0)
-
-
-def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """numpy.roll with static shifts."""
-    a = asarray(a)
-    if axis is None:
-        return reshape(roll(ravel(a), shift, 0), get_aval(a).shape)
-    shifts = np.atleast_1d(concrete_value(shift, "numbax.numpy.roll"))
-    axes = np.atleast_1d(np.asarray(axis))
-    shifts, axes = np.broadcast_arrays(shifts, axes)
-    a_shape = get_aval(a).shape
-    for s, ax in zip(shifts.tolist(), axes.tolist()):
-        ax = canonicalize_axis(ax, len(a_shape), "roll")
-        n = a_shape[ax]
-        if n == 0:
-            continue
-        s = s % n
-        if s:
-            a = shape_ops.concatenate(
-                [_slice_axis(a, ax, n - s, n), _slice_axis(a, ax, 0, n - s)], ax)
-    return a
-
-
-def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
-    m = asarray(m)
-    ndim_ = get_aval(m).ndim
-    if len(axes) != 2 or ndim_ < 2:
-        raise NumbaxValueError(
-            f"numbax.numpy.rot90: m has shape {get_aval(m).shape} and axes {axes}, expected two "
-            "axes of an array of rank >= 2."
-        )
-    ax0, ax1 = (canonicalize_axis(x, ndim_, "rot90", "axes") for x in axes)
-    if ax0 == ax1:
-        raise NumbaxValueError(f"numbax.numpy.rot90: axes {axes} must be different.")
-    k = operator.index(k) % 4
-    if k == 0:
-        return m
-    if k == 2:
-        return flip(flip(m, ax0), ax1)
-    if k == 1:
-        return swapaxes(flip(m, ax1), ax0, ax1)
-    return flip(swapaxes(m, ax0, ax1), ax1)
-
-
-# ----------------------------------------------------------------------------- padding
-
-
-def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
-    pw = concrete_value(pad_width, "numbax.numpy.pad: pad_width")
-    if pw.dtype.kind not in "iu":
-        raise NumbaxTypeError(f"numbax.numpy.pad: pad_width has dtype {pw.dtype}, expected "
-                              "integers.")
-    try:
-        pw = np.broadcast_to(pw, (ndim_, 2))
-    except ValueError:
-        raise NumbaxValueError(
-            f"numbax.numpy.pad: pad_width has shape {pw.shape}, expected one that broadcasts "
-            f"to ({ndim_}, 2)."
-        ) from None
-    if (pw < 0).any():
-        raise NumbaxValueError(f"numbax.numpy.pad: pad_width {pw.tolist()} has negative "
-                               "entries, expected widths >= 0.")
-    return [(int(lo), int(hi)) for lo, hi in pw]
-
-
-def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad with modes constant, edge, reflect, symmetric and wrap.
-
-    Args:
-      array: the array. pad_width: static widths, broadcastable to (ndim, 2).
-      mode: 'constant' (lax.pad), or 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
-        concatenate). constant_values: static, broadcastable to (ndim, 2).
-
-    Returns:
-      The padded array.
-
-    >>> pad([1, 2, 3], 2, mode="reflect")
-    Array([3, 2, 1, 2, 3, 2, 1], dtype=int64)
+    >>> rollaxis(np.zeros((2, 3, 4)), 2).shape
+    (4, 2, 3)
     """
-    array = asarray(array)
-    a_shape = get_aval(array).shape
-    widths = _pad_widths(pad_width, len(a_shape))
-    if mode == "constant":
-        cv = concrete_value(kwargs.get("constant_values", 0),
-                            "numbax.numpy.pad: constant_values")
-        cv = np.broadcast_to(cv, (len(a_shape), 2))
-        dtype = get_aval(array).dtype
-        if len(set(cv.ravel().tolist())) <= 1:
-            value = lax.convert_element_type(cv.ravel()[0] if cv.size else 0, dtype)
-            return shape_ops.pad(array, value, tuple((lo, hi, 0) for lo, hi in widths))
-        for ax, (lo, hi) in enumerate(widths):
-            config = [(0, 0, 0)] * len(a_shape)
-            config[ax] = (lo, 0, 0)
-            array = shape_ops.pad(array, lax.convert_element_type(cv[ax, 0], dtype),
-                                  tuple(config))
-            config[ax] = (0, hi, 0)
-            array = shape_ops.pad(array, lax.convert_element_type(cv[ax, 1], dtype),
-                                  tuple(config))
-        return array
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise NumbaxValueError(
-            f"numbax.numpy.pad: mode {mode!r} is not supported, expected 'constant', 'edge', "
-            "'reflect', 'symmetric' or 'wrap'."
-        )
-    for ax, (lo, hi) in enumerate(widths):
-        array = _pad_axis(array, ax, lo, hi, mode)
-    return array
+    a = asarray(a)
+    n = get_aval(a).ndim
+    axis = canonicalize_axis(axis, n, "rollaxis")
+    start = operator.index(start)
+    if not -n <= start <= n:
+        raise NumbaxValueError(f"numbax.numpy.rollaxis: start {start} is out of bounds for an "
+                               f"array of rank {n}, expected start in [{-n}, {n}].")
+    start = start % (n + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if axis != start else a
 
 
-def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:
-    n = get_aval(x).shape[ax]
-    if not lo and not hi:
-        return x
-    if n == 0:
-        raise NumbaxValueError(f"numbax.numpy.pad: cannot pad an empty axis {ax} with mode "
-                               f"{mode!r}.")
-    if mode == "edge":
-        first = _slice_axis(x, ax, 0, 1)
-        last = _slice_axis(x, ax, n - 1, n)
-        return concatenate([repeat(first, lo, ax), x, repeat(last, hi, ax)], ax)
-    if mode == "wrap":
-        idx = np.concatenate([np.arange(-lo, 0) % n, np.arange(n), np.arange(n, n + hi) % n])
-    else:
-        # Reflect about the edges (reflect: without repeating them; symmetric: with).
-        period = 2 * n - 2 if mode == "reflect" else 2 * n
-        if period == 0:
-            idx = np.zeros(lo + n + hi, dtype=np.int64)
-        else:
-            pos = np.arange(-lo, n + hi) % period
-            mirror = period - pos if mode == "reflect" else period - 1 - pos
-            idx = np.where(pos < n, pos, mirror)
-    return _gather_static(x, ax, idx)
+def resize(a: Any, new_shape: Any) -> Any:
+    """numpy.resize: the flattened `a` repeated cyclically to fill `new_shape`.
+
+    >>> resize(asarray([1, 2, 3]), (2, 4))
+    Array([[1, 2, 3, 1],
+           [2, 3, 1, 2]], dtype=int64)
+    """
+    a = asarray(a)
+    new_shape = _shape_tuple(new_shape, "resize")
+    if builtins.any(d < 0 for d in new_shape):
+        raise NumbaxValueError(f"numbax.numpy.resize: new_shape {new_shape} has negative sizes, "
+                               "expected sizes >= 0.")
+    new_size = int(np.prod(new_shape, dtype=np.int64))
+    flat = ravel(a)
+    size_ = get_aval(flat).size
+    if size_ == 0 or new_size == 0:
+        return shape_ops.full(new_shape, 0, get_aval(a).dtype)
+    reps = -(-new_size // size_)
+    tiled = tile(flat, reps) if reps > 1 else flat
+    return reshape(_slice_axis(tiled, 0, 0, new_size), new_shape)
 
 
-def _gather_static(x: Any, ax: int, idx: np.ndarray) -> Any:
-    """x taken at concrete indices along ax, as slices of contiguous runs joined by concatenate."""
-    pieces = []
-    start = 0
-    idx = idx.tolist()
-    while start < len(idx):
-        stop = start + 1
-        step = 1 if stop >= len(idx) else idx[stop] - idx[start]
-        if step not in (1, -1):
-            step = 1
-        while stop < len(idx) and idx[stop] - idx[stop - 1] == step:
-            stop += 1
-        lo, hi = (idx[start], idx[stop - 1]) if step == 1 else (idx[stop - 1], idx[start])
-        piece = _slice_axis(x, ax, lo, hi + 1)
-        pieces.append(piece if step == 1 or stop - start == 1 else shape_ops.rev(piece, (ax,)))
-        start = stop
-    return pieces[0] if len(pieces) == 1 else shape_ops.concatenate(pieces, ax)
+def unstack(x: Any, /, *, axis: int = 0) -> tuple:
+    """The array-API unstack: the slices of `x` along `axis`, as a tuple."""
+    x = asarray(x)
+    if get_aval(x).ndim == 0:
+        raise NumbaxValueError("numbax.numpy.unstack: x has shape (), expected at least 1 "
+                               "dimension.")
+    ax = canonicalize_axis(axis, get_aval(x).ndim, "unstack")
+    return tuple(shape_ops.squeeze(_slice_axis(x, ax, i, i + 1), (ax,))
+                 for i in range(get_aval(x).shape[ax]))
+
+
+def _block_depth(arrays: Any, path: str) -> int:
+    """The list-nesting depth of a numpy.block argument, checking every branch agrees."""
+    if isinstance(arrays, tuple):
+        raise NumbaxTypeError(f"numbax.numpy.block: arrays{path} is a tuple, expected a list. "
+                              "Only lists arrange blocks.")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise NumbaxValueError(f"numbax.numpy.block: arrays{path} is an empty list, expected "
+                               "a non-empty list.")
+    depths = [_block_depth(x, f"{path}[{i}]") for i, x in enumerate(arrays)]
+    if builtins.any(d != depths[0] for d in depths):
+        raise NumbaxValueError(f"numbax.numpy.block: the lists in arrays{path} are nested to "
+                               f"depths {depths}, expected one depth for all.")
+    return depths[0] + 1
+
+
+def block(arrays: Any) -> Any:
+    """numpy.block: assembles nested lists of blocks; the innermost lists join the last axis.
+
+    >>> block([[np.ones((1, 2)), np.zeros((1, 1))], [np.zeros((1, 3))]])
+    Array([[1., 1., 0.],
+           [0., 0., 0.]], dtype=float64)
+    """
+    depth = _block_depth(arrays, "")
+
+    def leaves(x: Any) -> list:
+        return [v for y in x for v in leaves(y)] if isinstance(x, list) else [asarray(x)]
+
+    nd = builtins.max([depth] + [get_aval(v).ndim for v in leaves(arrays)])
+
+    def assemble(x: Any, level: int) -> Any:
+        if level == depth:
+            x = asarray(x)
+            return reshape(x, (1,) * (nd - get_aval(x).ndim) + get_aval(x).shape)
+        return concatenate([assemble(y, level + 1) for y in x], axis=-(depth - level))
+
+    return assemble(arrays, 0)

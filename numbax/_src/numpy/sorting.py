@@ -17,8 +17,8 @@ from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
 
 __all__ = [
-    "sort", "argsort", "searchsorted", "unique", "nonzero", "argwhere", "flatnonzero", "diff",
-    "ediff1d", "lexsort", "interp",
+    "sort", "argsort", "searchsorted", "nonzero", "argwhere", "flatnonzero", "diff",
+    "ediff1d", "lexsort", "interp", "sort_complex",
 ]
 
 
@@ -43,7 +43,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None 
     """numpy.sort (always stable; NaNs sort last, as in numpy)."""
     a, ax = _prepare("sort", a, axis)
     if descending:
-        from numbax._src.numpy.shapes import flip
+        from numbax._src.numpy.flips import flip
 
         return flip(sort(flip(a, ax), ax), ax)
     (out,) = _lax_sort((a,), ax)
@@ -71,7 +71,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: No
     shape = get_aval(a).shape
     idx = iota(dtypes.default_int_dtype(), shape, ax)
     if descending:
-        from numbax._src.numpy.shapes import flip
+        from numbax._src.numpy.flips import flip
 
         n = shape[ax]
         _, perm = _lax_sort((flip(a, ax), flip(idx, ax)), ax)
@@ -141,45 +141,84 @@ def _index_array(x: np.ndarray) -> Any:
     return asarray_value(np.asarray(x, dtype=np.int64))
 
 
+def compact(mask: Any, size: int, fills: tuple, *values: Any) -> list:
+    """The entries of each 1-d `values` where the 1-d `mask` holds, in order, in an array of
+    length `size` padded with the matching entry of `fills` (traceable: a scatter to ranks)."""
+    from numbax._src.numpy.reductions import cumsum
+
+    n = get_aval(mask).shape[0]
+    rank = ufuncs.subtract(cumsum(mask), 1)
+    target = lax.select(mask, rank, shape_ops.full((n,), size, get_aval(rank).dtype))
+    outs = []
+    for v, fill in zip(values, fills):
+        dtype = get_aval(v).dtype
+        base = ufuncs.add(shape_ops.full((size,), 0, dtype), lax.convert_element_type(
+            asarray(fill), dtype))
+        outs.append(base.at[target].set(v, mode="drop") if n else base)
+    return outs
+
+
+def _is_abstract(a: Any) -> bool:
+    from numbax._src import core
+
+    return isinstance(a, core.Tracer) and a.to_concrete_value() is None
+
+
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
-    """numpy.nonzero; needs a concrete array (the output shape depends on the values)."""
-    value = _concrete(a, "nonzero")
-    if value.ndim == 0:
+    """numpy.nonzero: the indices of the nonzero entries, one array per axis.
+
+    The output size depends on the values, so a traced `a` needs a static `size` (as in
+    JAX): the first `size` indices, padded with `fill_value` (0 by default; a tuple gives one
+    per axis).
+    """
+    a = asarray(a)
+    if get_aval(a).ndim == 0:
         raise NumbaxValueError("numbax.numpy.nonzero: a has shape (), expected at least 1 "
                                "dimension. Use atleast_1d first.")
-    idx = np.nonzero(value)
-    if size is not None:
-        size = operator.index(size)
-        fill = 0 if fill_value is None else fill_value
-        fills = fill if isinstance(fill, (tuple, list)) else (fill,) * len(idx)
-        idx = tuple(np.concatenate([i[:size], np.full(max(size - len(i), 0), f, np.int64)])
-                    for i, f in zip(idx, fills))
-    return tuple(_index_array(i) for i in idx)
+    fill = 0 if fill_value is None else fill_value
+    fills = tuple(fill) if isinstance(fill, (tuple, list)) else (fill,) * get_aval(a).ndim
+    if len(fills) != get_aval(a).ndim:
+        raise NumbaxValueError(f"numbax.numpy.nonzero: fill_value has {len(fills)} entries, "
+                               f"expected one per axis ({get_aval(a).ndim}).")
+    if size is None or not _is_abstract(a):
+        value = _concrete(a, "nonzero")
+        idx = np.nonzero(value)
+        if size is not None:
+            size = operator.index(size)
+            idx = tuple(np.concatenate([i[:size], np.full(max(size - len(i), 0), f, np.int64)])
+                        for i, f in zip(idx, fills))
+        return tuple(_index_array(i) for i in idx)
+    from numbax._src.numpy.index_tricks import unravel_index
+    from numbax._src.numpy.shapes import ravel
+
+    size = operator.index(size)
+    shape = get_aval(a).shape
+    flat = ufuncs.asbool(ravel(a))
+    positions = asarray_value(np.arange(get_aval(flat).size, dtype=np.int64))
+    (first,) = compact(flat, size, (-1,), positions)
+    coords = unravel_index(lax.max(first, np.int64(0)), shape)
+    padding = lax.lt(first, np.int64(0))
+    return tuple(lax.select(padding, shape_ops.full((size,), f, np.int64), c)
+                 for c, f in zip(coords, [np.int64(f) for f in fills]))
 
 
 def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    value = _concrete(a, "flatnonzero")
-    return nonzero(value.ravel(), size=size, fill_value=fill_value)[0]
+    from numbax._src.numpy.shapes import ravel
+
+    return nonzero(ravel(asarray(a)), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    value = _concrete(a, "argwhere")
-    if value.ndim == 0:
-        return _index_array(np.argwhere(value))
-    cols = nonzero(value, size=size, fill_value=fill_value)
-    return _index_array(np.stack([np.asarray(c) for c in cols], axis=-1))
+    """numpy.argwhere: the (count, ndim) indices of the nonzero entries (size= as nonzero)."""
+    from numbax._src.numpy.shapes import atleast_1d, stack
 
-
-def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-           return_counts: bool = False, axis: int | None = None, *,
-           equal_nan: bool = True) -> Any:
-    """numpy.unique; needs a concrete array (the output shape depends on the values)."""
-    value = _concrete(ar, "unique")
-    res = np.unique(value, return_index=return_index, return_inverse=return_inverse,
-                    return_counts=return_counts, axis=axis, equal_nan=equal_nan)
-    if not isinstance(res, tuple):
-        return asarray_value(res)
-    return (asarray_value(res[0]), *(_index_array(r) for r in res[1:]))
+    a = asarray(a)
+    if get_aval(a).ndim == 0:
+        a = atleast_1d(a)
+        cols = nonzero(a, size=size, fill_value=fill_value)
+        return shape_ops.full((get_aval(cols[0]).shape[0], 0), 0, np.int64)
+    cols = nonzero(a, size=size, fill_value=fill_value)
+    return stack(cols, axis=-1)
 
 
 # ----------------------------------------------------------------------------- differences
@@ -268,3 +307,22 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     hi = take(fp, n - 1) if right is None else right
     y = where(ufuncs.less(x, take(xp, 0)), lo, y)
     return lax.convert_element_type(where(ufuncs.greater(x, take(xp, n - 1)), hi, y), dtype)
+
+
+def sort_complex(a: Any) -> Any:
+    """numpy.sort_complex: sorted along the last axis by real part, then imaginary part,
+    returned as complex.
+
+    >>> sort_complex(asarray([1 + 2j, 1 - 1j, 0 + 5j]))
+    Array([0.+5.j, 1.-1.j, 1.+2.j], dtype=complex128)
+    """
+    a = asarray(a)
+    dtype = get_aval(a).dtype
+    out_dtype = dtypes.canonicalize_dtype(np.result_type(dtype, np.complex64))
+    if get_aval(a).ndim == 0:
+        return lax.convert_element_type(a, out_dtype)
+    if dtype.kind != "c":
+        return lax.convert_element_type(sort(a, axis=-1), out_dtype)
+    ax = get_aval(a).ndim - 1
+    re, im = _lax_sort((lax.real(a), lax.imag(a)), ax, num_keys=2)
+    return lax.convert_element_type(lax.complex_(re, im), out_dtype)

@@ -25,7 +25,7 @@ __all__ = [
     "right_shift", "rint", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square", "subtract",
     "tan", "tanh", "true_divide", "trunc", "angle", "isreal", "iscomplex", "isposinf", "isneginf",
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitwise_left_shift",
-    "bitwise_right_shift", "gcd", "lcm",
+    "bitwise_right_shift", "gcd", "lcm", "fabs", "modf",
 ]
 
 
@@ -216,34 +216,66 @@ abs = absolute  # noqa: A001
 
 
 def power(x1: Any, x2: Any, /) -> Any:
-    """numpy.power: integer powers by repeated multiplication when the exponent is a literal."""
+    """numpy.power: x1 ** x2 elementwise; integer powers by repeated multiplication when the
+    exponent is a literal.
+
+    Integers raised to negative integer powers raise ValueError (numpy's error) when the
+    exponent is known: a Python int or a concrete array. A traced negative exponent cannot
+    be checked; there the result is the integer part of x1 ** x2 (1 for x1 = 1, +-1 for
+    x1 = -1, 0 otherwise, x1 = 0 included), where JAX leaves it undefined.
+    """
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
         (x1,) = promote_dtypes("power", x1)
+        if int(x2) < 0 and get_aval(x1).dtype.kind in "iu":
+            raise _negative_power_error()
         return lax.integer_pow(x1, int(x2))
     x1, x2 = promote_dtypes("power", x1, x2)
     dtype = get_aval(x1).dtype
     if dtype.kind in "iu":
+        if dtype.kind == "i" and not _is_abstract(x2):
+            value = np.asarray(x2.to_concrete_value() if isinstance(x2, core.Tracer) else x2)
+            if (value < 0).any():
+                raise _negative_power_error()
         return _integer_power(x1, x2)
     x1, x2 = broadcast_arrays("power", x1, x2)
     return lax.pow(x1, x2)
 
 
+def _negative_power_error() -> NumbaxValueError:
+    return NumbaxValueError(
+        "numbax.numpy.power: integers to negative integer powers are not allowed (as in "
+        "numpy). Convert the base to a float first, e.g. x.astype(float) ** -1."
+    )
+
+
+def _is_abstract(x: Any) -> bool:
+    return isinstance(x, core.Tracer) and x.to_concrete_value() is None
+
+
 def _integer_power(x1: Any, x2: Any) -> Any:
-    """Integer ** integer array: square-and-multiply over the bits of the exponent."""
+    """Integer ** integer array: square-and-multiply over the bits of |exponent|; negative
+    exponents give the integer part of the true power."""
     x1, x2 = broadcast_arrays("power", x1, x2)
     shape = broadcast_shapes("power", get_aval(x1).shape, get_aval(x2).shape)
     x1 = broadcast_to_shape(x1, shape) if get_aval(x1).shape != shape else x1
-    one = lax.convert_element_type(1, get_aval(x1).dtype)
+    dtype, edtype = get_aval(x1).dtype, get_aval(x2).dtype
+    one = lax.convert_element_type(1, dtype)
+    ezero, eone = lax.convert_element_type(0, edtype), lax.convert_element_type(1, edtype)
+    negative = lax.lt(x2, ezero) if edtype.kind == "i" else None
+    exponent = lax.select(negative, lax.neg(x2), x2) if negative is not None else x2
     acc = shape_ops.full(shape, one)
     base = x1
-    bits = get_aval(x1).dtype.itemsize * 8
-    for _ in range(bits):
-        odd = lax.ne(lax.bitwise_and(x2, lax.convert_element_type(1, get_aval(x2).dtype)),
-                     lax.convert_element_type(0, get_aval(x2).dtype))
+    for _ in range(edtype.itemsize * 8):
+        odd = lax.ne(lax.bitwise_and(exponent, eone), ezero)
         acc = lax.select(odd, lax.mul(acc, base), acc)
         base = lax.mul(base, base)
-        x2 = lax.shift_right_arithmetic(x2, lax.convert_element_type(1, get_aval(x2).dtype))
-    return acc
+        exponent = lax.shift_right_logical(exponent, eone)
+    if negative is None:
+        return acc
+    # 1 / x1**|n| truncated: only +-1 survive (acc is then +-1 already), the rest give 0.
+    unit = lax.bitwise_or(lax.eq(x1, one), lax.eq(x1, lax.convert_element_type(-1, dtype)))
+    zero = shape_ops.full(shape, 0, dtype)
+    return lax.select(negative, lax.select(unit, acc, zero), acc)
 
 
 def float_power(x1: Any, x2: Any, /) -> Any:
@@ -526,3 +558,28 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
 
 
 divide = true_divide
+
+
+def fabs(x: Any, /) -> Any:
+    """numpy.fabs: |x| as a float (integers convert to the default float; complex refused)."""
+    (x,) = promote_dtypes_inexact("fabs", x)
+    if get_aval(x).dtype.kind == "c":
+        raise core.NumbaxTypeError(f"numbax.numpy.fabs: x has dtype {get_aval(x).dtype}, "
+                                   "expected a real dtype. Use numbax.numpy.abs for complex.")
+    return lax.abs(x)
+
+
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
+    """numpy.modf: (fractional part, integral part), both with the sign of x."""
+    (x,) = promote_dtypes_inexact("modf", x)
+    if get_aval(x).dtype.kind == "c":
+        raise core.NumbaxTypeError(f"numbax.numpy.modf: x has dtype {get_aval(x).dtype}, "
+                                   "expected a real dtype.")
+    whole = trunc(x)
+    inf = lax.eq(lax.abs(x), lax.convert_element_type(np.inf, get_aval(x).dtype))
+    zeros = shape_ops.full(get_aval(x).shape, 0, get_aval(x).dtype)
+    finite = lax.select(inf, zeros, x)  # numpy: modf(+-inf) = (+-0, +-inf)
+    flipped = lax.neg(finite)  # the fraction of -x, negated, keeps -0.0 for negative integers
+    frac = lax.select(signbit(x), lax.neg(lax.sub(flipped, trunc(flipped))),
+                      lax.sub(finite, trunc(finite)))
+    return frac, whole

@@ -1,0 +1,121 @@
+"""numpy.pad: constant padding is lax.pad; edge/reflect/symmetric/wrap are static gathers."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src.core import get_aval
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax import elementwise as lax
+from numbax._src.lax import shape_ops
+from numbax._src.numpy.lax_numpy import asarray, concrete_value
+from numbax._src.numpy.shapes import _slice_axis, concatenate, repeat
+
+__all__ = ["pad"]
+
+
+def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
+    pw = concrete_value(pad_width, "numbax.numpy.pad: pad_width")
+    if pw.dtype.kind not in "iu":
+        raise NumbaxTypeError(f"numbax.numpy.pad: pad_width has dtype {pw.dtype}, expected "
+                              "integers.")
+    try:
+        pw = np.broadcast_to(pw, (ndim_, 2))
+    except ValueError:
+        raise NumbaxValueError(
+            f"numbax.numpy.pad: pad_width has shape {pw.shape}, expected one that broadcasts "
+            f"to ({ndim_}, 2)."
+        ) from None
+    if (pw < 0).any():
+        raise NumbaxValueError(f"numbax.numpy.pad: pad_width {pw.tolist()} has negative "
+                               "entries, expected widths >= 0.")
+    return [(int(lo), int(hi)) for lo, hi in pw]
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """numpy.pad with modes constant, edge, reflect, symmetric and wrap.
+
+    Args:
+      array: the array. pad_width: static widths, broadcastable to (ndim, 2).
+      mode: 'constant' (lax.pad), or 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
+        concatenate). constant_values: static, broadcastable to (ndim, 2).
+
+    Returns:
+      The padded array.
+
+    >>> pad([1, 2, 3], 2, mode="reflect")
+    Array([3, 2, 1, 2, 3, 2, 1], dtype=int64)
+    """
+    array = asarray(array)
+    a_shape = get_aval(array).shape
+    widths = _pad_widths(pad_width, len(a_shape))
+    if mode == "constant":
+        cv = concrete_value(kwargs.get("constant_values", 0),
+                            "numbax.numpy.pad: constant_values")
+        cv = np.broadcast_to(cv, (len(a_shape), 2))
+        dtype = get_aval(array).dtype
+        if len(set(cv.ravel().tolist())) <= 1:
+            value = lax.convert_element_type(cv.ravel()[0] if cv.size else 0, dtype)
+            return shape_ops.pad(array, value, tuple((lo, hi, 0) for lo, hi in widths))
+        for ax, (lo, hi) in enumerate(widths):
+            config = [(0, 0, 0)] * len(a_shape)
+            config[ax] = (lo, 0, 0)
+            array = shape_ops.pad(array, lax.convert_element_type(cv[ax, 0], dtype),
+                                  tuple(config))
+            config[ax] = (0, hi, 0)
+            array = shape_ops.pad(array, lax.convert_element_type(cv[ax, 1], dtype),
+                                  tuple(config))
+        return array
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise NumbaxValueError(
+            f"numbax.numpy.pad: mode {mode!r} is not supported, expected 'constant', 'edge', "
+            "'reflect', 'symmetric' or 'wrap'."
+        )
+    for ax, (lo, hi) in enumerate(widths):
+        array = _pad_axis(array, ax, lo, hi, mode)
+    return array
+
+
+def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:
+    n = get_aval(x).shape[ax]
+    if not lo and not hi:
+        return x
+    if n == 0:
+        raise NumbaxValueError(f"numbax.numpy.pad: cannot pad an empty axis {ax} with mode "
+                               f"{mode!r}.")
+    if mode == "edge":
+        first = _slice_axis(x, ax, 0, 1)
+        last = _slice_axis(x, ax, n - 1, n)
+        return concatenate([repeat(first, lo, ax), x, repeat(last, hi, ax)], ax)
+    if mode == "wrap":
+        idx = np.concatenate([np.arange(-lo, 0) % n, np.arange(n), np.arange(n, n + hi) % n])
+    else:
+        # Reflect about the edges (reflect: without repeating them; symmetric: with).
+        period = 2 * n - 2 if mode == "reflect" else 2 * n
+        if period == 0:
+            idx = np.zeros(lo + n + hi, dtype=np.int64)
+        else:
+            pos = np.arange(-lo, n + hi) % period
+            mirror = period - pos if mode == "reflect" else period - 1 - pos
+            idx = np.where(pos < n, pos, mirror)
+    return _gather_static(x, ax, idx)
+
+
+def _gather_static(x: Any, ax: int, idx: np.ndarray) -> Any:
+    """x taken at concrete indices along ax, as slices of contiguous runs joined by concatenate."""
+    pieces = []
+    start = 0
+    idx = idx.tolist()
+    while start < len(idx):
+        stop = start + 1
+        step = 1 if stop >= len(idx) else idx[stop] - idx[start]
+        if step not in (1, -1):
+            step = 1
+        while stop < len(idx) and idx[stop] - idx[stop - 1] == step:
+            stop += 1
+        lo, hi = (idx[start], idx[stop - 1]) if step == 1 else (idx[stop - 1], idx[start])
+        piece = _slice_axis(x, ax, lo, hi + 1)
+        pieces.append(piece if step == 1 or stop - start == 1 else shape_ops.rev(piece, (ax,)))
+        start = stop
+    return pieces[0] if len(pieces) == 1 else shape_ops.concatenate(pieces, ax)
