@@ -55,10 +55,6 @@ from numbax._src.parallel.pmap import pmap  # noqa: E402
 
 __all__ += ["pmap"]
 
-# --- image resampling (issue 18)
-__all__ += ["image"]
-from numbax import image  # noqa: E402, F401
-# compat-numpy (issue 17): jax.ops.
-from numbax import ops  # noqa: E402, F401  (public submodule)
+from numbax import image, ops  # noqa: E402, F401  (public submodules: jax.image, jax.ops)
 
-__all__ += ["ops"]
+__all__ += ["image", "ops"]

@@ -16,6 +16,7 @@ from numbax.numpy import linalg  # noqa: F401
 # isort: split
 from numbax._src.numpy.convolve import convolve, correlate  # noqa: E402, F401
 from numbax.numpy import fft  # noqa: E402, F401
+
 # isort: split
 # compat-numpy (issue 17): the rest of jax.numpy's names.
 from numbax._src.numpy.array_io import *  # noqa: F403

@@ -16,8 +16,9 @@ from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.lax.fft import FftType
 from numbax._src.lax.fft import fft as lax_fft
+from numbax._src.numpy.flips import roll
 from numbax._src.numpy.lax_numpy import asarray
-from numbax._src.numpy.shapes import moveaxis, roll
+from numbax._src.numpy.shapes import moveaxis
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]

@@ -16,7 +16,7 @@ from numbax._src.lax.conv_ops import conv_general_dilated
 from numbax._src.numpy import fft as jnp_fft
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray
-from numbax._src.numpy.shapes import pad
+from numbax._src.numpy.padding import pad
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 

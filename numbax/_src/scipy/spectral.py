@@ -18,7 +18,8 @@ from numbax._src.numpy import fft as jnp_fft
 from numbax._src.numpy import linalg_ops, reductions, ufuncs
 from numbax._src.numpy.indexing import take
 from numbax._src.numpy.lax_numpy import asarray, where
-from numbax._src.numpy.shapes import moveaxis, pad
+from numbax._src.numpy.padding import pad
+from numbax._src.numpy.shapes import moveaxis
 
 __all__ = ["csd", "detrend", "istft", "stft", "welch"]
 
