@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
@@ -252,19 +252,20 @@ def _qdwh(x: Any, max_iterations: int, eps: float) -> tuple[Any, Any, Any, Any]:
             u = _halley_cholesky(u, *(np.array(v, dtype) for v in (a, b, c)))
             not_converged = ew.gt(_fro(ew.sub(u, u_prev)), np.array(tol_norm, real))
     consts = tuple(np.array(v, dtype) for v in (3, 1, 3))
+    int_dtype = dtypes.default_int_dtype()
 
     def cond(state):
         k, _, going = state
-        return ew.bitwise_and(going, ew.lt(k, np.int32(max_iterations)))
+        return ew.bitwise_and(going, ew.lt(k, np.array(max_iterations, int_dtype)))
 
     def body(state):
         k, u, _ = state
         u_new = _halley_cholesky(u, *consts)
-        return (ew.add(k, np.int32(1)), u_new,
+        return (ew.add(k, np.array(1, int_dtype)), u_new,
                 ew.gt(_fro(ew.sub(u_new, u)), np.array(tol_norm, real)))
 
-    num_iters, u, not_converged = while_loop(cond, body,
-                                             (np.int32(len(weights)), u, not_converged))
+    num_iters, u, not_converged = while_loop(
+        cond, body, (np.array(len(weights), int_dtype), u, not_converged))
     uhu = _mm(_H(u), u)
     u = ew.sub(ew.mul(u, np.array(1.5, dtype)), ew.mul(_mm(u, uhu), np.array(0.5, dtype)))
     h = _mm(_H(u), x)
