@@ -4,9 +4,9 @@
 Every primitive works on stacks of matrices (leading batch dims), takes float32/float64 and
 (where JAX does) complex64/complex128, has a numpy/scipy impl over LAPACK, and a jvp written
 with ops that are linear in the tangents (dot_general, triangular_solve in b, elementwise
-products with primal values), so reverse mode comes from linearize + transpose. Complex
-derivatives follow JAX's convention (jvps are real-linear; grad of a real function of z is
-the conjugate of df/dz*... exactly as jax.grad). The other families live in linalg_lu.py,
+products with primal values), so reverse mode comes from linearize + transpose. For complex
+inputs the jvps are real-linear maps, so derivatives follow JAX's convention (for a real
+f(z), grad gives ∂f/∂x - i ∂f/∂y, as jax.grad). The other families live in linalg_lu.py,
 linalg_qr.py, linalg_eig.py and linalg_svd.py.
 """
 from __future__ import annotations
