@@ -342,3 +342,10 @@ def test_doctests(name):
     module = importlib.import_module(f"numbax._src.scipy.{name}")
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_empty_matrices():
+    z = np.zeros((0, 0))
+    for fn in (L.expm, L.sqrtm, L.hessenberg, lambda m: L.schur(m)[0], lambda m: L.lu(m)[0]):
+        assert np.shape(fn(z)) == (0, 0)
+    assert np.shape(L.eigh_tridiagonal(np.zeros(0), np.zeros(0), eigvals_only=True)) == (0,)

@@ -222,3 +222,14 @@ def test_bad_inputs_of_new_names():
         jnp.linalg.cond(np.ones((0, 0)))
     with pytest.raises(NumbaxValueError, match="ord has 'inf'"):
         jnp.linalg.vector_norm(np.ones(3), ord="inf")
+
+
+def test_empty_matrices():
+    z = np.zeros((0, 0))
+    assert float(jnp.linalg.det(z)) == 1.0
+    assert [np.shape(x) for x in jnp.linalg.eigh(np.zeros((2, 0, 0)))] == [(2, 0), (2, 0, 0)]
+    assert np.shape(jnp.linalg.inv(z)) == (0, 0)
+    assert np.shape(jnp.linalg.pinv(np.zeros((0, 3)))) == (3, 0)
+    for ord in (1, 2, np.inf, "fro", "nuc"):  # reductions over nothing give 0, as JAX's
+        assert float(jnp.linalg.norm(np.zeros((0, 3)), ord)) == 0.0
+    assert float(jnp.linalg.vector_norm(np.zeros(0), ord=np.inf)) == 0.0

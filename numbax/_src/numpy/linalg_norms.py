@@ -55,7 +55,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
             "numbax.numpy.inf, not 'inf').")
     ax = ufuncs.abs(x)
     if ord == np.inf:
-        return jred.max(ax, **kw)
+        return jred.max(ax, **kw, initial=0)
     if ord == -np.inf:
         return jred.min(ax, **kw)
     if ord == 0:
@@ -78,13 +78,18 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
     if ord in (1, -1, np.inf, -np.inf):
         sum_axis, red_axis = (r, c) if ord in (1, -1) else (c, r)
         sums = jred.sum(ufuncs.abs(x), axis=sum_axis, keepdims=True)
-        pick = jred.max if ord in (1, np.inf) else jred.min
-        out = pick(sums, axis=red_axis, keepdims=True)
+        if ord in (1, np.inf):
+            out = jred.max(sums, axis=red_axis, keepdims=True, initial=0)
+        else:
+            out = jred.min(sums, axis=red_axis, keepdims=True)
         return out if keepdims else jshapes.squeeze(out, axis=axes)
     if ord in (2, -2, "nuc"):
         moved = jshapes.moveaxis(x, axes, (-2, -1))
         s = linalg_svd.svd(moved, compute_uv=False)
-        out = {2: jred.max, -2: jred.min, "nuc": jred.sum}[ord](s, axis=-1)
+        if ord == 2:
+            out = jred.max(s, axis=-1, initial=0)
+        else:
+            out = jred.min(s, axis=-1) if ord == -2 else jred.sum(s, axis=-1)
         if keepdims:
             out = jshapes.expand_dims(out, builtins.sorted(axes))
         return out

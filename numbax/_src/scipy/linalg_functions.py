@@ -125,6 +125,8 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
            [0., 1.]], dtype=float64)
     """
     a = _matrix("expm", A, arg="A")
+    if get_aval(a).shape[-1] == 0:
+        return a
     nbatch = get_aval(a).ndim - 2
     return _batched(lambda m: _expm_2d(m, bool(upper_triangular), int(max_squarings)),
                     nbatch)(a)
