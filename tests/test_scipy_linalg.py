@@ -260,6 +260,7 @@ def test_special_matrices_batch_and_grad():
 def test_bad_inputs():
     bad = [
         (lambda: L.cholesky(np.ones((2, 3))), NumbaxValueError, r"a has shape \(2, 3\)"),
+        (lambda: L.cho_factor(np.ones((2, 3))), NumbaxValueError, r"a has shape \(2, 3\)"),
         (lambda: L.cho_solve(np.eye(3), np.ones(3)), NumbaxTypeError, "pair"),
         (lambda: L.cho_solve((np.eye(2), True), np.ones(3)), NumbaxValueError, "b has shape"),
         (lambda: L.lu_factor(np.ones(3)), NumbaxValueError, r"a has shape \(3,\)"),

@@ -278,6 +278,8 @@ def test_rank_and_dtype_errors():
         lax.linalg.svd(np.ones(()))
     with pytest.raises(NumbaxTypeError, match="int64"):
         lax.linalg.svd(np.ones((2, 2), np.int64))
+    with pytest.raises(NumbaxValueError, match=r"lu: x has shape \(4,\)"):
+        lax.linalg.lu(np.ones(4))
 
 
 def test_triangular_solve_mismatch_names_both():

@@ -222,6 +222,22 @@ def test_bad_inputs_of_new_names():
         jnp.linalg.cond(np.ones((0, 0)))
     with pytest.raises(NumbaxValueError, match="ord has 'inf'"):
         jnp.linalg.vector_norm(np.ones(3), ord="inf")
+    with pytest.raises(NumbaxValueError, match=r"eigvals: a has shape \(2, 3\)"):
+        jnp.linalg.eigvals(np.ones((2, 3)))
+    with pytest.raises(NumbaxValueError, match="at least 2"):
+        jnp.linalg.trace(np.ones(3))
+    with pytest.raises(NumbaxValueError, match="at least 2"):
+        jnp.linalg.matrix_transpose(np.ones(3))
+    with pytest.raises(NumbaxValueError, match="svd: a has shape"):
+        jnp.linalg.svdvals(np.ones(3))
+    with pytest.raises(NumbaxValueError, match="ord has 'max'"):
+        jnp.linalg.matrix_norm(np.eye(2), ord="max")
+    with pytest.raises(NumbaxValueError, match="shapes"):
+        jnp.linalg.multi_dot([np.ones((2, 3)), np.ones((2, 3))])
+    with pytest.raises(NumbaxValueError, match="broadcast"):
+        jnp.linalg.vecdot(np.ones(3), np.ones(4))
+    with pytest.raises(NumbaxValueError, match="differ in size"):
+        jnp.linalg.tensordot(np.ones((2, 3)), np.ones((2, 3)), axes=1)
 
 
 def test_empty_matrices():
