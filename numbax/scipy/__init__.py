@@ -1,2 +1,3 @@
-"""numbax.scipy: scipy's special functions and distributions on traced arrays."""
-from numbax.scipy import fft, signal, special, stats  # noqa: F401
+"""numbax.scipy: scipy's special functions, distributions, linear algebra, FFT and signal processing
+on traced arrays (jax.scipy)."""
+from numbax.scipy import fft, linalg, signal, special, stats  # noqa: F401

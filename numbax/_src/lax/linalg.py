@@ -1,13 +1,16 @@
-"""Matrix decompositions (cholesky, lu, qr, eigh, svd) and triangular_solve: one LAPACK call each.
+"""Linear algebra primitives, part one: the shared matrix helpers and the triangular family
+(cholesky, cholesky_update, triangular_solve, symmetric_product).
 
-Every primitive works on stacks of matrices (leading batch dims), takes float32/float64, has a
-numpy/scipy impl that maps onto one numpy.linalg (or scipy.linalg) call, and a jvp written with
-ops that are linear in the tangents (dot_general, triangular_solve in b, elementwise products
-with primal values), so reverse mode comes from linearize + transpose.
+Every primitive works on stacks of matrices (leading batch dims), takes float32/float64 and
+(where JAX does) complex64/complex128, has a numpy/scipy impl over LAPACK, and a jvp written
+with ops that are linear in the tangents (dot_general, triangular_solve in b, elementwise
+products with primal values), so reverse mode comes from linearize + transpose. For complex
+inputs the jvps are real-linear maps, so derivatives follow JAX's convention (for a real
+f(z), grad gives ∂f/∂x - i ∂f/∂y, as jax.grad). The other families live in linalg_lu.py,
+linalg_qr.py, linalg_eig.py and linalg_svd.py.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -24,12 +27,14 @@ from numbax._src.lax.dot import dot_general
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_matrix(name: str, aval: ShapedArray, arg: str = "x", square: bool = True) -> None:
-    if aval.dtype.kind != "f":
+def _check_matrix(name: str, aval: ShapedArray, arg: str = "x", square: bool = True,
+                  kinds: str = "fc") -> None:
+    """Raises JAX's error classes for a non-float (or non-matrix, or non-square) operand."""
+    if aval.dtype.kind not in kinds:
+        want = "float32 or float64" if kinds == "f" else "a float or complex dtype"
         raise NumbaxTypeError(
-            f"lax.linalg.{name}: {arg} has dtype {aval.dtype}, expected float32 or float64. "
-            "Convert it first (numbax.numpy.linalg promotes integers to float); complex "
-            "matrices are not supported yet."
+            f"lax.linalg.{name}: {arg} has dtype {aval.dtype}, expected {want}. Convert it "
+            "first (numbax.numpy.linalg promotes integers to float)."
         )
     if aval.ndim < 2:
         raise NumbaxValueError(
@@ -43,10 +48,31 @@ def _check_matrix(name: str, aval: ShapedArray, arg: str = "x", square: bool = T
         )
 
 
+def _is_complex(x: Any) -> bool:
+    return get_aval(x).dtype.kind == "c"
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.empty((), dtype).real.dtype
+
+
+def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
 def _T(x: Any) -> Any:
     """Swaps the last two axes."""
     nd = get_aval(x).ndim
     return shape_ops.transpose(x, (*range(nd - 2), nd - 1, nd - 2))
+
+
+def _conj(x: Any) -> Any:
+    return ew.conj(x) if _is_complex(x) else x
+
+
+def _H(x: Any) -> Any:
+    """Conjugate transpose of the last two axes."""
+    return _conj(_T(x))
 
 
 def _mm(a: Any, b: Any) -> Any:
@@ -64,6 +90,12 @@ def _bcast(const: np.ndarray, like: Any) -> Any:
         return const
     dims = tuple(range(aval.ndim - const.ndim, aval.ndim))
     return shape_ops.broadcast_in_dim(const, aval.shape, dims)
+
+
+def _eye_like(x: Any) -> Any:
+    """Identity matrices shaped (and typed) like x (..., m, n)."""
+    m, n = get_aval(x).shape[-2:]
+    return _bcast(np.eye(m, n), x)
 
 
 def _tri_mask(n: int, m: int, k: int, lower: bool, diag: float = 1.0) -> np.ndarray:
@@ -100,9 +132,28 @@ def _col_vec(v: Any, like: Any) -> Any:
 
 
 def _diag_part(x: Any) -> Any:
-    """The diagonal (..., n) of square matrices (..., n, n): a masked column sum."""
-    n = get_aval(x).shape[-1]
-    return reductions.reduce_sum(ew.mul(x, _bcast(np.eye(n), x)), (get_aval(x).ndim - 2,))
+    """The diagonal (..., k) of matrices (..., m, n), k = min(m, n): a masked sum."""
+    m, n = get_aval(x).shape[-2:]
+    masked = ew.mul(x, _bcast(np.eye(m, n), x))
+    axis = get_aval(x).ndim - (2 if m >= n else 1)
+    out = reductions.reduce_sum(masked, (axis,))
+    return out
+
+
+def _diag_matrix(v: Any, like: Any) -> Any:
+    """The diagonal matrices (..., n, n) with diagonal v (..., n), shaped like `like`."""
+    return ew.mul(_row_vec(v, like), _eye_like(like))
+
+
+def _to(x: Any, dtype: np.dtype) -> Any:
+    return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype)
+
+
+def _real_part(x: Any) -> Any:
+    """Re(x) kept in x's dtype (x itself when real): a real-linear map."""
+    if not _is_complex(x):
+        return x
+    return ew.mul(ew.add(x, ew.conj(x)), np.array(0.5, get_aval(x).dtype))
 
 
 def _unary_batch(prim: Primitive):
@@ -116,12 +167,59 @@ def _unary_batch(prim: Primitive):
     return rule
 
 
-def _each_matrix(fn, a: np.ndarray, n_out: int) -> list[np.ndarray]:
-    """Applies a 2-d routine to every matrix of a stack; fn returns n_out arrays."""
+def _front_batch(prim: Primitive):
+    """Batch rule for several operands with leading batch dims: all vmapped axes in front."""
+
+    def rule(axis_size, vals, dims, **params):
+        vals = [batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals, dims, strict=True)]
+        outs = core.bind(prim, *vals, **params)
+        return outs, [0] * len(outs)
+
+    return rule
+
+
+def _each_matrix(fn, a: np.ndarray, n_out: int, *more: np.ndarray) -> list[np.ndarray]:
+    """Applies a 2-d routine to every matrix of a stack (and the matching entries of `more`);
+    fn returns n_out arrays."""
     batch = a.shape[:-2]
-    results = [fn(a[idx]) for idx in np.ndindex(*batch)]
+    results = [fn(a[idx], *[m[idx] for m in more]) for idx in np.ndindex(*batch)]
     return [np.stack([r[i] for r in results]).reshape(batch + results[0][i].shape)
-            if results else None for i in range(n_out)]
+            for i in range(n_out)]
+
+
+def _no_jvp(name: str):
+    """The jvp rule of a primitive JAX does not differentiate either: a clear error."""
+
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(
+            f"Differentiation rule for '{name}' is not implemented (as in JAX). "
+            "Differentiate a function built from the differentiable decompositions instead."
+        )
+
+    return rule
+
+
+def _symmetrize(x: Any, name: str) -> Any:
+    """(x + xᴴ) / 2."""
+    _check_matrix(name, get_aval(x))
+    return ew.mul(ew.add(x, _H(x)), np.array(0.5, get_aval(x).dtype))
+
+
+def _hermitian_from(x: Any, lower: bool) -> Any:
+    """The Hermitian matrix that the triangle `lower` of x (real part of its diagonal) gives:
+    a real-linear map, so it reads tangents the way LAPACK reads the primal."""
+    strict = _tril(x, -1) if lower else _triu(x, 1)
+    diag = _real_part(ew.mul(x, _eye_like(x)))
+    return ew.add(ew.add(strict, _H(strict)), diag)
+
+
+def _hermitian_np(x: np.ndarray, lower: bool) -> np.ndarray:
+    strict = np.tril(x, -1) if lower else np.triu(x, 1)
+    diag = np.real(np.diagonal(x, axis1=-2, axis2=-1))
+    out = strict + np.conj(np.swapaxes(strict, -1, -2))
+    idx = np.arange(x.shape[-1])
+    out[..., idx, idx] = diag
+    return out
 
 
 # ----------------------------------------------------------------------------- cholesky
@@ -136,30 +234,28 @@ def _cholesky_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
 
 def _cholesky_impl(x: np.ndarray) -> list[np.ndarray]:
     """Reads the lower triangle; matrices that are not positive definite give NaNs (as JAX)."""
+    herm = _hermitian_np(x, lower=True)
     try:
-        return [np.linalg.cholesky(np.tril(x) + np.swapaxes(np.tril(x, -1), -1, -2))]
+        return [np.linalg.cholesky(herm)]
     except np.linalg.LinAlgError:
         pass
 
     def one(m: np.ndarray) -> tuple[np.ndarray]:
         try:
-            return (np.linalg.cholesky(np.tril(m) + np.tril(m, -1).T),)
+            return (np.linalg.cholesky(m),)
         except np.linalg.LinAlgError:
             return (np.full_like(m, np.nan),)
 
-    if x.ndim == 2:
-        return [one(x)[0]]
-    return _each_matrix(one, x, 1)
+    return [one(herm)[0]] if x.ndim == 2 else _each_matrix(one, herm, 1)
 
 
 def _cholesky_jvp(primals, tangents):
-    """dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ taking the lower triangle with the diagonal halved."""
+    """dL = L Φ(L⁻¹ dA L⁻ᴴ), Φ taking the lower triangle with the diagonal halved."""
     (x,), (x_dot,) = primals, tangents
     L = cholesky_p.bind(x)
-    x_dot = ad.instantiate_zeros(x_dot)
-    # dA is read as a symmetric matrix given by its lower triangle (as the impl reads x).
-    sym = ew.add(_tril(x_dot), _T(_tril(x_dot, -1)))
-    tmp = triangular_solve(L, sym, left_side=False, lower=True, transpose_a=True)
+    herm = _hermitian_from(ad.instantiate_zeros(x_dot), lower=True)
+    tmp = triangular_solve(L, herm, left_side=False, lower=True, transpose_a=True,
+                           conjugate_a=True)
     inner = triangular_solve(L, tmp, left_side=True, lower=True)
     return [L], [_mm(L, _tril(inner, 0, 0.5))]
 
@@ -171,11 +267,12 @@ batching.batch_rules[cholesky_p] = _unary_batch(cholesky_p)
 
 
 def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
-    """Lower Cholesky factor L (x = L Lᵀ) of symmetric positive definite matrices (..., n, n).
+    """Lower Cholesky factor L (x = L Lᴴ) of Hermitian positive definite matrices (..., n, n).
 
     Args:
-      x: float matrices; only the lower triangle is read unless ``symmetrize_input``.
-      symmetrize_input: use (x + xᵀ)/2 (then gradients are symmetric, as JAX).
+      x: float or complex matrices; only the lower triangle is read unless
+        ``symmetrize_input``.
+      symmetrize_input: use (x + xᴴ)/2 (then gradients are Hermitian, as JAX).
 
     Returns:
       L, lower triangular; NaNs where x is not positive definite.
@@ -190,9 +287,88 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     return cholesky_p.bind(x)
 
 
-def _symmetrize(x: Any, name: str) -> Any:
-    _check_matrix(name, get_aval(x))
-    return ew.mul(ew.add(x, _T(x)), np.array(0.5, get_aval(x).dtype))
+# ----------------------------------------------------------------------------- cholesky_update
+
+cholesky_update_p = Primitive("cholesky_update")
+
+
+def _cholesky_update_abstract_eval(r: ShapedArray, w: ShapedArray) -> list[ShapedArray]:
+    _check_matrix("cholesky_update", r, "r_matrix", kinds="f")
+    if w.dtype != r.dtype or w.shape != r.shape[:-1]:
+        raise NumbaxValueError(
+            f"lax.linalg.cholesky_update: r_matrix has shape {r.shape} ({r.dtype}) and "
+            f"w_vector has shape {w.shape} ({w.dtype}), expected w_vector of shape "
+            f"{r.shape[:-1]} and dtype {r.dtype}. Pass one vector per matrix."
+        )
+    return [ShapedArray(r.shape, r.dtype)]
+
+
+def _givens_update(r: np.ndarray, w: np.ndarray) -> tuple[np.ndarray]:
+    """LINPACK's rank-one update by Givens rotations, on the upper triangle of r."""
+    r = np.triu(r).astype(np.result_type(r, w))
+    z = w.astype(r.dtype)
+    for k in range(r.shape[0]):
+        x, y = r[k, k], z[k]
+        if y == 0:
+            c, s = 1.0, 0.0
+        else:
+            scale = max(abs(x), abs(y))
+            x, y = x / scale, y / scale
+            rh = 1.0 / np.sqrt(x * x + y * y)
+            c, s = x * rh, -y * rh
+        row = c * r[k] - s * z
+        z = c * z + s * r[k]
+        r[k] = row
+    return (r,)
+
+
+def _cholesky_update_impl(r: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    if r.ndim == 2:
+        return list(_givens_update(r, w))
+    if 0 in r.shape[:-2]:
+        return [np.zeros_like(r)]
+    return _each_matrix(_givens_update, r, 1, w)
+
+
+def _cholesky_update_jvp(primals, tangents):
+    """With A = RᵀR + wwᵀ and R' its Cholesky factor: dR' = Φ(R'⁻ᵀ dA R'⁻¹)ᵀ R'."""
+    r, w = primals
+    r_dot, w_dot = (ad.instantiate_zeros(t) for t in tangents)
+    out = cholesky_update_p.bind(r, w)
+    r_up, dr_up = _triu(r), _triu(r_dot)
+    da = ew.add(_mm(_T(dr_up), r_up), _mm(_T(r_up), dr_up))
+    wd = ew.mul(_col_vec(w, da), _row_vec(w_dot, da))
+    da = ew.add(da, ew.add(wd, _T(wd)))
+    left = triangular_solve(out, da, left_side=True, lower=False, transpose_a=True)
+    inner = triangular_solve(out, left, left_side=False, lower=False)
+    return [out], [_mm(_T(_tril(inner, 0, 0.5)), out)]
+
+
+core.abstract_eval_rules[cholesky_update_p] = _cholesky_update_abstract_eval
+core.impl_rules[cholesky_update_p] = _cholesky_update_impl
+ad.jvp_rules[cholesky_update_p] = _cholesky_update_jvp
+batching.batch_rules[cholesky_update_p] = _front_batch(cholesky_update_p)
+
+
+def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
+    """Cholesky rank-1 update: the upper factor R' of RᵀR + w wᵀ, in O(n²) (Givens rotations).
+
+    Args:
+      r_matrix: upper-triangular float matrices R (..., n, n) with A = RᵀR (the strictly lower
+        triangle is ignored).
+      w_vector: vectors w (..., n).
+
+    Returns:
+      The upper-triangular R' with R'ᵀR' = A + w wᵀ (positive diagonal).
+
+    Unlike JAX: leading batch dims are accepted, and the function is differentiable.
+
+    >>> import numpy as np
+    >>> cholesky_update(np.eye(2), np.array([0., 1.]))
+    Array([[1.        , 0.        ],
+           [0.        , 1.41421356]], dtype=float64)
+    """
+    return cholesky_update_p.bind(r_matrix, w_vector)
 
 
 # ----------------------------------------------------------------------------- triangular_solve
@@ -228,23 +404,42 @@ def _effective_a(a: np.ndarray, lower: bool, transpose_a: bool, conjugate_a: boo
     return np.swapaxes(tri, -1, -2) if transpose_a else tri
 
 
+def _substitute(tri: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """Forward (back) substitution on one triangular matrix: a zero pivot gives inf/NaN
+    (as JAX) where LAPACK's trtrs refuses."""
+    n = tri.shape[-1]
+    x = np.zeros(np.broadcast_shapes(b.shape), np.result_type(tri, b))
+    order = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(all="ignore"):
+        for i in order:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            x[i] = (b[i] - tri[i, done] @ x[done]) / tri[i, i]
+    return x
+
+
+def _solve_left(op_a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """op_a x = b for triangular op_a (..., m, m), b (..., m, n)."""
+    try:
+        with np.errstate(all="ignore"):
+            if op_a.ndim == 2:
+                return scipy.linalg.solve_triangular(op_a, b, lower=lower, check_finite=False)
+            return np.linalg.solve(op_a, b)
+    except np.linalg.LinAlgError:  # an exactly singular matrix
+        out = np.empty(b.shape, np.result_type(op_a, b))
+        for idx in np.ndindex(*op_a.shape[:-2]):
+            out[idx] = _substitute(op_a[idx], b[idx], lower)
+        return out
+
+
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     """op(a) x = b (left_side) or x op(a) = b, with a's other triangle ignored."""
     op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
-    if a.ndim == 2:
-        lower_eff = lower != transpose_a
-        if left_side:
-            out = scipy.linalg.solve_triangular(op_a, b, lower=lower_eff, check_finite=False)
-        else:
-            out = scipy.linalg.solve_triangular(op_a.T, b.T, lower=not lower_eff,
-                                                check_finite=False).T
-        return [np.ascontiguousarray(out, dtype=b.dtype)]
-    with np.errstate(all="ignore"):
-        if left_side:
-            out = np.linalg.solve(op_a, b)
-        else:
-            out = np.swapaxes(np.linalg.solve(np.swapaxes(op_a, -1, -2),
-                                              np.swapaxes(b, -1, -2)), -1, -2)
+    lower_eff = lower != transpose_a
+    if left_side:
+        out = _solve_left(op_a, b, lower_eff)
+    else:
+        out = np.swapaxes(_solve_left(np.swapaxes(op_a, -1, -2), np.swapaxes(b, -1, -2),
+                                      not lower_eff), -1, -2)
     return [np.ascontiguousarray(out, dtype=b.dtype)]
 
 
@@ -260,6 +455,7 @@ def _triangular_solve_jvp(primals, tangents, **params):
         k = 1 if params["unit_diagonal"] else 0
         g = _tril(a_dot, -k) if params["lower"] else _triu(a_dot, k)
         g = ew.neg(_T(g) if params["transpose_a"] else g)
+        g = ew.conj(g) if params["conjugate_a"] else g
         prod = _mm(g, ans) if params["left_side"] else _mm(ans, g)
         t_out = ad.add_tangents(t_out, triangular_solve_p.bind(a, prod, **params))
     return [ans], [t_out]
@@ -269,22 +465,19 @@ def _triangular_solve_transpose(cts, a, b, *, left_side, lower, transpose_a, con
                                 unit_diagonal):
     (ct,) = cts
     assert not ad.is_undefined_primal(a) and ad.is_undefined_primal(b)
+    if type(ct) is ad.Zero:
+        return [None, ad.Zero(b.aval)]
     ct_b = triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
                                    transpose_a=not transpose_a, conjugate_a=conjugate_a,
                                    unit_diagonal=unit_diagonal)
     return [None, ct_b]
 
 
-def _triangular_solve_batch(axis_size, vals, dims, **params):
-    a, b = (batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals, dims, strict=True))
-    return [triangular_solve_p.bind(a, b, **params)], [0]
-
-
 core.abstract_eval_rules[triangular_solve_p] = _triangular_solve_abstract_eval
 core.impl_rules[triangular_solve_p] = _triangular_solve_impl
 ad.jvp_rules[triangular_solve_p] = _triangular_solve_jvp
 ad.transpose_rules[triangular_solve_p] = _triangular_solve_transpose
-batching.batch_rules[triangular_solve_p] = _triangular_solve_batch
+batching.batch_rules[triangular_solve_p] = _front_batch(triangular_solve_p)
 
 
 def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = False,
@@ -294,8 +487,10 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
 
     Args:
       a: triangular matrices (..., m, m); the other triangle is ignored.
-      b: right-hand sides (..., m, n) if left_side else (..., n, m).
-      left_side, lower, transpose_a, conjugate_a, unit_diagonal: as in JAX.
+      b: right-hand sides (..., m, n) if left_side else (..., n, m); a b with one dimension
+        fewer than a is a stack of vectors (as JAX).
+      left_side, lower, transpose_a, unit_diagonal: as in JAX.
+      conjugate_a: use conj(a) (no effect for real a).
 
     Returns:
       x, shaped like b.
@@ -306,302 +501,80 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     Array([[1.],
            [2.]], dtype=float64)
     """
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                   transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
-                                   unit_diagonal=bool(unit_diagonal))
+    conjugate_a = bool(conjugate_a) and _is_complex(a)
+    singleton = get_aval(b).ndim == get_aval(a).ndim - 1
+    if singleton:
+        b = shape_ops.expand_dims(b, (get_aval(b).ndim if left_side else get_aval(b).ndim - 1,))
+    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                                  unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        nd = get_aval(out).ndim
+        out = shape_ops.squeeze(out, (nd - 1 if left_side else nd - 2,))
+    return out
 
 
-# ----------------------------------------------------------------------------- lu
+# ----------------------------------------------------------------------------- symmetric_product
 
-lu_p = Primitive("lu", multiple_results=True)
-
-
-def _lu_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
-    _check_matrix("lu", x)
-    vec = ShapedArray(x.shape[:-1], np.dtype(np.int32))
-    return [ShapedArray(x.shape, x.dtype), vec, vec]
+symmetric_product_p = Primitive("symmetric_product")
 
 
-def _lu_one(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # exactly singular matrices factor fine (U has a 0)
-        lu, piv = scipy.linalg.lu_factor(m, check_finite=False)
-    perm = np.arange(m.shape[0])
-    for i, p in enumerate(piv):
-        perm[i], perm[p] = perm[p], perm[i]
-    return lu, piv.astype(np.int32), perm.astype(np.int32)
-
-
-def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
-    """P a = L U with L unit lower; pivots as LAPACK's getrf (0-based), permutation of rows."""
-    if x.shape[-1] == 0:
-        vec = np.zeros(x.shape[:-1], np.int32)
-        return [x.copy(), vec, vec.copy()]
-    if x.ndim == 2:
-        return list(_lu_one(x))
-    if 0 in x.shape[:-2]:
-        vec = np.zeros(x.shape[:-1], np.int32)
-        return [x.copy(), vec, vec.copy()]
-    lu, piv, perm = _each_matrix(_lu_one, x, 3)
-    return [lu.astype(x.dtype), piv, perm]
-
-
-def _permutation_matrix(perm: Any, dtype: np.dtype) -> Any:
-    """P with P[..., i, j] = (perm[..., i] == j), so P @ a = a[perm]."""
-    shape = (*get_aval(perm).shape, get_aval(perm).shape[-1])
-    nd = len(shape)
-    rows = shape_ops.broadcast_in_dim(perm, shape, tuple(range(nd - 1)))
-    cols = shape_ops.broadcasted_iota(np.int32, shape, nd - 1)
-    return ew.convert_element_type(ew.eq(rows, cols), dtype)
-
-
-def _lu_jvp(primals, tangents):
-    """JAX's rule: with L⁻¹ P dA U⁻¹ = X, dL = L tril(X, -1) and dU = triu(X) U."""
-    (x,), (x_dot,) = primals, tangents
-    lu, pivots, perm = lu_p.bind(x)
-    x_dot = ad.instantiate_zeros(x_dot)
-    n = get_aval(x).shape[-1]
-    eye = _bcast(np.eye(n), lu)
-    l_mat = ew.add(_tril(lu, -1), eye)
-    u_mat = _triu(lu)
-    pa = _mm(_permutation_matrix(perm, get_aval(x).dtype), x_dot)
-    la = triangular_solve(l_mat, pa, left_side=True, lower=True, unit_diagonal=True)
-    lau = triangular_solve(u_mat, la, left_side=False, lower=False)
-    lu_dot = ew.add(_mm(l_mat, _tril(lau, -1)), _mm(_triu(lau), u_mat))
-    zeros = [ad.Zero.from_primal_value(pivots), ad.Zero.from_primal_value(perm)]
-    return [lu, pivots, perm], [lu_dot, *zeros]
-
-
-core.abstract_eval_rules[lu_p] = _lu_abstract_eval
-core.impl_rules[lu_p] = _lu_impl
-ad.jvp_rules[lu_p] = _lu_jvp
-batching.batch_rules[lu_p] = _unary_batch(lu_p)
-
-
-def lu(x: Any) -> tuple[Any, Any, Any]:
-    """LU decomposition with partial pivoting of square matrices (..., n, n).
-
-    Returns:
-      (lu, pivots, permutation): L (unit diagonal, strictly below) and U (on and above) packed
-      in one matrix; int32 LAPACK pivots; int32 permutation with x[perm] = L @ U.
-
-    Unlike JAX: only square matrices.
-
-    >>> import numpy as np
-    >>> lu(np.array([[1., 2.], [3., 4.]]))[2]
-    Array([1, 0], dtype=int32)
-    """
-    return tuple(lu_p.bind(x))
-
-
-# ----------------------------------------------------------------------------- qr
-
-qr_p = Primitive("qr", multiple_results=True)
-
-
-def _qr_abstract_eval(x: ShapedArray, *, full_matrices: bool) -> list[ShapedArray]:
-    _check_matrix("qr", x, square=False)
-    *batch, m, n = x.shape
-    k = m if full_matrices else min(m, n)
-    return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
-
-
-def _qr_impl(x: np.ndarray, *, full_matrices: bool) -> list[np.ndarray]:
-    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    return [q.astype(x.dtype), r.astype(x.dtype)]
-
-
-def _qr_jvp(primals, tangents, *, full_matrices):
-    """j-towns.github.io/papers/qr-derivative.pdf, as JAX: needs m >= n (and m == n if full)."""
-    (x,), (dx,) = primals, tangents
-    *_, m, n = get_aval(x).shape
-    if m < n or (full_matrices and m != n):
-        raise NotImplementedError(
-            f"lax.linalg.qr: x has shape {get_aval(x).shape}; the derivative of QR is only "
-            "implemented for m >= n with full_matrices=False (or square x). Use "
-            "full_matrices=False (mode='reduced'), or differentiate qr of x.T."
+def _symmetric_product_abstract_eval(a: ShapedArray, c: ShapedArray, *, alpha, beta):
+    _check_matrix("symmetric_product", a, "a_matrix", square=False, kinds="f")
+    _check_matrix("symmetric_product", c, "c_matrix", kinds="f")
+    if a.dtype != c.dtype or a.shape[:-2] != c.shape[:-2] or a.shape[-2] != c.shape[-1]:
+        raise NumbaxValueError(
+            f"lax.linalg.symmetric_product: a_matrix has shape {a.shape} ({a.dtype}) and "
+            f"c_matrix has shape {c.shape} ({c.dtype}), expected c_matrix of shape "
+            f"{(*a.shape[:-2], a.shape[-2], a.shape[-2])} and the same dtype."
         )
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
-    dx = ad.instantiate_zeros(dx)
-    dx_rinv = triangular_solve(r, dx)  # dx r⁻¹
-    qt_dx_rinv = _mm(_T(q), dx_rinv)
-    low = _tril(qt_dx_rinv, -1)
-    do = ew.sub(low, _T(low))  # skew-symmetric
-    dq = ew.add(_mm(q, ew.sub(do, qt_dx_rinv)), dx_rinv)
-    dr = _mm(ew.sub(qt_dx_rinv, do), r)
-    return [q, r], [dq, dr]
+    return [ShapedArray(c.shape, c.dtype)]
 
 
-core.abstract_eval_rules[qr_p] = _qr_abstract_eval
-core.impl_rules[qr_p] = _qr_impl
-ad.jvp_rules[qr_p] = _qr_jvp
-batching.batch_rules[qr_p] = _unary_batch(qr_p)
+def _symmetric_product_impl(a, c, *, alpha, beta):
+    prod = np.matmul(a, np.swapaxes(a, -1, -2))
+    return [(alpha * prod + beta * c).astype(c.dtype)]
 
 
-def qr(x: Any, *, full_matrices: bool = True) -> tuple[Any, Any]:
-    """QR decomposition x = q r of matrices (..., m, n); r is upper triangular.
+def _symmetric_product_jvp(primals, tangents, *, alpha, beta):
+    """alpha (da aᵀ + a daᵀ) + beta dc."""
+    a, c = primals
+    a_dot, c_dot = tangents
+    out = symmetric_product_p.bind(a, c, alpha=alpha, beta=beta)
+    t_out: Any = ad.Zero(get_aval(out))
+    dtype = get_aval(c).dtype
+    if type(a_dot) is not ad.Zero:
+        half = _mm(a_dot, _T(a))
+        t_out = ew.mul(ew.add(half, _T(half)), np.array(alpha, dtype))
+    if type(c_dot) is not ad.Zero:
+        t_out = ad.add_tangents(t_out, ew.mul(c_dot, np.array(beta, dtype)))
+    return [out], [t_out]
+
+
+core.abstract_eval_rules[symmetric_product_p] = _symmetric_product_abstract_eval
+core.impl_rules[symmetric_product_p] = _symmetric_product_impl
+ad.jvp_rules[symmetric_product_p] = _symmetric_product_jvp
+batching.batch_rules[symmetric_product_p] = _front_batch(symmetric_product_p)
+
+
+def symmetric_product(a_matrix: Any, c_matrix: Any, *, alpha: float = 1.0, beta: float = 0.0,
+                      symmetrize_output: bool = False) -> Any:
+    """alpha · A Aᵀ + beta · C for float matrices A (..., m, n) and symmetric C (..., m, m).
 
     Args:
-      x: float matrices.
-      full_matrices: q is (..., m, m) and r (..., m, n); else (..., m, k), (..., k, n),
-        k = min(m, n).
+      a_matrix, c_matrix: as above.
+      alpha, beta: Python scalars.
+      symmetrize_output: copy the lower triangle onto the upper one.
 
     Returns:
-      (q, r). Derivatives need m >= n (and full_matrices=False unless m == n).
+      (..., m, m). numbax computes the whole matrix (JAX guarantees only the lower triangle).
 
     >>> import numpy as np
-    >>> q, r = qr(np.eye(2))
-    >>> np.abs(np.asarray(r))
-    array([[1., 0.],
-           [0., 1.]])
+    >>> symmetric_product(np.array([[1.], [2.]]), np.eye(2), alpha=1.0, beta=2.0)
+    Array([[3., 2.],
+           [2., 6.]], dtype=float64)
     """
-    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
-
-
-# ----------------------------------------------------------------------------- eigh
-
-eigh_p = Primitive("eigh", multiple_results=True)
-
-
-def _eigh_abstract_eval(x: ShapedArray, *, lower: bool) -> list[ShapedArray]:
-    _check_matrix("eigh", x)
-    return [ShapedArray(x.shape, x.dtype), ShapedArray(x.shape[:-1], x.dtype)]
-
-
-def _eigh_impl(x: np.ndarray, *, lower: bool) -> list[np.ndarray]:
-    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
-    return [v.astype(x.dtype), w.astype(x.dtype)]
-
-
-def _eigh_jvp(primals, tangents, *, lower):
-    """dw = diag(Vᵀ dA V), dV = V (F ∘ Vᵀ dA V) with F_ij = 1/(w_j - w_i) off the diagonal.
-
-    dA is read as the symmetric matrix given by the triangle the impl reads. With repeated
-    eigenvalues F is infinite: eigenvalue derivatives stay right, eigenvector ones do not
-    (the eigenvectors are not unique there), as in JAX.
-    """
-    (x,), (x_dot,) = primals, tangents
-    v, w = eigh_p.bind(x, lower=lower)
-    x_dot = ad.instantiate_zeros(x_dot)
-    if lower:
-        sym = ew.add(_tril(x_dot), _T(_tril(x_dot, -1)))
-    else:
-        sym = ew.add(_triu(x_dot), _T(_triu(x_dot, 1)))
-    n = get_aval(x).shape[-1]
-    eye = _bcast(np.eye(n), x)
-    diffs = ew.sub(_row_vec(w, x), _col_vec(w, x))  # w_j - w_i
-    f_mat = ew.sub(ew.integer_pow(ew.add(eye, diffs), -1), eye)
-    vt_dx_v = _mm(_mm(_T(v), sym), v)
-    dv = _mm(v, ew.mul(f_mat, vt_dx_v))
-    dw = _diag_part(vt_dx_v)
-    return [v, w], [dv, dw]
-
-
-core.abstract_eval_rules[eigh_p] = _eigh_abstract_eval
-core.impl_rules[eigh_p] = _eigh_impl
-ad.jvp_rules[eigh_p] = _eigh_jvp
-batching.batch_rules[eigh_p] = _unary_batch(eigh_p)
-
-
-def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True) -> tuple[Any, Any]:
-    """Eigendecomposition of symmetric matrices (..., n, n): x = v diag(w) vᵀ.
-
-    Args:
-      x: float symmetric matrices.
-      lower: read the lower (else upper) triangle when not symmetrizing.
-      symmetrize_input: use (x + xᵀ)/2.
-
-    Returns:
-      (v, w): eigenvectors as columns, eigenvalues in ascending order (JAX's order).
-
-    >>> import numpy as np
-    >>> eigh(np.array([[2., 0.], [0., 1.]]))[1]
-    Array([1., 2.], dtype=float64)
-    """
-    if symmetrize_input:
-        x = _symmetrize(x, "eigh")
-    return tuple(eigh_p.bind(x, lower=bool(lower)))
-
-
-# ----------------------------------------------------------------------------- svd
-
-svd_p = Primitive("svd", multiple_results=True)
-
-
-def _svd_abstract_eval(x: ShapedArray, *, full_matrices: bool, compute_uv: bool):
-    _check_matrix("svd", x, square=False)
-    *batch, m, n = x.shape
-    k = min(m, n)
-    s = ShapedArray((*batch, k), x.dtype)
-    if not compute_uv:
-        return [s]
-    ku, kv = (m, n) if full_matrices else (k, k)
-    return [s, ShapedArray((*batch, m, ku), x.dtype), ShapedArray((*batch, kv, n), x.dtype)]
-
-
-def _svd_impl(x: np.ndarray, *, full_matrices: bool, compute_uv: bool) -> list[np.ndarray]:
-    if not compute_uv:
-        return [np.linalg.svd(x, compute_uv=False).astype(x.dtype)]
-    u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
-    return [s.astype(x.dtype), u.astype(x.dtype), vt.astype(x.dtype)]
-
-
-def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
-    """JAX's rule for real matrices; singular vectors need distinct nonzero singular values."""
-    (x,), (dx,) = primals, tangents
-    if compute_uv and full_matrices and get_aval(x).shape[-1] != get_aval(x).shape[-2]:
-        raise NotImplementedError(
-            f"lax.linalg.svd: x has shape {get_aval(x).shape}; the derivative of u and vt is "
-            "not implemented for full_matrices=True with non-square x. Use full_matrices=False."
-        )
-    s, u, vt = svd_p.bind(x, full_matrices=False, compute_uv=True)
-    dx = ad.instantiate_zeros(dx)
-    v = _T(vt)
-    ds_mat = _mm(_mm(_T(u), dx), v)
-    ds = _diag_part(ds_mat)
-    if not compute_uv:
-        return [s], [ds]
-    k = get_aval(s).shape[-1]
-    s_row = _row_vec(s, ds_mat)  # s_j
-    s_col = _col_vec(s, ds_mat)  # s_i
-    eye = _bcast(np.eye(k), ds_mat)
-    s_diffs = ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col))
-    f_mat = ew.sub(ew.integer_pow(ew.add(s_diffs, eye), -1), eye)
-    dss = ew.mul(s_row, ds_mat)
-    sds = ew.mul(s_col, ds_mat)
-    du = _mm(u, ew.mul(f_mat, ew.add(dss, _T(dss))))
-    dv = _mm(v, ew.mul(f_mat, ew.add(sds, _T(sds))))
-    *_, m, n = get_aval(x).shape
-    if m > n:
-        dxv = _mm(dx, v)
-        proj = ew.sub(dxv, _mm(u, _mm(_T(u), dxv)))
-        du = ew.add(du, ew.div(proj, _row_vec(s, proj)))
-    if n > m:
-        dxtu = _mm(_T(dx), u)
-        proj = ew.sub(dxtu, _mm(v, _mm(vt, dxtu)))
-        dv = ew.add(dv, ew.div(proj, _row_vec(s, proj)))
-    return [s, u, vt], [ds, du, _T(dv)]
-
-
-core.abstract_eval_rules[svd_p] = _svd_abstract_eval
-core.impl_rules[svd_p] = _svd_impl
-ad.jvp_rules[svd_p] = _svd_jvp
-batching.batch_rules[svd_p] = _unary_batch(svd_p)
-
-
-def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    """Singular value decomposition x = u diag(s) vh of matrices (..., m, n).
-
-    Returns:
-      (u, s, vh) if compute_uv else s; s descending. Derivatives of u and vh need distinct
-      nonzero singular values and full_matrices=False for non-square x.
-
-    >>> import numpy as np
-    >>> svd(np.array([[3., 0.], [0., 4.]]), compute_uv=False)
-    Array([4., 3.], dtype=float64)
-    """
-    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
-    if not compute_uv:
-        return outs[0]
-    s, u, vt = outs
-    return u, s, vt
+    out = symmetric_product_p.bind(a_matrix, c_matrix, alpha=float(alpha), beta=float(beta))
+    if symmetrize_output:
+        out = ew.add(_tril(out), _T(_tril(out, -1)))
+    return out

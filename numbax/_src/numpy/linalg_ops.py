@@ -94,7 +94,8 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
     return dot(a, b)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
     """numpy.vecdot: sum(conj(x1) * x2) over `axis`, broadcasting the rest."""
     x1, x2 = _promote("vecdot", x1, x2)
     if get_aval(x1).dtype.kind == "c":

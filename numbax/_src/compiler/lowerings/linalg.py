@@ -17,6 +17,10 @@ from numbax._src.compiler.lowerings.forms import no_complex
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import linalg as ll
+from numbax._src.lax import linalg_eig as le
+from numbax._src.lax import linalg_lu as llu
+from numbax._src.lax import linalg_qr as lqr
+from numbax._src.lax import linalg_svd as lsvd
 from numbax._src.lax import sort as lsort
 
 
@@ -25,18 +29,34 @@ def _real_floats(eqn: JaxprEqn) -> bool:
     return all(v.aval.dtype in (np.float32, np.float64) for v in eqn.invars)
 
 
+def _square(eqn: JaxprEqn) -> bool:
+    """The CUDA LU kernel factors square matrices only."""
+    shape = eqn.invars[0].aval.shape
+    return _real_floats(eqn) and shape[-1] == shape[-2]
+
+
+def _plain_qr(eqn: JaxprEqn) -> bool:
+    """The CUDA QR kernel: no column pivoting, no empty matrix dims."""
+    return not eqn.params.get("pivoting", False) and _nonempty_matrices(eqn)
+
+
 def _nonempty_matrices(eqn: JaxprEqn) -> bool:
     return _real_floats(eqn) and 0 not in eqn.invars[0].aval.shape[-2:]
 
 
 for _prim, _render, _ok in ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
                             (ll.triangular_solve_p, cuda_linalg.triangular_solve, _real_floats),
-                            (ll.lu_p, cuda_linalg.lu, _real_floats),
-                            (ll.qr_p, cuda_linalg.qr, _nonempty_matrices),
-                            (ll.eigh_p, cuda_jacobi.eigh, _real_floats),
-                            (ll.svd_p, cuda_jacobi.svd, _nonempty_matrices)):
+                            (llu.lu_p, cuda_linalg.lu, _square),
+                            (lqr.qr_p, cuda_linalg.qr, _plain_qr),
+                            (le.eigh_p, cuda_jacobi.eigh, _real_floats),
+                            (lsvd.svd_p, cuda_jacobi.svd, _nonempty_matrices)):
     register(_prim, backend="cpu", library=EAGER)
     register(_prim, backend="cuda", library=cuda_driver.planned(_render), library_ok=_ok)
+# LAPACK routines without a GPU kernel: eager on the CPU (CUDA runs them on the host)
+for _prim in (ll.cholesky_update_p, ll.symmetric_product_p, le.eig_p, le.schur_p,
+              llu.lu_pivots_to_permutation_p, llu.tridiagonal_solve_p, lqr.geqrf_p,
+              lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p, lqr.tridiagonal_p):
+    register(_prim, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cuda", library=cuda_driver.planned(cuda_sort.render),
          library_ok=no_complex)

@@ -1,0 +1,48 @@
+"""numbax.scipy.linalg: jax.scipy.linalg's decompositions, solvers, special matrices and
+matrix functions on traced arrays."""
+from numbax._src.scipy.linalg import (  # noqa: F401
+    cho_factor,
+    cho_solve,
+    cholesky,
+    det,
+    eigh,
+    eigh_tridiagonal,
+    hessenberg,
+    inv,
+    lu,
+    lu_factor,
+    lu_solve,
+    polar,
+    qr,
+    qr_multiply,
+    schur,
+    solve,
+    solve_triangular,
+    svd,
+)
+from numbax._src.scipy.linalg_functions import (  # noqa: F401
+    expm,
+    expm_frechet,
+    funm,
+    rsf2csf,
+    solve_sylvester,
+    sqrtm,
+)
+from numbax._src.scipy.linalg_special import (  # noqa: F401
+    block_diag,
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    toeplitz,
+)

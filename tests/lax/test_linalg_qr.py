@@ -1,0 +1,121 @@
+"""linalg_qr.py: qr (complex, pivoting), geqrf, householder_product, ormqr, hessenberg and
+tridiagonal vs numpy/scipy's LAPACK calls; derivatives where JAX has them, errors where not."""
+import numpy as np
+import pytest
+import scipy.linalg
+
+import numbax
+from numbax._src.lax.linalg_qr import geqrf
+from numbax.errors import NumbaxValueError
+from numbax.lax import linalg as ll
+from numbax.test_util import check_grads
+
+RNG = np.random.default_rng(12)
+
+
+def cnormal(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("full", [True, False])
+def test_qr_complex_matches_numpy(shape, full):
+    a = cnormal(*shape)
+    q, r = (np.asarray(o) for o in ll.qr(a, full_matrices=full))
+    q_np, r_np = np.linalg.qr(a, mode="complete" if full else "reduced")
+    np.testing.assert_allclose(q, q_np, atol=1e-12)
+    np.testing.assert_allclose(r, r_np, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("full", [True, False])
+def test_qr_complex_derivatives(shape, full):
+    # LAPACK's complex Householder QR makes diag(r) real: the gauge JAX's rule differentiates
+    check_grads(lambda x: ll.qr(x, full_matrices=full), (cnormal(*shape),), order=1)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+def test_qr_pivoting_matches_scipy(shape):
+    a = RNG.standard_normal((2, *shape))
+    q, r, p = (np.asarray(o) for o in ll.qr(a, pivoting=True, full_matrices=False))
+    assert p.dtype == np.int32
+    for i in range(2):
+        q_s, r_s, p_s = scipy.linalg.qr(a[i], mode="economic", pivoting=True)
+        np.testing.assert_array_equal(p[i], p_s)
+        np.testing.assert_allclose(q[i], q_s, atol=1e-12)
+        np.testing.assert_allclose(r[i], r_s, atol=1e-12)
+        np.testing.assert_allclose(q[i] @ r[i], a[i][:, p[i]], atol=1e-12)
+    check_grads(lambda x: ll.qr(x, pivoting=True, full_matrices=False)[:2], (a[0],), order=1)
+
+
+def test_qr_empty_gives_identity_q():
+    q, r = ll.qr(np.zeros((3, 0)))
+    np.testing.assert_array_equal(np.asarray(q), np.eye(3))
+    assert np.shape(r) == (3, 0)
+
+
+def test_geqrf_householder_product_ormqr_match_lapack():
+    for a in [RNG.standard_normal((5, 3)), cnormal(5, 3)]:
+        h, taus = (np.asarray(o) for o in geqrf(a))
+        (h_s, taus_s), _ = scipy.linalg.qr(a, mode="raw")
+        np.testing.assert_allclose(h, h_s, atol=1e-12)
+        np.testing.assert_allclose(taus, taus_s, atol=1e-12)
+        q = np.asarray(ll.householder_product(h, taus))
+        np.testing.assert_allclose(q, np.linalg.qr(a)[0], atol=1e-12)
+        q_full = np.linalg.qr(a, mode="complete")[0]
+        c = cnormal(5, 2) if a.dtype.kind == "c" else RNG.standard_normal((5, 2))
+        np.testing.assert_allclose(np.asarray(ll.ormqr(h, taus, c)), q_full @ c, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(ll.ormqr(h, taus, c, transpose=True)),
+                                   q_full.conj().T @ c, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(ll.ormqr(h, taus, c.T, left=False)),
+                                   c.T @ q_full, atol=1e-12)
+        check_grads(lambda y, h=h, t=taus: ll.ormqr(h, t, y, transpose=True), (c,), order=1)
+    batch = RNG.standard_normal((3, 4, 4))
+    h, taus = geqrf(batch)
+    out = numbax.vmap(ll.householder_product)(h, taus)
+    np.testing.assert_allclose(np.abs(np.asarray(out)), np.abs(np.linalg.qr(batch)[0]),
+                               atol=1e-12)
+
+
+def test_hessenberg_matches_scipy():
+    for a in [RNG.standard_normal((5, 5)), cnormal(5, 5)]:
+        h, taus = (np.asarray(o) for o in ll.hessenberg(a))
+        assert taus.shape == (4,)
+        h_s, q_s = scipy.linalg.hessenberg(a, calc_q=True)
+        np.testing.assert_allclose(np.triu(h, -1), h_s, atol=1e-12)
+        q = np.asarray(ll.householder_product(h[1:, :-1], taus))
+        np.testing.assert_allclose(q, q_s[1:, 1:], atol=1e-12)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal_matches_lapack(lower):
+    for a in [RNG.standard_normal((5, 5)), cnormal(5, 5)]:
+        herm = a + a.conj().T
+        arr, d, e, taus = (np.asarray(o) for o in ll.tridiagonal(herm, lower=lower))
+        assert d.dtype == e.dtype == np.float64 and taus.dtype == a.dtype
+        t = np.diag(d) + np.diag(e, -1) + np.diag(e, 1)
+        np.testing.assert_allclose(np.linalg.eigvalsh(t), np.linalg.eigvalsh(herm), atol=1e-12)
+        fn = "hetrd" if a.dtype.kind == "c" else "sytrd"
+        c, d_l, e_l, tau_l, _ = scipy.linalg.get_lapack_funcs(fn, (herm,))(herm,
+                                                                           lower=int(lower))
+        np.testing.assert_allclose(arr, c, atol=1e-12)
+        np.testing.assert_allclose(taus, tau_l, atol=1e-12)
+
+
+def test_no_derivative_where_jax_has_none():
+    a = RNG.standard_normal((3, 3))
+    for fn in [lambda x: ll.hessenberg(x)[0], lambda x: ll.tridiagonal(x)[1],
+               lambda x: geqrf(x)[0], lambda x: ll.householder_product(x, np.ones(2))]:
+        with pytest.raises(NotImplementedError, match="Differentiation rule"):
+            numbax.jvp(fn, (a,), (a,))
+
+
+def test_bad_inputs():
+    with pytest.raises(NumbaxValueError, match=r"householder_product: a has shape \(2, 3\)"):
+        ll.householder_product(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(NumbaxValueError, match=r"ormqr: .*c \(3, 2\)"):
+        ll.ormqr(np.ones((4, 2)), np.ones(2), np.ones((3, 2)))
+    with pytest.raises(NumbaxValueError, match=r"hessenberg: a has shape \(2, 3\)"):
+        ll.hessenberg(np.ones((2, 3)))
+    with pytest.raises(NumbaxValueError, match=r"tridiagonal: a has shape \(0, 0\)"):
+        ll.tridiagonal(np.ones((0, 0)))
