@@ -3,8 +3,7 @@
 from numbax._src.compiler import host_isa as _host_isa  # noqa: F401
 
 # isort: split
-from numbax import errors, lax, numpy, tree_util  # noqa: E402  (public submodules)
-from numbax import tree_util as tree  # noqa: E402
+from numbax import errors, lax, numpy, tree, tree_util  # noqa: E402  (public submodules)
 from numbax._src import array_methods as _array_methods  # noqa: F401  (installs operators)
 from numbax._src.api import (
     ShapeDtypeStruct,
