@@ -345,3 +345,63 @@ def test_deep_tree_through_grad():
     g = numbax.grad(lambda tr: sum(jnp.sum(x) for x in tree.leaves(tr)))(
         tree.map(lambda x: jnp.asarray(float(x)), t))
     assert all(float(x) == 1.0 for x in tree.leaves(g))
+
+
+# ----------------------------------------------------------------------------- ravel_pytree
+
+
+def test_ravel_pytree_round_trip_and_order():
+    from numbax.flatten_util import ravel_pytree
+
+    t = {"w": np.arange(6.0).reshape(2, 3), "b": (np.float64(7.0), None), "a": [np.ones(2)]}
+    flat, unravel = ravel_pytree(t)
+    want = np.concatenate([np.ravel(x) for x in tree.leaves(t)])
+    np.testing.assert_array_equal(np.asarray(flat), want)
+    back = unravel(flat)
+    assert tree.structure(back) == tree.structure(t)
+    for x, y in zip(tree.leaves(back), tree.leaves(t), strict=True):
+        assert np.shape(x) == np.shape(y)
+        np.testing.assert_array_equal(np.asarray(x), y)
+    assert unravel == ravel_pytree(t)[1] and hash(unravel) == hash(ravel_pytree(t)[1])
+
+
+def test_ravel_pytree_promotes_and_casts_back():
+    from numbax.flatten_util import ravel_pytree
+
+    t = [np.ones(2, np.float32), np.int8(3), np.array([1 + 2j], np.complex64)]
+    flat, unravel = ravel_pytree(t)
+    assert flat.dtype == np.result_type(np.float32, np.int8, np.complex64)
+    back = unravel(flat)
+    assert [x.dtype for x in back] == [np.float32, np.int8, np.complex64]
+    assert int(back[1]) == 3
+    weak, _ = ravel_pytree([np.ones(2, np.float32), 2.0])  # a Python scalar is weak
+    assert weak.dtype == np.float32
+    with pytest.raises(TypeError, match="flat has dtype float32, expected complex64"):
+        unravel(np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match=r"flat has shape \(3,\), expected \(4,\)"):
+        unravel(np.zeros(3, np.complex64))
+    with pytest.raises(TypeError, match="leaf 1 is a str"):
+        ravel_pytree([1.0, "x"])
+
+
+def test_ravel_pytree_empty_and_transforms():
+    from numbax.flatten_util import ravel_pytree
+
+    flat, unravel = ravel_pytree({"a": None})
+    assert flat.shape == (0,) and flat.dtype == np.float32 and unravel(flat) == {"a": None}
+    params = {"w": np.array([[1.0, 2.0], [3.0, 4.0]]), "b": np.array([0.5, -1.0])}
+    flat, unravel = ravel_pytree(params)
+
+    def loss(v):
+        p = unravel(v)
+        return jnp.sum(jnp.sin(p["w"]) @ p["b"])
+
+    g = numbax.grad(loss)(flat)
+    gw = np.cos(params["w"]) * params["b"][None, :]
+    gb = np.sin(params["w"]).sum(axis=0)
+    np.testing.assert_allclose(np.asarray(g), np.concatenate([gb, gw.ravel()]), rtol=1e-12)
+    batch = np.stack([np.asarray(flat), 2 * np.asarray(flat)])
+    out = numbax.vmap(lambda v: unravel(v)["w"].sum())(batch)
+    np.testing.assert_allclose(np.asarray(out), [10.0, 20.0])
+    jitted = numbax.jit(lambda p: ravel_pytree(p)[0])(params)
+    np.testing.assert_array_equal(np.asarray(jitted), np.asarray(flat))
