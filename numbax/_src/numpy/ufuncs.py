@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 
@@ -74,7 +74,7 @@ def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         listed = " ".join(str(tuple(s)) for s in shapes)
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.{fun_name}: operands could not be broadcast together with shapes "
             f"{listed}. Reshape or expand_dims one of them so that trailing dimensions are "
             "equal or 1."
