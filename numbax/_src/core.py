@@ -407,7 +407,7 @@ class EvalTrace(Trace):
             if out.dtype != aval.dtype:
                 out = out.astype(aval.dtype)
             results.append(Array._from_numpy(out, aval.weak_type))
-        if config.jax_debug_nans:
+        if config.jax_debug_nans or config.jax_debug_infs:
             _check_nans(primitive, results)
         return results
 
@@ -415,10 +415,15 @@ class EvalTrace(Trace):
 def _check_nans(primitive: Primitive, results: list) -> None:
     for r in results:
         value = r._value
-        if value.dtype.kind in "fc" and np.isnan(value).any():
+        if value.dtype.kind in "fc" and config.jax_debug_nans and np.isnan(value).any():
             raise FloatingPointError(
                 f"jax_debug_nans: invalid value (nan) encountered in {primitive.name}. "
                 "Turn jax_debug_nans off once the source is found."
+            )
+        if value.dtype.kind in "fc" and config.jax_debug_infs and np.isinf(value).any():
+            raise FloatingPointError(
+                f"jax_debug_infs: invalid value (inf) encountered in {primitive.name}. "
+                "Turn jax_debug_infs off once the source is found."
             )
 
 

@@ -85,7 +85,17 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_device() -> Device:
-    return cpu_devices()[0]
+    """The device of uncommitted arrays: config jax_default_device when it names a CPU device
+    (a Device or "cpu"), else CPU device 0. Uncommitted computations run on the CPU."""
+    chosen = config.jax_default_device
+    cpus = cpu_devices()
+    if isinstance(chosen, CpuDevice):
+        if chosen.id >= len(cpus):
+            raise NumbaxValueError(
+                f"numbax: jax_default_device is {chosen!r}, but there are {len(cpus)} CPU "
+                "devices. Pick one of numbax.devices() or raise num_cpu_devices.")
+        return chosen
+    return cpus[0]
 
 
 def default_backend() -> str:
@@ -117,3 +127,23 @@ def process_index() -> int:
 
 def process_count() -> int:
     return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of all processes (numbax runs one process: [0])."""
+    return list(range(process_count()))
+
+
+def host_count(backend: str | None = None) -> int:
+    """Deprecated JAX alias of process_count()."""
+    return process_count()
+
+
+def host_id(backend: str | None = None) -> int:
+    """Deprecated JAX alias of process_index()."""
+    return process_index()
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    """Deprecated JAX alias of process_indices()."""
+    return process_indices()

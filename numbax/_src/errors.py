@@ -106,6 +106,11 @@ class JaxRuntimeError(RuntimeError):
     """A failure while running a compiled program (not while tracing or checking arguments)."""
 
 
+class TypePromotionError(ValueError):
+    """Implicit dtype promotion that the current rules forbid (jax_numpy_dtype_promotion=
+    "strict"); public as numbax.dtypes.TypePromotionError."""
+
+
 class NumbaxTypeError(TypeError):
     """Bad dtype or structure passed to a public function."""
 
@@ -135,5 +140,6 @@ __all__ = [
     "TracerArrayConversionError",
     "TracerBoolConversionError",
     "TracerIntegerConversionError",
+    "TypePromotionError",
     "UnexpectedTracerError",
 ]

@@ -98,6 +98,7 @@ def broadcast_arrays(fun_name: str, *args: Any) -> list[Any]:
     shapes = [get_aval(x).shape for x in args]
     if all(s == shapes[0] or s == () for s in shapes):
         return list(args)
+    dtypes.check_rank_promotion(fun_name, shapes)
     shape = broadcast_shapes(fun_name, *shapes)
     return [x if get_aval(x).shape == () else broadcast_to_shape(x, shape) for x in args]
 
