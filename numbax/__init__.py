@@ -98,6 +98,7 @@ from numbax._src.devices import (  # noqa: E402
     host_count,
     host_id,
     host_ids,
+    print_environment_info,
     process_indices,
 )
 from numbax._src.dtypes import float0  # noqa: E402
@@ -110,7 +111,7 @@ __all__ += [
     "explain_cache_misses", "flatten_util", "float0", "host_count", "host_id", "host_ids",
     "jacobian", "jax2tf_associative_scan_reductions", "legacy_prng_key", "linear_transpose",
     "log_compiles", "named_call", "named_scope", "no_execution", "no_tracing",
-    "numpy_dtype_promotion", "numpy_rank_promotion", "process_indices",
+    "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_indices",
     "remove_size_one_mesh_axis_from_type",
     "softmax_custom_jvp", "thread_guard", "threefry_partitionable", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",

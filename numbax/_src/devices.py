@@ -147,3 +147,32 @@ def host_id(backend: str | None = None) -> int:
 def host_ids(backend: str | None = None) -> list[int]:
     """Deprecated JAX alias of process_indices()."""
     return process_indices()
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Prints (or returns) the versions numbax runs on, its devices and the platform."""
+    import importlib.metadata
+    import platform
+    import sys
+
+    import numba
+    import numpy as np
+
+    try:
+        version = importlib.metadata.version("numbax")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    cpus = cpu_devices()
+    text = "\n".join([
+        f"numbax: {version}",
+        f"numba:  {numba.__version__}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: cpu-{len(cpus)}, {len(cpus)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None
