@@ -298,6 +298,14 @@ def test_static_field_marks_metadata():
     assert g.metadata == {"static": True, "doc": "x"}
 
 
+def test_treedef_pickles():
+    import pickle
+
+    t = tree.structure({"a": (1, [2]), "p": Point(None, 3)})
+    back = pickle.loads(pickle.dumps(t))
+    assert back == t and hash(back) == hash(t) and back.unflatten([1, 2, 3])["p"].y == 3
+
+
 def test_walk_and_from_node_data():
     td = tree.structure((1, [2, {"a": 3}]))
     out = td.walk(lambda kids, aux: ("N", kids, aux), lambda leaf: leaf * 10, [1, 2, 3])

@@ -219,7 +219,6 @@ default_registry.register_node(
 
 # A node record: (node type or None for a leaf, aux data, arity, num_leaves, num_nodes).
 _LEAF = (None, None, 0, 1, 1)
-_BUILTIN_NAMES = {tuple, list, dict, type(None)}
 
 
 class _Children(tuple):
@@ -332,6 +331,11 @@ class PyTreeDef:
         if registry.entry(t) is None:
             raise ValueError(f"from_node_data_and_children: {t} is not a pytree node type.")
         return make_node(registry, t, tuple(aux) if t is dict else aux, list(children))
+
+    def __reduce__(self) -> tuple:
+        if self._registry is not default_registry:
+            raise TypeError("a PyTreeDef of a custom PyTreeRegistry cannot be pickled.")
+        return (PyTreeDef, (self._nodes,))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
