@@ -57,6 +57,10 @@ def test_unknown_option_and_bad_values_name_the_option():
         config.update("cpu_threads", -1)
     with pytest.raises(ValueError, match="expected a boolean"):
         numbax.debug_nans("yes please")
+    with pytest.raises(ValueError, match="jax_enable_checks has value 'true'"):
+        config.update("jax_enable_checks", "true")  # strings convert only from env/flags
+    with pytest.raises(ValueError, match="jax_num_cpu_devices has value '2'"):
+        config.update("jax_num_cpu_devices", "2")
     assert config.jax_numpy_rank_promotion == "allow"
 
 

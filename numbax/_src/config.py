@@ -32,8 +32,8 @@ class _EnvError:
         return ValueError(self.message)
 
 
-def _parse_bool(value: Any, what: str) -> bool:
-    if isinstance(value, str):
+def _parse_bool(value: Any, what: str, text: bool = False) -> bool:
+    if isinstance(value, str) and text:
         text = value.strip().lower()
         if text in _TRUE:
             return True
@@ -45,8 +45,8 @@ def _parse_bool(value: Any, what: str) -> bool:
                      f"{', '.join(_TRUE + _FALSE)}).")
 
 
-def _parse_int(value: Any, what: str, minimum: int | None = None) -> int:
-    if isinstance(value, str):
+def _parse_int(value: Any, what: str, minimum: int | None = None, text: bool = False) -> int:
+    if isinstance(value, str) and text:
         try:
             value = int(value.strip(), 10)
         except ValueError:
@@ -60,15 +60,18 @@ def _parse_int(value: Any, what: str, minimum: int | None = None) -> int:
     return value
 
 
-def _parse_jax(name: str, option: JaxOption, value: Any, what: str) -> Any:
-    """Validates a value of one of JAX's options (config_options.JAX_OPTIONS)."""
+def _parse_jax(name: str, option: JaxOption, value: Any, what: str, text: bool) -> Any:
+    """Validates a value of one of JAX's options (config_options.JAX_OPTIONS); `text`: the
+    value comes from an environment variable or a command-line flag, so strings convert."""
     if value is None and option.kind != "bool":
         return None
     if option.kind == "bool":
-        value = _parse_bool(value, what)
+        value = _parse_bool(value, what, text)
     elif option.kind == "int":
-        value = _parse_int(value, what)
+        value = _parse_int(value, what, text=text)
     elif option.kind == "float":
+        if isinstance(value, str) and not text:
+            raise ValueError(f"{what} has value {value!r}, expected a number.")
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -104,15 +107,15 @@ def _parse_device(value: Any, what: str) -> Any:
     return value
 
 
-def _parse_native(name: str, value: Any, what: str) -> Any:
+def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
                 "compilation_cache"):
-        return _parse_bool(value, what)
+        return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
-        return _parse_int(value, what, minimum=1)
+        return _parse_int(value, what, minimum=1, text=text)
     if name == "cpu_threads":
-        return _parse_int(value, what, minimum=0)
+        return _parse_int(value, what, minimum=0, text=text)
     if name == "cpu_matmul" and value not in _CPU_MATMUL_CHOICES:
         raise ValueError(f"{what} has value {value!r}, expected one of "
                          f"{', '.join(map(repr, _CPU_MATMUL_CHOICES))}.")
@@ -121,11 +124,11 @@ def _parse_native(name: str, value: Any, what: str) -> Any:
     return value
 
 
-def _parse(name: str, value: Any, what: str) -> Any:
+def _parse(name: str, value: Any, what: str, text: bool = False) -> Any:
     option = JAX_OPTIONS.get(name)
     if option is not None:
-        return _parse_jax(name, option, value, what)
-    return _parse_native(name, value, what)
+        return _parse_jax(name, option, value, what, text)
+    return _parse_native(name, value, what, text)
 
 
 def _from_env(name: str, env_names: list[str], default: Any) -> Any:
@@ -135,7 +138,7 @@ def _from_env(name: str, env_names: list[str], default: Any) -> Any:
         if raw is None or raw == "":
             continue
         try:
-            return _parse(name, raw, f"environment variable {env}")
+            return _parse(name, raw, f"environment variable {env}", text=True)
         except ValueError as err:
             return _EnvError(str(err))
     return default
@@ -147,7 +150,7 @@ def _xla_force_device_count() -> int | None | _EnvError:
             raw = token.split("=", 1)[1]
             try:
                 return _parse_int(raw, "XLA_FLAGS --xla_force_host_platform_device_count",
-                                  minimum=1)
+                                  minimum=1, text=True)
             except ValueError as err:
                 return _EnvError(str(err))
     return None
@@ -226,7 +229,7 @@ class Config:
                                  "accepts numbax's options and JAX's (see numbax.config.values).")
         return alias
 
-    def _check(self, api: str, name: str, value: Any) -> tuple[str, Any]:
+    def _check(self, api: str, name: str, value: Any, text: bool = False) -> tuple[str, Any]:
         key = self._canonical(api, name)
         if name == "jax_num_cpu_devices" and value in (-1, None):  # JAX's "unset"
             return key, _xla_force_device_count() or 1
@@ -234,7 +237,7 @@ class Config:
             return key, ""
         if name == "jax_compilation_cache_dir" and value is None:
             return key, _default_cache_dir()
-        return key, _parse(key, value, f"{api}: {name}")
+        return key, _parse(key, value, f"{api}: {name}", text)
 
     def update(self, name: str, value: Any) -> None:
         """Sets option `name` (numbax's or JAX's name) for all threads."""
@@ -318,9 +321,11 @@ class Config:
                 continue
             name, eq, value = arg[2:].partition("=")
             if not eq:
-                value = not name.startswith("no")
+                value = "false" if name.startswith("no") else "true"
                 name = name[2:] if name.startswith("no") else name
-            self.update(name, value)
+            key, value = self._check("numbax.config.parse_flags_with_absl", name, value, True)
+            self._values[key] = value
+            self._refresh()
 
     def config_with_absl(self) -> None:
         """Defines an absl flag per option (JAX's names) and applies the command line's values
