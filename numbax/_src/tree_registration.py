@@ -177,7 +177,7 @@ class Partial(functools.partial):
     >>> import numbax, numbax.numpy as jnp
     >>> add_one = numbax.tree_util.Partial(jnp.add, 1.0)
     >>> numbax.jit(lambda f, x: f(x))(add_one, 2.0)
-    Array(3., dtype=float64)
+    Array(3., dtype=float64, weak_type=True)
     """
 
     def __new__(cls, func: Callable, *args: Any, **kwargs: Any) -> Partial:
