@@ -413,3 +413,14 @@ def test_ravel_pytree_empty_and_transforms():
     np.testing.assert_allclose(np.asarray(out), [10.0, 20.0])
     jitted = numbax.jit(lambda p: ravel_pytree(p)[0])(params)
     np.testing.assert_array_equal(np.asarray(jitted), np.asarray(flat))
+
+
+@pytest.mark.parametrize("module", ["tree_util", "tree_registration", "flatten_util",
+                                    "basearray", "api_derived", "api"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"numbax._src.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
