@@ -3,17 +3,13 @@
 from numbax._src.compiler.cpu.runtime import host_isa as _host_isa  # noqa: F401
 
 # isort: split
-from numbax import errors, lax, numpy, tree_util  # noqa: E402  (public submodules)
-from numbax import tree_util as tree  # noqa: E402
+from numbax import errors, lax, numpy, tree, tree_util  # noqa: E402  (public submodules)
 from numbax._src import array_methods as _array_methods  # noqa: F401  (installs operators)
 from numbax._src import dispatch as _dispatch  # noqa: F401  (installs eager execution)
 from numbax._src.api import (
     ShapeDtypeStruct,
     eval_shape,
     grad,
-    hessian,
-    jacfwd,
-    jacrev,
     jvp,
     linearize,
     make_jaxpr,
@@ -21,7 +17,6 @@ from numbax._src.api import (
     vjp,
     vmap,
 )
-from numbax._src.array import Array
 from numbax._src.config import config, disable_jit
 from numbax._src.devices import (
     default_backend,
@@ -58,3 +53,71 @@ __all__ += ["pmap"]
 from numbax import image, ops  # noqa: E402, F401  (public submodules: jax.image, jax.ops)
 
 __all__ += ["image", "ops"]
+
+# compat-tree: jax.Array/Device/typeof, jax.dtypes, jax.typing, config context managers
+from numbax import dtypes, flatten_util, typing  # noqa: E402, F401  (public submodules)
+from numbax._src.api import ensure_compile_time_eval, named_call, named_scope  # noqa: E402
+from numbax._src.api_derived import (  # noqa: E402
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    linear_transpose,
+)
+from numbax._src.basearray import Array, typeof  # noqa: E402
+from numbax._src.config import (  # noqa: E402
+    allow_f16_reductions,
+    array_garbage_collection_guard,
+    auto_pcast,
+    check_tracer_leaks,
+    checking_leaks,
+    debug_infs,
+    debug_key_reuse,
+    debug_nans,
+    default_device,
+    default_matmul_precision,
+    default_prng_impl,
+    enable_checks,
+    enable_custom_prng,
+    enable_x64,
+    explain_cache_misses,
+    jax2tf_associative_scan_reductions,
+    legacy_prng_key,
+    log_compiles,
+    no_execution,
+    no_tracing,
+    numpy_dtype_promotion,
+    numpy_rank_promotion,
+    remove_size_one_mesh_axis_from_type,
+    softmax_custom_jvp,
+    thread_guard,
+    threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
+)
+from numbax._src.devices import (  # noqa: E402
+    Device,
+    host_count,
+    host_id,
+    host_ids,
+    print_environment_info,
+    process_indices,
+)
+from numbax._src.dtypes import float0  # noqa: E402
+
+__all__ += [
+    "Device", "allow_f16_reductions", "array_garbage_collection_guard", "auto_pcast",
+    "check_tracer_leaks", "checking_leaks", "debug_infs", "debug_key_reuse", "debug_nans",
+    "default_device", "default_matmul_precision", "default_prng_impl", "dtypes",
+    "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval",
+    "explain_cache_misses", "flatten_util", "float0", "host_count", "host_id", "host_ids",
+    "jacobian", "jax2tf_associative_scan_reductions", "legacy_prng_key", "linear_transpose",
+    "log_compiles", "named_call", "named_scope", "no_execution", "no_tracing",
+    "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_indices",
+    "remove_size_one_mesh_axis_from_type",
+    "softmax_custom_jvp", "thread_guard", "threefry_partitionable", "transfer_guard",
+    "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device", "typeof", "typing",
+]

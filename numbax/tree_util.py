@@ -1,27 +1,39 @@
-"""numbax.tree_util: pytree utilities (also available as numbax.tree)."""
+"""numbax.tree_util: pytree utilities, as jax.tree_util (see also numbax.tree)."""
 from numbax._src.tree_util import (  # noqa: F401
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    KeyEntry,
+    KeyPath,
     Partial,
     PyTreeDef,
+    SequenceKey,
     all_leaves,
+    default_registry,
+    flatten_one_level,
+    flatten_one_level_with_keys,
+    is_tree_node,
+    keystr,
+    register_dataclass,
     register_pytree_node,
     register_pytree_node_class,
+    register_pytree_with_keys,
     register_pytree_with_keys_class,
+    register_static,
     tree_all,
+    tree_broadcast,
     tree_flatten,
+    tree_flatten_with_path,
     tree_leaves,
+    tree_leaves_with_path,
     tree_map,
+    tree_map_with_path,
     tree_reduce,
+    tree_reduce_associative,
     tree_structure,
     tree_transpose,
     tree_unflatten,
+    treedef_children,
     treedef_is_leaf,
+    treedef_tuple,
 )
-
-flatten = tree_flatten
-unflatten = tree_unflatten
-leaves = tree_leaves
-structure = tree_structure
-map = tree_map  # noqa: A001
-all = tree_all  # noqa: A001
-reduce = tree_reduce
-transpose = tree_transpose

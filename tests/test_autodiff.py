@@ -283,7 +283,7 @@ def test_check_grads_bad_input():
 def test_grad_bad_inputs():
     with pytest.raises(TypeError, match=r"shape: \(3,\).*jacrev or vjp"):
         numbax.grad(jnp.sin)(np.ones(3))
-    with pytest.raises(ValueError, match="argnums"):
+    with pytest.raises(TypeError, match="argnums"):  # TypeError, as JAX
         numbax.grad(lambda x: x, argnums=2)(1.0)
     with pytest.raises(TypeError, match="has_aux=True requires.*pair"):
         numbax.grad(lambda x: x, has_aux=True)(1.0)
@@ -293,3 +293,124 @@ def test_grad_bad_inputs():
         numbax.jacfwd(3.0)
     with pytest.raises(ValueError, match="shape"):
         numbax.jvp(jnp.sin, (np.ones(3),), (np.ones(2),))
+
+
+def test_argnums_errors_name_the_argument():
+    f = lambda x, y: x * y  # noqa: E731
+    with pytest.raises(TypeError, match="grad: argnums has 'a' of type str, expected an int"):
+        numbax.grad(f, argnums="a")
+    with pytest.raises(TypeError, match="argnums has 1.5"):
+        numbax.grad(f, argnums=1.5)
+    with pytest.raises(TypeError, match="argnums has True"):
+        numbax.value_and_grad(f, argnums=True)
+    with pytest.raises(ValueError, match="argnums is empty"):
+        numbax.grad(f, argnums=())
+    with pytest.raises(ValueError, match=r"argnums \(0, -2\) names an argument twice"):
+        numbax.grad(f, argnums=(0, -2))(1.0, 2.0)
+    with pytest.raises(TypeError, match="jacrev: argnums has"):
+        numbax.jacrev(f, argnums=[0, "b"])
+    with pytest.raises(TypeError, match="make_jaxpr: static_argnums has"):
+        numbax.make_jaxpr(f, static_argnums="x")
+    assert float(numbax.grad(f, argnums=np.int64(1))(3.0, 2.0)) == 3.0
+
+
+# ----------------------------------------------------------------------------- complex
+
+
+def test_grad_of_complex_output_needs_holomorphic():
+    f = lambda z: z ** 2 + 3 * z  # noqa: E731
+    with pytest.raises(TypeError, match="real-valued outputs.*holomorphic=True"):
+        numbax.grad(f)(1.0 + 1.0j)
+    with pytest.raises(TypeError, match="real-valued outputs"):
+        numbax.grad(lambda x: x * 1j)(1.0)
+    z = 1.0 + 1.0j
+    assert complex(numbax.grad(f, holomorphic=True)(z)) == 2 * z + 3  # f'(z), JAX's convention
+    value, g = numbax.value_and_grad(f, holomorphic=True)(z)
+    assert complex(value) == f(z) and complex(g) == 2 * z + 3
+    with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex dtype"):
+        numbax.grad(lambda x: x ** 2, holomorphic=True)(1.0)
+    with pytest.raises(TypeError, match="holomorphic=True requires outputs with complex dtype"):
+        numbax.grad(lambda z: jnp.abs(z), holomorphic=True)(z)
+    # a real function of a complex input: the gradient is the conjugate Wirtinger form, as JAX
+    assert complex(numbax.grad(lambda z: jnp.abs(z) ** 2)(z)) == pytest.approx(2 * z.conjugate())
+
+
+def test_jacobians_holomorphic_and_dtype_rules():
+    f = lambda z: jnp.stack([z ** 2, jnp.sin(z)])  # noqa: E731
+    z = np.complex128(0.5 + 0.25j)
+    want = np.array([2 * z, np.cos(z)])
+    for jac in (numbax.jacfwd, numbax.jacrev, numbax.jacobian):
+        np.testing.assert_allclose(np.asarray(jac(f, holomorphic=True)(z)), want, rtol=1e-12)
+    assert complex(numbax.hessian(lambda z: z ** 3, holomorphic=True)(z)) == pytest.approx(6 * z)
+    np.testing.assert_allclose(np.asarray(numbax.jacfwd(lambda x: x * 1j)(np.ones(2))),
+                               1j * np.eye(2))
+    with pytest.raises(TypeError, match="jacfwd requires real-valued inputs"):
+        numbax.jacfwd(f)(z)
+    with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
+        numbax.jacrev(f)(z)
+    with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
+        numbax.jacrev(lambda x: x * 1j)(1.0)
+    with pytest.raises(TypeError, match="jacfwd with holomorphic=True requires outputs"):
+        numbax.jacfwd(lambda z: jnp.abs(z), holomorphic=True)(z)
+    assert numbax.jacobian is numbax.jacrev
+
+
+# ----------------------------------------------------------------------------- linear_transpose
+
+
+def test_linear_transpose_matches_the_matrix_transpose():
+    a = np.arange(6.0).reshape(2, 3) - 2.0
+    f = lambda x, y: {"out": a @ x + 2.0 * y[:2]}  # noqa: E731
+    f_t = numbax.linear_transpose(f, np.zeros(3), np.zeros(4))
+    ct = {"out": np.array([1.0, -2.0])}
+    gx, gy = f_t(ct)
+    np.testing.assert_allclose(np.asarray(gx), a.T @ ct["out"])
+    np.testing.assert_allclose(np.asarray(gy), [2.0, -4.0, 0.0, 0.0])
+    # <f(v), w> == <v, f^T(w)> for a complex linear map (no conjugation, as JAX)
+    c = np.array([[1 + 2j, 3j], [0.5, -1j]])
+    g_t = numbax.linear_transpose(lambda v: jnp.dot(c, v), np.zeros(2, complex))
+    w = np.array([1 - 1j, 2 + 0.5j])
+    np.testing.assert_allclose(np.asarray(g_t(w)[0]), c.T @ w)
+    jitted = numbax.jit(lambda w: g_t(w)[0])(w)
+    np.testing.assert_allclose(np.asarray(jitted), c.T @ w)
+
+
+def test_linear_transpose_bad_inputs():
+    with pytest.raises(TypeError, match="primal leaf 0 has dtype int64"):
+        numbax.linear_transpose(lambda x: x, np.arange(3))
+    f_t = numbax.linear_transpose(lambda x: 2.0 * x, np.zeros(3))
+    with pytest.raises(TypeError, match=r"cotangent leaf 0 has f64\[2\], expected .*f64\[3\]"):
+        f_t(np.ones(2))
+    with pytest.raises(TypeError, match="out_cotangent has structure"):
+        f_t((np.ones(3),))
+    with pytest.raises(TypeError, match="not linear"):
+        numbax.linear_transpose(lambda x: x * x, np.zeros(3))(np.ones(3))
+    with pytest.raises(TypeError, match="callable"):
+        numbax.linear_transpose(3.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- naming, eval
+
+
+def test_named_call_named_scope_and_compile_time_eval():
+    g = numbax.named_call(lambda x: jnp.sin(x) * 2.0, name="twice_sin")
+    assert g.__name__ == "twice_sin"
+    assert float(numbax.grad(g)(0.3)) == pytest.approx(2 * np.cos(0.3))
+    assert float(numbax.jit(g)(0.3)) == pytest.approx(2 * np.sin(0.3))
+    with numbax.named_scope("layer1"):
+        assert float(g(0.0)) == 0.0
+    with pytest.raises(TypeError, match="named_scope: name has 3"):
+        with numbax.named_scope(3):
+            pass
+    with pytest.raises(TypeError, match="named_call: name has 3"):
+        numbax.named_call(g, name=3)
+
+    @numbax.jit
+    def f(x):
+        with numbax.ensure_compile_time_eval():
+            n = jnp.sum(jnp.arange(4))
+            assert isinstance(n, numbax.Array) and not isinstance(n, numbax._src.core.Tracer)
+            steps = int(n)  # concrete, so Python can use it
+        return x * steps
+
+    assert float(f(1.5)) == 9.0

@@ -48,3 +48,18 @@ def test_device_put_rejects_non_device():
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="backend 'tpu'"):
         numbax.devices("tpu")
+
+
+def test_process_helpers_and_environment_info():
+    assert numbax.process_indices() == [numbax.process_index()] == numbax.host_ids()
+    assert numbax.host_count() == numbax.process_count() == 1 and numbax.host_id() == 0
+    text = numbax.print_environment_info(return_string=True)
+    import numba
+
+    assert f"numba:  {numba.__version__}" in text and f"numpy:  {np.__version__}" in text
+    assert f"cpu-{numbax.device_count()}" in text
+
+
+def test_device_is_the_base_class_of_devices():
+    assert all(isinstance(d, numbax.Device) for d in numbax.devices())
+    assert numbax.devices()[0].platform == "cpu"

@@ -1,5 +1,7 @@
 """dtype promotion (NumPy 2 rules, weak Python scalars) and x64 canonicalisation."""
 import itertools
+import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -8,7 +10,9 @@ from hypothesis import strategies as st
 
 import numbax
 import numbax.numpy as jnp
+import numbax.typing
 from numbax._src import dtypes
+from numbax._src.core import ShapedArray
 from numbax.errors import NumbaxTypeError
 
 NUMERIC = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -78,3 +82,155 @@ def test_weak_type_of_python_scalars():
     out = jnp.asarray(np.ones(3, np.float32)) + 1.0
     assert out.dtype == np.float32 and not out.weak_type
     assert numbax.make_jaxpr(lambda x: x * 2)(1.0).out_avals[0].weak_type
+
+
+# ----------------------------------------------------------------------------- numbax.dtypes
+
+STRICT_REF = json.loads((pathlib.Path(__file__).parent / "data" /
+                         "dtypes_jax_reference.json").read_text())
+_SCALAR_SPECS = {"True": True, "1": 1, "1.0": 1.0, "1j": 1j}
+
+
+def _operand(spec):
+    return _SCALAR_SPECS[spec] if spec in _SCALAR_SPECS else jnp.zeros(2, spec)
+
+
+@pytest.mark.parametrize("case", sorted(STRICT_REF["strict"]))
+def test_strict_promotion_allows_what_jax_allows(case):
+    want = STRICT_REF["strict"][case]
+    ops = [_operand(s) for s in case.split()]
+    with numbax.numpy_dtype_promotion("strict"):
+        if want == "error":
+            with pytest.raises(numbax.dtypes.TypePromotionError, match="strict"):
+                jnp.result_type(*ops)
+            if not all(isinstance(o, (bool, int, float, complex)) for o in ops):
+                with pytest.raises(numbax.dtypes.TypePromotionError):
+                    jnp.add(*ops)
+        else:
+            assert str(jnp.result_type(*ops)) == want
+    # the same operands promote under the standard rules (numpy's)
+    assert jnp.result_type(*ops) == np.result_type(*[
+        o if isinstance(o, (bool, int, float, complex)) else o.dtype for o in ops])
+
+
+def test_strict_promotion_retraces_under_jit():
+    f = numbax.jit(lambda x, y: x + y)
+    x, y = np.ones(2, np.float32), np.ones(2, np.float64)
+    assert f(x, y).dtype == np.float64
+    with numbax.numpy_dtype_promotion("strict"):
+        with pytest.raises(numbax.dtypes.TypePromotionError):
+            f(x, y)
+    assert f(x, y).dtype == np.float64
+
+
+def test_rank_promotion_allow_warn_raise():
+    a, b = jnp.ones((2, 3)), jnp.ones(3)
+    assert (a + b).shape == (2, 3)
+    with numbax.numpy_rank_promotion("warn"):
+        with pytest.warns(UserWarning, match=r"rank promotion for add on shapes \(2, 3\) \(3,\)"):
+            a + b
+    with numbax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+            jnp.multiply(a, b)
+        assert (a + 1.0).shape == (2, 3)  # rank-0 operands never count
+        assert (a + jnp.ones((1, 3))).shape == (2, 3)  # equal ranks broadcast
+        with pytest.raises(ValueError):
+            numbax.jit(lambda x, y: x - y)(a, b)
+    assert numbax.jit(lambda x, y: x - y)(a, b).shape == (2, 3)
+
+
+def test_public_result_type_and_canonicalize():
+    d = numbax.dtypes
+    assert d.result_type(np.float32, 2.0) == np.float32
+    assert d.result_type(jnp.ones(2, np.int8), 3) == np.int8
+    assert d.result_type(np.int8, np.uint8) == np.int16
+    assert d.result_type(1.0, return_weak_type_flag=True) == (np.float64, True)
+    assert d.result_type(None) == np.float64
+    assert d.canonicalize_dtype(np.float64) == np.float64
+    with numbax.enable_x64(False):
+        assert d.canonicalize_dtype(np.float64) == np.float32
+        assert d.canonicalize_dtype("int64") == np.int32
+        assert d.result_type(1.0) == np.float32
+    with pytest.raises(TypeError, match="'foo' is not a dtype"):
+        d.canonicalize_dtype("foo")
+    with pytest.raises(TypeError, match="neither an array, a scalar nor a dtype"):
+        d.result_type(object())
+    with pytest.raises(ValueError, match="no arguments"):
+        d.result_type()
+
+
+def test_issubdtype_itemsize_scalar_type_finfo_iinfo():
+    d = numbax.dtypes
+    assert d.issubdtype(np.float32, np.floating) and d.issubdtype(jnp.int8, jnp.integer)
+    assert not d.issubdtype(np.int32, np.floating)
+    key = numbax.random.key(0)
+    assert d.issubdtype(key.dtype, d.prng_key) and d.issubdtype(key.dtype, d.extended)
+    assert not d.issubdtype(np.float32, d.extended) and not d.issubdtype(key.dtype, np.integer)
+    assert issubclass(d.prng_key, d.extended) and issubclass(d.extended, np.generic)
+    assert d.canonicalize_dtype(key.dtype, allow_extended_dtype=True) == key.dtype
+    with pytest.raises(ValueError, match="allow_extended_dtype=True"):
+        d.canonicalize_dtype(key.dtype)
+    assert [d.itemsize_bits(t) for t in (np.bool_, np.int8, np.float32, "complex128")] == \
+        [8, 8, 32, 128]
+    with pytest.raises(ValueError, match="extended dtype"):
+        d.itemsize_bits(key.dtype)
+    assert [d.scalar_type_of(x) for x in (True, 1, 1.0, 1j, np.uint8(3), jnp.ones(2, bool),
+                                          np.float32(1))] == \
+        [bool, int, float, complex, int, bool, float]
+    with pytest.raises(TypeError, match="no numeric dtype"):
+        d.scalar_type_of("a")
+    assert d.finfo(np.float64).eps == np.finfo(np.float64).eps
+    assert d.finfo(jnp.ones(2, np.float16)).max == np.finfo(np.float16).max
+    assert d.iinfo(np.int64).max == np.iinfo(np.int64).max
+    with numbax.enable_x64(False):  # jax.dtypes.finfo does not canonicalise
+        assert d.finfo(np.float64).bits == 64
+    with pytest.raises(TypeError, match="not a floating dtype"):
+        d.finfo(np.int32)
+    with pytest.raises(TypeError, match="not an integer dtype"):
+        d.iinfo(np.float32)
+    assert numbax.float0 is d.float0 and str(d.float0) == STRICT_REF["float0"]
+    assert issubclass(d.TypePromotionError, ValueError)
+
+
+def test_bfloat16_with_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    d = numbax.dtypes
+    assert d.bfloat16 is ml_dtypes.bfloat16
+    assert d.issubdtype(d.bfloat16, np.floating) and d.finfo(d.bfloat16).bits == 16
+    with pytest.raises(TypeError, match="not supported"):
+        jnp.ones(2, d.bfloat16)
+
+
+def test_array_is_the_type_of_arrays_and_tracers():
+    assert isinstance(jnp.ones(2), numbax.Array) and not isinstance(np.ones(2), numbax.Array)
+    assert isinstance(numbax.random.key(0), numbax.Array)
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(x, numbax.Array))
+        return x * 2
+
+    numbax.jit(f)(1.0)
+    numbax.grad(f)(1.0)
+    numbax.vmap(f)(jnp.ones(2))
+    assert seen == [True, True, True]
+    assert isinstance(jnp.ones(2), numbax.typing.ArrayLike)
+    assert isinstance(np.float32(1), numbax.typing.ArrayLike)
+    assert isinstance(3, numbax.typing.ArrayLike)
+    assert not isinstance("a", numbax.typing.ArrayLike)
+
+    def annotated(x: numbax.typing.ArrayLike, dt: numbax.typing.DTypeLike = None) -> numbax.Array:
+        return jnp.asarray(x, dt)
+
+    assert annotated([1, 2], np.float32).dtype == np.float32
+    assert isinstance(numbax.devices()[0], numbax.Device)
+
+
+def test_typeof():
+    assert numbax.typeof(jnp.ones((2, 3), np.float32)) == ShapedArray((2, 3), np.float32)
+    assert numbax.typeof(1.0).weak_type and numbax.typeof(np.int8(1)).dtype == np.int8
+    out = []
+    numbax.jit(lambda x: out.append(numbax.typeof(x)) or x)(np.ones(4, np.float32))
+    assert out == [ShapedArray((4,), np.float32)]
+    with pytest.raises(TypeError, match="numbax.typeof: x of type str"):
+        numbax.typeof("a")

@@ -180,3 +180,59 @@ def test_grad_through_pmax_splits_ties():
     np.testing.assert_allclose(np.asarray(numbax.grad(f)(x)), [3.0, 7.5, 3.0, 7.5])
     g = lambda v: jnp.sum(numbax.vmap(lambda e: lax.pmin(e, "i"), axis_name="i")(v))  # noqa
     np.testing.assert_allclose(np.asarray(numbax.grad(g)(x)), [4.0, 0.0, 0.0, 0.0])
+
+
+class _Checked:
+    """A pytree whose unflatten refuses anything but arrays (as user classes often do)."""
+
+    calls = 0
+
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+
+    def tree_flatten(self):
+        return (self.w, self.b), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        cls.calls += 1
+        for c in children:
+            if not hasattr(c, "shape"):
+                raise TypeError(f"_Checked got a placeholder leaf {c!r}")
+        return cls(*children)
+
+
+numbax.tree_util.register_pytree_node_class(_Checked)
+
+
+def test_vmap_never_unflattens_placeholders():
+    params = _Checked(np.ones(3), np.zeros(3))
+    xs = np.arange(6.0).reshape(2, 3)
+    out = numbax.vmap(lambda p, x: _Checked(p.w * x, p.b + x), in_axes=(None, 0),
+                      out_axes=_Checked(0, 1))(params, xs)
+    np.testing.assert_allclose(np.asarray(out.w), xs)
+    np.testing.assert_allclose(np.asarray(out.b), xs.T)
+    out = numbax.vmap(lambda p: p.w.sum(), in_axes=(_Checked(0, None),))(
+        _Checked(np.ones((4, 3)), np.zeros(3)))
+    np.testing.assert_allclose(np.asarray(out), [3.0] * 4)
+
+
+def test_out_axes_out_of_range_raises():
+    x = np.ones((3, 4))
+    for k in (2, -3, 5):
+        with pytest.raises(ValueError, match=f"axis {k} is out of bounds for array of dimension 2"):
+            numbax.vmap(lambda a: a, out_axes=k)(x)
+    assert numbax.vmap(lambda a: a, out_axes=-2)(x).shape == (3, 4)
+    assert numbax.vmap(lambda a: a, out_axes=1)(x).shape == (4, 3)
+    with pytest.raises(ValueError, match="axis 1 is out of bounds for array of dimension 1"):
+        numbax.vmap(lambda a: (a, a.sum()), out_axes=(0, 1))(x)
+
+
+def test_axis_spec_types_and_structure():
+    with pytest.raises(TypeError, match="in_axes must be an int, None, or .* got 'a'"):
+        numbax.vmap(lambda a: a, in_axes="a")(np.ones(3))
+    with pytest.raises(TypeError, match="out_axes must be an int, None.*got 1.5"):
+        numbax.vmap(lambda a: a, out_axes=1.5)(np.ones(3))
+    with pytest.raises(ValueError, match=r"out_axes specification must be a tree prefix.*"
+                                         r"tuple with 2 children"):
+        numbax.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(np.ones(3))

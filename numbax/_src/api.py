@@ -1,19 +1,29 @@
 """The transforms users call (make_jaxpr, grad, vjp, jvp, vmap, ...): argument plumbing only."""
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
+from numbax._src.api_checks import (  # noqa: F401  (pmap uses api._as_tuple)
+    _argnums_tuple,
+    _as_tuple,
+    _check_argnums,
+    _check_callable,
+    _check_input_dtypes,
+    _check_leaf,
+    _check_output_dtype,
+    _is_int,
+)
 from numbax._src.core import ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
-from numbax._src.lax import shape_ops
 
 # ----------------------------------------------------------------------------- flattening
 
@@ -29,15 +39,6 @@ def flatten_fun(f: Callable, in_tree: tu.PyTreeDef) -> tuple[Callable, Callable[
         return out_flat
 
     return flat_fun, lambda: store["tree"]
-
-
-def _check_leaf(fun_name: str, x: Any, where: str) -> None:
-    if not core.is_array_like(x):
-        raise NumbaxTypeError(
-            f"{fun_name}: {where} is a {type(x).__name__}, which is not a valid array type. "
-            "Pass arrays, Python scalars, or pytrees (tuples, lists, dicts) of them; mark "
-            "other arguments static."
-        )
 
 
 def _split_static(fun_name: str, args: tuple, static_argnums: tuple[int, ...]):
@@ -132,7 +133,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     >>> print(numbax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0))
     { lambda ; a:f64[]. let b:f64[] = sin a; c:f64[] = mul b 2.0:f64[] in (c,) }
     """
-    static_argnums = _as_tuple(static_argnums)
+    static_argnums = _as_tuple(static_argnums, "make_jaxpr", "static_argnums")
     _check_callable("make_jaxpr", fun)
 
     @functools.wraps(fun)
@@ -156,16 +157,6 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- autodiff
-
-
-def _as_tuple(x: int | Sequence[int]) -> tuple[int, ...]:
-    return (int(x),) if isinstance(x, (int, np.integer)) else tuple(int(i) for i in x)
-
-
-def _check_callable(api: str, fun: Any) -> None:
-    if not callable(fun):
-        raise NumbaxTypeError(f"{api}: expected a callable as the first argument, "
-                              f"got {type(fun).__name__}.")
 
 
 def _wrap_outputs(xs: list) -> list:
@@ -316,40 +307,17 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     return primal_out, f_vjp
 
 
-def _check_argnums(api: str, argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
-    for a in argnums:
-        if not -n_args <= a < n_args:
-            raise NumbaxValueError(
-                f"{api}: argnums {argnums} refers to argument {a}, but the function was called "
-                f"with {n_args} positional arguments."
-            )
-    return tuple(a % n_args for a in argnums)
-
-
-def _check_differentiable(api: str, args: tuple, argnums: tuple[int, ...]) -> None:
-    for a in argnums:
-        for leaf in tu.tree_leaves(args[a]):
-            dt = get_aval(leaf).dtype
-            if not dtypes.is_inexact(dt):
-                raise NumbaxTypeError(
-                    f"{api} requires real- or complex-valued inputs (input dtype that is a "
-                    f"sub-dtype of np.inexact), but got {dt.name} for argument {a}. If you "
-                    "want to use integer-valued inputs, use vjp or set allow_int to True."
-                )
-
-
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
     _check_callable("value_and_grad", fun)
-    single = isinstance(argnums, (int, np.integer))
-    argnums_t = _as_tuple(argnums)
+    single = _is_int(argnums)
+    argnums_t = _argnums_tuple("grad", argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _check_argnums("grad", argnums_t, len(args))
-        if not allow_int:
-            _check_differentiable("grad", args, nums)
+        _check_input_dtypes("grad", args, nums, holomorphic, allow_int)
 
         def f_partial(*diff_args):
             full = list(args)
@@ -362,7 +330,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             ans, f_vjp, aux = vjp(f_partial, *diff_args, has_aux=True)
         else:
             ans, f_vjp = vjp(f_partial, *diff_args)
-        _check_scalar_output(ans)
+        _check_scalar_output(ans, holomorphic)
         grads = f_vjp(_ones_like_output(ans))
         g = grads[0] if single else tuple(grads)
         return ((ans, aux), g) if has_aux else (ans, g)
@@ -370,7 +338,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_f
 
 
-def _check_scalar_output(ans: Any) -> None:
+def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
     leaves = tu.tree_leaves(ans)
     if len(leaves) != 1:
         raise NumbaxTypeError(
@@ -384,11 +352,7 @@ def _check_scalar_output(ans: Any) -> None:
             f"{aval.shape}. Use jacrev or vjp for non-scalar outputs, or reduce the output "
             "(e.g. .sum())."
         )
-    if not dtypes.is_float(aval.dtype):
-        raise NumbaxTypeError(
-            f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
-            f"np.floating), but got {aval.dtype.name}."
-        )
+    _check_output_dtype("grad", aval.dtype, holomorphic)
 
 
 def _ones_like_output(ans: Any) -> Any:
@@ -417,131 +381,33 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return grad_f
 
 
-def _basis(aval: ShapedArray) -> np.ndarray:
-    """One-hot tangents for every element of one leaf: (size, *shape), in the leaf's dtype."""
-    return np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
-
-
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable:
-    """Jacobian by forward mode: one jvp per input element, batched with vmap (one vmap per
-    input leaf, so no slicing is needed to split the result)."""
-    single = isinstance(argnums, (int, np.integer))
-    argnums_t = _as_tuple(argnums)
-    _check_callable("jacfwd", fun)
-
-    def jacfun(*args, **kwargs):
-        nums = _check_argnums("jacfwd", argnums_t, len(args))
-        _check_differentiable("jacfwd", args, nums)
-        dyn = tuple(args[i] for i in nums)
-        dyn_flat, dyn_tree = tu.tree_flatten(dyn)
-        avals = [get_aval(x) for x in dyn_flat]
-
-        def f_partial(*diff_args):
-            full = list(args)
-            for i, a in zip(nums, diff_args, strict=True):
-                full[i] = a
-            return fun(*full, **kwargs)
-
-        blocks, aux, out_tree = [], None, None
-        for j, aval in enumerate(avals):
-            def push(t_j, j=j):
-                ts = [t_j if i == j else np.zeros(a.shape, a.dtype) for i, a in enumerate(avals)]
-                out = jvp(f_partial, dyn, tu.tree_unflatten(dyn_tree, ts), has_aux=has_aux)
-                return (out[1], out[2]) if has_aux else out[1]
-
-            pushed = vmap(push, out_axes=(-1, None) if has_aux else -1)(_basis(aval))
-            if has_aux:
-                pushed, aux = pushed
-            leaves, out_tree = tu.tree_flatten(pushed)
-            blocks.append([shape_ops.reshape(y, (*get_aval(y).shape[:-1], *aval.shape))
-                           for y in leaves])
-        outs = [tu.tree_unflatten(dyn_tree, [b[k] for b in blocks])
-                for k in range(out_tree.num_leaves)]
-        jac = tu.tree_unflatten(out_tree, [o[0] if single else o for o in outs])
-        return (jac, aux) if has_aux else jac
-
-    return jacfun
-
-
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """Jacobian by reverse mode: one vjp per output element, batched with vmap (one vmap per
-    output leaf)."""
-    single = isinstance(argnums, (int, np.integer))
-    argnums_t = _as_tuple(argnums)
-    _check_callable("jacrev", fun)
-
-    def jacfun(*args, **kwargs):
-        nums = _check_argnums("jacrev", argnums_t, len(args))
-        if not allow_int:
-            _check_differentiable("jacrev", args, nums)
-        dyn = tuple(args[i] for i in nums)
-
-        def f_partial(*diff_args):
-            full = list(args)
-            for i, a in zip(nums, diff_args, strict=True):
-                full[i] = a
-            return fun(*full, **kwargs)
-
-        if has_aux:
-            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
-        else:
-            out, f_vjp = vjp(f_partial, *dyn)
-        out_flat, out_tree = tu.tree_flatten(out)
-        out_avals = [get_aval(x) for x in out_flat]
-        jacs = []
-        for k, oa in enumerate(out_avals):
-            def pull(ct_k, k=k):
-                cts = [ct_k if i == k else np.zeros(a.shape, a.dtype)
-                       for i, a in enumerate(out_avals)]
-                return f_vjp(tu.tree_unflatten(out_tree, cts))
-
-            pulled = vmap(pull)(_basis(oa))
-            pulled = tu.tree_map(
-                lambda g, oa=oa: shape_ops.reshape(g, (*oa.shape, *get_aval(g).shape[1:])),
-                pulled)
-            jacs.append(pulled[0] if single else pulled)
-        jac = tu.tree_unflatten(out_tree, jacs)
-        return (jac, aux) if has_aux else jac
-
-    return jacfun
-
-
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-            holomorphic: bool = False) -> Callable:
-    """The Hessian: jacfwd of jacrev."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
-
-
 # ----------------------------------------------------------------------------- vmap
 
 
-def _flatten_axes(api: str, what: str, treedef: tu.PyTreeDef, axes: Any) -> list:
-    """Broadcasts an axis spec (a prefix tree of ints/None) to the leaves of `treedef`."""
-    dummy = tu.tree_unflatten(treedef, [object()] * treedef.num_leaves)
-    out: list = []
-
-    def add_leaves(axis, subtree):
-        n = tu.tree_structure(subtree).num_leaves
-        out.extend([axis] * n)
-
-    try:
-        flat_axes = tu.flatten_up_to(
-            tu.tree_structure(axes, is_leaf=lambda x: x is None), axes, what)
+def _flatten_axes(api: str, what: str, treedef: tu.PyTreeDef, axes: Any,
+                  value: Any = None) -> list:
+    """Broadcasts an axis spec (a prefix tree of ints/None) to the leaves of `treedef` (the
+    structure of `value`, which only improves the error message). Reads structures only: no
+    user node is rebuilt with placeholders."""
+    flat = tu.broadcast_prefix_leaves(axes, treedef, is_leaf=lambda x: x is None)
+    if flat is None:
         axes_tree = tu.tree_structure(axes, is_leaf=lambda x: x is None)
-        subtrees = tu.flatten_up_to(axes_tree, dummy, what)
-    except ValueError as err:
+        detail = ""
+        try:
+            if value is not None:
+                tu.flatten_up_to(axes_tree, value, f"{api} {what}")
+        except ValueError as err:
+            detail = f" ({err})"
         raise NumbaxValueError(
             f"{api} {what} specification must be a tree prefix of the corresponding value, got "
-            f"specification {axes} for value tree {treedef}. ({err})"
+            f"specification {axes} for value tree {treedef}.{detail}"
         ) from None
-    for axis, subtree in zip(flat_axes, subtrees, strict=True):
-        if axis is not None and not isinstance(axis, (int, np.integer)):
+    for axis in flat:
+        if axis is not None and not _is_int(axis):
             raise NumbaxTypeError(
-                f"{api}: {what} must contain ints or None, got {type(axis).__name__}.")
-        add_leaves(axis, subtree)
-    return out
+                f"{api} {what} must be an int, None, or (nested) container with those types as "
+                f"leaves, but got {axis!r}.")
+    return flat
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable = None,
@@ -569,18 +435,27 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                 f"positional arguments passed to the function, but got len(in_axes)="
                 f"{len(in_axes)}, len(args)={len(args)}"
             )
-        in_dims = _flatten_axes("vmap", "in_axes", in_tree, axes)
+        in_dims = _flatten_axes("vmap", "in_axes", in_tree, axes, args)
         size = _mapped_size(args_flat, in_dims, axis_size, in_tree)
         in_dims = [_canonical_axis("vmap", d, x, i) for i, (x, d) in
                    enumerate(zip(args_flat, in_dims, strict=True))]
         store: dict[str, Any] = {}
 
         def flat_fun(*xs):
-            out_flat, store["tree"] = tu.tree_flatten(fun(*tu.tree_unflatten(in_tree, xs)))
+            store["out"] = fun(*tu.tree_unflatten(in_tree, xs))
+            out_flat, store["tree"] = tu.tree_flatten(store["out"])
+            store["avals"] = [get_aval(x) for x in out_flat]  # per-example avals
             return out_flat
 
         def out_dims():
-            return _flatten_axes("vmap", "out_axes", store["tree"], out_axes)
+            dims = _flatten_axes("vmap", "out_axes", store["tree"], out_axes, store["out"])
+            for d, aval in zip(dims, store["avals"], strict=True):
+                if d is not None and not -aval.ndim - 1 <= d <= aval.ndim:
+                    raise NumbaxValueError(
+                        f"vmap out_axes: axis {d} is out of bounds for array of dimension "
+                        f"{aval.ndim + 1} (an output of per-example shape {aval.shape} with its "
+                        f"mapped axis). Pass -{aval.ndim + 1} <= out_axes <= {aval.ndim}.")
+            return dims
 
         outs = batching.vmap_flat(flat_fun, batching.AxisData(size, axis_name), in_dims,
                                   out_dims, args_flat)
@@ -624,3 +499,52 @@ def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
         raise NumbaxValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n"
                                f"{lines}")
     return distinct.pop()
+
+
+# ----------------------------------------------------------------------------- naming, eval
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """Returns `fun` under a name for staged-out computations (profilers, HLO in JAX).
+
+    Unlike JAX: numbax's jaxprs carry no name stack, so the name is recorded only as the
+    wrapper's __name__; the function computes exactly what `fun` does under every transform.
+    """
+    _check_callable("named_call", fun)
+    if name is not None and not isinstance(name, str):
+        raise NumbaxTypeError(f"named_call: name has {name!r}, expected a string or None.")
+
+    @functools.wraps(fun)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        return fun(*args, **kwargs)
+
+    if name is not None:
+        named.__name__ = named.__qualname__ = name
+    return named
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """Context manager naming the operations staged inside it (for profilers in JAX).
+
+    Unlike JAX: numbax's jaxprs carry no name stack, so this only validates `name`."""
+    if not isinstance(name, str):
+        raise NumbaxTypeError(f"named_scope: name has {name!r} of type {type(name).__name__}, "
+                              "expected a string.")
+    yield
+
+
+def ensure_compile_time_eval() -> contextlib.AbstractContextManager:
+    """Context manager under which operations on concrete values run eagerly even while
+    tracing for jit, so their results are concrete (usable in Python control flow).
+
+    >>> import numbax, numbax.numpy as jnp
+    >>> @numbax.jit
+    ... def f(x):
+    ...     with numbax.ensure_compile_time_eval():
+    ...         n = int(jnp.sum(jnp.arange(4)))  # concrete: 6
+    ...     return x * n
+    >>> float(f(1.0))
+    6.0
+    """
+    return core.new_dynamic(None)

@@ -14,8 +14,10 @@ from numbax._src import dtypes
 from numbax._src.config import config
 from numbax._src.errors import (
     ConcretizationTypeError,
+    JaxprTypeError,
     NumbaxTypeError,
     TracerArrayConversionError,
+    TracerBoolConversionError,
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
@@ -435,7 +437,10 @@ class Tracer:
         return value
 
     def __bool__(self) -> bool:
-        return bool(self._concrete_or_raise("bool()"))
+        value = self.to_concrete_value()
+        if value is None:
+            raise TracerBoolConversionError(self._describe())
+        return bool(value)
 
     def __int__(self) -> int:
         return int(self._concrete_or_raise("int()"))
@@ -538,10 +543,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-class JaxprTypeError(TypeError):
-    """A jaxpr failed its type check (an internal invariant, reported with the equation)."""
 
 
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:

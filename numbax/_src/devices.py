@@ -85,7 +85,17 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_device() -> Device:
-    return cpu_devices()[0]
+    """The device of uncommitted arrays: config jax_default_device when it names a CPU device
+    (a Device or "cpu"), else CPU device 0. Uncommitted computations run on the CPU."""
+    chosen = config.jax_default_device
+    cpus = cpu_devices()
+    if isinstance(chosen, CpuDevice):
+        if chosen.id >= len(cpus):
+            raise NumbaxValueError(
+                f"numbax: jax_default_device is {chosen!r}, but there are {len(cpus)} CPU "
+                "devices. Pick one of numbax.devices() or raise num_cpu_devices.")
+        return chosen
+    return cpus[0]
 
 
 def default_backend() -> str:
@@ -117,3 +127,52 @@ def process_index() -> int:
 
 def process_count() -> int:
     return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of all processes (numbax runs one process: [0])."""
+    return list(range(process_count()))
+
+
+def host_count(backend: str | None = None) -> int:
+    """Deprecated JAX alias of process_count()."""
+    return process_count()
+
+
+def host_id(backend: str | None = None) -> int:
+    """Deprecated JAX alias of process_index()."""
+    return process_index()
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    """Deprecated JAX alias of process_indices()."""
+    return process_indices()
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Prints (or returns) the versions numbax runs on, its devices and the platform."""
+    import importlib.metadata
+    import platform
+    import sys
+
+    import numba
+    import numpy as np
+
+    try:
+        version = importlib.metadata.version("numbax")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    cpus = cpu_devices()
+    text = "\n".join([
+        f"numbax: {version}",
+        f"numba:  {numba.__version__}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: cpu-{len(cpus)}, {len(cpus)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None

@@ -45,19 +45,27 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         if out.dtype != aval.dtype:
             out = out.astype(aval.dtype)
         results.append(Array._from_numpy(out, aval.weak_type))
-    if config.jax_debug_nans:
+    if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)
     return results
 
 
 def check_nans(primitive: core.Primitive, results: list) -> None:
-    """jax_debug_nans: raises FloatingPointError naming the primitive that made a NaN."""
+    """jax_debug_nans / jax_debug_infs: raises FloatingPointError naming the primitive that
+    made a NaN (an inf)."""
     for r in results:
         value = r._value
-        if value.dtype.kind in "fc" and np.isnan(value).any():
+        if value.dtype.kind not in "fc":
+            continue
+        if config.jax_debug_nans and np.isnan(value).any():
             raise FloatingPointError(
                 f"jax_debug_nans: invalid value (nan) encountered in {primitive.name}. "
                 "Turn jax_debug_nans off once the source is found."
+            )
+        if config.jax_debug_infs and np.isinf(value).any():
+            raise FloatingPointError(
+                f"jax_debug_infs: invalid value (inf) encountered in {primitive.name}. "
+                "Turn jax_debug_infs off once the source is found."
             )
 
 
@@ -95,7 +103,7 @@ def _on_gpu(primitive: core.Primitive, tracers, params: dict) -> list | None:
     if exe is _HOST:
         return None
     results = run_executable(exe, list(tracers))
-    if config.jax_debug_nans:
+    if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)
     return results
 

@@ -1,12 +1,20 @@
-"""dtype rules: NumPy 2 promotion with weak Python scalars (NEP 50), and x64 canonicalisation."""
+"""dtype rules: NumPy 2 promotion with weak Python scalars (NEP 50), x64 canonicalisation, the
+jax_numpy_dtype_promotion / jax_numpy_rank_promotion checks, and jax.dtypes' helpers."""
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from numbax._src.config import config
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import (
+    NumbaxTypeError,
+    NumbaxValueError,
+    ShapeDtypeError,
+    TypePromotionError,
+)
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -87,6 +95,8 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
         raise ValueError("result_type needs at least one dtype")
     strong = [np.dtype(dt) for dt, weak in dtypes_and_weak if not weak]
     weak = [dt for dt, is_weak in dtypes_and_weak if is_weak]
+    if config.jax_numpy_dtype_promotion == "strict":
+        _check_strict(strong, [np.dtype(dt) for dt in weak])
     if not strong:
         # All weak: the widest kind wins, at its default precision.
         widest = max((np.dtype(dt) for dt in weak), key=lambda dt: "biufc".index(dt.kind))
@@ -94,6 +104,44 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
     reps = [_weak_representative(np.dtype(dt)) for dt in weak]
     out = np.result_type(*strong, *reps)
     return canonicalize_dtype(out), False
+
+
+# Under strict promotion a weak scalar of kind k may join strong dtypes of these kinds (JAX's
+# strict lattice: weak int -> any int or float or complex, weak float -> float or complex).
+_STRICT_WEAK_TO_STRONG = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
+
+
+def _check_strict(strong: list[np.dtype], weak: list[np.dtype]) -> None:
+    """jax_numpy_dtype_promotion="strict": no implicit promotion between different strong
+    dtypes, nor of a weak scalar into a strong dtype of a lower kind."""
+    fixed = [*strong, *(w for w in weak if w.kind == "b")]  # Python bools are strong in JAX
+    kinds = {dt.kind for dt in fixed}
+    if len(set(fixed)) <= 1 and all(kinds <= set(_STRICT_WEAK_TO_STRONG[w.kind])
+                                    for w in weak if w.kind != "b"):
+        return
+    names = ", ".join([*(str(dt) for dt in strong), *(f"weak {dt.kind}" for dt in weak)])
+    raise TypePromotionError(
+        f"Input dtypes ({names}) have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+        "type, or set jax_numpy_dtype_promotion=standard.")
+
+
+def check_rank_promotion(fun_name: str, shapes: Sequence[tuple[int, ...]]) -> None:
+    """jax_numpy_rank_promotion: "warn"/"raise" when operands of different nonzero ranks
+    broadcast (rank-0 operands never count), as JAX's numpy functions do."""
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                      f"{listed}. Set the jax_numpy_rank_promotion config option to 'allow' to "
+                      "disable this warning.", stacklevel=4)
+        return
+    raise ShapeDtypeError(
+        f"numbax.numpy.{fun_name}: operands could not be broadcast together on shapes {listed} "
+        "with the config option jax_numpy_rank_promotion='raise'. Expand the lower-rank "
+        "operand explicitly (x[None], jnp.expand_dims) or set the option to 'allow'.")
 
 
 def is_float(dtype: np.dtype) -> bool:
@@ -126,3 +174,158 @@ def finfo(dtype: Any) -> np.finfo:
 
 def iinfo(dtype: Any) -> np.iinfo:
     return np.iinfo(canonicalize_dtype(dtype))
+
+
+# ----------------------------------------------------------------------------- jax.dtypes
+
+
+class extended(np.generic):  # noqa: N801 - JAX's name
+    """Scalar type category of extended dtypes (dtypes numpy does not have, e.g. PRNG keys):
+    issubdtype(key_array.dtype, extended) is True."""
+
+
+class prng_key(extended):  # noqa: N801 - JAX's name
+    """Scalar type category of PRNG key dtypes: issubdtype(key.dtype, prng_key) is True."""
+
+
+try:  # bfloat16 exists only with the optional ml_dtypes package (JAX's own dependency)
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+_BFLOAT16 = np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes is not None else None
+
+
+def _extended_type(dtype: Any) -> type | None:
+    """The category class of an extended dtype (numbax key arrays' dtype is "key<fry>")."""
+    t = getattr(dtype, "type", None)
+    if isinstance(t, type) and issubclass(t, extended):
+        return t
+    if isinstance(dtype, str) and dtype.startswith("key<") and dtype.endswith(">"):
+        return prng_key
+    if isinstance(dtype, type) and issubclass(dtype, extended):
+        return dtype
+    return None
+
+
+def _as_np_dtype(dtype: Any, api: str) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise NumbaxTypeError(f"{api}: {dtype!r} is not a dtype; pass a numpy dtype, a scalar "
+                              "type such as numbax.numpy.float32, or its name.") from None
+
+
+def public_canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> Any:
+    """jax.dtypes.canonicalize_dtype: the dtype numbax computes in for `dtype` (64-bit types
+    narrow to 32-bit when jax_enable_x64 is off)."""
+    if _extended_type(dtype) is not None:
+        if allow_extended_dtype:
+            return dtype
+        raise NumbaxValueError(f"numbax.dtypes.canonicalize_dtype: {dtype} is an extended dtype;"
+                               " pass allow_extended_dtype=True to accept it.")
+    return canonicalize_dtype(_as_np_dtype(dtype, "numbax.dtypes.canonicalize_dtype"),
+                              context="numbax.dtypes.canonicalize_dtype")
+
+
+def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
+    if x is None:
+        return default_float_dtype(), False
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return python_scalar_dtype(x), True
+    if isinstance(x, (str, np.dtype, type)):
+        return canonicalize_dtype(_as_np_dtype(x, "numbax.dtypes.result_type"),
+                                  context="numbax.dtypes.result_type"), False
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        raise NumbaxTypeError(f"numbax.dtypes.result_type: argument {x!r} of type "
+                              f"{type(x).__name__} is neither an array, a scalar nor a dtype.")
+    return canonicalize_dtype(dt, context="numbax.dtypes.result_type"), bool(
+        getattr(x, "weak_type", False))
+
+
+def public_result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """jax.dtypes.result_type: the dtype of an operation on `args` (arrays, Python scalars,
+    dtypes), under numbax's promotion rules (NumPy 2, weak Python scalars)."""
+    if not args:
+        raise NumbaxValueError("numbax.dtypes.result_type: got no arguments, expected at least "
+                               "one array, scalar or dtype.")
+    dtype, weak = result_type(*[_dtype_and_weak(x) for x in args])
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def _is_bfloat16(x: Any) -> bool:
+    if _BFLOAT16 is None or isinstance(x, type) and x.__module__ == "numpy":
+        return False
+    try:
+        return np.dtype(x) == _BFLOAT16
+    except TypeError:
+        return False
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """numpy.issubdtype, also for extended dtypes (PRNG keys) and bfloat16 (a floating type,
+    which numpy alone does not know)."""
+    ta, tb = _extended_type(a), _extended_type(b)
+    if ta is not None or tb is not None:
+        return ta is not None and tb is not None and issubclass(ta, tb)
+    if _is_bfloat16(a):
+        return _is_bfloat16(b) or b in (np.floating, np.inexact, np.number, np.generic)
+    return bool(np.issubdtype(_dtype_of(a, "numbax.dtypes.issubdtype"), b))
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The size of one element of `dtype` in bits (bool: 8)."""
+    if _extended_type(dtype) is not None:
+        raise NumbaxValueError(f"numbax.dtypes.itemsize_bits: {dtype} is an extended dtype, "
+                               "expected a numeric dtype.")
+    if dtype is None:
+        raise NumbaxTypeError("numbax.dtypes.itemsize_bits: dtype is None, expected a dtype.")
+    return _as_np_dtype(dtype, "numbax.dtypes.itemsize_bits").itemsize * 8
+
+
+def _dtype_of(x: Any, api: str) -> np.dtype:
+    """The dtype of a dtype-like (dtype, scalar type, name) or of an array."""
+    if isinstance(x, (np.dtype, str, type)):
+        return _as_np_dtype(x, api)
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        raise NumbaxTypeError(f"{api}: {x!r} of type {type(x).__name__} is neither a dtype nor "
+                              "an array.")
+    return _as_np_dtype(dt, api)
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of the dtype of `x`."""
+    if isinstance(x, bool):
+        return bool
+    for t in (int, float, complex):
+        if isinstance(x, t) and not isinstance(x, np.generic):
+            return t
+    dt = getattr(x, "dtype", None)
+    kind = np.dtype(dt).kind if dt is not None and _extended_type(dt) is None else None
+    types = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+    if kind not in types:
+        raise NumbaxTypeError(f"numbax.dtypes.scalar_type_of: {x!r} has no numeric dtype; pass "
+                              "an array or a scalar of a boolean, integer, float or complex "
+                              "dtype.")
+    return types[kind]
+
+
+def public_finfo(dtype: Any) -> Any:
+    """Machine limits of a floating dtype (not canonicalised: finfo(float64) is float64's)."""
+    dt = _dtype_of(dtype, "numbax.dtypes.finfo")
+    if _BFLOAT16 is not None and dt == _BFLOAT16:
+        return _ml_dtypes.finfo(dt)
+    if dt.kind not in "fc":
+        raise NumbaxTypeError(f"numbax.dtypes.finfo: dtype {dt} is not a floating dtype; use "
+                              "numbax.dtypes.iinfo for integers.")
+    return np.finfo(dt)
+
+
+def public_iinfo(int_type: Any) -> np.iinfo:
+    """Machine limits of an integer dtype (not canonicalised)."""
+    dt = _dtype_of(int_type, "numbax.dtypes.iinfo")
+    if dt.kind not in "iu":
+        raise NumbaxTypeError(f"numbax.dtypes.iinfo: dtype {dt} is not an integer dtype; use "
+                              "numbax.dtypes.finfo for floats.")
+    return np.iinfo(dt)

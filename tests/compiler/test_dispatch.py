@@ -4,6 +4,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
+from numbax._src.array import Array
 from numbax._src.config import config
 
 
@@ -23,7 +24,7 @@ def test_fast_path_is_used_and_correct():
     assert calls == [1]
     np.testing.assert_array_equal(np.asarray(first), np.arange(10.0) + 1)
     np.testing.assert_array_equal(np.asarray(second), np.arange(10.0) + 1)
-    assert type(second) is numbax.Array and second.dtype == np.float64
+    assert type(second) is Array and second.dtype == np.float64
 
 
 def test_fast_outputs_are_read_only_and_inputs_untouched():

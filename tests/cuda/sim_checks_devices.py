@@ -9,7 +9,7 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.array import GpuArray
+from numbax._src.array import Array, GpuArray
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.devices import CpuDevice, CudaDevice
 from tests.cuda.sim_checks import check, close, gjit
@@ -86,7 +86,7 @@ def devices_round_trips():
         assert (d.shape, d.dtype) == (np.shape(v), np.asarray(v).dtype), (d.shape, d.dtype)
         np.testing.assert_array_equal(numbax.device_get(d), v)
         back = numbax.device_put(d, cpu)
-        assert type(back) is numbax.Array and back.device == cpu
+        assert type(back) is Array and back.device == cpu
         again = numbax.device_put(back, gpu)
         np.testing.assert_array_equal(np.asarray(again), v)
         assert numbax.device_put(d, gpu) is d and numbax.device_put(d) is d

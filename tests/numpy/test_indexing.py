@@ -243,7 +243,7 @@ def test_bad_indices():
         x[np.array([1.0])]
     with pytest.raises(TypeError, match="index has dtype float64"):
         x[1.0]
-    with pytest.raises(TypeError, match="numbax.numpy.where"):
+    with pytest.raises(IndexError, match="numbax.numpy.where"):
         numbax.make_jaxpr(lambda x: x[x > 0])(X)
     with pytest.raises(TypeError, match="slice bounds have traced values"):
         numbax.make_jaxpr(lambda x, i: x[i:])(X, 1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -38,7 +38,7 @@ def _check_dims(lhs: ShapedArray, rhs: ShapedArray, dimension_numbers) -> None:
         )
     for kind, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
         if tuple(lhs.shape[d] for d in ld) != tuple(rhs.shape[d] for d in rd):
-            raise NumbaxTypeError(
+            raise ShapeDtypeError(
                 f"lax.dot_general: {where}; the {kind} dimensions have sizes "
                 f"{tuple(lhs.shape[d] for d in ld)} and {tuple(rhs.shape[d] for d in rd)}, "
                 "expected equal sizes. Transpose or reshape an operand so they match."
@@ -50,7 +50,7 @@ def _dot_general_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_
     for i, a in enumerate((lhs, rhs)):
         ew._check_kind("dot_general", a, "biufc", i)
     if lhs.dtype != rhs.dtype:
-        raise NumbaxTypeError(
+        raise ShapeDtypeError(
             f"lax.dot_general: lhs has dtype {lhs.dtype} and rhs has dtype {rhs.dtype}, "
             "expected equal dtypes. Convert one with lax.convert_element_type, or use "
             "numbax.numpy.dot/matmul, which promote."

@@ -9,7 +9,7 @@ import scipy.special as sp
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
 from numbax._src.lax.erf_inv_xla import erf_inv_impl
@@ -66,7 +66,7 @@ def _broadcast_shapes(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ..
         return ()
     if any(s != full[0] for s in full):
         listed = ", ".join(str(s) for s in shapes)
-        raise NumbaxTypeError(
+        raise ShapeDtypeError(
             f"lax.{name}: operands have incompatible shapes {listed}; lax ops need equal "
             "shapes (or rank-0 operands). Use numbax.numpy functions for numpy broadcasting, "
             "or broadcast explicitly with lax.broadcast_in_dim."
@@ -235,7 +235,7 @@ def _binary_abstract_eval(name: str, kinds: str, out_dtype: Callable | None):
         dts = {a.dtype for a in avals}
         if len(dts) > 1:
             listed = ", ".join(str(a.dtype) for a in avals)
-            raise NumbaxTypeError(
+            raise ShapeDtypeError(
                 f"lax.{name}: operands have different dtypes {listed}; lax ops need equal "
                 "dtypes. Use numbax.numpy functions for numpy promotion, or convert with "
                 "lax.convert_element_type."

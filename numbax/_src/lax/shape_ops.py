@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 
 # ----------------------------------------------------------------------------- broadcast_in_dim
@@ -25,7 +25,7 @@ def _broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape, broadcast_dimensio
         )
     for i, d in enumerate(broadcast_dimensions):
         if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
-            raise NumbaxTypeError(
+            raise ShapeDtypeError(
                 f"lax.broadcast_in_dim: operand shape {x.shape} cannot be broadcast to {shape} "
                 f"with broadcast_dimensions {broadcast_dimensions} (operand dimension {i})."
             )
@@ -116,7 +116,7 @@ reshape_p = Primitive("reshape")
 
 def _reshape_abstract_eval(x: ShapedArray, *, new_sizes, dimensions) -> list:
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise NumbaxTypeError(
+        raise ShapeDtypeError(
             f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into shape "
             f"{new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))}); the sizes must "
             "be equal."
@@ -400,14 +400,14 @@ def _concatenate_abstract_eval(*xs: ShapedArray, dimension) -> list:
     _check_dims("lax.concatenate", x0, (dimension,), "dimension")
     for i, x in enumerate(xs):
         if x.dtype != x0.dtype:
-            raise NumbaxTypeError(
+            raise ShapeDtypeError(
                 f"lax.concatenate: operand {i} has dtype {x.dtype}, expected {x0.dtype} like "
                 "operand 0. Convert the operands to one dtype first."
             )
         same = x.ndim == x0.ndim and all(a == b for d, (a, b) in enumerate(
             zip(x.shape, x0.shape, strict=True)) if d != dimension)
         if not same:
-            raise NumbaxTypeError(
+            raise ShapeDtypeError(
                 f"lax.concatenate: operand {i} has shape {x.shape}, expected the shape of "
                 f"operand 0 {x0.shape} except along dimension {dimension}."
             )

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import basearray, core, dtypes
 from numbax._src.array import Array
 from numbax._src.errors import NumbaxTypeError
 
@@ -91,7 +91,7 @@ e = np.e
 inf = np.inf
 nan = np.nan
 euler_gamma = np.euler_gamma
-ndarray = Array
+ndarray = basearray.Array  # the public type: arrays and tracers, as jax.Array
 
 
 def _np_type(x: Any) -> Any:

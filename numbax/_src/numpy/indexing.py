@@ -16,7 +16,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.array import Array
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NonConcreteBooleanIndexError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import shape_ops
@@ -142,11 +142,7 @@ def _parse_one(shape, item, axis, entries) -> int:
     value = _concrete(item)
     if aval.dtype == np.bool_:
         if value is None:
-            raise NumbaxTypeError(
-                f"numbax indexing: boolean mask has a traced value of shape {aval.shape}; a "
-                "traced mask gives an output of unknown size. Use numbax.numpy.where(mask, x, "
-                "other) instead, or make the mask concrete (a static argument)."
-            )
+            raise NonConcreteBooleanIndexError(f"a traced boolean mask of shape {aval.shape}")
         mask_shape = shape[axis:axis + value.ndim]
         if value.shape != mask_shape:
             raise IndexError(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
@@ -37,7 +37,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
         return ufuncs.multiply(a, b)
     b_ax = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[b_ax]:
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.dot: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa[-1]}) must equal axis {b_ax} of b ({sb[b_ax]})."
         )
@@ -68,7 +68,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     b2 = shape_ops.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
     sa2, sb2 = get_aval(a2).shape, get_aval(b2).shape
     if sa2[-1] != sb2[-2]:
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.matmul: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa2[-1]}) must equal the second-to-last axis of b ({sb2[-2]})."
         )
@@ -111,8 +111,8 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
     if not sa or not sb:
         return ufuncs.multiply(a, b)
     if sa[-1] != sb[-1]:
-        raise NumbaxValueError(f"numbax.numpy.inner: a has shape {sa} and b has shape {sb}; "
-                               "their last axes must have equal sizes.")
+        raise ShapeDtypeError(f"numbax.numpy.inner: a has shape {sa} and b has shape {sb}; "
+                              "their last axes must have equal sizes.")
     return _dot_general(a, b, ((len(sa) - 1,), (len(sb) - 1,)))
 
 
@@ -150,7 +150,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
         cb = tuple(canonicalize_axis(x, len(sb), "tensordot", "axes") for x in ax_b)
     for i, j in zip(ca, cb):
         if sa[i] != sb[j]:
-            raise NumbaxValueError(
+            raise ShapeDtypeError(
                 f"numbax.numpy.tensordot: a has shape {sa} and b has shape {sb}; contracted axis "
                 f"{i} of a ({sa[i]}) and axis {j} of b ({sb[j]}) differ in size."
             )
@@ -304,7 +304,7 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     for x, term in zip(ops, terms):
         for ch, d in zip(term, get_aval(x).shape):
             if sizes.get(ch, 1) not in (1, d) and d != 1:
-                raise NumbaxValueError(
+                raise ShapeDtypeError(
                     f"numbax.numpy.einsum: label {ch!r} has size {sizes[ch]} in one operand and "
                     f"{d} in another (operand shapes "
                     f"{', '.join(str(get_aval(o).shape) for o in ops)})."

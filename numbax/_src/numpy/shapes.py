@@ -10,7 +10,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
@@ -80,7 +80,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *,  # noqa: F811
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or count % known:
-            raise NumbaxValueError(
+            raise ShapeDtypeError(
                 f"numbax.numpy.reshape: cannot reshape an array of shape {old_shape} (size "
                 f"{count}) into shape {shape}; the known sizes multiply to {known}, which does "
                 f"not divide {count}."
@@ -88,7 +88,7 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *,  # noqa: F811
         shape = tuple(count // known if d == -1 else d for d in shape)
     new_count = int(np.prod(shape, dtype=np.int64))
     if new_count != count:
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.reshape: cannot reshape an array of shape {old_shape} (size {count}) "
             f"into shape {shape} (size {new_count}). The sizes must be equal."
         )
@@ -195,7 +195,7 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     ok = len(shape) >= len(a_shape) and builtins.all(
         d in (1, s) for d, s in zip(a_shape[::-1], shape[::-1]))
     if not ok:
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.broadcast_to: array has shape {a_shape}, which cannot be broadcast "
             f"to shape {shape}. Trailing dimensions must be equal or 1."
         )
@@ -262,14 +262,14 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
         arrays = [asarray(x, dtype) for x in arrays]
     shapes = [get_aval(x).shape for x in arrays]
     if builtins.any(len(s) != len(shapes[0]) for s in shapes) or not shapes[0]:
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.concatenate: arrays have shapes {', '.join(map(str, shapes))}, "
             "expected arrays of one rank >= 1. Use stack to join scalars."
         )
     axis = canonicalize_axis(axis, len(shapes[0]), "concatenate")
     for s in shapes:
         if s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
-            raise NumbaxValueError(
+            raise ShapeDtypeError(
                 f"numbax.numpy.concatenate: arrays have shapes {', '.join(map(str, shapes))}, "
                 f"expected equal sizes on every axis but axis {axis}."
             )
@@ -289,7 +289,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
     arrays = [asarray(x) for x in arrays]
     shapes = [get_aval(x).shape for x in arrays]
     if builtins.any(s != shapes[0] for s in shapes):
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.stack: arrays have shapes {', '.join(map(str, shapes))}, expected "
             "one shape for all."
         )

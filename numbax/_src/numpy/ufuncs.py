@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 
@@ -74,7 +74,7 @@ def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         listed = " ".join(str(tuple(s)) for s in shapes)
-        raise NumbaxValueError(
+        raise ShapeDtypeError(
             f"numbax.numpy.{fun_name}: operands could not be broadcast together with shapes "
             f"{listed}. Reshape or expand_dims one of them so that trailing dimensions are "
             "equal or 1."
@@ -98,6 +98,7 @@ def broadcast_arrays(fun_name: str, *args: Any) -> list[Any]:
     shapes = [get_aval(x).shape for x in args]
     if all(s == shapes[0] or s == () for s in shapes):
         return list(args)
+    dtypes.check_rank_promotion(fun_name, shapes)
     shape = broadcast_shapes(fun_name, *shapes)
     return [x if get_aval(x).shape == () else broadcast_to_shape(x, shape) for x in args]
 

@@ -1,0 +1,49 @@
+"""Records JAX's verdicts under jax_numpy_dtype_promotion="strict" (with jax_enable_x64, as
+numbax's defaults) into dtypes_jax_reference.json (run once, with jax):
+
+    /work/jaxenv/bin/python tests/data/make_dtypes_reference.py
+
+Each case is a list of operands: a dtype name is an array of that dtype, a Python literal
+("1", "1.0", "1j", "True") a weak scalar. The verdict is the result dtype or "error".
+"""
+import itertools
+import json
+import pathlib
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+OUT = pathlib.Path(__file__).with_name("dtypes_jax_reference.json")
+DTYPES = ["bool", "int8", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64",
+          "complex64", "complex128"]
+SCALARS = ["True", "1", "1.0", "1j"]
+
+
+def operand(spec: str):
+    return eval(spec) if spec in SCALARS else jnp.zeros(2, spec)
+
+
+def verdict(specs: list[str]) -> str:
+    try:
+        with jax.numpy_dtype_promotion("strict"):
+            return str(jnp.result_type(*[operand(s) for s in specs]))
+    except jax.dtypes.TypePromotionError:
+        return "error"
+
+
+def main() -> None:
+    cases = [list(p) for p in itertools.combinations_with_replacement(DTYPES, 2)]
+    cases += [[d, s] for d in DTYPES for s in SCALARS]
+    cases += [list(p) for p in itertools.combinations_with_replacement(SCALARS, 2)]
+    out = {"jax_version": jax.__version__,
+           "strict": {" ".join(c): verdict(c) for c in cases},
+           "float0": str(np.dtype(jax.dtypes.float0))}
+    OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
