@@ -119,7 +119,8 @@ class Var:
         self.count = next(Var._counter)
 
     def __repr__(self) -> str:
-        return f"Var({self.aval.str_short()})"
+        shape = ",".join(str(d) for d in self.aval.shape)
+        return f"Var(id={id(self)}):{self.aval.dtype.name}[{shape}]"  # JAX's form
 
 
 class Literal:
@@ -143,6 +144,9 @@ class JaxprEqn(NamedTuple):
     invars: list[Atom]
     outvars: list[Var]
     params: dict[str, Any]
+
+    def __repr__(self) -> str:
+        return _pp_eqn(self, _Names(), 0)
 
 
 class Jaxpr:
@@ -178,6 +182,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)  # JAX's other name for consts
 
     def __str__(self) -> str:
         return pp_jaxpr(self.jaxpr)
@@ -278,7 +283,7 @@ class Primitive:
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
         self.multiple_results = multiple_results
-        _primitives_by_name[name] = self
+        _primitives_by_name.setdefault(name, self)  # numbax's own keep their names
 
     def __repr__(self) -> str:
         return self.name
@@ -290,6 +295,35 @@ class Primitive:
     def bind(self, *args: Any, **params: Any) -> Any:
         outs = bind(self, *args, **params)
         return outs if self.multiple_results else outs[0]
+
+    # JAX's rule API (jax.extend.core.Primitive): rules take and return one value, or a
+    # sequence when multiple_results; numbax's rule tables hold list-returning rules.
+    def _listed(self, rule: Callable) -> Callable:
+        return lambda *xs, **params: (list if self.multiple_results else _one)(rule(*xs, **params))
+
+    def def_impl(self, impl: Callable) -> Callable:
+        impl_rules[self] = self._listed(impl)
+        return impl
+
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        abstract_eval_rules[self] = self._listed(rule)
+        return rule
+
+    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
+        abstract_eval_rules[self] = self._listed(lambda *avals, **ps: rule(*avals, **ps)[0])
+        return rule
+
+    def impl(self, *args: Any, **params: Any) -> Any:
+        outs = impl_rules[self](*args, **params)
+        return outs if self.multiple_results else outs[0]
+
+    def abstract_eval(self, *avals: Any, **params: Any) -> tuple[Any, frozenset]:
+        outs = abstract_eval(self, avals, params)
+        return (outs if self.multiple_results else outs[0]), frozenset()  # no effects
+
+
+def _one(x: Any) -> list:
+    return [x]
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> list[Any]:
@@ -390,21 +424,27 @@ class EvalTrace(Trace):
             outs = gpu_eager_hook(primitive, tracers, params)
             if outs is not None:
                 return outs
-        avals = [get_aval(x) for x in tracers]
-        out_avals = abstract_eval(primitive, avals, params)
         impl = impl_rules.get(primitive)
         if impl is None:
-            raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
+            raise NotImplementedError(f"Evaluation rule for '{primitive.name}' not implemented")
+        if primitive in abstract_eval_rules:
+            out_avals = abstract_eval(primitive, [get_aval(x) for x in tracers], params)
+        else:  # a user primitive with only def_impl: its outputs say what they are
+            out_avals = None
         outs = impl(*[to_numpy(x) for x in tracers], **params)
+        if out_avals is not None and len(outs) != len(out_avals):
+            raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
+                             f"outputs, its abstract evaluation {len(out_avals)}.")
         results = []
-        for out, aval in zip(outs, out_avals, strict=True):
+        for i, out in enumerate(outs):
             if isinstance(out, Array):
                 results.append(out)
                 continue
+            aval = None if out_avals is None else out_avals[i]
             out = np.asarray(out)
-            if out.dtype != aval.dtype:
+            if aval is not None and out.dtype != aval.dtype:
                 out = out.astype(aval.dtype)
-            results.append(Array._from_numpy(out, aval.weak_type))
+            results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
         if config.jax_debug_nans:
             _check_nans(primitive, results)
         return results

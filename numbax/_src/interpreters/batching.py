@@ -14,6 +14,8 @@ batch_rules: dict[Primitive, Callable] = {}
 # Collectives over a named axis: (axis_data, vals, dims, **params) -> (outs, out_dims); used
 # by the BatchTrace whose axis_name the collective names, batched operands or not.
 collective_rules: dict[Primitive, Callable] = {}
+# Rules that need the axis's name too: (axis_data, vals, dims, **params) -> (outs, out_dims).
+axis_batch_rules: dict[Primitive, Callable] = {}
 
 
 class AxisData(NamedTuple):
@@ -62,6 +64,9 @@ class BatchTrace(Trace):
             outs, dims_out = collective(self.axis_data, vals_in, dims_in, **params)
         elif all(d is not_mapped for d in dims_in):
             return core.bind(primitive, *vals_in, **params)
+        elif primitive in axis_batch_rules:
+            outs, dims_out = axis_batch_rules[primitive](self.axis_data, vals_in, dims_in,
+                                                         **params)
         else:
             rule = batch_rules.get(primitive)
             if rule is None:
