@@ -264,6 +264,7 @@ class CallPrimitive(Primitive):
         ad.jvp_rules[self] = functools.partial(_call_jvp, self)
         ad.transpose_rules[self] = functools.partial(_call_transpose, self)
         batching.batch_rules[self] = functools.partial(_call_batch, self)
+        pe.partial_eval_rules[self] = functools.partial(_call_partial_eval, self)
 
     def bind(self, fun: Callable, *args: Any, **params: Any) -> list[Any]:  # type: ignore[override]
         avals = [core.get_aval(x) for x in args]
@@ -305,6 +306,21 @@ def _call_transpose(prim, cts, *args, call_jaxpr, **params):
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     lin_cts = iter(core.bind(prim, *res, *cts, call_jaxpr=transposed, **params))
     return [next(lin_cts) if lin else None for lin in linear]
+
+
+def _call_partial_eval(prim, trace, tracers, *, call_jaxpr, **params):
+    """Runs the known part of the call now; records the rest as a call of the unknown part."""
+    in_unknowns = [not t.pval.is_known for t in tracers]
+    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(call_jaxpr, in_unknowns)
+    known_outs = core.bind(prim, *[t.pval.const for t in tracers if t.pval.is_known],
+                           call_jaxpr=known, **params)
+    n_known = len(known_outs) - num_res
+    res_tracers = [trace.instantiate_const(trace.lift(r)) for r in known_outs[n_known:]]
+    unknown_tracers = [t for t in tracers if not t.pval.is_known]
+    unknown_outs = pe.default_process_primitive(
+        trace, prim, [*res_tracers, *unknown_tracers], dict(params, call_jaxpr=unknown))
+    known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
+    return [next(unknown_it) if uk else trace.lift(next(known_it)) for uk in out_unknowns]
 
 
 def _call_batch(prim, axis_size, vals, dims, *, call_jaxpr, **params):
