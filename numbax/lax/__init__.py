@@ -143,6 +143,17 @@ from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
 # --- compat-lax: JAX's remaining jax.lax names (parameter classes, *_p primitives, helpers)
 # isort: split
 from numbax._src.custom_derivatives import stop_gradient_p  # noqa: E402, F401
+from numbax._src.lax.bits import (  # noqa: E402, F401
+    clz,
+    clz_p,
+    eq_to_p,
+    le_to_p,
+    lt_to_p,
+    mulhi,
+    mulhi_p,
+    reduce_precision,
+    reduce_precision_p,
+)
 from numbax._src.lax.control_flow.conditionals import cond_p  # noqa: E402, F401
 from numbax._src.lax.control_flow.loops import scan_p, while_p  # noqa: E402, F401
 from numbax._src.lax.creation import (  # noqa: E402, F401
@@ -244,6 +255,21 @@ from numbax._src.lax.parallel import (  # noqa: E402, F401
     pmin_p,
     ppermute_p,
     psum_p,
+)
+from numbax._src.lax.params import (  # noqa: E402, F401
+    AccuracyMode,
+    DotAlgorithm,
+    DotAlgorithmPreset,
+    DotDimensionNumbers,
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    Precision,
+    PrecisionLike,
+    RaggedDotDimensionNumbers,
+    RandomAlgorithm,
+    RoundingMethod,
+    ScatterDimensionNumbers,
+    Tolerance,
 )
 from numbax._src.lax.reductions import (  # noqa: E402, F401
     argmax_p,

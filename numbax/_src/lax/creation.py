@@ -125,11 +125,11 @@ def broadcast_like(arr: Any, like_arr: Any) -> Any:
     """
     target = _shape_of("lax.broadcast_like", like_arr)
     aval = get_aval(arr)
-    if broadcast_shapes(aval.shape, target) != target:
+    lead = len(target) - aval.ndim
+    if lead < 0 or any(d not in (1, t) for d, t in zip(aval.shape, target[lead:])):
         raise NumbaxValueError(
             f"lax.broadcast_like: arr has shape {aval.shape}, which does not broadcast to "
             f"like_arr's shape {target}.")
-    lead = len(target) - aval.ndim
     keep = [i for i, d in enumerate(aval.shape) if d == target[lead + i]]
     squeezed = shape_ops.reshape(arr, tuple(aval.shape[i] for i in keep)) if len(
         keep) != aval.ndim else arr

@@ -1,0 +1,138 @@
+"""lax calls written once against a module bundle `m` (m.lax, m.jnp, m.jax), so the same lines
+run on JAX (tests/data/make_lax_reference.py records their results into
+lax_jax_reference.json, with jax_enable_x64) and on numbax (tests/lax/test_jax_reference.py
+compares). Each case is a thunk returning arrays, nested lists of them, or strings."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+RNG = np.random.default_rng(1234)
+F32 = RNG.normal(size=(4, 5)).astype(np.float32)
+F64 = RNG.normal(size=(3, 4))
+I32 = RNG.integers(-1000, 1000, size=(3, 4)).astype(np.int32)
+U32 = RNG.integers(0, 2**32, size=(6,), dtype=np.uint64).astype(np.uint32)
+
+
+def _precision_cases(m) -> dict[str, Callable]:
+    lax = m.lax
+    strings = ["highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default",
+               "bfloat16", "fastest"]
+    cases: dict[str, Callable] = {
+        "precision_strings": lambda: [repr(lax.Precision(s)) for s in strings],
+        "precision_ints": lambda: [repr(lax.Precision(i)) for i in range(3)],
+        "precision_str": lambda: [str(p) for p in lax.Precision],
+    }
+
+    def params_of(precision):
+        def thunk():
+            jaxpr = m.jax.make_jaxpr(lambda a, b: lax.dot(a, b, precision=precision))(
+                F32, F32.T.copy())
+            (eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "dot_general"]
+            return repr(eqn.params["precision"])
+        return thunk
+
+    for name, p in [("none", None), ("highest", "highest"), ("enum", lax.Precision.HIGH),
+                    ("pair", ("highest", "default")),
+                    ("enum_pair", (lax.Precision.HIGH, lax.Precision.DEFAULT)),
+                    ("preset", lax.DotAlgorithmPreset.F32_F32_F32),
+                    ("preset_name", "F64_F64_F64")]:
+        cases[f"dot_params_{name}"] = params_of(p)
+    for p in ["highest", "default", ("high", "fastest"), "DEFAULT", "F16_F16_F16",
+              "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "F32_F32_F32",
+              "F64_F64_F64"]:
+        cases[f"dot_value_{p}"] = lambda p=p: lax.dot(F32, F32.T, precision=p)
+    cases["dot_preferred_int8"] = lambda: lax.dot(
+        I32.astype(np.int8), I32.T.astype(np.int8), preferred_element_type=np.int32)
+    cases["dot_general_preferred_f64"] = lambda: lax.dot_general(
+        F32, F32, (((1,), (1,)), ((), ())), preferred_element_type=np.float64)
+    cases["batch_matmul_precision"] = lambda: lax.batch_matmul(
+        F32.reshape(2, 2, 5), F32.reshape(2, 5, 2), precision="highest")
+    cases["round_methods"] = lambda: [
+        lax.round(np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4]), method)
+        for method in (lax.RoundingMethod.AWAY_FROM_ZERO, lax.RoundingMethod.TO_NEAREST_EVEN)]
+    cases["rounding_method_repr"] = lambda: [repr(r) for r in lax.RoundingMethod]
+    cases["random_algorithm_str"] = lambda: [str(r) for r in lax.RandomAlgorithm]
+    cases["gather_scatter_mode"] = lambda: [
+        repr(lax.GatherScatterMode.from_any(s)) for s in ("clip", None, "fill", "drop",
+                                                           "promise_in_bounds")]
+    cases["gather_dimension_numbers_repr"] = lambda: repr(
+        lax.GatherDimensionNumbers((1,), (0,), (0,)))
+    cases["scatter_dimension_numbers_repr"] = lambda: repr(
+        lax.ScatterDimensionNumbers((1,), (0,), (0,)))
+    cases["accuracy_exp"] = lambda: [lax.exp(F64, accuracy=lax.AccuracyMode.HIGHEST),
+                                     lax.sin(F64, accuracy=lax.Tolerance(atol=1e-3))]
+    return cases
+
+
+def _creation_cases(m) -> dict[str, Callable]:
+    lax, jnp = m.lax, m.jnp
+    return {
+        "full_like_f32": lambda: lax.full_like(np.ones(3, np.float32), 2),
+        "full_like_int_fill_float": lambda: lax.full_like(np.arange(3), 1.5),
+        "full_like_dtype_shape": lambda: lax.full_like(np.ones((2,)), 1, dtype=np.int8,
+                                                       shape=(2, 3)),
+        "full_like_struct": lambda: lax.full_like(m.jax.ShapeDtypeStruct((2,), np.float32), 4),
+        "empty_shape_dtype": lambda: [str(lax.empty((2, 3), np.float32).shape),
+                                      str(lax.empty(4, np.int32).dtype)],
+        "broadcast_shapes": lambda: [str(lax.broadcast_shapes((3, 1), (1, 4), (5, 1, 1))),
+                                     str(lax.broadcast_shapes((2,)))],
+        "broadcast_shapes_clash": lambda: lax.broadcast_shapes((3,), (4,)),
+        "broadcast_to_rank": lambda: lax.broadcast_to_rank(np.arange(3.0), 3),
+        "broadcast_to_rank_same": lambda: lax.broadcast_to_rank(np.arange(3.0), 1),
+        "broadcast_like": lambda: [lax.broadcast_like(np.array([1, 2, 3]), np.zeros((2, 3))),
+                                   lax.broadcast_like(F64[:, :1], np.zeros((2, 3, 4)))],
+        "shape_as_value": lambda: [lax.shape_as_value((2, 3)), lax.shape_as_value(())],
+        "padtype_to_pads": lambda: [str(lax.padtype_to_pads((5, 7), (3, 2), (2, 3), pad))
+                                    for pad in ("SAME", "SAME_LOWER", "valid", "same")],
+        "padtype_to_pads_bad": lambda: lax.padtype_to_pads((5,), (3,), (2,), "bad"),
+        "reciprocal": lambda: lax.reciprocal(F64),
+        "reciprocal_int": lambda: lax.reciprocal(np.array([2, 4])),
+        "dtype": lambda: [str(lax.dtype(x)) for x in (1.0, 2, np.float32(1), "int16", F32)],
+        "integer_pow_negative_int": lambda: lax.integer_pow(np.array([1, 2, 3]), -2),
+        "integer_pow_negative_float": lambda: lax.integer_pow(F64, -3),
+        "power_negative_int": lambda: jnp.power(np.array([1, 2, 3]), -2),
+    }
+
+
+SPECIAL32 = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-30, 3.5, -3.5, 1e30,
+                      65504.0, 65520.0, 6e-5, 1.0 + 2**-11, 1.0 + 3 * 2**-11], np.float32)
+
+
+def _bits_cases(m) -> dict[str, Callable]:
+    lax = m.lax
+    ints = {dt: np.array([0, 1, 2, 3, 100, -1, -100, np.iinfo(dt).min, np.iinfo(dt).max], dt)
+            for dt in (np.int8, np.int16, np.int32, np.int64)}
+    uints = {dt: np.array([0, 1, 2, 3, 100, np.iinfo(dt).max, np.iinfo(dt).max // 3], dt)
+             for dt in (np.uint8, np.uint16, np.uint32, np.uint64)}
+    out: dict[str, Callable] = {}
+    for dt, x in {**ints, **uints}.items():
+        name = np.dtype(dt).name
+        out[f"clz_{name}"] = lambda x=x: lax.clz(x)
+        out[f"mulhi_{name}"] = lambda x=x: lax.mulhi(x, x[::-1].copy())
+    for e, mb in [(5, 10), (8, 7), (8, 23), (4, 3), (5, 2), (11, 52), (8, 0), (2, 1)]:
+        out[f"reduce_precision_f32_{e}_{mb}"] = lambda e=e, mb=mb: lax.reduce_precision(
+            SPECIAL32, e, mb)
+        out[f"reduce_precision_f64_{e}_{mb}"] = lambda e=e, mb=mb: lax.reduce_precision(
+            SPECIAL32.astype(np.float64) * np.pi, e, mb)
+    out["reduce_precision_int"] = lambda: lax.reduce_precision(np.arange(3), 5, 10)
+    out["reduce_precision_bad_bits"] = lambda: lax.reduce_precision(F32, 0, 10)
+    out["clz_float"] = lambda: lax.clz(F32)
+    out["mulhi_float"] = lambda: lax.mulhi(F32, F32)
+    sp = SPECIAL32
+    for name in ("eq_to", "le_to", "lt_to"):
+        out[f"{name}_floats"] = lambda name=name: getattr(lax, name + "_p").bind(
+            sp[:, None] * np.ones(len(sp), np.float32), sp[None, :] * np.ones((len(sp), 1),
+                                                                             np.float32))
+        out[f"{name}_ints"] = lambda name=name: getattr(lax, name + "_p").bind(
+            I32, I32[:, ::-1].copy())
+    return out
+
+
+def cases(m) -> dict[str, Callable]:
+    """Every recorded case, by name."""
+    out: dict[str, Callable] = {}
+    for family in (_precision_cases, _creation_cases, _bits_cases):
+        out.update(family(m))
+    return out
