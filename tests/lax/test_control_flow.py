@@ -239,3 +239,12 @@ def test_map_matches_python_loop_and_differentiates():
 def test_python_control_flow_on_traced_value_points_here():
     with pytest.raises(numbax.errors.ConcretizationTypeError, match="lax.cond"):
         numbax.vmap(lambda x: x if x > 0 else -x)(np.ones(3))
+
+
+def test_fori_loop_refuses_float_bounds():
+    """issue 21 item 8: a float bound used to be truncated (range(0, 2.7) ran 3 steps)."""
+    with pytest.raises(TypeError, match="lower and upper must be integers"):
+        lax.fori_loop(0, 2.7, lambda i, c: c + i, 0)
+    with pytest.raises(TypeError, match="integers"):
+        numbax.jit(lambda u: lax.fori_loop(0, u, lambda i, c: c + i, 0))(2.5)
+    assert int(lax.fori_loop(np.int32(0), 3, lambda i, c: c + i, 0)) == 3

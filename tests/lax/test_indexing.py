@@ -256,3 +256,19 @@ def test_bad_inputs():
         lax.scatter_add(x, np.ones((2, 1), int), np.ones((2, 3)), (0,))
     with pytest.raises(NumbaxTypeError, match="updates has dtype int64"):
         lax.scatter(x, np.ones((2, 1), int), np.ones((2, 4), np.int64), (0,))
+
+
+def test_at_multiply_with_static_index_differentiates_the_update():
+    """issue 21 item 18: a static int/slice index is unique, so d/du of x.at[i].multiply(u)
+    is defined (JAX marks such indices unique)."""
+    import numbax.numpy as jnp
+
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    g = numbax.grad(lambda u: jnp.asarray(x).at[1].multiply(u).sum())(2.0)
+    np.testing.assert_allclose(g, x[1].sum())
+    g = numbax.grad(lambda u: jnp.asarray(x).at[1, 1:].multiply(u).sum())(2.0)
+    np.testing.assert_allclose(g, x[1, 1:].sum())
+    g = numbax.jit(numbax.grad(lambda u: jnp.asarray(x).at[0, 2].multiply(u).sum()))(3.0)
+    np.testing.assert_allclose(g, x[0, 2])
+    with pytest.raises(NotImplementedError, match="unique_indices"):  # repeated array indices
+        numbax.grad(lambda u: jnp.asarray(x[0]).at[np.array([1, 1])].multiply(u).sum())(2.0)

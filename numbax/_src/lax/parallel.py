@@ -132,11 +132,20 @@ ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
     psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
 
+def _count_bools(leaf: Any) -> Any:
+    """Booleans are summed as int32 counts (JAX's psum), not reduced with logical or."""
+    if get_aval(leaf).dtype == np.bool_:
+        return ew.convert_element_type(leaf, np.int32)
+    return leaf
+
+
 def psum(x: Any, axis_name: Any) -> Any:
-    """Sum of x over the named mapped axis (every example receives the total)."""
+    """Sum of x over the named mapped axis (every example receives the total); booleans
+    are counted (an int32 sum), as in JAX."""
     _check_bound("psum", axis_name)
     names = _axis_names(axis_name)
-    return tu.tree_map(lambda leaf: psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
+    return tu.tree_map(lambda leaf: psum_p.bind(_lift_to_axes(_count_bools(leaf), axis_name),
+                                                axis_name=names), x)
 
 
 def pmean(x: Any, axis_name: Any) -> Any:
@@ -145,7 +154,8 @@ def pmean(x: Any, axis_name: Any) -> Any:
     size = axis_size(axis_name)
 
     def mean(leaf):
-        total = psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name))
+        total = psum_p.bind(_lift_to_axes(_count_bools(leaf), axis_name),
+                            axis_name=_axis_names(axis_name))
         dtype = get_aval(total).dtype
         if not dtypes.is_inexact(dtype):
             total = ew.convert_element_type(total, dtypes.default_float_dtype())
