@@ -271,6 +271,16 @@ from numbax._src.lax.params import (  # noqa: E402, F401
     ScatterDimensionNumbers,
     Tolerance,
 )
+from numbax._src.lax.pieces import (  # noqa: E402, F401
+    split,
+    split_p,
+    stack,
+    stack_p,
+    tile,
+    tile_p,
+    unstack,
+    unstack_p,
+)
 from numbax._src.lax.reductions import (  # noqa: E402, F401
     argmax_p,
     argmin_p,

@@ -130,9 +130,31 @@ def _bits_cases(m) -> dict[str, Callable]:
     return out
 
 
+def _pieces_cases(m) -> dict[str, Callable]:
+    lax = m.lax
+    x = F64
+    return {
+        "split": lambda: lax.split(x, (1, 3), axis=1),
+        "split_empty_piece": lambda: lax.split(x, (0, 3), axis=0),
+        "split_bad_sum": lambda: lax.split(x, (1, 2), axis=1),
+        "split_negative": lambda: lax.split(x, (-1, 5), axis=1),
+        "stack": lambda: [lax.stack([x, 2 * x], axis=-1), lax.stack([x, x])],
+        "stack_shapes": lambda: lax.stack([x, x[:2]]),
+        "stack_dtypes": lambda: lax.stack([x, I32]),
+        "unstack": lambda: [list(lax.unstack(x, axis=1)), list(lax.unstack(x, axis=-2))],
+        "tile": lambda: [lax.tile(x, (2, 1)), lax.tile(x, (0, 2)), lax.tile(I32[0], (3,))],
+        "tile_bad_reps": lambda: lax.tile(x, (2,)),
+        "unstack_jaxpr": lambda: str(m.jax.make_jaxpr(lambda a: lax.unstack(a, axis=1))(x)),
+        "split_grad": lambda: m.jax.grad(lambda a: (lax.split(a, (1, 3), axis=1)[1] ** 2).sum())(
+            x),
+        "tile_grad": lambda: m.jax.grad(lambda a: (lax.tile(a, (2, 3)) * np.arange(
+            72.0).reshape(6, 12)).sum())(x),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
-    for family in (_precision_cases, _creation_cases, _bits_cases):
+    for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases):
         out.update(family(m))
     return out
