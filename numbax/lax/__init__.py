@@ -281,9 +281,12 @@ from numbax._src.lax.pieces import (  # noqa: E402, F401
     unstack,
     unstack_p,
 )
-from numbax._src.lax.reductions import (  # noqa: E402, F401
+from numbax._src.lax.reduce import reduce  # noqa: E402, F401
+from numbax._src.lax.reductions import (  # noqa: E402, F401  # noqa: E402, F401
     argmax_p,
     argmin_p,
+    cumlogsumexp,
+    cumlogsumexp_p,
     cummax_p,
     cummin_p,
     cumprod_p,
@@ -294,6 +297,8 @@ from numbax._src.lax.reductions import (  # noqa: E402, F401
     reduce_or_p,
     reduce_prod_p,
     reduce_sum_p,
+    reduce_xor,
+    reduce_xor_p,
 )
 from numbax._src.lax.shape_ops import (  # noqa: E402, F401
     broadcast_in_dim_p,

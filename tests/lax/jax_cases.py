@@ -152,9 +152,44 @@ def _pieces_cases(m) -> dict[str, Callable]:
     }
 
 
+def _reduce_cases(m) -> dict[str, Callable]:
+    lax, jnp, jax = m.lax, m.jnp, m.jax
+    special = np.array([[1.0, -np.inf, 3.0, 0.0], [2.0, 2.0, -1.0, 5.0], [-np.inf] * 4])
+    argmax_pair = lambda a, b: (jnp.maximum(a[0], b[0]),  # noqa: E731
+                                jnp.where(a[0] >= b[0], a[1], b[1]))
+    return {
+        "reduce_xor": lambda: [lax.reduce_xor(I32, (0,)), lax.reduce_xor(I32 > 0, (1,)),
+                               lax.reduce_xor(U32, (0,))],
+        "reduce_xor_float": lambda: lax.reduce_xor(F64, (0,)),
+        "cumlogsumexp": lambda: [lax.cumlogsumexp(special, axis=1),
+                                 lax.cumlogsumexp(special, axis=0, reverse=True),
+                                 lax.cumlogsumexp(F32, axis=1)],
+        "cumlogsumexp_jvp": lambda: jax.jvp(lambda v: lax.cumlogsumexp(v, axis=1),
+                                            (special[:2],), (np.arange(8.0).reshape(2, 4),))[1],
+        "cumlogsumexp_grad": lambda: jax.grad(lambda v: (lax.cumlogsumexp(v, axis=0, reverse=True)
+                                                         * F64).sum())(F64),
+        "reduce_monoids": lambda: [
+            lax.reduce(F64, 0.0, lax.add, (1,)), lax.reduce(F64, 1.0, lax.mul, (0,)),
+            lax.reduce(F64, -np.inf, lax.max, (0, 1)), lax.reduce(I32, 0, lax.bitwise_xor, (1,)),
+            lax.reduce(I32 > 0, True, lax.bitwise_and, (0,))],
+        "reduce_general": lambda: [
+            lax.reduce(F64, 1.0, lax.add, (0, 1)),
+            lax.reduce(F64, 1.0, lambda a, b: a * b, (1,)),
+            lax.reduce(np.ones((3, 0)), 2.0, lambda a, b: a * b, (1,))],
+        "reduce_multi_operand": lambda: list(lax.reduce(
+            (F64, np.arange(12).reshape(3, 4)), (-np.inf, 0), argmax_pair, (1,))),
+        "reduce_grad": lambda: jax.grad(lambda v: lax.reduce(v, 1.0, lambda a, b: a * b,
+                                                             (0, 1)))(F64),
+        "reduce_bad_tree": lambda: lax.reduce((F64, F64), 0.0, lax.add, (0,)),
+        "reduce_jaxpr_monoid": lambda: [e.primitive.name for e in jax.make_jaxpr(
+            lambda v: lax.reduce(v, 0.0, lax.add, (1,)))(F64).eqns],
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
-    for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases):
+    for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
+                   _reduce_cases):
         out.update(family(m))
     return out
