@@ -87,12 +87,6 @@ from numbax._src.lax.indexing import (  # noqa: F401
     dynamic_slice_in_dim,
     dynamic_update_index_in_dim,
     dynamic_update_slice,
-    gather,
-    scatter,
-    scatter_add,
-    scatter_max,
-    scatter_min,
-    scatter_mul,
 )
 from numbax._src.lax.parallel import (  # noqa: F401
     all_gather,
@@ -282,7 +276,7 @@ from numbax._src.lax.pieces import (  # noqa: E402, F401
     unstack_p,
 )
 from numbax._src.lax.reduce import reduce  # noqa: E402, F401
-from numbax._src.lax.reductions import (  # noqa: E402, F401  # noqa: E402, F401
+from numbax._src.lax.reductions import (  # noqa: E402, F401
     argmax_p,
     argmin_p,
     cumlogsumexp,
@@ -300,6 +294,7 @@ from numbax._src.lax.reductions import (  # noqa: E402, F401  # noqa: E402, F401
     reduce_xor,
     reduce_xor_p,
 )
+from numbax._src.lax.scatter import scatter_sub_p  # noqa: E402, F401
 from numbax._src.lax.shape_ops import (  # noqa: E402, F401
     broadcast_in_dim_p,
     concatenate_p,
@@ -312,4 +307,16 @@ from numbax._src.lax.shape_ops import (  # noqa: E402, F401
     squeeze_p,
     transpose_p,
 )
+from numbax._src.lax.slicing import (  # noqa: E402, F401
+    dynamic_update_slice_in_dim,
+    gather,
+    index_take,
+    scatter_add,
+    scatter_apply,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_sub,
+)
+from numbax._src.lax.slicing import scatter_set as scatter  # noqa: E402, F401
 from numbax._src.lax.sort import sort_p  # noqa: E402, F401

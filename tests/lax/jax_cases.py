@@ -186,10 +186,80 @@ def _reduce_cases(m) -> dict[str, Callable]:
     }
 
 
+def _slicing_cases(m) -> dict[str, Callable]:
+    lax, jax = m.lax, m.jax
+    G, S = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers
+    x = np.arange(12.0).reshape(3, 4)
+    cube = np.arange(24.0).reshape(2, 3, 4)
+    rows = G(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+    win = G(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0, 1))
+    bat = G(offset_dims=(2,), collapsed_slice_dims=(2,), start_index_map=(2,),
+            operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+    idx_rows = np.array([[2], [0], [5], [-1]])
+    idx_win = np.array([[0, 0], [1, 2], [2, 3], [-1, 1]])
+    idx_bat = np.array([[[3], [0], [1], [9], [2]], [[1], [1], [0], [2], [-4]]])
+    out: dict[str, Callable] = {}
+    for mode in (None, "clip", "fill", "promise_in_bounds"):
+        out[f"gather_rows_{mode}"] = lambda mode=mode: lax.gather(x, idx_rows, rows, (1, 4),
+                                                                  mode=mode)
+        out[f"gather_window_{mode}"] = lambda mode=mode: lax.gather(x, idx_win, win, (2, 2),
+                                                                    mode=mode)
+        out[f"gather_batching_{mode}"] = lambda mode=mode: lax.gather(cube, idx_bat, bat,
+                                                                      (1, 3, 1), mode=mode)
+    out["gather_fill_value"] = lambda: lax.gather(x, idx_rows, rows, (1, 4), mode="fill",
+                                                  fill_value=-7.0)
+    out["gather_int_fill"] = lambda: lax.gather(I32, idx_rows[:3], rows, (1, 4), mode="fill")
+    out["gather_grad"] = lambda: jax.grad(lambda v: (lax.gather(v, idx_win, win, (2, 2),
+                                                                mode="fill") ** 2).sum())(F64)
+    out["gather_bad_slice"] = lambda: lax.gather(x, idx_rows, rows, (2, 4))
+    out["gather_bad_offset"] = lambda: lax.gather(x, idx_rows, G((0,), (0,), (0,)), (1, 4))
+    one = S(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+    rows_s = S(update_window_dims=(1,), inserted_window_dims=(0,),
+               scatter_dims_to_operand_dims=(0,))
+    win_s = S(update_window_dims=(1, 2), inserted_window_dims=(),
+              scatter_dims_to_operand_dims=(0, 1))
+    bat_s = S(update_window_dims=(2,), inserted_window_dims=(2,),
+              scatter_dims_to_operand_dims=(2,), operand_batching_dims=(0,),
+              scatter_indices_batching_dims=(0,))
+    vec = np.arange(5.0)
+    idx1 = np.array([[1], [1], [4], [7], [-1]])
+    upd1 = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    for name in ("scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+                 "scatter_max"):
+        fn = getattr(lax, name)
+        for mode in (None, "clip"):
+            out[f"{name}_one_{mode}"] = lambda fn=fn, mode=mode: fn(vec, idx1, upd1, one,
+                                                                    mode=mode)
+        out[f"{name}_rows"] = lambda fn=fn: fn(x, idx_rows, np.arange(16.0).reshape(4, 4),
+                                               rows_s)
+        out[f"{name}_window"] = lambda fn=fn: fn(x, idx_win, np.arange(16.0).reshape(4, 2, 2),
+                                                 win_s, mode="clip")
+        out[f"{name}_batching"] = lambda fn=fn: fn(cube, idx_bat, np.arange(30.0).reshape(
+            2, 5, 3), bat_s)
+    out["scatter_add_grad"] = lambda: list(jax.grad(
+        lambda v, u: (lax.scatter_add(v, idx_win, u, win_s) ** 2).sum(), argnums=(0, 1))(
+        x, np.arange(16.0).reshape(4, 2, 2)))
+    out["scatter_sub_jaxpr"] = lambda: [e.primitive.name for e in jax.make_jaxpr(
+        lambda v: lax.scatter_sub(v, idx1, upd1, one))(vec).eqns][-1]
+    out["scatter_bad_updates"] = lambda: lax.scatter_add(vec, idx1, upd1[:3], one)
+    out["scatter_apply"] = lambda: [
+        lax.scatter_apply(vec, idx1, lambda v: v * 10 + 1, one, update_shape=(5,)),
+        lax.scatter_apply(x, idx_rows[:2], jax.numpy.sin, rows_s, update_shape=(2, 4))]
+    out["index_take"] = lambda: [
+        lax.index_take(I32, (np.array([0, 2, -1]), np.array([1, 3, -4])), (0, 1)),
+        lax.index_take(I32, (np.array([0, 2]),), (1,))]
+    out["dynamic_update_slice_in_dim"] = lambda: [
+        lax.dynamic_update_slice_in_dim(x, -np.ones((3, 2)), -1, axis=1),
+        lax.dynamic_update_slice_in_dim(x, -np.ones((3, 2)), 1, axis=1,
+                                        allow_negative_indices=False),
+        lax.dynamic_update_slice_in_dim(x, -np.ones((1, 4)), 5, axis=0)]
+    return out
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
-                   _reduce_cases):
+                   _reduce_cases, _slicing_cases):
         out.update(family(m))
     return out
