@@ -319,4 +319,10 @@ from numbax._src.lax.slicing import (  # noqa: E402, F401
     scatter_sub,
 )
 from numbax._src.lax.slicing import scatter_set as scatter  # noqa: E402, F401
-from numbax._src.lax.sort import sort_p  # noqa: E402, F401
+from numbax._src.lax.sort import (  # noqa: E402, F401
+    approx_max_k,
+    approx_min_k,
+    approx_top_k_p,
+    sort_p,  # noqa: E402, F401
+    top_k_p,
+)

@@ -256,10 +256,30 @@ def _slicing_cases(m) -> dict[str, Callable]:
     return out
 
 
+def _top_k_cases(m) -> dict[str, Callable]:
+    lax, jax = m.lax, m.jax
+    x = np.array([[3.0, np.nan, 1.0, 3.0, -np.inf, 7.0], [0.0, -0.0, 2.0, 2.0, 2.0, 1.0]])
+    return {
+        "top_k": lambda: [list(lax.top_k(x, 3)), list(lax.top_k(x, 2, axis=0)),
+                          list(lax.top_k(I32, 4)), list(lax.top_k(np.int8([3, 1, 2]), 2))],
+        "top_k_jvp": lambda: jax.jvp(lambda a: lax.top_k(a, 2)[0], (x,),
+                                     (np.arange(12.0).reshape(2, 6),))[1],
+        "top_k_grad": lambda: jax.grad(lambda a: (lax.top_k(a, 3)[0] * np.arange(3.0)).sum())(
+            F64),
+        "top_k_too_big": lambda: lax.top_k(x, 7),
+        "top_k_negative": lambda: lax.top_k(x, -1),
+        "top_k_jaxpr": lambda: str(jax.make_jaxpr(lambda a: lax.top_k(a, 3))(x)),
+        "approx_max_k": lambda: [list(lax.approx_max_k(F64, 2)),
+                                 list(lax.approx_max_k(F64, 2, reduction_dimension=0)),
+                                 list(lax.approx_min_k(F64, 3))],
+        "approx_min_k_ties": lambda: list(lax.approx_min_k(x[1:], 3)),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
-                   _reduce_cases, _slicing_cases):
+                   _reduce_cases, _slicing_cases, _top_k_cases):
         out.update(family(m))
     return out

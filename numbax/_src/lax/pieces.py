@@ -54,7 +54,7 @@ def _split_transpose(cts, x, *, sizes, axis):
 
 def _split_batch(axis_size, vals, dims, *, sizes, axis):
     (x,), (d,) = vals, dims
-    outs = split_p.bind(x, sizes=sizes, axis=axis + (d <= axis))
+    outs = split_p.bind(x, axis=axis + (d <= axis), sizes=sizes)
     return outs, [d] * len(outs)
 
 
@@ -73,7 +73,7 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
     """
     aval = get_aval(operand)
     sizes = tuple(operator.index(s) for s in sizes)
-    return split_p.bind(operand, sizes=sizes, axis=_axis("split", axis, aval.ndim))
+    return split_p.bind(operand, axis=_axis("split", axis, aval.ndim), sizes=sizes)
 
 
 # ----------------------------------------------------------------------------- stack

@@ -1,4 +1,5 @@
-"""Matrix rows of lax/pieces.py: split, stack, unstack, tile."""
+"""Matrix rows of lax/pieces.py (split, stack, unstack, tile) and of lax/sort.py's top_k and
+approx_top_k."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,4 +22,16 @@ def cases() -> dict[str, list[Case]]:
                     Case(lambda x: lax.unstack(x)[1] * 3.0, (X,), (0,))],
         "tile": [Case(lambda x: lax.tile(x, (2, 3)), (X,), (0,)),
                  Case(lambda x: lax.tile(x, (1, 0)), (X,))],
+        **_top_k_rows(),
+    }
+
+
+def _top_k_rows() -> dict[str, list[Case]]:
+    return {
+        "top_k": [Case(lambda x: lax.top_k(x, 2), (X,), (0,)),
+                  Case(lambda x: lax.top_k(x, 2, axis=0), (X.astype(np.float32),))],
+        "approx_top_k": [Case(lambda x: lax.approx_max_k(x, 3)[0], (X,), (0,)),
+                         Case(lambda x: lax.approx_min_k(x, 2, reduction_dimension=0)[0], (X,),
+                              (0,)),
+                         Case(lambda x: lax.approx_min_k(x, 2), (X,))],
     }
