@@ -241,7 +241,7 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
     params = " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in eqn.params.items())
     head = eqn.primitive.name + (f"[{params}]" if params else "")
     args = " ".join(_pp_atom(x, names) for x in eqn.invars)
-    return f"{lhs} = {head} {args}".rstrip()
+    return f"{lhs} = {head} {args}".rstrip() if lhs else f"{head} {args}".rstrip()
 
 
 def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -> str:
@@ -252,7 +252,7 @@ def _pp_jaxpr_lines(jaxpr: Jaxpr, names: _Names, indent: int, inline_ok: bool) -
     outs = ", ".join(_pp_atom(v, names) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     head = f"{{ lambda {consts}; {ins}. let"
-    one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+    one_line = f"{head} {'; '.join(eqns)} in {outs} }}"  # JAX's "let  in" when empty
     if inline_ok and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line
     pad = " " * indent

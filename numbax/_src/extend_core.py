@@ -333,8 +333,6 @@ def _call_batch(prim, axis_size, vals, dims, *, call_jaxpr, **params):
     return outs, [0 if b else None for b in out_batched]
 
 
-call_p = CallPrimitive("call")
-
 
 # ----------------------------------------------------------------------------- trace state
 

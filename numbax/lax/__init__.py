@@ -242,6 +242,18 @@ from numbax._src.lax.indexing import (  # noqa: E402, F401
     scatter_mul_p,
     scatter_p,
 )
+from numbax._src.lax.ordering import (  # noqa: E402, F401
+    after_all,
+    after_all_p,
+    create_token,
+    create_token_p,
+    dce_sink,
+    dce_sink_p,
+    optimization_barrier,
+    optimization_barrier_p,
+    stage,
+    stage_p,
+)
 from numbax._src.lax.parallel import (  # noqa: E402, F401
     all_gather_p,
     axis_index_p,

@@ -276,10 +276,33 @@ def _top_k_cases(m) -> dict[str, Callable]:
     }
 
 
+def _ordering_cases(m) -> dict[str, Callable]:
+    lax, jax = m.lax, m.jax
+
+    def jaxpr(f, *args):
+        return lambda: str(jax.make_jaxpr(f)(*args))
+
+    return {
+        "tokens_jaxpr": jaxpr(lambda x: lax.after_all(lax.create_token(), lax.create_token()),
+                              1.0),
+        "token_repr_types": lambda: [type(lax.create_token()).__name__,
+                                     type(lax.after_all()).__name__],
+        "after_all_not_tokens": lambda: lax.after_all(1.0),
+        "optimization_barrier_jaxpr": jaxpr(lambda x: lax.optimization_barrier((x, x + 1)), 1.0),
+        "optimization_barrier_value": lambda: list(lax.optimization_barrier((1.0, I32))),
+        "optimization_barrier_grad": lambda: jax.grad(
+            lambda x: lax.optimization_barrier((x * x, x))[0])(3.0),
+        "stage_jaxpr": jaxpr(lambda x: lax.stage(x), 1.0),
+        "stage_value": lambda: lax.stage(F64),
+        "dce_sink_jaxpr": jaxpr(lambda x: lax.dce_sink(x), 1.0),
+        "dce_sink_value": lambda: str(lax.dce_sink(1.0)),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
-                   _reduce_cases, _slicing_cases, _top_k_cases):
+                   _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases):
         out.update(family(m))
     return out
