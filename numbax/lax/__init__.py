@@ -306,6 +306,12 @@ from numbax._src.lax.reductions import (  # noqa: E402, F401
     reduce_xor,
     reduce_xor_p,
 )
+from numbax._src.lax.rng import (  # noqa: E402, F401
+    rng_bit_generator,
+    rng_bit_generator_p,
+    rng_uniform,
+    rng_uniform_p,
+)
 from numbax._src.lax.scatter import scatter_sub_p  # noqa: E402, F401
 from numbax._src.lax.shape_ops import (  # noqa: E402, F401
     broadcast_in_dim_p,
