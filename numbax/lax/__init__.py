@@ -137,6 +137,9 @@ from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
 # --- compat-lax: JAX's remaining jax.lax names (parameter classes, *_p primitives, helpers)
 # isort: split
 from numbax._src.custom_derivatives import stop_gradient_p  # noqa: E402, F401
+from numbax._src.lax.along_axis import (  # noqa: E402, F401
+    public_associative_scan as associative_scan,
+)
 from numbax._src.lax.bits import (  # noqa: E402, F401
     clz,
     clz_p,

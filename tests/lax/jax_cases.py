@@ -299,10 +299,28 @@ def _ordering_cases(m) -> dict[str, Callable]:
     }
 
 
+def _scan_cases(m) -> dict[str, Callable]:
+    lax, jnp, jax = m.lax, m.jnp, m.jax
+    affine = lambda a, b: (a[0] * b[0], a[1] * b[0] + b[1])  # noqa: E731
+    return {
+        "associative_scan_add": lambda: [lax.associative_scan(jnp.add, np.arange(n, dtype=float))
+                                         for n in (0, 1, 2, 5, 8)],
+        "associative_scan_tuple_reverse": lambda: list(lax.associative_scan(
+            affine, (np.arange(1.0, 6.0), np.ones(5)), reverse=True)),
+        "associative_scan_axis": lambda: [lax.associative_scan(jnp.maximum, F64, axis=1),
+                                          lax.associative_scan(jnp.minimum, F64, axis=-2)],
+        "associative_scan_grad": lambda: jax.grad(
+            lambda v: (lax.associative_scan(jnp.multiply, v, axis=1) * F64).sum())(F64),
+        "associative_scan_lengths": lambda: lax.associative_scan(
+            jnp.add, (np.ones(3), np.ones(4))),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
-                   _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases):
+                   _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases,
+                   _scan_cases):
         out.update(family(m))
     return out

@@ -248,3 +248,14 @@ def test_fori_loop_refuses_float_bounds():
     with pytest.raises(TypeError, match="integers"):
         numbax.jit(lambda u: lax.fori_loop(0, u, lambda i, c: c + i, 0))(2.5)
     assert int(lax.fori_loop(np.int32(0), 3, lambda i, c: c + i, 0)) == 3
+
+
+def test_associative_scan_under_jit_and_vmap():
+    x = np.random.default_rng(4).normal(size=(3, 7))
+    f = lambda v: lax.associative_scan(jnp.add, v, axis=1)  # noqa: E731
+    np.testing.assert_allclose(numbax.jit(f)(x), np.cumsum(x, axis=1))
+    np.testing.assert_allclose(numbax.vmap(lambda r: lax.associative_scan(jnp.add, r,
+                                                                          reverse=True))(x),
+                               np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
+    with pytest.raises(TypeError, match="structure"):
+        lax.associative_scan(lambda a, b: (a, b), x)
