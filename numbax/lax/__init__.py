@@ -153,6 +153,10 @@ from numbax._src.lax.bits import (  # noqa: E402, F401
 )
 from numbax._src.lax.control_flow.conditionals import cond_p  # noqa: E402, F401
 from numbax._src.lax.control_flow.loops import scan_p, while_p  # noqa: E402, F401
+from numbax._src.lax.control_flow.solves import (  # noqa: E402, F401
+    custom_linear_solve,
+    custom_root,
+)
 from numbax._src.lax.creation import (  # noqa: E402, F401
     broadcast_like,
     broadcast_shapes,

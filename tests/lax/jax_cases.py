@@ -316,11 +316,52 @@ def _scan_cases(m) -> dict[str, Callable]:
     }
 
 
+def _solve_cases(m) -> dict[str, Callable]:
+    lax, jnp, jax = m.lax, m.jnp, m.jax
+    a = F64[:, :3] @ F64[:, :3].T / 4 + np.eye(3)
+    b = F64[0, :3].copy()
+
+    def richardson(matvec, rhs):
+        step = lambda c: (c[0] + 0.05 * (rhs - matvec(c[0])), c[1] + 1)  # noqa: E731
+        return lax.while_loop(lambda c: c[1] < 800, step, (jnp.zeros_like(rhs), 0))[0]
+
+    def solve_sym(s, r):
+        return lax.custom_linear_solve(lambda v: s @ v, r, richardson, symmetric=True)
+
+    def solve_gen(s, r):
+        return lax.custom_linear_solve(lambda v: s @ v, r, lambda mv, y: jnp.linalg.solve(s, y),
+                                       lambda vm, y: jnp.linalg.solve(s.T, y))
+
+    def newton_sqrt(x):
+        def newton(f, x0):
+            return lax.fori_loop(0, 40, lambda i, y: y - f(y) / (2 * y), x0)
+        return lax.custom_root(lambda y: y * y - x, 1.0, newton, lambda g, y: y / g(1.0))
+
+    nonsym = a + np.triu(np.ones((3, 3)), 1)
+    return {
+        "custom_linear_solve": lambda: [solve_sym(a, b), solve_gen(nonsym, b)],
+        "custom_linear_solve_grad": lambda: list(jax.grad(
+            lambda s, r: (solve_sym(s, r) ** 2).sum(), argnums=(0, 1))(a, b)),
+        "custom_linear_solve_grad_nonsym": lambda: list(jax.grad(
+            lambda s, r: (solve_gen(s, r) * np.arange(3.0)).sum(), argnums=(0, 1))(nonsym, b)),
+        "custom_linear_solve_jvp": lambda: jax.jvp(lambda s: solve_gen(s, b), (nonsym,),
+                                                   (np.ones((3, 3)),))[1],
+        "custom_linear_solve_vmap": lambda: jax.vmap(lambda r: solve_sym(a, r))(F64[:, :3]),
+        "custom_linear_solve_aux": lambda: list(lax.custom_linear_solve(
+            lambda v: a @ v, b, lambda mv, r: (jnp.linalg.solve(a, r), r.sum()), symmetric=True,
+            has_aux=True)),
+        "custom_root": lambda: [newton_sqrt(2.0), jax.grad(newton_sqrt)(2.0),
+                                jax.grad(jax.grad(newton_sqrt))(2.0),
+                                jax.vmap(newton_sqrt)(np.array([1.0, 4.0, 9.0]))],
+        "custom_root_jvp": lambda: jax.jvp(newton_sqrt, (3.0,), (1.0,))[1],
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
                    _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases,
-                   _scan_cases):
+                   _scan_cases, _solve_cases):
         out.update(family(m))
     return out

@@ -259,3 +259,20 @@ def test_associative_scan_under_jit_and_vmap():
                                np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
     with pytest.raises(TypeError, match="structure"):
         lax.associative_scan(lambda a, b: (a, b), x)
+
+
+def test_custom_linear_solve_and_custom_root_bad_input():
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    b = np.array([1.0, 2.0])
+    solve = lambda mv, r: jnp.linalg.solve(a, r)  # noqa: E731
+    with pytest.raises(TypeError, match="structure"):
+        lax.custom_linear_solve(lambda v: a @ v, b, lambda mv, r: (r, r))
+    with pytest.raises(TypeError, match="matvec must return the structure"):
+        lax.custom_linear_solve(lambda v: (v, v), b, solve)
+    with pytest.raises(TypeError, match="transpose_solve is required"):
+        numbax.grad(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve).sum())(b)
+    np.testing.assert_allclose(  # forward mode needs no transpose_solve
+        numbax.jvp(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve), (b,), (b,))[1],
+        np.linalg.solve(a, b))
+    with pytest.raises(TypeError, match="f must return the structure"):
+        lax.custom_root(lambda x: (x, x), 1.0, lambda f, x: x, lambda g, y: y)
