@@ -249,15 +249,17 @@ from numbax._src.lax.indexing import (  # noqa: E402, F401
     scatter_mul_p,
     scatter_p,
 )
-from numbax._src.lax.ordering import (  # noqa: E402, F401
+from numbax._src.lax.ordering import (  # noqa: E402, F401  # noqa: E402, F401
     after_all,
     after_all_p,
+    composite,
     create_token,
     create_token_p,
     dce_sink,
     dce_sink_p,
     optimization_barrier,
     optimization_barrier_p,
+    platform_dependent,
     stage,
     stage_p,
 )

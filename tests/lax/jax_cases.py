@@ -296,6 +296,16 @@ def _ordering_cases(m) -> dict[str, Callable]:
         "stage_value": lambda: lax.stage(F64),
         "dce_sink_jaxpr": jaxpr(lambda x: lax.dce_sink(x), 1.0),
         "dce_sink_value": lambda: str(lax.dce_sink(1.0)),
+        "platform_dependent": lambda: [
+            lax.platform_dependent(2.0, cpu=lambda x: x * 3, default=lambda x: x),
+            lax.platform_dependent(2.0, default=lambda x: x + 1),
+            lax.platform_dependent(2.0, 3.0, cuda=lambda x, y: x * y, default=lambda x, y: x - y),
+            jax.jit(lambda v: lax.platform_dependent(v, cpu=jax.numpy.sin,
+                                                     tpu=jax.numpy.cos))(F64)],
+        "platform_dependent_gpu": lambda: lax.platform_dependent(1.0, gpu=lambda x: x),
+        "composite": lambda: [lax.composite(lambda x, y: x * y + 1, name="my.fma")(F64, F64),
+                              lax.composite(lambda x, *, k: x * k, name="scale", version=2)(
+                                  F64, k=3)],
     }
 
 

@@ -95,3 +95,14 @@ def test_creation_helpers_under_transformations():
                 order=2)
     got = numbax.vmap(lambda x: lax.full_like(x, 7, shape=(2,)))(A)
     np.testing.assert_array_equal(got, np.full((3, 2), 7.0))
+
+
+def test_platform_dependent_and_composite_bad_input_and_grad():
+    with pytest.raises(NotImplementedError, match="no branch for platform 'cpu'"):
+        lax.platform_dependent(1.0, tpu=lambda x: x)
+    with pytest.raises(ValueError, match="unknown platform"):
+        lax.platform_dependent(1.0, metal=lambda x: x)
+    with pytest.raises(TypeError, match="name"):
+        lax.composite(lambda x: x, name=3)
+    fma = lax.composite(lambda x, y: x * y + 1.0, name="my.fma")
+    np.testing.assert_allclose(numbax.grad(fma)(2.0, 3.0), 3.0)

@@ -1,15 +1,18 @@
-"""Staging and ordering primitives, identities for numbax's arithmetic that mark places in a
-program: optimization_barrier, stage, dce_sink, and the tokens of create_token/after_all.
+"""Staging and ordering: identities for numbax's arithmetic that mark places in a program
+(optimization_barrier, stage, dce_sink, the tokens of create_token/after_all) and the staging
+helpers platform_dependent and composite.
 numbax has no side effects to order and no optimizer that reorders across them, so each
 evaluates to its operands; they exist so JAX programs that use them run unchanged."""
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.extend_core import AbstractToken, Token, abstract_token
 from numbax._src.interpreters import ad, batching
 
@@ -138,3 +141,63 @@ def after_all(*operands: Any) -> Token:
     """
     return after_all_p.bind(*operands)
 
+
+
+# ---------------------------------------------------------------------- platforms, composites
+
+_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+def platform_dependent(*args: Any, default: Callable | None = None,
+                       **per_platform: Callable) -> Any:
+    """Calls the branch for the platform the program runs on with args: numbax traces for
+    the CPU, so the 'cpu' branch runs, else `default`.
+
+    Args:
+      *args: the operands of every branch.
+      default: the branch for platforms without one of their own.
+      **per_platform: branches by platform name ('cpu', 'cuda', 'rocm', 'tpu').
+
+    Returns:
+      The chosen branch's result.
+
+    >>> platform_dependent(2.0, cpu=lambda x: x * 3, default=lambda x: x)
+    6.0
+    """
+    for name in per_platform:
+        if name == "gpu":
+            raise NumbaxValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+        if name not in _PLATFORMS:
+            raise NumbaxValueError(
+                f"lax.platform_dependent: unknown platform {name!r}; expected one of "
+                f"{_PLATFORMS}.")
+    branch = per_platform.get("cpu", default)
+    if branch is None:
+        raise NotImplementedError(
+            f"lax.platform_dependent: no branch for platform 'cpu' among {sorted(per_platform)} "
+            "and no default; numbax runs programs on the CPU. Pass cpu= or default=.")
+    return branch(*args)
+
+
+def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
+    """decomposition, marked as the composite operation `name` (XLA may swap in a kernel for
+    it; numbax runs the decomposition).
+
+    Unlike JAX, there is no composite equation in the jaxpr and the result is differentiable
+    (JAX raises for derivatives of a composite).
+
+    >>> fma = composite(lambda x, y: x * y + 1.0, name="my.fma")
+    >>> fma(2.0, 3.0)
+    7.0
+    """
+    if not isinstance(name, str) or not name:
+        raise NumbaxTypeError(f"lax.composite: name has {name!r}, expected a non-empty string.")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise NumbaxTypeError(
+            f"lax.composite: version has {version!r}, expected a non-negative integer.")
+
+    @functools.wraps(decomposition)
+    def call(*args: Any, **attributes: Any) -> Any:
+        return decomposition(*args, **attributes)
+
+    return call
