@@ -271,6 +271,14 @@ from numbax._src.lax.parallel import (  # noqa: E402, F401
     ppermute_p,
     psum_p,
 )
+from numbax._src.lax.parallel_redistribute import (  # noqa: E402, F401
+    all_to_all,
+    all_to_all_p,
+    pbroadcast,
+    pcast,
+    pshuffle,
+    pswapaxes,
+)
 from numbax._src.lax.params import (  # noqa: E402, F401
     AccuracyMode,
     DotAlgorithm,

@@ -367,11 +367,35 @@ def _solve_cases(m) -> dict[str, Callable]:
     }
 
 
+def _collective_cases(m) -> dict[str, Callable]:
+    lax, jax = m.lax, m.jax
+    x = np.arange(24.0).reshape(4, 3, 2)
+    y = np.arange(48.0).reshape(4, 4, 3)
+    z = np.arange(96.0).reshape(4, 8, 3)
+
+    def named(f, *args):
+        return lambda: jax.vmap(f, axis_name="i")(*args)
+
+    return {
+        "all_to_all": named(lambda v: lax.all_to_all(v, "i", 0, 1), y),
+        "all_to_all_tiled": named(lambda v: lax.all_to_all(v, "i", 0, 1, tiled=True), z),
+        "all_to_all_tiled_same": named(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), z),
+        "all_to_all_grad": lambda: jax.grad(lambda w: (jax.vmap(
+            lambda v: lax.all_to_all(v, "i", 0, 1), axis_name="i")(w)
+            * np.arange(48.0).reshape(4, 3, 4)).sum())(y),
+        "all_to_all_bad_size": named(lambda v: lax.all_to_all(v, "i", 1, 0), y),
+        "pswapaxes": named(lambda v: lax.pswapaxes(v, "i", 0), y),
+        "pshuffle": named(lambda v: lax.pshuffle(v, "i", [2, 0, 3, 1]), x),
+        "pshuffle_bad": named(lambda v: lax.pshuffle(v, "i", [2, 0, 0, 1]), x),
+        "pbroadcast": named(lambda v: lax.pbroadcast(v, "i", 2), x),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
                    _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases,
-                   _scan_cases, _solve_cases):
+                   _scan_cases, _solve_cases, _collective_cases):
         out.update(family(m))
     return out

@@ -44,3 +44,26 @@ def test_psum_and_pmean_count_booleans_under_pmap(four_devices):
 def test_unbound_axis_name_is_a_clear_error():
     with pytest.raises(NameError, match="unbound axis name"):
         lax.psum(np.ones(3), "nope")
+
+
+def test_redistributing_collectives_beyond_jax_s_reach():
+    """Cases JAX 0.10.2 itself fails on: a negative concat_axis and pbroadcast's gradient."""
+    y = np.arange(48.0).reshape(4, 4, 3)
+    last = numbax.vmap(lambda v: lax.all_to_all(v, "i", 0, -1), axis_name="i")(y)
+    np.testing.assert_array_equal(
+        last, numbax.vmap(lambda v: lax.all_to_all(v, "i", 0, 1), axis_name="i")(y))
+    x = np.arange(24.0).reshape(4, 3, 2)
+    g = numbax.grad(lambda w: (numbax.vmap(lambda v: lax.pbroadcast(v, "i", 1),
+                                           axis_name="i")(w) ** 2).sum())(x)
+    want = np.zeros_like(x)
+    want[1] = 2 * 4 * x[1]  # all four members hold x[1]
+    np.testing.assert_allclose(g, want)
+    assert numbax.vmap(lambda v: lax.pcast(v, "i", to="varying"), axis_name="i")(x).shape == (
+        4, 3, 2)
+    with pytest.raises(ValueError, match="Allowed `to` values"):
+        numbax.vmap(lambda v: lax.pcast(v, "i", to="sideways"), axis_name="i")(x)
+    with pytest.raises(NameError, match="unbound axis name"):
+        lax.all_to_all(x, "j", 0, 0)
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        numbax.vmap(lambda v: lax.pswapaxes(v, "i", 0, axis_index_groups=[[0, 1], [2, 3]]),
+                    axis_name="i")(y)
