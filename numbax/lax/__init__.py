@@ -304,6 +304,7 @@ from numbax._src.lax.pieces import (  # noqa: E402, F401
     unstack,
     unstack_p,
 )
+from numbax._src.lax.ragged import ragged_dot, ragged_dot_general  # noqa: E402, F401
 from numbax._src.lax.reduce import reduce  # noqa: E402, F401
 from numbax._src.lax.reductions import (  # noqa: E402, F401
     argmax_p,

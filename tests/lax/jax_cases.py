@@ -391,11 +391,46 @@ def _collective_cases(m) -> dict[str, Callable]:
     }
 
 
+def _ragged_cases(m) -> dict[str, Callable]:
+    lax, jax = m.lax, m.jax
+    rng = np.random.default_rng(8)
+    lhs = rng.normal(size=(7, 3))
+    rhs = rng.normal(size=(3, 3, 2))
+    sizes = np.array([2, 0, 4], np.int32)
+    R = lax.RaggedDotDimensionNumbers
+    contracting = R(dot_dimension_numbers=(((1,), (0,)), ((), ())), lhs_ragged_dimensions=(1,),
+                    rhs_group_dimensions=())
+    batched = R(dot_dimension_numbers=(((2,), (2,)), ((0,), (1,))), lhs_ragged_dimensions=(1,),
+                rhs_group_dimensions=(0,))
+    lhs_b = rng.normal(size=(2, 5, 3))
+    rhs_b = rng.normal(size=(2, 2, 3, 4))
+    rhs_c = rng.normal(size=(7, 2))
+    rhs_batch = rng.normal(size=(2, 3, 4))
+    sizes_b = np.array([[3, 2], [1, 3]], np.int32)
+    batch_ragged = R(dot_dimension_numbers=(((2,), (1,)), ((0,), (0,))),
+                     lhs_ragged_dimensions=(0,), rhs_group_dimensions=())
+    return {
+        "ragged_dot": lambda: lax.ragged_dot(lhs, rhs, sizes),
+        "ragged_dot_short_groups": lambda: lax.ragged_dot(lhs, rhs, np.array([1, 2, 1])),
+        "ragged_dot_preferred": lambda: lax.ragged_dot(
+            lhs.astype(np.float32), rhs.astype(np.float32), sizes,
+            preferred_element_type=np.float64),
+        "ragged_dot_grad": lambda: list(jax.grad(lambda a, b: (lax.ragged_dot(a, b, sizes) ** 2)
+                                                 .sum(), argnums=(0, 1))(lhs, rhs)),
+        "ragged_dot_contracting": lambda: lax.ragged_dot_general(
+            lhs.T.copy(), rhs_c, np.array([3, 4], np.int32), contracting),
+        "ragged_dot_batched_groups": lambda: lax.ragged_dot_general(lhs_b, rhs_b, sizes_b,
+                                                                    batched),
+        "ragged_dot_batch_mode": lambda: lax.ragged_dot_general(
+            lhs_b, rhs_batch, np.array([1, 1], np.int32), batch_ragged),
+    }
+
+
 def cases(m) -> dict[str, Callable]:
     """Every recorded case, by name."""
     out: dict[str, Callable] = {}
     for family in (_precision_cases, _creation_cases, _bits_cases, _pieces_cases,
                    _reduce_cases, _slicing_cases, _top_k_cases, _ordering_cases,
-                   _scan_cases, _solve_cases, _collective_cases):
+                   _scan_cases, _solve_cases, _collective_cases, _ragged_cases):
         out.update(family(m))
     return out
