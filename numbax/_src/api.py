@@ -537,7 +537,8 @@ def _flatten_axes(api: str, what: str, treedef: tu.PyTreeDef, axes: Any) -> list
             f"specification {axes} for value tree {treedef}. ({err})"
         ) from None
     for axis, subtree in zip(flat_axes, subtrees, strict=True):
-        if axis is not None and not isinstance(axis, (int, np.integer)):
+        if axis is not None and not isinstance(axis, (int, np.integer)) and not (
+                batching.is_vmappable_spec(axis)):
             raise NumbaxTypeError(
                 f"{api}: {what} must contain ints or None, got {type(axis).__name__}.")
         add_leaves(axis, subtree)
@@ -561,7 +562,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         if kwargs:
             raise NumbaxTypeError("vmap: keyword arguments are not supported; pass arrays "
                                   "positionally so in_axes can describe them.")
-        args_flat, in_tree = tu.tree_flatten(args)
+        args_flat, in_tree = tu.tree_flatten(args, is_leaf=batching.is_vmappable)
         axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise NumbaxValueError(
@@ -576,7 +577,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         store: dict[str, Any] = {}
 
         def flat_fun(*xs):
-            out_flat, store["tree"] = tu.tree_flatten(fun(*tu.tree_unflatten(in_tree, xs)))
+            out_flat, store["tree"] = tu.tree_flatten(fun(*tu.tree_unflatten(in_tree, xs)),
+                                                      is_leaf=batching.is_vmappable)
             return out_flat
 
         def out_dims():
@@ -590,8 +592,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
 
 
 def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
-    if d is None:
-        return None
+    if d is None or batching.is_vmappable(x):  # a vmappable's handlers read its spec
+        return d
     ndim = get_aval(x).ndim
     if not -ndim <= d < ndim:
         raise NumbaxValueError(
@@ -605,7 +607,7 @@ def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
 def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
     sizes = {}
     for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True)):
-        if d is not None:
+        if d is not None and not batching.is_vmappable(x):  # sized by axis_size or others
             _check_leaf("vmap", x, f"argument leaf {i}")
             shape = get_aval(x).shape
             if not -len(shape) <= d < len(shape):

@@ -1,5 +1,5 @@
 """numbax.interpreters.batching: vmap rules and helpers (JAX's jax.interpreters.batching)."""
-from numbax._src.interpreters.batching_extend import (  # noqa: F401
+from numbax._src.interpreters.batching_extend import (  # noqa: F401  # noqa: E402, F401
     axis_primitive_batchers,
     bdim_at_front,
     broadcast,
@@ -8,4 +8,6 @@ from numbax._src.interpreters.batching_extend import (  # noqa: F401
     defvectorized,
     fancy_primitive_batchers,
     primitive_batchers,
+    register_vmappable,
+    unregister_vmappable,
 )

@@ -164,3 +164,19 @@ def bdim_at_front(x: Any, bdim: int | None, size: int, mesh_axis: Any = None) ->
     """x with its batch dimension moved to the front (broadcast there when bdim is None)."""
     return batching.bdim_at_front(x, bdim, int(size))
 
+
+
+def register_vmappable(data_type: type, spec_type: type, axis_size_type: type,
+                       to_elt: Callable, from_elt: Callable, make_iota: Callable | None) -> None:
+    """Makes vmap map values of data_type through handlers instead of as arrays: in_axes and
+    out_axes for them are spec_type values; `to_elt(cont, get_idx, x, spec)` turns x into
+    its per-example value (cont(array, axis) maps an array along axis), and
+    `from_elt(cont, axis_size, elt, spec)` stacks per-example values back (cont(axis_size,
+    array, axis) puts the batch axis at axis). axis_size_type and make_iota are accepted for
+    JAX compatibility (numbax's axis sizes are ints)."""
+    batching.vmappables[data_type] = (spec_type, axis_size_type, to_elt, from_elt)
+
+
+def unregister_vmappable(data_type: type) -> None:
+    """Forgets data_type's vmap handlers (vmap treats its values as before)."""
+    batching.vmappables.pop(data_type, None)
