@@ -54,3 +54,7 @@ from numbax import example_libraries, nn, scipy  # noqa: E402, F401
 from numbax._src.parallel.pmap import pmap  # noqa: E402
 
 __all__ += ["pmap"]
+
+# --- compat-lax: the extension API's namespaces (jax.core and jax.interpreters are
+# attributes of the jax module; jax.extend is imported explicitly, as in JAX)
+from numbax import core, interpreters  # noqa: E402, F401
