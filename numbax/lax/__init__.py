@@ -132,7 +132,7 @@ from numbax._src.lax.shape_ops import (  # noqa: F401
     squeeze,
     transpose,
 )
-from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
+from numbax._src.lax.sort import sort, sort_key_val  # noqa: F401
 
 # --- compat-lax: JAX's remaining jax.lax names (parameter classes, *_p primitives, helpers)
 # isort: split
@@ -362,3 +362,4 @@ from numbax._src.lax.sort import (  # noqa: E402, F401
     sort_p,  # noqa: E402, F401
     top_k_p,
 )
+from numbax._src.lax.sort import lax_top_k as top_k  # noqa: E402, F401

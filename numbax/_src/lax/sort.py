@@ -192,7 +192,7 @@ ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
 
 
-def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
+def lax_top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     """The k largest entries along `axis`, largest first, and their int32 indices (lower
     index first on ties; NaN counts as largest).
 
@@ -204,6 +204,27 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
         raise NumbaxValueError("lax.top_k: operand is a scalar, expected rank >= 1.")
     axis = _canonical_dimension("top_k", aval.shape, axis)
     return tuple(top_k_p.bind(operand, axis=axis, k=operator.index(k)))  # JAX's print order
+
+
+def top_k(operand: Any, k: int) -> tuple[Any, Any]:
+    """lax_top_k along the last axis as a sort (numbax's library code calls this: the sort
+    compiles under jit, where top_k_p has no lowering yet)."""
+    aval = get_aval(operand)
+    if aval.ndim == 0 or not 0 <= int(k) <= aval.shape[-1]:
+        raise NumbaxValueError(
+            f"lax.top_k: operand has shape {aval.shape} and k is {k}, expected rank >= 1 and "
+            "0 <= k <= operand.shape[-1]."
+        )
+    last = aval.ndim - 1
+    n = aval.shape[-1]
+    iota = np.broadcast_to(along_axis.iota_along(aval.shape, last, np.int32), aval.shape)
+    # Ascending by (value, -index), read from the end: descending values, lower index first.
+    _, neg_index, values = sort_p.bind(operand, -iota, operand, dimension=last,
+                                       is_stable=True, num_keys=2)
+    pick = np.arange(n - 1, n - 1 - int(k), -1).reshape((1,) * last + (int(k),))
+    top_values = along_axis.take_along_axis(values, pick, last)
+    top_index = ew.neg(along_axis.take_along_axis(neg_index, pick, last))
+    return top_values, top_index
 
 
 approx_top_k_p = Primitive("approx_top_k", multiple_results=True)
