@@ -67,3 +67,33 @@ def test_redistributing_collectives_beyond_jax_s_reach():
     with pytest.raises(NotImplementedError, match="axis_index_groups"):
         numbax.vmap(lambda v: lax.pswapaxes(v, "i", 0, axis_index_groups=[[0, 1], [2, 3]]),
                     axis_name="i")(y)
+
+
+GROUPS = [[0, 2], [1, 3]]
+X = np.arange(8.0).reshape(4, 2)
+
+
+def _group_reduce(x, groups, reduce):
+    out = np.empty_like(x)
+    for g in groups:
+        out[g] = reduce(x[g], axis=0)
+    return out
+
+
+def test_axis_index_groups_under_vmap():
+    """JAX 0.10.2 refuses axis_index_groups under vmap; numbax reduces within each group."""
+    f = lambda op: numbax.vmap(lambda v: op(v, "i", axis_index_groups=GROUPS),  # noqa: E731
+                               axis_name="i")(X)
+    np.testing.assert_allclose(f(lax.psum), _group_reduce(X, GROUPS, np.sum))
+    np.testing.assert_allclose(f(lax.pmax), _group_reduce(X, GROUPS, np.max))
+    np.testing.assert_allclose(f(lax.pmin), _group_reduce(X, GROUPS, np.min))
+    uneven = [[0], [1, 2, 3]]
+    got = numbax.vmap(lambda v: lax.pmean(v, "i", axis_index_groups=uneven), axis_name="i")(X)
+    np.testing.assert_allclose(got, _group_reduce(X, uneven, np.mean))
+    with pytest.raises(ValueError, match="exactly once"):
+        numbax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(X)
+
+
+def test_axis_index_groups_under_pmap(four_devices):
+    got = numbax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=GROUPS), axis_name="i")(X)
+    np.testing.assert_allclose(got, _group_reduce(X, GROUPS, np.sum))
