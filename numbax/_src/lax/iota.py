@@ -46,8 +46,8 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
     ndim = len(shape)
     if not -ndim <= int(dimension) < ndim:
         raise NumbaxValueError(
-            f"lax.broadcasted_iota: dimension {dimension} is out of bounds for shape {shape}. "
-            f"Pass a dimension in [-{ndim}, {ndim}).")
+            f"lax.broadcasted_iota: axis is {dimension}, expected an axis of an array of rank "
+            f"{ndim}. Pass -{ndim} <= axis < {ndim}.")
     dimension = int(dimension) % ndim
     return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
 
