@@ -121,3 +121,7 @@ __all__ += [
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device", "typeof", "typing",
 ]
+
+# --- compat-lax: the extension API's namespaces (jax.core and jax.interpreters are
+# attributes of the jax module; jax.extend is imported explicitly, as in JAX)
+from numbax import core, interpreters  # noqa: E402, F401

@@ -403,7 +403,7 @@ def _flatten_axes(api: str, what: str, treedef: tu.PyTreeDef, axes: Any,
             f"specification {axes} for value tree {treedef}.{detail}"
         ) from None
     for axis in flat:
-        if axis is not None and not _is_int(axis):
+        if axis is not None and not _is_int(axis) and not batching.is_vmappable_spec(axis):
             raise NumbaxTypeError(
                 f"{api} {what} must be an int, None, or (nested) container with those types as "
                 f"leaves, but got {axis!r}.")
@@ -427,7 +427,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         if kwargs:
             raise NumbaxTypeError("vmap: keyword arguments are not supported; pass arrays "
                                   "positionally so in_axes can describe them.")
-        args_flat, in_tree = tu.tree_flatten(args)
+        args_flat, in_tree = tu.tree_flatten(args, is_leaf=batching.is_vmappable)
         axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise NumbaxValueError(
@@ -443,7 +443,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
 
         def flat_fun(*xs):
             store["out"] = fun(*tu.tree_unflatten(in_tree, xs))
-            out_flat, store["tree"] = tu.tree_flatten(store["out"])
+            out_flat, store["tree"] = tu.tree_flatten(store["out"], is_leaf=batching.is_vmappable)
             store["avals"] = [get_aval(x) for x in out_flat]  # per-example avals
             return out_flat
 
@@ -465,8 +465,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
 
 
 def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
-    if d is None:
-        return None
+    if d is None or batching.is_vmappable(x):  # a vmappable's handlers read its spec
+        return d
     ndim = get_aval(x).ndim
     if not -ndim <= d < ndim:
         raise NumbaxValueError(
@@ -480,7 +480,7 @@ def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
 def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
     sizes = {}
     for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True)):
-        if d is not None:
+        if d is not None and not batching.is_vmappable(x):  # sized by axis_size or others
             _check_leaf("vmap", x, f"argument leaf {i}")
             shape = get_aval(x).shape
             if not -len(shape) <= d < len(shape):

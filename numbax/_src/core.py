@@ -121,7 +121,8 @@ class Var:
         self.count = next(Var._counter)
 
     def __repr__(self) -> str:
-        return f"Var({self.aval.str_short()})"
+        shape = ",".join(str(d) for d in self.aval.shape)
+        return f"Var(id={id(self)}):{self.aval.dtype.name}[{shape}]"  # JAX's form
 
 
 class Literal:
@@ -145,6 +146,9 @@ class JaxprEqn(NamedTuple):
     invars: list[Atom]
     outvars: list[Var]
     params: dict[str, Any]
+
+    def __repr__(self) -> str:
+        return pp_eqn(self, PrintNames(), 0)
 
 
 class Jaxpr:
@@ -180,6 +184,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)  # JAX's other name for consts
 
     def __str__(self) -> str:
         return pp_jaxpr(self.jaxpr)
@@ -238,7 +243,7 @@ def pp_eqn(eqn: JaxprEqn, names: PrintNames, indent: int) -> str:
     params = " ".join(f"{k}={pp_param(v, names, indent)}" for k, v in eqn.params.items())
     head = eqn.primitive.name + (f"[{params}]" if params else "")
     args = " ".join(pp_atom(x, names) for x in eqn.invars)
-    return f"{lhs} = {head} {args}".rstrip()
+    return f"{lhs} = {head} {args}".rstrip() if lhs else f"{head} {args}".rstrip()
 
 
 def pp_jaxpr_lines(jaxpr: Jaxpr, names: PrintNames, indent: int, inline_ok: bool) -> str:
@@ -249,7 +254,7 @@ def pp_jaxpr_lines(jaxpr: Jaxpr, names: PrintNames, indent: int, inline_ok: bool
     outs = ", ".join(pp_atom(v, names) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     head = f"{{ lambda {consts}; {ins}. let"
-    one_line = f"{head} {'; '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+    one_line = f"{head} {'; '.join(eqns)} in {outs} }}"  # JAX's "let  in" when empty
     if inline_ok and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line
     pad = " " * indent
@@ -280,7 +285,7 @@ class Primitive:
     def __init__(self, name: str, multiple_results: bool = False) -> None:
         self.name = name
         self.multiple_results = multiple_results
-        _primitives_by_name[name] = self
+        _primitives_by_name.setdefault(name, self)  # numbax's own keep their names
 
     def __repr__(self) -> str:
         return self.name
@@ -292,6 +297,35 @@ class Primitive:
     def bind(self, *args: Any, **params: Any) -> Any:
         outs = bind(self, *args, **params)
         return outs if self.multiple_results else outs[0]
+
+    # JAX's rule API (jax.extend.core.Primitive): rules take and return one value, or a
+    # sequence when multiple_results; numbax's rule tables hold list-returning rules.
+    def _listed(self, rule: Callable) -> Callable:
+        return lambda *xs, **params: (list if self.multiple_results else _one)(rule(*xs, **params))
+
+    def def_impl(self, impl: Callable) -> Callable:
+        impl_rules[self] = self._listed(impl)
+        return impl
+
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        abstract_eval_rules[self] = self._listed(rule)
+        return rule
+
+    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
+        abstract_eval_rules[self] = self._listed(lambda *avals, **ps: rule(*avals, **ps)[0])
+        return rule
+
+    def impl(self, *args: Any, **params: Any) -> Any:
+        outs = impl_rules[self](*args, **params)
+        return outs if self.multiple_results else outs[0]
+
+    def abstract_eval(self, *avals: Any, **params: Any) -> tuple[Any, frozenset]:
+        outs = abstract_eval(self, avals, params)
+        return (outs if self.multiple_results else outs[0]), frozenset()  # no effects
+
+
+def _one(x: Any) -> list:
+    return [x]
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> list[Any]:

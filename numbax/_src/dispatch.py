@@ -30,21 +30,27 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         outs = _on_gpu(primitive, tracers, params)
         if outs is not None:
             return outs
-    avals = [core.get_aval(x) for x in tracers]
-    out_avals = core.abstract_eval(primitive, avals, params)
     impl = core.impl_rules.get(primitive)
     if impl is None:
-        raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
+        raise NotImplementedError(f"Evaluation rule for '{primitive.name}' not implemented")
+    if primitive in core.abstract_eval_rules:
+        out_avals = core.abstract_eval(primitive, [core.get_aval(x) for x in tracers], params)
+    else:  # a user primitive with only def_impl: its outputs say what they are
+        out_avals = None
     outs = impl(*[core.to_numpy(x) for x in tracers], **params)
+    if out_avals is not None and len(outs) != len(out_avals):
+        raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
+                         f"outputs, its abstract evaluation {len(out_avals)}.")
     results = []
-    for out, aval in zip(outs, out_avals, strict=True):
+    for i, out in enumerate(outs):
         if isinstance(out, Array):
             results.append(out)
             continue
+        aval = None if out_avals is None else out_avals[i]
         out = np.asarray(out)
-        if out.dtype != aval.dtype:
+        if aval is not None and out.dtype != aval.dtype:
             out = out.astype(aval.dtype)
-        results.append(Array._from_numpy(out, aval.weak_type))
+        results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
     if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)
     return results

@@ -10,6 +10,7 @@ from numbax import lax
 from numbax._src.compiler import passes
 from numbax._src.compiler.cpu.runtime import blas, library
 from numbax._src.config import config
+from numbax._src.lax import indexing as element  # the element gather/scatter
 from numbax._src.lax.along_axis import scatter_add_along_axis, take_along_axis
 
 RNG = np.random.default_rng(0)
@@ -197,20 +198,20 @@ KERNEL_CASES = {
     "cumsum_int32": (lambda x: lax.cumsum(x * 1000000, 0), (XI,)),
     "cumprod": (lambda x: lax.cumprod(x, 2), (X,)),
     "cummax": (lambda x: lax.cummax(x, 1, reverse=True), (XN,)),
-    "gather_clip": (lambda x, i: lax.gather(x, i, (0, 1)), (X, IDX)),
-    "gather_fill": (lambda x, i: lax.gather(x, i, (0, 1), mode="fill"), (X, IDX)),
-    "gather_fill_int": (lambda x, i: lax.gather(x, i, (0, 1), mode="fill"), (XI, IDX)),
-    "gather_fill_value": (lambda x, i: lax.gather(x, i, (2, 0), mode="fill", fill_value=7.0),
+    "gather_clip": (lambda x, i: element.gather(x, i, (0, 1)), (X, IDX)),
+    "gather_fill": (lambda x, i: element.gather(x, i, (0, 1), mode="fill"), (X, IDX)),
+    "gather_fill_int": (lambda x, i: element.gather(x, i, (0, 1), mode="fill"), (XI, IDX)),
+    "gather_fill_value": (lambda x, i: element.gather(x, i, (2, 0), mode="fill", fill_value=7.0),
                           (X, IDX[:, ::-1] % 5)),
-    "gather_middle_axis": (lambda x, i: lax.gather(x, i[:, :1], (1,)), (X, IDX)),
-    "scatter_add_drop": (lambda x, i, u: lax.scatter_add(x, i, u, (0, 1)), (X, IDX, UPD)),
-    "scatter_add_clip": (lambda x, i, u: lax.scatter_add(x, i, u, (0, 1), mode="clip"),
+    "gather_middle_axis": (lambda x, i: element.gather(x, i[:, :1], (1,)), (X, IDX)),
+    "scatter_add_drop": (lambda x, i, u: element.scatter_add(x, i, u, (0, 1)), (X, IDX, UPD)),
+    "scatter_add_clip": (lambda x, i, u: element.scatter_add(x, i, u, (0, 1), mode="clip"),
                          (X, IDX, UPD)),
-    "scatter_add_axes": (lambda x, i, u: lax.scatter_add(x, i, u, (2, 1)),
+    "scatter_add_axes": (lambda x, i, u: element.scatter_add(x, i, u, (2, 1)),
                          (X, IDX[:, ::-1] % 3, RNG.normal(size=(7, 4)))),
-    "scatter_set": (lambda x, i, u: lax.scatter(x, i, u, (0, 1)), (X, IDX[:4], UPD[:4])),
-    "scatter_max": (lambda x, i, u: lax.scatter_max(x, i, u, (0, 1)), (XN, IDX, UPD)),
-    "scatter_mul_int": (lambda x, i, u: lax.scatter_mul(x, i, u, (0, 1), mode="clip"),
+    "scatter_set": (lambda x, i, u: element.scatter(x, i, u, (0, 1)), (X, IDX[:4], UPD[:4])),
+    "scatter_max": (lambda x, i, u: element.scatter_max(x, i, u, (0, 1)), (XN, IDX, UPD)),
+    "scatter_mul_int": (lambda x, i, u: element.scatter_mul(x, i, u, (0, 1), mode="clip"),
                         (XI, IDX, RNG.integers(-3, 4, size=(7, 3)).astype(np.int32))),
     "take_along_axis": (lambda x, i: take_along_axis(x, i, 1),
                         (X, RNG.integers(-5, 5, size=(4, 6, 1)))),
@@ -233,7 +234,7 @@ def test_kernel_matches_eager(name):
 
 
 def test_gather_against_python_loop():
-    got = np.asarray(numbax.jit(lambda x, i: lax.gather(x, i, (0, 1), mode="fill"))(X, IDX))
+    got = np.asarray(numbax.jit(lambda x, i: element.gather(x, i, (0, 1), mode="fill"))(X, IDX))
     for b, (r, c) in enumerate(IDX):
         if 0 <= r < 4 and 0 <= c < 5:
             np.testing.assert_array_equal(got[b], X[r, c])
@@ -242,7 +243,7 @@ def test_gather_against_python_loop():
 
 
 def test_scatter_add_against_python_loop():
-    got = np.asarray(numbax.jit(lambda x, i, u: lax.scatter_add(x, i, u, (0, 1)))(X, IDX, UPD))
+    got = np.asarray(numbax.jit(lambda x, i, u: element.scatter_add(x, i, u, (0, 1)))(X, IDX, UPD))
     want = X.copy()
     for (r, c), u in zip(IDX, UPD):
         if 0 <= r < 4 and 0 <= c < 5:
@@ -252,17 +253,17 @@ def test_scatter_add_against_python_loop():
 
 def test_empty_operands():
     z = np.zeros((0, 3))
-    got = numbax.jit(lambda x, i: lax.gather(x, i, (0,), mode="fill", fill_value=2.0))(
+    got = numbax.jit(lambda x, i: element.gather(x, i, (0,), mode="fill", fill_value=2.0))(
         z, np.zeros((2, 1), np.int32))
     np.testing.assert_array_equal(np.asarray(got), np.full((2, 3), 2.0))
-    got = numbax.jit(lambda x, i, u: lax.scatter_add(x, i, u, (0,)))(
+    got = numbax.jit(lambda x, i, u: element.scatter_add(x, i, u, (0,)))(
         np.ones((3, 2)), np.zeros((0, 1), np.int32), np.zeros((0, 2)))
     np.testing.assert_array_equal(np.asarray(got), np.ones((3, 2)))
 
 
 def test_gather_bad_indices_dtype_names_argument():
     with pytest.raises((TypeError, ValueError), match="gather"):
-        numbax.jit(lambda x, i: lax.gather(x, i, (0,)))(X, np.zeros((2, 1)))
+        numbax.jit(lambda x, i: element.gather(x, i, (0,)))(X, np.zeros((2, 1)))
 
 
 def test_take_along_axis_out_of_bounds_raises_like_eager():

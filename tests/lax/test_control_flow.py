@@ -239,3 +239,40 @@ def test_map_matches_python_loop_and_differentiates():
 def test_python_control_flow_on_traced_value_points_here():
     with pytest.raises(numbax.errors.ConcretizationTypeError, match="lax.cond"):
         numbax.vmap(lambda x: x if x > 0 else -x)(np.ones(3))
+
+
+def test_fori_loop_refuses_float_bounds():
+    """issue 21 item 8: a float bound used to be truncated (range(0, 2.7) ran 3 steps)."""
+    with pytest.raises(TypeError, match="lower and upper must be integers"):
+        lax.fori_loop(0, 2.7, lambda i, c: c + i, 0)
+    with pytest.raises(TypeError, match="integers"):
+        numbax.jit(lambda u: lax.fori_loop(0, u, lambda i, c: c + i, 0))(2.5)
+    assert int(lax.fori_loop(np.int32(0), 3, lambda i, c: c + i, 0)) == 3
+
+
+def test_associative_scan_under_jit_and_vmap():
+    x = np.random.default_rng(4).normal(size=(3, 7))
+    f = lambda v: lax.associative_scan(jnp.add, v, axis=1)  # noqa: E731
+    np.testing.assert_allclose(numbax.jit(f)(x), np.cumsum(x, axis=1))
+    np.testing.assert_allclose(numbax.vmap(lambda r: lax.associative_scan(jnp.add, r,
+                                                                          reverse=True))(x),
+                               np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
+    with pytest.raises(TypeError, match="structure"):
+        lax.associative_scan(lambda a, b: (a, b), x)
+
+
+def test_custom_linear_solve_and_custom_root_bad_input():
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    b = np.array([1.0, 2.0])
+    solve = lambda mv, r: jnp.linalg.solve(a, r)  # noqa: E731
+    with pytest.raises(TypeError, match="structure"):
+        lax.custom_linear_solve(lambda v: a @ v, b, lambda mv, r: (r, r))
+    with pytest.raises(TypeError, match="matvec must return the structure"):
+        lax.custom_linear_solve(lambda v: (v, v), b, solve)
+    with pytest.raises(TypeError, match="transpose_solve is required"):
+        numbax.grad(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve).sum())(b)
+    np.testing.assert_allclose(  # forward mode needs no transpose_solve
+        numbax.jvp(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve), (b,), (b,))[1],
+        np.linalg.solve(a, b))
+    with pytest.raises(TypeError, match="f must return the structure"):
+        lax.custom_root(lambda x: (x, x), 1.0, lambda f, x: x, lambda g, y: y)

@@ -4,6 +4,7 @@ import pytest
 
 import numbax
 from numbax import lax
+from numbax._src.lax import indexing as element  # the element gather/scatter
 from numbax.errors import NumbaxTypeError, NumbaxValueError
 from tests.lax._checks import RNG, check_ad, check_vmap
 
@@ -70,21 +71,21 @@ def test_gather_eager(dtype, shape, axes, ishape, mode):
     bound = max(shape[a] for a in axes)
     idx = RNG.integers(-1, bound + 2, size=ishape)
     fill = -5
-    out = lax.gather(x, idx, axes, mode=mode, fill_value=fill)
+    out = element.gather(x, idx, axes, mode=mode, fill_value=fill)
     np.testing.assert_array_equal(np.asarray(out), _np_gather(x, idx, axes, mode, fill))
 
 
 def test_gather_default_fill_is_nan():
-    out = lax.gather(np.arange(3.0), np.array([[1], [5]]), (0,), mode="fill")
+    out = element.gather(np.arange(3.0), np.array([[1], [5]]), (0,), mode="fill")
     np.testing.assert_array_equal(np.asarray(out), [1.0, np.nan])
 
 
 SCATTERS = {
-    "scatter": (lax.scatter, None),
-    "scatter_add": (lax.scatter_add, np.add),
-    "scatter_mul": (lax.scatter_mul, np.multiply),
-    "scatter_min": (lax.scatter_min, np.minimum),
-    "scatter_max": (lax.scatter_max, np.maximum),
+    "scatter": (element.scatter, None),
+    "scatter_add": (element.scatter_add, np.add),
+    "scatter_mul": (element.scatter_mul, np.multiply),
+    "scatter_min": (element.scatter_min, np.minimum),
+    "scatter_max": (element.scatter_max, np.maximum),
 }
 
 
@@ -122,7 +123,7 @@ def test_scatter_eager(dtype, name, shape, axes, ishape, mode):
 
 
 def test_scatter_set_repeated_index_writes_one_of_the_updates():
-    out = np.asarray(lax.scatter(np.zeros(3), np.array([[1], [1]]), np.array([5.0, 6.0]), (0,)))
+    out = np.asarray(element.scatter(np.zeros(3), np.array([[1], [1]]), np.array([5.0, 6.0]), (0,)))
     assert out[1] in (5.0, 6.0) and out[0] == out[2] == 0
 
 
@@ -139,21 +140,21 @@ AD_CASES = [
     ("dynamic_slice_clamped", lambda x: lax.dynamic_slice(x, (5, -1), (2, 3))),
     ("dus_operand", lambda x: lax.dynamic_update_slice(x, np.ones((2, 2)), (1, 1))),
     ("dus_update", lambda u: lax.dynamic_update_slice(X34, u[:2, :2], (2, 3))),
-    ("gather_clip", lambda x: lax.gather(x, IDX2, (0, 1), mode="clip")),
-    ("gather_fill", lambda x: lax.gather(x, IDX2, (0, 1), mode="fill", fill_value=0.0)),
-    ("gather_axis1", lambda x: lax.gather(x, np.array([[3], [0], [3]]), (1,))),
-    ("scatter_add_operand", lambda x: lax.scatter_add(x, IDX1, U44, (0,))),
-    ("scatter_add_updates", lambda u: lax.scatter_add(X34, IDX1, u, (0,))),
-    ("scatter_add_updates_clip", lambda u: lax.scatter_add(X34, IDX1, u, (0,), mode="clip")),
-    ("scatter_operand", lambda x: lax.scatter(x, IDX1, U44, (0,))),
-    ("scatter_updates_dup", lambda u: lax.scatter(X34, IDX1, u, (0,))),
-    ("scatter_updates_clip", lambda u: lax.scatter(X34, IDX1, u, (0,), mode="clip")),
-    ("scatter_mul_operand", lambda x: lax.scatter_mul(x, IDX1, U44, (0,))),
-    ("scatter_mul_updates_unique", lambda u: lax.scatter_mul(
+    ("gather_clip", lambda x: element.gather(x, IDX2, (0, 1), mode="clip")),
+    ("gather_fill", lambda x: element.gather(x, IDX2, (0, 1), mode="fill", fill_value=0.0)),
+    ("gather_axis1", lambda x: element.gather(x, np.array([[3], [0], [3]]), (1,))),
+    ("scatter_add_operand", lambda x: element.scatter_add(x, IDX1, U44, (0,))),
+    ("scatter_add_updates", lambda u: element.scatter_add(X34, IDX1, u, (0,))),
+    ("scatter_add_updates_clip", lambda u: element.scatter_add(X34, IDX1, u, (0,), mode="clip")),
+    ("scatter_operand", lambda x: element.scatter(x, IDX1, U44, (0,))),
+    ("scatter_updates_dup", lambda u: element.scatter(X34, IDX1, u, (0,))),
+    ("scatter_updates_clip", lambda u: element.scatter(X34, IDX1, u, (0,), mode="clip")),
+    ("scatter_mul_operand", lambda x: element.scatter_mul(x, IDX1, U44, (0,))),
+    ("scatter_mul_updates_unique", lambda u: element.scatter_mul(
         X34, np.array([[2], [0], [1], [9]]), u, (0,), unique_indices=True)),
-    ("scatter_max_operand", lambda x: lax.scatter_max(x, IDX1, U44, (0,))),
-    ("scatter_max_updates", lambda u: lax.scatter_max(X34, IDX1, u, (0,))),
-    ("scatter_min_updates", lambda u: lax.scatter_min(X34, IDX1, u, (0,))),
+    ("scatter_max_operand", lambda x: element.scatter_max(x, IDX1, U44, (0,))),
+    ("scatter_max_updates", lambda u: element.scatter_max(X34, IDX1, u, (0,))),
+    ("scatter_min_updates", lambda u: element.scatter_min(X34, IDX1, u, (0,))),
 ]
 
 
@@ -165,14 +166,14 @@ def test_ad(name, f):
 
 def test_scatter_mul_updates_gradient_needs_unique_indices():
     with pytest.raises(NotImplementedError, match="unique_indices"):
-        numbax.jvp(lambda u: lax.scatter_mul(X34, IDX1, u, (0,)), (U44,), (U44,))
+        numbax.jvp(lambda u: element.scatter_mul(X34, IDX1, u, (0,)), (U44,), (U44,))
 
 
 def test_scatter_max_tie_averages():
     # operand and one update tie at the maximum: the tangent is their average
     x = np.array([1.0, 2.0])
     idx = np.array([[0]])
-    _, t = numbax.jvp(lambda x, u: lax.scatter_max(x, idx, u, (0,)), (x, np.array([1.0])),
+    _, t = numbax.jvp(lambda x, u: element.scatter_max(x, idx, u, (0,)), (x, np.array([1.0])),
                       (np.array([1.0, 0.0]), np.array([3.0])))
     np.testing.assert_allclose(np.asarray(t), [2.0, 0.0])
 
@@ -206,7 +207,7 @@ def test_vmap_gather(in_axis):
     x = RNG.standard_normal((5, 3, 4) if in_axis == 0 else (3, 5, 4))
     idx = RNG.integers(0, 3, size=(5, 2, 1))
     for mode in ("clip", "fill"):
-        f = lambda x, i, mode=mode: lax.gather(x, i, (0,), mode=mode)  # noqa: E731
+        f = lambda x, i, mode=mode: element.gather(x, i, (0,), mode=mode)  # noqa: E731
         check_vmap(f, [x, idx[0]], [in_axis, None])
         check_vmap(f, [x, idx], [in_axis, 0])
         check_vmap(f, [x[(slice(None),) * in_axis + (0,)], np.moveaxis(idx, 0, 1)], [None, 1])
@@ -247,12 +248,28 @@ def test_bad_inputs():
     with pytest.raises(NumbaxValueError, match=r"update has shape \(4, 1\)"):
         lax.dynamic_update_slice(x, np.ones((4, 1)), (0, 0))
     with pytest.raises(NumbaxTypeError, match="indices has dtype float64"):
-        lax.gather(x, np.ones((2, 1)), (0,))
+        element.gather(x, np.ones((2, 1)), (0,))
     with pytest.raises(NumbaxTypeError, match=r"indices has shape \(2, 2\)"):
-        lax.gather(x, np.ones((2, 2), int), (0,))
+        element.gather(x, np.ones((2, 2), int), (0,))
     with pytest.raises(NumbaxValueError, match="mode is 'wrap'"):
-        lax.gather(x, np.ones((2, 1), int), (0,), mode="wrap")
+        element.gather(x, np.ones((2, 1), int), (0,), mode="wrap")
     with pytest.raises(NumbaxValueError, match=r"updates has shape \(2, 3\), expected \(2, 4\)"):
-        lax.scatter_add(x, np.ones((2, 1), int), np.ones((2, 3)), (0,))
+        element.scatter_add(x, np.ones((2, 1), int), np.ones((2, 3)), (0,))
     with pytest.raises(NumbaxTypeError, match="updates has dtype int64"):
-        lax.scatter(x, np.ones((2, 1), int), np.ones((2, 4), np.int64), (0,))
+        element.scatter(x, np.ones((2, 1), int), np.ones((2, 4), np.int64), (0,))
+
+
+def test_at_multiply_with_static_index_differentiates_the_update():
+    """issue 21 item 18: a static int/slice index is unique, so d/du of x.at[i].multiply(u)
+    is defined (JAX marks such indices unique)."""
+    import numbax.numpy as jnp
+
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    g = numbax.grad(lambda u: jnp.asarray(x).at[1].multiply(u).sum())(2.0)
+    np.testing.assert_allclose(g, x[1].sum())
+    g = numbax.grad(lambda u: jnp.asarray(x).at[1, 1:].multiply(u).sum())(2.0)
+    np.testing.assert_allclose(g, x[1, 1:].sum())
+    g = numbax.jit(numbax.grad(lambda u: jnp.asarray(x).at[0, 2].multiply(u).sum()))(3.0)
+    np.testing.assert_allclose(g, x[0, 2])
+    with pytest.raises(NotImplementedError, match="unique_indices"):  # repeated array indices
+        numbax.grad(lambda u: jnp.asarray(x[0]).at[np.array([1, 1])].multiply(u).sum())(2.0)

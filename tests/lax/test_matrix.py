@@ -18,6 +18,7 @@ import numbax.scipy.special  # noqa: F401
 from numbax import lax
 from numbax._src import core
 from numbax._src.interpreters import ad, batching
+from numbax._src.lax import indexing as element  # the element gather/scatter
 from numbax._src.parallel import pmap as _pmap  # noqa: F401
 from numbax.test_util import check_grads
 from tests.lax.matrix_cases import Case, collect
@@ -134,11 +135,11 @@ def _cases() -> dict[str, list[Case]]:
     add("dynamic_update_slice", Case(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 0)),
                                      (X, normal(2, 4), np.int64(1)), (0, 1)))
     idx = np.array([[2], [0], [2]])
-    add("gather", Case(lambda x: lax.gather(x, idx, (0,)), (X,), (0,)))
+    add("gather", Case(lambda x: element.gather(x, idx, (0,)), (X,), (0,)))
     uniq = np.array([[2], [0]])
-    for name, fn in (("scatter", lax.scatter), ("scatter-add", lax.scatter_add),
-                     ("scatter-mul", lax.scatter_mul), ("scatter-min", lax.scatter_min),
-                     ("scatter-max", lax.scatter_max)):
+    for name, fn in (("scatter", element.scatter), ("scatter-add", element.scatter_add),
+                     ("scatter-mul", element.scatter_mul), ("scatter-min", element.scatter_min),
+                     ("scatter-max", element.scatter_max)):
         upd = normal(2, 4)
         diff = (0, 1) if name in ("scatter", "scatter-add") else ()
         add(name, Case(lambda x, u, fn=fn: fn(x, uniq, u, (0,)), (X, upd), diff))
@@ -218,7 +219,8 @@ _custom_vjp_cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (3.0 * x * x * g,
 
 CASES = _cases()
 # Primitives exercised by other test modules because they need an enclosing named axis.
-COLLECTIVES = {"psum", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter", "axis_index"}
+COLLECTIVES = {"psum", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter", "axis_index",
+               "all_to_all"}
 ROWS = [(name, i) for name, cs in sorted(CASES.items()) for i in range(len(cs))]
 
 
@@ -276,7 +278,7 @@ def test_jit_matches_eager(name, i):
 @pytest.mark.parametrize("name,i", [r for r in ROWS if CASES[r[0]][r[1]].vmap])
 def test_vmap_matches_loop(name, i):
     case = CASES[name][i]
-    batched = tuple(np.stack([a, a * 0 + np.roll(np.asarray(a), 1)]) if np.ndim(a) else
+    batched = tuple(np.stack([a, np.roll(np.asarray(a), 1)]) if np.ndim(a) else
                     np.stack([a, a]) for a in case.args)
     got = numbax.vmap(case.fn)(*batched)
     want = [case.fn(*[b[k] for b in batched]) for k in range(2)]

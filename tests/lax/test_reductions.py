@@ -254,3 +254,36 @@ def test_cumulative_bad_inputs(fn):
         fn(np.ones((3, 4)), axis=2)
     with pytest.raises(NumbaxValueError, match="out of bounds"):
         fn(np.ones((3, 4)), axis=-3)
+
+
+def test_general_reduce_under_transformations_and_bad_input():
+    import numbax.numpy as jnp
+    from numbax.test_util import check_grads
+
+    x = np.random.default_rng(5).normal(size=(4, 5))
+    prod = lambda v: lax.reduce(v, 1.0, lambda a, b: a * b, (1,))  # noqa: E731
+    np.testing.assert_allclose(numbax.jit(prod)(x), x.prod(1))
+    np.testing.assert_allclose(numbax.vmap(prod)(np.stack([x, 2 * x])),
+                               np.stack([x.prod(1), (2 * x).prod(1)]))
+    check_grads(prod, (x,), order=2, modes=("fwd", "rev"))
+    pair = lambda a, b: (jnp.maximum(a[0], b[0]), jnp.where(a[0] >= b[0], a[1], b[1]))  # noqa
+    best, where = numbax.jit(lambda v: lax.reduce((v, np.arange(20).reshape(4, 5)),
+                                                  (-np.inf, 0), pair, (1,)))(x)
+    np.testing.assert_allclose(best, x.max(1))
+    np.testing.assert_array_equal(where, x.argmax(1) + 5 * np.arange(4))
+    with pytest.raises(ValueError, match="same tree structure"):
+        lax.reduce((x, x), 0.0, lax.add, (0,))
+    with pytest.raises(ValueError, match="shape"):
+        lax.reduce((x, x[:2]), (0.0, 0.0), lambda a, b: a, (0,))
+    with pytest.raises(TypeError, match="dtype"):
+        lax.reduce(x, np.float32(0), lambda a, b: a + b, (0,))
+    with pytest.raises(ValueError, match="scalars"):
+        lax.reduce(x, np.zeros(2), lambda a, b: a + b, (0,))
+    with pytest.raises(ValueError, match="dimensions"):
+        lax.reduce(x, 0.0, lax.add, (2,))
+    with pytest.raises(TypeError, match="structure"):
+        lax.reduce(x, 0.0, lambda a, b: (a, b), (0,))
+    with pytest.raises(TypeError, match="floating"):
+        lax.cumlogsumexp(np.arange(3))
+    with pytest.raises(TypeError):
+        lax.reduce_xor(x, (0,))

@@ -114,5 +114,5 @@ def test_sort_bad_inputs():
         lax.sort((np.ones(3), np.ones(4)))
     with pytest.raises(NumbaxValueError, match="num_keys is 3"):
         lax.sort((np.ones(3), np.ones(3)), num_keys=3)
-    with pytest.raises(NumbaxValueError, match=r"top_k.*k is 6"):
+    with pytest.raises(NumbaxValueError, match=r"top_k.*k=6"):
         lax.top_k(np.ones(5), 6)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, Trace, Tracer, get_aval
 
@@ -14,6 +16,8 @@ batch_rules: dict[Primitive, Callable] = {}
 # Collectives over a named axis: (axis_data, vals, dims, **params) -> (outs, out_dims); used
 # by the BatchTrace whose axis_name the collective names, batched operands or not.
 collective_rules: dict[Primitive, Callable] = {}
+# Rules that need the axis's name too: (axis_data, vals, dims, **params) -> (outs, out_dims).
+axis_batch_rules: dict[Primitive, Callable] = {}
 
 
 class AxisData(NamedTuple):
@@ -62,6 +66,9 @@ class BatchTrace(Trace):
             outs, dims_out = collective(self.axis_data, vals_in, dims_in, **params)
         elif all(d is not_mapped for d in dims_in):
             return core.bind(primitive, *vals_in, **params)
+        elif primitive in axis_batch_rules:
+            outs, dims_out = axis_batch_rules[primitive](self.axis_data, vals_in, dims_in,
+                                                         **params)
         else:
             rule = batch_rules.get(primitive)
             if rule is None:
@@ -77,23 +84,56 @@ def _names_axis(params: dict, name: Any) -> bool:
     return axis_name == name
 
 
+# Data types vmap maps through user handlers (JAX's register_vmappable): type ->
+# (spec_type, axis_size_type, to_elt, from_elt).
+vmappables: dict[type, tuple[type, type, Callable, Callable]] = {}
+
+
+def is_vmappable(x: Any) -> bool:
+    return type(x) in vmappables
+
+
+def is_vmappable_spec(spec: Any) -> bool:
+    return any(isinstance(spec, entry[0]) for entry in vmappables.values())
+
+
+def _to_elt(trace: BatchTrace, x: Any, spec: Any) -> Any:
+    entry = vmappables.get(type(x))
+    if entry is not None:
+        def get_idx():
+            from numbax._src.lax import shape_ops
+
+            iota = shape_ops.iota(np.int32, trace.axis_data.size)
+            return BatchTracer(trace, iota, 0)
+
+        return entry[2](lambda y, s: _to_elt(trace, y, s), get_idx, x, spec)
+    if spec is None:
+        return x
+    return BatchTracer(trace, x, spec % max(get_aval(x).ndim, 1))
+
+
+def _from_elt(trace: BatchTrace, size: int, x: Any, spec: Any) -> Any:
+    entry = vmappables.get(type(x))
+    if entry is not None:
+        return entry[3](lambda n, elt, s: _from_elt(trace, n, elt, s), size, x, spec)
+    t = core.full_raise(trace, x)
+    return move_batch_axis(size, t.batch_dim, spec, t.val)
+
+
 def vmap_flat(f: Callable, axis_data: AxisData, in_dims: Sequence[int | None],
               out_dims: Sequence[int | None] | Callable, args: Sequence[Any]) -> list[Any]:
-    """Runs f on batched args; outputs get their batch dimension at `out_dims`."""
+    """Runs f on batched args; outputs get their batch dimension at `out_dims`. Registered
+    vmappable values go through their to_elt/from_elt handlers."""
     with core.new_main(BatchTrace, axis_data) as main:
         trace = BatchTrace(main)
-        tracers_in = [BatchTracer(trace, x, d) if d is not None else x
+        tracers_in = [_to_elt(trace, x, d) if is_vmappable(x) else
+                      BatchTracer(trace, x, d) if d is not None else x
                       for x, d in zip(args, in_dims, strict=True)]
         outs = f(*tracers_in)
-        tracers_out = [core.full_raise(trace, out) for out in outs]
-        vals_out = [t.val for t in tracers_out]
-        bdims_out = [t.batch_dim for t in tracers_out]
-    if callable(out_dims):
-        out_dims = out_dims()
-    return [
-        move_batch_axis(axis_data.size, bd, od, v)
-        for v, bd, od in zip(vals_out, bdims_out, out_dims, strict=True)
-    ]
+        if callable(out_dims):
+            out_dims = out_dims()
+        return [_from_elt(trace, axis_data.size, out, od)
+                for out, od in zip(outs, out_dims, strict=True)]
 
 
 # ----------------------------------------------------------------------------- helpers

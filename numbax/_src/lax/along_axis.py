@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
@@ -191,3 +192,72 @@ def associative_scan(combine: Callable, elems: list, axis: int, reverse: bool,
         elems = combine(earlier, elems)
         offset *= 2
     return elems
+
+
+def _interleave(a: Any, b: Any, axis: int) -> Any:
+    """a[0], b[0], a[1], b[1], ... along axis (a is as long as b or one longer)."""
+    na, nb = get_aval(a).shape[axis], get_aval(b).shape[axis]
+    pairs = shape_ops.concatenate([
+        shape_ops.expand_dims(shape_ops.slice_in_dim(a, 0, nb, axis=axis), (axis + 1,)),
+        shape_ops.expand_dims(b, (axis + 1,))], axis + 1)
+    shape = list(get_aval(pairs).shape)
+    merged = shape_ops.reshape(pairs, (*shape[:axis], 2 * nb, *shape[axis + 2:]))
+    if na == nb:
+        return merged
+    return shape_ops.concatenate([merged, shape_ops.slice_in_dim(a, nb, na, axis=axis)], axis)
+
+
+def public_associative_scan(fn: Callable, elems: Any, reverse: bool = False,
+                            axis: int = 0) -> Any:
+    """Inclusive scan of elems (a pytree of arrays) along `axis` with the associative
+    function fn (on pytrees of arrays of one shape, elementwise): out[i] is
+    fn(... fn(elems[0], elems[1]) ..., elems[i]), from the end when reverse.
+
+    It recurses on pairs (fn of each even element with the odd one after it), O(log n)
+    rounds of fn over whole arrays, as JAX's lax.associative_scan does.
+
+    >>> public_associative_scan(lambda a, b: a + b, np.arange(5.0))
+    Array([ 0.,  1.,  3.,  6., 10.], dtype=float64)
+    """
+    flat, tree = tu.tree_flatten(elems)
+    if not flat:
+        raise NumbaxValueError("lax.associative_scan: elems is empty, expected arrays.")
+    ndim = get_aval(flat[0]).ndim
+    axis = shape_ops._canonical_axis("lax.associative_scan", axis, ndim)
+    lengths = [get_aval(e).shape[axis] if get_aval(e).ndim > axis else None for e in flat]
+    if any(n != lengths[0] for n in lengths):
+        raise NumbaxValueError(
+            "Array inputs to associative_scan must have the same first dimension. "
+            f"(saw: {[get_aval(e).shape for e in flat]})")
+    if reverse:
+        flat = [shape_ops.rev(e, (axis,)) for e in flat]
+
+    def combine(a: list, b: list) -> list:
+        out, out_tree = tu.tree_flatten(fn(tu.tree_unflatten(tree, a),
+                                           tu.tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise NumbaxTypeError(
+                f"lax.associative_scan: fn returned the structure {out_tree}, expected that "
+                f"of elems, {tree}.")
+        return out
+
+    def scan(xs: list) -> list:
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        pairs = combine([shape_ops.slice_in_dim(x, 0, n - 1, 2, axis) for x in xs],
+                        [shape_ops.slice_in_dim(x, 1, None, 2, axis) for x in xs])
+        odd = scan(pairs)
+        later = [shape_ops.slice_in_dim(x, 2, None, 2, axis) for x in xs]
+        if n % 2 == 0:
+            even = combine([shape_ops.slice_in_dim(o, 0, -1, axis=axis) for o in odd], later)
+        else:
+            even = combine(odd, later)
+        even = [shape_ops.concatenate([shape_ops.slice_in_dim(x, 0, 1, axis=axis), e], axis)
+                for x, e in zip(xs, even, strict=True)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd, strict=True)]
+
+    out = scan(flat)
+    if reverse:
+        out = [shape_ops.rev(e, (axis,)) for e in out]
+    return tu.tree_unflatten(tree, out)

@@ -14,6 +14,7 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.lax import conv_numpy, shape_ops
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax.conv_numpy import _dilate_shape, _stride_dim
+from numbax._src.lax.creation import padtype_to_pads
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -34,41 +35,6 @@ class ConvDimensionNumbers(NamedTuple):
 ConvGeneralDilatedDimensionNumbers = tuple[str, str, str] | ConvDimensionNumbers | None
 
 # ----------------------------------------------------------------------------- shape helpers
-
-
-def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
-                    window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
-    """(low, high) padding per spatial dimension for a padding string.
-
-    Args:
-      in_shape: the input's spatial shape.
-      window_shape: the (dilated) window's spatial shape.
-      window_strides: the strides.
-      padding: "SAME" (odd padding goes to the end), "SAME_LOWER" (to the start) or "VALID"
-        (none); case-insensitive.
-
-    Returns:
-      A list of (low, high) pairs.
-
-    >>> padtype_to_pads((5,), (3,), (2,), "SAME")
-    [(1, 1)]
-    """
-    if not isinstance(padding, str) and hasattr(padding, "name"):
-        padding = padding.name  # a PaddingType-like enum
-    if not isinstance(padding, str) or padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
-        raise NumbaxValueError(
-            f"lax.padtype_to_pads: padding has {padding!r}, expected 'VALID', 'SAME' or "
-            "'SAME_LOWER'. Pass one of these strings or explicit (low, high) pairs.")
-    kind = padding.upper()
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    pads = []
-    for size, window, stride in zip(in_shape, window_shape, window_strides, strict=True):
-        out = -(-int(size) // int(stride))
-        total = max((out - 1) * int(stride) + int(window) - int(size), 0)
-        small, large = total // 2, total - total // 2
-        pads.append((small, large) if kind == "SAME" else (large, small))
-    return pads
 
 
 def conv_general_permutations(dimension_numbers: tuple[str, str, str]

@@ -11,7 +11,7 @@ from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax import params, shape_ops
 
 dot_general_p = Primitive("dot_general")
 
@@ -152,12 +152,12 @@ def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, precision,
     where it is as a free dim. Either way the result is one dot_general (a matmul)."""
     (lhs, rhs), (lbd, rbd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
-    params = dict(precision=precision, preferred_element_type=preferred_element_type)
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
     if lbd is not None and rbd is not None:
         lhs, rhs = batching.moveaxis(lhs, lbd, 0), batching.moveaxis(rhs, rbd, 0)
         new = ((_shift_dims(lc, 0), _shift_dims(rc, 0)),
                ((0, *_shift_dims(lb, 0)), (0, *_shift_dims(rb, 0))))
-        return [dot_general_p.bind(lhs, rhs, dimension_numbers=new, **params)], [0]
+        return [dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw)], [0]
     if lbd is not None:
         new = ((_shift_dims(lc, lbd), rc), (_shift_dims(lb, lbd), rb))
         ndim = get_aval(lhs).ndim
@@ -168,7 +168,7 @@ def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, precision,
         lhs_free = _free_dims(get_aval(lhs).ndim, lc, lb)
         free = _free_dims(get_aval(rhs).ndim, new[0][1], new[1][1])
         out_dim = len(lb) + len(lhs_free) + free.index(rbd)
-    return [dot_general_p.bind(lhs, rhs, dimension_numbers=new, **params)], [out_dim]
+    return [dot_general_p.bind(lhs, rhs, dimension_numbers=new, **kw)], [out_dim]
 
 
 core.abstract_eval_rules[dot_general_p] = _dot_general_abstract_eval
@@ -191,14 +191,19 @@ def _canonical_dimension_numbers(dimension_numbers: Any) -> tuple:
 
 
 def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
-                preferred_element_type: Any = None) -> Any:
+                preferred_element_type: Any = None, *, out_sharding: Any = None) -> Any:
     """General contraction: output dims are batch, then lhs free, then rhs free (as JAX).
 
     Args:
       lhs, rhs: arrays of equal dtype.
       dimension_numbers: ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)).
-      precision: accepted for JAX compatibility; ignored.
+      precision: None, a lax.Precision or its string (or a pair of them), or a dot algorithm
+        (lax.DotAlgorithmPreset or its name). As on JAX's CPU backend, Precision values do
+        not change float32 results; the presets CPU supports round the operands to their
+        types (F16_F16_F16 computes in float16, F64_F64_F64 in float64) and the others raise
+        ValueError.
       preferred_element_type: the output (and accumulation) dtype.
+      out_sharding: accepted for JAX compatibility; numbax arrays live on one device.
 
     Returns:
       The contraction.
@@ -207,28 +212,63 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
     >>> dot_general(np.ones((2, 3)), np.ones((3,)), (((1,), (0,)), ((), ())))
     Array([3., 3.], dtype=float64)
     """
+    precision = params.canonicalize_precision(precision)
     if preferred_element_type is not None:
         preferred_element_type = dtypes.canonicalize_dtype(
             preferred_element_type, context="lax.dot_general")
-    return dot_general_p.bind(lhs, rhs,
-                              dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
-                              precision=None, preferred_element_type=preferred_element_type)
+    dims = _canonical_dimension_numbers(dimension_numbers)
+    if isinstance(precision, (params.DotAlgorithm, params.DotAlgorithmPreset)):
+        return _dot_with_algorithm(lhs, rhs, dims, precision, preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=precision,
+                              preferred_element_type=preferred_element_type)
 
 
-def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """Vector/matrix dot: contracts the last dim of lhs with the first of rhs (ranks 1 or 2)."""
+def _dot_with_algorithm(lhs, rhs, dims, algorithm, preferred_element_type):
+    """A dot algorithm as XLA's CPU backend runs it: operands rounded to the algorithm's
+    type and the product taken there, then cast to the output dtype."""
+    if not (isinstance(algorithm, params.DotAlgorithmPreset)
+            and algorithm.name in params.CPU_PRESETS):
+        raise NumbaxValueError(
+            f"The precision '{algorithm}' is not supported by dot_general on CPU. CPU runs "
+            f"the presets {sorted(params.CPU_PRESETS)}.")
+    out_dtype = preferred_element_type or dtypes.result_type(
+        (get_aval(lhs).dtype, False), (get_aval(rhs).dtype, False))[0]
+    compute = {"F16_F16_F16": np.dtype(np.float16),
+               "F64_F64_F64": np.dtype(np.float64)}.get(algorithm.name)
+    if compute is None or get_aval(lhs).dtype.kind not in "fc":
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=algorithm,
+                                  preferred_element_type=preferred_element_type)
+    out = dot_general_p.bind(ew.convert_element_type(lhs, compute),
+                             ew.convert_element_type(rhs, compute), dimension_numbers=dims,
+                             precision=algorithm, preferred_element_type=None)
+    return ew.convert_element_type(out, out_dtype)
+
+
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
+        preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
+    """Dot product: without dimension_numbers, the vector/matrix product of rank-1 or -2
+    operands (last dim of lhs with first of rhs); with them, lax.dot_general.
+
+    >>> dot(np.ones((2, 3)), np.ones(3))
+    Array([3., 3.], dtype=float64)
+    """
     la, ra = get_aval(lhs), get_aval(rhs)
-    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
-        raise NumbaxTypeError(
-            f"lax.dot: lhs has shape {la.shape} and rhs has shape {ra.shape}, expected "
-            "rank 1 or 2 operands. Use lax.dot_general for other ranks."
-        )
-    dims = (((la.ndim - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dims, precision, preferred_element_type)
+    if dimension_numbers is None:
+        if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2 and la.shape[-1] == ra.shape[0]):
+            raise NumbaxValueError(
+                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
+                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+        dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
-    """Batched matrix product over all leading dims: (..., m, k) @ (..., k, n)."""
+    """Batched matrix product over all leading dims: (..., m, k) @ (..., k, n).
+
+    >>> batch_matmul(np.ones((4, 2, 3)), np.ones((4, 3, 5))).shape
+    (4, 2, 5)
+    """
     la, ra = get_aval(lhs), get_aval(rhs)
     if la.ndim < 2 or la.ndim != ra.ndim:
         raise NumbaxValueError(

@@ -1,6 +1,7 @@
 """Elementwise primitives: unary and binary math, comparisons, bitwise ops, select, convert."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -9,10 +10,25 @@ import scipy.special as sp
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
-from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
+from numbax._src.lax import params
+from numbax._src.lax.convert import (  # noqa: F401 - re-exported: lax's dtype casts live there
+    _weak_scalar,
+    bitcast_convert_type,
+    bitcast_convert_type_p,
+    convert_element_type,
+    convert_element_type_p,
+)
 from numbax._src.lax.erf_inv_xla import erf_inv_impl
+from numbax._src.lax.select import (  # noqa: F401 - re-exported: lax.select and clamp live there
+    clamp,
+    clamp_p,
+    select,
+    select_n,
+    select_n_p,
+)
 
 # Dtype kinds each family accepts.
 _FLOAT = "fc"
@@ -52,13 +68,6 @@ def _to_operand(x: Any, like: Any) -> Any:
     return x
 
 
-def _weak_scalar(value: Any, dtype: np.dtype) -> Any:
-    """A Python scalar as a concrete weakly typed value of `dtype` (numpy scalars are strong)."""
-    from numbax._src.array import Array  # Array sits above lax
-
-    return Array._from_numpy(np.array(value, dtype=dtype), weak_type=True)
-
-
 def _broadcast_shapes(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     """Elementwise operands share one shape, except rank-0 operands which broadcast."""
     full = [s for s in shapes if s != ()]
@@ -94,9 +103,15 @@ def unop(name: str, impl: Callable, kinds: str = _FLOAT,
          out_dtype: Callable | None = None) -> Primitive:
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = _unary_abstract_eval(name, kinds, out_dtype)
-    core.impl_rules[prim] = lambda x, **params: [impl(x, **params)]
+    core.impl_rules[prim] = lambda x, **params: [_quiet(impl, x, **params)]
     batching.defvectorized(prim)
     return prim
+
+
+def _quiet(impl: Callable, *args: Any, **params: Any) -> Any:
+    """impl without numpy's floating-point warnings (JAX gives inf/nan silently)."""
+    with np.errstate(all="ignore"):
+        return impl(*args, **params)
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -164,6 +179,17 @@ def _integer_pow_impl(x: np.ndarray, *, y: int) -> np.ndarray:
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, _NUMERIC)
+
+
+def _integer_pow_abstract_eval(x: ShapedArray, *, y: int) -> list[ShapedArray]:
+    if y < 0 and x.dtype.kind in "iub":
+        raise NumbaxTypeError(
+            f"Integers cannot be raised to negative powers, got integer_pow({x.str_short()}, "
+            f"{y}). Convert the base to a float dtype first.")
+    return _unary_abstract_eval("integer_pow", _NUMERIC, None)(x, y=y)
+
+
+core.abstract_eval_rules[integer_pow_p] = _integer_pow_abstract_eval
 
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p):
     ad.non_differentiable.add(_p)
@@ -251,7 +277,7 @@ def binop(name: str, impl: Callable, kinds: str = _NUMERIC,
           out_dtype: Callable | None = None) -> Primitive:
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = _binary_abstract_eval(name, kinds, out_dtype)
-    core.impl_rules[prim] = lambda x, y, **params: [impl(x, y, **params)]
+    core.impl_rules[prim] = lambda x, y, **params: [_quiet(impl, x, y, **params)]
     batching.defbroadcasting(prim)
     return prim
 
@@ -417,182 +443,31 @@ ad.defjvp(
     lambda t, ans, x, y: complex_(_zeros_like(y), _broadcast_tangent(t, get_aval(y))),
 )
 
-# ----------------------------------------------------------------------------- select, clamp
-
-
-select_n_p = Primitive("select_n")
-
-
-def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> list[ShapedArray]:
-    if not cases:
-        raise NumbaxTypeError("lax.select_n: needs at least one case")
-    if which.dtype != dtypes.bool_ and which.dtype.kind not in "iu":
-        raise NumbaxTypeError(
-            f"lax.select_n: which has dtype {which.dtype}, expected bool or an integer dtype."
-        )
-    if which.dtype == dtypes.bool_ and len(cases) > 2:
-        raise NumbaxTypeError("lax.select_n: a boolean `which` selects between two cases only")
-    if any(c.dtype != cases[0].dtype for c in cases):
-        listed = ", ".join(str(c.dtype) for c in cases)
-        raise NumbaxTypeError(f"lax.select_n: cases have different dtypes {listed}.")
-    shape = _broadcast_shapes("select_n", [which.shape, *[c.shape for c in cases]])
-    return [ShapedArray(shape, cases[0].dtype, _weak(*cases))]
-
-
-def _select_n_impl(which, *cases):
-    if which.dtype == np.bool_:
-        return [np.where(which, cases[1], cases[0])] if len(cases) == 2 else [
-            np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape)).copy()]
-    idx = np.clip(which, 0, len(cases) - 1)
-    shape = np.broadcast_shapes(which.shape, *[c.shape for c in cases])
-    return [np.choose(np.broadcast_to(idx, shape), [np.broadcast_to(c, shape) for c in cases])]
-
-
-def _select_n_jvp(primals, tangents):
-    which, *cases = primals
-    ans = select_n(which, *cases)
-    case_tangents = tangents[1:]
-    if all(type(t) is Zero for t in case_tangents):
-        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
-    out_aval = get_aval(ans)
-    ts = [_broadcast_tangent(ad.instantiate_zeros(t), out_aval) for t in case_tangents]
-    return [ans], [select_n(which, *ts)]
-
-
-def _select_n_transpose(cts, which, *cases):
-    (ct,) = cts
-    assert not is_undefined_primal(which)
-    zeros = _zeros_like(ct)
-    out = [None]
-    for i, c in enumerate(cases):
-        if is_undefined_primal(c):
-            picks = [zeros] * len(cases)
-            picks[i] = ct
-            out.append(unbroadcast(select_n(which, *picks), c.aval))
-        else:
-            out.append(None)
-    return out
-
-
-core.abstract_eval_rules[select_n_p] = _select_n_abstract_eval
-core.impl_rules[select_n_p] = _select_n_impl
-ad.jvp_rules[select_n_p] = _select_n_jvp
-ad.transpose_rules[select_n_p] = _select_n_transpose
-batching.defbroadcasting(select_n_p)
-
-clamp_p = Primitive("clamp")
-
-
-def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> list:
-    for name, a in (("min", lo), ("max", hi)):
-        if a.dtype != x.dtype:
-            raise NumbaxTypeError(
-                f"lax.clamp: {name} has dtype {a.dtype} but operand has {x.dtype}; "
-                "they must match."
-            )
-        if a.shape not in ((), x.shape):
-            raise NumbaxTypeError(
-                f"lax.clamp: {name} has shape {a.shape}, expected () or the operand's "
-                f"shape {x.shape}."
-            )
-    return [x]
-
-
-core.abstract_eval_rules[clamp_p] = _clamp_abstract_eval
-core.impl_rules[clamp_p] = lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)]
-ad.defjvp(
-    clamp_p,
-    lambda t, ans, lo, x, hi: select_n(
-        lt(lo, x), _broadcast_tangent(t, get_aval(ans)), _zeros_like(ans)),
-    lambda t, ans, lo, x, hi: select_n(and_(gt(x, lo), lt(x, hi)), _zeros_like(ans), t),
-    lambda t, ans, lo, x, hi: select_n(
-        lt(x, hi), _broadcast_tangent(t, get_aval(ans)), _zeros_like(ans)),
-)
-batching.defbroadcasting(clamp_p)
 batching.defbroadcasting(ad.add_any_p)
-
-# ----------------------------------------------------------------------------- convert
-
-convert_element_type_p = Primitive("convert_element_type")
-
-
-def _convert_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool) -> list:
-    return [ShapedArray(x.shape, new_dtype, weak_type)]
-
-
-def _convert_impl(x, *, new_dtype, weak_type):
-    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
-        x = x.real
-    if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            return [x.astype(new_dtype)]
-    return [x.astype(new_dtype)]
-
-
-def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
-    (x,), (t,) = primals, tangents
-    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
-        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
-    return [ans], [convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)]
-
-
-def _convert_transpose(cts, x, *, new_dtype, weak_type):
-    (ct,) = cts
-    aval = x.aval
-    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
-
-
-core.abstract_eval_rules[convert_element_type_p] = _convert_abstract_eval
-core.impl_rules[convert_element_type_p] = _convert_impl
-ad.jvp_rules[convert_element_type_p] = _convert_jvp
-ad.transpose_rules[convert_element_type_p] = _convert_transpose
-batching.defvectorized(convert_element_type_p)
-
-
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
-
-
-def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> list:
-    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
-        raise NumbaxTypeError(
-            f"lax.bitcast_convert_type: {x.dtype} and {new_dtype} have different sizes; "
-            "only same-width bit casts are supported."
-        )
-    return [ShapedArray(x.shape, new_dtype)]
-
-
-core.abstract_eval_rules[bitcast_convert_type_p] = _bitcast_abstract_eval
-core.impl_rules[bitcast_convert_type_p] = lambda x, *, new_dtype: [x.view(new_dtype)]
-ad.non_differentiable.add(bitcast_convert_type_p)
-batching.defvectorized(bitcast_convert_type_p)
-
-
-def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
-    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
-
 
 # ----------------------------------------------------------------------------- wrappers
 
 
-def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
-    new_dtype = dtypes.canonicalize_dtype(new_dtype, context="lax.convert_element_type")
-    aval = get_aval(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return operand
-    if isinstance(operand, (bool, int, float, complex)) and not isinstance(operand, np.generic):
-        if weak_type:
-            return _weak_scalar(operand, new_dtype)
-        return np.array(operand, dtype=new_dtype)[()]
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+# JAX's functions that take an `accuracy=` request (lax.Tolerance or lax.AccuracyMode).
+_WITH_ACCURACY = frozenset({"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin",
+                            "cos", "tan", "sqrt", "rsqrt", "cbrt"})
 
 
 def _unary(prim: Primitive) -> Callable:
-    def fn(x: Any) -> Any:
-        return prim.bind(x)
+    if prim.name in _WITH_ACCURACY:
+        def fn(x: Any, *, accuracy: Any = None) -> Any:
+            params.check_accuracy(accuracy)  # one implementation per function on CPU
+            return prim.bind(x)
 
+        doc = (f"Elementwise {prim.name} (lax.{prim.name}_p). `accuracy` (a lax.Tolerance or "
+               "lax.AccuracyMode) is accepted; numbax has one implementation, as JAX on CPU.")
+    else:
+        def fn(x: Any) -> Any:
+            return prim.bind(x)
+
+        doc = f"Elementwise {prim.name} (lax.{prim.name}_p)."
     fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}_p)."
+    fn.__doc__ = doc
     return fn
 
 
@@ -623,26 +498,30 @@ eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 and_ = bitwise_and
 
 
-def round(x: Any, rounding_method: int = 0) -> Any:  # noqa: A001
-    """lax.round: 0 rounds half away from zero (JAX's default), 1 rounds half to even."""
-    return round_p.bind(x, rounding_method=int(rounding_method))
+def round(x: Any,  # noqa: A001
+          rounding_method: params.RoundingMethod = params.RoundingMethod.AWAY_FROM_ZERO) -> Any:
+    """lax.round: RoundingMethod.AWAY_FROM_ZERO (0, JAX's default) rounds halves away from
+    zero, TO_NEAREST_EVEN (1) to the even neighbour.
+
+    >>> round(np.array([0.5, 1.5, -2.5]), 1)
+    Array([ 0.,  2., -2.], dtype=float64)
+    """
+    try:
+        method = params.RoundingMethod(int(rounding_method))
+    except (TypeError, ValueError) as err:
+        raise NumbaxValueError(
+            f"lax.round: rounding_method has {rounding_method!r}, expected "
+            "lax.RoundingMethod.AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1).") from err
+    return round_p.bind(x, rounding_method=int(method))
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    return integer_pow_p.bind(x, y=int(y))
+    """x ** y for a static integer y (negative y: integer x is refused, as in JAX).
 
-
-def select_n(which: Any, *cases: Any) -> Any:
-    return select_n_p.bind(which, *cases)
-
-
-def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    """lax.select: on_true where pred, else on_false."""
-    return select_n_p.bind(pred, on_false, on_true)
-
-
-def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
-    return clamp_p.bind(_to_operand(min, x), x, _to_operand(max, x))
+    >>> integer_pow(np.array([2.0, 3.0]), -1)
+    Array([0.5       , 0.33333333], dtype=float64)
+    """
+    return integer_pow_p.bind(x, y=operator.index(y))
 
 
 def _zeros_like(x: Any) -> Any:

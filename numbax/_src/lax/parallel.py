@@ -132,38 +132,103 @@ ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
     psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
 
-def psum(x: Any, axis_name: Any) -> Any:
-    """Sum of x over the named mapped axis (every example receives the total)."""
-    _check_bound("psum", axis_name)
-    names = _axis_names(axis_name)
-    return tu.tree_map(lambda leaf: psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
+def _count_bools(leaf: Any) -> Any:
+    """Booleans are summed as int32 counts (JAX's psum), not reduced with logical or."""
+    if get_aval(leaf).dtype == np.bool_:
+        return ew.convert_element_type(leaf, np.int32)
+    return leaf
 
 
-def pmean(x: Any, axis_name: Any) -> Any:
-    """Mean of x over the named mapped axis."""
-    _check_bound("pmean", axis_name)
+def _member_rows(axis_name: Any, groups: Any) -> np.ndarray:
+    """rows[i, j]: whether members i and j share a group of axis_index_groups."""
     size = axis_size(axis_name)
+    groups = [[int(i) for i in g] for g in groups]
+    if sorted(i for g in groups for i in g) != list(range(size)):
+        raise ValueError(
+            f"axis_index_groups has {groups}, expected groups covering every index of axis "
+            f"{axis_name!r} (size {size}) exactly once.")
+    rows = np.zeros((size, size), np.bool_)
+    for g in groups:
+        rows[np.ix_(g, g)] = True
+    return rows
+
+
+def _grouped(api: str, leaf: Any, axis_name: Any, groups: Any, kind: str) -> Any:
+    """A reduction within each member's group: every member's value, gathered, masked to
+    its group and reduced (all_gather and axis_index run under vmap and pmap alike)."""
+    if isinstance(axis_name, tuple) and len(axis_name) != 1:
+        raise NotImplementedError(f"{api}: axis_index_groups needs a single axis name.")
+    name = _axis_names(axis_name)[0]
+    rows = _member_rows(name, groups)
+    gathered = all_gather(leaf, name)
+    aval = get_aval(gathered)
+    from numbax._src.lax import indexing  # indexing sits beside this module
+
+    mine = indexing.dynamic_index_in_dim(rows, axis_index(name), 0, keepdims=False)
+    mask = shape_ops.broadcast_in_dim(mine, aval.shape, (0,))
+    if kind == "sum":
+        fill, reduce = 0, reductions.reduce_sum
+    else:
+        info = np.finfo if aval.dtype.kind == "f" else np.iinfo
+        big = np.inf if aval.dtype.kind == "f" else info(aval.dtype).max
+        fill, reduce = (-big if kind == "max" else big), (
+            reductions.reduce_max if kind == "max" else reductions.reduce_min)
+    picked = ew.select(mask, gathered, shape_ops.full(aval.shape, fill, aval.dtype))
+    return reduce(picked, (0,))
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """Sum of x over the named mapped axis (every example receives the total, or the total
+    of its group in axis_index_groups); booleans are counted (an int32 sum), as in JAX."""
+    _check_bound("psum", axis_name)
+    if axis_index_groups is not None:
+        return tu.tree_map(lambda leaf: _grouped("psum", _count_bools(leaf), axis_name,
+                                                 axis_index_groups, "sum"), x)
+    names = _axis_names(axis_name)
+    return tu.tree_map(lambda leaf: psum_p.bind(_lift_to_axes(_count_bools(leaf), axis_name),
+                                                axis_name=names), x)
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """Mean of x over the named mapped axis (or over each member's group)."""
+    _check_bound("pmean", axis_name)
+    if axis_index_groups is not None:
+        counts = _member_rows(_axis_names(axis_name)[0], axis_index_groups).sum(1)
+        from numbax._src.lax import indexing
+
+        size = indexing.dynamic_index_in_dim(counts, axis_index(_axis_names(axis_name)[0]),
+                                             0, keepdims=False)
+    else:
+        size = axis_size(axis_name)
 
     def mean(leaf):
-        total = psum_p.bind(_lift_to_axes(leaf, axis_name), axis_name=_axis_names(axis_name))
+        total = psum(leaf, axis_name, axis_index_groups=axis_index_groups)
         dtype = get_aval(total).dtype
         if not dtypes.is_inexact(dtype):
             total = ew.convert_element_type(total, dtypes.default_float_dtype())
             dtype = get_aval(total).dtype
-        return ew.div(total, np.array(size, dtype=dtype))
+        return ew.div(total, ew.convert_element_type(size, dtype))
 
     return tu.tree_map(mean, x)
 
 
-def pmax(x: Any, axis_name: Any) -> Any:
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """Maximum of x over the named mapped axis (or over each member's group)."""
     _check_bound("pmax", axis_name)
+    if axis_index_groups is not None:
+        return tu.tree_map(lambda leaf: _grouped("pmax", leaf, axis_name, axis_index_groups,
+                                                 "max"), x)
     names = _axis_names(axis_name)
     return tu.tree_map(
         lambda leaf: pmax_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
 
 
-def pmin(x: Any, axis_name: Any) -> Any:
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """Minimum of x over the named mapped axis (or over each member's group)."""
     _check_bound("pmin", axis_name)
+    if axis_index_groups is not None:
+        return tu.tree_map(lambda leaf: _grouped("pmin", leaf, axis_name, axis_index_groups,
+                                                 "min"), x)
     names = _axis_names(axis_name)
     return tu.tree_map(
         lambda leaf: pmin_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names), x)
@@ -237,9 +302,14 @@ def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
     return indexing.dynamic_index_in_dim(total, index, axis, keepdims=False)
 
 
-def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = False) -> Any:
-    """Stacks (or concatenates, tiled=True) x from every example of the named axis."""
+def all_gather(x: Any, axis_name: Hashable, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False, to: str = "varying") -> Any:
+    """Stacks (or concatenates, tiled=True) x from every example of the named axis. `to`
+    (shard_map's typing of the result) has no effect on values."""
     _check_bound("all_gather", axis_name)
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.all_gather: axis_index_groups is not supported; pass "
+                                  "None (gather the whole axis).")
     size = axis_size(axis_name)
 
     def gather(leaf):
@@ -396,9 +466,12 @@ ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
 
 
 def psum_scatter(x: Any, axis_name: Hashable, *, scatter_dimension: int = 0,
-                 tiled: bool = False) -> Any:
+                 axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """psum, then each device keeps its own slice of the sum along scatter_dimension."""
     _check_bound("psum_scatter", axis_name)
+    if axis_index_groups is not None:
+        raise NotImplementedError("lax.psum_scatter: axis_index_groups is not supported; "
+                                  "pass None.")
     size = axis_size(axis_name)
 
     def scatter(leaf):

@@ -1,5 +1,5 @@
-"""Reductions over a tuple of axes (reduce_sum/max/min/prod/and/or, argmax/argmin) and the
-cumulative ops along one axis (cumsum, cumprod, cummax, cummin)."""
+"""Reductions over a tuple of axes (reduce_sum/max/min/prod/and/or/xor, argmax/argmin) and
+the cumulative ops along one axis (cumsum, cumprod, cummax, cummin, cumlogsumexp)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -122,9 +122,16 @@ def _reduce_bitwise(ufunc: np.ufunc) -> Callable:
     return impl
 
 
+def _reduce_xor(x, axis):
+    if x.dtype == np.bool_:
+        return np.logical_xor.reduce(x, axis=axis)
+    return np.bitwise_xor.reduce(x, axis=axis)
+
+
 reduce_and_p = reduction("reduce_and", _reduce_bitwise(np.bitwise_and), "biu")
 reduce_or_p = reduction("reduce_or", _reduce_bitwise(np.bitwise_or), "biu")
-ad.non_differentiable.update({reduce_and_p, reduce_or_p})
+reduce_xor_p = reduction("reduce_xor", _reduce_xor, "biu")
+ad.non_differentiable.update({reduce_and_p, reduce_or_p, reduce_xor_p})
 
 # ----------------------------------------------------------------------------- argmax/argmin
 
@@ -233,6 +240,39 @@ def _highest(dtype: np.dtype) -> Any:
     return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
+cumlogsumexp_p = cumulative("cumlogsumexp", np.logaddexp.accumulate, "f")
+
+
+def _logaddexp(a: Any, b: Any) -> Any:
+    """log(exp(a) + exp(b)) without overflow; -inf when both are -inf."""
+    big = ew.max(a, b)
+    finite_big = ew.select_n(ew.is_finite(big), ew._zeros_like(big), big)
+    return ew.add(finite_big, ew.log(ew.add(ew.exp(ew.sub(a, finite_big)),
+                                            ew.exp(ew.sub(b, finite_big)))))
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    # A prefix segment is (L, tau) = (log sum e^x_j, sum e^(x_j - L) t_j); combining two is
+    # associative and exact: L = logaddexp(L1, L2), tau = e^(L1-L) tau1 + e^(L2-L) tau2.
+    (x,), (t,) = primals, tangents
+    ans = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    dtype = get_aval(x).dtype
+
+    def weight(part, whole):
+        return ew.select_n(ew.eq(part, np.array(-np.inf, dtype)),
+                           ew.exp(ew.sub(part, whole)), ew._zeros_like(part))
+
+    def combine(earlier, later):
+        (l1, t1), (l2, t2) = earlier, later
+        total = _logaddexp(l1, l2)
+        return [total, ew.add(ew.mul(weight(l1, total), t1), ew.mul(weight(l2, total), t2))]
+
+    _, t_out = along_axis.associative_scan(combine, [x, ad.instantiate_zeros(t)], axis,
+                                           reverse, [-np.inf, 0])
+    return [ans], [t_out]
+
+
+ad.jvp_rules[cumlogsumexp_p] = _cumlogsumexp_jvp
 ad.jvp_rules[cumprod_p] = _cumulative_jvp(cumprod_p, ew.mul, lambda dt: 1)
 ad.jvp_rules[cummax_p] = _cumulative_jvp(cummax_p, ew.max, _lowest)
 ad.jvp_rules[cummin_p] = _cumulative_jvp(cummin_p, ew.min, _highest)
@@ -271,6 +311,15 @@ def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
 
 def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
     return reduce_or_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_or"))
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    """Bitwise XOR (logical for booleans) of operand's elements over `axes`.
+
+    >>> reduce_xor(np.array([[1, 3], [5, 6]]), (0,))
+    Array([4, 5], dtype=int64)
+    """
+    return reduce_xor_p.bind(operand, axes=_canonical_axes(operand, axes, "reduce_xor"))
 
 
 def _canonical_axis(api: str, x: Any, axis: int) -> int:
@@ -313,3 +362,4 @@ cumsum = _cumulative_wrapper(cumsum_p)
 cumprod = _cumulative_wrapper(cumprod_p)
 cummax = _cumulative_wrapper(cummax_p)
 cummin = _cumulative_wrapper(cummin_p)
+cumlogsumexp = _cumulative_wrapper(cumlogsumexp_p)

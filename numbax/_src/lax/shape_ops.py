@@ -10,6 +10,11 @@ from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
+from numbax._src.lax.iota import (  # noqa: E402, F401 - re-exported: iota lives there
+    broadcasted_iota,
+    iota,
+    iota_p,
+)
 
 # ----------------------------------------------------------------------------- broadcast_in_dim
 
@@ -551,48 +556,6 @@ def pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]
     if isinstance(padding_value, (bool, int, float, complex)):
         padding_value = np.array(padding_value, dtype=aval.dtype)
     return pad_p.bind(operand, padding_value, padding_config=config)
-
-
-# ----------------------------------------------------------------------------- iota
-
-iota_p = Primitive("iota")
-
-
-def _iota_abstract_eval(*, dtype, shape, dimension) -> list:
-    if not 0 <= dimension < len(shape):
-        raise NumbaxValueError(
-            f"lax.iota: dimension is {dimension}, expected an axis of shape {shape}."
-        )
-    if np.dtype(dtype).kind not in "iuf":
-        raise NumbaxTypeError(f"lax.iota: dtype is {dtype}, expected an integer or float dtype.")
-    return [ShapedArray(shape, dtype)]
-
-
-def _iota_impl(*, dtype, shape, dimension):
-    ramp = np.arange(shape[dimension], dtype=dtype)
-    view = [1] * len(shape)
-    view[dimension] = shape[dimension]
-    return [np.broadcast_to(ramp.reshape(view), shape)]
-
-
-core.abstract_eval_rules[iota_p] = _iota_abstract_eval
-core.impl_rules[iota_p] = _iota_impl
-ad.non_differentiable.add(iota_p)
-batching.batch_rules[iota_p] = lambda axis_size, vals, dims, **params: (
-    [iota_p.bind(**params)], [None])
-
-
-def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
-    """lax.broadcasted_iota: 0, 1, ... along `dimension`, broadcast to `shape`."""
-    dtype = dtypes.canonicalize_dtype(dtype, context="lax.broadcasted_iota")
-    shape = tuple(int(d) for d in shape)
-    dimension = _canonical_axis("lax.broadcasted_iota", dimension, len(shape))
-    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
-
-
-def iota(dtype: Any, size: int) -> Any:
-    """lax.iota: the vector 0, 1, ..., size-1."""
-    return broadcasted_iota(dtype, (int(size),), 0)
 
 
 # ----------------------------------------------------------------------------- copy

@@ -1,6 +1,7 @@
 """sort: multi-operand sort along one dimension by the first num_keys operands, and top_k."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,9 +128,87 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1,
     return k, v
 
 
+# ----------------------------------------------------------------------------- top_k
+
+
+def _descending_order(x: np.ndarray, axis: int) -> np.ndarray:
+    """Indices of x along axis by decreasing value, lower index first on ties, NaN first:
+    a stable ascending sort of the reversed array, read backwards."""
+    n = x.shape[axis]
+    order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(order, axis)
+
+
+def _top_k_shape(api: str, x: ShapedArray, k: int, axis: int) -> tuple[int, ...]:
+    if x.ndim == 0:
+        raise NumbaxValueError(f"{api}: operand is a scalar, expected rank >= 1.")
+    if k < 0:
+        raise NumbaxValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if k > x.shape[axis]:
+        raise NumbaxValueError(
+            f"k argument to top_k must be no larger than size along axis; got k={k} with "
+            f"shape={list(x.shape)} and axis={axis}")
+    return (*x.shape[:axis], k, *x.shape[axis + 1:])
+
+
+def _take_top(x: np.ndarray, order: np.ndarray, k: int, axis: int) -> list[np.ndarray]:
+    index = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, index, axis=axis), index.astype(np.int32)]
+
+
+def _top_tangents(primals, tangents, outs, axis):
+    (t,) = tangents
+    if type(t) is ad.Zero:
+        return [ad.Zero(ad.tangent_aval(get_aval(outs[0]))), ad.Zero(ad.tangent_aval(
+            get_aval(outs[1])))]
+    return [along_axis.take_along_axis(t, outs[1], axis),
+            ad.Zero(ad.tangent_aval(get_aval(outs[1])))]
+
+
+top_k_p = Primitive("top_k", multiple_results=True)
+
+
+def _top_k_abstract_eval(x: ShapedArray, *, k, axis) -> list:
+    ew._check_kind("top_k", x, "biuf")
+    shape = _top_k_shape("lax.top_k", x, k, axis)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    outs = top_k_p.bind(*primals, axis=axis, k=k)
+    return outs, _top_tangents(primals, tangents, outs, axis)
+
+
+def _top_k_batch(axis_size, vals, dims, *, k, axis):
+    (x,), (d,) = vals, dims
+    outs = top_k_p.bind(x, axis=axis + (d <= axis), k=k)
+    return outs, [d, d]
+
+
+core.abstract_eval_rules[top_k_p] = _top_k_abstract_eval
+core.impl_rules[top_k_p] = lambda x, *, k, axis: _take_top(x, _descending_order(x, axis), k,
+                                                             axis)
+ad.jvp_rules[top_k_p] = _top_k_jvp
+batching.batch_rules[top_k_p] = _top_k_batch
+
+
+def lax_top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
+    """The k largest entries along `axis`, largest first, and their int32 indices (lower
+    index first on ties; NaN counts as largest).
+
+    >>> top_k(np.array([3.0, 1.0, 3.0, 7.0]), 2)
+    (Array([7., 3.], dtype=float64), Array([3, 0], dtype=int32))
+    """
+    aval = get_aval(operand)
+    if aval.ndim == 0:
+        raise NumbaxValueError("lax.top_k: operand is a scalar, expected rank >= 1.")
+    axis = _canonical_dimension("top_k", aval.shape, axis)
+    return tuple(top_k_p.bind(operand, axis=axis, k=operator.index(k)))  # JAX's print order
+
+
 def top_k(operand: Any, k: int) -> tuple[Any, Any]:
-    """The k largest entries along the last axis, largest first, and their int32 indices
-    (lower index first on ties; NaN counts as largest)."""
+    """lax_top_k along the last axis as a sort (numbax's library code calls this: the sort
+    compiles under jit, where top_k_p has no lowering yet)."""
     aval = get_aval(operand)
     if aval.ndim == 0 or not 0 <= int(k) <= aval.shape[-1]:
         raise NumbaxValueError(
@@ -146,3 +225,65 @@ def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     top_values = along_axis.take_along_axis(values, pick, last)
     top_index = ew.neg(along_axis.take_along_axis(neg_index, pick, last))
     return top_values, top_index
+
+
+approx_top_k_p = Primitive("approx_top_k", multiple_results=True)
+
+
+def _approx_axis(x: ShapedArray, reduction_dimension: int) -> int:
+    return _canonical_dimension("approx_max_k", x.shape, reduction_dimension)
+
+
+def _approx_abstract_eval(x: ShapedArray, *, k, reduction_dimension, recall_target, is_max_k,
+                          reduction_input_size_override, aggregate_to_topk) -> list:
+    ew._check_kind("approx_max_k", x, "biuf")
+    shape = _top_k_shape("lax.approx_max_k", x, k, _approx_axis(x, reduction_dimension))
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _approx_impl(x, *, k, reduction_dimension, is_max_k, **params):
+    axis = reduction_dimension % x.ndim
+    order = (_descending_order(x, axis) if is_max_k
+             else np.argsort(x, axis=axis, kind="stable"))
+    return _take_top(x, order, k, axis)
+
+
+def _approx_jvp(primals, tangents, **params):
+    outs = approx_top_k_p.bind(*primals, **params)
+    axis = params["reduction_dimension"] % get_aval(primals[0]).ndim
+    return outs, _top_tangents(primals, tangents, outs, axis)
+
+
+def _approx_batch(axis_size, vals, dims, *, reduction_dimension, **params):
+    x = batching.bdim_at_front(vals[0], dims[0], axis_size)
+    dim = reduction_dimension if reduction_dimension < 0 else reduction_dimension + 1
+    return approx_top_k_p.bind(x, reduction_dimension=dim, **params), [0, 0]
+
+
+core.abstract_eval_rules[approx_top_k_p] = _approx_abstract_eval
+core.impl_rules[approx_top_k_p] = _approx_impl
+ad.jvp_rules[approx_top_k_p] = _approx_jvp
+batching.batch_rules[approx_top_k_p] = _approx_batch
+
+
+def _approx_k(is_max_k: bool) -> Any:
+    def fn(operand: Any, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+           reduction_input_size_override: int = -1,
+           aggregate_to_topk: bool = True) -> tuple[Any, Any]:
+        return tuple(approx_top_k_p.bind(  # params in JAX's (sorted) print order
+            operand, aggregate_to_topk=bool(aggregate_to_topk), is_max_k=is_max_k,
+            k=operator.index(k), recall_target=float(recall_target),
+            reduction_dimension=operator.index(reduction_dimension),
+            reduction_input_size_override=operator.index(reduction_input_size_override)))
+
+    which = "largest" if is_max_k else "smallest"
+    fn.__name__ = "approx_max_k" if is_max_k else "approx_min_k"
+    fn.__doc__ = (
+        f"The k {which} entries along reduction_dimension and their int32 indices.\n\n"
+        "Unlike JAX on TPU (an approximation meeting recall_target), numbax returns the exact "
+        "top k, sorted, whatever aggregate_to_topk (XLA's CPU backend is exact as well).")
+    return fn
+
+
+approx_max_k = _approx_k(True)
+approx_min_k = _approx_k(False)

@@ -386,6 +386,11 @@ class _IndexUpdateRef:
 
 def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any, mode: Any,
                     unique_indices: bool) -> Any:
+    # Static ints and slices address each element once: unique, as JAX marks them.
+    basic = idx if isinstance(idx, tuple) else (idx,)
+    unique_indices = unique_indices or all(
+        isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis)))
+        and not isinstance(i, (bool, np.bool_)) for i in basic)
     x = asarray(x)
     aval = get_aval(x)
     positions = shape_ops.reshape(

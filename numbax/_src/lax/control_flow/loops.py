@@ -483,7 +483,15 @@ def map(f: Callable, xs: Any) -> Any:  # noqa: A001 - JAX's name
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     """for i in range(lower, upper): val = body_fun(i, val). A scan when the bounds are
-    concrete (so reverse mode works), a while_loop otherwise — as JAX does."""
+    concrete (so reverse mode works), a while_loop otherwise — as JAX does.
+
+    Unlike JAX (which runs two equal float bounds), bounds must be integers: a float bound
+    raises TypeError instead of being truncated."""
+    lower_aval, upper_aval = core.get_aval(lower), core.get_aval(upper)
+    if lower_aval.dtype.kind not in "iu" or upper_aval.dtype.kind not in "iu":
+        raise NumbaxTypeError(
+            f"fori_loop: lower and upper must be integers, got {lower_aval.str_short()} and "
+            f"{upper_aval.str_short()}. Pass integer bounds (e.g. int(upper)).")
     lower_c = _concrete_int(lower)
     upper_c = _concrete_int(upper)
     if lower_c is not None and upper_c is not None:
@@ -496,11 +504,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
         start = np.array(lower_c, int_dtype)
         (_, val), _ = scan(step, (start, init_val), None, length=max(upper_c - lower_c, 0))
         return val
-    lower_aval, upper_aval = core.get_aval(lower), core.get_aval(upper)
-    if lower_aval.dtype.kind not in "iu" or upper_aval.dtype.kind not in "iu":
-        raise NumbaxTypeError(
-            f"fori_loop: lower and upper must be integers, got {lower_aval.str_short()} and "
-            f"{upper_aval.str_short()}.")
     dtype, _ = dtypes.result_type((lower_aval.dtype, lower_aval.weak_type),
                                   (upper_aval.dtype, upper_aval.weak_type))
     lower = ew.convert_element_type(lower, dtype)

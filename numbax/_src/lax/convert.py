@@ -1,0 +1,119 @@
+"""Dtype conversions: convert_element_type (a value cast) and bitcast_convert_type (a bit
+reinterpretation), the two primitives every dtype change goes through."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.errors import NumbaxValueError
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters.ad import Zero
+
+
+def _weak_scalar(value: Any, dtype: np.dtype) -> Any:
+    """A Python scalar as a concrete weakly typed value of `dtype` (numpy scalars are strong)."""
+    from numbax._src.array import Array  # Array sits above lax
+
+    return Array._from_numpy(np.array(value, dtype=dtype), weak_type=True)
+
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+def _convert_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool) -> list:
+    return [ShapedArray(x.shape, new_dtype, weak_type)]
+
+
+def _convert_impl(x, *, new_dtype, weak_type):
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = x.real
+    if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return [x.astype(new_dtype)]
+    return [x.astype(new_dtype)]
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
+        return [ans], [Zero(ad.tangent_aval(get_aval(ans)))]
+    return [ans], [convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)]
+
+
+def _convert_transpose(cts, x, *, new_dtype, weak_type):
+    (ct,) = cts
+    aval = x.aval
+    return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+core.abstract_eval_rules[convert_element_type_p] = _convert_abstract_eval
+core.impl_rules[convert_element_type_p] = _convert_impl
+ad.jvp_rules[convert_element_type_p] = _convert_jvp
+ad.transpose_rules[convert_element_type_p] = _convert_transpose
+batching.defvectorized(convert_element_type_p)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_shape(x: ShapedArray, new_dtype: np.dtype) -> tuple[int, ...]:
+    """Same width: same shape; narrower: a trailing axis of the ratio; wider: the trailing
+    axis (of the ratio) is consumed (JAX's rule)."""
+    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if old == new:
+        return x.shape
+    if new < old:
+        return (*x.shape, old // new)
+    if not x.shape or x.shape[-1] * old != new:
+        raise NumbaxValueError(
+            f"lax.bitcast_convert_type: operand has shape {x.shape} and dtype {x.dtype}; "
+            f"casting to the wider {np.dtype(new_dtype)} needs a last dimension of size "
+            f"{new // old}.")
+    return x.shape[:-1]
+
+
+def _bitcast_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype) -> list:
+    return [ShapedArray(_bitcast_shape(x, new_dtype), new_dtype)]
+
+
+def _bitcast_impl(x, *, new_dtype):
+    shape = _bitcast_shape(ShapedArray(x.shape, x.dtype), new_dtype)
+    return [np.ascontiguousarray(x).view(new_dtype).reshape(shape)]
+
+
+core.abstract_eval_rules[bitcast_convert_type_p] = _bitcast_abstract_eval
+core.impl_rules[bitcast_convert_type_p] = _bitcast_impl
+ad.non_differentiable.add(bitcast_convert_type_p)
+batching.defvectorized(bitcast_convert_type_p)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """Reinterprets the bits of operand as new_dtype. A narrower new_dtype adds a trailing
+    axis (f32[n] -> u8[n, 4]); a wider one consumes the trailing axis (u8[n, 4] -> f32[n]).
+
+    >>> bitcast_convert_type(np.float32(1.0), np.int32)
+    Array(1065353216, dtype=int32)
+    """
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, context="lax.bitcast_convert_type")
+    return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
+    """Elementwise cast of operand to new_dtype (complex to real keeps the real part).
+
+    >>> convert_element_type(np.array([1.7, -1.7]), np.int32)
+    Array([ 1, -1], dtype=int32)
+    """
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, context="lax.convert_element_type")
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    if isinstance(operand, (bool, int, float, complex)) and not isinstance(operand, np.generic):
+        if weak_type:
+            return _weak_scalar(operand, new_dtype)
+        return np.array(operand, dtype=new_dtype)[()]
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)

@@ -1,0 +1,2 @@
+"""numbax.extend: JAX's extension modules (jax.extend) for numbax's internals."""
+from numbax.extend import core  # noqa: F401

@@ -1,0 +1,38 @@
+"""Matrix rows of lax/pieces.py (split, stack, unstack, tile) and of lax/sort.py's top_k and
+approx_top_k."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax import lax
+from tests.lax.matrix_cases import Case
+
+RNG = np.random.default_rng(11)
+X = RNG.normal(size=(3, 4))
+Y = RNG.normal(size=(3, 4))
+
+
+def cases() -> dict[str, list[Case]]:
+    return {
+        "split": [Case(lambda x: lax.split(x, (1, 3), axis=1), (X,), (0,)),
+                  Case(lambda x: lax.split(x, (2, 0, 1)), (X,), (0,))],
+        "stack": [Case(lambda x, y: lax.stack([x, y, x], axis=1), (X, Y), (0, 1)),
+                  Case(lambda x: lax.stack([x, 2.0 * x], axis=-1), (X,), (0,))],
+        "unstack": [Case(lambda x: lax.unstack(x, axis=1), (X,), (0,)),
+                    Case(lambda x: lax.unstack(x)[1] * 3.0, (X,), (0,))],
+        "tile": [Case(lambda x: lax.tile(x, (2, 3)), (X,), (0,)),
+                 Case(lambda x: lax.tile(x, (1, 0)), (X,))],
+        **_top_k_rows(),
+    }
+
+
+def _top_k_rows() -> dict[str, list[Case]]:
+    return {
+        "top_k": [Case(lambda x: lax.top_k(x, 2)[0], (X,), (0,)),
+                  Case(lambda x: lax.top_k(x, 2), (X,)),
+                  Case(lambda x: lax.top_k(x, 2, axis=0), (X.astype(np.float32),))],
+        "approx_top_k": [Case(lambda x: lax.approx_max_k(x, 3)[0], (X,), (0,)),
+                         Case(lambda x: lax.approx_min_k(x, 2, reduction_dimension=0)[0], (X,),
+                              (0,)),
+                         Case(lambda x: lax.approx_min_k(x, 2), (X,))],
+    }
