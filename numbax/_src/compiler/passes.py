@@ -12,12 +12,14 @@ from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
+from numbax._src.lax import ordering, rng
 from numbax._src.lax import shape_ops as ls
 
 Atom = Var | Literal
 
-# Equations with effects would not be safe to drop or merge; numbax has none so far.
-_EFFECTFUL: frozenset[core.Primitive] = frozenset()
+# Equations with effects must not be dropped, merged or folded: a stateful generator (each
+# call draws new numbers) and the sink that keeps values alive.
+_EFFECTFUL: frozenset[core.Primitive] = frozenset({rng.rng_uniform_p, ordering.dce_sink_p})
 _RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 

@@ -74,7 +74,18 @@ def shift_right_logical(ux, uy, bits):
     return ux >> uy if uy < bits else ux ^ ux
 
 
-SHARED = (cdiv, crem, ipow, round_away, shift_left, shift_right_arithmetic, shift_right_logical)
+def clz(x, bits):
+    """lax.clz: leading zero bits of x's `bits`-bit two's complement form (bits for 0)."""
+    n = 0
+    for i in range(bits - 1, -1, -1):
+        if (x >> i) & 1:
+            return n
+        n += 1
+    return n
+
+
+SHARED = (cdiv, crem, ipow, round_away, shift_left, shift_right_arithmetic, shift_right_logical,
+          clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

@@ -4,11 +4,14 @@ beside their primitives and PyTensor's Numba dispatch has one module per op fami
 from numbax._src.compiler.lowerings import (  # noqa: F401
     calls,
     control_flow,
+    convolution,
     dot,
     elementwise,
     indexing,
     linalg,
+    ordering,
     parallel,
+    random,
     reductions,
     shape_ops,
 )

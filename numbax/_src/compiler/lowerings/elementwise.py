@@ -30,11 +30,12 @@ from numbax._src.compiler.lowerings.forms import (
     shift,
     template,
 )
-from numbax._src.compiler.registry import EqnPredicate, Fusion, ScalarRule, register
+from numbax._src.compiler.registry import EAGER, EqnPredicate, Fusion, ScalarRule, register
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Primitive
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters.ad import add_any_p
+from numbax._src.lax import bits as lbits
 from numbax._src.lax import elementwise as lx
 
 
@@ -328,3 +329,12 @@ elementwise(lx.bitcast_convert_type_p, bitcast, ok=_same_width_numbers)
 register(lx.bitcast_convert_type_p, backend="cpu", library=_bitcast_view,
          library_ok=_same_width_numbers)
 elementwise(stop_gradient_p, template("{0}"), template("{0}"), cuda_complex=template("{0}"))
+
+# ----------------------------------------------------------------------------- bits (lax/bits.py)
+
+elementwise(lbits.clz_p,
+            lambda a, e: f"sc.clz({a[0]}, {operand_dtype(e).itemsize * 8})")
+# 128-bit products, precision rounding and total-order comparisons: numpy in the driver
+for _prim in (lbits.mulhi_p, lbits.reduce_precision_p, lbits.eq_to_p, lbits.le_to_p,
+              lbits.lt_to_p):
+    register(_prim, backend="cpu", library=EAGER)

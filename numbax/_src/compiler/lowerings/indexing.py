@@ -11,6 +11,7 @@ from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import indexing as ix
+from numbax._src.lax import scatter as lsc
 
 
 def _kc(fn: str, *parts: str) -> str:
@@ -38,8 +39,8 @@ def _gather(eqn: JaxprEqn, ins: list[str]) -> str:
 
 
 # How kc.scatter combines an update into the operand (its `op` argument).
-_SCATTER_OPS = {ix.scatter_p: 0, ix.scatter_add_p: 1, ix.scatter_mul_p: 2, ix.scatter_min_p: 3,
-                ix.scatter_max_p: 4}
+_SCATTER_OPS = {lsc.scatter_p: 0, lsc.scatter_add_p: 1, lsc.scatter_mul_p: 2,
+                lsc.scatter_min_p: 3, lsc.scatter_max_p: 4, lsc.scatter_sub_p: 5}
 
 
 def _scatter(eqn: JaxprEqn, ins: list[str]) -> str:
@@ -67,8 +68,8 @@ def _complex_ok(eqn: JaxprEqn) -> bool:
     """Complex buffers: index kernels move whole elements; scatter-add adds the parts with
     float atomics. numba has no complex atomics for scatter-mul/min/max."""
     return not involves_complex(eqn) or eqn.primitive in (
-        ix.dynamic_slice_p, ix.dynamic_update_slice_p, ix.gather_p, ix.scatter_p,
-        ix.scatter_add_p)
+        ix.dynamic_slice_p, ix.dynamic_update_slice_p, ix.gather_p, lsc.scatter_p,
+        lsc.scatter_add_p)
 
 
 def _atomic_ok(eqn: JaxprEqn) -> bool:
@@ -86,11 +87,12 @@ for _prim, _render, _ok in (
         (ix.dynamic_slice_p, cuda_index.dynamic_slice, _complex_ok),
         (ix.dynamic_update_slice_p, cuda_index.dynamic_update_slice, _complex_ok),
         (ix.gather_p, cuda_index.gather, _complex_ok),
-        (ix.scatter_p, cuda_index.scatter, _complex_ok),
-        (ix.scatter_add_p, cuda_index.scatter, _atomic_ok),
-        (ix.scatter_min_p, cuda_index.scatter, _atomic_ok),
-        (ix.scatter_max_p, cuda_index.scatter, _atomic_ok),
-        (ix.scatter_mul_p, cuda_index.scatter, _cas_ok),
+        (lsc.scatter_p, cuda_index.scatter, _complex_ok),
+        (lsc.scatter_add_p, cuda_index.scatter, _atomic_ok),
+        (lsc.scatter_sub_p, cuda_index.scatter, _atomic_ok),
+        (lsc.scatter_min_p, cuda_index.scatter, _atomic_ok),
+        (lsc.scatter_max_p, cuda_index.scatter, _atomic_ok),
+        (lsc.scatter_mul_p, cuda_index.scatter, _cas_ok),
         (la.take_along_axis_p, cuda_index.take_along_axis, no_complex),
         (la.scatter_add_along_axis_p, cuda_index.scatter_add_along_axis,
          lambda e: no_complex(e) and operand_dtype(e) in cuda_index.ATOMIC_DTYPES)):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.lax import parallel as lp
+from numbax._src.lax import parallel_redistribute as lpr
 
 for _prim in (lp.psum_p, lp.pmax_p, lp.pmin_p, lp.all_gather_p, lp.ppermute_p,
-              lp.psum_scatter_p, lp.axis_index_p):
+              lp.psum_scatter_p, lp.axis_index_p, lpr.all_to_all_p):
     register(_prim, backend="cpu", library=EAGER)

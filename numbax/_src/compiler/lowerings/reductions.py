@@ -9,10 +9,11 @@ import numpy as np
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
-from numbax._src.compiler.registry import Fusion, Monoid, register
+from numbax._src.compiler.registry import EAGER, Fusion, Monoid, register
 from numbax._src.compiler.source import cast, dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import reductions as lr
+from numbax._src.lax import sort as lsort
 
 
 def _extreme(dtype: np.dtype, for_max: bool):
@@ -137,3 +138,6 @@ for _prim in (lr.argmax_p, lr.argmin_p, lr.cummax_p, lr.cummin_p):
              library_ok=no_complex)
 for _prim in (lr.cumsum_p, lr.cumprod_p):  # complex: whole elements, numba's arithmetic
     register(_prim, backend="cuda", library=cuda_driver.planned(cuda_index.scan_rows))
+# xor reductions, log-cumsum-exp and top-k: numpy in the driver
+for _prim in (lr.reduce_xor_p, lr.cumlogsumexp_p, lsort.top_k_p, lsort.approx_top_k_p):
+    register(_prim, backend="cpu", library=EAGER)

@@ -8,9 +8,10 @@ import numpy as np
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
-from numbax._src.compiler.registry import Fusion, register
+from numbax._src.compiler.registry import EAGER, Fusion, register
 from numbax._src.compiler.source import dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
+from numbax._src.lax import pieces
 from numbax._src.lax import shape_ops as ls
 
 
@@ -142,3 +143,7 @@ register(ls.iota_p, Fusion.SOURCE,
          scalar_ok=lambda e: e.outvars[0].aval.dtype.kind in "iuf")
 register(ls.iota_p, backend="cpu", library=_iota_library, array=_iota_array)
 register(ls.iota_p, backend="cuda", library=cuda_driver.planned(cuda_index.iota))
+
+# split, stack, unstack, tile (lax/pieces.py): numpy copies in the driver
+for _prim in (pieces.split_p, pieces.stack_p, pieces.unstack_p, pieces.tile_p):
+    register(_prim, backend="cpu", library=EAGER)

@@ -147,6 +147,8 @@ def _combine(op, a, b):  # pragma: no cover - compiled
         return a + b
     if op == 2:
         return a * b
+    if op == 5:
+        return a - b
     if a != a:
         return a
     if b != b:
@@ -199,7 +201,7 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tupl
             mode: str) -> np.ndarray:
     """indexing._scatter_impl: updates combined into one fresh copy of x, in index order
     (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows. `op`:
-    0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max (see _combine)."""
+    0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max, 5 subtracts (_combine)."""
     out = np.array(x, copy=True)
     if out.size == 0 or idx.size == 0:
         return out

@@ -1,6 +1,6 @@
 """Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
-shift_right_arithmetic, shift_right_logical), compiled here, and the CPU's own below —
+shift_right_arithmetic, shift_right_logical, clz), compiled here, and the CPU's own below —
 numpy's NaN-propagating max/min/clamp, logistic, complex division and ordering."""
 from __future__ import annotations
 

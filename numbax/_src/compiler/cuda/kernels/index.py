@@ -16,6 +16,7 @@ from numbax._src.core import JaxprEqn, Literal
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import indexing as ix
 from numbax._src.lax import reductions as lr
+from numbax._src.lax import scatter as lsc
 
 # numba's atomics (scatter-add/min/max): 32/64-bit ints and floats
 ATOMIC_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint32, np.uint64,
@@ -181,7 +182,8 @@ def gather(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     return _kernel(eqn, cfg, {"kernel": (args, _grid(n, out.shape, body))}, [("kernel", n)])
 
 
-_ATOMIC_OPS = {ix.scatter_add_p: "add", ix.scatter_min_p: "min", ix.scatter_max_p: "max"}
+_ATOMIC_OPS = {lsc.scatter_add_p: "add", lsc.scatter_sub_p: "sub", lsc.scatter_min_p: "min",
+               lsc.scatter_max_p: "max"}
 
 
 def scatter(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
@@ -200,18 +202,18 @@ def scatter(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     xst = strides(x.shape)
     dst = " + ".join([base, *(f"j{nbd + q} * {xst[d]}" for q, d in enumerate(rest))])
     prim = eqn.primitive
-    if prim is ix.scatter_p:
+    if prim is lsc.scatter_p:
         store = [f"o0[{dst}] = a2[i]"]
-    elif prim is ix.scatter_mul_p and x.dtype in _FLOAT_CAS:  # CAS on the element's bits
+    elif prim is lsc.scatter_mul_p and x.dtype in _FLOAT_CAS:  # CAS on the element's bits
         bits, mul = _FLOAT_CAS[x.dtype]
         store = ["v = a2[i]", f"ov = o0.view({bits})", f"old = ov[{dst}]", "while True:",
                  f"    got = cuda.atomic.cas(ov, {dst}, old, {mul}(old, v))",
                  "    if got == old:", "        break", "    old = got"]
-    elif prim is ix.scatter_mul_p:  # a compare-and-swap loop on the integer itself
+    elif prim is lsc.scatter_mul_p:  # a compare-and-swap loop on the integer itself
         store = ["v = a2[i]", f"old = o0[{dst}]", "while True:",
                  f"    got = cuda.atomic.cas(o0, {dst}, old, {cast(x.dtype, 'old * v')})",
                  "    if got == old:", "        break", "    old = got"]
-    elif prim is ix.scatter_add_p and x.dtype.kind == "c":
+    elif prim is lsc.scatter_add_p and x.dtype.kind == "c":
         # no complex atomics: two float atomics add the parts through a float view of o0
         part = dtype_ctor(np.empty((), x.dtype).real.dtype)
         store = ["v = a2[i]", f"of = o0.view({part})", f"q = 2 * ({dst})",
@@ -221,7 +223,7 @@ def scatter(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     funcs["kernel"] = (args, _grid(n_upd, upd.shape, [*lines, "if ok:",
                                                       *(f"    {s}" for s in store)]))
     steps = [("copy", n_out), ("kernel", n_upd)]
-    if prim in (ix.scatter_min_p, ix.scatter_max_p) and x.dtype.kind == "f":
+    if prim in (lsc.scatter_min_p, lsc.scatter_max_p) and x.dtype.kind == "f":
         # np.minimum/maximum propagate NaN; numba's float atomics do not promise to, so
         # later launches store every NaN update, then restore NaNs of the operand.
         nan_upd = [*lines, "if ok and a2[i] != a2[i]:", f"    o0[{dst}] = a2[i]"]
