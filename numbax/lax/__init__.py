@@ -139,3 +139,22 @@ from numbax._src.lax.shape_ops import (  # noqa: F401
     transpose,
 )
 from numbax._src.lax.sort import sort, sort_key_val, top_k  # noqa: F401
+
+# special functions (incomplete gamma and beta, zeta, scaled Bessel I0/I1)
+from numbax._src.lax.special import (  # noqa: E402, F401
+    bessel_i0e,
+    bessel_i0e_p,
+    bessel_i1e,
+    bessel_i1e_p,
+    betainc,
+    igamma,
+    igamma_grad_a,
+    igamma_grad_a_p,
+    igamma_p,
+    igammac,
+    igammac_p,
+    random_gamma_grad,
+    regularized_incomplete_beta_p,
+    zeta,
+    zeta_p,
+)
