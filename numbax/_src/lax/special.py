@@ -136,7 +136,7 @@ def _igammac_fraction_da(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     b_prev, b_cur = np.ones_like(a), x + 1 - a
     da_prev, da_cur = np.zeros_like(a), np.zeros_like(a)
     db_prev, db_cur = np.zeros_like(a), -np.ones_like(a)
-    value = a_cur / b_cur
+    value, dvalue = a_cur / b_cur, np.zeros_like(a)
     active = np.ones(a.shape, bool)
     for n in range(2, 100_000):
         if not active.any():
@@ -153,10 +153,13 @@ def _igammac_fraction_da(a: np.ndarray, x: np.ndarray) -> np.ndarray:
         da_prev, da_cur = da_cur * scale, da_new * scale
         db_prev, db_cur = db_cur * scale, db_new * scale
         new = a_cur / b_cur
-        active &= np.abs(new - value) > 1e-17 * np.abs(new)
-        value = np.where(active | (n == 2), new, value)
-    fraction = a_cur / b_cur
-    dfraction = (da_cur * b_cur - a_cur * db_cur) / (b_cur * b_cur)
+        dnew = (da_cur * b_cur - a_cur * db_cur) / (b_cur * b_cur)
+        # both the fraction and its derivative must settle (for integer a the fraction
+        # terminates while its derivative does not)
+        active &= ((np.abs(new - value) > 1e-17 * np.abs(new))
+                   | (np.abs(dnew - dvalue) > 1e-17 * np.abs(dnew)))
+        value, dvalue = new, dnew
+    fraction, dfraction = value, dvalue
     log_prefix = a * np.log(x) - x - sp.gammaln(a)
     return np.exp(log_prefix) * ((np.log(x) - sp.digamma(a)) * fraction + dfraction)
 
