@@ -8,7 +8,9 @@ MODULES = [f"numbax._src.scipy.special.{m}" for m in (
     "bessel", "error_fns", "expint", "gamma_fns", "hypergeometric", "log_fns", "normal")] + [
     f"numbax._src.scipy.stats.{m}" for m in (
         "discrete", "kde", "location_scale", "multivariate", "shape", "summary")] + [
-    "numbax._src.lax.special"]
+    "numbax._src.lax.special"] + [
+    f"numbax._src.scipy.{m}" for m in (
+        "cluster", "integrate", "interpolate", "ndimage", "optimize", "spatial")]
 
 
 @pytest.mark.parametrize("name", MODULES)
