@@ -26,7 +26,7 @@ def cases():
     out = []
 
     def add(fn, *args, grad=None, **kwargs):
-        out.append((fn, [np.asarray(a).tolist() for a in args], kwargs, grad))
+        out.append((fn, [_encode(a) for a in args], kwargs, grad))
 
     # --- special: unary on the edge grid
     for name in ["gammaln", "gamma", "gammasgn", "loggamma", "digamma", "erf", "erfc",
@@ -77,6 +77,11 @@ def cases():
     add("scipy.special.sph_harm_y", [0, 1, 2, 3, 3], [0, -1, 2, 1, -3], [0.3, 1.0, 2.0, 0.5, 2.5],
         [0.1, 2.0, 4.0, 1.0, 5.5], n_max=3)
     add("scipy.special.wofz", [0.5, -1.0, 3.0])
+    z = np.array([0j, -1 + 0j, -2.5 + 0j, complex(-2.5, -0.0), 1 + 0j, 2 + 3j, -3 + 1e-300j,
+                  -3.0000001 + 1e-9j, complex(np.nan, 1), complex(np.inf, 0), 0.5 - 2j,
+                  -50.3 + 4j, 0.25 + 0.1j])
+    add("scipy.special.loggamma", z)
+    add("scipy.special.gamma", z[[0, 1, 2, 4, 5, 10, 12]])
     # --- special: JAX's custom derivatives
     for name, pts in [("erfcx", [-1.0, 0.5, 3.0]), ("dawsn", [0.1, 1.0, 4.0]),
                       ("expi", [-2.0, 0.5, 3.0]), ("ndtri", [1e-5, 0.3, 0.9]),
@@ -178,9 +183,15 @@ def _resolve(jax, path):
 def _encode(x):
     """A list (complex values as {"re": [...], "im": [...]}, since JSON has no complex)."""
     x = np.asarray(x)
-    if x.dtype.kind == "c":
+    if x.dtype.kind == "c":  # complex values
         return {"re": x.real.tolist(), "im": x.imag.tolist()}
     return x.tolist()
+
+
+def _decode(x):
+    if isinstance(x, dict):
+        return np.asarray(x["re"]) + 1j * np.asarray(x["im"])
+    return np.asarray(x) if isinstance(x, list) else x
 
 
 def record() -> dict:
@@ -198,9 +209,9 @@ def record() -> dict:
                 return f(*a, **kwargs)
 
             g = jax.vmap(jax.grad(scalar, argnums=grad))
-            outs = g(*[np.asarray(a, float) for a in args])
+            outs = g(*[np.asarray(_decode(a), float) for a in args])
         else:
-            outs = f(*[np.asarray(a) if isinstance(a, list) else a for a in args],
+            outs = f(*[_decode(a) for a in args],
                      **{k: np.asarray(v) if isinstance(v, list) else v
                         for k, v in kwargs.items()})
         outs = list(outs) if isinstance(outs, tuple) else [outs]

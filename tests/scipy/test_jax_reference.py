@@ -53,7 +53,7 @@ def _ids():
 @pytest.mark.parametrize("case", CASES, ids=_ids())
 def test_matches_jax(case):
     f = _resolve(case["fn"])
-    args = [np.asarray(a) if isinstance(a, list) else a for a in case["args"]]
+    args = [_decode(a) if isinstance(a, (list, dict)) else a for a in case["args"]]
     kwargs = {k: np.asarray(v) if isinstance(v, list) else v
               for k, v in case["kwargs"].items()}
     if case["grad"] is not None:

@@ -14,10 +14,23 @@ from numbax._src.lax import elementwise as lax
 from numbax._src.lax import special as lax_special
 from numbax._src.numpy import lax_numpy
 from numbax._src.numpy.lax_numpy import where
-from numbax._src.numpy.ufuncs import exp, floor, isnan, log, log1p, maximum, minimum, signbit
+from numbax._src.numpy.ufuncs import (
+    cos,
+    exp,
+    expm1,
+    floor,
+    isnan,
+    log,
+    log1p,
+    maximum,
+    minimum,
+    signbit,
+    sin,
+)
 from numbax._src.scipy.special.args import (
     const,
     dtype_of,
+    inexact,
     nonnegative_int,
     real_float,
     static_int,
@@ -70,28 +83,32 @@ def gammasgn(x: Any) -> Any:
 
 
 def gamma(x: Any) -> Any:
-    """The gamma function, gammasgn(x) * exp(gammaln(x)) (nan at the poles, as JAX).
+    """The gamma function: gammasgn(x) * exp(gammaln(x)) for real x (nan at the poles, as
+    JAX); exp(loggamma(z)) for complex z (nan+nanj at the poles).
 
     Args:
-      x: real array.
+      x: real or complex array.
 
     Returns:
-      Gamma(x).
+      Gamma(x), of x's (inexact) dtype.
 
     >>> round(float(gamma(5.0)), 9)
     24.0
     """
-    (x,) = real_float("special.gamma", x)
+    (x,) = inexact("special.gamma", x)
+    if dtype_of(x).kind == "c":
+        return where(_complex_pole(x), const(x, complex(np.nan, np.nan)),
+                     exp(_complex_loggamma(x)))
     return _gammasgn(x) * exp(lax.lgamma(x))
 
 
 def loggamma(x: Any) -> Any:
-    """The principal branch of log Gamma: gammaln for x > 0, nan for x <= 0 (real inputs).
-
-    Unlike JAX: complex inputs are not supported (TypeError).
+    """The principal branch of log Gamma: gammaln for real x > 0 and nan for x <= 0; for
+    complex z the analytic continuation cut along the negative real axis (approached from
+    above when Im z is +-0, as JAX).
 
     Args:
-      x: real array.
+      x: real or complex array.
 
     Returns:
       log Gamma(x).
@@ -99,8 +116,66 @@ def loggamma(x: Any) -> Any:
     >>> float(loggamma(1.0))
     0.0
     """
-    (x,) = real_float("special.loggamma", x)
+    (x,) = inexact("special.loggamma", x)
+    if dtype_of(x).kind == "c":
+        return where(_complex_pole(x), const(x, complex(np.nan, np.nan)), _complex_loggamma(x))
     return where(x > 0, lax.lgamma(x), const(x, np.nan))
+
+
+def _complex_pole(z: Any) -> Any:
+    """The poles 0, -1, -2, ... and the non-finite points (nan+nanj there, as JAX)."""
+    re, im = lax.real(z), lax.imag(z)
+    pole = (im == 0) & (re <= 0) & (re == floor(re))
+    return pole | ~lax.is_finite(re) | ~lax.is_finite(im)
+
+
+def _loggamma_right(w: Any) -> Any:
+    """loggamma for Re w >= 1/2: Stirling's series at w + 10, then the recurrence
+    loggamma(w) = loggamma(w + 10) - sum_k log(w + k) (no branch cut is crossed)."""
+    u = w + 10
+    bern = lax_special.bernoulli_numbers(16)
+    inv = 1 / u
+    inv2 = inv * inv
+    series = const(u, 0)
+    for k in range(8, 0, -1):
+        series = series * inv2 + float(bern[2 * k] / (2 * k * (2 * k - 1)))
+    value = (u - 0.5) * log(u) - u + 0.5 * math.log(2 * math.pi) + series * inv
+    for k in range(10):
+        value = value - log(w + k)
+    return value
+
+
+def _complex_loggamma(z: Any) -> Any:
+    """Principal loggamma: the upper half plane (Im z >= 0, -0 included) directly, the lower
+    by conjugation; left of Re z = 1/2 through the reflection formula with the branch of
+    log sin(pi z) = -i pi z + log(i/2) + log(1 - exp(2 i pi z)), continuous in the upper
+    half plane (which makes the formula exact there, with no 2 pi i correction)."""
+    flip = lax.imag(z) < 0
+    z = where(flip, lax.conj(z), z)
+    left = lax.real(z) < 0.5
+    w = where(left, 1 - z, z)
+    right = _loggamma_right(w)
+    log_sinpi = (-1j * math.pi * z + complex(-math.log(2), math.pi / 2)
+                 + log(_one_minus_exp_2i_pi(z)))
+    value = where(left, math.log(math.pi) - log_sinpi - right, right)
+    re = lax.real(z)
+    positive_real = (lax.imag(z) == 0) & (re > 0)
+    value = where(positive_real, lax.complex_(lax.lgamma(where(positive_real, re, 1.0)),
+                                              lax.imag(z) * 0), value)
+    return where(flip, lax.conj(value), value)
+
+
+def _one_minus_exp_2i_pi(z: Any) -> Any:
+    """1 - exp(2 i pi z), accurate next to the integers: with x = n + f (n = round(x)),
+    sin(pi x) = (-1)^n sin(pi f) exactly reduced, and 1 - cos(2 pi x) = 2 sin(pi x)^2."""
+    x, y = lax.real(z), lax.imag(z)
+    n = lax.round(x)
+    parity = 1 - 2 * (n - 2 * floor(n / 2))
+    sin_pi = parity * sin(math.pi * (x - n))
+    cos_pi = parity * cos(math.pi * (x - n))
+    cos_2pi, sin_2pi = 1 - 2 * sin_pi * sin_pi, 2 * sin_pi * cos_pi
+    a = -2 * math.pi * y
+    return lax.complex_(-expm1(a) * cos_2pi + 2 * sin_pi * sin_pi, -exp(a) * sin_2pi)
 
 
 def digamma(x: Any) -> Any:
