@@ -144,13 +144,16 @@ def _f_series(a: Any, b: Any, c: Any, z: Any, max_terms: int = 20000) -> Any:
 
 
 def _f_unit_interval(a: Any, b: Any, c: Any, z: Any) -> Any:
-    """2F1 for 0 <= z < 1: the series up to 0.9; beyond, A&S 15.3.6 in 1 - z unless
-    c - a - b is an integer or a or b is a non-positive integer (then the series)."""
+    """2F1 for 0 <= z < 1: the series up to 0.9; beyond, A&S 15.3.6 in 1 - z, or 15.3.10-11
+    (their logarithmic forms) when c - a - b is an integer; the series again when a or b is
+    a non-positive integer (it terminates)."""
     d = c - a - b
     integer_d = abs_(d - lax.round(d)) < 1e-9
     polynomial = _is_nonpositive_int(a) | _is_nonpositive_int(b)
-    near_one = (z > 0.9) & logical_not(integer_d | polynomial)
-    direct = _f_series(a, b, c, where(near_one, const(z, 0), z))
+    near_one = (z > 0.9) & logical_not(polynomial)
+    logarithmic = near_one & integer_d & (abs_(d) <= _MAX_INTEGER_D)
+    near_one = near_one & logical_not(integer_d)
+    direct = _f_series(a, b, c, where(near_one | logarithmic, const(z, 0), z))
     w = where(near_one, 1 - z, const(z, 0.05))
     safe_d = where(near_one, d, const(z, 0.5))
     first = (lax.lgamma(c) + lax.lgamma(safe_d) - lax.lgamma(c - a) - lax.lgamma(c - b))
@@ -162,7 +165,49 @@ def _f_unit_interval(a: Any, b: Any, c: Any, z: Any) -> Any:
              * _f_series(c - a, c - b, 1 + safe_d, w, 400))
     term1 = where(_is_nonpositive_int(c - a) | _is_nonpositive_int(c - b), const(z, 0), term1)
     term2 = where(_is_nonpositive_int(a) | _is_nonpositive_int(b), const(z, 0), term2)
-    return where(near_one, term1 + term2, direct)
+    log_form = _f_integer_d(where(logarithmic, a, const(a, 0.5)),
+                            where(logarithmic, b, const(b, 0.5)),
+                            where(logarithmic, c, const(c, 1.0)),
+                            where(logarithmic, z, const(z, 0.95)))
+    return where(logarithmic, log_form, where(near_one, term1 + term2, direct))
+
+
+_MAX_INTEGER_D = 64
+
+
+def _f_integer_d(a: Any, b: Any, c: Any, z: Any) -> Any:
+    """2F1 near z = 1 when c - a - b = m is an integer (A&S 15.3.10, 15.3.11; m < 0 goes
+    through Euler's transformation (1 - z)^m 2F1(c - a, c - b; c; z) first):
+      Gamma(m) Gamma(a+b+m) / (Gamma(a+m) Gamma(b+m)) sum_(n<m) (a)_n (b)_n / (n! (1-m)_n) w^n
+      - (-1)^m Gamma(a+b+m) / (Gamma(a) Gamma(b)) sum_n (a+m)_n (b+m)_n / (n! (n+m)!)
+        w^(n+m) [log w - psi(n+1) - psi(n+m+1) + psi(a+n+m) + psi(b+n+m)],  w = 1 - z."""
+    d = lax.round(c - a - b)
+    euler = d < 0
+    a, b = where(euler, c - a, a), where(euler, c - b, b)
+    m = abs_(d)
+    w = 1 - z
+    log_w = log(w)
+    # the finite sum, n = 0 .. m - 1 (masked up to the largest m allowed)
+    finite = const(z, 0)
+    term = const(z, 1)
+    for n in range(_MAX_INTEGER_D):
+        finite = finite + where(n < m, term, const(z, 0))
+        step = (a + n) * (b + n) / ((n + 1) * where(n + 1 < m, 1 - m + n, const(z, 1))) * w
+        term = term * step
+    finite = finite * (exp(lax.lgamma(where(m > 0, m, const(m, 1))) + lax.lgamma(a + b + m))
+                       * _rgamma(a + m) * _rgamma(b + m)
+                       * _gammasgn(where(m > 0, m, const(m, 1))) * _gammasgn(a + b + m))
+    finite = where(m > 0, finite, const(z, 0))
+    first = exp(m * log_w - lax.lgamma(m + 1))
+    infinite = _sum_series(
+        lambda k: (a + m + k) * (b + m + k) / ((k + 1) * (k + m + 1)) * w, first,
+        lambda k: (log_w - lax.digamma(k + 1) - lax.digamma(k + m + 1)
+                   + lax.digamma(a + k + m) + lax.digamma(b + k + m)), max_terms=400)
+    parity = 1 - 2 * (m - 2 * floor(m / 2))
+    infinite = (-parity * _gammasgn(a + b + m) * exp(lax.lgamma(a + b + m))
+                * _rgamma(a) * _rgamma(b) * infinite)
+    value = finite + infinite
+    return where(euler, power(w, d) * value, value)
 
 
 def _f_below_one(a: Any, b: Any, c: Any, x: Any) -> Any:
@@ -219,7 +264,8 @@ def hyp2f1(a: Any, b: Any, c: Any, x: Any) -> Any:
     """Gauss's hypergeometric function 2F1(a, b; c; x) = sum_k (a)_k (b)_k / (c)_k x^k / k!.
 
     For x < 1: the series (Pfaff's transformation for x < 0; for x > 0.9 the 1 - x
-    transformation A&S 15.3.6 when c - a - b is not an integer). Gauss's sum at x = 1 when
+    transformation A&S 15.3.6, or its logarithmic forms 15.3.10-11 when c - a - b is an
+    integer, |c - a - b| <= 64). Gauss's sum at x = 1 when
     c - a - b > 0; inf for x > 1 and at non-positive integer c, as in JAX. Derivatives in
     a, b, c by their series (valid for |x| < 1, as JAX's), in x by ab/c 2F1(a+1, b+1; c+1; x).
 
