@@ -391,7 +391,26 @@ from numbax._src.lax.sort import (  # noqa: E402, F401
     approx_max_k,
     approx_min_k,
     approx_top_k_p,
-    sort_p,  # noqa: E402, F401
+    sort_p,
     top_k_p,
 )
 from numbax._src.lax.sort import lax_top_k as top_k  # noqa: E402, F401
+
+# special functions (incomplete gamma and beta, zeta, scaled Bessel I0/I1)
+from numbax._src.lax.special import (  # noqa: E402, F401
+    bessel_i0e,
+    bessel_i0e_p,
+    bessel_i1e,
+    bessel_i1e_p,
+    betainc,
+    igamma,
+    igamma_grad_a,
+    igamma_grad_a_p,
+    igamma_p,
+    igammac,
+    igammac_p,
+    random_gamma_grad,
+    regularized_incomplete_beta_p,
+    zeta,
+    zeta_p,
+)

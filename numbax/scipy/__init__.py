@@ -1,3 +1,16 @@
-"""numbax.scipy: scipy's special functions, distributions, linear algebra, FFT and signal processing
-on traced arrays (jax.scipy)."""
-from numbax.scipy import fft, linalg, signal, special, stats  # noqa: F401
+"""numbax.scipy: scipy's special functions, distributions, linear algebra, FFT, signal
+processing and the small modules (optimize, integrate, ndimage, interpolate, cluster, spatial) on
+traced arrays (jax.scipy)."""
+from numbax.scipy import (  # noqa: F401
+    cluster,
+    fft,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    optimize,
+    signal,
+    spatial,
+    special,
+    stats,
+)

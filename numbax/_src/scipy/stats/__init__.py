@@ -1,0 +1,1 @@
+"""numbax.scipy.stats' distributions and summaries, one module per family."""

@@ -1,0 +1,2 @@
+"""numbax.scipy.spatial: spatial transforms (the transform module)."""
+from numbax.scipy.spatial import transform  # noqa: F401
