@@ -14,4 +14,5 @@ from numbax._src.compiler.lowerings import (  # noqa: F401
     random,
     reductions,
     shape_ops,
+    special,
 )
