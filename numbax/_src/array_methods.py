@@ -6,7 +6,7 @@ from numbax._src.array import Array
 
 
 def _jnp():
-    import numbax.numpy as jnp  # the numpy layer sits above Array
+    from numbax._src import jnp  # the numpy layer sits above Array
 
     return jnp
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import compiler, core
+from numbax._src import core
 from numbax._src.array import Array, GpuArray, committed_device
+from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.jit import run_executable

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import compiler, core
+from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
-from numbax._src.compiler import Executable
+from numbax._src.compiler import api as compiler
+from numbax._src.compiler.backend import Executable
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax import numpy as jnp
+from numbax._src import jnp
 from numbax._src.lax import elementwise as ew
 from numbax._src.prng import canonicalize_shape, check_key
 from numbax._src.random import (

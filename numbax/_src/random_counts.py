@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax import numpy as jnp
-from numbax._src import dtypes, prng
+from numbax._src import dtypes, jnp, prng
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as ew

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax import numpy as jnp
-from numbax._src import core, prng
+from numbax._src import core, jnp, prng
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.custom_derivatives import custom_jvp
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError

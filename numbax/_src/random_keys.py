@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax import numpy as jnp
-from numbax._src import prng
+from numbax._src import jnp, prng
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxOverflowError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew

@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-import numbax.numpy as jnp
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, jnp
 from numbax._src.custom_derivatives import stop_gradient
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import dot as lax_dot

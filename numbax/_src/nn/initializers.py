@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-import numbax.numpy as jnp
-from numbax._src import dtypes
+from numbax._src import dtypes, jnp
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 __all__ = [
@@ -24,8 +23,8 @@ Initializer = Callable[..., Any]
 
 
 def _random():
-    """numbax.random, imported late (it sits above nn in the package)."""
-    from numbax import random
+    """numbax's samplers (_src/random.py), imported late: random imports nn's neighbours."""
+    from numbax._src import random
 
     return random
 

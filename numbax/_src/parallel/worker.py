@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import compiler, core
+from numbax._src import core
+from numbax._src.compiler import api as compiler
 from numbax._src.config import config
 from numbax._src.parallel import collectives, shm
 
