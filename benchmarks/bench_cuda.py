@@ -1,7 +1,7 @@
 """GPU benchmarks of numbax's CUDA backend against the copy ceiling, jax.jit and cupy.
 
 Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda.py [--check] [--cpu]`.
---check first runs tests/cuda/sim_checks.py's checks on the real GPU; --cpu adds numbax.jit
+--check first runs tests/compiler/cuda/sim_checks.py's checks on the real GPU; --cpu adds numbax.jit
 selu on the CPU with NUMBA_NUM_THREADS=1,4,16 (one subprocess each); --extra-only runs only
 the checks (with --check), random.normal, scan and CuPy rows; --only=NAME,NAME runs only those
 blocks (compile, selu, sigmoid, add, sum, softmax, logsumexp, matmul, mlp, normal, scan,

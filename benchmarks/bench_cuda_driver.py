@@ -3,7 +3,7 @@
 (launches per step, Python driver time, per-kernel GPU time) and numba-cuda launch costs.
 
 Run on a GPU machine: `PYTHONPATH=. python3 benchmarks/bench_cuda_driver.py [--checks]`.
---checks also runs the named simulator checks (tests/cuda/sim_checks.py) on the real card.
+--checks also runs the named simulator checks (tests/compiler/cuda/sim_checks.py) on the real card.
 Prints compact lines; ratios are numbax speed / reference speed (>1: numbax faster).
 """
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
@@ -327,7 +327,7 @@ def _scan(gpu) -> None:
 
 
 def _checks() -> None:
-    from tests.cuda import sim_checks
+    from tests.compiler.cuda import sim_checks
 
     for name in CHECKS:
         if time.perf_counter() - T0 > BUDGET_S:

@@ -3,9 +3,10 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 
     PYTHONPATH=. python3 benchmarks/device_session.py [step ...]
 
-Steps (all by default, in this order): info, sim_checks (tests/cuda/sim_checks.py on the real
-card), matrix (tests/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda, driver, sort,
-linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, gemm, compile. `step=a,b` passes
+Steps (all by default, in this order): info, sim_checks (tests/compiler/cuda/sim_checks.py on
+the real card), matrix (tests/compiler/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda,
+driver, sort, linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, gemm,
+compile. `step=a,b` passes
 a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ PY = sys.executable
 STEPS: dict[str, tuple[list[str], int]] = {
     "info": (["bash", "-c", "nvidia-smi -L; lscpu | grep -E 'Model name|^CPU\\(s\\)'; "
               f"{PY} -c 'import numba, numpy; print(numba.__version__, numpy.__version__)'"], 60),
-    "sim_checks": ([PY, "tests/cuda/sim_checks.py"], 420),
-    "matrix": ([PY, "tests/cuda/sim_matrix.py"], 400),
-    "multi_gpu": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
-    "multi_gpu_nocupy": ([PY, "-X", "faulthandler", "tests/cuda/multi_gpu_checks.py"], 200),
+    "sim_checks": ([PY, "tests/compiler/cuda/sim_checks.py"], 420),
+    "matrix": ([PY, "tests/compiler/cuda/sim_matrix.py"], 400),
+    "multi_gpu": ([PY, "-X", "faulthandler", "tests/compiler/cuda/multi_gpu_checks.py"], 200),
+    "multi_gpu_nocupy": ([PY, "-X", "faulthandler", "tests/compiler/cuda/multi_gpu_checks.py"],
+                         200),
     "bench_cuda": ([PY, "benchmarks/bench_cuda.py"], 300),
     "driver": ([PY, "-W", "ignore", "benchmarks/bench_cuda_driver.py"], 240),
     "sort": ([PY, "benchmarks/gpu_sort_bench.py"], 200),

@@ -15,7 +15,7 @@ import numbax.numpy as jnp
 from numbax._src.compiler import registry
 from numbax._src.compiler.cuda.config import Config
 from numbax.lax import linalg as lax_linalg
-from tests.cuda.sim_checks import check, close, gjit, on_host
+from tests.compiler.cuda.sim_checks import check, close, gjit, on_host
 
 RNG = np.random.default_rng(11)
 L = lax_linalg

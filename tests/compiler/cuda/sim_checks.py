@@ -1,7 +1,8 @@
 """Checks of the CUDA backend, run in a subprocess under NUMBA_ENABLE_CUDASIM=1 (test-only).
 
-Run as `python tests/cuda/sim_checks.py [names...]`: prints one JSON line per check. The same
-checks run on a real GPU (benchmarks/bench_cuda.py --check); numpy is the truth throughout."""
+Run as `python tests/compiler/cuda/sim_checks.py [names...]`: prints one JSON line per check.
+The same checks run on a real GPU (benchmarks/bench_cuda.py --check); numpy is the truth
+throughout."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import numpy as np
 import numbax
 import numbax.numpy as jnp
 from numbax._src.array import GpuArray
-from tests.cuda import sim_support
+from tests.compiler.cuda import sim_support
 
 sim_support.prepare()
 RNG = np.random.default_rng(0)
@@ -571,7 +572,7 @@ def eager_ops_stay_on_gpu():
 
 # Checks in other files register into this module's CHECKS (import them after the helpers
 # above exist; run as a script, main() below reads the importable module's CHECKS).
-from tests.cuda import (  # noqa: E402, F401
+from tests.compiler.cuda import (  # noqa: E402, F401
     sim_checks_complex,
     sim_checks_devices,
     sim_checks_linalg,
@@ -598,6 +599,6 @@ def main(names):
 
 
 if __name__ == "__main__":
-    from tests.cuda import sim_checks as importable  # where every check file registers
+    from tests.compiler.cuda import sim_checks as importable  # where every check file registers
 
     importable.main(sys.argv[1:])

@@ -8,7 +8,7 @@ import scipy.special as sp
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 
 @check

@@ -1,5 +1,5 @@
 """Checks of the CUDA matmul (cuda_matmul) and of dot_general's operand layouts under the CUDA
-simulator (and on a real card through tests/cuda/sim_checks.py). numpy is the truth.
+simulator (and on a real card through tests/compiler/cuda/sim_checks.py). numpy is the truth.
 
 The simulator's Config uses tiny tiles (large: 2x2 threads of 2x2 outputs, 4-deep slices;
 small: 2x2 threads of 1x2 outputs, 2-deep) with mm_sms=2 and mm_split_k=4, so small shapes
@@ -12,7 +12,7 @@ import numbax.numpy as jnp
 from numbax import lax
 from numbax._src.compiler.cuda.kernels import matmul as cuda_matmul
 from numbax._src.compiler.cuda.loops import Config
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(31)
 SIM = Config(sim=True)

@@ -11,7 +11,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.cuda.kernels import sort as cuda_sort
 from numbax._src.compiler.cuda.loops import Config
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(10)
 LAX = numbax.lax

@@ -12,7 +12,7 @@ import numbax.numpy as jnp
 from numbax._src.array import Array, GpuArray
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.devices import CpuDevice, CudaDevice
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 
 def _raises(fn, *needles, kind=ValueError) -> str:

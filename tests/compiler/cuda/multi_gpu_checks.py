@@ -1,8 +1,9 @@
 """Several GPUs on a real machine: where buffers live, jit and eager ops on GPU 1, transfers
 between GPUs, JAX's committed-device errors, and out of memory (numpy/the CPU backend is truth).
 
-Run `PYTHONPATH=. python tests/cuda/multi_gpu_checks.py [names...]` on a machine with >= 2 GPUs:
-one JSON line per check ({"check", "ok", "error"?, "info"?}), exit status 1 when one fails.
+Run `PYTHONPATH=. python tests/compiler/cuda/multi_gpu_checks.py [names...]` on a machine with
+>= 2 GPUs: one JSON line per check ({"check", "ok", "error"?, "info"?}), exit status 1 when one
+fails.
 With fewer than 2 GPUs (or no numba-cuda) it prints one {"skipped": why} line and exits 0.
 `--simulate` (with NUMBA_ENABLE_CUDASIM=1) fakes a second GPU on the simulator's one, to dry-run
 the script's logic without a GPU; checks that need real device memory are skipped there."""

@@ -9,7 +9,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.cuda import loops
 from numbax._src.compiler.cuda.config import Config
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(3)
 

@@ -1,6 +1,6 @@
 """Generated CUDA source of row groups, float32 logistic and literal shifts (issue 10's speed
 targets), rendered without a GPU: partition a traced jaxpr the way the CUDA backend does and
-render each loop nest. The values these kernels compute are checked in tests/cuda/sim_checks_rows.py
+render each loop nest. The values these kernels compute are checked in sim_checks_rows.py
 (simulator) and on a real card (benchmarks/bench_cuda.py --check)."""
 import re
 

@@ -15,7 +15,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.cuda.config import Config
 from numbax._src.compiler.cuda.rows import RowPlan
-from tests.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_checks import check, close, gjit
 
 RNG = np.random.default_rng(21)
 SIM = Config(sim=True)

@@ -7,7 +7,7 @@ import numpy as np
 
 import numbax
 import numbax.numpy as jnp
-from tests.cuda.sim_checks import RNG, check, close, gjit, on_host
+from tests.compiler.cuda.sim_checks import RNG, check, close, gjit, on_host
 
 DTYPES = (np.complex64, np.complex128)
 TOL = {np.dtype(np.complex64): (2e-5, 1e-6), np.dtype(np.float32): (2e-5, 1e-6),
