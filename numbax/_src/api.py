@@ -444,13 +444,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
         def flat_fun(*xs):
             store["out"] = fun(*tu.tree_unflatten(in_tree, xs))
             out_flat, store["tree"] = tu.tree_flatten(store["out"], is_leaf=batching.is_vmappable)
-            store["avals"] = [get_aval(x) for x in out_flat]  # per-example avals
+            # per-example avals (a vmappable's own handlers check its axes)
+            store["avals"] = [None if batching.is_vmappable(x) else get_aval(x)
+                              for x in out_flat]
             return out_flat
 
         def out_dims():
             dims = _flatten_axes("vmap", "out_axes", store["tree"], out_axes, store["out"])
             for d, aval in zip(dims, store["avals"], strict=True):
-                if d is not None and not -aval.ndim - 1 <= d <= aval.ndim:
+                if d is not None and aval is not None and not -aval.ndim - 1 <= d <= aval.ndim:
                     raise NumbaxValueError(
                         f"vmap out_axes: axis {d} is out of bounds for array of dimension "
                         f"{aval.ndim + 1} (an output of per-example shape {aval.shape} with its "

@@ -13,6 +13,7 @@ from numbax._src.numpy.dtypes_api import bool_ as bool  # noqa: A004, F401
 from numbax._src.numpy.flips import *  # noqa: F403
 from numbax._src.numpy.index_tricks import *  # noqa: F403
 from numbax._src.numpy.indexing import *  # noqa: F403
+from numbax._src.numpy.indexing import _getitem, _IndexUpdateHelper  # noqa: F401
 from numbax._src.numpy.lax_numpy import *  # noqa: F403
 from numbax._src.numpy.linalg_ops import *  # noqa: F403
 from numbax._src.numpy.padding import *  # noqa: F403

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.source import render_value
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = str(Path(__file__).resolve().parents[3])
 X = np.linspace(-3, 3, 12).reshape(3, 4)
 
 
