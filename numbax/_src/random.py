@@ -200,7 +200,7 @@ def _normal(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         k_re, k_im = _split_raw(data)
         re = _normal_real(k_re, shape, real)
         im = _normal_real(k_im, shape, real)
-        z = ew.complex(re, im)
+        z = ew.complex_(re, im)
         return ew.div(z, np.array(np.sqrt(2), dtype))
     return _normal_real(data, shape, dtype)
 

@@ -186,7 +186,7 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     full = _element_indices(out_shape, batch_out, ndim, starts, batching, windows)
     out = indexing.gather(operand, full, tuple(range(ndim)), mode="clip")
     if parsed is GatherScatterMode.FILL_OR_DROP and valid is not None:
-        fill = indexing._default_fill(op.dtype) if fill_value is None else fill_value
+        fill = indexing.default_fill(op.dtype) if fill_value is None else fill_value
         mask = shape_ops.broadcast_in_dim(valid, out_shape, tuple(batch_out))
         out = ew.select(mask, out, shape_ops.full(out_shape, np.asarray(fill, op.dtype).item(),
                                                   op.dtype))

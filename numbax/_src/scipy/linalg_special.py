@@ -12,7 +12,7 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
-from numbax._src.numpy import creation, ufuncs
+from numbax._src.numpy import creation, flips, padding, ufuncs
 from numbax._src.numpy import shapes as jshapes
 from numbax._src.numpy.indexing import take
 from numbax._src.numpy.lax_numpy import asarray, where
@@ -77,7 +77,7 @@ def toeplitz(c: Any, r: Any = None) -> Any:
     m, n = get_aval(c).shape[-1], get_aval(r).shape[-1]
     if m == 0 or n == 0:
         return creation.zeros((*get_aval(c).shape[:-1], m, n), get_aval(c).dtype)
-    v = jshapes.concatenate([jshapes.flip(c, -1), r[..., 1:]], axis=-1)
+    v = jshapes.concatenate([flips.flip(c, -1), r[..., 1:]], axis=-1)
     return _gather(v, (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :])
 
 
@@ -193,7 +193,7 @@ def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
     m = get_aval(a).shape[-1]
     zeros = creation.zeros((*get_aval(a).shape[:-1], n - 1), get_aval(a).dtype)
     az = jshapes.concatenate([a, zeros], axis=-1)
-    raz = jshapes.concatenate([jshapes.flip(a, -1), zeros], axis=-1)
+    raz = jshapes.concatenate([flips.flip(a, -1), zeros], axis=-1)
     length = m + n - 1
     if mode == "same":
         trim = min(n, m) - 1
@@ -226,7 +226,7 @@ def block_diag(*arrs: Any) -> Any:
     rows, col = [], 0
     for a in arrs:
         width = get_aval(a).shape[1]
-        rows.append(jshapes.pad(a, ((0, 0), (col, total - col - width))))
+        rows.append(padding.pad(a, ((0, 0), (col, total - col - width))))
         col += width
     return jshapes.concatenate(rows, axis=0)
 

@@ -13,7 +13,16 @@ import numpy as np
 from numbax._src import core
 from numbax._src import random as nb_random
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
-from numbax._src.numpy import creation, lax_numpy, linalg, reductions, shapes, sorting, ufuncs
+from numbax._src.numpy import (
+    creation,
+    flips,
+    lax_numpy,
+    linalg,
+    reductions,
+    shapes,
+    sorting,
+    ufuncs,
+)
 from numbax._src.numpy.lax_numpy import where
 from numbax._src.numpy.linalg_ops import matmul
 
@@ -312,7 +321,7 @@ class Rotation(NamedTuple):
                     | (zero[..., 3] & zero[..., 0] & zero[..., 1] & neg[..., 2]))
             quat = where(flip[..., None], -quat, quat)
         if scalar_first:
-            quat = shapes.roll(quat, shift=1, axis=-1)
+            quat = flips.roll(quat, shift=1, axis=-1)
         return quat
 
     def inv(self) -> Rotation:

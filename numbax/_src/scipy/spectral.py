@@ -15,7 +15,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import fft as jnp_fft
-from numbax._src.numpy import linalg_ops, reductions, ufuncs
+from numbax._src.numpy import linalg_ops, quantiles, reductions, ufuncs
 from numbax._src.numpy.indexing import take
 from numbax._src.numpy.lax_numpy import asarray, where
 from numbax._src.numpy.padding import pad
@@ -334,10 +334,10 @@ def csd(x: Any, y: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None
                 count = shape[-1]
                 bias = 1 + sum(1 / (k + 1) - 1 / k for k in range(2, count, 2))
                 if get_aval(pxy).dtype.kind == "c":
-                    med = ew.complex_(reductions.median(ufuncs.real(pxy), axis=-1),
-                                      reductions.median(ufuncs.imag(pxy), axis=-1))
+                    med = ew.complex_(quantiles.median(ufuncs.real(pxy), axis=-1),
+                                      quantiles.median(ufuncs.imag(pxy), axis=-1))
                 else:
-                    med = reductions.median(pxy, axis=-1)
+                    med = quantiles.median(pxy, axis=-1)
                 pxy = ufuncs.divide(med, bias)
             else:
                 pxy = reductions.mean(pxy, axis=-1)

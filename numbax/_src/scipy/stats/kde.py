@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, random_discrete, random_keys
 from numbax._src import random as nb_random
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_linalg
@@ -210,8 +210,8 @@ class gaussian_kde:  # noqa: N801 (scipy's and JAX's name)
         """Draws samples: a data point chosen by weight plus Gaussian noise of the kernel's
         covariance. Returns shape (d, *shape)."""
         shape = tuple(shape)
-        ind_key, eps_key = nb_random.split(key)
-        ind = nb_random.choice(ind_key, self.n, shape=shape, p=self.weights)
+        ind_key, eps_key = random_keys.split(key)
+        ind = random_discrete.choice(ind_key, self.n, shape=shape, p=self.weights)
         zeros = lax_numpy.asarray(np.zeros(self.d, self.covariance.dtype))
         eps = nb_random.multivariate_normal(eps_key, zeros, self.covariance, shape=shape,
                                             dtype=self.dataset.dtype)
