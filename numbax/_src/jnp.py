@@ -25,8 +25,9 @@ from numbax._src.numpy.setops import *  # noqa: F403
 from numbax._src.numpy.shapes import *  # noqa: F403
 from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.statistics import *  # noqa: F403
-from numbax._src.numpy.ufunc_api import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403
+# ufunc objects (jnp.add.at, .reduce, ...) replace the plain functions of the same names
+from numbax._src.numpy.ufunc_api import *  # noqa: F403
 from numbax._src.numpy.updates import *  # noqa: F403
 from numbax._src.numpy.vectorize import *  # noqa: F403
 from numbax._src.numpy.window_functions import *  # noqa: F403

@@ -187,6 +187,7 @@ class KeyTy:
     name = "key<fry>"
     itemsize = 8  # two uint32 words
     impl_name = "threefry2x32"
+    type = dtypes.prng_key  # the scalar-type category, as numpy dtypes' `.type`
 
     def __repr__(self) -> str:
         return self.name

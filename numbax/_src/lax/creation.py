@@ -168,9 +168,11 @@ def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
         try:
             padding = PaddingType[padding.upper()]
         except KeyError as err:
+            # RuntimeError is the class JAX raises here.
             raise RuntimeError(
                 f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', got "
-                f"{padding}.") from err
+                f"{padding}. Pass one of those or explicit (low, high) pairs as padding."
+            ) from err
     if not isinstance(padding, PaddingType):
         raise NumbaxTypeError(
             f"lax.padtype_to_pads: padding has {padding!r}, expected 'VALID', 'SAME' or "

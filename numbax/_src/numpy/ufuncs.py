@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
-from numbax._src.errors import NumbaxValueError, ShapeDtypeError
+from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 
@@ -242,10 +242,16 @@ def power(x1: Any, x2: Any, /) -> Any:
     return lax.pow(x1, x2)
 
 
-def _negative_power_error() -> NumbaxValueError:
-    return NumbaxValueError(
-        "numbax.numpy.power: integers to negative integer powers are not allowed (as in "
-        "numpy). Convert the base to a float first, e.g. x.astype(float) ** -1."
+class NegativeIntegerPowerError(NumbaxTypeError, ValueError):
+    """Integer ** negative integer: JAX raises TypeError there and numpy ValueError, so the
+    error is both and either user's ``except`` catches it."""
+
+
+def _negative_power_error() -> NegativeIntegerPowerError:
+    return NegativeIntegerPowerError(
+        "numbax.numpy.power: integers cannot be raised to negative powers (integers to "
+        "negative integer powers are not allowed, as in numpy and JAX). Convert the base to a "
+        "float first, e.g. x.astype(float) ** -1."
     )
 
 
