@@ -149,10 +149,20 @@ class ClosedJaxpr:
 
 
 class PrintNames:
-    """JAX-style variable names: a, b, ..., z, ba, bb, ... shared by nested jaxprs."""
+    """JAX-style variable names: a, b, ..., z, ba, bb, ... shared by nested jaxprs.
 
-    def __init__(self) -> None:
+    `generic_shapes` prints every dimension and float literal as `?` (f32[?,?], shape=(?, ?),
+    ?:f32[]): the comments of a compiled kernel that serves every shape of one rank must read
+    the same for all of them."""
+
+    def __init__(self, generic_shapes: bool = False) -> None:
         self.names: dict[Var, str] = {}
+        self.generic_shapes = generic_shapes
+
+    def aval(self, aval: Any) -> str:
+        if self.generic_shapes and getattr(aval, "shape", None) is not None:
+            return f"{dtypes.short_name(aval.dtype)}[{','.join('?' for _ in aval.shape)}]"
+        return aval.str_short()
 
     def __call__(self, v: Var) -> str:
         if v not in self.names:
@@ -167,17 +177,24 @@ class PrintNames:
         return self.names[v]
 
 
-def pp_literal(lit: Literal) -> str:
+def pp_literal(lit: Literal, names: PrintNames | None = None) -> str:
     value = lit.val
     text = str(bool(value)) if value.dtype == np.bool_ else str(value)
-    return f"{text}:{lit.aval.str_short()}"
+    if names is not None and names.generic_shapes and value.dtype.kind in "fc":
+        text = "?"  # a kernel parameter (the float literals of generic kernels may be sizes')
+    return f"{text}:{names.aval(lit.aval) if names else lit.aval.str_short()}"
 
 
 def pp_atom(x: Atom, names: PrintNames) -> str:
-    return pp_literal(x) if isinstance(x, Literal) else names(x)
+    return pp_literal(x, names) if isinstance(x, Literal) else names(x)
 
 
-def pp_param(value: Any, names: PrintNames, indent: int) -> str:
+_SHAPE_PARAMS = frozenset({"shape", "new_sizes"})  # printed as (?, ...) with generic shapes
+
+
+def pp_param(value: Any, names: PrintNames, indent: int, key: str = "") -> str:
+    if names.generic_shapes and key in _SHAPE_PARAMS and isinstance(value, tuple):
+        return "(" + ", ".join("?" for _ in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, ClosedJaxpr):
         return pp_jaxpr_lines(value.jaxpr, names, indent + 2, inline_ok=True)
     if isinstance(value, Jaxpr):
@@ -192,15 +209,15 @@ def pp_param(value: Any, names: PrintNames, indent: int) -> str:
 
 
 def pp_eqn(eqn: JaxprEqn, names: PrintNames, indent: int) -> str:
-    lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
-    params = " ".join(f"{k}={pp_param(v, names, indent)}" for k, v in eqn.params.items())
+    lhs = " ".join(f"{names(v)}:{names.aval(v.aval)}" for v in eqn.outvars)
+    params = " ".join(f"{k}={pp_param(v, names, indent, k)}" for k, v in eqn.params.items())
     head = eqn.primitive.name + (f"[{params}]" if params else "")
     args = " ".join(pp_atom(x, names) for x in eqn.invars)
     return f"{lhs} = {head} {args}".rstrip() if lhs else f"{head} {args}".rstrip()
 
 
 def pp_jaxpr_lines(jaxpr: Jaxpr, names: PrintNames, indent: int, inline_ok: bool) -> str:
-    binders = lambda vs: " ".join(f"{names(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
+    binders = lambda vs: " ".join(f"{names(v)}:{names.aval(v.aval)}" for v in vs)  # noqa: E731
     consts = binders(jaxpr.constvars)
     ins = binders(jaxpr.invars)
     eqns = [pp_eqn(e, names, indent) for e in jaxpr.eqns]

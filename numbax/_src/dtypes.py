@@ -37,6 +37,12 @@ _SHORT_NAMES = {
 
 
 def short_name(dtype: np.dtype) -> str:
+    try:
+        name = _SHORT_NAMES.get(dtype)  # the common case first: printing is on jit's path
+    except TypeError:  # an unhashable dtype-like
+        name = None
+    if name is not None:
+        return name
     if dtype == float0:
         return "float0"
     return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))

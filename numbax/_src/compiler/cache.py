@@ -129,10 +129,9 @@ def numba_compile_stats() -> dict[str, int]:
     for name, module in list(sys.modules.items()):
         if not name.startswith(MODULE_PREFIX) or module is None:
             continue
-        kernel = getattr(module, "kernel", None)
-        stats = getattr(kernel, "stats", None)
-        if stats is None:
-            continue
-        hits += sum(stats.cache_hits.values())
-        misses += sum(stats.cache_misses.values())
+        for fn in ("kernel", "kernel_serial"):  # a loop nest's variants
+            stats = getattr(getattr(module, fn, None), "stats", None)
+            if stats is not None:
+                hits += sum(stats.cache_hits.values())
+                misses += sum(stats.cache_misses.values())
     return {"cache_hits": hits, "cache_misses": misses}

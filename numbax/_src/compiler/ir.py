@@ -58,13 +58,17 @@ class Launch:
 class Kernel:
     """A rendered kernel module and how the driver runs it.
 
-    CPU: `parallel` says the kernel holds a prange loop; `views` gives, per argument (inputs
-    then outputs), the shape of the reshaped view the driver passes (None: the array as is).
+    CPU: the module's source holds no array size (one compiled kernel serves every shape of
+    its structure); the driver calls `function` (`parallel`: it holds a prange loop) with
+    the arguments' reshaped views (`views`, per input then output: a shape, or None for the
+    array as is), then `args`: sources of the sizes and scalars that follow the arrays.
     CUDA: `launches` in order, with `scratch` device buffers (size, dtype) allocated before
     them and passed after the outputs."""
 
     source: str
     parallel: bool = False
     views: tuple[tuple[int, ...] | None, ...] = ()
+    args: tuple[str, ...] = ()
+    function: str = "kernel"
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -7,6 +7,8 @@ import numbax.numpy as jnp
 from numbax._src.compiler import fusion, passes, registry
 from numbax._src.compiler.cpu import loops
 
+from .kernel_text import called, modules
+
 RNG = np.random.default_rng(0)
 M = RNG.normal(size=(37, 41))
 M_SPECIAL = M.copy()
@@ -104,24 +106,25 @@ def test_softmax_row_with_nan_and_inf():
 def test_softmax_is_one_kernel_over_rows():
     big = np.zeros((512, 1024))  # codegen_cpu.PRANGE_MIN elements: large enough for prange
     text = numbax.jit(_softmax).lower(big).as_text()
-    assert text.count("def kernel(") == 1
-    kernel = text.split("def kernel(")[1].split("# driver")[0]
-    assert kernel.count("for i0 in prange(512):") == 1
-    assert kernel.count("for i1 in range(0, 1024, 16):") == 1  # max: 16 accumulator lanes
-    assert kernel.count("for i1 in range(1024):") == 2  # sum of exp, write
+    [kernel] = called(text)
+    assert kernel.count("for i0 in prange(m0):") == 1
+    assert kernel.count("stop = m1 // 16 * 16") == 1  # max: 16 accumulator lanes
+    assert kernel.count("for i1 in range(0, stop, 16):") == 1
+    assert kernel.count("for i1 in range(stop, m1):") == 1  # the max pass's remainder
+    assert kernel.count("for i1 in range(m1):") == 2  # sum of exp, write
     assert kernel.count("fm.exp_f64(") == 1  # exp once: the output row keeps it (in cache)
     assert "np.empty((512, 1024)" in text.split("def driver(")[1]  # only the output
 
 
 def test_logsumexp_is_two_passes_in_one_kernel():
     text = numbax.jit(_logsumexp).lower(M).as_text()
-    assert text.count("def kernel(") == 1
-    kernel = text.split("# driver")[0]
-    # a full reduction of a contiguous 37x41 array: one flat loop per pass, the max pass
-    # unrolled into 16 accumulator lanes plus the remainder (1517 = 94 * 16 + 13)
-    assert kernel.count("for i0 in range(0, 1504, 16):") == 1
-    assert kernel.count("for i0 in range(1504, 1517):") == 1
-    assert kernel.count("for i0 in range(1517):") == 1  # sum of exp
+    [kernel] = called(text)
+    # a full reduction of a contiguous 37x41 array: one flat loop per pass (m0 = n0 * n1),
+    # the max pass unrolled into 16 accumulator lanes plus the remainder
+    assert "m0 = n0 * n1" in kernel and "def kernel_serial(" in kernel
+    assert kernel.count("for i0 in range(0, stop, 16):") == 1
+    assert kernel.count("for i0 in range(stop, m0):") == 1
+    assert kernel.count("for i0 in range(m0):") == 1  # sum of exp
     assert "for i1" not in kernel
     assert ".reshape((1517,))" in text.split("def driver(")[1]
     assert "# fastmath: only in reduction accumulators" in text
@@ -152,21 +155,23 @@ def forced_parallel(monkeypatch):
     return loops
 
 
-def test_parallel_full_reduction_is_rendered_only_with_threads(forced_parallel, monkeypatch):
+def test_parallel_full_reduction_is_called_only_with_threads(forced_parallel, monkeypatch):
     x = RNG.normal(size=(40, 50))
     text = numbax.jit(_logsumexp).lower(x).as_text()
-    kernel = text.split("# driver")[0]
+    [kernel] = called(text)
     assert "@njit(parallel=True" in kernel
     assert kernel.count("for ic in prange(nchunk):") == 2  # max pass, sum-of-exp pass
-    assert "nchunk = 16" in kernel and "chunk = 125" in kernel
-    assert "lo = np.uint64(min(ic * chunk, 2000))" in kernel  # unsigned: no wraparound code
+    # up to 2 chunks per thread (8) of PAR_REDUCE_CHUNK_MIN (100) elements or more
+    assert "def kernel(a0, o0, n0, n1, nchunk):" in kernel and "chunk = -(-m0 // nchunk)" in kernel
+    assert "k0_loop(a0.reshape((2000,)), t0, 40, 50, 16)" in modules(text)[-1]
+    assert "lo = np.uint64(min(ic * chunk, m0))" in kernel  # unsigned: no wraparound code
     assert kernel.count("for ic in range(nchunk):") == 2  # serial combine of the partials
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 1)  # one thread: serial
-    kernel = numbax.jit(_logsumexp).lower(x).as_text().split("# driver")[0]
-    assert "prange" not in kernel.split("def kernel(")[1]
+    [kernel] = called(numbax.jit(_logsumexp).lower(x).as_text())
+    assert "def kernel_serial(" in kernel and "prange" not in kernel
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 8)
-    small = numbax.jit(_logsumexp).lower(x[:10]).as_text().split("# driver")[0]
-    assert "prange" not in small.split("def kernel(")[1]  # below PAR_REDUCE_MIN
+    [small] = called(numbax.jit(_logsumexp).lower(x[:10]).as_text())
+    assert "def kernel_serial(" in small  # below PAR_REDUCE_MIN
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.bool_])
@@ -260,8 +265,8 @@ def test_sum_of_exp_pass_vectorises_in_llvm_ir():
     ns: dict = {}
     exec(compile(src, "<kernel>", "exec"), ns)  # no __file__: compiled fresh, not from disk
     out = np.empty(())
-    ns["kernel"](x, out)
+    ns["kernel_serial"](x, out, *x.shape)
     np.testing.assert_allclose(out, np.log(np.exp(x - x.max()).sum()) + x.max(), rtol=1e-13)
-    ir = "\n".join(ns["kernel"].inspect_llvm().values())
+    ir = "\n".join(ns["kernel_serial"].inspect_llvm().values())
     assert re.search(r"<\d+ x double>", ir)  # vector lanes (SSE2 at least on x86-64)
     assert not re.search(r"call .*@(llvm\.)?exp(\.f64)?\(", ir)  # no scalar libm exp

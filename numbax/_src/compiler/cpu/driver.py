@@ -40,7 +40,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     temps = iter(range(1 << 30))
     pp = core.PrintNames()
     head = header(jaxpr, False, pp)  # names the variables the way the comments print them
-    imports, lines, pools, hosts = [], [], [], []
+    imports, lines, pools, hosts, consts = [], [], [], [], []
 
     def operand(x, host: bool = False) -> str:
         if isinstance(x, Var):
@@ -54,7 +54,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             names[v] = f"t{next(temps)}"
         if isinstance(node, ir.LoopNest):
             kname = f"k{j}_loop"
-            imports.append(f"from {step.module} import kernel as {kname}")
+            imports.append(f"from {step.module} import {step.kernel.function} as {kname}")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -68,6 +68,11 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             views = step.kernel.views or (None,) * len(args)
             args = [a if shape is None else f"{a}.reshape({shape})"
                     for a, shape in zip(args, views, strict=True)]
+            for text in step.kernel.args:  # sizes as they are; scalars made once, at import
+                if not text.isdigit():
+                    consts.append(f"_c{len(consts)} = {text}")
+                    text = f"_c{len(consts) - 1}"
+                args.append(text)
             lines.append(f"    {kname}({', '.join(args)})")
             continue
         eqn = node.eqn
@@ -105,9 +110,10 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     lines.extend(f"    _pool_{t}.append({t})" for t in pools)
     head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
+    pool_defs += "".join(f"{c}\n" for c in consts)
     src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
-           + "\n".join(imports) + "\n" + ("\n" + pool_defs if pools else "") + "\n\n"
+           + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
     return src, hosts

@@ -63,26 +63,49 @@ class LoopKernel:
         self.names: dict[Var, str] = {v: f"a{k}" for k, v in enumerate(nest.inputs)}
         self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
         self.consts: list[str] = []
+        self.const_names: dict[str, str] = {}  # a literal's source -> its name in the kernel
+        self.scalars: list[str] = []  # float literals passed as f0, f1, ... (their sources)
         self.temps = 0
-        self.pp_names = core.PrintNames()
+        self.comments: dict[int, str] = {}
+        self.pp_names = core.PrintNames(generic_shapes=True)
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
-        self.header = header(sub, loop_kind(nest)[0], self.pp_names)
+        self.header = header(sub, variants_tag(nest), self.pp_names)
+        self.sizes = [f"n{d}" for d in range(len(nest.shape))]
 
     def const(self, lit: Literal) -> str:
+        """A literal's name in the kernel: integers and booleans are module constants (shift
+        amounts, masks, seeds: structure LLVM folds); floats are parameters (f0, f1, ...) the
+        driver passes, since values such as mean's 1/n come from the shapes."""
         text = render_scalar(lit.val, lit.aval.dtype)
-        name = f"c{len(self.consts)}"
-        self.consts.append(f"{name} = {text}")
-        return name
+        if text not in self.const_names:
+            if np.dtype(lit.aval.dtype).kind in "fc":
+                self.const_names[text] = f"f{len(self.scalars)}"
+                self.scalars.append(text)
+            else:
+                self.const_names[text] = f"c{len(self.consts)}"
+                self.consts.append(f"{self.const_names[text]} = {text}")
+        return self.const_names[text]
 
     def temp(self) -> str:
         self.temps += 1
         return f"t{self.temps - 1}"
 
     def comment(self, eqn: JaxprEqn) -> str:
-        return core.pp_eqn(eqn, self.pp_names, 0)
+        key = id(eqn)  # the nest holds its equations while it is rendered
+        if key not in self.comments:  # each variant and recomputing pass prints it again
+            self.comments[key] = core.pp_eqn(eqn, self.pp_names, 0)
+        return self.comments[key]
 
     def params(self) -> str:
-        return ", ".join([*self.names.values(), *self.out_names.values()])
+        """Arrays (inputs, then outputs), the nest's sizes n0, n1, ..., the float literals f0,
+        f1, ...: the kernel's source holds no size, so one compiled kernel serves every shape
+        of its structure. (Call after rendering the bodies: they name the literals.)"""
+        return ", ".join([*self.names.values(), *self.out_names.values(), *self.sizes,
+                          *(f"f{j}" for j in range(len(self.scalars)))])
+
+    def args(self, nest: ir.LoopNest) -> tuple[str, ...]:
+        """What the driver passes after the arrays: the sizes, then the literals' sources."""
+        return (*(str(n) for n in nest.shape), *self.scalars)
 
 
 def index(idx: list[str]) -> str:
@@ -97,21 +120,24 @@ def store_index(idx: list[str]) -> str:
 def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
     x = eqn.invars[0]
     shape = eqn.params["shape"]
-    parts = []
+    parts: list[str] = []
     for i, d in enumerate(eqn.params["broadcast_dimensions"]):
-        parts.append("0" if x.aval.shape[i] == 1 and shape[d] != 1 else idx[d])
+        # a size-1 axis reads element 0 (also when the nest's axis has size 1: its index is 0),
+        # so the source depends on which axes are broadcast, never on the sizes
+        parts.append("0" if x.aval.shape[i] == 1 and shape[d] != 1 or x.aval.shape[i] == 1
+                     else idx[d])
     return index(parts)
 
 
 def _iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
     """The loop's index along iota's dimension (iota's shape is the nest's, fusion.fits); a
-    flattened loop divides its one index back into that dimension's."""
-    shape, dim = eqn.params["shape"], eqn.params["dimension"]
+    flattened loop divides its one index back into that dimension's, by the sizes n<d>."""
+    rank, dim = len(eqn.params["shape"]), eqn.params["dimension"]
     if not flat:
         return idx[dim]
-    inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
-    at = idx[0] if inner == 1 else f"({idx[0]} // {inner})"
-    return at if dim == 0 else f"({at} % {shape[dim]})"
+    inner = " * ".join(f"n{d}" for d in range(dim + 1, rank))
+    at = f"({idx[0]} // ({inner}))" if inner else idx[0]
+    return at if dim == 0 else f"({at} % n{dim})"
 
 
 def _reduction_line(eqn: JaxprEqn, acc: str, v: str, out: Var, nans: dict[Var, str] | None,
@@ -190,10 +216,10 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
     return value
 
 
-def loop_kind(nest: ir.LoopNest) -> tuple[bool, bool]:
-    """(parallel outer loop, parallel scalar reduction) from the static sizes."""
-    size = int(np.prod(nest.shape, dtype=np.int64))
-    if size < PRANGE_MIN or not nest.shape:
+def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
+    """(outer loop can be a prange, scalar reduction under that prange) from the nest's
+    structure alone: the kernel module then holds a parallel and a serial variant."""
+    if not nest.shape:
         return False, False
     axes = nest.reduce_axes or ()
     if 0 not in axes:
@@ -203,6 +229,17 @@ def loop_kind(nest: ir.LoopNest) -> tuple[bool, bool]:
     if full and all(monoid(e).inplace for e in reds):
         return True, True
     return False, False
+
+
+def runs_parallel(nest: ir.LoopNest) -> bool:
+    """Whether a call at the nest's sizes runs the prange variant (PRANGE_MIN elements)."""
+    size = int(np.prod(nest.shape, dtype=np.int64))
+    return size >= PRANGE_MIN and parallel_form(nest)[0]
+
+
+def variants_tag(nest: ir.LoopNest) -> str:
+    return "variants=kernel(parallel),kernel_serial" if parallel_form(nest)[0] else (
+        "variants=kernel")
 
 
 def acc_inits(reductions: list[JaxprEqn], accs: dict[Var, str], pad: str) -> list[str]:
@@ -227,44 +264,58 @@ def _init_outputs(k: LoopKernel, reductions: list[JaxprEqn], lines: list[str], p
 
 
 def render_loop(nest: ir.LoopNest) -> ir.Kernel:
-    """One kernel module for a loop nest that is not a row group (those are rows.py's)."""
+    """One kernel module for a loop nest that is not a row group (those are rows.py's): the
+    function `kernel`, and `kernel_serial` beside it when `kernel` holds a prange (the driver
+    calls the serial one below PRANGE_MIN elements; each compiles on its first call)."""
     k = LoopKernel(nest)
-    shape = nest.shape
-    rank = len(shape)
-    axes = nest.reduce_axes
-    parallel, par_reduce = loop_kind(nest)
-    flat = (axes is None and rank > 1 and not any(
+    rank = len(nest.shape)
+    can_parallel, par_reduce = parallel_form(nest)
+    flat = (nest.reduce_axes is None and rank > 1 and not any(
         fusion.kind_of(e) is Fusion.BROADCAST for e in nest.eqns)
         and all(v.aval.ndim in (0, rank) for v in nest.inputs))
+    views: tuple = ()
+    if flat:  # the driver passes 1-d views: Numba vectorises those loops, not reshapes
+        size = int(np.prod(nest.shape, dtype=np.int64))
+        views = tuple((size,) if v.aval.ndim > 1 else None
+                      for v in [*nest.inputs, *nest.outputs])
+    variants = [("kernel", True), ("kernel_serial", False)] if can_parallel else [
+        ("kernel", False)]
+    bodies = [_loop_body(k, parallel, par_reduce and parallel, flat) for _, parallel in variants]
+    functions = [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
+                 for (name, parallel), body in zip(variants, bodies, strict=True)]
+    consts = "\n".join(k.consts)
+    src = f"{k.header}\n{consts}\n\n\n" + "\n\n".join(functions)
+    parallel = runs_parallel(nest)
+    return ir.Kernel(src, parallel=parallel, views=views, args=k.args(nest),
+                     function="kernel" if parallel or not can_parallel else "kernel_serial")
+
+
+def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:
+    nest = k.nest
+    rank = len(nest.shape)
+    axes = nest.reduce_axes
     trailing = axes is not None and axes == tuple(range(rank - len(axes), rank))
     lines: list[str] = []
     pad = "    "
     if rank:
         lines.extend(f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
                      if v.aval.ndim == 0)
-    views: tuple = ()
-    if flat:  # the driver passes 1-d views: Numba vectorises those loops, not reshapes
-        size = int(np.prod(shape, dtype=np.int64))
-        views = tuple((size,) if v.aval.ndim > 1 else None
-                      for v in [*nest.inputs, *nest.outputs])
-        loop_shape = (size,)
-    else:
-        loop_shape = shape
-    idx = [f"i{d}" for d in range(len(loop_shape))]
+    bounds = [" * ".join(k.sizes)] if flat else list(k.sizes)
+    idx = [f"i{d}" for d in range(len(bounds))]
     reductions = [e for e in nest.eqns if is_reduction(e)]
     accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reductions)}
-    kept = rank - len(axes) if trailing else len(loop_shape)
+    kept = rank - len(axes) if trailing else len(bounds)
     if axes is not None and not trailing:
         _init_outputs(k, reductions, lines, pad)
         accs = {e.outvars[0]: _general_target(k, e, idx) for e in reductions}
     body_pad = pad
-    for d, n in enumerate(loop_shape):
+    for d, n in enumerate(bounds):
         if trailing and d == kept:
             lines.extend(acc_inits(reductions, accs, body_pad))
         loop = "prange" if d == 0 and parallel else "range"
         lines.append(f"{body_pad}for {idx[d]} in {loop}({n}):")
         body_pad += "    "
-    if trailing and kept == len(loop_shape):
+    if trailing and kept == len(bounds):
         lines.extend(acc_inits(reductions, accs, body_pad))
     body(k, idx, flat, accs, lines, body_pad, par_reduce)
     if trailing:
@@ -274,21 +325,19 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
             if out in k.out_names:
                 target = f"{k.out_names[out]}[{store_index(idx[:kept])}]"
                 lines.append(f"{store_pad}{target} = {cast(out.aval.dtype, accs[out])}")
-    consts = "\n".join(k.consts)
-    src = (f"{k.header}\n{consts}\n\n\n{decorator(parallel)}\ndef kernel({k.params()}):\n"
-           + "\n".join(lines) + "\n")
-    return ir.Kernel(src, parallel=parallel, views=views)
+    return "\n".join(lines) + "\n"
 
 
-def header(jaxpr: Jaxpr, parallel: bool, names: core.PrintNames) -> str:
+def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
     """Versions, backend and the jaxpr implemented (printed with the names the comments use),
     then the imports every CPU module may use: numpy, Numba, and the runtime as fm (fast
     math), rd (reduction accumulators), sc (scalar helpers) and xe (XLA's float32 erf_inv)."""
     return "\n".join([
-        version_line("cpu", f"parallel={parallel}"),
+        version_line("cpu", parallel if isinstance(parallel, str) else f"parallel={parallel}"),
         jaxpr_comment(jaxpr, names),
         "import math  # noqa: F401",
         "",
+        "import numba  # noqa: F401",
         "import numpy as np  # noqa: F401",
         "from numba import njit, prange  # noqa: F401",
         "",

@@ -16,7 +16,6 @@ from numbax._src.compiler.cpu.loops import (
     decorator,
     index,
     is_reduction,
-    loop_kind,
     lowering,
     monoid,
     store_index,
@@ -41,31 +40,63 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
 
     Trailing axes that every access indexes in full are flattened into one loop (the driver
     passes reshaped views); passes holding max/min (or integer/bool) accumulators are unrolled
-    into LANES independent accumulators (LLVM does not vectorise those selects); full
-    reductions of at least PAR_REDUCE_MIN elements run in chunks under prange when Numba has
-    more than 2 threads, with per-chunk partials combined serially."""
+    into LANES independent accumulators (LLVM does not vectorise those selects); a full
+    reduction over one flat loop has a variant that runs in chunks under prange (partials
+    combined serially), which the driver calls with 2 or more Numba threads and at least
+    PAR_REDUCE_MIN elements. Like loops.render_loop, the source holds no size: `kernel` is
+    the parallel variant (rows or chunks under prange) when the structure allows one, with
+    `kernel_serial` beside it."""
     k = LoopKernel(nest)
     kept = fusion.trailing(nest)
-    shape = nest.shape
     views: tuple = ()
+    bounds = list(k.sizes)
     if _rows_flattenable(nest, kept):
-        shape = (*shape[:kept], int(np.prod(shape[kept:], dtype=np.int64)))
-        views = tuple(shape if v.aval.shape == nest.shape else None
+        bounds = [*k.sizes[:kept], " * ".join(k.sizes[kept:])]
+        flat_shape = (*nest.shape[:kept], int(np.prod(nest.shape[kept:], dtype=np.int64)))
+        views = tuple(flat_shape if v.aval.shape == nest.shape else None
                       for v in [*nest.inputs, *nest.outputs])
-    chunks = _reduce_chunks(nest, kept, shape)
-    parallel = (loop_kind(nest)[0] and kept > 0) or chunks > 1
+    chunked = kept == 0 and len(bounds) == 1  # a full reduction over one loop
+    mode = "rows" if kept > 0 and loops.parallel_form(nest)[0] else "chunks" if chunked else None
+    variants = [("kernel", mode), ("kernel_serial", None)] if mode else [("kernel", None)]
+    bodies = [_rows_body(k, m, kept, bounds) for _, m in variants]
+    functions = [f"{decorator(m is not None)}\ndef {name}({k.params()}"
+                 f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
+                 for (name, m), body in zip(variants, bodies, strict=True)]
+    consts = "\n".join(k.consts)
+    first, rest = k.header.split("\n", 1)
+    notes = _ROW_FASTMATH
+    if mode == "chunks":
+        notes += "\n# kernel: the full reduction in chunks under prange, partials combined"
+    src = f"{first}\n{notes}\n{rest}\n{consts}\n\n\n" + "\n\n".join(functions)
+    args = k.args(nest)
+    if mode == "rows":
+        parallel = loops.runs_parallel(nest)
+    else:
+        parallel = mode == "chunks" and _parallel_reduction(nest)
+        if parallel:
+            args = (*args, str(_chunks(nest)))
+    return ir.Kernel(src, parallel=parallel, views=views, args=args,
+                     function="kernel" if parallel or mode is None else "kernel_serial")
+
+
+def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str]) -> str:
+    """The body of one variant of a row-group kernel; `mode` "rows" runs the rows under
+    prange, "chunks" a full reduction's one loop in chunks under prange (nchunk of them, an
+    argument), None everything serially."""
+    nest = k.nest
     passes = nest.passes or [("row", list(nest.eqns))]
-    idx = [f"i{d}" for d in range(len(shape))]
+    idx = [f"i{d}" for d in range(len(bounds))]
     pad = "    "
     lines = [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs if v.aval.ndim == 0]
+    lines.extend(f"{pad}m{d} = {b}" for d, b in enumerate(bounds))
+    last = len(bounds) - 1
     for d in range(kept):
-        loop = "prange" if d == 0 and parallel else "range"
-        lines.append(f"{pad}for {idx[d]} in {loop}({shape[d]}):")
+        loop = "prange" if d == 0 and mode == "rows" else "range"
+        lines.append(f"{pad}for {idx[d]} in {loop}(m{d}):")
         pad += "    "
-    if chunks > 1:
-        n = shape[-1]
-        lines.append(f"{pad}nchunk = {chunks}")
-        lines.append(f"{pad}chunk = {-(-n // chunks)}")
+    chunks = mode == "chunks"
+    if chunks:  # nchunk (an argument: the driver's _chunks) cuts m<last> into equal chunks
+        lines.append(f"{pad}chunk = -(-m{last} // nchunk)")
     seed: dict[Var, str] = {}
     row_defs: list[JaxprEqn] = []  # elementwise equations of earlier row passes (recomputed)
     n_acc = 0
@@ -87,55 +118,52 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
             seed = {**seed, **{v: f"sv{j}" for j, v in enumerate(stash)}}
         again = recompute(eqns, row_defs, seed)
         lanes = _lanes(reductions, len(again) + len(eqns))
-        if shape[-1] < 2 * lanes and chunks <= 1:
-            lanes = 1
         ppad = pad
-        if chunks > 1:
+        if chunks:
             for e in reductions:
-                lines.append(f"{pad}p{accs[e.outvars[0]]} = np.empty({chunks}, "
+                lines.append(f"{pad}p{accs[e.outvars[0]]} = np.empty(nchunk, "
                              f"{dtype_ctor(acc_dtype(e))})")
-            lines.extend(f"{pad}p{f} = np.empty({chunks}, np.bool_)" for f in nans.values())
+            lines.extend(f"{pad}p{f} = np.empty(nchunk, np.bool_)" for f in nans.values())
             lines.append(f"{pad}for ic in prange(nchunk):")
             ppad = pad + "    "
             # unsigned bounds: with a signed start Numba's negative-index wraparound stays in
             # the loop and blocks vectorisation (a 1e7 sum: 5.9 ms chunked vs 1.4 ms, 2 cores)
-            lines.append(f"{ppad}lo = np.uint64(min(ic * chunk, {shape[-1]}))")
-            lines.append(f"{ppad}hi = np.uint64(min(ic * chunk + chunk, {shape[-1]}))")
+            lines.append(f"{ppad}lo = np.uint64(min(ic * chunk, m{last}))")
+            lines.append(f"{ppad}hi = np.uint64(min(ic * chunk + chunk, m{last}))")
         lane_accs = [accs] + [{v: f"{a}_{j}" for v, a in accs.items()} for j in range(1, lanes)]
         for la in lane_accs:
             lines.extend(acc_inits(reductions, la, ppad))
         lines.extend(f"{ppad}{f} = False" for f in nans.values())
         inner = ppad
-        last = len(shape) - 1
         for d in range(kept, last):
-            lines.append(f"{inner}for {idx[d]} in range({shape[d]}):")
+            lines.append(f"{inner}for {idx[d]} in range(m{d}):")
             inner += "    "
-        lo, hi = ("lo", "hi") if chunks > 1 else ("0", str(shape[-1]))
+        lo, hi = ("lo", "hi") if chunks else ("0", f"m{last}")
         no_store = frozenset(e.outvars[0] for e in again)
         if lanes > 1:
             # chunk bounds are uint64: keep the arithmetic unsigned (uint64 + int64 is float)
-            step = f"np.uint64({lanes})" if chunks > 1 else str(lanes)
-            stop = (f"{lo} + ({hi} - {lo}) // {step} * {step}" if chunks > 1
-                    else str(shape[-1] // lanes * lanes))
-            lines.append(f"{inner}for {idx[last]} in range({lo}, {stop}, {step}):")
+            step = f"np.uint64({lanes})" if chunks else str(lanes)
+            stop = f"{lo} + ({hi} - {lo}) // {step} * {step}" if chunks else (
+                f"m{last} // {lanes} * {lanes}")
+            lines.append(f"{inner}stop = {stop}")
+            lines.append(f"{inner}for {idx[last]} in range({lo}, stop, {step}):")
             for j, la in enumerate(lane_accs):
-                off = f"np.uint64({j})" if chunks > 1 else str(j)
+                off = f"np.uint64({j})" if chunks else str(j)
                 lane_idx = [*idx[:last], f"({idx[last]} + {off})" if j else idx[last]]
                 body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
                      seed=seed, no_store=no_store, nans=nans, stash=store_here)
-            lo = stop
-        if lo != hi:
-            bounds = hi if lo == "0" else f"{lo}, {hi}"
-            lines.append(f"{inner}for {idx[last]} in range({bounds}):")
-            lines.extend(f"{inner}    {line}" for line in reload)
-            body(k, idx, False, accs, lines, inner + "    ", False, eqns=again + eqns,
-                 seed=seed, no_store=no_store, nans=nans, stash=store_here)
+            lo = "stop"
+        bounds_text = hi if lo == "0" else f"{lo}, {hi}"
+        lines.append(f"{inner}for {idx[last]} in range({bounds_text}):")
+        lines.extend(f"{inner}    {line}" for line in reload)
+        body(k, idx, False, accs, lines, inner + "    ", False, eqns=again + eqns,
+             seed=seed, no_store=no_store, nans=nans, stash=store_here)
         for la in lane_accs[1:]:  # tree-free serial combine of the lanes into lane 0
             for e in reductions:
                 out = e.outvars[0]
                 lines.append(ppad + _combine(e, accs[out], la[out]))
         final = accs
-        if chunks > 1:
+        if chunks and reductions:
             for e in reductions:
                 a = accs[e.outvars[0]]
                 lines.append(f"{ppad}p{a}[ic] = {a}")
@@ -163,14 +191,7 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
             if out in k.out_names:
                 lines.append(f"{pad}{k.out_names[out]}[{store_index(idx[:kept])}] = {r}")
         row_defs.extend(e for e in eqns if not is_reduction(e))
-    consts = "\n".join(k.consts)
-    first, rest = k.header.split("\n", 1)
-    notes = _ROW_FASTMATH
-    if chunks > 1:
-        notes += f"\n# parallel full reduction: {chunks} chunks under prange, partials combined"
-    src = (f"{first}\n{notes}\n{rest}\n{consts}\n\n\n{decorator(parallel)}\n"
-           f"def kernel({k.params()}):\n" + "\n".join(lines) + "\n")
-    return ir.Kernel(src, parallel=parallel, views=views)
+    return "\n".join(lines) + "\n"
 
 
 def _stash_plan(k: LoopKernel, passes: list) -> tuple[dict[Var, str], dict[Var, int]]:
@@ -243,17 +264,23 @@ def _reduce_threads() -> int:
     return fixed if fixed is not None else numba.get_num_threads()
 
 
-def _reduce_chunks(nest: ir.LoopNest, kept: int, shape: tuple[int, ...]) -> int:
-    """How many prange chunks a full reduction runs in (1: serial). Only with 2 or more Numba
-    threads, only for one flat loop of at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY
-    with exp/log/...), in up to 2 chunks per thread of at least PAR_REDUCE_CHUNK_MIN
-    elements."""
-    threads = _reduce_threads()
+def _parallel_reduction(nest: ir.LoopNest) -> bool:
+    """Whether a full reduction runs its chunked prange variant at the nest's size: with 2 or
+    more Numba threads and at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY with
+    exp/log/...); the kernel cuts the loop into up to 2 chunks per thread of at least
+    PAR_REDUCE_CHUNK_MIN elements."""
     heavy = any(lowering(e).heavy for e in nest.eqns)
-    if kept != 0 or len(shape) != 1 or threads < 2 or shape[0] < (
-            loops.PAR_REDUCE_MIN_HEAVY if heavy else loops.PAR_REDUCE_MIN):
-        return 1
-    return max(1, min(2 * threads, shape[0] // loops.PAR_REDUCE_CHUNK_MIN))
+    size = int(np.prod(nest.shape, dtype=np.int64))
+    return _reduce_threads() >= 2 and size >= (
+        loops.PAR_REDUCE_MIN_HEAVY if heavy else loops.PAR_REDUCE_MIN)
+
+
+def _chunks(nest: ir.LoopNest) -> int:
+    """Chunks of a parallel full reduction: up to 2 per thread, of at least
+    PAR_REDUCE_CHUNK_MIN elements. (An argument, not numba.get_num_threads() in the kernel:
+    Numba cannot cache a function that calls the threading layer.)"""
+    size = int(np.prod(nest.shape, dtype=np.int64))
+    return max(1, min(2 * _reduce_threads(), size // loops.PAR_REDUCE_CHUNK_MIN))
 
 
 def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:

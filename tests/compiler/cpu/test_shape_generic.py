@@ -1,0 +1,96 @@
+"""Kernels generic in their sizes: a jitted function called with a new shape of the same
+structure retraces (cheap) but compiles nothing with Numba; values match numpy at every shape."""
+import numpy as np
+import pytest
+from numba.core import event
+
+import numbax
+import numbax.numpy as jnp
+
+from .kernel_text import called, modules
+
+RNG = np.random.default_rng(11)
+
+
+def _numba_compiles(fn, *args):
+    """fn(*args) and the number of Numba compilations it started."""
+    with event.install_recorder("numba:compile") as rec:
+        out = fn(*args)
+    return out, sum(1 for _, e in rec.buffer if e.is_start)
+
+
+def _loss(w, b, x, y):
+    h = jnp.tanh(x @ w + b)
+    logp = h - numbax.nn.logsumexp(h, axis=1, keepdims=True)
+    return -jnp.mean(jnp.sum(logp * y, axis=1))  # mean: a 1/batch literal in the jaxpr
+
+
+def _np_grads(w, b, x, y):
+    h = np.tanh(x @ w + b)
+    z = h - h.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    dh = (p * y.sum(1, keepdims=True) - y) / len(x)  # d(-mean(sum(logp * y)))/dh
+    dpre = dh * (1 - h * h)
+    return x.T @ dpre, dpre.sum(0)
+
+
+def test_new_batch_sizes_compile_nothing():
+    g = numbax.jit(numbax.grad(_loss, argnums=(0, 1)))
+    w = RNG.normal(size=(6, 4))
+    b = RNG.normal(size=4)
+    sources = set()
+    for j, n in enumerate((5, 9, 17, 3, 64)):
+        x = RNG.normal(size=(n, 6))
+        y = np.eye(4)[RNG.integers(0, 4, n)]
+        (gw, gb), compiles = _numba_compiles(g, w, b, x, y)
+        if j:  # the first shape compiled the kernels (or found them on disk); later ones reuse
+            assert compiles == 0, n
+        sources.add(tuple(modules(g.lower(w, b, x, y).as_text())[:-1]))
+        want_w, want_b = _np_grads(w, b, x, y)
+        np.testing.assert_allclose(gw, want_w, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gb, want_b, rtol=1e-10, atol=1e-12)
+    assert len(sources) == 1  # one set of kernel modules serves every batch size
+
+
+@pytest.mark.parametrize("shapes", [[(7,), (1000,), (4099,)], [(3, 5), (40, 2), (1, 9)]],
+                         ids=["1d", "2d"])
+def test_reductions_and_iota_reuse_their_kernels(shapes):
+    def f(x):
+        pos = jnp.arange(x.shape[-1], dtype=x.dtype)  # iota fused into the nest
+        return numbax.nn.logsumexp(x * 0.5 + pos), jnp.max(x + pos, axis=-1), x * pos + 1.25
+
+    jf = numbax.jit(f)
+    texts = []
+    for j, shape in enumerate(shapes):
+        x = RNG.normal(size=shape)
+        out, compiles = _numba_compiles(jf, x)
+        if j:
+            assert compiles == 0, shape
+        pos = np.arange(shape[-1], dtype=x.dtype)
+        z = x * 0.5 + pos
+        want = (np.log(np.exp(z - z.max()).sum()) + z.max(), np.max(x + pos, axis=-1),
+                x * pos + 1.25)
+        for got, w in zip(out, want, strict=True):
+            np.testing.assert_allclose(got, w, rtol=1e-12)
+        texts.append(jf.lower(x).as_text())
+    kernels = [modules(t)[:-1] for t in texts]
+    assert all(k == kernels[0] for k in kernels)  # the same module sources at every shape
+
+
+def test_prange_variant_is_chosen_by_size_from_one_module():
+    f = numbax.jit(lambda x: jnp.tanh(x) * 2.0 + 1.0)
+    small, big = np.ones((4, 8)), np.ones((1024, 1024))  # under / over PRANGE_MIN elements
+    [k_small] = called(f.lower(small).as_text())
+    [k_big] = called(f.lower(big).as_text())
+    assert "def kernel_serial(" in k_small and "prange" not in k_small
+    assert "def kernel(" in k_big and "prange(" in k_big
+    assert modules(f.lower(small).as_text())[0] == modules(f.lower(big).as_text())[0]
+    np.testing.assert_allclose(f(big), np.tanh(big) * 2.0 + 1.0)
+
+
+def test_size_one_axes_are_part_of_the_structure():
+    """A broadcast from a size-1 axis reads element 0: its own kernel, still exact."""
+    f = numbax.jit(lambda x, y: x + y)
+    for xs, ys in (((3, 1), (3, 4)), ((3, 4), (3, 4)), ((1, 4), (5, 4))):
+        x, y = RNG.normal(size=xs), RNG.normal(size=ys)
+        np.testing.assert_array_equal(f(x, y), x + y)
