@@ -129,12 +129,26 @@ def write_private(path: Path, data: bytes) -> None:
 
 def load_key(root: Path) -> bytes:
     """The per-user secret of the cache at `root` (`hmac.key`, 0600), created on first use by
-    exactly one process (a hard link cannot replace an existing key); a damaged, loose or
+    exactly one process (a hard link never replaces an existing key); a damaged, loose or
     foreign key file is replaced."""
     path = root / KEY_NAME
-    key = read_private(path)
-    if key is not None and len(key) == KEY_BYTES and not _loose(path):
-        return key
+    for _ in range(3):
+        key = read_private(path)
+        if key is not None and len(key) == KEY_BYTES and not _loose(path):
+            return key
+        if os.path.lexists(path):
+            if key is not None:
+                break  # damaged or loose: replaced below
+            continue  # foreign, or linked by another process just now: look again
+        fresh = _publish_key(root, path, replace=False)
+        if fresh is not None:
+            return fresh
+    return _publish_key(root, path, replace=True)
+
+
+def _publish_key(root: Path, path: Path, replace: bool) -> bytes | None:
+    """Writes a new key and links it to `path` (None if another process linked one first) or,
+    with `replace`, puts it in place of whatever is there."""
     fresh = secrets.token_bytes(KEY_BYTES)
     fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-")
     try:
@@ -143,23 +157,17 @@ def load_key(root: Path) -> bytes:
             write_all(fd, fresh)
         finally:
             os.close(fd)
-        if key is None and not os.path.lexists(path):
-            try:
-                os.link(tmp, path)
-                return fresh
-            except FileExistsError:  # another process made one first: use theirs
-                key = read_private(path)
-                if key is not None and len(key) == KEY_BYTES:
-                    return key
-        os.replace(tmp, path)
-        tmp = None
+        if replace:
+            os.replace(tmp, path)
+            return fresh
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return None
         return fresh
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def _loose(path: Path) -> bool:
