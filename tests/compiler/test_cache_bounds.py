@@ -32,6 +32,8 @@ def test_lru_keeps_the_most_recently_used():
     assert lru["c"] == "C2" and lru.get("zzz", 7) == 7 and len(lru) == 3
     with pytest.raises(KeyError):
         lru["a"]
+    assert dict(lru.items()) == {"d": "D", "c": "C2", "e": "E"} and list(lru.values())[0] == "D"
+    assert lru == {"c": "C2", "d": "D", "e": "E"} and lru != {}
     assert lru.pop("c") == "C2" and len(lru) == 2
     lru.clear()
     assert not lru

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ STALE_TMP_S = 3600.0  # a temporary file this old was left by a killed process
 LOW_WATER = 0.9  # eviction frees down to this fraction of the cap, so it runs rarely
 
 
-class LRUCache:
-    """A thread-safe mapping that keeps the `maxsize` most recently used entries.
+class LRUCache(MutableMapping):
+    """A thread-safe mapping that keeps the `maxsize` most recently used entries (a drop-in
+    for the dicts of jit's executables and fast paths).
 
     `maxsize` is an int or a callable read at each insertion (so a config option can change
     it); `get` is lock-free, which keeps it cheap on jit's dispatch path."""
