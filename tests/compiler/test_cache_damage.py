@@ -148,3 +148,22 @@ def test_unusable_cache_path_compiles_in_memory(tmp_path, where):
     assert len(found) == 1 and "compiles in memory" in str(found[0].message)
     assert cache.STATS["in_memory"] > in_memory
     cache.clear()
+
+
+def test_module_file_deleted_by_someone_else_while_loading(cache_dir, monkeypatch):
+    """The .py vanishes between its write and Numba reading it (a user's rm, another
+    machine sharing the directory): the module compiles in memory, with one warning."""
+    real = cache._ensure_file
+
+    def then_vanish(path, data):
+        written = real(path, data)
+        path.unlink()
+        return written
+
+    monkeypatch.setattr(cache, "_ensure_file", then_vanish)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _check_program()
+    found = _cache_warnings(record)
+    assert len(found) == 1 and "compiles in memory" in str(found[0].message)
+    assert cache.STATS["in_memory"] >= 1

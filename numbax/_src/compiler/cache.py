@@ -126,9 +126,10 @@ def _load(name: str, source: str) -> types.ModuleType:
         return module
     module = _exec(name, source)  # a real error in the source raises again here
     security.warn_once("unusable", str(root), (
-        f"numbax: the cache directory {str(root)!r} cannot be used "
-        f"({type(failure).__name__}: {failure}), so numbax compiles in memory. Free space or "
-        "point NUMBAX_CACHE_DIR (or numbax.config 'cache_dir') at a writable directory."))
+        f"numbax: could not use the cache directory {str(root)!r} "
+        f"({type(failure).__name__}: {failure}), so numbax compiles in memory. If this "
+        "repeats, free space or point NUMBAX_CACHE_DIR (or numbax.config 'cache_dir') at a "
+        "writable directory of your own."))
     return module
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 try:
     import fcntl
-except ImportError:  # not POSIX: no cross-process lock, eviction then skips recent entries only
+except ImportError:  # not POSIX: no cross-process lock; only the grace period protects loaders
     fcntl = None
 
 LOCK_NAME = ".lock"
@@ -102,9 +102,9 @@ _MISSING = object()
 def dir_lock(root: Path, exclusive: bool) -> Iterator[bool]:
     """A lock over the cache directory shared by every process: loaders hold it shared while
     they write and import a module, eviction holds it exclusive (and gives up at once rather
-    than wait). Yields whether it is held; without fcntl (not POSIX) it never is."""
+    than wait). Yields whether it is held (always, without fcntl: not POSIX)."""
     if fcntl is None:
-        yield not exclusive
+        yield True
         return
     try:
         fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),

@@ -34,7 +34,7 @@ def warn_once(kind: str, subject: str, message: str) -> None:
 
 
 def _uid() -> int:
-    return os.geteuid()
+    return os.geteuid() if hasattr(os, "geteuid") else 0  # st_uid is 0 where there are none
 
 
 def _open_to_others(mode: int) -> bool:
