@@ -84,6 +84,12 @@ class LRUCache(MutableMapping):
     def __iter__(self) -> Iterator:
         return iter(list(self._data))
 
+    def items(self) -> list:  # snapshots: neither reorder entries nor race with eviction
+        return list(self._data.items())
+
+    def values(self) -> list:
+        return list(self._data.values())
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
