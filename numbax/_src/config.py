@@ -116,6 +116,10 @@ def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
         return _parse_int(value, what, minimum=1, text=text)
     if name == "cpu_threads":
         return _parse_int(value, what, minimum=0, text=text)
+    if name == "compilation_cache_max_size":
+        return _parse_int(value, what, minimum=-1, text=text)
+    if name == "executable_cache_size":
+        return _parse_int(value, what, minimum=1, text=text)
     if name == "cpu_matmul" and value not in _CPU_MATMUL_CHOICES:
         raise ValueError(f"{what} has value {value!r}, expected one of "
                          f"{', '.join(map(repr, _CPU_MATMUL_CHOICES))}.")
@@ -178,6 +182,12 @@ def _defaults() -> dict[str, Any]:
                                        False),
         "compilation_cache": _from_env("compilation_cache", ["NUMBAX_COMPILATION_CACHE"], True),
         "cache_dir": _default_cache_dir(),
+        # Disk cache cap in bytes (least recently used entries evicted); -1: no cap, 0: off.
+        "compilation_cache_max_size": _from_env("compilation_cache_max_size",
+                                                ["NUMBAX_COMPILATION_CACHE_MAX_SIZE"], 1 << 30),
+        # Executables each jitted function keeps in memory (least recently used dropped).
+        "executable_cache_size": _from_env("executable_cache_size",
+                                           ["NUMBAX_EXECUTABLE_CACHE_SIZE"], 512),
         "num_cpu_devices": _from_env("num_cpu_devices",
                                      ["NUMBAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"],
                                      _xla_force_device_count() or 1),

@@ -6,9 +6,11 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import numbax
 from numbax._src.compiler import cache
+from numbax._src.compiler.cache_security import CacheWarning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,9 +59,12 @@ def test_cache_can_be_turned_off(tmp_path, monkeypatch):
     assert not (tmp_path / "off").exists()
 
 
-def test_loose_directory_is_not_trusted(tmp_path):
+def test_loose_directory_is_repaired(tmp_path):
     loose = tmp_path / "loose"
     loose.mkdir(mode=0o777)
     os.chmod(loose, 0o777)
     with numbax.config.override("cache_dir", str(loose)):
-        assert cache._usable_dir() is None
+        with pytest.warns(CacheWarning, match="0o777"):
+            root, key = cache.cache_root()
+    assert root == loose and len(key) == 32
+    assert stat.S_IMODE(os.stat(loose).st_mode) == 0o700

@@ -1,17 +1,30 @@
-"""Generated modules by source hash: in memory (sys.modules), then on disk for Numba's cache."""
+"""Generated modules by source hash: shared in this process (sys.modules), kept on disk for new
+processes in a private directory, verified before use, safe under threads and concurrent
+processes, and bounded in size (cache_security.py: trust; cache_bounds.py: size).
+
+Disk layout under config.cache_dir (0700): `numbax_gen_<hash>.py` (0600) per module, `hmac.key`
+(0600, the per-user secret), `.lock`, and `__pycache__/` (0700) holding Numba's compiled code
+as `<module>.<function>-<line>.pyXY.<key hash>.nbc`, each sealed with an HMAC. A module is
+compiled from the source string numbax generated (compared with the file, never read back as
+bytecode), so neither a planted .py nor a planted .pyc runs; Numba's own index/data pickles
+are never read (`_SignedStore` stands in for them: the one place numbax touches Numba's
+internals)."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import os
+import pickle
 import sys
-import tempfile
+import threading
 import types
 from pathlib import Path
+from typing import Any
 
 import llvmlite
 import numba
+from numba.core import caching, serialize
 
+from numbax._src.compiler import cache_bounds as bounds
+from numbax._src.compiler import cache_security as security
 from numbax._src.config import config
 from numbax._src.version import __version__
 
@@ -19,6 +32,11 @@ MODULE_PREFIX = "numbax_gen_"
 # Counters for tests and diagnostics: modules written to disk, read back, exec'd without a file.
 STATS = {"written": 0, "from_disk": 0, "in_memory": 0}
 _dev_hash: list[str] = []
+# Loads are quick (Numba compiles later, at a kernel's first call), so one lock serialises
+# them: a module is published in sys.modules only once it has finished executing.
+_load_lock = threading.RLock()
+_sweep_lock = threading.Lock()
+_written_since_sweep: dict[str, int] = {}
 
 
 def _compiler_hash() -> str:
@@ -44,83 +62,232 @@ def source_key(source: str, backend: str, codegen_config: tuple) -> str:
     return h.hexdigest()
 
 
-def _usable_dir() -> Path | None:
-    """The cache directory (created 0700), or None when disabled or not safely ours."""
-    if not config.compilation_cache:
+def cache_root() -> tuple[Path, bytes] | None:
+    """The disk cache's directory and HMAC key, or None (disabled, or unusable: then one
+    warning says why, and numbax compiles in memory)."""
+    if not config.compilation_cache or config.compilation_cache_max_size == 0:
         return None
-    path = Path(config.cache_dir)
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = path.stat()
-    except OSError:
+    raw = config.cache_dir
+    if "\0" in raw:
+        security.warn_once("unusable", raw, (
+            f"numbax: the cache directory {raw!r} contains a NUL byte, so numbax compiles in "
+            "memory (nothing is cached on disk). Set NUMBAX_CACHE_DIR (or numbax.config "
+            "'cache_dir') to a valid path."))
         return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+    root = Path(raw)
+    try:
+        if security.private_dir(root) is None:
+            return None
+        if security.private_dir(root / bounds.STORE_DIR) is None:
+            return None
+        return root, security.load_key(root)
+    except OSError as err:
+        security.warn_once("unusable", raw, (
+            f"numbax: the cache directory {raw!r} cannot be used ({err}), so numbax compiles "
+            "in memory (nothing is cached on disk). Point NUMBAX_CACHE_DIR (or numbax.config "
+            "'cache_dir') at a writable directory of your own, or turn the cache off with "
+            "numbax.config.update('compilation_cache', False)."))
         return None
-    return path
-
-
-def _trusted_file(path: Path, source: str) -> bool:
-    """Whether an existing entry is ours, not writable by others, and holds exactly `source`."""
-    try:
-        st = path.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return False
-        return path.read_text(encoding="utf-8") == source
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _write_atomic(path: Path, source: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def load_module(source: str, backend: str, codegen_config: tuple) -> types.ModuleType:
-    """The module for `source`: shared in this process, read from disk, or written then read."""
+    """The module for `source`: shared in this process, read from disk, or written then read.
+    Thread-safe: concurrent first calls get the same, fully executed module."""
     name = MODULE_PREFIX + source_key(source, backend, codegen_config)[:32]
     module = sys.modules.get(name)
     if module is not None:
         return module
-    folder = _usable_dir()
-    if folder is None:
-        return _exec_module(name, source)
-    path = folder / f"{name}.py"
-    if _trusted_file(path, source):
-        STATS["from_disk"] += 1
-    else:
-        try:
-            if path.exists():
-                path.unlink()  # corrupt, foreign or stale: never trusted, rebuilt
-            _write_atomic(path, source)
-        except OSError:
-            return _exec_module(name, source)
-        STATS["written"] += 1
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # Numba reloads cached parfors by module name
+    with _load_lock:
+        module = sys.modules.get(name)
+        if module is None:
+            module = _load(name, source)
+            sys.modules[name] = module  # Numba reloads cached parfors by module name
+    return module
+
+
+def _load(name: str, source: str) -> types.ModuleType:
+    """Executes `source` as module `name`, backed by its cache file when the disk cache works;
+    any failure of the disk (full, unwritable, vanished files) falls back to memory."""
+    found = cache_root()
+    if found is None:
+        return _exec(name, source)
+    root, key = found
+    path = root / f"{name}.py"
+    data = source.encode()
     try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
+        with bounds.dir_lock(root, exclusive=False):
+            written = _ensure_file(path, data)
+            module = _exec(name, source, path, key)
+    except Exception as err:  # noqa: BLE001 - a disk problem must never reach the user's call
+        failure = err
+    else:
+        if written:
+            note_written(root, len(data))
+        return module
+    module = _exec(name, source)  # a real error in the source raises again here
+    security.warn_once("unusable", str(root), (
+        f"numbax: could not use the cache directory {str(root)!r} "
+        f"({type(failure).__name__}: {failure}), so numbax compiles in memory. If this "
+        "repeats, free space or point NUMBAX_CACHE_DIR (or numbax.config 'cache_dir') at a "
+        "writable directory of your own."))
     return module
 
 
-def _exec_module(name: str, source: str) -> types.ModuleType:
-    """A module with no file (disk cache off): Numba compiles it without caching."""
+def _ensure_file(path: Path, data: bytes) -> bool:
+    """Makes `path` hold exactly `data` (a missing, damaged, foreign or stale file is replaced
+    atomically); marks it used. Returns whether it was written."""
+    if security.read_private(path) == data:
+        bounds.touch(path)
+        STATS["from_disk"] += 1
+        return False
+    security.write_private(path, data)
+    STATS["written"] += 1
+    return True
+
+
+def _exec(name: str, source: str, path: Path | None = None,
+          key: bytes | None = None) -> types.ModuleType:
+    """Executes numbax's own `source` string (never bytes read back from disk, never bytecode)
+    as module `name`. With `path`, the module has a `__file__` (so its kernels cache) and every
+    Numba dispatcher it defines gets an authenticated store under the cache directory."""
     module = types.ModuleType(name)
-    sys.modules[name] = module
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102
-    STATS["in_memory"] += 1
+    filename = f"<{name}>"
+    if path is not None:
+        filename = module.__file__ = str(path)
+    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102
+    if path is None:
+        STATS["in_memory"] += 1
+    else:
+        _authenticate_dispatchers(module, path.parent / bounds.STORE_DIR, key)
     return module
+
+
+def note_written(root: Path, nbytes: int) -> None:
+    """Counts bytes this process wrote under `root`; once they reach 1/16 of the cap (and at
+    the first write), evicts least-recently-used entries down to the cap."""
+    cap = config.compilation_cache_max_size
+    if cap < 0:
+        return
+    with _sweep_lock:
+        first = str(root) not in _written_since_sweep
+        total = _written_since_sweep.get(str(root), 0) + nbytes
+        due = first or total >= cap // 16
+        _written_since_sweep[str(root)] = 0 if due else total
+    if due:
+        bounds.evict(root, MODULE_PREFIX, cap)
+
+
+def clear() -> None:
+    """Forgets this process's generated modules (numbax.clear_caches): the next compile
+    executes them again (loading compiled code from disk). Live executables keep theirs."""
+    with _load_lock:
+        for name in [n for n in sys.modules if n.startswith(MODULE_PREFIX)]:
+            del sys.modules[name]
+
+
+# ----------------------------------------------------------------------------- Numba's cache
+
+
+class _SignedStore:
+    """A Numba function's compiled overloads, one file per index key, each sealed with the
+    cache's HMAC key. Stands in for Numba's IndexDataCacheFile (same load/save/flush), whose
+    .nbi/.nbc pickles Numba loads unchecked: nothing here unpickles a byte before its HMAC
+    verifies, and each file holds its own key, so no index can point a signature at another
+    signature's code when processes save at once."""
+
+    def __init__(self, folder: Path, base: str, key: bytes) -> None:
+        self._folder, self._base, self._key = folder, base, key
+
+    def _name(self, key: Any) -> str:
+        return f"{self._base}.{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}.nbc"
+
+    def load(self, key: Any) -> Any:
+        name = self._name(key)
+        blob = security.read_private(self._folder / name)
+        if blob is None:
+            return None
+        payload = security.unseal(self._key, name, blob)
+        if payload is None:
+            security.warn_once("unauthenticated", str(self._folder), (
+                f"numbax: compiled code in {str(self._folder)!r} failed authentication "
+                "(damaged, truncated, or not written by numbax for you); numbax ignores such "
+                "files and compiles again."))
+            return None
+        stored, data = pickle.loads(payload)  # noqa: S301 - authenticated above
+        return data if stored == key else None
+
+    def save(self, key: Any, data: Any) -> None:
+        name = self._name(key)
+        blob = security.seal(self._key, name, serialize.dumps((key, data)))
+        security.write_private(self._folder / name, blob)
+        note_written(self._folder.parent, len(blob))
+
+    def flush(self) -> None:
+        for path in self._folder.glob(f"{self._base}.*.nbc"):
+            path.unlink(missing_ok=True)
+
+
+class _GuardedCache(caching._Cache):
+    """A dispatcher's disk cache that never raises into the user's call: a failure to load is
+    a miss (Numba compiles), a failure to save (a full disk...) one warning."""
+
+    def __init__(self, inner: caching.Cache, folder: Path) -> None:
+        self._inner, self._folder = inner, folder
+
+    @property
+    def cache_path(self) -> str:
+        return str(self._folder)
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            return self._inner.load_overload(sig, target_context)
+        except Exception as err:  # noqa: BLE001
+            security.warn_once("load", str(self._folder), (
+                f"numbax: could not load compiled code from {str(self._folder)!r} "
+                f"({type(err).__name__}: {err}); compiling again."))
+            return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            self._inner.save_overload(sig, data)
+        except Exception as err:  # noqa: BLE001
+            security.warn_once("save", str(self._folder), (
+                f"numbax: could not save compiled code to {str(self._folder)!r} "
+                f"({type(err).__name__}: {err}); it stays in this process's memory."))
+
+    def enable(self) -> None:
+        self._inner.enable()
+
+    def disable(self) -> None:
+        self._inner.disable()
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError:
+            pass
+
+
+def _authenticate_dispatchers(module: types.ModuleType, folder: Path, key: bytes) -> None:
+    """Gives each caching Numba dispatcher defined by `module` a `_SignedStore` in `folder`,
+    behind a `_GuardedCache` (the one touch of Numba's internals; tests/compiler/
+    test_cache_security.py checks it). A dispatcher whose cache does not look as expected
+    caches nothing rather than read unauthenticated pickles. Generated modules define their
+    @njit / @cuda.jit functions at top level (loops.py, rows.py, control_flow.py, cuda/), so
+    every one is in the module's namespace."""
+    namespace = vars(module)
+    for value in list(namespace.values()):
+        inner = getattr(value, "_cache", None)
+        py_func = getattr(value, "py_func", None)
+        if not isinstance(inner, caching.Cache) or \
+                getattr(py_func, "__globals__", None) is not namespace:
+            continue
+        impl = getattr(inner, "_impl", None)
+        if not hasattr(inner, "_cache_file") or not hasattr(impl, "filename_base"):
+            value._cache = caching.NullCache()
+            continue
+        inner._cache_file = _SignedStore(folder, impl.filename_base, key)
+        value._cache = _GuardedCache(inner, folder)
 
 
 def numba_compile_stats() -> dict[str, int]:
