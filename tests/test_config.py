@@ -160,9 +160,9 @@ def test_parse_flags_with_absl(monkeypatch):
 
 
 def test_config_with_absl(monkeypatch):
-    if "absl" not in sys.modules:
-        with pytest.raises(ImportError, match="needs absl-py"):
-            config.config_with_absl()
+    monkeypatch.setitem(sys.modules, "absl", None)  # absl-py missing, installed or not
+    with pytest.raises(ImportError, match="needs absl-py"):
+        config.config_with_absl()
     defined, after_init = {}, []
     flags = types.SimpleNamespace(FLAGS={})
 

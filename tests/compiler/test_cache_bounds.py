@@ -136,10 +136,20 @@ def cache_dir(tmp_path):
     cache.clear()
 
 
-def _run(scale):
+# Programs of different structure (kernels are generic in sizes and float literals, so
+# `sinh(x) * 2` and `sinh(x) * 3` would share one cache entry).
+PROGRAMS = {
+    "sinh": (lambda x: jnp.sinh(x) * 2.0 + 0.25, lambda x: np.sinh(x) * 2.0 + 0.25),
+    "cosh": (lambda x: jnp.cosh(x) - 0.5, lambda x: np.cosh(x) - 0.5),
+    "tanh": (lambda x: jnp.tanh(x) / 3.0, lambda x: np.tanh(x) / 3.0),
+    "arctan": (lambda x: jnp.arctan(x) * x, lambda x: np.arctan(x) * x),
+}
+
+
+def _run(program):
+    f, expected = PROGRAMS[program]
     x = np.linspace(-1.0, 1.0, 11)
-    out = numbax.jit(lambda x: jnp.sinh(x) * scale + 0.25)(x)
-    np.testing.assert_allclose(out, np.sinh(x) * scale + 0.25, rtol=1e-13)
+    np.testing.assert_allclose(numbax.jit(f)(x), expected(x), rtol=1e-13)
 
 
 def _files(root):
@@ -147,7 +157,7 @@ def _files(root):
 
 
 def test_writing_over_the_cap_evicts_the_oldest_programs(cache_dir):
-    _run(2.0)
+    _run("sinh")
     first = _files(cache_dir)
     then = time.time() - 3600
     for path in first:
@@ -156,21 +166,21 @@ def test_writing_over_the_cap_evicts_the_oldest_programs(cache_dir):
     cache._written_since_sweep.clear()  # as in a new process: its first write sweeps
     with numbax.config.override("compilation_cache_max_size",
                                 cache_bounds.disk_usage(cache_dir, PREFIX)):
-        _run(3.0)
+        _run("cosh")
     assert first and not (_files(cache_dir) & first)
     assert _files(cache_dir)  # the new program's entries stay
     cache.clear()
-    _run(3.0)  # and serve it
+    _run("cosh")  # and serve it
 
 
 def test_no_cap_and_cache_off(cache_dir):
     with numbax.config.override("compilation_cache_max_size", -1):
-        _run(4.0)
+        _run("tanh")
     assert _files(cache_dir)
     cache.clear()
     with numbax.config.override("cache_dir", str(cache_dir) + "-off"):
         with numbax.config.override("compilation_cache_max_size", 0):
-            _run(5.0)
+            _run("arctan")
     assert not os.path.exists(str(cache_dir) + "-off")
 
 

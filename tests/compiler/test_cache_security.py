@@ -53,10 +53,17 @@ def _kernel_module(cache_dir):
     return paths[0]
 
 
-def _numba_base(kernel_py):
-    """The file-name base Numba gives the kernel's cache files (`<module>.kernel-<line>.pyXY`)."""
-    line = kernel_py.read_text().splitlines().index("def kernel(a0, o0):") + 1
-    return f"{kernel_py.stem}.kernel-{line}.py{sys.version_info[0]}{sys.version_info[1]}"
+def _numba_bases(kernel_py):
+    """The file-name bases Numba gives the cache files of the module's kernels (its parallel
+    and serial variants: `<module>.<function>-<line>.pyXY`)."""
+    bases = []
+    for line, text in enumerate(kernel_py.read_text().splitlines(), start=1):
+        if text.startswith("def "):
+            function = text[4:text.index("(")]
+            bases.append(f"{kernel_py.stem}.{function}-{line}"
+                         f".py{sys.version_info[0]}{sys.version_info[1]}")
+    assert bases, kernel_py
+    return bases
 
 
 def test_the_attacks_work_on_plain_numba_and_python(tmp_path):
@@ -88,9 +95,10 @@ def test_planted_nbi_is_never_read(cache_dir, tmp_path):
     _check_program()
     cache.clear()
     kernel_py = _kernel_module(cache_dir)
-    with open(cache_dir / "__pycache__" / (_numba_base(kernel_py) + ".nbi"), "wb") as f:
-        pickle.dump(numba.__version__, f)
-        f.write(pickle.dumps(_Evil(tmp_path / "ran", "(None, {})")))
+    for base in _numba_bases(kernel_py):
+        with open(cache_dir / "__pycache__" / (base + ".nbi"), "wb") as f:
+            pickle.dump(numba.__version__, f)
+            f.write(pickle.dumps(_Evil(tmp_path / "ran", "(None, {})")))
     _check_program()
     assert not (tmp_path / "ran").exists()
 
