@@ -4,6 +4,8 @@ Each configuration runs in its own process (Numba picks its layer once per proce
     omp            Numba's OpenMP layer, libgomp's default wait policy (spin, then sleep)
     omp-passive    the same with OMP_WAIT_POLICY=passive (workers sleep at once)
     tbb            Intel TBB (work stealing; pip install tbb)
+    tbb-chunked    TBB with prange loops cut into 4 chunks per thread (idle threads take
+                   the chunks of descheduled ones)
     workqueue      Numba's own queue (not safe for calls from several threads)
 and times, per layer: a small parallel map (dispatch and barrier cost), selu on 1e6 float32
 (p50 and p99 of many calls), the same while np.dot runs between calls (OpenBLAS's threads
@@ -25,6 +27,7 @@ LAYERS = {
     "omp": {"NUMBA_THREADING_LAYER": "omp"},
     "omp-passive": {"NUMBA_THREADING_LAYER": "omp", "OMP_WAIT_POLICY": "passive"},
     "tbb": {"NUMBA_THREADING_LAYER": "tbb"},
+    "tbb-chunked": {"NUMBA_THREADING_LAYER": "tbb", "BENCH_CHUNKS_PER_THREAD": "4"},
     "workqueue": {"NUMBA_THREADING_LAYER": "workqueue"},
 }
 
@@ -46,12 +49,16 @@ def add1(x, o):
         o[i] = x[i] + 1
 
 calls = int(sys.argv[1])
+import os
+per_thread = int(os.environ.get("BENCH_CHUNKS_PER_THREAD", "0"))
 x = np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
 o = np.empty_like(x)
 small = np.ones(4096, np.float32)
 so = np.empty_like(small)
 a = np.random.default_rng(1).standard_normal((512, 512)).astype(np.float32)
 selu(x, o); add1(small, so); a @ a
+if per_thread:
+    numba.set_parallel_chunksize(x.size // (per_thread * numba.get_num_threads()))
 
 def times(fn, n):
     out = []

@@ -2,11 +2,13 @@
 
 `Lowered.as_text()` joins the program's module sources in build order: each kernel module
 (a loop nest's `kernel` and, when it holds a prange, `kernel_serial`; control flow's
-`kernel`), then the driver, which imports the function it calls from each in the same order.
+`kernel`), then the driver, which imports from each in the same order the function it calls
+serially (k<j>_loop, k<j>_flow) and, where the thread runtime may run it in parallel, the
+prange variant (k<j>_par).
 """
 import re
 
-_IMPORT = re.compile(r"^from (\S+) import (\w+) as (k\d+_(?:loop|flow))$", re.M)
+_IMPORT = re.compile(r"^from (\S+) import (\w+) as k(\d+)_(loop|flow|par)$", re.M)
 
 
 def modules(text: str) -> list[str]:
@@ -22,10 +24,15 @@ def function(module: str, name: str) -> str:
     return m.group(0)
 
 
-def called(text: str) -> list[str]:
-    """Per kernel module, in order, the source of the function the driver calls."""
+def called(text: str, parallel: bool = True) -> list[str]:
+    """Per kernel module, in order, the source of the function the driver calls: its prange
+    variant where the driver may run one (unless `parallel` is False), else the serial one."""
     *kernels, driver = modules(text)
-    names = [m.group(2) for m in _IMPORT.finditer(driver)]
+    per_step: dict[int, dict[str, str]] = {}
+    for m in _IMPORT.finditer(driver):
+        per_step.setdefault(int(m.group(3)), {})[m.group(4)] = m.group(2)
+    names = [fns.get("par") if parallel and "par" in fns else fns.get("loop", fns.get("flow"))
+             for _, fns in sorted(per_step.items())]
     assert len(names) == len(kernels), (names, len(kernels))
     return [function(src, name) for src, name in zip(kernels, names, strict=True)]
 

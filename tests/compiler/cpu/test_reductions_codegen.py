@@ -163,7 +163,7 @@ def test_parallel_full_reduction_is_called_only_with_threads(forced_parallel, mo
     assert kernel.count("for ic in prange(nchunk):") == 2  # max pass, sum-of-exp pass
     # up to 2 chunks per thread (8) of PAR_REDUCE_CHUNK_MIN (100) elements or more
     assert "def kernel(a0, o0, n0, n1, nchunk):" in kernel and "chunk = -(-m0 // nchunk)" in kernel
-    assert "k0_loop(a0.reshape((2000,)), t0, 40, 50, 16)" in modules(text)[-1]
+    assert "k0_par(a0.reshape((2000,)), t0, 40, 50, th.chunks(2000, 100, n))" in modules(text)[-1]
     assert "lo = np.uint64(min(ic * chunk, m0))" in kernel  # unsigned: no wraparound code
     assert kernel.count("for ic in range(nchunk):") == 2  # serial combine of the partials
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 1)  # one thread: serial

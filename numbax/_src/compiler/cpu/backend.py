@@ -15,7 +15,6 @@ from numbax._src.compiler.backend import (
     warn_unlowered,
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
-from numbax._src.compiler.cpu.runtime import blas
 from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.core import ClosedJaxpr, Var
 
@@ -46,8 +45,7 @@ class CpuBackend(Backend):
         module = cache.load_module(src, self.name, self.config_key())
         sources.append(src)
         consts = [np.asarray(core.to_numpy(c), order="C") for c in program.consts]
-        parallel = any(s.kernel is not None and s.kernel.parallel for s in steps)
-        run = blas.with_numba_threads(module.driver) if parallel else module.driver
+        run = module.driver  # parallel kernels set their own thread counts (runtime/threads)
         nested = {v for n in nodes if isinstance(n, ir.LoopNest) for v in n.outputs}
         fresh = tuple(isinstance(v, Var) and v in nested and jaxpr.outvars.count(v) == 1
                       for v in jaxpr.outvars)

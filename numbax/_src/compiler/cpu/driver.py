@@ -54,7 +54,10 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             names[v] = f"t{next(temps)}"
         if isinstance(node, ir.LoopNest):
             kname = f"k{j}_loop"
-            imports.append(f"from {step.module} import {step.kernel.function} as {kname}")
+            kernel = step.kernel
+            imports.append(f"from {step.module} import {kernel.function} as {kname}")
+            if kernel.parallel:
+                imports.append(f"from {step.module} import kernel as k{j}_par")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -68,12 +71,22 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             views = step.kernel.views or (None,) * len(args)
             args = [a if shape is None else f"{a}.reshape({shape})"
                     for a, shape in zip(args, views, strict=True)]
-            for text in step.kernel.args:  # sizes as they are; scalars made once, at import
+            for text in kernel.args:  # sizes as they are; scalars made once, at import
                 if not text.isdigit():
                     consts.append(f"_c{len(consts)} = {text}")
                     text = f"_c{len(consts) - 1}"
                 args.append(text)
-            lines.append(f"    {kname}({', '.join(args)})")
+            if not kernel.parallel:
+                lines.append(f"    {kname}({', '.join(args)})")
+                continue
+            # the thread runtime picks the count per call, from the work and the free cores
+            par_args = list(args)
+            if kernel.chunks is not None:
+                par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
+            lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
+                          "    if n > 1:", "        th.use(n)",
+                          f"        k{j}_par({', '.join(par_args)})",
+                          "    else:", f"        {kname}({', '.join(args)})"])
             continue
         eqn = node.eqn
         outs = [names[v] for v in eqn.outvars]
@@ -113,6 +126,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     pool_defs += "".join(f"{c}\n" for c in consts)
     src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")

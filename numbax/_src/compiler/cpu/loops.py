@@ -10,11 +10,12 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
+from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, jaxpr_comment, render_scalar, version_line
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 
-PRANGE_MIN = 2**19  # smaller loops run serially: threads do not pay here (docs/performance.md)
+PRANGE_MIN = 2**19  # compiled control flow's loops run serially below this (control_flow.py)
 # Full reductions run in prange chunks with 2 or more Numba threads and this many elements;
 # PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests. Measured
 # (docs/performance.md, bench_cpu.py --sweep): on 16 idle cores a chunked sum wins from 2**18
@@ -31,6 +32,7 @@ POOL_MIN_BYTES = 2**23
 POOL_MAX_BYTES = 2**28
 # The knobs that change generated code; part of every disk-cache key.
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
+                  ("parallel_min_ns", threads.PARALLEL_MIN_NS),
                   ("fastmath", "reduce_ops accumulators, fm Horner contract"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
@@ -231,10 +233,32 @@ def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
     return False, False
 
 
+# The serial time model behind runtime/threads.py's choice (docs/performance.md, "CPU thread
+# runtime"): nanoseconds per element of a vectorised scalar form, cheap or heavy (exp, log,
+# tanh, erf, ...), and per byte read or written (one core streams ~10 GB/s).
+NS_PER_LIGHT_OP = 0.25
+NS_PER_HEAVY_OP = 2.5
+NS_PER_BYTE = 0.1
+
+
+def work_ns(nest: ir.LoopNest) -> float:
+    """Estimated serial time of the nest at its sizes, in nanoseconds."""
+    size = float(np.prod(nest.shape, dtype=np.float64))
+    per_element = 0.0
+    for e in nest.eqns:
+        if fusion.kind_of(e) in (Fusion.BROADCAST, Fusion.SOURCE):
+            continue
+        low = registry.lowering(e.primitive, "cpu")
+        per_element += NS_PER_HEAVY_OP if low is not None and low.heavy else NS_PER_LIGHT_OP
+    nbytes = sum(float(np.prod(v.aval.shape, dtype=np.float64)) * v.aval.dtype.itemsize
+                 for v in [*nest.inputs, *nest.outputs])
+    return size * per_element + nbytes * NS_PER_BYTE
+
+
 def runs_parallel(nest: ir.LoopNest) -> bool:
-    """Whether a call at the nest's sizes runs the prange variant (PRANGE_MIN elements)."""
-    size = int(np.prod(nest.shape, dtype=np.int64))
-    return size >= PRANGE_MIN and parallel_form(nest)[0]
+    """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
+    decides at each call): the structure allows one and the work could pay for a thread."""
+    return parallel_form(nest)[0] and work_ns(nest) >= threads.PARALLEL_MIN_NS
 
 
 def variants_tag(nest: ir.LoopNest) -> str:
@@ -285,9 +309,9 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
                  for (name, parallel), body in zip(variants, bodies, strict=True)]
     consts = "\n".join(k.consts)
     src = f"{k.header}\n{consts}\n\n\n" + "\n\n".join(functions)
-    parallel = runs_parallel(nest)
-    return ir.Kernel(src, parallel=parallel, views=views, args=k.args(nest),
-                     function="kernel" if parallel or not can_parallel else "kernel_serial")
+    return ir.Kernel(src, parallel=runs_parallel(nest), views=views, args=k.args(nest),
+                     function="kernel_serial" if can_parallel else "kernel",
+                     work_ns=work_ns(nest))
 
 
 def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:

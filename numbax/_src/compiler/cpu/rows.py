@@ -68,15 +68,14 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     if mode == "chunks":
         notes += "\n# kernel: the full reduction in chunks under prange, partials combined"
     src = f"{first}\n{notes}\n{rest}\n{consts}\n\n\n" + "\n\n".join(functions)
-    args = k.args(nest)
     if mode == "rows":
         parallel = loops.runs_parallel(nest)
     else:
         parallel = mode == "chunks" and _parallel_reduction(nest)
-        if parallel:
-            args = (*args, str(_chunks(nest)))
-    return ir.Kernel(src, parallel=parallel, views=views, args=args,
-                     function="kernel" if parallel or mode is None else "kernel_serial")
+    size = int(np.prod(nest.shape, dtype=np.int64))
+    return ir.Kernel(src, parallel=parallel, views=views, args=k.args(nest),
+                     function="kernel_serial" if mode else "kernel", work_ns=loops.work_ns(nest),
+                     chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None)
 
 
 def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str]) -> str:
@@ -95,7 +94,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str]) ->
         lines.append(f"{pad}for {idx[d]} in {loop}(m{d}):")
         pad += "    "
     chunks = mode == "chunks"
-    if chunks:  # nchunk (an argument: the driver's _chunks) cuts m<last> into equal chunks
+    if chunks:  # nchunk (an argument: threads.chunks) cuts m<last> into equal chunks
         lines.append(f"{pad}chunk = -(-m{last} // nchunk)")
     seed: dict[Var, str] = {}
     row_defs: list[JaxprEqn] = []  # elementwise equations of earlier row passes (recomputed)
@@ -265,22 +264,14 @@ def _reduce_threads() -> int:
 
 
 def _parallel_reduction(nest: ir.LoopNest) -> bool:
-    """Whether a full reduction runs its chunked prange variant at the nest's size: with 2 or
-    more Numba threads and at least PAR_REDUCE_MIN elements (PAR_REDUCE_MIN_HEAVY with
-    exp/log/...); the kernel cuts the loop into up to 2 chunks per thread of at least
-    PAR_REDUCE_CHUNK_MIN elements."""
+    """Whether the driver may call a full reduction's chunked prange variant (the thread
+    runtime decides at each call): with 2 or more Numba threads and at least PAR_REDUCE_MIN
+    elements (PAR_REDUCE_MIN_HEAVY with exp/log/...); the driver cuts the loop into up to 2
+    chunks per thread of at least PAR_REDUCE_CHUNK_MIN elements."""
     heavy = any(lowering(e).heavy for e in nest.eqns)
     size = int(np.prod(nest.shape, dtype=np.int64))
     return _reduce_threads() >= 2 and size >= (
         loops.PAR_REDUCE_MIN_HEAVY if heavy else loops.PAR_REDUCE_MIN)
-
-
-def _chunks(nest: ir.LoopNest) -> int:
-    """Chunks of a parallel full reduction: up to 2 per thread, of at least
-    PAR_REDUCE_CHUNK_MIN elements. (An argument, not numba.get_num_threads() in the kernel:
-    Numba cannot cache a function that calls the threading layer.)"""
-    size = int(np.prod(nest.shape, dtype=np.int64))
-    return max(1, min(2 * _reduce_threads(), size // loops.PAR_REDUCE_CHUNK_MIN))
 
 
 def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:

@@ -2,10 +2,9 @@
 OpenBLAS's own C API to set that count around one call, and whether the machine is busy."""
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 
+from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.config import config
 
 # OpenBLAS's threads and Numba's fight over few cores (docs/performance.md: a jitted MLP step
@@ -20,49 +19,8 @@ from numbax._src.config import config
 # among the loaded libraries) just for the call and restored after it (0.4 us per call);
 # without OpenBLAS nothing is changed.
 #
-# "Busy" counts other processes' runnable threads, not the load average: the load average
-# includes this process, so a program running numbax on one core of the 2-core machine made
-# itself "busy" within a minute and its GEMMs fell to one thread (1000² matmul 1.9x numpy's
-# time, the MLP step 3.7 instead of 2.1 ms). Linux's /proc/loadavg gives the runnable threads
-# right now, /proc/self/task this process's share; the other processes' count is smoothed
-# over the samples (at most one a second) and compared with half the cores. Where /proc is
-# missing, the 1-minute load average less one stands in.
+# "Busy" is runtime/threads.py's: other processes' runnable threads, not the load average.
 BLAS_THREADED_MACS = 1 << 24
-_load = [0.0, False, 0.0]  # (when last sampled, busy, smoothed count of other runnable threads)
-
-
-def _own_running() -> int:
-    count = 0
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                stat = f.read()
-        except OSError:  # the thread ended
-            continue
-        count += stat[stat.rindex(")") + 2] == "R"  # the state follows the (command) field
-    return count
-
-
-def _others_running() -> float:
-    try:
-        with open("/proc/loadavg") as f:
-            running = int(f.read().split()[3].split("/")[0])
-        return max(running - _own_running(), 0)
-    except (OSError, ValueError, IndexError):
-        try:
-            return max(os.getloadavg()[0] - 1.0, 0.0)
-        except (OSError, AttributeError):
-            return 0.0
-
-
-def busy() -> bool:
-    """Whether other processes keep half the cores runnable (sampled at most once a second)."""
-    now = time.monotonic()
-    if now - _load[0] > 1.0:
-        _load[2] = 0.5 * _load[2] + 0.5 * _others_running()
-        _load[1] = _load[2] >= (os.cpu_count() or 1) / 2
-        _load[0] = now
-    return _load[1]
 
 
 _blas_api: list = []
@@ -127,7 +85,7 @@ def thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int]) -> int:
     n = config.cpu_threads
     if n:
         return n
-    return 1 if busy() else idle()
+    return 1 if threads.busy() else idle()
 
 
 def blas_threads(macs: int) -> int:
@@ -153,22 +111,3 @@ def blas_call(fn, threads: int, *args):
         return fn(*args)
     finally:
         set_n(before)
-
-
-def with_numba_threads(driver):
-    """The driver of a program with prange kernels, run under `config.cpu_threads` Numba
-    threads when that option is set (0: Numba's default pool)."""
-    def run(*args):
-        n = config.cpu_threads
-        if not n:
-            return driver(*args)
-        import numba
-
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        try:
-            return driver(*args)
-        finally:
-            numba.set_num_threads(before)
-
-    return run

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import host_isa
+from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
 from numbax._src.config import config
 
@@ -38,6 +38,7 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
     elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
         out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
         threads = gemm_threads(m * n * k)
+        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
         for b in range(nb):
             gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
     else:
@@ -51,7 +52,9 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
     matrix products it takes where `own_gemm` says so, else np.dot (BLAS) under the BLAS
     thread rule."""
     if runs_on_own_gemm(x, y, macs):
-        return gemm_cpu.matmul(x, y, gemm_threads(macs))
+        threads = gemm_threads(macs)
+        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+        return gemm_cpu.matmul(x, y, threads)
     return blas_call(np.dot, blas_threads(macs), x, y)
 
 
@@ -108,4 +111,5 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
 
 def gemm_threads(macs: int) -> int:
     """Numba threads for a `gemm_cpu` product of `macs` multiply-adds."""
-    return thread_rule(macs, GEMM_THREADED_MACS, numba.get_num_threads)
+    return thread_rule(macs, GEMM_THREADED_MACS,
+                       lambda: min(rt_threads.free_cores(), rt_threads.pool_size()))

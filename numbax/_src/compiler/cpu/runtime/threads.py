@@ -1,0 +1,118 @@
+"""How many threads a CPU kernel gets: from its work and from the cores free right now.
+
+Compiled programs run on one pool, Numba's (fused kernels and numbax's own GEMM); a parallel
+kernel must never cost more than the serial one would. Two things decide its thread count:
+
+* **Work.** The renderer estimates a kernel's serial time in nanoseconds from its element
+  count, the cost of its scalar forms (an exp/log/tanh is ~10x an add) and the bytes it moves
+  (`loops.work_ns`). Below PARALLEL_MIN_NS the serial variant runs (a thread's wake-up and the
+  join cost more than they save); above it each thread gets at least PER_THREAD_NS of work.
+* **Free cores.** Threads beyond the cores other processes leave free are descheduled, and a
+  parallel region waits at its join for the slowest of them (a 0.24 ms kernel took 8 ms on the
+  busy 2-core VM). `free_cores` counts this machine's runnable threads that are not this
+  process's (Linux /proc/loadavg less /proc/self/task's running ones), smoothed over samples
+  taken at most every SAMPLE_S seconds.
+
+`config.cpu_threads = n` (NUMBAX_CPU_THREADS) fixes the count of every parallel kernel at n.
+The numbers are measurements: docs/performance.md, "CPU thread runtime".
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numba
+
+from numbax._src.config import config
+
+PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
+PER_THREAD_NS = 20_000  # work each extra thread must bring
+SAMPLE_S = 0.5  # free cores are re-measured at most this often
+
+_state = {"when": -1e9, "others": 0.0}
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+CORES = _usable_cores()
+
+
+def _own_running() -> int:
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended
+            continue
+        count += stat[stat.rindex(")") + 2] == "R"  # the state follows the (command) field
+    return count
+
+
+def _others_running() -> float:
+    """Runnable threads of other processes right now ("busy" counts those, not the load
+    average: that includes this process, which would then call itself busy)."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        return float(max(running - _own_running(), 0))
+    except (OSError, ValueError, IndexError):
+        try:
+            return max(os.getloadavg()[0] - 1.0, 0.0)
+        except (OSError, AttributeError):
+            return 0.0
+
+
+def others_running() -> float:
+    """Other processes' runnable threads, smoothed (half the old value, half the new)."""
+    now = time.monotonic()
+    if now - _state["when"] > SAMPLE_S:
+        fresh = _others_running()
+        first = _state["when"] < 0
+        _state["others"] = fresh if first else 0.5 * _state["others"] + 0.5 * fresh
+        _state["when"] = now
+    return _state["others"]
+
+
+def free_cores() -> int:
+    """Cores this process can expect to run on now (at least 1)."""
+    return max(1, min(CORES, round(CORES - others_running())))
+
+
+def busy() -> bool:
+    """Whether other processes keep at least half the cores runnable."""
+    return others_running() >= CORES / 2
+
+
+def pool_size() -> int:
+    return numba.config.NUMBA_NUM_THREADS
+
+
+def threads_for(work_ns: float) -> int:
+    """Threads for a kernel whose serial run is estimated at `work_ns` nanoseconds: 1 below
+    PARALLEL_MIN_NS; else at most one per PER_THREAD_NS of work, per free core and per Numba
+    worker; `config.cpu_threads` when set."""
+    fixed = config.cpu_threads
+    if fixed:
+        return min(fixed, pool_size())
+    if work_ns < PARALLEL_MIN_NS:
+        return 1
+    return max(1, min(int(work_ns // PER_THREAD_NS), free_cores(), pool_size()))
+
+
+def use(n: int) -> None:
+    """Numba's thread count for the parallel kernels this thread calls next (a thread-local
+    setting: set only when it changes)."""
+    if numba.get_num_threads() != n:
+        numba.set_num_threads(n)
+
+
+def chunks(size: int, minimum: int, n: int) -> int:
+    """Chunks of a parallel full reduction over `size` elements on `n` threads: two per thread
+    (the faster threads take the spare ones), each of at least `minimum` elements."""
+    return max(1, min(2 * n, size // minimum))

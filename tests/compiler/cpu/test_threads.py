@@ -1,0 +1,100 @@
+"""The CPU thread runtime (cpu/runtime/threads.py): thread counts from a kernel's work and the
+free cores, and drivers that pick a kernel's parallel or serial variant per call."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu.runtime import threads
+
+from .kernel_text import modules
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="reads Linux's /proc")
+def test_others_running_counts_other_processes_not_this_one():
+    assert threads._own_running() >= 1  # the thread reading /proc is running
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        seen = []
+        for _ in range(20):
+            seen.append(threads._others_running())
+            time.sleep(0.01)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert max(seen) >= 1, seen
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    """An 8-core machine with a 8-thread pool, other processes' load set by the test."""
+    load = {"others": 0.0}
+    monkeypatch.setattr(threads, "CORES", 8)
+    monkeypatch.setattr(threads, "pool_size", lambda: 8)
+    monkeypatch.setattr(threads, "others_running", lambda: load["others"])
+    return load
+
+
+def test_threads_follow_work_and_free_cores(cores):
+    with numbax.config.override("cpu_threads", 0):
+        assert threads.threads_for(threads.PARALLEL_MIN_NS - 1) == 1  # too little work
+        assert threads.threads_for(3 * threads.PER_THREAD_NS) == 3  # one per PER_THREAD_NS
+        assert threads.threads_for(1e12) == 8  # capped by the cores
+        cores["others"] = 5.0  # five cores busy elsewhere: three left
+        assert threads.free_cores() == 3 and threads.threads_for(1e12) == 3
+        cores["others"] = 20.0  # an oversubscribed machine: one thread, never zero
+        assert threads.free_cores() == 1 and threads.threads_for(1e12) == 1
+        assert threads.busy()
+    with numbax.config.override("cpu_threads", 2):  # a fixed count for every parallel kernel
+        assert threads.threads_for(threads.PARALLEL_MIN_NS) == 2
+
+
+def test_chunks_two_per_thread_of_a_minimum_size():
+    assert threads.chunks(10**7, 4096, 4) == 8
+    assert threads.chunks(10_000, 4096, 8) == 2  # the minimum chunk size wins
+    assert threads.chunks(100, 4096, 8) == 1
+
+
+def test_work_estimate_counts_heavy_ops_and_bytes():
+    def nest_of(f, x):
+        from numbax._src.compiler import fusion, passes, registry
+        jaxpr = passes.simplify(numbax.make_jaxpr(f)(x).jaxpr)
+        [node] = fusion.partition(jaxpr, lambda e: registry.fusible(e, "cpu"))
+        return node
+
+    x = np.ones(1000, np.float32)
+    light = loops.work_ns(nest_of(lambda v: v + 1.0, x))
+    heavy = loops.work_ns(nest_of(lambda v: jnp.exp(v) + 1.0, x))
+    assert light == pytest.approx(1000 * loops.NS_PER_LIGHT_OP + 8000 * loops.NS_PER_BYTE)
+    assert heavy == pytest.approx(light + 1000 * loops.NS_PER_HEAVY_OP)
+
+
+@pytest.mark.parametrize("fixed", [1, 2])
+def test_driver_runs_the_variant_the_runtime_picks(fixed, monkeypatch):
+    f = numbax.jit(lambda v: jnp.tanh(v) * 2.0 + 1.0)
+    x = np.linspace(-2, 2, 1 << 18)  # heavy work: the runtime may run it in parallel
+    driver = modules(f.lower(x).as_text())[-1]
+    assert "n = th.threads_for(" in driver and "k0_par(" in driver and "k0_loop(" in driver
+    f(x)
+    namespace = f.lower(x).compile()._entry.exe.driver.__globals__  # the driver module
+    calls = []
+    for name in ("k0_par", "k0_loop"):
+        kernel = namespace[name]
+        monkeypatch.setitem(namespace, name,
+                            lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a))[1])
+    with numbax.config.override("cpu_threads", fixed):
+        got = f(x)
+    np.testing.assert_allclose(got, np.tanh(x) * 2.0 + 1.0, rtol=1e-14, atol=1e-14)
+    assert calls == (["k0_par"] if fixed > 1 else ["k0_loop"])
+
+
+def test_tiny_kernels_have_no_runtime_branch():
+    driver = modules(numbax.jit(lambda v: v * 2.0).lower(np.ones(10)).as_text())[-1]
+    assert "threads_for" not in driver and "k0_par" not in driver
