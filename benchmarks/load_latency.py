@@ -1,36 +1,78 @@
-"""Per-call latency (p50/p99) of jitted selu 1e6, sum 1e7 and a small tanh, quiet and with
-N busy-looping processes (argv[1], default 2) on the same machine."""
+"""Per-call latency (p50/p99/max) of jitted selu 1e6, sum 1e7 and a small tanh map, on a quiet
+machine and with N busy-looping processes (argv[1], default 2) beside it.
+
+    python benchmarks/load_latency.py [N] [--jax]
+
+`--jax` times jax.jit on the same functions instead (JAX_PLATFORMS=cpu), for the peer's
+figures under the same load.
+"""
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-import numbax
-import numbax.numpy as jnp
+USE_JAX = "--jax" in sys.argv
+if USE_JAX:
+    import os
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax as lib
+    import jax.numpy as jnp
+else:
+    import numbax as lib
+    import numbax.numpy as jnp
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
     return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
-f = numbax.jit(selu)
-x = np.random.default_rng(0).standard_normal(1_000_000).astype(np.float32)
-s = numbax.jit(jnp.sum)
-big = np.random.default_rng(0).standard_normal(10_000_000).astype(np.float32)
-small = np.ones(20000, np.float32)
-g = numbax.jit(lambda v: jnp.tanh(v) * 2 + 1)
-for _ in range(5): f(x); s(big); g(small)
-def times(fn, a, n):
-    out = []
-    for _ in range(n):
-        t = time.perf_counter(); fn(a); out.append(time.perf_counter() - t)
-    out = np.array(out) * 1e3
-    return f"p50 {np.median(out):.3f} ms p99 {np.percentile(out, 99):.3f} max {out.max():.2f}"
+
+
+rng = np.random.default_rng(0)
+CASES = [
+    ("selu 1e6", lib.jit(selu), rng.standard_normal(1_000_000).astype(np.float32), 300),
+    ("sum 1e7", lib.jit(jnp.sum), rng.standard_normal(10_000_000).astype(np.float32), 60),
+    ("tanh 2e4", lib.jit(lambda v: jnp.tanh(v) * 2 + 1), np.ones(20_000, np.float32), 2000),
+]
+
+
+def call(fn, arg):
+    out = fn(arg)
+    if USE_JAX:
+        out.block_until_ready()
+
+
+def latency(fn, arg, calls):
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call(fn, arg)
+        times.append(time.perf_counter() - start)
+    ms = np.array(times) * 1e3
+    return f"p50 {np.median(ms):.3f} ms  p99 {np.percentile(ms, 99):.3f}  max {ms.max():.2f}"
+
+
 def run(tag):
-    print(tag, "selu1e6", times(f, x, 300)); print(tag, "sum1e7", times(s, big, 60)); print(tag, "tanh2e4", times(g, small, 2000))
-run("quiet")
-busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(sys.argv[1]) if len(sys.argv)>1 else 2)]
-time.sleep(1.5)
-try:
-    run("busy")
-finally:
-    for p in busy: p.kill()
+    for name, fn, arg, calls in CASES:
+        print(f"{tag:6s} {name:9s} {latency(fn, arg, calls)}")
+
+
+def main():
+    numbers = [a for a in sys.argv[1:] if a.isdigit()]
+    spinners = int(numbers[0]) if numbers else 2
+    for _, fn, arg, _ in CASES:
+        for _ in range(5):
+            call(fn, arg)
+    run("quiet")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(spinners)]
+    time.sleep(1.5)  # the runtime's load sample is smoothed over half-second reads
+    try:
+        run("busy")
+    finally:
+        for p in busy:
+            p.kill()
+
+
+if __name__ == "__main__":
+    main()
