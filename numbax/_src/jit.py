@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, eager_compile
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
 from numbax._src.compiler import api as compiler
@@ -516,3 +516,6 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
                                  backend=backend, inline=inline)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline)
 
+
+
+eager_compile.install_jit(jit)  # large eager library calls run through jit
