@@ -84,8 +84,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
-                          "    if n > 1:", "        th.use(n)",
-                          f"        k{j}_par({', '.join(par_args)})",
+                          "    if n > 1:", "        before = th.use(n)",
+                          f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
                           "    else:", f"        {kname}({', '.join(args)})"])
             continue
         eqn = node.eqn

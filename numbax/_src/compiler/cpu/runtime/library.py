@@ -38,9 +38,10 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
     elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
         out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
         threads = gemm_threads(m * n * k)
-        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
         for b in range(nb):
             gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
+        rt_threads.use(before)
     else:
         threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
         out = blas_call(np.matmul, threads, x3, y3)
@@ -53,8 +54,10 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
     thread rule."""
     if runs_on_own_gemm(x, y, macs):
         threads = gemm_threads(macs)
-        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-        return gemm_cpu.matmul(x, y, threads)
+        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+        out = gemm_cpu.matmul(x, y, threads)
+        rt_threads.use(before)
+        return out
     return blas_call(np.dot, blas_threads(macs), x, y)
 
 

@@ -105,11 +105,15 @@ def threads_for(work_ns: float) -> int:
     return max(1, min(int(work_ns // PER_THREAD_NS), free_cores(), pool_size()))
 
 
-def use(n: int) -> None:
-    """Numba's thread count for the parallel kernels this thread calls next (a thread-local
-    setting: set only when it changes)."""
-    if numba.get_num_threads() != n:
+def use(n: int) -> int:
+    """Sets Numba's thread count for the parallel kernels this thread calls next (a
+    thread-local setting, set only when it changes) and returns the previous count, which the
+    caller restores after its kernel: code of the user's that calls Numba in the same thread
+    keeps its own setting."""
+    before = numba.get_num_threads()
+    if before != n:
         numba.set_num_threads(n)
+    return before
 
 
 def chunks(size: int, minimum: int, n: int) -> int:
