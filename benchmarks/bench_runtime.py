@@ -15,11 +15,10 @@ import sys
 import time
 
 import numpy as np
-
 from bench_cpu import _block, jax, jjnp, mlp_per_example_grads, mlp_step, per_example_grads
 
-import numbax  # noqa: E402  (bench_cpu imported it first, with JAX_PLATFORMS set)
-import numbax.numpy as bnp  # noqa: E402
+import numbax  # bench_cpu imported it first, with JAX_PLATFORMS set
+import numbax.numpy as bnp
 
 
 def samples(fn, *args, repeat=9, min_time=0.05) -> list[float]:
@@ -100,7 +99,7 @@ def rows(rng):
                 (wl, xl, yl), j, (wl, xl, yl)))
     for n in (1000, 2000):
         a = (rng.normal(size=(n, n)) / np.sqrt(n)).astype(f32)
-        jitted(f"matmul {n}^2", lambda xp: (lambda a: a @ a), a)
+        jitted(f"matmul {n}^2", lambda xp: (lambda m: m @ m), a)
     jitted("chain 500^2", lambda xp: chain,
            (rng.normal(size=(500, 500)) / np.sqrt(500)).astype(f32))
     big = rng.normal(size=10**7).astype(f32)
