@@ -1,6 +1,6 @@
 """Issue 19's rows: numbax / jax.jit time at the sizes users run, float32, one process.
 
-    python benchmarks/bench_runtime.py [--load N] [--only name,name]
+    python benchmarks/bench_runtime.py [--load N] [--only name,name] [--no-jax]
 
 `--load N` starts N busy-looping processes first (the "busy machine" rows); each row prints
 the numbax and jax medians (several samples, each a loop of calls), their ratio, and numbax's
@@ -145,7 +145,11 @@ def main() -> None:
             if only and not any(o in name for o in only):
                 continue
             t_nb = samples(f_nb, *a_nb)
-            t_jx = samples(f_jx, *a_jx) if f_jx is not None else [float("nan")]
+            use_jax = f_jx is not None and "--no-jax" not in sys.argv
+            if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
+                a_jx = jax.tree_util.tree_map(
+                    lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)
+            t_jx = samples(f_jx, *a_jx) if use_jax else [float("nan")]
             m_nb, m_jx = statistics.median(t_nb), statistics.median(t_jx)
             print(f"{name:<20} {m_nb * 1e6:>8.1f}us {m_jx * 1e6:>8.1f}us {m_nb / m_jx:>8.2f}  "
                   f"{min(t_nb) * 1e6:.1f}-{max(t_nb) * 1e6:.1f}us", flush=True)

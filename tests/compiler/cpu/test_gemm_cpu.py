@@ -79,6 +79,28 @@ def test_auto_rule():
         assert not library.own_gemm_rule(True, core, big)
 
 
+def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
+    """An AVX-512 host with an AVX-512 OpenBLAS: products past AVX512_BLAS_EVEN_MACS go to
+    BLAS, except right after a parallel region, when Numba's workers still spin."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
+    monkeypatch.setitem(threads._state, "parallel", -1e9)
+    big = library.AVX512_BLAS_EVEN_MACS
+    with numbax.config.override("cpu_matmul", "auto"):
+        assert not library.own_gemm(big)
+        before = threads.use(2)  # a parallel region starts
+        threads.use(before)
+        assert threads.pool_spinning() and library.own_gemm(big)
+        monkeypatch.setitem(threads._state, "parallel",
+                            threads._state["parallel"] - 2 * threads.SPIN_WINDOW_S)
+        assert not threads.pool_spinning() and not library.own_gemm(big)
+    monkeypatch.setattr(library, "_host_gemm", [(False, "SkylakeX")])  # no AVX-512: BLAS
+    with numbax.config.override("cpu_matmul", "auto"):
+        threads.use(threads.use(2))
+        assert not library.own_gemm(big)
+
+
 @pytest.mark.parametrize("choice", ["numbax", "blas"])
 def test_config_routes_compiled_products(choice, monkeypatch):
     calls = []

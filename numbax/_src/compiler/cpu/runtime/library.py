@@ -89,7 +89,8 @@ def own_gemm(macs: int) -> bool:
         return choice == "numbax"
     if not _host_gemm:
         _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
-    return own_gemm_rule(*_host_gemm[0], macs)
+    return own_gemm_rule(*_host_gemm[0], macs) or (
+        _host_gemm[0][0] and rt_threads.pool_spinning())
 
 
 _host_gemm: list = []  # [(Numba's target has AVX-512, OpenBLAS core name)] once asked
@@ -104,7 +105,9 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
     """`own_gemm`'s "auto" choice: numbax's GEMM on AVX-512 hosts, except for products of
     AVX512_BLAS_EVEN_MACS and more unless BLAS is an OpenBLAS known to run narrower kernels
     (an AVX-512 BLAS is as fast there and tuned on many more machines; a BLAS that cannot be
-    asked, such as MKL, gets the benefit of the doubt)."""
+    asked, such as MKL, gets the benefit of the doubt). `own_gemm` also keeps those large
+    products on numbax's GEMM while Numba's workers may still spin after a parallel region
+    (`threads.pool_spinning`): a threaded BLAS would share every core with them."""
     if not host_avx512:
         return False
     if macs < AVX512_BLAS_EVEN_MACS:

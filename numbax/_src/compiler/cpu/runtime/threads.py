@@ -28,8 +28,12 @@ from numbax._src.config import config
 PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
+# libgomp's workers spin GOMP_SPINCOUNT (300,000) pause loops after a parallel region before
+# they sleep: milliseconds on a 16-core Xeon. A threaded BLAS call inside that window shares
+# every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
+SPIN_WINDOW_S = 0.05
 
-_state = {"when": -1e9, "others": 0.0}
+_state = {"when": -1e9, "others": 0.0, "parallel": -1e9}
 
 
 def _usable_cores() -> int:
@@ -113,7 +117,14 @@ def use(n: int) -> int:
     before = numba.get_num_threads()
     if before != n:
         numba.set_num_threads(n)
+    if n > 1:  # a region starts (or, restoring, has just ended): its workers will spin
+        _state["parallel"] = time.monotonic()
     return before
+
+
+def pool_spinning() -> bool:
+    """Whether Numba's workers may still be spinning after a recent parallel region."""
+    return time.monotonic() - _state["parallel"] < SPIN_WINDOW_S
 
 
 def chunks(size: int, minimum: int, n: int) -> int:
