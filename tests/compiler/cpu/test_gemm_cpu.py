@@ -97,6 +97,7 @@ def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
                             threads._state["parallel"] - 2 * threads.SPIN_WINDOW_S)
         assert not threads.pool_spinning() and not library.own_gemm(big)
     monkeypatch.setattr(library, "_host_gemm", [(False, "SkylakeX")])  # no AVX-512: BLAS
+    monkeypatch.setitem(threads._state, "parallel", time.monotonic())
     with numbax.config.override("cpu_matmul", "auto"):
         assert threads.pool_spinning() and not library.own_gemm(big)
 
