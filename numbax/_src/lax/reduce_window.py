@@ -16,7 +16,7 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
-from numbax._src.lax.convolution import _dilate_shape, padtype_to_pads
+from numbax._src.lax.convolution import dilate_shape, padtype_to_pads
 from numbax._src.lax.windowed_reductions import (
     _WINDOW_PARAMS,
     _check_window,
@@ -161,7 +161,7 @@ def _window_args(api: str, shape: Sequence[int], window_dimensions, window_strid
         ("window_strides", window_strides), ("base_dilation", base_dilation),
         ("window_dilation", window_dilation)))
     if isinstance(padding, str):
-        pads = padtype_to_pads(_dilate_shape(shape, base), _dilate_shape(dims, wdil), strides,
+        pads = padtype_to_pads(dilate_shape(shape, base), dilate_shape(dims, wdil), strides,
                                padding)
     else:
         try:

@@ -14,8 +14,8 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.lax.convolution import (
-    _dilate_shape,
-    _stride_dim,
+    dilate_shape,
+    stride_dim,
     conv_general_vjp_lhs_padding,
 )
 
@@ -32,11 +32,11 @@ def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: S
     (3, 3)
     """
     if base_dilation is not None:
-        operand_shape = _dilate_shape(operand_shape, base_dilation)
+        operand_shape = dilate_shape(operand_shape, base_dilation)
     if window_dilation is not None:
-        window_dimensions = _dilate_shape(window_dimensions, window_dilation)
+        window_dimensions = dilate_shape(window_dimensions, window_dilation)
     padded = [int(d) + int(lo) + int(hi) for d, (lo, hi) in zip(operand_shape, padding)]
-    return tuple(_stride_dim(p, int(w), int(s))
+    return tuple(stride_dim(p, int(w), int(s))
                  for p, w, s in zip(padded, window_dimensions, window_strides, strict=True))
 
 
@@ -56,7 +56,7 @@ def _check_window(api: str, aval: ShapedArray, window_dimensions, window_strides
         if any(v < 1 for v in value):
             raise NumbaxValueError(f"lax.{api}: {name} has {tuple(value)}, expected positive "
                                    "ints.")
-    dilated = _dilate_shape(aval.shape, base_dilation)
+    dilated = dilate_shape(aval.shape, base_dilation)
     if any(d + lo + hi < 0 for d, (lo, hi) in zip(dilated, padding)):
         raise NumbaxValueError(
             f"lax.{api}: padding {tuple(padding)} crops more than the operand's (dilated) "
@@ -69,7 +69,7 @@ def _padded(x: np.ndarray, fill: Any, padding, base_dilation) -> np.ndarray:
     """x dilated (holes = fill) and padded with fill (negative amounts crop)."""
     if all(d == 1 for d in base_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
         return x
-    sizes = _dilate_shape(x.shape, base_dilation)
+    sizes = dilate_shape(x.shape, base_dilation)
     shape = [n + lo + hi for n, (lo, hi) in zip(sizes, padding)]
     out = np.full(shape, fill, x.dtype)
     src, dst = [], []

@@ -124,7 +124,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
     pool_defs += "".join(f"{c}\n" for c in consts)
-    src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
+    src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"

@@ -1,13 +1,43 @@
 """Convolutions, windowed reductions and FFT (lax/convolution.py, reduce_window.py,
-windowed_reductions.py, fft.py) under jit: their eager implementations (im2col + BLAS
-products, strided windows, pocketfft) run from the driver until compiled kernels replace them
-(issue 18)."""
+windowed_reductions.py, fft.py) under jit. On the CPU, float convolutions run on numbax's
+register tile (cpu/runtime/conv.py: planned per shape at compile time); other convolutions,
+the windowed reductions and FFT (pocketfft through scipy.fft) run their eager
+implementations from the driver."""
 from __future__ import annotations
 
+import numpy as np
+
+from numbax._src.compiler.cpu.runtime import conv as cpu_conv
 from numbax._src.compiler.registry import EAGER, register
+from numbax._src.compiler.source import render_value
+from numbax._src.core import JaxprEqn
 from numbax._src.lax import convolution, fft, reduce_window, windowed_reductions
 
-for _prim in (convolution.conv_general_dilated_p, fft.fft_p, reduce_window.reduce_window_p,
+_CONV_PARAMS = ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                "dimension_numbers", "feature_group_count", "batch_group_count")
+
+
+def _conv_plan(eqn: JaxprEqn):
+    """The CPU runtime's plan for this convolution (None: it runs eagerly)."""
+    lhs, rhs = (v.aval for v in eqn.invars)
+    preferred = eqn.params["preferred_element_type"]
+    dtype = np.dtype(preferred) if preferred is not None else lhs.dtype
+    if lhs.dtype.kind not in "f" or rhs.dtype != lhs.dtype:
+        return None
+    return cpu_conv.plan(lhs.shape, rhs.shape, dtype,
+                         *(eqn.params[k] for k in _CONV_PARAMS))
+
+
+def _conv_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    params = ", ".join(render_value(eqn.params[k]) for k in
+                       (*_CONV_PARAMS, "preferred_element_type"))
+    return f"cv.conv_general_dilated({ins[0]}, {ins[1]}, {params})"
+
+
+register(convolution.conv_general_dilated_p, backend="cpu", library=_conv_library,
+         library_ok=lambda eqn: _conv_plan(eqn) is not None)
+
+for _prim in (fft.fft_p, reduce_window.reduce_window_p,
               windowed_reductions.reduce_window_sum_p, windowed_reductions.reduce_window_max_p,
               windowed_reductions.reduce_window_min_p,
               windowed_reductions.select_and_gather_add_p,

@@ -1,0 +1,136 @@
+"""The compiled loops of CPU convolutions: gemm.py's register tile driven over a convolution's
+input in place (no patch matrix), in the two forms `conv.py` chooses between.
+
+* **Output tiles** (`tiles_run`; forward and input-gradient convolutions). The input is a
+  channels-last grid (N, spatial..., C). A tile is ``MR`` output positions whose windows start
+  ``rsa`` elements apart in the grid (consecutive positions of one output row, or, for stride 1,
+  running on through the padding columns into the next row: `build_tiles`); for each segment of
+  the window that is contiguous in the grid (a row of taps x channels, or one tap) one
+  `register_tile` call multiplies the tile's ``MR`` rows by the kernel's matching rows (B,
+  (taps x channels, out channels)) into a tile of C kept in L1; the tile's valid rows are then
+  copied into the output (rows, out channels).
+* **Window lines** (`lines_run`; kernel-gradient convolutions: few output positions, a long
+  window). For each output position, each line of the window (one input channel and all but
+  the last window dimension) is one `register_tile` call over the taps of the line that fall
+  inside the input (the padding is never materialised): rows are the input's batch index
+  (``rsa`` apart), k the taps along the line, B the kernel's line read in place. Every call
+  accumulates into a per-thread buffer of whole tiles.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES, register_tile
+
+
+@njit(cache=True, error_model="numpy")
+def build_tiles(starts_out, step, amax):
+    """Tiles over output positions whose grid addresses `starts_out` (sorted, in output order)
+    are given: each tile is MR addresses `step` apart from its first, the first uncovered
+    position (moved back so no row passes `amax`). Returns (first address of each tile, and for
+    each of its rows the output position it computes or -1)."""
+    m = len(starts_out)
+    first = np.empty(m, np.int64)
+    rows = np.full((m, MR), -1, np.int64)
+    count = 0
+    j = 0
+    while j < m:
+        start = starts_out[j]
+        over = start + (MR - 1) * step - amax
+        if over > 0:  # whole steps back, so the position stays on one of the rows
+            start -= -(-over // step) * step
+            if start < 0:
+                return first[:0].copy(), rows[:0].copy()
+        first[count] = start
+        for i in range(MR):
+            address = start + i * step
+            if j == m or starts_out[j] < address:
+                break  # a position between this tile's rows: the next tile starts there
+            if starts_out[j] == address:
+                rows[count, i] = j
+                j += 1
+        count += 1
+    return first[:count].copy(), rows[:count].copy()
+
+
+@njit(cache=True, error_model="numpy")
+def tiles_run(x, first, rows, t_lo, t_hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
+              group_col, group_width, w, ldb, out, ldo):
+    """Tiles [t_lo, t_hi) of an output-tile convolution: out[r, group_col[g] + j] for each
+    valid row r of a tile and j < group_width[g] = sum over segments q of
+    x[first + group_a[g] + seg_a[q] + i*rsa + k] * w[group_b[g] + (seg_b[q] + k)*ldb + j],
+    k < seg_kc[q] (all offsets in elements of the flat arrays)."""
+    nr_full = 2 * (VEC_BYTES // out.itemsize)
+    tile = np.empty(MR * nr_full, out.dtype)
+    for t in range(t_lo, t_hi):
+        for g in range(len(group_a)):
+            a_base = first[t] + group_a[g]
+            for j0 in range(0, group_width[g], nr_full):
+                for q in range(len(seg_a)):
+                    register_tile(seg_kc[q], x, a_base + seg_a[q], rsa, csa, w,
+                                  group_b[g] + seg_b[q] * ldb + j0, ldb, tile, 0, nr_full,
+                                  q > 0)
+                nr = min(nr_full, group_width[g] - j0)
+                for i in range(MR):
+                    r = rows[t, i]
+                    if r < 0:
+                        continue
+                    dst = r * ldo + group_col[g] + j0
+                    for j in range(nr):
+                        out[dst + j] = tile[i * nr_full + j]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def tiles_threads(x, first, rows, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b, group_col,
+                  group_width, w, ldb, out, ldo, nthreads):
+    """`tiles_run` over all tiles, in 4 * nthreads chunks on Numba's pool."""
+    total = len(first)
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        lo, hi = total * c // chunks, total * (c + 1) // chunks
+        tiles_run(x, first, rows, lo, hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
+                  group_col, group_width, w, ldb, out, ldo)
+
+
+@njit(cache=True, error_model="numpy")
+def lines_run(lhs, rhs, part, l_lo, l_hi, a_off, b_off, kcs, rsa, csa, ldb, row_starts,
+              col_starts, strip_rows, ldc):
+    """Window lines [l_lo, l_hi) of a window-line convolution into `part` (flat, zeroed by
+    the caller): for each output position s with kcs[l, s] > 0 and each (row strip, column
+    strip) pair of group g, part[((s * G + g) * strip_rows + 12 r) * ldc + 32 c ...] +=
+    lhs rows row_starts[g, r] + i (rsa apart) x the line's kcs[l, s] taps (csa apart), times
+    rhs[b_off[l, s] + k*ldb + col_starts[g, c] + j]."""
+    nr_full = 2 * (VEC_BYTES // part.itemsize)
+    groups, ms = row_starts.shape
+    ns = col_starts.shape[1]
+    positions = a_off.shape[1]
+    for line in range(l_lo, l_hi):
+        for s in range(positions):
+            kc = kcs[line, s]
+            if kc <= 0:
+                continue
+            for g in range(groups):
+                block = (s * groups + g) * strip_rows
+                for r in range(ms):
+                    for c in range(ns):
+                        register_tile(kc, lhs, a_off[line, s] + row_starts[g, r] * rsa, rsa,
+                                      csa, rhs, b_off[line, s] + col_starts[g, c], ldb, part,
+                                      (block + r * MR) * ldc + c * nr_full, ldc, True)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def lines_threads(lhs, rhs, parts, a_off, b_off, kcs, rsa, csa, ldb, row_starts, col_starts,
+                  strip_rows, ldc, nthreads):
+    """`lines_run` over all lines, thread th into parts[th], then parts[0] = their sum."""
+    total = a_off.shape[0]
+    for th in prange(nthreads):
+        lo, hi = total * th // nthreads, total * (th + 1) // nthreads
+        lines_run(lhs, rhs, parts[th], lo, hi, a_off, b_off, kcs, rsa, csa, ldb, row_starts,
+                  col_starts, strip_rows, ldc)
+    size = parts.shape[1]
+    for e in prange(size):
+        total_e = parts[0, e]
+        for th in range(1, nthreads):
+            total_e += parts[th, e]
+        parts[0, e] = total_e
