@@ -16,9 +16,9 @@ from numbax._src.lax import dot as lax_dot
 from numbax._src.lax import shape_ops
 from numbax._src.lax.convolution import (
     _conv_transpose_padding,
-    dilate_shape,
     conv_dimension_numbers,
     conv_general_dilated_p,
+    dilate_shape,
     padtype_to_pads,
 )
 

@@ -14,9 +14,9 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.lax.convolution import (
+    conv_general_vjp_lhs_padding,
     dilate_shape,
     stride_dim,
-    conv_general_vjp_lhs_padding,
 )
 
 # ----------------------------------------------------------------------------- shapes

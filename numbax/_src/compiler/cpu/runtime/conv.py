@@ -19,7 +19,7 @@ from numbax._src.compiler.cpu.runtime import conv_kernels as ck
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES
 from numbax._src.compiler.cpu.runtime.library import gemm_threads
-from numbax._src.lax.conv_numpy import dilate_shape, stride_dim, dilate_and_pad
+from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 
 # Cost model of the two forms (ns), fitted on the 2-core Zen 5 VM (docs/performance.md, issue
 # 18): the tile's multiply-adds, each register_tile call's fixed cost (C's tile read and
