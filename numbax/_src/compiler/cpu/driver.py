@@ -128,6 +128,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")

@@ -1,13 +1,15 @@
 """Convolutions, windowed reductions and FFT (lax/convolution.py, reduce_window.py,
 windowed_reductions.py, fft.py) under jit. On the CPU, float convolutions run on numbax's
-register tile (cpu/runtime/conv.py: planned per shape at compile time); other convolutions,
-the windowed reductions and FFT (pocketfft through scipy.fft) run their eager
-implementations from the driver."""
+register tile (cpu/runtime/conv.py, planned per shape at compile time), the sum/max/min
+windowed reductions and max pooling's select-and-scatter/gather as Numba loops
+(cpu/runtime/windows.py); configurations those do not take, the general reduce_window and FFT
+(pocketfft through scipy.fft) run their eager implementations from the driver."""
 from __future__ import annotations
 
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
+from numbax._src.compiler.cpu.runtime import windows as cpu_windows
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
@@ -37,10 +39,50 @@ def _conv_library(eqn: JaxprEqn, ins: list[str]) -> str:
 register(convolution.conv_general_dilated_p, backend="cpu", library=_conv_library,
          library_ok=lambda eqn: _conv_plan(eqn) is not None)
 
+
+
+def _window_layout(eqn: JaxprEqn) -> bool:
+    """Whether cpu/runtime/windows.py takes this windowed equation (a numeric operand of a
+    layout it runs; booleans stay eager)."""
+    p = eqn.params
+    operand = eqn.invars[-1].aval
+    if any(v.aval.dtype.kind not in "iufc" for v in eqn.invars):
+        return False
+    if "select_prim" in p and operand.dtype.kind == "c":
+        return False
+    ones = (1,) * operand.ndim
+    return cpu_windows.layout(operand.shape, p["window_dimensions"], p["window_strides"],
+                              p["padding"], p.get("base_dilation", ones),
+                              p.get("window_dilation", ones)) is not None
+
+
+def _reduce_window_library(kind: str):
+    def render(eqn: JaxprEqn, ins: list[str]) -> str:
+        p = eqn.params
+        args = ", ".join(render_value(p[k]) for k in ("window_dimensions", "window_strides",
+                                                      "padding", "window_dilation"))
+        return f"wk.reduce_window({ins[0]}, {kind!r}, {args})"
+
+    return render
+
+
+def _select_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    names = ("window_dimensions", "window_strides", "padding")
+    if eqn.primitive is windowed_reductions.select_and_gather_add_p:
+        names += ("window_dilation",)
+    args = ", ".join(render_value(p[k]) for k in names)
+    return f"wk.{eqn.primitive.name}({ins[0]}, {ins[1]}, {p['select_prim']!r}, {args})"
+
+
+for _prim, _kind in ((windowed_reductions.reduce_window_sum_p, "sum"),
+                     (windowed_reductions.reduce_window_max_p, "max"),
+                     (windowed_reductions.reduce_window_min_p, "min")):
+    register(_prim, backend="cpu", library=_reduce_window_library(_kind),
+             library_ok=_window_layout)
+for _prim in (windowed_reductions.select_and_gather_add_p,
+              windowed_reductions.select_and_scatter_add_p):
+    register(_prim, backend="cpu", library=_select_library, library_ok=_window_layout)
 for _prim in (fft.fft_p, reduce_window.reduce_window_p,
-              windowed_reductions.reduce_window_sum_p, windowed_reductions.reduce_window_max_p,
-              windowed_reductions.reduce_window_min_p,
-              windowed_reductions.select_and_gather_add_p,
-              windowed_reductions.select_and_scatter_add_p,
               windowed_reductions.select_and_scatter_p):
     register(_prim, backend="cpu", library=EAGER)

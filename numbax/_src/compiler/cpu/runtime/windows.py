@@ -1,0 +1,344 @@
+"""Windowed reductions in compiled CPU programs: reduce_window's sum/max/min and the
+select-and-scatter/gather pair behind max pooling's derivatives, as Numba loops.
+
+An operand is viewed as (B, X1, X2, X3, Cc): B the leading dimensions without a window, up to
+three windowed dimensions (any dimension between them counts as one, with a window of 1), and
+Cc the trailing dimensions without a window (a channels-last image's channels), which the
+innermost loops run over with unit stride, vectorised. `layout` says whether a configuration
+has this form (no base dilation, no negative padding); others run the eager implementation.
+Each loop mirrors the eager implementation's order and its NaN rules (np.maximum, and a
+selection that moves on only to a strictly better candidate), so jit gives what eager gives.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from numbax._src.compiler.cpu.runtime import scalars as sc
+from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.lax.conv_numpy import dilate_shape, stride_dim
+
+BYTES_PER_NS = 4.0  # a windowed pass's throughput on one core, for the thread count
+_OPTS = {"error_model": "numpy", "cache": True}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The (B, X1, X2, X3, Cc) view of an operand and its output, and the three windowed
+    dimensions' window, stride, low padding and window dilation."""
+
+    operand: tuple
+    out: tuple
+    window: tuple
+    strides: tuple
+    low: tuple
+    dilation: tuple
+
+    @property
+    def disjoint(self) -> bool:
+        """Whether windows of different X1 outputs never share an element (so the outputs'
+        X1 rows may be scattered into in parallel)."""
+        return self.strides[0] >= (self.window[0] - 1) * self.dilation[0] + 1
+
+
+@functools.lru_cache(maxsize=256)
+def layout(shape: tuple, window_dimensions: tuple, window_strides: tuple, padding: tuple,
+           base_dilation: tuple, window_dilation: tuple) -> Layout | None:
+    """The operand's (B, X1, X2, X3, Cc) layout for these window params, or None."""
+    if any(d != 1 for d in base_dilation) or any(lo < 0 or hi < 0 for lo, hi in padding):
+        return None
+    plain = [w == 1 and s == 1 and lo == hi == 0 for w, s, (lo, hi)
+             in zip(window_dimensions, window_strides, padding)]
+    if all(plain):
+        return None  # an identity (or a copy): nothing worth a kernel
+    first = plain.index(False)
+    last = len(plain) - 1 - plain[::-1].index(False)
+    middle = range(first, last + 1)
+    if len(middle) > 3:
+        return None
+    unit = 3 - len(middle)
+    out = stride_dim_all(shape, window_dimensions, window_strides, padding, window_dilation)
+    b, cc = math.prod(shape[:first]), math.prod(shape[last + 1:])
+    pick = list(middle)
+    return Layout((b, *(1,) * unit, *(shape[i] for i in pick), cc),
+                  (b, *(1,) * unit, *(out[i] for i in pick), cc),
+                  (*(1,) * unit, *(window_dimensions[i] for i in pick)),
+                  (*(1,) * unit, *(window_strides[i] for i in pick)),
+                  (*(0,) * unit, *(padding[i][0] for i in pick)),
+                  (*(1,) * unit, *(window_dilation[i] for i in pick)))
+
+
+def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dilation):
+    """The output shape of a windowed reduction without base dilation."""
+    dilated = dilate_shape(window_dimensions, window_dilation)
+    return tuple(stride_dim(n + lo + hi, w, s)
+                 for n, w, s, (lo, hi) in zip(shape, dilated, window_strides, padding))
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+@njit(inline="always", **_OPTS)
+def _add(a, b):
+    return a + b
+
+
+@njit(inline="always", **_OPTS)
+def _greater(a, b):
+    return a > b
+
+
+@njit(inline="always", **_OPTS)
+def _greater_equal(a, b):
+    return a >= b
+
+
+@njit(inline="always", **_OPTS)
+def _less(a, b):
+    return a < b
+
+
+@njit(inline="always", **_OPTS)
+def _less_equal(a, b):
+    return a <= b
+
+
+@njit(**_OPTS)
+def _reduce_rows(x, y, lo_row, hi_row, geometry, combine, fill):
+    """Output rows [lo_row, hi_row) of (B * O1) of y = the windows of x folded by `combine`
+    from `fill`, in window order; taps in the padding are skipped (they hold `fill`)."""
+    _, o1s, o2s, o3s, cc = y.shape
+    _, x1s, x2s, x3s, _ = x.shape
+    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
+    for row in range(lo_row, hi_row):
+        b, o1 = row // o1s, row % o1s
+        for o2 in range(o2s):
+            for o3 in range(o3s):
+                out = y[b, o1, o2, o3]
+                for c in range(cc):
+                    out[c] = fill
+                for k1 in range(w1):
+                    i1 = o1 * s1 - p1 + k1 * d1
+                    if i1 < 0 or i1 >= x1s:
+                        continue
+                    for k2 in range(w2):
+                        i2 = o2 * s2 - p2 + k2 * d2
+                        if i2 < 0 or i2 >= x2s:
+                            continue
+                        for k3 in range(w3):
+                            i3 = o3 * s3 - p3 + k3 * d3
+                            if i3 < 0 or i3 >= x3s:
+                                continue
+                            src = x[b, i1, i2, i3]
+                            for c in range(cc):
+                                out[c] = combine(out[c], src[c])
+
+
+@njit(parallel=True, **_OPTS)
+def _reduce_threads(x, y, geometry, combine, fill, nthreads):
+    rows = y.shape[0] * y.shape[1]
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        _reduce_rows(x, y, rows * c // chunks, rows * (c + 1) // chunks, geometry, combine,
+                     fill)
+
+
+@njit(inline="always", **_OPTS)
+def _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which):
+    """For each channel, the flat window position the window at (b, o1, o2, o3) selects
+    (into `which`): the first tap, replaced by each later one that is `better` than the
+    extreme so far (taps in the padding hold `fill`)."""
+    _, x1s, x2s, x3s, cc = x.shape
+    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
+    k = 0
+    for k1 in range(w1):
+        i1 = o1 * s1 - p1 + k1 * d1
+        for k2 in range(w2):
+            i2 = o2 * s2 - p2 + k2 * d2
+            for k3 in range(w3):
+                i3 = o3 * s3 - p3 + k3 * d3
+                inside = 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s
+                if k == 0:
+                    for c in range(cc):
+                        best[c] = x[b, i1, i2, i3, c] if inside else fill
+                        which[c] = 0
+                elif inside:
+                    src = x[b, i1, i2, i3]
+                    for c in range(cc):
+                        v = src[c]
+                        which[c] = k if better(v, best[c]) else which[c]
+                        best[c] = extreme(best[c], v)
+                else:
+                    for c in range(cc):
+                        which[c] = k if better(fill, best[c]) else which[c]
+                        best[c] = extreme(best[c], fill)
+                k += 1
+
+
+@njit(inline="always", **_OPTS)
+def _tap(k, o1, o2, o3, geometry):
+    """The operand position of flat window position k of the window at (o1, o2, o3)."""
+    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
+    k1, rest = k // (w2 * w3), k % (w2 * w3)
+    k2, k3 = rest // w3, rest % w3
+    return o1 * s1 - p1 + k1 * d1, o2 * s2 - p2 + k2 * d2, o3 * s3 - p3 + k3 * d3
+
+
+@njit(**_OPTS)
+def _scatter_rows(source, x, out, lo_row, hi_row, geometry, better, extreme, fill):
+    """out (zeros, x's shape) += each window's source value at the element it selects, for
+    output rows [lo_row, hi_row) of (B * O1); a selected padding tap drops its value."""
+    _, o1s, o2s, o3s, cc = source.shape
+    _, x1s, x2s, x3s, _ = x.shape
+    best = np.empty(cc, x.dtype)
+    which = np.empty(cc, np.int64)
+    for row in range(lo_row, hi_row):
+        b, o1 = row // o1s, row % o1s
+        for o2 in range(o2s):
+            for o3 in range(o3s):
+                _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which)
+                src = source[b, o1, o2, o3]
+                for c in range(cc):
+                    i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
+                    if 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s:
+                        out[b, i1, i2, i3, c] += src[c]
+
+
+@njit(parallel=True, **_OPTS)
+def _scatter_threads(source, x, out, geometry, better, extreme, fill, by_rows, nthreads):
+    """`_scatter_rows` in parallel chunks of whole B entries (or of X1 rows when windows of
+    different rows are disjoint), so no two threads add into one element."""
+    unit = 1 if by_rows else source.shape[1]
+    units = source.shape[0] * source.shape[1] // unit
+    chunks = min(4 * nthreads, units)
+    for c in prange(chunks):
+        _scatter_rows(source, x, out, units * c // chunks * unit,
+                      units * (c + 1) // chunks * unit, geometry, better, extreme, fill)
+
+
+@njit(**_OPTS)
+def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, better, extreme, fill):
+    """out[window] = the tangent at the element each window selects (0 for padding)."""
+    _, o1s, o2s, o3s, cc = out.shape
+    _, x1s, x2s, x3s, _ = x.shape
+    best = np.empty(cc, x.dtype)
+    which = np.empty(cc, np.int64)
+    for row in range(lo_row, hi_row):
+        b, o1 = row // o1s, row % o1s
+        for o2 in range(o2s):
+            for o3 in range(o3s):
+                _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which)
+                dst = out[b, o1, o2, o3]
+                for c in range(cc):
+                    i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
+                    inside = 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s
+                    dst[c] = tangents[b, i1, i2, i3, c] if inside else 0
+
+
+@njit(parallel=True, **_OPTS)
+def _gather_threads(tangents, x, out, geometry, better, extreme, fill, nthreads):
+    rows = out.shape[0] * out.shape[1]
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        _gather_rows(tangents, x, out, rows * c // chunks, rows * (c + 1) // chunks, geometry,
+                     better, extreme, fill)
+
+
+# ----------------------------------------------------------------------------- entries
+
+_SELECT = {"ge": (_greater, True), "gt": (_greater_equal, True), "le": (_less, False),
+           "lt": (_less_equal, False)}
+
+
+def _geometry(lay: Layout) -> tuple:
+    return tuple(np.int64(v) for v in (*lay.window, *lay.strides, *lay.low, *lay.dilation))
+
+
+def _threads(nbytes: int, rows: int) -> int:
+    n = rt_threads.threads_for(nbytes / BYTES_PER_NS)
+    n = min(n, rows)
+    if n > 1:
+        rt_threads.use(n)
+    return n
+
+
+def _identity(dtype: np.dtype, for_max: bool):
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if for_max else np.inf)
+    if dtype.kind == "b":
+        return np.bool_(not for_max)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if for_max else info.max)
+
+
+def reduce_window(x: np.ndarray, kind: str, window_dimensions: tuple, window_strides: tuple,
+                  padding: tuple, window_dilation: tuple) -> list[np.ndarray]:
+    """reduce_window_{sum,max,min} of x (kind 'sum', 'max', 'min'), for a layout `layout`
+    takes."""
+    x = np.ascontiguousarray(x)
+    ones = (1,) * x.ndim
+    lay = layout(x.shape, window_dimensions, window_strides, padding, ones, window_dilation)
+    y = np.empty(lay.out, x.dtype)
+    if kind == "sum":
+        combine, fill = _add, x.dtype.type(0)
+    else:
+        combine, fill = (sc.fmax, _identity(x.dtype, True)) if kind == "max" else (
+            sc.fmin, _identity(x.dtype, False))
+    x5 = x.reshape(lay.operand)
+    n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
+    if n > 1:
+        _reduce_threads(x5, y, _geometry(lay), combine, fill, n)
+    else:
+        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), combine, fill)
+    return [y.reshape(stride_dim_all(x.shape, window_dimensions, window_strides, padding,
+                                     window_dilation))]
+
+
+def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, select_prim: str,
+                           window_dimensions: tuple, window_strides: tuple,
+                           padding: tuple) -> list[np.ndarray]:
+    """select_and_scatter_add for a layout `layout` takes."""
+    source, operand = np.ascontiguousarray(source), np.ascontiguousarray(operand)
+    ones = (1,) * operand.ndim
+    lay = layout(operand.shape, window_dimensions, window_strides, padding, ones, ones)
+    better, is_max = _SELECT[select_prim]
+    extreme = sc.fmax if is_max else sc.fmin
+    fill = _identity(operand.dtype, is_max)
+    out = np.zeros(operand.shape, source.dtype)
+    s5, x5, o5 = (a.reshape(shape) for a, shape in
+                  ((source, lay.out), (operand, lay.operand), (out, lay.operand)))
+    rows = lay.out[0] * lay.out[1]
+    n = _threads(operand.nbytes + 2 * out.nbytes, lay.out[0] * (lay.out[1] if lay.disjoint
+                                                                else 1))
+    if n > 1:
+        _scatter_threads(s5, x5, o5, _geometry(lay), better, extreme, fill, lay.disjoint, n)
+    else:
+        _scatter_rows(s5, x5, o5, 0, rows, _geometry(lay), better, extreme, fill)
+    return [out]
+
+
+def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, select_prim: str,
+                          window_dimensions: tuple, window_strides: tuple, padding: tuple,
+                          window_dilation: tuple) -> list[np.ndarray]:
+    """select_and_gather_add for a layout `layout` takes (no base dilation)."""
+    tangents, operand = np.ascontiguousarray(tangents), np.ascontiguousarray(operand)
+    ones = (1,) * operand.ndim
+    lay = layout(operand.shape, window_dimensions, window_strides, padding, ones,
+                 window_dilation)
+    better, is_max = _SELECT[select_prim]
+    extreme = sc.fmax if is_max else sc.fmin
+    fill = _identity(operand.dtype, is_max)
+    out = np.empty(lay.out, tangents.dtype)
+    t5, x5 = tangents.reshape(lay.operand), operand.reshape(lay.operand)
+    rows = lay.out[0] * lay.out[1]
+    n = _threads(2 * operand.nbytes + out.nbytes, rows)
+    if n > 1:
+        _gather_threads(t5, x5, out, _geometry(lay), better, extreme, fill, n)
+    else:
+        _gather_rows(t5, x5, out, 0, rows, _geometry(lay), better, extreme, fill)
+    return [out.reshape(stride_dim_all(operand.shape, window_dimensions, window_strides,
+                                       padding, window_dilation))]
