@@ -173,20 +173,20 @@ def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray) -> np.ndarray:
     """The input as the plan's flat grid: lhs itself, or its dilated and padded channels-last
     copy with `slack` zeros after it."""
     if plan.in_place:
-        return _read_only(lhs.reshape(-1))
+        return ck.read_only(lhs.reshape(-1))
     flat = np.zeros(math.prod(plan.grid_shape) + plan.slack, lhs.dtype)
     grid = flat[:math.prod(plan.grid_shape)].reshape(plan.grid_shape)
     canonical = np.transpose(lhs, cv.specs[0])  # (N, C, S...)
     d = cv.d
     dilate_and_pad(canonical, cv.lhs_dilation, cv.padding,
                    out=np.moveaxis(grid, d + 1, 1))
-    return _read_only(flat)
+    return ck.read_only(flat)
 
 
 def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
     """The kernel as B: per group (taps x channels, out channels padded to whole strips)."""
     if plan.kernel_in_place:
-        return _read_only(rhs.reshape(-1))
+        return ck.read_only(rhs.reshape(-1))
     d = cv.d
     groups = cv.groups_f * cv.groups_b
     w = np.transpose(rhs, cv.specs[1])  # (O, I, K...)
@@ -195,7 +195,7 @@ def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
     w = np.transpose(w, (0, *range(3, 3 + d), 2, 1)).reshape(groups, -1, og)
     b = np.zeros((groups, w.shape[1], plan.ldb), rhs.dtype)
     b[:, :, :og] = w
-    return _read_only(b.reshape(-1))
+    return ck.read_only(b.reshape(-1))
 
 
 def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
@@ -315,19 +315,19 @@ def _line_plan(cv: Shape) -> LinePlan | None:
 def _line_kernel(cv: Shape, plan: LinePlan, rhs: np.ndarray) -> np.ndarray:
     """The kernel read in place by the lines, or copied to (I, K..., groups, width)."""
     if plan.kernel_in_place:
-        return _read_only(rhs.reshape(-1))
+        return ck.read_only(rhs.reshape(-1))
     d = cv.d
     w = np.transpose(rhs, cv.specs[1])  # (O, I, K...)
     groups, og = plan.kernel_shape[-2], w.shape[0] // plan.kernel_shape[-2]
     w = w.reshape(groups, og, *w.shape[1:])
     b = np.zeros(plan.kernel_shape, rhs.dtype)
     b[..., :og] = np.transpose(w, (2, *range(3, 3 + d), 0, 1))
-    return _read_only(b.reshape(-1))
+    return ck.read_only(b.reshape(-1))
 
 
 def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
                threads: int) -> np.ndarray:
-    x = _read_only(lhs.reshape(-1))
+    x = ck.read_only(lhs.reshape(-1))
     w = _line_kernel(cv, plan, rhs)
     groups = plan.row_starts.shape[0]
     positions = plan.a_off.shape[1]
@@ -349,15 +349,6 @@ def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
 
 
 # ----------------------------------------------------------------------------- entry
-
-
-def _read_only(flat: np.ndarray) -> np.ndarray:
-    """A read-only view: Numba types read-only and writeable arrays apart, and compiles once
-    per combination (gemm.py's `_flat` does the same)."""
-    if flat.flags.writeable:
-        flat = flat.view()
-        flat.flags.writeable = False
-    return flat
 
 
 @functools.lru_cache(maxsize=64)

@@ -24,6 +24,16 @@ from numba import njit, prange
 from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES, register_tile
 
 
+def read_only(x: np.ndarray) -> np.ndarray:
+    """x as a read-only view: Numba types read-only and writeable arrays apart and compiles
+    each loop once per combination, so the loops here always get read-only inputs (gemm.py's
+    `_flat` does the same)."""
+    if x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
 @njit(cache=True, error_model="numpy")
 def build_tiles(starts_out, step, amax):
     """Tiles over output positions whose grid addresses `starts_out` (sorted, in output order)

@@ -20,6 +20,7 @@ from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import scalars as sc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime.conv_kernels import read_only
 from numbax._src.lax.conv_numpy import dilate_shape, stride_dim
 
 BYTES_PER_NS = 4.0  # a windowed pass's throughput on one core, for the thread count
@@ -82,35 +83,30 @@ def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dil
 # ----------------------------------------------------------------------------- kernels
 
 
-@njit(inline="always", **_OPTS)
-def _add(a, b):
-    return a + b
+# kinds of reduction (one compiled loop serves all three, the branch outside the vector loop)
+SUM, MAX, MIN = 0, 1, 2
+# comparisons that let a later candidate replace a window's selection: lax's select_prim
+# 'ge' keeps the first maximum (moves on only to a greater value), 'gt' the last, and so on
+_SELECT = {"ge": (MAX, True), "gt": (MAX, False), "le": (MIN, True), "lt": (MIN, False)}
 
 
 @njit(inline="always", **_OPTS)
-def _greater(a, b):
-    return a > b
+def _better(v, best, is_max, strict):
+    if is_max:
+        return v > best if strict else v >= best
+    return v < best if strict else v <= best
 
 
 @njit(inline="always", **_OPTS)
-def _greater_equal(a, b):
-    return a >= b
-
-
-@njit(inline="always", **_OPTS)
-def _less(a, b):
-    return a < b
-
-
-@njit(inline="always", **_OPTS)
-def _less_equal(a, b):
-    return a <= b
+def _extreme(best, v, is_max):
+    return sc.fmax(best, v) if is_max else sc.fmin(best, v)
 
 
 @njit(**_OPTS)
-def _reduce_rows(x, y, lo_row, hi_row, geometry, combine, fill):
-    """Output rows [lo_row, hi_row) of (B * O1) of y = the windows of x folded by `combine`
-    from `fill`, in window order; taps in the padding are skipped (they hold `fill`)."""
+def _reduce_rows(x, y, lo_row, hi_row, geometry, kind, fill):
+    """Output rows [lo_row, hi_row) of (B * O1) of y = the windows of x folded by `kind`
+    (SUM, or MAX/MIN propagating NaN as np.maximum does) from `fill`, in window order; taps in
+    the padding are skipped (they hold `fill`)."""
     _, o1s, o2s, o3s, cc = y.shape
     _, x1s, x2s, x3s, _ = x.shape
     w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
@@ -134,24 +130,30 @@ def _reduce_rows(x, y, lo_row, hi_row, geometry, combine, fill):
                             if i3 < 0 or i3 >= x3s:
                                 continue
                             src = x[b, i1, i2, i3]
-                            for c in range(cc):
-                                out[c] = combine(out[c], src[c])
+                            if kind == SUM:
+                                for c in range(cc):
+                                    out[c] += src[c]
+                            elif kind == MAX:
+                                for c in range(cc):
+                                    out[c] = sc.fmax(out[c], src[c])
+                            else:
+                                for c in range(cc):
+                                    out[c] = sc.fmin(out[c], src[c])
 
 
 @njit(parallel=True, **_OPTS)
-def _reduce_threads(x, y, geometry, combine, fill, nthreads):
+def _reduce_threads(x, y, geometry, kind, fill, nthreads):
     rows = y.shape[0] * y.shape[1]
     chunks = 4 * nthreads
     for c in prange(chunks):
-        _reduce_rows(x, y, rows * c // chunks, rows * (c + 1) // chunks, geometry, combine,
-                     fill)
+        _reduce_rows(x, y, rows * c // chunks, rows * (c + 1) // chunks, geometry, kind, fill)
 
 
 @njit(inline="always", **_OPTS)
-def _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which):
+def _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which):
     """For each channel, the flat window position the window at (b, o1, o2, o3) selects
-    (into `which`): the first tap, replaced by each later one that is `better` than the
-    extreme so far (taps in the padding hold `fill`)."""
+    (into `which`): the first tap, replaced by each later one `_better` than the extreme so far
+    (taps in the padding hold `fill`)."""
     _, x1s, x2s, x3s, cc = x.shape
     w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
     k = 0
@@ -170,12 +172,12 @@ def _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which):
                     src = x[b, i1, i2, i3]
                     for c in range(cc):
                         v = src[c]
-                        which[c] = k if better(v, best[c]) else which[c]
-                        best[c] = extreme(best[c], v)
+                        which[c] = k if _better(v, best[c], is_max, strict) else which[c]
+                        best[c] = _extreme(best[c], v, is_max)
                 else:
                     for c in range(cc):
-                        which[c] = k if better(fill, best[c]) else which[c]
-                        best[c] = extreme(best[c], fill)
+                        which[c] = k if _better(fill, best[c], is_max, strict) else which[c]
+                        best[c] = _extreme(best[c], fill, is_max)
                 k += 1
 
 
@@ -189,7 +191,7 @@ def _tap(k, o1, o2, o3, geometry):
 
 
 @njit(**_OPTS)
-def _scatter_rows(source, x, out, lo_row, hi_row, geometry, better, extreme, fill):
+def _scatter_rows(source, x, out, lo_row, hi_row, geometry, is_max, strict, fill):
     """out (zeros, x's shape) += each window's source value at the element it selects, for
     output rows [lo_row, hi_row) of (B * O1); a selected padding tap drops its value."""
     _, o1s, o2s, o3s, cc = source.shape
@@ -200,7 +202,7 @@ def _scatter_rows(source, x, out, lo_row, hi_row, geometry, better, extreme, fil
         b, o1 = row // o1s, row % o1s
         for o2 in range(o2s):
             for o3 in range(o3s):
-                _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which)
+                _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which)
                 src = source[b, o1, o2, o3]
                 for c in range(cc):
                     i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
@@ -209,7 +211,7 @@ def _scatter_rows(source, x, out, lo_row, hi_row, geometry, better, extreme, fil
 
 
 @njit(parallel=True, **_OPTS)
-def _scatter_threads(source, x, out, geometry, better, extreme, fill, by_rows, nthreads):
+def _scatter_threads(source, x, out, geometry, is_max, strict, fill, by_rows, nthreads):
     """`_scatter_rows` in parallel chunks of whole B entries (or of X1 rows when windows of
     different rows are disjoint), so no two threads add into one element."""
     unit = 1 if by_rows else source.shape[1]
@@ -217,11 +219,11 @@ def _scatter_threads(source, x, out, geometry, better, extreme, fill, by_rows, n
     chunks = min(4 * nthreads, units)
     for c in prange(chunks):
         _scatter_rows(source, x, out, units * c // chunks * unit,
-                      units * (c + 1) // chunks * unit, geometry, better, extreme, fill)
+                      units * (c + 1) // chunks * unit, geometry, is_max, strict, fill)
 
 
 @njit(**_OPTS)
-def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, better, extreme, fill):
+def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, is_max, strict, fill):
     """out[window] = the tangent at the element each window selects (0 for padding)."""
     _, o1s, o2s, o3s, cc = out.shape
     _, x1s, x2s, x3s, _ = x.shape
@@ -231,7 +233,7 @@ def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, better, extreme, fi
         b, o1 = row // o1s, row % o1s
         for o2 in range(o2s):
             for o3 in range(o3s):
-                _select(x, b, o1, o2, o3, geometry, better, extreme, fill, best, which)
+                _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which)
                 dst = out[b, o1, o2, o3]
                 for c in range(cc):
                     i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
@@ -240,18 +242,15 @@ def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, better, extreme, fi
 
 
 @njit(parallel=True, **_OPTS)
-def _gather_threads(tangents, x, out, geometry, better, extreme, fill, nthreads):
+def _gather_threads(tangents, x, out, geometry, is_max, strict, fill, nthreads):
     rows = out.shape[0] * out.shape[1]
     chunks = 4 * nthreads
     for c in prange(chunks):
         _gather_rows(tangents, x, out, rows * c // chunks, rows * (c + 1) // chunks, geometry,
-                     better, extreme, fill)
+                     is_max, strict, fill)
 
 
 # ----------------------------------------------------------------------------- entries
-
-_SELECT = {"ge": (_greater, True), "gt": (_greater_equal, True), "le": (_less, False),
-           "lt": (_less_equal, False)}
 
 
 def _geometry(lay: Layout) -> tuple:
@@ -283,17 +282,14 @@ def reduce_window(x: np.ndarray, kind: str, window_dimensions: tuple, window_str
     ones = (1,) * x.ndim
     lay = layout(x.shape, window_dimensions, window_strides, padding, ones, window_dilation)
     y = np.empty(lay.out, x.dtype)
-    if kind == "sum":
-        combine, fill = _add, x.dtype.type(0)
-    else:
-        combine, fill = (sc.fmax, _identity(x.dtype, True)) if kind == "max" else (
-            sc.fmin, _identity(x.dtype, False))
-    x5 = x.reshape(lay.operand)
+    code = {"sum": SUM, "max": MAX, "min": MIN}[kind]
+    fill = x.dtype.type(0) if code == SUM else _identity(x.dtype, code == MAX)
+    x5 = read_only(x).reshape(lay.operand)
     n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
     if n > 1:
-        _reduce_threads(x5, y, _geometry(lay), combine, fill, n)
+        _reduce_threads(x5, y, _geometry(lay), code, fill, n)
     else:
-        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), combine, fill)
+        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), code, fill)
     return [y.reshape(stride_dim_all(x.shape, window_dimensions, window_strides, padding,
                                      window_dilation))]
 
@@ -305,19 +301,19 @@ def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, select_prim:
     source, operand = np.ascontiguousarray(source), np.ascontiguousarray(operand)
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones, ones)
-    better, is_max = _SELECT[select_prim]
-    extreme = sc.fmax if is_max else sc.fmin
+    kind, strict = _SELECT[select_prim]
+    is_max = kind == MAX
     fill = _identity(operand.dtype, is_max)
     out = np.zeros(operand.shape, source.dtype)
-    s5, x5, o5 = (a.reshape(shape) for a, shape in
-                  ((source, lay.out), (operand, lay.operand), (out, lay.operand)))
+    s5, x5 = read_only(source).reshape(lay.out), read_only(operand).reshape(lay.operand)
+    o5 = out.reshape(lay.operand)
     rows = lay.out[0] * lay.out[1]
     n = _threads(operand.nbytes + 2 * out.nbytes, lay.out[0] * (lay.out[1] if lay.disjoint
                                                                 else 1))
     if n > 1:
-        _scatter_threads(s5, x5, o5, _geometry(lay), better, extreme, fill, lay.disjoint, n)
+        _scatter_threads(s5, x5, o5, _geometry(lay), is_max, strict, fill, lay.disjoint, n)
     else:
-        _scatter_rows(s5, x5, o5, 0, rows, _geometry(lay), better, extreme, fill)
+        _scatter_rows(s5, x5, o5, 0, rows, _geometry(lay), is_max, strict, fill)
     return [out]
 
 
@@ -329,16 +325,16 @@ def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, select_prim
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones,
                  window_dilation)
-    better, is_max = _SELECT[select_prim]
-    extreme = sc.fmax if is_max else sc.fmin
+    kind, strict = _SELECT[select_prim]
+    is_max = kind == MAX
     fill = _identity(operand.dtype, is_max)
     out = np.empty(lay.out, tangents.dtype)
-    t5, x5 = tangents.reshape(lay.operand), operand.reshape(lay.operand)
+    t5, x5 = (read_only(a).reshape(lay.operand) for a in (tangents, operand))
     rows = lay.out[0] * lay.out[1]
     n = _threads(2 * operand.nbytes + out.nbytes, rows)
     if n > 1:
-        _gather_threads(t5, x5, out, _geometry(lay), better, extreme, fill, n)
+        _gather_threads(t5, x5, out, _geometry(lay), is_max, strict, fill, n)
     else:
-        _gather_rows(t5, x5, out, 0, rows, _geometry(lay), better, extreme, fill)
+        _gather_rows(t5, x5, out, 0, rows, _geometry(lay), is_max, strict, fill)
     return [out.reshape(stride_dim_all(operand.shape, window_dimensions, window_strides,
                                        padding, window_dilation))]
