@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
 from numbax._src.compiler.cpu.runtime import conv_kernels as ck
+from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES
 from numbax._src.compiler.cpu.runtime.library import gemm_threads
@@ -57,23 +59,29 @@ class Shape:
     def rhs(self, role: int) -> int:
         return self.rhs_shape[self.specs[1][role]]
 
-    @property
+    @functools.cached_property
     def spatial(self) -> tuple:
         return tuple(self.lhs(2 + i) for i in range(self.d))
 
-    @property
+    @functools.cached_property
     def window(self) -> tuple:
         return tuple(self.rhs(2 + i) for i in range(self.d))
 
-    @property
+    @functools.cached_property
     def padded(self) -> tuple:
         dilated = dilate_shape(self.spatial, self.lhs_dilation)
         return tuple(n + lo + hi for n, (lo, hi) in zip(dilated, self.padding))
 
-    @property
+    @functools.cached_property
     def out_spatial(self) -> tuple:
         kd = dilate_shape(self.window, self.rhs_dilation)
         return tuple(stride_dim(p, k, s) for p, k, s in zip(self.padded, kd, self.strides))
+
+    @functools.cached_property
+    def macs(self) -> int:
+        """Multiply-adds of the convolution (what its thread count is chosen from)."""
+        return (math.prod(self.out_spatial) * self.lhs(0) // self.groups_b
+                * math.prod(self.rhs_shape))
 
 
 def _strides(shape: tuple) -> tuple:
@@ -108,6 +116,24 @@ class TilePlan:
     kernel_in_place: bool  # the kernel's memory is already B: (taps x channels, out channels)
     ldb: int
     cost: float
+    grids: list = field(default_factory=list)  # the last grid and output (`_buffer`)
+    outs: list = field(default_factory=list)
+
+
+def _buffer(pool: list, size: int, dtype: np.dtype, zeroed: bool) -> np.ndarray:
+    """A flat buffer of `size` elements: the pool's last one when nothing else holds it any
+    more, else a fresh one (zeros when `zeroed`), which the pool then keeps. A reused grid
+    needs no zeroing: its padding and dilation holes are never written. Fresh buffers of tens
+    of MB are page-faulted and zeroed by the OS on first touch, as kernels.take explains."""
+    pooled = POOL_MIN_BYTES <= size * dtype.itemsize <= POOL_MAX_BYTES
+    buf = kc.take(pool) if pooled else None
+    if buf is None:
+        buf = np.zeros(size, dtype) if zeroed else np.empty(size, dtype)
+        if pooled:
+            pool.append(buf)
+    else:
+        pool.append(buf)
+    return buf
 
 
 def _channels_last(spec: tuple, d: int) -> bool:
@@ -174,7 +200,7 @@ def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray) -> np.ndarray:
     copy with `slack` zeros after it."""
     if plan.in_place:
         return ck.read_only(lhs.reshape(-1))
-    flat = np.zeros(math.prod(plan.grid_shape) + plan.slack, lhs.dtype)
+    flat = _buffer(plan.grids, math.prod(plan.grid_shape) + plan.slack, lhs.dtype, True)
     grid = flat[:math.prod(plan.grid_shape)].reshape(plan.grid_shape)
     canonical = np.transpose(lhs, cv.specs[0])  # (N, C, S...)
     d = cv.d
@@ -203,8 +229,8 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
     x = _grid(cv, plan, lhs)
     w = _tile_kernel(cv, plan, rhs)
     o = cv.rhs(0)
-    out = np.empty((cv.lhs(0) // cv.groups_b * math.prod(cv.out_spatial), o), lhs.dtype)
-    flat = out.reshape(-1)
+    rows = cv.lhs(0) // cv.groups_b * math.prod(cv.out_spatial)
+    flat = _buffer(plan.outs, rows * o, lhs.dtype, False)
     args = (plan.rsa, 1, plan.seg_a, plan.seg_b, plan.seg_kc, plan.group_a, plan.group_b,
             plan.group_col, plan.group_width, w, plan.ldb, flat, o)
     if threads > 1:
@@ -212,8 +238,7 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
         ck.tiles_threads(x, plan.first, plan.rows, *args, threads)
     else:
         ck.tiles_run(x, plan.first, plan.rows, 0, len(plan.first), *args)
-    nb = cv.lhs(0) // cv.groups_b
-    return out.reshape(nb, *cv.out_spatial, o)  # channels-last
+    return flat.reshape(cv.lhs(0) // cv.groups_b, *cv.out_spatial, o)  # channels-last
 
 
 # ----------------------------------------------------------------------------- window lines
@@ -382,9 +407,7 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
     lhs, rhs = np.ascontiguousarray(lhs), np.ascontiguousarray(rhs)
     cv, chosen = plan(lhs.shape, rhs.shape, lhs.dtype, window_strides, padding, lhs_dilation,
                       rhs_dilation, dimension_numbers, feature_group_count, batch_group_count)
-    macs = (math.prod(cv.out_spatial) * cv.lhs(0) // cv.groups_b * cv.rhs(0)
-            * math.prod(cv.rhs_shape) // cv.rhs(0))
-    threads = gemm_threads(macs)
+    threads = gemm_threads(cv.macs)
     if isinstance(chosen, TilePlan):
         out = _run_tiles(cv, chosen, lhs, rhs, threads)
     else:

@@ -150,11 +150,31 @@ def _reduce_threads(x, y, geometry, kind, fill, nthreads):
 
 
 @njit(inline="always", **_OPTS)
-def _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which):
-    """For each channel, the flat window position the window at (b, o1, o2, o3) selects
-    (into `which`): the first tap, replaced by each later one `_better` than the extreme so far
-    (taps in the padding hold `fill`)."""
-    _, x1s, x2s, x3s, cc = x.shape
+def _update(src, best, which, k, is_max, strict):
+    """which[c] = k where src[c] is better than best[c] (the comparison a loop of its own,
+    vectorised), then best = the extreme of the two."""
+    if is_max and strict:
+        for c in range(len(best)):
+            which[c] = k if src[c] > best[c] else which[c]
+            best[c] = sc.fmax(best[c], src[c])
+    elif is_max:
+        for c in range(len(best)):
+            which[c] = k if src[c] >= best[c] else which[c]
+            best[c] = sc.fmax(best[c], src[c])
+    elif strict:
+        for c in range(len(best)):
+            which[c] = k if src[c] < best[c] else which[c]
+            best[c] = sc.fmin(best[c], src[c])
+    else:
+        for c in range(len(best)):
+            which[c] = k if src[c] <= best[c] else which[c]
+            best[c] = sc.fmin(best[c], src[c])
+
+
+@njit(inline="always", **_OPTS)
+def _taps(o1, o2, o3, geometry, shape, taps):
+    """The operand position of each flat window position of the window at (o1, o2, o3) into
+    taps[k] = (i1, i2, i3, inside)."""
     w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
     k = 0
     for k1 in range(w1):
@@ -163,31 +183,23 @@ def _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which):
             i2 = o2 * s2 - p2 + k2 * d2
             for k3 in range(w3):
                 i3 = o3 * s3 - p3 + k3 * d3
-                inside = 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s
-                if k == 0:
-                    for c in range(cc):
-                        best[c] = x[b, i1, i2, i3, c] if inside else fill
-                        which[c] = 0
-                elif inside:
-                    src = x[b, i1, i2, i3]
-                    for c in range(cc):
-                        v = src[c]
-                        which[c] = k if _better(v, best[c], is_max, strict) else which[c]
-                        best[c] = _extreme(best[c], v, is_max)
-                else:
-                    for c in range(cc):
-                        which[c] = k if _better(fill, best[c], is_max, strict) else which[c]
-                        best[c] = _extreme(best[c], fill, is_max)
+                taps[k, 0], taps[k, 1], taps[k, 2] = i1, i2, i3
+                taps[k, 3] = 0 <= i1 < shape[1] and 0 <= i2 < shape[2] and 0 <= i3 < shape[3]
                 k += 1
 
 
 @njit(inline="always", **_OPTS)
-def _tap(k, o1, o2, o3, geometry):
-    """The operand position of flat window position k of the window at (o1, o2, o3)."""
-    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
-    k1, rest = k // (w2 * w3), k % (w2 * w3)
-    k2, k3 = rest // w3, rest % w3
-    return o1 * s1 - p1 + k1 * d1, o2 * s2 - p2 + k2 * d2, o3 * s3 - p3 + k3 * d3
+def _select(x, b, taps, is_max, strict, fill, best, which, filler):
+    """For each channel, the flat window position the window with these taps selects (into
+    `which`): the first tap, replaced by each later one better than the extreme so far (taps in
+    the padding hold `fill`, given as the row `filler`)."""
+    for k in range(len(taps)):
+        src = x[b, taps[k, 0], taps[k, 1], taps[k, 2]] if taps[k, 3] else filler
+        if k == 0:
+            best[:] = src
+            which[:] = 0
+        else:
+            _update(src, best, which, k, is_max, strict)
 
 
 @njit(**_OPTS)
@@ -195,19 +207,22 @@ def _scatter_rows(source, x, out, lo_row, hi_row, geometry, is_max, strict, fill
     """out (zeros, x's shape) += each window's source value at the element it selects, for
     output rows [lo_row, hi_row) of (B * O1); a selected padding tap drops its value."""
     _, o1s, o2s, o3s, cc = source.shape
-    _, x1s, x2s, x3s, _ = x.shape
     best = np.empty(cc, x.dtype)
-    which = np.empty(cc, np.int64)
+    filler = np.full(cc, fill, x.dtype)
+    which = np.empty(cc, np.int32)
+    taps = np.empty((geometry[0] * geometry[1] * geometry[2], 4), np.int64)
     for row in range(lo_row, hi_row):
         b, o1 = row // o1s, row % o1s
         for o2 in range(o2s):
             for o3 in range(o3s):
-                _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which)
+                _taps(o1, o2, o3, geometry, x.shape, taps)
+                _select(x, b, taps, is_max, strict, fill, best, which, filler)
                 src = source[b, o1, o2, o3]
-                for c in range(cc):
-                    i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
-                    if 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s:
-                        out[b, i1, i2, i3, c] += src[c]
+                for k in range(len(taps)):
+                    if taps[k, 3]:
+                        dst = out[b, taps[k, 0], taps[k, 1], taps[k, 2]]
+                        for c in range(cc):
+                            dst[c] += src[c] if which[c] == k else 0
 
 
 @njit(parallel=True, **_OPTS)
@@ -226,19 +241,23 @@ def _scatter_threads(source, x, out, geometry, is_max, strict, fill, by_rows, nt
 def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, is_max, strict, fill):
     """out[window] = the tangent at the element each window selects (0 for padding)."""
     _, o1s, o2s, o3s, cc = out.shape
-    _, x1s, x2s, x3s, _ = x.shape
     best = np.empty(cc, x.dtype)
-    which = np.empty(cc, np.int64)
+    filler = np.full(cc, fill, x.dtype)
+    which = np.empty(cc, np.int32)
+    taps = np.empty((geometry[0] * geometry[1] * geometry[2], 4), np.int64)
     for row in range(lo_row, hi_row):
         b, o1 = row // o1s, row % o1s
         for o2 in range(o2s):
             for o3 in range(o3s):
-                _select(x, b, o1, o2, o3, geometry, is_max, strict, fill, best, which)
+                _taps(o1, o2, o3, geometry, x.shape, taps)
+                _select(x, b, taps, is_max, strict, fill, best, which, filler)
                 dst = out[b, o1, o2, o3]
-                for c in range(cc):
-                    i1, i2, i3 = _tap(which[c], o1, o2, o3, geometry)
-                    inside = 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s
-                    dst[c] = tangents[b, i1, i2, i3, c] if inside else 0
+                dst[:] = 0
+                for k in range(len(taps)):
+                    if taps[k, 3]:
+                        src = tangents[b, taps[k, 0], taps[k, 1], taps[k, 2]]
+                        for c in range(cc):
+                            dst[c] = src[c] if which[c] == k else dst[c]
 
 
 @njit(parallel=True, **_OPTS)
