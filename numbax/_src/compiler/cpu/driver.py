@@ -125,6 +125,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
     pool_defs += "".join(f"{c}\n" for c in consts)
     src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"

@@ -2,13 +2,15 @@
 windowed_reductions.py, fft.py) under jit. On the CPU, float convolutions run on numbax's
 register tile (cpu/runtime/conv.py, planned per shape at compile time), the sum/max/min
 windowed reductions and max pooling's select-and-scatter/gather as Numba loops
-(cpu/runtime/windows.py); configurations those do not take, the general reduce_window and FFT
-(pocketfft through scipy.fft) run their eager implementations from the driver."""
+(cpu/runtime/windows.py), FFT through pocketfft (scipy.fft) with the thread runtime's worker
+count (cpu/runtime/fft.py); configurations those do not take and the general reduce_window run
+their eager implementations from the driver."""
 from __future__ import annotations
 
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
+from numbax._src.compiler.cpu.runtime import fft as cpu_fft
 from numbax._src.compiler.cpu.runtime import windows as cpu_windows
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
@@ -83,6 +85,14 @@ for _prim, _kind in ((windowed_reductions.reduce_window_sum_p, "sum"),
 for _prim in (windowed_reductions.select_and_gather_add_p,
               windowed_reductions.select_and_scatter_add_p):
     register(_prim, backend="cpu", library=_select_library, library_ok=_window_layout)
-for _prim in (fft.fft_p, reduce_window.reduce_window_p,
-              windowed_reductions.select_and_scatter_p):
+for _prim in (reduce_window.reduce_window_p, windowed_reductions.select_and_scatter_p):
     register(_prim, backend="cpu", library=EAGER)
+
+
+def _fft_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    p = eqn.params
+    return (f"ft.fft({ins[0]}, {p['fft_type']!r}, {render_value(tuple(p['fft_lengths']))}, "
+            f"{render_value(eqn.outvars[0].aval.dtype)})")
+
+
+register(fft.fft_p, backend="cpu", library=_fft_library)
