@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
-from numbax._src.compiler.cpu.runtime import fft as cpu_fft
 from numbax._src.compiler.cpu.runtime import windows as cpu_windows
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
