@@ -41,6 +41,10 @@ CONFIGS = {
     "depthwise": ((2, 9, 4), (3, 1, 4),
                   dict(window_strides=(1,), padding="SAME_LOWER",
                        dimension_numbers=("NWC", "WIO", "NWC"), feature_group_count=4)),
+    "depthwise_multiplier": ((2, 11, 10, 6), (3, 2, 1, 18),
+                             dict(window_strides=(2, 1), padding="SAME", rhs_dilation=(1, 2),
+                                  dimension_numbers=("NHWC", "HWIO", "NCHW"),
+                                  feature_group_count=6)),
     "batch_groups": ((4, 6, 17, 19), (8, 6, 3, 3),
                      dict(window_strides=(1, 1), padding="SAME", rhs_dilation=(2, 2),
                           batch_group_count=2)),
@@ -107,17 +111,19 @@ def test_jit_matches_eager_and_runs_compiled(name, dtype):
 
 
 @pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(CONFIGS)] + [
-    ("batch_groups", 3), ("kernel_gradient", 3), ("conv3d", 2)])
+    ("batch_groups", 3), ("kernel_gradient", 3), ("conv3d", 2), ("depthwise_multiplier", 2)])
 def test_both_forms_on_every_configuration(name, threads):
-    """Output tiles and window lines, each forced, against eager (the cost model picks one);
-    threads split tiles into chunks, lines into per-thread sums."""
+    """Output tiles, window lines and the direct loop, each forced where it applies, against
+    eager (the cost model picks one); threads split tiles and lines into chunks, and window
+    lines into per-thread sums."""
     x, w, kwargs = _operands(name, np.float64)
     params = _params(x, w, kwargs)
     want = convolution._conv_general_dilated_impl(x, w, **params)[0]
     args = (x.shape, w.shape, x.dtype, *_runtime_args(params))
     cv = cpu_conv.plan(*args)[0]
     forms = [(cpu_conv._tile_plan(cv), cpu_conv._run_tiles),
-             (cpu_conv._line_plan(cv), cpu_conv._run_lines)]
+             (cpu_conv._line_plan(cv), cpu_conv._run_lines),
+             (cpu_conv._direct_plan(cv), cpu_conv._run_direct)]
     ran = 0
     for plan, run in forms:
         if plan is None:
@@ -130,15 +136,15 @@ def test_both_forms_on_every_configuration(name, threads):
     assert ran >= 1
 
 
-def test_the_cost_model_picks_lines_for_kernel_gradients_and_tiles_otherwise():
+def test_the_cost_model_picks_each_form_for_its_shape_class():
     for name, kind in (("kernel_gradient", cpu_conv.LinePlan), ("nhwc_same", cpu_conv.TilePlan),
-                       ("strided_explicit", cpu_conv.TilePlan)):
+                       ("strided_explicit", cpu_conv.TilePlan),
+                       ("depthwise_multiplier", cpu_conv.DirectPlan)):
         x, w, kwargs = _operands(name, np.float32)
         params = _params(x, w, kwargs)
         cv, chosen = cpu_conv.plan(x.shape, w.shape, x.dtype, *_runtime_args(params))
         assert isinstance(chosen, kind), name
-        assert cpu_conv._tile_plan(cv) is not None and (
-            cpu_conv._line_plan(cv) is not None or kind is cpu_conv.TilePlan)
+        assert cpu_conv._tile_plan(cv) is not None
 
 
 def test_threaded_runs_match():

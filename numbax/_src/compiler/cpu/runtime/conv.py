@@ -27,6 +27,7 @@ from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 # 18): the tile's multiply-adds, each register_tile call's fixed cost (C's tile read and
 # written), and the bytes a copy of the input moves.
 MACS_PER_NS = 64.0
+DIRECT_MACS_PER_NS = 12.0  # the direct (depthwise) loop: vector FMAs bound by their loads
 CALL_NS = 15.0
 COPY_BYTES_PER_NS = 5.0
 
@@ -142,13 +143,30 @@ def _channels_last(spec: tuple, d: int) -> bool:
     return tuple(spec) == (0, d + 1, *range(1, d + 1))
 
 
+def _in_place(cv: Shape) -> bool:
+    """Whether the input is its own grid: channels-last, no padding or dilation."""
+    return (all(r == 1 for r in cv.lhs_dilation) and all(p == (0, 0) for p in cv.padding)
+            and _channels_last(cv.specs[0], cv.d))
+
+
+def _window_starts(cv: Shape, dims: int) -> np.ndarray:
+    """The grid element offset of each output position's window over the batch and the first
+    `dims` output dimensions, in output order."""
+    gs, image = _strides(cv.padded), math.prod(cv.padded)
+    starts = np.zeros(1, np.int64)
+    for n, s, g in zip(cv.out_spatial[:dims], cv.strides, gs):
+        starts = np.add.outer(starts, np.arange(n, dtype=np.int64) * s * g).ravel()
+    nb = cv.lhs(0) // cv.groups_b
+    return np.add.outer(np.arange(nb, dtype=np.int64) * image, starts).ravel() * cv.lhs(1)
+
+
 def _tile_plan(cv: Shape) -> TilePlan | None:
     d, c = cv.d, cv.lhs(1)
     groups = cv.groups_f * cv.groups_b
     nb = cv.lhs(0) // cv.groups_b
     og = cv.rhs(0) // groups
     cg = c // cv.groups_f
-    padded, out_sp, window = cv.padded, cv.out_spatial, cv.window
+    padded, window = cv.padded, cv.window
     nr = 2 * (VEC_BYTES // cv.dtype.itemsize)
     grid_shape = (cv.lhs(0), *padded, c)
     gs = _strides(padded)  # grid strides in positions
@@ -168,14 +186,9 @@ def _tile_plan(cv: Shape) -> TilePlan | None:
     ldb = _strips(og, nr) * nr
     kg = math.prod(window) * cg
     reach = max(group_a) + max(a + k for a, k in zip(seg_a, seg_kc)) - 1 if seg_a else 0
-    # output positions' window starts on the grid, in output order
-    starts = np.zeros(1, np.int64)
-    for n, s, g in zip(out_sp, cv.strides, gs):
-        starts = np.add.outer(starts, np.arange(n, dtype=np.int64) * s * g).ravel()
-    starts = np.add.outer(np.arange(nb, dtype=np.int64) * image, starts).ravel() * c
+    starts = _window_starts(cv, d)
     step = cv.strides[-1] * c
-    in_place = (all(r == 1 for r in cv.lhs_dilation) and all(p == (0, 0) for p in cv.padding)
-                and _channels_last(cv.specs[0], d))
+    in_place = _in_place(cv)
     size = math.prod(grid_shape)
     first, rows = ck.build_tiles(starts, step, size - 1 - reach) if in_place else ((), ())
     slack = 0
@@ -239,6 +252,60 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
     else:
         ck.tiles_run(x, plan.first, plan.rows, 0, len(plan.first), *args)
     return flat.reshape(cv.lhs(0) // cv.groups_b, *cv.out_spatial, o)  # channels-last
+
+
+# ----------------------------------------------------------------------------- direct
+
+
+@dataclass
+class DirectPlan:
+    """A depthwise convolution run by conv_kernels.direct_run, on the same grid as tiles."""
+
+    in_place: bool
+    grid_shape: tuple
+    lines: np.ndarray
+    step: int
+    width: int
+    toff: np.ndarray
+    mult: int
+    cost: float
+    slack: int = 0
+    grids: list = field(default_factory=list)
+    outs: list = field(default_factory=list)
+
+
+def _direct_plan(cv: Shape) -> DirectPlan | None:
+    if cv.groups_b != 1 or cv.rhs(1) != 1:
+        return None
+    c, d = cv.lhs(1), cv.d
+    gs = _strides(cv.padded)
+    toff = [sum(t * r * g for t, r, g in zip(tap, cv.rhs_dilation, gs)) * c
+            for tap in itertools.product(*(range(k) for k in cv.window))]
+    in_place = _in_place(cv)
+    size = cv.lhs(0) * math.prod(cv.padded) * c
+    copy = 0 if in_place else 2 * size * cv.dtype.itemsize
+    cost = cv.macs / DIRECT_MACS_PER_NS + copy / COPY_BYTES_PER_NS
+    return DirectPlan(in_place, (cv.lhs(0), *cv.padded, c), _window_starts(cv, d - 1),
+                      cv.strides[-1] * c, cv.out_spatial[-1], np.asarray(toff, np.int64),
+                      cv.rhs(0) // c, cost)
+
+
+def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
+                threads: int) -> np.ndarray:
+    x = _grid(cv, plan, lhs)
+    taps = math.prod(cv.window)
+    w = np.ascontiguousarray(np.moveaxis(np.transpose(rhs, cv.specs[1])[:, 0], 0, -1))
+    w = ck.read_only(w.reshape(taps, cv.rhs(0)))
+    o = cv.rhs(0)
+    rows = cv.lhs(0) * math.prod(cv.out_spatial)
+    out = _buffer(plan.outs, rows * o, lhs.dtype, False).reshape(rows, o)
+    args = (plan.step, plan.width, plan.toff, plan.mult, w, out)
+    if threads > 1:
+        rt_threads.use(min(threads, rt_threads.pool_size()))
+        ck.direct_threads(x, plan.lines, *args, threads)
+    else:
+        ck.direct_run(x, plan.lines, 0, len(plan.lines), *args)
+    return out.reshape(cv.lhs(0), *cv.out_spatial, o)  # channels-last
 
 
 # ----------------------------------------------------------------------------- window lines
@@ -390,7 +457,8 @@ def plan(lhs_shape: tuple, rhs_shape: tuple, dtype: np.dtype, window_strides: tu
                batch_group_count)
     if 0 in lhs_shape or 0 in rhs_shape or 0 in cv.out_spatial:
         return None
-    candidates = [p for p in (_tile_plan(cv), _line_plan(cv)) if p is not None]
+    candidates = [p for p in (_tile_plan(cv), _line_plan(cv), _direct_plan(cv))
+                  if p is not None]
     if not candidates:
         return None
     return cv, min(candidates, key=lambda p: p.cost)
@@ -408,10 +476,8 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
     cv, chosen = plan(lhs.shape, rhs.shape, lhs.dtype, window_strides, padding, lhs_dilation,
                       rhs_dilation, dimension_numbers, feature_group_count, batch_group_count)
     threads = gemm_threads(cv.macs)
-    if isinstance(chosen, TilePlan):
-        out = _run_tiles(cv, chosen, lhs, rhs, threads)
-    else:
-        out = _run_lines(cv, chosen, lhs, rhs, threads)
+    run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct}[type(chosen)]
+    out = run(cv, chosen, lhs, rhs, threads)
     out_spec = cv.specs[2]
     d = cv.d
     if _channels_last(out_spec, d):

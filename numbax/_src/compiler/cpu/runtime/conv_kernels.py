@@ -15,6 +15,9 @@ input in place (no patch matrix), in the two forms `conv.py` chooses between.
   inside the input (the padding is never materialised): rows are the input's batch index
   (``rsa`` apart), k the taps along the line, B the kernel's line read in place. Every call
   accumulates into a per-thread buffer of whole tiles.
+* **Direct** (`direct_run`; depthwise convolutions, one input channel per group): a loop over
+  output positions and taps, vectorised over the output channels; a GEMM tile would use one
+  of its 32 columns.
 """
 from __future__ import annotations
 
@@ -144,3 +147,36 @@ def lines_threads(lhs, rhs, parts, a_off, b_off, kcs, rsa, csa, ldb, row_starts,
         for th in range(1, nthreads):
             total_e += parts[th, e]
         parts[0, e] = total_e
+
+
+@njit(cache=True, error_model="numpy")
+def direct_run(x, lines, l_lo, l_hi, step, width, toff, mult, w, out):
+    """Output lines [l_lo, l_hi) of a depthwise convolution: out[line * width + i, o] = sum
+    over taps t of x[lines[line] + i*step + toff[t] + o // mult] * w[t, o]."""
+    channels = out.shape[1]
+    for line in range(l_lo, l_hi):
+        for i in range(width):
+            start = lines[line] + i * step
+            acc = out[line * width + i]
+            acc[:] = 0
+            for t in range(len(toff)):
+                src = start + toff[t]
+                wt = w[t]
+                if mult == 1:
+                    for o in range(channels):
+                        acc[o] += x[src + o] * wt[o]
+                    continue
+                for g in range(channels // mult):
+                    v = x[src + g]
+                    for j in range(g * mult, (g + 1) * mult):
+                        acc[j] += v * wt[j]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def direct_threads(x, lines, step, width, toff, mult, w, out, nthreads):
+    """`direct_run` over all lines, in 4 * nthreads chunks on Numba's pool."""
+    total = len(lines)
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        direct_run(x, lines, total * c // chunks, total * (c + 1) // chunks, step, width, toff,
+                   mult, w, out)
