@@ -206,6 +206,15 @@ def _chooser_jvp(select_prim: str) -> Callable:
 # 'gt' the last, 'le' and 'lt' likewise for minima (XLA's select(current, candidate) rule).
 _SWITCH = {"ge": np.greater, "gt": np.greater_equal, "le": np.less, "lt": np.less_equal}
 
+
+
+def select_rule(select_prim: str) -> tuple[bool, bool]:
+    """(whether `select_prim` selects a maximum, whether a later candidate must be strictly
+    better to replace the element selected so far): the rule compiled loops follow."""
+    switch = _SWITCH[select_prim]
+    return select_prim in ("ge", "gt"), switch in (np.greater, np.less)
+
+
 # Masked updates are written as arithmetic (x * mask): numpy's where/copyto with a mask run
 # ~10x slower than ufuncs on strided views. Arithmetic is exact when the values are finite;
 # `_blend` falls back to np.where otherwise.

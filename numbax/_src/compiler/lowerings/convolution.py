@@ -58,11 +58,12 @@ def _window_layout(eqn: JaxprEqn) -> bool:
 
 
 def _reduce_window_library(kind: str):
+    """The rule of one windowed reduction: `kind` names its code in cpu/runtime/windows.py."""
     def render(eqn: JaxprEqn, ins: list[str]) -> str:
         p = eqn.params
         args = ", ".join(render_value(p[k]) for k in ("window_dimensions", "window_strides",
                                                       "padding", "window_dilation"))
-        return f"wk.reduce_window({ins[0]}, {kind!r}, {args})"
+        return f"wk.reduce_window({ins[0]}, wk.{kind}, {args})"
 
     return render
 
@@ -73,12 +74,13 @@ def _select_library(eqn: JaxprEqn, ins: list[str]) -> str:
     if eqn.primitive is windowed_reductions.select_and_gather_add_p:
         names += ("window_dilation",)
     args = ", ".join(render_value(p[k]) for k in names)
-    return f"wk.{eqn.primitive.name}({ins[0]}, {ins[1]}, {p['select_prim']!r}, {args})"
+    is_max, strict = windowed_reductions.select_rule(p["select_prim"])
+    return f"wk.{eqn.primitive.name}({ins[0]}, {ins[1]}, {is_max}, {strict}, {args})"
 
 
-for _prim, _kind in ((windowed_reductions.reduce_window_sum_p, "sum"),
-                     (windowed_reductions.reduce_window_max_p, "max"),
-                     (windowed_reductions.reduce_window_min_p, "min")):
+for _prim, _kind in ((windowed_reductions.reduce_window_sum_p, "SUM"),
+                     (windowed_reductions.reduce_window_max_p, "MAX"),
+                     (windowed_reductions.reduce_window_min_p, "MIN")):
     register(_prim, backend="cpu", library=_reduce_window_library(_kind),
              library_ok=_window_layout)
 for _prim in (windowed_reductions.select_and_gather_add_p,

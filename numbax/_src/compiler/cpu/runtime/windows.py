@@ -85,9 +85,6 @@ def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dil
 
 # kinds of reduction (one compiled loop serves all three, the branch outside the vector loop)
 SUM, MAX, MIN = 0, 1, 2
-# comparisons that let a later candidate replace a window's selection: lax's select_prim
-# 'ge' keeps the first maximum (moves on only to a greater value), 'gt' the last, and so on
-_SELECT = {"ge": (MAX, True), "gt": (MAX, False), "le": (MIN, True), "lt": (MIN, False)}
 
 
 @njit(inline="always", **_OPTS)
@@ -293,35 +290,33 @@ def _identity(dtype: np.dtype, for_max: bool):
     return dtype.type(info.min if for_max else info.max)
 
 
-def reduce_window(x: np.ndarray, kind: str, window_dimensions: tuple, window_strides: tuple,
+def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_strides: tuple,
                   padding: tuple, window_dilation: tuple) -> list[np.ndarray]:
-    """reduce_window_{sum,max,min} of x (kind 'sum', 'max', 'min'), for a layout `layout`
+    """reduce_window_{sum,max,min} of x (kind SUM, MAX or MIN), for a layout `layout`
     takes."""
     x = np.ascontiguousarray(x)
     ones = (1,) * x.ndim
     lay = layout(x.shape, window_dimensions, window_strides, padding, ones, window_dilation)
     y = np.empty(lay.out, x.dtype)
-    code = {"sum": SUM, "max": MAX, "min": MIN}[kind]
-    fill = x.dtype.type(0) if code == SUM else _identity(x.dtype, code == MAX)
+    fill = x.dtype.type(0) if kind == SUM else _identity(x.dtype, kind == MAX)
     x5 = read_only(x).reshape(lay.operand)
     n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
     if n > 1:
-        _reduce_threads(x5, y, _geometry(lay), code, fill, n)
+        _reduce_threads(x5, y, _geometry(lay), kind, fill, n)
     else:
-        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), code, fill)
+        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), kind, fill)
     return [y.reshape(stride_dim_all(x.shape, window_dimensions, window_strides, padding,
                                      window_dilation))]
 
 
-def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, select_prim: str,
+def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, is_max: bool, strict: bool,
                            window_dimensions: tuple, window_strides: tuple,
                            padding: tuple) -> list[np.ndarray]:
-    """select_and_scatter_add for a layout `layout` takes."""
+    """select_and_scatter_add for a layout `layout` takes; the selection rule (`is_max`,
+    `strict`) is windowed_reductions.select_rule's."""
     source, operand = np.ascontiguousarray(source), np.ascontiguousarray(operand)
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones, ones)
-    kind, strict = _SELECT[select_prim]
-    is_max = kind == MAX
     fill = _identity(operand.dtype, is_max)
     out = np.zeros(operand.shape, source.dtype)
     s5, x5 = read_only(source).reshape(lay.out), read_only(operand).reshape(lay.operand)
@@ -336,7 +331,7 @@ def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, select_prim:
     return [out]
 
 
-def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, select_prim: str,
+def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, is_max: bool, strict: bool,
                           window_dimensions: tuple, window_strides: tuple, padding: tuple,
                           window_dilation: tuple) -> list[np.ndarray]:
     """select_and_gather_add for a layout `layout` takes (no base dilation)."""
@@ -344,8 +339,6 @@ def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, select_prim
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones,
                  window_dilation)
-    kind, strict = _SELECT[select_prim]
-    is_max = kind == MAX
     fill = _identity(operand.dtype, is_max)
     out = np.empty(lay.out, tangents.dtype)
     t5, x5 = (read_only(a).reshape(lay.operand) for a in (tangents, operand))
