@@ -186,10 +186,10 @@ def _taps(o1, o2, o3, geometry, shape, taps):
 
 
 @njit(inline="always", **_OPTS)
-def _select(x, b, taps, is_max, strict, fill, best, which, filler):
+def _select(x, b, taps, is_max, strict, best, which, filler):
     """For each channel, the flat window position the window with these taps selects (into
     `which`): the first tap, replaced by each later one better than the extreme so far (taps in
-    the padding hold `fill`, given as the row `filler`)."""
+    the padding hold the identity, the row `filler`)."""
     for k in range(len(taps)):
         src = x[b, taps[k, 0], taps[k, 1], taps[k, 2]] if taps[k, 3] else filler
         if k == 0:
@@ -200,10 +200,12 @@ def _select(x, b, taps, is_max, strict, fill, best, which, filler):
 
 
 @njit(**_OPTS)
-def _scatter_rows(source, x, out, lo_row, hi_row, geometry, is_max, strict, fill):
-    """out (zeros, x's shape) += each window's source value at the element it selects, for
-    output rows [lo_row, hi_row) of (B * O1); a selected padding tap drops its value."""
-    _, o1s, o2s, o3s, cc = source.shape
+def _selected_rows(values, x, out, lo_row, hi_row, geometry, is_max, strict, fill, scatter):
+    """For output rows [lo_row, hi_row) of (B * O1), each window's selection (`_select`):
+    with `scatter`, out (zeros, x's shape) += the window's value of `values` at the element it
+    selects (select_and_scatter_add; a selected padding tap drops it); else out[window] =
+    `values` (x's shape) at that element, 0 for padding (select_and_gather_add)."""
+    _, o1s, o2s, o3s, cc = values.shape if scatter else out.shape
     best = np.empty(cc, x.dtype)
     filler = np.full(cc, fill, x.dtype)
     which = np.empty(cc, np.int32)
@@ -213,57 +215,36 @@ def _scatter_rows(source, x, out, lo_row, hi_row, geometry, is_max, strict, fill
         for o2 in range(o2s):
             for o3 in range(o3s):
                 _taps(o1, o2, o3, geometry, x.shape, taps)
-                _select(x, b, taps, is_max, strict, fill, best, which, filler)
-                src = source[b, o1, o2, o3]
+                _select(x, b, taps, is_max, strict, best, which, filler)
+                if scatter:
+                    window = values[b, o1, o2, o3]
+                    for k in range(len(taps)):
+                        if taps[k, 3]:
+                            cell = out[b, taps[k, 0], taps[k, 1], taps[k, 2]]
+                            for c in range(cc):
+                                cell[c] += window[c] if which[c] == k else 0
+                    continue
+                window = out[b, o1, o2, o3]
+                window[:] = 0
                 for k in range(len(taps)):
                     if taps[k, 3]:
-                        dst = out[b, taps[k, 0], taps[k, 1], taps[k, 2]]
+                        cell = values[b, taps[k, 0], taps[k, 1], taps[k, 2]]
                         for c in range(cc):
-                            dst[c] += src[c] if which[c] == k else 0
+                            window[c] = cell[c] if which[c] == k else window[c]
 
 
 @njit(parallel=True, **_OPTS)
-def _scatter_threads(source, x, out, geometry, is_max, strict, fill, by_rows, nthreads):
-    """`_scatter_rows` in parallel chunks of whole B entries (or of X1 rows when windows of
-    different rows are disjoint), so no two threads add into one element."""
-    unit = 1 if by_rows else source.shape[1]
-    units = source.shape[0] * source.shape[1] // unit
+def _selected_threads(values, x, out, geometry, is_max, strict, fill, scatter, unit,
+                      nthreads):
+    """`_selected_rows` in parallel chunks of `unit` output rows: whole B entries, or X1 rows
+    when windows of different rows are disjoint, so no two threads add into one element."""
+    shape = values.shape if scatter else out.shape
+    units = shape[0] * shape[1] // unit
     chunks = min(4 * nthreads, units)
     for c in prange(chunks):
-        _scatter_rows(source, x, out, units * c // chunks * unit,
-                      units * (c + 1) // chunks * unit, geometry, is_max, strict, fill)
-
-
-@njit(**_OPTS)
-def _gather_rows(tangents, x, out, lo_row, hi_row, geometry, is_max, strict, fill):
-    """out[window] = the tangent at the element each window selects (0 for padding)."""
-    _, o1s, o2s, o3s, cc = out.shape
-    best = np.empty(cc, x.dtype)
-    filler = np.full(cc, fill, x.dtype)
-    which = np.empty(cc, np.int32)
-    taps = np.empty((geometry[0] * geometry[1] * geometry[2], 4), np.int64)
-    for row in range(lo_row, hi_row):
-        b, o1 = row // o1s, row % o1s
-        for o2 in range(o2s):
-            for o3 in range(o3s):
-                _taps(o1, o2, o3, geometry, x.shape, taps)
-                _select(x, b, taps, is_max, strict, fill, best, which, filler)
-                dst = out[b, o1, o2, o3]
-                dst[:] = 0
-                for k in range(len(taps)):
-                    if taps[k, 3]:
-                        src = tangents[b, taps[k, 0], taps[k, 1], taps[k, 2]]
-                        for c in range(cc):
-                            dst[c] = src[c] if which[c] == k else dst[c]
-
-
-@njit(parallel=True, **_OPTS)
-def _gather_threads(tangents, x, out, geometry, is_max, strict, fill, nthreads):
-    rows = out.shape[0] * out.shape[1]
-    chunks = 4 * nthreads
-    for c in prange(chunks):
-        _gather_rows(tangents, x, out, rows * c // chunks, rows * (c + 1) // chunks, geometry,
-                     is_max, strict, fill)
+        _selected_rows(values, x, out, units * c // chunks * unit,
+                       units * (c + 1) // chunks * unit, geometry, is_max, strict, fill,
+                       scatter)
 
 
 # ----------------------------------------------------------------------------- entries
@@ -309,6 +290,20 @@ def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_str
                                      window_dilation))]
 
 
+def _selected(values, operand, out, lay, is_max, strict, scatter, nbytes):
+    fill = _identity(operand.dtype, is_max)
+    v5 = read_only(values).reshape(lay.out if scatter else lay.operand)
+    x5 = read_only(operand).reshape(lay.operand)
+    o5 = out.reshape(lay.operand if scatter else lay.out)
+    rows = lay.out[0] * lay.out[1]
+    unit = 1 if lay.disjoint or not scatter else lay.out[1]
+    n = _threads(nbytes, rows // unit)
+    if n > 1:
+        _selected_threads(v5, x5, o5, _geometry(lay), is_max, strict, fill, scatter, unit, n)
+    else:
+        _selected_rows(v5, x5, o5, 0, rows, _geometry(lay), is_max, strict, fill, scatter)
+
+
 def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, is_max: bool, strict: bool,
                            window_dimensions: tuple, window_strides: tuple,
                            padding: tuple) -> list[np.ndarray]:
@@ -317,17 +312,8 @@ def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, is_max: bool
     source, operand = np.ascontiguousarray(source), np.ascontiguousarray(operand)
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones, ones)
-    fill = _identity(operand.dtype, is_max)
     out = np.zeros(operand.shape, source.dtype)
-    s5, x5 = read_only(source).reshape(lay.out), read_only(operand).reshape(lay.operand)
-    o5 = out.reshape(lay.operand)
-    rows = lay.out[0] * lay.out[1]
-    n = _threads(operand.nbytes + 2 * out.nbytes, lay.out[0] * (lay.out[1] if lay.disjoint
-                                                                else 1))
-    if n > 1:
-        _scatter_threads(s5, x5, o5, _geometry(lay), is_max, strict, fill, lay.disjoint, n)
-    else:
-        _scatter_rows(s5, x5, o5, 0, rows, _geometry(lay), is_max, strict, fill)
+    _selected(source, operand, out, lay, is_max, strict, True, operand.nbytes + 2 * out.nbytes)
     return [out]
 
 
@@ -339,14 +325,8 @@ def select_and_gather_add(tangents: np.ndarray, operand: np.ndarray, is_max: boo
     ones = (1,) * operand.ndim
     lay = layout(operand.shape, window_dimensions, window_strides, padding, ones,
                  window_dilation)
-    fill = _identity(operand.dtype, is_max)
     out = np.empty(lay.out, tangents.dtype)
-    t5, x5 = (read_only(a).reshape(lay.operand) for a in (tangents, operand))
-    rows = lay.out[0] * lay.out[1]
-    n = _threads(2 * operand.nbytes + out.nbytes, rows)
-    if n > 1:
-        _gather_threads(t5, x5, out, _geometry(lay), is_max, strict, fill, n)
-    else:
-        _gather_rows(t5, x5, out, 0, rows, _geometry(lay), is_max, strict, fill)
+    _selected(tangents, operand, out, lay, is_max, strict, False,
+              2 * operand.nbytes + out.nbytes)
     return [out.reshape(stride_dim_all(operand.shape, window_dimensions, window_strides,
                                        padding, window_dilation))]
