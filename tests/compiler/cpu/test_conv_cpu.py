@@ -239,3 +239,32 @@ def test_empty_operands_run_eagerly():
     assert numbax.jit(f)(x, w).shape == (0, 4, 5, 5)
     text = numbax.jit(f).lower(x, w).as_text()
     assert "cv.conv_general_dilated(" not in text and _eager_calls(text) == 1
+
+
+def test_pooled_buffers_never_overwrite_a_result_the_caller_holds():
+    """Grids and outputs of 8 MB and more are reused only once nothing refers to them."""
+    kwargs = dict(window_strides=(1, 1), padding="SAME",
+                  dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    w = RNG.normal(size=(3, 1, 64, 64)).astype(np.float32)
+    xs = [RNG.normal(size=(8, 64, 64, 64)).astype(np.float32) for _ in range(3)]
+    f = numbax.jit(lambda x, w: lax.conv_general_dilated(x, w, **kwargs))
+    wants = [np.asarray(lax.conv_general_dilated(x, w, **kwargs)) for x in xs]
+    params = _params(xs[0], w, kwargs)
+    _, chosen = cpu_conv.plan(xs[0].shape, w.shape, xs[0].dtype, *_runtime_args(params))
+    first = f(xs[0], w)
+    second = f(xs[1], w)  # the first result is held: a fresh output
+    held = chosen.outs[-1]
+    assert not np.shares_memory(np.asarray(first), np.asarray(second))
+    _close(first, wants[0], np.float32)
+    del first
+    third = f(xs[2], w)
+    _close(second, wants[1], np.float32)
+    _close(third, wants[2], np.float32)
+    assert len(chosen.grids) == 1 and chosen.outs[-1] is not held
+    free = id(chosen.outs[-1])  # (a reference would keep it busy)
+    del third  # now nothing holds the last output: the next call writes into it
+    fourth = f(xs[0], w)
+    assert id(chosen.outs[-1]) == free
+    assert np.shares_memory(np.asarray(fourth), chosen.outs[-1])
+    _close(fourth, wants[0], np.float32)
+    _close(second, wants[1], np.float32)

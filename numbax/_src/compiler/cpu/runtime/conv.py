@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,18 +122,32 @@ class TilePlan:
     outs: list = field(default_factory=list)
 
 
+# Bytes that all plans' pools may keep alive together (a pool's buffers die with its plan,
+# when `plan`'s cache drops it).
+POOL_BUDGET_BYTES = 1 << 30
+_pooled_bytes = [0]
+
+
+def _release(nbytes: int) -> None:
+    _pooled_bytes[0] -= nbytes
+
+
 def _buffer(pool: list, size: int, dtype: np.dtype, zeroed: bool) -> np.ndarray:
     """A flat buffer of `size` elements: the pool's last one when nothing else holds it any
-    more, else a fresh one (zeros when `zeroed`), which the pool then keeps. A reused grid
-    needs no zeroing: its padding and dilation holes are never written. Fresh buffers of tens
-    of MB are page-faulted and zeroed by the OS on first touch, as kernels.take explains."""
-    pooled = POOL_MIN_BYTES <= size * dtype.itemsize <= POOL_MAX_BYTES
-    buf = kc.take(pool) if pooled else None
-    if buf is None:
-        buf = np.zeros(size, dtype) if zeroed else np.empty(size, dtype)
-        if pooled:
-            pool.append(buf)
-    else:
+    more, else a fresh one (zeros when `zeroed`), which the pool then keeps while the budget
+    allows. A reused grid needs no zeroing: its padding and dilation holes are never written.
+    Fresh buffers of tens of MB are page-faulted and zeroed by the OS on first touch, as
+    kernels.take explains."""
+    nbytes = size * dtype.itemsize
+    buf = kc.take(pool) if POOL_MIN_BYTES <= nbytes <= POOL_MAX_BYTES else None
+    if buf is not None:
+        pool.append(buf)
+        return buf
+    buf = np.zeros(size, dtype) if zeroed else np.empty(size, dtype)
+    if POOL_MIN_BYTES <= nbytes <= POOL_MAX_BYTES and (
+            _pooled_bytes[0] + nbytes <= POOL_BUDGET_BYTES):
+        _pooled_bytes[0] += nbytes
+        weakref.finalize(buf, _release, nbytes)
         pool.append(buf)
     return buf
 
