@@ -175,6 +175,26 @@ def _window_starts(cv: Shape, dims: int) -> np.ndarray:
     return np.add.outer(np.arange(nb, dtype=np.int64) * image, starts).ravel() * cv.lhs(1)
 
 
+def _tile_cost(cv: Shape) -> float:
+    """`_tile_plan`'s cost, estimated from sizes alone (the tiles are counted when built)."""
+    groups = cv.groups_f * cv.groups_b
+    og, cg = cv.rhs(0) // groups, cv.lhs(1) // cv.groups_f
+    nr = 2 * (VEC_BYTES // cv.dtype.itemsize)
+    out, window = cv.out_spatial, cv.window
+    lines = cv.lhs(0) // cv.groups_b * math.prod(out[:-1])
+    if cv.strides[-1] == 1:  # tiles run on through the padding columns into the next line
+        tiles = -(-lines * cv.padded[-1] // MR)
+    else:
+        tiles = lines * -(-out[-1] // MR)
+    merge = cv.groups_f == 1 and cv.rhs_dilation[-1] == 1
+    segments = math.prod(window[:-1] if merge else window)
+    strips = groups * _strips(og, nr)
+    macs = tiles * MR * strips * nr * math.prod(window) * cg
+    copy = 0 if _in_place(cv) else 2 * cv.lhs(0) * math.prod(cv.padded) * cv.lhs(1)
+    return (macs / MACS_PER_NS + tiles * strips * segments * CALL_NS
+            + copy * cv.dtype.itemsize / COPY_BYTES_PER_NS)
+
+
 def _tile_plan(cv: Shape) -> TilePlan | None:
     d, c = cv.d, cv.lhs(1)
     groups = cv.groups_f * cv.groups_b
@@ -289,17 +309,23 @@ class DirectPlan:
     outs: list = field(default_factory=list)
 
 
-def _direct_plan(cv: Shape) -> DirectPlan | None:
+def _direct_cost(cv: Shape) -> float | None:
+    """`_direct_plan`'s cost, or None unless each group has one input channel."""
     if cv.groups_b != 1 or cv.rhs(1) != 1:
+        return None
+    copy = 0 if _in_place(cv) else 2 * cv.lhs(0) * math.prod(cv.padded) * cv.lhs(1)
+    return cv.macs / DIRECT_MACS_PER_NS + copy * cv.dtype.itemsize / COPY_BYTES_PER_NS
+
+
+def _direct_plan(cv: Shape) -> DirectPlan | None:
+    cost = _direct_cost(cv)
+    if cost is None:
         return None
     c, d = cv.lhs(1), cv.d
     gs = _strides(cv.padded)
     toff = [sum(t * r * g for t, r, g in zip(tap, cv.rhs_dilation, gs)) * c
             for tap in itertools.product(*(range(k) for k in cv.window))]
     in_place = _in_place(cv)
-    size = cv.lhs(0) * math.prod(cv.padded) * c
-    copy = 0 if in_place else 2 * size * cv.dtype.itemsize
-    cost = cv.macs / DIRECT_MACS_PER_NS + copy / COPY_BYTES_PER_NS
     return DirectPlan(in_place, (cv.lhs(0), *cv.padded, c), _window_starts(cv, d - 1),
                       cv.strides[-1] * c, cv.out_spatial[-1], np.asarray(toff, np.int64),
                       cv.rhs(0) // c, cost)
@@ -358,14 +384,31 @@ def _overlapping(size: int, width: int) -> tuple[list[int], np.ndarray]:
     return starts, where
 
 
+def _line_cost(cv: Shape) -> float | None:
+    """`_line_plan`'s cost, estimated from sizes alone (window lines not clipped by the
+    padding), or None when the form does not apply: feature groups, lhs dilation, fewer batch
+    rows than a tile."""
+    groups = cv.groups_b
+    nb, og = cv.lhs(0) // groups, cv.rhs(0) // groups
+    if cv.groups_f != 1 or any(r != 1 for r in cv.lhs_dilation) or nb < MR:
+        return None
+    nr = 2 * (VEC_BYTES // cv.dtype.itemsize)
+    ms, ns = _strips(nb, MR), _strips(og, nr)
+    positions = math.prod(cv.out_spatial)
+    calls = cv.rhs(1) * math.prod(cv.window[:-1]) * positions * groups * ms * ns
+    macs = cv.macs * (ms * MR / nb) * (ns * nr / og)
+    parts = positions * groups * ms * MR * ns * nr
+    copy = 0 if og >= nr and cv.specs[1][0] == cv.d + 1 else 2 * math.prod(cv.rhs_shape)
+    return (macs / MACS_PER_NS + calls * CALL_NS
+            + (copy + parts) * cv.dtype.itemsize / COPY_BYTES_PER_NS)
+
+
 def _line_plan(cv: Shape) -> LinePlan | None:
     d = cv.d
-    if cv.groups_f != 1 or any(r != 1 for r in cv.lhs_dilation):
+    if _line_cost(cv) is None:
         return None
     groups = cv.groups_b
     nb, og = cv.lhs(0) // groups, cv.rhs(0) // groups
-    if nb < MR:
-        return None
     nr = 2 * (VEC_BYTES // cv.dtype.itemsize)
     lhs_st = _strides(cv.lhs_shape)
     sn, sc = lhs_st[cv.specs[0][0]], lhs_st[cv.specs[0][1]]
@@ -462,8 +505,9 @@ def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
 def plan(lhs_shape: tuple, rhs_shape: tuple, dtype: np.dtype, window_strides: tuple,
          padding: tuple, lhs_dilation: tuple, rhs_dilation: tuple, dimension_numbers: tuple,
          feature_group_count: int, batch_group_count: int):
-    """(Shape, the cheaper of the two plans) for a float32/float64 convolution with operands
-    of these shapes, or None when the kernels do not take it (it runs eagerly)."""
+    """(Shape, the plan of the form with the least estimated cost) for a float32/float64
+    convolution with operands of these shapes, or None when the kernels do not take it (it
+    runs eagerly). Only the chosen form's tables are built."""
     if np.dtype(dtype) not in _FLOATS or len(lhs_shape) < 3:
         return None
     cv = Shape(tuple(lhs_shape), tuple(rhs_shape), np.dtype(dtype), tuple(window_strides),
@@ -472,11 +516,11 @@ def plan(lhs_shape: tuple, rhs_shape: tuple, dtype: np.dtype, window_strides: tu
                batch_group_count)
     if 0 in lhs_shape or 0 in rhs_shape or 0 in cv.out_spatial:
         return None
-    candidates = [p for p in (_tile_plan(cv), _line_plan(cv), _direct_plan(cv))
-                  if p is not None]
-    if not candidates:
-        return None
-    return cv, min(candidates, key=lambda p: p.cost)
+    costs = [(cost, build) for cost, build in ((_tile_cost(cv), _tile_plan),
+                                               (_line_cost(cv), _line_plan),
+                                               (_direct_cost(cv), _direct_plan))
+             if cost is not None]
+    return cv, min(costs, key=lambda pair: pair[0])[1](cv)
 
 
 def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple,

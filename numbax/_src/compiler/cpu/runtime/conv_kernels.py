@@ -38,14 +38,11 @@ def read_only(x: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy")
-def build_tiles(starts_out, step, amax):
-    """Tiles over output positions whose grid addresses `starts_out` (sorted, in output order)
-    are given: each tile is MR addresses `step` apart from its first, the first uncovered
-    position (moved back so no row passes `amax`). Returns (first address of each tile, and for
-    each of its rows the output position it computes or -1)."""
+def _walk_tiles(starts_out, step, amax, first, rows):
+    """`build_tiles`' walk: fills first/rows when they have room, and returns the tile count
+    (-1 when a tile cannot fit below amax)."""
     m = len(starts_out)
-    first = np.empty(m, np.int64)
-    rows = np.full((m, MR), -1, np.int64)
+    fill = len(first) > 0
     count = 0
     j = 0
     while j < m:
@@ -54,17 +51,34 @@ def build_tiles(starts_out, step, amax):
         if over > 0:  # whole steps back, so the position stays on one of the rows
             start -= -(-over // step) * step
             if start < 0:
-                return first[:0].copy(), rows[:0].copy()
-        first[count] = start
+                return -1
+        if fill:
+            first[count] = start
         for i in range(MR):
             address = start + i * step
             if j == m or starts_out[j] < address:
                 break  # a position between this tile's rows: the next tile starts there
             if starts_out[j] == address:
-                rows[count, i] = j
+                if fill:
+                    rows[count, i] = j
                 j += 1
         count += 1
-    return first[:count].copy(), rows[:count].copy()
+    return count
+
+
+def build_tiles(starts_out: np.ndarray, step: int, amax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tiles over output positions whose grid addresses `starts_out` (sorted, in output order)
+    are given: each tile is MR addresses `step` apart from its first, the first uncovered
+    position (moved back so no row passes `amax`). Returns (first address of each tile, and for
+    each of its rows the output position it computes or -1); empty when a tile cannot fit.
+    Two walks: the first counts the tiles, so the tables take no more room than they need."""
+    count = _walk_tiles(starts_out, step, amax, np.empty(0, np.int64),
+                        np.empty((0, MR), np.int32))
+    if count < 0:
+        return np.empty(0, np.int64), np.empty((0, MR), np.int32)
+    first, rows = np.empty(count, np.int64), np.full((count, MR), -1, np.int32)
+    _walk_tiles(starts_out, step, amax, first, rows)
+    return first, rows
 
 
 @njit(cache=True, error_model="numpy")
