@@ -1,6 +1,6 @@
-"""conv_general_dilated in compiled CPU programs: each configuration is planned once (layouts,
-padding, offset tables, and which of conv_kernels' two forms runs it, by their estimated cost)
-and then run on numbax's register tile.
+"""conv_general_dilated in compiled CPU programs: each configuration is planned once (which of
+conv_kernels' three forms runs it, by estimated cost; layouts, padding and offset tables) and
+then run on numbax's register tile (or, depthwise, a direct loop).
 
 `plan` takes shapes and params only, so the lowering asks it at compile time whether the
 kernels take an equation (float32/float64 operands); the rest run the eager implementation.
@@ -24,9 +24,9 @@ from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES
 from numbax._src.compiler.cpu.runtime.library import gemm_threads
 from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 
-# Cost model of the two forms (ns), fitted on the 2-core Zen 5 VM (docs/performance.md, issue
-# 18): the tile's multiply-adds, each register_tile call's fixed cost (C's tile read and
-# written), and the bytes a copy of the input moves.
+# Cost model of the forms (ns), set from measurements on the 2-core Zen 5 VM
+# (docs/performance.md, issue 18): the tile's multiply-adds, each register_tile call's fixed
+# cost (C's tile read and written), and the bytes a copy of the input moves.
 MACS_PER_NS = 64.0
 DIRECT_MACS_PER_NS = 12.0  # the direct (depthwise) loop: vector FMAs bound by their loads
 CALL_NS = 15.0
