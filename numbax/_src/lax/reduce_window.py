@@ -21,9 +21,9 @@ from numbax._src.lax.windowed_reductions import (
     _WINDOW_PARAMS,
     _check_window,
     _fold,
-    _max_identity,
-    _min_identity,
     _with_unit_window,
+    max_identity,
+    min_identity,
     reduce_window_max_p,
     reduce_window_min_p,
     reduce_window_sum_p,
@@ -184,9 +184,9 @@ def _monoid_primitive(computation: Callable, inits: Sequence[Any], dtype: np.dty
     value = core.to_numpy(inits[0])
     if computation is ew.add and value == 0:
         return reduce_window_sum_p
-    if computation is ew.max and value == _max_identity(dtype):
+    if computation is ew.max and value == max_identity(dtype):
         return reduce_window_max_p
-    if computation is ew.min and value == _min_identity(dtype):
+    if computation is ew.min and value == min_identity(dtype):
         return reduce_window_min_p
     return None
 

@@ -150,7 +150,8 @@ def _monoid_window(name: str, kinds: str, fill: Callable, combine: Callable) -> 
     return prim
 
 
-def _max_identity(dtype: np.dtype) -> Any:
+def max_identity(dtype: np.dtype) -> Any:
+    """The identity of max over `dtype` (its lowest value): what padding holds."""
     if dtype.kind == "f":
         return -np.inf
     if dtype.kind == "b":
@@ -158,7 +159,8 @@ def _max_identity(dtype: np.dtype) -> Any:
     return np.iinfo(dtype).min
 
 
-def _min_identity(dtype: np.dtype) -> Any:
+def min_identity(dtype: np.dtype) -> Any:
+    """The identity of min over `dtype` (its highest value)."""
     if dtype.kind == "f":
         return np.inf
     if dtype.kind == "b":
@@ -167,8 +169,8 @@ def _min_identity(dtype: np.dtype) -> Any:
 
 
 reduce_window_sum_p = _monoid_window("reduce_window_sum", "iufc", lambda dt: 0, np.add)
-reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", _max_identity, np.maximum)
-reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", _min_identity, np.minimum)
+reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", max_identity, np.maximum)
+reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", min_identity, np.minimum)
 
 
 def _reduce_window_sum_transpose(cts, x, **params):
@@ -230,7 +232,7 @@ def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarra
     chosen only in a tie with it, as XLA's CPU lowering does."""
     switch = _SWITCH[select_prim]
     is_max = select_prim in ("ge", "gt")
-    fill = _max_identity(operand.dtype) if is_max else _min_identity(operand.dtype)
+    fill = max_identity(operand.dtype) if is_max else min_identity(operand.dtype)
     padded = _padded(operand, fill, params["padding"], params["base_dilation"])
     out_shape = reduce_window_shape_tuple(operand.shape, params["window_dimensions"],
                                           params["window_strides"], params["padding"],
@@ -322,8 +324,8 @@ def _select_and_gather_add_transpose(cts, t, x, *, select_prim, window_dimension
             "forward mode (jvp/jacfwd).")
     dilated = any(d != 1 for d in base_dilation)
     if dilated:  # select among the dilated operand, holes holding the identity
-        ident = _max_identity(get_aval(x).dtype) if select_prim in ("ge", "gt") else (
-            _min_identity(get_aval(x).dtype))
+        ident = max_identity(get_aval(x).dtype) if select_prim in ("ge", "gt") else (
+            min_identity(get_aval(x).dtype))
         x = shape_ops.pad(x, np.array(ident, get_aval(x).dtype),
                           tuple((0, 0, d - 1) for d in base_dilation))
     out = select_and_scatter_add_p.bind(ct, x, select_prim=select_prim,

@@ -22,6 +22,7 @@ from numbax._src.compiler.cpu.runtime import scalars as sc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.conv_kernels import read_only
 from numbax._src.lax.conv_numpy import dilate_shape, stride_dim
+from numbax._src.lax.windowed_reductions import max_identity, min_identity
 
 BYTES_PER_NS = 4.0  # a windowed pass's throughput on one core, for the thread count
 _OPTS = {"error_model": "numpy", "cache": True}
@@ -85,18 +86,6 @@ def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dil
 
 # kinds of reduction (one compiled loop serves all three, the branch outside the vector loop)
 SUM, MAX, MIN = 0, 1, 2
-
-
-@njit(inline="always", **_OPTS)
-def _better(v, best, is_max, strict):
-    if is_max:
-        return v > best if strict else v >= best
-    return v < best if strict else v <= best
-
-
-@njit(inline="always", **_OPTS)
-def _extreme(best, v, is_max):
-    return sc.fmax(best, v) if is_max else sc.fmin(best, v)
 
 
 @njit(**_OPTS)
@@ -263,12 +252,8 @@ def _threads(nbytes: int, rows: int) -> int:
 
 
 def _identity(dtype: np.dtype, for_max: bool):
-    if dtype.kind == "f":
-        return dtype.type(-np.inf if for_max else np.inf)
-    if dtype.kind == "b":
-        return np.bool_(not for_max)
-    info = np.iinfo(dtype)
-    return dtype.type(info.min if for_max else info.max)
+    """max's identity (the lowest value) or min's, of `dtype`."""
+    return dtype.type(max_identity(dtype) if for_max else min_identity(dtype))
 
 
 def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_strides: tuple,
