@@ -124,9 +124,12 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
     pool_defs += "".join(f"{c}\n" for c in consts)
-    src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
+    src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
