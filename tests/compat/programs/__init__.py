@@ -48,10 +48,15 @@ def load_all() -> dict[str, Program]:
     return PROGRAMS
 
 
-def builtin_error(err: BaseException) -> str:
-    """The builtin exception class an error is (JAX's and numbax's own classes subclass them):
-    what a program that catches it by a builtin class sees."""
-    return next(c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins")
+def builtin_error(err: BaseException) -> dict:
+    """The builtin exception classes an error is an instance of (JAX's and numbax's own
+    classes subclass them): what a program that catches it by a builtin class sees. numbax's
+    error matches JAX's when it is an instance of every builtin class JAX's is (numbax's shape
+    errors are both TypeError and ValueError, so `except` clauses written for either work)."""
+    names = sorted({c.__name__ for c in type(err).__mro__
+                    if c.__module__ == "builtins" and c not in (BaseException, Exception,
+                                                                 object)})
+    return {"raises": names}
 
 
 def encode(value: Any) -> Any:
@@ -87,6 +92,9 @@ def assert_matches(got: Any, want: Any, rtol: float, atol: float, where: str = "
         assert got["shape"] == want["shape"], f"{where}: shape {got['shape']} != {want['shape']}"
         inexact = np.dtype(want["dtype"]).kind in "fc"
         _assert_numbers(got["data"], want["data"], inexact, rtol, atol, where)
+    elif isinstance(want, dict) and "raises" in want:
+        assert isinstance(got, dict) and set(want["raises"]) <= set(got.get("raises", ())), \
+            f"{where}: raised {got}, JAX raised {want['raises']}"
     elif isinstance(want, dict):
         assert isinstance(got, dict) and sorted(got) == sorted(want), \
             f"{where}: keys {sorted(got) if isinstance(got, dict) else got} != {sorted(want)}"
