@@ -25,19 +25,22 @@ class Program:
     source: str  # where in jax-ml/jax the code comes from
     rtol: float  # tolerances for floating values; integers, bools and strings match exactly
     atol: float
-    needs: str | None  # a name another branch adds: the test is skipped until it lands
+    needs: str | None  # what another branch adds: "jax.<name> ..." is skipped until numbax
+    #                    has the name; any other text (a behaviour) until the lead un-skips it
+    imports: tuple[str, ...]  # packages beyond jax and numpy (optax): skipped where absent
 
 
 PROGRAMS: dict[str, Program] = {}
 
 
-def program(source: str, rtol: float = 1e-6, atol: float = 1e-6, needs: str | None = None):
+def program(source: str, rtol: float = 1e-6, atol: float = 1e-6, needs: str | None = None,
+            imports: tuple[str, ...] = ()):
     """Registers a program: `source` names the JAX file it is taken from; `needs` marks one
-    that waits on a name another branch adds (recorded now, skipped in the test)."""
+    that waits on what another branch adds (recorded now, skipped in the test)."""
     def register(fn: Callable[[], dict]) -> Callable[[], dict]:
         name = fn.__name__
         assert name not in PROGRAMS, name
-        PROGRAMS[name] = Program(name, fn, source, rtol, atol, needs)
+        PROGRAMS[name] = Program(name, fn, source, rtol, atol, needs, imports)
         return fn
     return register
 
