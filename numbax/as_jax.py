@@ -22,14 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] == "-m" and len(argv) < 2:
         print(f"python -m numbax.as_jax: -m needs a module name.\n{_USAGE}", file=sys.stderr)
         return 2
+    if argv[0] != "-m" and not os.path.exists(argv[0]):
+        print(f"python -m numbax.as_jax: no such script {argv[0]!r}.", file=sys.stderr)
+        return 2
     install_as_jax()
     if argv[0] == "-m":
         sys.argv = argv[1:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
-        if not os.path.exists(argv[0]):
-            print(f"python -m numbax.as_jax: no such script {argv[0]!r}.", file=sys.stderr)
-            return 2
         sys.argv = argv
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))  # as `python script.py` does
         runpy.run_path(argv[0], run_name="__main__")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from numbax._src import core, dtypes
+from numbax._src import custom_call_paths as paths
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
@@ -139,46 +140,6 @@ def _batch_jaxpr(closed: ClosedJaxpr, axis_size: int) -> ClosedJaxpr:
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 
 
-def _lower_known(args_flat: list) -> list:
-    """Known partial-eval tracers (linearize's primal side) replaced by their values, as JAX's
-    partial evaluation runs a custom-derivative call whose inputs are all known."""
-    while True:
-        top = core.find_top_trace(args_flat)
-        if not isinstance(top, pe.PartialEvalTrace):
-            return args_flat
-        tracers = [core.full_raise(top, x) for x in args_flat]
-        if not all(t.pval.is_known for t in tracers):
-            return args_flat
-        args_flat = [t.pval.const for t in tracers]
-
-
-def _eager(args_flat: Sequence[Any]) -> bool:
-    """No transform sees these arguments: JAX then calls the function itself, untraced."""
-    return isinstance(core.find_top_trace(args_flat), core.EvalTrace)
-
-
-def _jvp_trace(args_flat: Sequence[Any]) -> ad.JVPTrace | None:
-    """The JVP trace (grad, jvp, linearize) whose tracers are the arguments, when it is the top
-    trace: the rule then runs on the primal values directly, as JAX's JVPTrace does, so the
-    primal function is never traced (Python control flow on values works)."""
-    top = core.find_top_trace(args_flat)
-    return top if isinstance(top, ad.JVPTrace) else None
-
-
-def _run_on_primals(trace: ad.JVPTrace, args_flat: Sequence[Any], rule: Callable) -> list | None:
-    """JVP tracers of `rule(primals, tangents) -> (primals_out, tangents_out)`, or None where
-    the rule's outputs hold tracers of this same trace (the function closes over a value being
-    differentiated: the caller then takes the traced path, which handles closures)."""
-    tracers = [core.full_raise(trace, x) for x in args_flat]
-    primals = [t.primal for t in tracers]
-    tangents = [ad.instantiate_zeros(t.tangent) for t in tracers]
-    primals_out, tangents_out = rule(primals, tangents)
-    if any(isinstance(x, core.Tracer) and x._trace.main is trace.main
-           for x in [*primals_out, *tangents_out]):
-        return None
-    return [ad.JVPTracer(trace, p, t) for p, t in zip(primals_out, tangents_out, strict=True)]
-
-
 def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts, symbolic_zeros):
     return list(call_jaxpr.out_avals)
 
@@ -300,9 +261,9 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_jvp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_jvp function {name}", dyn_flat)
-        dyn_flat = _lower_known(dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        if _eager(dyn_flat):
+        if paths.is_eager(dyn_flat):
             return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_jvp = self.jvp
         nondiff = self.nondiff_argnums
@@ -333,9 +294,9 @@ class custom_jvp:  # noqa: N801  (JAX's name)
                         f"{get_aval(p).shape}.")
             return p_flat, t_flat
 
-        trace = _jvp_trace(dyn_flat)
+        trace = paths.jvp_trace(dyn_flat)
         if trace is not None:
-            outs = _run_on_primals(trace, dyn_flat, lambda xs, ts: flat_jvp((), xs, ts))
+            outs = paths.run_on_primals(trace, dyn_flat, lambda xs, ts: flat_jvp((), xs, ts))
             if outs is not None:
                 return tu.tree_unflatten(store["out_tree"], outs)
         closed, consts, out_tree = _trace_primal(
@@ -488,9 +449,9 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_vjp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_vjp function {name}", dyn_flat)
-        dyn_flat = _lower_known(dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        if _eager(dyn_flat):
+        if paths.is_eager(dyn_flat):
             return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_fwd = _with_static(self.fwd, static, self.nondiff_argnums)
         user_bwd, nondiff = self.bwd, self.nondiff_argnums
@@ -523,7 +484,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
             cts_in = user_bwd(*static, res, ct) if nondiff else user_bwd(res, ct)
             return _flatten_bwd_output(name, cts_in, in_tree, in_avals)
 
-        trace = _jvp_trace(dyn_flat)
+        trace = paths.jvp_trace(dyn_flat)
         if trace is not None:
             def fwd_and_lin(xs, ts):  # what custom_vjp_call's jvp rule does, untraced primal
                 outs, res = flat_fwd((), xs)
@@ -532,7 +493,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
                                                out_avals=avals)
 
             bwd_rule = _Rule(flat_bwd, f"bwd({name})")
-            outs = _run_on_primals(trace, dyn_flat, fwd_and_lin)
+            outs = paths.run_on_primals(trace, dyn_flat, fwd_and_lin)
             if outs is not None:
                 return tu.tree_unflatten(store["out_tree"], outs)
             store.pop("out_tree", None)
