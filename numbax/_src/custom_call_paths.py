@@ -39,12 +39,13 @@ def jvp_trace(args_flat: Sequence[Any]) -> ad.JVPTrace | None:
 
 
 def run_on_primals(trace: ad.JVPTrace, args_flat: Sequence[Any], rule: Callable) -> list | None:
-    """JVP tracers of `rule(primals, tangents) -> (primals_out, tangents_out)`, or None where
+    """JVP tracers of `rule(primals, tangents) -> (primals_out, tangents_out)` (tangents that
+    are ad.Zero stay so: the rule instantiates them or passes them on as symbolic), or None where
     the rule's outputs hold tracers of this same trace (the function closes over a value being
     differentiated: the caller then takes the traced path, which handles closures)."""
     tracers = [core.full_raise(trace, x) for x in args_flat]
     primals = [t.primal for t in tracers]
-    tangents = [ad.instantiate_zeros(t.tangent) for t in tracers]
+    tangents = [t.tangent for t in tracers]  # ad.Zero where not perturbed: the rule decides
     primals_out, tangents_out = rule(primals, tangents)
     if any(isinstance(x, core.Tracer) and x._trace.main is trace.main
            for x in [*primals_out, *tangents_out]):

@@ -296,7 +296,9 @@ class custom_jvp:  # noqa: N801  (JAX's name)
 
         trace = paths.jvp_trace(dyn_flat)
         if trace is not None:
-            outs = paths.run_on_primals(trace, dyn_flat, lambda xs, ts: flat_jvp((), xs, ts))
+            outs = paths.run_on_primals(
+                trace, dyn_flat,
+                lambda xs, ts: flat_jvp((), xs, [ad.instantiate_zeros(t) for t in ts]))
             if outs is not None:
                 return tu.tree_unflatten(store["out_tree"], outs)
         closed, consts, out_tree = _trace_primal(
@@ -489,6 +491,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
             def fwd_and_lin(xs, ts):  # what custom_vjp_call's jvp rule does, untraced primal
                 outs, res = flat_fwd((), xs)
                 avals = tuple(ad.tangent_aval(get_aval(o)) for o in outs)
+                ts = [ad.instantiate_zeros(t) for t in ts]
                 return outs, custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd_rule,
                                                out_avals=avals)
 
