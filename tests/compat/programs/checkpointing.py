@@ -158,5 +158,8 @@ def debug_print_under_transforms():
                              "grad": (jax.grad(h), (1.,)),
                              "ordered": (ordered, (1, 2))}.items():
         value, lines = _captured(fn, *args)
-        out[name] = [value, lines if name == "ordered" else sorted(lines)]  # unordered prints
+        lines = lines if name == "ordered" else sorted(lines)  # unordered prints: any order
+        # the printed numbers compared as numbers (float32 sin may differ by an ulp)
+        out[name] = [value, [[text, float(number)] for text, number in
+                             (line.split(" -> ") for line in lines)]]
     return out
