@@ -4,9 +4,11 @@
 tests/data/make_compat_programs_reference.py)."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import pathlib
 
 import pytest
@@ -56,9 +58,26 @@ def test_every_program_is_recorded():
     assert sorted(PROGRAMS) == sorted(k for k in REFERENCE if k != "jax_version")
 
 
+def _run(prog, jit: bool):
+    with numbax_as_jax(), contextlib.ExitStack() as stack:
+        if not jit:
+            stack.enter_context(numbax.disable_jit())
+        got = encode(prog.run())
+    assert_matches(got, REFERENCE[prog.name], prog.rtol, prog.atol, prog.name)
+
+
 @pytest.mark.parametrize("name", _cases())
 def test_program_matches_jax(name):
+    """Heavy programs (whole training loops under jit: a minute of Numba compiling on a cold
+    cache) run here with jit disabled; their compiled run is the test below."""
     prog = PROGRAMS[name]
-    with numbax_as_jax():
-        got = encode(prog.run())
-    assert_matches(got, REFERENCE[name], prog.rtol, prog.atol, name)
+    _run(prog, jit=not prog.heavy)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("NUMBAX_COMPILED_PROGRAMS"),
+                    reason="compiles whole training loops (minutes on a cold cache): set "
+                           "NUMBAX_COMPILED_PROGRAMS=1 to run")
+@pytest.mark.parametrize("name", [n for n in sorted(PROGRAMS) if PROGRAMS[n].heavy])
+def test_heavy_program_compiled_matches_jax(name):
+    _run(PROGRAMS[name], jit=True)

@@ -28,19 +28,21 @@ class Program:
     needs: str | None  # what another branch adds: "jax.<name> ..." is skipped until numbax
     #                    has the name; any other text (a behaviour) until the lead un-skips it
     imports: tuple[str, ...]  # packages beyond jax and numpy (optax): skipped where absent
+    heavy: bool  # compiling it takes over ~10 s on a cold cache: the default test runs it
+    #              eagerly (disable_jit), the compiled run is opt-in (test_programs.py)
 
 
 PROGRAMS: dict[str, Program] = {}
 
 
 def program(source: str, rtol: float = 1e-6, atol: float = 1e-6, needs: str | None = None,
-            imports: tuple[str, ...] = ()):
+            imports: tuple[str, ...] = (), heavy: bool = False):
     """Registers a program: `source` names the JAX file it is taken from; `needs` marks one
     that waits on what another branch adds (recorded now, skipped in the test)."""
     def register(fn: Callable[[], dict]) -> Callable[[], dict]:
         name = fn.__name__
         assert name not in PROGRAMS, name
-        PROGRAMS[name] = Program(name, fn, source, rtol, atol, needs, imports)
+        PROGRAMS[name] = Program(name, fn, source, rtol, atol, needs, imports, heavy)
         return fn
     return register
 

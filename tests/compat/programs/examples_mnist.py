@@ -16,7 +16,7 @@ def synthetic_mnist(side=8, n_train=256, n_test=64, seed=0):
     return images[:n_train], labels[:n_train], images[n_train:], labels[n_train:]
 
 
-@program("examples/mnist_classifier_fromscratch.py", rtol=1e-4, atol=1e-5)
+@program("examples/mnist_classifier_fromscratch.py", rtol=1e-4, atol=1e-5, heavy=True)
 def example_mnist_from_scratch():
     import jax.numpy as jnp
     import numpy.random as npr
@@ -84,7 +84,7 @@ def example_mnist_from_scratch():
     return {"history": history, "last_layer": params[-1]}
 
 
-@program("examples/mnist_classifier.py", rtol=1e-4, atol=1e-5)
+@program("examples/mnist_classifier.py", rtol=1e-4, atol=1e-5, heavy=True)
 def example_mnist_stax_classifier():
     import itertools
 
@@ -146,7 +146,7 @@ def example_mnist_stax_classifier():
             "final_last_layer": get_params(opt_state)[-2]}
 
 
-@program("examples/mnist_vae.py", rtol=2e-4, atol=2e-4)
+@program("examples/mnist_vae.py", rtol=2e-4, atol=2e-4, heavy=True)
 def example_mnist_vae():
     import jax
     import jax.numpy as jnp
@@ -240,7 +240,7 @@ def example_mnist_vae():
             "sampled_shape": list(sampled_images.shape)}
 
 
-@program("examples/differentially_private_sgd.py", rtol=2e-4, atol=2e-5)
+@program("examples/differentially_private_sgd.py", rtol=2e-4, atol=2e-5, heavy=True)
 def example_differentially_private_sgd():
     import itertools
 

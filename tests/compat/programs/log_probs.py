@@ -1,10 +1,10 @@
 """docs/notebooks/vmapped_log_probs.md: Bayesian logistic regression's log joint batched by
 hand and by vmap, and variational inference (ELBO gradients under jit(value_and_grad)) with
-a quasi-stateful jitted sampler taking a static shape. 1000 steps become 150."""
+a quasi-stateful jitted sampler taking a static shape. 1000 steps become 60."""
 from tests.compat.programs import builtin_error, program
 
 
-@program("docs/notebooks/vmapped_log_probs.md", rtol=5e-5, atol=5e-5)
+@program("docs/notebooks/vmapped_log_probs.md", rtol=5e-5, atol=5e-5, heavy=True)
 def vmapped_log_probs_advi():
     import jax
     import jax.numpy as jnp
@@ -73,7 +73,7 @@ def vmapped_log_probs_advi():
     step_size = 0.01
     epsilon_shape = (32, num_features)
     elbos = []
-    for i in range(150):
+    for i in range(60):
         key, epsilon = normal_sample(key, epsilon_shape)
         elbo_val, (beta_loc_grad, beta_log_scale_grad) = elbo_val_and_grad(
             beta_loc, beta_log_scale, epsilon)
