@@ -103,3 +103,15 @@ def test_python_m_numbax_as_jax_usage_errors(tmp_path, capsys, monkeypatch):
     assert main(["-m"]) == 2 and "-m needs a module name" in capsys.readouterr().err
     assert main(["--help"]) == 0 and "usage" in capsys.readouterr().out
     assert not jax_alias.installed_as_jax()  # nothing installed on a usage error
+
+
+def test_as_jax_runs_a_module_with_dash_m(tmp_path, monkeypatch, capsys):
+    from numbax.as_jax import main
+
+    (tmp_path / "jaxmod.py").write_text(
+        "import sys, jax.numpy as jnp\nprint(jnp.arange(3).dtype, sys.argv[1:])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    with numbax_as_jax():
+        assert main(["-m", "jaxmod", "--flag"]) == 0
+    assert capsys.readouterr().out.split() == ["int32", "['--flag']"]

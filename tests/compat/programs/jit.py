@@ -167,7 +167,7 @@ def key_concepts_tracing_and_pytrees():
     return out
 
 
-@program("docs/key-concepts.md", needs="lax.conv_general_dilated on 1-D inputs (branch conv18)")
+@program("docs/key-concepts.md")
 def key_concepts_lax_convolution():
     import jax.numpy as jnp
     from jax import lax
