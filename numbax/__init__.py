@@ -125,3 +125,8 @@ __all__ += [
 # --- compat-lax: the extension API's namespaces (jax.core and jax.interpreters are
 # attributes of the jax module; jax.extend is imported explicitly, as in JAX)
 from numbax import core, interpreters  # noqa: E402, F401
+
+# compat-programs: run code that does `import jax` on numbax (python -m numbax.as_jax script.py)
+from numbax._src.jax_alias import install_as_jax  # noqa: E402
+
+__all__ += ["install_as_jax"]

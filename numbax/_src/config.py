@@ -281,6 +281,11 @@ class Config:
 
     _read = read
 
+    def set_by_environment(self, name: str) -> bool:
+        """Whether an environment variable chose option `name`'s starting value."""
+        key = self._canonical("numbax.config.set_by_environment", name)
+        return any(os.environ.get(env) for env in _env_names(key))
+
     @property
     def values(self) -> dict[str, Any]:
         """Every option (numbax's and JAX's names) and its current value."""

@@ -179,7 +179,13 @@ class PrintNames:
 
 def pp_literal(lit: Literal, names: PrintNames | None = None) -> str:
     value = lit.val
-    text = str(bool(value)) if value.dtype == np.bool_ else str(value)
+    if value.dtype == np.bool_:
+        text = str(bool(value))
+    elif value.dtype.kind in "fc" and not lit.aval.weak_type:
+        text = str(value.item())  # as JAX prints a converted constant: 1.67 in float32 is
+                                  # 1.6699999570846558 (a weak-typed one prints as written)
+    else:
+        text = str(value)
     if names is not None and names.generic_shapes and value.dtype.kind in "fc":
         text = "?"  # a kernel parameter (the float literals of generic kernels may be sizes')
     return f"{text}:{names.aval(lit.aval) if names else lit.aval.str_short()}"

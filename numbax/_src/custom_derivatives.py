@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from numbax._src import core, dtypes
+from numbax._src import custom_call_paths as paths
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
@@ -260,11 +261,13 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_jvp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_jvp function {name}", dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        closed, consts, out_tree = _trace_primal(
-            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        if paths.is_eager(dyn_flat):
+            return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_jvp = self.jvp
         nondiff = self.nondiff_argnums
+        store: dict[str, Any] = {}
 
         def flat_jvp(consts_in, xs, ts):
             primals = tu.tree_unflatten(in_tree, xs)
@@ -277,6 +280,7 @@ class custom_jvp:  # noqa: N801  (JAX's name)
                     f"got {type(out).__name__}.")
             p_flat, p_tree = tu.tree_flatten(out[0])
             t_flat, t_tree = tu.tree_flatten(out[1])
+            out_tree = store.setdefault("out_tree", p_tree)
             if p_tree != out_tree or t_tree != out_tree:
                 raise NumbaxTypeError(
                     f"custom_jvp rule of {name} must produce primal and tangent outputs with "
@@ -290,6 +294,16 @@ class custom_jvp:  # noqa: N801  (JAX's name)
                         f"{get_aval(p).shape}.")
             return p_flat, t_flat
 
+        trace = paths.jvp_trace(dyn_flat)
+        if trace is not None:
+            outs = paths.run_on_primals(
+                trace, dyn_flat,
+                lambda xs, ts: flat_jvp((), xs, [ad.instantiate_zeros(t) for t in ts]))
+            if outs is not None:
+                return tu.tree_unflatten(store["out_tree"], outs)
+        closed, consts, out_tree = _trace_primal(
+            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        store["out_tree"] = out_tree
         outs = custom_jvp_call_p.bind(
             *consts, *dyn_flat, call_jaxpr=closed, jvp=_Rule(flat_jvp, f"jvp({name})"),
             num_consts=len(consts), symbolic_zeros=self.symbolic_zeros)
@@ -437,9 +451,10 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_vjp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_vjp function {name}", dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        closed, consts, out_tree = _trace_primal(
-            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        if paths.is_eager(dyn_flat):
+            return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_fwd = _with_static(self.fwd, static, self.nondiff_argnums)
         user_bwd, nondiff = self.bwd, self.nondiff_argnums
         in_avals = [get_aval(x) for x in dyn_flat]
@@ -456,6 +471,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
                     f"residuals (i.e. values stored from the forward pass for use on the "
                     f"backward pass), but instead the fwd rule output was {type(out).__name__}.")
             outs_flat, tree = tu.tree_flatten(out[0])
+            out_tree = store.setdefault("out_tree", tree)
             if tree != out_tree:
                 raise NumbaxTypeError(
                     f"Custom VJP fwd rule for function {name} must produce a primal output "
@@ -466,10 +482,27 @@ class custom_vjp:  # noqa: N801  (JAX's name)
 
         def flat_bwd(res_flat, cts_flat):
             res = tu.tree_unflatten(store["res_tree"], res_flat)
-            ct = tu.tree_unflatten(out_tree, cts_flat)
+            ct = tu.tree_unflatten(store["out_tree"], cts_flat)
             cts_in = user_bwd(*static, res, ct) if nondiff else user_bwd(res, ct)
             return _flatten_bwd_output(name, cts_in, in_tree, in_avals)
 
+        trace = paths.jvp_trace(dyn_flat)
+        if trace is not None:
+            def fwd_and_lin(xs, ts):  # what custom_vjp_call's jvp rule does, untraced primal
+                outs, res = flat_fwd((), xs)
+                avals = tuple(ad.tangent_aval(get_aval(o)) for o in outs)
+                ts = [ad.instantiate_zeros(t) for t in ts]
+                return outs, custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd_rule,
+                                               out_avals=avals)
+
+            bwd_rule = _Rule(flat_bwd, f"bwd({name})")
+            outs = paths.run_on_primals(trace, dyn_flat, fwd_and_lin)
+            if outs is not None:
+                return tu.tree_unflatten(store["out_tree"], outs)
+            store.pop("out_tree", None)
+        closed, consts, out_tree = _trace_primal(
+            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        store["out_tree"] = out_tree
         out_avals_ct = tuple(ad.tangent_aval(a) for a in closed.out_avals)
         outs = custom_vjp_call_p.bind(
             *consts, *dyn_flat, call_jaxpr=closed, fwd=_Rule(flat_fwd, f"fwd({name})"),
