@@ -125,3 +125,10 @@ __all__ += [
 # --- compat-lax: the extension API's namespaces (jax.core and jax.interpreters are
 # attributes of the jax module; jax.extend is imported explicitly, as in JAX)
 from numbax import core, interpreters  # noqa: E402, F401
+
+# --- compat-api: jax.debug, callbacks, jax.experimental
+# isort: split
+from numbax import debug, experimental  # noqa: E402, F401  (public submodules)
+from numbax._src.callback_api import pure_callback  # noqa: E402
+
+__all__ += ["debug", "experimental", "pure_callback"]

@@ -240,6 +240,9 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
+# Primitives with side effects (callbacks, prints, stateful generators): an equation of one is
+# never dropped by DCE, merged by CSE or folded, even when nothing reads its outputs.
+effectful_primitives: set[Primitive] = set()
 
 
 _primitives_by_name: dict[str, Primitive] = {}
@@ -283,6 +286,7 @@ class Primitive:
 
     def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
         abstract_eval_rules[self] = self._listed(lambda *avals, **ps: rule(*avals, **ps)[0])
+        effectful_primitives.add(self)  # its effects keep its equations alive
         return rule
 
     def impl(self, *args: Any, **params: Any) -> Any:

@@ -18,8 +18,11 @@ from numbax._src.lax import shape_ops as ls
 Atom = Var | Literal
 
 # Equations with effects must not be dropped, merged or folded: a stateful generator (each
-# call draws new numbers) and the sink that keeps values alive.
-_EFFECTFUL: frozenset[core.Primitive] = frozenset({rng.rng_uniform_p, ordering.dce_sink_p})
+# call draws new numbers), the sink that keeps values alive, and every primitive marked in
+# core.effectful_primitives (callbacks, debug prints). The set is live: modules imported later
+# add to it.
+core.effectful_primitives.update({rng.rng_uniform_p, ordering.dce_sink_p})
+_EFFECTFUL: set[core.Primitive] = core.effectful_primitives
 _RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 

@@ -388,14 +388,14 @@ def _remove_duplicates(lst: list) -> list:
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drops equations whose outputs nobody uses (primitives here are pure)."""
+    """Drops equations whose outputs nobody uses, except effectful ones (callbacks)."""
     outvars = jaxpr.outvars if used_outputs is None else [
         v for v, used in zip(jaxpr.outvars, used_outputs, strict=True) if used
     ]
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if eqn.primitive in core.effectful_primitives or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(x for x in eqn.invars if isinstance(x, Var))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], outvars)
