@@ -1,0 +1,44 @@
+"""Matrix rows of the host callbacks (_src/callbacks.py): debug_callback, debug_print,
+pure_callback and io_callback. A debug callback's derivative is its argument's (it has no
+outputs); pure/io callbacks are not differentiable, as in JAX."""
+from __future__ import annotations
+
+import numpy as np
+
+import numbax
+from numbax.experimental import io_callback
+from tests.lax.matrix_cases import Case
+
+RNG = np.random.default_rng(5)
+X = RNG.normal(size=(3, 4))
+
+
+def _printed(x):
+    numbax.debug.print("row {}", x.sum())
+    return x * 2.0
+
+
+def _called(x):
+    numbax.debug.callback(lambda v: None, x)
+    return x * 2.0
+
+
+def _pure(x, method):
+    spec = numbax.ShapeDtypeStruct(np.shape(x), np.result_type(x))
+    return numbax.pure_callback(np.cos, spec, x, vmap_method=method) + x
+
+
+def _io(x):
+    spec = numbax.ShapeDtypeStruct(np.shape(x), np.result_type(x))
+    return io_callback(np.tanh, spec, x) * 2.0
+
+
+def cases() -> dict[str, list[Case]]:
+    return {
+        "debug_print": [Case(_printed, (X,), (0,))],
+        "debug_callback": [Case(_called, (X,), (0,))],
+        "pure_callback": [Case(lambda x: _pure(x, "sequential"), (X,)),
+                          Case(lambda x: _pure(x, "expand_dims"), (X,)),
+                          Case(lambda x: _pure(x, "broadcast_all"), (X,))],
+        "io_callback": [Case(_io, (X,))],
+    }
