@@ -128,7 +128,7 @@ from numbax import core, interpreters  # noqa: E402, F401
 
 # --- compat-api: jax.debug, callbacks, jax.experimental
 # isort: split
-from numbax import debug, experimental  # noqa: E402, F401  (public submodules)
+from numbax import ad_checkpoint, debug, experimental  # noqa: E402, F401  (public submodules)
 from numbax._src.callback_api import pure_callback  # noqa: E402
 
-__all__ += ["debug", "experimental", "pure_callback"]
+__all__ += ["ad_checkpoint", "debug", "experimental", "pure_callback"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from numbax._src import core
+from numbax._src import core, source_info
 from numbax._src.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -121,6 +121,7 @@ class DynamicJaxprTrace(Trace):
         invars = [self.builder.getvar(t) for t in tracers]
         outvars = [self.builder.add_var(t) for t in out_tracers]
         self.builder.eqns.append(JaxprEqn(primitive, invars, outvars, params))
+        source_info.record(outvars)  # a no-op unless print_saved_residuals asks for sources
         return out_tracers
 
 
@@ -272,7 +273,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
         pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
                  for a, uk in zip(in_avals, in_unknowns, strict=True)]
         jaxpr_unk, pvals_out, residuals = partial_eval_flat(
-            lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals, instantiate)
+            lambda *xs: source_info.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals,
+            instantiate)
         store["jaxpr_unk"] = jaxpr_unk
         store["out_unknowns"] = [not p.is_known for p in pvals_out]
         store["num_res"] = len(residuals)
