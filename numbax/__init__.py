@@ -128,7 +128,14 @@ from numbax import core, interpreters  # noqa: E402, F401
 
 # --- compat-api: jax.debug, callbacks, jax.experimental
 # isort: split
-from numbax import ad_checkpoint, debug, experimental  # noqa: E402, F401  (public submodules)
+from numbax import (  # noqa: E402, F401  (public submodules)
+    ad_checkpoint,
+    custom_derivatives,
+    debug,
+    experimental,
+)
 from numbax._src.callback_api import pure_callback  # noqa: E402
+from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
 
-__all__ += ["ad_checkpoint", "debug", "experimental", "pure_callback"]
+__all__ += ["ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient", "debug",
+            "experimental", "pure_callback"]

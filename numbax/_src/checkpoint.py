@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from numbax._src import checkpoint_policies as policies
-from numbax._src import core, dtypes, source_info
+from numbax._src import core, dtypes, remat_opt, source_info
 from numbax._src import tree_util as tu
 from numbax._src.checkpoint_policies import checkpoint_policies  # noqa: F401  (jax's path)
 from numbax._src.core import Jaxpr, Primitive, Var, get_aval
@@ -100,6 +100,7 @@ def split_by_policy(jaxpr: Jaxpr, known_in: Sequence[bool], policy: Callable | N
                    [read(x) for x in unknown.jaxpr.outvars])
     known_outs = kj.outvars[:len(kj.outvars) - num_res]
     known_jaxpr = pe.dce_jaxpr(Jaxpr([], kj.invars, kj.eqns, [*known_outs, *residuals]))
+    known_jaxpr = remat_opt.prune(known_jaxpr)  # custom_vjp(optimize_remat=True)
     return known_jaxpr, list(known.consts), n_consts, core.check_jaxpr(staged), out_unknown
 
 
