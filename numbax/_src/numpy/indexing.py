@@ -226,7 +226,7 @@ def _basic(x: Any, entries: list[_Entry]) -> Any:
         for e in dyn:
             starts[e.axis] = _normalize_traced(e.value, shape[e.axis])
             sizes[e.axis] = 1
-        x = lax_indexing.dynamic_slice(x, starts, sizes)
+        x = lax_indexing.dynamic_slice(x, starts, sizes, allow_negative_indices=False)
     x = shape_ops.squeeze(x, [e.axis for e in entries if e.kind in ("int", "dyn")])
     if any(e.kind == "new" for e in entries):
         out_shape = []

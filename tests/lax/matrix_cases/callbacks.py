@@ -1,12 +1,14 @@
 """Matrix rows of the host callbacks (_src/callbacks.py): debug_callback, debug_print,
-pure_callback and io_callback. A debug callback's derivative is its argument's (it has no
-outputs); pure/io callbacks are not differentiable, as in JAX."""
+pure_callback and io_callback, and checkify's check / check_error outside checkify (effects
+run on the host). A debug callback's derivative is its argument's (it has no outputs);
+pure/io callbacks are not differentiable, as in JAX."""
 from __future__ import annotations
 
 import numpy as np
 
 import numbax
-from numbax.experimental import io_callback
+from numbax import numpy as jnp
+from numbax.experimental import checkify, io_callback
 from tests.lax.matrix_cases import Case
 
 RNG = np.random.default_rng(5)
@@ -33,6 +35,17 @@ def _io(x):
     return io_callback(np.tanh, spec, x) * 2.0
 
 
+def _checked(x):
+    checkify.check(jnp.all(x > -100.0), "x has an entry below -100: {}", x)
+    return x * 2.0
+
+
+def _rethrown(x):
+    err, y = checkify.checkify(_checked)(x)
+    checkify.check_error(err)
+    return y + 1.0
+
+
 def cases() -> dict[str, list[Case]]:
     return {
         "debug_print": [Case(_printed, (X,), (0,))],
@@ -41,4 +54,6 @@ def cases() -> dict[str, list[Case]]:
                           Case(lambda x: _pure(x, "expand_dims"), (X,)),
                           Case(lambda x: _pure(x, "broadcast_all"), (X,))],
         "io_callback": [Case(_io, (X,))],
+        "check": [Case(_checked, (X,), (0,))],
+        "check_error": [Case(_rethrown, (X,), (0,))],
     }
