@@ -133,9 +133,15 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     custom_derivatives,
     debug,
     experimental,
+    memory,
+    ref,
 )
 from numbax._src.callback_api import pure_callback  # noqa: E402
 from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
+from numbax._src.dslice import ds  # noqa: E402
+from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
+from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
-__all__ += ["ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient", "debug",
-            "experimental", "pure_callback"]
+__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
+            "debug", "ds", "empty_ref", "experimental", "free_ref", "freeze", "fwd_and_bwd",
+            "live_arrays", "memory", "new_ref", "pure_callback", "ref"]

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dslice, dtypes
 from numbax._src.array import Array
 from numbax._src.core import get_aval
 from numbax._src.errors import NonConcreteBooleanIndexError, NumbaxTypeError, NumbaxValueError
@@ -297,6 +297,8 @@ def _getitem(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) -> Any:
     clamped as in JAX, or filled with fill_value when mode='fill'. Unlike numpy, no IndexError
     (except on a zero-size axis, as in JAX)."""
     x = asarray(x)
+    if dslice.has_slices(idx):  # jax.ds entries: dynamic slices first
+        x, idx = dslice.expand(x, idx)
     shape = get_aval(x).shape
     entries = _expand(shape, idx)
     fill = mode == "fill"

@@ -1,7 +1,8 @@
 """Matrix rows of the host callbacks (_src/callbacks.py): debug_callback, debug_print,
 pure_callback and io_callback, and checkify's check / check_error outside checkify (effects
 run on the host). A debug callback's derivative is its argument's (it has no outputs);
-pure/io callbacks are not differentiable, as in JAX."""
+pure/io callbacks are not differentiable, as in JAX. The reads and writes of a Ref's buffer
+(ref_get, ref_set) run there too."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,6 +47,19 @@ def _rethrown(x):
     return y + 1.0
 
 
+_OFFSET = numbax.new_ref(RNG.normal(size=(3, 4)))
+_LAST_SUM = numbax.new_ref(0.0)
+
+
+def _offset(x):
+    return x * _OFFSET[...]
+
+
+def _record(x):
+    _LAST_SUM[...] = x.sum()
+    return x * 2.0
+
+
 def cases() -> dict[str, list[Case]]:
     return {
         "debug_print": [Case(_printed, (X,), (0,))],
@@ -56,4 +70,7 @@ def cases() -> dict[str, list[Case]]:
         "io_callback": [Case(_io, (X,))],
         "check": [Case(_checked, (X,), (0,))],
         "check_error": [Case(_rethrown, (X,), (0,))],
+        "ref_get": [Case(_offset, (X,), (0,))],
+        # a batched value cannot be written into a Ref made outside vmap (as in JAX)
+        "ref_set": [Case(_record, (X,), (0,), vmap=False)],
     }
