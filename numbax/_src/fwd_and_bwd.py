@@ -132,7 +132,8 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     if platform not in (None, "cpu", "gpu", "cuda"):
         raise NumbaxValueError(f"live_arrays: platform is {platform!r}, expected None, 'cpu' "
                                "or 'gpu'.")
-    found = [o for o in gc.get_objects() if isinstance(o, Array)]
+    # type(), not isinstance: isinstance of a dead weak proxy among the objects would raise
+    found = [o for o in gc.get_objects() if issubclass(type(o), Array)]
     if platform is None:
         return found
     want_gpu = platform in ("gpu", "cuda")
