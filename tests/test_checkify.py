@@ -14,30 +14,17 @@ import numbax
 import numbax.numpy as jnp
 from numbax.experimental import checkify
 from tests.data.checkify_programs import PROGRAMS
+from tests.data.reference_tree import assert_matches
 
 REFERENCE = json.loads(
     (pathlib.Path(__file__).parent / "data" / "checkify_jax_reference.json").read_text())
 MODULES = SimpleNamespace(jax=numbax, jnp=jnp, checkify=checkify)
 
 
-def _same(got, want, where):
-    if isinstance(want, dict):
-        assert sorted(got) == sorted(want), where
-        for k in want:
-            _same(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), (where, got, want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]")
-    elif isinstance(want, float):
-        np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=where)
-    else:
-        assert got == want, where
-
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_jax(name):
-    _same(PROGRAMS[name](MODULES), REFERENCE[name], name)
+    assert_matches(PROGRAMS[name](MODULES), REFERENCE[name], name, rtol=1e-13)
 
 
 def test_checkified_function_is_jittable_and_returns_values():

@@ -15,9 +15,9 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import ad_checkpoint, lax
-from numbax._src import core
-from numbax._src.lax import elementwise
 from tests.data.checkpoint_programs import PROGRAMS
+from tests.data.reference_tree import assert_matches
+from tests.test_custom_derivatives import _count_sin
 
 REFERENCE = json.loads(
     (pathlib.Path(__file__).parent / "data" / "checkpoint_jax_reference.json").read_text())
@@ -32,19 +32,12 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _compare(got, want, where):
-    if isinstance(want, dict):
-        assert sorted(got) == sorted(want), where
-        for k in want:
-            _compare(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, str):
-        assert _lines(got) == _lines(want), where
-    elif where.endswith(".grads"):  # one gradient per argument
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _compare(g, w, f"{where}[{i}]")
-    else:
-        np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float),
-                                   rtol=1e-12, atol=1e-15, err_msg=where)
+def _split_lines(tree):
+    """Residual listings compared line by line (the line endings aside)."""
+    if isinstance(tree, dict):
+        return {k: _split_lines(v) for k, v in tree.items()}
+    return _lines(tree) if isinstance(tree, str) else tree
+
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -59,19 +52,7 @@ def test_residuals_and_gradients_match_jax(name):
     if name == "plain_and_arguments":
         assert _lines(got.pop("literal")) == ["f64[] from a literal",
                                               *_lines(want.pop("literal"))]
-    _compare(got, want, name)
-
-
-def _count_sin(monkeypatch):
-    count = [0]
-    impl = core.impl_rules[elementwise.sin_p]
-
-    def counting(x, **params):
-        count[0] += 1
-        return impl(x, **params)
-
-    monkeypatch.setitem(core.impl_rules, elementwise.sin_p, counting)
-    return count
+    assert_matches(_split_lines(got), _split_lines(want), name)
 
 
 @pytest.mark.parametrize("policy, backward_sins", [

@@ -16,30 +16,17 @@ import numbax.numpy as jnp
 from numbax import custom_derivatives as cd
 from numbax._src import core
 from tests.data.custom_derivative_programs import PROGRAMS
+from tests.data.reference_tree import assert_matches
 
 REFERENCE = json.loads((pathlib.Path(__file__).parent / "data" /
                         "custom_derivatives_jax_reference.json").read_text())
 MODULES = SimpleNamespace(jax=numbax, jnp=jnp, cd=cd)
 
 
-def _close(got, want, where):
-    if isinstance(want, dict):
-        assert sorted(got) == sorted(want), where
-        for k in want:
-            _close(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), (where, got, want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            _close(g, w, f"{where}[{i}]")
-    elif isinstance(want, (str, bool)) or want is None:
-        assert got == want, where
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-14, err_msg=where)
-
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_jax(name):
-    _close(PROGRAMS[name](MODULES), REFERENCE[name], name)
+    assert_matches(PROGRAMS[name](MODULES), REFERENCE[name], name, rtol=1e-11)
 
 
 def test_linear_call_under_vmap_matches_a_loop():

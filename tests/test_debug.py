@@ -17,6 +17,7 @@ import numbax.numpy as jnp
 from numbax import lax
 from numbax.experimental import io_callback
 from tests.data.callback_programs import PROGRAMS
+from tests.data.reference_tree import assert_matches
 
 REFERENCE = json.loads(
     (pathlib.Path(__file__).parent / "data" / "callback_jax_reference.json").read_text())
@@ -26,16 +27,6 @@ MODULES = SimpleNamespace(jax=numbax, jnp=jnp, lax=lax, io_callback=io_callback)
 UNORDERED = {"debug_callback"}
 
 
-def _close(got, want, where):
-    if isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), (where, got, want)
-        for i, (g, w) in enumerate(zip(got, want)):
-            _close(g, w, f"{where}[{i}]")
-    elif want is None:
-        assert got is None, where
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=where)
-
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_prints_and_returns_what_jax_does(name):
@@ -44,7 +35,7 @@ def test_program_prints_and_returns_what_jax_does(name):
         assert sorted(got["printed"].splitlines()) == sorted(want["printed"].splitlines())
     else:
         assert got["printed"] == want["printed"]
-    _close(got["result"], want["result"], name)
+    assert_matches(got["result"], want["result"], name, rtol=1e-13, atol=0)
 
 
 # ----------------------------------------------------------------------------- debug.print

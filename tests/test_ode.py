@@ -16,28 +16,19 @@ import numbax.numpy as jnp
 from numbax.experimental.ode import odeint
 from tests.data import ode_programs
 from tests.data.ode_programs import LV_PARAMS, PROGRAMS, TS
+from tests.data.reference_tree import assert_matches
 
 REFERENCE = json.loads(
     (pathlib.Path(__file__).parent / "data" / "ode_jax_reference.json").read_text())
 MODULES = SimpleNamespace(jax=numbax, jnp=jnp, odeint=odeint)
 
 
-def _close(got, want, where, rtol):
-    if isinstance(want, dict):
-        for k in want:
-            _close(got[k], want[k], f"{where}.{k}", rtol)
-    elif isinstance(want, list) and any(isinstance(w, (list, dict)) for w in want):
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _close(g, w, f"{where}[{i}]", rtol)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-12, err_msg=where)
-
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_jax(name):
     # the same steps as JAX's; sums of a Runge-Kutta stage round differently (numbax sums
     # only the stages it has, JAX a dot with zero rows), so results agree to ~1e-9
-    _close(PROGRAMS[name](MODULES), REFERENCE[name], name, rtol=1e-8)
+    assert_matches(PROGRAMS[name](MODULES), REFERENCE[name], name, rtol=1e-8, atol=1e-12)
 
 
 def test_values_match_scipy_and_closed_forms():

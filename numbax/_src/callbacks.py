@@ -80,6 +80,17 @@ def _no_cotangents(cts, *args, **params):
     return [None] * len(args)
 
 
+def _debug_rules(prim: Primitive, impl: Callable) -> None:
+    """The rules every debug callback shares: no outputs, an effect, primal values only under
+    differentiation, once per example under vmap."""
+    core.abstract_eval_rules[prim] = lambda *avals, **params: []
+    core.impl_rules[prim] = impl
+    core.effectful_primitives.add(prim)
+    ad.jvp_rules[prim] = _primals_only(prim)
+    ad.transpose_rules[prim] = _no_cotangents
+    batching.batch_rules[prim] = _unrolled_batch(prim)
+
+
 # ----------------------------------------------------------------------------- debug_callback
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
@@ -90,12 +101,7 @@ def _debug_callback_impl(*args, callback, effect, partitioned):
     return []
 
 
-core.abstract_eval_rules[debug_callback_p] = lambda *avals, **params: []
-core.impl_rules[debug_callback_p] = _debug_callback_impl
-core.effectful_primitives.add(debug_callback_p)
-ad.jvp_rules[debug_callback_p] = _primals_only(debug_callback_p)
-ad.transpose_rules[debug_callback_p] = _no_cotangents
-batching.batch_rules[debug_callback_p] = _unrolled_batch(debug_callback_p)
+_debug_rules(debug_callback_p, _debug_callback_impl)
 
 # ----------------------------------------------------------------------------- debug_print
 
@@ -144,12 +150,7 @@ def _debug_print_impl(*args, fmt, has_placeholders, in_tree, logging_record, np_
     return []
 
 
-core.abstract_eval_rules[debug_print_p] = lambda *avals, **params: []
-core.impl_rules[debug_print_p] = _debug_print_impl
-core.effectful_primitives.add(debug_print_p)
-ad.jvp_rules[debug_print_p] = _primals_only(debug_print_p)
-ad.transpose_rules[debug_print_p] = _no_cotangents
-batching.batch_rules[debug_print_p] = _unrolled_batch(debug_print_p)
+_debug_rules(debug_print_p, _debug_print_impl)
 
 # ----------------------------------------------------------------------------- results
 

@@ -18,6 +18,19 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 logger = logging.getLogger(__name__)
 
 
+def _one_or_two_calls(api: str, bind: Callable, first: Any, args: tuple,
+                      kwargs: dict) -> Callable | None:
+    """JAX's two forms: `api(first, *args, option=...)` binds now; `api(option=...)` returns
+    the function to call with `first` and the arguments."""
+    if first is not None:
+        bind(first, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise NumbaxTypeError(f"{api} received unexpected arguments in the two-call form: "
+                              f"{args=} {kwargs=}")
+    return bind
+
+
 def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
                    ordered: bool = False, partitioned: bool = False,
                    **kwargs: Any) -> Callable[..., None] | None:
@@ -48,13 +61,7 @@ def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
         callbacks.debug_callback_p.bind(*dyn, callback=flat, effect=effect,
                                         partitioned=bool(partitioned))
 
-    if callback is not None:
-        bind(callback, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise NumbaxTypeError("debug_callback received unexpected arguments in the two-call "
-                              f"form: {args=} {kwargs=}")
-    return bind
+    return _one_or_two_calls("debug_callback", bind, callback, args, kwargs)
 
 
 class _FormatChecker(string.Formatter):
@@ -130,13 +137,7 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
             np_printoptions=tuple(np.get_printoptions().items()), ordered=bool(ordered),
             partitioned=bool(partitioned), static_args=static)
 
-    if fmt is not None:
-        bind(fmt, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise NumbaxTypeError("debug_print received unexpected arguments in the two-call "
-                              f"form: {args=} {kwargs=}")
-    return bind
+    return _one_or_two_calls("debug_print", bind, fmt, args, kwargs)
 
 
 def debug_log(fmt: str | None = None, *args: Any, ordered: bool = False,

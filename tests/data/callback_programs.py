@@ -1,4 +1,4 @@
-"""Programs using jax.debug and the host callbacks, shared by make_callback_reference.py (run
+"""Programs using jax.debug and the host callbacks, shared by make_api_reference.py (run
 with JAX) and tests/test_debug.py (numbax): each takes a namespace holding `jax`, `jnp`, `lax`,
 `io_callback` and returns what it printed plus its results as plain Python values."""
 import contextlib

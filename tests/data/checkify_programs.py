@@ -1,4 +1,4 @@
-"""checkify programs shared by make_checkify_reference.py (run with JAX) and tests/test_checkify.py
+"""checkify programs shared by make_api_reference.py (run with JAX) and tests/test_checkify.py
 (numbax): each takes a namespace holding `jax`, `jnp`, `checkify` and returns the error
 messages (and values) as plain Python data."""
 import numpy as np

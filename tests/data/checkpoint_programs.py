@@ -1,4 +1,4 @@
-"""Checkpoint policies and print_saved_residuals, shared by make_checkpoint_reference.py (run
+"""Checkpoint policies and print_saved_residuals, shared by make_api_reference.py (run
 with JAX) and tests/test_checkpoint.py (numbax): each program takes a namespace holding `jax`,
 `jnp`, `ad_checkpoint` and returns the residual lines printed plus gradients."""
 import contextlib

@@ -1,5 +1,5 @@
 """jax.custom_derivatives programs (custom_gradient, closure_convert, linear_call, symbolic
-zeros, optimize_remat), shared by make_custom_derivatives_reference.py (run with JAX) and
+zeros, optimize_remat), shared by make_api_reference.py (run with JAX) and
 tests/test_custom_derivatives_api.py (numbax): each takes a namespace holding `jax`, `jnp`, `cd`
 (the custom_derivatives module) and returns plain Python values (and what the rules saw)."""
 from functools import partial

@@ -1,4 +1,4 @@
-"""odeint programs shared by make_ode_reference.py (run with JAX) and tests/test_ode.py (numbax):
+"""odeint programs shared by make_api_reference.py (run with JAX) and tests/test_ode.py (numbax):
 each takes a namespace holding `jax`, `jnp`, `odeint` and returns values and gradients as
 plain lists."""
 import numpy as np
