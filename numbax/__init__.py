@@ -126,7 +126,27 @@ __all__ += [
 # attributes of the jax module; jax.extend is imported explicitly, as in JAX)
 from numbax import core, interpreters  # noqa: E402, F401
 
-# compat-programs: run code that does `import jax` on numbax (python -m numbax.as_jax script.py)
+# run code that does `import jax` on numbax (python -m numbax.as_jax script.py)
 from numbax._src.jax_alias import install_as_jax  # noqa: E402
 
 __all__ += ["install_as_jax"]
+
+# --- compat-api: jax.debug, callbacks, jax.experimental
+# isort: split
+from numbax import (  # noqa: E402, F401  (public submodules)
+    ad_checkpoint,
+    custom_derivatives,
+    debug,
+    experimental,
+    memory,
+    ref,
+)
+from numbax._src.callback_api import pure_callback  # noqa: E402
+from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
+from numbax._src.dslice import ds  # noqa: E402
+from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
+from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
+
+__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
+            "debug", "ds", "empty_ref", "experimental", "free_ref", "freeze", "fwd_and_bwd",
+            "live_arrays", "memory", "new_ref", "pure_callback", "ref"]

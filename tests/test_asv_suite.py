@@ -152,3 +152,12 @@ def test_sizes_full_only_with_env(monkeypatch):
     assert common.sizes([10], [100]) == [10]
     monkeypatch.setattr(common, "FULL", True)
     assert common.sizes([10], [100]) == [10, 100]
+
+
+def test_jax_variants_are_left_out_when_jax_is_absent(monkeypatch):
+    """Without JAX no jax parameter exists, so asv prints no skipped notice per parameter."""
+    common = _module("common")
+    monkeypatch.setattr(common, "jax", None)
+    assert common.impls("numbax", "numpy", "jax") == ["numbax", "numpy"]
+    monkeypatch.setattr(common, "jax", object())
+    assert common.impls("numbax", "jax") == ["numbax", "jax"]

@@ -5,7 +5,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src import core
+from numbax._src import core, typecheck
 from numbax.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -125,7 +125,7 @@ def test_typecheck_catches_bad_jaxpr():
     jaxpr = closed.jaxpr
     bad = core.Jaxpr([], [], jaxpr.eqns, jaxpr.outvars)  # input never bound
     with pytest.raises(core.JaxprTypeError, match="before it is bound"):
-        core.typecheck_jaxpr(bad)
+        typecheck.typecheck_jaxpr(bad)
 
 
 def test_threads_trace_independently():

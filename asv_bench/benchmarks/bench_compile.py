@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-from .common import jax
+from .common import impls, jax
 
 FUNCTIONS = ["selu", "mlp_train_step"]
 
@@ -64,7 +64,7 @@ def first_call_seconds(impl, name, cache_dir):
 
 
 class CompileTime:
-    params = (["numbax", "jax"], FUNCTIONS)
+    params = (impls("numbax", "jax"), FUNCTIONS)
     param_names = ["impl", "function"]
     timeout = 600
     unit = "seconds"

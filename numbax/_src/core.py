@@ -12,10 +12,9 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.avals import ShapedArray, raise_to_shaped  # noqa: F401  (core's names)
-from numbax._src.config import config
 from numbax._src.errors import (
     ConcretizationTypeError,
-    JaxprTypeError,
+    JaxprTypeError,  # noqa: F401  (core's name, as in jax.core)
     NumbaxTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -246,6 +245,9 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
+# Primitives with side effects (callbacks, prints, stateful generators): an equation of one is
+# never dropped by DCE, merged by CSE or folded, even when nothing reads its outputs.
+effectful_primitives: set[Primitive] = set()
 
 
 _primitives_by_name: dict[str, Primitive] = {}
@@ -289,6 +291,7 @@ class Primitive:
 
     def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
         abstract_eval_rules[self] = self._listed(lambda *avals, **ps: rule(*avals, **ps)[0])
+        effectful_primitives.add(self)  # its effects keep its equations alive
         return rule
 
     def impl(self, *args: Any, **params: Any) -> Any:
@@ -553,44 +556,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
-    """Checks that every variable is bound once before use and every eqn's types follow."""
-    env: set[Var] = set()
-
-    def check_atom(x: Atom) -> ShapedArray:
-        if isinstance(x, Literal):
-            return x.aval
-        if x not in env:
-            raise JaxprTypeError(f"variable {x} used before it is bound\n{jaxpr}")
-        return x.aval
-
-    for v in (*jaxpr.constvars, *jaxpr.invars):
-        if v in env:
-            raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
-        env.add(v)
-    for eqn in jaxpr.eqns:
-        in_avals = [check_atom(x) for x in eqn.invars]
-        out_avals = abstract_eval(eqn.primitive, in_avals, eqn.params)
-        for v, aval in zip(eqn.outvars, out_avals, strict=True):
-            if (v.aval.shape, v.aval.dtype) != (aval.shape, aval.dtype):
-                raise JaxprTypeError(
-                    f"{eqn.primitive.name} produces {aval.str_short()} but binds "
-                    f"{v.aval.str_short()}\n{jaxpr}"
-                )
-            if v in env:
-                raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
-            env.add(v)
-    for x in jaxpr.outvars:
-        check_atom(x)
-
-
-def check_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    """Typechecks when jax_enable_checks is on; returns the jaxpr for chaining."""
-    if config.jax_enable_checks:
-        typecheck_jaxpr(jaxpr)
-    return jaxpr
 
 
 def concrete_or_error(x: Any, context: str) -> Any:

@@ -62,7 +62,8 @@ def add_tangents(x: Any, y: Any) -> Any:
 
 
 add_any_p = Primitive("add_any")
-core.abstract_eval_rules[add_any_p] = lambda x, y: [x]
+# operands share a shape, except under vmap, where an unbatched rank-0 one meets a batched one
+core.abstract_eval_rules[add_any_p] = lambda x, y: [x if x.ndim >= y.ndim else y]
 core.impl_rules[add_any_p] = lambda x, y: [np.add(x, y)]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import api, core
+from numbax._src import api, core, typecheck
 from numbax._src import devices as devices_mod
 from numbax._src import tree_util as tu
 from numbax._src.array import Array
@@ -179,7 +179,7 @@ def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, size: int,
 
     with core.new_main(parallel.SpmdAxisTrace, batching.AxisData(size, axis_name)):
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, shard_avals)
-    core.check_jaxpr(jaxpr)
+    typecheck.check_jaxpr(jaxpr)
     closed = core.ClosedJaxpr(jaxpr, [np.asarray(core.to_numpy(c)) for c in consts])
     spec = {"jaxpr": closed, "x64": bool(config.jax_enable_x64),
             "use_jit": not config.jax_disable_jit}

@@ -1,0 +1,9 @@
+"""numbax.debug: jax.debug's printing, callbacks and breakpoints, which run with concrete values
+inside jit, vmap, grad and control flow."""
+from numbax._src.callbacks import DebugEffect, OrderedDebugEffect  # noqa: F401
+from numbax._src.debugger import breakpoint  # noqa: F401, A004
+from numbax._src.debugging import debug_callback as callback  # noqa: F401
+from numbax._src.debugging import debug_log as log  # noqa: F401
+from numbax._src.debugging import debug_print as print  # noqa: F401, A004
+
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print"]
