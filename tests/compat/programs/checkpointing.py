@@ -62,8 +62,7 @@ def checkpoint_gradients():
     return out
 
 
-@program("docs/gradient-checkpointing.md", rtol=1e-5, atol=1e-6,
-         needs="nested jax.checkpoint under grad (checkpoint.py rewritten on branch compat-api)")
+@program("docs/gradient-checkpointing.md", rtol=1e-5, atol=1e-6)
 def checkpoint_recursive():
     import jax
     import jax.numpy as jnp
