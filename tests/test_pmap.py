@@ -235,9 +235,9 @@ def test_killed_worker_raises_runtime_error_then_pool_restarts():
     f = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
     x = np.ones((N, 2))
     f(x)
-    victim = pool._POOL.procs[2]
+    victim = pool._POOL.workers[2].proc
     os.kill(victim.pid, signal.SIGKILL)
-    victim.join(timeout=5)
+    victim.wait(timeout=5)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match=r"CpuDevice\(id=2\) died"):
         f(x)

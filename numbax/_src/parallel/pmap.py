@@ -3,8 +3,6 @@ device in the worker pool, arguments and results moving through shared memory.""
 from __future__ import annotations
 
 import functools
-import itertools
-import pickle
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -19,22 +17,17 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import batching
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import parallel
-from numbax._src.parallel import collectives, pool, shm
-
-_program_keys = itertools.count()
+from numbax._src.parallel import spmd
 
 
 class _Entry:
-    """What one signature needs: the pickled program, its output avals and tree."""
+    """What one signature needs: the per-device program and the tree of its outputs."""
 
-    __slots__ = ("key", "payload", "out_avals", "out_tree", "slot_bytes")
+    __slots__ = ("program", "out_tree")
 
-    def __init__(self, key, payload, out_avals, out_tree, slot_bytes) -> None:
-        self.key = key
-        self.payload = payload
-        self.out_avals = out_avals
+    def __init__(self, program: spmd.Program, out_tree) -> None:
+        self.program = program
         self.out_tree = out_tree
-        self.slot_bytes = slot_bytes
 
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
@@ -102,7 +95,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         outs = _execute(entry, args_flat, in_dims, size, devs, axis_name)
         out_dims = api._flatten_axes("pmap", "out_axes", entry.out_tree, out_axes)
         results = []
-        for x, aval, d in zip(outs, entry.out_avals, out_dims, strict=True):
+        for x, aval, d in zip(outs, entry.program.out_avals, out_dims, strict=True):
             value = x[0] if d is None else np.moveaxis(x, 0, d % x.ndim)
             results.append(Array._from_numpy(value, aval.weak_type, devs[0]))
         return tu.tree_unflatten(entry.out_tree, results)
@@ -181,14 +174,8 @@ def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, size: int,
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, shard_avals)
     core.check_jaxpr(jaxpr)
     closed = core.ClosedJaxpr(jaxpr, [np.asarray(core.to_numpy(c)) for c in consts])
-    spec = {"jaxpr": closed, "x64": bool(config.jax_enable_x64),
-            "use_jit": not config.jax_disable_jit}
-    try:
-        payload = pickle.dumps(spec)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None
-    slot_bytes = shm.aligned(collectives.collective_bytes(jaxpr))
-    return _Entry(next(_program_keys), payload, closed.out_avals, store["tree"], slot_bytes)
+    program = spmd.prepare(closed, "pmap")
+    return None if program is None else _Entry(program, store["tree"])
 
 
 # ----------------------------------------------------------------------------- execution
@@ -196,55 +183,16 @@ def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, size: int,
 
 def _execute(entry: _Entry, args_flat: list, in_dims: list, size: int, devs: list,
              axis_name: Hashable) -> list[np.ndarray]:
-    """Runs the shards: inputs into the arena, one run message per worker, outputs out."""
-    p = pool.get_pool(int(config.num_cpu_devices))
-    workers = [d.id for d in devs]
-    if max(workers) >= p.n:
-        raise NumbaxValueError(f"pmap: devices include CpuDevice(id={max(workers)}), expected "
-                               f"ids below {p.n} (numbax.config.num_cpu_devices).")
-    inputs = [np.asarray(core.to_numpy(x)) for x in args_flat]
-    inputs = [x if d is None else np.moveaxis(x, d, 0) for x, d in zip(inputs, in_dims,
-                                                                         strict=True)]
-    out_shapes = [((size, *a.shape), a.dtype) for a in entry.out_avals]
-    sizes = ([x.nbytes for x in inputs] + [int(np.prod(s)) * np.dtype(t).itemsize
-                                           for s, t in out_shapes] + [size * entry.slot_bytes])
-    offsets, total = shm.layout(sizes)
-    with p.lock:
-        try:
-            p.ensure_prepared(workers, entry.key, entry.payload)
-            segment = p.arena.ensure(total)
-            in_specs = []
-            for x, d, off in zip(inputs, in_dims, offsets, strict=False):
-                np.copyto(shm.view(segment, off, x.shape, x.dtype), x)
-                in_specs.append((off, x.shape, x.dtype.str, d is not None))
-            n_in = len(inputs)
-            out_specs = [(off, s, np.dtype(t).str)
-                         for off, (s, t) in zip(offsets[n_in:], out_shapes, strict=False)]
-            scratch = (offsets[-1], entry.slot_bytes)
-            p.request({w: ("run", entry.key, segment.name, in_specs, out_specs, rank, size,
-                           scratch, axis_name) for rank, w in enumerate(workers)})
-            return [np.array(shm.view(segment, off, s, t)) for off, s, t in out_specs]
-        except pool.WorkerError as err:
-            raise _remote_error(err, devs) from None
-        except KeyboardInterrupt:
-            p.shutdown(graceful=False)
-            raise
-
-
-def _remote_error(err: pool.WorkerError, devs: list) -> BaseException:
-    worker, exc_bytes, text = err.args
-    exc = None
-    if exc_bytes is not None:
-        try:
-            exc = pickle.loads(exc_bytes)
-        except Exception:  # noqa: BLE001
-            exc = None
-    prefix = f"pmap: CpuDevice(id={worker}) raised"
-    if isinstance(exc, Exception):
-        try:
-            new = type(exc)(f"{prefix} {type(exc).__name__}: {exc}\n\nWorker traceback:\n{text}")
-            new.device_id = worker
-            return new
-        except Exception:  # noqa: BLE001
-            pass
-    return RuntimeError(f"{prefix}:\n{text}")
+    """Runs the shards: shard i of each mapped input (moved to axis 0) on device i, each
+    writing row i of every output."""
+    inputs = []
+    for x, d in zip(args_flat, in_dims, strict=True):
+        value = np.asarray(core.to_numpy(x))
+        inputs.append(spmd.Global(value if d is None else np.moveaxis(value, d, 0)))
+    ranks = range(size)
+    in_index = [[None if d is None else (r,) for r in ranks] for d in in_dims]
+    n_out = len(entry.program.out_avals)
+    outs = spmd.run("pmap", entry.program, (axis_name,), (size,), [d.id for d in devs],
+                    inputs, in_index, [(size, *a.shape) for a in entry.program.out_avals],
+                    [[(r,) for r in ranks]] * n_out, [[True] * size] * n_out)
+    return [o.value for o in outs]
