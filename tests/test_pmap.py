@@ -235,7 +235,7 @@ def test_killed_worker_raises_runtime_error_then_pool_restarts():
     f = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
     x = np.ones((N, 2))
     f(x)
-    victim = pool._POOL.workers[2].proc
+    victim = pool._POOL.worker(2).proc
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=5)
     start = time.monotonic()

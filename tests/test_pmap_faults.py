@@ -39,7 +39,8 @@ def _psum(x):
 
 
 def _shm_names() -> set:
-    return {n for n in os.listdir(shm.SHM_DIR) if n.startswith("psm_")}
+    """This process's shared-memory segments (other test processes make their own)."""
+    return {n for n in os.listdir(shm.SHM_DIR) if n.startswith(f"psm_numbax_{os.getpid()}_")}
 
 
 # ----------------------------------------------------------------------------- /dev/shm room
@@ -86,7 +87,7 @@ def test_full_shm_when_reserving_is_a_memory_error_not_sigbus(monkeypatch):
 def test_stopped_worker_times_out_naming_the_device_and_the_pool_is_rebuilt():
     x = np.ones((N, 2))
     _psum(x)
-    stuck = pool._POOL.workers[1].proc
+    stuck = pool._POOL.worker(1).proc
     os.kill(stuck.pid, signal.SIGSTOP)
     try:
         with numbax.config.override("worker_timeout", 1.0):
@@ -130,7 +131,7 @@ def test_devices_running_different_collectives_fail_at_once():
 def _kill_cycle(victim_index: int, wait_for_death: bool) -> None:
     x = np.arange(N * 3.0).reshape(N, 3)
     np.testing.assert_allclose(_psum(x), np.broadcast_to(x.sum(0), x.shape))
-    victim = pool._POOL.workers[victim_index].proc
+    victim = pool._POOL.worker(victim_index).proc
     os.kill(victim.pid, signal.SIGKILL)
     if wait_for_death:
         victim.wait(timeout=5)

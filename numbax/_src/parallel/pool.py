@@ -66,21 +66,27 @@ class _Worker:
 
 
 class Pool:
-    """N worker processes, their sockets, and what each has prepared."""
+    """Up to N worker processes (each started the first time a call uses its device), their
+    sockets, and what each has prepared."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.prepared: list[set] = [set() for _ in range(n)]
         self.lock = threading.RLock()
         self.closed = False
-        threads = max(1, (os.cpu_count() or 1) // n)
-        self.workers: list[_Worker] = []
-        try:
-            for i in range(n):
-                self.workers.append(_Worker(i, threads))
-        except BaseException:
-            self.shutdown(graceful=False)
-            raise
+        self._threads = max(1, (os.cpu_count() or 1) // n)
+        self._workers: list[_Worker | None] = [None] * n
+
+    @property
+    def workers(self) -> list[_Worker]:
+        """The workers started so far."""
+        return [w for w in self._workers if w is not None]
+
+    def worker(self, i: int) -> _Worker:
+        """Worker i, started now if it was not yet."""
+        if self._workers[i] is None:
+            self._workers[i] = _Worker(i, self._threads)
+        return self._workers[i]
 
     # ------------------------------------------------------------------ messaging
 
@@ -91,6 +97,8 @@ class Pool:
         no worker makes progress for config.worker_timeout seconds. Ctrl-C while waiting stops
         the workers (their half-done replies would be stale)."""
         try:
+            for i in messages:
+                self.worker(i)
             return _Exchange(self, messages, api).run()
         except KeyboardInterrupt:
             self.shutdown(graceful=False)
@@ -109,7 +117,7 @@ class Pool:
 
     def forget_message(self, i: int, unlinked: list[str]) -> list[str]:
         """The segment names worker i has not yet been told were unlinked."""
-        worker = self.workers[i]
+        worker = self.worker(i)
         names = unlinked[worker.forgotten:]
         worker.forgotten = len(unlinked)
         return names
@@ -152,7 +160,7 @@ class _Exchange:
         self.timeout = timeout if timeout > 0 else None
 
     def run(self) -> dict[int, Any]:
-        workers = self.pool.workers
+        workers = self.pool._workers
         for i, msg in self.messages.items():
             workers[i].send(msg)
         last_progress = time.monotonic()
@@ -184,14 +192,14 @@ class _Exchange:
         if msg[0] == "barrier":
             group = msg[1]
             if self.aborted:
-                self.pool.workers[i].send(("abort",))
+                self.pool._workers[i].send(("abort",))
                 return
             here = self.waiting.setdefault(group, set())
             here.add(i)
             if len(here) == len(group):
                 del self.waiting[group]
                 for j in group:
-                    self.pool.workers[j].send(("go",))
+                    self.pool._workers[j].send(("go",))
             else:
                 self._check_group(group)
             return
@@ -207,7 +215,7 @@ class _Exchange:
         self.aborted = True
         for group in list(self.waiting):
             for j in self.waiting.pop(group):
-                self.pool.workers[j].send(("abort",))
+                self.pool._workers[j].send(("abort",))
 
     def _check_group(self, group: tuple) -> None:
         """A member that finished while others wait for it in a collective never enters it:
@@ -229,7 +237,7 @@ class _Exchange:
                 self._died(w.index)
 
     def _died(self, i: int) -> None:
-        proc = self.pool.workers[i].proc
+        proc = self.pool._workers[i].proc
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=1.0)
         self._fail(RuntimeError(
