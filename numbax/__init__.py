@@ -129,6 +129,7 @@ from numbax import core, interpreters  # noqa: E402, F401
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices
 from numbax import sharding  # noqa: E402, F401  (public submodule)
+from numbax._src.parallel.shard_map import shard_map  # noqa: E402
 from numbax._src.sharding.api import reshard  # noqa: E402
 from numbax._src.sharding.mesh import make_mesh, set_mesh  # noqa: E402
 from numbax._src.sharding.sharded_array import (  # noqa: E402
@@ -139,7 +140,7 @@ from numbax._src.sharding.sharded_array import (  # noqa: E402
 from numbax._src.sharding.shardings import NamedSharding, P, Shard  # noqa: E402
 
 __all__ += [
-    "NamedSharding", "P", "Shard", "make_array_from_callback",
+    "NamedSharding", "P", "Shard", "shard_map", "make_array_from_callback",
     "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_mesh",
     "reshard", "set_mesh", "sharding",
 ]

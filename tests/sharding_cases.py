@@ -445,12 +445,15 @@ def transforms(jx):
     def loss(w, xb, yb):
         return jnp.mean((jnp.tanh(xb @ w) - yb) ** 2)
 
-    step = jx.jit(jx.shard_map(lambda w, xb, yb: w - 0.1 * lax.pmean(jx.grad(loss)(w, xb, yb),
-                                                                     "i"),
-                               mesh=mesh, in_specs=(P(), P("i"), P("i")), out_specs=P()))
+    def step(check):
+        return jx.jit(jx.shard_map(
+            lambda w, xb, yb: w - 0.1 * lax.pmean(jx.grad(loss)(w, xb, yb), "i"), mesh=mesh,
+            in_specs=(P(), P("i"), P("i")), out_specs=P(), check_vma=check))
+
     smap = jx.shard_map(lambda v: lax.psum(jnp.sin(v), "i"), mesh=mesh, in_specs=P("i"),
                         out_specs=P())
     batched = jx.vmap(smap)(np.stack([x, 2 * x]))
     primal, tangent = jx.jvp(smap, (x,), (np.ones_like(x),))
-    return [np.asarray(step(w, x, y)).tolist(), np.asarray(batched).tolist(),
-            np.asarray(primal).tolist(), np.asarray(tangent).tolist()]
+    return [np.asarray(step(False)(w, x, y)).tolist(), np.asarray(batched).tolist(),
+            np.asarray(primal).tolist(), np.asarray(tangent).tolist(),
+            np.asarray(step(True)(w, x, y)).tolist()]

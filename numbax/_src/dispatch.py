@@ -19,7 +19,6 @@ from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.jit import run_executable
-from numbax._src.lax.sharding_ops import sharding_constraint_p
 from numbax._src.sharding import api as sharding_api
 
 _GPU_CACHE: dict[tuple, Any] = {}
@@ -54,7 +53,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         if aval is not None and out.dtype != aval.dtype:
             out = out.astype(aval.dtype)
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
-    if sharding_api.has_sharded(tracers) or primitive is sharding_constraint_p:
+    if primitive in sharding_api.LAYOUT_PRIMITIVES or sharding_api.has_sharded(tracers):
         results = sharding_api.relayout(primitive, tracers, params, results)
     if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)

@@ -344,8 +344,19 @@ batching.batch_rules[axis_index_p] = lambda size, vals, dims, **params: (
 
 
 def axis_index(axis_name: Hashable) -> Any:
-    """The position of the current example along the named axis."""
+    """The position of the current example along the named axis (several names: the
+    row-major position over them, the first name outermost)."""
     _check_bound("axis_index", axis_name)
+    names = _axis_names(axis_name)
+    if len(names) > 1:
+        if all(_is_spmd(_axis_main(n)) for n in names):
+            return axis_index_p.bind(axis_name=names)
+        index = axis_index(names[0])
+        for name in names[1:]:
+            size = np.array(axis_size(name), dtypes.default_int_dtype())
+            index = ew.add(ew.mul(index, size), axis_index(name))
+        return index
+    axis_name = names[0]
     main = _axis_main(axis_name)
     if _is_spmd(main):
         return axis_index_p.bind(axis_name=axis_name)

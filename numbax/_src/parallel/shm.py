@@ -180,6 +180,7 @@ class Heap:
         self.unlinked: list[str] = []
         self._lock = threading.Lock()
         self._pending: list[Block] = []  # freed by finalizers, returned under the lock
+        self._homes: dict[int, Block] = {}  # address of each block handed out as an array
 
     def alloc(self, api: str, nbytes: int, what: str) -> Block:
         nbytes = aligned(max(int(nbytes), 1), PAGE)
@@ -209,8 +210,26 @@ class Heap:
         view taken of the array, so it returns to the heap when the last such view is gone."""
         seg = self.segments[block.segment]
         buf = mmap.mmap(seg.fd, block.nbytes, offset=block.offset)
-        weakref.finalize(buf, self._pending.append, block)
-        return view(buf, 0, shape, dtype)
+        out = view(buf, 0, shape, dtype)
+        address = out.__array_interface__["data"][0]
+        self._homes[address] = block
+        weakref.finalize(buf, self._freed, address, block)
+        return out
+
+    def _freed(self, address: int, block: Block) -> None:
+        self._homes.pop(address, None)
+        self._pending.append(block)
+
+    def home(self, value: np.ndarray) -> Block | None:
+        """Where `value` lives in the heap (a C-contiguous array inside a block handed out by
+        `array`), as a Block of its own bytes; None when it lives elsewhere."""
+        if not value.flags.c_contiguous or value.nbytes == 0:
+            return None
+        start = value.__array_interface__["data"][0]
+        for address, block in list(self._homes.items()):
+            if address <= start and start + value.nbytes <= address + block.nbytes:
+                return Block(block.segment, block.offset + start - address, value.nbytes)
+        return None
 
     def _drain(self) -> None:
         while self._pending:

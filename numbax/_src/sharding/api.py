@@ -10,6 +10,7 @@ from typing import Any
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.errors import NumbaxValueError
+from numbax._src.lax.shard_map import shard_map_p
 from numbax._src.lax.sharding_ops import sharding_constraint_p
 from numbax._src.sharding import mesh as mesh_mod
 from numbax._src.sharding import rules
@@ -120,6 +121,10 @@ def relayout(primitive: core.Primitive, operands: list, params: dict, results: l
     (strictly when the operands' layouts use explicit axes, as JAX's types do)."""
     if primitive is sharding_constraint_p:
         return [put(operands[0], params["sharding"], "reshard")]
+    if primitive is shard_map_p:
+        mesh = params["mesh"]
+        return [wrap(r._value, r.weak_type, NamedSharding(mesh, spec))
+                for r, spec in zip(results, params["out_specs"], strict=True)]
     shardings = [sharding_of(x) for x in operands]
     mesh = next(s.mesh for s in shardings if s is not None)
     avals = [core.get_aval(x) for x in operands]
@@ -130,6 +135,9 @@ def relayout(primitive: core.Primitive, operands: list, params: dict, results: l
                       mesh_sizes=dict(mesh.shape))
     return [wrap(r._value, r.weak_type, NamedSharding(mesh, rules.to_spec(lay)))
             for r, lay in zip(results, new, strict=True)]
+
+
+LAYOUT_PRIMITIVES = (sharding_constraint_p, shard_map_p)  # results laid out by their params
 
 
 def has_sharded(operands: list) -> bool:

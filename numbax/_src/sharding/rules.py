@@ -19,6 +19,7 @@ from numbax._src.compiler import registry
 from numbax._src.errors import ShardingTypeError
 from numbax._src.lax import convert, dot, reductions, shape_ops, sharding_ops
 from numbax._src.lax import select as lselect
+from numbax._src.lax.shard_map import shard_map_p
 from numbax._src.sharding.shardings import NamedSharding, PartitionSpec, explicit_part
 
 Layout = tuple  # tuple[tuple[str, ...], ...], one entry per dimension
@@ -187,6 +188,11 @@ def _sharding_constraint(ctx, params, out_avals):
     return [layout_of(params["sharding"], out_avals[0].ndim)]
 
 
+def _shard_map(ctx, params, out_avals):
+    return [layout_of(NamedSharding(params["mesh"], s), a.ndim)
+            for s, a in zip(params["out_specs"], out_avals, strict=True)]
+
+
 def _default(ctx: _Ctx, params, out_avals) -> list[Layout]:
     """Unary ops that keep the shape keep the layout; anything else is unsharded."""
     if len(ctx.avals) == 1 and all(a.shape == ctx.avals[0].shape for a in out_avals):
@@ -214,6 +220,7 @@ _RULES.update({
     convert.convert_element_type_p: _elementwise,
     lselect.select_n_p: _elementwise,
     sharding_ops.sharding_constraint_p: _sharding_constraint,
+    shard_map_p: _shard_map,
 })
 for _p in (reductions.reduce_sum_p, reductions.reduce_max_p, reductions.reduce_min_p,
            reductions.reduce_prod_p, reductions.reduce_and_p, reductions.reduce_or_p,
