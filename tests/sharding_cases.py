@@ -335,9 +335,9 @@ def make_arrays(jx):
         return data[index]
 
     a = jx.make_array_from_callback(data.shape, s, cb)
-    blocks = [data[i] for i in s.addressable_devices_indices_map(data.shape).values()]
-    b = jx.make_array_from_single_device_arrays(data.shape, s, [jx.device_put(x, d) for x, d in
-                                                                zip(blocks, s.device_set)])
+    index_map = s.addressable_devices_indices_map(data.shape)
+    b = jx.make_array_from_single_device_arrays(data.shape, s, [
+        jx.device_put(data[i], d) for d, i in index_map.items()])
     c = jx.make_array_from_process_local_data(s, data)
     return [sorted(seen), np.asarray(a).tolist(), _spec(a), np.asarray(b).tolist(),
             np.asarray(c).tolist(), _shards(c)]

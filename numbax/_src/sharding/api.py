@@ -35,7 +35,7 @@ def _apply(api: str, x: Any, shardings: Any, check: Callable | None = None) -> A
     for leaf, target in zip(leaves, targets, strict=True):
         sharding = resolve(api, target)
         if check is not None:
-            check(sharding)
+            check(sharding, isinstance(leaf, core.Tracer))
         if isinstance(leaf, core.Tracer):
             out.append(sharding_constraint_p.bind(leaf, sharding=sharding))
         else:
@@ -60,8 +60,8 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Pins the layout of `x` inside jit (eagerly it lays `x` out like device_put). As in JAX,
     the spec may only name Auto mesh axes: use reshard for Explicit ones."""
 
-    def auto_only(sharding: Sharding) -> None:
-        if isinstance(sharding, NamedSharding):
+    def auto_only(sharding: Sharding, traced: bool) -> None:
+        if traced and isinstance(sharding, NamedSharding):
             mesh = sharding.mesh
             for name in spec_names(sharding.spec):
                 if dict(zip(mesh.axis_names, mesh.axis_types, strict=True))[name] != \
@@ -123,8 +123,9 @@ def relayout(primitive: core.Primitive, operands: list, params: dict, results: l
         return [put(operands[0], params["sharding"], "reshard")]
     if primitive is shard_map_p:
         mesh = params["mesh"]
-        return [wrap(r._value, r.weak_type, NamedSharding(mesh, spec))
-                for r, spec in zip(results, params["out_specs"], strict=True)]
+        return [wrap(r._value, r.weak_type, NamedSharding(mesh, rules.to_spec(
+            rules.layout_of(NamedSharding(mesh, spec), r.ndim))))
+            for r, spec in zip(results, params["out_specs"], strict=True)]
     shardings = [sharding_of(x) for x in operands]
     mesh = next(s.mesh for s in shardings if s is not None)
     avals = [core.get_aval(x) for x in operands]

@@ -34,7 +34,12 @@ def layout_of(sharding: Any, ndim: int) -> Layout:
 
 
 def to_spec(layout: Layout) -> PartitionSpec:
-    return PartitionSpec(*[None if not e else e[0] if len(e) == 1 else e for e in layout])
+    """The PartitionSpec of a computed layout, trailing unsplit dimensions dropped (as JAX
+    reports the shardings of computed results: P('x') rather than P('x', None))."""
+    entries = [None if not e else e[0] if len(e) == 1 else e for e in layout]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
 
 
 def _show(layout: Layout, aval: core.ShapedArray) -> str:
@@ -132,26 +137,28 @@ def _dot_general(ctx, params, out_avals):
 
 
 def _split_groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list, list]] | None:
-    """Pairs of consecutive dimension groups of equal products (reshape's correspondence)."""
+    """Pairs of consecutive groups of non-singleton dimensions with equal products (reshape's
+    correspondence), as indices into src and dst; size-1 dimensions belong to no group."""
+    si = [k for k, s in enumerate(src) if s != 1]
+    di = [k for k, s in enumerate(dst) if s != 1]
     groups, i, j = [], 0, 0
-    while i < len(src) or j < len(dst):
-        gi, gj = [i] if i < len(src) else [], [j] if j < len(dst) else []
-        a = src[i] if gi else 1
-        b = dst[j] if gj else 1
-        i, j = i + bool(gi), j + bool(gj)
+    while i < len(si) and j < len(di):
+        gi, gj = [si[i]], [di[j]]
+        a, b = src[si[i]], dst[di[j]]
+        i, j = i + 1, j + 1
         while a != b:
-            if a < b and i < len(src):
-                a *= src[i]
-                gi.append(i)
+            if a < b and i < len(si):
+                a *= src[si[i]]
+                gi.append(si[i])
                 i += 1
-            elif b < a and j < len(dst):
-                b *= dst[j]
-                gj.append(j)
+            elif b < a and j < len(di):
+                b *= dst[di[j]]
+                gj.append(di[j])
                 j += 1
             else:
                 return None
         groups.append((gi, gj))
-    return groups
+    return groups if i == len(si) and j == len(di) else None
 
 
 def _reshape(ctx, params, out_avals):
@@ -165,7 +172,7 @@ def _reshape(ctx, params, out_avals):
         named = [d for d in gi if x[d]]
         if not named:
             continue
-        if named != gi[:1] or not gj:  # only a group's outermost dimension may be split
+        if named != gi[:1]:  # only a group's outermost dimension may be split
             if ctx.strict:
                 ctx.fail(f"reshapes sharded dimensions into {new}; reshard first, or pass "
                          "out_sharding.")

@@ -88,6 +88,8 @@ class ShardedArray(Array):
         from numbax._src.parallel import shm, spmd
 
         if self._block is None:
+            self._block = shm.heap().home(self._value)
+        if self._block is None:
             block, out = shm.alloc_array("sharded array", self._value.shape, self._value.dtype,
                                          "the array's data")
             np.copyto(out, self._value)
