@@ -64,7 +64,7 @@ def unmentioned(mesh: Any, spec: PartitionSpec, manual_axes: frozenset, ndim: in
     return tuple(n for n in mesh.axis_names if n in manual_axes and n not in used)
 
 
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
     for i, (a, spec, b) in enumerate(zip(avals, in_specs, jaxpr.in_avals, strict=True)):
         if block_aval(a, spec, mesh).shape != b.shape:
             raise ValueError(f"shard_map: argument {i} has shape {a.shape}, whose blocks under "
@@ -77,11 +77,9 @@ def _impl(*args, **params):
                        "shard_map (import numbax).")
 
 
-def _params(**kw) -> dict:
-    return kw
 
-
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
+         api):
     nonzero = [type(t) is not ad.Zero for t in tangents]
     with bound_axes(mesh, manual_axes):
         jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzero, instantiate=False)
@@ -90,7 +88,7 @@ def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma, manu
         *primals, *tangents_in, jaxpr=jvp_closed, mesh=mesh,
         in_specs=in_specs + tuple(s for s, nz in zip(in_specs, nonzero, strict=True) if nz),
         out_specs=out_specs + tuple(s for s, nz in zip(out_specs, out_nz, strict=True) if nz),
-        check_vma=check_vma, manual_axes=manual_axes)
+        check_vma=check_vma, manual_axes=manual_axes, api=api)
     n = len(out_specs)
     primals_out, rest = outs[:n], iter(outs[n:])
     tangents_out = [next(rest) if nz else ad.Zero(ad.tangent_aval(core.get_aval(p)))
@@ -132,9 +130,10 @@ def _unstack_residuals(unknown: ClosedJaxpr, num_res: int) -> ClosedJaxpr:
     return pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
 
 
-def _partial_eval(trace, tracers, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
-    params = _params(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                     check_vma=check_vma, manual_axes=manual_axes)
+def _partial_eval(trace, tracers, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
+                  api):
+    params = dict(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                     check_vma=check_vma, manual_axes=manual_axes, api=api)
     uk = [not t.pval.is_known for t in tracers]
     with bound_axes(mesh, manual_axes):
         known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, uk)
@@ -148,22 +147,22 @@ def _partial_eval(trace, tracers, *, jaxpr, mesh, in_specs, out_specs, check_vma
     known_outs = shard_map_p.bind(
         *[t.pval.const for t, u in zip(tracers, uk, strict=True) if not u], jaxpr=known,
         mesh=mesh, in_specs=known_specs, out_specs=known_out_specs + (res_spec,) * num_res,
-        check_vma=check_vma, manual_axes=manual_axes)
+        check_vma=check_vma, manual_axes=manual_axes, api=api)
     known_vals, residuals = known_outs[:len(known_out_specs)], known_outs[len(known_out_specs):]
     res_tracers = [trace.instantiate_const(trace.lift(r)) for r in residuals]
     uk_tracers = [trace.instantiate_const(t) for t, u in zip(tracers, uk, strict=True) if u]
     unknown_outs = pe.default_process_primitive(
         trace, shard_map_p, [*res_tracers, *uk_tracers],
-        _params(jaxpr=unknown, mesh=mesh,
+        dict(jaxpr=unknown, mesh=mesh,
                 in_specs=(res_spec,) * num_res + tuple(s for s, u in zip(in_specs, uk,
                                                                         strict=True) if u),
                 out_specs=tuple(s for s, u in zip(out_specs, out_uk, strict=True) if u),
-                check_vma=check_vma, manual_axes=manual_axes))
+                check_vma=check_vma, manual_axes=manual_axes, api=api))
     known_it, unknown_it = iter(known_vals), iter(unknown_outs)
     return [next(unknown_it) if u else trace.lift(next(known_it)) for u in out_uk]
 
 
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
     linear = [ad.is_undefined_primal(x) for x in args]
     res = [x for x, lin in zip(args, linear, strict=True) if not lin]
     res_avals = [b for b, lin in zip(jaxpr.in_avals, linear, strict=True) if not lin]
@@ -197,7 +196,8 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_a
     outs = iter(shard_map_p.bind(
         *res, *cts, jaxpr=pe.hoist_consts(ClosedJaxpr(jaxpr_t, consts)), mesh=mesh,
         in_specs=tuple(s for s, lin in zip(in_specs, linear, strict=True) if not lin) +
-        out_specs, out_specs=lin_specs, check_vma=check_vma, manual_axes=manual_axes))
+        out_specs, out_specs=lin_specs, check_vma=check_vma, manual_axes=manual_axes,
+        api=api))
     return [next(outs) if lin else None for lin in linear]
 
 
@@ -205,7 +205,8 @@ def _with_batch_dim(spec: PartitionSpec) -> PartitionSpec:
     return PartitionSpec(None, *spec)
 
 
-def _batch(axis_size, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+def _batch(axis_size, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
+           api):
     batched = [d is not None for d in dims]
     vals = [batching.moveaxis(v, d, 0) if d is not None else v
             for v, d in zip(vals, dims, strict=True)]
@@ -218,7 +219,7 @@ def _batch(axis_size, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma
                                                                        strict=True)),
         out_specs=tuple(_with_batch_dim(s) if b else s for s, b in zip(out_specs, out_batched,
                                                                         strict=True)),
-        check_vma=check_vma, manual_axes=manual_axes)
+        check_vma=check_vma, manual_axes=manual_axes, api=api)
     return outs, [0 if b else None for b in out_batched]
 
 

@@ -95,7 +95,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         closed, out_tree, out_flat_specs = traced
         outs = shard_map_p.bind(*leaves, jaxpr=closed, mesh=m, in_specs=tuple(specs),
                                 out_specs=out_flat_specs, check_vma=bool(check_vma),
-                                manual_axes=manual)
+                                manual_axes=manual, api="shard_map")
         return tu.tree_unflatten(out_tree, outs)
 
     return wrapped
@@ -236,10 +236,10 @@ def _trace(f: Callable, in_tree, block_avals: list, mesh: Mesh, manual: frozense
 _programs: collections.OrderedDict = collections.OrderedDict()  # id(jaxpr) -> (jaxpr, program)
 
 
-def _program(jaxpr: core.ClosedJaxpr) -> spmd.Program | None:
+def _program(jaxpr: core.ClosedJaxpr, api: str) -> spmd.Program | None:
     found = _programs.get(id(jaxpr))
     if found is None or found[0] is not jaxpr:
-        found = (jaxpr, spmd.prepare(jaxpr, "shard_map"))
+        found = (jaxpr, spmd.prepare(jaxpr, api))
         _programs[id(jaxpr)] = found
         if len(_programs) > 256:
             _programs.popitem(last=False)
@@ -251,8 +251,8 @@ def _global(value: Any) -> spmd.Global:
     return spmd.Global(value, shm.heap().home(value))
 
 
-def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
-    program = _program(jaxpr) if mesh.size > 1 else None
+def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
+    program = _program(jaxpr, api) if mesh.size > 1 else None
     if program is None:
         return _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes)
     args = [np.asarray(core.to_numpy(a)) for a in args]
@@ -265,7 +265,7 @@ def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
         sharding = NamedSharding(mesh, spec)
         out_index.append(sharding.block_indices(shape))
         writers.append([r == 0 for r in sharding.replica_ids()])
-    outs = spmd.run("shard_map", program, mesh.axis_names, mesh.axis_sizes,
+    outs = spmd.run(api, program, mesh.axis_names, mesh.axis_sizes,
                     [d.id for d in mesh.devices.flat], [_global(a) for a in args], in_index,
                     out_shapes, out_index, writers)
     return [o.value for o in outs]
