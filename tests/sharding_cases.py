@@ -192,6 +192,37 @@ def types(jx):
     return out
 
 
+@case("explicit")
+def switch_axes(jx):
+    """auto_axes and explicit_axes (JAX's explicit-sharding notebook)."""
+    P, AT = jx.sharding.PartitionSpec, jx.sharding.AxisType
+    jnp = jx.numpy
+    seen = []
+
+    def add(x, y):
+        seen.append([repr(jx.sharding.get_abstract_mesh()), _short(jx.typeof(x))])
+        return x + y
+
+    with jx.sharding.set_mesh(jx.make_mesh((2, 2), ("X", "Y"))):
+        sx = jx.reshard(np.arange(16).reshape(4, 4), P("X", None))
+        sy = jx.reshard(np.arange(16).reshape(4, 4), P(None, "X"))
+        r1 = jx.sharding.auto_axes(add, out_sharding=P("X", None))(sx, sy)
+        r2 = jx.sharding.auto_axes(add)(sx, sy, out_sharding=P("X", None))
+        g = jx.sharding.auto_axes(lambda y: y * 2, axes="X", out_sharding=P("X", "Y"))
+        r3 = jx.jit(lambda v: g(jnp.sin(v)))(sx.astype(np.float32))
+    with jx.sharding.set_mesh(_auto(jx, (2, 2), ("X", "Y"))):
+        x = jx.device_put(np.arange(16).reshape(4, 4), P("X", "Y"))
+
+        def eg(y):
+            seen.append([repr(jx.sharding.get_abstract_mesh()), _short(jx.typeof(y))])
+            return y * 2
+
+        r4 = jx.sharding.explicit_axes(eg, axes=("X", "Y"), in_sharding=P("X", "Y"))(x)
+    return [seen, [_short(jx.typeof(r)) for r in (r1, r2, r3, r4)],
+            [repr(r.sharding.spec) for r in (r1, r2, r3, r4)], np.asarray(r1).tolist(),
+            np.asarray(r3).tolist(), np.asarray(r4).tolist()]
+
+
 def _short(t):
     try:
         return t.str_short(short_dtypes=True)

@@ -100,6 +100,11 @@ def test_explicit_mode_types_and_errors_against_jax():
     assert repr(numbax.sharding.get_abstract_mesh()) == "AbstractMesh((), axis_types=())"
 
 
+def test_auto_axes_and_explicit_axes_against_jax():
+    with numbax.enable_x64(False):
+        _same(_run("explicit/switch_axes"), REF["explicit/switch_axes"])
+
+
 def test_tutorial_against_jax_with_blocks_run_in_the_workers(monkeypatch):
     calls = []
     real_run = spmd.run

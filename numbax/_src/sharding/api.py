@@ -75,42 +75,72 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     return _apply("with_sharding_constraint", x, shardings, auto_only)
 
 
-def _switch_axes(f: Callable | None, axes: Any, kind: AxisType, api: str, kw: str) -> Callable:
-    """auto_axes/explicit_axes: run f with `axes` of the current mesh switched to `kind`, then
-    lay its results out by the `kw` keyword (out_shardings) given at the call."""
+def _onto(api: str, tree: Any, mesh: mesh_mod.Mesh, spec: Any) -> Any:
+    """Every array of `tree` laid out on `mesh` (the same devices, other axis types): by `spec`
+    when given, else by its own spec. No data moves."""
+
+    def move(leaf: Any) -> Any:
+        if spec is not None:
+            target = spec
+        elif isinstance(leaf, core.Tracer):
+            own = leaf.aval._sharding
+            target = own.spec if own is not None else None
+        else:
+            own = sharding_of(leaf)
+            target = own.spec if isinstance(own, NamedSharding) else None
+        if target is None:
+            return leaf
+        sharding = NamedSharding(mesh, resolve(api, target).spec
+                                 if isinstance(target, Sharding) else target)
+        if isinstance(leaf, core.Tracer):
+            return sharding_constraint_p.bind(leaf, sharding=sharding)
+        return put(leaf, sharding, api)
+
+    return tu.tree_map(move, tree)
+
+
+def _switch_axes(f: Callable | None, axes: Any, kind: AxisType, api: str, kw: str,
+                 given: Any) -> Callable:
+    """auto_axes/explicit_axes: f run with `axes` of the current mesh switched to `kind`; the
+    arguments laid out on the switched mesh (by in_sharding for explicit_axes), the results
+    laid back on the caller's mesh (by out_sharding for auto_axes). The sharding may be given
+    when wrapping or as a keyword of the call."""
     if f is None:
-        return functools.partial(_switch_axes, axes=axes, kind=kind, api=api, kw=kw)
+        return functools.partial(_switch_axes, axes=axes, kind=kind, api=api, kw=kw,
+                                 given=given)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        target = kwargs.pop(kw, None)
+        target = kwargs.pop(kw, given)
         mesh = mesh_mod.get_mesh()
+        if mesh.empty:
+            raise NumbaxValueError(f"{api}: no mesh is set; call it under "
+                                   "numbax.set_mesh(mesh).")
         names = mesh.axis_names if axes is None else \
             ((axes,) if isinstance(axes, str) else tuple(axes))
-        if kind == AxisType.Explicit and target is not None:
-            args = _apply(api, args, target)
-        switched = mesh.update_axis_types({n: kind for n in names}) if not mesh.empty else mesh
-        with mesh_mod.set_mesh(switched if not mesh.empty else None):
+        switched = mesh.update_axis_types({n: kind for n in names})
+        args = _onto(api, args, switched, target if kind == AxisType.Explicit else None)
+        with mesh_mod.set_mesh(switched):
             out = f(*args, **kwargs)
-        if kind == AxisType.Auto and target is not None:
-            out = _apply(api, out, target)
-        return out
+        return _onto(api, out, mesh, target if kind == AxisType.Auto else None)
 
     return wrapped
 
 
 def auto_axes(f: Callable | None = None, /, *, axes: Any = None,
               out_sharding: Any = None) -> Callable:
-    """f run with `axes` (default: all) of the current mesh Auto; call it with
-    out_shardings=... to lay its results out when it returns."""
-    return _switch_axes(f, axes, AxisType.Auto, "auto_axes", "out_shardings")
+    """f run with `axes` (default: all) of the current mesh Auto: inside, types carry no
+    sharding over them; the results are laid out by out_sharding (given here or as a keyword
+    of the call)."""
+    return _switch_axes(f, axes, AxisType.Auto, "auto_axes", "out_sharding", out_sharding)
 
 
 def explicit_axes(f: Callable | None = None, /, *, axes: Any = None,
                   in_sharding: Any = None) -> Callable:
-    """f run with `axes` (default: all) of the current mesh Explicit; call it with
-    in_shardings=... to lay its arguments out first."""
-    return _switch_axes(f, axes, AxisType.Explicit, "explicit_axes", "in_shardings")
+    """f run with `axes` (default: all) of the current mesh Explicit, its arguments laid out
+    by in_sharding (given here or as a keyword of the call) so their types carry it."""
+    return _switch_axes(f, axes, AxisType.Explicit, "explicit_axes", "in_sharding",
+                        in_sharding)
 
 
 # ----------------------------------------------------------------------------- eager results
