@@ -195,7 +195,7 @@ def types(jx):
 @case("explicit")
 def switch_axes(jx):
     """auto_axes and explicit_axes (JAX's explicit-sharding notebook)."""
-    P, AT = jx.sharding.PartitionSpec, jx.sharding.AxisType
+    P = jx.sharding.PartitionSpec
     jnp = jx.numpy
     seen = []
 
