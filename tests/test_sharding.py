@@ -191,3 +191,14 @@ def test_bad_inputs():
 def test_num_cpu_devices_config_names():
     assert numbax.config.jax_num_cpu_devices == numbax.config.num_cpu_devices == 8
     assert numbax.device_count() == 8
+
+
+def test_readme_sharding_example():
+    with open(os.path.join(os.path.dirname(HERE), "README.md")) as f:
+        section = f.read().split("## pmap on one machine", 1)[1].split("\n## ", 1)[0]
+    blocks = section.split("```python\n")[1:]
+    namespace: dict = {}
+    for block in blocks:
+        exec(block.split("```")[0], namespace)  # noqa: S102 - the README's own code
+    assert float(namespace["total"]) == 28.0
+    assert namespace["x"].sharding.spec == P("x")

@@ -301,7 +301,7 @@ class JitWrapped:
         if not self._simple and (self._in_shardings is not None or
                                  self._out_shardings is not None) or \
                 sharded_jit.is_sharded_call(leaves):
-            return sharded_jit.call(self, args, kwargs)
+            return sharded_jit.call(self, args, kwargs, run_executable)
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         exe = entry.exe
         on_host = exe.device is None

@@ -16,6 +16,7 @@ import numpy as np
 from numbax._src import core, devices
 from numbax._src.array import Array, asarray_value
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.parallel import shm, spmd
 from numbax._src.sharding import mesh as mesh_mod
 from numbax._src.sharding.shardings import (
     NamedSharding,
@@ -83,10 +84,8 @@ class ShardedArray(Array):
     def __reduce__(self):
         return (_rebuild, (np.array(self._value), self._weak_type, self._sharding))
 
-    def shm(self):
+    def shm(self) -> spmd.Global:
         """The array as a Global of the SPMD engine: moved into the shared-memory heap once."""
-        from numbax._src.parallel import shm, spmd
-
         if self._block is None:
             self._block = shm.heap().home(self._value)
         if self._block is None:

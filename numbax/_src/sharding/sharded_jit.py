@@ -23,6 +23,7 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.sharding_ops import sharding_constraint_p
+from numbax._src.parallel import spmd
 from numbax._src.sharding import partition, rules
 from numbax._src.sharding.mesh import Mesh
 from numbax._src.sharding.sharded_array import ShardedArray, put, resolve, sharding_of, wrap
@@ -112,8 +113,6 @@ def _compile(wrapped, in_tree, avals, statics, layouts, in_shardings, out_spec_a
             not config.jax_disable_jit:
         try:
             local, entry.out_layouts = partition.localize(closed, layouts, mesh)
-            from numbax._src.parallel import spmd
-
             entry.program = spmd.prepare(local, wrapped._name)
         except partition.NeedsGather:
             entry.program = None
@@ -123,8 +122,9 @@ def _compile(wrapped, in_tree, avals, statics, layouts, in_shardings, out_spec_a
     return entry
 
 
-def call(wrapped, args: tuple, kwargs: dict) -> Any:
-    """A jitted call with shardings or sharded arguments."""
+def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
+    """A jitted call with shardings or sharded arguments (`run_executable`: jit's runner of
+    compiled programs, for the programs that run here)."""
     dyn_args, dyn_kwargs, statics = wrapped._split(args, kwargs)
     leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
     arg_tree = tu.tree_structure(tu.tree_unflatten(in_tree, [0] * len(leaves))[0])
@@ -150,16 +150,14 @@ def call(wrapped, args: tuple, kwargs: dict) -> Any:
         cache[key] = entry
         if len(cache) > int(config.executable_cache_size):
             cache.popitem(last=False)
-    values = _run(wrapped, entry, placed)
+    values = _run(wrapped, entry, placed, run_executable)
     outs = [_lay_out(v, a, lay, s, entry.mesh) for v, a, lay, s in
             zip(values, entry.out_avals, entry.out_layouts, entry.out_shardings, strict=True)]
     return tu.tree_unflatten(entry.out_tree, outs)
 
 
-def _run(wrapped, entry: Entry, placed: list) -> list[np.ndarray]:
+def _run(wrapped, entry: Entry, placed: list, run_executable) -> list[np.ndarray]:
     if entry.program is not None:
-        from numbax._src.parallel import spmd
-
         mesh = entry.mesh
         globals_ = [x.shm() if type(x) is ShardedArray else
                     spmd.Global(np.asarray(core.to_numpy(x))) for x in placed]
@@ -174,8 +172,6 @@ def _run(wrapped, entry: Entry, placed: list) -> list[np.ndarray]:
                         mesh.axis_sizes, [d.id for d in mesh.devices.flat], globals_, in_index,
                         [a.shape for a in entry.out_avals], out_index, writers)
         return [o.value for o in outs]
-    from numbax._src.jit import run_executable
-
     return [np.asarray(o) for o in run_executable(entry.exe, placed)]
 
 
