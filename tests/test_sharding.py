@@ -202,3 +202,16 @@ def test_readme_sharding_example():
         exec(block.split("```")[0], namespace)  # noqa: S102 - the README's own code
     assert float(namespace["total"]) == 28.0
     assert namespace["x"].sharding.spec == P("x")
+
+
+@pytest.mark.parametrize("module", [
+    "numbax._src.sharding.mesh", "numbax._src.sharding.shardings", "numbax._src.sharding.api",
+    "numbax._src.parallel.visualize", "numbax._src.parallel.shard_map",
+    "numbax.experimental.mesh_utils"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module),
+                             extraglobs={"numbax": numbax, "np": np})
+    assert result.attempted and not result.failed

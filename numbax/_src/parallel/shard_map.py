@@ -60,7 +60,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
 
     >>> import numbax, numpy as np
     >>> mesh = numbax.make_mesh((1,), ("x",), axis_types=(numbax.sharding.AxisType.Auto,))
-    >>> f = shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    >>> f = shard_map(lambda b: b * 2, mesh=mesh, in_specs=numbax.P("x"),
+    ...               out_specs=numbax.P("x"))
     >>> f(np.arange(3.0)).tolist()
     [0.0, 2.0, 4.0]
     """

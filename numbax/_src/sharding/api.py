@@ -50,7 +50,7 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
 
     >>> import numbax, numpy as np
     >>> mesh = numbax.make_mesh((1,), ("x",))
-    >>> reshard(np.arange(4.0), NamedSharding(mesh, P("x"))).sharding.spec
+    >>> reshard(np.arange(4.0), numbax.NamedSharding(mesh, numbax.P("x"))).sharding.spec
     P('x',)
     """
     return _apply("reshard", xs, out_shardings)

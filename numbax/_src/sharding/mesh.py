@@ -182,7 +182,7 @@ class Mesh(_MeshBase):
     """An n-d array of devices whose axes have names (JAX's jax.sharding.Mesh).
 
     >>> import numbax
-    >>> Mesh(numbax.devices()[:1], ("x",))
+    >>> print(Mesh(numbax.devices()[:1], ("x",)))
     Mesh('x': 1, axis_types=(Auto,))
     """
 
@@ -276,7 +276,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types:
     """A mesh of the first prod(axis_shapes) devices (or `devices`), its axes Explicit unless
     axis_types says otherwise (JAX 0.10's default).
 
-    >>> make_mesh((1,), ("x",))
+    >>> print(make_mesh((1,), ("x",)))
     Mesh('x': 1, axis_types=(Explicit,))
     """
     shape = tuple(int(s) for s in axis_shapes)
@@ -335,7 +335,7 @@ class set_mesh:  # noqa: N801 - JAX's name; a function that also works as a cont
 
     >>> import numbax
     >>> with set_mesh(make_mesh((1,), ("x",))):
-    ...     get_mesh()
+    ...     print(get_mesh())
     Mesh('x': 1, axis_types=(Explicit,))
     """
 

@@ -215,8 +215,8 @@ class NamedSharding(Sharding):
     each block is replicated over the axes the spec does not mention.
 
     >>> import numbax
-    >>> NamedSharding(make_mesh((1,), ("x",)), P("x"))
-    NamedSharding(mesh=Mesh('x': 1, axis_types=(Explicit,)), spec=P('x',), memory_kind=device)
+    >>> NamedSharding(Mesh(numbax.devices()[:1], ("x",)), P("x"))
+    NamedSharding(mesh=Mesh('x': 1, axis_types=(Auto,)), spec=P('x',), memory_kind=device)
     """
 
     def __init__(self, mesh: Mesh | AbstractMesh, spec: PartitionSpec | None = None, *,
