@@ -90,11 +90,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         traced = cache.get(key)
         if traced is None:
             traced = _trace(f, in_tree, block_avals, m, manual, out_specs, specs, check_vma)
-            cache[key] = traced
-            if len(cache) > 64:
-                cache.popitem(last=False)
-        closed, out_tree, out_flat_specs = traced
-        outs = shard_map_p.bind(*leaves, jaxpr=closed, mesh=m, in_specs=tuple(specs),
+            if not any(isinstance(c, core.Tracer) for c in traced[3]):
+                cache[key] = traced  # a body closing over traced values is traced per call
+                if len(cache) > 64:
+                    cache.popitem(last=False)
+        closed, out_tree, out_flat_specs, consts = traced
+        outs = shard_map_p.bind(*consts, *leaves, jaxpr=closed, mesh=m,
+                                in_specs=(PartitionSpec(),) * len(consts) + tuple(specs),
                                 out_specs=out_flat_specs, check_vma=bool(check_vma),
                                 manual_axes=manual, api="shard_map")
         return tu.tree_unflatten(out_tree, outs)
@@ -216,7 +218,11 @@ def _trace(f: Callable, in_tree, block_avals: list, mesh: Mesh, manual: frozense
 
     with lsm.bound_axes(mesh, manual):
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, block_avals)
-    closed = pe.hoist_consts(core.ClosedJaxpr(jaxpr, consts))
+    # What the body closes over (constants, or values traced by an enclosing grad or jit)
+    # becomes leading replicated arguments, as in JAX.
+    consts = [c if isinstance(c, core.Tracer) else np.asarray(core.to_numpy(c))
+              for c in consts]
+    closed = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
     out_tree = store["tree"]
     specs = out_specs if not isinstance(out_specs, list) else tuple(out_specs)
     flat = tuple(_as_spec("out_specs", s) for s in _flatten_specs("out_specs", out_tree, specs))
@@ -227,8 +233,9 @@ def _trace(f: Callable, in_tree, block_avals: list, mesh: Mesh, manual: frozense
                 f"{spec} of length {len(spec)} for an output of rank {aval.ndim}.")
         NamedSharding(mesh, spec)
     if check_vma:
-        replication.check(_name(f), closed.jaxpr, mesh, manual, in_specs, flat)
-    return closed, out_tree, flat
+        replication.check(_name(f), closed.jaxpr, mesh, manual,
+                          [PartitionSpec()] * len(consts) + list(in_specs), flat)
+    return closed, out_tree, flat, consts
 
 
 # ----------------------------------------------------------------------------- running
