@@ -488,3 +488,18 @@ def transforms(jx):
     return [np.asarray(step(False)(w, x, y)).tolist(), np.asarray(batched).tolist(),
             np.asarray(primal).tolist(), np.asarray(tangent).tolist(),
             np.asarray(step(True)(w, x, y)).tolist()]
+
+
+@case("shard_map")
+def partial_manual(jx):
+    """axis_names: manual over 'x' only, 'y' left automatic."""
+    P = jx.sharding.PartitionSpec
+    lax = jx.lax
+    mesh = _auto(jx, (2, 2), ("x", "y"))
+    x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    f = jx.shard_map(lambda b: lax.psum(b, "x") * 2, mesh=mesh, in_specs=P("x"),
+                     out_specs=P(), axis_names={"x"})
+    g = jx.shard_map(lambda b: b.sum(1, keepdims=True) + lax.axis_index("x"), mesh=mesh,
+                     in_specs=P("x", None), out_specs=P("x"), axis_names={"x"})
+    r1, r2 = f(x), g(x)
+    return [np.asarray(r1).tolist(), _spec(r1), np.asarray(r2).tolist(), _spec(r2)]

@@ -101,6 +101,15 @@ def test_mesh_2d_and_transforms_against_jax():
         _close(got[4], want[0], rtol=1e-6)
 
 
+def test_partial_manual_axes_against_jax():
+    with numbax.disable_jit(), numbax.enable_x64(False):
+        got = json.loads(json.dumps(sharding_cases.CASES["shard_map/partial_manual"](numbax)))
+    want = REF["shard_map/partial_manual"]
+    _close(got[0], want[0])
+    _close(got[2], want[2])
+    assert [got[1], got[3]] == [want[1], want[3]]
+
+
 def test_compiled_bodies_with_collectives_under_jit_and_grad():
     """jit(shard_map) compiles the body in the workers (the driver calls shard_map's
     implementation); jit(grad(...)) compiles the forward and the transposed bodies."""

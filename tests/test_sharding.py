@@ -215,3 +215,11 @@ def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              extraglobs={"numbax": numbax, "np": np})
     assert result.attempted and not result.failed
+
+
+def test_device_put_with_a_sharding_inside_jit_pins_the_layout():
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+    s = NamedSharding(mesh, P("x"))
+    out = numbax.jit(lambda v: numbax.device_put(v * 2, s) + 1)(np.arange(8.0))
+    np.testing.assert_array_equal(out, np.arange(8.0) * 2 + 1)
+    assert out.sharding == s

@@ -16,6 +16,7 @@ import numpy as np
 from numbax._src import core, devices
 from numbax._src.array import Array, asarray_value
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax.sharding_ops import sharding_constraint_p
 from numbax._src.parallel import shm, spmd
 from numbax._src.sharding import mesh as mesh_mod
 from numbax._src.sharding.shardings import (
@@ -162,9 +163,8 @@ def put(leaf: Any, sharding: Sharding, api: str = "device_put") -> Any:
 
 
 def reshard_traced(x: Any, sharding: Sharding) -> Any:
-    from numbax._src.sharding import constraints
-
-    return constraints.sharding_constraint(x, sharding)
+    """A traced value pinned to `sharding` (device_put under jit)."""
+    return sharding_constraint_p.bind(x, sharding=sharding)
 
 
 def make_array_from_callback(shape: Sequence[int], sharding: Sharding,
