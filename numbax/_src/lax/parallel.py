@@ -132,6 +132,35 @@ ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
     psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
 
+# psum of several operands at once: one exchange instead of one per operand. numbax binds it
+# only where the SPMD engine fuses a program's independent psums (parallel/spmd.py), so that a
+# pmean of a gradient pytree costs one round of barriers.
+psum_many_p = Primitive("psum_many", multiple_results=True)
+core.abstract_eval_rules[psum_many_p] = lambda *xs, axis_name: list(xs)
+
+
+def _psum_many_impl(*xs, axis_name):
+    raise NameError(f"lax.psum_many: unbound axis name {axis_name!r}")
+
+
+def _psum_many_collective(axis_data, vals, dims, *, axis_name):
+    psum_rule = batching.collective_rules[psum_p]
+    outs = [psum_rule(axis_data, [v], [d], axis_name=axis_name)[0][0]
+            for v, d in zip(vals, dims, strict=True)]
+    return outs, [None] * len(outs)
+
+
+def _psum_many_batch(size, vals, dims, *, axis_name):
+    return psum_many_p.bind(*vals, axis_name=axis_name), list(dims)
+
+
+core.impl_rules[psum_many_p] = _psum_many_impl
+batching.collective_rules[psum_many_p] = _psum_many_collective
+batching.batch_rules[psum_many_p] = _psum_many_batch
+ad.deflinear(psum_many_p, lambda cts, *xs, axis_name: psum_many_p.bind(
+    *[ad.instantiate_zeros(c) for c in cts], axis_name=axis_name))
+
+
 def _count_bools(leaf: Any) -> Any:
     """Booleans are summed as int32 counts (JAX's psum), not reduced with logical or."""
     if get_aval(leaf).dtype == np.bool_:

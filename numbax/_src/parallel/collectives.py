@@ -160,6 +160,24 @@ def _psum(x, *, axis_name):
     return [current().reduce_elementwise("psum", axis_name, x, _sum)]
 
 
+def _psum_many(*xs, axis_name):
+    """psums of several operands in one exchange per dtype (their elements concatenated)."""
+    comm = current()
+    outs: list = [None] * len(xs)
+    by_dtype: dict = {}
+    for i, x in enumerate(xs):
+        by_dtype.setdefault(np.asarray(x).dtype, []).append(i)
+    for dtype, idx in by_dtype.items():
+        flat = np.concatenate([np.asarray(xs[i], dtype).reshape(-1) for i in idx])
+        total = comm.reduce_elementwise("psum", axis_name, flat, _sum)
+        start = 0
+        for i in idx:
+            size = np.asarray(xs[i]).size
+            outs[i] = total[start:start + size].reshape(np.shape(xs[i]))
+            start += size
+    return outs
+
+
 def _pmax(x, *, axis_name):
     return [current().reduce_elementwise("pmax", axis_name, x, np.maximum.reduce)]
 
@@ -212,6 +230,7 @@ def _axis_index(*, axis_name):
 
 WORKER_IMPLS = {
     parallel.psum_p: _psum,
+    parallel.psum_many_p: _psum_many,
     parallel.pmax_p: _pmax,
     parallel.pmin_p: _pmin,
     parallel.all_gather_p: _all_gather,
@@ -241,11 +260,43 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
     best = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.invars:
-            aval = eqn.invars[0].aval
-            best = max(best, aval.size * aval.dtype.itemsize)
+            best = max(best, sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars))
         for sub in _sub_jaxprs(eqn):
             best = max(best, collective_bytes(sub))
     return best
+
+
+def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:
+    """`jaxpr` with its independent psums over the same axes merged into psum_many equations
+    (a pmean of a gradient pytree: one exchange instead of one per leaf).
+
+    Each equation gets a level, the number of psums on its longest path from the inputs; the
+    equations are emitted level by level (a topological order: a psum's consumers are a level
+    above it), and a level's psums become one equation at the end of the level. Every device
+    runs the same rewritten program, so their collectives still match."""
+    level: dict = {}
+    levels: dict[int, list] = {}
+    for eqn in jaxpr.eqns:
+        d = max([level.get(v, 0) for v in eqn.invars if isinstance(v, core.Var)], default=0)
+        levels.setdefault(d, []).append(eqn)
+        for v in eqn.outvars:
+            level[v] = d + (eqn.primitive is parallel.psum_p)
+    eqns: list = []
+    for d in sorted(levels):
+        groups: dict = {}
+        for eqn in levels[d]:
+            if eqn.primitive is parallel.psum_p:
+                groups.setdefault(eqn.params["axis_name"], []).append(eqn)
+            else:
+                eqns.append(eqn)
+        for axis_name, group in groups.items():
+            if len(group) == 1:
+                eqns.append(group[0])
+            else:
+                eqns.append(core.JaxprEqn(parallel.psum_many_p, [e.invars[0] for e in group],
+                                          [e.outvars[0] for e in group],
+                                          {"axis_name": axis_name}))
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
 def has_collectives(jaxpr: core.Jaxpr) -> bool:

@@ -170,10 +170,14 @@ class Block:
 
 class Heap:
     """The parent's shared memory: page-aligned blocks carved first-fit out of segments of at
-    least SEGMENT_BYTES. A segment left empty is unlinked (unless it is the last one), and its
-    name is queued in `unlinked` for the workers to unmap."""
+    least SEGMENT_BYTES, each new one at least half the bytes in use (so a call that needs
+    many blocks gets few segments). Empty segments are kept while the empty ones total at
+    most KEEP_BYTES or the bytes in use, so a loop of calls reuses them (creating and
+    reserving a segment costs milliseconds); beyond that an empty segment is unlinked and its
+    name queued in `unlinked` for the workers to unmap."""
 
     SEGMENT_BYTES = 8 << 20
+    KEEP_BYTES = 64 << 20
 
     def __init__(self) -> None:
         self.segments: dict[str, Segment] = {}
@@ -190,7 +194,9 @@ class Heap:
                 off = seg.take(nbytes)
                 if off is not None:
                     return Block(name, off, nbytes)
-            seg = Segment(api, max(nbytes, self.SEGMENT_BYTES), what)
+            used = sum(seg.size - sum(size for _, size in seg.free)
+                       for seg in self.segments.values())
+            seg = Segment(api, max(nbytes, self.SEGMENT_BYTES, aligned(used // 2, PAGE)), what)
             self.segments[seg.name] = seg
             return Block(seg.name, seg.take(nbytes), nbytes)
 
@@ -238,10 +244,17 @@ class Heap:
             if seg is None:
                 continue
             seg.give(block.offset, block.nbytes)
-            if seg.live == 0 and len(self.segments) > 1:
+            if seg.live == 0 and len(self.segments) > 1 and self._surplus():
                 del self.segments[block.segment]
                 seg.close()
                 self.unlinked.append(seg.name)
+
+    def _surplus(self) -> bool:
+        """Whether the empty segments exceed what is worth keeping for reuse."""
+        empty = sum(seg.size for seg in self.segments.values() if seg.live == 0)
+        used = sum(seg.size - sum(size for _, size in seg.free)
+                   for seg in self.segments.values())
+        return empty > max(self.KEEP_BYTES, used)
 
     def close(self) -> None:
         with self._lock:

@@ -52,6 +52,7 @@ class _NoMainPickler(pickle.Pickler):
 def prepare(closed: core.ClosedJaxpr, name: str) -> Program | None:
     """The program for `closed` (per-device avals), or None when it cannot be shipped to the
     workers (it holds something that does not pickle, or refers to __main__)."""
+    closed = core.ClosedJaxpr(collectives.fuse_psums(closed.jaxpr), closed.consts)
     spec = {"jaxpr": closed, "x64": bool(config.jax_enable_x64),
             "use_jit": not config.jax_disable_jit, "name": name}
     out = io.BytesIO()
