@@ -503,3 +503,27 @@ def partial_manual(jx):
                      in_specs=P("x", None), out_specs=P("x"), axis_names={"x"})
     r1, r2 = f(x), g(x)
     return [np.asarray(r1).tolist(), _spec(r1), np.asarray(r2).tolist(), _spec(r2)]
+
+
+@case("shard_map")
+def grad_inside(jx):
+    """grad inside the body w.r.t. a replicated argument, check_vma on and off."""
+    P = jx.sharding.PartitionSpec
+    lax = jx.lax
+    mesh = _auto(jx, (4,), ("i",))
+    xb = np.arange(8.0, dtype=np.float32).reshape(8, 1)
+    w = np.float32(2.0)
+    out = []
+    for check in (True, False):
+        def body(w, xb):
+            g1 = jx.grad(lambda w: lax.psum((w * xb).sum(), "i") + w ** 2)(w)
+            g2 = jx.grad(lambda w: (w * xb).sum())(w)
+            g3 = jx.grad(lambda w: (w * xb).sum() + w ** 2)(w)
+            g4 = jx.grad(lambda v: jx.numpy.sum(v * lax.pmean(v, "i")))(xb)
+            return g1, g2, g3, g4
+
+        f = jx.shard_map(body, mesh=mesh, in_specs=(P(), P("i")), out_specs=(P(), P(), P(),
+                                                                            P("i")),
+                         check_vma=check)
+        out.append([np.asarray(r).tolist() for r in f(w, xb)])
+    return out

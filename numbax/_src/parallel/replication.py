@@ -11,7 +11,7 @@ from numbax._src import core
 from numbax._src.lax import parallel, parallel_redistribute
 from numbax._src.sharding.shardings import PartitionSpec
 
-_REDUCING = (parallel.psum_p, parallel.pmax_p, parallel.pmin_p)
+_REDUCING = (parallel.psum_p, parallel.psum_many_p, parallel.pmax_p, parallel.pmin_p)
 _VARYING = (parallel.all_gather_p, parallel.psum_scatter_p, parallel.ppermute_p,
             parallel.axis_index_p, parallel_redistribute.all_to_all_p)
 
@@ -41,12 +41,15 @@ def _subs(eqn: core.JaxprEqn):
                 yield sub
 
 
-def check(fname: str, jaxpr: core.Jaxpr, mesh, manual: frozenset,
-          in_specs: Sequence[PartitionSpec], out_specs: Sequence[PartitionSpec]) -> None:
-    vary: dict = {}
-    for v, spec in zip(jaxpr.invars, in_specs, strict=True):
-        vary[v] = frozenset(n for e in spec._normalized(v.aval.ndim) for n in e) & manual
-    for eqn in jaxpr.eqns:
+def spec_axes(spec: PartitionSpec, ndim: int, manual: frozenset) -> frozenset:
+    """The manual axes a value laid out by `spec` varies over."""
+    return frozenset(n for e in spec._normalized(ndim) for n in e) & manual
+
+
+def propagate(eqns: Sequence[core.JaxprEqn], vary: dict, manual: frozenset) -> dict:
+    """Extends `vary` (var -> axes it varies over) through `eqns`; unknown vars are
+    invariant."""
+    for eqn in eqns:
         ins = frozenset().union(*[vary.get(v, frozenset()) for v in eqn.invars
                                   if isinstance(v, core.Var)])
         if eqn.primitive in _REDUCING:
@@ -57,6 +60,13 @@ def check(fname: str, jaxpr: core.Jaxpr, mesh, manual: frozenset,
             out = ins.union(*[_inner_axes(sub) for sub in _subs(eqn)])
         for o in eqn.outvars:
             vary[o] = out & manual
+    return vary
+
+
+def check(fname: str, jaxpr: core.Jaxpr, mesh, manual: frozenset,
+          in_specs: Sequence[PartitionSpec], out_specs: Sequence[PartitionSpec]) -> None:
+    vary = propagate(jaxpr.eqns, {v: spec_axes(spec, v.aval.ndim, manual) for v, spec in
+                                  zip(jaxpr.invars, in_specs, strict=True)}, manual)
     for v, spec in zip(jaxpr.outvars, out_specs, strict=True):
         if not isinstance(v, core.Var):
             continue

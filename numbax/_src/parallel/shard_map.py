@@ -10,6 +10,7 @@ runs here with vmap's semantics over the mesh axes (the same results)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,7 @@ from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import parallel as lparallel
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
-from numbax._src.parallel import replication, shm, spmd
+from numbax._src.parallel import replication, shm, spmd, vma
 from numbax._src.sharding import mesh as mesh_mod
 from numbax._src.sharding.mesh import AbstractMesh, AxisType, Mesh
 from numbax._src.sharding.sharded_array import sharding_of
@@ -211,9 +212,13 @@ def _name(f: Callable) -> str:
 def _trace(f: Callable, in_tree, block_avals: list, mesh: Mesh, manual: frozenset,
            out_specs: Any, in_specs: list, check_vma: bool):
     store: dict = {}
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
 
     def flat_fun(*xs):
-        out_flat, store["tree"] = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
+        axes = [replication.spec_axes(s, a.ndim, manual) for s, a in
+                zip(in_specs, block_avals, strict=True)]
+        with vma.body(xs, axes, manual, sizes) if check_vma else contextlib.nullcontext():
+            out_flat, store["tree"] = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
         return out_flat
 
     with lsm.bound_axes(mesh, manual):
