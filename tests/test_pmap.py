@@ -164,11 +164,14 @@ def test_data_parallel_sgd_step_matches_single_device():
     np.testing.assert_allclose(new_w[0], single, rtol=1e-12)
 
 
-def test_pmap_inside_grad_and_jit_falls_back_to_vmap():
+def test_pmap_under_grad_and_jit_through_shard_map_rules():
+    """pmap is shard_map: grad differentiates it with shard_map's rules (the forward and the
+    transposed bodies run in the workers), and jit calls it from the compiled program."""
     x = RNG.normal(size=(N,))
     f = numbax.pmap(lambda v: lax.psum(v ** 2, "i"), axis_name="i")
     g = numbax.grad(lambda v: f(v).sum())(x)
     np.testing.assert_allclose(g, 2 * x * N)
+    np.testing.assert_allclose(numbax.jit(f)(x), np.full(N, (x ** 2).sum()))
 
 
 def test_pmap_compiled_with_jit_in_workers():
