@@ -60,6 +60,19 @@ def _parse_int(value: Any, what: str, minimum: int | None = None, text: bool = F
     return value
 
 
+def _parse_seconds(value: Any, what: str, text: bool) -> float:
+    if isinstance(value, str) and text:
+        value = value.strip()
+    try:
+        seconds = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or isinstance(value, str) and not text or not seconds >= 0:
+        raise ValueError(f"{what} has value {value!r}, expected a number of seconds >= 0 "
+                         "(0 waits forever).")
+    return seconds
+
+
 def _parse_jax(name: str, option: JaxOption, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of JAX's options (config_options.JAX_OPTIONS); `text`: the
     value comes from an environment variable or a command-line flag, so strings convert."""
@@ -116,6 +129,8 @@ def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
         return _parse_int(value, what, minimum=1, text=text)
     if name == "cpu_threads":
         return _parse_int(value, what, minimum=0, text=text)
+    if name == "worker_timeout":
+        return _parse_seconds(value, what, text)
     if name == "compilation_cache_max_size":
         return _parse_int(value, what, minimum=-1, text=text)
     if name == "executable_cache_size":
@@ -191,6 +206,8 @@ def _defaults() -> dict[str, Any]:
         "num_cpu_devices": _from_env("num_cpu_devices",
                                      ["NUMBAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"],
                                      _xla_force_device_count() or 1),
+        # Seconds a pmap/shard_map call waits for a worker that makes no progress (0: forever).
+        "worker_timeout": _from_env("worker_timeout", ["NUMBAX_WORKER_TIMEOUT"], 300.0),
         "platforms": _from_env("platforms", ["NUMBAX_PLATFORMS", "JAX_PLATFORMS",
                                              "JAX_PLATFORM_NAME"], ""),
         # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops

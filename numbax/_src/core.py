@@ -249,6 +249,9 @@ impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
 # never dropped by DCE, merged by CSE or folded, even when nothing reads its outputs.
 effectful_primitives: set[Primitive] = set()
 
+# Explicit-sharding types: outputs of explicitly sharded operands (rule: sharding/rules.py).
+sharding_rules: list[Callable[..., list[ShapedArray]]] = []
+
 
 _primitives_by_name: dict[str, Primitive] = {}
 
@@ -319,7 +322,10 @@ def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict) -
     rule = abstract_eval_rules.get(prim)
     if rule is None:
         raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
-    return rule(*avals, **params)
+    outs = rule(*avals, **params)
+    if sharding_rules and any(getattr(a, "_sharding", None) is not None for a in avals):
+        return sharding_rules[0](prim, avals, params, outs)
+    return outs
 
 
 # ----------------------------------------------------------------------------- traces

@@ -17,6 +17,7 @@ from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.sharding import sharded_jit
 
 _BACKENDS = (None, "cpu", "gpu", "cuda")
 
@@ -25,13 +26,15 @@ _BACKENDS = (None, "cpu", "gpu", "cuda")
 
 
 class _Entry:
-    """One signature's compiled program and the pytree structure of its outputs."""
+    """One signature's compiled program, the pytree structure of its outputs and, for programs
+    holding a shard_map or a sharding constraint, the layouts of the outputs."""
 
-    __slots__ = ("exe", "out_tree")
+    __slots__ = ("exe", "out_tree", "layouts")
 
-    def __init__(self, exe: Executable, out_tree) -> None:
+    def __init__(self, exe: Executable, out_tree, layouts=None) -> None:
         self.exe = exe
         self.out_tree = out_tree
+        self.layouts = layouts
 
 
 def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
@@ -194,7 +197,8 @@ class Compiled:
 class JitWrapped:
     """A jitted function: per-signature cache of executables, fast path for plain Array calls."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline,
+                 in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise NumbaxTypeError(
                 f"jit: fun has type {type(fun).__name__}, expected a callable. Pass a function."
@@ -214,7 +218,10 @@ class JitWrapped:
         self._fast: dict[Any, Callable] = {}
         self._fast_tree: dict[Any, Callable] = {}
         self._gpu_fast: dict[Any, _Entry] = {}
-        self._simple = not self.static_argnums and not self.static_argnames
+        self._in_shardings, self._out_shardings = in_shardings, out_shardings
+        self._sharded_cache: dict = {}  # sharding/sharded_jit.py's entries
+        self._simple = not self.static_argnums and not self.static_argnames and \
+            in_shardings is None and out_shardings is None
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
 
     @property
@@ -291,10 +298,16 @@ class JitWrapped:
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         if self.inline or _is_tracing(leaves):
             return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
+        if not self._simple and (self._in_shardings is not None or
+                                 self._out_shardings is not None) or \
+                sharded_jit.is_sharded_call(leaves):
+            return sharded_jit.call(self, args, kwargs, run_executable)
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         exe = entry.exe
         on_host = exe.device is None
         outs = run_executable(exe, leaves, donate=True)
+        if entry.layouts is not None:  # a shard_map or constraint inside: results laid out
+            return tu.tree_unflatten(entry.out_tree, sharded_jit.relabel(outs, *entry.layouts))
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         ctx = config._fast_ctx
@@ -364,7 +377,8 @@ class JitWrapped:
         backend = "cpu" if device is None else "gpu"
         exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
                                device)
-        return _Entry(exe, store["tree"])
+        layouts = sharded_jit.plain_layouts(jaxpr) if sharded_jit.needs_layouts(jaxpr) else None
+        return _Entry(exe, store["tree"], layouts)
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -478,9 +492,10 @@ def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
             )
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        backend: str | None = None, inline: bool = False) -> Any:
+def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), backend: str | None = None,
+        inline: bool = False) -> Any:
     """Compiles `fun` with Numba: traced once per argument signature, then fused and cached.
 
     Args:
@@ -498,6 +513,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         committed to two different devices raise ValueError (JAX's rule); uncommitted ones
         (numpy arrays, scalars, Arrays never placed) move to the committed device.
       inline: when True, calls are always traced into the caller (no compiled code).
+      in_shardings, out_shardings: Shardings (or PartitionSpecs over the mesh set_mesh
+        installed; None: the argument's own), a prefix tree of the positional arguments /
+        the results. Arguments are laid out as asked; results come back with the requested
+        sharding. See docs/sharp_bits.md for which programs run block by block in the
+        workers (the rest run in one process).
 
     Returns:
       A function with the same signature returning numbax Arrays, with `.lower(*args)`.
@@ -511,10 +531,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     Array([1., 3., 5.], dtype=float64)
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 backend=backend, inline=inline)
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline)
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend, inline=inline)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline,
+                      in_shardings, out_shardings)
 
 
 

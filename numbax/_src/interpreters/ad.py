@@ -261,7 +261,12 @@ def vjp_flat(f: Callable, primals_in: Sequence[Any]):
             result.append(ct)
         return result
 
+    if vjp_hooks:  # shard_map bodies with check_vma adjust cotangents (parallel/vma.py)
+        f_vjp = vjp_hooks[0](primals_in, primals_out, f_vjp)
     return primals_out, f_vjp
+
+
+vjp_hooks: list[Callable] = []
 
 
 def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],
