@@ -25,6 +25,11 @@ class CpuBackend(Backend):
     def config_key(self) -> tuple:
         return loops.CODEGEN_CONFIG
 
+    def op_cost(self, eqn: core.JaxprEqn) -> float:
+        low = registry.lowering(eqn.primitive, "cpu")
+        heavy = low is not None and low.heavy
+        return loops.NS_PER_HEAVY_OP / loops.NS_PER_LIGHT_OP if heavy else 1.0
+
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:
             return rows.render_rows(nest)
