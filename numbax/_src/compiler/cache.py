@@ -296,7 +296,7 @@ def numba_compile_stats() -> dict[str, int]:
     for name, module in list(sys.modules.items()):
         if not name.startswith(MODULE_PREFIX) or module is None:
             continue
-        for fn in ("kernel", "kernel_serial"):  # a loop nest's variants
+        for fn in [n for n in vars(module) if n.startswith("kernel")]:  # a nest's variants
             stats = getattr(getattr(module, fn, None), "stats", None)
             if stats is not None:
                 hits += sum(stats.cache_hits.values())

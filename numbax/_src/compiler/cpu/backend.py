@@ -19,8 +19,22 @@ from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.core import ClosedJaxpr, Var
 
 
+def _load_numba_registries() -> None:
+    """Loads Numba's CPU typing and lowering registries now, while numbax is imported. Numba
+    loads them (importing ~100 of its modules) at its first compile or cache load in a
+    process: 0.16 s of CPU on the 2-core VM that would land in the first jitted call, warm
+    disk cache or not (docs/performance.md, "Compile time")."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
+    cpu_target.typing_context.refresh()
+
+
 class CpuBackend(Backend):
     name = "cpu"
+
+    def __init__(self) -> None:
+        _load_numba_registries()
 
     def config_key(self) -> tuple:
         return loops.CODEGEN_CONFIG

@@ -57,7 +57,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             kernel = step.kernel
             imports.append(f"from {step.module} import {kernel.function} as {kname}")
             if kernel.parallel:
-                imports.append(f"from {step.module} import kernel as k{j}_par")
+                imports.append(f"from {step.module} import {kernel.parallel_function} "
+                               f"as k{j}_par")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
