@@ -99,39 +99,85 @@ def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool],
               cost: OpCost = unit_cost) -> list[Node]:
     """Greedy fusion in program order (scalars hoisted, `_hoist_scalars`): each fusible
     equation joins the latest nest it fits (among the last SCAN_NODES when nothing it reads
-    pins it); nests costing over MAX_NEST_COST are cut (`split_long`), then row groups form
-    (`fuse_rows`, recomputation bounded by `cost`)."""
-    nodes: list[Node] = []
-    producer: dict[Var, Node] = {}
-    position: dict[Node, int] = {}
+    pins it); a broadcast of a program input waits for its first reader and joins that
+    reader's nest (`_Placer.defers`); nests costing over MAX_NEST_COST are cut
+    (`split_long`), then row groups form (`fuse_rows`, recomputation bounded by `cost`)."""
+    placer = _Placer(fusible)
     for eqn in _hoist_scalars(jaxpr.eqns, fusible):
-        deps = [position[producer[x]] for x in eqn.invars
-                if isinstance(x, Var) and x in producer]
+        placer.add(eqn)
+    placer.flush()
+    nodes = fuse_rows(split_long(placer.nodes, placer.producer, cost), placer.producer, cost)
+    _wire(jaxpr, nodes, placer.producer)
+    return nodes
+
+
+class _Placer:
+    """The kernel graph as `partition` builds it, one equation at a time."""
+
+    def __init__(self, fusible: Callable[[JaxprEqn], bool]) -> None:
+        self.fusible = fusible
+        self.nodes: list[Node] = []
+        self.producer: dict[Var, Node] = {}
+        self.position: dict[Node, int] = {}
+        self.pending: dict[Var, JaxprEqn] = {}  # deferred broadcasts by their output
+
+    def defers(self, eqn: JaxprEqn) -> bool:
+        """A broadcast of a program input or literal: placed where it is first read, since it
+        would otherwise join any earlier nest of its shape and be stored as a full array."""
+        return kind_of(eqn) is Fusion.BROADCAST and self.fusible(eqn) and not any(
+            isinstance(x, Var) and (x in self.producer or x in self.pending) for x in eqn.invars)
+
+    def add(self, eqn: JaxprEqn) -> None:
+        if self.defers(eqn):
+            self.pending[eqn.outvars[0]] = eqn
+            return
+        early = list({id(p): p for p in (self.pending.pop(x, None) for x in eqn.invars
+                                          if isinstance(x, Var)) if p is not None}.values())
+        late = []
+        if self.fusible(eqn) and kind_of(eqn) is not Fusion.BROADCAST:
+            shape = _iteration_shape(eqn)
+            late = [p for p in early if p.outvars[0].aval.shape == shape]
+        for p in early:
+            if not any(p is q for q in late):
+                self.place(p)
+        self.place(eqn, late)
+
+    def flush(self) -> None:
+        for p in list(self.pending.values()):
+            self.place(p)
+        self.pending.clear()
+
+    def place(self, eqn: JaxprEqn, before: list[JaxprEqn] = ()) -> None:
+        """Adds `eqn` to the latest nest it fits (a new one if none), `before` (deferred
+        broadcasts of that nest's shape) just ahead of it; or as a library call."""
+        deps = [self.position[self.producer[x]] for x in eqn.invars
+                if isinstance(x, Var) and x in self.producer]
         first = max(deps, default=-1)
         node: Node | None = None
-        if fusible(eqn):
+        nodes = self.nodes
+        if self.fusible(eqn):
             for k in range(len(nodes) - 1, max(first, len(nodes) - SCAN_NODES, 0) - 1, -1):
                 cand = nodes[k]
-                if isinstance(cand, LoopNest) and _fits(cand, eqn, producer):
+                if isinstance(cand, LoopNest) and _fits(cand, eqn, self.producer):
                     node = cand
                     break
             if node is None:
                 node = LoopNest(_iteration_shape(eqn))
-                position[node] = len(nodes)
+                self.position[node] = len(nodes)
                 nodes.append(node)
-            node.eqns.append(eqn)
-            if kind_of(eqn) is Fusion.REDUCTION:
-                node.reduce_axes = eqn.params["axes"]
-                node.reduced.update(eqn.outvars)
-        else:
-            node = LibraryCall(eqn)
-            position[node] = len(nodes)
-            nodes.append(node)
+            for e in [*before, eqn]:
+                node.eqns.append(e)
+                if kind_of(e) is Fusion.REDUCTION:
+                    node.reduce_axes = e.params["axes"]
+                    node.reduced.update(e.outvars)
+                for v in e.outvars:
+                    self.producer[v] = node
+            return
+        node = LibraryCall(eqn)
+        self.position[node] = len(nodes)
+        nodes.append(node)
         for v in eqn.outvars:
-            producer[v] = node
-    nodes = fuse_rows(split_long(nodes, producer, cost), producer, cost)
-    _wire(jaxpr, nodes, producer)
-    return nodes
+            self.producer[v] = node
 
 
 # ----------------------------------------------------------------------------- long nests
