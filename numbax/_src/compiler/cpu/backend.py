@@ -61,7 +61,7 @@ class CpuBackend(Backend):
                 steps.append(self._call_step(node, program, sources))
         plan = driver.donation_plan(jaxpr, nodes, program.donated)
         src, hosts = driver.render_driver(jaxpr, steps, plan)
-        module = cache.load_module(src, self.name, self.config_key())
+        module = cache.load_plain(src)
         sources.append(src)
         consts = [np.asarray(core.to_numpy(c), order="C") for c in program.consts]
         run = module.driver  # parallel kernels set their own thread counts (runtime/threads)
