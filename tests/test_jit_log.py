@@ -90,7 +90,7 @@ def test_explain_cache_misses_names_what_differs(caplog, explain):
     got = _messages(caplog, "numbax._src.interpreters.partial_eval")
     assert len(got) == 6
     here = os.path.basename(__file__)
-    assert got[0].startswith(f"TRACING CACHE MISS at ") and here in got[0].splitlines()[0]
+    assert got[0].startswith("TRACING CACHE MISS at ") and here in got[0].splitlines()[0]
     assert "never seen function:\n    scaled id=" in got[0]
     assert got[1].endswith("different input types:\n  * at x, now f64[4] and before f64[3]")
     assert got[2].endswith("  * at params[0], now f32[] and before f64[]{weak_type=True}")

@@ -238,6 +238,9 @@ class _SignedStore:
         for path in self._folder.glob(f"{self._base}.*.nbc"):
             path.unlink(missing_ok=True)
 
+    def any_saved(self) -> bool:
+        return next(self._folder.glob(f"{self._base}.*.nbc"), None) is not None
+
 
 class _GuardedCache(caching._Cache):
     """A dispatcher's disk cache that never raises into the user's call: a failure to load is
@@ -300,6 +303,16 @@ def _authenticate_dispatchers(module: types.ModuleType, folder: Path, key: bytes
             continue
         inner._cache_file = _SignedStore(folder, impl.filename_base, key)
         value._cache = _GuardedCache(inner, folder)
+
+
+def has_saved_code(dispatcher: Any) -> bool:
+    """Whether the disk cache holds compiled code of `dispatcher` (a generated module's Numba
+    function), for any signature."""
+    guarded = getattr(dispatcher, "_cache", None)
+    store = getattr(getattr(guarded, "_inner", None), "_cache_file", None)
+    if not isinstance(guarded, _GuardedCache) or not isinstance(store, _SignedStore):
+        return False
+    return store.any_saved()
 
 
 def numba_compile_stats() -> dict[str, int]:

@@ -98,3 +98,30 @@ def test_driver_runs_the_variant_the_runtime_picks(fixed, monkeypatch):
 def test_tiny_kernels_have_no_runtime_branch():
     driver = modules(numbax.jit(lambda v: v * 2.0).lower(np.ones(10)).as_text())[-1]
     assert "threads_for" not in driver and "k0_par" not in driver
+
+
+def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch, tmp_path):
+    """The serial twin runs until PARALLEL_TIER_NS of estimated work (the prange variant's
+    compile would cost more than it saves to a kernel called a few times); then the prange
+    variant compiles, runs, and is saved: a later process finds it on disk and uses it."""
+    from numbax._src.compiler import cache
+    from numbax._src.compiler.cpu.runtime import threads as th
+
+    monkeypatch.setattr(th, "free_cores", lambda: 2)
+    monkeypatch.setattr(th, "pool_size", lambda: 2)
+    f = numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
+    x = np.linspace(-2, 2, 1 << 17)  # ~0.4 ms of estimated work per call
+    with numbax.config.override("cache_dir", str(tmp_path)):  # nothing compiled before
+        f(x)
+        namespace = f.lower(x).compile()._entry.exe.driver.__globals__
+        par, serial = namespace["k0_par"], namespace["k0_loop"]
+        assert not cache.has_saved_code(par)
+        calls = 1
+        while not par.overloads:
+            assert calls < 200
+            np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+            calls += 1
+        work = par._numbax_serial_ns / calls
+        assert (calls - 1) * work < th.PARALLEL_TIER_NS <= calls * work
+        assert serial.overloads  # the calls before ran the serial twin
+        assert cache.has_saved_code(par)

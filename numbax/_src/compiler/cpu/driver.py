@@ -85,7 +85,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
-                          "    if n > 1:", "        th.use(n)",
+                          f"    if n > 1 and th.parallel_ready(k{j}_par, {kernel.work_ns:.0f}):",
+                          "        th.use(n)",
                           f"        k{j}_par({', '.join(par_args)})",
                           "    else:", f"        {kname}({', '.join(args)})"])
             continue
