@@ -39,9 +39,9 @@ __all__ = [
 ]
 from numbax._src.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402, F401
 from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401
-from numbax._src.jit import jit  # noqa: E402
+from numbax._src.jit import clear_caches, jit  # noqa: E402
 
-__all__ += ["jit"]
+__all__ += ["clear_caches", "jit"]
 from numbax import random  # noqa: E402, F401  (public submodule)
 
 __all__ += ["example_libraries", "nn", "scipy"]

@@ -20,6 +20,9 @@ from numbax._src.config_options import JAX_ALIASES, JAX_OPTIONS, JaxOption
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
 _CPU_MATMUL_CHOICES = ("auto", "numbax", "blas")
+# The options that change what a trace produces: jit's cache keys hold their values.
+TRACE_CONTEXT = ("jax_enable_x64", "jax_debug_nans", "jax_numpy_dtype_promotion",
+                 "jax_numpy_rank_promotion")
 
 
 class _EnvError:
@@ -243,8 +246,7 @@ class Config:
                 raise v[name].error()
         fast = None
         if not self._n_overrides and not v["jax_disable_jit"] and not v["jax_debug_nans"]:
-            fast = (v["jax_enable_x64"], v["jax_debug_nans"], v["jax_numpy_dtype_promotion"],
-                    v["jax_numpy_rank_promotion"])
+            fast = tuple(v[name] for name in TRACE_CONTEXT)
         object.__setattr__(self, "_fast_ctx", fast)
 
     def _canonical(self, api: str, name: str) -> str:
@@ -339,8 +341,7 @@ class Config:
         fast = self._fast_ctx
         if fast is not None:
             return fast
-        return (self.jax_enable_x64, self.jax_debug_nans, self.jax_numpy_dtype_promotion,
-                self.jax_numpy_rank_promotion)
+        return tuple(getattr(self, name) for name in TRACE_CONTEXT)
 
     def parse_flags_with_absl(self) -> None:
         """Applies the --jax_* (and --nojax_*) flags of sys.argv, up to a bare "--".

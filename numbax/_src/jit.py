@@ -3,16 +3,19 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile
+from numbax._src import core, eager_compile, jit_log
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
 from numbax._src.compiler import api as compiler
+from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
+from numbax._src.compiler.cache_bounds import LRUCache
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
@@ -26,15 +29,23 @@ _BACKENDS = (None, "cpu", "gpu", "cuda")
 
 
 class _Entry:
-    """One signature's compiled program, the pytree structure of its outputs and, for programs
-    holding a shard_map or a sharding constraint, the layouts of the outputs."""
+    """One signature's compiled program, the pytree structure of its outputs, for programs
+    holding a shard_map or a sharding constraint the layouts of the outputs, and until its
+    first run the compile log that reports what that run compiled (jit_log)."""
 
-    __slots__ = ("exe", "out_tree", "layouts")
+    __slots__ = ("exe", "out_tree", "layouts", "log")
 
-    def __init__(self, exe: Executable, out_tree, layouts=None) -> None:
+    def __init__(self, exe: Executable, out_tree, layouts=None, log=None) -> None:
         self.exe = exe
         self.out_tree = out_tree
         self.layouts = layouts
+        self.log = log
+
+    def run(self, leaves: Sequence[Any], donate: bool = False) -> list[Array]:
+        log, self.log = self.log, None
+        if log is None:
+            return run_executable(self.exe, leaves, donate)
+        return log.first_run(lambda: run_executable(self.exe, leaves, donate))
 
 
 def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
@@ -188,7 +199,7 @@ class Compiled:
                 f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
                 "arguments committed to another device. Call lower() again with them."
             )
-        return tu.tree_unflatten(self._entry.out_tree, run_executable(exe, leaves))
+        return tu.tree_unflatten(self._entry.out_tree, self._entry.run(leaves))
 
 
 # ----------------------------------------------------------------------------- the wrapper
@@ -214,15 +225,18 @@ class JitWrapped:
         self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
         self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
-        self._cache: dict[Any, _Entry] = {}
-        self._fast: dict[Any, Callable] = {}
-        self._fast_tree: dict[Any, Callable] = {}
-        self._gpu_fast: dict[Any, _Entry] = {}
+        # executables by signature and fast paths by plain-Array signature, least recently
+        # used dropped past config.executable_cache_size
+        self._cache: LRUCache = LRUCache(_cache_size)
+        self._fast: LRUCache = LRUCache(_cache_size)
+        self._fast_tree: LRUCache = LRUCache(_cache_size)
+        self._gpu_fast: LRUCache = LRUCache(_cache_size)
         self._in_shardings, self._out_shardings = in_shardings, out_shardings
         self._sharded_cache: dict = {}  # sharding/sharded_jit.py's entries
         self._simple = not self.static_argnums and not self.static_argnames and \
             in_shardings is None and out_shardings is None
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
+        _LIVE.add(self)
 
     @property
     def _name(self) -> str:
@@ -305,7 +319,7 @@ class JitWrapped:
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         exe = entry.exe
         on_host = exe.device is None
-        outs = run_executable(exe, leaves, donate=True)
+        outs = entry.run(leaves, donate=True)
         if entry.layouts is not None:  # a shard_map or constraint inside: results laid out
             return tu.tree_unflatten(entry.out_tree, sharded_jit.relabel(outs, *entry.layouts))
         if config.jax_debug_nans:
@@ -337,8 +351,9 @@ class JitWrapped:
                config.trace_context(), device)
         entry = self._cache.get(key)
         if entry is None:
+            log = jit_log.start(self.fun, key, self._cache, avals, (dyn_args, dyn_kwargs, statics))
             donated = self._donated_leaves(dyn_args, statics) if self.donate_argnums else ()
-            entry = self._compile(in_tree, avals, statics, device, frozenset(donated))
+            entry = self._compile(in_tree, avals, statics, device, frozenset(donated), log)
             self._cache[key] = entry
         return entry
 
@@ -362,8 +377,8 @@ class JitWrapped:
             leaves.extend(range(starts[p], starts[p + 1]))
         return leaves
 
-    def _compile(self, in_tree, avals, statics, device=None,
-                 donated: frozenset = frozenset()) -> _Entry:
+    def _compile(self, in_tree, avals, statics, device=None, donated: frozenset = frozenset(),
+                 log: jit_log.CompileLog | None = None) -> _Entry:
         bound = self._bound(statics)
         store = {}
 
@@ -374,11 +389,20 @@ class JitWrapped:
             return out_flat
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        if log is not None:
+            log.traced()
         backend = "cpu" if device is None else "gpu"
         exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
                                device)
+        if log is not None:
+            log.lowered()
         layouts = sharded_jit.plain_layouts(jaxpr) if sharded_jit.needs_layouts(jaxpr) else None
-        return _Entry(exe, store["tree"], layouts)
+        return _Entry(exe, store["tree"], layouts, log)
+
+    def _clear(self) -> None:
+        for table in (self._cache, self._fast, self._fast_tree, self._gpu_fast):
+            table.clear()
+        self._sharded_cache.clear()
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -393,6 +417,26 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {self._name}>"
+
+
+def _cache_size() -> int:
+    return config.executable_cache_size
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every jitted function, for clear_caches
+
+
+def clear_caches() -> None:
+    """Clears what jit keeps in memory: every jitted function's traced and compiled programs,
+    and the generated kernel modules (JAX's jax.clear_caches). The next call traces and
+    compiles again; the disk cache stays, so kernels load from it instead of compiling.
+
+    >>> import numbax
+    >>> numbax.clear_caches()
+    """
+    for fun in list(_LIVE):
+        fun._clear()
+    compile_cache.clear()
 
 
 def _gpu_key(args: tuple) -> tuple:

@@ -57,7 +57,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             kernel = step.kernel
             imports.append(f"from {step.module} import {kernel.function} as {kname}")
             if kernel.parallel:
-                imports.append(f"from {step.module} import kernel as k{j}_par")
+                imports.append(f"from {step.module} import {kernel.parallel_function} "
+                               f"as k{j}_par")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -84,7 +85,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
-                          "    if n > 1:", "        before = th.use(n)",
+                          f"    if n > 1 and th.parallel_ready(k{j}_par, {kernel.work_ns:.0f}):",
+                          "        before = th.use(n)",
                           f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
                           "    else:", f"        {kname}({', '.join(args)})"])
             continue

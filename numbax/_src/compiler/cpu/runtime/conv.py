@@ -282,8 +282,8 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
     args = (plan.rsa, 1, plan.seg_a, plan.seg_b, plan.seg_kc, plan.group_a, plan.group_b,
             plan.group_col, plan.group_width, w, plan.ldb, flat, o)
     if threads > 1:
-        rt_threads.use(min(threads, rt_threads.pool_size()))
-        ck.tiles_threads(x, plan.first, plan.rows, *args, threads)
+        with rt_threads.running(min(threads, rt_threads.pool_size())):
+            ck.tiles_threads(x, plan.first, plan.rows, *args, threads)
     else:
         ck.tiles_run(x, plan.first, plan.rows, 0, len(plan.first), *args)
     return flat.reshape(cv.lhs(0) // cv.groups_b, *cv.out_spatial, o)  # channels-last
@@ -342,8 +342,8 @@ def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
     out = _buffer(plan.outs, rows * o, lhs.dtype, False).reshape(rows, o)
     args = (plan.step, plan.width, plan.toff, plan.mult, w, out)
     if threads > 1:
-        rt_threads.use(min(threads, rt_threads.pool_size()))
-        ck.direct_threads(x, plan.lines, *args, threads)
+        with rt_threads.running(min(threads, rt_threads.pool_size())):
+            ck.direct_threads(x, plan.lines, *args, threads)
     else:
         ck.direct_run(x, plan.lines, 0, len(plan.lines), *args)
     return out.reshape(cv.lhs(0), *cv.out_spatial, o)  # channels-last
@@ -487,8 +487,8 @@ def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
     args = (plan.a_off, plan.b_off, plan.kcs, plan.rsa, plan.csa, plan.ldb, plan.row_starts,
             plan.col_starts, plan.strip_rows, plan.ldc)
     if threads > 1:
-        rt_threads.use(min(threads, rt_threads.pool_size()))
-        ck.lines_threads(x, w, parts, *args, threads)
+        with rt_threads.running(min(threads, rt_threads.pool_size())):
+            ck.lines_threads(x, w, parts, *args, threads)
     else:
         ck.lines_run(x, w, parts[0], 0, plan.a_off.shape[0], *args)
     blocks = parts[0].reshape(positions, groups, plan.strip_rows, plan.ldc)

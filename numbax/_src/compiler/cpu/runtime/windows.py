@@ -244,11 +244,7 @@ def _geometry(lay: Layout) -> tuple:
 
 
 def _threads(nbytes: int, rows: int) -> int:
-    n = rt_threads.threads_for(nbytes / BYTES_PER_NS)
-    n = min(n, rows)
-    if n > 1:
-        rt_threads.use(n)
-    return n
+    return min(rt_threads.threads_for(nbytes / BYTES_PER_NS), rows)
 
 
 def _identity(dtype: np.dtype, for_max: bool):
@@ -268,7 +264,8 @@ def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_str
     x5 = read_only(x).reshape(lay.operand)
     n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
     if n > 1:
-        _reduce_threads(x5, y, _geometry(lay), kind, fill, n)
+        with rt_threads.running(n):
+            _reduce_threads(x5, y, _geometry(lay), kind, fill, n)
     else:
         _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), kind, fill)
     return [y.reshape(stride_dim_all(x.shape, window_dimensions, window_strides, padding,
@@ -284,7 +281,8 @@ def _selected(values, operand, out, lay, is_max, strict, scatter, nbytes):
     unit = 1 if lay.disjoint or not scatter else lay.out[1]
     n = _threads(nbytes, rows // unit)
     if n > 1:
-        _selected_threads(v5, x5, o5, _geometry(lay), is_max, strict, fill, scatter, unit, n)
+        with rt_threads.running(n):
+            _selected_threads(v5, x5, o5, _geometry(lay), is_max, strict, fill, scatter, unit, n)
     else:
         _selected_rows(v5, x5, o5, 0, rows, _geometry(lay), is_max, strict, fill, scatter)
 
