@@ -588,6 +588,7 @@ from tests.compiler.cuda import (  # noqa: E402, F401
 def main(names):
     import time
 
+    sim_support.full_precision_products()
     for name in names or list(CHECKS):
         t = time.perf_counter()
         try:

@@ -39,10 +39,15 @@ def lock_simulated_shared_arrays() -> None:
 
 def prepare() -> None:
     """Applied by every simulator entry point (sim_checks.py, sim_matrix.py) before any kernel
-    runs. Products run at full float32 precision (on a card, cuBLAS's default for float32 is
-    TF32, as JAX's: only sim_checks_cublas checks that path, with its own tolerance)."""
+    runs; nothing on a real GPU."""
+    if cuda_runtime.simulator_enabled():
+        lock_simulated_shared_arrays()
+
+
+def full_precision_products() -> None:
+    """For the check and matrix processes only (never on import: pytest imports the check
+    modules): products at full float32 precision. On a card cuBLAS's default for float32 is
+    TF32, as JAX's; only sim_checks_cublas checks that path, with its own tolerance."""
     import numbax
 
     numbax.config.update("jax_default_matmul_precision", "highest")
-    if cuda_runtime.simulator_enabled():
-        lock_simulated_shared_arrays()
