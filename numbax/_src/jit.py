@@ -9,13 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile, jit_log
+from numbax._src import core, eager_compile, jit_log, jit_options
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
-from numbax._src.compiler.cache_bounds import LRUCache
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
@@ -132,21 +131,6 @@ def _leaf_value(x: Any, aval: core.ShapedArray) -> np.ndarray:
     return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
 
-def _normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
-    value = (value,) if isinstance(value, int) else tuple(value)
-    for v in value:
-        if not isinstance(v, int):
-            raise NumbaxTypeError(
-                f"jit: {name} has an entry of type {type(v).__name__}, expected int. Pass an "
-                "int or a tuple of ints."
-            )
-    return value
-
-
-def _normalize_argnames(value: Any) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
 class Lowered:
     """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
 
@@ -220,17 +204,19 @@ class JitWrapped:
                 "'cuda'. Pass one of those."
             )
         self.fun = fun
-        self.static_argnums = _normalize_argnums("static_argnums", static_argnums)
-        self.static_argnames = _normalize_argnames(static_argnames)
-        self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
+        self.static_argnums, self.static_argnames = jit_options.infer_statics(
+            fun, jit_options.normalize_argnums("static_argnums", static_argnums),
+            jit_options.normalize_argnames(static_argnames))
+        self.donate_argnums = jit_options.normalize_argnums("donate_argnums", donate_argnums)
         self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
         # executables by signature and fast paths by plain-Array signature, least recently
-        # used dropped past config.executable_cache_size
-        self._cache: LRUCache = LRUCache(_cache_size)
-        self._fast: LRUCache = LRUCache(_cache_size)
-        self._fast_tree: LRUCache = LRUCache(_cache_size)
-        self._gpu_fast: LRUCache = LRUCache(_cache_size)
+        # used dropped past config.executable_cache_size; shared by every jit of `fun` with
+        # the same options, as JAX's cache is
+        shareable = in_shardings is None and out_shardings is None
+        (self._cache, self._fast, self._fast_tree, self._gpu_fast) = jit_options.shared_tables(
+            fun, (self.static_argnums, self.static_argnames, self.donate_argnums, self.backend,
+                  bool(inline)) if shareable else None)
         self._in_shardings, self._out_shardings = in_shardings, out_shardings
         self._sharded_cache: dict = {}  # sharding/sharded_jit.py's entries
         self._simple = not self.static_argnums and not self.static_argnames and \
@@ -246,22 +232,19 @@ class JitWrapped:
         statics = []
         if self.static_argnums:
             n = len(args)
-            positions = set()
-            for i in self.static_argnums:
-                if not -n <= i < n:
-                    raise NumbaxValueError(
-                        f"jit: static_argnums {self.static_argnums} refers to argument {i}, but "
-                        f"{self._name} was called with {n} positional arguments."
-                    )
-                positions.add(i % n)
+            # a static position past the call's positional arguments is passed by name (its
+            # name is in static_argnames, _infer_statics) or left to its default, as in JAX
+            positions = {i % n for i in self.static_argnums if -n <= i < n}
             for i in sorted(positions):
-                statics.append((i, _hashable(self._name, f"argument {i}", args[i])))
+                value = jit_options.hashable_static(self._name, f"argument {i}", args[i])
+                statics.append((i, value))
             args = tuple(a for i, a in enumerate(args) if i not in positions)
         if self.static_argnames and kwargs:
             dyn = {}
             for k, v in kwargs.items():
                 if k in self.static_argnames:
-                    statics.append((k, _hashable(self._name, f"argument {k!r}", v)))
+                    value = jit_options.hashable_static(self._name, f"argument {k!r}", v)
+                    statics.append((k, value))
                 else:
                     dyn[k] = v
             kwargs = dyn
@@ -419,10 +402,6 @@ class JitWrapped:
         return f"<numbax.jit of {self._name}>"
 
 
-def _cache_size() -> int:
-    return config.executable_cache_size
-
-
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # every jitted function, for clear_caches
 
 
@@ -510,18 +489,6 @@ def _fast_caller(entry: _Entry) -> Callable:
             outs = driver(*consts, *[a._value for a in args])
             return tu.tree_unflatten(tree, [wrap(o, w) for o, w in zip(outs, weak)])
     return call
-
-
-def _hashable(fun_name: str, what: str, value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        raise NumbaxTypeError(
-            f"jit: static {what} of {fun_name} has type {type(value).__name__}, which is not "
-            "hashable; static arguments must be hashable. Use a tuple instead of a list, or "
-            "pass arrays as non-static arguments."
-        ) from None
-    return value
 
 
 def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:

@@ -70,7 +70,7 @@ def control_flow_python_under_jit():
     return out
 
 
-@program("docs/control-flow.md", needs="jit static_argnames passed positionally (branch rel21)")
+@program("docs/control-flow.md")
 def control_flow_static_argnames():
     import jax.numpy as jnp
     from jax import jit

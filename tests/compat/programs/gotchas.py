@@ -43,8 +43,7 @@ def gotchas_pure_functions():
             "scan_jaxpr_eqns": len(make_jaxpr(func11)(jnp.arange(16), 5.).jaxpr.eqns)}
 
 
-@program("docs/notebooks/Common_Gotchas_in_JAX.md",
-         needs="jit wrappers of one function sharing one cache (jit.py, branch rel21)")
+@program("docs/notebooks/Common_Gotchas_in_JAX.md")
 def gotchas_globals_cached():
     import jax.numpy as jnp
     from jax import jit

@@ -104,8 +104,7 @@ def jit_static_arguments():
     return out
 
 
-@program("docs/jit-compilation.md",
-         needs="jit static_argnames passed positionally (branch rel21)")
+@program("docs/jit-compilation.md")
 def jit_static_argnames_positional():
     import jax
 
