@@ -200,7 +200,8 @@ def expit(x: Any) -> Any:
 
 @custom_jvp
 def _logit(x: Any) -> Any:
-    return log(x / (1 - x))
+    # lax ops, not operators: run eagerly, a custom_jvp function gets numpy inputs as they are
+    return log(lax.div(x, lax.sub(const(x, 1), x)))
 
 
 _logit.defjvps(lambda g, ans, x: g / (x * (1 - x)))
