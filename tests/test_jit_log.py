@@ -125,6 +125,19 @@ def test_clear_caches_retraces_but_keeps_the_disk_cache(tmp_path):
         assert set(files) <= after  # nothing removed from disk
 
 
+def test_clear_caches_reaches_tables_shared_by_dropped_wrappers():
+    """jit wrappers of one function share their compiled programs; clear_caches empties them
+    even after the wrapper that filled them is gone."""
+    fn = _counting(lambda x: x * 2.0)
+    x = np.arange(3.0)
+    numbax.jit(fn)(x)
+    numbax.jit(fn)(x)
+    assert fn.traces == 1
+    numbax.clear_caches()
+    np.testing.assert_array_equal(np.asarray(numbax.jit(fn)(x)), x * 2.0)
+    assert fn.traces == 2
+
+
 def test_executables_are_bounded_least_recently_used():
     """executable_cache_size bounds each of jit's tables (signatures, plain-Array fast paths);
     the most recently used signatures stay compiled."""

@@ -415,6 +415,7 @@ def clear_caches() -> None:
     """
     for fun in list(_LIVE):
         fun._clear()
+    jit_options.clear_shared_tables()
     compile_cache.clear()
 
 

@@ -76,6 +76,12 @@ def shared_tables(fun: Callable, options: tuple | None) -> tuple[LRUCache, ...]:
         return fresh()
 
 
+def clear_shared_tables() -> None:
+    """Empties every shared table (clear_caches): they outlive the jit wrappers that made them."""
+    for per_fun in list(_SHARED.values()):
+        for tables in per_fun.values():
+            for table in tables:
+                table.clear()
 
 
 def hashable_static(fun_name: str, what: str, value: Any) -> Any:

@@ -167,9 +167,11 @@ def test_parallel_full_reduction_is_called_only_with_threads(forced_parallel, mo
     assert "lo = np.uint64(min(ic * chunk, m0))" in kernel  # unsigned: no wraparound code
     assert kernel.count("for ic in range(nchunk):") == 2  # serial combine of the partials
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 1)  # one thread: serial
+    numbax.clear_caches()  # jit wrappers of one function share their compiled programs
     [kernel] = called(numbax.jit(_logsumexp).lower(x).as_text())
     assert "def kernel_serial(" in kernel and "prange" not in kernel
     monkeypatch.setattr(forced_parallel, "PAR_REDUCE_THREADS", 8)
+    numbax.clear_caches()
     [small] = called(numbax.jit(_logsumexp).lower(x[:10]).as_text())
     assert "def kernel_serial(" in small  # below PAR_REDUCE_MIN
 
