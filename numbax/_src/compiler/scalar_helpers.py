@@ -15,9 +15,12 @@ import numpy as np
 
 
 def cdiv(a, b):
-    """Integer division rounding toward zero; division by zero gives 0."""
+    """Integer division rounding toward zero; division by zero gives 0, and MIN // -1 wraps
+    to MIN (numpy's result; the hardware division would trap or give garbage)."""
     if b == 0:
         return a - a
+    if b == -1:
+        return -a
     q = a // b
     if q < 0 and q * b != a:
         q += 1
@@ -57,6 +60,26 @@ def round_away(x):
     return math.copysign(r, x)
 
 
+def float_to_int(x, bits):
+    """numpy's float -> signed integer cast on x86 (C's, through cvttsd2si): truncation toward
+    zero; NaN and values whose truncation leaves the int32 range (int64 for `bits` = 64) give
+    that range's minimum, and the caller's cast keeps the low `bits` bits. Returned as int64
+    (LLVM's own conversion is poison out of range)."""
+    lim = 9223372036854775808.0 if bits == 64 else 2147483648.0
+    if -lim - 1.0 < x < lim or x == -lim:  # NaN compares False
+        return np.int64(x)
+    return np.int64(-lim)
+
+
+def float_to_uint(x):
+    """numpy's float -> uint64 cast on x86: values from 2**63 up are converted after
+    subtracting 2**63, whose bit is then set back (so inf and overflow give 0, NaN and -inf
+    2**63, -1.0 all ones). The uint64 bits as an int64."""
+    if x >= 9223372036854775808.0:
+        return float_to_int(x - 9223372036854775808.0, 64) ^ np.int64(-9223372036854775808)
+    return float_to_int(x, 64)
+
+
 def shift_left(x, y, bits):
     """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
     return x << y if 0 <= y < bits else x ^ x
@@ -84,8 +107,8 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, shift_left, shift_right_arithmetic, shift_right_logical,
-          clz)
+SHARED = (cdiv, crem, ipow, round_away, float_to_int, float_to_uint, shift_left,
+          shift_right_arithmetic, shift_right_logical, clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

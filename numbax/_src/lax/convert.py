@@ -32,6 +32,9 @@ def _convert_impl(x, *, new_dtype, weak_type):
         x = x.real
     if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
+            if np.dtype(new_dtype) == np.uint32:  # numpy's scalar path (C's cast through
+                # int64) everywhere: its vectorised loop differs for NaN and x < -2**31
+                return [x.astype(np.int64).astype(np.uint32)]
             return [x.astype(new_dtype)]
     return [x.astype(new_dtype)]
 

@@ -105,6 +105,20 @@ def integer_and_bool():
 
 
 @check
+def integer_edges_match_the_cpu():
+    """issue 21 item 9: MIN // -1, MIN % -1 and float -> integer casts of NaN, inf and
+    out-of-range values through the shared scalar helpers give the CPU's (numpy's) values."""
+    lo = np.iinfo(np.int64).min
+    a, b = np.array([lo, lo, 7, -7], np.int64), np.array([-1, 1, -1, 2], np.int64)
+    for fn in (jnp.floor_divide, jnp.remainder, numbax.lax.div, numbax.lax.rem):
+        np.testing.assert_array_equal(np.asarray(gjit(fn)(a, b)), np.asarray(numbax.jit(fn)(a, b)))
+    x = np.array([np.nan, np.inf, -np.inf, -1.0, 1e20, -3e9, 2.0**63, 3.7])
+    for dt in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
+        want = np.asarray(numbax.jit(lambda v: v.astype(dt))(x))
+        np.testing.assert_array_equal(np.asarray(gjit(lambda v: v.astype(dt))(x)), want)
+
+
+@check
 def broadcasts():
     x = RNG.normal(size=(3, 1)).astype(np.float32)
     y = RNG.normal(size=(1, 4)).astype(np.float32)

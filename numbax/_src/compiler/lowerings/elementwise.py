@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src.compiler.lowerings.forms import (
+    FLOAT_CASTS_LIKE_X86,
     FLOAT_KINDS,
     Unsupported,
     array_call,
@@ -20,6 +21,7 @@ from numbax._src.compiler.lowerings.forms import (
     complex_or,
     const,
     convert,
+    float_to_int_form,
     infix,
     integer_pow,
     involves_complex,
@@ -306,9 +308,13 @@ elementwise(lx.clamp_p, call("sc.clamp"), template("np.minimum(np.maximum({1}, {
 
 
 def _convert_array(args, eqn):
-    dst = np.dtype(eqn.params["new_dtype"])
+    src, dst = operand_dtype(eqn), np.dtype(eqn.params["new_dtype"])
     if dst == np.bool_:
         return f"({args[0]} != 0)"
+    if src.kind in "fc" and dst.kind in "iu" and FLOAT_CASTS_LIKE_X86:
+        x = f"{args[0]}.real" if src.kind == "c" else args[0]
+        unsigned, bits = float_to_int_form(dst)
+        return f"sc.float_array_to_int({x}, {bits}, {unsigned}).astype({dtype_ctor(dst)})"
     return f"{args[0]}.astype({dtype_ctor(dst)})"
 
 
