@@ -187,6 +187,23 @@ def test_bad_inputs():
         numbax.jit(lambda x: x)("hello")
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    ({"static_argnums": 1.5}, r"static_argnums has 1.5 of type float, expected an int"),
+    ({"static_argnums": (0, 1.5)}, r"static_argnums has an entry 1.5 of type float"),
+    ({"static_argnums": "1"}, r"static_argnums has an entry '1' of type str"),
+    ({"static_argnames": 5}, r"static_argnames has 5 of type int, expected a string"),
+    ({"static_argnames": ("n", 5)}, r"static_argnames has an entry 5 of type int"),
+    ({"donate_argnums": 0.5}, r"donate_argnums has 0.5 of type float"),
+], ids=["argnums-float", "argnums-entry", "argnums-str", "argnames-int", "argnames-entry",
+        "donate-float"])
+def test_bad_static_and_donate_specs_name_the_argument(kwargs, match):
+    """issue 21 item 20: these used to surface "'float' object is not iterable"."""
+    with pytest.raises(numbax.errors.NumbaxTypeError, match=match):
+        numbax.jit(lambda x, n: x * n, **kwargs)
+    g = numbax.jit(lambda x, n: x * n, static_argnums=np.int64(1), static_argnames=["n"])
+    np.testing.assert_allclose(g(V, 2), V * 2)
+
+
 def test_donate_argnums_accepted_and_decorator_form():
     @numbax.jit
     def f(x):
