@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
-from numbax._src.array import Array, GpuArray, committed_device
+from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
@@ -51,6 +51,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         out = np.asarray(out)
         if aval is not None and out.dtype != aval.dtype:
             out = out.astype(aval.dtype)
+        else:
+            out = unaliased(out, tracers)  # a view of (or one of) the caller's numpy arrays
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
     if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from numbax._src import core
 from numbax._src.core import (
     ClosedJaxpr,
@@ -63,6 +65,8 @@ class JaxprBuilder:
         var = self.add_var(tracer)
         self.const_tracers[id(val)] = tracer
         self.const_refs.append(val)  # keeps id(val) unique while the builder lives
+        if isinstance(val, np.ndarray):  # captured by value, as JAX does: later writes don't show
+            val = core.snapshot(val)
         if _is_scalar_literal(val, tracer.aval):
             self.literals[var] = Literal(core.to_numpy(val), tracer.aval)
         else:
