@@ -16,7 +16,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import ir, registry
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
-from numbax._src.compiler.registry import Unsupported
+from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax.control_flow.conditionals import cond_p
@@ -79,7 +79,9 @@ class Function:
             return
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
-        if scalar and low is not None and low.scalar is not None and \
+        if scalar and low is not None and low.fusion is Fusion.BROADCAST:
+            expr = ins[0]  # a 0-d broadcast of a scalar is that scalar
+        elif scalar and low is not None and low.scalar is not None and \
                 registry.fusible(eqn, "cpu"):
             expr = low.scalar(ins, eqn)
             if low.cast and not (out.aval.dtype == np.float64 and all(
@@ -87,6 +89,8 @@ class Function:
                 expr = cast(out.aval.dtype, expr)
         elif low is not None and low.array is not None and len(eqn.outvars) == 1:
             expr = low.array(ins, eqn)
+            if out.aval.ndim == 0:  # 0-d values are scalars throughout, so branches and
+                expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
             raise Unsupported(eqn.primitive.name)
         t = self.fresh()
