@@ -3,6 +3,8 @@
 (driver.py)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from numbax._src import core
@@ -24,6 +26,9 @@ class CpuBackend(Backend):
 
     def config_key(self) -> tuple:
         return loops.CODEGEN_CONFIG
+
+    def fusible(self, eqn) -> bool:
+        return not control_flow.touches_float16(eqn) and registry.fusible(eqn, self.name)
 
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:
@@ -70,6 +75,9 @@ class CpuBackend(Backend):
                     eqn, lambda sub: self._compile_sub(sub, program.name)))
             return driver.Step(node, self._load(kernel, sources), kernel)
         rule = registry.library(eqn, "cpu")
+        if control_flow.touches_float16(eqn):
+            warn_float16(eqn.primitive)
+            rule = EAGER
         if rule is None or rule is EAGER:
             warn_unlowered(eqn.primitive)
             dtypes = tuple(v.aval.dtype for v in eqn.outvars)
@@ -80,3 +88,18 @@ class CpuBackend(Backend):
         """A sub-jaxpr of host-driven control flow, compiled on its own."""
         exe = pipeline.compile_with(closed, self, name=name)
         return lambda *args: exe(*args)
+
+
+_warned_float16: set = set()
+
+
+def warn_float16(primitive: core.Primitive) -> None:
+    """One RuntimeWarning per primitive run eagerly because Numba's CPU target has no float16
+    (not even as an array element type): the result is eager's, the speed numpy's."""
+    if primitive in _warned_float16:
+        return
+    _warned_float16.add(primitive)
+    warnings.warn(f"jit: {primitive.name} on float16 values runs its eager implementation "
+                  "between compiled kernels (Numba's CPU target has no float16); results are "
+                  "eager's. Compute in float32 for compiled speed.", RuntimeWarning,
+                  stacklevel=3)

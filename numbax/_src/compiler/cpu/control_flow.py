@@ -25,6 +25,20 @@ from numbax._src.lax.control_flow.loops import scan_p, while_p
 _WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
 
 
+def touches_float16(eqn: JaxprEqn) -> bool:
+    """Whether `eqn` (or a sub-jaxpr in its params) has a float16 operand or result: Numba's
+    CPU target cannot hold float16 values, so such equations run through their eager impl."""
+    for v in (*eqn.invars, *eqn.outvars):
+        if v.aval.dtype == np.float16:
+            return True
+    for p in eqn.params.values():
+        for sub in p if isinstance(p, tuple) else (p,):
+            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(jaxpr, Jaxpr) and any(touches_float16(e) for e in jaxpr.eqns):
+                return True
+    return False
+
+
 def is_control_flow(eqn: JaxprEqn) -> bool:
     """Whether the CPU renders `eqn` as compiled control flow (cond, while, scan)."""
     low = registry.lowering(eqn.primitive, "cpu")
@@ -201,6 +215,8 @@ def _work(jaxpr: Jaxpr) -> int:
 
 def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
+    if touches_float16(eqn):
+        raise Unsupported("float16")
     fn = Function()
     lines: list[str] = []
     args = []
