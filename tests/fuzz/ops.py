@@ -63,7 +63,7 @@ def _nb(fn):
 
 for _name, _kinds, _inexact, _smooth, _discrete in (
         ("negative", "iufc", "", True, False), ("absolute", "iuf", "", False, False),
-        ("square", "iufc", "", True, False), ("sign", "iuf", "", False, True),
+        ("square", "iufc", "c", True, False), ("sign", "iuf", "", False, True),
         ("sin", "fc", "fc", True, False), ("cos", "fc", "fc", True, False),
         ("tanh", "fc", "fc", True, False), ("exp", "fc", "fc", False, False),
         ("log", "fc", "fc", False, False), ("sqrt", "fc", "c", False, False),
@@ -93,7 +93,7 @@ def _binary(name: str, kinds: str, inexact: str = "", smooth: bool = False,
 
 for _name, _kinds, _inexact, _smooth in (
         ("add", "biufc", "", True), ("subtract", "iufc", "", True),
-        ("multiply", "biufc", "", True), ("true_divide", "fc", "c", False),
+        ("multiply", "biufc", "c", True), ("true_divide", "fc", "c", False),
         ("maximum", "biuf", "", False), ("minimum", "biuf", "", False),
         ("floor_divide", "iuf", "", False), ("remainder", "iuf", "", False),
         ("arctan2", "f", "f", False), ("bitwise_and", "biu", "", False),
@@ -164,6 +164,8 @@ _reduction("all", KINDS, "", discrete=True)
 
 def _arg_param(draw, avals: list[Aval]) -> dict:
     shape = avals[0][0]
+    if not shape:
+        return {"axis": None}
     axes = [a for a in range(len(shape)) if shape[a] > 0]
     if not axes or not all(s > 0 for s in shape):
         return {"axis": draw(st.sampled_from(axes))} if axes else {"axis": 0}
@@ -248,7 +250,7 @@ def _scatter_param(draw, avals: list[Aval]) -> dict:
 
 
 def _scatter_nbx(p: dict, x, v):
-    ref = x.at[np.array(p["idx"], np.int64)]
+    ref = jnp.asarray(x).at[np.array(p["idx"], np.int64)]
     return getattr(ref, p["mode"])(v)
 
 

@@ -64,6 +64,9 @@ class _Builder:
         self.inputs: list[tuple[int, Input]] = []
         self.nodes: list[tuple[int, Node]] = []  # (output id, node over ids)
         self.values: dict[int, Value] = {}
+        # ops in an order drawn once per program: generation favours early entries of a list
+        names = [n for n, s in OPS.items() if not smooth or s.smooth]
+        self.op_order = draw(st.permutations(names))
 
     def _new_id(self, value: Value) -> int:
         vid = len(self.values)
@@ -139,8 +142,7 @@ def _broadcastable(draw, shape: tuple) -> tuple:
 
 def _op_node(b: _Builder) -> None:
     draw = b.draw
-    names = [n for n, s in OPS.items() if not b.smooth or s.smooth]
-    spec = OPS[draw(st.sampled_from(names))]
+    spec = OPS[draw(st.sampled_from(b.op_order))]
 
     def fits(v: Value) -> bool:
         return (v.aval[1].kind in spec.kinds and (spec.valid is None or spec.valid(v.aval))

@@ -1,0 +1,17 @@
+"""Programs on which the fuzzer found a mismatch, minimal as hypothesis shrank them; each is
+fixed and runs in CI (test_fuzz.py). The comment says what was wrong."""
+from __future__ import annotations
+
+from tests.fuzz.programs import Input, Node, Program
+
+REGRESSIONS: dict[str, Program] = {
+    # compiler/passes.py folded x / (1+0j) to x: numpy's complex division turns a nan or inf
+    # part into nan+nanj (jit gave nan-2.38j, eager nan+nanj)
+    "complex-div-by-one": Program(inputs=(Input(shape=(), dtype='int64', fill='special', layout='F', seed=471), Input(shape=(), dtype='complex64', fill='special', layout='reversed', seed=570)), nodes=(Node(op='fori', args=(1,), params=(('hi', 3), ('lo', 2)), bodies=((Node(op='flip', args=(0,), params=(('axis', None),), bodies=()), Node(op='flip', args=(0,), params=(('axis', None),), bodies=())),)), Node(op='mean', args=(2,), params=(('axis', None), ('keepdims', False)), bodies=())), outputs=(3, 0), transform='vmap', batch=2, in_axes=(None, 0)),  # noqa: E501
+    # add_any's batching left an unbatched 0-d cotangent beside a batched one: tracing
+    # jit(vmap(grad)) through a cond with a batched predicate raised IndexError
+    "vmap-grad-cond-add-any": Program(inputs=(Input(shape=(), dtype='float64', fill='smooth', layout='strided', seed=637), Input(shape=(), dtype='bool', fill='index', layout='readonly', seed=1)), nodes=(Node(op='reshape', args=(0,), params=(('shape', (1,)),), bodies=()), Node(op='mean', args=(0,), params=(('axis', None), ('keepdims', True)), bodies=()), Node(op='cond', args=(1, 0), params=(), bodies=((), (Node(op='flip', args=(0,), params=(('axis', None),), bodies=()), Node(op='flip', args=(1,), params=(('axis', None),), bodies=()), Node(op='square', args=(1,), params=(), bodies=()))))), outputs=(4, 0), transform='vmap_grad', batch=1, in_axes=(0, 0)),  # noqa: E501
+    # cpu/runtime/kernels.py made library results C-contiguous with np.ascontiguousarray,
+    # which turns 0-d into shape (1,): jit(dynamic_slice) of a scalar returned f64[1]
+    "zero-d-dynamic-slice": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0),), nodes=(Node(op='dynamic_slice', args=(0,), params=(('sizes', ()), ('starts', ())), bodies=()),), outputs=(1,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+}
