@@ -64,3 +64,16 @@ def test_float_to_int_inside_compiled_control_flow(dst):
 
     eager, compiled = _eager_and_jit(f, x)
     np.testing.assert_array_equal(compiled, eager)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.int64, np.uint32])
+def test_sign_matches_numpy(dtype):
+    """np.sign gives +0.0 for -0.0; Numba's np.sign kept -0.0 (found by the fuzzer)."""
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0, np.inf, -np.inf] if np.dtype(dtype).kind == "f"
+                 else [0, 1, 5, 7], dtype)
+    want = np.sign(x)
+    for got in (lax.sign(x), numbax.jit(lax.sign)(x), numbax.jit(lambda v: lax.sign(v) * 1)(x),
+                numbax.jit(lambda v: lax.fori_loop(0, 1, lambda i, c: lax.sign(c), v))(x)):
+        got = np.asarray(got)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -14,4 +14,7 @@ REGRESSIONS: dict[str, Program] = {
     # cpu/runtime/kernels.py made library results C-contiguous with np.ascontiguousarray,
     # which turns 0-d into shape (1,): jit(dynamic_slice) of a scalar returned f64[1]
     "zero-d-dynamic-slice": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0),), nodes=(Node(op='dynamic_slice', args=(0,), params=(('sizes', ()), ('starts', ())), bodies=()),), outputs=(1,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+    # numpy.remainder gives a zero remainder the divisor's sign (npy_divmod) and floor_divide
+    # snaps (a - fmod(a, b)) / b, not floor(a / b); numbax gave +0.0 and 10.0 for 1.0 // 0.1
+    "remainder-signed-zero": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(3,), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(3,), dtype='float64', fill='special', layout='C', seed=0)), nodes=(Node(op='remainder', args=(1, 2), params=(), bodies=()),), outputs=(3,), transform='jit', batch=0, in_axes=()),  # noqa: E501
 }

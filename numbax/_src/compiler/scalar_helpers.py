@@ -60,6 +60,16 @@ def round_away(x):
     return math.copysign(r, x)
 
 
+def sign(x):
+    """np.sign of a real number: +0.0 for either zero (Numba's np.sign and CUDA's copysign
+    keep -0.0), NaN for NaN; the caller casts to the operand's dtype."""
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x - x  # +0 for +-0, NaN for NaN
+
+
 def float_to_int(x, bits):
     """numpy's float -> signed integer cast on x86 (C's, through cvttsd2si): truncation toward
     zero; NaN and values whose truncation leaves the int32 range (int64 for `bits` = 64) give
@@ -107,7 +117,7 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, float_to_int, float_to_uint, shift_left,
+SHARED = (cdiv, crem, ipow, round_away, sign, float_to_int, float_to_uint, shift_left,
           shift_right_arithmetic, shift_right_logical, clz)
 
 

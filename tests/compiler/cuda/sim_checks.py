@@ -112,7 +112,9 @@ def integer_edges_match_the_cpu():
     a, b = np.array([lo, lo, 7, -7], np.int64), np.array([-1, 1, -1, 2], np.int64)
     for fn in (jnp.floor_divide, jnp.remainder, numbax.lax.div, numbax.lax.rem):
         np.testing.assert_array_equal(np.asarray(gjit(fn)(a, b)), np.asarray(numbax.jit(fn)(a, b)))
-    x = np.array([np.nan, np.inf, -np.inf, -1.0, 1e20, -3e9, 2.0**63, 3.7])
+    x = np.array([np.nan, np.inf, -np.inf, -1.0, 1e20, -3e9, 2.0**63, 3.7, -0.0])
+    signs = np.asarray(gjit(jnp.sign)(x))
+    np.testing.assert_array_equal(np.signbit(signs), np.signbit(np.sign(x)))
     for dt in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
         def cast(v, dt=dt):
             return v.astype(dt)

@@ -144,18 +144,9 @@ elementwise(lx.square_p, template("({0} * {0})"), template("({0} * {0})"),
 elementwise(lx.neg_p, prefix("-"), prefix("-"), cuda_complex=prefix("-"))
 
 
-def _sign_cuda(args, eqn):
-    x, dtype = args[0], operand_dtype(eqn)
-    one, zero = render_scalar(1, dtype), render_scalar(0, dtype)
-    if dtype.kind == "u":
-        return f"({one} if {x} > 0 else {zero})"
-    if dtype.kind == "f":
-        zero = x  # keeps NaN and signed zeros
-    return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {zero}))"
-
-
-elementwise(lx.sign_p, call("np.sign"), array_call("np.sign", "fiu"), ok=no_complex,
-            cuda=_sign_cuda, cuda_complex=_c("sign"))
+elementwise(lx.sign_p, call("sc.sign"),  # numpy's +0.0 for -0.0 (Numba's np.sign keeps -0.0)
+            lambda a, e: f"np.where({a[0]} == 0, {a[0]} - {a[0]}, np.sign({a[0]}))",
+            ok=no_complex, cuda_complex=_c("sign"))
 elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"))
 
 # ----------------------------------------------------------------------------- bits and logic

@@ -1,8 +1,8 @@
 """Device functions generated CUDA kernels call as `sc.*`: the scalar helpers shared with the
-CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
-shift_right_arithmetic, shift_right_logical), compiled here, and CUDA's own below — rounding
-half to even, float32 logistic and erf_inv, and the complex and special functions of complex.py
-and special.py."""
+CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, sign, float_to_int,
+float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz), compiled here,
+and CUDA's own below — rounding half to even, float32 logistic and erf_inv, and the complex
+and special functions of complex.py and special.py."""
 from __future__ import annotations
 
 import math
