@@ -19,6 +19,14 @@ def _weights(shape: tuple, k: int) -> np.ndarray:
     return np.cos(np.arange(size, dtype=np.float64) * 0.7 + k).reshape(shape)
 
 
+def _loose(want: np.ndarray) -> np.ndarray:
+    """The tolerance of a compiled derivative against the eager one: reordered sums in the
+    transposed program, relative to the largest entry (no noisy reference to propagate)."""
+    want = np.asarray(want, np.float64)
+    finite = np.abs(want[np.isfinite(want)])
+    return 1e-11 * (np.abs(np.nan_to_num(want)) + (finite.max() if finite.size else 1.0))
+
+
 def _diff_inputs(program: Program) -> tuple[int, ...]:
     return tuple(k for k, x in enumerate(program.inputs)
                  if x.fill == "smooth" and x.dtype == "float64")
@@ -65,10 +73,9 @@ def check_derivatives(program: Program) -> list[Mismatch]:
     rng = np.random.default_rng(program.inputs[0].seed + 7)
     vs = [rng.uniform(-1.0, 1.0, np.shape(args[k])) for k in diff]
     plus, minus = _shifted(args, diff, vs, STEP), _shifted(args, diff, vs, -STEP)
-    n_ops = 4 * (len(program.nodes) + 1)
     found: list[Mismatch] = []
     if program.transform == "vmap_grad":
-        return _check_vmap_grad(program, args, shapes, diff, n_ops)
+        return _check_vmap_grad(program, args, shapes, diff)
     if program.transform == "grad":
         grad = numbax.grad(_loss(program, shapes), argnums=diff)
         g = _run("grad-raised", grad, args, found)
@@ -84,7 +91,7 @@ def check_derivatives(program: Program) -> list[Mismatch]:
         jg = _run("jit-raised", numbax.jit(grad), args, found)
         if jg is not None:
             for k, (a, b) in enumerate(zip(jg, g, strict=True)):
-                err = compare(a, b, n_ops, float(np.max(np.abs(b), initial=1.0)))
+                err = compare(a, b, _loose(b))
                 found.extend([Mismatch("jit-vs-eager", f"grad {k}: {err}")] if err else [])
         return found
     f = numbax_function(program)
@@ -112,13 +119,13 @@ def check_derivatives(program: Program) -> list[Mismatch]:
     jt = _run("jit-raised", numbax.jit(tangents), args, found)
     if jt is not None:
         for k, (a, b) in enumerate(zip(jt, t, strict=True)):
-            err = compare(a, b, n_ops, float(np.max(np.abs(b), initial=1.0)))
+            err = compare(a, b, _loose(b))
             found.extend([Mismatch("jit-vs-eager", f"jvp output {k}: {err}")] if err else [])
     return found
 
 
-def _check_vmap_grad(program: Program, args: list, shapes: list, diff: tuple,
-                     n_ops: int) -> list[Mismatch]:
+def _check_vmap_grad(program: Program, args: list, shapes: list,
+                     diff: tuple) -> list[Mismatch]:
     found: list[Mismatch] = []
     in_axes = program.in_axes
     batched = [x.build(program.batch) if ax == 0 else a
@@ -133,6 +140,6 @@ def _check_vmap_grad(program: Program, args: list, shapes: list, diff: tuple,
         rows.append([np.asarray(x) for x in grad(*row)])
     for k in range(len(diff)):
         want = np.stack([r[k] for r in rows])
-        err = compare(mapped[k], want, n_ops, float(np.max(np.abs(want), initial=1.0)))
+        err = compare(mapped[k], want, _loose(want))
         found.extend([Mismatch("vmap-vs-loop", f"vmap(grad) {k}: {err}")] if err else [])
     return found

@@ -41,6 +41,7 @@ class OpSpec:
     shapes: Callable[[Any, Aval, dict], list[tuple[int, ...]]] | None = None
     valid: Callable[[Aval], bool] | None = None  # which first operands it takes
     other_kinds: tuple[str, ...] | None = None  # kinds of the other operands (default: kinds)
+    sums: bool = False  # a reordered sum: its rounding error scales with the sum of |terms|
 
 
 OPS: dict[str, OpSpec] = {}
@@ -149,7 +150,7 @@ def _reduction(name: str, kinds: str, inexact: str, nonempty: bool = False,
     jfn, nfn = getattr(jnp, name), getattr(np, name)
     op(name, 1, kinds, lambda p, x: jfn(x, axis=p["axis"], keepdims=p["keepdims"]),
        lambda p, x: nfn(x, axis=p["axis"], keepdims=p["keepdims"]), inexact=inexact,
-       smooth=smooth, discrete=discrete,
+       smooth=smooth, discrete=discrete, sums=name in ("sum", "mean"),
        params=lambda draw, avals: _axis_param(draw, avals, nonempty))
 
 
@@ -184,7 +185,8 @@ def _cum_param(draw, avals: list[Aval]) -> dict:
 
 
 op("cumsum", 1, "iufc", lambda p, x: jnp.cumsum(x, axis=p["axis"]),
-   lambda p, x: np.cumsum(x, axis=p["axis"]), inexact="fc", params=_cum_param, smooth=True)
+   lambda p, x: np.cumsum(x, axis=p["axis"]), inexact="fc", params=_cum_param, smooth=True,
+   sums=True)
 
 # ----------------------------------------------------------------------------- indexing
 
@@ -273,7 +275,7 @@ def _scatter_shapes(draw, aval: Aval, p: dict) -> list[tuple[int, ...]]:
     return [full[draw(st.integers(0, len(full))):]]  # a trailing part broadcasts
 
 
-op("scatter", 2, "iuf", _scatter_nbx, _scatter_ref, params=_scatter_param, inexact="f",
+op("scatter", 2, "iuf", _scatter_nbx, _scatter_ref, params=_scatter_param, inexact="f", sums=True,
    shapes=_scatter_shapes, valid=lambda aval: len(aval[0]) >= 1 and aval[0][0] > 0)
 
 
@@ -395,7 +397,7 @@ def _dot_shapes(draw, aval: Aval, p: dict) -> list[tuple[int, ...]]:
 
 
 op("dot", 2, "iufc", lambda p, x, y: _dot(p, x, y, jnp), lambda p, x, y: _dot(p, x, y, np),
-   inexact="fc", smooth=True,
+   inexact="fc", smooth=True, sums=True,
    params=_dot_param, shapes=_dot_shapes,
    valid=lambda aval: len(aval[0]) <= 3)
 

@@ -136,26 +136,57 @@ class Program:
 # ----------------------------------------------------------------------------- interpreters
 
 
-def _apply(node: Node, env: list, mode: str) -> Any:
+NOISE_ULPS = 8  # the rounding noise of one inexact op, in units of its dtype's epsilon
+
+
+def _apply(node: Node, env: list, mode: str, noise: np.random.Generator | None = None) -> Any:
     if node.op in CONTROL:
-        return (_control_nbx if mode == "nbx" else _control_ref)(node, env)
+        if mode == "nbx":
+            return _control_nbx(node, env)
+        return _control_ref(node, env, noise)
     spec = OPS[node.op]
     fn = spec.nbx if mode == "nbx" else spec.ref
-    return fn(dict(node.params), *[env[i] for i in node.args])
+    p = dict(node.params)
+    args = [env[i] for i in node.args]
+    out = fn(p, *args)
+    if noise is not None and any(np.asarray(a).dtype.kind in spec.inexact for a in args):
+        out = _perturb(spec, p, args, np.asarray(out), noise)
+    return out
 
 
-def run_body(body: tuple, local: list, mode: str) -> Any:
+def _perturb(spec, p: dict, args: list, out: np.ndarray, noise: np.random.Generator):
+    """`out` with a random rounding error of NOISE_ULPS epsilons: relative to the value, or for
+    sums (reductions, products of matrices) relative to the same op on the magnitudes of its
+    operands, which bounds a reordered sum's error."""
+    if out.dtype.kind not in "fc" or out.dtype == np.float16:  # float16 runs eagerly
+        return out
+    eps = float(np.finfo(out.dtype).eps) * NOISE_ULPS
+    mag = np.abs(out)
+    if spec.sums:
+        with np.errstate(all="ignore"):
+            mag = np.abs(np.asarray(spec.ref(p, *[np.abs(np.asarray(a)) for a in args])))
+    shake = noise.uniform(-1.0, 1.0, out.shape)
+    if out.dtype.kind == "c":
+        shake = shake + 1j * noise.uniform(-1.0, 1.0, out.shape)
+    with np.errstate(all="ignore"):
+        return np.asarray(out + eps * shake * mag).astype(out.dtype)
+
+
+def run_body(body: tuple, local: list, mode: str,
+             noise: np.random.Generator | None = None) -> Any:
     local = list(local)
     for node in body:
-        local.append(_apply(node, local, mode))
+        local.append(_apply(node, local, mode, noise))
     return local[-1]
 
 
-def run_nodes(nodes: tuple, env: list, mode: str) -> list:
-    """The values of the program: `env` (its inputs) extended by each node's value."""
+def run_nodes(nodes: tuple, env: list, mode: str,
+              noise: np.random.Generator | None = None) -> list:
+    """The values of the program: `env` (its inputs) extended by each node's value; with
+    `noise`, the reference's inexact results are perturbed (oracles.py's tolerances)."""
     env = list(env)
     for node in nodes:
-        env.append(_apply(node, env, mode))
+        env.append(_apply(node, env, mode, noise))
     return env
 
 
@@ -195,21 +226,21 @@ def _control_nbx(node: Node, env: list) -> Any:
     return lax.fori_loop(p["lo"], p["hi"], lambda i, c: run_body(bodies[0], [c], "nbx"), x)
 
 
-def _control_ref(node: Node, env: list) -> Any:
+def _control_ref(node: Node, env: list, noise: np.random.Generator | None) -> Any:
     p = dict(node.params)
     args = [env[i] for i in node.args]
     bodies = node.bodies
     if node.op == "cond":
         pred, x = args
-        return run_body(bodies[0] if pred else bodies[1], [x], "ref")
+        return run_body(bodies[0] if pred else bodies[1], [x], "ref", noise)
     if node.op == "switch":
         index, x = args
-        return run_body(bodies[int(np.clip(index, 0, len(bodies) - 1))], [x], "ref")
+        return run_body(bodies[int(np.clip(index, 0, len(bodies) - 1))], [x], "ref", noise)
     if node.op == "while":
         n, x = args
         k = 0
         while k < n and k < WHILE_LIMIT:
-            x = run_body(bodies[0], [x], "ref")
+            x = run_body(bodies[0], [x], "ref", noise)
             k += 1
         return x
     if node.op == "scan":
@@ -217,14 +248,14 @@ def _control_ref(node: Node, env: list) -> Any:
         ys = [None] * len(xs)
         order = range(len(xs) - 1, -1, -1) if p["reverse"] else range(len(xs))
         for i in order:
-            c = run_body(bodies[0], [c, xs[i]], "ref")
+            c = run_body(bodies[0], [c, xs[i]], "ref", noise)
             ys[i] = np.asarray(c)
         if p["out"] == "carry":
             return c
         return np.stack(ys) if ys else np.zeros((0, *np.shape(c)), np.asarray(c).dtype)
     (x,) = args
     for _ in range(p["lo"], p["hi"]):
-        x = run_body(bodies[0], [x], "ref")
+        x = run_body(bodies[0], [x], "ref", noise)
     return x
 
 
@@ -237,7 +268,9 @@ def numbax_function(program: Program):
     return f
 
 
-def reference_values(program: Program, args: list) -> list:
-    """Every value of the program (inputs first) computed by the numpy reference."""
+def reference_values(program: Program, args: list, noise: int | None = None) -> list:
+    """Every value of the program (inputs first) computed by the numpy reference; with a
+    `noise` seed, each inexact op's result carries a random rounding error."""
+    rng = None if noise is None else np.random.default_rng(noise)
     return [np.asarray(v) for v in run_nodes(program.nodes, [np.asarray(a) for a in args],
-                                              "ref")]
+                                              "ref", rng)]

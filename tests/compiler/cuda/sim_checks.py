@@ -123,6 +123,15 @@ def integer_edges_match_the_cpu():
 
 
 @check
+def one_branch_switch():
+    """Found by the fuzzer (issue 21): a switch with one branch rendered an `else:` with no
+    `if` in the CUDA driver (SyntaxError)."""
+    f = gjit(lambda i, x: numbax.lax.switch(i, [lambda v: v * 2], x))
+    for i in (-1, 0, 5):
+        close(f(np.int32(i), np.float64(2.5)), np.float64(5.0))
+
+
+@check
 def broadcasts():
     x = RNG.normal(size=(3, 1)).astype(np.float32)
     y = RNG.normal(size=(1, 4)).astype(np.float32)

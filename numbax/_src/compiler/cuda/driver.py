@@ -237,9 +237,9 @@ class CudaDriver:
         self.lines.append(f"    {i} = rt.branch_index({index}, {len(branches)})")
         for b, closed in enumerate(branches):
             call = self._sub(f"k{j}_br{b}", closed)
-            self.lines += [f"    {'if' if b == 0 else 'elif'} {i} == {b}:" if b < len(
-                branches) - 1 else "    else:",
-                f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
+            head = (f"    {'if' if b == 0 else 'elif'} {i} == {b}:" if b < len(branches) - 1
+                    else "    else:" if b else "    if True:")  # a one-branch switch
+            self.lines += [head, f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
         self._bind_outs(eqn, c)
 
     def scan(self, j: int, eqn: JaxprEqn) -> None:
