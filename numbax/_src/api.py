@@ -167,7 +167,7 @@ def _wrap_outputs(xs: list) -> list:
     out = []
     for x in xs:
         if isinstance(x, np.ndarray):
-            x = Array._from_numpy(core.snapshot(x))
+            x = Array._from_numpy(pe.snapshot(x))
         elif isinstance(x, np.generic):
             x = Array._from_numpy(np.asarray(x))
         out.append(x)

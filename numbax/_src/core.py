@@ -60,15 +60,6 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=aval.dtype)
 
 
-def snapshot(value: np.ndarray) -> np.ndarray:
-    """A caller's numpy array as its value now (a read-only copy), unless nothing can write
-    to it (a read-only array owning its memory)."""
-    if value.flags.writeable or value.base is not None:
-        value = value.copy()
-        value.flags.writeable = False
-    return value
-
-
 # ----------------------------------------------------------------------------- the IR
 
 

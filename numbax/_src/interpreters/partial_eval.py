@@ -30,6 +30,15 @@ class DynamicJaxprTracer(Tracer):
         self.aval = aval
 
 
+def snapshot(value: np.ndarray) -> np.ndarray:
+    """A caller's numpy array as its value now (a read-only copy), unless nothing can write
+    to it (a read-only array owning its memory)."""
+    if value.flags.writeable or value.base is not None:
+        value = value.copy()
+        value.flags.writeable = False
+    return value
+
+
 class JaxprBuilder:
     """Collects the equations, constants and variables of a jaxpr under construction."""
 
@@ -66,7 +75,7 @@ class JaxprBuilder:
         self.const_tracers[id(val)] = tracer
         self.const_refs.append(val)  # keeps id(val) unique while the builder lives
         if isinstance(val, np.ndarray):  # captured by value, as JAX does: later writes don't show
-            val = core.snapshot(val)
+            val = snapshot(val)
         if _is_scalar_literal(val, tracer.aval):
             self.literals[var] = Literal(core.to_numpy(val), tracer.aval)
         else:
