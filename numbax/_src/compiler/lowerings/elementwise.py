@@ -32,7 +32,14 @@ from numbax._src.compiler.lowerings.forms import (
     shift,
     template,
 )
-from numbax._src.compiler.registry import EAGER, EqnPredicate, Fusion, ScalarRule, register
+from numbax._src.compiler.registry import (
+    EAGER,
+    EqnPredicate,
+    Fusion,
+    ScalarRule,
+    lowering,
+    register,
+)
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Primitive
 from numbax._src.custom_derivatives import stop_gradient_p
@@ -202,6 +209,25 @@ for _prim, _name in ((lx.exp_p, "exp"), (lx.log_p, "log"), (lx.log1p_p, "log1p")
 elementwise(lx.exp2_p, call("np.exp2"), array_call("np.exp2"),
             cuda=lambda a, e: f"math.pow({render_scalar(2, operand_dtype(e))}, {a[0]})",
             cuda_complex=_c("exp2"))
+
+
+def _real_array(rule: ScalarRule) -> ScalarRule:
+    def real_only(args, eqn):
+        if involves_complex(eqn):
+            raise Unsupported(eqn.primitive.name)
+        return rule(args, eqn)
+
+    return real_only
+
+
+# Numba's cmath differs from numpy's C99 rules where a part is infinite or nan (exp(710+0j) is
+# inf+nanj, tanh(1j*inf) nan+nanj; found by the fuzzer): complex operands run numpy (the eager
+# impl) between the CPU's kernels
+for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.sinh_p,
+              lx.cosh_p, lx.asinh_p, lx.acosh_p, lx.atanh_p, lx.exp_p, lx.exp2_p, lx.tanh_p,
+              lx.pow_p, lx.square_p):
+    register(_prim, backend="cpu", scalar_ok=no_complex,
+             array=_real_array(lowering(_prim, "cpu").array))
 
 
 def _logistic_array(args, eqn):
