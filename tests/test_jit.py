@@ -305,10 +305,10 @@ def test_float16_warns_once_per_primitive(monkeypatch):
     monkeypatch.setattr(backend, "_warned_float16", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        numbax.jit(lambda a: a * 3)(_F16)
-        numbax.jit(lambda a: a * 5)(_F16)
+        numbax.jit(lambda a: jnp.sin(a) * 3)(_F16)  # mul compiles (float32, rounded); sin
+        numbax.jit(lambda a: jnp.sin(a) * 5)(_F16)  # runs numpy's float16 loop
     messages = [str(w.message) for w in caught if "float16" in str(w.message)]
-    assert len(messages) == 1 and messages[0].startswith("jit: mul on float16 values")
+    assert len(messages) == 1 and messages[0].startswith("jit: sin on float16 values")
 
 
 @pytest.mark.parametrize("dtype", [">f8", ">f4", ">i4", ">i8", ">c16", ">u2"])

@@ -92,6 +92,10 @@ class Backend(abc.ABC):
     def fusible(self, eqn: JaxprEqn) -> bool:
         return registry.fusible(eqn, self.name)
 
+    def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
+        """The simplified jaxpr as this backend computes it (default: unchanged)."""
+        return jaxpr
+
     @abc.abstractmethod
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         """One loop nest (or row group) as one kernel module."""

@@ -70,6 +70,23 @@ def sign(x):
     return x - x  # +0 for +-0, NaN for NaN
 
 
+def round_to_float16(x):
+    """x rounded to the nearest float16 value (ties to even, float16's subnormals, inf past
+    65504), in float64: a float16 op computed in float32 then rounded once gives numpy's
+    float16 result. Adding and removing 1.5 * 2**52 rounds a float64 below 2**51 to an
+    integer, ties to even."""
+    y = np.float64(x)  # explicit: the CUDA simulator runs this on numpy scalars
+    a = abs(y)
+    if not a < 65520.0:  # nan, inf, and what rounds past float16's largest value
+        return y if a != a else math.copysign(math.inf, y)
+    if a < 6.103515625e-05:  # below the smallest normal float16: multiples of 2**-24
+        s = 16777216.0
+    else:
+        s = math.ldexp(1.0, 11 - math.frexp(a)[1])  # 11 significant bits
+    q = ((a * s + 6755399441055744.0) - 6755399441055744.0) / s
+    return math.copysign(q, y)
+
+
 def float_to_int(x, bits):
     """numpy's float -> signed integer cast on x86 (C's, through cvttsd2si): truncation toward
     zero; NaN and values whose truncation leaves the int32 range (int64 for `bits` = 64) give
@@ -117,8 +134,8 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, sign, float_to_int, float_to_uint, shift_left,
-          shift_right_arithmetic, shift_right_logical, clz)
+SHARED = (cdiv, crem, ipow, round_away, sign, round_to_float16, float_to_int, float_to_uint,
+          shift_left, shift_right_arithmetic, shift_right_logical, clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

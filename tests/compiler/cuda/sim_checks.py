@@ -132,6 +132,16 @@ def one_branch_switch():
 
 
 @check
+def empty_scatter():
+    """Found by the fuzzer (issue 21): a scatter into a 0-size operand launches nothing, and
+    the driver imported a `kernel` its module does not define (ImportError)."""
+    x, v = np.zeros((2, 0)), np.zeros((1, 0))
+    got = gjit(lambda a, b: a.at[np.array([0])].set(b))(x, v)
+    assert got.shape == (2, 0)
+    close(gjit(lambda a, b: a.at[np.array([0])].add(b) + 1)(x, v), x + 1)
+
+
+@check
 def broadcasts():
     x = RNG.normal(size=(3, 1)).astype(np.float32)
     y = RNG.normal(size=(1, 4)).astype(np.float32)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import cache, fusion, ir, pipeline, registry
+from numbax._src.compiler import cache, float16, fusion, ir, pipeline, registry
 from numbax._src.compiler.backend import (
     Backend,
     EagerCall,
@@ -18,7 +18,8 @@ from numbax._src.compiler.backend import (
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
 from numbax._src.compiler.registry import EAGER, Unsupported
-from numbax._src.core import ClosedJaxpr, Var
+from numbax._src.core import ClosedJaxpr, Jaxpr, Var
+from numbax._src.lax import convert as lconv
 
 
 class CpuBackend(Backend):
@@ -29,6 +30,9 @@ class CpuBackend(Backend):
 
     def fusible(self, eqn) -> bool:
         return not control_flow.touches_float16(eqn) and registry.fusible(eqn, self.name)
+
+    def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
+        return float16.widen(jaxpr)
 
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:
@@ -94,10 +98,10 @@ _warned_float16: set = set()
 
 
 def warn_float16(primitive: core.Primitive) -> None:
-    """One RuntimeWarning per primitive run eagerly because Numba's CPU target has no float16
-    (not even as an array element type): the result is eager's, the speed numpy's."""
-    if primitive in _warned_float16:
-        return
+    """One RuntimeWarning per primitive run eagerly on float16 values (those float16.widen does
+    not compute in float32): the result is eager's, the speed numpy's."""
+    if primitive in _warned_float16 or primitive is lconv.convert_element_type_p:
+        return  # conversions are float16.widen's exact boundary casts: nothing to compile
     _warned_float16.add(primitive)
     warnings.warn(f"jit: {primitive.name} on float16 values runs its eager implementation "
                   "between compiled kernels (Numba's CPU target has no float16); results are "

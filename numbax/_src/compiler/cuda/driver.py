@@ -132,7 +132,9 @@ class CudaDriver:
             self.launch(knames[step.function], f"{step.blocks}, {step.threads}", ", ".join(args))
 
     def _kernel_names(self, kernel: ir.Kernel, alias: str) -> dict[str, str]:
-        funcs = tuple(dict.fromkeys(s.function for s in kernel.launches)) or ("kernel",)
+        funcs = tuple(dict.fromkeys(s.function for s in kernel.launches))
+        if not funcs:  # nothing to launch (empty arrays): nothing to import
+            return {}
         return dict(zip(funcs, self.load(kernel.source, alias, funcs), strict=True))
 
     def loop(self, j: int, nest: ir.LoopNest) -> None:

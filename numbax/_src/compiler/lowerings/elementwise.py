@@ -45,6 +45,7 @@ from numbax._src.core import JaxprEqn, Primitive
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import bits as lbits
+from numbax._src.lax import convert as lconv
 from numbax._src.lax import elementwise as lx
 
 
@@ -336,6 +337,8 @@ def _convert_array(args, eqn):
 
 
 elementwise(lx.convert_element_type_p, convert, _convert_array, cuda_complex=convert)
+elementwise(lconv.round_to_float16_p, call("sc.round_to_float16"),
+            call("sc.round_to_float16_array"))  # the CPU's float16 programs (float16.py)
 
 
 def _same_width_numbers(eqn: JaxprEqn) -> bool:

@@ -77,3 +77,13 @@ def float_array_to_int(x, bits, unsigned):
         else:
             out[i] = float_to_int(flat[i], bits)  # noqa: F821
     return out.reshape(x.shape)
+
+
+@njit(error_model="numpy", cache=True)
+def round_to_float16_array(x):
+    """round_to_float16 over a whole array (compiled control flow), in x's dtype."""
+    flat = x.ravel()
+    out = np.empty(flat.size, x.dtype)
+    for i in range(flat.size):
+        out[i] = round_to_float16(flat[i])  # noqa: F821 (a shared helper, compiled above)
+    return out.reshape(x.shape)
