@@ -218,7 +218,8 @@ def _simulator_math(detail: str) -> bool:
 
     return memory.simulator_enabled() and any(
         text in detail for text in ("math domain error", "math range error",
-                                    "ZeroDivisionError", "OverflowError"))
+                                    "ZeroDivisionError", "OverflowError",
+                                    "cannot convert float"))
 
 
 def _check_vmap(program: Program) -> list[Mismatch]:

@@ -274,8 +274,16 @@ def _round(even: str) -> ScalarRule:
                               else f"sc.round_away({args[0]})")
 
 
-elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_math("floor"))
-elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_math("ceil"))
+
+
+def _signed_cuda(fn: str) -> ScalarRule:
+    """math.floor/ceil keeping the operand's sign on a zero result (ceil(-0.5) is -0.0; the
+    CUDA simulator's math.* returns a Python int, found by the fuzzer's CUDA slice)."""
+    return lambda a, e: f"math.copysign(math.{fn}({a[0]}), {a[0]})"
+
+
+elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_signed_cuda("floor"))
+elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_signed_cuda("ceil"))
 elementwise(lx.round_p, _round("np.rint"), cuda=_round("sc.round_even"))
 
 # ----------------------------------------------------------------------------- complex parts
