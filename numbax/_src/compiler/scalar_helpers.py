@@ -107,6 +107,17 @@ def float_to_uint(x):
     return float_to_int(x, 64)
 
 
+def round_even(x):
+    """np.rint in float64: adding and removing 2**52 rounds |x| to the nearest even integer
+    exactly, and the result keeps x's sign (rint(-0.3) is -0.0; found by the fuzzer's CUDA
+    slice, where floor-based rounding gave +0.0)."""
+    x = np.float64(x)
+    y = abs(x)
+    if not y < 4503599627370496.0:  # nan, inf and |x| >= 2**52 are integers already
+        return x
+    return math.copysign((y + 4503599627370496.0) - 4503599627370496.0, x)
+
+
 def shift_left(x, y, bits):
     """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
     return x << y if 0 <= y < bits else x ^ x
@@ -134,8 +145,8 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, sign, round_to_float16, float_to_int, float_to_uint,
-          shift_left, shift_right_arithmetic, shift_right_logical, clz)
+SHARED = (cdiv, crem, ipow, round_away, round_even, sign, round_to_float16, float_to_int,
+          float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

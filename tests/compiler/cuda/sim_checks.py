@@ -116,7 +116,7 @@ def integer_edges_match_the_cpu():
     signs = np.asarray(gjit(jnp.sign)(x))
     np.testing.assert_array_equal(np.signbit(signs), np.signbit(np.sign(x)))
     y = np.array([-0.3, 0.3, -0.0, 0.0, -1.5, 2.5])
-    for fn in (jnp.floor, jnp.ceil):  # zero results keep the operand's sign
+    for fn in (jnp.floor, jnp.ceil, jnp.rint, jnp.round):  # zeros keep the operand's sign
         np.testing.assert_array_equal(np.signbit(np.asarray(gjit(fn)(y))), np.signbit(fn(y)))
     for dt in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
         def cast(v, dt=dt):

@@ -1,5 +1,5 @@
 """Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
-shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, sign,
+shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
 compiled here, and the CPU's own below — numpy's NaN-propagating max/min/clamp, logistic,
 complex division and ordering, and the array form of numpy's float -> integer casts
