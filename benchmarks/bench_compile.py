@@ -1,23 +1,32 @@
-"""Cold and warm first-call cost of the issue-5 MLP step, in fresh processes (no asserts).
+"""Compile cost of numbax (and JAX, with --jax, in the same run), each measurement in a fresh
+Python process (``--child``) so that nothing is compiled or imported beforehand. No asserts.
 
-Each measurement runs in a new Python process (``--child``) so that nothing is compiled or
-imported beforehand. CPU time (``time.process_time``: this process and its threads) is the
-figure to compare on a shared machine, wall time is printed beside it. The child also records,
-per Numba compile, the CPU time spent (Numba's ``numba:compile`` event), so the cost of each
-kernel shows up.
+    PYTHONPATH=. python benchmarks/bench_compile.py              # MLP step: 2 cold + 2 warm
+    PYTHONPATH=. python benchmarks/bench_compile.py --rounds 3 --kernels --jax
+    PYTHONPATH=. python benchmarks/bench_compile.py --profile    # cProfile of one cold call
+    PYTHONPATH=. python benchmarks/bench_compile.py --chains 128,1000,5000 [--jax]
+    PYTHONPATH=. python benchmarks/bench_compile.py --shapes 300 [--jax]
 
-    PYTHONPATH=. python benchmarks/bench_compile.py            # 2 cold + 2 warm runs
-    PYTHONPATH=. python benchmarks/bench_compile.py --rounds 3 --kernels
-    PYTHONPATH=. python benchmarks/bench_compile.py --profile  # cProfile of one cold call
-
-"cold": an empty NUMBAX_CACHE_DIR (Numba's own cache of numbax's helper modules, in the
+MLP step (issue 5's 784-512-512-10 train step, batch 128): the first call's CPU time
+(`time.process_time`: this process and its threads; the figure to compare on a shared machine)
+and wall time, import excluded; per Numba compile, its CPU time (Numba's ``numba:compile``
+event). "cold": an empty NUMBAX_CACHE_DIR (Numba's cache of numbax's runtime modules, in the
 package's ``__pycache__``, stays as an installation leaves it); "warm": a new process with the
-directory the cold run filled.
+directory the cold run filled (JAX: its persistent compilation cache, on for this run).
+
+Chains (asv_bench/benchmarks/models.py): `elementwise_chain` and `mixed_chain` of N steps on a
+float32 vector of 1000: trace + compile + first run in a cold process, peak memory (max RSS),
+and numbax's generated source: lines of the distinct modules compiled and of `as_text()`.
+
+Shapes: one function (`shape_sweep_fn`) called with x of shapes (1, 32) .. (N, 32): total time
+of the N first calls, memory kept per extra shape (RSS growth from the 10th shape on, after
+gc), and the files and bytes left in the disk cache.
 """
 from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,26 +34,94 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(os.path.dirname(HERE), "asv_bench", "benchmarks")
 
 
-def _child(profile: bool) -> None:
-    """Time the first call of the MLP step in this (fresh) process; print one JSON line."""
-    t_start, c_start = time.perf_counter(), time.process_time()
-    import numpy as np
-    from numba.core import event
+def _import(impl: str):
+    """(module, numpy namespace, nn namespace) of `impl`, float64 enabled for JAX."""
+    if impl == "jax":
+        import jax
+        import jax.numpy as jnp
 
-    sys.path.insert(0, HERE)
+        jax.config.update("jax_enable_x64", True)
+        return jax, jnp, jax.nn
     sys.modules.setdefault("jax", None)  # bench_cpu's optional JAX import: not needed here
-    from bench_cpu import mlp_step
-
     import numbax
     import numbax.numpy as bnp
 
+    return numbax, bnp, numbax.nn
+
+
+def _block(out) -> None:
+    import numpy as np
+
+    for leaf in (out if isinstance(out, (list, tuple)) else [out]):
+        if isinstance(leaf, (list, tuple)):
+            _block(leaf)
+        else:
+            np.asarray(leaf)
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+# ----------------------------------------------------------------------------- children
+
+
+def _child_mlp(impl: str, profile: bool) -> dict:
+    """The first call of the MLP step in this (fresh) process."""
+    t_start, c_start = time.perf_counter(), time.process_time()
+    import numpy as np
+
+    sys.path.insert(0, HERE)
+    lib, xp, _ = _import(impl)
+    from bench_cpu import mlp_step
+
+    rng = np.random.default_rng(0)
+    sizes = [784, 512, 512, 10]
+    params = [(xp.asarray(rng.normal(size=(a, b)).astype(np.float32) * 0.05),
+               xp.asarray(np.zeros(b, np.float32))) for a, b in zip(sizes[:-1], sizes[1:])]
+    x = xp.asarray(rng.normal(size=(128, 784)).astype(np.float32))
+    y = xp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)])
+    step = mlp_step(xp, lib.grad, lib.jit)
+    c_import, t_import = time.process_time() - c_start, time.perf_counter() - t_start
     compiles: list[tuple[str, float]] = []
+    if impl == "numbax":
+        from numba.core import event
 
-    class _Listener(event.Listener):
-        """CPU time of each outermost Numba compile (nested ones are part of their parent)."""
+        event.register("numba:compile", _compile_listener(compiles))
+    profiler = None
+    if profile:
+        import cProfile
 
+        profiler = cProfile.Profile()
+        profiler.enable()
+    t0, c0 = time.perf_counter(), time.process_time()
+    _block(step(params, x, y))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative")
+        stats.print_stats(45)
+        stats.sort_stats("tottime").print_stats(25)
+    return {"cpu": cpu, "wall": wall, "import_cpu": c_import, "import_wall": t_import,
+            "compiles": compiles}
+
+
+def _compile_listener(out: list):
+    """A Numba event listener recording the CPU time of each outermost compile (nested
+    compiles are part of their parent's) as (module.function, seconds) in `out`."""
+    from numba.core import event
+
+    class Listener(event.Listener):
         def __init__(self):
             self.stack = []
 
@@ -56,83 +133,159 @@ def _child(profile: bool) -> None:
             if not self.stack:
                 disp = ev.data["dispatcher"]
                 mod = getattr(disp.py_func, "__module__", "?")
-                compiles.append((f"{mod.split('.')[-1][:22]}.{disp.py_func.__name__}",
-                                 time.process_time() - t0))
+                out.append((f"{mod.split('.')[-1][:22]}.{disp.py_func.__name__}",
+                            time.process_time() - t0))
 
-    rng = np.random.default_rng(0)
-    sizes = [784, 512, 512, 10]
-    params = [(bnp.asarray(rng.normal(size=(a, b)).astype(np.float32) * 0.05),
-               bnp.asarray(np.zeros(b, np.float32))) for a, b in zip(sizes[:-1], sizes[1:])]
-    x = bnp.asarray(rng.normal(size=(128, 784)).astype(np.float32))
-    y = bnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)])
-    step = mlp_step(bnp, numbax.grad, numbax.jit)
-    c_import = time.process_time() - c_start
-    t_import = time.perf_counter() - t_start
-    listener = _Listener()
-    event.register("numba:compile", listener)
-    profiler = None
-    if profile:
-        import cProfile
+    return Listener()
 
-        profiler = cProfile.Profile()
-        profiler.enable()
+
+def _child_chain(impl: str, kind: str, ops: int) -> dict:
+    import numpy as np
+
+    sys.path.insert(0, MODELS)
+    import models
+
+    lib, xp, _ = _import(impl)
+    chain = models.elementwise_chain if kind == "elementwise" else models.mixed_chain
+    fn = lib.jit(lambda x: chain(xp, x, ops))
+    x = np.linspace(-1.0, 1.0, 1000).astype(np.float32)
     t0, c0 = time.perf_counter(), time.process_time()
-    out = step(params, x, y)
-    np.asarray(out[0][0])
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    if profiler is not None:
-        import pstats
-
-        profiler.disable()
-        stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative")
-        stats.print_stats(45)
-        stats.sort_stats("tottime").print_stats(25)
-    print(json.dumps({"cpu": cpu, "wall": wall, "import_cpu": c_import, "import_wall": t_import,
-                      "compiles": compiles}))
+    _block(fn(x))
+    out = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+           "peak_mib": _peak_mib()}
+    if impl == "numbax":  # every module the program runs (a repeated piece once per use)
+        sources = fn.lower(x)._entry.exe.sources
+        out["lines"] = sum(t.count("\n") + 1 for t in sources)
+        out["unique_lines"] = sum(t.count("\n") + 1 for t in set(sources))
+        out["modules"] = len(set(sources))
+    return out
 
 
-def _run(cache_dir: str, extra_env: dict | None = None, profile: bool = False) -> dict:
-    env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir, **(extra_env or {}))
-    cmd = [sys.executable, os.path.abspath(__file__), "--child"] + (["--profile"] if profile
-                                                                       else [])
+def _child_shapes(impl: str, count: int) -> dict:
+    import gc
+
+    import numpy as np
+
+    sys.path.insert(0, MODELS)
+    import models
+
+    lib, xp, nn = _import(impl)
+    fn = lib.jit(models.shape_sweep_fn(xp, nn))
+    w = np.random.default_rng(0).normal(size=(32, 64))
+    t0, mem = time.perf_counter(), {}
+    for n in range(1, count + 1):
+        _block(fn(np.ones((n, 32)), w))
+        if n in (10, count):
+            gc.collect()
+            mem[n] = _rss_mib()
+    total = time.perf_counter() - t0
+    root = os.environ.get("NUMBAX_CACHE_DIR", "")
+    files = [os.path.join(r, f) for r, _, fs in os.walk(root) for f in fs] if root else []
+    kept = max(mem[count] - mem[10], 0.0)  # RSS may shrink: nothing kept then
+    return {"total": total, "mib_per_shape": kept / (count - 10),
+            "files": len(files), "disk_mib": sum(os.path.getsize(p) for p in files) / 2**20}
+
+
+# ----------------------------------------------------------------------------- parent
+
+
+def _run(args: list[str], cache_dir: str, jax_cache: str | None = None,
+         profile: bool = False) -> dict:
+    env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    if jax_cache is not None:  # JAX's persistent cache, for its warm runs
+        env.update(JAX_COMPILATION_CACHE_DIR=jax_cache,
+                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                   JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"bench_compile child failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"bench_compile child {args} failed:\n{proc.stderr[-3000:]}")
     if profile:
         print(proc.stderr)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _header() -> str:
+    return (f"bench_compile | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
+            f"load {os.getloadavg()[0]:.1f}")
+
+
+def _mlp(impls: list[str], rounds: int, kernels: bool) -> None:
+    print(_header())
+    for impl in impls:
+        cold, warm = [], []
+        for _ in range(rounds):
+            with tempfile.TemporaryDirectory() as d:
+                cache, jax_cache = os.path.join(d, "cache"), os.path.join(d, "jax")
+                jc = jax_cache if impl == "jax" else None
+                cold.append(_run(["mlp", impl], cache, jc))
+                warm.append(_run(["mlp", impl], cache, jc))
+        for name, runs in (("cold", cold), ("warm", warm)):
+            cpu = [r["cpu"] for r in runs]
+            wall = [r["wall"] for r in runs]
+            numba_cpu = [sum(t for _, t in r["compiles"]) for r in runs]
+            print(f"{impl} {name}: first call cpu {statistics.median(cpu):.3f} s "
+                  f"(min {min(cpu):.3f}), wall {statistics.median(wall):.3f} s "
+                  f"(min {min(wall):.3f}), numba compiles {len(runs[0]['compiles'])} taking "
+                  f"{statistics.median(numba_cpu):.3f} s cpu; import cpu "
+                  f"{statistics.median([r['import_cpu'] for r in runs]):.3f} s")
+        if kernels and impl == "numbax":
+            for name, t in sorted(cold[0]["compiles"], key=lambda c: -c[1]):
+                print(f"  {t:7.3f} s  {name}")
+
+
+def _chains(impls: list[str], sizes: list[int]) -> None:
+    print(_header())
+    for kind in ("elementwise", "mixed"):
+        for ops in sizes:
+            for impl in impls:
+                with tempfile.TemporaryDirectory() as d:
+                    r = _run(["chain", impl, kind, str(ops)], os.path.join(d, "cache"))
+                extra = ""
+                if impl == "numbax":
+                    extra = (f", {r['modules']} distinct modules, {r['unique_lines']} lines "
+                             f"({r['unique_lines'] / ops:.1f}/op), as_text {r['lines']} lines "
+                             f"({r['lines'] / ops:.1f}/op)")
+                print(f"{kind} chain {ops} ops, {impl}: first call wall {r['wall']:.2f} s, "
+                      f"cpu {r['cpu']:.2f} s, peak RSS {r['peak_mib']:.0f} MiB{extra}")
+
+
+def _shapes(impls: list[str], count: int) -> None:
+    print(_header())
+    for impl in impls:
+        with tempfile.TemporaryDirectory() as d:
+            r = _run(["shapes", impl, str(count)], os.path.join(d, "cache"))
+        print(f"{count} shapes, {impl}: total {r['total']:.2f} s, "
+              f"{r['mib_per_shape']:.3f} MiB kept per extra shape, disk cache "
+              f"{r['files']} files, {r['disk_mib']:.2f} MiB")
+
+
+def _arg(flag: str, default: str) -> str:
+    return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
+
+
 def main() -> None:
     if "--child" in sys.argv:
-        _child("--profile" in sys.argv)
+        mode, *rest = sys.argv[sys.argv.index("--child") + 1:]
+        if mode == "mlp":
+            out = _child_mlp(rest[0], "--profile" in rest)
+        elif mode == "chain":
+            out = _child_chain(rest[0], rest[1], int(rest[2]))
+        else:
+            out = _child_shapes(rest[0], int(rest[1]))
+        print(json.dumps(out))
         return
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+    impls = ["numbax", "jax"] if "--jax" in sys.argv else ["numbax"]
     if "--profile" in sys.argv:
         with tempfile.TemporaryDirectory() as d:
-            _run(os.path.join(d, "cache"), profile=True)
-        return
-    cold, warm = [], []
-    for _ in range(rounds):
-        with tempfile.TemporaryDirectory() as d:
-            cache = os.path.join(d, "cache")
-            cold.append(_run(cache))
-            warm.append(_run(cache))
-    print(f"bench_compile | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
-          f"load {os.getloadavg()[0]:.1f}")
-    for name, runs in (("cold", cold), ("warm", warm)):
-        cpu = [r["cpu"] for r in runs]
-        wall = [r["wall"] for r in runs]
-        numba_cpu = [sum(t for _, t in r["compiles"]) for r in runs]
-        print(f"{name}: first call cpu {statistics.median(cpu):.3f} s "
-              f"(min {min(cpu):.3f}), wall {statistics.median(wall):.3f} s, "
-              f"numba compiles {len(runs[0]['compiles'])} taking "
-              f"{statistics.median(numba_cpu):.3f} s cpu; import cpu "
-              f"{statistics.median([r['import_cpu'] for r in runs]):.3f} s; each run cpu "
-              f"{[round(c, 3) for c in cpu]}, wall {[round(w, 3) for w in wall]}")
-    if "--kernels" in sys.argv:
-        for name, t in sorted(cold[0]["compiles"], key=lambda c: -c[1]):
-            print(f"  {t:7.3f} s  {name}")
+            _run(["mlp", "numbax", "--profile"], os.path.join(d, "cache"), profile=True)
+    elif "--chains" in sys.argv:
+        _chains(impls, [int(s) for s in _arg("--chains", "128,1000,5000").split(",")])
+    elif "--shapes" in sys.argv:
+        _shapes(impls, int(_arg("--shapes", "300")))
+    else:
+        _mlp(impls, int(_arg("--rounds", "2")), "--kernels" in sys.argv)
 
 
 if __name__ == "__main__":

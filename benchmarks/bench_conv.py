@@ -5,9 +5,7 @@ run, issue 18's shapes. Medians of a few runs after a warm-up call; no asserts.
     python benchmarks/bench_conv.py --quick    # small shapes (a smoke test)
     python benchmarks/bench_conv.py --only fft # cases whose name contains "fft"
 
-Until the compiler registers lowerings for these primitives, numbax.jit runs their eager
-numpy implementations (im2col + BLAS for convolutions, strided slices for windows,
-scipy.fft for FFTs) between its kernels: these are the eager-impl numbers.
+numbax and JAX take turns within each repeat (the machine is shared: both see the same load).
 """
 from __future__ import annotations
 
@@ -35,14 +33,18 @@ except ImportError:  # JAX is a bench-only peer
 RNG = np.random.default_rng(0)
 
 
-def median_time(fn, *args, repeat: int = 5) -> float:
-    fn(*args)  # warm up (traces and compiles)
-    samples = []
+def interleaved(calls: dict, repeat: int) -> dict[str, float]:
+    """Median seconds of each callable, after a warm-up call of each, the libraries taking
+    turns within every repeat so both see the same machine load."""
+    for fn, args in calls.values():
+        fn(*args)  # warm up (traces and compiles)
+    samples: dict[str, list[float]] = {lib: [] for lib in calls}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+        for lib, (fn, args) in calls.items():
+            t0 = time.perf_counter()
+            fn(*args)
+            samples[lib].append(time.perf_counter() - t0)
+    return {lib: statistics.median(times) for lib, times in samples.items()}
 
 
 def _ready(out):
@@ -131,22 +133,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes")
     parser.add_argument("--only", default="", help="run cases whose name contains this")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
     libs = {"numbax": (blax, bnp, bstax, numbax.random.PRNGKey(0), numbax.grad)}
     if jax is not None:
         libs["jax"] = (jlax, jjnp, jstax, jax.random.PRNGKey(0), jax.grad)
-    timings: dict[str, dict[str, float]] = {}
+    built: dict[str, dict] = {}
     for lib, (lax, jnp, stax, key, grad) in libs.items():
         cases = {**conv_cases(lax, jnp, args.quick), **fft_cases(jnp, args.quick),
                  **convnet_case(stax, jnp, grad, key, args.quick)}
         cases = {k: v for k, v in cases.items() if args.only in k}
-        for name, (call, call_args) in _build(cases, lib).items():
-            timings.setdefault(name, {})[lib] = median_time(call, *call_args,
-                                                            repeat=args.repeat)
-    print(f"{os.cpu_count()} cores; numbax {numbax.__version__}"
-          + (f", jax {jax.__version__}" if jax is not None else ", jax not importable"))
+        for name, call in _build(cases, lib).items():
+            built.setdefault(name, {})[lib] = call
+    load = os.getloadavg()[0]
+    timings = {name: interleaved(calls, args.repeat) for name, calls in built.items()}
+    print(f"{os.cpu_count()} cores, load average {load:.1f} -> {os.getloadavg()[0]:.1f}; "
+          f"numbax {numbax.__version__}"
+          + (f", jax {jax.__version__}" if jax is not None else ", jax not importable")
+          + f"; medians of {args.repeat}, libraries interleaved")
     print(f"{'case':52s} {'numbax ms':>10s} {'jax ms':>10s} {'ratio':>7s}")
     for name, row in timings.items():
         ours, theirs = row["numbax"] * 1e3, row.get("jax")

@@ -231,7 +231,10 @@ def _matmul(gpu):
     jh = jax.jit(lambda x, y: xnp.matmul(x, y, precision="highest"))
     ref = np.asarray(jh(ja, jb))
     err = np.abs(np.asarray(fn(da, db)) - ref).max() / np.abs(ref).max()
+    fh = numbax.jit(lambda x, y: jnp.matmul(x, y, precision="highest"), backend="gpu")
+    err_h = np.abs(np.asarray(fh(da, db)) - ref).max() / np.abs(ref).max()
     flops = 2 * k**3
+    tnh = timeit(lambda: fh(da, db), nb_sync, 5)
     tn = timeit(lambda: fn(da, db), nb_sync, 5)
     tc = timeit(lambda: cp.matmul(ca, cb), cp_sync, 5)
     tj = timeit(lambda: jf(ja, jb), jx_sync, 5)
@@ -240,6 +243,9 @@ def _matmul(gpu):
         f"rel err {err:.1e}; cupy {flops / tc / 1e12:.1f} ({tc / tn:.2f}x); "
         f"jax default {flops / tj / 1e12:.1f} ({tj / tn:.2f}x); "
         f"jax highest {flops / th / 1e12:.1f} ({th / tn:.2f}x)")
+    row("matmul 4096^2 f32 highest", f"numbax {flops / tnh / 1e12:.1f} TFLOP/s "
+        f"({tnh * 1e3:.2f} ms)", f"rel err {err_h:.1e}; numbax/jax highest {tnh / th:.2f}; "
+        f"numbax default / jax default {tn / tj:.2f}")
 
 
 def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:

@@ -39,10 +39,13 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "mlp_profile": ([PY, "benchmarks/mlp_profile.py"], 150),
     "gemm": ([PY, "benchmarks/gemm_bench.py"], 200),
     "compile": ([PY, "benchmarks/bench_compile.py"], 200),
+    "runtime": ([PY, "benchmarks/bench_runtime.py"], 420),
+    "load": ([PY, "benchmarks/load_latency.py"], 200),
 }
 
 # CPU benchmarks compare with JAX on the CPU and keep numbax off the GPU
-CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "gemm", "compile"})
+CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "gemm", "compile", "runtime",
+                       "load"})
 CPU_ENV = {"JAX_PLATFORMS": "cpu", "NUMBAX_PLATFORMS": "cpu"}
 
 

@@ -3,7 +3,7 @@ the time inside `library.dot` per matrix product, the rest (fused kernels + driv
 products alone through np.dot (BLAS) and through numbax's `gemm_cpu`; then the step with each
 `cpu_matmul` choice and under each thread count.
 
-    PYTHONPATH=. python benchmarks/mlp_profile.py
+    PYTHONPATH=. python benchmarks/mlp_profile.py [--batch N]   (default 128)
 """
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ def median(fn, reps: int = 31) -> float:
 def main() -> None:
     rng = np.random.default_rng(0)
     name, label, f_nb, nb_args, f_jx, j_args = bench_cpu.training_cases(rng)[0]
+    if "--batch" in sys.argv:  # the same step at another batch size
+        batch = int(sys.argv[sys.argv.index("--batch") + 1])
+        params, _, _ = j_args
+        x = rng.normal(size=(batch, 784)).astype(np.float32)
+        y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+        nb_args = ([(numbax.numpy.asarray(w), numbax.numpy.asarray(b)) for w, b in params],
+                   numbax.numpy.asarray(x), numbax.numpy.asarray(y))
+        j_args = (params, x, y)
+        print(f"batch {batch}")
     print(f"mlp_profile | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores")
     t_step = median(lambda: f_nb(*nb_args))
     print(f"step: numbax {t_step * 1e3:.3f} ms (jax.jit at the end: once it has run, its "

@@ -39,9 +39,9 @@ __all__ = [
 ]
 from numbax._src.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402, F401
 from numbax._src.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402, F401
-from numbax._src.jit import jit  # noqa: E402
+from numbax._src.jit import clear_caches, jit  # noqa: E402
 
-__all__ += ["jit"]
+__all__ += ["clear_caches", "jit"]
 from numbax import random  # noqa: E402, F401  (public submodule)
 
 __all__ += ["example_libraries", "nn", "scipy"]
@@ -125,3 +125,47 @@ __all__ += [
 # --- compat-lax: the extension API's namespaces (jax.core and jax.interpreters are
 # attributes of the jax module; jax.extend is imported explicitly, as in JAX)
 from numbax import core, interpreters  # noqa: E402, F401
+
+# run code that does `import jax` on numbax (python -m numbax.as_jax script.py)
+from numbax._src.jax_alias import install_as_jax  # noqa: E402
+
+__all__ += ["install_as_jax"]
+
+# --- compat-api: jax.debug, callbacks, jax.experimental
+# isort: split
+from numbax import (  # noqa: E402, F401  (public submodules)
+    ad_checkpoint,
+    custom_derivatives,
+    debug,
+    experimental,
+    memory,
+    ref,
+)
+from numbax._src.callback_api import pure_callback  # noqa: E402
+from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
+from numbax._src.dslice import ds  # noqa: E402
+from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
+from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
+
+__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
+            "debug", "ds", "empty_ref", "experimental", "free_ref", "freeze", "fwd_and_bwd",
+            "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
+
+# isort: split
+# --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices
+from numbax import sharding  # noqa: E402, F401  (public submodule)
+from numbax._src.parallel.shard_map import shard_map  # noqa: E402
+from numbax._src.sharding.api import reshard  # noqa: E402
+from numbax._src.sharding.mesh import make_mesh, set_mesh  # noqa: E402
+from numbax._src.sharding.sharded_array import (  # noqa: E402
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+from numbax._src.sharding.shardings import NamedSharding, P, Shard  # noqa: E402
+
+__all__ += [
+    "NamedSharding", "P", "Shard", "shard_map", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_mesh",
+    "reshard", "set_mesh", "sharding",
+]

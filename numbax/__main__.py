@@ -11,12 +11,18 @@ import numbax.numpy as jnp
 
 
 def _progress(message: str) -> None:
-    sys.stdout.write(f"  … {message}\r")
-    sys.stdout.flush()
+    """A transient status line on a terminal; into a pipe or a log, a plain line instead (a
+    carriage return would leave the line's debris in the file)."""
+    if sys.stdout.isatty():
+        sys.stdout.write(f"  … {message}\r")
+        sys.stdout.flush()
+    else:
+        print(f"  … {message}", flush=True)
 
 
 def _done() -> None:
-    sys.stdout.write(" " * 72 + "\r")
+    if sys.stdout.isatty():
+        sys.stdout.write(" " * 72 + "\r")
 
 
 def _median_seconds(fn, *args, repeat: int = 15) -> float:

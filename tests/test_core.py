@@ -5,7 +5,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src import core
+from numbax._src import core, typecheck
 from numbax.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -125,7 +125,7 @@ def test_typecheck_catches_bad_jaxpr():
     jaxpr = closed.jaxpr
     bad = core.Jaxpr([], [], jaxpr.eqns, jaxpr.outvars)  # input never bound
     with pytest.raises(core.JaxprTypeError, match="before it is bound"):
-        core.typecheck_jaxpr(bad)
+        typecheck.typecheck_jaxpr(bad)
 
 
 def test_threads_trace_independently():
@@ -152,3 +152,15 @@ def test_printed_params_never_contain_raw_line_breaks():
     p = core.Primitive("test_params")
     eqn = core.JaxprEqn(p, [], [], {"axis_name": name})
     assert "\n" not in core.pp_eqn(eqn, core.PrintNames(), 0)
+
+
+def test_float32_constants_print_as_jax_prints_them(x32):
+    # a constant converted to float32 prints the value float32 holds (JAX: 1.6699999570846558);
+    # a weak-typed Python scalar prints as written (test_jaxpr_text_matches_jax_form)
+    jaxpr = numbax.make_jaxpr(lambda x: x * 1.67 + 2)(np.ones(3, np.float32))
+    assert str(jaxpr) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = mul a 1.6699999570846558:f32[]\n"
+        "    c:f32[3] = add b 2.0:f32[]\n"
+        "  in (c,) }"
+    )

@@ -12,3 +12,4 @@ def test_python_m_numbax_tour():
     assert "grad = 300.0, grad of grad = 60.0" in text
     assert "mean of per-example dW equals the batch gradient: True" in text
     assert "@njit" in text and "prange" in text and "fm.exp_f32" in text
+    assert "\r" not in text  # into a pipe the progress lines are plain lines

@@ -10,7 +10,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import errors, lax
-from numbax._src import core
+from numbax._src import core, typecheck
 
 REF = json.loads((pathlib.Path(__file__).parent / "data" /
                   "errors_jax_reference.json").read_text())
@@ -102,4 +102,4 @@ def test_jaxpr_type_error_is_the_public_class():
     closed = numbax.make_jaxpr(lambda x: x * 2.0)(1.0)
     bad = core.Jaxpr(closed.jaxpr.constvars, [], closed.jaxpr.eqns, closed.jaxpr.outvars)
     with pytest.raises(errors.JaxprTypeError, match="before it is bound"):
-        core.typecheck_jaxpr(bad)
+        typecheck.typecheck_jaxpr(bad)

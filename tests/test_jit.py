@@ -329,3 +329,41 @@ def test_very_deep_pytree_argument():
     out = numbax.jit(lambda tr: numbax.tree_util.tree_map(lambda x: x * 2, tr))(t)
     assert numbax.tree_util.tree_structure(out) == numbax.tree_util.tree_structure(t)
     assert [float(x) for x in numbax.tree_util.tree_leaves(out)] == [3.0]
+
+
+def test_static_arguments_by_position_or_by_name():
+    """As in JAX: static_argnames applies to a positional argument and static_argnums to one
+    passed by name (jit completes each from the other through the signature)."""
+    traces = []
+
+    def f(x, n, scale=1.0):
+        traces.append(n)
+        return x * n * scale
+
+    by_name = numbax.jit(f, static_argnames="n")
+    assert float(by_name(2.0, 3)) == 6.0 and float(by_name(2.0, n=3)) == 6.0
+    assert by_name.static_argnums == (1,) and by_name.static_argnames == ("n",)
+    by_num = numbax.jit(f, static_argnums=1)
+    assert float(by_num(2.0, n=4)) == 8.0 and by_num.static_argnames == ("n",)
+    assert float(numbax.jit(f, static_argnums=(1, 2))(2.0, 3)) == 6.0  # scale: its default
+    with pytest.raises(ValueError, match=r"static_argnums=\(5,\), but only accepts 3 positional"):
+        numbax.jit(f, static_argnums=5)
+    assert all(isinstance(n, int) for n in traces)  # n was never a tracer
+
+
+def test_jit_wrappers_of_one_function_share_their_executables():
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return jnp.sin(x) + 1.0
+
+    x = np.linspace(0.0, 1.0, 5)
+    numbax.jit(f)(x)
+    np.testing.assert_allclose(numbax.jit(f)(x), np.sin(x) + 1.0)  # a new wrapper: no trace
+    assert len(traces) == 1
+    numbax.jit(f, donate_argnums=0)(x)  # other options: their own table
+    assert len(traces) == 2
+    g = numbax.jit(lambda v: f(v))  # another function object: its own table
+    g(x)
+    assert len(traces) == 3

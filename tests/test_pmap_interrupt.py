@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
 
     f = numbax.pmap(numbax.jit(lambda x: x + 1))
     f(np.ones(2))  # the pool is up
-    procs = list(pool._POOL.procs)
+    procs = [w.proc for w in pool._POOL.workers]
     print("ready", flush=True)
     try:
         with numbax.disable_jit():
@@ -28,8 +28,8 @@ SCRIPT = textwrap.dedent("""
         print("finished?!", flush=True)
     except KeyboardInterrupt:
         for p in procs:
-            p.join(timeout=5)
-        print("alive", sum(p.is_alive() for p in procs), flush=True)
+            p.wait(timeout=5)
+        print("alive", sum(p.poll() is None for p in procs), flush=True)
 """)
 
 

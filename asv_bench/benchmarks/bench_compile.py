@@ -1,6 +1,8 @@
-"""Compile time as `track_` metrics (seconds): the first call of a jitted function (trace,
-lower, compile, run) in a fresh Python process, cold (an empty NUMBAX_CACHE_DIR) and cached
-(a second process with the same cache directory, so Numba loads the kernels from disk)."""
+"""Compile cost as `track_` metrics: the first call of a jitted function (trace, lower,
+compile, run) in a fresh Python process, cold (an empty NUMBAX_CACHE_DIR) and cached (a second
+process with the same cache directory, so Numba loads the kernels from disk); issue 20's long
+chains and its 300-shape sweep (time, and memory kept per shape) through the children of
+benchmarks/bench_compile.py."""
 import itertools
 import json
 import os
@@ -9,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from .common import jax
+from .common import impls, jax, require, sizes
 
 FUNCTIONS = ["selu", "mlp_train_step"]
 
@@ -64,7 +66,7 @@ def first_call_seconds(impl, name, cache_dir):
 
 
 class CompileTime:
-    params = (["numbax", "jax"], FUNCTIONS)
+    params = (impls("numbax", "jax"), FUNCTIONS)
     param_names = ["impl", "function"]
     timeout = 600
     unit = "seconds"
@@ -93,3 +95,70 @@ class CompileTime:
 
     def track_cached_compile(self, results, impl, name):
         return results[impl, name]["cached"]
+
+
+_BENCH_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "benchmarks", "bench_compile.py")
+
+
+def _child(*args):
+    """One measurement of benchmarks/bench_compile.py in a fresh process, empty caches."""
+    cache_dir = tempfile.mkdtemp(prefix="numbax-asv-cache-")
+    env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    try:
+        proc = subprocess.run([sys.executable, _BENCH_SCRIPT, "--child", *map(str, args)],
+                              env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench_compile child {args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+class ChainCompile:
+    """Issue 20's long programs: the first call (trace, compile, run) of an elementwise chain
+    and of a chain with a full reduction every other step (models.py), in a fresh process."""
+
+    params = (impls("numbax", "jax"), ["elementwise", "mixed"], sizes([128], [1000, 5000]))
+    param_names = ["impl", "chain", "ops"]
+    timeout = 900
+    unit = "seconds"
+
+    def setup(self, impl, chain, ops):
+        require(impl, ("numbax", "jax"))
+        self.result = _child("chain", impl, chain, ops)
+
+    def track_first_call(self, impl, chain, ops):
+        return self.result["wall"]
+
+
+class _Sweep:
+    """One function called with `count` shapes (models.shape_sweep_fn, x of (n, 32)), in a
+    fresh process."""
+
+    params = (impls("numbax", "jax"), sizes([30], [300]))
+    param_names = ["impl", "count"]
+    timeout = 900
+
+    def setup(self, impl, count):
+        require(impl, ("numbax", "jax"))
+        self.result = _child("shapes", impl, count)
+
+
+class ShapeSweep(_Sweep):
+    """The total time of the sweep's first calls."""
+
+    unit = "seconds"
+
+    def track_total(self, impl, count):
+        return self.result["total"]
+
+
+class ShapeSweepMemory(_Sweep):
+    """The memory the sweep keeps per extra shape (RSS growth from the 10th shape on)."""
+
+    unit = "MiB"
+
+    def track_kept_per_shape(self, impl, count):
+        return self.result["mib_per_shape"]

@@ -2,7 +2,7 @@
 and one eager (unjitted) numbax.numpy op. Measures dispatch, not arithmetic."""
 import numpy as np
 
-from .common import IMPLS, modules, put, ready, require
+from .common import IMPLS, impls, modules, put, ready, require
 
 
 def _tree_fn(p):
@@ -10,7 +10,7 @@ def _tree_fn(p):
 
 
 class Dispatch:
-    params = (["numbax", "jax"], ["one_array", "dict_of_8"])
+    params = (impls("numbax", "jax"), ["one_array", "dict_of_8"])
     param_names = ["impl", "args"]
 
     def setup(self, impl, args):

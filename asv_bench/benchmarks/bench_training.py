@@ -1,10 +1,10 @@
 """Training workloads: an MLP SGD train step (784-512-512-10, batch 128, one jitted step) and
 per-example gradients jit(vmap(grad(loss), in_axes=(None, 0, 0))) of logistic regression
 (569 x 30, breast-cancer shaped) and of a small MLP (64-32-10, batch 32)."""
-from .common import DTYPES, modules, put, ready, require, sizes
+from .common import DTYPES, impls, modules, put, ready, require, sizes
 from .models import classification_data, cross_entropy, init_mlp, mlp_logits
 
-IMPLS = ["numbax", "jax"]
+IMPLS = impls("numbax", "jax")
 
 
 def make_train_step(impl, lr=0.01):

@@ -1,8 +1,9 @@
 """Shared setup for the asv suite: sizes, inputs, and the JAX peer when it is installed.
 
 Every benchmark takes an `impl` parameter ("numbax", "numpy", "jax") so that `setup` builds
-only the implementation being timed; implementations that are not installed or do not apply
-raise NotImplementedError in `setup`, which asv reports as skipped (n/a).
+only the implementation being timed; "jax" is left out of the parameters when JAX is not
+installed (`impls`), and implementations that do not apply raise NotImplementedError in
+`setup`, which asv reports as skipped (n/a).
 
 Sizes: the default parameters are small so that `asv run --python=same --quick` runs the whole
 suite in CI in a few minutes; NUMBAX_ASV_FULL=1 adds the large sizes (1e7 elements, 2000x2000
@@ -22,7 +23,15 @@ except ImportError:  # pragma: no cover - depends on the machine
     jjnp = None
 
 FULL = os.environ.get("NUMBAX_ASV_FULL", "").strip().lower() in ("1", "true", "yes", "on")
-IMPLS = ["numbax", "numpy", "jax"]
+
+
+def impls(*names):
+    """The implementations a benchmark compares, without "jax" when JAX is not installed: no
+    jax parameter then exists, so asv prints no skipped-benchmark notice per parameter."""
+    return [n for n in names if n != "jax" or jax is not None]
+
+
+IMPLS = impls("numbax", "numpy", "jax")
 DTYPES = ["float32", "float64"]
 
 

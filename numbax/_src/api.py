@@ -97,6 +97,22 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype and weak type of `x` (an array, scalar, tracer or any object
+        with .shape and .dtype, such as another ShapeDtypeStruct).
+
+        >>> ShapeDtypeStruct.like(np.zeros((2, 3), np.float32))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        if core.is_array_like(x):
+            aval = get_aval(x)
+            return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return cls(x.shape, x.dtype, weak_type=getattr(x, "weak_type", False))
+        raise NumbaxTypeError(f"ShapeDtypeStruct.like: x is a {type(x).__name__}, expected an "
+                              "array, a scalar or an object with .shape and .dtype.")
+
     def __repr__(self) -> str:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 

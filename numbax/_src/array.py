@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import core, devices
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.sharding.shardings import Shard, SingleDeviceSharding
 
 
 class Array:
@@ -49,6 +50,23 @@ class Array:
 
     def devices(self) -> set:
         return {self.device}
+
+    @property
+    def sharding(self) -> SingleDeviceSharding:
+        return SingleDeviceSharding(self.device)
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
+
+    global_shards = addressable_shards
+    is_fully_addressable = True
+    is_fully_replicated = True
+
+    @classmethod
+    def _single(cls, value, weak_type: bool, device) -> Array:
+        """A block of an array, as one device's Array (Shard.data)."""
+        return Array._from_numpy(value, weak_type, device)
 
     def block_until_ready(self) -> Array:
         return self

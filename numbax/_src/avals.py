@@ -10,33 +10,57 @@ import numpy as np
 
 from numbax._src import dtypes
 
+# The sharding of an aval without one (JAX's NamedSharding of the empty mesh), installed by
+# numbax._src.sharding.shardings; avals sit below it.
+trivial_sharding: Any = None
+
 
 class ShapedArray:
-    """The abstract value of an array: shape, dtype and whether its dtype is weak (NEP 50)."""
+    """The abstract value of an array: shape, dtype, whether its dtype is weak (NEP 50) and,
+    in explicit-sharding mode, its sharding over the explicit mesh axes (`_sharding`, a
+    NamedSharding; None when no dimension is sharded over an explicit axis)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding")
     array_abstraction_level = 1
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False) -> None:
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
+                 sharding: Any = None) -> None:
         self.shape = tuple(operator.index(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self._sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @property
+    def sharding(self) -> Any:
+        """The NamedSharding of this type (JAX's aval.sharding)."""
+        if self._sharding is None and trivial_sharding is not None:
+            return trivial_sharding(self.ndim)
+        return self._sharding
+
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        same_shape = shape is None or tuple(shape) == self.shape
         return ShapedArray(
             self.shape if shape is None else shape,
             self.dtype if dtype is None else dtype,
             self.weak_type if weak_type is None else weak_type,
+            self._sharding if same_shape else None,
         )
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
     def str_short(self) -> str:
-        return f"{dtypes.short_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+        dims = [str(d) for d in self.shape]
+        if self._sharding is not None:  # explicit axes: f32[8@X,4@(Y,Z)]
+            for i, entry in enumerate(self._sharding.spec):
+                names = entry if isinstance(entry, tuple) else (entry,)
+                names = [n for n in names if n is not None]
+                if names:
+                    dims[i] += "@" + (names[0] if len(names) == 1 else f"({','.join(names)})")
+        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -44,10 +68,11 @@ class ShapedArray:
             and self.shape == other.shape
             and self.dtype == other.dtype
             and self.weak_type == other.weak_type
+            and self._sharding == other._sharding
         )
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self._sharding))
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

@@ -1,17 +1,21 @@
-"""checkpoint / remat: a primitive holding a jaxpr whose linearization saves only its inputs
-and recomputes the rest inside the transposed (backward) pass."""
+"""checkpoint / remat: a primitive holding a jaxpr whose linearization saves only its inputs and
+the values its policy allows (checkpoint_policies.py), and recomputes the rest inside the
+transposed (backward) pass."""
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numbax._src import core, dtypes
+from numbax._src import checkpoint_policies as policies
+from numbax._src import core, dtypes, remat_opt, source_info, typecheck
 from numbax._src import tree_util as tu
+from numbax._src.checkpoint_policies import checkpoint_policies  # noqa: F401  (jax's path)
 from numbax._src.core import Jaxpr, Primitive, Var, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import ordering
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 
@@ -22,7 +26,7 @@ def _checkpoint_abstract_eval(*avals, jaxpr, prevent_cse, differentiated, policy
 
 def _checkpoint_impl(*args, jaxpr, prevent_cse, differentiated, policy):
     # numpy results, so the eager trace gives them the weak types of the abstract eval
-    return [core.to_numpy(x) for x in core.eval_jaxpr(jaxpr, [], *args)]
+    return [core.to_numpy(x) for x in source_info.eval_jaxpr(jaxpr, [], *args)]
 
 
 def _trace(fun: Callable, avals: Sequence[core.ShapedArray]) -> tuple[Jaxpr, list]:
@@ -42,7 +46,7 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, po
         ts = [next(it) if nz else ad.Zero.from_primal_value(p)
               for p, nz in zip(xs[:n], nonzero, strict=True)]
         primals_out, tangents_out = ad.jvp_flat(
-            lambda *args: core.eval_jaxpr(jaxpr, [], *args), xs[:n], ts)
+            lambda *args: source_info.eval_jaxpr(jaxpr, [], *args), xs[:n], ts)
         float_tangents = [ad.instantiate_zeros(t)
                           for t, f in zip(tangents_out, out_float, strict=True) if f]
         return [*primals_out, *float_tangents]
@@ -58,34 +62,66 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, po
     return outs[:n_out], tangents_out
 
 
-def _unknown_outputs(jaxpr: Jaxpr, known_in: Sequence[bool]) -> list[bool]:
-    unknown = {v for v, k in zip(jaxpr.invars, known_in, strict=True) if not k}
-    for eqn in jaxpr.eqns:
-        if any(isinstance(x, Var) and x in unknown for x in eqn.invars):
-            unknown.update(eqn.outvars)
-    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
+def split_by_policy(jaxpr: Jaxpr, known_in: Sequence[bool], policy: Callable | None):
+    """Splits a checkpointed (jvp) jaxpr for linearize, as JAX's partial_eval_jaxpr_custom.
+
+    Returns (known jaxpr: known inputs -> [known outputs..., residuals...], staged jaxpr:
+    [residuals..., unknown inputs...] -> unknown outputs, which outputs are unknown). Partial
+    evaluation first splits the jaxpr (control flow and nested checkpoints by their own rules);
+    of the values the unknown side needs, those the policy saves (and the known inputs) stay
+    residuals and the rest are recomputed on the staged side from them. Effectful equations
+    (debug prints) the policy does not save run on both sides, as in JAX."""
+    known, unknown, out_unknown, num_res = pe.partial_eval_jaxpr(
+        core.ClosedJaxpr(jaxpr, []), [not k for k in known_in])
+    kj = pe.convert_constvars_jaxpr(known.jaxpr)  # its consts become leading known inputs
+    n_consts = len(known.jaxpr.constvars)
+    res_out = kj.outvars[len(kj.outvars) - num_res:]
+    saved = set(kj.invars)
+    for eqn in kj.eqns:
+        if policies.saves(policy, eqn):
+            saved.update(eqn.outvars)
+    live = {r for r in res_out if isinstance(r, Var) and r not in saved}
+    recompute = []
+    for eqn in reversed(kj.eqns):
+        rerun = eqn.primitive in core.effectful_primitives and not policies.saves(policy, eqn)
+        if rerun or any(v in live for v in eqn.outvars):
+            recompute.append(eqn)
+            live.update(x for x in eqn.invars if isinstance(x, Var) and x not in saved)
+    recompute.reverse()
+    produced = {v for e in recompute for v in e.outvars}
+    used = [x for e in recompute for x in e.invars] + list(res_out)
+    residuals = list(dict.fromkeys(x for x in used if isinstance(x, Var) and x in saved
+                                   and x not in produced))
+    subst = dict(zip(unknown.jaxpr.invars[:num_res], res_out, strict=True))
+    read = lambda x: subst.get(x, x) if isinstance(x, Var) else x  # noqa: E731
+    staged_eqns = recompute + [e._replace(invars=[read(x) for x in e.invars])
+                               for e in unknown.jaxpr.eqns]
+    staged = Jaxpr([], [*residuals, *unknown.jaxpr.invars[num_res:]], staged_eqns,
+                   [read(x) for x in unknown.jaxpr.outvars])
+    known_outs = kj.outvars[:len(kj.outvars) - num_res]
+    known_jaxpr = pe.dce_jaxpr(Jaxpr([], kj.invars, kj.eqns, [*known_outs, *residuals]))
+    known_jaxpr = remat_opt.prune(known_jaxpr)  # custom_vjp(optimize_remat=True)
+    return known_jaxpr, list(known.consts), n_consts, typecheck.check_jaxpr(staged), out_unknown
 
 
-def _checkpoint_partial_eval(trace, tracers, *, jaxpr, **params):
-    """Known outputs are computed now; unknown ones become one checkpoint equation of all the
-    inputs, so the only residuals kept for it are the checkpoint's own known inputs."""
+def _checkpoint_partial_eval(trace, tracers, *, jaxpr, policy, **params):
+    """Known outputs and the residuals the policy saves are computed now; unknown outputs
+    become one checkpoint equation of the residuals and unknown inputs, which recomputes the
+    rest in the backward pass."""
     known_in = [t.pval.is_known for t in tracers]
-    out_unknown = _unknown_outputs(jaxpr, known_in)
-    known_jaxpr = pe.dce_jaxpr(jaxpr, [not u for u in out_unknown])
-    known_jaxpr = Jaxpr([], [v for v, k in zip(jaxpr.invars, known_in, strict=True) if k],
-                        known_jaxpr.eqns, known_jaxpr.outvars)
-    core.check_jaxpr(known_jaxpr)
+    known_jaxpr, consts, _, staged, out_unknown = split_by_policy(jaxpr, known_in, policy)
     known_vals = [t.pval.const for t in tracers if t.pval.is_known]
-    known_outs = []
-    if known_jaxpr.outvars:
-        known_outs = checkpoint_p.bind(*known_vals, jaxpr=known_jaxpr, **params)
-    unk_jaxpr = pe.dce_jaxpr(jaxpr, out_unknown)
-    tracers_in = [trace.instantiate_const(t) for t in tracers]
-    avals_out = [v.aval for v in unk_jaxpr.outvars]
+    outs = source_info.eval_jaxpr(known_jaxpr, [], *consts, *known_vals)
+    n_known_out = len(out_unknown) - sum(out_unknown)
+    known_outs, residuals = outs[:n_known_out], outs[n_known_out:]
+    tracers_in = [trace.instantiate_const(trace.pure(r)) for r in residuals]
+    tracers_in += [t for t in tracers if not t.pval.is_known]
+    avals_out = [v.aval for v in staged.outvars]
     unk_tracers = [pe.PartialEvalTracer(trace, pe.PartialVal.unknown(a), None)
                    for a in avals_out]
-    recipe = pe.JaxprEqnRecipe(checkpoint_p, tracers_in, dict(jaxpr=unk_jaxpr, **params),
-                               avals_out, unk_tracers)
+    recipe = pe.JaxprEqnRecipe(checkpoint_p, tracers_in,
+                               dict(jaxpr=staged, policy=policy, **params), avals_out,
+                               unk_tracers)
     for t in unk_tracers:
         t.recipe = recipe
     known_it, unk_it = iter(known_outs), iter(unk_tracers)
@@ -93,6 +129,12 @@ def _checkpoint_partial_eval(trace, tracers, *, jaxpr, **params):
 
 
 def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
+    if prevent_cse:
+        # the recomputation reads its inputs through a barrier, so jit's CSE cannot merge it
+        # with the forward pass's copy of the same equations (JAX's prevent_cse)
+        defined = [x for x in args if not ad.is_undefined_primal(x)]
+        fenced = iter(ordering.optimization_barrier(defined) if defined else [])
+        args = [x if ad.is_undefined_primal(x) else next(fenced) for x in args]
     cts_in = ad.backward_pass(jaxpr, [], args, cts)
     return [ct if ad.is_undefined_primal(x) else None
             for x, ct in zip(args, cts_in, strict=True)]
@@ -103,7 +145,7 @@ def _checkpoint_batch(axis_size, vals, dims, *, jaxpr, prevent_cse, differentiat
     avals = [get_aval(x) for x in vals]
 
     def batched(*xs):
-        return batching.vmap_flat(lambda *ys: core.eval_jaxpr(jaxpr, [], *ys),
+        return batching.vmap_flat(lambda *ys: source_info.eval_jaxpr(jaxpr, [], *ys),
                                   batching.AxisData(axis_size, None), [0] * len(xs),
                                   [0] * len(jaxpr.outvars), xs)
 
@@ -127,9 +169,12 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
 
     Args:
       fun: the function to rematerialise (or None, to use as `@checkpoint(policy=...)`).
-      prevent_cse: accepted for JAX compatibility; kept as an equation param.
-      policy: accepted for JAX compatibility. Unlike JAX: every intermediate is
-        recomputed whatever the policy says (only the inputs are saved).
+      prevent_cse: under jit, keep the backward pass's recomputation from being merged with
+        the forward computation (numbax reads its inputs through an optimization barrier).
+      policy: which intermediates may be saved instead of recomputed: a function of
+        (primitive, *input avals, **params) answering a bool or Saveable / Recompute /
+        Offloadable, such as those of numbax.checkpoint_policies. None saves only the
+        inputs.
       static_argnums: positions of arguments treated as Python constants.
 
     Returns:
@@ -184,22 +229,3 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
 
 
 remat = checkpoint
-
-
-class checkpoint_policies:  # noqa: N801  (JAX's namespace name)
-    """Names of JAX's saving policies, accepted by checkpoint (numbax saves only inputs)."""
-
-    @staticmethod
-    def everything_saveable(*_: Any, **__: Any) -> bool:
-        return True
-
-    @staticmethod
-    def nothing_saveable(*_: Any, **__: Any) -> bool:
-        return False
-
-    @staticmethod
-    def dots_saveable(prim: Any, *_: Any, **__: Any) -> bool:
-        return getattr(prim, "name", "") == "dot_general"
-
-    dots_with_no_batch_dims_saveable = dots_saveable
-    checkpoint_dots = dots_saveable

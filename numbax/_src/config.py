@@ -20,6 +20,9 @@ from numbax._src.config_options import JAX_ALIASES, JAX_OPTIONS, JaxOption
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
 _CPU_MATMUL_CHOICES = ("auto", "numbax", "blas")
+# The options that change what a trace produces: jit's cache keys hold their values.
+TRACE_CONTEXT = ("jax_enable_x64", "jax_debug_nans", "jax_numpy_dtype_promotion",
+                 "jax_numpy_rank_promotion")
 
 
 class _EnvError:
@@ -58,6 +61,19 @@ def _parse_int(value: Any, what: str, minimum: int | None = None, text: bool = F
     if minimum is not None and value < minimum:
         raise ValueError(f"{what} has value {value}, expected an integer >= {minimum}.")
     return value
+
+
+def _parse_seconds(value: Any, what: str, text: bool) -> float:
+    if isinstance(value, str) and text:
+        value = value.strip()
+    try:
+        seconds = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or isinstance(value, str) and not text or not seconds >= 0:
+        raise ValueError(f"{what} has value {value!r}, expected a number of seconds >= 0 "
+                         "(0 waits forever).")
+    return seconds
 
 
 def _parse_jax(name: str, option: JaxOption, value: Any, what: str, text: bool) -> Any:
@@ -116,6 +132,8 @@ def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
         return _parse_int(value, what, minimum=1, text=text)
     if name == "cpu_threads":
         return _parse_int(value, what, minimum=0, text=text)
+    if name == "worker_timeout":
+        return _parse_seconds(value, what, text)
     if name == "compilation_cache_max_size":
         return _parse_int(value, what, minimum=-1, text=text)
     if name == "executable_cache_size":
@@ -191,6 +209,8 @@ def _defaults() -> dict[str, Any]:
         "num_cpu_devices": _from_env("num_cpu_devices",
                                      ["NUMBAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"],
                                      _xla_force_device_count() or 1),
+        # Seconds a pmap/shard_map call waits for a worker that makes no progress (0: forever).
+        "worker_timeout": _from_env("worker_timeout", ["NUMBAX_WORKER_TIMEOUT"], 300.0),
         "platforms": _from_env("platforms", ["NUMBAX_PLATFORMS", "JAX_PLATFORMS",
                                              "JAX_PLATFORM_NAME"], ""),
         # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops
@@ -226,8 +246,7 @@ class Config:
                 raise v[name].error()
         fast = None
         if not self._n_overrides and not v["jax_disable_jit"] and not v["jax_debug_nans"]:
-            fast = (v["jax_enable_x64"], v["jax_debug_nans"], v["jax_numpy_dtype_promotion"],
-                    v["jax_numpy_rank_promotion"])
+            fast = tuple(v[name] for name in TRACE_CONTEXT)
         object.__setattr__(self, "_fast_ctx", fast)
 
     def _canonical(self, api: str, name: str) -> str:
@@ -281,6 +300,11 @@ class Config:
 
     _read = read
 
+    def set_by_environment(self, name: str) -> bool:
+        """Whether an environment variable chose option `name`'s starting value."""
+        key = self._canonical("numbax.config.set_by_environment", name)
+        return any(os.environ.get(env) for env in _env_names(key))
+
     @property
     def values(self) -> dict[str, Any]:
         """Every option (numbax's and JAX's names) and its current value."""
@@ -317,8 +341,7 @@ class Config:
         fast = self._fast_ctx
         if fast is not None:
             return fast
-        return (self.jax_enable_x64, self.jax_debug_nans, self.jax_numpy_dtype_promotion,
-                self.jax_numpy_rank_promotion)
+        return tuple(getattr(self, name) for name in TRACE_CONTEXT)
 
     def parse_flags_with_absl(self) -> None:
         """Applies the --jax_* (and --nojax_*) flags of sys.argv, up to a bare "--".

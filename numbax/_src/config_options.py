@@ -51,6 +51,8 @@ JAX_OPTIONS: dict[str, JaxOption] = {
     # --- honoured by numbax -------------------------------------------------------------------
     "jax_debug_infs": _b(False, "numbax"),
     "jax_default_device": JaxOption("device", None, None, "numbax"),
+    "jax_explain_cache_misses": _b(False, "numbax"),
+    "jax_log_compiles": _b(False, "numbax"),
     "jax_numpy_dtype_promotion": _e("standard", ("standard", "strict"), "numbax"),
     "jax_numpy_rank_promotion": _e("allow", ("allow", "warn", "raise"), "numbax"),
     # Matrix products always run at the operands' full precision, as on JAX's CPU backend.
@@ -71,11 +73,9 @@ JAX_OPTIONS: dict[str, JaxOption] = {
     "jax_check_static_indices": _b(False),
     "jax_check_tracer_leaks": _b(False),
     "jax_debug_key_reuse": _b(False),
-    "jax_explain_cache_misses": _b(False),
     "jax_explicit_x64_dtypes": _e("warn", ("allow", "warn", "error")),
     "jax_legacy_prng_key": _e("allow", ("allow", "warn", "error")),
     "jax_log_checkpoint_residuals": _b(False),
-    "jax_log_compiles": _b(False),
     "jax_mutable_array_checks": _b(True),
     "jax_no_execution": _b(False),
     "jax_no_tracing": _b(False),

@@ -12,10 +12,9 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.avals import ShapedArray, raise_to_shaped  # noqa: F401  (core's names)
-from numbax._src.config import config
 from numbax._src.errors import (
     ConcretizationTypeError,
-    JaxprTypeError,
+    JaxprTypeError,  # noqa: F401  (core's name, as in jax.core)
     NumbaxTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -179,7 +178,13 @@ class PrintNames:
 
 def pp_literal(lit: Literal, names: PrintNames | None = None) -> str:
     value = lit.val
-    text = str(bool(value)) if value.dtype == np.bool_ else str(value)
+    if value.dtype == np.bool_:
+        text = str(bool(value))
+    elif value.dtype.kind in "fc" and not lit.aval.weak_type:
+        text = str(value.item())  # as JAX prints a converted constant: 1.67 in float32 is
+                                  # 1.6699999570846558 (a weak-typed one prints as written)
+    else:
+        text = str(value)
     if names is not None and names.generic_shapes and value.dtype.kind in "fc":
         text = "?"  # a kernel parameter (the float literals of generic kernels may be sizes')
     return f"{text}:{names.aval(lit.aval) if names else lit.aval.str_short()}"
@@ -240,6 +245,12 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
+# Primitives with side effects (callbacks, prints, stateful generators): an equation of one is
+# never dropped by DCE, merged by CSE or folded, even when nothing reads its outputs.
+effectful_primitives: set[Primitive] = set()
+
+# Explicit-sharding types: outputs of explicitly sharded operands (rule: sharding/rules.py).
+sharding_rules: list[Callable[..., list[ShapedArray]]] = []
 
 
 _primitives_by_name: dict[str, Primitive] = {}
@@ -283,6 +294,7 @@ class Primitive:
 
     def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
         abstract_eval_rules[self] = self._listed(lambda *avals, **ps: rule(*avals, **ps)[0])
+        effectful_primitives.add(self)  # its effects keep its equations alive
         return rule
 
     def impl(self, *args: Any, **params: Any) -> Any:
@@ -310,7 +322,10 @@ def abstract_eval(prim: Primitive, avals: Sequence[ShapedArray], params: dict) -
     rule = abstract_eval_rules.get(prim)
     if rule is None:
         raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
-    return rule(*avals, **params)
+    outs = rule(*avals, **params)
+    if sharding_rules and any(getattr(a, "_sharding", None) is not None for a in avals):
+        return sharding_rules[0](prim, avals, params, outs)
+    return outs
 
 
 # ----------------------------------------------------------------------------- traces
@@ -547,44 +562,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[Any]]:
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
-    """Checks that every variable is bound once before use and every eqn's types follow."""
-    env: set[Var] = set()
-
-    def check_atom(x: Atom) -> ShapedArray:
-        if isinstance(x, Literal):
-            return x.aval
-        if x not in env:
-            raise JaxprTypeError(f"variable {x} used before it is bound\n{jaxpr}")
-        return x.aval
-
-    for v in (*jaxpr.constvars, *jaxpr.invars):
-        if v in env:
-            raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
-        env.add(v)
-    for eqn in jaxpr.eqns:
-        in_avals = [check_atom(x) for x in eqn.invars]
-        out_avals = abstract_eval(eqn.primitive, in_avals, eqn.params)
-        for v, aval in zip(eqn.outvars, out_avals, strict=True):
-            if (v.aval.shape, v.aval.dtype) != (aval.shape, aval.dtype):
-                raise JaxprTypeError(
-                    f"{eqn.primitive.name} produces {aval.str_short()} but binds "
-                    f"{v.aval.str_short()}\n{jaxpr}"
-                )
-            if v in env:
-                raise JaxprTypeError(f"variable {v} bound twice\n{jaxpr}")
-            env.add(v)
-    for x in jaxpr.outvars:
-        check_atom(x)
-
-
-def check_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    """Typechecks when jax_enable_checks is on; returns the jaxpr for chaining."""
-    if config.jax_enable_checks:
-        typecheck_jaxpr(jaxpr)
-    return jaxpr
 
 
 def concrete_or_error(x: Any, context: str) -> Any:

@@ -6,12 +6,15 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, remat_opt
+from numbax._src import custom_call_paths as paths
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, get_aval
+from numbax._src.custom_vjp_outputs import flatten_bwd_output
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.symbolic_zeros import CustomVJPPrimal, from_symbolic, to_symbolic
 
 # ----------------------------------------------------------------------------- stop_gradient
 
@@ -157,7 +160,9 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
             lambda *xs: core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *xs),
             primals, tangents)
     consts, args = primals[:num_consts], primals[num_consts:]
-    arg_tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+    arg_tangents = tangents[num_consts:]  # ad.Zero kept: the rule sees SymbolicZero if asked
+    if not symbolic_zeros:
+        arg_tangents = [ad.instantiate_zeros(t) for t in arg_tangents]
     primals_out, tangents_out = jvp(consts, args, arg_tangents)
     return primals_out, tangents_out
 
@@ -169,14 +174,18 @@ def _custom_jvp_call_batch(axis_size, vals, dims, *, call_jaxpr, jvp, num_consts
     n_extra = len(extra)
 
     def batched_jvp(consts, args, tangents):
-        consts_b, old_consts = consts[:n_extra], consts[n_extra:]
-        del consts_b
-        n_args = len(args)
-        fun = _vmap_all(lambda *xs: _flat_pair(jvp(xs[:len(old_consts)],
-                                                   xs[len(old_consts):][:n_args],
-                                                   xs[len(old_consts) + n_args:])),
-                        axis_size)
-        outs = fun(*old_consts, *args, *tangents)
+        old_consts = consts[n_extra:]
+        n_c, n_args = len(old_consts), len(args)
+        nonzero = [type(t) is not ad.Zero for t in tangents]
+
+        def one(*xs):  # per example: zero tangents stay symbolic, with the example's aval
+            it = iter(xs[n_c + n_args:])
+            ts = [next(it) if nz else ad.Zero(t.aval.update(shape=t.aval.shape[1:]))
+                  for t, nz in zip(tangents, nonzero, strict=True)]
+            return _flat_pair(jvp(xs[:n_c], xs[n_c:n_c + n_args], ts))
+
+        outs = _vmap_all(one, axis_size)(*old_consts, *args,
+                                         *[t for t in tangents if type(t) is not ad.Zero])
         half = len(outs) // 2
         return outs[:half], outs[half:]
 
@@ -228,8 +237,11 @@ class custom_jvp:  # noqa: N801  (JAX's name)
     symbolic_zeros = property(lambda self: self._cjvp_symbolic_zeros)
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        """Sets the rule `jvp(primals, tangents) -> (primal_out, tangent_out)`."""
+        """Sets the rule `jvp(primals, tangents) -> (primal_out, tangent_out)`. With
+        `symbolic_zeros`, the tangents of inputs not being differentiated arrive as
+        SymbolicZero, and the rule may return SymbolicZero for a zero output tangent."""
         self._cjvp_rule = jvp
+        self._cjvp_symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *tangent_fns: Callable | None) -> None:
@@ -260,15 +272,17 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_jvp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_jvp function {name}", dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        closed, consts, out_tree = _trace_primal(
-            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        if paths.is_eager(dyn_flat):
+            return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_jvp = self.jvp
         nondiff = self.nondiff_argnums
+        store: dict[str, Any] = {}
 
         def flat_jvp(consts_in, xs, ts):
             primals = tu.tree_unflatten(in_tree, xs)
-            tangents = tu.tree_unflatten(in_tree, ts)
+            tangents = tu.tree_unflatten(in_tree, [to_symbolic(t) for t in ts])
             out = user_jvp(*static, primals, tangents) if nondiff else user_jvp(primals,
                                                                                  tangents)
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -277,6 +291,8 @@ class custom_jvp:  # noqa: N801  (JAX's name)
                     f"got {type(out).__name__}.")
             p_flat, p_tree = tu.tree_flatten(out[0])
             t_flat, t_tree = tu.tree_flatten(out[1])
+            t_flat = [from_symbolic(t) for t in t_flat]
+            out_tree = store.setdefault("out_tree", p_tree)
             if p_tree != out_tree or t_tree != out_tree:
                 raise NumbaxTypeError(
                     f"custom_jvp rule of {name} must produce primal and tangent outputs with "
@@ -290,6 +306,17 @@ class custom_jvp:  # noqa: N801  (JAX's name)
                         f"{get_aval(p).shape}.")
             return p_flat, t_flat
 
+        trace = paths.jvp_trace(dyn_flat)
+        if trace is not None:
+            outs = paths.run_on_primals(
+                trace, dyn_flat,
+                lambda xs, ts: flat_jvp((), xs, ts if self.symbolic_zeros
+                                        else [ad.instantiate_zeros(t) for t in ts]))
+            if outs is not None:
+                return tu.tree_unflatten(store["out_tree"], outs)
+        closed, consts, out_tree = _trace_primal(
+            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        store["out_tree"] = out_tree
         outs = custom_jvp_call_p.bind(
             *consts, *dyn_flat, call_jaxpr=closed, jvp=_Rule(flat_jvp, f"jvp({name})"),
             num_consts=len(consts), symbolic_zeros=self.symbolic_zeros)
@@ -326,7 +353,8 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
             "custom_vjp: the function closes over a value that is being differentiated; "
             "pass it as an explicit argument instead so the bwd rule can give its cotangent.")
     args = primals[num_consts:]
-    outs, res = fwd(primals[:num_consts], args)
+    perturbed = tuple(type(t) is not ad.Zero for t in tangents[num_consts:])
+    outs, res = fwd(primals[:num_consts], args, perturbed)
     arg_tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
     tangents_out = custom_lin_p.bind(*res, *arg_tangents, num_res=len(res), bwd=bwd,
                                      out_avals=tuple(out_avals_ct))
@@ -345,8 +373,9 @@ def _custom_lin_impl(*args, num_res, bwd, out_avals):
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     res = args[:num_res]
-    cts = [ad.zeros_like_aval(a) if type(ct) is ad.Zero else ct
-           for ct, a in zip(cts, out_avals, strict=True)]
+    # zero cotangents stay ad.Zero: bwd turns them into SymbolicZero or arrays of zeros
+    cts = [ad.Zero(a) if type(ct) is ad.Zero else ct for ct, a in zip(cts, out_avals,
+                                                                        strict=True)]
     cts_in = bwd(res, cts)
     return [None] * num_res + list(cts_in)
 
@@ -358,12 +387,12 @@ def _custom_vjp_call_batch(axis_size, vals, dims, *, call_jaxpr, fwd, bwd, num_c
     n_extra = len(extra)
     store: dict[str, int] = {}
 
-    def batched_fwd(consts, args):
+    def batched_fwd(consts, args, perturbed):
         old_consts = consts[n_extra:]
         n_c = len(old_consts)
 
         def flat(*xs):
-            outs, res = fwd(xs[:n_c], xs[n_c:])
+            outs, res = fwd(xs[:n_c], xs[n_c:], perturbed)
             store["n_out"] = len(outs)
             return [*outs, *res]
 
@@ -372,7 +401,15 @@ def _custom_vjp_call_batch(axis_size, vals, dims, *, call_jaxpr, fwd, bwd, num_c
 
     def batched_bwd(res, cts):
         n_res = len(res)
-        return _vmap_all(lambda *xs: list(bwd(xs[:n_res], xs[n_res:])), axis_size)(*res, *cts)
+        nonzero = [type(ct) is not ad.Zero for ct in cts]
+
+        def one(*xs):  # per example: zero cotangents stay symbolic, with the example's aval
+            it = iter(xs[n_res:])
+            cts_1 = [next(it) if nz else ad.Zero(ct.aval.update(shape=ct.aval.shape[1:]))
+                     for ct, nz in zip(cts, nonzero, strict=True)]
+            return [ad.instantiate_zeros(c) for c in bwd(xs[:n_res], cts_1)]
+
+        return _vmap_all(one, axis_size)(*res, *[ct for ct in cts if type(ct) is not ad.Zero])
 
     outs = custom_vjp_call_p.bind(
         *extra, *vals, call_jaxpr=batched_jaxpr, fwd=_Rule(batched_fwd, "batched_fwd"),
@@ -414,17 +451,32 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         self._cvjp_nondiff = tuple(int(i) for i in nondiff_argnums)
         self._cvjp_fwd: Callable | None = None
         self._cvjp_bwd: Callable | None = None
+        self._cvjp_symbolic_zeros = False
+        self._cvjp_optimize_remat = False
 
     fun = property(lambda self: self._cvjp_fun)
     fwd = property(lambda self: self._cvjp_fwd)
     bwd = property(lambda self: self._cvjp_bwd)
     nondiff_argnums = property(lambda self: self._cvjp_nondiff)
+    symbolic_zeros = property(lambda self: self._cvjp_symbolic_zeros)
+    optimize_remat = property(lambda self: self._cvjp_optimize_remat)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
-        """fwd(*args) -> (out, residuals); bwd(residuals, out_cotangent) -> args' cotangents."""
+        """fwd(*args) -> (out, residuals); bwd(residuals, out_cotangent) -> args' cotangents.
+
+        With `symbolic_zeros`, fwd gets each argument leaf as CustomVJPPrimal(value,
+        perturbed) and bwd gets SymbolicZero for the cotangents of unused outputs (and may
+        return SymbolicZero or None for zero cotangents). With `optimize_remat`, under
+        checkpoint the forward pass runs the primal function instead of fwd when the
+        residuals are not kept, and fwd runs in the backward pass."""
+        if symbolic_zeros and optimize_remat:
+            raise NotImplementedError(
+                "remat optimization for custom_vjp does not support symbolic zeros")
         self._cvjp_fwd = fwd
         self._cvjp_bwd = bwd
+        self._cvjp_symbolic_zeros = bool(symbolic_zeros)
+        self._cvjp_optimize_remat = bool(optimize_remat)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = getattr(self.fun, "__name__", "fun")
@@ -437,15 +489,20 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         static, dyn = _split_nondiff("custom_vjp", args, self.nondiff_argnums)
         dyn_flat, in_tree = tu.tree_flatten(dyn)
         _check_args(f"custom_vjp function {name}", dyn_flat)
+        dyn_flat = paths.lower_known(dyn_flat)
         fun = _with_static(self.fun, static, self.nondiff_argnums)
-        closed, consts, out_tree = _trace_primal(
-            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        if paths.is_eager(dyn_flat):
+            return fun(*tu.tree_unflatten(in_tree, dyn_flat))
         user_fwd = _with_static(self.fwd, static, self.nondiff_argnums)
         user_bwd, nondiff = self.bwd, self.nondiff_argnums
         in_avals = [get_aval(x) for x in dyn_flat]
         store: dict[str, Any] = {}
 
-        def flat_fwd(consts_in, xs):
+        symbolic = self.symbolic_zeros
+
+        def flat_fwd(consts_in, xs, perturbed):
+            if symbolic:
+                xs = [CustomVJPPrimal(x, p) for x, p in zip(xs, perturbed, strict=True)]
             out = user_fwd(*tu.tree_unflatten(in_tree, xs))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise NumbaxTypeError(
@@ -456,6 +513,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
                     f"residuals (i.e. values stored from the forward pass for use on the "
                     f"backward pass), but instead the fwd rule output was {type(out).__name__}.")
             outs_flat, tree = tu.tree_flatten(out[0])
+            out_tree = store.setdefault("out_tree", tree)
             if tree != out_tree:
                 raise NumbaxTypeError(
                     f"Custom VJP fwd rule for function {name} must produce a primal output "
@@ -465,66 +523,35 @@ class custom_vjp:  # noqa: N801  (JAX's name)
             return outs_flat, res_flat
 
         def flat_bwd(res_flat, cts_flat):
+            cts_flat = [to_symbolic(c) if symbolic else ad.instantiate_zeros(c)
+                        for c in cts_flat]
             res = tu.tree_unflatten(store["res_tree"], res_flat)
-            ct = tu.tree_unflatten(out_tree, cts_flat)
+            ct = tu.tree_unflatten(store["out_tree"], cts_flat)
             cts_in = user_bwd(*static, res, ct) if nondiff else user_bwd(res, ct)
-            return _flatten_bwd_output(name, cts_in, in_tree, in_avals)
+            return flatten_bwd_output(name, cts_in, in_tree, in_avals)
 
+        trace = paths.jvp_trace(dyn_flat)
+        if trace is not None:
+            def fwd_and_lin(xs, ts):  # what custom_vjp_call's jvp rule does, untraced primal
+                outs, res = flat_fwd((), xs, tuple(type(t) is not ad.Zero for t in ts))
+                avals = tuple(ad.tangent_aval(get_aval(o)) for o in outs)
+                ts = [ad.instantiate_zeros(t) for t in ts]
+                return outs, custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd_rule,
+                                               out_avals=avals)
+
+            bwd_rule = _Rule(flat_bwd, f"bwd({name})")
+            outs = paths.run_on_primals(trace, dyn_flat, fwd_and_lin)
+            if outs is not None:
+                return tu.tree_unflatten(store["out_tree"], outs)
+            store.pop("out_tree", None)
+        closed, consts, out_tree = _trace_primal(
+            lambda *xs: fun(*tu.tree_unflatten(in_tree, xs)), dyn_flat)
+        store["out_tree"] = out_tree
         out_avals_ct = tuple(ad.tangent_aval(a) for a in closed.out_avals)
+        if self.optimize_remat:
+            flat_fwd = remat_opt.optimizable_fwd(flat_fwd, closed)
         outs = custom_vjp_call_p.bind(
             *consts, *dyn_flat, call_jaxpr=closed, fwd=_Rule(flat_fwd, f"fwd({name})"),
             bwd=_Rule(flat_bwd, f"bwd({name})"), num_consts=len(consts),
             out_avals_ct=out_avals_ct)
         return tu.tree_unflatten(out_tree, outs)
-
-
-def _flatten_bwd_output(name: str, cts_in: Any, in_tree: tu.PyTreeDef,
-                        in_avals: list) -> list:
-    """Checks a bwd output against the args tuple; None leaves mean zero cotangents."""
-    expected = tu.tree_unflatten(in_tree, ["*"] * in_tree.num_leaves)
-    if not isinstance(cts_in, tuple):
-        raise NumbaxTypeError(
-            f"Custom VJP bwd rule for function {name} must produce a tuple with one entry per "
-            f"primal argument (the same container (pytree) structure as the args tuple of the "
-            f"primal function), expected {_pp_tree(expected)}, got {type(cts_in).__name__}.")
-    try:
-        flat = tu.flatten_up_to(in_tree, cts_in, "bwd output")
-    except (ValueError, TypeError):
-        got = tu.tree_map(lambda _: "*", cts_in, is_leaf=lambda x: x is None)
-        raise NumbaxTypeError(
-            f"custom_vjp bwd rule for function {name} must produce an output with the same "
-            f"container (pytree) structure as the args tuple of the primal function, and in "
-            f"particular must produce a tuple of length equal to the number of arguments to "
-            f"the primal function, expected {_pp_tree(expected)}, got {_pp_tree(got)}."
-        ) from None
-    out = []
-    for i, (ct, aval) in enumerate(zip(flat, in_avals, strict=True)):
-        t_aval = ad.tangent_aval(aval)
-        if ct is None:
-            out.append(ad.Zero(t_aval))
-            continue
-        if get_aval(ct).shape != aval.shape:
-            raise NumbaxValueError(
-                f"Custom VJP bwd rule for function {name}: cotangent leaf {i} has shape "
-                f"{get_aval(ct).shape}, expected the primal input's shape {aval.shape}.")
-        if t_aval.dtype == dtypes.float0:
-            out.append(ad.Zero(t_aval))
-        elif get_aval(ct).dtype != aval.dtype:
-            from numbax._src.lax import elementwise
-
-            out.append(elementwise.convert_element_type(ct, aval.dtype))
-        else:
-            out.append(ct)
-    return out
-
-
-def _pp_tree(tree: Any) -> str:
-    if isinstance(tree, tuple):
-        inner = ", ".join(_pp_tree(t) for t in tree)
-        return f"({inner},)" if len(tree) == 1 else f"({inner})"
-    if isinstance(tree, list):
-        return "[" + ", ".join(_pp_tree(t) for t in tree) + "]"
-    if isinstance(tree, dict):
-        return "{" + ", ".join(f"{k!r}: {_pp_tree(v)}" for k, v in tree.items()) + "}"
-    return str(tree) if tree == "*" else type(tree).__name__
-

@@ -19,6 +19,7 @@ from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.jit import run_executable
+from numbax._src.sharding import api as sharding_api
 
 _GPU_CACHE: dict[tuple, Any] = {}
 GPU_FALLBACKS: dict[tuple, str] = {}  # key -> why it runs on the host (for debugging)
@@ -54,6 +55,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         else:
             out = unaliased(out, tracers)  # a view of (or one of) the caller's numpy arrays
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
+    if primitive in sharding_api.LAYOUT_PRIMITIVES or sharding_api.has_sharded(tracers):
+        results = sharding_api.relayout(primitive, tracers, params, results)
     if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)
     return results

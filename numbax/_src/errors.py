@@ -133,6 +133,19 @@ class ShapeDtypeError(NumbaxTypeError, NumbaxValueError):
     TypeError, as JAX raises there, and a ValueError, as numpy raises there."""
 
 
+class ShardingTypeError(Exception):
+    """An explicit-sharding rule has no answer for its operands' shardings (JAX's
+    core.ShardingTypeError): pass out_sharding, or reshard an operand first."""
+
+
+class DuplicateSpecError(Exception):
+    """A PartitionSpec maps one mesh axis to two dimensions."""
+
+
+class IndivisibleError(ValueError):
+    """A sharded dimension is not divisible by the number of its shards."""
+
+
 __all__ = [
     "ConcretizationTypeError",
     "InconclusiveDimensionOperation",

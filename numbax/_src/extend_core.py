@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, typecheck
 from numbax._src.array import Array
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Primitive, ShapedArray, Var
 from numbax._src.errors import ConcretizationTypeError, NumbaxTypeError, NumbaxValueError
@@ -219,7 +219,7 @@ def subjaxprs(jaxpr: Jaxpr) -> Iterator[Jaxpr]:
 def check_jaxpr(jaxpr: Jaxpr) -> None:
     """Raises JaxprTypeError unless every variable is bound once before use and every
     equation's output types follow from its inputs."""
-    core.typecheck_jaxpr(jaxpr)
+    typecheck.typecheck_jaxpr(jaxpr)
 
 
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr, *args: Any) -> Any:

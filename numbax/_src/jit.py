@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, eager_compile, jit_log, jit_options
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
+from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.sharding import sharded_jit
 
 _BACKENDS = (None, "cpu", "gpu", "cuda")
 
@@ -25,13 +28,23 @@ _BACKENDS = (None, "cpu", "gpu", "cuda")
 
 
 class _Entry:
-    """One signature's compiled program and the pytree structure of its outputs."""
+    """One signature's compiled program, the pytree structure of its outputs, for programs
+    holding a shard_map or a sharding constraint the layouts of the outputs, and until its
+    first run the compile log that reports what that run compiled (jit_log)."""
 
-    __slots__ = ("exe", "out_tree")
+    __slots__ = ("exe", "out_tree", "layouts", "log")
 
-    def __init__(self, exe: Executable, out_tree) -> None:
+    def __init__(self, exe: Executable, out_tree, layouts=None, log=None) -> None:
         self.exe = exe
         self.out_tree = out_tree
+        self.layouts = layouts
+        self.log = log
+
+    def run(self, leaves: Sequence[Any], donate: bool = False) -> list[Array]:
+        log, self.log = self.log, None
+        if log is None:
+            return run_executable(self.exe, leaves, donate)
+        return log.first_run(lambda: run_executable(self.exe, leaves, donate))
 
 
 def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
@@ -119,43 +132,6 @@ def _leaf_value(x: Any, aval: core.ShapedArray) -> np.ndarray:
     return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
 
-def _normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),)
-    items = _entries(name, value, "an int or a sequence of ints", f"{name}=1 or {name}=(0, 2)")
-    for v in items:
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-            raise NumbaxTypeError(
-                f"jit: {name} has an entry {v!r} of type {type(v).__name__}, expected int. Pass "
-                f"an int or a tuple of ints, e.g. {name}=(0, 2)."
-            )
-    return tuple(int(v) for v in items)
-
-
-def _normalize_argnames(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    items = _entries("static_argnames", value, "a string or a sequence of strings",
-                     "static_argnames='n' or static_argnames=('n', 'mode')")
-    for v in items:
-        if not isinstance(v, str):
-            raise NumbaxTypeError(
-                f"jit: static_argnames has an entry {v!r} of type {type(v).__name__}, expected "
-                "str (a parameter name). Use static_argnums for positions."
-            )
-    return items
-
-
-def _entries(name: str, value: Any, expected: str, example: str) -> tuple:
-    try:
-        return tuple(value)
-    except TypeError:
-        raise NumbaxTypeError(
-            f"jit: {name} has {value!r} of type {type(value).__name__}, expected {expected}. "
-            f"Pass e.g. {example}."
-        ) from None
-
-
 class Lowered:
     """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
 
@@ -208,7 +184,7 @@ class Compiled:
                 f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
                 "arguments committed to another device. Call lower() again with them."
             )
-        return tu.tree_unflatten(self._entry.out_tree, run_executable(exe, leaves))
+        return tu.tree_unflatten(self._entry.out_tree, self._entry.run(leaves))
 
 
 # ----------------------------------------------------------------------------- the wrapper
@@ -217,7 +193,8 @@ class Compiled:
 class JitWrapped:
     """A jitted function: per-signature cache of executables, fast path for plain Array calls."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline,
+                 in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise NumbaxTypeError(
                 f"jit: fun has type {type(fun).__name__}, expected a callable. Pass a function."
@@ -228,17 +205,25 @@ class JitWrapped:
                 "'cuda'. Pass one of those."
             )
         self.fun = fun
-        self.static_argnums = _normalize_argnums("static_argnums", static_argnums)
-        self.static_argnames = _normalize_argnames(static_argnames)
-        self.donate_argnums = _normalize_argnums("donate_argnums", donate_argnums)
+        self.static_argnums, self.static_argnames = jit_options.infer_statics(
+            fun, jit_options.normalize_argnums("static_argnums", static_argnums),
+            jit_options.normalize_argnames(static_argnames))
+        self.donate_argnums = jit_options.normalize_argnums("donate_argnums", donate_argnums)
         self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
-        self._cache: dict[Any, _Entry] = {}
-        self._fast: dict[Any, Callable] = {}
-        self._fast_tree: dict[Any, Callable] = {}
-        self._gpu_fast: dict[Any, _Entry] = {}
-        self._simple = not self.static_argnums and not self.static_argnames
+        # executables by signature and fast paths by plain-Array signature, least recently
+        # used dropped past config.executable_cache_size; shared by every jit of `fun` with
+        # the same options, as JAX's cache is
+        shareable = in_shardings is None and out_shardings is None
+        (self._cache, self._fast, self._fast_tree, self._gpu_fast) = jit_options.shared_tables(
+            fun, (self.static_argnums, self.static_argnames, self.donate_argnums, self.backend,
+                  bool(inline)) if shareable else None)
+        self._in_shardings, self._out_shardings = in_shardings, out_shardings
+        self._sharded_cache: dict = {}  # sharding/sharded_jit.py's entries
+        self._simple = not self.static_argnums and not self.static_argnames and \
+            in_shardings is None and out_shardings is None
         functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
+        _LIVE.add(self)
 
     @property
     def _name(self) -> str:
@@ -248,22 +233,19 @@ class JitWrapped:
         statics = []
         if self.static_argnums:
             n = len(args)
-            positions = set()
-            for i in self.static_argnums:
-                if not -n <= i < n:
-                    raise NumbaxValueError(
-                        f"jit: static_argnums {self.static_argnums} refers to argument {i}, but "
-                        f"{self._name} was called with {n} positional arguments."
-                    )
-                positions.add(i % n)
+            # a static position past the call's positional arguments is passed by name (its
+            # name is in static_argnames, _infer_statics) or left to its default, as in JAX
+            positions = {i % n for i in self.static_argnums if -n <= i < n}
             for i in sorted(positions):
-                statics.append((i, _hashable(self._name, f"argument {i}", args[i])))
+                value = jit_options.hashable_static(self._name, f"argument {i}", args[i])
+                statics.append((i, value))
             args = tuple(a for i, a in enumerate(args) if i not in positions)
         if self.static_argnames and kwargs:
             dyn = {}
             for k, v in kwargs.items():
                 if k in self.static_argnames:
-                    statics.append((k, _hashable(self._name, f"argument {k!r}", v)))
+                    value = jit_options.hashable_static(self._name, f"argument {k!r}", v)
+                    statics.append((k, value))
                 else:
                     dyn[k] = v
             kwargs = dyn
@@ -314,10 +296,16 @@ class JitWrapped:
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         if self.inline or _is_tracing(leaves):
             return self.fun(*args, **kwargs)  # nested jit calls are inlined into the outer trace
+        if not self._simple and (self._in_shardings is not None or
+                                 self._out_shardings is not None) or \
+                sharded_jit.is_sharded_call(leaves):
+            return sharded_jit.call(self, args, kwargs, run_executable)
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         exe = entry.exe
         on_host = exe.device is None
-        outs = run_executable(exe, leaves, donate=True)
+        outs = entry.run(leaves, donate=True)
+        if entry.layouts is not None:  # a shard_map or constraint inside: results laid out
+            return tu.tree_unflatten(entry.out_tree, sharded_jit.relabel(outs, *entry.layouts))
         if config.jax_debug_nans:
             _check_nans(self, outs, args, kwargs)
         ctx = config._fast_ctx
@@ -347,8 +335,9 @@ class JitWrapped:
                config.trace_context(), device)
         entry = self._cache.get(key)
         if entry is None:
+            log = jit_log.start(self.fun, key, self._cache, avals, (dyn_args, dyn_kwargs, statics))
             donated = self._donated_leaves(dyn_args, statics) if self.donate_argnums else ()
-            entry = self._compile(in_tree, avals, statics, device, frozenset(donated))
+            entry = self._compile(in_tree, avals, statics, device, frozenset(donated), log)
             self._cache[key] = entry
         return entry
 
@@ -372,8 +361,8 @@ class JitWrapped:
             leaves.extend(range(starts[p], starts[p + 1]))
         return leaves
 
-    def _compile(self, in_tree, avals, statics, device=None,
-                 donated: frozenset = frozenset()) -> _Entry:
+    def _compile(self, in_tree, avals, statics, device=None, donated: frozenset = frozenset(),
+                 log: jit_log.CompileLog | None = None) -> _Entry:
         bound = self._bound(statics)
         store = {}
 
@@ -384,10 +373,20 @@ class JitWrapped:
             return out_flat
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        if log is not None:
+            log.traced()
         backend = "cpu" if device is None else "gpu"
         exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
                                device)
-        return _Entry(exe, store["tree"])
+        if log is not None:
+            log.lowered()
+        layouts = sharded_jit.plain_layouts(jaxpr) if sharded_jit.needs_layouts(jaxpr) else None
+        return _Entry(exe, store["tree"], layouts, log)
+
+    def _clear(self) -> None:
+        for table in (self._cache, self._fast, self._fast_tree, self._gpu_fast):
+            table.clear()
+        self._sharded_cache.clear()
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -402,6 +401,22 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {self._name}>"
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every jitted function, for clear_caches
+
+
+def clear_caches() -> None:
+    """Clears what jit keeps in memory: every jitted function's traced and compiled programs,
+    and the generated kernel modules (JAX's jax.clear_caches). The next call traces and
+    compiles again; the disk cache stays, so kernels load from it instead of compiling.
+
+    >>> import numbax
+    >>> numbax.clear_caches()
+    """
+    for fun in list(_LIVE):
+        fun._clear()
+    compile_cache.clear()
 
 
 def _gpu_key(args: tuple) -> tuple:
@@ -477,18 +492,6 @@ def _fast_caller(entry: _Entry) -> Callable:
     return call
 
 
-def _hashable(fun_name: str, what: str, value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        raise NumbaxTypeError(
-            f"jit: static {what} of {fun_name} has type {type(value).__name__}, which is not "
-            "hashable; static arguments must be hashable. Use a tuple instead of a list, or "
-            "pass arrays as non-static arguments."
-        ) from None
-    return value
-
-
 def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
     for o in outs:
         v = o._value
@@ -501,9 +504,10 @@ def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
             )
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        backend: str | None = None, inline: bool = False) -> Any:
+def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), backend: str | None = None,
+        inline: bool = False) -> Any:
     """Compiles `fun` with Numba: traced once per argument signature, then fused and cached.
 
     Args:
@@ -521,6 +525,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         committed to two different devices raise ValueError (JAX's rule); uncommitted ones
         (numpy arrays, scalars, Arrays never placed) move to the committed device.
       inline: when True, calls are always traced into the caller (no compiled code).
+      in_shardings, out_shardings: Shardings (or PartitionSpecs over the mesh set_mesh
+        installed; None: the argument's own), a prefix tree of the positional arguments /
+        the results. Arguments are laid out as asked; results come back with the requested
+        sharding. See docs/sharp_bits.md for which programs run block by block in the
+        workers (the rest run in one process).
 
     Returns:
       A function with the same signature returning numbax Arrays, with `.lower(*args)`.
@@ -534,8 +543,12 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     Array([1., 3., 5.], dtype=float64)
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 backend=backend, inline=inline)
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline)
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend, inline=inline)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline,
+                      in_shardings, out_shardings)
 
+
+
+eager_compile.install_jit(jit)  # large eager library calls run through jit

@@ -17,6 +17,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import Tracer, get_aval
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxDTypeError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.prng import canonicalize_shape, check_key
@@ -113,6 +114,7 @@ def _opt_shape(api: str, shape: Any) -> tuple[int, ...] | None:
 # ----------------------------------------------------------------------------- bits & uniform
 
 
+@compiled_when_eager
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Uniform random unsigned integers (default uint64 with x64 on, else uint32)."""
     data, _ = check_key("random.bits", key)
@@ -146,6 +148,7 @@ def _uniform_from_bits(raw: Any, shape: tuple[int, ...], dtype: np.dtype, minval
     return jnp.broadcast_to(jnp.maximum(minval, scaled), shape)
 
 
+@compiled_when_eager
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in [minval, maxval), from the top mantissa bits (JAX's transform).
@@ -175,6 +178,7 @@ def _normal_from_bits(raw: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return ew.mul(np.array(np.sqrt(2), dtype), ew.erf_inv(u))
 
 
+@compiled_when_eager
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal draws: sqrt(2) * erf_inv(u), u uniform in (-1, 1).
 
@@ -205,6 +209,7 @@ def _normal(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return _normal_real(data, shape, dtype)
 
 
+@compiled_when_eager
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,
                      dtype: Any = None) -> Any:
     """Standard normal draws restricted to the open interval (lower, upper)."""
@@ -228,6 +233,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     return jnp.clip(out, lo, hi)
 
 
+@compiled_when_eager
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | None = None,
                         dtype: Any = None, method: str = "cholesky") -> Any:
     """mean + factor @ z with z standard normal and factor @ factor.T == cov.
@@ -267,6 +273,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     return jnp.add(mean.astype(dtype), jnp.einsum("...ij,...j->...i", factor, z))
 
 
+@compiled_when_eager
 def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None,
                m: int | None = None) -> Any:
     """Haar-random matrices with orthonormal columns (or rows): Q of QR(normal), sign-fixed.
@@ -309,6 +316,7 @@ def _concrete_size(api: str, name: str, value: Any) -> int:
 # ----------------------------------------------------------------------------- log transforms
 
 
+@compiled_when_eager
 def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Exponential(1) draws: -log1p(-u), u uniform in [0, 1).
 
@@ -397,6 +405,7 @@ def _gumbel_mode(api: str, mode: str | None) -> str:
     return mode
 
 
+@compiled_when_eager
 def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None,
            mode: str | None = None) -> Any:
     """Standard Gumbel draws: -log(-log(u)).

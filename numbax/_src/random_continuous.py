@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import jnp
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.lax import elementwise as ew
 from numbax._src.prng import canonicalize_shape, check_key
 from numbax._src.random import (
@@ -33,6 +34,7 @@ def _simple(api: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, tuple[int,
     return data, canonicalize_shape(api, shape), dtype
 
 
+@compiled_when_eager
 def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard Cauchy draws: tan(pi * (u - 1/2)), u uniform in [eps, 1).
 
@@ -49,6 +51,7 @@ def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     return ew.tan(ew.mul(np.array(np.pi, dtype), ew.sub(u, np.array(0.5, dtype))))
 
 
+@compiled_when_eager
 def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard Laplace draws: sign(u) * log1p(-|u|), u uniform in (-1, 1).
 
@@ -65,6 +68,7 @@ def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     return ew.mul(ew.sign(u), ew.log1p(ew.neg(ew.abs(u))))
 
 
+@compiled_when_eager
 def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard logistic draws: log(u) - log1p(-u), u uniform in [tiny, 1).
 
@@ -81,6 +85,7 @@ def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     return ew.sub(ew.log(x), ew.log1p(ew.neg(x)))
 
 
+@compiled_when_eager
 def maxwell(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Maxwell draws: the Euclidean norm of three standard normal draws.
 
@@ -101,6 +106,7 @@ def _maxwell(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return jnp.sqrt(jnp.sum(z * z, axis=-1))
 
 
+@compiled_when_eager
 def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = (),
                          dtype: Any = None) -> Any:
     """Double-sided Maxwell draws: a random sign times a Maxwell draw, scaled and shifted.
@@ -136,6 +142,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
 _ONE_F32 = np.float32(1)
 
 
+@compiled_when_eager
 def lognormal(key: Any, sigma: Any = _ONE_F32, shape: Sequence[int] | None = None,
               dtype: Any = None) -> Any:
     """Log-normal draws: exp(sigma * n), n standard normal.
@@ -157,6 +164,7 @@ def lognormal(key: Any, sigma: Any = _ONE_F32, shape: Sequence[int] | None = Non
     return ew.exp(_normal(data, shape, dtype) * sigma.astype(dtype))
 
 
+@compiled_when_eager
 def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Pareto(b) draws on [1, inf): exp(e / b), e exponential.
 
@@ -177,6 +185,7 @@ def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = No
     return ew.exp(_exponential(data, shape, dtype) / b.astype(dtype))
 
 
+@compiled_when_eager
 def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Rayleigh(scale) draws: scale * sqrt(-2 log(u)).
 
@@ -199,6 +208,7 @@ def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None, dtype: An
     return ew.mul(scale, ew.sqrt(ew.mul(ew.log(u), np.array(-2, dtype))))
 
 
+@compiled_when_eager
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] | None = None,
                dtype: Any = None) -> Any:
     """Triangular(left, mode, right) draws by inverting the CDF.
@@ -226,6 +236,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] 
     return jnp.where(u < fc, out1, out2)
 
 
+@compiled_when_eager
 def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Wald (inverse Gaussian, unit shape) draws by Michael, Schucany and Haas' transform.
 
@@ -255,6 +266,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
     return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
+@compiled_when_eager
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] = (),
                 dtype: Any = None) -> Any:
     """Weibull draws: scale * (-log1p(-u)) ** (1 / concentration).

@@ -15,6 +15,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import get_aval
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax.control_flow import loops
@@ -92,6 +93,7 @@ def _poisson_rejection(data: Any, lam: Any, shape: tuple[int, ...], dtype: np.dt
 
 
 @_quiet
+@compiled_when_eager
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Poisson(lam) draws: Knuth's method for lam < 10, transformed rejection above.
 
@@ -233,6 +235,7 @@ def _binomial(data: Any, count: Any, prob: Any, shape: tuple[int, ...], dtype: n
 
 
 @_quiet
+@compiled_when_eager
 def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
              dtype: Any = None) -> Any:
     """Binomial(n, p) draws: inversion for n * min(p, 1 - p) <= 10, BTRS rejection above.
@@ -255,6 +258,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None,
 
 
 @_quiet
+@compiled_when_eager
 def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
                 dtype: Any = None, unroll: int | bool = 1) -> Any:
     """Multinomial(n, p) counts over p's last axis, as a scan of conditional binomials.

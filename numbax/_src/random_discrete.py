@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import Tracer, get_aval
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -29,6 +30,7 @@ from numbax._src.random_keys import _split_raw
 # ----------------------------------------------------------------------------- bernoulli
 
 
+@compiled_when_eager
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
               mode: str = "low") -> Any:
     """Boolean draws, True with probability p: uniform(shape, p.dtype) < p."""
@@ -94,6 +96,7 @@ def _randint(data: Any, shape: tuple[int, ...], minval: Any, maxval: Any,
     return ew.add(minval, ew.convert_element_type(offset, dtype))
 
 
+@compiled_when_eager
 def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Integers in [minval, maxval), by JAX's double-width modulus (slightly biased when the
     span is not a power of two, exactly as in JAX)."""
@@ -129,6 +132,7 @@ def _canonical_axis(api: str, axis: int, ndim: int) -> int:
     return axis % ndim
 
 
+@compiled_when_eager
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of arange(x) (int x) or of x along `axis` (sort by random keys)."""
     data, _ = check_key("random.permutation", key)
@@ -150,6 +154,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     return jnp.take(x, ind, axis)
 
 
+@compiled_when_eager
 def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None,
            axis: int = 0, mode: str | None = None) -> Any:
     """Samples of arange(a) (int a) or of a's entries along `axis`, optionally weighted by p.
@@ -220,6 +225,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     return jnp.reshape(result, out_shape)
 
 
+@compiled_when_eager
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None,
                 replace: bool = True, mode: str | None = None) -> Any:
     """Indices drawn from softmax(logits, axis), by the Gumbel-max (top-k) trick.
@@ -282,6 +288,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
 # ----------------------------------------------------------------------------- signs & counts
 
 
+@compiled_when_eager
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability (2 * bernoulli(0.5) - 1).
 
@@ -306,6 +313,7 @@ def _rademacher(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return (2 * b - 1).astype(dtype)
 
 
+@compiled_when_eager
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Geometric(p) draws on {1, 2, ...}: floor(log(u) / log1p(-p)) + 1.
 

@@ -23,6 +23,7 @@ import numpy as np
 from numbax._src import core, jnp, prng
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -301,6 +302,7 @@ def _gamma(api: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) 
     return _GAMMA[log_space](data, jnp.broadcast_to(a.astype(dtype), shape))
 
 
+@compiled_when_eager
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Gamma(a, 1) draws by Marsaglia-Tsang rejection (JAX's algorithm and key schedule).
 
@@ -318,6 +320,7 @@ def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = Non
     return _gamma("random.gamma", key, a, shape, dtype, log_space=False)
 
 
+@compiled_when_eager
 def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """log of Gamma(a, 1) draws, computed in log space (accurate for small a).
 
@@ -333,6 +336,7 @@ def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = 
     return _gamma("random.loggamma", key, a, shape, dtype, log_space=True)
 
 
+@compiled_when_eager
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Beta(a, b) draws as Ga / (Ga + Gb), from log-space gamma draws.
 
@@ -359,6 +363,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: An
     return ga / (ga + gb)
 
 
+@compiled_when_eager
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
               dtype: Any = None) -> Any:
     """Dirichlet(alpha) draws over the last axis: the softmax of log-gamma draws.
@@ -388,6 +393,7 @@ def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
+@compiled_when_eager
 def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Chi-square(df) draws: 2 * exp(loggamma(df / 2)).
 
@@ -414,6 +420,7 @@ def _chisquare(data: Any, df: Any, shape: tuple[int, ...], dtype: np.dtype) -> A
     return jnp.exp(log_g) * np.array(2, dtype)
 
 
+@compiled_when_eager
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
       dtype: Any = None) -> Any:
     """F(dfnum, dfden) draws: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden).
@@ -439,6 +446,7 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None,
     return num / den
 
 
+@compiled_when_eager
 def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Student's t(df) draws: n * sqrt((df / 2) / g), n normal, g ~ Gamma(df / 2).
 
@@ -463,6 +471,7 @@ def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) 
     return n * jnp.sqrt(half_df / g)
 
 
+@compiled_when_eager
 def generalized_normal(key: Any, p: float, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Generalized normal draws with density proportional to exp(-|x|^p): r * g^(1/p).
 
@@ -489,6 +498,7 @@ def _generalized_normal(data: Any, p: Any, shape: tuple[int, ...], dtype: np.dty
     return r * g ** inv_p
 
 
+@compiled_when_eager
 def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Uniform draws from the unit Lp ball in d dimensions (generalized normal / radius).
 

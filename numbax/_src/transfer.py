@@ -9,6 +9,8 @@ from numbax._src import core, devices
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, asarray_value
 from numbax._src.errors import NumbaxTypeError
+from numbax._src.sharding import sharded_array
+from numbax._src.sharding.shardings import PartitionSpec, Sharding
 
 
 def device_put(x: Any, device: devices.Device | None = None) -> Any:
@@ -17,7 +19,13 @@ def device_put(x: Any, device: devices.Device | None = None) -> Any:
     JAX's rule: jit and eager ops move uncommitted values (numpy arrays, scalars, Arrays never
     placed) to the device of committed ones, and refuse arguments on two committed devices.
 
+    `device` may also be a Sharding (NamedSharding(mesh, P(...)) lays the array out over the
+    mesh's devices) or a bare PartitionSpec over the mesh numbax.set_mesh installed.
+
     Unlike JAX: a GpuArray (any GPU result) is always committed to its GPU."""
+    if isinstance(device, (Sharding, PartitionSpec)):
+        sharding = sharded_array.resolve("device_put", device)
+        return tu.tree_map(lambda leaf: sharded_array.put(leaf, sharding), x)
     if device is not None and not isinstance(device, devices.Device):
         raise NumbaxTypeError(
             f"device_put: device is a {type(device).__name__}, expected a Device such as "

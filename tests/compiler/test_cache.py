@@ -34,7 +34,8 @@ def _run(cache_dir):
 
 def test_second_process_loads_from_disk(tmp_path):
     first = _run(tmp_path / "c")
-    assert first["written"] >= 2 and first["cache_misses"] >= 1
+    assert first["written"] >= 1 and first["cache_misses"] >= 1
+    assert first["plain"] == 1  # the driver: executed from memory, never written
     second = _run(tmp_path / "c")
     assert second["written"] == 0 and second["from_disk"] == first["written"]
     assert second["cache_misses"] == 0 and second["cache_hits"] >= 1

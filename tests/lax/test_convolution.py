@@ -79,7 +79,7 @@ def test_conv_matches_loop_and_jax(name):
     nsp = lhs.ndim - 2
     padding = kwargs["padding"]
     if isinstance(padding, str):
-        kernel = convolution._dilate_shape(np.take(rhs.shape, dn.rhs_spec)[2:],
+        kernel = convolution.dilate_shape(np.take(rhs.shape, dn.rhs_spec)[2:],
                                            kwargs.get("rhs_dilation", (1,) * nsp))
         padding = lax.padtype_to_pads(np.take(lhs.shape, dn.lhs_spec)[2:], kernel,
                                       kwargs["window_strides"], padding)
@@ -107,7 +107,7 @@ def test_numpy_kernel_forms_agree(groups_f, groups_b, rhs_dil):
     """The tap-GEMM and position-GEMM forms against im2col and the element loop."""
     x = RNG.normal(size=(2 * groups_b, 8 * groups_f, 7, 6))
     w = RNG.normal(size=(4 * groups_f * groups_b, 8, 2, 3))
-    kdil = convolution._dilate_shape(w.shape[2:], rhs_dil)
+    kdil = convolution.dilate_shape(w.shape[2:], rhs_dil)
     out_sp = tuple(s - k + 1 for s, k in zip(x.shape[2:], kdil))
     ref = conv_numpy._im2col_conv(x, w, (1, 1), rhs_dil, groups_f, groups_b)
     taps = conv_numpy._tap_conv(x, w, rhs_dil, out_sp, groups_f, groups_b)
@@ -118,7 +118,7 @@ def test_numpy_kernel_forms_agree(groups_f, groups_b, rhs_dil):
     if groups_f == groups_b == 1:  # a big window over few outputs, strided
         big = RNG.normal(size=(3, 5, 3, 2))
         for strides in ((1, 1), (2, 1)):
-            kd = convolution._dilate_shape(big.shape[2:], rhs_dil)
+            kd = convolution.dilate_shape(big.shape[2:], rhs_dil)
             out_sp = tuple((s - k) // st + 1 for s, k, st in zip(x.shape[2:], kd, strides))
             pos = conv_numpy._position_conv(x[:, :5], big, strides, rhs_dil, out_sp)
             ref = conv_numpy._im2col_conv(x[:, :5], big, strides, rhs_dil, 1, 1)

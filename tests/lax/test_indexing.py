@@ -16,7 +16,9 @@ def _x(shape, dtype):
 
 
 def _np_dynamic_slice(x, starts, sizes):
-    lo = [int(np.clip(s, 0, n - k)) for s, n, k in zip(starts, x.shape, sizes)]
+    # JAX's rule: a negative start counts from the end of its axis (once), then clamping
+    lo = [int(np.clip(s + n if s < 0 else s, 0, n - k)) for s, n, k in zip(starts, x.shape,
+                                                                             sizes)]
     return x[tuple(slice(a, a + k) for a, k in zip(lo, sizes))]
 
 
@@ -25,7 +27,8 @@ def _np_dynamic_slice(x, starts, sizes):
     ((), (), ()),
     ((6,), (2,), (3,)),
     ((6,), (5,), (3,)),        # clamped to 3
-    ((4, 5), (-2, 1), (2, 3)),  # clamped to 0
+    ((4, 5), (-2, 1), (2, 3)),  # -2 counts from the end: row 2
+    ((4, 5), (-9, 1), (2, 3)),  # -9 + 4 = -5, clamped to 0
     ((2, 3, 4), (1, 2, 3), (1, 1, 2)),
 ])
 def test_dynamic_slice_and_update_eager(dtype, shape, starts, sizes):
@@ -35,7 +38,8 @@ def test_dynamic_slice_and_update_eager(dtype, shape, starts, sizes):
     upd = _x(sizes, dtype)
     out = lax.dynamic_update_slice(x, upd, starts)
     expected = x.copy()
-    lo = [int(np.clip(s, 0, n - k)) for s, n, k in zip(starts, shape, sizes)]
+    lo = [int(np.clip(s + n if s < 0 else s, 0, n - k)) for s, n, k in zip(starts, shape,
+                                                                             sizes)]
     expected[tuple(slice(a, a + k) for a, k in zip(lo, sizes))] = upd
     np.testing.assert_array_equal(np.asarray(out), expected)
 

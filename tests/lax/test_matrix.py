@@ -223,8 +223,8 @@ _custom_vjp_cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (3.0 * x * x * g,
 
 CASES = _cases()
 # Primitives exercised by other test modules because they need an enclosing named axis.
-COLLECTIVES = {"psum", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter", "axis_index",
-               "all_to_all"}
+COLLECTIVES = {"psum", "psum_many", "pmax", "pmin", "all_gather", "ppermute", "psum_scatter",
+               "axis_index", "all_to_all"}
 ROWS = [(name, i) for name, cs in sorted(CASES.items()) for i in range(len(cs))]
 
 

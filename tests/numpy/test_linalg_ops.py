@@ -154,3 +154,27 @@ def test_bad_inputs():
         jnp.cross(_r(4), _r(4))
     with pytest.raises(TypeError):
         jnp.dot(np.array(["a"]), _r(1))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("matmul", lambda a, b, **kw: jnp.matmul(a, b, **kw)),
+    ("dot", lambda a, b, **kw: jnp.dot(a, b, **kw)),
+    ("inner", lambda a, b, **kw: jnp.inner(a, b.T, **kw)),
+    ("tensordot", lambda a, b, **kw: jnp.tensordot(a, b, 1, **kw)),
+    ("einsum", lambda a, b, **kw: jnp.einsum("ij,jk->ik", a, b, **kw)),
+    ("vdot", lambda a, b, **kw: jnp.vdot(a, b, **kw)),
+])
+def test_products_pass_precision_and_result_type_to_dot_general(name, call):
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    b = np.arange(6.0, dtype=np.float32).reshape(3, 2) if name != "vdot" else a
+    jaxpr = numbax.make_jaxpr(lambda a, b: call(a, b, precision="highest",
+                                                preferred_element_type=np.float64))(a, b)
+    [dot] = [e for e in jaxpr.eqns if e.primitive.name == "dot_general"]
+    highest = numbax.lax.Precision.HIGHEST
+    assert dot.params["precision"] == (highest, highest), name
+    assert dot.params["preferred_element_type"] == np.float64, name
+    got = call(a, b, preferred_element_type=np.float64)
+    want = np.vdot(a, a) if name == "vdot" else a @ b
+    want = np.asarray(want, np.float64)
+    assert got.dtype == np.float64, name
+    np.testing.assert_array_equal(np.asarray(got), want)

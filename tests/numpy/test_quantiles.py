@@ -110,3 +110,19 @@ def test_quantile_bad_inputs():
         jnp.nanquantile(X, 0.5, method="inverted_cdf", weights=np.ones(X.shape))
     with pytest.raises(NumbaxValueError, match="out of bounds"):
         jnp.nanargmax(X, axis=3)
+
+
+def test_half_precision_medians_are_numpys():
+    """float16 quantiles work in float32 and round once (numpy's median, JAX's quantile):
+    averaging the middle pair in float16 was off by up to 16 ulp."""
+    rng = np.random.default_rng(21)
+    for _ in range(200):
+        x = (rng.normal(size=(rng.integers(1, 8), rng.integers(1, 8))) * 5).astype(np.float16)
+        for axis in (0, 1, None):
+            got = np.asarray(jnp.median(x, axis=axis))
+            want = np.median(x, axis=axis)
+            assert got.dtype == np.float16
+            np.testing.assert_array_equal(got, want)
+    big = np.arange(5000, dtype=np.float16)  # positions past float16's integer range
+    assert float(jnp.quantile(big, 0.7)) == float(np.quantile(big.astype(np.float32), 0.7)
+                                                  .astype(np.float16))

@@ -96,6 +96,11 @@ class Backend(abc.ABC):
         """The simplified jaxpr as this backend computes it (default: unchanged)."""
         return jaxpr
 
+    def op_cost(self, eqn: JaxprEqn) -> float:
+        """The relative cost of computing a fused equation once per element (a light op is
+        1): fusion bounds how much of it a row group recomputes."""
+        return 1.0
+
     @abc.abstractmethod
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         """One loop nest (or row group) as one kernel module."""

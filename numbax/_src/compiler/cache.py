@@ -29,8 +29,9 @@ from numbax._src.config import config
 from numbax._src.version import __version__
 
 MODULE_PREFIX = "numbax_gen_"
-# Counters for tests and diagnostics: modules written to disk, read back, exec'd without a file.
-STATS = {"written": 0, "from_disk": 0, "in_memory": 0}
+# Counters for tests and diagnostics: modules written to disk, read back, exec'd without a file
+# (the disk cache off or failing), and plain modules (drivers: never cached, load_plain).
+STATS = {"written": 0, "from_disk": 0, "in_memory": 0, "plain": 0}
 _dev_hash: list[str] = []
 # Loads are quick (Numba compiles later, at a kernel's first call), so one lock serialises
 # them: a module is published in sys.modules only once it has finished executing.
@@ -102,6 +103,17 @@ def load_module(source: str, backend: str, codegen_config: tuple) -> types.Modul
         if module is None:
             module = _load(name, source)
             sys.modules[name] = module  # Numba reloads cached parfors by module name
+    return module
+
+
+def load_plain(source: str) -> types.ModuleType:
+    """A module of plain Python (a driver: no Numba function in it), executed from memory: not
+    written to disk nor kept in sys.modules. Drivers are rendered per shape, so caching them
+    would add a file and a module per shape while saving nothing (their source is executed
+    either way); each lives as long as the executable holding its functions."""
+    module = types.ModuleType(MODULE_PREFIX + "driver")
+    exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)  # noqa: S102
+    STATS["plain"] += 1
     return module
 
 
@@ -226,6 +238,9 @@ class _SignedStore:
         for path in self._folder.glob(f"{self._base}.*.nbc"):
             path.unlink(missing_ok=True)
 
+    def any_saved(self) -> bool:
+        return next(self._folder.glob(f"{self._base}.*.nbc"), None) is not None
+
 
 class _GuardedCache(caching._Cache):
     """A dispatcher's disk cache that never raises into the user's call: a failure to load is
@@ -290,13 +305,23 @@ def _authenticate_dispatchers(module: types.ModuleType, folder: Path, key: bytes
         value._cache = _GuardedCache(inner, folder)
 
 
+def has_saved_code(dispatcher: Any) -> bool:
+    """Whether the disk cache holds compiled code of `dispatcher` (a generated module's Numba
+    function), for any signature."""
+    guarded = getattr(dispatcher, "_cache", None)
+    store = getattr(getattr(guarded, "_inner", None), "_cache_file", None)
+    if not isinstance(guarded, _GuardedCache) or not isinstance(store, _SignedStore):
+        return False
+    return store.any_saved()
+
+
 def numba_compile_stats() -> dict[str, int]:
     """Numba's cache hits and misses (real compiles) over every loaded kernel."""
     hits = misses = 0
     for name, module in list(sys.modules.items()):
         if not name.startswith(MODULE_PREFIX) or module is None:
             continue
-        for fn in ("kernel", "kernel_serial"):  # a loop nest's variants
+        for fn in [n for n in vars(module) if n.startswith("kernel")]:  # a nest's variants
             stats = getattr(getattr(module, fn, None), "stats", None)
             if stats is not None:
                 hits += sum(stats.cache_hits.values())

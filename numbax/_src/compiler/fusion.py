@@ -5,12 +5,31 @@ lowering registry); how a fusible equation sits in a nest is its fusion kind: el
 broadcast (an index map), reduction (an accumulator) or source (iota: the loop index)."""
 from __future__ import annotations
 
+import bisect
+import zlib
 from collections.abc import Callable
 
 from numbax._src.compiler import registry
 from numbax._src.compiler.ir import LibraryCall, LoopNest, Node, node_eqns
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+
+# Bounds that keep generated source and compile time linear in the program (issue 20).
+# A nest costing more (OpCost units summed over its equations) is cut into pieces costing
+# MAX_NEST_COST // 2 to MAX_NEST_COST: kernels of bounded compile time, and identical pieces
+# when the program repeats a structure. (One float32 random.normal nest costs ~140.)
+MAX_NEST_COST = 256
+SCAN_NODES = 64  # how far back an equation with no producer looks for a nest to join
+# A row pass recomputes the full-size values of earlier passes it reads (rows.py); past this
+# cost (OpCost units: a light op is 1) the pass starts a new kernel and reads them stored.
+MAX_RECOMPUTE = 24
+
+OpCost = Callable[[JaxprEqn], float]
+
+
+def unit_cost(eqn: JaxprEqn) -> float:
+    """The default cost of recomputing one equation per element."""
+    return 1.0
 
 
 def kind_of(eqn: JaxprEqn) -> Fusion | None:
@@ -48,61 +67,181 @@ def _has_source(nest: LoopNest) -> bool:
 
 def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) -> list[JaxprEqn]:
     """Program order with each fusible all-scalar equation moved up to just after the last
-    equation it reads. A scalar computed between two array equations otherwise ends their nest:
-    threefry's key schedule (two xors of the key words) split random bits into two kernels and
-    one more array."""
-    order: list[JaxprEqn] = []
-    made_at: dict[Var, int] = {}
-    for eqn in eqns:
+    equation it reads (ahead of scalars hoisted there before it). A scalar computed between two
+    array equations otherwise ends their nest: threefry's key schedule (two xors of the key
+    words) split random bits into two kernels and one more array.
+
+    Each equation gets a sort key: `(i,)` when it stays in place, its anchor's key plus a
+    decreasing counter when hoisted, so the order costs a sort rather than one list insertion
+    per scalar (quadratic in programs with thousands of them)."""
+    keys: list[tuple] = []
+    made: dict[Var, tuple] = {}
+    last: tuple = (-1,)  # the greatest key so far: the end of the order
+    hoisted = 0
+    for i, eqn in enumerate(eqns):
+        key: tuple = (i,)
         scalar = fusible(eqn) and all(v.aval.ndim == 0 for v in eqn.outvars) and all(
             x.aval.ndim == 0 for x in eqn.invars if isinstance(x, Var))
-        at = len(order)
         if scalar:
-            at = max((made_at[x] + 1 for x in eqn.invars if isinstance(x, Var) and x in made_at),
-                     default=0)
-            for v, k in made_at.items():  # later equations shift down by one
-                if k >= at:
-                    made_at[v] = k + 1
-        order.insert(at, eqn)
+            anchor = max((made[x] for x in eqn.invars if isinstance(x, Var) and x in made),
+                         default=(-1,))
+            if anchor != last:  # not already at the end: right after its anchor
+                hoisted += 1
+                key = (*anchor, -hoisted)
+        keys.append(key)
+        last = max(last, key)
         for v in eqn.outvars:
-            made_at[v] = at
-    return order
+            made[v] = key
+    return [eqns[j] for j in sorted(range(len(eqns)), key=keys.__getitem__)]
 
 
-def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool]) -> list[Node]:
+def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool],
+              cost: OpCost = unit_cost) -> list[Node]:
     """Greedy fusion in program order (scalars hoisted, `_hoist_scalars`): each fusible
-    equation joins the latest nest it fits."""
-    nodes: list[Node] = []
-    producer: dict[Var, Node] = {}
-    position: dict[Node, int] = {}
+    equation joins the latest nest it fits (among the last SCAN_NODES when nothing it reads
+    pins it); a broadcast of a program input waits for its first reader and joins that
+    reader's nest (`_Placer.defers`); nests costing over MAX_NEST_COST are cut
+    (`split_long`), then row groups form (`fuse_rows`, recomputation bounded by `cost`)."""
+    placer = _Placer(fusible)
     for eqn in _hoist_scalars(jaxpr.eqns, fusible):
-        deps = [position[producer[x]] for x in eqn.invars
-                if isinstance(x, Var) and x in producer]
+        placer.add(eqn)
+    placer.flush()
+    nodes = fuse_rows(split_long(placer.nodes, placer.producer, cost), placer.producer, cost)
+    _wire(jaxpr, nodes, placer.producer)
+    return nodes
+
+
+class _Placer:
+    """The kernel graph as `partition` builds it, one equation at a time."""
+
+    def __init__(self, fusible: Callable[[JaxprEqn], bool]) -> None:
+        self.fusible = fusible
+        self.nodes: list[Node] = []
+        self.producer: dict[Var, Node] = {}
+        self.position: dict[Node, int] = {}
+        self.pending: dict[Var, JaxprEqn] = {}  # deferred broadcasts by their output
+
+    def defers(self, eqn: JaxprEqn) -> bool:
+        """A broadcast of a program input or literal: placed where it is first read, since it
+        would otherwise join any earlier nest of its shape and be stored as a full array."""
+        return kind_of(eqn) is Fusion.BROADCAST and self.fusible(eqn) and not any(
+            isinstance(x, Var) and (x in self.producer or x in self.pending) for x in eqn.invars)
+
+    def add(self, eqn: JaxprEqn) -> None:
+        if self.defers(eqn):
+            self.pending[eqn.outvars[0]] = eqn
+            return
+        early = list({id(p): p for p in (self.pending.pop(x, None) for x in eqn.invars
+                                          if isinstance(x, Var)) if p is not None}.values())
+        late = []
+        if self.fusible(eqn) and kind_of(eqn) is not Fusion.BROADCAST:
+            shape = _iteration_shape(eqn)
+            late = [p for p in early if p.outvars[0].aval.shape == shape]
+        for p in early:
+            if not any(p is q for q in late):
+                self.place(p)
+        self.place(eqn, late)
+
+    def flush(self) -> None:
+        for p in list(self.pending.values()):
+            self.place(p)
+        self.pending.clear()
+
+    def place(self, eqn: JaxprEqn, before: list[JaxprEqn] = ()) -> None:
+        """Adds `eqn` to the latest nest it fits (a new one if none), `before` (deferred
+        broadcasts of that nest's shape) just ahead of it; or as a library call."""
+        deps = [self.position[self.producer[x]] for x in eqn.invars
+                if isinstance(x, Var) and x in self.producer]
         first = max(deps, default=-1)
         node: Node | None = None
-        if fusible(eqn):
-            for k in range(len(nodes) - 1, max(first, 0) - 1, -1):
+        nodes = self.nodes
+        if self.fusible(eqn):
+            for k in range(len(nodes) - 1, max(first, len(nodes) - SCAN_NODES, 0) - 1, -1):
                 cand = nodes[k]
-                if isinstance(cand, LoopNest) and _fits(cand, eqn, producer):
+                if isinstance(cand, LoopNest) and _fits(cand, eqn, self.producer):
                     node = cand
                     break
             if node is None:
                 node = LoopNest(_iteration_shape(eqn))
-                position[node] = len(nodes)
+                self.position[node] = len(nodes)
                 nodes.append(node)
-            node.eqns.append(eqn)
-            if kind_of(eqn) is Fusion.REDUCTION:
-                node.reduce_axes = eqn.params["axes"]
-                node.reduced.update(eqn.outvars)
-        else:
-            node = LibraryCall(eqn)
-            position[node] = len(nodes)
-            nodes.append(node)
+            for e in [*before, eqn]:
+                node.eqns.append(e)
+                if kind_of(e) is Fusion.REDUCTION:
+                    node.reduce_axes = e.params["axes"]
+                    node.reduced.update(e.outvars)
+                for v in e.outvars:
+                    self.producer[v] = node
+            return
+        node = LibraryCall(eqn)
+        self.position[node] = len(nodes)
+        nodes.append(node)
         for v in eqn.outvars:
-            producer[v] = node
-    nodes = fuse_rows(nodes, producer)
-    _wire(jaxpr, nodes, producer)
-    return nodes
+            self.producer[v] = node
+
+
+# ----------------------------------------------------------------------------- long nests
+
+
+def split_long(nodes: list[Node], producer: dict[Var, Node],
+               cost: OpCost = unit_cost) -> list[Node]:
+    """Cuts every nest costing more than MAX_NEST_COST into pieces in program order (valid
+    anywhere: no equation of a nest reads a reduction of the same nest). Numba's compile
+    time grows faster than a kernel's length, and pieces of a repeated structure are
+    identical modules, compiled once (`_cut_points`)."""
+    out: list[Node] = []
+    for node in nodes:
+        costs = [cost(e) for e in node.eqns] if isinstance(node, LoopNest) else []
+        if sum(costs) <= MAX_NEST_COST:
+            out.append(node)
+            continue
+        cuts = _cut_points(node.eqns, costs)
+        for lo, hi in zip([0, *cuts], [*cuts, len(node.eqns)]):
+            piece = LoopNest(node.shape, node.eqns[lo:hi])
+            for eqn in piece.eqns:
+                if kind_of(eqn) is Fusion.REDUCTION:
+                    piece.reduce_axes = node.reduce_axes
+                    piece.reduced.update(eqn.outvars)
+                for v in eqn.outvars:
+                    producer[v] = piece
+            out.append(piece)
+    return out
+
+
+def _cut_points(eqns: list[JaxprEqn], costs: list[float]) -> list[int]:
+    """Where to cut: each piece costs MAX_NEST_COST // 2 to MAX_NEST_COST (or holds one
+    equation) and ends where fewest values cross to the next (each crossing value becomes an
+    array), ties broken by a hash of the equations around the cut. The choice depends on the
+    equations alone, so a program repeating one structure is cut at the same place in every
+    repeat: its pieces are the same source, one kernel module."""
+    n = len(eqns)
+    upto = [0.0] * (n + 1)  # upto[p]: the cost of eqns[:p]
+    for i, c in enumerate(costs):
+        upto[i + 1] = upto[i] + c
+    made = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    last_read: dict[Var, int] = {}
+    for i, e in enumerate(eqns):
+        for x in e.invars:
+            if isinstance(x, Var) and x in made:
+                last_read[x] = i
+    crossing = [0] * (n + 1)  # crossing[p]: values made before p and read at p or later
+    for v, j in last_read.items():
+        crossing[made[v] + 1] += 1
+        crossing[j + 1] -= 1
+    for p in range(1, n + 1):
+        crossing[p] += crossing[p - 1]
+    marks = [f"{e.primitive.name}:{e.outvars[0].aval.dtype}:"
+             f"{''.join('l' if isinstance(x, Literal) else 'v' for x in e.invars)};".encode()
+             for e in eqns]
+    cuts, start = [], 0
+    while upto[n] - upto[start] > MAX_NEST_COST and start < n - 1:
+        lo = min(bisect.bisect_left(upto, upto[start] + MAX_NEST_COST / 2, start + 1), n - 1)
+        hi = min(max(bisect.bisect_right(upto, upto[start] + MAX_NEST_COST) - 1, lo), n - 1)
+        best = min(range(lo, hi + 1), key=lambda p: (
+            crossing[p], zlib.crc32(b"".join(marks[max(p - 4, 0):p + 4])), p))
+        cuts.append(best)
+        start = best
+    return cuts
 
 
 # ----------------------------------------------------------------------------- row groups
@@ -143,17 +282,26 @@ def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node])
     return kind
 
 
-def fuse_rows(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
+def fuse_rows(nodes: list[Node], producer: dict[Var, Node],
+              cost: OpCost = unit_cost) -> list[Node]:
     """Merges a trailing-axes reduction nest with the nests right after it over the same outer
     space (later reductions, elementwise consumers, per-row epilogues) into one row group: one
     kernel whose outer loop runs over rows and whose passes loop over each row (softmax,
-    logsumexp), instead of one kernel and one intermediate array per pass."""
+    logsumexp), instead of one kernel and one intermediate array per pass.
+
+    A row pass recomputes the full-size values it reads from earlier passes (`recompute`); a
+    pass whose recomputation would cost more than MAX_RECOMPUTE, or that would take the group
+    past 2 * MAX_NEST_COST, starts a new kernel instead, which reads those values
+    stored (a chain of reductions otherwise recomputes everything before it in every pass:
+    source quadratic in the chain)."""
     out: list[Node] = []
+    group = _RowGroup()
     for node in nodes:
         prev = out[-1] if out else None
         if isinstance(prev, LoopNest) and prev.passes is not None:
             kind = _row_kind(prev, trailing(prev), node, producer)
-            if kind is not None:
+            if kind is not None and group.admits(kind, node.eqns, cost):
+                group.add(kind, node.eqns, cost)
                 prev.passes.append((kind, list(node.eqns)))
                 prev.eqns.extend(node.eqns)
                 prev.reduced.update(node.reduced)
@@ -163,11 +311,37 @@ def fuse_rows(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
                 continue
         if isinstance(node, LoopNest) and trailing(node) is not None:
             node.passes = [("row", list(node.eqns))]
+            group = _RowGroup()
+            group.add("row", node.eqns, cost)
         out.append(node)
     for node in out:
         if isinstance(node, LoopNest) and node.passes is not None and len(node.passes) == 1:
             node.passes = None  # a plain reduction nest: rendered as before
     return out
+
+
+class _RowGroup:
+    """What a forming row group's next pass would recompute, and the group's size."""
+
+    def __init__(self) -> None:
+        self.row_defs: list[JaxprEqn] = []  # elementwise equations of its row passes
+        self.seed: set[Var] = set()  # per-row values: reductions and outer passes
+        self.size = 0.0  # the cost of its equations, recomputed ones included
+
+    def admits(self, kind: str, eqns: list[JaxprEqn], cost: OpCost) -> bool:
+        again = recompute(eqns, self.row_defs, self.seed) if kind == "row" else []
+        if sum(cost(e) for e in again) > MAX_RECOMPUTE:
+            return False
+        return self.size + sum(cost(e) for e in [*eqns, *again]) <= 2 * MAX_NEST_COST
+
+    def add(self, kind: str, eqns: list[JaxprEqn], cost: OpCost) -> None:
+        again = recompute(eqns, self.row_defs, self.seed) if kind == "row" else []
+        self.size += sum(cost(e) for e in [*eqns, *again])
+        for e in eqns:
+            if kind == "outer" or kind_of(e) is Fusion.REDUCTION:
+                self.seed.update(e.outvars)
+            else:
+                self.row_defs.append(e)
 
 
 def _wire(jaxpr: Jaxpr, nodes: list[Node], producer: dict[Var, Node]) -> None:

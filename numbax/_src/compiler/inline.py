@@ -6,6 +6,7 @@ see through it. The pass also recurses into the sub-jaxprs of control-flow equat
 """
 from __future__ import annotations
 
+from collections import ChainMap
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ def _splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
         callee = _callee(eqn)
         if callee is not None:
             sub, consts = callee
-            inner: dict[Var, Any] = dict(env)
+            inner: ChainMap = ChainMap({}, env)  # a view, not a copy: calls are many
             for v, c in zip(sub.constvars, consts, strict=True):
                 inner[v] = Literal(core.to_numpy(c), v.aval)
             for v, x in zip(sub.invars, invars, strict=True):

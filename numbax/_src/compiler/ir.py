@@ -62,7 +62,7 @@ class Kernel:
     its structure). The driver calls `function` with the arguments' reshaped views (`views`,
     per input then output: a shape, or None for the array as is), then `args`: sources of the
     sizes and scalars that follow the arrays. When `parallel`, the module's prange variant
-    `kernel` may run instead, on the thread count runtime/threads.py gives its estimated
+    `parallel_function` may run instead, on the thread count runtime/threads.py gives its estimated
     serial time `work_ns`; `chunks` = (elements, minimum per chunk) makes the driver pass that
     variant a chunk count as its last argument.
     CUDA: `launches` in order, with `scratch` device buffers (size, dtype) allocated before
@@ -73,6 +73,7 @@ class Kernel:
     views: tuple[tuple[int, ...] | None, ...] = ()
     args: tuple[str, ...] = ()
     function: str = "kernel"
+    parallel_function: str = "kernel"
     work_ns: float = 0.0
     chunks: tuple[int, int] | None = None
     launches: tuple[Launch, ...] = ()

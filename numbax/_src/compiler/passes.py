@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, typecheck
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters.ad import add_any_p
@@ -18,8 +18,11 @@ from numbax._src.lax import shape_ops as ls
 Atom = Var | Literal
 
 # Equations with effects must not be dropped, merged or folded: a stateful generator (each
-# call draws new numbers) and the sink that keeps values alive.
-_EFFECTFUL: frozenset[core.Primitive] = frozenset({rng.rng_uniform_p, ordering.dce_sink_p})
+# call draws new numbers), the sink that keeps values alive, and every primitive marked in
+# core.effectful_primitives (callbacks, debug prints). The set is live: modules imported later
+# add to it.
+core.effectful_primitives.update({rng.rng_uniform_p, ordering.dce_sink_p})
+_EFFECTFUL: set[core.Primitive] = core.effectful_primitives
 _RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
@@ -29,7 +32,7 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     for pass_ in (inline_scalar_broadcasts, sink_reshapes, simplify_algebra, fold_constants,
                   inline_scalar_broadcasts, broadcast_through_reshapes, fold_transposes,
                   expand_outer_dots, cse, dce):
-        jaxpr = core.check_jaxpr(pass_(jaxpr))
+        jaxpr = typecheck.check_jaxpr(pass_(jaxpr))
     return jaxpr
 
 

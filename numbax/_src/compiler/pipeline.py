@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from numbax._src import core
+from numbax._src import typecheck
 from numbax._src.compiler import fusion, inline, passes
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.core import ClosedJaxpr, Jaxpr
@@ -13,14 +13,14 @@ from numbax._src.core import ClosedJaxpr, Jaxpr
 
 def prepare(jaxpr: Jaxpr) -> Jaxpr:
     """The jaxpr with call-like equations inlined, typechecked and simplified."""
-    return passes.simplify(core.check_jaxpr(inline.inline_calls(jaxpr)))
+    return passes.simplify(typecheck.check_jaxpr(inline.inline_calls(jaxpr)))
 
 
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
                  name: str = "", device: Any = None) -> Executable:
     """`closed` compiled by `backend` (donated: input positions outputs may be written into)."""
     jaxpr = backend.rewrite(prepare(closed.jaxpr))
-    nodes = fusion.partition(jaxpr, backend.fusible)
+    nodes = fusion.partition(jaxpr, backend.fusible, backend.op_cost)
     consts: Sequence[Any] = closed.consts
     exe = backend.build(Program(jaxpr, nodes, list(consts), donated, name, device))
     exe.out_weak = tuple(x.aval.weak_type for x in closed.jaxpr.outvars)

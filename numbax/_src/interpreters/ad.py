@@ -62,7 +62,8 @@ def add_tangents(x: Any, y: Any) -> Any:
 
 
 add_any_p = Primitive("add_any")
-core.abstract_eval_rules[add_any_p] = lambda x, y: [x]
+# operands share a shape, except under vmap, where an unbatched rank-0 one meets a batched one
+core.abstract_eval_rules[add_any_p] = lambda x, y: [x if x.ndim >= y.ndim else y]
 core.impl_rules[add_any_p] = lambda x, y: [np.add(x, y)]
 
 
@@ -260,7 +261,12 @@ def vjp_flat(f: Callable, primals_in: Sequence[Any]):
             result.append(ct)
         return result
 
+    if vjp_hooks:  # shard_map bodies with check_vma adjust cotangents (parallel/vma.py)
+        f_vjp = vjp_hooks[0](primals_in, primals_out, f_vjp)
     return primals_out, f_vjp
+
+
+vjp_hooks: list[Callable] = []
 
 
 def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],

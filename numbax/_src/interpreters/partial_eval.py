@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, source_info, typecheck
 from numbax._src.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -89,7 +89,7 @@ class JaxprBuilder:
         consts = [self.constvals[v] for v in constvars]
         jaxpr = Jaxpr(constvars, invars, self.eqns, outvars)
         jaxpr = _inline_literals(jaxpr, self.literals)
-        core.check_jaxpr(jaxpr)
+        typecheck.check_jaxpr(jaxpr)
         return jaxpr, consts
 
 
@@ -134,6 +134,7 @@ class DynamicJaxprTrace(Trace):
         invars = [self.builder.getvar(t) for t in tracers]
         outvars = [self.builder.add_var(t) for t in out_tracers]
         self.builder.eqns.append(JaxprEqn(primitive, invars, outvars, params))
+        source_info.record(outvars)  # a no-op unless print_saved_residuals asks for sources
         return out_tracers
 
 
@@ -285,7 +286,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
         pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
                  for a, uk in zip(in_avals, in_unknowns, strict=True)]
         jaxpr_unk, pvals_out, residuals = partial_eval_flat(
-            lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals, instantiate)
+            lambda *xs: source_info.eval_jaxpr(closed.jaxpr, closed.consts, *xs), pvals,
+            instantiate)
         store["jaxpr_unk"] = jaxpr_unk
         store["out_unknowns"] = [not p.is_known for p in pvals_out]
         store["num_res"] = len(residuals)
@@ -341,7 +343,7 @@ def tracers_to_jaxpr(tracers_in: list, tracers_out: list) -> tuple[Jaxpr, list[A
     in_binders = [tracer_to_var[id(t)] for t in tracers_in]
     out_vars = [tracer_to_var[id(t)] for t in tracers_out]
     jaxpr = Jaxpr(constvars, in_binders, eqns, out_vars)
-    core.check_jaxpr(jaxpr)
+    typecheck.check_jaxpr(jaxpr)
     return jaxpr, constvals
 
 
@@ -401,14 +403,14 @@ def _remove_duplicates(lst: list) -> list:
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
-    """Drops equations whose outputs nobody uses (primitives here are pure)."""
+    """Drops equations whose outputs nobody uses, except effectful ones (callbacks)."""
     outvars = jaxpr.outvars if used_outputs is None else [
         v for v, used in zip(jaxpr.outvars, used_outputs, strict=True) if used
     ]
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if eqn.primitive in core.effectful_primitives or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(x for x in eqn.invars if isinstance(x, Var))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], outvars)

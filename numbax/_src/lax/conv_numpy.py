@@ -9,24 +9,28 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _dilate_shape(shape: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
+def dilate_shape(shape: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
     """The size of each dimension after inserting dilation - 1 holes between elements."""
     return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation, strict=True))
 
 
-def _stride_dim(size: int, window: int, stride: int) -> int:
+def stride_dim(size: int, window: int, stride: int) -> int:
     """How many windows of `window` fit at `stride` steps in `size` elements."""
     return max(0, (size - window) // stride + 1) if size >= window else 0
 
 
-def dilate_and_pad(x: np.ndarray, dilation: Sequence[int], padding) -> np.ndarray:
+def dilate_and_pad(x: np.ndarray, dilation: Sequence[int], padding,
+                   out: np.ndarray | None = None) -> np.ndarray:
     """x (N, C, spatial...) with dilation - 1 zeros between elements and (lo, hi) zeros at the
-    ends of each spatial dim (negative amounts crop), in one allocation."""
-    if all(d == 1 for d in dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
+    ends of each spatial dim (negative amounts crop), in one allocation, or written into `out`
+    (zeros of the result's shape, any layout)."""
+    if out is None and all(d == 1 for d in dilation) and all(
+            lo == 0 and hi == 0 for lo, hi in padding):
         return x
-    sizes = _dilate_shape(x.shape[2:], dilation)
+    sizes = dilate_shape(x.shape[2:], dilation)
     out_shape = [n + lo + hi for n, (lo, hi) in zip(sizes, padding)]
-    out = np.zeros((*x.shape[:2], *out_shape), x.dtype)
+    if out is None:
+        out = np.zeros((*x.shape[:2], *out_shape), x.dtype)
     src, dst = [slice(None)] * 2, [slice(None)] * 2
     for n, d, (lo, _), size in zip(x.shape[2:], dilation, padding, out_shape):
         first = max(0, -(lo // d))
@@ -58,8 +62,8 @@ def _im2col_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     big_n = x.shape[0]
     big_o, in_f = w.shape[:2]
     ksize = w.shape[2:]
-    kdil = _dilate_shape(ksize, rhs_dilation)
-    out_sp = tuple(_stride_dim(s, k, st) for s, k, st in zip(x.shape[2:], kdil, strides))
+    kdil = dilate_shape(ksize, rhs_dilation)
+    out_sp = tuple(stride_dim(s, k, st) for s, k, st in zip(x.shape[2:], kdil, strides))
     groups = groups_f * groups_b
     n, o = big_n // groups_b, big_o // groups
     if n * big_o * math.prod(out_sp) == 0 or in_f == 0 or math.prod(ksize) == 0:
@@ -177,8 +181,8 @@ def canonical_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
                    rhs_dilation: Sequence[int], groups_f: int, groups_b: int) -> np.ndarray:
     """x (N, C, S...) (already dilated and padded) * w (O, I, K...) -> (N / groups_b, O, out...),
     by the cheapest of the three forms for the shape."""
-    kdil = _dilate_shape(w.shape[2:], rhs_dilation)
-    out_sp = tuple(_stride_dim(s, k, st) for s, k, st in zip(x.shape[2:], kdil, strides))
+    kdil = dilate_shape(w.shape[2:], rhs_dilation)
+    out_sp = tuple(stride_dim(s, k, st) for s, k, st in zip(x.shape[2:], kdil, strides))
     n_out = x.shape[0] // groups_b
     if n_out * w.shape[0] * math.prod(out_sp) == 0 or w.shape[1] == 0 or 0 in w.shape[2:]:
         return np.zeros((n_out, w.shape[0], *out_sp), x.dtype)

@@ -16,9 +16,9 @@ from numbax._src.lax import dot as lax_dot
 from numbax._src.lax import shape_ops
 from numbax._src.lax.convolution import (
     _conv_transpose_padding,
-    _dilate_shape,
     conv_dimension_numbers,
     conv_general_dilated_p,
+    dilate_shape,
     padtype_to_pads,
 )
 
@@ -133,7 +133,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
                 f"lax.{api}: padding is {padding!r} with lhs_dilation {lhs_dilation}; string "
                 "padding is not defined for transposed convolutions. Give explicit (low, "
                 "high) pairs, or use lax.conv_transpose.")
-        kernel = _dilate_shape(np.take(ra.shape, dnums.rhs_spec)[2:], rhs_dilation)
+        kernel = dilate_shape(np.take(ra.shape, dnums.rhs_spec)[2:], rhs_dilation)
         pads = padtype_to_pads(np.take(la.shape, dnums.lhs_spec)[2:], kernel, window_strides,
                                padding)
         padding = tuple((int(lo), int(hi)) for lo, hi in pads)
@@ -249,7 +249,7 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
     nsp = la.ndim - 2
     strides = _int_tuple(api, "strides", strides, nsp)
     rhs_dilation = _int_tuple(api, "rhs_dilation", rhs_dilation, nsp)
-    kernel = _dilate_shape(np.take(ra.shape, dn.rhs_spec)[2:], rhs_dilation)
+    kernel = dilate_shape(np.take(ra.shape, dn.rhs_spec)[2:], rhs_dilation)
     if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
         per_dim = ([padding] * nsp if isinstance(padding, str)
                    else _explicit_padding(api, padding, nsp))

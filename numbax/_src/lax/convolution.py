@@ -13,7 +13,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import conv_numpy, shape_ops
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax.conv_numpy import _dilate_shape, _stride_dim
+from numbax._src.lax.conv_numpy import dilate_shape, stride_dim
 from numbax._src.lax.creation import padtype_to_pads
 
 
@@ -129,7 +129,7 @@ def conv_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
         raise NumbaxValueError(
             f"lax.conv: padding {tuple(pads)} removes more than the whole spatial dimensions "
             f"{tuple(lhs_shape[2:])}; negative padding may crop at most each dimension's size.")
-    space = tuple(_stride_dim(p, int(k), int(s))
+    space = tuple(stride_dim(p, int(k), int(s))
                   for p, k, s in zip(padded, rhs_shape[2:], strides, strict=True))
     return (int(lhs_shape[0]) // int(batch_group_count), int(rhs_shape[0]), *space)
 
@@ -260,8 +260,8 @@ def _conv_general_dilated_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, w
     _conv_check(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                 dimension_numbers, feature_group_count, batch_group_count)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    lhs_t = _dilate_shape(np.take(lhs.shape, lhs_spec), (1, 1, *lhs_dilation))
-    rhs_t = _dilate_shape(np.take(rhs.shape, rhs_spec), (1, 1, *rhs_dilation))
+    lhs_t = dilate_shape(np.take(lhs.shape, lhs_spec), (1, 1, *lhs_dilation))
+    rhs_t = dilate_shape(np.take(rhs.shape, rhs_spec), (1, 1, *rhs_dilation))
     out_t = conv_shape_tuple(lhs_t, rhs_t, window_strides, padding, batch_group_count)
     shape = tuple(int(d) for d in np.take(out_t, np.argsort(out_spec)))
     if preferred_element_type is not None:
@@ -291,9 +291,9 @@ def _swap_spec(spec: Sequence[int]) -> tuple[int, ...]:
 def conv_general_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape,
                                  padding, lhs_dilation, rhs_dilation) -> tuple:
     """Padding of the convolution that maps an output cotangent back onto the input."""
-    lhs_d = _dilate_shape(in_shape, lhs_dilation)
-    rhs_d = _dilate_shape(window_dimensions, rhs_dilation)
-    out_d = _dilate_shape(out_shape, window_strides)
+    lhs_d = dilate_shape(in_shape, lhs_dilation)
+    rhs_d = dilate_shape(window_dimensions, rhs_dilation)
+    out_d = dilate_shape(out_shape, window_strides)
     before = [k - lo - 1 for k, (lo, _) in zip(rhs_d, padding)]
     after = [i + k - 1 - o - b for i, k, o, b in zip(lhs_d, rhs_d, out_d, before)]
     return tuple((int(b), int(a)) for b, a in zip(before, after))
@@ -301,9 +301,9 @@ def conv_general_vjp_lhs_padding(in_shape, window_dimensions, window_strides, ou
 
 def _conv_general_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape,
                                   padding, lhs_dilation, rhs_dilation) -> tuple:
-    lhs_d = _dilate_shape(in_shape, lhs_dilation)
-    rhs_d = _dilate_shape(window_dimensions, rhs_dilation)
-    out_d = _dilate_shape(out_shape, window_strides)
+    lhs_d = dilate_shape(in_shape, lhs_dilation)
+    rhs_d = dilate_shape(window_dimensions, rhs_dilation)
+    out_d = dilate_shape(out_shape, window_strides)
     return tuple((int(lo), int(o - i + k - lo - 1))
                  for i, k, o, (lo, _) in zip(lhs_d, rhs_d, out_d, padding))
 

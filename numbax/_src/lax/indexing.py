@@ -44,6 +44,35 @@ def _int_scalar(x: Any) -> Any:
     return x
 
 
+def _starts(operand: Any, start_indices: Sequence[Any], allow_negative: Any) -> list[Any]:
+    """Start indices with negative ones counted from the end of their axis (once, where
+    `allow_negative` says so), as JAX's dynamic_slice/dynamic_update_slice do before
+    clamping."""
+    from numbax._src.lax import select
+
+    shape = get_aval(operand).shape
+    if len(start_indices) != len(shape):
+        return [_int_scalar(s) for s in start_indices]  # the primitive reports the mismatch
+    allow = ([bool(allow_negative)] * len(shape) if isinstance(allow_negative, (bool, int))
+             else [bool(a) for a in allow_negative])
+    out = []
+    for s, d, a in zip(start_indices, shape, allow, strict=True):
+        if not a:
+            out.append(_int_scalar(s))
+            continue
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            out.append(_int_scalar(s + d if s < 0 else s))
+            continue
+        s = _int_scalar(s)
+        aval = get_aval(s)
+        if aval.shape != () or aval.dtype.kind != "i":
+            out.append(s)  # unsigned (never negative) or malformed: the primitive decides
+            continue
+        out.append(select.select(ew.lt(s, np.zeros((), aval.dtype)),
+                                 ew.add(s, np.asarray(d, aval.dtype)), s))
+    return out
+
+
 # ----------------------------------------------------------------------------- dynamic_slice
 
 dynamic_slice_p = Primitive("dynamic_slice")
@@ -145,27 +174,32 @@ ad.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
 batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 
 
-def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
+def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True) -> Any:
     """lax.dynamic_slice: a window of `slice_sizes` at traced `start_indices`; starts are
-    clamped so that the window stays inside the operand (as in JAX)."""
-    starts = [_int_scalar(s) for s in start_indices]
+    clamped so that the window stays inside the operand, after negative ones are counted from
+    the end (unless allow_negative_indices is False; as in JAX)."""
+    starts = _starts(operand, start_indices, allow_negative_indices)
     return dynamic_slice_p.bind(operand, *starts,
                                 slice_sizes=tuple(int(k) for k in slice_sizes))
 
 
-def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)
     axis = shape_ops._canonical_axis("lax.dynamic_slice_in_dim", axis, aval.ndim)
     starts: list[Any] = [0] * aval.ndim
     sizes = list(aval.shape)
     starts[axis], sizes[axis] = start_index, int(slice_size)
-    return dynamic_slice(operand, starts, sizes)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True) -> Any:
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)
     axis = shape_ops._canonical_axis("lax.dynamic_index_in_dim", axis, aval.ndim)
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
     return out if keepdims else shape_ops.squeeze(out, (axis,))
 
 
@@ -243,20 +277,25 @@ ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
 batching.batch_rules[dynamic_update_slice_p] = _dus_batch
 
 
-def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
-    """lax.dynamic_update_slice: operand with `update` written at clamped `start_indices`."""
-    starts = [_int_scalar(s) for s in start_indices]
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any], *,
+                         allow_negative_indices: bool | Sequence[bool] = True) -> Any:
+    """lax.dynamic_update_slice: operand with `update` written at clamped `start_indices`
+    (negative ones counted from the end first, unless allow_negative_indices is False; as in
+    JAX)."""
+    starts = _starts(operand, start_indices, allow_negative_indices)
     return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
-def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)
     axis = shape_ops._canonical_axis("lax.dynamic_update_index_in_dim", axis, aval.ndim)
     if get_aval(update).ndim == aval.ndim - 1:
         update = shape_ops.expand_dims(update, (axis,))
     starts: list[Any] = [0] * aval.ndim
     starts[axis] = index
-    return dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
 
 
 # ----------------------------------------------------------------------------- gather

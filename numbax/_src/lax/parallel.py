@@ -132,6 +132,35 @@ ad.deflinear(psum_p, lambda cts, x, *, axis_name: [
     psum_p.bind(_lift_to_axes(cts[0], axis_name), axis_name=axis_name)])
 
 
+# psum of several operands at once: one exchange instead of one per operand. numbax binds it
+# only where the SPMD engine fuses a program's independent psums (parallel/spmd.py), so that a
+# pmean of a gradient pytree costs one round of barriers.
+psum_many_p = Primitive("psum_many", multiple_results=True)
+core.abstract_eval_rules[psum_many_p] = lambda *xs, axis_name: list(xs)
+
+
+def _psum_many_impl(*xs, axis_name):
+    raise NameError(f"lax.psum_many: unbound axis name {axis_name!r}")
+
+
+def _psum_many_collective(axis_data, vals, dims, *, axis_name):
+    psum_rule = batching.collective_rules[psum_p]
+    outs = [psum_rule(axis_data, [v], [d], axis_name=axis_name)[0][0]
+            for v, d in zip(vals, dims, strict=True)]
+    return outs, [None] * len(outs)
+
+
+def _psum_many_batch(size, vals, dims, *, axis_name):
+    return psum_many_p.bind(*vals, axis_name=axis_name), list(dims)
+
+
+core.impl_rules[psum_many_p] = _psum_many_impl
+batching.collective_rules[psum_many_p] = _psum_many_collective
+batching.batch_rules[psum_many_p] = _psum_many_batch
+ad.deflinear(psum_many_p, lambda cts, *xs, axis_name: psum_many_p.bind(
+    *[ad.instantiate_zeros(c) for c in cts], axis_name=axis_name))
+
+
 def _count_bools(leaf: Any) -> Any:
     """Booleans are summed as int32 counts (JAX's psum), not reduced with logical or."""
     if get_aval(leaf).dtype == np.bool_:
@@ -344,8 +373,19 @@ batching.batch_rules[axis_index_p] = lambda size, vals, dims, **params: (
 
 
 def axis_index(axis_name: Hashable) -> Any:
-    """The position of the current example along the named axis."""
+    """The position of the current example along the named axis (several names: the
+    row-major position over them, the first name outermost)."""
     _check_bound("axis_index", axis_name)
+    names = _axis_names(axis_name)
+    if len(names) > 1:
+        if all(_is_spmd(_axis_main(n)) for n in names):
+            return axis_index_p.bind(axis_name=names)
+        index = axis_index(names[0])
+        for name in names[1:]:
+            size = np.array(axis_size(name), dtypes.default_int_dtype())
+            index = ew.add(ew.mul(index, size), axis_index(name))
+        return index
+    axis_name = names[0]
     main = _axis_main(axis_name)
     if _is_spmd(main):
         return axis_index_p.bind(axis_name=axis_name)

@@ -16,14 +16,14 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
-from numbax._src.lax.convolution import _dilate_shape, padtype_to_pads
+from numbax._src.lax.convolution import dilate_shape, padtype_to_pads
 from numbax._src.lax.windowed_reductions import (
     _WINDOW_PARAMS,
     _check_window,
     _fold,
-    _max_identity,
-    _min_identity,
     _with_unit_window,
+    max_identity,
+    min_identity,
     reduce_window_max_p,
     reduce_window_min_p,
     reduce_window_sum_p,
@@ -161,7 +161,7 @@ def _window_args(api: str, shape: Sequence[int], window_dimensions, window_strid
         ("window_strides", window_strides), ("base_dilation", base_dilation),
         ("window_dilation", window_dilation)))
     if isinstance(padding, str):
-        pads = padtype_to_pads(_dilate_shape(shape, base), _dilate_shape(dims, wdil), strides,
+        pads = padtype_to_pads(dilate_shape(shape, base), dilate_shape(dims, wdil), strides,
                                padding)
     else:
         try:
@@ -184,9 +184,9 @@ def _monoid_primitive(computation: Callable, inits: Sequence[Any], dtype: np.dty
     value = core.to_numpy(inits[0])
     if computation is ew.add and value == 0:
         return reduce_window_sum_p
-    if computation is ew.max and value == _max_identity(dtype):
+    if computation is ew.max and value == max_identity(dtype):
         return reduce_window_max_p
-    if computation is ew.min and value == _min_identity(dtype):
+    if computation is ew.min and value == min_identity(dtype):
         return reduce_window_min_p
     return None
 

@@ -358,5 +358,5 @@ def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axi
                           ew.add(start, np.array(aval.shape[axis], dtype)), start)
     starts: list[Any] = [np.zeros((), get_aval(start).dtype)] * aval.ndim
     starts[axis] = start
-    return indexing.dynamic_update_slice(operand, update, starts)
+    return indexing.dynamic_update_slice(operand, update, starts, allow_negative_indices=False)
 

@@ -14,9 +14,9 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.lax.convolution import (
-    _dilate_shape,
-    _stride_dim,
     conv_general_vjp_lhs_padding,
+    dilate_shape,
+    stride_dim,
 )
 
 # ----------------------------------------------------------------------------- shapes
@@ -32,11 +32,11 @@ def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: S
     (3, 3)
     """
     if base_dilation is not None:
-        operand_shape = _dilate_shape(operand_shape, base_dilation)
+        operand_shape = dilate_shape(operand_shape, base_dilation)
     if window_dilation is not None:
-        window_dimensions = _dilate_shape(window_dimensions, window_dilation)
+        window_dimensions = dilate_shape(window_dimensions, window_dilation)
     padded = [int(d) + int(lo) + int(hi) for d, (lo, hi) in zip(operand_shape, padding)]
-    return tuple(_stride_dim(p, int(w), int(s))
+    return tuple(stride_dim(p, int(w), int(s))
                  for p, w, s in zip(padded, window_dimensions, window_strides, strict=True))
 
 
@@ -56,7 +56,7 @@ def _check_window(api: str, aval: ShapedArray, window_dimensions, window_strides
         if any(v < 1 for v in value):
             raise NumbaxValueError(f"lax.{api}: {name} has {tuple(value)}, expected positive "
                                    "ints.")
-    dilated = _dilate_shape(aval.shape, base_dilation)
+    dilated = dilate_shape(aval.shape, base_dilation)
     if any(d + lo + hi < 0 for d, (lo, hi) in zip(dilated, padding)):
         raise NumbaxValueError(
             f"lax.{api}: padding {tuple(padding)} crops more than the operand's (dilated) "
@@ -69,7 +69,7 @@ def _padded(x: np.ndarray, fill: Any, padding, base_dilation) -> np.ndarray:
     """x dilated (holes = fill) and padded with fill (negative amounts crop)."""
     if all(d == 1 for d in base_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
         return x
-    sizes = _dilate_shape(x.shape, base_dilation)
+    sizes = dilate_shape(x.shape, base_dilation)
     shape = [n + lo + hi for n, (lo, hi) in zip(sizes, padding)]
     out = np.full(shape, fill, x.dtype)
     src, dst = [], []
@@ -150,7 +150,8 @@ def _monoid_window(name: str, kinds: str, fill: Callable, combine: Callable) -> 
     return prim
 
 
-def _max_identity(dtype: np.dtype) -> Any:
+def max_identity(dtype: np.dtype) -> Any:
+    """The identity of max over `dtype` (its lowest value): what padding holds."""
     if dtype.kind == "f":
         return -np.inf
     if dtype.kind == "b":
@@ -158,7 +159,8 @@ def _max_identity(dtype: np.dtype) -> Any:
     return np.iinfo(dtype).min
 
 
-def _min_identity(dtype: np.dtype) -> Any:
+def min_identity(dtype: np.dtype) -> Any:
+    """The identity of min over `dtype` (its highest value)."""
     if dtype.kind == "f":
         return np.inf
     if dtype.kind == "b":
@@ -167,8 +169,8 @@ def _min_identity(dtype: np.dtype) -> Any:
 
 
 reduce_window_sum_p = _monoid_window("reduce_window_sum", "iufc", lambda dt: 0, np.add)
-reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", _max_identity, np.maximum)
-reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", _min_identity, np.minimum)
+reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", max_identity, np.maximum)
+reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", min_identity, np.minimum)
 
 
 def _reduce_window_sum_transpose(cts, x, **params):
@@ -206,6 +208,15 @@ def _chooser_jvp(select_prim: str) -> Callable:
 # 'gt' the last, 'le' and 'lt' likewise for minima (XLA's select(current, candidate) rule).
 _SWITCH = {"ge": np.greater, "gt": np.greater_equal, "le": np.less, "lt": np.less_equal}
 
+
+
+def select_rule(select_prim: str) -> tuple[bool, bool]:
+    """(whether `select_prim` selects a maximum, whether a later candidate must be strictly
+    better to replace the element selected so far): the rule compiled loops follow."""
+    switch = _SWITCH[select_prim]
+    return select_prim in ("ge", "gt"), switch in (np.greater, np.less)
+
+
 # Masked updates are written as arithmetic (x * mask): numpy's where/copyto with a mask run
 # ~10x slower than ufuncs on strided views. Arithmetic is exact when the values are finite;
 # `_blend` falls back to np.where otherwise.
@@ -221,7 +232,7 @@ def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarra
     chosen only in a tie with it, as XLA's CPU lowering does."""
     switch = _SWITCH[select_prim]
     is_max = select_prim in ("ge", "gt")
-    fill = _max_identity(operand.dtype) if is_max else _min_identity(operand.dtype)
+    fill = max_identity(operand.dtype) if is_max else min_identity(operand.dtype)
     padded = _padded(operand, fill, params["padding"], params["base_dilation"])
     out_shape = reduce_window_shape_tuple(operand.shape, params["window_dimensions"],
                                           params["window_strides"], params["padding"],
@@ -313,8 +324,8 @@ def _select_and_gather_add_transpose(cts, t, x, *, select_prim, window_dimension
             "forward mode (jvp/jacfwd).")
     dilated = any(d != 1 for d in base_dilation)
     if dilated:  # select among the dilated operand, holes holding the identity
-        ident = _max_identity(get_aval(x).dtype) if select_prim in ("ge", "gt") else (
-            _min_identity(get_aval(x).dtype))
+        ident = max_identity(get_aval(x).dtype) if select_prim in ("ge", "gt") else (
+            min_identity(get_aval(x).dtype))
         x = shape_ops.pad(x, np.array(ident, get_aval(x).dtype),
                           tuple((0, 0, d - 1) for d in base_dilation))
     out = select_and_scatter_add_p.bind(ct, x, select_prim=select_prim,

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes, jnp
 from numbax._src.custom_derivatives import custom_jvp, stop_gradient
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.numpy import special as _special
 
@@ -97,6 +98,7 @@ def sigmoid(x: Any) -> Any:
     return lax.logistic(_inexact("sigmoid", x))
 
 
+@compiled_when_eager
 def softplus(x: Any) -> Any:
     """log(1 + exp(x)), stable for large |x| (jnp.logaddexp(x, 0)).
 
@@ -106,6 +108,7 @@ def softplus(x: Any) -> Any:
     return jnp.logaddexp(_inexact("softplus", x), 0)
 
 
+@compiled_when_eager
 def log_sigmoid(x: Any) -> Any:
     """log(sigmoid(x)) = -softplus(-x), finite for large |x|.
 
@@ -115,6 +118,7 @@ def log_sigmoid(x: Any) -> Any:
     return -softplus(-_inexact("log_sigmoid", x))
 
 
+@compiled_when_eager
 def soft_sign(x: Any) -> Any:
     """x / (|x| + 1).
 
@@ -125,6 +129,7 @@ def soft_sign(x: Any) -> Any:
     return x / (jnp.abs(x) + 1)
 
 
+@compiled_when_eager
 def silu(x: Any) -> Any:
     """x * sigmoid(x) (also called swish).
 
@@ -148,6 +153,7 @@ def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@compiled_when_eager
 def elu(x: Any, alpha: Any = 1.0) -> Any:
     """x where x > 0, else alpha * (exp(x) - 1); the unused branch never overflows.
 
@@ -159,6 +165,7 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
 
 
+@compiled_when_eager
 def celu(x: Any, alpha: Any = 1.0) -> Any:
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha).
 
@@ -169,6 +176,7 @@ def celu(x: Any, alpha: Any = 1.0) -> Any:
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
+@compiled_when_eager
 def selu(x: Any) -> Any:
     """scale * elu(x, alpha) with the self-normalising constants.
 
@@ -180,6 +188,7 @@ def selu(x: Any) -> Any:
     return scale * elu(_inexact("selu", x), alpha)
 
 
+@compiled_when_eager
 def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit: the tanh approximation, or x/2 * erfc(-x/sqrt 2) exactly.
 
@@ -207,6 +216,7 @@ def hard_tanh(x: Any) -> Any:
     return jnp.where(x > 1, 1.0, jnp.where(x < -1, -1.0, x))
 
 
+@compiled_when_eager
 def hard_sigmoid(x: Any) -> Any:
     """relu6(x + 3) / 6.
 
@@ -216,6 +226,7 @@ def hard_sigmoid(x: Any) -> Any:
     return relu6(_inexact("hard_sigmoid", x) + 3.0) / 6.0
 
 
+@compiled_when_eager
 def hard_silu(x: Any) -> Any:
     """x * hard_sigmoid(x) (also called hard_swish).
 
@@ -252,6 +263,7 @@ def _check_axis(api: str, x: Any, axis: Any) -> Any:
     return axes if axis is None else axis
 
 
+@compiled_when_eager
 def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     """x - logsumexp(x, axis), stable for large inputs (the max shift is a stop_gradient).
 
@@ -276,6 +288,7 @@ def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     return _masked(result, where, -np.inf)
 
 
+@compiled_when_eager
 def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     """exp(x) / sum(exp(x), axis), computed on x - max(x); jvp y * (dx - sum(y * dx)).
 
@@ -316,6 +329,7 @@ def _softmax_impl(x: Any, axis: Any, where: Any) -> Any:
     return soft(x, where)
 
 
+@compiled_when_eager
 def standardize(x: Any, axis: Any = -1, mean: Any = None, variance: Any = None,
                 epsilon: Any = 1e-5, where: Any = None) -> Any:
     """(x - mean) / sqrt(variance + epsilon), the moments over `axis` unless given.
@@ -411,6 +425,7 @@ def identity(x: Any) -> Any:
     return _array("identity", x)
 
 
+@compiled_when_eager
 def squareplus(x: Any, b: Any = 4) -> Any:
     """A smooth relu: (x + sqrt(x^2 + b)) / 2.
 
@@ -428,6 +443,7 @@ def squareplus(x: Any, b: Any = 4) -> Any:
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@compiled_when_eager
 def sparse_plus(x: Any) -> Any:
     """0 for x <= -1, x for x >= 1, and (x + 1)^2 / 4 between (a piecewise-smooth softplus).
 
@@ -444,6 +460,7 @@ def sparse_plus(x: Any) -> Any:
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@compiled_when_eager
 def sparse_sigmoid(x: Any) -> Any:
     """A piecewise-linear sigmoid: clip((x + 1) / 2, 0, 1), the derivative of sparse_plus.
 
@@ -460,6 +477,7 @@ def sparse_sigmoid(x: Any) -> Any:
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
 
 
+@compiled_when_eager
 def mish(x: Any) -> Any:
     """The mish activation: x * tanh(softplus(x)).
 
@@ -473,6 +491,7 @@ def mish(x: Any) -> Any:
     return x * jnp.tanh(softplus(x))
 
 
+@compiled_when_eager
 def glu(x: Any, axis: int = -1) -> Any:
     """Gated linear unit: the first half of x along `axis` times sigmoid of the second half.
 
@@ -497,6 +516,7 @@ def glu(x: Any, axis: int = -1) -> Any:
     return x1 * sigmoid(x2)
 
 
+@compiled_when_eager
 def logmeanexp(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
     """log(mean(exp(x))) over `axis`: logsumexp minus the log of the count of entries.
 
@@ -529,6 +549,7 @@ def _log1mexp(x: Any) -> Any:
 _log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
 
 
+@compiled_when_eager
 def log1mexp(x: Any) -> Any:
     """log(1 - exp(-x)) for x >= 0, stable near 0 and for large x (Maechler's switch at log 2).
 

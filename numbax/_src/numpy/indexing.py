@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dslice, dtypes
 from numbax._src.array import Array
 from numbax._src.core import get_aval
 from numbax._src.errors import NonConcreteBooleanIndexError, NumbaxTypeError, NumbaxValueError
@@ -226,7 +226,7 @@ def _basic(x: Any, entries: list[_Entry]) -> Any:
         for e in dyn:
             starts[e.axis] = _normalize_traced(e.value, shape[e.axis])
             sizes[e.axis] = 1
-        x = lax_indexing.dynamic_slice(x, starts, sizes)
+        x = lax_indexing.dynamic_slice(x, starts, sizes, allow_negative_indices=False)
     x = shape_ops.squeeze(x, [e.axis for e in entries if e.kind in ("int", "dyn")])
     if any(e.kind == "new" for e in entries):
         out_shape = []
@@ -297,6 +297,8 @@ def _getitem(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) -> Any:
     clamped as in JAX, or filled with fill_value when mode='fill'. Unlike numpy, no IndexError
     (except on a zero-size axis, as in JAX)."""
     x = asarray(x)
+    if dslice.has_slices(idx):  # jax.ds entries: dynamic slices first
+        x, idx = dslice.expand(x, idx)
     shape = get_aval(x).shape
     entries = _expand(shape, idx)
     fill = mode == "fill"

@@ -18,10 +18,12 @@ __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "ei
            "cross"]
 
 
-def _dot_general(lhs: Any, rhs: Any, contract: tuple, batch: tuple = ((), ())) -> Any:
+def _dot_general(lhs: Any, rhs: Any, contract: tuple, batch: tuple = ((), ()), *,
+                 precision: Any = None, preferred_element_type: Any = None) -> Any:
     from numbax._src.lax.dot import dot_general
 
-    return dot_general(lhs, rhs, (tuple(map(tuple, contract)), tuple(map(tuple, batch))))
+    return dot_general(lhs, rhs, (tuple(map(tuple, contract)), tuple(map(tuple, batch))),
+                       precision=precision, preferred_element_type=preferred_element_type)
 
 
 def _promote(api: str, *args: Any) -> list[Any]:
@@ -41,7 +43,8 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
             f"numbax.numpy.dot: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa[-1]}) must equal axis {b_ax} of b ({sb[b_ax]})."
         )
-    return _dot_general(a, b, ((len(sa) - 1,), (b_ax,)))
+    return _dot_general(a, b, ((len(sa) - 1,), (b_ax,)), precision=precision,
+                        preferred_element_type=preferred_element_type)
 
 
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -76,7 +79,8 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     a2 = ufuncs.broadcast_to_shape(a2, batch + sa2[-2:])
     b2 = ufuncs.broadcast_to_shape(b2, batch + sb2[-2:])
     nb = len(batch)
-    out = _dot_general(a2, b2, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+    out = _dot_general(a2, b2, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))),
+                       precision=precision, preferred_element_type=preferred_element_type)
     drop = []
     if len(sa) == 1:
         drop.append(nb)
@@ -91,7 +95,7 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
     b = shape_ops.reshape(b, (get_aval(b).size,))
     if get_aval(a).dtype.kind == "c":
         a = lax.conj(a)
-    return dot(a, b)
+    return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
@@ -113,7 +117,8 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
     if sa[-1] != sb[-1]:
         raise ShapeDtypeError(f"numbax.numpy.inner: a has shape {sa} and b has shape {sb}; "
                               "their last axes must have equal sizes.")
-    return _dot_general(a, b, ((len(sa) - 1,), (len(sb) - 1,)))
+    return _dot_general(a, b, ((len(sa) - 1,), (len(sb) - 1,)), precision=precision,
+                        preferred_element_type=preferred_element_type)
 
 
 def outer(a: Any, b: Any, out: None = None) -> Any:
@@ -154,7 +159,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
                 f"numbax.numpy.tensordot: a has shape {sa} and b has shape {sb}; contracted axis "
                 f"{i} of a ({sa[i]}) and axis {j} of b ({sb[j]}) differ in size."
             )
-    return _dot_general(a, b, (ca, cb))
+    return _dot_general(a, b, (ca, cb), precision=precision,
+                        preferred_element_type=preferred_element_type)
 
 
 def kron(a: Any, b: Any) -> Any:
@@ -281,7 +287,8 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         stands for broadcast dimensions. Without '->' the output is the labels used once,
         sorted (numpy's implicit mode).
       *operands: the arrays, promoted to their common dtype.
-      optimize, precision, preferred_element_type: accepted for JAX compatibility; ignored.
+      optimize: accepted for JAX compatibility; ignored.
+      precision, preferred_element_type: passed to each pairwise dot_general.
 
     Returns:
       The contraction. Operands are contracted left to right, each label summed as soon as
@@ -336,7 +343,8 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         x, lx = _sum_unneeded(x, lx, needed_later | ly_set)
         dn_contract = (tuple(ly.index(c) for c in contract), tuple(lx.index(c) for c in contract))
         dn_batch = (tuple(ly.index(c) for c in batch), tuple(lx.index(c) for c in batch))
-        out = _dot_general(y, x, dn_contract, dn_batch)
+        out = _dot_general(y, x, dn_contract, dn_batch, precision=precision,
+                           preferred_element_type=preferred_element_type)
         labels = "".join(batch) + "".join(c for c in ly if c not in shared) + "".join(
             c for c in lx if c not in shared)
         result = (out, labels)

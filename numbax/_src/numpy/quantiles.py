@@ -82,7 +82,9 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         raise NumbaxTypeError(f"numbax.numpy.{api}: a has dtype {aval.dtype}; quantiles of "
                               "complex values are not defined. Pass a real array.")
     axes = canonicalize_axes(axis, aval.ndim, api)
-    acc = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+    out_dtype = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+    # half precision works in float32 (numpy's and JAX's results; positions past 2048 exact)
+    acc = np.dtype(np.float32) if out_dtype.itemsize < 4 else out_dtype
     q = _check_q(api, q, acc)
     x = _to_last(lax.convert_element_type(a, acc), axes)
     n = get_aval(x).shape[-1]
@@ -102,6 +104,7 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         has_nan = shape_ops.broadcast_in_dim(has_nan, out_shape,
                                              tuple(range(q_nd, len(out_shape))))
         val = where(has_nan, lax.convert_element_type(np.nan, acc), val)
+    val = lax.convert_element_type(val, out_dtype)
     if keepdims:
         kept = tuple(1 if i in axes else d for i, d in enumerate(aval.shape))
         val = shape_ops.reshape(val, get_aval(q).shape + kept)

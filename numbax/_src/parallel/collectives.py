@@ -1,10 +1,14 @@
-"""Collectives across pmap workers: each writes its operand to its slot of a shared scratch
-region, waits at a barrier, reads every slot (in rank order, so all agree bit for bit), and
-waits again before the slots may be reused. Elementwise reductions (psum, pmax, pmin) of
-CHUNKED_REDUCE_BYTES and more instead reduce-scatter and all-gather: each rank reduces one
-n-th of the elements over every slot, writes it into slot 0, and every rank copies slot 0 back,
-so n ranks move about 2n operands' worth of memory instead of n² (a 64 MB psum over 16 workers
-read 16 GB). Installed as the impls of the lax primitives in worker processes only."""
+"""Collectives across the workers of one SPMD call (pmap, shard_map, sharded jit), installed
+as the impls of the lax collective primitives in worker processes only.
+
+The devices of a call form a mesh (pmap: one axis). A collective over some mesh axes runs in
+groups: the devices that agree on every other axis. Each device writes its operand to its own
+slot of a shared scratch block, waits at its group's barrier (run by the parent, pool.py),
+reads its group's slots in group order (so all members agree bit for bit) and waits again
+before the slots may be reused. Elementwise reductions (psum, pmax, pmin) of
+CHUNKED_REDUCE_BYTES and more instead reduce-scatter and all-gather: each member reduces one
+n-th of the elements over the group's slots into the first member's slot, which every member
+then copies, so n members move about 2n operands' worth of memory instead of n²."""
 from __future__ import annotations
 
 import threading
@@ -13,73 +17,119 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, dtypes
-from numbax._src.lax import parallel
+from numbax._src.lax import parallel, parallel_redistribute
 
-BARRIER_TIMEOUT_S = 300.0
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
 CHUNKED_REDUCE_BYTES = 1 << 20
 
 
+def _names(axis_name: Any) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
 class Comm:
-    """One call's view of the collective group: rank, size, barrier and scratch slots."""
+    """One call's view of the device mesh from one worker: its coordinates, the scratch slots
+    (one per device of the call, by rank) and the barrier (a round trip to the parent)."""
 
-    def __init__(self, rank: int, size: int, barrier: threading.Barrier, scratch: np.ndarray,
-                 axis_name: Any) -> None:
+    def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, workers: tuple,
+                 scratch: np.ndarray) -> None:
+        self.conn = conn
+        self.axis_names = tuple(axis_names)
+        self.axis_sizes = tuple(axis_sizes)
         self.rank = rank
-        self.size = size
-        self.barrier = barrier
-        self.scratch = scratch  # uint8[size, slot_bytes]
-        self.axis_name = axis_name
+        self.workers = workers  # worker index of each rank
+        self.scratch = scratch  # uint8[n_ranks, slot_bytes]
+        self.coords = [tuple(int(c) for c in np.unravel_index(r, self.axis_sizes))
+                       for r in range(len(workers))]
+        self._groups: dict[tuple, tuple[list[int], tuple]] = {}
 
-    def wait(self) -> None:
-        self.barrier.wait(BARRIER_TIMEOUT_S)
+    def group(self, api: str, axis_name: Any) -> list[int]:
+        """The ranks of this device's group over `axis_name`, in the order of that axis
+        (several names: row-major over them, as JAX orders them)."""
+        names = _names(axis_name)
+        found = self._groups.get(names)
+        if found is None:
+            unknown = [n for n in names if n not in self.axis_names]
+            if unknown:
+                raise NameError(f"lax.{api}: axis {unknown[0]!r} is not an axis of this call's "
+                                f"mesh {self.axis_names}.")
+            pos = [self.axis_names.index(n) for n in names]
+            mine = self.coords[self.rank]
+            members = [r for r, c in enumerate(self.coords)
+                       if all(c[k] == mine[k] for k in range(len(mine)) if k not in pos)]
+            sizes = [self.axis_sizes[k] for k in pos]
+            members.sort(key=lambda r: np.ravel_multi_index(
+                [self.coords[r][k] for k in pos], sizes) if pos else 0)
+            found = members, tuple(sorted(self.workers[r] for r in members))
+            self._groups[names] = found
+        return found[0]
 
-    def exchange(self, x: np.ndarray, reduce_fn) -> np.ndarray:
-        """reduce_fn(list of every rank's x) -> result, computed between the two barriers."""
-        x = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-        slot_bytes = self.scratch.shape[1]
-        if x.nbytes > slot_bytes:
-            raise RuntimeError(
-                f"pmap: a collective operand has {x.nbytes} bytes, more than the {slot_bytes} "
-                "bytes reserved for it; this is a numbax bug, please report it.")
-        raw = x.reshape(-1).view(np.uint8)
-        self.scratch[self.rank, :raw.size] = raw
-        self.wait()
-        try:
-            parts = [self.scratch[r, :raw.size].view(x.dtype).reshape(x.shape)
-                     for r in range(self.size)]
-            out = np.array(reduce_fn(parts), dtype=x.dtype)
-        finally:
-            self.wait()
-        return out
+    def position(self, api: str, axis_name: Any) -> int:
+        return self.group(api, axis_name).index(self.rank)
 
-    def reduce_elementwise(self, x: np.ndarray, reduce_fn) -> np.ndarray:
-        """reduce_fn(list of every rank's x) for an elementwise reduce_fn, bit for bit what
-        `exchange` gives (each element is reduced over the slots in rank order, by one rank)."""
-        x = np.asarray(x, order="C")
-        if x.nbytes < CHUNKED_REDUCE_BYTES or self.size == 1:
-            return self.exchange(x, reduce_fn)
+    def wait(self, axis_name: Any) -> None:
+        self.conn.send(("barrier", self._groups[_names(axis_name)][1]))
+        reply = self.conn.recv()
+        if reply[0] != "go":
+            raise threading.BrokenBarrierError("another device of this call failed")
+
+    def _slot(self, rank: int, nbytes: int) -> np.ndarray:
+        return self.scratch[rank, :nbytes]
+
+    def _put(self, x: np.ndarray) -> np.ndarray:
         raw = x.reshape(-1).view(np.uint8)
         if raw.size > self.scratch.shape[1]:
-            return self.exchange(x, reduce_fn)  # raises the oversized-operand error
-        self.scratch[self.rank, :raw.size] = raw
-        lo, hi = x.size * self.rank // self.size, x.size * (self.rank + 1) // self.size
-        self.wait()
-        # Every rank passes all four barriers, even when its reduction fails: a rank that
-        # stopped early would leave the others waiting until BARRIER_TIMEOUT_S.
+            raise RuntimeError(
+                f"a collective operand has {raw.size} bytes, more than the "
+                f"{self.scratch.shape[1]} bytes reserved for it; this is a numbax bug, please "
+                "report it.")
+        self._slot(self.rank, raw.size)[...] = raw
+        return raw
+
+    def exchange(self, api: str, axis_name: Any, x: np.ndarray, combine) -> np.ndarray:
+        """combine(list of every group member's x, in group order) -> the result, computed
+        between two barriers."""
+        members = self.group(api, axis_name)
+        x = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+        raw = self._put(x)
+        self.wait(axis_name)
+        try:
+            parts = [self._slot(r, raw.size).view(x.dtype).reshape(x.shape) for r in members]
+            out = np.array(combine(parts))
+        finally:
+            self.wait(axis_name)
+        return out
+
+    def reduce_elementwise(self, api: str, axis_name: Any, x: np.ndarray,
+                           reduce_fn) -> np.ndarray:
+        """reduce_fn(list of every member's x) for an elementwise reduce_fn, bit for bit what
+        `exchange` gives (each element is reduced over the slots in group order, by one
+        member)."""
+        members = self.group(api, axis_name)
+        x = np.asarray(x, order="C")
+        if x.nbytes < CHUNKED_REDUCE_BYTES or len(members) == 1:
+            return self.exchange(api, axis_name, x, lambda ps: np.asarray(reduce_fn(ps),
+                                                                         x.dtype))
+        raw = self._put(x)
+        me, n = members.index(self.rank), len(members)
+        lo, hi = x.size * me // n, x.size * (me + 1) // n
+        self.wait(axis_name)
+        # Every member passes all four barriers, even when its reduction fails: a member that
+        # stopped early would leave the others waiting.
         error = out = None
         try:
-            mine = np.asarray(reduce_fn([self.scratch[r, :raw.size].view(x.dtype)[lo:hi]
-                                         for r in range(self.size)]), dtype=x.dtype)
+            mine = np.asarray(reduce_fn([self._slot(r, raw.size).view(x.dtype)[lo:hi]
+                                         for r in members]), dtype=x.dtype)
         except Exception as e:  # noqa: BLE001 - raised below, after the barriers
             error = e
-        self.wait()  # every slot read: slot 0 may take the reduced chunks
+        self.wait(axis_name)  # every slot read: the first member's slot takes the chunks
+        first = self._slot(members[0], raw.size).view(x.dtype)
         if error is None:
-            self.scratch[0, :raw.size].view(x.dtype)[lo:hi] = mine
-        self.wait()
+            first[lo:hi] = mine
+        self.wait(axis_name)
         if error is None:
-            out = self.scratch[0, :raw.size].view(x.dtype).reshape(x.shape).copy()
-        self.wait()  # slot 0 read by all: the slots may be reused
+            out = first.reshape(x.shape).copy()
+        self.wait(axis_name)  # read by all: the slots may be reused
         if error is not None:
             raise error
         return out
@@ -91,21 +141,12 @@ _local = threading.local()
 def current() -> Comm:
     comm = getattr(_local, "comm", None)
     if comm is None:
-        raise NameError("pmap collective used outside a pmap worker call")
+        raise NameError("a collective was used outside an SPMD worker call")
     return comm
 
 
 def set_current(comm: Comm | None) -> None:
     _local.comm = comm
-
-
-def _check_axis(api: str, axis_name: Any) -> Comm:
-    comm = current()
-    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
-    if names != (comm.axis_name,):
-        raise NameError(f"lax.{api}: axis {axis_name!r} is not the pmap axis "
-                        f"{comm.axis_name!r} of this call.")
-    return comm
 
 
 def _sum(parts):
@@ -116,57 +157,87 @@ def _sum(parts):
 
 
 def _psum(x, *, axis_name):
-    return [_check_axis("psum", axis_name).reduce_elementwise(x, _sum)]
+    return [current().reduce_elementwise("psum", axis_name, x, _sum)]
+
+
+def _psum_many(*xs, axis_name):
+    """psums of several operands in one exchange per dtype (their elements concatenated)."""
+    comm = current()
+    outs: list = [None] * len(xs)
+    by_dtype: dict = {}
+    for i, x in enumerate(xs):
+        by_dtype.setdefault(np.asarray(x).dtype, []).append(i)
+    for dtype, idx in by_dtype.items():
+        flat = np.concatenate([np.asarray(xs[i], dtype).reshape(-1) for i in idx])
+        total = comm.reduce_elementwise("psum", axis_name, flat, _sum)
+        start = 0
+        for i in idx:
+            size = np.asarray(xs[i]).size
+            outs[i] = total[start:start + size].reshape(np.shape(xs[i]))
+            start += size
+    return outs
 
 
 def _pmax(x, *, axis_name):
-    return [_check_axis("pmax", axis_name).reduce_elementwise(
-        x, lambda ps: np.maximum.reduce(ps))]
+    return [current().reduce_elementwise("pmax", axis_name, x, np.maximum.reduce)]
 
 
 def _pmin(x, *, axis_name):
-    return [_check_axis("pmin", axis_name).reduce_elementwise(
-        x, lambda ps: np.minimum.reduce(ps))]
+    return [current().reduce_elementwise("pmin", axis_name, x, np.minimum.reduce)]
 
 
 def _all_gather(x, *, axis_name, axis, tiled, axis_size):
-    comm = _check_axis("all_gather", axis_name)
     join = np.concatenate if tiled else np.stack
-    gathered = []
-    comm.exchange(x, lambda ps: gathered.append(join(ps, axis)) or ps[0])
-    return [gathered[0]]
+    return [current().exchange("all_gather", axis_name, x, lambda ps: join(ps, axis))]
 
 
 def _ppermute(x, *, axis_name, perm):
-    comm = _check_axis("ppermute", axis_name)
+    comm = current()
     sources = {dst: src for src, dst in perm}
-    src = sources.get(comm.rank)
-    return [comm.exchange(x, lambda ps: ps[src] if src is not None else np.zeros_like(ps[0]))]
+    src = sources.get(comm.position("ppermute", axis_name))
+    return [comm.exchange("ppermute", axis_name, x,
+                          lambda ps: ps[src] if src is not None else np.zeros_like(ps[0]))]
 
 
 def _psum_scatter(x, *, axis_name, scatter_dimension, tiled, axis_size):
-    comm = _check_axis("psum_scatter", axis_name)
-    total = comm.reduce_elementwise(x, _sum)
+    comm = current()
+    total = comm.reduce_elementwise("psum_scatter", axis_name, x, _sum)
+    me = comm.position("psum_scatter", axis_name)
     if tiled:
-        chunk = total.shape[scatter_dimension] // comm.size
-        return [np.take(total, np.arange(comm.rank * chunk, (comm.rank + 1) * chunk),
-                        axis=scatter_dimension)]
-    return [np.take(total, comm.rank, axis=scatter_dimension)]
+        chunk = total.shape[scatter_dimension] // axis_size
+        return [np.take(total, np.arange(me * chunk, (me + 1) * chunk), axis=scatter_dimension)]
+    return [np.take(total, me, axis=scatter_dimension)]
+
+
+def _all_to_all(x, *, axis_index_groups, axis_name, axis_size, concat_axis, split_axis, tiled):
+    comm = current()
+    me = comm.position("all_to_all", axis_name)
+
+    def trade(parts):  # member j's piece `me`, for every j, in order
+        pieces = [np.split(p, axis_size, axis=split_axis)[me] for p in parts]
+        if tiled:
+            return np.concatenate(pieces, axis=concat_axis)
+        return np.stack([np.squeeze(p, split_axis) for p in pieces], axis=concat_axis)
+
+    return [comm.exchange("all_to_all", axis_name, x, trade)]
 
 
 def _axis_index(*, axis_name):
-    comm = _check_axis("axis_index", axis_name)
-    return [np.asarray(comm.rank, dtype=dtypes.default_int_dtype())]
+    comm = current()
+    return [np.asarray(comm.position("axis_index", axis_name),
+                       dtype=dtypes.default_int_dtype())]
 
 
 WORKER_IMPLS = {
     parallel.psum_p: _psum,
+    parallel.psum_many_p: _psum_many,
     parallel.pmax_p: _pmax,
     parallel.pmin_p: _pmin,
     parallel.all_gather_p: _all_gather,
     parallel.ppermute_p: _ppermute,
     parallel.psum_scatter_p: _psum_scatter,
     parallel.axis_index_p: _axis_index,
+    parallel_redistribute.all_to_all_p: _all_to_all,
 }
 
 
@@ -175,30 +246,59 @@ def install() -> None:
     core.impl_rules.update(WORKER_IMPLS)
 
 
+def _sub_jaxprs(eqn: core.JaxprEqn):
+    for value in eqn.params.values():
+        for sub in value if isinstance(value, tuple) else (value,):
+            if isinstance(sub, core.ClosedJaxpr):
+                sub = sub.jaxpr
+            if isinstance(sub, core.Jaxpr):
+                yield sub
+
+
 def collective_bytes(jaxpr: core.Jaxpr) -> int:
     """The largest collective operand in `jaxpr` (nested jaxprs included), in bytes."""
     best = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.invars:
-            aval = eqn.invars[0].aval
-            best = max(best, aval.size * aval.dtype.itemsize)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple) else (value,):
-                if isinstance(sub, core.ClosedJaxpr):
-                    sub = sub.jaxpr
-                if isinstance(sub, core.Jaxpr):
-                    best = max(best, collective_bytes(sub))
+            best = max(best, sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars))
+        for sub in _sub_jaxprs(eqn):
+            best = max(best, collective_bytes(sub))
     return best
 
 
-def has_collectives(jaxpr: core.Jaxpr) -> bool:
+def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:
+    """`jaxpr` with its independent psums over the same axes merged into psum_many equations
+    (a pmean of a gradient pytree: one exchange instead of one per leaf).
+
+    Each equation gets a level, the number of psums on its longest path from the inputs; the
+    equations are emitted level by level (a topological order: a psum's consumers are a level
+    above it), and a level's psums become one equation at the end of the level. Every device
+    runs the same rewritten program, so their collectives still match."""
+    level: dict = {}
+    levels: dict[int, list] = {}
     for eqn in jaxpr.eqns:
-        if eqn.primitive in WORKER_IMPLS:
-            return True
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple) else (value,):
-                if isinstance(sub, core.ClosedJaxpr):
-                    sub = sub.jaxpr
-                if isinstance(sub, core.Jaxpr) and has_collectives(sub):
-                    return True
-    return False
+        d = max([level.get(v, 0) for v in eqn.invars if isinstance(v, core.Var)], default=0)
+        levels.setdefault(d, []).append(eqn)
+        for v in eqn.outvars:
+            level[v] = d + (eqn.primitive is parallel.psum_p)
+    eqns: list = []
+    for d in sorted(levels):
+        groups: dict = {}
+        for eqn in levels[d]:
+            if eqn.primitive is parallel.psum_p:
+                groups.setdefault(eqn.params["axis_name"], []).append(eqn)
+            else:
+                eqns.append(eqn)
+        for axis_name, group in groups.items():
+            if len(group) == 1:
+                eqns.append(group[0])
+            else:
+                eqns.append(core.JaxprEqn(parallel.psum_many_p, [e.invars[0] for e in group],
+                                          [e.outvars[0] for e in group],
+                                          {"axis_name": axis_name}))
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def has_collectives(jaxpr: core.Jaxpr) -> bool:
+    return any(eqn.primitive in WORKER_IMPLS or any(has_collectives(s) for s in _sub_jaxprs(eqn))
+               for eqn in jaxpr.eqns)

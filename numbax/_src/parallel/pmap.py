@@ -1,40 +1,42 @@
-"""numbax.pmap: trace the per-device program once in the parent, run one shard per virtual CPU
-device in the worker pool, arguments and results moving through shared memory."""
+"""numbax.pmap, expressed on shard_map as in JAX >= 0.8: f maps over a one-axis mesh of the
+first `size` devices, each device running f on its slice of the mapped axis (the body squeezes
+it away and puts it back at out_axes), so pmap runs in the workers eagerly and inside jit, and
+composes with grad and vmap through shard_map's rules."""
 from __future__ import annotations
 
 import functools
-import itertools
-import pickle
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
-from numbax._src import api, core
+from numbax._src import api, core, typecheck
 from numbax._src import devices as devices_mod
 from numbax._src import tree_util as tu
-from numbax._src.array import Array
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
-from numbax._src.interpreters import batching
 from numbax._src.interpreters import partial_eval as pe
-from numbax._src.lax import parallel
-from numbax._src.parallel import collectives, pool, shm
+from numbax._src.lax import shape_ops
+from numbax._src.lax import shard_map as lsm
+from numbax._src.lax.shard_map import shard_map_p
+from numbax._src.sharding.mesh import Mesh
+from numbax._src.sharding.shardings import PartitionSpec
 
-_program_keys = itertools.count()
+INTERNAL_AXIS = "_internal_pmap_axis_name"  # JAX's mesh axis name when pmap has none
 
 
 class _Entry:
-    """What one signature needs: the pickled program, its output avals and tree."""
+    """What one signature needs: the per-device body over blocks (each mapped argument's block
+    keeps its mapped axis, of size 1), the specs of its inputs and outputs, and the output
+    tree."""
 
-    __slots__ = ("key", "payload", "out_avals", "out_tree", "slot_bytes")
+    __slots__ = ("jaxpr", "in_specs", "out_specs", "out_tree")
 
-    def __init__(self, key, payload, out_avals, out_tree, slot_bytes) -> None:
-        self.key = key
-        self.payload = payload
-        self.out_avals = out_avals
+    def __init__(self, jaxpr, in_specs, out_specs, out_tree) -> None:
+        self.jaxpr = jaxpr
+        self.in_specs = in_specs
+        self.out_specs = out_specs
         self.out_tree = out_tree
-        self.slot_bytes = slot_bytes
 
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
@@ -53,10 +55,10 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
       donate_argnums: accepted for JAX compatibility; buffers are never donated.
 
     Returns:
-      A function whose outputs are Arrays with the mapped axis at out_axes.
+      A function whose outputs are Arrays with the mapped axis at out_axes, laid out over the
+      devices (NamedSharding over a one-axis mesh, as JAX >= 0.8 gives them).
 
-    Unlike JAX: each device is a worker process started on the first call; inside another
-    transform (jit, grad, vmap tracing) pmap has vmap's semantics (same results, one process).
+    Unlike JAX: each device is a worker process started the first time a call uses it.
 
     >>> import numbax, numbax.numpy as jnp
     >>> numbax.pmap(lambda x: x * 2)(jnp.arange(1.0)).tolist()
@@ -87,25 +89,18 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
                    for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True))]
         size = _mapped_size(args_flat, in_dims, axis_size)
         devs = _pick_devices(devices, size)
-        if _under_transform(args_flat):
-            return api.vmap(f, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
-                            axis_size=size)(*dynamic)
+        name = INTERNAL_AXIS if axis_name is None else axis_name
+        mesh = Mesh(np.array(devs, dtype=object), (name,))
         in_avals = [core.get_aval(x) for x in args_flat]
         key = (in_tree, tuple(in_avals), tuple(in_dims), static, size,
-               tuple(d.id for d in devs), config.trace_context(), config.jax_disable_jit)
+               tuple(d.id for d in devs), config.trace_context())
         if key not in cache:
-            cache[key] = _trace(f, in_tree, in_avals, in_dims, size, axis_name)
+            cache[key] = _trace(f, in_tree, in_avals, in_dims, mesh, out_axes)
         entry = cache[key]
-        if entry is None:  # the program does not pickle: run it here, as vmap would
-            return api.vmap(f, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
-                            axis_size=size)(*dynamic)
-        outs = _execute(entry, args_flat, in_dims, size, devs, axis_name)
-        out_dims = api._flatten_axes("pmap", "out_axes", entry.out_tree, out_axes)
-        results = []
-        for x, aval, d in zip(outs, entry.out_avals, out_dims, strict=True):
-            value = x[0] if d is None else np.moveaxis(x, 0, d % x.ndim)
-            results.append(Array._from_numpy(value, aval.weak_type, devs[0]))
-        return tu.tree_unflatten(entry.out_tree, results)
+        outs = shard_map_p.bind(*args_flat, jaxpr=entry.jaxpr, mesh=mesh,
+                                in_specs=entry.in_specs, out_specs=entry.out_specs,
+                                check_vma=False, manual_axes=frozenset({name}), api="pmap")
+        return tu.tree_unflatten(entry.out_tree, outs)
 
     return pmap_f
 
@@ -158,93 +153,33 @@ def _pick_devices(devices: Sequence | None, size: int) -> list:
     return available[:size]
 
 
-def _under_transform(args_flat: list) -> bool:
-    return (any(isinstance(x, core.Tracer) for x in args_flat)
-            or core._state.dynamic_trace is not None or core.trace_stack_depth() > 1)
+def _spec(d: int | None, name: Hashable) -> PartitionSpec:
+    return PartitionSpec() if d is None else PartitionSpec(*([None] * d), name)
 
 
-# ----------------------------------------------------------------------------- tracing
-
-
-def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, size: int,
-           axis_name: Hashable) -> _Entry | None:
-    """Traces f at the per-shard avals with the axis bound; None when it cannot be pickled."""
-    shard_avals = [a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
+def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, mesh: Mesh,
+           out_axes: Any) -> _Entry:
+    """The per-device body: the mapped axis of each block squeezed away, f applied, and the
+    mapped axis put back at out_axes (unmapped outputs are device 0's)."""
+    (name,) = mesh.axis_names
+    block_avals = [a if d is None else a.update(shape=(*a.shape[:d], 1, *a.shape[d + 1:]))
                    for a, d in zip(in_avals, in_dims, strict=True)]
     store = {}
 
-    def flat_fun(*xs):
-        out_flat, store["tree"] = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
-        return out_flat
+    def body(*blocks):
+        xs = [b if d is None else shape_ops.squeeze(b, (d,))
+              for b, d in zip(blocks, in_dims, strict=True)]
+        out_flat, tree = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
+        dims = api._flatten_axes("pmap", "out_axes", tree, out_axes)
+        dims = [None if d is None else d % (core.get_aval(o).ndim + 1)
+                for o, d in zip(out_flat, dims, strict=True)]
+        store["tree"], store["dims"] = tree, dims
+        return [o if d is None else shape_ops.expand_dims(o, (d,))
+                for o, d in zip(out_flat, dims, strict=True)]
 
-    with core.new_main(parallel.SpmdAxisTrace, batching.AxisData(size, axis_name)):
-        jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, shard_avals)
-    core.check_jaxpr(jaxpr)
+    with lsm.bound_axes(mesh, frozenset({name})):
+        jaxpr, consts = pe.trace_to_jaxpr_dynamic(body, block_avals)
+    typecheck.check_jaxpr(jaxpr)
     closed = core.ClosedJaxpr(jaxpr, [np.asarray(core.to_numpy(c)) for c in consts])
-    spec = {"jaxpr": closed, "x64": bool(config.jax_enable_x64),
-            "use_jit": not config.jax_disable_jit}
-    try:
-        payload = pickle.dumps(spec)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None
-    slot_bytes = shm.aligned(collectives.collective_bytes(jaxpr))
-    return _Entry(next(_program_keys), payload, closed.out_avals, store["tree"], slot_bytes)
-
-
-# ----------------------------------------------------------------------------- execution
-
-
-def _execute(entry: _Entry, args_flat: list, in_dims: list, size: int, devs: list,
-             axis_name: Hashable) -> list[np.ndarray]:
-    """Runs the shards: inputs into the arena, one run message per worker, outputs out."""
-    p = pool.get_pool(int(config.num_cpu_devices))
-    workers = [d.id for d in devs]
-    if max(workers) >= p.n:
-        raise NumbaxValueError(f"pmap: devices include CpuDevice(id={max(workers)}), expected "
-                               f"ids below {p.n} (numbax.config.num_cpu_devices).")
-    inputs = [np.asarray(core.to_numpy(x)) for x in args_flat]
-    inputs = [x if d is None else np.moveaxis(x, d, 0) for x, d in zip(inputs, in_dims,
-                                                                         strict=True)]
-    out_shapes = [((size, *a.shape), a.dtype) for a in entry.out_avals]
-    sizes = ([x.nbytes for x in inputs] + [int(np.prod(s)) * np.dtype(t).itemsize
-                                           for s, t in out_shapes] + [size * entry.slot_bytes])
-    offsets, total = shm.layout(sizes)
-    with p.lock:
-        try:
-            p.ensure_prepared(workers, entry.key, entry.payload)
-            segment = p.arena.ensure(total)
-            in_specs = []
-            for x, d, off in zip(inputs, in_dims, offsets, strict=False):
-                np.copyto(shm.view(segment, off, x.shape, x.dtype), x)
-                in_specs.append((off, x.shape, x.dtype.str, d is not None))
-            n_in = len(inputs)
-            out_specs = [(off, s, np.dtype(t).str)
-                         for off, (s, t) in zip(offsets[n_in:], out_shapes, strict=False)]
-            scratch = (offsets[-1], entry.slot_bytes)
-            p.request({w: ("run", entry.key, segment.name, in_specs, out_specs, rank, size,
-                           scratch, axis_name) for rank, w in enumerate(workers)})
-            return [np.array(shm.view(segment, off, s, t)) for off, s, t in out_specs]
-        except pool.WorkerError as err:
-            raise _remote_error(err, devs) from None
-        except KeyboardInterrupt:
-            p.shutdown(graceful=False)
-            raise
-
-
-def _remote_error(err: pool.WorkerError, devs: list) -> BaseException:
-    worker, exc_bytes, text = err.args
-    exc = None
-    if exc_bytes is not None:
-        try:
-            exc = pickle.loads(exc_bytes)
-        except Exception:  # noqa: BLE001
-            exc = None
-    prefix = f"pmap: CpuDevice(id={worker}) raised"
-    if isinstance(exc, Exception):
-        try:
-            new = type(exc)(f"{prefix} {type(exc).__name__}: {exc}\n\nWorker traceback:\n{text}")
-            new.device_id = worker
-            return new
-        except Exception:  # noqa: BLE001
-            pass
-    return RuntimeError(f"{prefix}:\n{text}")
+    return _Entry(closed, tuple(_spec(d, name) for d in in_dims),
+                  tuple(_spec(d, name) for d in store["dims"]), store["tree"])

@@ -1,22 +1,30 @@
-"""The worker processes behind the virtual CPU devices: started lazily with `spawn`, reused,
-one per device, each with its share of the cores (NUMBA_NUM_THREADS set before numba loads).
-The parent never blocks without watching the workers' sentinels, so a dead worker is an error
-within moments, never a hang."""
+"""The worker processes behind the virtual CPU devices: one per device, started lazily and
+reused, each with its share of the cores (NUMBA_NUM_THREADS set before numba loads).
+
+Workers are launched as `python -m numbax._src.parallel.worker_main` with a socket to the
+parent, so they never import the user's __main__ (a script runs its top level once, with or
+without an `if __name__ == "__main__"` guard). The parent is the only place that waits on the
+workers, and it also runs their barriers: a worker entering a collective says so, and the parent
+answers "go" once every member of its group is there. So one loop sees every worker at every
+moment: a worker that dies is an error at once, one that raises breaks the barriers of the
+others, members of a group that disagree on their collectives are an error, and a worker that
+stops responding (SIGSTOP, a deadlock in user code) is an error after `worker_timeout` seconds.
+After any of these the pool is stopped and reaped before the error is raised, so the next call
+starts on fresh workers."""
 from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
-import multiprocessing.connection
+import multiprocessing.connection as mpc
 import os
-import pickle
-import signal
+import socket
+import subprocess
+import sys
 import threading
-import traceback
-from collections.abc import Iterator
+import time
 from typing import Any
 
-from numbax._src.parallel import shm
+from numbax._src.config import config
 
 POLL_S = 0.5
 
@@ -25,122 +33,230 @@ class WorkerError(Exception):
     """A worker raised: carries the device id, the exception and its remote traceback."""
 
 
-@contextlib.contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class _Worker:
+    """One worker process and the parent's end of its socket."""
+
+    def __init__(self, index: int, threads: int) -> None:
+        parent_end, child_end = socket.socketpair()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        env = dict(os.environ)
+        env["NUMBA_NUM_THREADS"] = str(threads)
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "numbax._src.parallel.worker_main",
+                 str(child_end.fileno())],
+                pass_fds=(child_end.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                start_new_session=True)  # Ctrl-C in a terminal reaches the parent only
+        finally:
+            child_end.close()
+        self.index = index
+        self.conn = mpc.Connection(parent_end.detach())
+        self.conn.send({"index": index, "sys_path": list(sys.path)})
+        self.forgotten = 0  # how much of the heap's `unlinked` list this worker was told
+
+    def send(self, msg: Any) -> None:
+        with contextlib.suppress(OSError):  # a dead worker: the reply loop reports it
+            self.conn.send(msg)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
 
 
 class Pool:
-    """N worker processes, their pipes, one barrier per group size, and the shared arena."""
+    """Up to N worker processes (each started the first time a call uses its device), their
+    sockets, and what each has prepared."""
 
     def __init__(self, n: int) -> None:
-        ctx = multiprocessing.get_context("spawn")
         self.n = n
-        self.barriers = [ctx.Barrier(k) for k in range(1, n + 1)]
-        self.arena = shm.Arena()
         self.prepared: list[set] = [set() for _ in range(n)]
         self.lock = threading.RLock()
         self.closed = False
-        threads = str(max(1, (os.cpu_count() or 1) // n))
-        self.conns, self.procs = [], []
-        with _environ(NUMBA_NUM_THREADS=threads):
-            for i in range(n):
-                parent_end, child_end = ctx.Pipe()
-                proc = ctx.Process(target=_worker_main, args=(i, child_end, self.barriers),
-                                   name=f"numbax-cpu-device-{i}", daemon=True)
-                proc.start()
-                child_end.close()
-                self.conns.append(parent_end)
-                self.procs.append(proc)
+        self._threads = max(1, (os.cpu_count() or 1) // n)
+        self._workers: list[_Worker | None] = [None] * n
+
+    @property
+    def workers(self) -> list[_Worker]:
+        """The workers started so far."""
+        return [w for w in self._workers if w is not None]
+
+    def worker(self, i: int) -> _Worker:
+        """Worker i, started now if it was not yet."""
+        if self._workers[i] is None:
+            self._workers[i] = _Worker(i, self._threads)
+        return self._workers[i]
 
     # ------------------------------------------------------------------ messaging
 
-    def request(self, messages: dict[int, tuple]) -> dict[int, Any]:
-        """Sends one message to each named worker and waits for all replies, watching for
-        deaths. Raises WorkerError for the first worker that raised (after all replied).
-        Ctrl-C while waiting stops the workers (their half-done replies would be stale)."""
+    def request(self, messages: dict[int, tuple], api: str = "pmap") -> dict[int, Any]:
+        """Sends one message to each named worker and waits for all replies, running their
+        barriers. Raises WorkerError for the first worker that raised (once all replied),
+        RuntimeError when a worker dies or the group's collectives disagree, TimeoutError when
+        no worker makes progress for config.worker_timeout seconds. Ctrl-C while waiting stops
+        the workers (their half-done replies would be stale)."""
         try:
-            return self._request(messages)
+            for i in messages:
+                self.worker(i)
+            return _Exchange(self, messages, api).run()
         except KeyboardInterrupt:
             self.shutdown(graceful=False)
             raise
 
-    def _request(self, messages: dict[int, tuple]) -> dict[int, Any]:
-        for i, msg in messages.items():
-            with contextlib.suppress(OSError):  # a dead worker: reported just below
-                self.conns[i].send(msg)
-        pending = set(messages)
-        replies: dict[int, Any] = {}
-        while pending:
-            waitables = [self.conns[i] for i in pending] + [self.procs[i].sentinel
-                                                            for i in range(self.n)]
-            ready = multiprocessing.connection.wait(waitables, timeout=POLL_S)
-            for i in list(pending):
-                if self.conns[i] in ready:
-                    try:
-                        replies[i] = self.conns[i].recv()
-                    except EOFError:
-                        continue  # the sentinel check below reports it
-                    pending.discard(i)
-            for i, proc in enumerate(self.procs):
-                if not proc.is_alive():
-                    code = proc.exitcode
-                    self.shutdown(graceful=False)
-                    raise RuntimeError(
-                        f"pmap: the worker process of CpuDevice(id={i}) died (exit code {code})."
-                        " The pool was shut down; the next pmap call starts a fresh one.")
-        errors = [(i, r) for i, r in sorted(replies.items()) if r[0] == "error"]
-        if errors:
-            for barrier in self.barriers:
-                barrier.reset()
-            primary = [e for e in errors if not e[1][3]] or errors
-            i, (_, exc_bytes, text, _) = primary[0]
-            raise WorkerError(i, exc_bytes, text)
-        return {i: r[1] for i, r in replies.items()}
-
-    def ensure_prepared(self, workers: list[int], key: int, payload: bytes) -> None:
+    def ensure_prepared(self, workers: list[int], key: Any, payload: bytes,
+                        api: str = "pmap") -> None:
         """Sends a program to the workers that lack it: the first one alone first, so it fills
         the compile cache that the others then load from."""
         missing = [i for i in workers if key not in self.prepared[i]]
         for group in (missing[:1], missing[1:]):
             if group:
-                self.request({i: ("prepare", key, payload) for i in group})
+                self.request({i: ("prepare", key, payload) for i in group}, api)
                 for i in group:
                     self.prepared[i].add(key)
+
+    def forget_message(self, i: int, unlinked: list[str]) -> list[str]:
+        """The segment names worker i has not yet been told were unlinked."""
+        worker = self.worker(i)
+        names = unlinked[worker.forgotten:]
+        worker.forgotten = len(unlinked)
+        return names
 
     # ------------------------------------------------------------------ shutdown
 
     def shutdown(self, graceful: bool = True) -> None:
+        """Stops every worker and reaps it before returning (no process of this pool outlives
+        the call, so a new pool never races an old worker's exit)."""
         if self.closed:
             return
         self.closed = True
         if graceful:
-            for conn, proc in zip(self.conns, self.procs, strict=True):
-                if proc.is_alive():
-                    with contextlib.suppress(OSError, ValueError):
-                        conn.send(("stop",))
-            for proc in self.procs:
-                proc.join(timeout=2.0)
-        for proc in self.procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in self.procs:
-            proc.join(timeout=2.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=2.0)
-        for conn in self.conns:
-            conn.close()
-        self.arena.close()
+            for w in self.workers:
+                w.send(("stop",))
+            deadline = time.monotonic() + 2.0
+            for w in self.workers:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.kill()
+        for w in self.workers:
+            w.proc.wait()
+            w.conn.close()
+
+
+class _Exchange:
+    """One request: its pending replies, the barriers its workers wait at, and its clock."""
+
+    def __init__(self, pool: Pool, messages: dict[int, tuple], api: str) -> None:
+        self.pool = pool
+        self.messages = messages
+        self.api = api
+        self.pending = set(messages)
+        self.replies: dict[int, Any] = {}
+        self.waiting: dict[tuple, set[int]] = {}  # barrier group -> members waiting there
+        self.aborted = False
+        timeout = float(config.worker_timeout)
+        self.timeout = timeout if timeout > 0 else None
+
+    def run(self) -> dict[int, Any]:
+        workers = self.pool._workers
+        for i, msg in self.messages.items():
+            workers[i].send(msg)
+        last_progress = time.monotonic()
+        while self.pending:
+            wait_s = POLL_S
+            if self.timeout is not None:
+                wait_s = max(0.0, min(POLL_S, last_progress + self.timeout - time.monotonic()))
+            ready = mpc.wait([workers[i].conn for i in self.pending], timeout=wait_s)
+            for conn in ready:
+                i = next(i for i in self.pending if workers[i].conn is conn)
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    self._died(i)
+                self._handle(i, msg)
+                last_progress = time.monotonic()
+            self._check_alive()
+            if self.timeout is not None and not ready and \
+                    time.monotonic() - last_progress >= self.timeout:
+                self._hung()
+        errors = [(i, r) for i, r in sorted(self.replies.items()) if r[0] == "error"]
+        if errors:
+            primary = [e for e in errors if not e[1][3]] or errors
+            i, (_, exc_bytes, text, _) = primary[0]
+            raise WorkerError(i, exc_bytes, text)
+        return {i: r[1] for i, r in self.replies.items()}
+
+    def _handle(self, i: int, msg: tuple) -> None:
+        if msg[0] == "barrier":
+            group = msg[1]
+            if self.aborted:
+                self.pool._workers[i].send(("abort",))
+                return
+            here = self.waiting.setdefault(group, set())
+            here.add(i)
+            if len(here) == len(group):
+                del self.waiting[group]
+                for j in group:
+                    self.pool._workers[j].send(("go",))
+            else:
+                self._check_group(group)
+            return
+        self.pending.discard(i)
+        self.replies[i] = msg
+        if msg[0] == "error" and not self.aborted:
+            self._abort()
+        for group in list(self.waiting):
+            self._check_group(group)
+
+    def _abort(self) -> None:
+        """Releases every worker waiting at a barrier with a BrokenBarrierError."""
+        self.aborted = True
+        for group in list(self.waiting):
+            for j in self.waiting.pop(group):
+                self.pool._workers[j].send(("abort",))
+
+    def _check_group(self, group: tuple) -> None:
+        """A member that finished while others wait for it in a collective never enters it:
+        the program's collectives differ between devices (a collective under a
+        device-dependent branch). That is a deadlock; say so now."""
+        finished = [j for j in group if j in self.replies]
+        if finished and not self.aborted:
+            waiting = sorted(self.waiting.get(group, ()))
+            self._fail(RuntimeError(
+                f"{self.api}: CpuDevice(id={waiting[0]}) waits in a collective that "
+                f"CpuDevice(id={finished[0]}) finished without entering: the devices ran "
+                "different collectives. Every device must run the same collectives in the same "
+                "order (no collective under a branch that depends on axis_index). The workers "
+                "were stopped; the next call starts fresh ones."))
+
+    def _check_alive(self) -> None:
+        for w in self.pool.workers:
+            if w.proc.poll() is not None:
+                self._died(w.index)
+
+    def _died(self, i: int) -> None:
+        proc = self.pool._workers[i].proc
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+        self._fail(RuntimeError(
+            f"{self.api}: the worker process of CpuDevice(id={i}) died (exit code "
+            f"{proc.returncode}). The pool was shut down; the next call starts a fresh one."))
+
+    def _hung(self) -> None:
+        at_barrier = set().union(*self.waiting.values()) if self.waiting else set()
+        silent = sorted(self.pending - at_barrier) or sorted(self.pending)
+        names = ", ".join(f"CpuDevice(id={i})" for i in silent)
+        self._fail(TimeoutError(
+            f"{self.api}: {names} did not respond within {self.timeout:g} s (stopped, or stuck "
+            "in a long computation or a deadlock); the worker processes were stopped and the "
+            "next call starts fresh ones. Raise numbax.config.worker_timeout "
+            "(NUMBAX_WORKER_TIMEOUT; 0 waits forever) for longer computations."))
+
+    def _fail(self, error: BaseException) -> None:
+        self.pool.shutdown(graceful=False)
+        raise error
 
 
 _POOL: Pool | None = None
@@ -168,32 +284,3 @@ def shutdown_pool() -> None:
 
 
 atexit.register(shutdown_pool)
-
-
-# ----------------------------------------------------------------------------- the worker
-
-
-def _worker_main(index: int, conn, barriers) -> None:
-    """A worker's loop: prepare programs, run shards, stop; errors go back to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    from numbax._src.parallel import worker
-
-    state = worker.WorkerState(index, barriers)
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            break
-        if msg[0] == "stop":
-            break
-        try:
-            conn.send(("ok", state.handle(msg)))
-        except BaseException as err:  # noqa: BLE001 - every failure goes back to the caller
-            state.abort()
-            try:
-                exc_bytes = pickle.dumps(err)
-            except Exception:  # noqa: BLE001
-                exc_bytes = None
-            broken = isinstance(err, threading.BrokenBarrierError)
-            conn.send(("error", exc_bytes, traceback.format_exc(), broken))
-    state.close()

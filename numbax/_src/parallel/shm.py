@@ -1,20 +1,35 @@
-"""Shared-memory buffers: one growable arena per pool, laid out per call, mapped by workers."""
+"""Shared memory for the virtual devices: the parent's heap of POSIX segments (sharded arrays,
+pmap's arguments and results, collective scratch) and the workers' mappings of them.
+
+Segments are checked against the room /dev/shm has and reserved page by page when created, so
+a full /dev/shm is a MemoryError naming the sizes, never a SIGBUS on first touch. Each block the
+parent hands out is its own mmap of the segment, so numpy views of it (however deep) keep the
+block alive, and the block returns to the heap only when the last view is gone. Workers map
+segments by name without registering them with a resource tracker; the parent alone unlinks
+(and its resource tracker does, should the parent be killed)."""
 from __future__ import annotations
 
+import atexit
+import errno
+import mmap
+import os
+import secrets
+import threading
+import weakref
 from collections.abc import Sequence
-from multiprocessing import shared_memory
 
 import numpy as np
 
-ALIGN = 64
+PAGE = mmap.ALLOCATIONGRANULARITY
+SHM_DIR = "/dev/shm"
 
 
-def aligned(nbytes: int) -> int:
-    return (int(nbytes) + ALIGN - 1) // ALIGN * ALIGN
+def aligned(nbytes: int, to: int = 64) -> int:
+    return (int(nbytes) + to - 1) // to * to
 
 
 def layout(sizes: Sequence[int]) -> tuple[list[int], int]:
-    """Offsets of consecutive aligned buffers of the given byte sizes, and the total."""
+    """Offsets of consecutive 64-byte aligned buffers of the given byte sizes, and the total."""
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
@@ -22,59 +37,299 @@ def layout(sizes: Sequence[int]) -> tuple[list[int], int]:
     return offsets, total
 
 
-def view(shm: shared_memory.SharedMemory, offset: int, shape: tuple, dtype) -> np.ndarray:
+def view(buf, offset: int, shape: tuple, dtype) -> np.ndarray:
+    """A numpy view of `buf` (a Mapping or any buffer) at `offset`."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
-    return np.frombuffer(shm.buf, dtype=dtype, count=count, offset=offset).reshape(shape)
+    raw = buf.buf if isinstance(buf, Mapping) else buf
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset).reshape(shape)
 
 
-class Arena:
-    """The parent's segment: grown (recreated) when a call needs more; unlinked on close."""
+# ----------------------------------------------------------------------------- room checks
 
-    def __init__(self) -> None:
-        self.shm: shared_memory.SharedMemory | None = None
 
-    def ensure(self, nbytes: int) -> shared_memory.SharedMemory:
-        if self.shm is None or self.shm.size < nbytes:
+def _mib(nbytes: int) -> str:
+    """A size in the largest binary unit that keeps it >= 1 (MiB at least)."""
+    for unit, power in (("TiB", 40), ("GiB", 30)):
+        if nbytes >= 2**power:
+            return f"{nbytes / 2**power:.1f} {unit}"
+    return f"{nbytes / 2**20:.1f} MiB"
+
+
+def shm_room() -> tuple[int, int] | None:
+    """(free, total) bytes of /dev/shm, or None where it cannot be measured."""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+
+
+def too_large(api: str, nbytes: int, what: str, held: int = 0) -> MemoryError:
+    room = shm_room()
+    where = (f"{SHM_DIR} has {_mib(room[0])} free (of {_mib(room[1])})" if room else
+             "the system refused to reserve it")
+    if held:
+        where += f" and numbax holds {_mib(held)} of it unused"
+    return MemoryError(
+        f"{api}: {what} need {_mib(nbytes)} ({nbytes} bytes) of shared memory, but {where}. "
+        "Pass less data per call (split the batch, or shard fewer arrays at once), or give "
+        f"{SHM_DIR} more room (docker run --shm-size=4g, or mount -o remount,size=4G "
+        f"{SHM_DIR}).")
+
+
+def check_room(api: str, nbytes: int, what: str, held: int = 0) -> None:
+    """Raises MemoryError before anything is allocated when `nbytes` cannot fit in what
+    /dev/shm has free plus the `held` bytes numbax already reserved and can reuse."""
+    room = shm_room()
+    if room is not None and nbytes > room[0] + held:
+        raise too_large(api, nbytes, what, held)
+
+
+# ----------------------------------------------------------------------------- segments
+
+
+def _shm_open(name: str, flags: int) -> int:
+    import _posixshmem  # POSIX only, as multiprocessing.shared_memory
+
+    return _posixshmem.shm_open("/" + name, flags, mode=0o600)
+
+
+def _unlink(name: str) -> None:
+    import _posixshmem
+    from multiprocessing import resource_tracker
+
+    try:
+        _posixshmem.shm_unlink("/" + name)
+    except FileNotFoundError:
+        pass
+    resource_tracker.unregister("/" + name, "shared_memory")
+
+
+class Segment:
+    """One POSIX shared-memory object the parent created; `fd` stays open for block mmaps."""
+
+    def __init__(self, api: str, size: int, what: str) -> None:
+        from multiprocessing import resource_tracker
+
+        check_room(api, size, what)
+        self.name = f"psm_numbax_{os.getpid()}_{secrets.token_hex(6)}"
+        self.size = size
+        self.fd = _shm_open(self.name, os.O_CREAT | os.O_EXCL | os.O_RDWR)
+        resource_tracker.register("/" + self.name, "shared_memory")  # unlinked if we die
+        try:
+            os.ftruncate(self.fd, size)
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(self.fd, 0, size)
+        except OSError as err:
             self.close()
-            self.shm = shared_memory.SharedMemory(create=True, size=max(aligned(nbytes), 1 << 16))
-        return self.shm
+            if err.errno in (errno.ENOSPC, errno.EFBIG, errno.ENOMEM):
+                raise too_large(api, size, what) from None
+            raise
+        self.free = [(0, size)]  # (offset, size), sorted by offset
+        self.live = 0
+
+    def take(self, nbytes: int) -> int | None:
+        for k, (off, size) in enumerate(self.free):
+            if size >= nbytes:
+                if size == nbytes:
+                    del self.free[k]
+                else:
+                    self.free[k] = (off + nbytes, size - nbytes)
+                self.live += 1
+                return off
+        return None
+
+    def give(self, offset: int, nbytes: int) -> None:
+        self.live -= 1
+        merged: list[tuple[int, int]] = []
+        for off, size in sorted([*self.free, (offset, nbytes)]):
+            if merged and merged[-1][0] + merged[-1][1] == off:
+                merged[-1] = (merged[-1][0], merged[-1][1] + size)
+            else:
+                merged.append((off, size))
+        self.free = merged
 
     def close(self) -> None:
-        shm, self.shm = self.shm, None
-        if shm is not None:
-            shm.close()
-            shm.unlink()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            _unlink(self.name)
+
+
+class Block:
+    """`nbytes` at `offset` of a heap segment (offsets are page-aligned)."""
+
+    __slots__ = ("segment", "offset", "nbytes")
+
+    def __init__(self, segment: str, offset: int, nbytes: int) -> None:
+        self.segment = segment
+        self.offset = offset
+        self.nbytes = nbytes
+
+
+class Heap:
+    """The parent's shared memory: page-aligned blocks carved first-fit out of segments of at
+    least SEGMENT_BYTES, each new one at least half the bytes in use (so a call that needs
+    many blocks gets few segments). Empty segments are kept while the empty ones total at
+    most KEEP_BYTES or the bytes in use, so a loop of calls reuses them (creating and
+    reserving a segment costs milliseconds); beyond that an empty segment is unlinked and its
+    name queued in `unlinked` for the workers to unmap."""
+
+    SEGMENT_BYTES = 8 << 20
+    KEEP_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self.segments: dict[str, Segment] = {}
+        self.unlinked: list[str] = []
+        self._lock = threading.Lock()
+        self._pending: list[Block] = []  # freed by finalizers, returned under the lock
+        self._homes: dict[int, Block] = {}  # address of each block handed out as an array
+
+    def alloc(self, api: str, nbytes: int, what: str) -> Block:
+        nbytes = aligned(max(int(nbytes), 1), PAGE)
+        with self._lock:
+            self._drain()
+            for name, seg in self.segments.items():
+                off = seg.take(nbytes)
+                if off is not None:
+                    return Block(name, off, nbytes)
+            used = sum(seg.size - sum(size for _, size in seg.free)
+                       for seg in self.segments.values())
+            seg = Segment(api, max(nbytes, self.SEGMENT_BYTES, aligned(used // 2, PAGE)), what)
+            self.segments[seg.name] = seg
+            return Block(seg.name, seg.take(nbytes), nbytes)
+
+    def release(self, block: Block) -> None:
+        """Returns a block that was never handed out as an array."""
+        with self._lock:
+            self._pending.append(block)
+            self._drain()
+
+    def free_bytes(self) -> int:
+        with self._lock:
+            self._drain()
+            return sum(size for seg in self.segments.values() for _, size in seg.free)
+
+    def array(self, block: Block, shape: tuple, dtype) -> np.ndarray:
+        """A writeable numpy array over `block`. The block is its own mmap, the base of every
+        view taken of the array, so it returns to the heap when the last such view is gone."""
+        seg = self.segments[block.segment]
+        buf = mmap.mmap(seg.fd, block.nbytes, offset=block.offset)
+        out = view(buf, 0, shape, dtype)
+        address = out.__array_interface__["data"][0]
+        self._homes[address] = block
+        weakref.finalize(buf, self._freed, address, block)
+        return out
+
+    def _freed(self, address: int, block: Block) -> None:
+        self._homes.pop(address, None)
+        self._pending.append(block)
+
+    def home(self, value: np.ndarray) -> Block | None:
+        """Where `value` lives in the heap (a C-contiguous array inside a block handed out by
+        `array`), as a Block of its own bytes; None when it lives elsewhere."""
+        if not value.flags.c_contiguous or value.nbytes == 0:
+            return None
+        start = value.__array_interface__["data"][0]
+        for address, block in list(self._homes.items()):
+            if address <= start and start + value.nbytes <= address + block.nbytes:
+                return Block(block.segment, block.offset + start - address, value.nbytes)
+        return None
+
+    def _drain(self) -> None:
+        while self._pending:
+            block = self._pending.pop()
+            seg = self.segments.get(block.segment)
+            if seg is None:
+                continue
+            seg.give(block.offset, block.nbytes)
+            if seg.live == 0 and len(self.segments) > 1 and self._surplus():
+                del self.segments[block.segment]
+                seg.close()
+                self.unlinked.append(seg.name)
+
+    def _surplus(self) -> bool:
+        """Whether the empty segments exceed what is worth keeping for reuse."""
+        empty = sum(seg.size for seg in self.segments.values() if seg.live == 0)
+        used = sum(seg.size - sum(size for _, size in seg.free)
+                   for seg in self.segments.values())
+        return empty > max(self.KEEP_BYTES, used)
+
+    def close(self) -> None:
+        with self._lock:
+            for seg in self.segments.values():
+                seg.close()
+            self.segments.clear()
+
+
+_HEAP: Heap | None = None
+_HEAP_LOCK = threading.Lock()
+
+
+def heap() -> Heap:
+    """The process's shared-memory heap (created on first use, unlinked at exit)."""
+    global _HEAP
+    with _HEAP_LOCK:
+        if _HEAP is None:
+            _HEAP = Heap()
+            atexit.register(_HEAP.close)
+        return _HEAP
+
+
+def alloc_array(api: str, shape: tuple, dtype, what: str) -> tuple[Block, np.ndarray]:
+    """A block of the heap holding an array of `shape` and `dtype`, and the parent's view."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    block = heap().alloc(api, nbytes, what)
+    return block, heap().array(block, tuple(shape), dtype)
+
+
+# ----------------------------------------------------------------------------- workers
+
+
+class Mapping:
+    """A worker's read-write mapping of one of the parent's segments, opened by name."""
+
+    def __init__(self, name: str) -> None:
+        fd = _shm_open(name, os.O_RDWR)
+        try:
+            self._mmap = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        self.buf = memoryview(self._mmap)
+
+    def close(self) -> None:
+        self.buf.release()  # raises BufferError while a numpy view is alive
+        self._mmap.close()
 
 
 class Attachments:
-    """A worker's mapping of the parent's arena, by name; the parent alone unlinks segments."""
+    """A worker's mappings of the parent's segments, by name."""
 
     def __init__(self) -> None:
-        self.shm: shared_memory.SharedMemory | None = None
-        self._stale: list[shared_memory.SharedMemory] = []
+        self.maps: dict[str, Mapping] = {}
+        self._stale: list[Mapping] = []
 
-    def get(self, name: str) -> shared_memory.SharedMemory:
-        if self.shm is None or self.shm.name != name.lstrip("/"):
-            if self.shm is not None:
-                self._stale.append(self.shm)
-            # Spawned workers share the parent's resource tracker, so attaching registers the
-            # name a second time (a set: no change); the parent's unlink unregisters it.
-            self.shm = shared_memory.SharedMemory(name=name)
-        self._close_stale()
-        return self.shm
+    def get(self, name: str) -> Mapping:
+        found = self.maps.get(name)
+        if found is None:
+            found = self.maps[name] = Mapping(name)
+        return found
 
-    def _close_stale(self) -> None:
+    def forget(self, names: Sequence[str]) -> None:
+        """Unmaps segments the parent unlinked (each once no view of it is alive)."""
+        for name in names:
+            found = self.maps.pop(name, None)
+            if found is not None:
+                self._stale.append(found)
         keep = []
-        for shm in self._stale:
+        for m in self._stale:
             try:
-                shm.close()
-            except BufferError:  # a view is still alive; try again next time
-                keep.append(shm)
+                m.close()
+            except BufferError:
+                keep.append(m)
         self._stale = keep
 
     def close(self) -> None:
-        if self.shm is not None:
-            self._stale.append(self.shm)
-            self.shm = None
-        self._close_stale()
+        self.forget(list(self.maps))

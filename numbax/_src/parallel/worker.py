@@ -1,7 +1,10 @@
-"""A pmap worker's side: the per-device programs it holds and how it runs one shard."""
+"""A worker's side of the virtual devices: the per-device programs it holds, and how it runs
+its block of one SPMD call (inputs and outputs are slices of global arrays in shared memory)."""
 from __future__ import annotations
 
 import pickle
+import threading
+import traceback
 from typing import Any
 
 import numpy as np
@@ -13,9 +16,9 @@ from numbax._src.parallel import collectives, shm
 
 
 class Program:
-    """A per-device jaxpr, compiled (collectives run their eager implementations from the
-    driver: this worker's shared-memory exchanges), or evaluated eagerly primitive by
-    primitive when the parent asks for that."""
+    """A per-device jaxpr, compiled (collectives run their implementations from the driver:
+    this worker's shared-memory exchanges), or evaluated primitive by primitive when the
+    parent runs with jit disabled."""
 
     def __init__(self, payload: bytes) -> None:
         spec = pickle.loads(payload)
@@ -23,11 +26,8 @@ class Program:
         self.x64: bool = spec["x64"]
         self.executable = None
         if spec["use_jit"]:
-            self.executable = self._compile()
-
-    def _compile(self):
-        with config.override("jax_enable_x64", self.x64):
-            return compiler.compile(self.closed, "cpu", name="pmap")
+            with config.override("jax_enable_x64", self.x64):
+                self.executable = compiler.compile(self.closed, "cpu", name=spec["name"])
 
     def run(self, args: list[np.ndarray]) -> list[Any]:
         with config.override("jax_enable_x64", self.x64):
@@ -36,14 +36,19 @@ class Program:
             return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
+def _block(view: np.ndarray, index: tuple | None) -> np.ndarray:
+    if index is None:
+        return view
+    return view[(*(i if isinstance(i, int) else slice(*i) for i in index), ...)]
+
+
 class WorkerState:
-    def __init__(self, index: int, barriers) -> None:
+    def __init__(self, index: int, conn) -> None:
         collectives.install()
         self.index = index
-        self.barriers = barriers
-        self.programs: dict[int, Program] = {}
+        self.conn = conn
+        self.programs: dict[Any, Program] = {}
         self.attachments = shm.Attachments()
-        self.comm: collectives.Comm | None = None
 
     def handle(self, msg: tuple) -> Any:
         if msg[0] == "prepare":
@@ -51,36 +56,55 @@ class WorkerState:
             self.programs[key] = Program(payload)
             return None
         if msg[0] == "run":
-            return self._run(*msg[1:])
-        raise ValueError(f"pmap worker: unknown message {msg[0]!r}")
+            return self._run(msg[1], msg[2])
+        raise ValueError(f"numbax worker: unknown message {msg[0]!r}")
 
-    def _run(self, key, arena_name, in_specs, out_specs, rank, size, scratch, axis_name):
-        segment = self.attachments.get(arena_name)
-        args = []
-        for offset, shape, dtype, mapped in in_specs:
-            v = shm.view(segment, offset, shape, dtype)
-            args.append(v[rank, ...] if mapped else v)
-        scratch_offset, slot_bytes = scratch
-        slots = shm.view(segment, scratch_offset, (size, slot_bytes), np.uint8)
-        self.comm = collectives.Comm(rank, size, self.barriers[size - 1], slots, axis_name)
-        collectives.set_current(self.comm)
+    def _view(self, spec: tuple) -> np.ndarray:
+        segment, offset, shape, dtype = spec[:4]
+        return shm.view(self.attachments.get(segment), offset, tuple(shape), dtype)
+
+    def _run(self, key: Any, call: dict) -> None:
+        self.attachments.forget(call["forget"])
+        args = [_block(self._view(spec), spec[4]) for spec in call["inputs"]]
+        names, sizes, rank, workers, scratch = call["comm"]
+        slots = self._view((*scratch[:2], (len(workers), scratch[2]), np.uint8))
+        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots))
         try:
             outs = self.programs[key].run(args)
-            for (offset, shape, dtype), out in zip(out_specs, outs, strict=True):
-                dst = shm.view(segment, offset, shape, dtype)[rank, ...]
-                np.copyto(dst, np.asarray(out), casting="unsafe")
-        except BaseException:
-            self.comm.barrier.abort()  # the other workers stop waiting for this one at once
-            raise
+            for spec, out in zip(call["outputs"], outs, strict=True):
+                if spec[5]:  # this device writes its block (one replica of each block does)
+                    np.copyto(_block(self._view(spec), spec[4]), np.asarray(out),
+                              casting="unsafe")
         finally:
             collectives.set_current(None)
-            self.comm = None
+            del args, slots
         return None
-
-    def abort(self) -> None:
-        """Breaks the barrier of a failed call so the other workers stop waiting at once."""
-        if self.comm is not None:
-            self.comm.barrier.abort()
 
     def close(self) -> None:
         self.attachments.close()
+
+
+def serve(index: int, conn) -> None:
+    """A worker's loop: prepare programs, run blocks, stop; errors go back to the parent."""
+    state = WorkerState(index, conn)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if msg[0] == "stop":
+            break
+        try:
+            reply = ("ok", state.handle(msg))
+        except BaseException as err:  # noqa: BLE001 - every failure goes back to the caller
+            try:
+                exc_bytes = pickle.dumps(err)
+            except Exception:  # noqa: BLE001
+                exc_bytes = None
+            broken = isinstance(err, threading.BrokenBarrierError)
+            reply = ("error", exc_bytes, traceback.format_exc(), broken)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            break
+    state.close()

@@ -179,3 +179,26 @@ def test_scalars_between_array_equations_are_hoisted():
     assert _kernels(text) == 2  # the scalar nest, then one loop
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, s)), np.exp(x) * np.sin(s) * 2 + x,
                                rtol=1e-14)
+
+
+def test_uncast_float32_forms_are_float32_in_numba():
+    """loops.KEEPS_FLOAT32 forms render without a cast: Numba must type each as float32."""
+    from numba import njit
+
+    from numbax._src import core
+    from numbax._src.compiler import registry
+    from numbax._src.compiler.cpu import loops
+    from numbax._src.compiler.cpu.runtime import fastmath as fm
+
+    f32 = core.ShapedArray((), np.dtype(np.float32))
+    for prim in loops.KEEPS_FLOAT32:
+        arity = 1 if prim.name in ("neg", "square", "exp", "log", "log1p", "expm1", "tanh",
+                                   "logistic") else 2
+        eqn = core.JaxprEqn(prim, [core.Var(f32) for _ in range(arity)], [core.Var(f32)], {})
+        assert loops._keeps_dtype(eqn)
+        expr = registry.lowering(prim, "cpu").scalar(["x", "y"][:arity], eqn)
+        scope = {"np": np, "fm": fm}
+        exec(f"def form(x, y):\n    return {expr}\n", scope)  # noqa: S102
+        fn = njit(scope["form"])
+        fn(np.float32(0.5), np.float32(0.25))
+        assert str(fn.nopython_signatures[0].return_type) == "float32", (prim.name, expr)

@@ -3,6 +3,8 @@ edges, k blocks and thread splits it has code paths for, and the rule that route
 matrix products to it."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -77,6 +79,48 @@ def test_auto_rule():
     for core in ("SkylakeX", "SapphireRapids", ""):  # "": a BLAS that cannot be asked
         assert library.own_gemm_rule(True, core, small)
         assert not library.own_gemm_rule(True, core, big)
+
+
+def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
+    """An AVX-512 host with an AVX-512 OpenBLAS: products past AVX512_BLAS_EVEN_MACS go to
+    BLAS, except right after a parallel region, when Numba's workers still spin."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
+    monkeypatch.setitem(threads._state, "parallel", -1e9)
+    big = library.AVX512_BLAS_EVEN_MACS
+    with numbax.config.override("cpu_matmul", "auto"):
+        assert not library.own_gemm(big)
+        monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region ended
+        assert threads.pool_spinning() and library.own_gemm(big)
+        monkeypatch.setitem(threads._state, "parallel",
+                            threads._state["parallel"] - 2 * threads.SPIN_WINDOW_S)
+        assert not threads.pool_spinning() and not library.own_gemm(big)
+    monkeypatch.setattr(library, "_host_gemm", [(False, "SkylakeX")])  # no AVX-512: BLAS
+    monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+    with numbax.config.override("cpu_matmul", "auto"):
+        assert threads.pool_spinning() and not library.own_gemm(big)
+
+
+def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
+    """A product with a side under OWN_GEMM_MIN_DIM goes to BLAS, except while Numba's
+    workers may spin (AVX-512 host): then numbax's kernel; BLAS then gets one thread."""
+    from numbax._src.compiler.cpu.runtime import blas, threads
+
+    x = np.ones((2048, 512), np.float32)
+    w = np.ones((512, 10), np.float32)
+    macs = 2048 * 512 * 10
+    monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
+    with numbax.config.override("cpu_matmul", "auto"), \
+            numbax.config.override("cpu_threads", 0):
+        monkeypatch.setitem(threads._state, "parallel", -1e9)
+        monkeypatch.setattr(threads, "busy", lambda: False)
+        assert not library.runs_on_own_gemm(x, w, macs)
+        assert blas.blas_threads(1 << 40) == 0  # BLAS keeps its own count
+        monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+        assert library.runs_on_own_gemm(x, w, macs)
+        assert blas.blas_threads(1 << 40) == 1
+        np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
 
 
 @pytest.mark.parametrize("choice", ["numbax", "blas"])

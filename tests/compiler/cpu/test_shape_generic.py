@@ -52,7 +52,7 @@ def test_new_batch_sizes_compile_nothing():
     assert len(sources) == 1  # one set of kernel modules serves every batch size
 
 
-@pytest.mark.parametrize("shapes", [[(7,), (1000,), (4099,)], [(3, 5), (40, 2), (1, 9)]],
+@pytest.mark.parametrize("shapes", [[(70,), (1000,), (4099,)], [(3, 5), (40, 2), (1, 9)]],
                          ids=["1d", "2d"])
 def test_reductions_and_iota_reuse_their_kernels(shapes):
     def f(x):
@@ -75,6 +75,24 @@ def test_reductions_and_iota_reuse_their_kernels(shapes):
         texts.append(jf.lower(x).as_text())
     kernels = [modules(t)[:-1] for t in texts]
     assert all(k == kernels[0] for k in kernels)  # the same module sources at every shape
+
+
+def test_row_width_class_compiles_one_more_variant_once():
+    """A max over rows narrower than LANES_MIN_WIDTH runs the one-lane `_narrow` twin; the
+    first wide row compiles the lanes variant of the same module, once."""
+    jf = numbax.jit(lambda x: jnp.max(x * 2.0, axis=-1))
+    texts, counts = [], []
+    for shape in [(5, 10), (9, 33), (5, 200), (7, 1000)]:
+        x = RNG.normal(size=shape)
+        out, compiles = _numba_compiles(jf, x)
+        counts.append(compiles)
+        np.testing.assert_array_equal(out, np.max(x * 2.0, axis=-1))
+        texts.append(jf.lower(x).as_text())
+    assert counts[1] == 0 and counts[3] == 0  # same class as the shape before it
+    assert counts[2] <= 1  # the lanes variant (0 when an earlier test compiled it)
+    assert "kernel_serial_narrow as k0_loop" in texts[0]
+    assert "kernel_serial as k0_loop" in texts[2]
+    assert len({tuple(modules(t)[:-1]) for t in texts}) == 1  # one module for every width
 
 
 def test_prange_variant_is_chosen_by_size_from_one_module():

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 import pytest
 
@@ -98,3 +99,58 @@ def test_driver_runs_the_variant_the_runtime_picks(fixed, monkeypatch):
 def test_tiny_kernels_have_no_runtime_branch():
     driver = modules(numbax.jit(lambda v: v * 2.0).lower(np.ones(10)).as_text())[-1]
     assert "threads_for" not in driver and "k0_par" not in driver
+
+
+def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch, tmp_path):
+    """The serial twin runs until PARALLEL_TIER_NS of estimated work (the prange variant's
+    compile would cost more than it saves to a kernel called a few times); then the prange
+    variant compiles, runs, and is saved: a later process finds it on disk and uses it."""
+    from numbax._src.compiler import cache
+    from numbax._src.compiler.cpu.runtime import threads as th
+
+    monkeypatch.setattr(th, "free_cores", lambda: 2)
+    monkeypatch.setattr(th, "pool_size", lambda: 2)
+    f = numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
+    x = np.linspace(-2, 2, 1 << 17)  # ~0.4 ms of estimated work per call
+    with numbax.config.override("cache_dir", str(tmp_path)):  # nothing compiled before
+        f(x)
+        namespace = f.lower(x).compile()._entry.exe.driver.__globals__
+        par, serial = namespace["k0_par"], namespace["k0_loop"]
+        assert not cache.has_saved_code(par)
+        calls = 1
+        while not par.overloads:
+            assert calls < 200
+            np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+            calls += 1
+        work = par._numbax_serial_ns / calls
+        assert (calls - 1) * work < th.PARALLEL_TIER_NS <= calls * work
+        assert serial.overloads  # the calls before ran the serial twin
+        assert cache.has_saved_code(par)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs a pool of two threads")
+def test_parallel_kernels_restore_the_callers_thread_count():
+    """Fused kernels, products, convolutions and windowed reductions set Numba's (thread-local)
+    count for their own run only: user code calling Numba later keeps its setting."""
+    from numbax import lax
+
+    x = np.random.default_rng(0).standard_normal((4, 34, 34, 16))
+    w = np.random.default_rng(1).standard_normal((3, 3, 16, 16))
+    a = np.random.default_rng(2).standard_normal((256, 256))
+    programs = [
+        (numbax.jit(lambda v: jnp.tanh(v) * 2.0), (np.linspace(-1, 1, 1 << 18),)),
+        (numbax.jit(lambda p, q: p @ q), (a, a)),
+        (numbax.jit(lambda v, k: lax.conv_general_dilated(
+            v, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))), (x, w)),
+        (numbax.jit(lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 2, 2, 1),
+                                                (1, 2, 2, 1), "VALID")), (x,)),
+    ]
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with numbax.config.override("cpu_threads", 2):
+            for f, args in programs:
+                f(*args)
+                assert numba.get_num_threads() == 1, f
+    finally:
+        numba.set_num_threads(before)

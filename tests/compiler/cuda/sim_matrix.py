@@ -70,9 +70,10 @@ def run_row(name: str, i: int, mode: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    sim_support.full_precision_products()
     names = set(argv)
     for name, i in ROWS:
-        if names and name not in names:
+        if (names and name not in names) or not CASES[name][i].gpu:
             continue
         modes = ["jit", "vmap"] if CASES[name][i].vmap else ["jit"]
         for mode in modes:

@@ -42,3 +42,12 @@ def prepare() -> None:
     runs; nothing on a real GPU."""
     if cuda_runtime.simulator_enabled():
         lock_simulated_shared_arrays()
+
+
+def full_precision_products() -> None:
+    """For the check and matrix processes only (never on import: pytest imports the check
+    modules): products at full float32 precision. On a card cuBLAS's default for float32 is
+    TF32, as JAX's; only sim_checks_cublas checks that path, with its own tolerance."""
+    import numbax
+
+    numbax.config.update("jax_default_matmul_precision", "highest")

@@ -13,13 +13,15 @@ from typing import NamedTuple
 
 class Case(NamedTuple):
     """One row: `fn(*args)` jitted vs eager, vmapped vs a loop, and its gradients (argnums
-    in `grad`, float64 inputs) vs finite differences in `modes`."""
+    in `grad`, float64 inputs) vs finite differences in `modes`; `gpu` False for programs bound
+    to the CPU devices (a mesh of virtual CPU devices), which the GPU matrix leaves out."""
 
     fn: Callable
     args: tuple
     grad: tuple = ()
     vmap: bool = True
     modes: tuple = ("fwd", "rev")
+    gpu: bool = True
 
 
 def collect() -> dict[str, list[Case]]:

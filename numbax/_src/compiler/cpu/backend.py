@@ -22,8 +22,22 @@ from numbax._src.core import ClosedJaxpr, Jaxpr, Var
 from numbax._src.lax import convert as lconv
 
 
+def _load_numba_registries() -> None:
+    """Loads Numba's CPU typing and lowering registries now, while numbax is imported. Numba
+    loads them (importing ~100 of its modules) at its first compile or cache load in a
+    process: 0.16 s of CPU on the 2-core VM that would land in the first jitted call, warm
+    disk cache or not (docs/performance.md, "Compile time")."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
+    cpu_target.typing_context.refresh()
+
+
 class CpuBackend(Backend):
     name = "cpu"
+
+    def __init__(self) -> None:
+        _load_numba_registries()
 
     def config_key(self) -> tuple:
         return loops.CODEGEN_CONFIG
@@ -33,6 +47,11 @@ class CpuBackend(Backend):
 
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
         return float16.widen(jaxpr)
+
+    def op_cost(self, eqn: core.JaxprEqn) -> float:
+        low = registry.lowering(eqn.primitive, "cpu")
+        heavy = low is not None and low.heavy
+        return loops.NS_PER_HEAVY_OP / loops.NS_PER_LIGHT_OP if heavy else 1.0
 
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:
@@ -51,7 +70,7 @@ class CpuBackend(Backend):
                 steps.append(self._call_step(node, program, sources))
         plan = driver.donation_plan(jaxpr, nodes, program.donated)
         src, hosts = driver.render_driver(jaxpr, steps, plan)
-        module = cache.load_module(src, self.name, self.config_key())
+        module = cache.load_plain(src)
         sources.append(src)
         consts = [np.asarray(core.to_numpy(c), order="C") for c in program.consts]
         run = module.driver  # parallel kernels set their own thread counts (runtime/threads)

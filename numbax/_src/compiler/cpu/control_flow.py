@@ -91,6 +91,8 @@ class Function:
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
             return
+        if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
+            raise Unsupported(eqn.primitive.name)
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
         if scalar and low is not None and low.fusion is Fusion.BROADCAST:

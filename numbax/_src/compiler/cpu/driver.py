@@ -57,7 +57,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             kernel = step.kernel
             imports.append(f"from {step.module} import {kernel.function} as {kname}")
             if kernel.parallel:
-                imports.append(f"from {step.module} import kernel as k{j}_par")
+                imports.append(f"from {step.module} import {kernel.parallel_function} "
+                               f"as k{j}_par")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -84,8 +85,9 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
-                          "    if n > 1:", "        th.use(n)",
-                          f"        k{j}_par({', '.join(par_args)})",
+                          f"    if n > 1 and th.parallel_ready(k{j}_par, {kernel.work_ns:.0f}):",
+                          "        before = th.use(n)",
+                          f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
                           "    else:", f"        {kname}({', '.join(args)})"])
             continue
         eqn = node.eqn
@@ -124,9 +126,12 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
     pool_defs += "".join(f"{c}\n" for c in consts)
-    src = (head + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
+    src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")

@@ -14,6 +14,8 @@ from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, jaxpr_comment, render_scalar, version_line
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.interpreters.ad import add_any_p
+from numbax._src.lax import elementwise as lx
 
 PRANGE_MIN = 2**19  # compiled control flow's loops run serially below this (control_flow.py)
 # Full reductions run in prange chunks with 2 or more Numba threads and this many elements;
@@ -26,6 +28,8 @@ PAR_REDUCE_MIN_HEAVY = 2**15  # kernels calling fastmath exp/log/tanh/...
 PAR_REDUCE_THREADS: int | None = None
 PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
+LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
+LANES_BODY_MAX = 64  # lanes x equations in a pass body at most (longer bodies, fewer lanes)
 # Kernel outputs of this many bytes reuse the driver's previous buffer once the caller has
 # dropped it (kernels.take): fresh pages of a large np.empty are faulted and zeroed.
 POOL_MIN_BYTES = 2**23
@@ -36,7 +40,8 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("fastmath", "reduce_ops accumulators, fm Horner contract"), ("row_groups", 1),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
-                  ("lanes", LANES), ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
+                  ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
+                  ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 
 
 def lowering(eqn: JaxprEqn) -> registry.Lowering:
@@ -204,8 +209,7 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         else:
             low = lowering(eqn)
             expr = low.scalar([read(x) for x in eqn.invars], eqn)
-            if low.cast and not (out.aval.dtype == np.float64 and all(
-                    x.aval.dtype == np.float64 for x in eqn.invars)):
+            if low.cast and not _keeps_dtype(eqn):
                 expr = cast(out.aval.dtype, expr)
         t = k.temp()
         value[out] = t
@@ -216,6 +220,22 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         if stash and out in stash:
             lines.append(f"{pad}{stash[out]}[{full}] = {t}  # kept for the last pass")
     return value
+
+
+# Primitives whose CPU scalar form of float32 operands is float32 in Numba (infix arithmetic,
+# the fm.* fast math): no cast, which costs Numba ~1 ms of typing per line (float64 results
+# need none either way). tests/compiler/cpu/test_codegen_cpu.py types each form.
+KEEPS_FLOAT32 = frozenset({lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.div_p, lx.neg_p,
+                           lx.square_p, lx.exp_p, lx.log_p, lx.log1p_p, lx.expm1_p, lx.tanh_p,
+                           lx.logistic_p})
+
+
+def _keeps_dtype(eqn: JaxprEqn) -> bool:
+    """Whether the equation's scalar form already has its output dtype (no cast needed)."""
+    dtype = eqn.outvars[0].aval.dtype
+    if dtype not in (np.float32, np.float64) or any(x.aval.dtype != dtype for x in eqn.invars):
+        return False
+    return dtype == np.float64 or eqn.primitive in KEEPS_FLOAT32
 
 
 def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:

@@ -40,7 +40,8 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
 
     Trailing axes that every access indexes in full are flattened into one loop (the driver
     passes reshaped views); passes holding max/min (or integer/bool) accumulators are unrolled
-    into LANES independent accumulators (LLVM does not vectorise those selects); a full
+    into LANES independent accumulators (LLVM does not vectorise those selects), with `_narrow`
+    twins of one lane that rows narrower than LANES_MIN_WIDTH run (half the compile); a full
     reduction over one flat loop has a variant that runs in chunks under prange (partials
     combined serially), which the driver calls with 2 or more Numba threads and at least
     PAR_REDUCE_MIN elements. Like loops.render_loop, the source holds no size: `kernel` is
@@ -58,12 +59,21 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     chunked = kept == 0 and len(bounds) == 1  # a full reduction over one loop
     mode = "rows" if kept > 0 and loops.parallel_form(nest)[0] else "chunks" if chunked else None
     variants = [("kernel", mode), ("kernel_serial", None)] if mode else [("kernel", None)]
-    bodies = [_rows_body(k, m, kept, bounds) for _, m in variants]
+    # the innermost loop's length: the flattened trailing axes, or the last axis
+    width = int(np.prod(nest.shape[kept:], dtype=np.int64)) if len(bounds) == kept + 1 \
+        else nest.shape[-1]
+    lanes = any(not _plain([e for e in eqns if is_reduction(e)])
+                for kind, eqns in nest.passes or [("row", nest.eqns)] if kind == "row")
+    if lanes:  # and the same without lanes, for rows they never fill (compiled when called)
+        variants += [(f"{name}_narrow", m) for name, m in variants]
+    bodies = [_rows_body(k, m, kept, bounds, name.endswith("_narrow")) for name, m in variants]
     functions = [f"{decorator(m is not None)}\ndef {name}({k.params()}"
                  f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
                  for (name, m), body in zip(variants, bodies, strict=True)]
     consts = "\n".join(k.consts)
     first, rest = k.header.split("\n", 1)
+    if lanes:
+        first = first.replace("kernel_serial", "kernel_serial, each also _narrow")
     notes = _ROW_FASTMATH
     if mode == "chunks":
         notes += "\n# kernel: the full reduction in chunks under prange, partials combined"
@@ -73,15 +83,18 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     else:
         parallel = mode == "chunks" and _parallel_reduction(nest)
     size = int(np.prod(nest.shape, dtype=np.int64))
+    tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
     return ir.Kernel(src, parallel=parallel, views=views, args=k.args(nest),
-                     function="kernel_serial" if mode else "kernel", work_ns=loops.work_ns(nest),
+                     function=("kernel_serial" if mode else "kernel") + tail,
+                     parallel_function="kernel" + tail, work_ns=loops.work_ns(nest),
                      chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None)
 
 
-def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str]) -> str:
+def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
+               narrow: bool) -> str:
     """The body of one variant of a row-group kernel; `mode` "rows" runs the rows under
     prange, "chunks" a full reduction's one loop in chunks under prange (nchunk of them, an
-    argument), None everything serially."""
+    argument), None everything serially; `narrow`: one accumulator lane per reduction."""
     nest = k.nest
     passes = nest.passes or [("row", list(nest.eqns))]
     idx = [f"i{d}" for d in range(len(bounds))]
@@ -116,7 +129,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str]) ->
             reload = [f"sv{j} = {o}[{index(idx)}]" for j, o in enumerate(stash.values())]
             seed = {**seed, **{v: f"sv{j}" for j, v in enumerate(stash)}}
         again = recompute(eqns, row_defs, seed)
-        lanes = _lanes(reductions, len(again) + len(eqns))
+        lanes = 1 if narrow else _lanes(reductions, len(again) + len(eqns))
         ppad = pad
         if chunks:
             for e in reductions:
@@ -274,14 +287,20 @@ def _parallel_reduction(nest: ir.LoopNest) -> bool:
         loops.PAR_REDUCE_MIN_HEAVY if heavy else loops.PAR_REDUCE_MIN)
 
 
+def _plain(reductions: list[JaxprEqn]) -> bool:
+    """Whether a pass's accumulators vectorise as they are: sums/products of floats (rd.add)."""
+    return all(monoid(e).reassociates and e.invars[0].aval.dtype.kind in "fc"
+               for e in reductions)
+
+
 def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:
-    """Independent accumulators for a pass: sums/products of floats vectorise through rd.add
-    (1 lane); max/min selects and integer/bool accumulators do not, so they get LANES."""
-    plain = all(monoid(e).reassociates and e.invars[0].aval.dtype.kind in "fc"
-                for e in reductions)
-    if plain or not reductions:
+    """Independent accumulators for a pass: plain ones need 1 lane; max/min selects and
+    integer/bool accumulators do not vectorise, so they get LANES (8 for a longer body, fewer
+    still past 8 equations: each lane is one more copy of the body in the source)."""
+    if _plain(reductions):
         return 1
-    return loops.LANES if n_eqns <= 3 else max(loops.LANES // 2, 1)
+    lanes = loops.LANES if n_eqns <= 3 else max(loops.LANES // 2, 1)
+    return max(1, min(lanes, loops.LANES_BODY_MAX // n_eqns))
 
 
 def _combine(e: JaxprEqn, acc: str, other: str) -> str:

@@ -19,6 +19,7 @@ from numbax._src.compiler.cuda import loops, rows
 from numbax._src.compiler.cuda.config import Config, prod, strides
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
+from numbax._src.compiler.cuda.runtime import cublas
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.compiler.registry import EAGER
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -71,6 +72,7 @@ class CudaDriver:
         self.launchers: dict[tuple[str, str], str] = {}  # (kernel, config) -> module-level name
         self.consts: dict[str, str] = {}  # literal source -> module-level device buffer
         self.hosts: list = []  # host callables the driver takes first (h0, h1, ...)
+        self.gemms: list[str] = []  # module-level cuBLAS plans (cublas.Gemm)
         self.lines: list[str] = []
         self.sources: list[str] = []
         self.n = 0
@@ -307,9 +309,30 @@ class CudaDriver:
             group_st.append(st)
         out = self.alloc(eqn.outvars[0])
         dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
+        compute = self._cublas_compute(eqn, nb * m * n * kdim)
+        if compute is not None:  # the vendor library (tensor cores)
+            xst, yst = group_st
+            gemm = cublas.Gemm(nb, m, n, kdim, tuple(xst), tuple(yst), x.aval.dtype.name,
+                               eqn.outvars[0].aval.dtype.name, compute)
+            name = f"G{len(self.gemms)}"  # the call's constant plan, built once at import
+            self.gemms.append(f"{name} = cb.{gemm!r}")
+            self.lines.append(f"    cb.gemm({bufs[0]}, {bufs[1]}, {out}, {name})")
+            return
         kernel = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *group_st), self.cfg)
         knames = self._kernel_names(kernel, f"k{j}_mm")
         self.launches(kernel, knames, bufs, [out], self.scratch(kernel))
+
+    @staticmethod
+    def _cublas_compute(eqn: JaxprEqn, macs: int) -> int | None:
+        """cuBLAS's compute type for the product, or None to keep numbax's kernel (no CuPy,
+        the simulator, empty products, integer or mixed-dtype operands)."""
+        x, y = eqn.invars
+        out = eqn.outvars[0].aval.dtype
+        if macs == 0 or not cublas.available() or x.aval.dtype != y.aval.dtype:
+            return None
+        if out != x.aval.dtype and not (x.aval.dtype.itemsize == 2 and out == np.float32):
+            return None  # preferred_element_type: only half inputs to float32 outputs
+        return cublas.compute_type(x.aval.dtype, eqn.params["precision"])
 
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer
@@ -328,8 +351,9 @@ class CudaDriver:
         return (head + "\n"
                 + "from numbax._src.compiler.cuda.runtime import memory as rt  # noqa: F401\n"
                 + "from numbax._src.compiler.cuda.runtime.launch import launcher  # noqa: F401\n"
+                + "from numbax._src.compiler.cuda.runtime import cublas as cb  # noqa: F401\n"
                 + "\n".join(self.imports) + "\n\n"
-                + "".join(line + "\n" for line in launchers) + "\n\n"
+                + "".join(line + "\n" for line in [*launchers, *self.gemms]) + "\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)
                 + ("\n" if self.lines else "")
                 + f"    return ({''.join(r + ', ' for r in rets)})\n")

@@ -6,7 +6,11 @@ from __future__ import annotations
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.lax import parallel as lp
 from numbax._src.lax import parallel_redistribute as lpr
+from numbax._src.lax import shard_map, sharding_ops
 
-for _prim in (lp.psum_p, lp.pmax_p, lp.pmin_p, lp.all_gather_p, lp.ppermute_p,
-              lp.psum_scatter_p, lp.axis_index_p, lpr.all_to_all_p):
+# sharding_constraint is the identity once a program is compiled (layouts are bookkeeping);
+# shard_map's implementation runs its body on the SPMD engine's workers.
+for _prim in (lp.psum_p, lp.psum_many_p, lp.pmax_p, lp.pmin_p, lp.all_gather_p,
+              lp.ppermute_p, lp.psum_scatter_p, lp.axis_index_p, lpr.all_to_all_p,
+              sharding_ops.sharding_constraint_p, shard_map.shard_map_p):
     register(_prim, backend="cpu", library=EAGER)

@@ -7,8 +7,8 @@ about half of what the host can do. jax.jit's own kernels use AVX-512 there; the
 GEMM-bound, so numbax lost it on BLAS alone. `lowering.own_gemm` decides which products
 come here (`lowering.own_gemm_rule`; `config.cpu_matmul` overrides it).
 
-The kernel (`_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C in ``MR * 2`` vector
-registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
+The kernel (`register_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C in ``MR * 2``
+vector registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
 loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k and issues
 ``2 * MR`` FMAs. LLVM's auto-vectoriser does not find this (it left a 6x32 tile written in
 Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
@@ -52,7 +52,7 @@ def _vector_ptr(builder, ptr, index, vty):
 
 
 @intrinsic
-def _tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate):
+def register_tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate):
     """c[i*ldc + j] (+)= sum over k < kc of a[i*rsa + k*csa] * b[k*ldb + j], for i < MR and
     j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else store).
     One call site per caller: each inlined copy is a fully unrolled tile, and LLVM's time to
@@ -204,7 +204,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
                     aa, a_off, ra, ca = (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR \
                         else (apad, 0, 1, MR)
                     cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (tile, 0, nr_full)
-                    _tile(kc, aa, a_off, ra, ca, bb, b_off, ldb, cc, c_off, ldc,
+                    register_tile(kc, aa, a_off, ra, ca, bb, b_off, ldb, cc, c_off, ldc,
                           whole and k0 > 0)
                     if whole:
                         continue

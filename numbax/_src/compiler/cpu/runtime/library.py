@@ -38,9 +38,10 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
     elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
         out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
         threads = gemm_threads(m * n * k)
-        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
         for b in range(nb):
             gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
+        rt_threads.use(before)
     else:
         threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
         out = blas_call(np.matmul, threads, x3, y3)
@@ -53,16 +54,25 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
     thread rule."""
     if runs_on_own_gemm(x, y, macs):
         threads = gemm_threads(macs)
-        rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-        return gemm_cpu.matmul(x, y, threads)
+        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+        out = gemm_cpu.matmul(x, y, threads)
+        rt_threads.use(before)
+        return out
     return blas_call(np.dot, blas_threads(macs), x, y)
 
 
 def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
-    """Whether `dot` gives this product to `gemm_cpu`."""
-    return (macs >= OWN_GEMM_MACS and x.ndim == 2 and y.ndim == 2
-            and min(x.shape[0], x.shape[1], y.shape[1]) >= OWN_GEMM_MIN_DIM
-            and own_gemm(macs) and gemm_cpu.supports(x, y))
+    """Whether `dot` gives this product to `gemm_cpu`: from OWN_GEMM_MACS up, with no side
+    under OWN_GEMM_MIN_DIM unless Numba's workers may still spin (then BLAS gets one thread,
+    and numbax's kernel on the spinning pool beats it even on a narrow side: 48 against 423 us
+    for the MLP's (2048, 10) @ (10, 512) on 16 cores)."""
+    if macs < OWN_GEMM_MACS or x.ndim != 2 or y.ndim != 2 or not own_gemm(macs):
+        return False
+    narrow = min(x.shape[0], x.shape[1], y.shape[1]) < OWN_GEMM_MIN_DIM
+    if narrow and not (config.cpu_matmul == "auto" and _host_gemm and _host_gemm[0][0]
+                       and rt_threads.pool_spinning()):
+        return False
+    return gemm_cpu.supports(x, y)
 
 
 # ----------------------------------------------------------------------------- own GEMM
@@ -86,7 +96,8 @@ def own_gemm(macs: int) -> bool:
         return choice == "numbax"
     if not _host_gemm:
         _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
-    return own_gemm_rule(*_host_gemm[0], macs)
+    return own_gemm_rule(*_host_gemm[0], macs) or (
+        _host_gemm[0][0] and rt_threads.pool_spinning())
 
 
 _host_gemm: list = []  # [(Numba's target has AVX-512, OpenBLAS core name)] once asked
@@ -101,7 +112,9 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
     """`own_gemm`'s "auto" choice: numbax's GEMM on AVX-512 hosts, except for products of
     AVX512_BLAS_EVEN_MACS and more unless BLAS is an OpenBLAS known to run narrower kernels
     (an AVX-512 BLAS is as fast there and tuned on many more machines; a BLAS that cannot be
-    asked, such as MKL, gets the benefit of the doubt)."""
+    asked, such as MKL, gets the benefit of the doubt). `own_gemm` also keeps those large
+    products on numbax's GEMM while Numba's workers may still spin after a parallel region
+    (`threads.pool_spinning`): a threaded BLAS would share every core with them."""
     if not host_avx512:
         return False
     if macs < AVX512_BLAS_EVEN_MACS:

@@ -1,12 +1,15 @@
 """How many threads a CPU kernel gets: from its work and from the cores free right now.
 
 Compiled programs run on one pool, Numba's (fused kernels and numbax's own GEMM); a parallel
-kernel must never cost more than the serial one would. Two things decide its thread count:
+kernel must never cost more than the serial one would. Three things decide its thread count:
 
 * **Work.** The renderer estimates a kernel's serial time in nanoseconds from its element
   count, the cost of its scalar forms (an exp/log/tanh is ~10x an add) and the bytes it moves
   (`loops.work_ns`). Below PARALLEL_MIN_NS the serial variant runs (a thread's wake-up and the
   join cost more than they save); above it each thread gets at least PER_THREAD_NS of work.
+* **Tier.** A kernel's prange variant compiles only once the kernel has run PARALLEL_TIER_NS
+  of estimated serial work in this process, unless its code is already compiled or on disk
+  (`parallel_ready`): short-lived programs compile serial twins only.
 * **Free cores.** Threads beyond the cores other processes leave free are descheduled, and a
   parallel region waits at its join for the slowest of them (a 0.24 ms kernel took 8 ms on the
   busy 2-core VM). `free_cores` counts this machine's runnable threads that are not this
@@ -18,18 +21,25 @@ The numbers are measurements: docs/performance.md, "CPU thread runtime".
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 
 import numba
 
 from numbax._src.config import config
 
 PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
+PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange variant compiles
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
+# libgomp's workers spin GOMP_SPINCOUNT (300,000) pause loops after a parallel region before
+# they sleep: milliseconds on a 16-core Xeon. A threaded BLAS call inside that window shares
+# every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
+SPIN_WINDOW_S = 0.05
 
-_state = {"when": -1e9, "others": 0.0}
+_state = {"when": -1e9, "others": 0.0, "parallel": -1e9}
 
 
 def _usable_cores() -> int:
@@ -105,11 +115,52 @@ def threads_for(work_ns: float) -> int:
     return max(1, min(int(work_ns // PER_THREAD_NS), free_cores(), pool_size()))
 
 
-def use(n: int) -> None:
-    """Numba's thread count for the parallel kernels this thread calls next (a thread-local
-    setting: set only when it changes)."""
-    if numba.get_num_threads() != n:
+def parallel_ready(kernel, work_ns: float) -> bool:
+    """Whether a kernel's prange variant `kernel` (a Numba dispatcher) may run this call: it is
+    compiled in this process or its code is in the disk cache, or the kernel has run (with this
+    call) PARALLEL_TIER_NS of estimated serial work, or `config.cpu_threads` is set. Until then
+    the serial twin runs: a prange variant costs ~0.1 s more to compile, which a kernel called
+    a few times never earns back (the first call of a training step compiled two of them)."""
+    compiled = getattr(kernel, "overloads", True)  # a plain function: nothing to compile
+    if compiled or config.cpu_threads:
+        return True
+    done = getattr(kernel, "_numbax_serial_ns", None)
+    if done is None:
+        from numbax._src.compiler import cache
+
+        done = PARALLEL_TIER_NS if cache.has_saved_code(kernel) else 0.0
+    done += work_ns
+    kernel._numbax_serial_ns = done
+    return done >= PARALLEL_TIER_NS
+
+
+def use(n: int) -> int:
+    """Sets Numba's thread count for the parallel kernels this thread calls next (a
+    thread-local setting, set only when it changes) and returns the previous count, which the
+    caller restores after its kernel: code of the user's that calls Numba in the same thread
+    keeps its own setting."""
+    before = numba.get_num_threads()
+    if before != n:
         numba.set_num_threads(n)
+    if n > 1:  # a region starts (or, restoring, has just ended): its workers will spin
+        _state["parallel"] = time.monotonic()
+    return before
+
+
+@contextlib.contextmanager
+def running(n: int) -> Iterator[None]:
+    """`use(n)` for the kernels called inside the block, the caller's count restored after
+    (the library kernels' form of the drivers' `before = use(n) ... use(before)`)."""
+    before = use(n)
+    try:
+        yield
+    finally:
+        use(before)
+
+
+def pool_spinning() -> bool:
+    """Whether Numba's workers may still be spinning after a recent parallel region."""
+    return time.monotonic() - _state["parallel"] < SPIN_WINDOW_S
 
 
 def chunks(size: int, minimum: int, n: int) -> int:

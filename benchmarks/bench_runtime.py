@@ -1,0 +1,162 @@
+"""Issue 19's rows: numbax / jax.jit time at the sizes users run, float32, one process.
+
+    python benchmarks/bench_runtime.py [--load N] [--only name,name] [--no-jax]
+
+`--load N` starts N busy-looping processes first (the "busy machine" rows); each row prints
+the numbax and jax medians (several samples, each a loop of calls), their ratio, and numbax's
+spread (min-max of the samples). JAX runs with JAX_PLATFORMS=cpu in the same process.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+from bench_cpu import _block, jax, jjnp, mlp_per_example_grads, mlp_step, per_example_grads
+
+import numbax  # bench_cpu imported it first, with JAX_PLATFORMS set
+import numbax.numpy as bnp
+
+
+def samples(fn, *args, repeat=9, min_time=0.05) -> list[float]:
+    """Seconds per call: `repeat` samples, each a loop long enough to reach `min_time`."""
+    fn(*args)
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        if time.perf_counter() - t0 >= min_time or n >= 1 << 16:
+            break
+        n *= 2
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        out.append((time.perf_counter() - t0) / n)
+    return out
+
+
+def chain(x):
+    """The asv suite's matmul chain: ten products, then an elementwise tail."""
+    g = x
+    for _ in range(10):
+        g = g @ x
+    return (g * g + g * g) / g
+
+
+def selu(xp):
+    return lambda x: 1.05 * xp.where(x > 0, x, 1.67 * xp.exp(x) - 1.67)
+
+
+def logsumexp(xp):
+    def f(x):
+        m = xp.max(x)
+        return xp.log(xp.sum(xp.exp(x - m))) + m
+    return f
+
+
+def softmax(xp):
+    def f(x):
+        e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+        return e / xp.sum(e, axis=-1, keepdims=True)
+    return f
+
+
+def rows(rng):
+    """(name, numbax callable, numbax args, jax callable, jax args)."""
+    f32 = np.float32
+    out = []
+
+    def jitted(name, make, *args):
+        j = _block(jax.jit(make(jjnp))) if jax else None
+        out.append((name, numbax.jit(make(bnp)), args, j, args))
+
+    sizes = [784, 512, 512, 10]
+    params = [(rng.normal(size=(a, b)).astype(f32) * 0.05, np.zeros(b, f32))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    for batch in (128, 2048):
+        x = rng.normal(size=(batch, 784)).astype(f32)
+        y = np.eye(10, dtype=f32)[rng.integers(0, 10, batch)]
+        j = _block(mlp_step(jjnp, jax.grad, jax.jit)) if jax else None
+        out.append((f"mlp step b{batch}", mlp_step(bnp, numbax.grad, numbax.jit),
+                    (params, x, y), j, (params, x, y)))
+    mp = [(rng.normal(size=(a, b)).astype(f32) * 0.1, np.zeros(b, f32))
+          for a, b in ((64, 128), (128, 10))]
+    xm = rng.normal(size=(32, 64)).astype(f32)
+    ym = np.eye(10, dtype=f32)[rng.integers(0, 10, 32)]
+    j = _block(mlp_per_example_grads(jjnp, jax.grad, jax.jit, jax.vmap)) if jax else None
+    out.append(("pex mlp b32", mlp_per_example_grads(bnp, numbax.grad, numbax.jit, numbax.vmap),
+                (mp, xm, ym), j, (mp, xm, ym)))
+    xl, yl, wl = (rng.normal(size=(569, 30)).astype(f32),
+                  (rng.integers(0, 2, 569) * 1.0).astype(f32), np.zeros(30, f32))
+    j = _block(per_example_grads(jjnp, jax.grad, jax.jit, jax.vmap)) if jax else None
+    out.append(("pex logreg", per_example_grads(bnp, numbax.grad, numbax.jit, numbax.vmap),
+                (wl, xl, yl), j, (wl, xl, yl)))
+    for n in (1000, 2000):
+        a = (rng.normal(size=(n, n)) / np.sqrt(n)).astype(f32)
+        jitted(f"matmul {n}^2", lambda xp: (lambda m: m @ m), a)
+    jitted("chain 500^2", lambda xp: chain,
+           (rng.normal(size=(500, 500)) / np.sqrt(500)).astype(f32))
+    big = rng.normal(size=10**7).astype(f32)
+    sq = rng.normal(size=(1000, 1000)).astype(f32)
+    jitted("sum 1e7", lambda xp: xp.sum, big)
+    jitted("sum 1000^2", lambda xp: xp.sum, sq)
+    jitted("logsumexp 1e7", logsumexp, big)
+    jitted("logsumexp 1000^2", logsumexp, sq)
+    jitted("softmax 1000^2", softmax, sq)
+    for n in (6, 7):
+        x = rng.normal(size=10**n).astype(f32)
+        jitted(f"selu 1e{n}", selu, x)
+        jitted(f"sigmoid 1e{n}", lambda xp: (lambda v: 1 / (1 + xp.exp(-v))), x)
+        jitted(f"add 1e{n}", lambda xp: (lambda a, b: a + b), x, x[::-1].copy())
+    jitted("dispatch np", lambda xp: (lambda v: v + 1), np.arange(10, dtype=f32))
+    jitted("dispatch float", lambda xp: (lambda v: v + 1), 1.5)
+    key_nb = numbax.random.PRNGKey(0)
+    key_jx = jax.random.PRNGKey(0) if jax else None
+    for n in (6, 7):
+        for sampler in ("normal", "uniform"):
+            nb = getattr(numbax.random, sampler)
+            jx = getattr(jax.random, sampler) if jax else None
+            out.append((f"eager {sampler} 1e{n}",
+                        lambda k, nb=nb, n=n: nb(k, (10**n,), dtype=bnp.float32), (key_nb,),
+                        (lambda k, jx=jx, n=n: jx(k, (10**n,), dtype=jjnp.float32)
+                         .block_until_ready()) if jax else None, (key_jx,)))
+    return out
+
+
+def main() -> None:
+    load = int(sys.argv[sys.argv.index("--load") + 1]) if "--load" in sys.argv else 0
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    import numba
+
+    print(f"bench_runtime | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
+          f"numba threads {numba.config.NUMBA_NUM_THREADS} | load {load} | "
+          f"jax {jax.__version__ if jax else 'absent'}")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+    time.sleep(1.5 if load else 0)
+    try:
+        print(f"{'row':<20} {'numbax':>10} {'jax':>10} {'nbx/jax':>8}  numbax range")
+        for name, f_nb, a_nb, f_jx, a_jx in rows(np.random.default_rng(0)):
+            if only and not any(o in name for o in only):
+                continue
+            t_nb = samples(f_nb, *a_nb)
+            use_jax = f_jx is not None and "--no-jax" not in sys.argv
+            if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
+                a_jx = jax.tree_util.tree_map(
+                    lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)
+            t_jx = samples(f_jx, *a_jx) if use_jax else [float("nan")]
+            m_nb, m_jx = statistics.median(t_nb), statistics.median(t_jx)
+            print(f"{name:<20} {m_nb * 1e6:>8.1f}us {m_jx * 1e6:>8.1f}us {m_nb / m_jx:>8.2f}  "
+                  f"{min(t_nb) * 1e6:.1f}-{max(t_nb) * 1e6:.1f}us", flush=True)
+    finally:
+        for p in busy:
+            p.kill()
+
+
+if __name__ == "__main__":
+    main()

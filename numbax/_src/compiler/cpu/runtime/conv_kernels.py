@@ -1,0 +1,196 @@
+"""The compiled loops of CPU convolutions: gemm.py's register tile driven over a convolution's
+input in place (no patch matrix), in the two forms `conv.py` chooses between.
+
+* **Output tiles** (`tiles_run`; forward and input-gradient convolutions). The input is a
+  channels-last grid (N, spatial..., C). A tile is ``MR`` output positions whose windows start
+  ``rsa`` elements apart in the grid (consecutive positions of one output row, or, for stride 1,
+  running on through the padding columns into the next row: `build_tiles`); for each segment of
+  the window that is contiguous in the grid (a row of taps x channels, or one tap) one
+  `register_tile` call multiplies the tile's ``MR`` rows by the kernel's matching rows (B,
+  (taps x channels, out channels)) into a tile of C kept in L1; the tile's valid rows are then
+  copied into the output (rows, out channels).
+* **Window lines** (`lines_run`; kernel-gradient convolutions: few output positions, a long
+  window). For each output position, each line of the window (one input channel and all but
+  the last window dimension) is one `register_tile` call over the taps of the line that fall
+  inside the input (the padding is never materialised): rows are the input's batch index
+  (``rsa`` apart), k the taps along the line, B the kernel's line read in place. Every call
+  accumulates into a per-thread buffer of whole tiles.
+* **Direct** (`direct_run`; depthwise convolutions, one input channel per group): a loop over
+  output positions and taps, vectorised over the output channels; a GEMM tile would use one
+  of its 32 columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES, register_tile
+
+
+def read_only(x: np.ndarray) -> np.ndarray:
+    """x as a read-only view: Numba types read-only and writeable arrays apart and compiles
+    each loop once per combination, so the loops here always get read-only inputs (gemm.py's
+    `_flat` does the same)."""
+    if x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
+@njit(cache=True, error_model="numpy")
+def _walk_tiles(starts_out, step, amax, first, rows):
+    """`build_tiles`' walk: fills first/rows when they have room, and returns the tile count
+    (-1 when a tile cannot fit below amax)."""
+    m = len(starts_out)
+    fill = len(first) > 0
+    count = 0
+    j = 0
+    while j < m:
+        start = starts_out[j]
+        over = start + (MR - 1) * step - amax
+        if over > 0:  # whole steps back, so the position stays on one of the rows
+            start -= -(-over // step) * step
+            if start < 0:
+                return -1
+        if fill:
+            first[count] = start
+        for i in range(MR):
+            address = start + i * step
+            if j == m or starts_out[j] < address:
+                break  # a position between this tile's rows: the next tile starts there
+            if starts_out[j] == address:
+                if fill:
+                    rows[count, i] = j
+                j += 1
+        count += 1
+    return count
+
+
+def build_tiles(starts_out: np.ndarray, step: int, amax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tiles over output positions whose grid addresses `starts_out` (sorted, in output order)
+    are given: each tile is MR addresses `step` apart from its first, the first uncovered
+    position (moved back so no row passes `amax`). Returns (first address of each tile, and for
+    each of its rows the output position it computes or -1); empty when a tile cannot fit.
+    Two walks: the first counts the tiles, so the tables take no more room than they need."""
+    count = _walk_tiles(starts_out, step, amax, np.empty(0, np.int64),
+                        np.empty((0, MR), np.int32))
+    if count < 0:
+        return np.empty(0, np.int64), np.empty((0, MR), np.int32)
+    first, rows = np.empty(count, np.int64), np.full((count, MR), -1, np.int32)
+    _walk_tiles(starts_out, step, amax, first, rows)
+    return first, rows
+
+
+@njit(cache=True, error_model="numpy")
+def tiles_run(x, first, rows, t_lo, t_hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
+              group_col, group_width, w, ldb, out, ldo):
+    """Tiles [t_lo, t_hi) of an output-tile convolution: out[r, group_col[g] + j] for each
+    valid row r of a tile and j < group_width[g] = sum over segments q of
+    x[first + group_a[g] + seg_a[q] + i*rsa + k] * w[group_b[g] + (seg_b[q] + k)*ldb + j],
+    k < seg_kc[q] (all offsets in elements of the flat arrays)."""
+    nr_full = 2 * (VEC_BYTES // out.itemsize)
+    tile = np.empty(MR * nr_full, out.dtype)
+    for t in range(t_lo, t_hi):
+        for g in range(len(group_a)):
+            a_base = first[t] + group_a[g]
+            for j0 in range(0, group_width[g], nr_full):
+                for q in range(len(seg_a)):
+                    register_tile(seg_kc[q], x, a_base + seg_a[q], rsa, csa, w,
+                                  group_b[g] + seg_b[q] * ldb + j0, ldb, tile, 0, nr_full,
+                                  q > 0)
+                nr = min(nr_full, group_width[g] - j0)
+                for i in range(MR):
+                    r = rows[t, i]
+                    if r < 0:
+                        continue
+                    dst = r * ldo + group_col[g] + j0
+                    for j in range(nr):
+                        out[dst + j] = tile[i * nr_full + j]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def tiles_threads(x, first, rows, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b, group_col,
+                  group_width, w, ldb, out, ldo, nthreads):
+    """`tiles_run` over all tiles, in 4 * nthreads chunks on Numba's pool."""
+    total = len(first)
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        lo, hi = total * c // chunks, total * (c + 1) // chunks
+        tiles_run(x, first, rows, lo, hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
+                  group_col, group_width, w, ldb, out, ldo)
+
+
+@njit(cache=True, error_model="numpy")
+def lines_run(lhs, rhs, part, l_lo, l_hi, a_off, b_off, kcs, rsa, csa, ldb, row_starts,
+              col_starts, strip_rows, ldc):
+    """Window lines [l_lo, l_hi) of a window-line convolution into `part` (flat, zeroed by
+    the caller): for each output position s with kcs[l, s] > 0 and each (row strip, column
+    strip) pair of group g, part[((s * G + g) * strip_rows + 12 r) * ldc + 32 c ...] +=
+    lhs rows row_starts[g, r] + i (rsa apart) x the line's kcs[l, s] taps (csa apart), times
+    rhs[b_off[l, s] + k*ldb + col_starts[g, c] + j]."""
+    nr_full = 2 * (VEC_BYTES // part.itemsize)
+    groups, ms = row_starts.shape
+    ns = col_starts.shape[1]
+    positions = a_off.shape[1]
+    for line in range(l_lo, l_hi):
+        for s in range(positions):
+            kc = kcs[line, s]
+            if kc <= 0:
+                continue
+            for g in range(groups):
+                block = (s * groups + g) * strip_rows
+                for r in range(ms):
+                    for c in range(ns):
+                        register_tile(kc, lhs, a_off[line, s] + row_starts[g, r] * rsa, rsa,
+                                      csa, rhs, b_off[line, s] + col_starts[g, c], ldb, part,
+                                      (block + r * MR) * ldc + c * nr_full, ldc, True)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def lines_threads(lhs, rhs, parts, a_off, b_off, kcs, rsa, csa, ldb, row_starts, col_starts,
+                  strip_rows, ldc, nthreads):
+    """`lines_run` over all lines, thread th into parts[th], then parts[0] = their sum."""
+    total = a_off.shape[0]
+    for th in prange(nthreads):
+        lo, hi = total * th // nthreads, total * (th + 1) // nthreads
+        lines_run(lhs, rhs, parts[th], lo, hi, a_off, b_off, kcs, rsa, csa, ldb, row_starts,
+                  col_starts, strip_rows, ldc)
+    size = parts.shape[1]
+    for e in prange(size):
+        total_e = parts[0, e]
+        for th in range(1, nthreads):
+            total_e += parts[th, e]
+        parts[0, e] = total_e
+
+
+@njit(cache=True, error_model="numpy")
+def direct_run(x, lines, l_lo, l_hi, step, width, toff, mult, w, out):
+    """Output lines [l_lo, l_hi) of a depthwise convolution: out[line * width + i, o] = sum
+    over taps t of x[lines[line] + i*step + toff[t] + o // mult] * w[t, o]."""
+    channels = out.shape[1]
+    for line in range(l_lo, l_hi):
+        for i in range(width):
+            start = lines[line] + i * step
+            acc = out[line * width + i]
+            acc[:] = 0
+            for t in range(len(toff)):
+                src = start + toff[t]
+                wt = w[t]
+                if mult == 1:
+                    for o in range(channels):
+                        acc[o] += x[src + o] * wt[o]
+                    continue
+                for g in range(channels // mult):
+                    v = x[src + g]
+                    for j in range(g * mult, (g + 1) * mult):
+                        acc[j] += v * wt[j]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def direct_threads(x, lines, step, width, toff, mult, w, out, nthreads):
+    """`direct_run` over all lines, in 4 * nthreads chunks on Numba's pool."""
+    total = len(lines)
+    chunks = 4 * nthreads
+    for c in prange(chunks):
+        direct_run(x, lines, total * c // chunks, total * (c + 1) // chunks, step, width, toff,
+                   mult, w, out)

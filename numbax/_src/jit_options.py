@@ -1,0 +1,114 @@
+"""jit's options: the static and donated argument specs checked and completed from the
+function's signature, static values made hashable, and the executable tables jit wrappers of
+one function share."""
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src.compiler.cache_bounds import LRUCache
+from numbax._src.config import config
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+
+
+def normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    items = _entries(name, value, "an int or a sequence of ints", f"{name}=1 or {name}=(0, 2)")
+    for v in items:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise NumbaxTypeError(
+                f"jit: {name} has an entry {v!r} of type {type(v).__name__}, expected int. Pass "
+                f"an int or a tuple of ints, e.g. {name}=(0, 2)."
+            )
+    return tuple(int(v) for v in items)
+
+
+def normalize_argnames(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    items = _entries("static_argnames", value, "a string or a sequence of strings",
+                     "static_argnames='n' or static_argnames=('n', 'mode')")
+    for v in items:
+        if not isinstance(v, str):
+            raise NumbaxTypeError(
+                f"jit: static_argnames has an entry {v!r} of type {type(v).__name__}, expected "
+                "str (a parameter name). Use static_argnums for positions."
+            )
+    return items
+
+
+def _entries(name: str, value: Any, expected: str, example: str) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"jit: {name} has {value!r} of type {type(value).__name__}, expected {expected}. "
+            f"Pass e.g. {example}."
+        ) from None
+
+
+def _cache_size() -> int:
+    return config.executable_cache_size
+
+
+def infer_statics(fun: Callable, argnums: tuple[int, ...],
+                  argnames: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """static_argnums and static_argnames completed from each other through `fun`'s signature,
+    as JAX does: a static parameter is static whether it is passed by position or by name.
+    ValueError (JAX's message) for a position past every positional parameter."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # builtins and other callables without a signature
+        return argnums, argnames
+    kinds = inspect.Parameter
+    if not any(p.kind is kinds.VAR_POSITIONAL for p in params):
+        positional = sum(p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+                         for p in params)
+        for i in argnums:
+            if not -positional <= i < positional:
+                raise NumbaxValueError(
+                    f"Jitted function has static_argnums={argnums}, but only accepts "
+                    f"{positional} positional arguments.")
+    both = [(i, p.name) for i, p in enumerate(params)
+            if p.kind is kinds.POSITIONAL_OR_KEYWORD]
+    nums = set(argnums) | {i for i, name in both if name in argnames}
+    names = list(argnames) + [name for i, name in both if i in argnums and name not in argnames]
+    return tuple(sorted(nums)), tuple(names)
+
+
+# The executable and fast-path tables of every jitted function, shared by jit wrappers of one
+# function with the same options (weakly keyed: they go with the function).
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def shared_tables(fun: Callable, options: tuple | None) -> tuple[LRUCache, ...]:
+    """(executables, fast paths, tree fast paths, GPU fast paths) for a new jit of `fun`."""
+    def fresh():
+        return tuple(LRUCache(_cache_size) for _ in range(4))
+
+    if options is None:
+        return fresh()
+    try:
+        per_fun = _SHARED.setdefault(fun, {})
+        return per_fun.setdefault(options, fresh())
+    except TypeError:  # not weakly referenceable or not hashable: a table of its own
+        return fresh()
+
+
+
+
+def hashable_static(fun_name: str, what: str, value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"jit: static {what} of {fun_name} has type {type(value).__name__}, which is not "
+            "hashable; static arguments must be hashable. Use a tuple instead of a list, or "
+            "pass arrays as non-static arguments."
+        ) from None
+    return value

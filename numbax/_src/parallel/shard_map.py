@@ -1,0 +1,343 @@
+"""jax.shard_map (and jax.experimental.shard_map.shard_map): f runs once per device of a mesh on
+that device's blocks of the arguments, with collectives over the mesh axes; the results are
+assembled from the devices' blocks as out_specs say.
+
+The body is traced once per signature at the block shapes, then bound as shard_map_p: eagerly
+(and from compiled code, whose driver calls the implementation) the SPMD engine runs it in the
+workers, compiled there; under grad, vmap and jit the rules of lax/shard_map.py apply. A body
+that cannot run in the workers (it holds a function of __main__, or the mesh has one device)
+runs here with vmap's semantics over the mesh axes (the same results)."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numbax._src import api, core
+from numbax._src import tree_util as tu
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import parallel as lparallel
+from numbax._src.lax import shard_map as lsm
+from numbax._src.lax.shard_map import shard_map_p
+from numbax._src.parallel import replication, shm, spmd, vma
+from numbax._src.sharding import mesh as mesh_mod
+from numbax._src.sharding.mesh import AbstractMesh, AxisType, Mesh
+from numbax._src.sharding.sharded_array import sharding_of
+from numbax._src.sharding.shardings import NamedSharding, PartitionSpec, explicit_part
+
+
+class _InferFromArgs:
+    def __repr__(self) -> str:
+        return "jax.sharding.Infer"
+
+
+Infer = _InferFromArgs()
+
+
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = Infer,
+              mesh: Mesh | AbstractMesh | None = None, axis_names: Any = frozenset(),
+              check_vma: bool = True) -> Callable:
+    """Maps f over the blocks of its arguments on the devices of `mesh`.
+
+    Args:
+      f: the per-device function; collectives (lax.psum(x, 'x'), ...) name mesh axes.
+      out_specs: PartitionSpecs (a prefix tree of f's outputs) saying how the devices' blocks
+        form each result; an axis left out means the result is the same on those devices.
+      in_specs: PartitionSpecs (a prefix tree of the arguments) saying which block each device
+        gets; by default each argument's own sharding (P() for unsharded data).
+      mesh: the devices (default: the mesh set by numbax.set_mesh).
+      axis_names: the mesh axes f is manual over (default: all of them).
+      check_vma: check statically that outputs whose out_specs leave an axis out do not vary
+        over it (JAX's check; numbax does it on the traced program).
+
+    Returns:
+      A function of the global arguments returning the assembled global results, laid out by
+      NamedSharding(mesh, out_spec).
+
+    >>> import numbax, numpy as np
+    >>> mesh = numbax.make_mesh((1,), ("x",), axis_types=(numbax.sharding.AxisType.Auto,))
+    >>> f = shard_map(lambda b: b * 2, mesh=mesh, in_specs=numbax.P("x"),
+    ...               out_specs=numbax.P("x"))
+    >>> f(np.arange(3.0)).tolist()
+    [0.0, 2.0, 4.0]
+    """
+    if f is None:
+        return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                 axis_names=axis_names, check_vma=check_vma)
+    api._check_callable("shard_map", f)
+    cache: collections.OrderedDict = collections.OrderedDict()
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        if kwargs:
+            raise NumbaxTypeError("shard_map: keyword arguments are not supported; pass the "
+                                  "arrays positionally so in_specs can describe them.")
+        m = _resolve_mesh(mesh)
+        manual = _manual_axes(m, axis_names)
+        leaves, in_tree = tu.tree_flatten(args)
+        for i, x in enumerate(leaves):
+            api._check_leaf("shard_map", x, f"argument leaf {i}")
+        specs = _in_specs(in_specs, in_tree, leaves, m)
+        avals = [core.get_aval(x) for x in leaves]
+        _check_explicit(m, avals, specs)
+        block_avals = [_block(f, a, s, m, i) for i, (a, s) in
+                       enumerate(zip(avals, specs, strict=True))]
+        key = (in_tree, tuple(block_avals), tuple(specs))
+        traced = cache.get(key)
+        if traced is None:
+            traced = _trace(f, in_tree, block_avals, m, manual, out_specs, specs, check_vma)
+            if not any(isinstance(c, core.Tracer) for c in traced[3]):
+                cache[key] = traced  # a body closing over traced values is traced per call
+                if len(cache) > 64:
+                    cache.popitem(last=False)
+        closed, out_tree, out_flat_specs, consts = traced
+        outs = shard_map_p.bind(*consts, *leaves, jaxpr=closed, mesh=m,
+                                in_specs=(PartitionSpec(),) * len(consts) + tuple(specs),
+                                out_specs=out_flat_specs, check_vma=bool(check_vma),
+                                manual_axes=manual, api="shard_map")
+        return tu.tree_unflatten(out_tree, outs)
+
+    return wrapped
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _resolve_mesh(mesh: Any) -> Mesh:
+    m = mesh if mesh is not None else mesh_mod.get_mesh()
+    if isinstance(m, AbstractMesh):
+        concrete = mesh_mod.get_mesh()
+        if concrete.empty or concrete.abstract_mesh.axis_names != m.axis_names:
+            raise NumbaxValueError("shard_map: mesh is an AbstractMesh; running needs the "
+                                   "devices: pass a jax.sharding.Mesh (or set one with "
+                                   "numbax.set_mesh).")
+        m = concrete
+    if not isinstance(m, Mesh):
+        raise NumbaxTypeError(f"shard_map: mesh is a {type(m).__name__}, expected a "
+                              "jax.sharding.Mesh.")
+    if m.empty:
+        raise NumbaxValueError("shard_map: no mesh. Pass mesh=numbax.make_mesh(...), or set "
+                               "one with numbax.set_mesh(mesh).")
+    return m
+
+
+def _manual_axes(mesh: Mesh, axis_names: Any) -> frozenset:
+    names = frozenset((axis_names,) if isinstance(axis_names, str) else axis_names)
+    unknown = [n for n in names if n not in mesh.axis_names]
+    if unknown:
+        raise NumbaxValueError(f"shard_map: axis_names has {unknown[0]!r}, which is not an "
+                               f"axis of the mesh {mesh.axis_names}.")
+    return names or frozenset(mesh.axis_names)
+
+
+def _as_spec(api_name: str, spec: Any) -> PartitionSpec:
+    if spec is None:
+        return PartitionSpec()
+    if not isinstance(spec, PartitionSpec):
+        raise NumbaxTypeError(f"shard_map: {api_name} holds a {type(spec).__name__}, expected "
+                              "PartitionSpecs (jax.P(...)) as leaves.")
+    return spec
+
+
+def _in_specs(in_specs: Any, in_tree, leaves: list, mesh: Mesh) -> list[PartitionSpec]:
+    if in_specs is Infer:
+        out = []
+        for x in leaves:
+            s = sharding_of(x)
+            out.append(s.spec if isinstance(s, NamedSharding) and s.mesh == mesh
+                       else PartitionSpec())
+        return out
+    if isinstance(in_specs, list):
+        in_specs = tuple(in_specs)
+    return [_as_spec("in_specs", s) for s in _flatten_specs("in_specs", in_tree, in_specs)]
+
+
+def _flatten_specs(what: str, tree, specs: Any) -> list:
+    """The specs of each leaf of `tree`: `specs` is a prefix tree of it (P() and None leaves)."""
+    flat = tu.broadcast_prefix_leaves(specs, tree, is_leaf=lambda s: s is None)
+    if flat is None:
+        raise NumbaxValueError(
+            f"shard_map: {what} must be a tree prefix of the corresponding value (a "
+            f"PartitionSpec applies to everything under it); got {specs} for the value tree "
+            f"{tree}.")
+    return flat
+
+
+def _check_explicit(mesh: Mesh, avals: list, specs: list) -> None:
+    """In explicit mode an argument must already be laid out as in_specs says (JAX's rule)."""
+    if AxisType.Explicit not in mesh.axis_types:
+        return
+    for aval, spec in zip(avals, specs, strict=True):
+        want = explicit_part(NamedSharding(mesh, spec), aval.ndim)
+        have = aval._sharding
+        if (want.spec if want else None) != (have.spec if have else None):
+            shown = have.spec if have is not None else PartitionSpec(*([None] * aval.ndim))
+            raise NumbaxValueError(
+                f"in_specs passed to shard_map: {spec} does not match the specs of the input: "
+                f"{shown} for arg: {aval.dtype.name}[{','.join(map(str, aval.shape))}]. "
+                "`in_specs` is an optional argument so you can omit specifying it and "
+                "shard_map will infer the in_specs from the arguments. If you want to reshard "
+                "your inputs, you can use `jax.reshard` on the arguments and then pass those "
+                "args to shard_map.")
+
+
+def _block(f: Callable, aval: core.ShapedArray, spec: PartitionSpec, mesh: Mesh,
+           i: int) -> core.ShapedArray:
+    if len(spec) > aval.ndim:
+        raise NumbaxValueError(
+            f"shard_map applied to the function {_name(f)!r} was given an in_specs entry "
+            f"{spec} of length {len(spec)} for argument {i} of rank {aval.ndim}; the spec "
+            "can be at most as long as the rank.")
+    NamedSharding(mesh, spec)  # unknown or repeated axis names raise here
+    for d, (size, entry) in enumerate(zip(aval.shape, spec._normalized(aval.ndim),
+                                          strict=True)):
+        k = lsm._factor(mesh, entry)
+        if size % k:
+            raise NumbaxValueError(
+                f"shard_map applied to the function {_name(f)!r} was given argument {i} of "
+                f"shape {aval.shape}, whose dimension {d} ({size}) is not evenly divisible by "
+                f"the {k} devices of mesh axes {entry}. Pad the array, or shard it less.")
+    return lsm.block_aval(aval, spec, mesh)
+
+
+def _name(f: Callable) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _trace(f: Callable, in_tree, block_avals: list, mesh: Mesh, manual: frozenset,
+           out_specs: Any, in_specs: list, check_vma: bool):
+    store: dict = {}
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes, strict=True))
+
+    def flat_fun(*xs):
+        axes = [replication.spec_axes(s, a.ndim, manual) for s, a in
+                zip(in_specs, block_avals, strict=True)]
+        with vma.body(xs, axes, manual, sizes) if check_vma else contextlib.nullcontext():
+            out_flat, store["tree"] = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
+        return out_flat
+
+    with lsm.bound_axes(mesh, manual):
+        jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, block_avals)
+    # What the body closes over (constants, or values traced by an enclosing grad or jit)
+    # becomes leading replicated arguments, as in JAX.
+    consts = [c if isinstance(c, core.Tracer) else np.asarray(core.to_numpy(c))
+              for c in consts]
+    closed = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    out_tree = store["tree"]
+    specs = out_specs if not isinstance(out_specs, list) else tuple(out_specs)
+    flat = tuple(_as_spec("out_specs", s) for s in _flatten_specs("out_specs", out_tree, specs))
+    for aval, spec in zip(closed.out_avals, flat, strict=True):
+        if len(spec) > aval.ndim:
+            raise NumbaxValueError(
+                f"shard_map applied to the function {_name(f)!r} was given out_specs entry "
+                f"{spec} of length {len(spec)} for an output of rank {aval.ndim}.")
+        NamedSharding(mesh, spec)
+    if check_vma:
+        replication.check(_name(f), closed.jaxpr, mesh, manual,
+                          [PartitionSpec()] * len(consts) + list(in_specs), flat)
+    return closed, out_tree, flat, consts
+
+
+# ----------------------------------------------------------------------------- running
+
+
+_programs: collections.OrderedDict = collections.OrderedDict()  # id(jaxpr) -> (jaxpr, program)
+
+
+def _program(jaxpr: core.ClosedJaxpr, api: str) -> spmd.Program | None:
+    found = _programs.get(id(jaxpr))
+    if found is None or found[0] is not jaxpr:
+        found = (jaxpr, spmd.prepare(jaxpr, api))
+        _programs[id(jaxpr)] = found
+        if len(_programs) > 256:
+            _programs.popitem(last=False)
+    return found[1]
+
+
+def _global(value: Any) -> spmd.Global:
+    value = np.asarray(value)
+    return spmd.Global(value, shm.heap().home(value))
+
+
+def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
+    program = _program(jaxpr, api) if mesh.size > 1 else None
+    if program is None:
+        return _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes)
+    args = [np.asarray(core.to_numpy(a)) for a in args]
+    in_index = [NamedSharding(mesh, s).block_indices(a.shape) for a, s in zip(args, in_specs,
+                                                                              strict=True)]
+    out_shapes = [lsm.global_aval(a, s, mesh).shape for a, s in zip(jaxpr.out_avals, out_specs,
+                                                                    strict=True)]
+    out_index, writers = [], []
+    for shape, spec in zip(out_shapes, out_specs, strict=True):
+        sharding = NamedSharding(mesh, spec)
+        out_index.append(sharding.block_indices(shape))
+        writers.append([r == 0 for r in sharding.replica_ids()])
+    outs = spmd.run(api, program, mesh.axis_names, mesh.axis_sizes,
+                    [d.id for d in mesh.devices.flat], [_global(a) for a in args], in_index,
+                    out_shapes, out_index, writers)
+    return [o.value for o in outs]
+
+
+def _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes) -> list[np.ndarray]:
+    """Runs the body here: each argument's blocks stacked by mesh position, the body vmapped
+    over the mesh axes (named, so collectives reduce over them), the results reassembled."""
+    names, sizes = mesh.axis_names, mesh.axis_sizes
+    stacked = []
+    for a, spec in zip(args, in_specs, strict=True):
+        a = np.asarray(core.to_numpy(a))
+        blocks = [a[tuple(slice(lo, hi) for lo, hi in idx)]
+                  for idx in NamedSharding(mesh, spec).block_indices(a.shape)]
+        stacked.append(np.stack(blocks).reshape(*sizes, *blocks[0].shape))
+
+    def body(*xs):
+        return _eval_with_axis_index(jaxpr.jaxpr, jaxpr.consts, xs)
+
+    fn = body
+    for name in reversed(names):
+        fn = api.vmap(fn, axis_name=name)
+    outs = fn(*stacked)
+    results = []
+    for o, aval, spec in zip(outs, jaxpr.out_avals, out_specs, strict=True):
+        o = np.asarray(o).reshape(-1, *aval.shape)
+        shape = lsm.global_aval(aval, spec, mesh).shape
+        full = np.empty(shape, aval.dtype)
+        sharding = NamedSharding(mesh, spec)
+        for r, (idx, rid) in enumerate(zip(sharding.block_indices(shape),
+                                           sharding.replica_ids(), strict=True)):
+            if rid == 0:
+                full[tuple(slice(lo, hi) for lo, hi in idx)] = o[r]
+        results.append(full)
+    del manual_axes
+    return results
+
+
+def _eval_with_axis_index(jaxpr: core.Jaxpr, consts: list, args: tuple) -> list:
+    """eval_jaxpr, except that axis_index (which has no operand for vmap to see) asks the
+    enclosing vmap for the position along its axis."""
+    env: dict = {}
+
+    def read(v):
+        return v.val if isinstance(v, core.Literal) else env[v]
+
+    for v, x in zip([*jaxpr.constvars, *jaxpr.invars], [*consts, *args], strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        operands = list(map(read, eqn.invars))
+        if eqn.primitive is lparallel.axis_index_p:
+            outs = [lparallel.axis_index(eqn.params["axis_name"])]
+        else:
+            if "axis_name" in eqn.params and operands:  # a collective: its operand must be
+                operands[0] = lparallel._lift_to_axes(operands[0], eqn.params["axis_name"])
+            outs = core.bind(eqn.primitive, *operands, **eqn.params)
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+core.impl_rules[shard_map_p] = _impl

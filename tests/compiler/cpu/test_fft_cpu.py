@@ -1,0 +1,52 @@
+"""lax.fft in compiled CPU programs (compiler/cpu/runtime/fft.py): every transform type over one
+to three axes, float32 kept in single precision, jit against eager, and the worker count the
+thread runtime gives."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.compiler.cpu.runtime import fft as cpu_fft
+from numbax._src.config import config
+
+RNG = np.random.default_rng(20)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [
+    lambda x: jnp.fft.fft(x + 1j * x[::-1]), lambda x: jnp.fft.ifft2(x - 0.5j),
+    lambda x: jnp.fft.rfftn(x, axes=(-3, -2, -1)), lambda x: jnp.fft.irfft(x + 2j * x, n=9),
+    lambda x: jnp.fft.irfft2(jnp.fft.rfft2(x), s=x.shape[-2:]),
+], ids=["fft", "ifft2", "rfftn3", "irfft", "rfft2_roundtrip"])
+def test_jit_matches_eager(fn, dtype):
+    x = RNG.normal(size=(3, 4, 6, 8)).astype(dtype)
+    want = fn(x)
+    got = numbax.jit(fn)(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+    assert "ft.fft(" in numbax.jit(fn).lower(x).as_text()
+
+
+def test_workers_follow_the_thread_runtime(monkeypatch):
+    seen = []
+    real = cpu_fft.scipy.fft.fftn
+
+    def spy(x, axes, workers):
+        seen.append(workers)
+        return real(x, axes=axes, workers=workers)
+
+    monkeypatch.setattr(cpu_fft, "_TRANSFORMS", (spy, *cpu_fft._TRANSFORMS[1:]))
+    z = (RNG.normal(size=1 << 16) + 0j).astype(np.complex64)
+    old = config.cpu_threads
+    try:
+        config.update("cpu_threads", 2)  # a fixed count
+        out = cpu_fft.fft(z, 0, (1 << 16,), np.dtype(np.complex64))[0]
+        config.update("cpu_threads", 0)  # automatic: one worker for a small transform
+        cpu_fft.fft(z[:8], 0, (8,), np.dtype(np.complex64))
+    finally:
+        config.update("cpu_threads", old)
+    assert seen == [2, 1]
+    np.testing.assert_allclose(out, np.fft.fft(z), rtol=1e-4, atol=1e-2)
