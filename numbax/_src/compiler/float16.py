@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, typecheck
 from numbax._src.compiler.cpu.control_flow import touches_float16
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
@@ -55,7 +55,7 @@ def widen(jaxpr: Jaxpr) -> Jaxpr:
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
     outvars = [w.narrow(w.read(x)) if x.aval.dtype == F16 else w.read(x) for x in jaxpr.outvars]
-    return core.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars))
+    return typecheck.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars))
 
 
 def _has_float16(jaxpr: Jaxpr) -> bool:
@@ -152,4 +152,4 @@ def _widen_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
     outvars = [w.read(x) for x in jaxpr.outvars]
-    return ClosedJaxpr(core.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars)), consts)
+    return ClosedJaxpr(typecheck.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars)), consts)
