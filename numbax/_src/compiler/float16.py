@@ -47,15 +47,10 @@ def widen(jaxpr: Jaxpr) -> Jaxpr:
     if not _has_float16(jaxpr):
         return jaxpr
     w = _Widener()
-    constvars = list(jaxpr.constvars)
-    invars = list(jaxpr.invars)
-    for v in [*constvars, *invars]:
-        if v.aval.dtype == F16:
-            w.env[v] = w.convert(v, F32)
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
-    outvars = [w.narrow(w.read(x)) if x.aval.dtype == F16 else w.read(x) for x in jaxpr.outvars]
-    return typecheck.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars))
+    outvars = [w.read_narrow(x) if x.aval.dtype == F16 else w.read(x) for x in jaxpr.outvars]
+    return typecheck.check_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, w.eqns, outvars))
 
 
 def _has_float16(jaxpr: Jaxpr) -> bool:
@@ -68,16 +63,33 @@ def _wide_aval(aval: core.ShapedArray) -> core.ShapedArray:
 
 
 class _Widener:
-    """The rewritten equations and where each original variable's value now lives."""
+    """The rewritten equations, and where each original variable's value now lives: a float16
+    variable may have a float32 form (`wide`), a float16 form (`narrow`, itself for the
+    program's inputs) or both; each conversion is made once, when first needed."""
 
     def __init__(self) -> None:
         self.eqns: list[JaxprEqn] = []
-        self.env: dict[Var, Any] = {}
+        self.env: dict[Var, Any] = {}  # variables of other dtypes: their new variables
+        self.wide: dict[Var, Any] = {}
+        self.narrow: dict[Var, Any] = {}
 
     def read(self, x: Any) -> Any:
+        """`x` as the rewritten program computes it (float16 values in float32)."""
         if isinstance(x, Literal):
             return Literal(np.float32(x.val), _wide_aval(x.aval)) if x.aval.dtype == F16 else x
-        return self.env.get(x, x)
+        if x.aval.dtype != F16:
+            return self.env.get(x, x)
+        if x not in self.wide:
+            self.wide[x] = self.convert(self.narrow.get(x, x), F32)
+        return self.wide[x]
+
+    def read_narrow(self, x: Any) -> Any:
+        """A float16 `x` as float16 (exact conversions of float32 forms)."""
+        if isinstance(x, Literal):
+            return x
+        if x not in self.narrow and x in self.wide:
+            self.narrow[x] = self.convert(self.wide[x], F16)
+        return self.narrow.get(x, x)
 
     def emit(self, prim: core.Primitive, ins: list, params: dict) -> list[Var]:
         avals = core.abstract_eval(prim, [x.aval for x in ins], params)
@@ -88,10 +100,6 @@ class _Widener:
     def convert(self, x: Any, dtype: np.dtype) -> Var:
         return self.emit(lconv.convert_element_type_p, [x],
                          {"new_dtype": dtype, "weak_type": x.aval.weak_type})[0]
-
-    def narrow(self, x: Any) -> Var:
-        """A float32 value holding float16 values, back as float16 (exact)."""
-        return self.convert(x, F16)
 
     def round(self, x: Var) -> Var:
         return self.emit(lconv.round_to_float16_p, [x], {})[0]
@@ -113,13 +121,15 @@ class _Widener:
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
             if prim in _ROUNDED:
                 outs = [self.round(o) if o.aval.dtype == F32 else o for o in outs]
-        else:  # float16 through the eager impl, exact conversions around it
-            ins = [self.narrow(self.read(x)) if isinstance(x, Var) and x.aval.dtype == F16
-                   else x for x in eqn.invars]
+        else:  # float16 through the eager impl
+            ins = [self.read_narrow(x) if x.aval.dtype == F16 else self.read(x)
+                   for x in eqn.invars]
             outs = self.emit(prim, ins, params)
-            outs = [self.convert(o, F32) if o.aval.dtype == F16 else o for o in outs]
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                (self.narrow if v.aval.dtype == F16 else self.env)[v] = o
+            return
         for v, o in zip(eqn.outvars, outs, strict=True):
-            self.env[v] = o
+            (self.wide if v.aval.dtype == F16 else self.env)[v] = o
 
     def _convert(self, eqn: JaxprEqn) -> Var:
         """convert_element_type to or from float16: from float16 the float32 value converts
@@ -144,10 +154,11 @@ def _widen_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
         return closed
     w = _Widener()
     invars = [Var(_wide_aval(v.aval)) if v.aval.dtype == F16 else v for v in jaxpr.invars]
-    w.env.update({v: n for v, n in zip(jaxpr.invars, invars, strict=True) if v is not n})
     constvars = [Var(_wide_aval(v.aval)) if v.aval.dtype == F16 else v
                  for v in jaxpr.constvars]
-    w.env.update({v: n for v, n in zip(jaxpr.constvars, constvars, strict=True) if v is not n})
+    for old, new in zip([*jaxpr.invars, *jaxpr.constvars], [*invars, *constvars], strict=True):
+        if old is not new:
+            w.wide[old] = new
     consts = [np.asarray(c, F32) if np.asarray(c).dtype == F16 else c for c in closed.consts]
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
