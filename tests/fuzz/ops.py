@@ -287,8 +287,11 @@ def _dyn_param(draw, avals: list[Aval]) -> dict:
 
 
 def _dyn_ref(p: dict, x):
+    """JAX's rule: a negative start counts from the end (once), then starts are clamped so
+    the window fits."""
+    starts = [s + n if s < 0 else s for s, n in zip(p["starts"], x.shape, strict=True)]
     idx = tuple(slice(min(max(s, 0), n - k), min(max(s, 0), n - k) + k)
-                for s, n, k in zip(p["starts"], x.shape, p["sizes"], strict=True))
+                for s, n, k in zip(starts, x.shape, p["sizes"], strict=True))
     return x[idx]
 
 
