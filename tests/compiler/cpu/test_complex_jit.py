@@ -32,7 +32,8 @@ def test_ordering_is_lexicographic_as_numpy(dtype, op):
     np.testing.assert_array_equal(np.asarray(numbax.jit(f)(a, b)), want)
 
 
-_PARTS = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-38, 3.0, 710.0, -710.0, 1e300]
+_PARTS = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-38, 3.0, 710.0, -710.0, 1e300,
+          5e-324, 1e-20, 3.4e38, 1.7e308]
 _SPECIAL = np.array([complex(a, b) for a in _PARTS for b in _PARTS])
 
 
@@ -44,11 +45,13 @@ def _kinds(a):
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 @pytest.mark.parametrize("name", ["exp", "exp2", "sin", "cos", "tan", "sinh", "cosh", "tanh",
                                   "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-                                  "arctanh", "square", "power"])
+                                  "arctanh", "square", "power", "log", "log1p", "expm1",
+                                  "sqrt", "log10"])
 def test_special_complex_values_match_eager(name, dtype):
-    """Found by the fuzzer (issue 21): Numba's cmath gave inf+nanj for exp(710+0j) and
-    nan+nanj for tanh(1j*inf), where numpy follows C99; complex operands of these now run
-    numpy's implementation under jit."""
+    """Found by the fuzzer (issue 21): Numba's cmath gave inf+nanj for exp(710+0j), nan+nanj
+    for tanh(1j*inf), inf for log(1e308+1e308j), 0 for expm1(1e-20) and raised
+    ZeroDivisionError for sqrt(5e-324j), where numpy follows C99 and avoids the overflow;
+    complex operands of these now run numpy's implementation under jit."""
     fn = (lambda v: v ** dtype(2.5)) if name == "power" else getattr(jnp, name)
     x = _SPECIAL.astype(dtype)
     with np.errstate(all="ignore"):

@@ -212,24 +212,6 @@ elementwise(lx.exp2_p, call("np.exp2"), array_call("np.exp2"),
             cuda_complex=_c("exp2"))
 
 
-def _real_array(rule: ScalarRule) -> ScalarRule:
-    def real_only(args, eqn):
-        if involves_complex(eqn):
-            raise Unsupported(eqn.primitive.name)
-        return rule(args, eqn)
-
-    return real_only
-
-
-# Numba's cmath differs from numpy's C99 rules where a part is infinite or nan (exp(710+0j) is
-# inf+nanj, tanh(1j*inf) nan+nanj; found by the fuzzer): complex operands run numpy (the eager
-# impl) between the CPU's kernels
-for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.sinh_p,
-              lx.cosh_p, lx.asinh_p, lx.acosh_p, lx.atanh_p, lx.exp_p, lx.exp2_p, lx.tanh_p,
-              lx.pow_p, lx.square_p):
-    register(_prim, backend="cpu", scalar_ok=no_complex,
-             array=_real_array(lowering(_prim, "cpu").array))
-
 
 def _logistic_array(args, eqn):
     return f"({const(eqn, 1)} / ({const(eqn, 1)} + np.exp(-{args[0]})))"
@@ -372,3 +354,23 @@ elementwise(lbits.clz_p,
 for _prim in (lbits.mulhi_p, lbits.reduce_precision_p, lbits.eq_to_p, lbits.le_to_p,
               lbits.lt_to_p):
     register(_prim, backend="cpu", library=EAGER)
+
+
+def _real_array(rule: ScalarRule) -> ScalarRule:
+    def real_only(args, eqn):
+        if involves_complex(eqn):
+            raise Unsupported(eqn.primitive.name)
+        return rule(args, eqn)
+
+    return real_only
+
+
+# Numba's cmath differs from numpy's C99 rules where a part is infinite or nan (exp(710+0j) is
+# inf+nanj, tanh(1j*inf) nan+nanj), overflows or underflows inside (log of 1e308+1e308j is
+# inf, expm1(1e-20) 0, sqrt(5e-324j) raises ZeroDivisionError; found by the fuzzer): complex
+# operands run numpy (the eager impl) between the CPU's kernels
+for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.sinh_p,
+              lx.cosh_p, lx.asinh_p, lx.acosh_p, lx.atanh_p, lx.exp_p, lx.exp2_p, lx.tanh_p,
+              lx.log_p, lx.log1p_p, lx.expm1_p, lx.sqrt_p, lx.rsqrt_p, lx.pow_p, lx.square_p):
+    register(_prim, backend="cpu", scalar_ok=no_complex,
+             array=_real_array(lowering(_prim, "cpu").array))
