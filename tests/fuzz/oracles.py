@@ -102,7 +102,8 @@ def _deviation(noisy: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 def compare(got: Any, want: Any, spread: np.ndarray | None) -> str | None:
     """None when `got` matches `want`, else what differs. Exact (`spread` None): same dtype,
-    shape and bits (any NaN for a NaN); otherwise within 4 * spread + 16 ulps of `want`."""
+    shape and bits (any NaN for a NaN); otherwise within 4 * spread + 16 ulps of `want` (plus
+    the smallest normal number, for products and sums that underflow at another width)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
@@ -121,10 +122,12 @@ def compare(got: Any, want: Any, spread: np.ndarray | None) -> str | None:
         return _show(got, want, bad) if bad.any() else None
     spread = np.broadcast_to(np.asarray(spread, np.float64), got.shape)
     unstable = np.isinf(spread)
-    eps = float(np.finfo(got.dtype).eps)
+    fi = np.finfo(got.dtype)
     with np.errstate(all="ignore"):
         wide_g, wide_w = got.astype(np.float64), want.astype(np.float64)
-        close = np.abs(wide_g - wide_w) <= 4 * spread + 16 * eps * np.abs(wide_w)
+        # + the smallest normal: an accumulator of another width underflows elsewhere
+        close = np.abs(wide_g - wide_w) <= (4 * spread + 16 * float(fi.eps) * np.abs(wide_w)
+                                            + float(fi.tiny))
     same = (nan_g & nan_w) | (got == want) | (np.isfinite(got) & np.isfinite(want) & close)
     bad = ~(same | unstable)
     return _show(got, want, bad) if bad.any() else None
