@@ -1,9 +1,12 @@
 """numbax.jit against eager evaluation and numpy; tracing, caching and argument handling."""
+import warnings
+
 import numpy as np
 import pytest
 
 import numbax
 import numbax.numpy as jnp
+from numbax import lax
 from numbax.errors import NumbaxTypeError, UnexpectedTracerError
 
 rng = np.random.default_rng(0)
@@ -187,6 +190,23 @@ def test_bad_inputs():
         numbax.jit(lambda x: x)("hello")
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    ({"static_argnums": 1.5}, r"static_argnums has 1.5 of type float, expected an int"),
+    ({"static_argnums": (0, 1.5)}, r"static_argnums has an entry 1.5 of type float"),
+    ({"static_argnums": "1"}, r"static_argnums has an entry '1' of type str"),
+    ({"static_argnames": 5}, r"static_argnames has 5 of type int, expected a string"),
+    ({"static_argnames": ("n", 5)}, r"static_argnames has an entry 5 of type int"),
+    ({"donate_argnums": 0.5}, r"donate_argnums has 0.5 of type float"),
+], ids=["argnums-float", "argnums-entry", "argnums-str", "argnames-int", "argnames-entry",
+        "donate-float"])
+def test_bad_static_and_donate_specs_name_the_argument(kwargs, match):
+    """issue 21 item 20: these used to surface "'float' object is not iterable"."""
+    with pytest.raises(numbax.errors.NumbaxTypeError, match=match):
+        numbax.jit(lambda x, n: x * n, **kwargs)
+    g = numbax.jit(lambda x, n: x * n, static_argnums=np.int64(1), static_argnames=["n"])
+    np.testing.assert_allclose(g(V, 2), V * 2)
+
+
 def test_donate_argnums_accepted_and_decorator_form():
     @numbax.jit
     def f(x):
@@ -255,6 +275,60 @@ def test_primitive_without_lowering_runs_its_eager_impl_under_jit():
     with pytest.warns(RuntimeWarning, match="mystery_op"):
         got = numbax.jit(uses_mystery)(V)
     np.testing.assert_allclose(got, np.sin(np.asarray(V) * 2.0) + 1.0, rtol=1e-12)
+
+
+# issue 21 item 17: float16, big-endian inputs and very deep pytrees under jit
+_F16 = np.array([-65504.0, -2.5, -0.0, 0.0, 6e-8, 1e-4, 0.33, 1.0, 3.14, 60000.0, np.inf,
+                 np.nan], np.float16)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a * 2 + 1, lambda a: jnp.sin(a) * a - jnp.exp(a / 8), lambda a: jnp.sum(a[:9]),
+    lambda a: jnp.outer(a[:4], a[:4]) @ a[:4], lambda a: (a.astype(np.float32) / 3),
+    lambda a: lax.fori_loop(0, 3, lambda i, c: c * np.float16(1.5) + a, a),
+    lambda a: lax.cond(jnp.sum(a[:3]) > 0, lambda: a * 2, lambda: a - 1),
+    lambda a: jnp.sort(a) + a.astype(np.float64).astype(np.float16),
+], ids=["arith", "transcendental", "sum", "dot", "to-float32", "fori", "cond", "sort-casts"])
+def test_float16_under_jit_gives_eager_bits(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = numbax.jit(fn)(_F16)
+        want = fn(jnp.asarray(_F16))
+    assert got.dtype == want.dtype
+    bits = [np.atleast_1d(np.asarray(a)).view(np.uint8) for a in (got, want)]
+    np.testing.assert_array_equal(*bits)
+
+
+def test_float16_warns_once_per_primitive(monkeypatch):
+    from numbax._src.compiler.cpu import backend
+
+    monkeypatch.setattr(backend, "_warned_float16", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        numbax.jit(lambda a: jnp.sin(a) * 3)(_F16)  # mul compiles (float32, rounded); sin
+        numbax.jit(lambda a: jnp.sin(a) * 5)(_F16)  # runs numpy's float16 loop
+    messages = [str(w.message) for w in caught if "float16" in str(w.message)]
+    assert len(messages) == 1 and messages[0].startswith("jit: sin on float16 values")
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">i4", ">i8", ">c16", ">u2"])
+def test_big_endian_inputs(dtype):
+    x = np.arange(1, 7).astype(dtype)
+    got = numbax.jit(lambda a: a * 2 + 1)(x)
+    assert got.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_array_equal(np.asarray(got), x.astype(got.dtype) * 2 + 1)
+    mixed = numbax.jit(lambda a, b: a + b)(x, x.astype(got.dtype))
+    np.testing.assert_array_equal(np.asarray(mixed), 2 * x.astype(got.dtype))
+    assert numbax.numpy.asarray(x).dtype.isnative
+
+
+def test_very_deep_pytree_argument():
+    t = 1.5
+    for _ in range(5000):
+        t = [t]
+    out = numbax.jit(lambda tr: numbax.tree_util.tree_map(lambda x: x * 2, tr))(t)
+    assert numbax.tree_util.tree_structure(out) == numbax.tree_util.tree_structure(t)
+    assert [float(x) for x in numbax.tree_util.tree_leaves(out)] == [3.0]
 
 
 def test_static_arguments_by_position_or_by_name():

@@ -236,3 +236,18 @@ def test_axis_spec_types_and_structure():
     with pytest.raises(ValueError, match=r"out_axes specification must be a tree prefix.*"
                                          r"tuple with 2 children"):
         numbax.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(np.ones(3))
+
+
+def test_vmap_of_grad_through_cond_with_batched_predicate():
+    """Found by the fuzzer (issue 21): add_any's batching left an unbatched 0-d cotangent
+    beside a batched one, so tracing jit(vmap(grad(f))) failed with an IndexError."""
+    from numbax import lax
+
+    def loss(x, p):
+        return lax.cond(p, lambda v: v, lambda v: jnp.flip(v) ** 2, x) * 0.3 + x * 0.7
+
+    xs, ps = np.array([0.5, -1.5]), np.array([True, False])
+    want = [float(numbax.grad(loss)(x, p)) for x, p in zip(xs, ps)]
+    np.testing.assert_allclose(np.asarray(numbax.vmap(numbax.grad(loss))(xs, ps)), want)
+    np.testing.assert_allclose(np.asarray(numbax.jit(numbax.vmap(numbax.grad(loss)))(xs, ps)),
+                               [1.0, 0.7 - 0.6 * 1.5])

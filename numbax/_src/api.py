@@ -176,11 +176,15 @@ def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
 
 
 def _wrap_outputs(xs: list) -> list:
+    """Transform outputs as Arrays: a numpy array that comes out as it went in (an input or
+    a closed-over array passed through) is copied, so later writes to it do not show."""
     from numbax._src.array import Array
 
     out = []
     for x in xs:
-        if isinstance(x, (np.ndarray, np.generic)):
+        if isinstance(x, np.ndarray):
+            x = Array._from_numpy(pe.snapshot(x))
+        elif isinstance(x, np.generic):
             x = Array._from_numpy(np.asarray(x))
         out.append(x)
     return out

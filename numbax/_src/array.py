@@ -175,6 +175,16 @@ def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
     return Array._from_numpy(value, weak_type)
 
 
+def unaliased(value: np.ndarray, sources: Any) -> np.ndarray:
+    """`value`, copied when it may share memory with one of `sources` that is a caller's numpy
+    array: a result (a reshape, slice or identity of an input) must not change when the caller
+    later writes to their array. Arrays' own buffers are immutable and never force a copy."""
+    for s in sources:
+        if isinstance(s, np.ndarray) and np.may_share_memory(value, s):
+            return value.copy()
+    return value
+
+
 def asarray_value(x: Any, dtype: Any = None) -> Array:
     """Makes a concrete Array from array-like data (copying numpy input, like JAX)."""
     if isinstance(x, Array) and dtype is None:

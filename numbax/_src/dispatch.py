@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
-from numbax._src.array import Array, GpuArray, committed_device
+from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
@@ -44,6 +44,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
                          f"outputs, its abstract evaluation {len(out_avals)}.")
     results = []
+    caller_arrays = [x for x in tracers if isinstance(x, np.ndarray)]  # usually none
     for i, out in enumerate(outs):
         if isinstance(out, Array):
             results.append(out)
@@ -52,6 +53,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         out = np.asarray(out)
         if aval is not None and out.dtype != aval.dtype:
             out = out.astype(aval.dtype)
+        elif caller_arrays:
+            out = unaliased(out, caller_arrays)  # a view of (or one of) the caller's arrays
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
     if primitive in sharding_api.LAYOUT_PRIMITIVES or sharding_api.has_sharded(tracers):
         results = sharding_api.relayout(primitive, tracers, params, results)

@@ -49,7 +49,8 @@ def short_name(dtype: np.dtype) -> str:
 
 
 def canonicalize_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
-    """Checks that `dtype` is a numeric dtype and narrows 64-bit types when x64 is off."""
+    """Checks that `dtype` is a numeric dtype, in the machine's byte order, narrowed to 32 bits
+    when x64 is off."""
     try:
         dt = np.dtype(dtype)
     except TypeError as err:
@@ -59,6 +60,8 @@ def canonicalize_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
         ) from err
     if dt == float0:
         return dt
+    if not dt.isnative:  # big-endian data: values keep their meaning in the native order
+        dt = dt.newbyteorder("=")
     if dt.kind not in _SUPPORTED_KINDS:
         raise NumbaxTypeError(
             f"{context}: dtype {dt} is not supported; numbax arrays hold booleans, integers, "

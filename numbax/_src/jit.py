@@ -11,7 +11,7 @@ import numpy as np
 
 from numbax._src import core, eager_compile, jit_log, jit_options
 from numbax._src import tree_util as tu
-from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device
+from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
@@ -61,8 +61,9 @@ def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False)
     leaves that qualify (`_donations`) go to the driver's trailing parameters and their
     Arrays are deleted. Outputs the driver allocated are wrapped as they are (read-only, no
     view), so a later call can take them as donations; others (views of inputs...) through a
-    read-only view. GPU: device buffers pass through, host leaves are copied over, outputs
-    stay on the device."""
+    read-only view, copied first when they view a numpy argument the caller may change.
+    GPU: device buffers pass through, host leaves are copied over, outputs stay on the
+    device."""
     avals = exe.in_avals
     if exe.device is None:
         values = [_leaf_value(x, a) for x, a in zip(leaves, avals, strict=True)]
@@ -70,7 +71,7 @@ def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False)
         _delete(donors)
         outs = exe(*values, donated=bufs)
         fresh = exe.out_fresh or (False,) * len(outs)
-        return [_wrap_owned(o, w) if f else Array._from_numpy(o, w)
+        return [_wrap_owned(o, w) if f else Array._from_numpy(unaliased(o, leaves), w)
                 for o, w, f in zip(outs, exe.out_weak, fresh, strict=True)]
     with cuda_runtime.on_device(exe.device.id):
         args = [x._dbuf if type(x) is GpuArray else

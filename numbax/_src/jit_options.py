@@ -8,24 +8,48 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numbax._src.compiler.cache_bounds import LRUCache
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 
 def normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
-    value = (value,) if isinstance(value, int) else tuple(value)
-    for v in value:
-        if not isinstance(v, int):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    items = _entries(name, value, "an int or a sequence of ints", f"{name}=1 or {name}=(0, 2)")
+    for v in items:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
             raise NumbaxTypeError(
-                f"jit: {name} has an entry of type {type(v).__name__}, expected int. Pass an "
-                "int or a tuple of ints."
+                f"jit: {name} has an entry {v!r} of type {type(v).__name__}, expected int. Pass "
+                f"an int or a tuple of ints, e.g. {name}=(0, 2)."
             )
-    return value
+    return tuple(int(v) for v in items)
 
 
 def normalize_argnames(value: Any) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
+    if isinstance(value, str):
+        return (value,)
+    items = _entries("static_argnames", value, "a string or a sequence of strings",
+                     "static_argnames='n' or static_argnames=('n', 'mode')")
+    for v in items:
+        if not isinstance(v, str):
+            raise NumbaxTypeError(
+                f"jit: static_argnames has an entry {v!r} of type {type(v).__name__}, expected "
+                "str (a parameter name). Use static_argnums for positions."
+            )
+    return items
+
+
+def _entries(name: str, value: Any, expected: str, example: str) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise NumbaxTypeError(
+            f"jit: {name} has {value!r} of type {type(value).__name__}, expected {expected}. "
+            f"Pass e.g. {example}."
+        ) from None
 
 
 def _cache_size() -> int:

@@ -25,10 +25,26 @@ def _same_values(f, jaxpr, *args):
 
 
 def test_identities_removed():
-    f = lambda x: ((x * 1.0 + 0.0) - 0.0) / 1.0  # noqa: E731
+    f = lambda x: ((x * 1.0 + -0.0) - 0.0) / 1.0  # noqa: E731
     j = passes.simplify(_jaxpr(f, X))
     assert _prims(j) == []
     _same_values(f, j, X)
+
+
+def test_identities_that_are_not_exact_are_kept():
+    """Found by the fuzzer: -0.0 + 0.0 is +0.0 and -0.0 - (-0.0) too, and complex x * 1 or
+    x / 1 turn an inf or nan part into nan+nanj (numpy's full formulas), so those stay."""
+    zero = np.array([-0.0, 1.0])
+    for f in (lambda x: x + 0.0, lambda x: 0.0 + x, lambda x: x - (-0.0)):
+        j = passes.simplify(_jaxpr(f, zero))
+        assert _prims(j) == ["sub" if "sub" in _prims(_jaxpr(f, zero)) else "add"]
+        got = np.asarray(numbax.jit(f)(zero))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.asarray(f(zero))))
+    z = np.array([complex(np.nan, -2.0), complex(np.inf, 1.0)], np.complex64)
+    for f in (lambda x: x * np.complex64(1), lambda x: x / np.complex64(1)):
+        assert len(_prims(passes.simplify(_jaxpr(f, z)))) == 1
+        want = f(numbax.numpy.asarray(z))
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(z)), np.asarray(want))
 
 
 def test_cse_merges_repeated_work():

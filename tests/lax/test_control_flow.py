@@ -228,6 +228,25 @@ def test_scan_errors():
         lax.scan(lambda c, x: (np.ones(2) * c, x), 0.0, np.ones(3))
 
 
+@pytest.mark.parametrize("length,cls,match", [
+    (-1, ValueError, "length has -1, expected a non-negative integer"),
+    (2.5, TypeError, "length has 2.5 of type float"),
+    ("3", TypeError, "length has '3' of type str"),
+    (True, TypeError, "length has True of type bool"),
+])
+def test_scan_length_must_be_a_non_negative_int(length, cls, match):
+    """issue 21 item 20: length=-1 used to be accepted (and failed inside numpy's stack)."""
+    with pytest.raises(cls, match=match):
+        lax.scan(lambda c, x: (c + 1.0, c), 0.0, None, length=length)
+
+
+def test_scan_length_forms_that_work():
+    for length in (0, 3, np.int32(3), jnp.asarray(3)):
+        carry, ys = lax.scan(lambda c, x: (c + 1.0, c), 0.0, None, length=length)
+        assert float(carry) == int(length) and np.asarray(ys).tolist() == list(
+            map(float, range(int(length))))
+
+
 def test_map_matches_python_loop_and_differentiates():
     xs = RNG.normal(size=(4, 2))
     np.testing.assert_allclose(np.asarray(lax.map(lambda v: jnp.sum(jnp.sin(v)), xs)),

@@ -92,6 +92,10 @@ class Backend(abc.ABC):
     def fusible(self, eqn: JaxprEqn) -> bool:
         return registry.fusible(eqn, self.name)
 
+    def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
+        """The simplified jaxpr as this backend computes it (default: unchanged)."""
+        return jaxpr
+
     def op_cost(self, eqn: JaxprEqn) -> float:
         """The relative cost of computing a fused equation once per element (a light op is
         1): fusion bounds how much of it a row group recomputes."""

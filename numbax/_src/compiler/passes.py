@@ -50,6 +50,16 @@ def _is_const(x: Atom, value: float, zeros: dict[Var, Any]) -> bool:
     return value == 0 and x in zeros
 
 
+def _signed_zero(x: Atom, negative: bool) -> bool:
+    """Whether the zero constant x has the sign `negative` in every part (broadcast zeros from
+    AD are +0)."""
+    if not isinstance(x, Literal):
+        return not negative
+    val = np.asarray(x.val)
+    parts = (val.real, val.imag) if val.dtype.kind == "c" else (val,)
+    return all(bool(np.signbit(p)) == negative for p in parts)
+
+
 def _same_type(a: Atom, b: Atom) -> bool:
     return (a.aval.shape, a.aval.dtype) == (b.aval.shape, b.aval.dtype)
 
@@ -84,23 +94,27 @@ def _algebra_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
     out = eqn.outvars[0]
     if prim is ls.broadcast_in_dim_p and isinstance(ins[0], Literal) and ins[0].val == 0:
         zeros[out] = True
-    if prim in (lx.add_p, add_any_p):
+    kind = out.aval.dtype.kind
+    if prim is add_any_p:  # AD's symbolic zeros: eager skips these adds too
         if _is_const(ins[1], 0, zeros):
             return ins[0]
         if _is_const(ins[0], 0, zeros):
             return ins[1]
-    if prim is lx.sub_p and _is_const(ins[1], 0, zeros):
+    if prim is lx.add_p:  # x + 0 is x only for -0.0 on floats (-0.0 + 0.0 is +0.0)
+        for x, c in ((ins[0], ins[1]), (ins[1], ins[0])):
+            if _is_const(c, 0, zeros) and (kind in "iu" or _signed_zero(c, True)):
+                return x
+    if prim is lx.sub_p and _is_const(ins[1], 0, zeros) and (
+            kind in "iu" or _signed_zero(ins[1], False)):
         return ins[0]
-    if prim is lx.mul_p:
+    if prim is lx.mul_p and kind != "c":  # complex x*1 is not x when a part is inf or nan
         if _is_const(ins[1], 1, zeros):
             return ins[0]
         if _is_const(ins[0], 1, zeros):
             return ins[1]
-        if out.aval.dtype.kind in "iub" and (
-            _is_const(ins[0], 0, zeros) or _is_const(ins[1], 0, zeros)
-        ):
+        if kind in "iub" and (_is_const(ins[0], 0, zeros) or _is_const(ins[1], 0, zeros)):
             zeros[out] = True  # integer x*0 is 0; float x*0 is not (inf, nan)
-    if prim is lx.div_p and _is_const(ins[1], 1, zeros):
+    if prim is lx.div_p and kind != "c" and _is_const(ins[1], 1, zeros):
         return ins[0]
     if prim in (lx.convert_element_type_p, ls.reshape_p, ls.broadcast_in_dim_p, ls.squeeze_p):
         if isinstance(ins[0], Var) and _same_type(ins[0], out):

@@ -19,7 +19,7 @@ def prepare(jaxpr: Jaxpr) -> Jaxpr:
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
                  name: str = "", device: Any = None) -> Executable:
     """`closed` compiled by `backend` (donated: input positions outputs may be written into)."""
-    jaxpr = prepare(closed.jaxpr)
+    jaxpr = backend.rewrite(prepare(closed.jaxpr))
     nodes = fusion.partition(jaxpr, backend.fusible, backend.op_cost)
     consts: Sequence[Any] = closed.consts
     exe = backend.build(Program(jaxpr, nodes, list(consts), donated, name, device))

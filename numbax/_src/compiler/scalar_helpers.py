@@ -15,9 +15,12 @@ import numpy as np
 
 
 def cdiv(a, b):
-    """Integer division rounding toward zero; division by zero gives 0."""
+    """Integer division rounding toward zero; division by zero gives 0, and MIN // -1 wraps
+    to MIN (numpy's result; the hardware division would trap or give garbage)."""
     if b == 0:
         return a - a
+    if b == -1:
+        return -a
     q = a // b
     if q < 0 and q * b != a:
         q += 1
@@ -57,6 +60,64 @@ def round_away(x):
     return math.copysign(r, x)
 
 
+def sign(x):
+    """np.sign of a real number: +0.0 for either zero (Numba's np.sign and CUDA's copysign
+    keep -0.0), NaN for NaN; the caller casts to the operand's dtype."""
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x - x  # +0 for +-0, NaN for NaN
+
+
+def round_to_float16(x):
+    """x rounded to the nearest float16 value (ties to even, float16's subnormals, inf past
+    65504), in float64: a float16 op computed in float32 then rounded once gives numpy's
+    float16 result. Adding and removing 1.5 * 2**52 rounds a float64 below 2**51 to an
+    integer, ties to even."""
+    y = np.float64(x)  # explicit: the CUDA simulator runs this on numpy scalars
+    a = abs(y)
+    if not a < 65520.0:  # nan, inf, and what rounds past float16's largest value
+        return y if a != a else math.copysign(math.inf, y)
+    if a < 6.103515625e-05:  # below the smallest normal float16: multiples of 2**-24
+        s = 16777216.0
+    else:
+        s = math.ldexp(1.0, 11 - math.frexp(a)[1])  # 11 significant bits
+    q = ((a * s + 6755399441055744.0) - 6755399441055744.0) / s
+    return math.copysign(q, y)
+
+
+def float_to_int(x, bits):
+    """numpy's float -> signed integer cast on x86 (C's, through cvttsd2si): truncation toward
+    zero; NaN and values whose truncation leaves the int32 range (int64 for `bits` = 64) give
+    that range's minimum, and the caller's cast keeps the low `bits` bits. Returned as int64
+    (LLVM's own conversion is poison out of range)."""
+    lim = 9223372036854775808.0 if bits == 64 else 2147483648.0
+    if -lim - 1.0 < x < lim or x == -lim:  # NaN compares False
+        return np.int64(x)
+    return np.int64(-lim)
+
+
+def float_to_uint(x):
+    """numpy's float -> uint64 cast on x86: values from 2**63 up are converted after
+    subtracting 2**63, whose bit is then set back (so inf and overflow give 0, NaN and -inf
+    2**63, -1.0 all ones). The uint64 bits as an int64."""
+    if x >= 9223372036854775808.0:
+        return float_to_int(x - 9223372036854775808.0, 64) ^ np.int64(-9223372036854775808)
+    return float_to_int(x, 64)
+
+
+def round_even(x):
+    """np.rint in float64: adding and removing 2**52 rounds |x| to the nearest even integer
+    exactly, and the result keeps x's sign (rint(-0.3) is -0.0; found by the fuzzer's CUDA
+    slice, where floor-based rounding gave +0.0)."""
+    x = np.float64(x)
+    y = abs(x)
+    if not y < 4503599627370496.0:  # nan, inf and |x| >= 2**52 are integers already
+        return x
+    return math.copysign((y + 4503599627370496.0) - 4503599627370496.0, x)
+
+
 def shift_left(x, y, bits):
     """lax.shift_left: shifts of `bits` or more (or negative) give 0, not LLVM's poison."""
     return x << y if 0 <= y < bits else x ^ x
@@ -84,8 +145,8 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, shift_left, shift_right_arithmetic, shift_right_logical,
-          clz)
+SHARED = (cdiv, crem, ipow, round_away, round_even, sign, round_to_float16, float_to_int,
+          float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from numbax._src import core, source_info, typecheck
 from numbax._src.core import (
     ClosedJaxpr,
@@ -26,6 +28,15 @@ class DynamicJaxprTracer(Tracer):
     def __init__(self, trace: Trace, aval: ShapedArray) -> None:
         super().__init__(trace)
         self.aval = aval
+
+
+def snapshot(value: np.ndarray) -> np.ndarray:
+    """A caller's numpy array as its value now (a read-only copy), unless nothing can write
+    to it (a read-only array owning its memory)."""
+    if value.flags.writeable or value.base is not None:
+        value = value.copy()
+        value.flags.writeable = False
+    return value
 
 
 class JaxprBuilder:
@@ -63,6 +74,8 @@ class JaxprBuilder:
         var = self.add_var(tracer)
         self.const_tracers[id(val)] = tracer
         self.const_refs.append(val)  # keeps id(val) unique while the builder lives
+        if isinstance(val, np.ndarray):  # captured by value, as JAX does: later writes don't show
+            val = snapshot(val)
         if _is_scalar_literal(val, tracer.aval):
             self.literals[var] = Literal(core.to_numpy(val), tracer.aval)
         else:

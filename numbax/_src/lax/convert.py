@@ -32,6 +32,9 @@ def _convert_impl(x, *, new_dtype, weak_type):
         x = x.real
     if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
+            if np.dtype(new_dtype) == np.uint32:  # numpy's scalar path (C's cast through
+                # int64) everywhere: its vectorised loop differs for NaN and x < -2**31
+                return [x.astype(np.int64).astype(np.uint32)]
             return [x.astype(new_dtype)]
     return [x.astype(new_dtype)]
 
@@ -117,3 +120,22 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
             return _weak_scalar(operand, new_dtype)
         return np.array(operand, dtype=new_dtype)[()]
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+
+
+# numbax-only, internal: Numba's CPU target has no float16, so the CPU compiler computes float16
+# programs in float32/float64 and rounds each result to float16's values with this primitive
+# (compiler/float16.py); it never appears in a traced program.
+round_to_float16_p = Primitive("round_to_float16")
+
+
+def _round_to_float16_abstract_eval(x: ShapedArray) -> list:
+    if x.dtype.kind != "f":
+        raise NumbaxValueError(f"round_to_float16: operand has dtype {x.dtype}, expected a "
+                               "float dtype.")
+    return [x]
+
+
+core.abstract_eval_rules[round_to_float16_p] = _round_to_float16_abstract_eval
+core.impl_rules[round_to_float16_p] = lambda x: [x.astype(np.float16).astype(x.dtype)]
+ad.deflinear(round_to_float16_p, lambda cts, x: [round_to_float16_p.bind(cts[0])])
+batching.defvectorized(round_to_float16_p)

@@ -443,7 +443,16 @@ ad.defjvp(
     lambda t, ans, x, y: complex_(_zeros_like(y), _broadcast_tangent(t, get_aval(y))),
 )
 
-batching.defbroadcasting(ad.add_any_p)
+
+
+def _add_any_batch(axis_size, vals, dims):
+    """add_any's operands share one aval (its abstract eval is the first's), so an unbatched
+    operand is broadcast to the batched shape, never left to numpy's rank-0 broadcasting."""
+    x, y = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims, strict=True)]
+    return [ad.add_any_p.bind(x, y)], [0]
+
+
+batching.batch_rules[ad.add_any_p] = _add_any_batch
 
 # ----------------------------------------------------------------------------- wrappers
 

@@ -292,46 +292,6 @@ def float_power(x1: Any, x2: Any, /) -> Any:
     return lax.pow(*broadcast_arrays("float_power", x1, x2))
 
 
-def floor_divide(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes("floor_divide", x1, x2))
-    dtype = get_aval(x1).dtype
-    if dtype.kind in "iu":
-        quotient = lax.div(x1, x2)
-        if dtype.kind == "u":
-            return quotient
-        zero = lax.convert_element_type(0, dtype)
-        one = lax.convert_element_type(1, dtype)
-        # C division truncates; numpy floors: step down where signs differ and it is inexact.
-        fix = lax.bitwise_and(lax.ne(lax.lt(x1, zero), lax.lt(x2, zero)),
-                              lax.ne(lax.rem(x1, x2), zero))
-        return lax.select(fix, lax.sub(quotient, one), quotient)
-    return lax.floor(lax.div(x1, x2))
-
-
-def remainder(x1: Any, x2: Any, /) -> Any:
-    """numpy.remainder: the result has the sign of the divisor."""
-    x1, x2 = broadcast_arrays("remainder", *promote_dtypes("remainder", x1, x2))
-    dtype = get_aval(x1).dtype
-    r = lax.rem(x1, x2)
-    if dtype.kind == "u":
-        return r
-    zero = lax.convert_element_type(0, dtype)
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(x2, zero)))
-    return lax.select(fix, lax.add(r, x2), r)
-
-
-mod = remainder
-
-
-def fmod(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("fmod", *promote_dtypes("fmod", x1, x2))
-    return lax.rem(x1, x2)
-
-
-def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
-    return floor_divide(x1, x2), remainder(x1, x2)
-
-
 def reciprocal(x: Any, /) -> Any:
     (x,) = promote_dtypes_inexact("reciprocal", x)
     return lax.div(lax.convert_element_type(1, get_aval(x).dtype), x)
@@ -590,3 +550,6 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     frac = lax.select(signbit(x), lax.neg(lax.sub(flipped, trunc(flipped))),
                       lax.sub(finite, trunc(finite)))
     return frac, whole
+
+
+from numbax._src.numpy.division import divmod, floor_divide, fmod, mod, remainder  # noqa: E402

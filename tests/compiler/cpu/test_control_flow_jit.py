@@ -223,3 +223,68 @@ def test_control_flow_compiles_to_one_function_and_bad_input():
     np.testing.assert_allclose(numbax.jit(f)(w, x), want)
     with pytest.raises(TypeError, match="while_loop"):
         numbax.jit(lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x))(1.0)
+
+
+# issue 21 item 10: under jit(grad) the branches of a cond returned 0-d arrays (array forms,
+# 0-d broadcasts of zeros) beside scalars, which Numba's typing refused to unify.
+def _cond(x):
+    return lax.cond(jnp.sum(x) > 0, lambda y: jnp.sin(y) * y, lambda y: y * 2.0, x)
+
+
+def _switch3(x):
+    i = jnp.clip(jnp.sum(x).astype(jnp.int32), 0, 2)
+    return lax.switch(i, [lambda y: y * 3.0, lambda y: jnp.exp(y) - y, lambda y: y ** 2], x)
+
+
+def _scan(x):
+    return lax.scan(lambda c, v: (c * jnp.cos(v) + v, c * v), x, jnp.linspace(0.1, 0.5, 4))
+
+
+def _fori(x):
+    return lax.fori_loop(0, 3, lambda i, c: lax.cond(i % 2 == 0, lambda z: z * 1.5,
+                                                     lambda z: jnp.sin(z), c), x)
+
+
+def _while(x):  # forward mode only (JAX's rule)
+    return lax.while_loop(lambda c: c[1] < 3, lambda c: (jnp.sin(c[0]) + c[0], c[1] + 1),
+                          (x, 0))[0]
+
+
+_LOOPS = {"cond": _cond, "switch": _switch3, "scan": _scan, "fori": _fori}
+
+
+def _total(fn):
+    return lambda x: sum(jnp.sum(leaf) for leaf in numbax.tree_util.tree_leaves(fn(x)))
+
+
+@pytest.mark.parametrize("shape", [(), (3,)], ids=["0d", "nd"])
+@pytest.mark.parametrize("name", _LOOPS)
+def test_jit_grad_of_control_flow(name, shape):
+    f = _total(_LOOPS[name])
+    g = numbax.grad(f)
+    for x0 in (0.7, -0.4, 1.3):
+        x = np.full(shape, x0) + np.arange(np.prod(shape, dtype=int)).reshape(shape) * 0.1
+        np.testing.assert_allclose(np.asarray(numbax.jit(g)(x)), np.asarray(g(x)), rtol=1e-12)
+        eps = 1e-6
+        fd = np.zeros(shape)
+        for k in np.ndindex(shape):
+            d = np.zeros(shape)
+            d[k] = eps
+            fd[k] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
+        np.testing.assert_allclose(np.asarray(g(x)), fd, rtol=1e-6, atol=1e-8)
+    xs = np.linspace(-1.0, 1.5, 4 * int(np.prod(shape))).reshape((4, *shape))
+    got = np.asarray(numbax.jit(numbax.vmap(g))(xs))
+    np.testing.assert_allclose(got, np.stack([np.asarray(g(x)) for x in xs]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(), (3,)], ids=["0d", "nd"])
+def test_jit_jvp_of_while(shape):
+    x, t = np.full(shape, 0.6), np.full(shape, 1.0)
+    jf = numbax.jit(lambda a, b: numbax.jvp(_while, (a,), (b,)))
+    want = numbax.jvp(_while, (x,), (t,))
+    for got, w in zip(jf(x, t), want, strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12)
+    xs = np.linspace(-1.0, 1.0, 4 * int(np.prod(shape))).reshape((4, *shape))
+    vj = numbax.jit(numbax.vmap(lambda a: numbax.jvp(_while, (a,), (jnp.ones_like(a),))[1]))
+    np.testing.assert_allclose(np.asarray(vj(xs)), np.stack([
+        np.asarray(numbax.jvp(_while, (a,), (np.ones(shape),))[1]) for a in xs]), rtol=1e-12)

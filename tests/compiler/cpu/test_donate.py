@@ -156,5 +156,5 @@ def test_kwargs_and_static_args_with_donation():
 
 
 def test_bad_donate_argnums():
-    with pytest.raises(NumbaxTypeError, match="donate_argnums has an entry of type str"):
+    with pytest.raises(NumbaxTypeError, match="donate_argnums has an entry .p. of type str"):
         numbax.jit(lambda p: p, donate_argnums=("p",))

@@ -298,3 +298,16 @@ def test_plain_matmul_with_an_empty_contraction():
     a, b = np.ones((3, 0), np.float32), np.ones((0, 4), np.float32)
     got = numbax.jit(lambda a, b: a @ b)(a, b)
     np.testing.assert_array_equal(np.asarray(got), np.zeros((3, 4), np.float32))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda v: lax.dynamic_slice(v, (), ()), lambda v: lax.dynamic_slice(v, (), ()) * 2,
+    lambda v: lax.slice(v, (), ()) + 1, lambda v: lax.pad(v, 0.0, ()) - 1,
+    lambda v: lax.transpose(v, ()) * 3,
+], ids=["dynamic_slice", "dynamic_slice-fused", "slice", "pad", "transpose"])
+def test_library_rules_keep_zero_d_results_zero_d(fn):
+    """Found by the fuzzer (issue 21): np.ascontiguousarray turns a 0-d result into shape
+    (1,), so jit(dynamic_slice) of a scalar returned f64[1] and a consumer failed to compile."""
+    x = np.array(1.5)
+    got, want = numbax.jit(fn)(x), fn(jnp.asarray(x))
+    assert got.shape == () and float(got) == float(want)

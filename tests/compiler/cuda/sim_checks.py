@@ -105,6 +105,46 @@ def integer_and_bool():
 
 
 @check
+def integer_edges_match_the_cpu():
+    """issue 21 item 9: MIN // -1, MIN % -1 and float -> integer casts of NaN, inf and
+    out-of-range values through the shared scalar helpers give the CPU's (numpy's) values."""
+    lo = np.iinfo(np.int64).min
+    a, b = np.array([lo, lo, 7, -7], np.int64), np.array([-1, 1, -1, 2], np.int64)
+    for fn in (jnp.floor_divide, jnp.remainder, numbax.lax.div, numbax.lax.rem):
+        np.testing.assert_array_equal(np.asarray(gjit(fn)(a, b)), np.asarray(numbax.jit(fn)(a, b)))
+    x = np.array([np.nan, np.inf, -np.inf, -1.0, 1e20, -3e9, 2.0**63, 3.7, -0.0])
+    signs = np.asarray(gjit(jnp.sign)(x))
+    np.testing.assert_array_equal(np.signbit(signs), np.signbit(np.sign(x)))
+    y = np.array([-0.3, 0.3, -0.0, 0.0, -1.5, 2.5])
+    for fn in (jnp.floor, jnp.ceil, jnp.rint, jnp.round):  # zeros keep the operand's sign
+        np.testing.assert_array_equal(np.signbit(np.asarray(gjit(fn)(y))), np.signbit(fn(y)))
+    for dt in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
+        def cast(v, dt=dt):
+            return v.astype(dt)
+        want = np.asarray(numbax.jit(cast)(x))
+        np.testing.assert_array_equal(np.asarray(gjit(cast)(x)), want)
+
+
+@check
+def one_branch_switch():
+    """Found by the fuzzer (issue 21): a switch with one branch rendered an `else:` with no
+    `if` in the CUDA driver (SyntaxError)."""
+    f = gjit(lambda i, x: numbax.lax.switch(i, [lambda v: v * 2], x))
+    for i in (-1, 0, 5):
+        close(f(np.int32(i), np.float64(2.5)), np.float64(5.0))
+
+
+@check
+def empty_scatter():
+    """Found by the fuzzer (issue 21): a scatter into a 0-size operand launches nothing, and
+    the driver imported a `kernel` its module does not define (ImportError)."""
+    x, v = np.zeros((2, 0)), np.zeros((1, 0))
+    got = gjit(lambda a, b: a.at[np.array([0])].set(b))(x, v)
+    assert got.shape == (2, 0)
+    close(gjit(lambda a, b: a.at[np.array([0])].add(b) + 1)(x, v), x + 1)
+
+
+@check
 def broadcasts():
     x = RNG.normal(size=(3, 1)).astype(np.float32)
     y = RNG.normal(size=(1, 4)).astype(np.float32)

@@ -3,10 +3,12 @@
 (driver.py)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import cache, fusion, ir, pipeline, registry
+from numbax._src.compiler import cache, float16, fusion, ir, pipeline, registry
 from numbax._src.compiler.backend import (
     Backend,
     EagerCall,
@@ -16,7 +18,8 @@ from numbax._src.compiler.backend import (
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
 from numbax._src.compiler.registry import EAGER, Unsupported
-from numbax._src.core import ClosedJaxpr, Var
+from numbax._src.core import ClosedJaxpr, Jaxpr, Var
+from numbax._src.lax import convert as lconv
 
 
 def _load_numba_registries() -> None:
@@ -38,6 +41,12 @@ class CpuBackend(Backend):
 
     def config_key(self) -> tuple:
         return loops.CODEGEN_CONFIG
+
+    def fusible(self, eqn) -> bool:
+        return not control_flow.touches_float16(eqn) and registry.fusible(eqn, self.name)
+
+    def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
+        return float16.widen(jaxpr)
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")
@@ -89,6 +98,9 @@ class CpuBackend(Backend):
                     eqn, lambda sub: self._compile_sub(sub, program.name)))
             return driver.Step(node, self._load(kernel, sources), kernel)
         rule = registry.library(eqn, "cpu")
+        if control_flow.touches_float16(eqn):
+            warn_float16(eqn.primitive)
+            rule = EAGER
         if rule is None or rule is EAGER:
             warn_unlowered(eqn.primitive)
             dtypes = tuple(v.aval.dtype for v in eqn.outvars)
@@ -99,3 +111,18 @@ class CpuBackend(Backend):
         """A sub-jaxpr of host-driven control flow, compiled on its own."""
         exe = pipeline.compile_with(closed, self, name=name)
         return lambda *args: exe(*args)
+
+
+_warned_float16: set = set()
+
+
+def warn_float16(primitive: core.Primitive) -> None:
+    """One RuntimeWarning per primitive run eagerly on float16 values (those float16.widen does
+    not compute in float32): the result is eager's, the speed numpy's."""
+    if primitive in _warned_float16 or primitive is lconv.convert_element_type_p:
+        return  # conversions are float16.widen's exact boundary casts: nothing to compile
+    _warned_float16.add(primitive)
+    warnings.warn(f"jit: {primitive.name} on float16 values runs its eager implementation "
+                  "between compiled kernels (Numba's CPU target has no float16); results are "
+                  "eager's. Compute in float32 for compiled speed.", RuntimeWarning,
+                  stacklevel=3)

@@ -16,13 +16,27 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import ir, registry
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
-from numbax._src.compiler.registry import Unsupported
+from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
 _WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
+
+
+def touches_float16(eqn: JaxprEqn) -> bool:
+    """Whether `eqn` (or a sub-jaxpr in its params) has a float16 operand or result: Numba's
+    CPU target cannot hold float16 values, so such equations run through their eager impl."""
+    for v in (*eqn.invars, *eqn.outvars):
+        if v.aval.dtype == np.float16:
+            return True
+    for p in eqn.params.values():
+        for sub in p if isinstance(p, tuple) else (p,):
+            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(jaxpr, Jaxpr) and any(touches_float16(e) for e in jaxpr.eqns):
+                return True
+    return False
 
 
 def is_control_flow(eqn: JaxprEqn) -> bool:
@@ -81,7 +95,9 @@ class Function:
             raise Unsupported(eqn.primitive.name)
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
-        if scalar and low is not None and low.scalar is not None and \
+        if scalar and low is not None and low.fusion is Fusion.BROADCAST:
+            expr = ins[0]  # a 0-d broadcast of a scalar is that scalar
+        elif scalar and low is not None and low.scalar is not None and \
                 registry.fusible(eqn, "cpu"):
             expr = low.scalar(ins, eqn)
             if low.cast and not (out.aval.dtype == np.float64 and all(
@@ -89,6 +105,8 @@ class Function:
                 expr = cast(out.aval.dtype, expr)
         elif low is not None and low.array is not None and len(eqn.outvars) == 1:
             expr = low.array(ins, eqn)
+            if out.aval.ndim == 0:  # 0-d values are scalars throughout, so branches and
+                expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
             raise Unsupported(eqn.primitive.name)
         t = self.fresh()
@@ -199,6 +217,8 @@ def _work(jaxpr: Jaxpr) -> int:
 
 def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
+    if touches_float16(eqn):
+        raise Unsupported("float16")
     fn = Function()
     lines: list[str] = []
     args = []

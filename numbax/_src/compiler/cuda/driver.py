@@ -134,7 +134,9 @@ class CudaDriver:
             self.launch(knames[step.function], f"{step.blocks}, {step.threads}", ", ".join(args))
 
     def _kernel_names(self, kernel: ir.Kernel, alias: str) -> dict[str, str]:
-        funcs = tuple(dict.fromkeys(s.function for s in kernel.launches)) or ("kernel",)
+        funcs = tuple(dict.fromkeys(s.function for s in kernel.launches))
+        if not funcs:  # nothing to launch (empty arrays): nothing to import
+            return {}
         return dict(zip(funcs, self.load(kernel.source, alias, funcs), strict=True))
 
     def loop(self, j: int, nest: ir.LoopNest) -> None:
@@ -239,9 +241,9 @@ class CudaDriver:
         self.lines.append(f"    {i} = rt.branch_index({index}, {len(branches)})")
         for b, closed in enumerate(branches):
             call = self._sub(f"k{j}_br{b}", closed)
-            self.lines += [f"    {'if' if b == 0 else 'elif'} {i} == {b}:" if b < len(
-                branches) - 1 else "    else:",
-                f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
+            head = (f"    {'if' if b == 0 else 'elif'} {i} == {b}:" if b < len(branches) - 1
+                    else "    else:" if b else "    if True:")  # a one-branch switch
+            self.lines += [head, f"        {c} = {call}{''.join(a + ', ' for a in ops)})"]
         self._bind_outs(eqn, c)
 
     def scan(self, j: int, eqn: JaxprEqn) -> None:

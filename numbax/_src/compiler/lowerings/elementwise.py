@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src.compiler.lowerings.forms import (
+    FLOAT_CASTS_LIKE_X86,
     FLOAT_KINDS,
     Unsupported,
     array_call,
@@ -20,6 +21,7 @@ from numbax._src.compiler.lowerings.forms import (
     complex_or,
     const,
     convert,
+    float_to_int_form,
     infix,
     integer_pow,
     involves_complex,
@@ -30,12 +32,20 @@ from numbax._src.compiler.lowerings.forms import (
     shift,
     template,
 )
-from numbax._src.compiler.registry import EAGER, EqnPredicate, Fusion, ScalarRule, register
+from numbax._src.compiler.registry import (
+    EAGER,
+    EqnPredicate,
+    Fusion,
+    ScalarRule,
+    lowering,
+    register,
+)
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Primitive
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import bits as lbits
+from numbax._src.lax import convert as lconv
 from numbax._src.lax import elementwise as lx
 
 
@@ -142,18 +152,9 @@ elementwise(lx.square_p, template("({0} * {0})"), template("({0} * {0})"),
 elementwise(lx.neg_p, prefix("-"), prefix("-"), cuda_complex=prefix("-"))
 
 
-def _sign_cuda(args, eqn):
-    x, dtype = args[0], operand_dtype(eqn)
-    one, zero = render_scalar(1, dtype), render_scalar(0, dtype)
-    if dtype.kind == "u":
-        return f"({one} if {x} > 0 else {zero})"
-    if dtype.kind == "f":
-        zero = x  # keeps NaN and signed zeros
-    return f"({one} if {x} > 0 else (-{one} if {x} < 0 else {zero}))"
-
-
-elementwise(lx.sign_p, call("np.sign"), array_call("np.sign", "fiu"), ok=no_complex,
-            cuda=_sign_cuda, cuda_complex=_c("sign"))
+elementwise(lx.sign_p, call("sc.sign"),  # numpy's +0.0 for -0.0 (Numba's np.sign keeps -0.0)
+            lambda a, e: f"np.where({a[0]} == 0, {a[0]} - {a[0]}, np.sign({a[0]}))",
+            ok=no_complex, cuda_complex=_c("sign"))
 elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"))
 
 # ----------------------------------------------------------------------------- bits and logic
@@ -211,6 +212,7 @@ elementwise(lx.exp2_p, call("np.exp2"), array_call("np.exp2"),
             cuda_complex=_c("exp2"))
 
 
+
 def _logistic_array(args, eqn):
     return f"({const(eqn, 1)} / ({const(eqn, 1)} + np.exp(-{args[0]})))"
 
@@ -254,8 +256,16 @@ def _round(even: str) -> ScalarRule:
                               else f"sc.round_away({args[0]})")
 
 
-elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_math("floor"))
-elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_math("ceil"))
+
+
+def _signed_cuda(fn: str) -> ScalarRule:
+    """math.floor/ceil keeping the operand's sign on a zero result (ceil(-0.5) is -0.0; the
+    CUDA simulator's math.* returns a Python int, found by the fuzzer's CUDA slice)."""
+    return lambda a, e: f"math.copysign(math.{fn}({a[0]}), {a[0]})"
+
+
+elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_signed_cuda("floor"))
+elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_signed_cuda("ceil"))
 elementwise(lx.round_p, _round("np.rint"), cuda=_round("sc.round_even"))
 
 # ----------------------------------------------------------------------------- complex parts
@@ -306,13 +316,19 @@ elementwise(lx.clamp_p, call("sc.clamp"), template("np.minimum(np.maximum({1}, {
 
 
 def _convert_array(args, eqn):
-    dst = np.dtype(eqn.params["new_dtype"])
+    src, dst = operand_dtype(eqn), np.dtype(eqn.params["new_dtype"])
     if dst == np.bool_:
         return f"({args[0]} != 0)"
+    if src.kind in "fc" and dst.kind in "iu" and FLOAT_CASTS_LIKE_X86:
+        x = f"{args[0]}.real" if src.kind == "c" else args[0]
+        unsigned, bits = float_to_int_form(dst)
+        return f"sc.float_array_to_int({x}, {bits}, {unsigned}).astype({dtype_ctor(dst)})"
     return f"{args[0]}.astype({dtype_ctor(dst)})"
 
 
 elementwise(lx.convert_element_type_p, convert, _convert_array, cuda_complex=convert)
+elementwise(lconv.round_to_float16_p, call("sc.round_to_float16"),
+            call("sc.round_to_float16_array"))  # the CPU's float16 programs (float16.py)
 
 
 def _same_width_numbers(eqn: JaxprEqn) -> bool:
@@ -338,3 +354,23 @@ elementwise(lbits.clz_p,
 for _prim in (lbits.mulhi_p, lbits.reduce_precision_p, lbits.eq_to_p, lbits.le_to_p,
               lbits.lt_to_p):
     register(_prim, backend="cpu", library=EAGER)
+
+
+def _real_array(rule: ScalarRule) -> ScalarRule:
+    def real_only(args, eqn):
+        if involves_complex(eqn):
+            raise Unsupported(eqn.primitive.name)
+        return rule(args, eqn)
+
+    return real_only
+
+
+# Numba's cmath differs from numpy's C99 rules where a part is infinite or nan (exp(710+0j) is
+# inf+nanj, tanh(1j*inf) nan+nanj), overflows or underflows inside (log of 1e308+1e308j is
+# inf, expm1(1e-20) 0, sqrt(5e-324j) raises ZeroDivisionError; found by the fuzzer): complex
+# operands run numpy (the eager impl) between the CPU's kernels
+for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.sinh_p,
+              lx.cosh_p, lx.asinh_p, lx.acosh_p, lx.atanh_p, lx.exp_p, lx.exp2_p, lx.tanh_p,
+              lx.log_p, lx.log1p_p, lx.expm1_p, lx.sqrt_p, lx.rsqrt_p, lx.pow_p, lx.square_p):
+    register(_prim, backend="cpu", scalar_ok=no_complex,
+             array=_real_array(lowering(_prim, "cpu").array))

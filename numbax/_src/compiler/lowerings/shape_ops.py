@@ -73,7 +73,7 @@ register(ls.copy_p, backend="cuda", library=cuda_driver.CudaDriver.view)
 
 def _transpose_library(eqn: JaxprEqn, ins: list[str]) -> str:
     perm = render_value(eqn.params["permutation"])
-    return f"[np.ascontiguousarray(np.transpose({ins[0]}, {perm}))]"
+    return _kc("contiguous", f"np.transpose({ins[0]}, {perm})")
 
 
 register(ls.transpose_p, backend="cpu", library=_transpose_library,

@@ -417,6 +417,24 @@ def _cast_weak_outputs(closed: ClosedJaxpr, avals: list[ShapedArray],
     return pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
 
 
+def _check_length(length: Any) -> int:
+    """scan's `length` as an int: a non-negative integer (a concrete one under tracing)."""
+    if isinstance(length, core.Tracer):
+        length = core.concrete_or_error(length, "scan length")
+    kind = getattr(getattr(length, "dtype", None), "kind", None)
+    integer = isinstance(length, int) or (kind in "iu" and np.ndim(length) == 0 if kind else False)
+    if not integer or isinstance(length, bool):
+        raise NumbaxTypeError(
+            f"scan: length has {length!r} of type {type(length).__name__}, expected a "
+            "non-negative integer (the number of steps). Pass an int, e.g. length=int(n).")
+    length = int(length)
+    if length < 0:
+        raise NumbaxValueError(
+            f"scan: length has {length}, expected a non-negative integer (the number of "
+            "steps). Pass length >= 0.")
+    return length
+
+
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
          reverse: bool = False, unroll: int = 1) -> tuple[Any, Any]:
     """Loops f(carry, x) -> (carry, y) over the leading axis of xs, stacking the ys.
@@ -437,7 +455,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
                 f"scan: xs leaf {i} is a scalar; every xs leaf needs a leading axis to scan "
                 "over.")
     if length is not None:
-        lengths.add(int(length))
+        lengths.add(_check_length(length))
     if len(lengths) > 1:
         raise NumbaxValueError(
             f"scan: the xs leaves and length disagree on the number of steps: "

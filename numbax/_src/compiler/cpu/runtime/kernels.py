@@ -39,10 +39,15 @@ def take(pool: list) -> np.ndarray | None:
 # ----------------------------------------------------------------------------- views and copies
 
 
+def contiguous(x: np.ndarray) -> np.ndarray:
+    """x as a C-contiguous array of its own shape (np.ascontiguousarray makes 0-d 1-d)."""
+    return np.asarray(x, order="C")
+
+
 def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.ndarray:
     """lax.slice: a view (no copy when the result stays contiguous, e.g. leading-axis rows)."""
     idx = tuple(builtins.slice(lo, hi, s) for lo, hi, s in zip(starts, limits, strides))
-    return np.ascontiguousarray(x[idx])
+    return contiguous(x[idx])
 
 
 def rev(x: np.ndarray, dimensions: tuple) -> np.ndarray:
@@ -69,7 +74,7 @@ def pad(x: np.ndarray, pv, padding_config: tuple) -> np.ndarray:
         return out
     crop = tuple(builtins.slice(max(-lo, 0), d - max(-hi, 0))
                  for d, (lo, hi, _) in zip(full, padding_config))
-    return np.ascontiguousarray(out[crop])
+    return contiguous(out[crop])
 
 
 def _clamped(shape: tuple, starts: tuple, sizes: tuple) -> tuple:
@@ -79,7 +84,7 @@ def _clamped(shape: tuple, starts: tuple, sizes: tuple) -> tuple:
 
 def dynamic_slice(x: np.ndarray, starts: tuple, sizes: tuple) -> np.ndarray:
     """Start indices clamped so the window fits (as JAX and indexing._dynamic_slice_impl)."""
-    return np.ascontiguousarray(x[_clamped(x.shape, starts, sizes)])
+    return contiguous(x[_clamped(x.shape, starts, sizes)])
 
 
 def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple) -> np.ndarray:

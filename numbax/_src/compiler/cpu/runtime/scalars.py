@@ -1,7 +1,9 @@
 """Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
-shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
-shift_right_arithmetic, shift_right_logical, clz), compiled here, and the CPU's own below —
-numpy's NaN-propagating max/min/clamp, logistic, complex division and ordering."""
+shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
+float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
+compiled here, and the CPU's own below — numpy's NaN-propagating max/min/clamp, logistic,
+complex division and ordering, and the array form of numpy's float -> integer casts
+(compiled control flow)."""
 from __future__ import annotations
 
 import math  # noqa: F401  (the shared helpers' globals)
@@ -61,3 +63,27 @@ def complex_lt(a, b):
 @njit(**_JIT)
 def complex_le(a, b):
     return a.real < b.real or (a.real == b.real and a.imag <= b.imag)
+
+
+@njit(error_model="numpy", cache=True)
+def float_array_to_int(x, bits, unsigned):
+    """float_to_int/float_to_uint over a whole array (compiled control flow's astype), as
+    int64 bits of the same shape; the caller's astype keeps the low `bits`."""
+    flat = x.ravel()
+    out = np.empty(flat.size, np.int64)
+    for i in range(flat.size):  # the shared helpers, compiled into this module's globals
+        if unsigned:
+            out[i] = float_to_uint(flat[i])  # noqa: F821
+        else:
+            out[i] = float_to_int(flat[i], bits)  # noqa: F821
+    return out.reshape(x.shape)
+
+
+@njit(error_model="numpy", cache=True)
+def round_to_float16_array(x):
+    """round_to_float16 over a whole array (compiled control flow), in x's dtype."""
+    flat = x.ravel()
+    out = np.empty(flat.size, x.dtype)
+    for i in range(flat.size):
+        out[i] = round_to_float16(flat[i])  # noqa: F821 (a shared helper, compiled above)
+    return out.reshape(x.shape)

@@ -1,8 +1,8 @@
 """Device functions generated CUDA kernels call as `sc.*`: the scalar helpers shared with the
-CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, shift_left,
-shift_right_arithmetic, shift_right_logical), compiled here, and CUDA's own below — rounding
-half to even, float32 logistic and erf_inv, and the complex and special functions of complex.py
-and special.py."""
+CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign, float_to_int,
+float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz), compiled here,
+and CUDA's own below — float32 logistic and erf_inv, and the complex and special functions of
+complex.py and special.py."""
 from __future__ import annotations
 
 import math
@@ -14,16 +14,6 @@ from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 cuda = cuda_runtime.get_cuda()
 scalar_helpers.compile_into(globals(), cuda.jit(device=True))
-
-
-@cuda.jit(device=True)
-def round_even(x):
-    """Rounds half to even (np.rint)."""
-    r = math.floor(x)
-    d = x - r
-    if d > 0.5 or (d == 0.5 and math.fmod(r, 2) != 0):
-        r += 1
-    return r
 
 
 if cuda_runtime.simulator_enabled():  # libdevice's functions are stubs in the simulator

@@ -1,0 +1,101 @@
+"""numpy's division family: floor_divide, remainder (mod), fmod and divmod.
+
+Integers divide as C does and step the quotient down where numpy floors. Floats follow numpy's
+npy_divmod (which JAX's _float_divmod follows too): fmod first, then the remainder moved to
+the divisor's sign (a zero remainder takes the divisor's sign) and the quotient (a - mod) / b
+snapped to an integer (a zero quotient takes the sign of a / b); floor(a / b) differs from it
+(1.0 // 0.1 is 9.0, not 10.0). float16 runs the float32 algorithm, as numpy's half loops do."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src.core import get_aval
+from numbax._src.lax import elementwise as lax
+from numbax._src.numpy.ufuncs import broadcast_arrays, promote_dtypes, signbit
+
+
+def _const(value: float, dtype: np.dtype) -> Any:
+    return lax.convert_element_type(value, dtype)
+
+
+def _int_floor_divide(x1: Any, x2: Any, dtype: np.dtype) -> Any:
+    quotient = lax.div(x1, x2)
+    if dtype.kind == "u":
+        return quotient
+    zero, one = _const(0, dtype), _const(1, dtype)
+    # C division truncates; numpy floors: step down where signs differ and it is inexact.
+    fix = lax.bitwise_and(lax.ne(lax.lt(x1, zero), lax.lt(x2, zero)),
+                          lax.ne(lax.rem(x1, x2), zero))
+    return lax.select(fix, lax.sub(quotient, one), quotient)
+
+
+def _int_remainder(x1: Any, x2: Any, dtype: np.dtype) -> Any:
+    r = lax.rem(x1, x2)
+    if dtype.kind == "u":
+        return r
+    zero = _const(0, dtype)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(x2, zero)))
+    return lax.select(fix, lax.add(r, x2), r)
+
+
+def _zero_signed_as(x: Any, zero: Any) -> Any:
+    """copysign(0, x)."""
+    return lax.select(signbit(x), lax.neg(zero), zero)
+
+
+def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
+    """(floor_divide, remainder) of floats, step for step numpy's npy_divmod."""
+    dtype = get_aval(x1).dtype
+    if dtype == np.float16:
+        wide = [lax.convert_element_type(x, np.float32) for x in (x1, x2)]
+        return tuple(lax.convert_element_type(r, dtype) for r in _float_divmod(*wide))
+    zero, one, half = _const(0, dtype), _const(1, dtype), _const(0.5, dtype)
+    mod = lax.rem(x1, x2)
+    div = lax.div(lax.sub(x1, mod), x2)
+    nonzero = lax.ne(mod, zero)
+    adjust = lax.bitwise_and(nonzero, lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
+    mod = lax.select(adjust, lax.add(mod, x2),
+                     lax.select(nonzero, mod, _zero_signed_as(x2, zero)))
+    div = lax.select(adjust, lax.sub(div, one), div)
+    floor = lax.floor(div)
+    floor = lax.select(lax.gt(lax.sub(div, floor), half), lax.add(floor, one), floor)
+    quotient = lax.div(x1, x2)
+    floor = lax.select(lax.ne(div, zero), floor, _zero_signed_as(quotient, zero))
+    return lax.select(lax.eq(x2, zero), quotient, floor), mod
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes("floor_divide", x1, x2))
+    dtype = get_aval(x1).dtype
+    if dtype.kind in "iu":
+        return _int_floor_divide(x1, x2, dtype)
+    if dtype.kind == "f":
+        return _float_divmod(x1, x2)[0]
+    return lax.floor(lax.div(x1, x2))
+
+
+def remainder(x1: Any, x2: Any, /) -> Any:
+    """numpy.remainder: the result has the sign of the divisor."""
+    x1, x2 = broadcast_arrays("remainder", *promote_dtypes("remainder", x1, x2))
+    dtype = get_aval(x1).dtype
+    if dtype.kind == "f":
+        return _float_divmod(x1, x2)[1]
+    return _int_remainder(x1, x2, dtype)
+
+
+mod = remainder
+
+
+def fmod(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("fmod", *promote_dtypes("fmod", x1, x2))
+    return lax.rem(x1, x2)
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
+    x1, x2 = broadcast_arrays("divmod", *promote_dtypes("divmod", x1, x2))
+    dtype = get_aval(x1).dtype
+    if dtype.kind == "f":
+        return _float_divmod(x1, x2)
+    return floor_divide(x1, x2), remainder(x1, x2)

@@ -1,0 +1,79 @@
+"""The scalar helpers both backends compile (compiler/scalar_helpers.py) give what eager gives
+at the edges (issue 21 item 9): MIN // -1 and MIN % -1, and NaN, inf and out-of-range floats
+converted to every integer dtype, fused in loop nests and inside compiled control flow."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+_INTS = [np.int8, np.int16, np.int32, np.int64]
+_ALL_INTS = [*_INTS, np.uint8, np.uint16, np.uint32, np.uint64]
+_SPECIAL = [np.nan, np.inf, -np.inf, -0.0, -1.0, -1.5, 0.5, 3.7, 1e20, -1e20, 2.0**31,
+            -2.0**31 - 1, 2.0**32, 2.0**63, -2.0**63, 2.0**64, 3e9, -3e9, 65535.9, -129.5]
+
+
+def _eager_and_jit(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        args = [jnp.asarray(a) for a in args]  # numbax's methods, not numpy's
+        return np.asarray(fn(*args)), np.asarray(numbax.jit(fn)(*args))
+
+
+@pytest.mark.parametrize("dtype", _INTS)
+def test_min_divided_by_minus_one(dtype):
+    lo = np.iinfo(dtype).min
+    a = np.array([lo, lo, 7, -7, lo + 1], dtype)
+    b = np.array([-1, 1, -1, 2, -1], dtype)
+    for fn in (jnp.floor_divide, jnp.remainder, lax.div, lax.rem, jnp.fmod,
+               lambda x, y: x // y, lambda x, y: x % y):
+        eager, compiled = _eager_and_jit(fn, a, b)
+        np.testing.assert_array_equal(compiled, eager)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(np.asarray(jnp.floor_divide(a, b)), a // b)  # numpy
+    np.testing.assert_array_equal(np.asarray(jnp.remainder(a, b)), a % b)
+
+
+@pytest.mark.parametrize("src", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("dst", _ALL_INTS)
+def test_float_to_int_special_values(src, dst):
+    x = np.array(_SPECIAL * 3, src)  # long enough for numpy's vectorised loops
+    eager, compiled = _eager_and_jit(lambda v: v.astype(dst), x)
+    np.testing.assert_array_equal(compiled, eager)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # numpy's own scalar conversion (its vectorised uint32 loop is the one exception)
+        want = np.array([np.asarray(v).astype(dst) for v in x])
+    np.testing.assert_array_equal(eager, want)
+
+
+@pytest.mark.parametrize("dst", _ALL_INTS)
+def test_float_to_int_inside_compiled_control_flow(dst):
+    """The array form (sc.float_array_to_int) and the 0-d scalar form inside loops."""
+    x = np.array(_SPECIAL)
+
+    def f(v):
+        def body(i, c):
+            return c + v.astype(dst).astype(np.float64) * 0 + v[i % 3].astype(dst)
+        return lax.fori_loop(0, 3, body, np.zeros(v.shape))
+
+    eager, compiled = _eager_and_jit(f, x)
+    np.testing.assert_array_equal(compiled, eager)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.int64, np.uint32])
+def test_sign_matches_numpy(dtype):
+    """np.sign gives +0.0 for -0.0; Numba's np.sign kept -0.0 (found by the fuzzer)."""
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0, np.inf, -np.inf] if np.dtype(dtype).kind == "f"
+                 else [0, 1, 5, 7], dtype)
+    want = np.sign(x)
+    for got in (lax.sign(x), numbax.jit(lax.sign)(x), numbax.jit(lambda v: lax.sign(v) * 1)(x),
+                numbax.jit(lambda v: lax.fori_loop(0, 1, lambda i, c: lax.sign(c), v))(x)):
+        got = np.asarray(got)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

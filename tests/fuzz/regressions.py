@@ -1,0 +1,26 @@
+"""Programs on which the fuzzer found a mismatch, minimal as hypothesis shrank them; each is
+fixed and runs in CI (test_fuzz.py). The comment says what was wrong."""
+from __future__ import annotations
+
+from tests.fuzz.programs import Input, Node, Program
+
+REGRESSIONS: dict[str, Program] = {
+    # compiler/passes.py folded x / (1+0j) to x: numpy's complex division turns a nan or inf
+    # part into nan+nanj (jit gave nan-2.38j, eager nan+nanj)
+    "complex-div-by-one": Program(inputs=(Input(shape=(), dtype='int64', fill='special', layout='F', seed=471), Input(shape=(), dtype='complex64', fill='special', layout='reversed', seed=570)), nodes=(Node(op='fori', args=(1,), params=(('hi', 3), ('lo', 2)), bodies=((Node(op='flip', args=(0,), params=(('axis', None),), bodies=()), Node(op='flip', args=(0,), params=(('axis', None),), bodies=())),)), Node(op='mean', args=(2,), params=(('axis', None), ('keepdims', False)), bodies=())), outputs=(3, 0), transform='vmap', batch=2, in_axes=(None, 0)),  # noqa: E501
+    # add_any's batching left an unbatched 0-d cotangent beside a batched one: tracing
+    # jit(vmap(grad)) through a cond with a batched predicate raised IndexError
+    "vmap-grad-cond-add-any": Program(inputs=(Input(shape=(), dtype='float64', fill='smooth', layout='strided', seed=637), Input(shape=(), dtype='bool', fill='index', layout='readonly', seed=1)), nodes=(Node(op='reshape', args=(0,), params=(('shape', (1,)),), bodies=()), Node(op='mean', args=(0,), params=(('axis', None), ('keepdims', True)), bodies=()), Node(op='cond', args=(1, 0), params=(), bodies=((), (Node(op='flip', args=(0,), params=(('axis', None),), bodies=()), Node(op='flip', args=(1,), params=(('axis', None),), bodies=()), Node(op='square', args=(1,), params=(), bodies=()))))), outputs=(4, 0), transform='vmap_grad', batch=1, in_axes=(0, 0)),  # noqa: E501
+    # cpu/runtime/kernels.py made library results C-contiguous with np.ascontiguousarray,
+    # which turns 0-d into shape (1,): jit(dynamic_slice) of a scalar returned f64[1]
+    "zero-d-dynamic-slice": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0),), nodes=(Node(op='dynamic_slice', args=(0,), params=(('sizes', ()), ('starts', ())), bodies=()),), outputs=(1,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+    # numpy.remainder gives a zero remainder the divisor's sign (npy_divmod) and floor_divide
+    # snaps (a - fmod(a, b)) / b, not floor(a / b); numbax gave +0.0 and 10.0 for 1.0 // 0.1
+    "remainder-signed-zero": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(3,), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(3,), dtype='float64', fill='special', layout='C', seed=0)), nodes=(Node(op='remainder', args=(1, 2), params=(), bodies=()),), outputs=(3,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+    # Numba's cmath: tanh(inf + tiny j) gave nan+nanj under jit, numpy 1+0j (C99 rules);
+    # complex transcendental functions now run numpy's implementation on the CPU
+    "complex-tanh-inf": Program(inputs=(Input(shape=(), dtype='complex64', fill='special', layout='C', seed=377), Input(shape=(), dtype='int64', fill='normal', layout='C', seed=0)), nodes=(Node(op='tanh', args=(0,), params=(), bodies=()),), outputs=(2,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+    # Numba's complex log overflowed inside: log of a complex64 near float32's largest value
+    # gave inf under jit, numpy 89.07; complex log/sqrt/expm1/log1p now run numpy's
+    "complex-log-overflow": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(), dtype='complex64', fill='special', layout='C', seed=80)), nodes=(Node(op='log', args=(1,), params=(), bodies=()),), outputs=(2,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+}
