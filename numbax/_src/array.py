@@ -63,6 +63,10 @@ class Array:
     is_fully_addressable = True
     is_fully_replicated = True
 
+    def _shard_value(self, index: tuple) -> np.ndarray:
+        """The block of the value at `index` (slices of the global array)."""
+        return self._value[index]
+
     @classmethod
     def _single(cls, value, weak_type: bool, device) -> Array:
         """A block of an array, as one device's Array (Shard.data)."""

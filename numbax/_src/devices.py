@@ -1,10 +1,15 @@
-"""Device objects: N virtual CPU devices (pmap's workers), CUDA GPUs, and the default device."""
+"""Device objects: N virtual CPU devices (pmap's workers), CUDA GPUs, and the default device.
+
+In a multi-process job (jax.distributed.initialize) `devices()` lists every process's CPU
+devices, with JAX's global ids (process_index * 2048 + local index), and `local_devices()` this
+process's."""
 from __future__ import annotations
 
 import functools
 
 from numbax._src.config import config
 from numbax._src.errors import NumbaxValueError
+from numbax._src.parallel import topology
 
 
 class Device:
@@ -12,10 +17,10 @@ class Device:
 
     platform = "cpu"
 
-    def __init__(self, id: int) -> None:  # noqa: A002 - JAX's attribute name
+    def __init__(self, id: int, process_index: int = 0) -> None:  # noqa: A002 - JAX's name
         self.id = id
+        self.process_index = process_index
 
-    process_index = 0
     device_kind = "cpu"
 
     def __repr__(self) -> str:
@@ -33,17 +38,44 @@ class CpuDevice(Device):
 
 
 @functools.cache
-def _cpu_devices(count: int) -> tuple[CpuDevice, ...]:
-    return tuple(CpuDevice(i) for i in range(count))
+def _cpu_devices(counts: tuple[int, ...]) -> tuple[CpuDevice, ...]:
+    return tuple(CpuDevice(topology.device_id(p, i), p)
+                 for p, count in enumerate(counts) for i in range(count))
 
 
-def cpu_devices() -> tuple[CpuDevice, ...]:
+def local_cpu_count() -> int:
+    """This process's number of virtual CPU devices (its workers)."""
     count = int(config.num_cpu_devices)
     if count < 1:
         raise NumbaxValueError(
             f"numbax.devices: NUMBAX_NUM_CPU_DEVICES is {count}, expected a positive integer."
         )
-    return _cpu_devices(count)
+    return count
+
+
+def cpu_devices() -> tuple[CpuDevice, ...]:
+    """Every process's CPU devices (this process's alone outside a multi-process job)."""
+    count = local_cpu_count()
+    topology.mark_devices_listed()
+    topo = topology.current()
+    if topo is None:
+        return _cpu_devices((count,))
+    if count != topo.device_counts[topo.process_index]:
+        raise NumbaxValueError(
+            f"numbax.devices: num_cpu_devices is {count}, but it was "
+            f"{topo.device_counts[topo.process_index]} when jax.distributed.initialize ran; the "
+            "job's device list is fixed then. Set it before initialize.")
+    return _cpu_devices(topo.device_counts)
+
+
+def local_cpu_devices(process_index: int | None = None) -> tuple[CpuDevice, ...]:
+    """The CPU devices of one process (default: this one)."""
+    me = topology.process_index() if process_index is None else int(process_index)
+    if not 0 <= me < topology.process_count():
+        raise NumbaxValueError(
+            f"numbax.local_devices: process_index is {process_index}, expected one of "
+            f"0..{topology.process_count() - 1} (numbax.process_count() processes).")
+    return tuple(d for d in cpu_devices() if d.process_index == me)
 
 
 class CudaDevice(Device):
@@ -88,12 +120,12 @@ def default_device() -> Device:
     """The device of uncommitted arrays: config jax_default_device when it names a CPU device
     (a Device or "cpu"), else CPU device 0. Uncommitted computations run on the CPU."""
     chosen = config.jax_default_device
-    cpus = cpu_devices()
+    cpus = local_cpu_devices()
     if isinstance(chosen, CpuDevice):
-        if chosen.id >= len(cpus):
+        if chosen not in cpus:
             raise NumbaxValueError(
-                f"numbax: jax_default_device is {chosen!r}, but there are {len(cpus)} CPU "
-                "devices. Pick one of numbax.devices() or raise num_cpu_devices.")
+                f"numbax: jax_default_device is {chosen!r}, but this process's CPU devices are "
+                f"{list(cpus)}. Pick one of numbax.local_devices() or raise num_cpu_devices.")
         return chosen
     return cpus[0]
 
@@ -113,24 +145,31 @@ def device_count(backend: str | None = None) -> int:
     return len(devices(backend))
 
 
-def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
-    return devices(backend)
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list[Device]:
+    """The devices of process `process_index` (default: this process)."""
+    if backend in ("gpu", "cuda"):
+        return devices(backend)
+    devices(backend)  # rejects an unknown backend
+    return list(local_cpu_devices(host_id if process_index is None else process_index))
 
 
 def local_device_count(backend: str | None = None) -> int:
-    return device_count(backend)
+    return len(local_devices(backend=backend))
 
 
-def process_index() -> int:
-    return 0
+def process_index(backend: str | None = None) -> int:
+    """This process's index in a multi-process job (0 outside one)."""
+    return topology.process_index()
 
 
-def process_count() -> int:
-    return 1
+def process_count(backend: str | None = None) -> int:
+    """The number of processes of the job (1 unless jax.distributed.initialize joined more)."""
+    return topology.process_count()
 
 
 def process_indices(backend: str | None = None) -> list[int]:
-    """The indices of all processes (numbax runs one process: [0])."""
+    """The indices of all processes of the job."""
     return list(range(process_count()))
 
 
@@ -168,7 +207,7 @@ def print_environment_info(return_string: bool = False) -> str | None:
         f"numba:  {numba.__version__}",
         f"numpy:  {np.__version__}",
         f"python: {sys.version}",
-        f"device info: cpu-{len(cpus)}, {len(cpus)} local devices",
+        f"device info: cpu-{len(cpus)}, {len(local_cpu_devices())} local devices",
         f"process_count: {process_count()}",
         f"platform: {platform.uname()}",
     ]) + "\n"

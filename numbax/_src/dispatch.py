@@ -32,6 +32,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         outs = _on_gpu(primitive, tracers, params)
         if outs is not None:
             return outs
+    if sharding_api.has_local_boxes(tracers):  # an array spanning processes: no value here
+        return sharding_api.apply_to_boxes(primitive, tracers, params)
     impl = core.impl_rules.get(primitive)
     if impl is None:
         raise NotImplementedError(f"Evaluation rule for '{primitive.name}' not implemented")

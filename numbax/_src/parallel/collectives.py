@@ -18,6 +18,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.lax import parallel, parallel_redistribute
+from numbax._src.parallel import topology
 
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
 CHUNKED_REDUCE_BYTES = 1 << 20
@@ -27,25 +28,41 @@ def _names(axis_name: Any) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
+class Group:
+    """A collective's group as one device sees it: the members' ranks in axis order, the local
+    members' worker indices (the parent's barrier), the members' device ids (the group's
+    identity across processes) and whether it spans processes."""
+
+    __slots__ = ("members", "barrier", "key", "local", "spans")
+
+    def __init__(self, members: list[int], devices: tuple, me: int) -> None:
+        self.members = members
+        self.key = tuple(devices[r] for r in members)
+        places = [topology.split_device_id(d) for d in self.key]
+        self.local = [r for r, (p, _) in zip(members, places, strict=True) if p == me]
+        self.barrier = tuple(sorted(i for p, i in places if p == me))
+        self.spans = len(self.local) < len(members)
+
+
 class Comm:
     """One call's view of the device mesh from one worker: its coordinates, the scratch slots
-    (one per device of the call, by rank) and the barrier (a round trip to the parent)."""
+    (one per device of the call, by rank; the parent fills other processes' slots) and the
+    barrier (a round trip to the parent, which runs the cross-process step, crossproc.py)."""
 
-    def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, workers: tuple,
+    def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, devices: tuple,
                  scratch: np.ndarray) -> None:
         self.conn = conn
         self.axis_names = tuple(axis_names)
         self.axis_sizes = tuple(axis_sizes)
         self.rank = rank
-        self.workers = workers  # worker index of each rank
+        self.devices = devices  # the global device id of each rank
+        self.process = topology.split_device_id(devices[rank])[0]
         self.scratch = scratch  # uint8[n_ranks, slot_bytes]
-        self.coords = [tuple(int(c) for c in np.unravel_index(r, self.axis_sizes))
-                       for r in range(len(workers))]
-        self._groups: dict[tuple, tuple[list[int], tuple]] = {}
+        self._groups: dict[tuple, Group] = {}
 
-    def group(self, api: str, axis_name: Any) -> list[int]:
-        """The ranks of this device's group over `axis_name`, in the order of that axis
-        (several names: row-major over them, as JAX orders them)."""
+    def group(self, api: str, axis_name: Any) -> Group:
+        """This device's group over `axis_name` (several names: row-major over them, as JAX
+        orders them)."""
         names = _names(axis_name)
         found = self._groups.get(names)
         if found is None:
@@ -53,22 +70,16 @@ class Comm:
             if unknown:
                 raise NameError(f"lax.{api}: axis {unknown[0]!r} is not an axis of this call's "
                                 f"mesh {self.axis_names}.")
-            pos = [self.axis_names.index(n) for n in names]
-            mine = self.coords[self.rank]
-            members = [r for r, c in enumerate(self.coords)
-                       if all(c[k] == mine[k] for k in range(len(mine)) if k not in pos)]
-            sizes = [self.axis_sizes[k] for k in pos]
-            members.sort(key=lambda r: np.ravel_multi_index(
-                [self.coords[r][k] for k in pos], sizes) if pos else 0)
-            found = members, tuple(sorted(self.workers[r] for r in members))
+            found = Group(mesh_group(self.axis_sizes, self.axis_names, names, self.rank),
+                          self.devices, self.process)
             self._groups[names] = found
-        return found[0]
+        return found
 
     def position(self, api: str, axis_name: Any) -> int:
-        return self.group(api, axis_name).index(self.rank)
+        return self.group(api, axis_name).members.index(self.rank)
 
-    def wait(self, axis_name: Any) -> None:
-        self.conn.send(("barrier", self._groups[_names(axis_name)][1]))
+    def wait(self, group: Group, action: tuple | None = None) -> None:
+        self.conn.send(("barrier", group.barrier, action))
         reply = self.conn.recv()
         if reply[0] != "go":
             raise threading.BrokenBarrierError("another device of this call failed")
@@ -88,51 +99,71 @@ class Comm:
 
     def exchange(self, api: str, axis_name: Any, x: np.ndarray, combine) -> np.ndarray:
         """combine(list of every group member's x, in group order) -> the result, computed
-        between two barriers."""
-        members = self.group(api, axis_name)
+        between two barriers (the first gathers other processes' slots into this one's)."""
+        group = self.group(api, axis_name)
         x = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
         raw = self._put(x)
-        self.wait(axis_name)
+        self.wait(group, ("allgather", group.key, raw.size) if group.spans else None)
         try:
-            parts = [self._slot(r, raw.size).view(x.dtype).reshape(x.shape) for r in members]
+            parts = [self._slot(r, raw.size).view(x.dtype).reshape(x.shape)
+                     for r in group.members]
             out = np.array(combine(parts))
         finally:
-            self.wait(axis_name)
+            self.wait(group)
         return out
 
-    def reduce_elementwise(self, api: str, axis_name: Any, x: np.ndarray,
-                           reduce_fn) -> np.ndarray:
-        """reduce_fn(list of every member's x) for an elementwise reduce_fn, bit for bit what
-        `exchange` gives (each element is reduced over the slots in group order, by one
-        member)."""
-        members = self.group(api, axis_name)
+    def reduce_elementwise(self, api: str, axis_name: Any, x: np.ndarray, op: str) -> np.ndarray:
+        """The elementwise reduction `op` ("sum", "max", "min") of every member's x. Small
+        operands are exchanged (each member reduces all slots in group order); large ones are
+        reduce-scattered over this process's members into the first one's slot, combined
+        across processes by the parent (MPI allreduce) and copied by every member."""
+        group = self.group(api, axis_name)
         x = np.asarray(x, order="C")
-        if x.nbytes < CHUNKED_REDUCE_BYTES or len(members) == 1:
+        reduce_fn = _REDUCE_FNS[op]
+        if x.nbytes < CHUNKED_REDUCE_BYTES or len(group.members) == 1:
             return self.exchange(api, axis_name, x, lambda ps: np.asarray(reduce_fn(ps),
                                                                          x.dtype))
         raw = self._put(x)
-        me, n = members.index(self.rank), len(members)
+        local = group.local
+        me, n = local.index(self.rank), len(local)
         lo, hi = x.size * me // n, x.size * (me + 1) // n
-        self.wait(axis_name)
-        # Every member passes all four barriers, even when its reduction fails: a member that
+        # Every member passes all barriers, even when its reduction fails: a member that
         # stopped early would leave the others waiting.
         error = out = None
-        try:
-            mine = np.asarray(reduce_fn([self._slot(r, raw.size).view(x.dtype)[lo:hi]
-                                         for r in members]), dtype=x.dtype)
-        except Exception as e:  # noqa: BLE001 - raised below, after the barriers
-            error = e
-        self.wait(axis_name)  # every slot read: the first member's slot takes the chunks
-        first = self._slot(members[0], raw.size).view(x.dtype)
-        if error is None:
-            first[lo:hi] = mine
-        self.wait(axis_name)
+        first = self._slot(local[0], raw.size).view(x.dtype)
+        if n > 1:
+            self.wait(group)
+            try:
+                mine = np.asarray(reduce_fn([self._slot(r, raw.size).view(x.dtype)[lo:hi]
+                                             for r in local]), dtype=x.dtype)
+            except Exception as e:  # noqa: BLE001 - raised below, after the barriers
+                error = e
+            self.wait(group)  # every slot read: the first member's slot takes the chunks
+            if error is None:
+                first[lo:hi] = mine
+        self.wait(group, ("allreduce", group.key, local[0], raw.size, x.dtype.str, op)
+                  if group.spans else None)
         if error is None:
             out = first.reshape(x.shape).copy()
-        self.wait(axis_name)  # read by all: the slots may be reused
+        self.wait(group)  # read by all: the slots may be reused
         if error is not None:
             raise error
         return out
+
+
+def mesh_group(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int) -> list[int]:
+    """The ranks of `rank`'s group over the mesh axes `names`: the ranks agreeing with it on
+    every other axis, ordered row-major over `names`."""
+    coords = [tuple(int(c) for c in np.unravel_index(r, axis_sizes))
+              for r in range(int(np.prod(axis_sizes, dtype=np.int64)))]
+    pos = [axis_names.index(n) for n in names]
+    mine = coords[rank]
+    members = [r for r, c in enumerate(coords)
+               if all(c[k] == mine[k] for k in range(len(mine)) if k not in pos)]
+    sizes = [axis_sizes[k] for k in pos]
+    members.sort(key=lambda r: np.ravel_multi_index([coords[r][k] for k in pos], sizes)
+                 if pos else 0)
+    return members
 
 
 _local = threading.local()
@@ -156,8 +187,11 @@ def _sum(parts):
     return total
 
 
+_REDUCE_FNS = {"sum": _sum, "max": np.maximum.reduce, "min": np.minimum.reduce}
+
+
 def _psum(x, *, axis_name):
-    return [current().reduce_elementwise("psum", axis_name, x, _sum)]
+    return [current().reduce_elementwise("psum", axis_name, x, "sum")]
 
 
 def _psum_many(*xs, axis_name):
@@ -169,7 +203,7 @@ def _psum_many(*xs, axis_name):
         by_dtype.setdefault(np.asarray(x).dtype, []).append(i)
     for dtype, idx in by_dtype.items():
         flat = np.concatenate([np.asarray(xs[i], dtype).reshape(-1) for i in idx])
-        total = comm.reduce_elementwise("psum", axis_name, flat, _sum)
+        total = comm.reduce_elementwise("psum", axis_name, flat, "sum")
         start = 0
         for i in idx:
             size = np.asarray(xs[i]).size
@@ -179,11 +213,11 @@ def _psum_many(*xs, axis_name):
 
 
 def _pmax(x, *, axis_name):
-    return [current().reduce_elementwise("pmax", axis_name, x, np.maximum.reduce)]
+    return [current().reduce_elementwise("pmax", axis_name, x, "max")]
 
 
 def _pmin(x, *, axis_name):
-    return [current().reduce_elementwise("pmin", axis_name, x, np.minimum.reduce)]
+    return [current().reduce_elementwise("pmin", axis_name, x, "min")]
 
 
 def _all_gather(x, *, axis_name, axis, tiled, axis_size):
@@ -201,7 +235,7 @@ def _ppermute(x, *, axis_name, perm):
 
 def _psum_scatter(x, *, axis_name, scatter_dimension, tiled, axis_size):
     comm = current()
-    total = comm.reduce_elementwise("psum_scatter", axis_name, x, _sum)
+    total = comm.reduce_elementwise("psum_scatter", axis_name, x, "sum")
     me = comm.position("psum_scatter", axis_name)
     if tiled:
         chunk = total.shape[scatter_dimension] // axis_size
@@ -253,6 +287,17 @@ def _sub_jaxprs(eqn: core.JaxprEqn):
                 sub = sub.jaxpr
             if isinstance(sub, core.Jaxpr):
                 yield sub
+
+
+def collective_axes(jaxpr: core.Jaxpr) -> set[tuple]:
+    """The mesh axes (as tuples of names) the collectives of `jaxpr` exchange over."""
+    found = set()
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in WORKER_IMPLS and eqn.primitive is not parallel.axis_index_p:
+            found.add(_names(eqn.params["axis_name"]))
+        for sub in _sub_jaxprs(eqn):
+            found |= collective_axes(sub)
+    return found
 
 
 def collective_bytes(jaxpr: core.Jaxpr) -> int:

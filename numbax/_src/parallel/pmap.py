@@ -87,8 +87,9 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             api._check_leaf("pmap", x, f"argument leaf {i}")
         in_dims = [api._canonical_axis("pmap", d, x, i)
                    for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True))]
-        size = _mapped_size(args_flat, in_dims, axis_size)
-        devs = _pick_devices(devices, size)
+        across = devices_mod.process_count() > 1 and not _tracing(args_flat)
+        size = _mapped_size(args_flat, in_dims, None if across else axis_size)
+        devs = _pick_devices(devices, size, across, axis_size)
         name = INTERNAL_AXIS if axis_name is None else axis_name
         mesh = Mesh(np.array(devs, dtype=object), (name,))
         in_avals = [core.get_aval(x) for x in args_flat]
@@ -97,9 +98,13 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         if key not in cache:
             cache[key] = _trace(f, in_tree, in_avals, in_dims, mesh, out_axes)
         entry = cache[key]
-        outs = shard_map_p.bind(*args_flat, jaxpr=entry.jaxpr, mesh=mesh,
-                                in_specs=entry.in_specs, out_specs=entry.out_specs,
-                                check_vma=False, manual_axes=frozenset({name}), api="pmap")
+        params = dict(jaxpr=entry.jaxpr, mesh=mesh, in_specs=entry.in_specs,
+                      out_specs=entry.out_specs, check_vma=False,
+                      manual_axes=frozenset({name}), api="pmap")
+        if across:
+            outs = _across_processes(args_flat, params)
+        else:
+            outs = shard_map_p.bind(*args_flat, **params)
         return tu.tree_unflatten(entry.out_tree, outs)
 
     return pmap_f
@@ -137,7 +142,29 @@ def _mapped_size(args_flat: list, in_dims: list, axis_size: int | None) -> int:
     return sizes.pop()
 
 
-def _pick_devices(devices: Sequence | None, size: int) -> list:
+def _tracing(args_flat: list) -> bool:
+    return core._state.dynamic_trace is not None or core.trace_stack_depth() > 1 or \
+        any(isinstance(x, core.Tracer) for x in args_flat)
+
+
+def _across_processes(args_flat: list, params: dict) -> list:
+    """pmap in a multi-process job, as JAX's: each process passes its devices' slices (the
+    mapped axis has the local device count), the collectives span every process's devices,
+    and each process gets its devices' slices of the results."""
+    from numbax._src.parallel import multihost, shard_map
+
+    mesh = params["mesh"]
+    globals_ = [multihost.to_global(x, mesh, spec)
+                for x, spec in zip(args_flat, params["in_specs"], strict=True)]
+    outs = shard_map.run_boxes(globals_, **params)
+    return [multihost.to_local(o, mesh, spec)
+            for o, spec in zip(outs, params["out_specs"], strict=True)]
+
+
+def _pick_devices(devices: Sequence | None, size: int, across: bool = False,
+                  axis_size: int | None = None) -> list:
+    if across:
+        return _global_devices(devices, size, axis_size)
     available = list(devices) if devices is not None else devices_mod.devices()
     for d in available:
         if not isinstance(d, devices_mod.Device):
@@ -151,6 +178,26 @@ def _pick_devices(devices: Sequence | None, size: int) -> list:
     if size < 1:
         raise NumbaxValueError("pmap: the mapped axis has size 0, expected at least 1.")
     return available[:size]
+
+
+def _global_devices(devices: Sequence | None, size: int, axis_size: int | None) -> list:
+    """The mesh of pmap across processes: the first `size` devices of every process (or the
+    first size * process_count of `devices`), grouped by process as JAX groups them."""
+    count = devices_mod.process_count()
+    if axis_size is not None and axis_size != size * count:
+        raise NumbaxValueError(
+            f"pmap: axis_size is {axis_size}, but each of the {count} processes maps {size} "
+            f"slices, {size * count} in all. Pass axis_size={size * count} (the global size) "
+            "or leave it out.")
+    if devices is not None:
+        return _pick_devices(devices, size * count)
+    local = devices_mod.local_device_count()
+    if size > local:
+        raise NumbaxValueError(
+            f"pmap: the mapped axis has size {size} in this process, expected at most {local} "
+            "(its number of devices: each process maps its own devices' slices). Set "
+            f"NUMBAX_NUM_CPU_DEVICES={size} before starting, or map fewer slices.")
+    return [d for p in range(count) for d in devices_mod.local_devices(p)[:size]]
 
 
 def _spec(d: int | None, name: Hashable) -> PartitionSpec:

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from numbax._src.config import config
+from numbax._src.parallel import cluster, distributed, topology
 
 POLL_S = 0.5
 
@@ -40,7 +41,8 @@ class _Worker:
         parent_end, child_end = socket.socketpair()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
-        env = dict(os.environ)
+        launcher = cluster.launcher_variables()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(launcher)}
         env["NUMBA_NUM_THREADS"] = str(threads)
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         try:
@@ -74,7 +76,8 @@ class Pool:
         self.prepared: list[set] = [set() for _ in range(n)]
         self.lock = threading.RLock()
         self.closed = False
-        self._threads = max(1, (os.cpu_count() or 1) // n)
+        sharing = topology.current().processes_on_host if topology.current() else 1
+        self._threads = max(1, (os.cpu_count() or 1) // (n * sharing))
         self._workers: list[_Worker | None] = [None] * n
 
     @property
@@ -90,16 +93,19 @@ class Pool:
 
     # ------------------------------------------------------------------ messaging
 
-    def request(self, messages: dict[int, tuple], api: str = "pmap") -> dict[int, Any]:
+    def request(self, messages: dict[int, tuple], api: str = "pmap",
+                links: Any = None) -> dict[int, Any]:
         """Sends one message to each named worker and waits for all replies, running their
-        barriers. Raises WorkerError for the first worker that raised (once all replied),
-        RuntimeError when a worker dies or the group's collectives disagree, TimeoutError when
-        no worker makes progress for config.worker_timeout seconds. Ctrl-C while waiting stops
-        the workers (their half-done replies would be stale)."""
+        barriers (and, through `links` (crossproc.Links), the cross-process steps of
+        collectives whose groups span processes). Raises WorkerError for the first worker that
+        raised (once all replied), RuntimeError when a worker dies or the group's collectives
+        disagree, TimeoutError when no worker makes progress for config.worker_timeout
+        seconds, JaxRuntimeError when another process failed. Ctrl-C while waiting stops the
+        workers (their half-done replies would be stale)."""
         try:
             for i in messages:
                 self.worker(i)
-            return _Exchange(self, messages, api).run()
+            return _Exchange(self, messages, api, links).run()
         except KeyboardInterrupt:
             self.shutdown(graceful=False)
             raise
@@ -148,10 +154,11 @@ class Pool:
 class _Exchange:
     """One request: its pending replies, the barriers its workers wait at, and its clock."""
 
-    def __init__(self, pool: Pool, messages: dict[int, tuple], api: str) -> None:
+    def __init__(self, pool: Pool, messages: dict[int, tuple], api: str, links: Any) -> None:
         self.pool = pool
         self.messages = messages
         self.api = api
+        self.links = links
         self.pending = set(messages)
         self.replies: dict[int, Any] = {}
         self.waiting: dict[tuple, set[int]] = {}  # barrier group -> members waiting there
@@ -165,9 +172,9 @@ class _Exchange:
             workers[i].send(msg)
         last_progress = time.monotonic()
         while self.pending:
-            wait_s = POLL_S
+            wait_s = POLL_S if not (self.links and self.links.pending) else 0.0
             if self.timeout is not None:
-                wait_s = max(0.0, min(POLL_S, last_progress + self.timeout - time.monotonic()))
+                wait_s = max(0.0, min(wait_s, last_progress + self.timeout - time.monotonic()))
             ready = mpc.wait([workers[i].conn for i in self.pending], timeout=wait_s)
             for conn in ready:
                 i = next(i for i in self.pending if workers[i].conn is conn)
@@ -176,6 +183,8 @@ class _Exchange:
                 except (EOFError, OSError):
                     self._died(i)
                 self._handle(i, msg)
+                last_progress = time.monotonic()
+            if self.links is not None and self._step_links():
                 last_progress = time.monotonic()
             self._check_alive()
             if self.timeout is not None and not ready and \
@@ -190,16 +199,17 @@ class _Exchange:
 
     def _handle(self, i: int, msg: tuple) -> None:
         if msg[0] == "barrier":
-            group = msg[1]
+            group, action = msg[1], msg[2]
             if self.aborted:
                 self.pool._workers[i].send(("abort",))
                 return
             here = self.waiting.setdefault(group, set())
             here.add(i)
             if len(here) == len(group):
-                del self.waiting[group]
-                for j in group:
-                    self.pool._workers[j].send(("go",))
+                if action is None:
+                    self._go(group)
+                else:  # the group's members elsewhere: MPI first (they stay `waiting`)
+                    self._guarded(lambda: self.links.start(group, action))
             else:
                 self._check_group(group)
             return
@@ -209,6 +219,33 @@ class _Exchange:
             self._abort()
         for group in list(self.waiting):
             self._check_group(group)
+
+    def _go(self, group: tuple) -> None:
+        del self.waiting[group]
+        for j in group:
+            self.pool._workers[j].send(("go",))
+
+    def _step_links(self) -> bool:
+        """Polls the cross-process steps in flight; releases the groups whose step completed.
+        While some wait on other processes, checks those are alive. Returns whether one
+        completed."""
+        done = self._guarded(self.links.poll)
+        for group in done:
+            if not self.aborted:
+                self._go(group)
+        if self.links.pending:
+            self._guarded(lambda: distributed.check(self.api, self.links.waiting_for()))
+            time.sleep(0.00005)  # a short yield: MPI progresses only inside its calls
+        return bool(done)
+
+    def _guarded(self, step):
+        """Runs a cross-process step; its failure (an MPI error, another process's failure)
+        stops this pool's workers before it is raised, as a local failure does."""
+        try:
+            return step()
+        except BaseException:
+            self.pool.shutdown(graceful=False)
+            raise
 
     def _abort(self) -> None:
         """Releases every worker waiting at a barrier with a BrokenBarrierError."""

@@ -265,23 +265,68 @@ def _global(value: Any) -> spmd.Global:
 
 
 def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
+    """shard_map_p on numpy values (eagerly, or called by a compiled program's driver)."""
     program = _program(jaxpr, api) if mesh.size > 1 else None
     if program is None:
+        _check_local(mesh, api)
         return _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes)
     args = [np.asarray(core.to_numpy(a)) for a in args]
-    in_index = [NamedSharding(mesh, s).block_indices(a.shape) for a, s in zip(args, in_specs,
-                                                                              strict=True)]
-    out_shapes = [lsm.global_aval(a, s, mesh).shape for a, s in zip(jaxpr.out_avals, out_specs,
+    outs = _run(api, program, mesh, [_global(a) for a in args], [a.shape for a in args],
+                in_specs, jaxpr.out_avals, out_specs)
+    if any(o.offset is not None for o in outs):
+        raise NumbaxValueError(
+            f"{api}: its results are split over devices of several processes, so no process "
+            "can hold them whole, and here a whole value is needed (a shard_map inside jit "
+            "whose arguments are host arrays). Pass the arguments as global arrays "
+            "(jax.make_array_from_process_local_data, or device_put with a NamedSharding), so "
+            "jit runs each process's blocks, or return replicated results (out_specs=P()).")
+    return [o.value for o in outs]
+
+
+def run_boxes(args: list, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
+              api) -> list:
+    """shard_map_p eagerly on Arrays of which this process may hold only its box (a
+    multi-process job): each process runs its devices' blocks; results are Arrays (boxes of
+    the results split over processes)."""
+    from numbax._src.sharding.sharded_array import ShardedArray, from_global
+
+    program = _program(jaxpr, api) if mesh.size > 1 else None
+    if program is None:
+        _check_local(mesh, api)
+        return _impl(*args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                     check_vma=check_vma, manual_axes=manual_axes, api=api)
+    globals_ = [x.shm() if type(x) is ShardedArray else _global(core.to_numpy(x)) for x in args]
+    outs = _run(api, program, mesh, globals_, [core.get_aval(x).shape for x in args], in_specs,
+                jaxpr.out_avals, out_specs)
+    return [from_global(o, a.weak_type, NamedSharding(mesh, spec),
+                        lsm.global_aval(a, spec, mesh).shape)
+            for o, a, spec in zip(outs, jaxpr.out_avals, out_specs, strict=True)]
+
+
+def _check_local(mesh: Mesh, api: str) -> None:
+    """A body that cannot be shipped runs here, which only works on this process's devices."""
+    if mesh.is_multi_process:
+        raise NumbaxValueError(
+            f"{api}: the function cannot be sent to the worker processes (it is defined in "
+            "the script's __main__, or does not pickle), and the mesh spans devices of several "
+            "processes, so it cannot run in this process alone. Define it in an importable "
+            "module.")
+
+
+def _run(api: str, program: spmd.Program, mesh: Mesh, globals_: list, shapes: list,
+         in_specs, out_avals, out_specs) -> list[spmd.Global]:
+    in_index = [NamedSharding(mesh, s).block_indices(shape) for shape, s in zip(shapes, in_specs,
+                                                                                strict=True)]
+    out_shapes = [lsm.global_aval(a, s, mesh).shape for a, s in zip(out_avals, out_specs,
                                                                     strict=True)]
     out_index, writers = [], []
     for shape, spec in zip(out_shapes, out_specs, strict=True):
         sharding = NamedSharding(mesh, spec)
         out_index.append(sharding.block_indices(shape))
         writers.append([r == 0 for r in sharding.replica_ids()])
-    outs = spmd.run(api, program, mesh.axis_names, mesh.axis_sizes,
-                    [d.id for d in mesh.devices.flat], [_global(a) for a in args], in_index,
-                    out_shapes, out_index, writers)
-    return [o.value for o in outs]
+    return spmd.run(api, program, mesh.axis_names, mesh.axis_sizes,
+                    [d.id for d in mesh.devices.flat], globals_, in_index, out_shapes, out_index,
+                    writers)
 
 
 def _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes) -> list[np.ndarray]:

@@ -277,6 +277,12 @@ def heap() -> Heap:
         return _HEAP
 
 
+def close_heap() -> None:
+    """Unlinks the heap's segments now (a process leaving without running atexit)."""
+    if _HEAP is not None:
+        _HEAP.close()
+
+
 def alloc_array(api: str, shape: tuple, dtype, what: str) -> tuple[Block, np.ndarray]:
     """A block of the heap holding an array of `shape` and `dtype`, and the parent's view."""
     dtype = np.dtype(dtype)

@@ -18,7 +18,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.config import config
-from numbax._src.parallel import collectives, pool, shm
+from numbax._src.parallel import collectives, crossproc, distributed, pool, shm, topology
 
 _program_keys = itertools.count()
 
@@ -29,13 +29,15 @@ class Program:
     """A per-device program ready to ship: its pickled jaxpr, output avals and the scratch
     bytes its largest collective needs."""
 
-    __slots__ = ("key", "payload", "out_avals", "slot_bytes")
+    __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets")
 
-    def __init__(self, key: int, payload: bytes, out_avals: list, slot_bytes: int) -> None:
+    def __init__(self, key: int, payload: bytes, out_avals: list, slot_bytes: int,
+                 axis_sets: set) -> None:
         self.key = key
         self.payload = payload
         self.out_avals = out_avals
         self.slot_bytes = slot_bytes
+        self.axis_sets = axis_sets  # the mesh axes its collectives exchange over
 
 
 class _NoMainPickler(pickle.Pickler):
@@ -61,18 +63,22 @@ def prepare(closed: core.ClosedJaxpr, name: str) -> Program | None:
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
     slot_bytes = shm.aligned(collectives.collective_bytes(closed.jaxpr))
-    return Program(next(_program_keys), out.getvalue(), list(closed.out_avals), slot_bytes)
+    return Program(next(_program_keys), out.getvalue(), list(closed.out_avals), slot_bytes,
+                   collectives.collective_axes(closed.jaxpr))
 
 
 class Global:
     """A global array of the call: its parent-side view and the block holding it (None for
-    numpy data not yet in shared memory)."""
+    numpy data not yet in shared memory). In a multi-process call `value` may be this
+    process's box of the global array, starting at `offset` (None: the whole array)."""
 
-    __slots__ = ("value", "block")
+    __slots__ = ("value", "block", "offset")
 
-    def __init__(self, value: np.ndarray, block: shm.Block | None = None) -> None:
+    def __init__(self, value: np.ndarray, block: shm.Block | None = None,
+                 offset: tuple | None = None) -> None:
         self.value = value
         self.block = block
+        self.offset = offset
 
 
 def _bytes(shape: Sequence[int], dtype: Any) -> int:
@@ -80,62 +86,145 @@ def _bytes(shape: Sequence[int], dtype: Any) -> int:
 
 
 def run(api: str, program: Program, axis_names: tuple, axis_sizes: tuple,
-        workers: Sequence[int], inputs: Sequence[Global], in_index: Sequence[Sequence],
+        devices: Sequence[int], inputs: Sequence[Global], in_index: Sequence[Sequence],
         out_shapes: Sequence[tuple], out_index: Sequence[Sequence],
         out_writer: Sequence[Sequence[bool]]) -> list[Global]:
-    """Runs `program` on the mesh (axis_names, axis_sizes) whose rank r is worker workers[r].
+    """Runs `program` on the mesh (axis_names, axis_sizes) whose rank r is the device of global
+    id devices[r]; this process runs its own devices' ranks.
 
     in_index[k][r] / out_index[k][r]: the block of input/output k that rank r reads/writes
-    (an Index, or None for all of it); out_writer[k][r]: whether rank r writes its block.
-    Returns the outputs as Globals over new heap blocks."""
+    (an Index into the global array, or None for all of it); out_writer[k][r]: whether rank r
+    writes its block (a single-process call). Returns the outputs as Globals over new heap
+    blocks (this process's boxes of them in a multi-process call)."""
+    places = [topology.split_device_id(d) for d in devices]
+    me = topology.process_index()
+    ranks = [r for r, (p, _) in enumerate(places) if p == me]
+    across = len(ranks) < len(devices)
+    if across:
+        distributed.check(api)
+        out_boxes = [box(shape, [idx[r] for r in ranks]) for shape, idx in
+                     zip(out_shapes, out_index, strict=True)]
+        out_writer = [_first_local_writers(idx, ranks) for idx in out_index]
+    else:
+        out_boxes = [(tuple(s), None) for s in out_shapes]
+    try:
+        return _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs,
+                    in_index, out_boxes, out_index, out_writer, across)
+    except BaseException as err:
+        if across:  # the other processes wait for this one's part: tell them
+            distributed.fail(f"failed in {api} with {type(err).__name__}: {err}")
+        raise
+
+
+def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, in_index,
+         out_boxes, out_index, out_writer, across) -> list[Global]:
     heap = shm.heap()
     need = [x.value.nbytes for x in inputs if x.block is None]
-    need += [_bytes(s, a.dtype) for s, a in zip(out_shapes, program.out_avals, strict=True)]
-    need.append(len(workers) * program.slot_bytes)
+    need += [_bytes(s, a.dtype) for (s, _), a in zip(out_boxes, program.out_avals, strict=True)]
+    need.append(len(devices) * program.slot_bytes)
     total = sum(shm.aligned(max(n, 1), shm.PAGE) for n in need)
     shm.check_room(api, total, f"the arguments, results and collective buffers of "
-                   f"{len(workers)} devices", heap.free_bytes())
-    staged = [x if x.block is not None else _stage(api, x.value) for x in inputs]
-    outs = []
-    for s, a in zip(out_shapes, program.out_avals, strict=True):
-        block, value = shm.alloc_array(api, s, a.dtype, "the results")
-        outs.append(Global(value, block))
-    scratch = heap.alloc(api, max(1, len(workers) * program.slot_bytes), "collective buffers")
+                   f"{len(ranks)} devices", heap.free_bytes())
     p = pool.get_pool(int(config.num_cpu_devices))
-    if max(workers) >= p.n:
-        raise ValueError(f"{api}: the mesh uses CpuDevice(id={max(workers)}), but there are "
-                         f"{p.n} CPU devices (numbax.config.num_cpu_devices).")
+    if ranks and max(places[r][1] for r in ranks) >= p.n:
+        raise ValueError(f"{api}: the mesh uses CpuDevice(id={max(devices[r] for r in ranks)})"
+                         f", but there are {p.n} CPU devices (numbax.config.num_cpu_devices).")
+    links = None
+    if across:
+        crossproc.prepare(api, _group_keys(program, axis_names, axis_sizes, devices, ranks))
+    staged = [x if x.block is not None else _stage(api, x) for x in inputs]
+    outs = []
+    for (s, offset), a in zip(out_boxes, program.out_avals, strict=True):
+        block, value = shm.alloc_array(api, s, a.dtype, "the results")
+        outs.append(Global(value, block, offset))
+    if across:  # the parent reads and writes the slots too: a heap array, freed with its view
+        scratch, slots = shm.alloc_array(api, (len(devices), program.slot_bytes), np.uint8,
+                                         "collective buffers")
+        links = crossproc.Links(slots, devices)
+        del slots
+    else:
+        scratch = heap.alloc(api, max(1, len(devices) * program.slot_bytes),
+                             "collective buffers")
     try:
         with p.lock:
-            p.ensure_prepared(list(workers), program.key, program.payload, api)
+            workers = [places[r][1] for r in ranks]
+            p.ensure_prepared(workers, program.key, program.payload, api)
             messages = {}
-            for r, w in enumerate(workers):
+            for r, w in zip(ranks, workers, strict=True):
                 call = {
-                    "inputs": [_spec(x, x.value.shape, x.value.dtype, idx[r])
+                    "inputs": [_spec(x, _local(idx[r], x.offset))
                                for x, idx in zip(staged, in_index, strict=True)],
-                    "outputs": [(*_spec(o, o.value.shape, o.value.dtype, idx[r]), wr[r])
+                    "outputs": [(*_spec(o, _local(idx[r], o.offset)), wr[r])
                                 for o, idx, wr in zip(outs, out_index, out_writer, strict=True)],
-                    "comm": (axis_names, axis_sizes, r, tuple(workers),
+                    "comm": (axis_names, axis_sizes, r, tuple(devices),
                              (scratch.segment, scratch.offset, program.slot_bytes)),
                     "forget": p.forget_message(w, heap.unlinked),
                 }
                 messages[w] = ("run", program.key, call)
-            p.request(messages, api)
+            p.request(messages, api, links)
     except pool.WorkerError as err:
         raise remote_error(api, err) from None
     finally:
-        heap.release(scratch)
+        if links is None:
+            heap.release(scratch)
+        links = None
     return outs
 
 
-def _stage(api: str, value: np.ndarray) -> Global:
-    block, out = shm.alloc_array(api, value.shape, value.dtype, "the arguments")
-    np.copyto(out, value)
-    return Global(out, block)
+def _group_keys(program: Program, axis_names: tuple, axis_sizes: tuple,
+                devices: Sequence[int], ranks: list[int]) -> set[tuple]:
+    """The device groups this process's ranks exchange in (by the program's collectives)."""
+    keys = set()
+    for names in program.axis_sets:
+        for r in ranks:
+            members = collectives.mesh_group(tuple(axis_sizes), tuple(axis_names), names, r)
+            keys.add(tuple(devices[m] for m in members))
+    return keys
 
 
-def _spec(x: Global, shape: tuple, dtype: Any, index: Index | None) -> tuple:
-    return (x.block.segment, x.block.offset, tuple(shape), np.dtype(dtype).str, index)
+def box(shape: tuple, blocks: list) -> tuple[tuple, tuple | None]:
+    """The smallest block of an array of `shape` holding `blocks` (Indexes, None for the whole
+    array; blocks are disjoint or equal): (its shape, its offset). The offset is None when the
+    blocks cover the whole array (its value is all here)."""
+    shape = tuple(shape)
+    if any(b is None for b in blocks):
+        return shape, None
+    if not blocks:
+        return (0,) * len(shape), (0,) * len(shape)
+    covered = sum(int(np.prod([hi - lo for lo, hi in b], dtype=np.int64)) for b in set(blocks))
+    if covered == int(np.prod(shape, dtype=np.int64)):
+        return shape, None
+    lo = tuple(min(b[d][0] for b in blocks) for d in range(len(shape)))
+    hi = tuple(max(b[d][1] for b in blocks) for d in range(len(shape)))
+    return tuple(h - low for low, h in zip(lo, hi, strict=True)), lo
+
+
+def _first_local_writers(index: Sequence, ranks: list[int]) -> list[bool]:
+    """Each rank's whether-it-writes: the first local rank of each distinct block."""
+    writers = [False] * len(index)
+    seen = set()
+    for r in ranks:
+        if index[r] not in seen:
+            seen.add(index[r])
+            writers[r] = True
+    return writers
+
+
+def _local(index: Index | None, offset: tuple | None) -> Index | None:
+    """A global block as a block of a box starting at `offset`."""
+    if index is None or offset is None:
+        return index
+    return tuple((lo - o, hi - o) for (lo, hi), o in zip(index, offset, strict=True))
+
+
+def _stage(api: str, x: Global) -> Global:
+    block, out = shm.alloc_array(api, x.value.shape, x.value.dtype, "the arguments")
+    np.copyto(out, x.value)
+    return Global(out, block, x.offset)
+
+
+def _spec(x: Global, index: Index | None) -> tuple:
+    return (x.block.segment, x.block.offset, tuple(x.value.shape), x.value.dtype.str, index)
 
 
 def remote_error(api: str, err: pool.WorkerError) -> BaseException:

@@ -7,8 +7,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numbax._src import core
 from numbax._src import tree_util as tu
+from numbax._src.array import Array
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax.shard_map import shard_map_p
 from numbax._src.lax.sharding_ops import sharding_constraint_p
@@ -153,7 +156,7 @@ def relayout(primitive: core.Primitive, operands: list, params: dict, results: l
         return [put(operands[0], params["sharding"], "reshard")]
     if primitive is shard_map_p:
         mesh = params["mesh"]
-        return [wrap(r._value, r.weak_type, NamedSharding(mesh, rules.to_spec(
+        return [_laid_out(r, NamedSharding(mesh, rules.to_spec(
             rules.layout_of(NamedSharding(mesh, spec), r.ndim))))
             for r, spec in zip(results, params["out_specs"], strict=True)]
     shardings = [sharding_of(x) for x in operands]
@@ -168,8 +171,40 @@ def relayout(primitive: core.Primitive, operands: list, params: dict, results: l
             for r, lay in zip(results, new, strict=True)]
 
 
+def _laid_out(r: Any, sharding: NamedSharding) -> Any:
+    if type(r) is ShardedArray and r.is_local_box:  # no value here to relabel: new bookkeeping
+        return ShardedArray._make(r._data, r.weak_type, sharding, r._block, r._offset, r.shape)
+    return wrap(r._value, r.weak_type, sharding)
+
+
 LAYOUT_PRIMITIVES = (sharding_constraint_p, shard_map_p)  # results laid out by their params
 
 
 def has_sharded(operands: list) -> bool:
     return any(type(x) is ShardedArray for x in operands)
+
+
+def has_local_boxes(operands: list) -> bool:
+    """Whether an operand spans processes, only this process's box of it held here."""
+    return any(type(x) is ShardedArray and x.is_local_box for x in operands)
+
+
+def apply_to_boxes(primitive: core.Primitive, operands: list, params: dict) -> list:
+    """Eager results of a primitive with an operand of which this process holds only its box:
+    shard_map runs each process's blocks, a sharding constraint relabels; anything else would
+    need the whole value, which no process holds."""
+    from numbax._src.parallel import shard_map
+
+    if primitive is sharding_constraint_p:
+        return [put(operands[0], params["sharding"], "reshard")]
+    if primitive is not shard_map_p:
+        raise RuntimeError(
+            f"numbax: `{primitive.name}` was applied eagerly to an array that spans devices of "
+            "several processes, whose value no process holds whole. Run the computation under "
+            "jax.jit (each process then computes its blocks), inside shard_map or pmap, or "
+            "gather the array first with jax.experimental.multihost_utils.process_allgather.")
+    outs = shard_map.run_boxes(operands, **params)
+    avals = core.abstract_eval(primitive, [core.get_aval(x) for x in operands], params)
+    results = [o if isinstance(o, Array) else Array._from_numpy(np.asarray(o), a.weak_type)
+               for o, a in zip(outs, avals, strict=True)]
+    return relayout(primitive, operands, params, results)

@@ -219,15 +219,31 @@ class Mesh(_MeshBase):
 
     @property
     def local_devices(self) -> list:
-        return list(self.devices.flat) if self.axis_names else []
+        """The mesh's devices of this process."""
+        me = devices_mod.process_index()
+        return [d for d in self.devices.flat if d.process_index == me] if self.axis_names \
+            else []
 
     @property
     def local_mesh(self) -> Mesh:
-        return self
+        """The sub-mesh of this process's devices (they must form a block of the mesh)."""
+        if not self.is_multi_process:
+            return self
+        me = devices_mod.process_index()
+        mine = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
+        where = np.nonzero(mine)
+        box = tuple(slice(int(i.min()), int(i.max()) + 1) for i in where) if mine.any() \
+            else tuple(slice(0, 0) for _ in self.axis_sizes)
+        if not mine[box].all():
+            raise NumbaxValueError("Devices connected to a single host must form a contiguous "
+                                   "subcube of the global device mesh")
+        return Mesh(self.devices[box], self.axis_names, self.axis_types)
 
     @property
     def is_multi_process(self) -> bool:
-        return False
+        """Whether the mesh holds devices of other processes (JAX's definition)."""
+        me = devices_mod.process_index()
+        return bool(self.axis_names) and any(d.process_index != me for d in self.devices.flat)
 
     @property
     def abstract_mesh(self) -> AbstractMesh:

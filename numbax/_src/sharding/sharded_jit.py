@@ -26,7 +26,14 @@ from numbax._src.lax.sharding_ops import sharding_constraint_p
 from numbax._src.parallel import spmd
 from numbax._src.sharding import partition, rules
 from numbax._src.sharding.mesh import Mesh
-from numbax._src.sharding.sharded_array import ShardedArray, put, resolve, sharding_of, wrap
+from numbax._src.sharding.sharded_array import (
+    ShardedArray,
+    from_global,
+    put,
+    resolve,
+    sharding_of,
+    wrap,
+)
 from numbax._src.sharding.shardings import NamedSharding, Sharding
 
 LAYOUT_PRIMITIVES = (sharding_constraint_p, lsm.shard_map_p)
@@ -109,13 +116,26 @@ def _compile(wrapped, in_tree, avals, statics, layouts, in_shardings, out_spec_a
     sizes = dict(mesh.shape) if mesh is not None else {}
     entry.out_layouts = partition.propagate(jaxpr, layouts, sizes)
     entry.program = entry.exe = None
-    if mesh is not None and mesh.size > 1 and any(any(lay) for lay in layouts) and \
+    across = mesh is not None and mesh.is_multi_process
+    if mesh is not None and mesh.size > 1 and (across or any(any(lay) for lay in layouts)) and \
             not config.jax_disable_jit:
         try:
             local, entry.out_layouts = partition.localize(closed, layouts, mesh)
             entry.program = spmd.prepare(local, wrapped._name)
-        except partition.NeedsGather:
+        except partition.NeedsGather as why:
+            if across:
+                raise NumbaxValueError(
+                    f"jit({wrapped._name}): its arguments are laid out over devices of several "
+                    f"processes, and the program needs a block of another device's data ({why})"
+                    ", which numbax's partitioner moves only within one process. Compute that "
+                    "part inside shard_map (collectives move data between processes), or "
+                    "gather the inputs first.") from None
             entry.program = None
+        if entry.program is None and across:
+            raise NumbaxValueError(
+                f"jit({wrapped._name}): the program cannot be sent to the worker processes (it "
+                "refers to the script's __main__, or does not pickle), and its arguments span "
+                "several processes. Define its functions in an importable module.")
     if entry.program is None:
         entry.out_layouts = partition.propagate(jaxpr, layouts, sizes)
         entry.exe = compiler.compile(closed, "cpu", frozenset(), wrapped._name, None)
@@ -156,33 +176,37 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
     return tu.tree_unflatten(entry.out_tree, outs)
 
 
-def _run(wrapped, entry: Entry, placed: list, run_executable) -> list[np.ndarray]:
+def _run(wrapped, entry: Entry, placed: list, run_executable) -> list[spmd.Global]:
     if entry.program is not None:
         mesh = entry.mesh
         globals_ = [x.shm() if type(x) is ShardedArray else
                     spmd.Global(np.asarray(core.to_numpy(x))) for x in placed]
-        in_index = [_blocks(mesh, lay, g.value.shape) for g, lay in
-                    zip(globals_, entry.in_layouts, strict=True)]
+        in_index = [_blocks(mesh, lay, core.get_aval(x).shape) for x, lay in
+                    zip(placed, entry.in_layouts, strict=True)]
         out_index, writers = [], []
         for aval, lay in zip(entry.out_avals, entry.out_layouts, strict=True):
             sharding = NamedSharding(mesh, rules.to_spec(lay))
             out_index.append(sharding.block_indices(aval.shape))
             writers.append([r == 0 for r in sharding.replica_ids()])
-        outs = spmd.run(f"jit({wrapped._name})", entry.program, mesh.axis_names,
+        return spmd.run(f"jit({wrapped._name})", entry.program, mesh.axis_names,
                         mesh.axis_sizes, [d.id for d in mesh.devices.flat], globals_, in_index,
                         [a.shape for a in entry.out_avals], out_index, writers)
-        return [o.value for o in outs]
-    return [np.asarray(o) for o in run_executable(entry.exe, placed)]
+    return [spmd.Global(np.asarray(o)) for o in run_executable(entry.exe, placed)]
 
 
 def _blocks(mesh: Mesh, layout, shape: tuple) -> list:
     return NamedSharding(mesh, rules.to_spec(layout)).block_indices(shape)
 
 
-def _lay_out(value: np.ndarray, aval: core.ShapedArray, layout, requested: Sharding | None,
+def _lay_out(value: spmd.Global, aval: core.ShapedArray, layout, requested: Sharding | None,
              mesh: Mesh | None) -> Any:
-    """A result laid out as requested, else by its layout (no data moves either way)."""
-    base = Array._from_numpy(value, aval.weak_type)
+    """A result laid out as requested, else by its layout (no data moves either way; across
+    processes, from this process's box of it)."""
+    if value.offset is not None:
+        base = from_global(value, aval.weak_type, NamedSharding(mesh, rules.to_spec(layout)),
+                           aval.shape)
+        return put(base, requested, "jit") if requested is not None else base
+    base = Array._from_numpy(value.value, aval.weak_type)
     if requested is not None:
         return put(base, requested, "jit")
     if mesh is None:

@@ -132,11 +132,17 @@ class Sharding:
 
     @property
     def addressable_devices(self) -> set:
-        return set(self.device_set)
+        """The devices of this process (all of them, but in a multi-process job)."""
+        me = devices_mod.process_index()
+        return {d for d in self.device_set if d.process_index == me}
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        return len(self.addressable_devices) == len(self.device_set)
+
+    @property
+    def has_addressable_devices(self) -> bool:
+        return bool(self.addressable_devices)
 
     @property
     def _device_assignment(self) -> tuple:
@@ -148,7 +154,9 @@ class Sharding:
                         strict=True))
 
     def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
-        return self.devices_indices_map(global_shape)
+        me = devices_mod.process_index()
+        return {d: idx for d, idx in self.devices_indices_map(global_shape).items()
+                if d.process_index == me}
 
     def with_memory_kind(self, kind: str) -> Sharding:
         if kind not in ("device", None):
@@ -361,7 +369,10 @@ class Shard:
 
     @property
     def data(self):
-        block = self._source._value[self.index]
+        """The block as an Array (None for a device of another process, as in JAX)."""
+        if self.device.process_index != devices_mod.process_index():
+            return None
+        block = self._source._shard_value(self.index)
         return type(self._source)._single(block, self._source.weak_type, self.device)
 
     def __repr__(self) -> str:

@@ -1,0 +1,198 @@
+"""The cross-process step of a collective, run by a parent process over MPI while its workers
+wait at a barrier (pool.py's exchange loop polls it).
+
+A collective's group of devices may span processes. Its members in this process first meet in
+shared memory as usual; when all are at the barrier, the parent runs one MPI collective over
+the group's processes on their slots, then lets them go:
+- "allreduce": the members have reduced their operands into the first local member's slot;
+  MPI_Iallreduce (in place) makes it the whole group's reduction in every process (a
+  reduction MPI cannot do for that dtype, or a NaN-sensitive max/min of floats, all-gathers
+  every process's partial and reduces them in process order instead);
+- "allgather": every process's members' slots are gathered into every process's scratch, so
+  each member then reads the whole group's slots as if they were local.
+The requests are non-blocking: the parent keeps watching its workers and its peers (a failed
+or dead process raises here, distributed.check). Each group has its own communicator (created
+once, in the same order in every process), so concurrent groups never mix their messages."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numbax._src.config import config
+from numbax._src.parallel import distributed, topology
+
+REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+CREATE_TAG = 7003
+
+
+def processes_of(key: Sequence[int]) -> tuple[int, ...]:
+    """The processes holding a group's devices (global ids), in increasing order."""
+    return tuple(sorted({topology.split_device_id(d)[0] for d in key}))
+
+
+def spans_processes(key: Sequence[int]) -> bool:
+    return len(processes_of(key)) > 1
+
+
+def prepare(api: str, keys: Sequence[tuple]) -> None:
+    """Creates the communicators of the groups `keys` (tuples of device ids) that span
+    processes and hold a device of this one. Every process creates them in the same (sorted)
+    order; before each creation the group's processes say they are ready, so a dead or absent
+    one is an error here rather than a hang inside MPI."""
+    state = distributed.state
+    me = topology.process_index()
+    for key in sorted(set(keys)):
+        procs = processes_of(key)
+        if key in state.comms or len(procs) < 2 or me not in procs:
+            continue
+        distributed.check(api)
+        others = [q for q in procs if q != me]
+        for q in others:
+            state.world.isend(key, dest=q, tag=distributed.SETUP_TAG)
+        deadline = _deadline()
+        while any((q, key) not in state.ready for q in others):
+            distributed.check(api, others)
+            distributed._receive_notices()
+            if deadline is not None and time.monotonic() > deadline:
+                _timeout(api, [q for q in others if (q, key) not in state.ready])
+            time.sleep(0.0005)
+        state.ready.difference_update((q, key) for q in others)
+        group = state.world.Get_group().Incl(list(procs))
+        state.comms[key] = state.world.Create_group(group, CREATE_TAG)
+        group.Free()
+
+
+def _deadline() -> float | None:
+    timeout = float(config.worker_timeout)
+    return time.monotonic() + timeout if timeout > 0 else None
+
+
+def _timeout(api: str, processes: Sequence[int]) -> None:
+    names = ", ".join(f"process {q}" for q in processes)
+    distributed.fail(f"{names} did not answer within {float(config.worker_timeout):g} s")
+    raise TimeoutError(
+        f"{api}: {names} did not answer within {float(config.worker_timeout):g} s (stopped, "
+        "stuck in a long computation, or running a different program). The job cannot "
+        "recover; restart it, raising numbax.config.worker_timeout (NUMBAX_WORKER_TIMEOUT) "
+        "for longer steps.")
+
+
+def _native(dtype: np.dtype, op: str) -> bool:
+    """Whether MPI reduces this dtype with this op as numpy does (floats' max/min differ on
+    NaN, so they are gathered)."""
+    if dtype.kind in "iu":
+        return True
+    if op == "sum":
+        return dtype.kind == "f" and dtype.itemsize in (4, 8) or \
+            dtype.kind == "c" and dtype.itemsize in (8, 16)
+    return False
+
+
+class Links:
+    """One SPMD call's cross-process steps: the parent's view of the scratch slots (rank by
+    rank), the device of each rank, and the steps in flight, by barrier group."""
+
+    def __init__(self, scratch: np.ndarray, devices: Sequence[int]) -> None:
+        self.scratch = scratch  # uint8[n_ranks, slot_bytes]
+        self.rank_of = {d: r for r, d in enumerate(devices)}
+        self.pending: dict[tuple, tuple[Any, Callable | None, tuple]] = {}
+
+    def start(self, group: tuple, action: tuple) -> None:
+        """Starts the MPI step of `action` for the local barrier group `group`."""
+        kind, key = action[0], action[1]
+        comm = distributed.state.comms[key]
+        MPI = distributed.state.MPI  # noqa: N806
+        if kind == "allreduce":
+            _, _, rank, nbytes, dtype, op = action
+            buf = self.scratch[rank, :nbytes].view(np.dtype(dtype))
+            if _native(buf.dtype, op):
+                mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+                request, finish = comm.Iallreduce(MPI.IN_PLACE, buf, op=mpi_op), None
+            else:
+                request, finish = self._gathered_reduce(comm, buf, op)
+        else:
+            request, finish = self._allgather(comm, key, action[2])
+        self.pending[group] = (request, finish, processes_of(key))
+
+    def _gathered_reduce(self, comm, buf: np.ndarray, op: str):
+        parts = np.empty((comm.Get_size(), buf.nbytes), np.uint8)
+        request = comm.Iallgather(buf.view(np.uint8), parts)
+
+        def finish() -> None:
+            values = parts.view(buf.dtype)
+            total = values[0].copy()
+            for row in values[1:]:
+                REDUCERS[op](total, row, out=total)
+            buf[...] = total
+
+        return request, finish
+
+    def _allgather(self, comm, key: tuple, nbytes: int):
+        """Every process's members' slots into every process's scratch."""
+        procs = processes_of(key)
+        by_process = [[self.rank_of[d] for d in key if topology.split_device_id(d)[0] == q]
+                      for q in procs]
+        me = procs.index(topology.process_index())
+        send = np.concatenate([self.scratch[r, :nbytes] for r in by_process[me]])
+        counts = [len(ranks) * nbytes for ranks in by_process]
+        displs = list(np.cumsum([0, *counts[:-1]]))
+        recv = np.empty(sum(counts), np.uint8)
+        request = comm.Iallgatherv(send, [recv, counts, displs, distributed.state.MPI.BYTE])
+
+        def finish() -> None:
+            for q, ranks in enumerate(by_process):
+                if q == me:
+                    continue
+                for i, r in enumerate(ranks):
+                    start = displs[q] + i * nbytes
+                    self.scratch[r, :nbytes] = recv[start:start + nbytes]
+
+        return request, finish
+
+    def poll(self) -> list[tuple]:
+        """The barrier groups whose MPI step completed (their members may go on)."""
+        done = []
+        for group, (request, finish, _) in list(self.pending.items()):
+            if request.Test():
+                if finish is not None:
+                    finish()
+                del self.pending[group]
+                done.append(group)
+        return done
+
+    def waiting_for(self) -> list[int]:
+        """The other processes the steps in flight wait for."""
+        me = topology.process_index()
+        return sorted({q for *_, procs in self.pending.values() for q in procs if q != me})
+
+
+def gather_bytes(api: str, payload: bytes) -> list[bytes]:
+    """Every process's `payload`, in process order (the parents alone: multihost_utils and
+    sync points), polled like the collectives' steps, so a failed process raises here."""
+    state = distributed.state
+    if state.world is None or topology.process_count() == 1:
+        return [payload]
+    distributed.check(api)
+    MPI = state.MPI  # noqa: N806
+    n = state.world.Get_size()
+    sizes = np.zeros(n, np.int64)
+    _wait(api, state.world.Iallgather(np.array([len(payload)], np.int64), sizes))
+    counts = [int(c) for c in sizes]
+    displs = [int(d) for d in np.cumsum([0, *counts[:-1]])]
+    recv = np.empty(max(1, sum(counts)), np.uint8)
+    send = np.frombuffer(payload, np.uint8) if payload else np.empty(0, np.uint8)
+    _wait(api, state.world.Iallgatherv(send, [recv, counts, displs, MPI.BYTE]))
+    return [recv[d:d + c].tobytes() for d, c in zip(displs, counts, strict=True)]
+
+
+def _wait(api: str, request) -> None:
+    others = [q for q in range(topology.process_count()) if q != topology.process_index()]
+    deadline = _deadline()
+    while not request.Test():
+        distributed.check(api, others)
+        if deadline is not None and time.monotonic() > deadline:
+            _timeout(api, others)
+        time.sleep(0.0002)

@@ -1,0 +1,149 @@
+"""The programs tests/test_distributed.py runs under mpirun: `python -m
+tests.distributed_programs NAME OUT_DIR` from the repository root (as a module: tests/numpy
+would shadow numpy if tests/ led sys.path). Each process writes what it computed to
+OUT_DIR/NAME_<process>.npz (arrays) and .json (error messages), for the test to check against
+numpy.
+
+Device g (0 .. N-1, process-major) holds rows g * 10 + [0, 1, 2] of the test arrays, so every
+expected value is a closed form of N."""
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import numbax as jax
+from numbax import lax
+from numbax.experimental import multihost_utils as mu
+from numbax.sharding import AxisType, NamedSharding
+from numbax.sharding import PartitionSpec as P
+
+BIG = 200_000  # elements per device of the large psum (1.6 MB: the MPI allreduce path)
+
+
+def _rows(first: int, count: int) -> np.ndarray:
+    return (np.arange(first, first + count)[:, None] * 10.0 + np.arange(3)).astype(np.float64)
+
+
+def _local_shards(x) -> np.ndarray:
+    return np.stack([np.asarray(s.data) for s in x.addressable_shards])
+
+
+def _error(fn) -> str:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the test checks class and message
+        return f"{type(e).__name__}: {e}"
+    return "no error"
+
+
+def collectives(out: str) -> None:
+    from mpi4py import MPI
+
+    messages = {"initialize_mismatch": _error(
+        lambda: jax.distributed.initialize(num_processes=MPI.COMM_WORLD.Get_size() + 1))}
+    jax.distributed.initialize()
+    me, n, local = jax.process_index(), jax.process_count(), jax.local_device_count()
+    total = jax.device_count()
+    res = {"ids": [d.id for d in jax.devices()], "process_of": [d.process_index
+                                                                 for d in jax.devices()],
+           "local_ids": [d.id for d in jax.local_devices()], "counts": [me, n, local, total]}
+    x = _rows(me * local, local)
+    ring = [(i, (i + 1) % total) for i in range(total)]
+    with jax.disable_jit():  # eager workers: no compiles
+        pm = lambda f: jax.pmap(f, axis_name="i")(x)  # noqa: E731
+        res["pmap_psum"] = pm(lambda v: lax.psum(v, "i"))
+        res["pmap_pmean"] = pm(lambda v: lax.pmean(v, "i"))
+        res["pmap_pmax"] = pm(lambda v: lax.pmax(v, "i"))
+        res["pmap_pmin"] = pm(lambda v: lax.pmin(v, "i"))
+        res["pmap_all_gather"] = pm(lambda v: lax.all_gather(v, "i"))
+        res["pmap_ppermute"] = pm(lambda v: lax.ppermute(v, "i", ring))
+        res["pmap_axis_index"] = pm(lambda v: lax.axis_index("i"))
+
+        mesh = jax.make_mesh((total,), ("i",), axis_types=(AxisType.Auto,))
+        rows = NamedSharding(mesh, P("i"))
+        g = jax.make_array_from_process_local_data(rows, x)
+        res["global_shape"] = g.shape
+        res["global_local_shards"] = _local_shards(g)
+        sm = lambda f, out_specs, arr=g: jax.shard_map(  # noqa: E731
+            f, mesh=mesh, in_specs=P("i"), out_specs=out_specs, check_vma=False)(arr)
+        res["smap_psum"] = np.asarray(sm(lambda b: lax.psum(b, "i"), P()))
+        res["smap_all_gather"] = np.asarray(sm(lambda b: lax.all_gather(b, "i", tiled=True),
+                                               P()))
+        res["smap_ppermute"] = _local_shards(sm(lambda b: lax.ppermute(b, "i", ring), P("i")))
+        res["smap_psum_scatter"] = _local_shards(sm(
+            lambda b: lax.psum_scatter(np.ones((total, 2)) * b[0, 0], "i", tiled=True),
+            P("i")))
+        res["smap_all_to_all"] = _local_shards(sm(
+            lambda b: lax.all_to_all(b[0][None].repeat(total, 0) + np.arange(total)[:, None],
+                                     "i", 0, 0, tiled=True), P("i")))
+        big = jax.make_array_from_process_local_data(
+            rows, np.repeat(np.arange(me * local, (me + 1) * local, dtype=np.float64)[:, None]
+                            + 1.0, BIG, axis=1))
+        res["smap_big_psum"] = np.asarray(sm(lambda b: lax.psum(b, "i"), P(), big))[:, :5]
+        res["smap_big_psum_int"] = np.asarray(sm(lambda b: lax.psum(b.astype(np.int32), "i"),
+                                                 P(), big))[:, :5]
+        res["smap_big_pmax"] = np.asarray(sm(lambda b: lax.pmax(b, "i"), P(), big))[:, :5]
+
+        mesh2 = jax.make_mesh((n, local), ("p", "d"), axis_types=(AxisType.Auto,) * 2)
+        g2 = jax.make_array_from_process_local_data(NamedSharding(mesh2, P(("p", "d"))), x)
+        two = lambda axes: np.asarray(jax.shard_map(  # noqa: E731
+            lambda b: lax.psum(b, axes), mesh=mesh2, in_specs=P(("p", "d")),
+            out_specs=P(), check_vma=False)(g2))
+        res["mesh2_psum_both"] = two(("p", "d"))
+        res["mesh2_psum_p"] = _local_shards(jax.shard_map(
+            lambda b: lax.psum(b, "p"), mesh=mesh2, in_specs=P(("p", "d")),
+            out_specs=P("d"), check_vma=False)(g2))
+
+    res["jit_elementwise"] = _local_shards(jax.jit(lambda a: a * 2.0 + 1.0)(g))
+    res["allgather_stacked"] = mu.process_allgather(np.array([me, me + 0.5]))
+    res["allgather_tiled"] = mu.process_allgather(np.array([me, me + 0.5]), tiled=True)
+    res["allgather_global"] = mu.process_allgather(g, tiled=True)
+    res["broadcast"] = mu.broadcast_one_to_all(np.full(3, me + 1.0))
+    res["broadcast_last"] = mu.broadcast_one_to_all(np.full(2, me + 1.0),
+                                                    is_source=me == n - 1)
+    mu.sync_global_devices("collectives done")
+    mu.assert_equal(np.arange(3.0), "same everywhere")
+    messages["assert_equal"] = _error(lambda: mu.assert_equal(np.array([me]), "differ"))
+    messages["allgather_untiled"] = _error(lambda: mu.process_allgather(g))
+    messages["asarray"] = _error(lambda: np.asarray(g))
+    messages["eager_op"] = _error(lambda: g * 2.0)
+    messages["repr"] = repr(g)
+    messages["pmap_too_many"] = _error(lambda: jax.pmap(lambda v: v)(np.ones(local + 1)))
+    np.savez(os.path.join(out, f"collectives_{me}.npz"), **res)
+    with open(os.path.join(out, f"collectives_{me}.json"), "w") as f:
+        json.dump(messages, f)
+
+
+def fault(out: str) -> None:
+    """Process 1 fails (os.environ FAULT: kill, raise or leave) while process 0 keeps calling
+    a collective; process 0 records what it raised and when."""
+    jax.distributed.initialize()
+    me = jax.process_index()
+    step = jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+    with jax.disable_jit():
+        step(np.ones(jax.local_device_count()))
+        start = time.monotonic()
+        if me == 1:
+            time.sleep(0.5)
+            kind = os.environ["FAULT"]
+            if kind == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if kind == "raise":
+                raise ValueError("process 1 gives up")
+            return  # "leave": its script ends while process 0 still calls psum
+        try:
+            while time.monotonic() - start < 60:
+                step(np.ones(jax.local_device_count()))
+            message = "no error within 60 s"
+        except Exception as e:  # noqa: BLE001 - the test checks class and message
+            message = f"{type(e).__name__}: {e}"
+        with open(os.path.join(out, "fault_0.json"), "w") as f:
+            json.dump({"error": message, "seconds": time.monotonic() - start}, f)
+        raise SystemExit(3)
+
+
+if __name__ == "__main__":
+    {"collectives": collectives, "fault": fault}[sys.argv[1]](sys.argv[2])
