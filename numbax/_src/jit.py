@@ -2,23 +2,22 @@
 from __future__ import annotations
 
 import functools
-import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile, jit_log, jit_options
+from numbax._src import core, eager_compile, jit_log, jit_options, jit_run
 from numbax._src import tree_util as tu
-from numbax._src.array import Array, GpuArray, _DeletedArray, committed_device, unaliased
+from numbax._src.array import Array, GpuArray, committed_device
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
-from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.jit_run import run_executable
 from numbax._src.sharding import sharded_jit
 
 _BACKENDS = (None, "cpu", "gpu", "cuda")
@@ -47,75 +46,6 @@ class _Entry:
         return log.first_run(lambda: run_executable(self.exe, leaves, donate))
 
 
-def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
-    o.setflags(write=False)
-    a = object.__new__(Array)
-    a._value, a._weak_type, a._device = o, weak_type, None
-    return a
-
-
-def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False) -> list[Array]:
-    """Runs a compiled program on argument leaves; returns its outputs as Arrays.
-
-    CPU: leaves become C-contiguous numpy arrays; with `donate`, the buffers of the donated
-    leaves that qualify (`_donations`) go to the driver's trailing parameters and their
-    Arrays are deleted. Outputs the driver allocated are wrapped as they are (read-only, no
-    view), so a later call can take them as donations; others (views of inputs...) through a
-    read-only view, copied first when they view a numpy argument the caller may change.
-    GPU: device buffers pass through, host leaves are copied over, outputs stay on the
-    device."""
-    avals = exe.in_avals
-    if exe.device is None:
-        values = [_leaf_value(x, a) for x, a in zip(leaves, avals, strict=True)]
-        bufs, donors = _donations(leaves, exe.donate, 1) if donate and exe.donate else ((), ())
-        _delete(donors)
-        outs = exe(*values, donated=bufs)
-        fresh = exe.out_fresh or (False,) * len(outs)
-        return [_wrap_owned(o, w) if f else Array._from_numpy(unaliased(o, leaves), w)
-                for o, w, f in zip(outs, exe.out_weak, fresh, strict=True)]
-    with cuda_runtime.on_device(exe.device.id):
-        args = [x._dbuf if type(x) is GpuArray else
-                cuda_runtime.to_device(np.asarray(x, dtype=a.dtype))
-                for x, a in zip(leaves, avals, strict=True)]
-        outs = exe(*args)
-    return [GpuArray._from_buffer(o, a.shape, w, exe.device)
-            for o, a, w in zip(outs, exe.out_avals, exe.out_weak, strict=True)]
-
-
-def _local_refcount() -> int:
-    v = np.empty(0)
-    return sys.getrefcount(v)
-
-
-_SOLE = _local_refcount()  # a buffer's refcount when a function's local is its one reference
-
-
-def _donations(leaves: Sequence[Any], donate: tuple[int, ...], held: int):
-    """The buffers jit may write into, one per donated leaf (None where it may not), and the
-    Arrays they come from. A buffer qualifies when it is a numbax Array's own allocation that
-    nothing else references (no other Array, view or numpy handle: its refcount is the Array's
-    plus `held`, the caller's list); it is made writeable here."""
-    bufs, donors = [], []
-    for i in donate:
-        a = leaves[i]
-        v = a._value if type(a) is Array else None
-        if v is not None and v.base is None and v.flags.owndata and v.flags.c_contiguous and \
-                sys.getrefcount(v) == _SOLE + 1 + held and sum(x is a for x in leaves) == 1:
-            v.setflags(write=True)
-            bufs.append(v)
-            donors.append(a)
-        else:
-            bufs.append(None)
-    return bufs, donors
-
-
-def _delete(donors: list[Array]) -> None:
-    """Marks donated Arrays deleted: their class becomes one whose every use raises."""
-    for a in donors:
-        a._value = None
-        a.__class__ = _DeletedArray
-
-
 # ----------------------------------------------------------------------------- arguments
 
 
@@ -123,13 +53,6 @@ def _is_tracing(leaves: Sequence[Any]) -> bool:
     if core._state.dynamic_trace is not None or core.trace_stack_depth() > 1:
         return True
     return any(isinstance(x, core.Tracer) for x in leaves)
-
-
-def _leaf_value(x: Any, aval: core.ShapedArray) -> np.ndarray:
-    if type(x) is Array:
-        return x._value
-    value = np.asarray(x, dtype=aval.dtype)
-    return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
 
 class Lowered:
@@ -215,7 +138,8 @@ class JitWrapped:
         # used dropped past config.executable_cache_size; shared by every jit of `fun` with
         # the same options, as JAX's cache is
         shareable = in_shardings is None and out_shardings is None
-        (self._cache, self._fast, self._fast_tree, self._gpu_fast) = jit_options.shared_tables(
+        (self._cache, self._fast, self._fast_tree, self._gpu_fast,
+         self._host_fast) = jit_options.shared_tables(
             fun, (self.static_argnums, self.static_argnames, self.donate_argnums, self.backend,
                   bool(inline)) if shareable else None)
         self._in_shardings, self._out_shardings = in_shardings, out_shardings
@@ -276,6 +200,11 @@ class JitWrapped:
                 fast = None
             if fast is not None:
                 return fast(args)
+            if self._host_fast:  # numpy arrays and scalars (Arrays mixed in)
+                key = jit_run.host_key(args)
+                fast = self._host_fast.get((ctx, *key)) if key is not None else None
+                if fast is not None:
+                    return fast(args)
             if self._fast_tree:  # pytrees of Arrays (params lists...): one flatten, no avals
                 leaves, tree = tu.tree_flatten(args)
                 key = (ctx, tree, *[(a._value.shape, a._value.dtype, a._weak_type)
@@ -310,13 +239,17 @@ class JitWrapped:
             _check_nans(self, outs, args, kwargs)
         ctx = config._fast_ctx
         if self._simple and not kwargs and ctx is not None:
-            fast = _fast_key(args)
+            fast = jit_run.array_key(args)
+            host = jit_run.host_key(args) if fast is None else None
             if on_host and fast is not None:
-                self._fast[(ctx, *fast)] = _fast_caller(entry)
+                self._fast[(ctx, *fast)] = jit_run.array_caller(entry)
+            elif on_host and host is not None and entry.layouts is None and \
+                    (caller := jit_run.host_caller(entry)) is not None:
+                self._host_fast[(ctx, *host)] = caller
             elif on_host and all(type(a) is Array for a in leaves):
                 tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
                 sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]
-                self._fast_tree[(ctx, tree, *sigs)] = _fast_caller(entry)
+                self._fast_tree[(ctx, tree, *sigs)] = jit_run.array_caller(entry)
             elif not on_host and all(type(a) is GpuArray for a in args):
                 self._gpu_fast[(ctx, *_gpu_key(args))] = entry
         return tu.tree_unflatten(entry.out_tree, outs)
@@ -384,7 +317,7 @@ class JitWrapped:
         return _Entry(exe, store["tree"], layouts, log)
 
     def _clear(self) -> None:
-        for table in (self._cache, self._fast, self._fast_tree, self._gpu_fast):
+        for table in (self._cache, self._fast, self._fast_tree, self._gpu_fast, self._host_fast):
             table.clear()
         self._sharded_cache.clear()
 
@@ -441,56 +374,6 @@ def _gpu_target(backend: str | None, leaves: Sequence[Any], fun_name: str):
     from numbax._src import devices
 
     return devices.gpu_devices()[0]  # backend="gpu": committed CPU arguments move too
-
-
-def _fast_key(args: tuple) -> tuple | None:
-    """The signature of a call with only Array positional args, or None (use the slow path)."""
-    key = []
-    for a in args:
-        if type(a) is not Array:
-            return None
-        v = a._value
-        key.append((v.shape, v.dtype, a._weak_type))
-    return tuple(key)
-
-
-def _fast_caller(entry: _Entry) -> Callable:
-    """The whole call for one signature of plain Array arguments: run the driver, wrap the
-    fresh output buffers as Arrays (made read-only in place, no view) and rebuild the tree."""
-    exe, tree = entry.exe, entry.out_tree
-    driver, consts, weak = exe.driver, tuple(exe.consts), tuple(exe.out_weak)
-    new = object.__new__
-
-    def wrap(o, w):
-        o.setflags(write=False)  # a fresh buffer or a view: never an input's own flags
-        a = new(Array)
-        a._value, a._weak_type, a._device = o, w, None
-        return a
-
-    if exe.donate:  # donated leaves: buffers taken before the values are read, then deleted
-        donate = exe.donate
-
-        def call(args):
-            bufs, donors = _donations(args, donate, 0)
-            values = [a._value for a in args]
-            _delete(donors)
-            outs = driver(*consts, *values, *bufs)
-            return tu.tree_unflatten(tree, [wrap(o, w) for o, w in zip(outs, weak)])
-    elif tree.node_type is None:  # one array out
-        (w0,) = weak
-
-        def call(args):
-            (o,) = driver(*consts, *[a._value for a in args])
-            return wrap(o, w0)
-    elif tree.node_type is tuple and all(c.node_type is None for c in tree.children):
-        def call(args):
-            outs = driver(*consts, *[a._value for a in args])
-            return tuple([wrap(o, w) for o, w in zip(outs, weak)])
-    else:
-        def call(args):
-            outs = driver(*consts, *[a._value for a in args])
-            return tu.tree_unflatten(tree, [wrap(o, w) for o, w in zip(outs, weak)])
-    return call
 
 
 def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:

@@ -87,9 +87,10 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def shared_tables(fun: Callable, options: tuple | None) -> tuple[LRUCache, ...]:
-    """(executables, fast paths, tree fast paths, GPU fast paths) for a new jit of `fun`."""
+    """(executables, fast paths, tree fast paths, GPU fast paths, host-value fast paths) for a
+    new jit of `fun`."""
     def fresh():
-        return tuple(LRUCache(_cache_size) for _ in range(4))
+        return tuple(LRUCache(_cache_size) for _ in range(5))
 
     if options is None:
         return fresh()
