@@ -18,7 +18,7 @@ from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
-from numbax._src.jit import run_executable
+from numbax._src.jit_run import run_executable
 from numbax._src.sharding import api as sharding_api
 
 _GPU_CACHE: dict[tuple, Any] = {}

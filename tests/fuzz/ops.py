@@ -127,8 +127,19 @@ def _cast_param(draw, avals: list[Aval]) -> dict:
     return {"dtype": draw(st.sampled_from(targets))}
 
 
-op("astype", 1, KINDS, lambda p, x: x.astype(p["dtype"]), lambda p, x: x.astype(p["dtype"]),
-   params=_cast_param, discrete=True)
+def _numpy_cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    """numpy's cast as its scalar (C) path does it: numpy's vectorised float -> uint32 loop
+    gives other values for NaN and x < -2**31, depending on the array's length
+    (docs/sharp_bits.md); numbax follows the scalar path everywhere."""
+    if x.dtype.kind == "f" and dtype == "uint32":
+        return x.astype(np.int64).astype(np.uint32)
+    return x.astype(dtype)
+
+
+# the numbax side casts through jnp: an input arrives as a numpy array, whose own astype
+# would compare numpy with itself
+op("astype", 1, KINDS, lambda p, x: jnp.asarray(x).astype(p["dtype"]),
+   lambda p, x: _numpy_cast(x, p["dtype"]), params=_cast_param, discrete=True)
 op("where", 3, KINDS, lambda p, x, c, y: jnp.where(c, x, y), lambda p, x, c, y: np.where(c, x, y),
    preserves=True, other_kinds=("b", KINDS))
 
