@@ -23,4 +23,12 @@ REGRESSIONS: dict[str, Program] = {
     # Numba's complex log overflowed inside: log of a complex64 near float32's largest value
     # gave inf under jit, numpy 89.07; complex log/sqrt/expm1/log1p now run numpy's
     "complex-log-overflow": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(), dtype='complex64', fill='special', layout='C', seed=80)), nodes=(Node(op='log', args=(1,), params=(), bodies=()),), outputs=(2,), transform='jit', batch=0, in_axes=()),  # noqa: E501
+    # Documented, not fixed (sharp_bits.md): a complex product that overflows is non-finite
+    # both ways, but numpy's FMA loop gave -inf+infj where compiled code gave nan+infj; the
+    # oracle now checks only that both are non-finite there (found by the 16-core soak)
+    "complex-square-overflow": Program(inputs=(Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(2, 3), dtype='complex64', fill='special', layout='C', seed=0), Input(shape=(), dtype='bool', fill='index', layout='C', seed=0)), nodes=(Node(op='cond', args=(2, 1), params=(), bodies=((), (Node(op='negative', args=(0,), params=(), bodies=()), Node(op='negative', args=(0,), params=(), bodies=()), Node(op='multiply', args=(0, 0), params=(), bodies=())))),), outputs=(3,), transform='vmap', batch=3, in_axes=(0, 0, 0)),  # noqa: E501
+    # the fuzzer's astype ran numpy's own cast on a numpy input (no numbax involved), and
+    # numpy's vectorised float64 -> uint32 loop gives 2**31 for -inf where its scalar path
+    # (and numbax) give 0: the harness casts through jnp, the reference as numpy's scalar path
+    "astype-uint32-of-minus-inf": Program(inputs=(Input(shape=(1, 3, 3), dtype='float64', fill='special', layout='C', seed=0),), nodes=(Node(op='astype', args=(0,), params=(('dtype', 'uint32'),), bodies=()),), outputs=(1,), transform='jit', batch=0, in_axes=()),  # noqa: E501
 }
