@@ -61,12 +61,26 @@ def test_absurd_sizes_raise_before_allocating():
 
 def test_data_larger_than_free_shm_is_a_clear_error(monkeypatch):
     x = np.ones((N, 2**20))  # 16 MiB of arguments, 16 of results, 2 x 8 of psum slots
+    _psum(np.ones((N, 2)))  # numbax keeps the emptied segment of a call for the next one
     monkeypatch.setattr(shm, "shm_room", lambda: (2**20, 64 * 2**20))
     with pytest.raises(MemoryError, match=r"need 48\.0 MiB .*/dev/shm has 1\.0 MiB free \(of "
                                           r"64\.0 MiB\) and numbax holds .* unused\."):
         _psum(x)
     monkeypatch.undo()
     np.testing.assert_allclose(_psum(x), np.full(x.shape, N))
+
+
+def test_a_loop_of_large_calls_reuses_its_shared_memory():
+    """The segments of a call larger than KEEP_BYTES stay for the next call of the loop (a
+    new segment per call cost most of a 64 MB psum), and their total stays bounded."""
+    x = np.ones((N, 5 * 2**20), np.float32)  # 40 MiB of arguments, 40 of results, 40 of slots
+    np.testing.assert_allclose(_psum(x), np.full(x.shape, N))
+    kept = set(shm.heap().segments)
+    for _ in range(3):
+        np.testing.assert_allclose(_psum(x), np.full(x.shape, N))
+    assert set(shm.heap().segments) == kept
+    total = sum(seg.size for seg in shm.heap().segments.values())
+    assert total <= 4 * 3 * x.nbytes  # the loop's blocks, within the heap's growth rule
 
 
 def test_full_shm_when_reserving_is_a_memory_error_not_sigbus(monkeypatch):

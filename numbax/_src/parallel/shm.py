@@ -10,6 +10,7 @@ segments by name without registering them with a resource tracker; the parent al
 from __future__ import annotations
 
 import atexit
+import collections
 import errno
 import mmap
 import os
@@ -113,6 +114,7 @@ class Segment:
         from multiprocessing import resource_tracker
 
         check_room(api, size, what)
+        self.mapping: mmap.mmap | None = None  # the parent's own view (Heap.mapped), kept
         self.name = f"psm_numbax_{os.getpid()}_{secrets.token_hex(6)}"
         self.size = size
         self.fd = _shm_open(self.name, os.O_CREAT | os.O_EXCL | os.O_RDWR)
@@ -128,6 +130,11 @@ class Segment:
             raise
         self.free = [(0, size)]  # (offset, size), sorted by offset
         self.live = 0
+
+    def mapped(self) -> mmap.mmap:
+        if self.mapping is None:
+            self.mapping = mmap.mmap(self.fd, self.size)
+        return self.mapping
 
     def take(self, nbytes: int) -> int | None:
         for k, (off, size) in enumerate(self.free):
@@ -151,6 +158,12 @@ class Segment:
         self.free = merged
 
     def close(self) -> None:
+        if self.mapping is not None:
+            try:
+                self.mapping.close()
+            except BufferError:  # a view is still alive: the mapping goes with it
+                pass
+            self.mapping = None
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -172,12 +185,15 @@ class Heap:
     """The parent's shared memory: page-aligned blocks carved first-fit out of segments of at
     least SEGMENT_BYTES, each new one at least half the bytes in use (so a call that needs
     many blocks gets few segments). Empty segments are kept while the empty ones total at
-    most KEEP_BYTES or the bytes in use, so a loop of calls reuses them (creating and
-    reserving a segment costs milliseconds); beyond that an empty segment is unlinked and its
-    name queued in `unlinked` for the workers to unmap."""
+    most KEEP_BYTES, the bytes in use, or the bytes of the last RECENT blocks handed out, so
+    a loop of calls reuses them (creating, reserving and first touching a segment costs
+    milliseconds per 10 MB: a loop of 64 MB psums got a new 128 MB scratch segment every call
+    and ran at 0.1 GB/s); beyond that an empty segment is unlinked and its name queued in
+    `unlinked` for the workers to unmap."""
 
     SEGMENT_BYTES = 8 << 20
     KEEP_BYTES = 64 << 20
+    RECENT = 8
 
     def __init__(self) -> None:
         self.segments: dict[str, Segment] = {}
@@ -185,10 +201,12 @@ class Heap:
         self._lock = threading.Lock()
         self._pending: list[Block] = []  # freed by finalizers, returned under the lock
         self._homes: dict[int, Block] = {}  # address of each block handed out as an array
+        self._recent: collections.deque = collections.deque(maxlen=self.RECENT)  # their sizes
 
     def alloc(self, api: str, nbytes: int, what: str) -> Block:
         nbytes = aligned(max(int(nbytes), 1), PAGE)
         with self._lock:
+            self._recent.append(nbytes)
             self._drain()
             for name, seg in self.segments.items():
                 off = seg.take(nbytes)
@@ -222,6 +240,14 @@ class Heap:
         weakref.finalize(buf, self._freed, address, block)
         return out
 
+    def mapped(self, block: Block, shape: tuple, dtype) -> np.ndarray:
+        """A writeable numpy array over `block` through its segment's one lasting mapping
+        (no mmap per call: the parent's first touch of a fresh 64 MB mapping cost ~30 ms of
+        page faults in every cross-process psum). The caller releases the block, after its
+        last use of the array."""
+        seg = self.segments[block.segment]
+        return view(seg.mapped(), block.offset, shape, dtype)
+
     def _freed(self, address: int, block: Block) -> None:
         self._homes.pop(address, None)
         self._pending.append(block)
@@ -254,7 +280,7 @@ class Heap:
         empty = sum(seg.size for seg in self.segments.values() if seg.live == 0)
         used = sum(seg.size - sum(size for _, size in seg.free)
                    for seg in self.segments.values())
-        return empty > max(self.KEEP_BYTES, used)
+        return empty > max(self.KEEP_BYTES, used, sum(self._recent))
 
     def close(self) -> None:
         with self._lock:

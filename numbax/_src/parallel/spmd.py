@@ -137,14 +137,10 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     for (s, offset), a in zip(out_boxes, program.out_avals, strict=True):
         block, value = shm.alloc_array(api, s, a.dtype, "the results")
         outs.append(Global(value, block, offset))
-    if across:  # the parent reads and writes the slots too: a heap array, freed with its view
-        scratch, slots = shm.alloc_array(api, (len(devices), program.slot_bytes), np.uint8,
-                                         "collective buffers")
-        links = crossproc.Links(slots, devices)
-        del slots
-    else:
-        scratch = heap.alloc(api, max(1, len(devices) * program.slot_bytes),
-                             "collective buffers")
+    scratch = heap.alloc(api, max(1, len(devices) * program.slot_bytes), "collective buffers")
+    if across:  # the parent reads and writes the slots too (MPI's steps)
+        links = crossproc.Links(heap.mapped(scratch, (len(devices), program.slot_bytes),
+                                            np.uint8), devices)
     try:
         with p.lock:
             workers = [places[r][1] for r in ranks]
@@ -165,9 +161,8 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     except pool.WorkerError as err:
         raise remote_error(api, err) from None
     finally:
-        if links is None:
-            heap.release(scratch)
-        links = None
+        links = None  # its view of the slots goes before the block returns to the heap
+        heap.release(scratch)
     return outs
 
 
