@@ -24,9 +24,9 @@ HERE = Path(__file__).resolve().parent
 def child(tree: str) -> None:
     sys.path.insert(0, tree)
     sys.path.insert(1, str(HERE))
+    import bench_cpu
     import numpy as np
 
-    import bench_cpu
     import numbax
     import numbax.numpy as bnp
 
