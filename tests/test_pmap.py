@@ -108,6 +108,30 @@ def test_large_elementwise_collectives_reduce_scatter_bit_for_bit():
     np.testing.assert_array_equal(sc, in_rank_order[: (n // N) * N].reshape(N, -1))
 
 
+def test_several_large_psums_in_one_exchange_bit_for_bit():
+    """A tuple psum of large operands of two dtypes runs one exchange per dtype, the operands
+    laid end to end in the slots (no concatenated copy): each result is its own shape and the
+    same bits as summing the shards in rank order."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 16 + 7
+    x = RNG.normal(size=(N, n))
+    y = RNG.normal(size=(N, 3, n // 3)).astype(np.float32)
+
+    @partial(numbax.pmap, axis_name="i")
+    def f(a, b):
+        return lax.psum((a, b, a * 2.0, b[0]), "i")
+
+    got = f(x, y)
+    for value, shards in zip(got, (x, y, x * 2.0, y[:, 0]), strict=True):
+        in_rank_order = shards[0].copy()
+        for shard in shards[1:]:
+            in_rank_order += shard
+        assert np.asarray(value).dtype == in_rank_order.dtype
+        np.testing.assert_array_equal(np.asarray(value),
+                                      np.broadcast_to(in_rank_order, shards.shape))
+
+
 def test_all_gather_ppermute_psum_scatter_against_numpy():
     x = RNG.normal(size=(N, 2, 4))
 

@@ -89,13 +89,16 @@ class Comm:
 
     def _put(self, x: np.ndarray) -> np.ndarray:
         raw = x.reshape(-1).view(np.uint8)
-        if raw.size > self.scratch.shape[1]:
-            raise RuntimeError(
-                f"a collective operand has {raw.size} bytes, more than the "
-                f"{self.scratch.shape[1]} bytes reserved for it; this is a numbax bug, please "
-                "report it.")
+        self._check_fits(raw.size)
         self._slot(self.rank, raw.size)[...] = raw
         return raw
+
+    def _check_fits(self, nbytes: int) -> None:
+        if nbytes > self.scratch.shape[1]:
+            raise RuntimeError(
+                f"a collective operand has {nbytes} bytes, more than the "
+                f"{self.scratch.shape[1]} bytes reserved for it; this is a numbax bug, please "
+                "report it.")
 
     def exchange(self, api: str, axis_name: Any, x: np.ndarray, combine) -> np.ndarray:
         """combine(list of every group member's x, in group order) -> the result, computed
@@ -112,43 +115,68 @@ class Comm:
             self.wait(group)
         return out
 
-    def reduce_elementwise(self, api: str, axis_name: Any, x: np.ndarray, op: str) -> np.ndarray:
-        """The elementwise reduction `op` ("sum", "max", "min") of every member's x. Small
-        operands are exchanged (each member reduces all slots in group order); large ones are
-        reduce-scattered over this process's members into the first one's slot, combined
+    def reduce_elementwise(self, api: str, axis_name: Any, xs: list[np.ndarray],
+                           op: str) -> list[np.ndarray]:
+        """The elementwise reduction `op` ("sum", "max", "min") over every member of each of
+        `xs` (operands of one dtype, laid end to end in the slot: several psums in one
+        exchange). Small operands are exchanged (each member reduces all slots in group
+        order); large ones are reduce-scattered over this process's members in place in the
+        first one's slot (each member its own range: no copy, no extra barrier), combined
         across processes by the parent (MPI allreduce) and copied by every member."""
         group = self.group(api, axis_name)
-        x = np.asarray(x, order="C")
-        reduce_fn = _REDUCE_FNS[op]
-        if x.nbytes < CHUNKED_REDUCE_BYTES or len(group.members) == 1:
-            return self.exchange(api, axis_name, x, lambda ps: np.asarray(reduce_fn(ps),
-                                                                         x.dtype))
-        raw = self._put(x)
+        xs = [np.asarray(x, order="C") for x in xs]
+        dtype = xs[0].dtype
+        size = sum(x.size for x in xs)
+        if size * dtype.itemsize < CHUNKED_REDUCE_BYTES or len(group.members) == 1:
+            flat = xs[0].reshape(-1) if len(xs) == 1 else np.concatenate(
+                [x.reshape(-1) for x in xs])
+            total = self.exchange(api, axis_name, flat,
+                                  lambda ps: np.asarray(_REDUCE_FNS[op](ps), dtype))
+            return _split(total, xs)
+        nbytes = self._put_many(xs)
         local = group.local
         me, n = local.index(self.rank), len(local)
-        lo, hi = x.size * me // n, x.size * (me + 1) // n
+        lo, hi = size * me // n, size * (me + 1) // n
         # Every member passes all barriers, even when its reduction fails: a member that
         # stopped early would leave the others waiting.
-        error = out = None
-        first = self._slot(local[0], raw.size).view(x.dtype)
+        error = None
+        first = self._slot(local[0], nbytes).view(dtype)
         if n > 1:
-            self.wait(group)
+            self.wait(group)  # every slot written
             try:
-                mine = np.asarray(reduce_fn([self._slot(r, raw.size).view(x.dtype)[lo:hi]
-                                             for r in local]), dtype=x.dtype)
+                mine = first[lo:hi]  # only this member touches this range before the barrier
+                for r in local[1:]:
+                    _REDUCE_UFUNCS[op](mine, self._slot(r, nbytes).view(dtype)[lo:hi], out=mine)
             except Exception as e:  # noqa: BLE001 - raised below, after the barriers
                 error = e
-            self.wait(group)  # every slot read: the first member's slot takes the chunks
-            if error is None:
-                first[lo:hi] = mine
-        self.wait(group, ("allreduce", group.key, local[0], raw.size, x.dtype.str, op)
+        self.wait(group, ("allreduce", group.key, local[0], nbytes, dtype.str, op)
                   if group.spans else None)
-        if error is None:
-            out = first.reshape(x.shape).copy()
+        out = first.copy() if error is None else None
         self.wait(group)  # read by all: the slots may be reused
         if error is not None:
             raise error
-        return out
+        return _split(out, xs)
+
+    def _put_many(self, xs: list[np.ndarray]) -> int:
+        """Writes the operands end to end into this device's slot; their bytes."""
+        nbytes = sum(x.nbytes for x in xs)
+        self._check_fits(nbytes)
+        slot, at = self._slot(self.rank, nbytes), 0
+        for x in xs:
+            slot[at:at + x.nbytes] = x.reshape(-1).view(np.uint8)
+            at += x.nbytes
+        return nbytes
+
+
+def _split(total: np.ndarray, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """The pieces of a flat result shaped as the operands laid end to end in it."""
+    if len(xs) == 1:
+        return [total.reshape(xs[0].shape)]
+    out, at = [], 0
+    for x in xs:
+        out.append(total[at:at + x.size].reshape(x.shape))
+        at += x.size
+    return out
 
 
 def mesh_group(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int) -> list[int]:
@@ -187,37 +215,36 @@ def _sum(parts):
     return total
 
 
+# Both reduce in group order (((p0 op p1) op p2) ...), so the two paths agree bit for bit.
 _REDUCE_FNS = {"sum": _sum, "max": np.maximum.reduce, "min": np.minimum.reduce}
+_REDUCE_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 def _psum(x, *, axis_name):
-    return [current().reduce_elementwise("psum", axis_name, x, "sum")]
+    return current().reduce_elementwise("psum", axis_name, [x], "sum")
 
 
 def _psum_many(*xs, axis_name):
-    """psums of several operands in one exchange per dtype (their elements concatenated)."""
+    """psums of several operands in one exchange per dtype (laid end to end in the slot)."""
     comm = current()
     outs: list = [None] * len(xs)
     by_dtype: dict = {}
     for i, x in enumerate(xs):
         by_dtype.setdefault(np.asarray(x).dtype, []).append(i)
     for dtype, idx in by_dtype.items():
-        flat = np.concatenate([np.asarray(xs[i], dtype).reshape(-1) for i in idx])
-        total = comm.reduce_elementwise("psum", axis_name, flat, "sum")
-        start = 0
-        for i in idx:
-            size = np.asarray(xs[i]).size
-            outs[i] = total[start:start + size].reshape(np.shape(xs[i]))
-            start += size
+        totals = comm.reduce_elementwise("psum", axis_name,
+                                         [np.asarray(xs[i], dtype) for i in idx], "sum")
+        for i, total in zip(idx, totals, strict=True):
+            outs[i] = total
     return outs
 
 
 def _pmax(x, *, axis_name):
-    return [current().reduce_elementwise("pmax", axis_name, x, "max")]
+    return current().reduce_elementwise("pmax", axis_name, [x], "max")
 
 
 def _pmin(x, *, axis_name):
-    return [current().reduce_elementwise("pmin", axis_name, x, "min")]
+    return current().reduce_elementwise("pmin", axis_name, [x], "min")
 
 
 def _all_gather(x, *, axis_name, axis, tiled, axis_size):
@@ -235,7 +262,7 @@ def _ppermute(x, *, axis_name, perm):
 
 def _psum_scatter(x, *, axis_name, scatter_dimension, tiled, axis_size):
     comm = current()
-    total = comm.reduce_elementwise("psum_scatter", axis_name, x, "sum")
+    (total,) = comm.reduce_elementwise("psum_scatter", axis_name, [x], "sum")
     me = comm.position("psum_scatter", axis_name)
     if tiled:
         chunk = total.shape[scatter_dimension] // axis_size
