@@ -161,3 +161,34 @@ def test_executables_are_bounded_least_recently_used():
         assert fn.traces == 12
     finally:
         config.update("executable_cache_size", old)
+
+
+def test_garbage_collection_is_paused_only_while_a_signature_compiles():
+    """jit turns the cyclic GC off while it traces and Numba compiles (full collections over
+    everything imported cost ~10 % of a first call), and always back on, after an error too;
+    a GC the caller turned off stays off."""
+    import gc
+
+    seen = []
+
+    def traced(x):
+        seen.append(gc.isenabled())
+        return x * 2.0
+
+    f = numbax.jit(traced)
+    assert gc.isenabled()
+    np.testing.assert_array_equal(np.asarray(f(np.arange(3.0))), np.arange(3.0) * 2.0)
+    assert seen == [False] and gc.isenabled()
+
+    def broken(x):
+        raise ValueError("while tracing")
+
+    with pytest.raises(ValueError, match="while tracing"):
+        numbax.jit(broken)(np.arange(3.0))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        numbax.jit(lambda x: x + 1.0)(np.arange(4.0))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
