@@ -290,6 +290,16 @@ class Config:
             raise value.error()
         return value
 
+    def hot(self, name: str) -> Any:
+        """`config.<name>` (numbax's name) for code run at every call: the stored value
+        directly while no override is active in any thread (the general lookup checks this
+        thread's overrides first, ~0.7 us)."""
+        if not self._n_overrides:
+            value = self._values[name]
+            if type(value) is not _EnvError:
+                return value
+        return getattr(self, name)
+
     def __setattr__(self, name: str, value: Any) -> None:
         self.update(name, value)
 

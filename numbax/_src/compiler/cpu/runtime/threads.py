@@ -107,7 +107,7 @@ def threads_for(work_ns: float) -> int:
     """Threads for a kernel whose serial run is estimated at `work_ns` nanoseconds: 1 below
     PARALLEL_MIN_NS; else at most one per PER_THREAD_NS of work, per free core and per Numba
     worker; `config.cpu_threads` when set."""
-    fixed = config.cpu_threads
+    fixed = config.hot("cpu_threads")
     if fixed:
         return min(fixed, pool_size())
     if work_ns < PARALLEL_MIN_NS:
@@ -122,7 +122,7 @@ def parallel_ready(kernel, work_ns: float) -> bool:
     the serial twin runs: a prange variant costs ~0.1 s more to compile, which a kernel called
     a few times never earns back (the first call of a training step compiled two of them)."""
     compiled = getattr(kernel, "overloads", True)  # a plain function: nothing to compile
-    if compiled or config.cpu_threads:
+    if compiled or config.hot("cpu_threads"):
         return True
     done = getattr(kernel, "_numbax_serial_ns", None)
     if done is None:
@@ -134,14 +134,37 @@ def parallel_ready(kernel, work_ns: float) -> bool:
     return done >= PARALLEL_TIER_NS
 
 
+def _thread_count_calls() -> tuple:
+    """(get, set) of Numba's thread-local thread count. Once Numba's pool is running, its
+    ctypes entry points themselves (kept for the process): numba.get/set_num_threads take two
+    locks per call to check that the pool is launched (0.5-0.8 us each, paid twice per
+    parallel kernel call); before that, or on a Numba without them, the public functions."""
+    if _FAST:
+        return _FAST[0]
+    from numba.np.ufunc import parallel
+
+    get = getattr(parallel, "_get_num_threads", None)
+    put = getattr(parallel, "_set_num_threads", None)
+    if get is None or put is None or not getattr(parallel, "_is_initialized", False):
+        return numba.get_num_threads, numba.set_num_threads
+    _FAST.append((get, put))
+    return get, put
+
+
+_FAST: list = []  # [(get, set)]: Numba's entry points, once its pool runs
+
+
 def use(n: int) -> int:
     """Sets Numba's thread count for the parallel kernels this thread calls next (a
     thread-local setting, set only when it changes) and returns the previous count, which the
     caller restores after its kernel: code of the user's that calls Numba in the same thread
     keeps its own setting."""
-    before = numba.get_num_threads()
+    get, put = _thread_count_calls()
+    before = get()
     if before != n:
-        numba.set_num_threads(n)
+        if not 1 <= n <= pool_size():
+            numba.set_num_threads(n)  # raises Numba's own error for a bad count
+        put(n)
     if n > 1:  # a region starts (or, restoring, has just ended): its workers will spin
         _state["parallel"] = time.monotonic()
     return before
