@@ -213,3 +213,38 @@ def test_environment_variables():
     assert out.stdout.strip() == "3", out.stderr
     out = _run("import numbax", JAX_ENABLE_X64="maybe")
     assert "JAX_ENABLE_X64 has value 'maybe', expected a boolean" in out.stderr
+
+
+def test_hot_reads_what_getattr_reads():
+    """config.hot (per-call code's lookup) gives the updated value, this thread's override,
+    and another thread's view while an override is active elsewhere; a bad environment value
+    raises as the attribute does."""
+    import threading
+
+    from numbax._src.config import config
+
+    previous = config.cpu_threads
+    try:
+        config.update("cpu_threads", 3)
+        assert config.hot("cpu_threads") == 3
+        seen = []
+        inside, release = threading.Event(), threading.Event()
+
+        def other():
+            with config.override("cpu_threads", 5):
+                seen.append(config.hot("cpu_threads"))
+                inside.set()
+                release.wait(10)
+
+        t = threading.Thread(target=other)
+        t.start()
+        inside.wait(10)
+        assert config.hot("cpu_threads") == 3  # the override is the other thread's only
+        release.set()
+        t.join()
+        assert seen == [5]
+    finally:
+        config.update("cpu_threads", previous)
+    out = _run("import numbax\nfrom numbax._src.config import config\n"
+               "config.hot('cpu_threads')", NUMBAX_CPU_THREADS="two")
+    assert out.returncode != 0 and "NUMBAX_CPU_THREADS has value 'two'" in out.stderr
