@@ -2,7 +2,8 @@
 
 - eager numbax == the numpy reference (oracle "eager-vs-numpy")
 - jit == eager, bit for bit when no inexact op (ops.py) fed the output, else within a
-  tolerance ("jit-vs-eager"; "jit-raised" when only the compiled call fails)
+  tolerance ("jit-vs-eager"; "jit-raised" when only the compiled call fails); the second
+  compiled call (jit's fast path) == the first, bit for bit ("jit-second-call")
 - vmap == a Python loop over the batch, and jit(vmap) == vmap ("vmap-vs-loop", "jit-vs-eager")
 - grad and jvp == central finite differences in float64 along a random direction, and their
   jit == eager ("grad-vs-fd", "jvp-vs-fd")
@@ -219,9 +220,14 @@ def _check_jit(program: Program, backend: str | None) -> list[Mismatch]:
         if cpu is not None and gpu is not None:
             _compare_all("gpu-vs-cpu", gpu, cpu, tols, found)
         return found
-    compiled = _run("jit-raised", numbax.jit(f), args, found)
+    jitted = numbax.jit(f)
+    compiled = _run("jit-raised", jitted, args, found)
     if compiled is not None:
         _compare_all("jit-vs-eager", compiled, eager, tols, found)
+        # the second call takes jit's fast path for numpy arguments: the same bits
+        again = _run("jit-raised", jitted, args, found)
+        if again is not None:
+            _compare_all("jit-second-call", again, compiled, [None] * len(again), found)
     return found
 
 
