@@ -144,36 +144,41 @@ def touch(path: Path) -> None:
 
 def _entries(root: Path, prefix: str) -> tuple[dict[str, list], list[Path]]:
     """Every cache entry (the module's .py and the Numba files named after it) as
-    {module: [last use, bytes, paths]}, and the stale temporary files. An entry's last use is
+    {module: [last use, bytes, paths (str)]}, and the stale temporary files. An entry's last use is
     its .py file's mtime, or its newest file's when the .py is gone."""
     entries: dict[str, list] = {}
     stamps: dict[str, float] = {}
     stale = []
     now = time.time()
+    # os.scandir and plain strings: a full cache (~50,000 files at the default cap) took 0.5 s
+    # with listdir, Path joins and lstat, at the first compile of every process
     for folder in (root, root / STORE_DIR):
         try:
-            names = os.listdir(folder)
+            listing = os.scandir(folder)
         except OSError:
             continue
-        for name in names:
-            path = folder / name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if name.startswith(".tmp-"):
-                if now - st.st_mtime > STALE_TMP_S:
-                    stale.append(path)
-                continue
-            if not name.startswith(prefix):
-                continue
-            module = name.split(".", 1)[0]
-            entry = entries.setdefault(module, [st.st_mtime, 0, []])
-            entry[0] = max(entry[0], st.st_mtime)
-            entry[1] += st.st_size
-            entry[2].append(path)
-            if folder == root and name == module + ".py":
-                stamps[module] = st.st_mtime
+        with listing:
+            for item in listing:
+                name = item.name
+                is_tmp = name.startswith(".tmp-")
+                if not is_tmp and not name.startswith(prefix):
+                    continue
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_tmp:
+                    if now - st.st_mtime > STALE_TMP_S:
+                        stale.append(Path(item.path))
+                    continue
+                module = name.split(".", 1)[0]
+                entry = entries.setdefault(module, [st.st_mtime, 0, []])
+                if st.st_mtime > entry[0]:
+                    entry[0] = st.st_mtime
+                entry[1] += st.st_size
+                entry[2].append(item.path)
+                if folder == root and name == module + ".py":
+                    stamps[module] = st.st_mtime
     for module, stamp in stamps.items():
         entries[module][0] = stamp
     return entries, stale
@@ -206,7 +211,7 @@ def evict(root: Path, prefix: str, max_bytes: int, grace_s: float = GRACE_S) -> 
             if total - freed <= target or stamp > recent:
                 break
             # the .py first: a process that finds it gone writes it again, never half of it
-            for path in sorted(paths, key=lambda p: not p.name.endswith(".py")):
+            for path in sorted(paths, key=lambda p: not p.endswith(".py")):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
             freed += size
