@@ -111,6 +111,24 @@ def test_evict_waits_for_no_one_while_another_process_loads(tmp_path):
     assert cache_bounds.evict(tmp_path, PREFIX, 100, grace_s=0) == 4000
 
 
+def test_a_sweep_under_the_cap_never_takes_the_exclusive_lock(tmp_path, monkeypatch):
+    """Other processes' loads wait for the exclusive lock, so a sweep that has nothing to
+    delete scans without it; one that evicts takes it (and scans again under it)."""
+    [_entry(tmp_path, n, 1000, age_s=3600) for n in range(4)]
+    taken = []
+    real = cache_bounds.dir_lock
+
+    def recording(root, exclusive):
+        taken.append(exclusive)
+        return real(root, exclusive)
+
+    monkeypatch.setattr(cache_bounds, "dir_lock", recording)
+    assert cache_bounds.evict(tmp_path, PREFIX, 10_000, grace_s=0) == 0
+    assert taken == []
+    assert cache_bounds.evict(tmp_path, PREFIX, 2000, grace_s=0) == 3000  # down to 0.9 * 2000
+    assert taken == [True]
+
+
 def test_evict_clears_stale_temporaries_and_orphans(tmp_path):
     _entry(tmp_path, 0, 1000, age_s=3600)
     (tmp_path / f"{PREFIX}0000.py").unlink()  # an orphan: its Numba file's mtime is its stamp

@@ -193,11 +193,19 @@ def disk_usage(root: Path, prefix: str) -> int:
 def evict(root: Path, prefix: str, max_bytes: int, grace_s: float = GRACE_S) -> int:
     """Deletes least-recently-used entries until the cache holds at most LOW_WATER * max_bytes
     (entries used within `grace_s` seconds are kept even over the cap). Runs only when no other
-    process is loading from the directory (the exclusive lock). Returns the bytes freed."""
+    process is loading from the directory (the exclusive lock). Returns the bytes freed.
+
+    The directory is first scanned without the lock (reading only): the common sweep, of a
+    cache under its cap with no stale temporary files, never holds it, since other processes'
+    loads wait for it (a full cache takes ~0.3 s to scan)."""
+    entries, stale = _entries(root, prefix)
+    total = sum(size for _, size, _ in entries.values())
+    if total <= max_bytes and not stale:
+        return 0
     with dir_lock(root, exclusive=True) as held:
         if not held:
             return 0
-        entries, stale = _entries(root, prefix)
+        entries, stale = _entries(root, prefix)  # again: it may have changed meanwhile
         for path in stale:
             with contextlib.suppress(OSError):
                 os.unlink(path)
