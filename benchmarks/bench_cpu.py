@@ -20,8 +20,10 @@ except ImportError:  # JAX is a bench-only peer
     jax = None
 
 
-def median_time(fn, *args, repeat=15, min_time=0.02) -> float:
-    fn(*args)  # warm (compile)
+def samples(fn, *args, repeat=15, min_time=0.02) -> list[float]:
+    """Seconds per call: `repeat` samples, each a loop long enough to reach `min_time`
+    (after one warm-up call, which compiles)."""
+    fn(*args)
     n = 1
     while True:
         t0 = time.perf_counter()
@@ -30,13 +32,17 @@ def median_time(fn, *args, repeat=15, min_time=0.02) -> float:
         if time.perf_counter() - t0 >= min_time or n >= 1 << 16:
             break
         n *= 2
-    samples = []
+    out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(n):
             fn(*args)
-        samples.append((time.perf_counter() - t0) / n)
-    return statistics.median(samples)
+        out.append((time.perf_counter() - t0) / n)
+    return out
+
+
+def median_time(fn, *args, repeat=15, min_time=0.02) -> float:
+    return statistics.median(samples(fn, *args, repeat=repeat, min_time=min_time))
 
 
 def _parallel_copy():

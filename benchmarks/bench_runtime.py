@@ -15,30 +15,10 @@ import sys
 import time
 
 import numpy as np
-from bench_cpu import _block, jax, jjnp, mlp_per_example_grads, mlp_step, per_example_grads
+from bench_cpu import _block, jax, jjnp, mlp_per_example_grads, mlp_step, per_example_grads, samples
 
 import numbax  # bench_cpu imported it first, with JAX_PLATFORMS set
 import numbax.numpy as bnp
-
-
-def samples(fn, *args, repeat=9, min_time=0.05) -> list[float]:
-    """Seconds per call: `repeat` samples, each a loop long enough to reach `min_time`."""
-    fn(*args)
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        if time.perf_counter() - t0 >= min_time or n >= 1 << 16:
-            break
-        n *= 2
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        out.append((time.perf_counter() - t0) / n)
-    return out
 
 
 def chain(x):
@@ -144,12 +124,12 @@ def main() -> None:
         for name, f_nb, a_nb, f_jx, a_jx in rows(np.random.default_rng(0)):
             if only and not any(o in name for o in only):
                 continue
-            t_nb = samples(f_nb, *a_nb)
+            t_nb = samples(f_nb, *a_nb, repeat=9, min_time=0.05)
             use_jax = f_jx is not None and "--no-jax" not in sys.argv
             if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
                 a_jx = jax.tree_util.tree_map(
                     lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)
-            t_jx = samples(f_jx, *a_jx) if use_jax else [float("nan")]
+            t_jx = samples(f_jx, *a_jx, repeat=9, min_time=0.05) if use_jax else [float("nan")]
             m_nb, m_jx = statistics.median(t_nb), statistics.median(t_jx)
             print(f"{name:<20} {m_nb * 1e6:>8.1f}us {m_jx * 1e6:>8.1f}us {m_nb / m_jx:>8.2f}  "
                   f"{min(t_nb) * 1e6:.1f}-{max(t_nb) * 1e6:.1f}us", flush=True)
