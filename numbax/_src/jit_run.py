@@ -111,13 +111,7 @@ def array_caller(entry) -> Callable:
     fresh output buffers as Arrays (made read-only in place, no view) and rebuild the tree."""
     exe, tree = entry.exe, entry.out_tree
     driver, consts, weak = exe.driver, tuple(exe.consts), tuple(exe.out_weak)
-    new = object.__new__
-
-    def wrap(o, w):
-        o.setflags(write=False)  # a fresh buffer or a view: never an input's own flags
-        a = new(Array)
-        a._value, a._weak_type, a._device = o, w, None
-        return a
+    wrap = _wrap_owned  # a fresh buffer or a view of an Array's: never a caller's own flags
 
     if exe.donate:  # donated leaves: buffers taken before the values are read, then deleted
         donate = exe.donate
