@@ -130,8 +130,7 @@ class Comm:
         if size * dtype.itemsize < CHUNKED_REDUCE_BYTES or len(group.members) == 1:
             flat = xs[0].reshape(-1) if len(xs) == 1 else np.concatenate(
                 [x.reshape(-1) for x in xs])
-            total = self.exchange(api, axis_name, flat,
-                                  lambda ps: np.asarray(_REDUCE_FNS[op](ps), dtype))
+            total = self.exchange(api, axis_name, flat, lambda ps: _reduce(op, ps))
             return _split(total, xs)
         nbytes = self._put_many(xs)
         local = group.local
@@ -208,15 +207,15 @@ def set_current(comm: Comm | None) -> None:
     _local.comm = comm
 
 
-def _sum(parts):
+def _reduce(op: str, parts: list[np.ndarray]) -> np.ndarray:
+    """`op` over the members' operands in group order (((p0 op p1) op p2) ...), the order the
+    in-place reduce-scatter also follows, so both paths agree bit for bit."""
     total = parts[0].copy()
     for p in parts[1:]:
-        total += p
+        _REDUCE_UFUNCS[op](total, p, out=total)
     return total
 
 
-# Both reduce in group order (((p0 op p1) op p2) ...), so the two paths agree bit for bit.
-_REDUCE_FNS = {"sum": _sum, "max": np.maximum.reduce, "min": np.minimum.reduce}
 _REDUCE_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
