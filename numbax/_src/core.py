@@ -152,15 +152,18 @@ class PrintNames:
 
     `generic_shapes` prints every dimension and float literal as `?` (f32[?,?], shape=(?, ?),
     ?:f32[]): the comments of a compiled kernel that serves every shape of one rank must read
-    the same for all of them."""
+    the same for all of them. `flat` also prints every array of rank 1 or more as `[?]`: a
+    kernel that loops over its operands as flat vectors serves every rank."""
 
-    def __init__(self, generic_shapes: bool = False) -> None:
+    def __init__(self, generic_shapes: bool = False, flat: bool = False) -> None:
         self.names: dict[Var, str] = {}
-        self.generic_shapes = generic_shapes
+        self.generic_shapes = generic_shapes or flat
+        self.flat = flat
 
     def aval(self, aval: Any) -> str:
         if self.generic_shapes and getattr(aval, "shape", None) is not None:
-            return f"{dtypes.short_name(aval.dtype)}[{','.join('?' for _ in aval.shape)}]"
+            dims = ("?",) if self.flat and aval.shape else tuple("?" for _ in aval.shape)
+            return f"{dtypes.short_name(aval.dtype)}[{','.join(dims)}]"
         return aval.str_short()
 
     def __call__(self, v: Var) -> str:

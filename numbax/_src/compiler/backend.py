@@ -84,6 +84,9 @@ class Backend(abc.ABC):
     every cache key of its modules, and the three rendering steps."""
 
     name: str
+    # Whether fusion cuts elementwise nests into the parts that share no value (fewer distinct
+    # modules to compile, one more kernel call each): fusion.split_unrelated_parts.
+    split_unrelated: bool = False
 
     @abc.abstractmethod
     def config_key(self) -> tuple:

@@ -96,17 +96,22 @@ def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) ->
 
 
 def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool],
-              cost: OpCost = unit_cost) -> list[Node]:
+              cost: OpCost = unit_cost, split_unrelated: bool = False) -> list[Node]:
     """Greedy fusion in program order (scalars hoisted, `_hoist_scalars`): each fusible
     equation joins the latest nest it fits (among the last SCAN_NODES when nothing it reads
     pins it); a broadcast of a program input waits for its first reader and joins that
     reader's nest (`_Placer.defers`); nests costing over MAX_NEST_COST are cut
-    (`split_long`), then row groups form (`fuse_rows`, recomputation bounded by `cost`)."""
+    (`split_long`), with `split_unrelated` elementwise nests are cut into the parts that share
+    no value (`split_unrelated_parts`), then row groups form (`fuse_rows`, recomputation
+    bounded by `cost`)."""
     placer = _Placer(fusible)
     for eqn in _hoist_scalars(jaxpr.eqns, fusible):
         placer.add(eqn)
     placer.flush()
-    nodes = fuse_rows(split_long(placer.nodes, placer.producer, cost), placer.producer, cost)
+    nodes = split_long(placer.nodes, placer.producer, cost)
+    if split_unrelated:
+        nodes = split_unrelated_parts(nodes, placer.producer)
+    nodes = fuse_rows(nodes, placer.producer, cost)
     _wire(jaxpr, nodes, placer.producer)
     return nodes
 
@@ -202,6 +207,49 @@ def split_long(nodes: list[Node], producer: dict[Var, Node],
                 if kind_of(eqn) is Fusion.REDUCTION:
                     piece.reduce_axes = node.reduce_axes
                     piece.reduced.update(eqn.outvars)
+                for v in eqn.outvars:
+                    producer[v] = piece
+            out.append(piece)
+    return out
+
+
+def split_unrelated_parts(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
+    """Each elementwise nest cut into its connected parts: equations linked by a value one
+    makes and another reads, or by an array operand both read (a shared scalar, such as a
+    learning rate, links nothing). Fusing unrelated work saves one
+    kernel call, but every different mix of it is another module to compile: an optimizer
+    step updating two biases of one shape in one nest compiled a module of its own. Apart,
+    each update is the same source as every other parameter's, compiled once."""
+    out: list[Node] = []
+    for node in nodes:
+        if not isinstance(node, LoopNest) or node.reduce_axes is not None or not node.shape:
+            out.append(node)
+            continue
+        part = list(range(len(node.eqns)))  # union-find over the equations
+
+        def root(i: int) -> int:
+            while part[i] != i:
+                part[i] = part[part[i]]
+                i = part[i]
+            return i
+
+        seen: dict[Var, int] = {}
+        for i, eqn in enumerate(node.eqns):
+            for v in [*eqn.invars, *eqn.outvars]:
+                if isinstance(v, Var) and v.aval.ndim:
+                    if v in seen:
+                        part[root(i)] = root(seen[v])
+                    else:
+                        seen[v] = i
+        groups: dict[int, list[JaxprEqn]] = {}
+        for i, eqn in enumerate(node.eqns):
+            groups.setdefault(root(i), []).append(eqn)
+        if len(groups) == 1:
+            out.append(node)
+            continue
+        for eqns in groups.values():
+            piece = LoopNest(node.shape, eqns)
+            for eqn in eqns:
                 for v in eqn.outvars:
                     producer[v] = piece
             out.append(piece)

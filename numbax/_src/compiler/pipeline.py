@@ -20,7 +20,7 @@ def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = fro
                  name: str = "", device: Any = None) -> Executable:
     """`closed` compiled by `backend` (donated: input positions outputs may be written into)."""
     jaxpr = backend.rewrite(prepare(closed.jaxpr))
-    nodes = fusion.partition(jaxpr, backend.fusible, backend.op_cost)
+    nodes = fusion.partition(jaxpr, backend.fusible, backend.op_cost, backend.split_unrelated)
     consts: Sequence[Any] = closed.consts
     exe = backend.build(Program(jaxpr, nodes, list(consts), donated, name, device))
     exe.out_weak = tuple(x.aval.weak_type for x in closed.jaxpr.outvars)

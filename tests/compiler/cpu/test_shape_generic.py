@@ -112,3 +112,27 @@ def test_size_one_axes_are_part_of_the_structure():
     for xs, ys in (((3, 1), (3, 4)), ((3, 4), (3, 4)), ((1, 4), (5, 4))):
         x, y = RNG.normal(size=xs), RNG.normal(size=ys)
         np.testing.assert_array_equal(f(x, y), x + y)
+
+
+def test_one_update_module_serves_every_parameter_of_every_rank():
+    """SGD over a matrix, a vector, a 3-d array and two same-shape biases: every update is the
+    same flat elementwise loop, so the program holds one kernel module, compiled once, and a
+    second program of other ranks and shapes compiles nothing."""
+    def sgd(params, grads):
+        return [p - 0.05 * g for p, g in zip(params, grads, strict=True)]
+
+    shapes = [(7, 5), (5,), (5,), (2, 3, 4), (9,)]
+    params = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    grads = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    step = numbax.jit(sgd)
+    out, first = _numba_compiles(step, params, grads)
+    for got, p, g in zip(out, params, grads, strict=True):
+        np.testing.assert_allclose(got, p - np.float32(0.05) * g, rtol=1e-6)
+    kernels = modules(step.lower(params, grads).as_text())[:-1]
+    assert len(set(kernels)) == 1, kernels  # the two biases are two calls, not a second module
+    assert first <= 1  # one compile (none when an earlier test put it on disk)
+    other = [RNG.normal(size=s).astype(np.float32) for s in [(4, 4, 4, 2), (11,)]]
+    out, again = _numba_compiles(numbax.jit(sgd), other, other)
+    assert again == 0
+    for got, p in zip(out, other, strict=True):
+        np.testing.assert_allclose(got, p - np.float32(0.05) * p, rtol=1e-6)

@@ -35,6 +35,7 @@ def _load_numba_registries() -> None:
 
 class CpuBackend(Backend):
     name = "cpu"
+    split_unrelated = True  # a kernel call costs ~1 µs here, a module ~50 ms of compile
 
     def __init__(self) -> None:
         _load_numba_registries()

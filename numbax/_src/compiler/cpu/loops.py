@@ -65,8 +65,9 @@ def is_reduction(eqn: JaxprEqn) -> bool:
 class LoopKernel:
     """Naming state while one loop nest is rendered."""
 
-    def __init__(self, nest: ir.LoopNest) -> None:
+    def __init__(self, nest: ir.LoopNest, flat: bool = False) -> None:
         self.nest = nest
+        self.flat = flat  # one loop over the flattened operands, one size n0 (vector_form)
         self.names: dict[Var, str] = {v: f"a{k}" for k, v in enumerate(nest.inputs)}
         self.out_names = {v: f"o{k}" for k, v in enumerate(nest.outputs)}
         self.consts: list[str] = []
@@ -74,10 +75,10 @@ class LoopKernel:
         self.scalars: list[str] = []  # float literals passed as f0, f1, ... (their sources)
         self.temps = 0
         self.comments: dict[int, str] = {}
-        self.pp_names = core.PrintNames(generic_shapes=True)
+        self.pp_names = core.PrintNames(generic_shapes=True, flat=flat)
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
         self.header = header(sub, variants_tag(nest), self.pp_names)
-        self.sizes = [f"n{d}" for d in range(len(nest.shape))]
+        self.sizes = ["n0"] if flat else [f"n{d}" for d in range(len(nest.shape))]
 
     def const(self, lit: Literal) -> str:
         """A literal's name in the kernel: integers and booleans are module constants (shift
@@ -112,7 +113,8 @@ class LoopKernel:
 
     def args(self, nest: ir.LoopNest) -> tuple[str, ...]:
         """What the driver passes after the arrays: the sizes, then the literals' sources."""
-        return (*(str(n) for n in nest.shape), *self.scalars)
+        sizes = (int(np.prod(nest.shape, dtype=np.int64)),) if self.flat else nest.shape
+        return (*(str(n) for n in sizes), *self.scalars)
 
 
 def index(idx: list[str]) -> str:
@@ -311,12 +313,12 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     """One kernel module for a loop nest that is not a row group (those are rows.py's): the
     function `kernel`, and `kernel_serial` beside it when `kernel` holds a prange (the driver
     calls the serial one below PRANGE_MIN elements; each compiles on its first call)."""
-    k = LoopKernel(nest)
     rank = len(nest.shape)
     can_parallel, par_reduce = parallel_form(nest)
     flat = (nest.reduce_axes is None and rank > 1 and not any(
         fusion.kind_of(e) is Fusion.BROADCAST for e in nest.eqns)
         and all(v.aval.ndim in (0, rank) for v in nest.inputs))
+    k = LoopKernel(nest, flat=vector_form(nest))
     views: tuple = ()
     if flat:  # the driver passes 1-d views: Numba vectorises those loops, not reshapes
         size = int(np.prod(nest.shape, dtype=np.int64))
@@ -334,6 +336,16 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
                      work_ns=work_ns(nest))
 
 
+def vector_form(nest: ir.LoopNest) -> bool:
+    """Whether the nest renders as a loop over flat vectors with one size argument: it maps
+    elementwise over operands of its whole shape (or scalars), so its source is the same at
+    every rank and one compiled kernel serves a matrix's update and a vector's. (An iota needs
+    the sizes of its dimensions, so its nests keep them.)"""
+    return nest.reduce_axes is None and len(nest.shape) >= 1 and all(
+        fusion.kind_of(e) not in (Fusion.BROADCAST, Fusion.SOURCE) for e in nest.eqns) and all(
+        v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
+
+
 def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:
     nest = k.nest
     rank = len(nest.shape)
@@ -344,7 +356,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     if rank:
         lines.extend(f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
                      if v.aval.ndim == 0)
-    bounds = [" * ".join(k.sizes)] if flat else list(k.sizes)
+    bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
     idx = [f"i{d}" for d in range(len(bounds))]
     reductions = [e for e in nest.eqns if is_reduction(e)]
     accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reductions)}
