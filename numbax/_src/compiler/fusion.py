@@ -216,44 +216,51 @@ def split_long(nodes: list[Node], producer: dict[Var, Node],
 def split_unrelated_parts(nodes: list[Node], producer: dict[Var, Node]) -> list[Node]:
     """Each elementwise nest cut into its connected parts: equations linked by a value one
     makes and another reads, or by an array operand both read (a shared scalar, such as a
-    learning rate, links nothing). Fusing unrelated work saves one
-    kernel call, but every different mix of it is another module to compile: an optimizer
-    step updating two biases of one shape in one nest compiled a module of its own. Apart,
-    each update is the same source as every other parameter's, compiled once."""
+    learning rate, links nothing). Fusing unrelated work saves one kernel call, but every
+    different mix of it is another module to compile: an optimizer step updating two biases
+    of one shape in one nest compiled a module of its own. Apart, each update is the same
+    source as every other parameter's, compiled once."""
     out: list[Node] = []
     for node in nodes:
         if not isinstance(node, LoopNest) or node.reduce_axes is not None or not node.shape:
             out.append(node)
             continue
-        part = list(range(len(node.eqns)))  # union-find over the equations
-
-        def root(i: int) -> int:
-            while part[i] != i:
-                part[i] = part[part[i]]
-                i = part[i]
-            return i
-
-        seen: dict[Var, int] = {}
-        for i, eqn in enumerate(node.eqns):
-            for v in [*eqn.invars, *eqn.outvars]:
-                if isinstance(v, Var) and v.aval.ndim:
-                    if v in seen:
-                        part[root(i)] = root(seen[v])
-                    else:
-                        seen[v] = i
-        groups: dict[int, list[JaxprEqn]] = {}
-        for i, eqn in enumerate(node.eqns):
-            groups.setdefault(root(i), []).append(eqn)
+        groups = _connected_parts(node.eqns)
         if len(groups) == 1:
             out.append(node)
             continue
-        for eqns in groups.values():
+        for eqns in groups:
             piece = LoopNest(node.shape, eqns)
             for eqn in eqns:
                 for v in eqn.outvars:
                     producer[v] = piece
             out.append(piece)
     return out
+
+
+def _connected_parts(eqns: list[JaxprEqn]) -> list[list[JaxprEqn]]:
+    """The equations grouped by the array values that link them (union-find), each group in
+    program order, groups by their first equation."""
+    part = list(range(len(eqns)))
+
+    def root(i: int) -> int:
+        while part[i] != i:
+            part[i] = part[part[i]]
+            i = part[i]
+        return i
+
+    seen: dict[Var, int] = {}
+    for i, eqn in enumerate(eqns):
+        for v in [*eqn.invars, *eqn.outvars]:
+            if isinstance(v, Var) and v.aval.ndim:
+                if v in seen:
+                    part[root(i)] = root(seen[v])
+                else:
+                    seen[v] = i
+    groups: dict[int, list[JaxprEqn]] = {}
+    for i, eqn in enumerate(eqns):
+        groups.setdefault(root(i), []).append(eqn)
+    return list(groups.values())
 
 
 def _cut_points(eqns: list[JaxprEqn], costs: list[float]) -> list[int]:
