@@ -4,13 +4,19 @@ run, issue 18's shapes. Medians of a few runs after a warm-up call; no asserts.
     python benchmarks/bench_conv.py            # the issue's shapes
     python benchmarks/bench_conv.py --quick    # small shapes (a smoke test)
     python benchmarks/bench_conv.py --only fft # cases whose name contains "fft"
+    python benchmarks/bench_conv.py --separate # each library in a process of its own
 
 numbax and JAX take turns within each repeat (the machine is shared: both see the same load).
+With --separate each library runs alone in a fresh process, one after the other: neither
+one's threads (XLA's pool, Numba's) are still spinning while the other one runs.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import statistics
 import time
 
@@ -134,11 +140,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small shapes")
     parser.add_argument("--only", default="", help="run cases whose name contains this")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--separate", action="store_true",
+                        help="time each library in a process of its own")
+    parser.add_argument("--lib", default="", help=argparse.SUPPRESS)  # a --separate child
     args = parser.parse_args()
+    if args.separate:
+        _print_separate(args)
+        return
 
     libs = {"numbax": (blax, bnp, bstax, numbax.random.PRNGKey(0), numbax.grad)}
     if jax is not None:
         libs["jax"] = (jlax, jjnp, jstax, jax.random.PRNGKey(0), jax.grad)
+    if args.lib:
+        libs = {args.lib: libs[args.lib]}
     built: dict[str, dict] = {}
     for lib, (lax, jnp, stax, key, grad) in libs.items():
         cases = {**conv_cases(lax, jnp, args.quick), **fft_cases(jnp, args.quick),
@@ -148,12 +162,37 @@ def main() -> None:
             built.setdefault(name, {})[lib] = call
     load = os.getloadavg()[0]
     timings = {name: interleaved(calls, args.repeat) for name, calls in built.items()}
+    if args.lib:
+        print(json.dumps({name: row[args.lib] for name, row in timings.items()}))
+        return
     print(f"{os.cpu_count()} cores, load average {load:.1f} -> {os.getloadavg()[0]:.1f}; "
           f"numbax {numbax.__version__}"
           + (f", jax {jax.__version__}" if jax is not None else ", jax not importable")
           + f"; medians of {args.repeat}, libraries interleaved")
     print(f"{'case':52s} {'numbax ms':>10s} {'jax ms':>10s} {'ratio':>7s}")
     for name, row in timings.items():
+        ours, theirs = row["numbax"] * 1e3, row.get("jax")
+        if theirs is None:
+            print(f"{name:52s} {ours:10.2f} {'-':>10s} {'-':>7s}")
+        else:
+            print(f"{name:52s} {ours:10.2f} {theirs * 1e3:10.2f} {ours / (theirs * 1e3):7.2f}")
+
+
+def _print_separate(args) -> None:
+    """Each library alone in a fresh child process (numbax first), then the same table."""
+    rows: dict[str, dict[str, float]] = {}
+    libs = ["numbax"] + (["jax"] if jax is not None else [])
+    for lib in libs:
+        cmd = [sys.executable, __file__, "--lib", lib, "--repeat", str(args.repeat),
+               "--only", args.only] + (["--quick"] if args.quick else [])
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        for name, t in json.loads(out.strip().splitlines()[-1]).items():
+            rows.setdefault(name, {})[lib] = t
+    print(f"{os.cpu_count()} cores; numbax {numbax.__version__}"
+          + (f", jax {jax.__version__}" if jax is not None else ", jax not importable")
+          + f"; medians of {args.repeat}, each library alone in its own process")
+    print(f"{'case':52s} {'numbax ms':>10s} {'jax ms':>10s} {'ratio':>7s}")
+    for name, row in rows.items():
         ours, theirs = row["numbax"] * 1e3, row.get("jax")
         if theirs is None:
             print(f"{name:52s} {ours:10.2f} {'-':>10s} {'-':>7s}")
