@@ -68,9 +68,14 @@ def _others_running() -> float:
     """Runnable threads of other processes right now ("busy" counts those, not the load
     average: that includes this process, which would then call itself busy)."""
     try:
+        # This process's threads counted on both sides of the system-wide count: Numba's
+        # workers spin for a while after a parallel region, and one that stopped between
+        # the two reads would otherwise count as another process's (16 spinning workers
+        # made a quiet 16-core host look half busy).
+        own = _own_running()
         with open("/proc/loadavg") as f:
             running = int(f.read().split()[3].split("/")[0])
-        return float(max(running - _own_running(), 0))
+        return float(max(running - max(own, _own_running()), 0))
     except (OSError, ValueError, IndexError):
         try:
             return max(os.getloadavg()[0] - 1.0, 0.0)
