@@ -33,6 +33,18 @@ def test_others_running_counts_other_processes_not_this_one():
     assert max(seen) >= 1, seen
 
 
+def test_own_workers_stopping_during_the_read_are_not_other_processes(monkeypatch):
+    """15 of this process's workers were spinning when the system count was read and asleep
+    by the next look at this process: they are not 13 busy threads of other processes."""
+    own = iter([16, 1])
+    monkeypatch.setattr(threads, "_own_running", lambda: next(own))
+    monkeypatch.setattr(threads, "_system_running", lambda: 17)
+    assert threads._others_running() == 1.0
+    own = iter([1, 16])  # and the other way round: they woke up between the reads
+    monkeypatch.setattr(threads, "_own_running", lambda: next(own))
+    assert threads._others_running() == 1.0
+
+
 @pytest.fixture
 def cores(monkeypatch):
     """An 8-core machine with a 8-thread pool, other processes' load set by the test."""

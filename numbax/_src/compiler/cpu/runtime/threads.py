@@ -64,6 +64,12 @@ def _own_running() -> int:
     return count
 
 
+def _system_running() -> int:
+    """Runnable threads of the whole system now (Linux /proc/loadavg's fourth field)."""
+    with open("/proc/loadavg") as f:
+        return int(f.read().split()[3].split("/")[0])
+
+
 def _others_running() -> float:
     """Runnable threads of other processes right now ("busy" counts those, not the load
     average: that includes this process, which would then call itself busy)."""
@@ -73,8 +79,7 @@ def _others_running() -> float:
         # the two reads would otherwise count as another process's (16 spinning workers
         # made a quiet 16-core host look half busy).
         own = _own_running()
-        with open("/proc/loadavg") as f:
-            running = int(f.read().split()[3].split("/")[0])
+        running = _system_running()
         return float(max(running - max(own, _own_running()), 0))
     except (OSError, ValueError, IndexError):
         try:
