@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
-import statistics
 import time
 
 import numpy as np
