@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from numbax._src.compiler import ir
-from numbax._src.compiler.cuda.config import Config, prod, strides
-from numbax._src.compiler.cuda.kernels.index import _args, _grid, _kernel
+from numbax._src.compiler.cuda.config import Config, strides
+from numbax._src.compiler.cuda.modules import grid_kernel
 from numbax._src.compiler.source import cast, render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import windowed_reductions as wr
@@ -169,9 +169,7 @@ def reduce_window(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     loops, depth, _ = _taps(dims, [f"j{d}" for d in range(len(dims))], prune=True)
     body = [f"acc = {render_scalar(ident, x)}", *loops,
             *_indent([f"v = a0[{_flat(dims)}]", f"acc = {step}"], depth), "o0[i] = acc"]
-    n = prod(out.shape)
-    return _kernel(eqn, cfg, {"kernel": (_args(eqn), _grid(n, out.shape, body))},
-                   [("kernel", n)])
+    return grid_kernel(eqn, cfg, out.shape, body)
 
 
 def select_and_gather_add(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
@@ -181,9 +179,7 @@ def select_and_gather_add(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     body = _selection(eqn, dims, [f"j{d}" for d in range(len(dims))], "a1")
     body += ["if at >= 0:", "    o0[i] = a0[at]", "else:",
              f"    o0[i] = {render_scalar(0, out.dtype)}"]
-    n = prod(out.shape)
-    return _kernel(eqn, cfg, {"kernel": (_args(eqn), _grid(n, out.shape, body))},
-                   [("kernel", n)])
+    return grid_kernel(eqn, cfg, out.shape, body)
 
 
 def select_and_scatter_add(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
@@ -217,9 +213,7 @@ def select_and_scatter_add(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     inner += [f"if sel == {k}:", f"    acc = {add}"]
     body = [f"acc = {render_scalar(0, out.dtype)}", *lines, *_indent(inner, depth),
             "o0[i] = acc"]
-    n = prod(out.shape)
-    return _kernel(eqn, cfg, {"kernel": (_args(eqn), _grid(n, out.shape, body))},
-                   [("kernel", n)])
+    return grid_kernel(eqn, cfg, out.shape, body)
 
 
 def supported(eqn: JaxprEqn) -> bool:
