@@ -67,6 +67,7 @@ def _cases():
                 (f"fft {cdt.__name__} 3", lambda a: lax.fft(a, "fft", (2, 3, 4)), z),
                 (f"rfft {rdt.__name__} 1", lambda a: lax.fft(a, "rfft", (4,)), r),
                 (f"rfft {rdt.__name__} 2", lambda a: lax.fft(a, "rfft", (3, 4)), r),
+                (f"rfft {rdt.__name__} 3", lambda a: lax.fft(a, "rfft", (2, 3, 4)), r),
                 (f"irfft {cdt.__name__} 2", lambda a: lax.fft(a, "irfft", (3, 4)), half),
                 (f"irfft {cdt.__name__} 1 odd", lambda a: lax.fft(a, "irfft", (5,)), half),
                 (f"irfft {cdt.__name__} 3", lambda a: lax.fft(a, "irfft", (2, 3, 5)), half)]
