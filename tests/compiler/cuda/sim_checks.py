@@ -616,12 +616,14 @@ from tests.compiler.cuda import (  # noqa: E402, F401
     sim_checks_complex,
     sim_checks_cublas,
     sim_checks_devices,
+    sim_checks_fft,
     sim_checks_linalg,
     sim_checks_matmul,
     sim_checks_reduce,
     sim_checks_rows,
     sim_checks_sort,
     sim_checks_special,
+    sim_checks_windows,
 )
 
 

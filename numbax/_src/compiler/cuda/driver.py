@@ -2,7 +2,7 @@
 the kernels of a partitioned jaxpr in program order, with control flow driven from the host.
 
 Loop nests come from loops.py/rows.py; every other equation runs its registered CUDA library
-rule, one of the CudaDriver methods below (views, transposes, matmuls, planned kernel
+rule, one of the CudaDriver methods below (views, transposes, matmuls, cuFFT, planned kernel
 modules of kernels/, host-driven control flow); an equation no rule covers runs its eager
 implementation on the host between launches (copied back and forth)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from numbax._src.compiler.cuda import loops, rows
 from numbax._src.compiler.cuda.config import Config, prod, strides
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
-from numbax._src.compiler.cuda.runtime import cublas
+from numbax._src.compiler.cuda.runtime import cublas, cufft
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.compiler.registry import EAGER
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -321,6 +321,16 @@ class CudaDriver:
         kernel = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *group_st), self.cfg)
         knames = self._kernel_names(kernel, f"k{j}_mm")
         self.launches(kernel, knames, bufs, [out], self.scratch(kernel))
+
+    def fft(self, j: int, eqn: JaxprEqn) -> None:
+        """lax.fft through cuFFT (runtime/cufft.py) into a buffer allocated here; its rule
+        applies only where CuPy is installed (else fft runs on the host)."""
+        line = "from numbax._src.compiler.cuda.runtime import cufft as cf"
+        if line not in self.imports:
+            self.imports.append(line)
+        x = self.arg(eqn.invars[0])
+        out = self.alloc(eqn.outvars[0])
+        self.lines.append(f"    cf.fft({x}, {out}, cf.{cufft.plan(eqn)!r})")
 
     @staticmethod
     def _cublas_compute(eqn: JaxprEqn, macs: int) -> int | None:

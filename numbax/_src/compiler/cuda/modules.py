@@ -1,11 +1,13 @@
 """Assembly of CUDA kernel modules: the header every module opens with (versions, backend, the
-jaxpr it implements, the imports kernels use) and modules of several named kernels."""
+jaxpr it implements, the imports kernels use), modules of several named kernels, and the
+grid-stride loop of one-thread-per-element library kernels (kernels/index.py, windows.py)."""
 from __future__ import annotations
 
 from numbax._src import core
 from numbax._src.compiler import ir
+from numbax._src.compiler.cuda.config import Config, prod, strides
 from numbax._src.compiler.source import jaxpr_comment, version_line
-from numbax._src.core import Jaxpr
+from numbax._src.core import Jaxpr, JaxprEqn
 
 _IMPORTS = [
     "import math  # noqa: F401",
@@ -41,3 +43,36 @@ def planned(source: str, launches: list[tuple[str, int, int]],
     launches as (function, blocks, threads), in order."""
     return ir.Kernel(source, launches=tuple(ir.Launch(f, b, t) for f, b, t in launches),
                      scratch=tuple(scratch))
+
+
+def eqn_kernel(eqn: JaxprEqn, cfg: Config, funcs: dict[str, tuple[str, list[str]]],
+               steps: list[tuple[str, int]]) -> ir.Kernel:
+    """A library equation's module of `funcs`, launched in `steps` order, each over its
+    element count (grid-stride: cfg.blocks of it)."""
+    ins = [x.aval for x in eqn.invars]
+    out = eqn.outvars[0].aval
+    tag = f"{eqn.primitive.name} {tuple(a.shape for a in ins)} -> {out.shape} {out.dtype.name}"
+    launches = [ir.Launch(f, cfg.blocks(n), cfg.threads) for f, n in steps if n]
+    return ir.Kernel(module(tag, funcs), launches=tuple(launches))
+
+
+def eqn_args(eqn: JaxprEqn) -> str:
+    """The kernel parameters of a one-output library equation: a0, a1, ..., o0."""
+    return ", ".join([f"a{k}" for k in range(len(eqn.invars))] + ["o0"])
+
+
+def grid_loop(n: int, shape, body: list[str], pre: list[str] = ()) -> list[str]:
+    """A grid-stride loop over n elements of `shape`: j<d> is element i's index along axis d."""
+    lines = [f"    {line}" for line in pre] + ["    i = cuda.grid(1)", f"    while i < {n}:"]
+    st = strides(shape)
+    lines += [f"        j{d} = (i // {st[d]}) % {shape[d]}" for d in range(len(shape))]
+    lines += [f"        {line}" for line in body] + ["        i += cuda.gridsize(1)"]
+    return lines
+
+
+def grid_kernel(eqn: JaxprEqn, cfg: Config, shape, body: list[str],
+                pre: list[str] = ()) -> ir.Kernel:
+    """One grid-stride kernel over the elements of `shape`."""
+    n = prod(shape)
+    return eqn_kernel(eqn, cfg, {"kernel": (eqn_args(eqn), grid_loop(n, shape, body, pre))},
+                      [("kernel", n)])

@@ -11,6 +11,9 @@ import numpy as np
 
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
 from numbax._src.compiler.cpu.runtime import windows as cpu_windows
+from numbax._src.compiler.cuda import driver as cuda_driver
+from numbax._src.compiler.cuda.kernels import windows as cuda_windows
+from numbax._src.compiler.cuda.runtime import cufft
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
@@ -97,3 +100,21 @@ def _fft_library(eqn: JaxprEqn, ins: list[str]) -> str:
 
 
 register(fft.fft_p, backend="cpu", library=_fft_library)
+
+# CUDA: windowed reductions and FFT
+# The sum/max/min windowed reductions and max pooling's select-and-gather/scatter pair run
+# generated kernels (cuda/kernels/windows.py: one thread per output element, no atomics); fft
+# runs cuFFT through CuPy (cuda/runtime/cufft.py) where CuPy is installed (decided at compile
+# time: without it fft runs on the host). The general reduce_window and select_and_scatter run
+# their eager implementations on the host, as on the CPU.
+for _prim, _render in ((windowed_reductions.reduce_window_sum_p, cuda_windows.reduce_window),
+                       (windowed_reductions.reduce_window_max_p, cuda_windows.reduce_window),
+                       (windowed_reductions.reduce_window_min_p, cuda_windows.reduce_window),
+                       (windowed_reductions.select_and_gather_add_p,
+                        cuda_windows.select_and_gather_add),
+                       (windowed_reductions.select_and_scatter_add_p,
+                        cuda_windows.select_and_scatter_add)):
+    register(_prim, backend="cuda", library=cuda_driver.planned(_render),
+             library_ok=cuda_windows.supported)
+register(fft.fft_p, backend="cuda", library=cuda_driver.CudaDriver.fft,
+         library_ok=lambda eqn: cufft.available() and cufft.takes(eqn))

@@ -10,7 +10,10 @@ import numpy as np
 
 from numbax._src.compiler import ir
 from numbax._src.compiler.cuda.config import Config, prod, strides
-from numbax._src.compiler.cuda.modules import module
+from numbax._src.compiler.cuda.modules import eqn_args as _args
+from numbax._src.compiler.cuda.modules import eqn_kernel as _kernel
+from numbax._src.compiler.cuda.modules import grid_kernel as _one
+from numbax._src.compiler.cuda.modules import grid_loop as _grid
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Literal
 from numbax._src.lax import along_axis as la
@@ -28,39 +31,9 @@ _FLOAT_CAS = {np.dtype(np.float32): ("np.int32", "sc.mul_bits_f32"),
 CAS_DTYPES = _INT_CAS | frozenset(_FLOAT_CAS)
 
 
-def _kernel(eqn: JaxprEqn, cfg: Config, funcs: dict[str, tuple[str, list[str]]],
-            steps: list[tuple[str, int]]) -> ir.Kernel:
-    """A module of `funcs` launched in `steps` order, each over its element count."""
-    ins = [x.aval for x in eqn.invars]
-    out = eqn.outvars[0].aval
-    tag = f"{eqn.primitive.name} {tuple(a.shape for a in ins)} -> {out.shape} {out.dtype.name}"
-    launches = [ir.Launch(f, cfg.blocks(n), cfg.threads) for f, n in steps if n]
-    return ir.Kernel(module(tag, funcs), launches=tuple(launches))
-
-
-def _args(eqn: JaxprEqn) -> str:
-    return ", ".join([f"a{k}" for k in range(len(eqn.invars))] + ["o0"])
-
-
-def _one(eqn: JaxprEqn, cfg: Config, shape, body: list[str], pre: list[str] = ()) -> ir.Kernel:
-    """One grid-stride kernel over the elements of `shape`."""
-    n = prod(shape)
-    return _kernel(eqn, cfg, {"kernel": (_args(eqn), _grid(n, shape, body, pre))},
-                   [("kernel", n)])
-
-
 def _flat(idx: list[str], shape) -> str:
     st = strides(shape)
     return " + ".join(f"({e}) * {s}" for e, s in zip(idx, st, strict=True) if shape) or "0"
-
-
-def _grid(n: int, shape, body: list[str], pre: list[str] = ()) -> list[str]:
-    """A grid-stride loop over n elements of `shape`: j<d> is element i's index along axis d."""
-    lines = [f"    {line}" for line in pre] + ["    i = cuda.grid(1)", f"    while i < {n}:"]
-    st = strides(shape)
-    lines += [f"        j{d} = (i // {st[d]}) % {shape[d]}" for d in range(len(shape))]
-    lines += [f"        {line}" for line in body] + ["        i += cuda.gridsize(1)"]
-    return lines
 
 
 def _scalar(x, name: str) -> str:
