@@ -2,9 +2,9 @@
 the kernels of a partitioned jaxpr in program order, with control flow driven from the host.
 
 Loop nests come from loops.py/rows.py; every other equation runs its registered CUDA library
-rule, one of the CudaDriver methods below (views, transposes, matmuls, planned kernel
-modules of kernels/, host-driven control flow); an equation no rule covers runs its eager
-implementation on the host between launches (copied back and forth)."""
+rule, one of the CudaDriver methods below (views, transposes, matmuls and convolutions,
+planned kernel modules of kernels/, host-driven control flow); an equation no rule covers runs
+its eager implementation on the host between launches (copied back and forth)."""
 from __future__ import annotations
 
 import warnings
@@ -17,6 +17,7 @@ from numbax._src.compiler import cache, fusion, ir, pipeline, registry
 from numbax._src.compiler.backend import EagerCall
 from numbax._src.compiler.cuda import loops, rows
 from numbax._src.compiler.cuda.config import Config, group_strides, prod
+from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
 from numbax._src.compiler.cuda.runtime import cublas
@@ -335,6 +336,30 @@ class CudaDriver:
         if shape.dc != shape.da and not (shape.da.itemsize == 2 and shape.dc == np.float32):
             return None  # preferred_element_type: only half inputs to float32 outputs
         return cublas.compute_type(shape.da, precision)
+
+    def conv_general_dilated(self, j: int, eqn: JaxprEqn) -> None:
+        """im2col (kernels/conv.py): the patch gather, then one product with the kernel read in
+        place (transposed first when its layout needs it), written into the output or
+        transposed into it."""
+        lhs, rhs = eqn.invars
+        out_aval = eqn.outvars[0].aval
+        cp = cuda_conv.plan(eqn, self.cfg)
+        patches = self.arg(lhs)
+        if cp.gather is not None:
+            patches = self.empty(cp.patches, lhs.aval.dtype)
+            knames = self._kernel_names(cp.gather, f"k{j}_im2col")
+            self.launches(cp.gather, knames, [self.arg(lhs)], [patches], [])
+        kernel = self.arg(rhs)
+        if cp.rhs_perm is not None:
+            kernel = self.empty(prod(rhs.aval.shape), rhs.aval.dtype)
+            self._transpose(f"{j}w", self.arg(rhs), kernel, rhs.aval.shape, cp.rhs_perm)
+        out = self.alloc(eqn.outvars[0])
+        result = out if cp.out_transpose is None else self.empty(prod(out_aval.shape),
+                                                                 out_aval.dtype)
+        x, y = (kernel, patches) if cp.kernel_first else (patches, kernel)
+        self.product(f"k{j}_mm", x, y, result, cp.product, cp.precision)
+        if cp.out_transpose is not None:
+            self._transpose(f"{j}o", result, out, *cp.out_transpose)
 
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer

@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
 from numbax._src.compiler.cpu.runtime import windows as cpu_windows
+from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
@@ -97,3 +98,18 @@ def _fft_library(eqn: JaxprEqn, ins: list[str]) -> str:
 
 
 register(fft.fft_p, backend="cpu", library=_fft_library)
+
+
+# ----------------------------------------------------------------------------- CUDA
+
+
+def _cuda_conv_dtypes(eqn: JaxprEqn) -> bool:
+    """The dtypes the CUDA convolution takes (those of dot_general's product kernel): ints,
+    float32/float64 and complex, for operands and output; bool and 16-bit floats run on the
+    host."""
+    return all(v.aval.dtype.kind in "iuc" or v.aval.dtype in (np.float32, np.float64)
+               for v in (*eqn.invars, *eqn.outvars))
+
+
+register(convolution.conv_general_dilated_p, backend="cuda",
+         library=cuda_driver.CudaDriver.conv_general_dilated, library_ok=_cuda_conv_dtypes)
