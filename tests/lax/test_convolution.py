@@ -305,6 +305,24 @@ def test_bad_inputs():
         lax.padtype_to_pads((4,), (2,), (1,), "CIRCULAR")
 
 
+def test_precision_none_follows_the_default_matmul_precision():
+    """As in JAX: a conv traced under jax_default_matmul_precision records it (the GPU's
+    cuBLAS compute type follows); an explicit precision wins, and dot-algorithm presets leave
+    convolutions at their default."""
+    x, w = np.ones((1, 1, 3)), np.ones((1, 1, 2))
+
+    def precision_of(**kw):
+        jaxpr = numbax.make_jaxpr(lambda a, b: lax.conv(a, b, (1,), "VALID", **kw))(x, w)
+        return jaxpr.eqns[0].params["precision"]
+
+    assert precision_of() is None
+    with numbax.default_matmul_precision("float32"):
+        assert precision_of() == ("FLOAT32", "FLOAT32")
+        assert precision_of(precision="default") == ("DEFAULT", "DEFAULT")
+    with numbax.default_matmul_precision("F32_F32_F32"):
+        assert precision_of() is None
+
+
 @pytest.mark.parametrize("module", [convolution, conv_ops], ids=lambda m: m.__name__)
 def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

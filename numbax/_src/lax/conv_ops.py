@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import dtypes
+from numbax._src.config import config
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import dot as lax_dot
@@ -35,10 +36,14 @@ def _one_precision(api: str, p: Any) -> str:
 
 
 def canonicalize_precision(api: str, precision: Any) -> tuple[str, str] | None:
-    """None, or the (lhs, rhs) precision names. numbax computes in the operands' dtype
-    (or preferred_element_type) whatever the precision; it is kept in the jaxpr."""
+    """None, or the (lhs, rhs) precision names; None reads jax_default_matmul_precision, as
+    JAX's does (a dot-algorithm preset there leaves convolutions at None). The CPU computes in
+    the operands' dtype (or preferred_element_type) whatever the precision; the GPU picks
+    cuBLAS's compute type from it (TF32 for float32 unless 'highest')."""
     if precision is None:
-        return None
+        precision = config.jax_default_matmul_precision
+        if precision is None or precision.upper() not in _PRECISIONS:
+            return None
     if isinstance(precision, (tuple, list)):
         if len(precision) != 2:
             raise NumbaxValueError(

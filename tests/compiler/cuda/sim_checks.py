@@ -614,6 +614,7 @@ def eager_ops_stay_on_gpu():
 # above exist; run as a script, main() below reads the importable module's CHECKS).
 from tests.compiler.cuda import (  # noqa: E402, F401
     sim_checks_complex,
+    sim_checks_conv,
     sim_checks_cublas,
     sim_checks_devices,
     sim_checks_fft,

@@ -1,5 +1,5 @@
 """CUDA launch geometry (Config, smaller under the simulator, where every simulated thread is a
-Python thread) and the integer helpers kernels are sized with."""
+Python thread) and the integer and stride helpers kernels are sized and laid out with."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +20,20 @@ def strides(shape) -> list[int]:
         out.append(acc)
         acc *= n
     return out[::-1]
+
+
+def group_strides(shape: tuple[int, ...], groups) -> tuple[int, ...] | None:
+    """Per group of dimensions (in the order given), the element stride of its flattened
+    index in a contiguous array of `shape`, or None where a group is not evenly strided."""
+    st = strides(shape)
+    out = []
+    for g in groups:
+        dims = [d for d in g if shape[d] != 1]
+        for a, b in zip(dims, dims[1:]):
+            if st[a] != st[b] * shape[b]:
+                return None
+        out.append(st[dims[-1]] if dims else 0)
+    return tuple(out)
 
 
 class Config:

@@ -2,9 +2,9 @@
 the kernels of a partitioned jaxpr in program order, with control flow driven from the host.
 
 Loop nests come from loops.py/rows.py; every other equation runs its registered CUDA library
-rule, one of the CudaDriver methods below (views, transposes, matmuls, cuFFT, planned kernel
-modules of kernels/, host-driven control flow); an equation no rule covers runs its eager
-implementation on the host between launches (copied back and forth)."""
+rule, one of the CudaDriver methods below (views, transposes, matmuls and convolutions, cuFFT,
+planned kernel modules of kernels/, host-driven control flow); an equation no rule covers runs
+its eager implementation on the host between launches (copied back and forth)."""
 from __future__ import annotations
 
 import warnings
@@ -16,7 +16,8 @@ from numbax._src import core
 from numbax._src.compiler import cache, fusion, ir, pipeline, registry
 from numbax._src.compiler.backend import EagerCall
 from numbax._src.compiler.cuda import loops, rows
-from numbax._src.compiler.cuda.config import Config, prod, strides
+from numbax._src.compiler.cuda.config import Config, group_strides, prod
+from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
 from numbax._src.compiler.cuda.runtime import cublas, cufft
@@ -83,6 +84,12 @@ class CudaDriver:
         self.n += 1
         return f"t{self.n - 1}"
 
+    def empty(self, size: int, dtype) -> str:
+        """A fresh temporary: an uninitialised device buffer of `size` elements."""
+        name = self.temp()
+        self.lines.append(f"    {name} = rt.empty({size}, {dtype_ctor(dtype)})")
+        return name
+
     def load(self, src: str, alias: str, attrs: tuple[str, ...] = ("kernel",)) -> list[str]:
         module = cache.load_module(src, "cuda", self.cfg.key()).__name__
         self.sources.append(src)
@@ -118,11 +125,7 @@ class CudaDriver:
         self.lines.append(f"{pad}{self.launchers[key]}({args})")
 
     def scratch(self, kernel: ir.Kernel) -> list[str]:
-        names = []
-        for size, dt in kernel.scratch:
-            names.append(self.temp())
-            self.lines.append(f"    {names[-1]} = rt.empty({size}, {dtype_ctor(dt)})")
-        return names
+        return [self.empty(size, dt) for size, dt in kernel.scratch]
 
     def launches(self, kernel: ir.Kernel, knames: dict[str, str], ins: list[str],
                  outs: list[str], scratch: list[str]) -> None:
@@ -255,11 +258,7 @@ class CudaDriver:
         # the body writes its ys outputs straight into this step's rows (no copy per step)
         body = self._sub(f"k{j}_body", p["jaxpr"], n_dest=len(y_vars))
         x_sizes = [prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
-        ys = []
-        for v in y_vars:
-            ys.append(self.temp())
-            self.lines.append(f"    {ys[-1]} = rt.empty({prod(v.aval.shape)}, "
-                              f"{dtype_ctor(v.aval.dtype)})")
+        ys = [self.empty(prod(v.aval.shape), v.aval.dtype) for v in y_vars]
         c, out, q = self.temp(), self.temp(), self.temp()
         steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
         views = [f"{x}[{q} * {n}:({q} + 1) * {n}], " for x, n in zip(xs, x_sizes)]
@@ -281,7 +280,7 @@ class CudaDriver:
             self.launch(kname, f"{self.cfg.blocks(n)}, {self.cfg.threads}", f"{x}, {out}")
 
     def dot_general(self, j: int, eqn: JaxprEqn) -> None:
-        """One matmul kernel reading each operand through its own layout's strides; only an
+        """One product reading each operand through its own layout's strides; only an
         operand whose (batch, free, contracting) dimension groups are not each one stride
         apart in memory is gathered by a transpose kernel first."""
         x, y = eqn.invars
@@ -298,9 +297,7 @@ class CudaDriver:
             st = group_strides(v.aval.shape, groups)
             if st is None:
                 perm = [*groups[0], *groups[1], *groups[2]]
-                t = self.temp()
-                self.lines.append(f"    {t} = rt.empty({prod(v.aval.shape)}, "
-                                  f"{dtype_ctor(v.aval.dtype)})")
+                t = self.empty(prod(v.aval.shape), v.aval.dtype)
                 self._transpose(f"{j}{tag}", buf, t, v.aval.shape, perm)
                 buf = t
                 sizes = [prod([v.aval.shape[d] for d in g]) for g in groups]
@@ -309,18 +306,25 @@ class CudaDriver:
             group_st.append(st)
         out = self.alloc(eqn.outvars[0])
         dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
-        compute = self._cublas_compute(eqn, nb * m * n * kdim)
+        shape = MatmulShape(nb, m, n, kdim, dtypes, *group_st)
+        self.product(f"k{j}_mm", bufs[0], bufs[1], out, shape, eqn.params["precision"])
+
+    def product(self, alias: str, x: str, y: str, out: str, shape: MatmulShape,
+                precision) -> None:
+        """out (nb, m, n contiguous) = x @ y per batch entry, the operands read through the
+        strides of `shape`: one cuBLAS call where it applies (tensor cores), else numbax's
+        tiled matmul kernel (imported as `alias`)."""
+        compute = self._cublas_compute(shape, precision)
         if compute is not None:  # the vendor library (tensor cores)
-            xst, yst = group_st
-            gemm = cublas.Gemm(nb, m, n, kdim, tuple(xst), tuple(yst), x.aval.dtype.name,
-                               eqn.outvars[0].aval.dtype.name, compute)
+            gemm = cublas.Gemm(shape.nb, shape.m, shape.n, shape.k, shape.sa, shape.sb,
+                               shape.da.name, shape.dc.name, compute)
             name = f"G{len(self.gemms)}"  # the call's constant plan, built once at import
             self.gemms.append(f"{name} = cb.{gemm!r}")
-            self.lines.append(f"    cb.gemm({bufs[0]}, {bufs[1]}, {out}, {name})")
+            self.lines.append(f"    cb.gemm({x}, {y}, {out}, {name})")
             return
-        kernel = plan_matmul(MatmulShape(nb, m, n, kdim, dtypes, *group_st), self.cfg)
-        knames = self._kernel_names(kernel, f"k{j}_mm")
-        self.launches(kernel, knames, bufs, [out], self.scratch(kernel))
+        kernel = plan_matmul(shape, self.cfg)
+        knames = self._kernel_names(kernel, alias)
+        self.launches(kernel, knames, [x, y], [out], self.scratch(kernel))
 
     def fft(self, j: int, eqn: JaxprEqn) -> None:
         """lax.fft through cuFFT (runtime/cufft.py) into a buffer allocated here; its rule
@@ -333,16 +337,39 @@ class CudaDriver:
         self.lines.append(f"    cf.fft({x}, {out}, cf.{cufft.plan(eqn)!r})")
 
     @staticmethod
-    def _cublas_compute(eqn: JaxprEqn, macs: int) -> int | None:
+    def _cublas_compute(shape: MatmulShape, precision) -> int | None:
         """cuBLAS's compute type for the product, or None to keep numbax's kernel (no CuPy,
         the simulator, empty products, integer or mixed-dtype operands)."""
-        x, y = eqn.invars
-        out = eqn.outvars[0].aval.dtype
-        if macs == 0 or not cublas.available() or x.aval.dtype != y.aval.dtype:
+        macs = shape.nb * shape.m * shape.n * shape.k
+        if macs == 0 or not cublas.available() or shape.da != shape.db:
             return None
-        if out != x.aval.dtype and not (x.aval.dtype.itemsize == 2 and out == np.float32):
+        if shape.dc != shape.da and not (shape.da.itemsize == 2 and shape.dc == np.float32):
             return None  # preferred_element_type: only half inputs to float32 outputs
-        return cublas.compute_type(x.aval.dtype, eqn.params["precision"])
+        return cublas.compute_type(shape.da, precision)
+
+    def conv_general_dilated(self, j: int, eqn: JaxprEqn) -> None:
+        """im2col (kernels/conv.py): the patch gather, then one product with the kernel read in
+        place (transposed first when its layout needs it), written into the output or
+        transposed into it."""
+        lhs, rhs = eqn.invars
+        out_aval = eqn.outvars[0].aval
+        cp = cuda_conv.plan(eqn, self.cfg)
+        patches = self.arg(lhs)
+        if cp.gather is not None:
+            patches = self.empty(cp.patches, lhs.aval.dtype)
+            knames = self._kernel_names(cp.gather, f"k{j}_im2col")
+            self.launches(cp.gather, knames, [self.arg(lhs)], [patches], [])
+        kernel = self.arg(rhs)
+        if cp.rhs_perm is not None:
+            kernel = self.empty(prod(rhs.aval.shape), rhs.aval.dtype)
+            self._transpose(f"{j}w", self.arg(rhs), kernel, rhs.aval.shape, cp.rhs_perm)
+        out = self.alloc(eqn.outvars[0])
+        result = out if cp.out_transpose is None else self.empty(prod(out_aval.shape),
+                                                                 out_aval.dtype)
+        x, y = (kernel, patches) if cp.kernel_first else (patches, kernel)
+        self.product(f"k{j}_mm", x, y, result, cp.product, cp.precision)
+        if cp.out_transpose is not None:
+            self._transpose(f"{j}o", result, out, *cp.out_transpose)
 
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer
@@ -367,20 +394,6 @@ class CudaDriver:
                 + f"def driver({params}):\n" + "\n".join(self.lines)
                 + ("\n" if self.lines else "")
                 + f"    return ({''.join(r + ', ' for r in rets)})\n")
-
-
-def group_strides(shape: tuple[int, ...], groups) -> tuple[int, ...] | None:
-    """Per group of dimensions (in the order given), the element stride of its flattened
-    index in a contiguous array of `shape`, or None where a group is not evenly strided."""
-    st = strides(shape)
-    out = []
-    for g in groups:
-        dims = [d for d in g if shape[d] != 1]
-        for a, b in zip(dims, dims[1:]):
-            if st[a] != st[b] * shape[b]:
-                return None
-        out.append(st[dims[-1]] if dims else 0)
-    return tuple(out)
 
 
 def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,

@@ -118,3 +118,17 @@ for _prim, _render in ((windowed_reductions.reduce_window_sum_p, cuda_windows.re
              library_ok=cuda_windows.supported)
 register(fft.fft_p, backend="cuda", library=cuda_driver.CudaDriver.fft,
          library_ok=lambda eqn: cufft.available() and cufft.takes(eqn))
+
+# ----------------------------------------------------------------------------- CUDA
+
+
+def _cuda_conv_dtypes(eqn: JaxprEqn) -> bool:
+    """The dtypes the CUDA convolution takes (those of dot_general's product kernel): ints,
+    float32/float64 and complex, for operands and output; bool and 16-bit floats run on the
+    host."""
+    return all(v.aval.dtype.kind in "iuc" or v.aval.dtype in (np.float32, np.float64)
+               for v in (*eqn.invars, *eqn.outvars))
+
+
+register(convolution.conv_general_dilated_p, backend="cuda",
+         library=cuda_driver.CudaDriver.conv_general_dilated, library_ok=_cuda_conv_dtypes)
