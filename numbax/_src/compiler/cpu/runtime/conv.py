@@ -280,7 +280,7 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
     rows = cv.lhs(0) // cv.groups_b * math.prod(cv.out_spatial)
     flat = _buffer(plan.outs, rows * o, lhs.dtype, False)
     args = (plan.rsa, 1, plan.seg_a, plan.seg_b, plan.seg_kc, plan.group_a, plan.group_b,
-            plan.group_col, plan.group_width, w, plan.ldb, flat, o)
+            plan.group_col, plan.group_width, w, plan.ldb, flat, o, ck.TILE_BLOCK)
     if threads > 1:
         with rt_threads.running(min(threads, rt_threads.pool_size())):
             ck.tiles_threads(x, plan.first, plan.rows, *args, threads)

@@ -81,43 +81,57 @@ def build_tiles(starts_out: np.ndarray, step: int, amax: int) -> tuple[np.ndarra
     return first, rows
 
 
+# Tiles sharing each pass over the kernel (`tiles_run`'s `block`): a (column strip, segment)
+# block of B, 24 KiB for 64 float32 channels x 3 taps, is loaded once for 4 tiles and stays in
+# L1 across them, instead of once per tile. 16-core Xeon, issue 18's forward at 16 threads:
+# 12.2 ms with 1, 10.0 with 4, 10.2 with 8, 10.9 with 16 (jax.jit 10.1); one Zen 5 thread:
+# the same within 1 %.
+TILE_BLOCK = 4
+
+
 @njit(cache=True, error_model="numpy")
 def tiles_run(x, first, rows, t_lo, t_hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
-              group_col, group_width, w, ldb, out, ldo):
+              group_col, group_width, w, ldb, out, ldo, block):
     """Tiles [t_lo, t_hi) of an output-tile convolution: out[r, group_col[g] + j] for each
     valid row r of a tile and j < group_width[g] = sum over segments q of
     x[first + group_a[g] + seg_a[q] + i*rsa + k] * w[group_b[g] + (seg_b[q] + k)*ldb + j],
-    k < seg_kc[q] (all offsets in elements of the flat arrays)."""
+    k < seg_kc[q] (all offsets in elements of the flat arrays). `block` tiles share each pass
+    over the kernel: a (column strip, segment) block of it is read once for all of them."""
     nr_full = 2 * (VEC_BYTES // out.itemsize)
-    tile = np.empty(MR * nr_full, out.dtype)
-    for t in range(t_lo, t_hi):
+    span = MR * nr_full
+    tiles = np.empty(block * span, out.dtype)
+    for tb in range(t_lo, t_hi, block):
+        te = min(tb + block, t_hi)
         for g in range(len(group_a)):
-            a_base = first[t] + group_a[g]
             for j0 in range(0, group_width[g], nr_full):
                 for q in range(len(seg_a)):
-                    register_tile(seg_kc[q], x, a_base + seg_a[q], rsa, csa, w,
-                                  group_b[g] + seg_b[q] * ldb + j0, ldb, tile, 0, nr_full,
-                                  q > 0)
+                    b_at = group_b[g] + seg_b[q] * ldb + j0
+                    for t in range(tb, te):
+                        register_tile(seg_kc[q], x, first[t] + group_a[g] + seg_a[q], rsa,
+                                      csa, w, b_at, ldb, tiles, (t - tb) * span, nr_full,
+                                      q > 0)
                 nr = min(nr_full, group_width[g] - j0)
-                for i in range(MR):
-                    r = rows[t, i]
-                    if r < 0:
-                        continue
-                    dst = r * ldo + group_col[g] + j0
-                    for j in range(nr):
-                        out[dst + j] = tile[i * nr_full + j]
+                for t in range(tb, te):
+                    at = (t - tb) * span
+                    for i in range(MR):
+                        r = rows[t, i]
+                        if r < 0:
+                            continue
+                        dst = r * ldo + group_col[g] + j0
+                        for j in range(nr):
+                            out[dst + j] = tiles[at + i * nr_full + j]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def tiles_threads(x, first, rows, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b, group_col,
-                  group_width, w, ldb, out, ldo, nthreads):
+                  group_width, w, ldb, out, ldo, block, nthreads):
     """`tiles_run` over all tiles, in 4 * nthreads chunks on Numba's pool."""
     total = len(first)
     chunks = 4 * nthreads
     for c in prange(chunks):
         lo, hi = total * c // chunks, total * (c + 1) // chunks
         tiles_run(x, first, rows, lo, hi, rsa, csa, seg_a, seg_b, seg_kc, group_a, group_b,
-                  group_col, group_width, w, ldb, out, ldo)
+                  group_col, group_width, w, ldb, out, ldo, block)
 
 
 @njit(cache=True, error_model="numpy")
