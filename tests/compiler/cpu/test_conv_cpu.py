@@ -111,11 +111,13 @@ def test_jit_matches_eager_and_runs_compiled(name, dtype):
 
 
 @pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(CONFIGS)] + [
-    ("batch_groups", 3), ("kernel_gradient", 3), ("conv3d", 2), ("depthwise_multiplier", 2)])
+    ("batch_groups", 3), ("kernel_gradient", 3), ("conv3d", 2), ("depthwise_multiplier", 2),
+    ("nhwc_same", 3), ("strided_explicit", 4), ("depthwise", 2), ("nhwc_valid_wide", 2)])
 def test_both_forms_on_every_configuration(name, threads):
     """Output tiles, window lines and the direct loop, each forced where it applies, against
     eager (the cost model picks one); threads split tiles and lines into chunks, and window
-    lines into per-thread sums."""
+    lines into per-thread sums; a padded channels-last input's grid is filled row by row on
+    the threads."""
     x, w, kwargs = _operands(name, np.float64)
     params = _params(x, w, kwargs)
     want = convolution._conv_general_dilated_impl(x, w, **params)[0]

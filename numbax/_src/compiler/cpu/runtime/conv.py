@@ -243,18 +243,37 @@ def _tile_plan(cv: Shape) -> TilePlan | None:
                     kernel_in_place, ldb, cost)
 
 
-def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray) -> np.ndarray:
+def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray, threads: int) -> np.ndarray:
     """The input as the plan's flat grid: lhs itself, or its dilated and padded channels-last
-    copy with `slack` zeros after it."""
+    copy with `slack` zeros after it (a channels-last input without dilation or cropping
+    copied row by row on `threads` threads)."""
     if plan.in_place:
         return ck.read_only(lhs.reshape(-1))
     flat = _buffer(plan.grids, math.prod(plan.grid_shape) + plan.slack, lhs.dtype, True)
     grid = flat[:math.prod(plan.grid_shape)].reshape(plan.grid_shape)
+    if threads > 1 and _channels_last(cv.specs[0], cv.d) and all(
+            r == 1 for r in cv.lhs_dilation) and all(lo >= 0 and hi >= 0
+                                                     for lo, hi in cv.padding):
+        offsets = _row_offsets(lhs.shape[:-2], plan.grid_shape, cv.padding)
+        with rt_threads.running(min(threads, rt_threads.pool_size())):
+            ck.fill_rows(lhs.reshape(-1), flat, offsets, lhs.shape[-2] * lhs.shape[-1],
+                         min(threads, rt_threads.pool_size()))
+        return ck.read_only(flat)
     canonical = np.transpose(lhs, cv.specs[0])  # (N, C, S...)
     d = cv.d
     dilate_and_pad(canonical, cv.lhs_dilation, cv.padding,
                    out=np.moveaxis(grid, d + 1, 1))
     return ck.read_only(flat)
+
+
+def _row_offsets(outer: tuple, grid_shape: tuple, padding) -> np.ndarray:
+    """Where each row of a channels-last input (every index but its last spatial one and the
+    channel) starts in the padded grid, in elements."""
+    strides = _strides(grid_shape)
+    at = np.full(1, sum(lo * g for (lo, _), g in zip(padding, strides[1:])), np.int64)
+    for n, g in zip(outer, strides):
+        at = np.add.outer(at, np.arange(n, dtype=np.int64) * g).ravel()
+    return at
 
 
 def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
@@ -274,7 +293,7 @@ def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
 
 def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
                threads: int) -> np.ndarray:
-    x = _grid(cv, plan, lhs)
+    x = _grid(cv, plan, lhs, threads)
     w = _tile_kernel(cv, plan, rhs)
     o = cv.rhs(0)
     rows = cv.lhs(0) // cv.groups_b * math.prod(cv.out_spatial)
@@ -333,7 +352,7 @@ def _direct_plan(cv: Shape) -> DirectPlan | None:
 
 def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
                 threads: int) -> np.ndarray:
-    x = _grid(cv, plan, lhs)
+    x = _grid(cv, plan, lhs, threads)
     taps = math.prod(cv.window)
     w = np.ascontiguousarray(np.moveaxis(np.transpose(rhs, cv.specs[1])[:, 0], 0, -1))
     w = ck.read_only(w.reshape(taps, cv.rhs(0)))
