@@ -198,7 +198,7 @@ def conv_dtypes_and_host_fallback():
     close(up(*args), _direct(*(a.astype(np.float64) for a in args), (1, 1), ((0, 0), (0, 0))),
           rtol=1e-12, atol=1e-12)
     xc, wc = xf + 1j * xf[:, ::-1], wf - 0.5j * wf
-    cf = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID"))
+    cf = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID", precision=HI))
     close(cf(xc.astype(np.complex64), wc.astype(np.complex64)),
           _direct(xc, wc, (1, 1), ((0, 0), (0, 0))).astype(np.complex64), rtol=1e-5, atol=1e-5)
     # 16-bit floats stay on the host (the product kernel has no float16 path), still correct
