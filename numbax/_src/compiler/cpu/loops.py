@@ -12,7 +12,7 @@ from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
-from numbax._src.compiler.source import cast, jaxpr_comment, render_scalar, version_line
+from numbax._src.compiler.source import cast, dtype_ctor, jaxpr_comment, render_scalar, version_line
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import elementwise as lx
@@ -27,6 +27,12 @@ PAR_REDUCE_MIN = 2**18
 PAR_REDUCE_MIN_HEAVY = 2**15  # kernels calling fastmath exp/log/tanh/...
 PAR_REDUCE_THREADS: int | None = None
 PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
+# A reduction over the leading axis alone (column sums: a bias gradient) runs in chunks of
+# this many leading indices, each into its own row of partials, combined in chunk order: the
+# chunks run under prange, and the serial twin runs the same chunks, so both give the same
+# bits whatever the thread count (serially, a 2048 x 512 bias gradient took 1.7 ms of a 12.7
+# ms training step on 16 cores).
+COLUMN_CHUNK = 64
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
 LANES_BODY_MAX = 64  # lanes x equations in a pass body at most (longer bodies, fewer lanes)
@@ -41,6 +47,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
+                  ("column_chunk", COLUMN_CHUNK),
                   ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 
 
@@ -246,7 +253,7 @@ def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
     if not nest.shape:
         return False, False
     axes = nest.reduce_axes or ()
-    if 0 not in axes:
+    if 0 not in axes or column_form(nest):
         return True, False
     full = len(axes) == len(nest.shape)
     reds = [e for e in nest.eqns if is_reduction(e)]
@@ -346,8 +353,65 @@ def vector_form(nest: ir.LoopNest) -> bool:
         v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
 
 
+def column_form(nest: ir.LoopNest) -> bool:
+    """Whether the nest reduces its leading axis alone, over two or more axes (`_column_body`)."""
+    return nest.reduce_axes == (0,) and len(nest.shape) >= 2
+
+
+def _column_body(k: LoopKernel, parallel: bool) -> str:
+    """A leading-axis reduction in COLUMN_CHUNK chunks of i0: each chunk accumulates into its
+    row of partials (in the accumulator dtype), then each kept index combines its partials in
+    chunk order and stores the result."""
+    nest = k.nest
+    rank = len(nest.shape)
+    pad = "    "
+    lines = [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
+             if v.aval.ndim == 0]
+    kept = [f"i{d}" for d in range(1, rank)]
+    kept_sizes = ", ".join(k.sizes[1:])
+    reductions = [e for e in nest.eqns if is_reduction(e)]
+    lines.append(f"{pad}nch = (n0 + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
+    accs = {}
+    for j, e in enumerate(reductions):
+        accs[e.outvars[0]] = f"p{j}[c, {index(kept)}]"
+        lines.append(f"{pad}p{j} = np.empty((nch, {kept_sizes}), {dtype_ctor(acc_dtype(e))})")
+    lines.append(f"{pad}for c in {'prange' if parallel else 'range'}(nch):")
+    inner = pad * 2
+    for j, e in enumerate(reductions):
+        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype), acc_dtype(e))
+        lines.append(f"{inner}p{j}[c] = {init}")
+    lines.append(f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * "
+                 f"{COLUMN_CHUNK})):")
+    body_pad = inner + pad
+    for d in range(1, rank):
+        lines.append(f"{body_pad}for i{d} in range(n{d}):")
+        body_pad += pad
+    body(k, ["i0", *kept], False, accs, lines, body_pad, False)
+    if not any(e.outvars[0] in k.out_names for e in reductions):
+        return "\n".join(lines) + "\n"
+    combine_pad = pad
+    for d in range(1, rank):
+        lines.append(f"{combine_pad}for i{d} in range(n{d}):")
+        combine_pad += pad
+    for j, e in enumerate(reductions):
+        out = e.outvars[0]
+        if out not in k.out_names:
+            continue
+        m, dt = monoid(e), acc_dtype(e)
+        init = render_scalar(m.identity(e.invars[0].aval.dtype), dt)
+        update = m.combine(f"acc{j}", f"p{j}[c, {index(kept)}]", dt)
+        lines += [f"{combine_pad}acc{j} = {init}",
+                  f"{combine_pad}for c in range(nch):",
+                  f"{combine_pad}{pad}acc{j} = {update}",
+                  f"{combine_pad}{k.out_names[out]}[{store_index(kept)}] = "
+                  f"{cast(out.aval.dtype, f'acc{j}')}"]
+    return "\n".join(lines) + "\n"
+
+
 def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:
     nest = k.nest
+    if column_form(nest):
+        return _column_body(k, parallel)
     rank = len(nest.shape)
     axes = nest.reduce_axes
     trailing = axes is not None and axes == tuple(range(rank - len(axes), rank))

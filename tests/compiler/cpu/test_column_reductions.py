@@ -1,0 +1,62 @@
+"""Reductions over the leading axis alone (column sums: bias gradients) run in fixed chunks of
+rows, under prange or serially with the same chunks: the same bits at every thread count,
+numpy's values within rounding."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.compiler.cpu import loops
+from numbax._src.config import config
+
+from .kernel_text import modules
+
+RNG = np.random.default_rng(23)
+
+
+def _program(x, y):
+    prod = x * y
+    if x.shape[0] == 0:  # max and min of nothing raise (JAX too)
+        return prod, jnp.sum(prod, axis=0)
+    return prod, jnp.sum(prod, axis=0), jnp.max(x + y, axis=0), jnp.min(x - y, axis=0)
+
+
+def _run(f, x, y, threads):
+    old = config.cpu_threads
+    try:
+        config.update("cpu_threads", threads)
+        return [np.asarray(o) for o in f(x, y)]
+    finally:
+        config.update("cpu_threads", old)
+
+
+@pytest.mark.parametrize("shape", [(300, 7), (2048, 33), (1, 5), (0, 4), (130, 3, 4),
+                                   (loops.COLUMN_CHUNK, 2), (loops.COLUMN_CHUNK + 1, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_same_bits_serial_and_parallel_and_numpy_values(shape, dtype):
+    x = (RNG.normal(size=shape) * 10).astype(dtype)
+    y = (RNG.normal(size=shape) * 10).astype(dtype)
+    if dtype != np.int32 and x.size:
+        x.flat[x.size // 2] = np.nan  # max/min propagate it; the sum too
+    f = numbax.jit(_program)
+    serial, parallel = _run(f, x, y, 1), _run(f, x, y, 2)
+    for a, b in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with np.errstate(invalid="ignore"):
+        want = [x * y, np.sum(x * y, axis=0, dtype=np.float64 if dtype != np.int32 else None)]
+        if shape[0]:
+            want += [np.max(x + y, axis=0), np.min(x - y, axis=0)]
+    scale = float(np.nanmax(np.abs(x * y))) * shape[0] if x.size else 1.0
+    for got, w in zip(parallel, want, strict=True):
+        assert got.shape == w.shape
+        assert got.dtype == (w.dtype if dtype == np.int32 else dtype)
+        # float32 sums: rounding of the order, relative to the terms' size (cancellation)
+        np.testing.assert_allclose(got, w, rtol=1e-6 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6 * scale if dtype == np.float32 else 0)
+
+
+def test_the_kernel_runs_row_chunks_under_prange():
+    x = RNG.normal(size=(256, 16)).astype(np.float32)
+    text = numbax.jit(_program).lower(x, x).as_text()
+    (kernel,) = modules(text)[:-1]
+    assert "prange(nch)" in kernel and f"// {loops.COLUMN_CHUNK}" in kernel
