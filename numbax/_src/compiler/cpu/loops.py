@@ -33,6 +33,10 @@ PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
 # bits whatever the thread count (serially, a 2048 x 512 bias gradient took 1.7 ms of a 12.7
 # ms training step on 16 cores).
 COLUMN_CHUNK = 64
+# ... and they run under prange only from this many chunks: the MLP step at batch 128 (2 chunks
+# per bias gradient) took 2.3-3.7 ms with its two column kernels parallel against 1.4 ms with
+# them serial (16-core Xeon), while batch 2048 (32 chunks) gained 1.4 ms.
+COLUMN_PAR_CHUNKS = 16
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
 LANES_BODY_MAX = 64  # lanes x equations in a pass body at most (longer bodies, fewer lanes)
@@ -47,7 +51,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("f32_sum_acc", "float64"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
-                  ("column_chunk", COLUMN_CHUNK),
+                  ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS),
                   ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 
 
@@ -286,7 +290,10 @@ def work_ns(nest: ir.LoopNest) -> float:
 
 def runs_parallel(nest: ir.LoopNest) -> bool:
     """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
-    decides at each call): the structure allows one and the work could pay for a thread."""
+    decides at each call): the structure allows one and the work could pay for a thread (a
+    column reduction: it has COLUMN_PAR_CHUNKS chunks of rows for the threads)."""
+    if column_form(nest) and nest.shape[0] < COLUMN_PAR_CHUNKS * COLUMN_CHUNK:
+        return False
     return parallel_form(nest)[0] and work_ns(nest) >= threads.PARALLEL_MIN_NS
 
 
