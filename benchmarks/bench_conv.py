@@ -169,13 +169,7 @@ def main() -> None:
           f"numbax {numbax.__version__}"
           + (f", jax {jax.__version__}" if jax is not None else ", jax not importable")
           + f"; medians of {args.repeat}, libraries interleaved")
-    print(f"{'case':52s} {'numbax ms':>10s} {'jax ms':>10s} {'ratio':>7s}")
-    for name, row in timings.items():
-        ours, theirs = row["numbax"] * 1e3, row.get("jax")
-        if theirs is None:
-            print(f"{name:52s} {ours:10.2f} {'-':>10s} {'-':>7s}")
-        else:
-            print(f"{name:52s} {ours:10.2f} {theirs * 1e3:10.2f} {ours / (theirs * 1e3):7.2f}")
+    _print_table(timings)
 
 
 def _print_separate(args) -> None:
@@ -191,6 +185,11 @@ def _print_separate(args) -> None:
     print(f"{os.cpu_count()} cores; numbax {numbax.__version__}"
           + (f", jax {jax.__version__}" if jax is not None else ", jax not importable")
           + f"; medians of {args.repeat}, each library alone in its own process")
+    _print_table(rows)
+
+
+def _print_table(rows: dict[str, dict[str, float]]) -> None:
+    """One line per case: numbax's and JAX's median milliseconds and their ratio."""
     print(f"{'case':52s} {'numbax ms':>10s} {'jax ms':>10s} {'ratio':>7s}")
     for name, row in rows.items():
         ours, theirs = row["numbax"] * 1e3, row.get("jax")

@@ -5,7 +5,7 @@ the same GPU, one process, about a minute.
     PYTHONPATH=. python3 benchmarks/gpu_conv_bench.py            # every case
     PYTHONPATH=. python3 benchmarks/gpu_conv_bench.py --quick    # the ResNet 3x3 case only
 
-Each row: numbax jit(backend="gpu") and jax.jit milliseconds per call (median of 5 trials of 10
+Each row: numbax jit(backend="gpu") and jax.jit milliseconds per call (median of 5 trials of 20
 calls, after a compile call), jax/numbax (above 1: numbax is faster), the largest difference
 from JAX relative to JAX's largest magnitude, at the default precision (both TF32 for float32)
 and at "highest" (full float32: the layout and padding logic, not TF32 rounding), and whether
@@ -14,7 +14,7 @@ The headline case is issue 18's: (32, 56, 56, 64) NHWC * 3x3x64x64 HWIO, SAME, f
 two gradients (the input's and the kernel's cotangent, each a convolution itself)."""
 from __future__ import annotations
 
-import statistics
+import os
 import sys
 import time
 
@@ -23,21 +23,11 @@ import numpy as np
 import numbax
 from numbax import lax
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cuda import timeit  # noqa: E402
+
 NHWC = ("NHWC", "HWIO", "NHWC")
 NCHW = ("NCHW", "OIHW", "NCHW")
-
-
-def timeit(fn, sync, reps: int = 10, trials: int = 5) -> float:
-    """Seconds per call: the median over `trials` of `reps` calls and one synchronisation."""
-    sync(fn())
-    times = []
-    for _ in range(trials):
-        t = time.perf_counter()
-        for _ in range(reps):
-            out = fn()
-        sync(out)
-        times.append((time.perf_counter() - t) / reps)
-    return statistics.median(times)
 
 
 def cases(quick: bool) -> list[tuple]:

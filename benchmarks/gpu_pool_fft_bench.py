@@ -13,28 +13,15 @@ seconds (numbax includes compiling its kernels)."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
 
 import numpy as np  # noqa: E402
 
-
-def timeit(fn, sync, budget: float = 0.3) -> float:
-    """Seconds per call: a warm-up, then the best of 3 loops sized to ~budget seconds."""
-    sync(fn())
-    t = time.perf_counter()
-    sync(fn())
-    one = max(time.perf_counter() - t, 1e-5)
-    reps = int(min(200, max(2, budget / one)))
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        for _ in range(reps):
-            out = fn()
-        sync(out)
-        best = min(best, (time.perf_counter() - t) / reps)
-    return best
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_sort_bench import timeit  # noqa: E402
 
 
 def main() -> None:

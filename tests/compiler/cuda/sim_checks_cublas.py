@@ -5,8 +5,6 @@ argument mapping from numbax's row-major layouts is what is tested; on a real ca
 itself runs (float32 at TF32 by default, as JAX on Ampere and newer). numpy is the truth."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 import numbax
@@ -15,6 +13,7 @@ from numbax import lax
 from numbax._src.compiler.cuda.runtime import cublas
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from tests.compiler.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_support import library_model
 
 RNG = np.random.default_rng(47)
 
@@ -44,18 +43,9 @@ def model_call(op_a, op_b, m, n, k, a, a_type, lda, stride_a, b, b_type, ldb, st
     c.copy_to_device(host_c)
 
 
-@contextlib.contextmanager
 def cublas_model():
     """cuBLAS 'available', its call answered by the model (under the simulator only)."""
-    if not cuda_runtime.simulator_enabled():
-        yield
-        return
-    saved = cublas.available, cublas._call
-    cublas.available, cublas._call = (lambda: True), model_call
-    try:
-        yield
-    finally:
-        cublas.available, cublas._call = saved
+    return library_model(cublas, model_call)
 
 
 @check

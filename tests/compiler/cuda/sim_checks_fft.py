@@ -6,8 +6,6 @@ library itself runs. The truth is numbax's eager fft on the CPU (scipy.fft). Wit
 runs on the host, also checked."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 import numbax
@@ -16,6 +14,7 @@ from numbax import lax
 from numbax._src.compiler.cuda.runtime import cufft
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from tests.compiler.cuda.sim_checks import check, close, gjit
+from tests.compiler.cuda.sim_support import library_model
 
 RNG = np.random.default_rng(1801)
 _SINGLE = {np.dtype(np.complex64), np.dtype(np.float32)}
@@ -38,18 +37,9 @@ def model_call(x, out, f: cufft.Fft):
     out.copy_to_device(np.ascontiguousarray(y, dtype=out.dtype).reshape(-1))
 
 
-@contextlib.contextmanager
 def cufft_model():
     """cuFFT 'available', its call answered by the model (under the simulator only)."""
-    if not cuda_runtime.simulator_enabled():
-        yield
-        return
-    saved = cufft.available, cufft._call
-    cufft.available, cufft._call = (lambda: True), model_call
-    try:
-        yield
-    finally:
-        cufft.available, cufft._call = saved
+    return library_model(cufft, model_call)
 
 
 def _complex(shape, dtype):

@@ -1,6 +1,10 @@
 """Test-only support for running numbax's CUDA kernels under Numba's CUDA simulator."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from types import ModuleType
+
 import numpy as np
 
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
@@ -51,3 +55,19 @@ def full_precision_products() -> None:
     import numbax
 
     numbax.config.update("jax_default_matmul_precision", "highest")
+
+
+@contextlib.contextmanager
+def library_model(binding: ModuleType, model: Callable) -> Iterator[None]:
+    """A vendor library binding (cuda/runtime/cublas.py, cufft.py) 'available', its one
+    library call (`_call`) answered by `model` — under the simulator only: on a card the
+    library itself runs."""
+    if not cuda_runtime.simulator_enabled():
+        yield
+        return
+    saved = binding.available, binding._call
+    binding.available, binding._call = (lambda: True), model
+    try:
+        yield
+    finally:
+        binding.available, binding._call = saved
