@@ -251,3 +251,40 @@ def test_independent_psums_are_fused_into_one_exchange():
 
 def jax_tree_map(fn, tree):
     return numbax.tree_util.tree_map(fn, tree)
+
+
+def test_compiled_large_psums_over_each_axis_of_a_2d_mesh_bit_for_bit():
+    """Large psums over either axis of a 2x4 mesh (several groups, each with its own place in
+    the result arena) and over both: every device gets the group-order bits; a compiled loop
+    carrying a result and a psum_scatter of one leave the arena's copy alone."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 4 + 4
+    g = np.random.default_rng(1).normal(size=(2, 4 * n)).astype(np.float32)
+    mesh = sharding_cases._auto(numbax, (2, 4), ("x", "y"))
+
+    def body(b):
+        over_y, over_x, both = lax.psum(b, "y"), lax.psum(b, "x"), lax.psum(b, ("x", "y"))
+        bumped = lax.fori_loop(0, 2, lambda k, c: c + 1.0, over_y)
+        part = lax.psum_scatter(b.reshape(4, -1), "y", tiled=True)
+        return over_y, over_x, both, bumped, part
+
+    f = numbax.jit(numbax.shard_map(
+        body, mesh=mesh, in_specs=P("x", "y"), out_specs=(
+            P("x"), P(None, "y"), P(), P("x"), P("x", "y")), check_vma=False))
+    over_y, over_x, both, bumped, part = (np.asarray(v) for v in f(g))
+    blocks = g.reshape(2, 4, n)  # [x, y] -> the block of device (x, y)
+    want_y = np.stack([_rank_order(blocks[i]) for i in range(2)])
+    want_x = np.concatenate([_rank_order(blocks[:, j]) for j in range(4)])[None]
+    np.testing.assert_array_equal(over_y, want_y)
+    np.testing.assert_array_equal(over_x, want_x)
+    np.testing.assert_array_equal(both, _rank_order(blocks.reshape(8, n))[None])
+    np.testing.assert_array_equal(bumped, want_y + np.float32(1.0) + np.float32(1.0))
+    np.testing.assert_array_equal(part, want_y)  # device (x, y) holds y's quarter of it
+
+
+def _rank_order(shards):
+    total = shards[0].copy()
+    for shard in shards[1:]:
+        total += shard
+    return total

@@ -67,8 +67,12 @@ class WorkerState:
         self.attachments.forget(call["forget"])
         args = [_block(self._view(spec), spec[4]) for spec in call["inputs"]]
         names, sizes, rank, workers, scratch = call["comm"]
-        slots = self._view((*scratch[:2], (len(workers), scratch[2]), np.uint8))
-        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots))
+        segment, offset, slot_bytes, arena_bytes = scratch
+        slots = self._view((segment, offset, (len(workers), slot_bytes), np.uint8))
+        arena = self._view((segment, offset + len(workers) * slot_bytes, (arena_bytes,),
+                            np.uint8))
+        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
+                                                 arena))
         try:
             outs = self.programs[key].run(args)
             for spec, out in zip(call["outputs"], outs, strict=True):
@@ -77,7 +81,7 @@ class WorkerState:
                               casting="unsafe")
         finally:
             collectives.set_current(None)
-            del args, slots
+            del args, slots, arena
         return None
 
     def close(self) -> None:
