@@ -283,6 +283,39 @@ def test_compiled_large_psums_over_each_axis_of_a_2d_mesh_bit_for_bit():
     np.testing.assert_array_equal(part, want_y)  # device (x, y) holds y's quarter of it
 
 
+def test_large_psum_operands_in_place_or_staged_bit_for_bit():
+    """A large psum reads an operand that lies in shared memory (an input block, a view of
+    one at an odd offset and length, an int32 input, an earlier psum's result) where it lies,
+    and stages the others (a strided view, a computed value) in its slot: all mixed in one
+    group, every device gets the group-order bits."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 2 + 3
+    rng = np.random.default_rng(2)
+    g = rng.normal(size=(2, 4 * n)).astype(np.float32)
+    k = rng.integers(-2**30, 2**30, size=(2, 4 * n)).astype(np.int32)
+    mesh = sharding_cases._auto(numbax, (2, 4), ("x", "y"))
+
+    def body(b, i):
+        odd = lax.cond(lax.axis_index("y") % 2 == 0, lambda: b[:, 1:] * 1.0, lambda: b[:, 1:])
+        return (lax.psum(odd, "y"), lax.psum(b[:, ::2], "x"), lax.psum(i, "x"),
+                lax.psum(lax.psum(b, ("x", "y")), "y"))
+
+    f = numbax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"), P("x", "y")),
+                         out_specs=(P("x"), P(None, "y"), P(None, "y"), P()), check_vma=False)
+    with numbax.disable_jit():
+        odd, strided, ints, twice = (np.asarray(v) for v in f(g, k))
+    blocks, iblocks = g.reshape(2, 4, n), k.reshape(2, 4, n)
+    np.testing.assert_array_equal(odd, np.stack([_rank_order(blocks[i, :, 1:])
+                                                 for i in range(2)]))
+    np.testing.assert_array_equal(strided, np.concatenate(
+        [_rank_order(blocks[:, j, ::2]) for j in range(4)])[None])
+    np.testing.assert_array_equal(ints, np.concatenate(
+        [_rank_order(iblocks[:, j]) for j in range(4)])[None])
+    np.testing.assert_array_equal(twice, _rank_order(
+        [_rank_order(blocks.reshape(8, n))] * 4)[None])
+
+
 def _rank_order(shards):
     total = shards[0].copy()
     for shard in shards[1:]:

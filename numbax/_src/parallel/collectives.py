@@ -26,6 +26,7 @@ from numbax._src.parallel import shm, topology
 
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
 CHUNKED_REDUCE_BYTES = 1 << 20
+NOTE_BYTES = 128  # per rank: where its operand of the current reduction lies (Comm._publish)
 
 
 def _names(axis_name: Any) -> tuple:
@@ -57,7 +58,8 @@ class Comm:
     barrier (a round trip to the parent, which runs the cross-process step, crossproc.py)."""
 
     def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, devices: tuple,
-                 scratch: np.ndarray, arena: np.ndarray | None = None) -> None:
+                 scratch: np.ndarray, arena: np.ndarray | None = None,
+                 notes: np.ndarray | None = None, attachments: Any = None) -> None:
         self.conn = conn
         self.axis_names = tuple(axis_names)
         self.axis_sizes = tuple(axis_sizes)
@@ -67,6 +69,8 @@ class Comm:
         self.scratch = scratch  # uint8[n_ranks, slot_bytes]
         self.arena = np.empty(0, np.uint8) if arena is None else arena  # uint8[arena_bytes]
         self._arena_at = 0  # the bytes of the arena that earlier reductions took
+        self.notes = notes  # uint8[n_ranks, NOTE_BYTES], or None: operands always staged
+        self.attachments = attachments  # the worker's shm.Attachments (segments by name)
         self._groups: dict[tuple, Group] = {}
 
     def group(self, api: str, axis_name: Any) -> Group:
@@ -143,9 +147,36 @@ class Comm:
                 [x.reshape(-1) for x in xs])
             total = self.exchange(api, axis_name, flat, lambda ps: _reduce(op, ps))
             return _split(total, xs)
-        nbytes = self._put_many(xs)
+        nbytes = self._publish(group, xs)
         area = None if group.spans else self._result_area(group, nbytes)
         return _split(self._reduce_scatter(group, op, dtype, size, nbytes, area), xs)
+
+    def _publish(self, group: Group, xs: list[np.ndarray]) -> int:
+        """Makes this member's operands readable by its group: a lone operand that already
+        lies in shared memory (an input block, an earlier reduction's result) is noted where
+        it lies, to be read in place; others are staged in this member's slot. Their bytes."""
+        where = None
+        if len(xs) == 1 and self.notes is not None and not group.spans:
+            where = self.attachments.locate(xs[0])
+        if where is None or len(where[0]) > NOTE_BYTES - 9:
+            if self.notes is not None:
+                self.notes[self.rank, :8].view(np.int64)[0] = -1
+            return self._put_many(xs)
+        name, offset = where
+        note = self.notes[self.rank]
+        note[:8].view(np.int64)[0] = offset
+        note[8:8 + len(name)] = np.frombuffer(name.encode(), np.uint8)
+        note[8 + len(name)] = 0
+        return xs[0].nbytes
+
+    def _operand(self, rank: int, nbytes: int, dtype: np.dtype) -> np.ndarray:
+        """Member `rank`'s published operand (after the barrier that follows _publish)."""
+        note = self.notes[rank] if self.notes is not None else None
+        offset = -1 if note is None else int(note[:8].view(np.int64)[0])
+        if offset < 0:
+            return self._slot(rank, nbytes).view(dtype)
+        name = bytes(note[8:]).split(b"\0", 1)[0].decode()
+        return shm.view(self.attachments.get(name), offset, (nbytes // dtype.itemsize,), dtype)
 
     def _result_area(self, group: Group, nbytes: int) -> np.ndarray | None:
         """This group's `nbytes` of the result arena for the next reduction, or None when the
@@ -177,7 +208,7 @@ class Comm:
             try:
                 # only this member touches this range of `out` before the next barrier
                 mine, ufunc = out[lo:hi], _REDUCE_UFUNCS[op]
-                parts = [self._slot(r, nbytes).view(dtype)[lo:hi] for r in local]
+                parts = [self._operand(r, nbytes, dtype)[lo:hi] for r in local]
                 ufunc(parts[0], parts[1], out=mine)
                 for part in parts[2:]:
                     ufunc(mine, part, out=mine)

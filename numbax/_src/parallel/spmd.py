@@ -126,7 +126,8 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     # a call across processes keeps its reductions in the slots (the MPI steps work there)
     arena = 0 if across else collectives.arena_bytes(program.reductions, tuple(axis_names),
                                                       tuple(axis_sizes))
-    need.append(len(devices) * program.slot_bytes + arena)
+    scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES) + arena
+    need.append(scratch_bytes)
     total = sum(shm.aligned(max(n, 1), shm.PAGE) for n in need)
     shm.check_room(api, total, f"the arguments, results and collective buffers of "
                    f"{len(ranks)} devices", heap.free_bytes())
@@ -142,8 +143,8 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     for (s, offset), a in zip(out_boxes, program.out_avals, strict=True):
         block, value = shm.alloc_array(api, s, a.dtype, "the results")
         outs.append(Global(value, block, offset))
-    scratch = heap.alloc(api, max(1, len(devices) * program.slot_bytes + arena),
-                         "collective buffers")
+    # the slots (n_ranks x slot_bytes), the ranks' notes (collectives.Comm._publish), the arena
+    scratch = heap.alloc(api, scratch_bytes, "collective buffers")
     if across:  # the parent reads and writes the slots too (MPI's steps)
         links = crossproc.Links(heap.mapped(scratch, (len(devices), program.slot_bytes),
                                             np.uint8), devices)

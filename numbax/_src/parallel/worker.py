@@ -67,12 +67,15 @@ class WorkerState:
         self.attachments.forget(call["forget"])
         args = [_block(self._view(spec), spec[4]) for spec in call["inputs"]]
         names, sizes, rank, workers, scratch = call["comm"]
-        segment, offset, slot_bytes, arena_bytes = scratch
-        slots = self._view((segment, offset, (len(workers), slot_bytes), np.uint8))
-        arena = self._view((segment, offset + len(workers) * slot_bytes, (arena_bytes,),
-                            np.uint8))
+        segment, offset, slot_bytes, arena_bytes = scratch  # as spmd._run lays it out
+        n = len(workers)
+        slots = self._view((segment, offset, (n, slot_bytes), np.uint8))
+        offset += n * slot_bytes
+        notes = self._view((segment, offset, (n, collectives.NOTE_BYTES), np.uint8))
+        offset += n * collectives.NOTE_BYTES
+        arena = self._view((segment, offset, (arena_bytes,), np.uint8))
         collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
-                                                 arena))
+                                                 arena, notes, self.attachments))
         try:
             outs = self.programs[key].run(args)
             for spec, out in zip(call["outputs"], outs, strict=True):
@@ -81,7 +84,7 @@ class WorkerState:
                               casting="unsafe")
         finally:
             collectives.set_current(None)
-            del args, slots, arena
+            del args, slots, notes, arena
         return None
 
     def close(self) -> None:
