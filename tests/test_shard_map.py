@@ -316,6 +316,28 @@ def test_large_psum_operands_in_place_or_staged_bit_for_bit():
         [_rank_order(blocks.reshape(8, n))] * 4)[None])
 
 
+def test_a_replicated_large_psum_result_comes_back_without_a_copy_and_stays():
+    """A replicated output that is a large psum's result is the call's result arena itself
+    (no copy into an output block): it keeps its value through later calls, and passed back
+    in it is read where it lies."""
+    from numbax._src.parallel import collectives, shm
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 4 + 4
+    mesh = sharding_cases._auto(numbax, (4,), ("i",))
+    f, again = (numbax.shard_map(lambda b: lax.psum(b, "i"), mesh=mesh, in_specs=spec,
+                                 out_specs=P()) for spec in (P("i"), P()))
+    g = np.random.default_rng(3).normal(size=(2, 4 * n)).astype(np.float32)
+    with numbax.disable_jit():
+        first = f(g[0])
+        second = f(g[1])
+        fourfold = again(first)  # every device's operand: `first`, where it lies
+    assert shm.heap().home(np.asarray(first)) is not None  # it lies in the heap
+    want = [_rank_order(row.reshape(4, n)) for row in g]
+    np.testing.assert_array_equal(first, want[0])
+    np.testing.assert_array_equal(second, want[1])
+    np.testing.assert_array_equal(fourfold, _rank_order([want[0]] * 4))
+
+
 def _rank_order(shards):
     total = shards[0].copy()
     for shard in shards[1:]:
