@@ -7,12 +7,15 @@ slot of a shared scratch block, waits at its group's barrier (run by the parent,
 reads its group's slots in group order (so all members agree bit for bit) and waits again
 before the slots may be reused. Elementwise reductions (psum, pmax, pmin) of
 CHUNKED_REDUCE_BYTES and more instead reduce-scatter: each member reduces one n-th of the
-elements over the group's slots, so n members move about 2n operands' worth of memory instead
-of n². The reduction lands in the call's result arena (scratch the parent sizes for every large
-reduction of the program, so a result stays valid for the rest of the call), and every member
-returns a view of it: no copy, and no third barrier. When the arena is used up (a reduction in
-a loop) or the group spans processes, it lands in the first member's slot instead, which every
-member copies before the slots are reused."""
+elements over the group's operands, so n members move about 2n operands' worth of memory
+instead of n². A lone operand that already lies in shared memory (an input block, an earlier
+result) is read where it lies, others are staged in the slot. The reduction lands in the call's
+result arena (a block the parent sizes for every large reduction of the program, so a result
+stays valid for the rest of the call), and every member returns a view of it: no copy, and no
+third barrier; a replicated output that is such a view becomes the call's result as it is
+(worker.py, spmd.py). When the arena is used up (a reduction in a loop) or the group spans
+processes, the reduction lands in the first member's slot instead, which every member copies
+before the slots are reused."""
 from __future__ import annotations
 
 import threading
@@ -135,9 +138,10 @@ class Comm:
         """The elementwise reduction `op` ("sum", "max", "min") over every member of each of
         `xs` (operands of one dtype, laid end to end in the slot: several psums in one
         exchange). Small operands are exchanged (each member reduces all slots in group
-        order); large ones are reduce-scattered over this process's members (_reduce_scatter)
-        into the result arena, or into the first member's slot, combined across processes by
-        the parent (MPI allreduce) and copied by every member."""
+        order); large ones are published (_publish: read in place or staged), then
+        reduce-scattered over this process's members (_reduce_scatter) into the result arena,
+        or into the first member's slot, combined across processes by the parent (MPI
+        allreduce) and copied by every member."""
         group = self.group(api, axis_name)
         xs = [np.asarray(x, order="C") for x in xs]
         dtype = xs[0].dtype
