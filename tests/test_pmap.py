@@ -132,6 +132,40 @@ def test_several_large_psums_in_one_exchange_bit_for_bit():
                                       np.broadcast_to(in_rank_order, shards.shape))
 
 
+def _in_rank_order(shards):
+    total = shards[0].copy()
+    for shard in shards[1:]:
+        total += shard
+    return total
+
+
+def test_large_psum_results_outlive_later_collectives_and_loops_past_the_arena():
+    """A large reduction's result is a view of the call's result arena: it stays valid
+    while later collectives reuse the slots, and a psum in a loop (run more often than the
+    arena has room for) falls back to the slots; every result has the group-order bits."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 4 + 5
+    x = RNG.normal(size=(N, n)).astype(np.float32)
+
+    @partial(numbax.pmap, axis_name="i")
+    def f(v):
+        s = lax.psum(v, "i")
+        later = lax.pmax(v * 3.0, "i")  # reuses the slots while `s` is alive
+        looped = lax.fori_loop(0, 3, lambda k, c: lax.psum(c, "i") * 0.5, v)
+        return s, later, looped, s[:7]
+
+    s, later, looped, head = f(x)
+    want = _in_rank_order(x)
+    np.testing.assert_array_equal(s, np.broadcast_to(want, x.shape))
+    np.testing.assert_array_equal(head, np.broadcast_to(want[:7], (N, 7)))
+    np.testing.assert_array_equal(later, np.broadcast_to((x * 3.0).max(0), x.shape))
+    c = x
+    for _ in range(3):
+        c = np.broadcast_to(_in_rank_order(c) * np.float32(0.5), x.shape)
+    np.testing.assert_array_equal(looped, c)
+
+
 def test_all_gather_ppermute_psum_scatter_against_numpy():
     x = RNG.normal(size=(N, 2, 4))
 

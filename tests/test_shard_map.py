@@ -251,3 +251,95 @@ def test_independent_psums_are_fused_into_one_exchange():
 
 def jax_tree_map(fn, tree):
     return numbax.tree_util.tree_map(fn, tree)
+
+
+def test_compiled_large_psums_over_each_axis_of_a_2d_mesh_bit_for_bit():
+    """Large psums over either axis of a 2x4 mesh (several groups, each with its own place in
+    the result arena) and over both: every device gets the group-order bits; a compiled loop
+    carrying a result and a psum_scatter of one leave the arena's copy alone."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 4 + 4
+    g = np.random.default_rng(1).normal(size=(2, 4 * n)).astype(np.float32)
+    mesh = sharding_cases._auto(numbax, (2, 4), ("x", "y"))
+
+    def body(b):
+        over_y, over_x, both = lax.psum(b, "y"), lax.psum(b, "x"), lax.psum(b, ("x", "y"))
+        bumped = lax.fori_loop(0, 2, lambda k, c: c + 1.0, over_y)
+        part = lax.psum_scatter(b.reshape(4, -1), "y", tiled=True)
+        return over_y, over_x, both, bumped, part
+
+    f = numbax.jit(numbax.shard_map(
+        body, mesh=mesh, in_specs=P("x", "y"), out_specs=(
+            P("x"), P(None, "y"), P(), P("x"), P("x", "y")), check_vma=False))
+    over_y, over_x, both, bumped, part = (np.asarray(v) for v in f(g))
+    blocks = g.reshape(2, 4, n)  # [x, y] -> the block of device (x, y)
+    want_y = np.stack([_rank_order(blocks[i]) for i in range(2)])
+    want_x = np.concatenate([_rank_order(blocks[:, j]) for j in range(4)])[None]
+    np.testing.assert_array_equal(over_y, want_y)
+    np.testing.assert_array_equal(over_x, want_x)
+    np.testing.assert_array_equal(both, _rank_order(blocks.reshape(8, n))[None])
+    np.testing.assert_array_equal(bumped, want_y + np.float32(1.0) + np.float32(1.0))
+    np.testing.assert_array_equal(part, want_y)  # device (x, y) holds y's quarter of it
+
+
+def test_large_psum_operands_in_place_or_staged_bit_for_bit():
+    """A large psum reads an operand that lies in shared memory (an input block, a view of
+    one at an odd offset and length, an int32 input, an earlier psum's result) where it lies,
+    and stages the others (a strided view, a computed value) in its slot: all mixed in one
+    group, every device gets the group-order bits."""
+    from numbax._src.parallel import collectives
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 2 + 3
+    rng = np.random.default_rng(2)
+    g = rng.normal(size=(2, 4 * n)).astype(np.float32)
+    k = rng.integers(-2**30, 2**30, size=(2, 4 * n)).astype(np.int32)
+    mesh = sharding_cases._auto(numbax, (2, 4), ("x", "y"))
+
+    def body(b, i):
+        odd = lax.cond(lax.axis_index("y") % 2 == 0, lambda: b[:, 1:] * 1.0, lambda: b[:, 1:])
+        return (lax.psum(odd, "y"), lax.psum(b[:, ::2], "x"), lax.psum(i, "x"),
+                lax.psum(lax.psum(b, ("x", "y")), "y"))
+
+    f = numbax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"), P("x", "y")),
+                         out_specs=(P("x"), P(None, "y"), P(None, "y"), P()), check_vma=False)
+    with numbax.disable_jit():
+        odd, strided, ints, twice = (np.asarray(v) for v in f(g, k))
+    blocks, iblocks = g.reshape(2, 4, n), k.reshape(2, 4, n)
+    np.testing.assert_array_equal(odd, np.stack([_rank_order(blocks[i, :, 1:])
+                                                 for i in range(2)]))
+    np.testing.assert_array_equal(strided, np.concatenate(
+        [_rank_order(blocks[:, j, ::2]) for j in range(4)])[None])
+    np.testing.assert_array_equal(ints, np.concatenate(
+        [_rank_order(iblocks[:, j]) for j in range(4)])[None])
+    np.testing.assert_array_equal(twice, _rank_order(
+        [_rank_order(blocks.reshape(8, n))] * 4)[None])
+
+
+def test_a_replicated_large_psum_result_comes_back_without_a_copy_and_stays():
+    """A replicated output that is a large psum's result is the call's result arena itself
+    (no copy into an output block): it keeps its value through later calls, and passed back
+    in it is read where it lies."""
+    from numbax._src.parallel import collectives, shm
+
+    n = collectives.CHUNKED_REDUCE_BYTES // 4 + 4
+    mesh = sharding_cases._auto(numbax, (4,), ("i",))
+    f, again = (numbax.shard_map(lambda b: lax.psum(b, "i"), mesh=mesh, in_specs=spec,
+                                 out_specs=P()) for spec in (P("i"), P()))
+    g = np.random.default_rng(3).normal(size=(2, 4 * n)).astype(np.float32)
+    with numbax.disable_jit():
+        first = f(g[0])
+        second = f(g[1])
+        fourfold = again(first)  # every device's operand: `first`, where it lies
+    assert shm.heap().home(np.asarray(first)) is not None  # it lies in the heap
+    want = [_rank_order(row.reshape(4, n)) for row in g]
+    np.testing.assert_array_equal(first, want[0])
+    np.testing.assert_array_equal(second, want[1])
+    np.testing.assert_array_equal(fourfold, _rank_order([want[0]] * 4))
+
+
+def _rank_order(shards):
+    total = shards[0].copy()
+    for shard in shards[1:]:
+        total += shard
+    return total

@@ -6,9 +6,16 @@ groups: the devices that agree on every other axis. Each device writes its opera
 slot of a shared scratch block, waits at its group's barrier (run by the parent, pool.py),
 reads its group's slots in group order (so all members agree bit for bit) and waits again
 before the slots may be reused. Elementwise reductions (psum, pmax, pmin) of
-CHUNKED_REDUCE_BYTES and more instead reduce-scatter and all-gather: each member reduces one
-n-th of the elements over the group's slots into the first member's slot, which every member
-then copies, so n members move about 2n operands' worth of memory instead of n²."""
+CHUNKED_REDUCE_BYTES and more instead reduce-scatter: each member reduces one n-th of the
+elements over the group's operands, so n members move about 2n operands' worth of memory
+instead of n². A lone operand that already lies in shared memory (an input block, an earlier
+result) is read where it lies, others are staged in the slot. The reduction lands in the call's
+result arena (a block the parent sizes for every large reduction of the program, so a result
+stays valid for the rest of the call), and every member returns a view of it: no copy, and no
+third barrier; a replicated output that is such a view becomes the call's result as it is
+(worker.py, spmd.py). When the arena is used up (a reduction in a loop) or the group spans
+processes, the reduction lands in the first member's slot instead, which every member copies
+before the slots are reused."""
 from __future__ import annotations
 
 import threading
@@ -18,10 +25,11 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.lax import parallel, parallel_redistribute
-from numbax._src.parallel import topology
+from numbax._src.parallel import shm, topology
 
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
 CHUNKED_REDUCE_BYTES = 1 << 20
+NOTE_BYTES = 128  # per rank: where its operand of the current reduction lies (Comm._publish)
 
 
 def _names(axis_name: Any) -> tuple:
@@ -33,10 +41,13 @@ class Group:
     members' worker indices (the parent's barrier), the members' device ids (the group's
     identity across processes) and whether it spans processes."""
 
-    __slots__ = ("members", "barrier", "key", "local", "spans")
+    __slots__ = ("members", "barrier", "key", "local", "spans", "index", "count")
 
-    def __init__(self, members: list[int], devices: tuple, me: int) -> None:
+    def __init__(self, members: list[int], devices: tuple, me: int, index: int = 0,
+                 count: int = 1) -> None:
         self.members = members
+        self.index = index  # this group's place among the `count` groups over its axes
+        self.count = count
         self.key = tuple(devices[r] for r in members)
         places = [topology.split_device_id(d) for d in self.key]
         self.local = [r for r, (p, _) in zip(members, places, strict=True) if p == me]
@@ -50,7 +61,8 @@ class Comm:
     barrier (a round trip to the parent, which runs the cross-process step, crossproc.py)."""
 
     def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, devices: tuple,
-                 scratch: np.ndarray) -> None:
+                 scratch: np.ndarray, arena: np.ndarray | None = None,
+                 notes: np.ndarray | None = None, attachments: Any = None) -> None:
         self.conn = conn
         self.axis_names = tuple(axis_names)
         self.axis_sizes = tuple(axis_sizes)
@@ -58,6 +70,10 @@ class Comm:
         self.devices = devices  # the global device id of each rank
         self.process = topology.split_device_id(devices[rank])[0]
         self.scratch = scratch  # uint8[n_ranks, slot_bytes]
+        self.arena = np.empty(0, np.uint8) if arena is None else arena  # uint8[arena_bytes]
+        self._arena_at = 0  # the bytes of the arena that earlier reductions took
+        self.notes = notes  # uint8[n_ranks, NOTE_BYTES], or None: operands always staged
+        self.attachments = attachments  # the worker's shm.Attachments (segments by name)
         self._groups: dict[tuple, Group] = {}
 
     def group(self, api: str, axis_name: Any) -> Group:
@@ -70,8 +86,10 @@ class Comm:
             if unknown:
                 raise NameError(f"lax.{api}: axis {unknown[0]!r} is not an axis of this call's "
                                 f"mesh {self.axis_names}.")
-            found = Group(mesh_group(self.axis_sizes, self.axis_names, names, self.rank),
-                          self.devices, self.process)
+            members = mesh_group(self.axis_sizes, self.axis_names, names, self.rank)
+            found = Group(members, self.devices, self.process,
+                          group_index(self.axis_sizes, self.axis_names, names, self.rank),
+                          len(self.devices) // len(members))
             self._groups[names] = found
         return found
 
@@ -120,9 +138,10 @@ class Comm:
         """The elementwise reduction `op` ("sum", "max", "min") over every member of each of
         `xs` (operands of one dtype, laid end to end in the slot: several psums in one
         exchange). Small operands are exchanged (each member reduces all slots in group
-        order); large ones are reduce-scattered over this process's members in place in the
-        first one's slot (each member its own range: no copy, no extra barrier), combined
-        across processes by the parent (MPI allreduce) and copied by every member."""
+        order); large ones are published (_publish: read in place or staged), then
+        reduce-scattered over this process's members (_reduce_scatter) into the result arena,
+        or into the first member's slot, combined across processes by the parent (MPI
+        allreduce) and copied by every member."""
         group = self.group(api, axis_name)
         xs = [np.asarray(x, order="C") for x in xs]
         dtype = xs[0].dtype
@@ -132,29 +151,85 @@ class Comm:
                 [x.reshape(-1) for x in xs])
             total = self.exchange(api, axis_name, flat, lambda ps: _reduce(op, ps))
             return _split(total, xs)
-        nbytes = self._put_many(xs)
+        nbytes = self._publish(group, xs)
+        area = None if group.spans else self._result_area(group, nbytes)
+        return _split(self._reduce_scatter(group, op, dtype, size, nbytes, area), xs)
+
+    def _publish(self, group: Group, xs: list[np.ndarray]) -> int:
+        """Makes this member's operands readable by its group: a lone operand that already
+        lies in shared memory (an input block, an earlier reduction's result) is noted where
+        it lies, to be read in place; others are staged in this member's slot. Their bytes."""
+        where = None
+        if len(xs) == 1 and self.notes is not None and not group.spans:
+            where = self.attachments.locate(xs[0])
+        if where is None or len(where[0]) > NOTE_BYTES - 9:
+            if self.notes is not None:
+                self.notes[self.rank, :8].view(np.int64)[0] = -1
+            return self._put_many(xs)
+        name, offset = where
+        note = self.notes[self.rank]
+        note[:8].view(np.int64)[0] = offset
+        note[8:8 + len(name)] = np.frombuffer(name.encode(), np.uint8)
+        note[8 + len(name)] = 0
+        return xs[0].nbytes
+
+    def _operand(self, rank: int, nbytes: int, dtype: np.dtype) -> np.ndarray:
+        """Member `rank`'s published operand (after the barrier that follows _publish)."""
+        note = self.notes[rank] if self.notes is not None else None
+        offset = -1 if note is None else int(note[:8].view(np.int64)[0])
+        if offset < 0:
+            return self._slot(rank, nbytes).view(dtype)
+        name = bytes(note[8:]).split(b"\0", 1)[0].decode()
+        return shm.view(self.attachments.get(name), offset, (nbytes // dtype.itemsize,), dtype)
+
+    def _result_area(self, group: Group, nbytes: int) -> np.ndarray | None:
+        """This group's `nbytes` of the result arena for the next reduction, or None when the
+        arena is used up. Every group over the same axes takes its own place in one stretch
+        of the arena, so all devices (running the same collectives) advance alike."""
+        stride = shm.aligned(nbytes)
+        if self._arena_at + group.count * stride > self.arena.size:
+            return None
+        at = self._arena_at + group.index * stride
+        self._arena_at += group.count * stride
+        return self.arena[at:at + nbytes]
+
+    def _reduce_scatter(self, group: Group, op: str, dtype: np.dtype, size: int, nbytes: int,
+                        area: np.ndarray | None) -> np.ndarray:
+        """Each local member reduces its range of the slots in group order into `area` (a
+        view of it is the result, after one more barrier), or with `area` None into the first
+        member's slot in place (the parent's MPI allreduce follows, every member copies the
+        result, and a third barrier frees the slots). Every member passes all barriers, even
+        when its reduction fails: a member that stopped early would leave the others
+        waiting."""
         local = group.local
         me, n = local.index(self.rank), len(local)
         lo, hi = size * me // n, size * (me + 1) // n
-        # Every member passes all barriers, even when its reduction fails: a member that
-        # stopped early would leave the others waiting.
         error = None
         first = self._slot(local[0], nbytes).view(dtype)
+        out = first if area is None else area.view(dtype)
         if n > 1:
             self.wait(group)  # every slot written
             try:
-                mine = first[lo:hi]  # only this member touches this range before the barrier
-                for r in local[1:]:
-                    _REDUCE_UFUNCS[op](mine, self._slot(r, nbytes).view(dtype)[lo:hi], out=mine)
+                # only this member touches this range of `out` before the next barrier
+                mine, ufunc = out[lo:hi], _REDUCE_UFUNCS[op]
+                parts = [self._operand(r, nbytes, dtype)[lo:hi] for r in local]
+                ufunc(parts[0], parts[1], out=mine)
+                for part in parts[2:]:
+                    ufunc(mine, part, out=mine)
             except Exception as e:  # noqa: BLE001 - raised below, after the barriers
                 error = e
+        if area is not None:
+            self.wait(group)  # every range reduced: the slots may be reused
+            if error is not None:
+                raise error
+            return out
         self.wait(group, ("allreduce", group.key, local[0], nbytes, dtype.str, op)
                   if group.spans else None)
-        out = first.copy() if error is None else None
+        result = first.copy() if error is None else None
         self.wait(group)  # read by all: the slots may be reused
         if error is not None:
             raise error
-        return _split(out, xs)
+        return result
 
     def _put_many(self, xs: list[np.ndarray]) -> int:
         """Writes the operands end to end into this device's slot; their bytes."""
@@ -176,6 +251,16 @@ def _split(total: np.ndarray, xs: list[np.ndarray]) -> list[np.ndarray]:
         out.append(total[at:at + x.size].reshape(x.shape))
         at += x.size
     return out
+
+
+def group_index(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int) -> int:
+    """The place of `rank`'s group over the mesh axes `names` among all groups over them:
+    its coordinates on the other axes, row-major."""
+    coords = np.unravel_index(rank, axis_sizes)
+    rest = [k for k, name in enumerate(axis_names) if name not in names]
+    if not rest:
+        return 0
+    return int(np.ravel_multi_index([coords[k] for k in rest], [axis_sizes[k] for k in rest]))
 
 
 def mesh_group(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int) -> list[int]:
@@ -335,6 +420,41 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
         for sub in _sub_jaxprs(eqn):
             best = max(best, collective_bytes(sub))
     return best
+
+
+_REDUCTIONS = (parallel.psum_p, parallel.psum_many_p, parallel.pmax_p, parallel.pmin_p,
+               parallel.psum_scatter_p)
+
+
+def large_reductions(jaxpr: core.Jaxpr) -> list[tuple[tuple, int]]:
+    """(axes, bytes) of every reduction of `jaxpr` that reduce-scatters (one per dtype of a
+    psum_many; nested jaxprs once each): what the result arena holds."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in _REDUCTIONS:
+            by_dtype: dict = {}
+            for v in eqn.invars:
+                nbytes = v.aval.size * v.aval.dtype.itemsize
+                by_dtype[v.aval.dtype] = by_dtype.get(v.aval.dtype, 0) + nbytes
+            found += [(_names(eqn.params["axis_name"]), nbytes) for nbytes in by_dtype.values()
+                      if nbytes >= CHUNKED_REDUCE_BYTES]
+        for sub in _sub_jaxprs(eqn):
+            found += large_reductions(sub)
+    return found
+
+
+def arena_bytes(reductions: list[tuple[tuple, int]], axis_names: tuple,
+                axis_sizes: tuple) -> int:
+    """The result arena that holds `reductions` (large_reductions) on a mesh: each takes
+    room for every group over its axes."""
+    n = int(np.prod(axis_sizes, dtype=np.int64))
+    total = 0
+    for names, nbytes in reductions:
+        if any(a not in axis_names for a in names):
+            continue  # an error when it runs (Comm.group)
+        size = int(np.prod([axis_sizes[axis_names.index(a)] for a in names], dtype=np.int64))
+        total += n // size * shm.aligned(nbytes)
+    return total
 
 
 def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:

@@ -330,6 +330,8 @@ class Mapping:
         finally:
             os.close(fd)
         self.buf = memoryview(self._mmap)
+        self.size = len(self._mmap)
+        self.address = np.frombuffer(self.buf, np.uint8, count=1).ctypes.data  # (view dropped)
 
     def close(self) -> None:
         self.buf.release()  # raises BufferError while a numpy view is alive
@@ -348,6 +350,17 @@ class Attachments:
         if found is None:
             found = self.maps[name] = Mapping(name)
         return found
+
+    def locate(self, value: np.ndarray) -> tuple[str, int] | None:
+        """Where the C-contiguous `value` lies in these mappings: (segment, byte offset), or
+        None when it lies elsewhere."""
+        if not value.flags.c_contiguous or value.nbytes == 0:
+            return None
+        start = value.__array_interface__["data"][0]
+        for name, found in self.maps.items():
+            if found.address <= start and start + value.nbytes <= found.address + found.size:
+                return name, start - found.address
+        return None
 
     def forget(self, names: Sequence[str]) -> None:
         """Unmaps segments the parent unlinked (each once no view of it is alive)."""

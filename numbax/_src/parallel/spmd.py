@@ -26,18 +26,19 @@ Index = tuple[tuple[int, int], ...]  # (start, stop) per dimension
 
 
 class Program:
-    """A per-device program ready to ship: its pickled jaxpr, output avals and the scratch
-    bytes its largest collective needs."""
+    """A per-device program ready to ship: its pickled jaxpr, output avals, the scratch
+    bytes its largest collective needs and its large reductions (their result arena)."""
 
-    __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets")
+    __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets", "reductions")
 
     def __init__(self, key: int, payload: bytes, out_avals: list, slot_bytes: int,
-                 axis_sets: set) -> None:
+                 axis_sets: set, reductions: list) -> None:
         self.key = key
         self.payload = payload
         self.out_avals = out_avals
         self.slot_bytes = slot_bytes
         self.axis_sets = axis_sets  # the mesh axes its collectives exchange over
+        self.reductions = reductions  # collectives.large_reductions
 
 
 class _NoMainPickler(pickle.Pickler):
@@ -64,7 +65,8 @@ def prepare(closed: core.ClosedJaxpr, name: str) -> Program | None:
         return None
     slot_bytes = shm.aligned(collectives.collective_bytes(closed.jaxpr))
     return Program(next(_program_keys), out.getvalue(), list(closed.out_avals), slot_bytes,
-                   collectives.collective_axes(closed.jaxpr))
+                   collectives.collective_axes(closed.jaxpr),
+                   collectives.large_reductions(closed.jaxpr))
 
 
 class Global:
@@ -121,7 +123,11 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     heap = shm.heap()
     need = [x.value.nbytes for x in inputs if x.block is None]
     need += [_bytes(s, a.dtype) for (s, _), a in zip(out_boxes, program.out_avals, strict=True)]
-    need.append(len(devices) * program.slot_bytes)
+    # a call across processes keeps its reductions in the slots (the MPI steps work there)
+    arena = 0 if across else collectives.arena_bytes(program.reductions, tuple(axis_names),
+                                                      tuple(axis_sizes))
+    scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES)
+    need += [scratch_bytes, arena]
     total = sum(shm.aligned(max(n, 1), shm.PAGE) for n in need)
     shm.check_room(api, total, f"the arguments, results and collective buffers of "
                    f"{len(ranks)} devices", heap.free_bytes())
@@ -137,7 +143,10 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
     for (s, offset), a in zip(out_boxes, program.out_avals, strict=True):
         block, value = shm.alloc_array(api, s, a.dtype, "the results")
         outs.append(Global(value, block, offset))
-    scratch = heap.alloc(api, max(1, len(devices) * program.slot_bytes), "collective buffers")
+    # the slots (n_ranks x slot_bytes) and the ranks' notes (collectives.Comm._publish); the
+    # arena is a block of its own, so a result adopted from it keeps only it alive
+    scratch = heap.alloc(api, scratch_bytes, "collective buffers")
+    arena_block = heap.alloc(api, arena, "collective results") if arena else None
     if across:  # the parent reads and writes the slots too (MPI's steps)
         links = crossproc.Links(heap.mapped(scratch, (len(devices), program.slot_bytes),
                                             np.uint8), devices)
@@ -153,21 +162,40 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
                     "outputs": [(*_spec(o, _local(idx[r], o.offset)), wr[r])
                                 for o, idx, wr in zip(outs, out_index, out_writer, strict=True)],
                     "comm": (axis_names, axis_sizes, r, tuple(devices),
-                             (scratch.segment, scratch.offset, program.slot_bytes)),
+                             (scratch.segment, scratch.offset, program.slot_bytes),
+                             arena_block and (arena_block.segment, arena_block.offset, arena)),
                     "forget": p.forget_message(w, heap.unlinked),
                 }
                 messages[w] = ("run", program.key, call)
-            p.request(messages, api, links)
+            replies = p.request(messages, api, links)
+        adopted = {k: at for reply in replies.values() if reply for k, at in reply.items()}
+        if adopted:
+            _adopt(heap, outs, adopted, heap.array(arena_block, (arena,), np.uint8),
+                   arena_block)
+            arena_block = None  # it returns to the heap when the last result over it goes
     except pool.WorkerError as err:
         raise remote_error(api, err) from None
     finally:
         links = None  # its view of the slots goes before the block returns to the heap
         heap.release(scratch)
+        if arena_block is not None:
+            heap.release(arena_block)
         for x, given in zip(staged, inputs, strict=True):
             if x is not given:  # staged for this call only
                 heap.release(x.block)
         staged = None
     return outs
+
+
+def _adopt(heap: shm.Heap, outs: list[Global], adopted: dict, arena: np.ndarray,
+           block: shm.Block) -> None:
+    """Makes the outputs a worker left in the result arena (output k at byte adopted[k], all
+    of it, written by no one: see worker.WorkerState._run) views of the arena instead."""
+    for k, at in adopted.items():
+        old = outs[k].value
+        value = arena[at:at + old.nbytes].view(old.dtype).reshape(old.shape)
+        outs[k] = Global(value, shm.Block(block.segment, block.offset + at, old.nbytes),
+                         outs[k].offset)
 
 
 def _group_keys(program: Program, axis_names: tuple, axis_sizes: tuple,

@@ -42,6 +42,19 @@ def _block(view: np.ndarray, index: tuple | None) -> np.ndarray:
     return view[(*(i if isinstance(i, int) else slice(*i) for i in index), ...)]
 
 
+def _arena_offset(arena: np.ndarray | None, out: Any, block: np.ndarray,
+                  shape: tuple) -> int | None:
+    """Where `out` lies in the result arena (a large reduction's result), when it can stand
+    for the whole output `block` as it is (the parent then adopts it: no copy); else None."""
+    out = np.asarray(out)
+    if arena is None or out.nbytes == 0 or not out.flags.c_contiguous:
+        return None
+    if not block.shape == out.shape == shape or out.dtype != block.dtype:
+        return None
+    start = out.__array_interface__["data"][0] - arena.__array_interface__["data"][0]
+    return start if 0 <= start and start + out.nbytes <= arena.nbytes else None
+
+
 class WorkerState:
     def __init__(self, index: int, conn) -> None:
         collectives.install()
@@ -63,22 +76,35 @@ class WorkerState:
         segment, offset, shape, dtype = spec[:4]
         return shm.view(self.attachments.get(segment), offset, tuple(shape), dtype)
 
-    def _run(self, key: Any, call: dict) -> None:
+    def _run(self, key: Any, call: dict) -> dict[int, int] | None:
+        """Runs this device's block of a call; returns the outputs it left in the result
+        arena instead of writing them (output k at byte k's value), or None."""
         self.attachments.forget(call["forget"])
         args = [_block(self._view(spec), spec[4]) for spec in call["inputs"]]
-        names, sizes, rank, workers, scratch = call["comm"]
-        slots = self._view((*scratch[:2], (len(workers), scratch[2]), np.uint8))
-        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots))
+        names, sizes, rank, workers, (segment, offset, slot_bytes), arena = call["comm"]
+        n = len(workers)  # the scratch block: the slots, then the ranks' notes
+        slots = self._view((segment, offset, (n, slot_bytes), np.uint8))
+        notes = self._view((segment, offset + n * slot_bytes, (n, collectives.NOTE_BYTES),
+                            np.uint8))
+        arena = None if arena is None else self._view((*arena[:2], (arena[2],), np.uint8))
+        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
+                                                 arena, notes, self.attachments))
+        adopted = {}
         try:
             outs = self.programs[key].run(args)
-            for spec, out in zip(call["outputs"], outs, strict=True):
-                if spec[5]:  # this device writes its block (one replica of each block does)
-                    np.copyto(_block(self._view(spec), spec[4]), np.asarray(out),
-                              casting="unsafe")
+            for k, (spec, out) in enumerate(zip(call["outputs"], outs, strict=True)):
+                if not spec[5]:  # one replica of each block writes it
+                    continue
+                block = _block(self._view(spec), spec[4])
+                at = _arena_offset(arena, out, block, tuple(spec[2]))
+                if at is None:
+                    np.copyto(block, np.asarray(out), casting="unsafe")
+                else:
+                    adopted[k] = at
         finally:
             collectives.set_current(None)
-            del args, slots
-        return None
+            del args, slots, notes, arena
+        return adopted or None
 
     def close(self) -> None:
         self.attachments.close()
