@@ -360,6 +360,11 @@ def vector_form(nest: ir.LoopNest) -> bool:
         v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
 
 
+def _scalar_loads(k: LoopKernel, pad: str) -> list[str]:
+    """The 0-d inputs read once before the loops (as `a<k>s`)."""
+    return [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in k.nest.inputs if v.aval.ndim == 0]
+
+
 def column_form(nest: ir.LoopNest) -> bool:
     """Whether the nest reduces its leading axis alone, over two or more axes (`_column_body`)."""
     return nest.reduce_axes == (0,) and len(nest.shape) >= 2
@@ -372,8 +377,7 @@ def _column_body(k: LoopKernel, parallel: bool) -> str:
     nest = k.nest
     rank = len(nest.shape)
     pad = "    "
-    lines = [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
-             if v.aval.ndim == 0]
+    lines = _scalar_loads(k, pad)
     kept = [f"i{d}" for d in range(1, rank)]
     kept_sizes = ", ".join(k.sizes[1:])
     reductions = [e for e in nest.eqns if is_reduction(e)]
@@ -384,9 +388,8 @@ def _column_body(k: LoopKernel, parallel: bool) -> str:
         lines.append(f"{pad}p{j} = np.empty((nch, {kept_sizes}), {dtype_ctor(acc_dtype(e))})")
     lines.append(f"{pad}for c in {'prange' if parallel else 'range'}(nch):")
     inner = pad * 2
-    for j, e in enumerate(reductions):
-        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype), acc_dtype(e))
-        lines.append(f"{inner}p{j}[c] = {init}")
+    lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c]" for j, e in
+                                    enumerate(reductions)}, inner)
     lines.append(f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * "
                  f"{COLUMN_CHUNK})):")
     body_pad = inner + pad
@@ -404,10 +407,8 @@ def _column_body(k: LoopKernel, parallel: bool) -> str:
         out = e.outvars[0]
         if out not in k.out_names:
             continue
-        m, dt = monoid(e), acc_dtype(e)
-        init = render_scalar(m.identity(e.invars[0].aval.dtype), dt)
-        update = m.combine(f"acc{j}", f"p{j}[c, {index(kept)}]", dt)
-        lines += [f"{combine_pad}acc{j} = {init}",
+        update = monoid(e).combine(f"acc{j}", f"p{j}[c, {index(kept)}]", acc_dtype(e))
+        lines += [*acc_inits([e], {out: f"acc{j}"}, combine_pad),
                   f"{combine_pad}for c in range(nch):",
                   f"{combine_pad}{pad}acc{j} = {update}",
                   f"{combine_pad}{k.out_names[out]}[{store_index(kept)}] = "
@@ -425,8 +426,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     lines: list[str] = []
     pad = "    "
     if rank:
-        lines.extend(f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs
-                     if v.aval.ndim == 0)
+        lines.extend(_scalar_loads(k, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
     idx = [f"i{d}" for d in range(len(bounds))]
     reductions = [e for e in nest.eqns if is_reduction(e)]

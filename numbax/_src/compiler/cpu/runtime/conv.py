@@ -255,9 +255,9 @@ def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray, threads: int) -> np.ndarra
             r == 1 for r in cv.lhs_dilation) and all(lo >= 0 and hi >= 0
                                                      for lo, hi in cv.padding):
         offsets = _row_offsets(lhs.shape[:-2], plan.grid_shape, cv.padding)
-        with rt_threads.running(min(threads, rt_threads.pool_size())):
-            ck.fill_rows(lhs.reshape(-1), flat, offsets, lhs.shape[-2] * lhs.shape[-1],
-                         min(threads, rt_threads.pool_size()))
+        n = min(threads, rt_threads.pool_size())
+        with rt_threads.running(n):
+            ck.fill_rows(lhs.reshape(-1), flat, offsets, lhs.shape[-2] * lhs.shape[-1], n)
         return ck.read_only(flat)
     canonical = np.transpose(lhs, cv.specs[0])  # (N, C, S...)
     d = cv.d
