@@ -2,8 +2,10 @@
 (784-512-512-10, softmax cross-entropy, SGD) at a batch size, run under a line tracer that
 charges the time between two lines of the driver to the first (a kernel call, a product, an
 allocation). The tracer adds ~1 µs a line; compare lines, not the total. No asserts.
+With --gpu the step runs on the GPU driver (no graph replay) and the tracer waits for the
+card at every line, so a line's time is its kernel's time plus a launch and a sync.
 
-    PYTHONPATH=. python benchmarks/driver_lines.py [--batch 2048] [--steps 20]
+    PYTHONPATH=. python benchmarks/driver_lines.py [--batch 2048] [--steps 20] [--gpu]
 """
 from __future__ import annotations
 
@@ -27,14 +29,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--gpu", action="store_true")
     args = parser.parse_args()
+    sync = lambda: None  # noqa: E731
+    jit = numbax.jit
+    if args.gpu:
+        from numba import cuda
+
+        numbax.config.update("cuda_graphs", False)
+        numbax.config.update("jax_default_device", numbax.devices("gpu")[0])
+        sync = cuda.synchronize
+        jit = lambda f: numbax.jit(f, backend="gpu")  # noqa: E731
     rng = np.random.default_rng(0)
     sizes = [784, 512, 512, 10]
     params = [(jnp.asarray(rng.normal(size=(a, b)).astype(np.float32) * 0.05),
                jnp.asarray(np.zeros(b, np.float32))) for a, b in zip(sizes[:-1], sizes[1:])]
     x = jnp.asarray(rng.normal(size=(args.batch, 784)).astype(np.float32))
     y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, args.batch)])
-    step = bench_cpu.mlp_step(jnp, numbax.grad, numbax.jit)
+    step = bench_cpu.mlp_step(jnp, numbax.grad, jit)
+    if args.gpu:
+        params, x, y = numbax.device_put((params, x, y), numbax.devices("gpu")[0])
     for _ in range(3):
         numbax.block_until_ready(step(params, x, y))
     t0 = time.perf_counter()
@@ -42,7 +56,7 @@ def main() -> None:
         numbax.block_until_ready(step(params, x, y))
     plain = (time.perf_counter() - t0) / args.steps
     exe = _executable_of(step)
-    code = exe.driver.__code__
+    code = getattr(exe.driver, "driver", exe.driver).__code__  # under a GraphReplay
     source = exe.sources[-1].splitlines()  # the driver module (run from memory, no file)
     spent: dict[int, float] = defaultdict(float)
     state = {"line": None, "t": 0.0}
@@ -50,6 +64,7 @@ def main() -> None:
     def tracer(frame, event, arg):
         if frame.f_code is not code:
             return None
+        sync()
         now = time.perf_counter()
         if state["line"] is not None:
             spent[state["line"]] += now - state["t"]

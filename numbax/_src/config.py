@@ -126,7 +126,7 @@ def _parse_device(value: Any, what: str) -> Any:
 def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
-                "compilation_cache"):
+                "compilation_cache", "cuda_graphs"):
         return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
         return _parse_int(value, what, minimum=1, text=text)
@@ -220,6 +220,9 @@ def _defaults() -> dict[str, Any]:
         # Matrix products of compiled CPU code: "auto" (numbax's AVX-512 GEMM where numpy's
         # BLAS lacks AVX-512 kernels and the host has them), "numbax" or "blas" (np.dot).
         "cpu_matmul": _from_env("cpu_matmul", ["NUMBAX_CPU_MATMUL"], "auto"),
+        # Replay GPU programs whose launches outweigh their argument copies as CUDA graphs
+        # (compiler/cuda/runtime/graphs.py); read when a program is compiled.
+        "cuda_graphs": _from_env("cuda_graphs", ["NUMBAX_CUDA_GRAPHS"], True),
     }
     for name, option in JAX_OPTIONS.items():
         values[name] = _from_env(name, _env_names(name), option.default)

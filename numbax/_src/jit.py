@@ -227,17 +227,18 @@ class JitWrapped:
                 fast = self._host_fast.get((ctx, *key)) if key is not None else None
                 if fast is not None:
                     return fast(args)
-            if self._fast_tree:  # pytrees of Arrays (params lists...): one flatten, no avals
+            if self._fast_tree or self._gpu_fast:  # pytrees of Arrays: one flatten, no avals
                 leaves, tree = tu.tree_flatten(args)
+            if self._fast_tree:
                 key = (ctx, tree, *[(a._value.shape, a._value.dtype, a._weak_type)
                                     for a in leaves if type(a) is Array])
                 fast = self._fast_tree.get(key) if len(key) == len(leaves) + 2 else None
                 if fast is not None:
                     return fast(leaves)
-            if self._gpu_fast:  # all-GpuArray calls (CUDA executables)
-                entry = self._gpu_fast.get((ctx, *_gpu_key(args)))
+            if self._gpu_fast:  # pytrees of GpuArrays (CUDA executables)
+                entry = self._gpu_fast.get((ctx, tree, *_gpu_key(leaves)))
                 if entry is not None:
-                    return tu.tree_unflatten(entry.out_tree, run_executable(entry.exe, args))
+                    return tu.tree_unflatten(entry.out_tree, run_executable(entry.exe, leaves))
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
@@ -272,8 +273,8 @@ class JitWrapped:
                 tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
                 sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]
                 self._fast_tree[(ctx, tree, *sigs)] = jit_run.array_caller(entry)
-            elif not on_host and all(type(a) is GpuArray for a in args):
-                self._gpu_fast[(ctx, *_gpu_key(args))] = entry
+            elif not on_host and all(type(a) is GpuArray for a in leaves):
+                self._gpu_fast[(ctx, tu.tree_structure(args), *_gpu_key(leaves))] = entry
         return tu.tree_unflatten(entry.out_tree, outs)
 
     def _get_entry(self, leaves, in_tree, statics, dyn_args, dyn_kwargs) -> _Entry:

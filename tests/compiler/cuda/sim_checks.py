@@ -618,6 +618,7 @@ from tests.compiler.cuda import (  # noqa: E402, F401
     sim_checks_cublas,
     sim_checks_devices,
     sim_checks_fft,
+    sim_checks_graphs,
     sim_checks_linalg,
     sim_checks_matmul,
     sim_checks_reduce,

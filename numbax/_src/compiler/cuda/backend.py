@@ -1,5 +1,6 @@
 """The CUDA backend: loop nests and library kernels as @cuda.jit modules, launched by a host
-driver (driver.py) with control flow driven from the host."""
+driver (driver.py) with control flow driven from the host, replayed as a CUDA graph where that
+pays (runtime/graphs.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +12,7 @@ from numbax._src.compiler import ir
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.compiler.cuda import driver
 from numbax._src.compiler.cuda.config import Config
+from numbax._src.compiler.cuda.runtime import graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
 
@@ -33,9 +35,18 @@ class CudaBackend(Backend):
         scope = (cuda_runtime.on_device(program.device.id) if program.device is not None
                  else contextlib.nullcontext())
         with scope:  # the consts go to the device the program runs on
-            module, sources, hosts = driver.build_driver(program.jaxpr, cfg, program.name,
-                                                         nodes=program.nodes)
+            built = driver.build_driver(program.jaxpr, cfg, program.name, nodes=program.nodes)
             consts = [cuda_runtime.to_device(np.asarray(core.to_numpy(c)))
                       for c in program.consts]
-        return Executable("cuda", module.driver, [*hosts, *consts], program.jaxpr, sources,
+        run = built.module.driver
+        jaxpr = program.jaxpr
+        if graphs.replayable(built.steps, built.graphable and not built.hosts,
+                             [_nbytes(v.aval) for v in jaxpr.invars],
+                             [_nbytes(v.aval) for v in jaxpr.outvars]):
+            run = graphs.GraphReplay(run, len(built.hosts) + len(consts))
+        return Executable("cuda", run, [*built.hosts, *consts], jaxpr, built.sources,
                           device=program.device)
+
+
+def _nbytes(aval) -> int:
+    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize

@@ -61,8 +61,8 @@ class Config:
         self.shuffle = not sim
         # other reductions (_render_general_reduce): with few outputs, the reduced range is
         # split so about this many threads run (each at least red_split_min elements), then
-        # a second kernel combines the splits in order
-        self.red_split_threads = 256 if sim else 1 << 16
+        # a second kernel combines the splits in order (a warp per output on a card)
+        self.red_split_threads = 256 if sim else 1 << 17
         self.red_split_min = 4 if sim else 32
 
     def key(self) -> tuple:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 
@@ -76,6 +78,10 @@ class CudaDriver:
         self.gemms: list[str] = []  # module-level cuBLAS plans (cublas.Gemm)
         self.lines: list[str] = []
         self.sources: list[str] = []
+        # whether a CUDA graph can replay the driver (no host round trip, no value read back,
+        # no CuPy allocation), and how many launches, library calls and copies one call issues
+        self.graphable = True
+        self.steps = 0
         self.n = 0
         self.pp = core.PrintNames()
         header(jaxpr, self.pp)  # names variables the way the header prints them
@@ -123,6 +129,7 @@ class CudaDriver:
         if key not in self.launchers:
             self.launchers[key] = f"L{len(self.launchers)}"
         self.lines.append(f"{pad}{self.launchers[key]}({args})")
+        self.steps += 1
 
     def scratch(self, kernel: ir.Kernel) -> list[str]:
         return [self.empty(size, dt) for size, dt in kernel.scratch]
@@ -194,6 +201,7 @@ class CudaDriver:
                           f"{operands}) has no CUDA lowering; it runs on the host between "
                           "kernels, its operands copied back and forth.", RuntimeWarning,
                           stacklevel=2)
+        self.graphable = False
         dtypes = tuple(v.aval.dtype for v in eqn.outvars)
         self.hosts.append(EagerCall(eqn.primitive, dict(eqn.params), dtypes))
         shapes = tuple(x.aval.shape for x in eqn.invars)
@@ -203,11 +211,16 @@ class CudaDriver:
 
     # ------------------------------------------------------------------ host-driven control flow
 
-    def _sub(self, tag: str, closed: core.ClosedJaxpr, n_dest: int = 0) -> str:
-        """A sub-jaxpr compiled to its own driver; returns an expression calling it with its
-        device-resident consts bound (the caller appends the operands)."""
+    def _sub(self, tag: str, closed: core.ClosedJaxpr, n_dest: int = 0,
+             times: int = 1) -> str:
+        """A sub-jaxpr compiled to its own driver, run `times` times per call; returns an
+        expression calling it with its device-resident consts bound (the caller appends the
+        operands)."""
         jaxpr = pipeline.prepare(closed.jaxpr)
-        module, sources, hosts = build_driver(jaxpr, self.cfg, self.fun_name, n_dest)
+        module, sources, hosts, graphable, steps = build_driver(jaxpr, self.cfg,
+                                                                self.fun_name, n_dest)
+        self.graphable &= graphable
+        self.steps += times * steps
         self.sources.extend(sources)
         self.imports.append(f"from {module.__name__} import driver as {tag}")
         self.hosts.extend(hosts)
@@ -227,6 +240,7 @@ class CudaDriver:
         p = eqn.params
         args = [self.arg(x) for x in eqn.invars]
         cc, bc = p["cond_nconsts"], p["body_nconsts"]
+        self.graphable = False  # the predicate is read back on the host every iteration
         cond = self._sub(f"k{j}_cond", p["cond_jaxpr"])
         body = self._sub(f"k{j}_body", p["body_jaxpr"])
         c = self.temp()
@@ -241,6 +255,7 @@ class CudaDriver:
         branches = eqn.params["branches"]
         index, *ops = [self.arg(x) for x in eqn.invars]
         c, i = self.temp(), self.temp()
+        self.graphable = False  # the branch index is read back on the host
         self.lines.append(f"    {i} = rt.branch_index({index}, {len(branches)})")
         for b, closed in enumerate(branches):
             call = self._sub(f"k{j}_br{b}", closed)
@@ -256,7 +271,7 @@ class CudaDriver:
         consts, carry, xs = args[:nc], args[nc:nc + ncarry], args[nc + ncarry:]
         y_vars = eqn.outvars[ncarry:]
         # the body writes its ys outputs straight into this step's rows (no copy per step)
-        body = self._sub(f"k{j}_body", p["jaxpr"], n_dest=len(y_vars))
+        body = self._sub(f"k{j}_body", p["jaxpr"], n_dest=len(y_vars), times=length)
         x_sizes = [prod(v.aval.shape[1:]) for v in eqn.invars[nc + ncarry:]]
         ys = [self.empty(prod(v.aval.shape), v.aval.dtype) for v in y_vars]
         c, out, q = self.temp(), self.temp(), self.temp()
@@ -321,6 +336,7 @@ class CudaDriver:
             name = f"G{len(self.gemms)}"  # the call's constant plan, built once at import
             self.gemms.append(f"{name} = cb.{gemm!r}")
             self.lines.append(f"    cb.gemm({x}, {y}, {out}, {name})")
+            self.steps += 3  # ~25 µs of host time a call: cuBLAS's own dispatch
             return
         kernel = plan_matmul(shape, self.cfg)
         knames = self._kernel_names(kernel, alias)
@@ -334,6 +350,8 @@ class CudaDriver:
             self.imports.append(line)
         x = self.arg(eqn.invars[0])
         out = self.alloc(eqn.outvars[0])
+        self.graphable = False  # CuPy allocates its result from its own pool
+        self.steps += 1
         self.lines.append(f"    cf.fft({x}, {out}, cf.{cufft.plan(eqn)!r})")
 
     @staticmethod
@@ -374,7 +392,10 @@ class CudaDriver:
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer
             if not isinstance(v, Var) or self.names[v] != d:
-                self.lines.append(f"    rt.copy_into({d}, {self.arg(v)})")
+                self.lines.append(f"    st.copy_into({d}, {self.arg(v)})")
+                self.steps += 1
+        if any(isinstance(x, Literal) for x in jaxpr.outvars):
+            self.graphable = False  # a literal output is copied from the host each call
         rets = [f"rt.to_device(np.asarray({render_scalar(x.val, x.aval.dtype)}))"
                 if isinstance(x, Literal) else self.arg(x)  # an output never shares a const
                 for x in jaxpr.outvars]
@@ -389,6 +410,7 @@ class CudaDriver:
                 + "from numbax._src.compiler.cuda.runtime import memory as rt  # noqa: F401\n"
                 + "from numbax._src.compiler.cuda.runtime.launch import launcher  # noqa: F401\n"
                 + "from numbax._src.compiler.cuda.runtime import cublas as cb  # noqa: F401\n"
+                + "from numbax._src.compiler.cuda.runtime import stream as st  # noqa: F401\n"
                 + "\n".join(self.imports) + "\n\n"
                 + "".join(line + "\n" for line in [*launchers, *self.gemms]) + "\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)
@@ -396,12 +418,19 @@ class CudaDriver:
                 + f"    return ({''.join(r + ', ' for r in rets)})\n")
 
 
+class DriverBuild(NamedTuple):
+    module: ModuleType  # its `driver` function
+    sources: list[str]  # every generated source, the driver's last
+    hosts: list  # the host callables the driver takes first
+    graphable: bool  # a CUDA graph can replay it (runtime/graphs.py)
+    steps: int  # launches, library calls and copies one call issues (loops unrolled)
+
+
 def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,
-                 nodes: list[ir.Node] | None = None):
-    """The driver module of a simplified jaxpr (sub-drivers for control flow first), every
-    generated source, and the host callables the driver takes first; the driver writes its
-    last n_dest outputs into buffers given last. `nodes`: the jaxpr's kernel graph, when
-    partitioned already."""
+                 nodes: list[ir.Node] | None = None) -> DriverBuild:
+    """The driver module of a simplified jaxpr (sub-drivers for control flow first); the
+    driver writes its last n_dest outputs into buffers given last. `nodes`: the jaxpr's kernel
+    graph, when partitioned already."""
     if nodes is None:
         nodes = fusion.partition(jaxpr, lambda e: registry.fusible(e, "cuda"))
     drv = CudaDriver(jaxpr, cfg, fun_name, n_dest)
@@ -411,4 +440,5 @@ def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,
         else:
             drv.library(j, node.eqn)
     src = drv.render(jaxpr)
-    return cache.load_module(src, "cuda", cfg.key()), [*drv.sources, src], drv.hosts
+    return DriverBuild(cache.load_module(src, "cuda", cfg.key()), [*drv.sources, src],
+                       drv.hosts, drv.graphable, drv.steps)

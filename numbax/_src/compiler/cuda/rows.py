@@ -23,9 +23,10 @@ from numbax._src.compiler.cuda.loops import (
     reductions,
     scalar_loads,
     shared_dtype,
+    shuffle,
 )
 from numbax._src.compiler.fusion import recompute
-from numbax._src.compiler.source import cast, dtype_ctor
+from numbax._src.compiler.source import cast
 from numbax._src.core import JaxprEqn, Var
 
 
@@ -62,23 +63,6 @@ class RowPlan:
         self.warps = max(1, self.threads // 32)
 
 
-def _shfl(k: CudaKernel, red: JaxprEqn, val: str, arg: str, kind: str) -> str:
-    """A warp shuffle of a reduction's accumulator (xor lane mask or source lane), in one of
-    the value types numba-cuda shuffles (32/64-bit ints and floats) and back."""
-    acc = np.dtype(acc_dtype(red))
-    fn = "cuda.shfl_xor_sync" if kind == "xor" else "cuda.shfl_sync"
-    if acc == np.bool_:
-        return f"({fn}(0xffffffff, np.int32({val}), {arg}) != 0)"
-    if acc in (np.float32, np.float64, np.int32, np.int64):
-        return f"{fn}(0xffffffff, {val}, {arg})"
-    if acc.kind == "c":  # numba-cuda shuffles 32/64-bit ints and floats: the parts apart
-        re = f"{fn}(0xffffffff, {val}.real, {arg})"
-        im = f"{fn}(0xffffffff, {val}.imag, {arg})"
-        return f"{dtype_ctor(acc)}(complex({re}, {im}))"
-    via = ("np.float32" if acc.kind == "f" else "np.int64" if acc.itemsize == 8 else "np.int32")
-    return f"{dtype_ctor(acc)}({fn}(0xffffffff, {via}({val}), {arg}))"
-
-
 def _from_shared(red: JaxprEqn, expr: str) -> str:
     return f"({expr} != 0)" if acc_dtype(red) == np.bool_ else expr
 
@@ -97,7 +81,7 @@ def _row_reduce(k: CudaKernel, plan: RowPlan, red: JaxprEqn, acc: str, j: int,
     o = width // 2
     while o > 0:  # xor butterfly within each group of `width` lanes
         if k.cfg.shuffle:  # every lane shuffles, then combines
-            lines += [f"{pad}{w} = {_shfl(k, red, acc, str(o), 'xor')}",
+            lines += [f"{pad}{w} = {shuffle(red, acc, str(o), 'xor')}",
                       f"{pad}{acc} = {comb(acc, w, dt)}"]
         else:
             lines += [f"{pad}sx{j}[tid] = {acc}", f"{pad}cuda.syncthreads()",
@@ -108,7 +92,7 @@ def _row_reduce(k: CudaKernel, plan: RowPlan, red: JaxprEqn, acc: str, j: int,
         if width > 1 and monoid(red).selects:
             # ties of 0.0 and -0.0 leave the lanes apart: take the group leader's value
             if k.cfg.shuffle:
-                lines.append(f"{pad}{acc} = {_shfl(k, red, acc, 'tid % 32 - ln', 'idx')}")
+                lines.append(f"{pad}{acc} = {shuffle(red, acc, 'tid % 32 - ln', 'idx')}")
             else:
                 lines += [f"{pad}sx{j}[tid] = {acc}", f"{pad}cuda.syncthreads()",
                           f"{pad}{acc} = {_from_shared(red, f'sx{j}[tid - ln]')}",

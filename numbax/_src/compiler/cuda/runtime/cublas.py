@@ -1,5 +1,5 @@
-"""Matrix products on the GPU through cuBLAS, via CuPy's binding: the one door to the vendor
-library (numba-cuda's SIMT kernels cannot reach tensor cores).
+"""Matrix products on the GPU through cuBLAS (the library CuPy's binding loads, called directly):
+the one door to the vendor library (numba-cuda's SIMT kernels cannot reach tensor cores).
 
 A `dot_general` whose operands read as (batch, free, contracting) groups of even strides becomes
 one `cublasGemmStridedBatchedEx` call. numbax's arrays are row-major and cuBLAS is
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src.compiler.cuda.runtime import memory
+from numbax._src.compiler.cuda.runtime import memory, stream
 
 # cuBLAS / CUDA library enums (cublas_api.h, library_types.h): stable ABI values.
 OP_N, OP_T = 0, 1
@@ -118,29 +118,85 @@ def gemm(x: Any, y: Any, out: Any, g: Gemm) -> None:
 
 
 @functools.cache
-def _handle(device_id: int) -> int:
-    import cupy
+def _library() -> Any:
+    """libcublas, as CuPy's binding loaded it into the process, with the prototypes numbax
+    calls. numbax calls it directly (ctypes): CuPy's wrappers point their handle at CuPy's
+    current stream before every call and refuse to run while a stream is capturing a graph."""
+    import ctypes
+    import ctypes.util
 
-    with cupy.cuda.Device(device_id):
-        return cupy.cuda.device.get_cublas_handle()
+    _cupy()  # importing CuPy's binding loads libcublas (or its first handle does)
+    path = _loaded("libcublas.so")
+    if path is None:
+        import cupy
+
+        cupy.cuda.device.get_cublas_handle()
+        path = _loaded("libcublas.so") or ctypes.util.find_library("cublas")
+    if path is None:
+        raise RuntimeError("numbax GPU backend: CuPy is installed but libcublas was not found")
+    lib = ctypes.CDLL(path)
+    c_int, ptr, i64 = ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong
+    lib.cublasCreate_v2.argtypes = [ctypes.POINTER(ptr)]
+    lib.cublasSetStream_v2.argtypes = [ptr, ptr]
+    lib.cublasGemmStridedBatchedEx.argtypes = [
+        ptr, c_int, c_int, c_int, c_int, c_int, ptr, ptr, c_int, c_int, i64, ptr, c_int, c_int,
+        i64, ptr, ptr, c_int, c_int, i64, c_int, c_int, c_int]
+    return lib
+
+
+def _loaded(prefix: str) -> str | None:
+    """The path of a shared library this process has mapped whose file name starts with
+    `prefix`, or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().rsplit("/", 1)[-1].startswith(prefix):
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return None
+
+
+@functools.cache
+def _handle(device_id: int, stream_handle: int) -> int:
+    """numbax's own cuBLAS handle of one device, bound to one stream (the work stream, or the
+    capture stream) once: it is never re-pointed, so calls from two streams never meet."""
+    import ctypes
+
+    lib = _library()
+    h = ctypes.c_void_p()
+    with memory.on_device(device_id):
+        memory.get_cuda().current_context()  # cuBLAS binds the handle to the current context
+        _status("cublasCreate", lib.cublasCreate_v2(ctypes.byref(h)))
+        _status("cublasSetStream", lib.cublasSetStream_v2(h, stream_handle))
+    return h.value
+
+
+def _status(call: str, status: int) -> None:
+    if status:
+        raise RuntimeError(f"numbax GPU backend: {call} failed with cuBLAS status {status}")
 
 
 def _pointer(buf: Any) -> int:
     return buf.__cuda_array_interface__["data"][0]
 
 
+# alpha = 1, beta = 0 as host scalars of each scalar type (read when the call is issued)
+_ONE = {t: np.ones(1, t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+_ZERO = {t: np.zeros(1, t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+
+
 def _call(op_a: int, op_b: int, m: int, n: int, k: int, a: Any, a_type: int, lda: int,
           stride_a: int, b: Any, b_type: int, ldb: int, stride_b: int, c: Any, c_type: int,
           ldc: int, stride_c: int, batch: int, compute: int) -> None:
     """cublasGemmStridedBatchedEx on device buffers (column-major C = op(A) op(B), alpha 1,
-    beta 0). Tests replace this function with a numpy model of the same contract."""
-    cublas = _cupy()
+    beta 0), on the stream the driver's launches go to. Tests replace this function with a
+    numpy model of the same contract."""
     scalar = _SCALAR[compute]
     if c_type in (CUDA_C_32F, CUDA_C_64F):
         scalar = np.complex64 if c_type == CUDA_C_32F else np.complex128
-    one, zero = np.ones(1, scalar), np.zeros(1, scalar)
-    handle = _handle(memory.current_device_id())
-    cublas.gemmStridedBatchedEx(
-        handle, op_a, op_b, m, n, k, one.ctypes.data, _pointer(a), a_type, lda, stride_a,
-        _pointer(b), b_type, ldb, stride_b, zero.ctypes.data, _pointer(c), c_type, ldc,
-        stride_c, batch, compute, GEMM_DEFAULT)
+    handle = _handle(memory.current_device_id(), stream.current())
+    _status("cublasGemmStridedBatchedEx", _library().cublasGemmStridedBatchedEx(
+        handle, op_a, op_b, m, n, k, _ONE[scalar].ctypes.data, _pointer(a), a_type, lda,
+        stride_a, _pointer(b), b_type, ldb, stride_b, _ZERO[scalar].ctypes.data, _pointer(c),
+        c_type, ldc, stride_c, batch, compute, GEMM_DEFAULT))

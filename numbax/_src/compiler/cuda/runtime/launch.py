@@ -14,6 +14,9 @@ call, a first direct call rejected before launching, several visible GPUs: a lau
 shared by every device's executable and the recorded stream belongs to one) keeps the
 ordinary path.
 
+Launch sites are configured on the work stream (stream.py); while the calling thread captures a
+CUDA graph, a launch goes to the capture stream through the ordinary path instead.
+
 A third stage skips numba's per-call argument preparation (for each array: wrapping it, reading
 size, itemsize, pointer, shape and strides; ~10 of the 22 µs a 3-array launch costs on an
 H100 host). numba-cuda 0.30 ends `_Kernel.launch` with `launch(stream, config, kernel,
@@ -31,20 +34,27 @@ from collections.abc import Callable
 from typing import Any
 
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from numbax._src.compiler.cuda.runtime import stream
 
 FAST = True  # benchmarks/bench_cuda_driver.py switches it off to measure the ordinary path
 
 
 def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
     """A function launching `dispatcher` on (grid, block) with its positional arguments."""
-    configured = dispatcher[grid, block]
+    work = stream.work_stream()
+    configured = dispatcher[grid, block] if work is None else dispatcher[grid, block, work]
     if cuda_runtime.gpu_count() != 1:
         return configured
+    capturing = stream.capturing
     # [launches so far (capped at 3), overload's launch, recorded (rest, kwargs), verified,
     #  packed launch (None: not tried yet, False: not possible here)]
     state: list[Any] = [0, None, None, False, None]
 
     def launch(*args) -> None:
+        capture = capturing()
+        if capture is not None:  # a CUDA graph being captured: its stream, the ordinary path
+            dispatcher[grid, block, capture](*args)
+            return
         direct = state[1]
         if direct is not None and FAST:
             rest, kw = state[2]
@@ -72,11 +82,6 @@ def launcher(dispatcher: Any, grid, block) -> Callable[..., None]:
         state[0] = min(state[0] + 1, 3)
 
     return launch
-
-
-def _pointer(array: Any) -> int:
-    p = array.device_ctypes_pointer
-    return int(getattr(p, "value", p) or 0)
 
 
 def _pack(dispatcher: Any, args: tuple, direct: Callable, rest: tuple, kw: dict):
@@ -110,7 +115,7 @@ def _pack(dispatcher: Any, args: tuple, direct: Callable, rest: tuple, kw: dict)
         offsets.append(at + 4)
         at += 5 + 2 * t.ndim
     try:
-        ok = len(params) == at and all(params[o] == _pointer(a)
+        ok = len(params) == at and all(params[o] == cuda_runtime.pointer(a)
                                        for o, a in zip(offsets, args, strict=True))
     except Exception:  # noqa: BLE001 - an unexpected layout keeps the direct path
         ok = False
@@ -121,7 +126,7 @@ def _pack(dispatcher: Any, args: tuple, direct: Callable, rest: tuple, kw: dict)
     def packed(new_args: tuple) -> None:
         values = params.copy()  # a fresh list per call: concurrent launches stay apart
         for q, o in pairs:
-            values[o] = _pointer(new_args[q])
+            values[o] = cuda_runtime.pointer(new_args[q])
         real(*head, *values)
 
     return packed

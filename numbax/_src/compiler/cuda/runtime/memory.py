@@ -6,6 +6,7 @@ import functools
 import gc
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -142,7 +143,7 @@ def check_device_id(device_id: int, api: str) -> None:
 # references it (drivers drop their temporaries on return; a GpuArray, or a CuPy/PyTorch view
 # of one, keeps its buffer referenced).
 _POOL: dict[tuple[int, int, str], list] = {}
-_POOL_PER_KEY = 8
+_POOL_PER_KEY = 32  # a training step at batch 4096 holds ~10 temporaries of one size
 
 
 def _from_pool(key: tuple[int, int, str]) -> Any:
@@ -157,10 +158,14 @@ def _from_pool(key: tuple[int, int, str]) -> Any:
 
 def empty(size: int, dtype) -> Any:
     """A flat buffer on the current device (reused from its pool when one is free); out of
-    memory raises MemoryError naming the allocation size and the device."""
+    memory raises MemoryError naming the allocation size and the device. While this thread
+    captures a CUDA graph, the graph's holder hands the buffers out (`holding`)."""
     cuda = get_cuda()
     dtype = np.dtype(dtype)
     key = (current_device_id(), max(int(size), 0), dtype.str)
+    hold = getattr(_TLS, "hold", None)
+    if hold is not None:
+        return hold(key)
     buf = _from_pool(key)
     if buf is not None:
         return buf
@@ -169,6 +174,26 @@ def empty(size: int, dtype) -> Any:
     if len(bufs) < _POOL_PER_KEY:
         bufs.append(buf)
     return buf
+
+
+def kept_buffer(key: tuple[int, int, str]) -> Any:
+    """A buffer of `key` (device, size, dtype) taken out of the pool for good, or a new one:
+    what a captured graph allocates stays its own (its replays write there)."""
+    bufs = _POOL.get(key, [])
+    for q, buf in enumerate(bufs):
+        if sys.getrefcount(buf) <= 3:  # the list, the loop variable, getrefcount's argument
+            return bufs.pop(q)
+    return _alloc(get_cuda(), key[1], np.dtype(key[2]))
+
+
+@contextlib.contextmanager
+def holding(hold: Callable[[tuple[int, int, str]], Any]):
+    """This thread's `empty` answered by `hold(key)` inside the block (graph capture)."""
+    _TLS.hold = hold
+    try:
+        yield
+    finally:
+        _TLS.hold = None
 
 
 def clear_pool(device_id: int | None = None) -> None:
@@ -295,9 +320,10 @@ def branch_index(buf: Any, n: int) -> int:
     return int(np.clip(int(value), 0, n - 1))
 
 
-def copy_into(dst: Any, src: Any) -> None:
-    """Device-to-device copy of a flat buffer into a view (a scan's ys row)."""
-    dst.copy_to_device(src)
+def pointer(buf: Any) -> int:
+    """A device buffer's data pointer."""
+    p = buf.device_ctypes_pointer
+    return int(getattr(p, "value", p) or 0)
 
 
 def on_host(fn: Any, shapes: tuple, *bufs: Any) -> tuple:

@@ -1,0 +1,237 @@
+"""Checks of CUDA-graph replay (cuda/runtime/graphs.py). On a card the driver's own capture and
+replay run (counted); under the simulator, which has no graphs, the binding boundary
+(stream.capture / launch / copy) is answered by a model: capture runs the driver once, noting
+the buffers it was handed, and a replay reruns it with exactly those buffers, so what is tested
+is the bookkeeping around the graph: graph-owned input and temporary buffers, fresh outputs,
+fallbacks. numpy is the truth."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler.cuda.runtime import graphs, stream
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from tests.compiler.cuda.sim_checks import check, gjit
+
+RNG = np.random.default_rng(53)
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.captures = 0
+        self.launches = 0
+        self.kept: list = []  # buffers handed to captured drivers
+
+
+def _model_capture(counts: Counts, record):
+    inner = cuda_runtime._TLS.hold  # the replayer's hold, set around the capture
+
+    def noted(key):
+        buf = inner(key)
+        counts.kept.append(buf)
+        return buf
+
+    cuda_runtime._TLS.hold = noted
+    stream._TLS.capture = stream.work_stream()  # launch sites take the capture path
+    try:
+        result = record()
+    finally:
+        stream._TLS.capture = None
+        cuda_runtime._TLS.hold = inner
+    return (record, list(counts.kept), result), result
+
+
+def _model_launch(graph) -> None:
+    record, handed, result = graph
+    it = iter(handed)
+
+    def same(key):
+        buf = next(it)
+        assert (buf.size, buf.dtype.str) == key[1:], ("replay allocates differently", key)
+        return buf
+
+    with cuda_runtime.holding(same):
+        outs = record()
+    assert all(o is r for o, r in zip(outs, result, strict=True)), "replay moved an output"
+
+
+@contextlib.contextmanager
+def replay_everything() -> Iterator[Counts]:
+    """Every program worth a graph; captures and replays counted (modelled in the simulator)."""
+    counts = Counts()
+    saved = {name: getattr(stream, name) for name in ("capture", "launch", "release", "copy",
+                                                      "work_stream")}
+    saved_worth = graphs.worth
+    graphs.worth = lambda *a: True
+    if cuda_runtime.simulator_enabled():
+        from numba import cuda
+
+        fake = cuda.stream()
+        stream.work_stream = lambda: fake
+        stream.release = lambda graph: None
+        stream.copy = lambda dst, src: dst.copy_to_device(src) if src.size else None
+
+        def capture(record):
+            counts.captures += 1
+            counts.kept.clear()
+            return _model_capture(counts, record)
+
+        stream.capture = capture
+        stream.launch = _model_launch
+    else:
+        def capture(record):
+            counts.captures += 1
+            return saved["capture"](record)
+
+        stream.capture = capture
+    real_launch = stream.launch
+
+    def launch(graph):
+        counts.launches += 1
+        real_launch(graph)
+
+    stream.launch = launch
+    try:
+        yield counts
+    finally:
+        graphs.worth = saved_worth
+        for name, fn in saved.items():
+            setattr(stream, name, fn)
+
+
+def _mlp_step(params, x, y):
+    def loss(p):
+        h = jnp.tanh(x @ p["w1"] + p["b1"])
+        logits = h @ p["w2"] + p["b2"]
+        return -jnp.mean(jnp.sum(numbax.nn.log_softmax(logits) * y, axis=1))
+
+    g = numbax.grad(loss)(params)
+    return {k: params[k] - 0.1 * g[k] for k in params}, loss(params)
+
+
+def _mlp_reference(params, x, y):
+    """The same step in float64 numpy, gradients written out by hand."""
+    w1, b1, w2, b2 = (params[k].astype(np.float64) for k in ("w1", "b1", "w2", "b2"))
+    h = np.tanh(x @ w1 + b1)
+    z = h @ w2 + b2
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    n = x.shape[0]
+    loss = -np.mean(np.sum(logp * y, axis=1))
+    dz = (np.exp(logp) * y.sum(axis=1, keepdims=True) - y) / n
+    dw2, db2 = h.T @ dz, dz.sum(0)
+    dh = dz @ w2.T * (1 - h ** 2)
+    dw1, db1 = x.T @ dh, dh.sum(0)
+    new = {"w1": w1 - 0.1 * dw1, "b1": b1 - 0.1 * db1, "w2": w2 - 0.1 * dw2,
+           "b2": b2 - 0.1 * db2}
+    return new, loss
+
+
+@check
+def graphs_replay_a_training_loop():
+    """Five steps of an MLP: the third call captures, later calls replay; every step matches
+    numpy, and a result kept from one step is unchanged by the next replay."""
+    params = {"w1": RNG.normal(size=(12, 16)) * 0.3, "b1": np.zeros(16),
+              "w2": RNG.normal(size=(16, 5)) * 0.3, "b2": np.zeros(5)}
+    params = {k: v.astype(np.float32) for k, v in params.items()}
+    with replay_everything() as counts:
+        step = gjit(_mlp_step)
+        p = {k: numbax.device_put(v, numbax.devices("gpu")[0]) for k, v in params.items()}
+        kept = []
+        for _ in range(5):
+            x = RNG.normal(size=(8, 12)).astype(np.float32)
+            y = np.eye(5, dtype=np.float32)[RNG.integers(0, 5, 8)]
+            want, want_loss = _mlp_reference({k: np.asarray(v) for k, v in p.items()}, x, y)
+            p, got_loss = step(p, x, y)
+            kept.append((p, want))
+            np.testing.assert_allclose(float(got_loss), want_loss, rtol=1e-4)
+            for k in want:
+                np.testing.assert_allclose(np.asarray(p[k]), want[k], rtol=1e-4, atol=1e-5)
+        for got, want in kept:  # earlier results survived later replays
+            for k in want:
+                np.testing.assert_allclose(np.asarray(got[k]), want[k], rtol=1e-4, atol=1e-5)
+        assert counts.captures == 1 and counts.launches == 3, vars(counts)
+        if cuda_runtime.simulator_enabled():
+            pooled = {id(b) for bufs in cuda_runtime._POOL.values() for b in bufs}
+            assert counts.kept and not any(id(b) in pooled for b in counts.kept), \
+                "a graph's buffer is still in the pool"
+
+
+@check
+def graphs_replay_a_scan():
+    """A scan of 6 steps (carry and stacked outputs) replayed whole, against a Python loop."""
+    def run(c0, xs):
+        def body(c, x):
+            c = jnp.tanh(c * 0.9 + x)
+            return c, jnp.sum(c)
+        return lax.scan(body, c0, xs)
+
+    with replay_everything() as counts:
+        f = gjit(run)
+        for _ in range(4):
+            c0 = RNG.normal(size=7).astype(np.float32)
+            xs = RNG.normal(size=(6, 7)).astype(np.float32)
+            c, ys = f(c0, xs)
+            wc, wys = c0.astype(np.float64), []
+            for x in xs:
+                wc = np.tanh(wc * 0.9 + x)
+                wys.append(wc.sum())
+            np.testing.assert_allclose(np.asarray(c), wc, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(np.asarray(ys), wys, rtol=1e-5, atol=1e-5)
+        assert counts.captures == 1 and counts.launches == 2, vars(counts)
+
+
+@check
+def graphs_skip_programs_that_read_values_back():
+    """A while_loop reads its predicate on the host every iteration: never captured."""
+    def run(x):
+        return lax.while_loop(lambda c: c[0] < 10.0, lambda c: c * 2.0 + 1.0, x)
+
+    with replay_everything() as counts:
+        f = gjit(run)
+        for _ in range(4):
+            x = np.abs(RNG.normal(size=3)).astype(np.float32)
+            want = x.astype(np.float64)
+            while want[0] < 10.0:
+                want = want * 2.0 + 1.0
+            np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+        assert counts.captures == 0 and counts.launches == 0, vars(counts)
+
+
+@check
+def graphs_fall_back_when_capture_fails_or_is_off():
+    def run(x, y):
+        return jnp.sin(x) * y + jnp.cos(y), jnp.sum(x * y)
+
+    with replay_everything() as counts:
+        def refuse(record):
+            counts.captures += 1
+            raise RuntimeError("CUDA driver call failed: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+
+        stream.capture = refuse
+        f = gjit(run)
+        for _ in range(4):
+            x, y = RNG.normal(size=(2, 9)).astype(np.float32)
+            a, b = f(x, y)
+            np.testing.assert_allclose(np.asarray(a), np.sin(x) * y + np.cos(y), rtol=1e-5)
+            np.testing.assert_allclose(float(b), np.sum(x.astype(np.float64) * y), rtol=1e-5)
+        assert counts.captures == 1 and counts.launches == 0, vars(counts)
+    with replay_everything() as counts, numbax.config.override("cuda_graphs", False):
+        f = gjit(lambda x: jnp.exp(x) + 1.0)
+        for _ in range(4):
+            x = RNG.normal(size=5).astype(np.float32)
+            np.testing.assert_allclose(np.asarray(f(x)), np.exp(x) + 1.0, rtol=1e-5)
+        assert counts.captures == 0 and counts.launches == 0, vars(counts)
+
+
+@check
+def graphs_are_worth_it_only_with_many_steps():
+    """The cost model: many steps over small arrays replay; one kernel over large ones not."""
+    assert graphs.worth(40, 16 << 20)  # a training step: 40 steps, 16 MB of arguments
+    assert not graphs.worth(1, 800 << 20)  # one kernel over 400 MB in and out
+    assert not graphs.worth(2, 0)  # two small kernels: the copies cost as much
