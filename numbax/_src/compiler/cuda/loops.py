@@ -145,13 +145,21 @@ def at(array: str, index: str) -> str:
     return f"{array}[np.uint64({index})]"
 
 
+def _digit(flat: str, stride: int, extent: int, outermost: bool) -> str:
+    """Index along one dimension of a flat position < the product of the extents: the
+    division skipped for stride 1 and the modulo for the outermost dimension (integer
+    division costs ~20 instructions on the card)."""
+    expr = flat if stride == 1 else f"({flat} // {stride})"
+    return expr if outermost else f"{expr} % {extent}"
+
+
 def _dim_index(k: CudaKernel, lane: Lane, d: int) -> str:
     if lane.idx is not None:
         return lane.idx[d]
     key = ("dim", d)
     if key not in lane.loaded:
-        name = f"j{d}{lane.suffix}"
-        lane.loads.append(f"{name} = ({lane.flat} // {k.st[d]}) % {k.shape[d]}")
+        name = f"j{d}{lane.suffix}"  # a lane's flat position is inside the nest's shape
+        lane.loads.append(f"{name} = {_digit(lane.flat, k.st[d], k.shape[d], d == 0)}")
         lane.loaded[key] = name
     return lane.loaded[key]
 
@@ -358,14 +366,6 @@ def reduce_splits(cfg: Config, m: int, kred: int) -> int:
 
 
 REDUCE_UNROLL = 4  # elements (and partials) a general reduction's thread loads at once
-
-
-def _digit(flat: str, stride: int, extent: int, outermost: bool) -> str:
-    """Index along one dimension of a flat position < the product of the extents: the
-    division skipped for stride 1 and the modulo for the outermost dimension (integer
-    division costs ~20 instructions on the card)."""
-    expr = flat if stride == 1 else f"({flat} // {stride})"
-    return expr if outermost else f"{expr} % {extent}"
 
 
 def _serial_finish(reds, outs, m: int, splits: int, cfg: Config, pad: str):
