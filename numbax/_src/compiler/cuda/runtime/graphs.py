@@ -94,7 +94,6 @@ class GraphReplay:
     def _capture(self, args: tuple) -> None:
         lead, inputs = args[:self.n_lead], args[self.n_lead:]
         device = memory.current_device_id()
-        static_in = [memory.kept_buffer((device, a.size, a.dtype.str)) for a in inputs]
         kept: list = []
 
         def hold(key: tuple[int, int, str]) -> Any:
@@ -102,7 +101,8 @@ class GraphReplay:
             kept.append(buf)
             return buf
 
-        try:
+        try:  # out of memory for the graph's own buffers: the driver goes on without it
+            static_in = [memory.kept_buffer((device, a.size, a.dtype.str)) for a in inputs]
             with memory.holding(hold):
                 graph, outs = stream.capture(lambda: self.driver(*lead, *static_in))
         except Exception as e:  # noqa: BLE001 - any failure keeps the driver
