@@ -246,6 +246,17 @@ def _matmul(gpu):
     row("matmul 4096^2 f32 highest", f"numbax {flops / tnh / 1e12:.1f} TFLOP/s "
         f"({tnh * 1e3:.2f} ms)", f"rel err {err_h:.1e}; numbax/jax highest {tnh / th:.2f}; "
         f"numbax default / jax default {tn / tj:.2f}")
+    # float16 inputs and output, float32 accumulation (JAX's and cuBLAS's rule)
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    d16 = numbax.device_put(a16, gpu), numbax.device_put(b16, gpu)
+    j16 = jax.device_put(a16), jax.device_put(b16)
+    ref16 = a16.astype(np.float32) @ b16.astype(np.float32)
+    got16 = np.asarray(fn(*d16)).astype(np.float32)
+    err16 = np.abs(got16 - ref16).max() / np.abs(ref16).max()
+    t16 = timeit(lambda: fn(*d16), nb_sync, 5)
+    tj16 = timeit(lambda: jf(*j16), jx_sync, 5)
+    row("matmul 4096^2 f16", f"numbax {flops / t16 / 1e12:.1f} TFLOP/s ({t16 * 1e3:.2f} ms)",
+        f"rel err {err16:.1e}; jax {flops / tj16 / 1e12:.1f}; numbax/jax {t16 / tj16:.2f}")
 
 
 def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
