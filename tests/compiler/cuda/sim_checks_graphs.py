@@ -56,8 +56,12 @@ def _model_launch(graph) -> None:
         assert (buf.size, buf.dtype.str) == key[1:], ("replay allocates differently", key)
         return buf
 
-    with cuda_runtime.holding(same):
-        outs = record()
+    stream._TLS.capture = stream.work_stream()  # as during the capture: nested replayers
+    try:                                         # inside run their drivers
+        with cuda_runtime.holding(same):
+            outs = record()
+    finally:
+        stream._TLS.capture = None
     assert all(o is r for o, r in zip(outs, result, strict=True)), "replay moved an output"
 
 
@@ -188,20 +192,46 @@ def graphs_replay_a_scan():
 
 
 @check
-def graphs_skip_programs_that_read_values_back():
-    """A while_loop reads its predicate on the host every iteration: never captured."""
-    def run(x):
-        return lax.while_loop(lambda c: c[0] < 10.0, lambda c: c * 2.0 + 1.0, x)
+def graphs_replay_loop_bodies_not_the_loop():
+    """A while_loop reads its predicate on the host every iteration: the program is never
+    captured, its body is (one graph launch an iteration from the third on)."""
+    def run(x, w):
+        def body(c):
+            v, n = c
+            return jnp.tanh(v * w + 0.5) * 2.0 + 1.0, n + 1
+        return lax.while_loop(lambda c: c[1] < 6, body, (x, 0))
+
+    with replay_everything() as counts:
+        f = gjit(run)
+        for _ in range(3):
+            x, w = RNG.normal(size=(2, 3)).astype(np.float32)
+            want = x.astype(np.float64)
+            for _ in range(6):
+                want = np.tanh(want * w + 0.5) * 2.0 + 1.0
+            v, n = f(x, w)
+            np.testing.assert_allclose(np.asarray(v), want, rtol=1e-5)
+            assert int(n) == 6
+        # body (18 calls) and predicate (21 calls), each replayed after two warm-up calls
+        # (here every program is worth a graph): 16 + 19 launches
+        assert counts.captures == 2 and counts.launches == 35, vars(counts)
+
+
+@check
+def graphs_nest_a_loop_inside_a_replayed_program():
+    """A fori_loop (a scan without outputs) inside a program that is itself replayed: the
+    body's replayer runs its driver while the program is captured."""
+    def run(x, w):
+        return lax.fori_loop(0, 5, lambda i, c: jnp.sin(c * w) + c, x) * 2.0
 
     with replay_everything() as counts:
         f = gjit(run)
         for _ in range(4):
-            x = np.abs(RNG.normal(size=3)).astype(np.float32)
+            x, w = RNG.normal(size=(2, 4)).astype(np.float32)
             want = x.astype(np.float64)
-            while want[0] < 10.0:
-                want = want * 2.0 + 1.0
-            np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
-        assert counts.captures == 0 and counts.launches == 0, vars(counts)
+            for _ in range(5):
+                want = np.sin(want * w) + want
+            np.testing.assert_allclose(np.asarray(f(x, w)), want * 2.0, rtol=1e-5, atol=1e-6)
+        assert counts.captures == 2, vars(counts)  # the body's (first call), the program's
 
 
 @check

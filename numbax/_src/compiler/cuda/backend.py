@@ -41,12 +41,8 @@ class CudaBackend(Backend):
         run = built.module.driver
         jaxpr = program.jaxpr
         if graphs.replayable(built.steps, built.graphable and not built.hosts,
-                             [_nbytes(v.aval) for v in jaxpr.invars],
-                             [_nbytes(v.aval) for v in jaxpr.outvars]):
+                             [graphs.nbytes(v.aval) for v in jaxpr.invars],
+                             [graphs.nbytes(v.aval) for v in jaxpr.outvars]):
             run = graphs.GraphReplay(run, len(built.hosts) + len(consts))
         return Executable("cuda", run, [*built.hosts, *consts], jaxpr, built.sources,
                           device=program.device)
-
-
-def _nbytes(aval) -> int:
-    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize

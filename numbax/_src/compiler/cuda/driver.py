@@ -22,7 +22,7 @@ from numbax._src.compiler.cuda.config import Config, group_strides, prod
 from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
-from numbax._src.compiler.cuda.runtime import cublas, cufft
+from numbax._src.compiler.cuda.runtime import cublas, cufft, graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.compiler.registry import EAGER
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -76,6 +76,7 @@ class CudaDriver:
         self.consts: dict[str, str] = {}  # literal source -> module-level device buffer
         self.hosts: list = []  # host callables the driver takes first (h0, h1, ...)
         self.gemms: list[str] = []  # module-level cuBLAS plans (cublas.Gemm)
+        self.replays: list[str] = []  # module-level graph replayers of sub-drivers
         self.lines: list[str] = []
         self.sources: list[str] = []
         # whether a CUDA graph can replay the driver (no host round trip, no value read back,
@@ -222,11 +223,20 @@ class CudaDriver:
         self.graphable &= graphable
         self.steps += times * steps
         self.sources.extend(sources)
-        self.imports.append(f"from {module.__name__} import driver as {tag}")
+        keys = [cuda_runtime.register_const(np.asarray(core.to_numpy(c))) for c in closed.consts]
+        # a body or branch run from the host loop may itself replay as a graph (not one that
+        # writes a scan's rows in place: a graph writes only its own buffers)
+        if n_dest == 0 and graphs.replayable(steps, graphable and not hosts,
+                                             [graphs.nbytes(v.aval) for v in jaxpr.invars],
+                                             [graphs.nbytes(v.aval) for v in jaxpr.outvars]):
+            self.imports.append(f"from {module.__name__} import driver as {tag}_driver")
+            self.replays.append(f"{tag} = graphs.GraphReplay({tag}_driver, "
+                                f"{len(hosts) + len(keys)})")
+        else:
+            self.imports.append(f"from {module.__name__} import driver as {tag}")
         self.hosts.extend(hosts)
         first = len(self.hosts) - len(hosts)
         bound = "".join(f"h{first + q}, " for q in range(len(hosts)))
-        keys = [cuda_runtime.register_const(np.asarray(core.to_numpy(c))) for c in closed.consts]
         return f"{tag}({bound}{''.join(f'rt.const({k!r}), ' for k in keys)}"
 
     def _bind_outs(self, eqn: JaxprEqn, expr: str) -> None:
@@ -411,8 +421,10 @@ class CudaDriver:
                 + "from numbax._src.compiler.cuda.runtime.launch import launcher  # noqa: F401\n"
                 + "from numbax._src.compiler.cuda.runtime import cublas as cb  # noqa: F401\n"
                 + "from numbax._src.compiler.cuda.runtime import stream as st  # noqa: F401\n"
+                + "from numbax._src.compiler.cuda.runtime import graphs  # noqa: F401\n"
                 + "\n".join(self.imports) + "\n\n"
-                + "".join(line + "\n" for line in [*launchers, *self.gemms]) + "\n\n"
+                + "".join(line + "\n" for line in [*launchers, *self.gemms, *self.replays])
+                + "\n\n"
                 + f"def driver({params}):\n" + "\n".join(self.lines)
                 + ("\n" if self.lines else "")
                 + f"    return ({''.join(r + ', ' for r in rets)})\n")

@@ -17,15 +17,20 @@ no host fallback, no CuPy-allocated result) runs like this:
   step of 8 inputs and 6 outputs).
 
 Whether a program is replayed is decided once, when it is compiled (`worth`): the driver steps
-saved against the copies added. A capture that fails leaves the program on its driver (nothing
-ran under capture). One call at a time replays a graph; a call finding it busy (another thread)
-runs the driver itself.
+saved against the copies added. The same holds for the sub-drivers a host-driven loop or
+branch calls (a while_loop's body, a cond's branches, a scan body without stacked outputs):
+one graph launch an iteration instead of the body's launches; inside an enclosing program's
+capture they run their drivers, so the loop is unrolled into the enclosing graph. A capture
+that fails leaves the program on its driver (nothing ran under capture). One call at a time
+replays a graph; a call finding it busy (another thread) runs the driver itself.
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from numbax._src.compiler import cache
 from numbax._src.compiler.cuda.config import Config
@@ -43,6 +48,11 @@ def worth(steps: int, copy_bytes: int) -> bool:
     must be twice what replay adds (a graph launch and two copy launches, and the copies'
     time on the card): a single bandwidth-bound kernel over large arrays is never replayed."""
     return steps * STEP_US > 2 * (3 * STEP_US + copy_bytes / COPY_BYTES_PER_US)
+
+
+def nbytes(aval: Any) -> int:
+    """The bytes of an array of this abstract value."""
+    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
 
 
 def replayable(steps: int, graphable: bool, in_sizes: Sequence[int],
@@ -71,8 +81,8 @@ class GraphReplay:
         self.lead: tuple = ()  # the constants the graph reads
 
     def __call__(self, *args: Any) -> tuple:
-        if not config.hot("cuda_graphs"):
-            return self.driver(*args)
+        if not config.hot("cuda_graphs") or stream.capturing() is not None:
+            return self.driver(*args)  # off, or inside an enclosing program's capture
         if self.graph is None:
             if self.failed is not None or self.calls < WARMUP or \
                     not self.lock.acquire(blocking=False):
