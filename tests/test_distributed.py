@@ -217,3 +217,24 @@ def test_initialize_refuses_processes_no_launcher_joined():
     assert "mpirun -n 2 python script.py" in got["two"]
     assert got["method"].startswith("ValueError: jax.distributed.initialize: "
                                     "cluster_detection_method is 'pbs', expected one of")
+
+
+def test_open_mpi_allreduce_algorithm_default_and_user_choice(monkeypatch):
+    """Before MPI starts, numbax picks Open MPI's Rabenseifner allreduce for libnbc (the
+    cross-process psum's engine) unless the user chose one; mpi4py is faked, so no MPI starts
+    in this process."""
+    import types
+
+    from numbax._src.parallel import distributed
+
+    name = "OMPI_MCA_coll_libnbc_iallreduce_algorithm"
+    fake = types.ModuleType("mpi4py")
+    fake.MPI = object()
+    monkeypatch.setitem(sys.modules, "mpi4py", fake)
+    monkeypatch.setenv(name, "placeholder")  # recorded, so the test's changes are undone
+    monkeypatch.delenv(name)
+    assert distributed._import_mpi(2) is fake.MPI
+    assert os.environ[name] == "3"
+    monkeypatch.setenv(name, "1")
+    distributed._import_mpi(2)
+    assert os.environ[name] == "1"
