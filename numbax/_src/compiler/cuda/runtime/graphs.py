@@ -79,6 +79,8 @@ class GraphReplay:
         self.static_out: tuple = ()  # the buffers the graph leaves its outputs in
         self.kept: list = []  # everything else the graph writes (its temporaries)
         self.lead: tuple = ()  # the constants the graph reads
+        self.copy_in: Copies | None = None  # the call's inputs into static_in, one launch
+        self.copy_out: Copies | None = None  # static_out into a call's fresh outputs
 
     def __call__(self, *args: Any) -> tuple:
         if not config.hot("cuda_graphs") or stream.capturing() is not None:
@@ -111,17 +113,17 @@ class GraphReplay:
             kept.append(buf)
             return buf
 
-        try:  # out of memory for the graph's own buffers: the driver goes on without it
+        try:  # out of memory for the graph's own buffers, say: the driver goes on without it
             static_in = [memory.kept_buffer((device, a.size, a.dtype.str)) for a in inputs]
             with memory.holding(hold):
                 graph, outs = stream.capture(lambda: self.driver(*lead, *static_in))
+            self.copy_in = Copies([a.size for a in static_in])
+            self.copy_out = Copies([o.size for o in outs])
         except Exception as e:  # noqa: BLE001 - any failure keeps the driver
             self.failed = e
             return
         self.lead, self.static_in, self.kept = lead, static_in, kept
         self.static_out = tuple(outs)
-        self.copy_in = Copies([a.size for a in static_in])
-        self.copy_out = Copies([o.size for o in self.static_out])
         self.graph = graph
 
     def _replay(self, args: tuple) -> tuple:
