@@ -26,7 +26,9 @@ from typing import Any
 
 from numbax._src.compiler.cuda.runtime import memory
 
-_TLS = threading.local()  # .capture: the numba stream this thread is capturing on, or absent
+# .capture: the numba stream this thread is capturing on, or absent; .capture_stream: the
+# thread's own capture stream, once made
+_TLS = threading.local()
 
 
 @functools.cache
@@ -59,12 +61,15 @@ def handle(stream: Any) -> int:
     return int(value if value is not None else h)
 
 
-@functools.cache
 def _capture_stream() -> Any:
-    """The non-blocking stream graphs are captured on (a numba view of it, for launches)."""
-    d = _driver()
-    (raw,) = _check(d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
-    return memory.get_cuda().external_stream(int(raw))
+    """This thread's non-blocking stream to capture graphs on (a numba view of it, for
+    launches): one per thread, so two threads can capture at once."""
+    s = getattr(_TLS, "capture_stream", None)
+    if s is None:
+        d = _driver()
+        (raw,) = _check(d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        s = _TLS.capture_stream = memory.get_cuda().external_stream(int(raw))
+    return s
 
 
 def capturing() -> Any:
