@@ -179,11 +179,12 @@ def empty(size: int, dtype) -> Any:
 def kept_buffer(key: tuple[int, int, str]) -> Any:
     """A buffer of `key` (device, size, dtype) taken out of the pool for good, or a new one:
     what a captured graph allocates stays its own (its replays write there)."""
-    bufs = _POOL.get(key, [])
-    for q, buf in enumerate(bufs):
-        if sys.getrefcount(buf) <= 3:  # the list, the loop variable, getrefcount's argument
-            return bufs.pop(q)
-    return _alloc(get_cuda(), key[1], np.dtype(key[2]))
+    buf = _from_pool(key)
+    if buf is None:
+        return _alloc(get_cuda(), key[1], np.dtype(key[2]))
+    bufs = _POOL[key]
+    del bufs[next(q for q, b in enumerate(bufs) if b is buf)]
+    return buf
 
 
 @contextlib.contextmanager
