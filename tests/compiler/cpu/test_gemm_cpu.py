@@ -38,7 +38,9 @@ def _check(x, y, threads):
 # strips, a ragged last strip, fewer columns than a strip; k: one block, several blocks with
 # a tail that is not a multiple of the vector width (the transposed pack's scalar rows).
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512)])
+# (200, 300, 70): 17 row strips, so one thread packs even a C-contiguous B.
+@pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
+                                   (200, 300, 70)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_matches_float64_numpy(dtype, m, k, n, layout):
     x = _operand((m, k), dtype, layout[0] == "T")
@@ -47,12 +49,49 @@ def test_matches_float64_numpy(dtype, m, k, n, layout):
         _check(x, y, threads)
 
 
-@pytest.mark.parametrize("m,n", [(300, 40), (30, 400)])
-def test_threads_split_rows_or_columns(m, n):
-    """Few column strips and many rows: threads take row strips; else column strips."""
+@pytest.mark.parametrize("m,n", [(300, 40), (30, 400), (250, 250)])
+def test_threads_split_c_into_a_grid(m, n):
+    """Threads take parts of a grid of C: all rows, all columns, or both ways, with ragged
+    last strips in either direction."""
     x, y = _operand((m, 50), np.float32, False), _operand((50, n), np.float32, True)
-    for threads in (2, 4, 7):
+    for threads in (2, 4, 7, 16):
         _check(x, y, threads)
+
+
+def test_thread_grid_splits_squares_both_ways():
+    # A 1000^2 float32 product: 84 row strips, 32 column strips.
+    assert gemm_cpu.thread_grid(84, 32, 16) == (4, 4)
+    assert gemm_cpu.thread_grid(171, 16, 16) == (16, 1)  # tall: rows only
+    assert gemm_cpu.thread_grid(2, 100, 8) == (1, 8)     # wide: columns only
+    assert gemm_cpu.thread_grid(3, 3, 16) == (3, 3)      # never more parts than strips
+    assert gemm_cpu.thread_grid(84, 32, 1) == (1, 1)
+    for rows, cols, threads in [(84, 32, 16), (7, 300, 6), (50, 50, 13)]:
+        r, q = gemm_cpu.thread_grid(rows, cols, threads)
+        assert r * q <= threads and r <= rows and q <= cols
+
+
+def test_threads_of_python_calling_at_once():
+    """Each Python thread has its own workspace: concurrent products do not share scratch."""
+    import threading
+    pairs = [(_operand((230, 90), np.float32, False), _operand((90, 70), np.float32, False))
+             for _ in range(4)]
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            for _ in range(20):
+                results[i] = gemm_cpu.matmul(*pairs[i], 2)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for (x, y), got in zip(pairs, results):
+        np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
 
 
 def test_empty_dimensions():

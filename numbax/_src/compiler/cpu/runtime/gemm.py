@@ -14,16 +14,19 @@ loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k
 Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
 FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
 
-Operands are C-contiguous arrays or transposes of one, read in place: A through (row, column)
-element strides, so a transposed A costs nothing; B's rows directly when they are
-contiguous, else (a transposed B, or the ragged last strip) through a packed ``KC x NR``
-buffer filled by `_transpose_block`. Loop order per thread (BLIS's): k blocks of ``KC``, then
-blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column strips of B (the
-strip stays in L1), then the block's row strips (streamed from L2). Threads
-take whole column strips, or whole row strips when there are too few columns, so no two
+Operands are C-contiguous arrays or transposes of one. A is read in place through (row,
+column) element strides, so a transposed A costs nothing; only a short last row strip is
+copied, zero-padded, into the workspace. B's column strips are packed per k block into a
+contiguous ``KC x NR`` layout (vector copies, or `_transpose_block` for a transposed B), except
+that C-contiguous B is read in place when the part reuses each strip too few times to repay
+the copy. Loop order per part (BLIS's): k blocks of ``KC``, then blocks of ``MC_STRIPS`` row
+strips of A (the block stays in L2), then column strips of B (the strip stays in L1), then
+the block's row strips. Threads take the parts of a grid of C (`thread_grid`), so no two
 threads write the same part of C.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -35,6 +38,9 @@ MR = 12        # rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broad
 VEC_BYTES = 64  # one AVX-512 register; LLVM splits the vectors on narrower hosts
 KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB, it stays in the 48 KiB L1
 MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
+# From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
+# elements apart, cost a TLB entry each and share few L1 sets when n is a power of two.
+PACK_B_FROM_ROW_STRIPS = 16
 
 
 def _lanes(dtype) -> int:
@@ -149,84 +155,182 @@ def _transpose_block(typingctx, src, src_off, lds, dst, dst_off, ldd):
     return sig, codegen
 
 
+@intrinsic
+def _copy_strip_row(typingctx, src, src_off, dst, dst_off):
+    """dst[dst_off + j] = src[src_off + j] for j < 2 * lanes: one row of a B strip in two
+    vector loads and stores (Numba's indexed loop did not vectorise: 0.3 ms of a 0.7 ms
+    product went to packing)."""
+    sig = types.void(src, types.intp, dst, types.intp)
+
+    def codegen(context, builder, sig, args):
+        src, src_off, dst, dst_off = args
+        dtype = sig.args[0].dtype
+        lanes = _lanes(dtype)
+        vty = ir.VectorType(context.get_value_type(dtype), lanes)
+        align = dtype.bitwidth // 8
+        ps = _data(context, builder, sig.args[0], src, src_off)
+        pd = _data(context, builder, sig.args[2], dst, dst_off)
+        for h in range(2):
+            at = ir.Constant(src_off.type, h * lanes)
+            builder.store(builder.load(_vector_ptr(builder, ps, at, vty), align=align),
+                          _vector_ptr(builder, pd, at, vty), align=align)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True, error_model="numpy", inline="always")
-def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf):
-    """buf[k*nr_full + j] = B[k0 + k, j0 + j], zero past column nr."""
+def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf, off):
+    """buf[off + k*nr_full + j] = B[k0 + k, j0 + j], zero past column nr: one column strip of
+    a k block, contiguous, so the register tile reads it in one stream from L1."""
     if nr < nr_full:
-        buf[:kc * nr_full] = 0
+        buf[off:off + kc * nr_full] = 0
     if rsb == 1 and nr == nr_full:  # transposed B: square blocks through registers
         kb = kc - kc % lanes
         for jj in range(0, nr_full, lanes):
             for kk in range(0, kb, lanes):
-                _transpose_block(b, (j0 + jj) * csb + k0 + kk, csb, buf, kk * nr_full + jj,
-                                 nr_full)
+                _transpose_block(b, (j0 + jj) * csb + k0 + kk, csb, buf,
+                                 off + kk * nr_full + jj, nr_full)
         for k in range(kb, kc):
             for j in range(nr_full):
-                buf[k * nr_full + j] = b[(j0 + j) * csb + k0 + k]
+                buf[off + k * nr_full + j] = b[(j0 + j) * csb + k0 + k]
+        return
+    if csb == 1 and nr == nr_full:  # rows of B contiguous: vector copies
+        for k in range(kc):
+            _copy_strip_row(b, (k0 + k) * rsb + j0, buf, off + k * nr_full)
         return
     for k in range(kc):
+        src = (k0 + k) * rsb + j0 * csb
+        dst = off + k * nr_full
         for j in range(nr):
-            buf[k * nr_full + j] = b[(k0 + k) * rsb + (j0 + j) * csb]
+            buf[dst + j] = b[src + j * csb]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
+    """buf[off + k*MR + i] = A[i0 + i, k0 + k], zero past row mr: one row strip of a k block,
+    in the order the register tile broadcasts it."""
+    if mr < MR:
+        buf[off:off + kc * MR] = 0
+    if csa == 1:  # rows of A contiguous: read each row in one stream
+        for i in range(mr):
+            src = (i0 + i) * rsa + k0
+            for k in range(kc):
+                buf[off + k * MR + i] = a[src + k]
+        return
+    for k in range(kc):
+        src = i0 * rsa + (k0 + k) * csa
+        for i in range(mr):
+            buf[off + k * MR + i] = a[src + i * rsa]
+
+
+def workspace_size(itemsize: int, column_strips: int) -> int:
+    """Elements of scratch `_gemm_part` needs for a part `column_strips` strips wide: the short
+    last A strip of a k block, the part's packed B strips of one k block, and one C tile."""
+    nr_full = 2 * (VEC_BYTES // itemsize)
+    return MR * KC + column_strips * KC * nr_full + MR * nr_full
 
 
 @njit(cache=True, error_model="numpy")
-def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1):
+def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work):
     """C's row strips [s0, s1) x column strips [t0, t1) of C = A @ B, A[i, k] = a[i*rsa + k*csa],
-    B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat)."""
+    B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat), with `work` as scratch
+    (`workspace_size` elements).
+
+    Loop order (BLIS's): per k block, the part's column strips of B are packed once; per
+    block of MC_STRIPS row strips (it stays in L2), each column strip (it stays in L1) meets
+    the block's row strips in the register tile."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
-    tile = np.empty(MR * nr_full, c.dtype)
-    apad = np.empty(MR * KC, c.dtype)  # zeroed where a short strip needs it
-    bpad = np.empty(KC * nr_full, c.dtype)
+    b_off = MR * KC
+    tile_off = b_off + (t1 - t0) * KC * nr_full
+    # B's rows read in place when the part reuses each strip too few times to repay a copy
+    in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
     for k0 in range(0, kk, KC):
         kc = min(KC, kk - k0)
+        for t in range(t0, t1):
+            j0 = t * nr_full
+            if not (in_place_b and n - j0 >= nr_full):
+                _pack_b(b, rsb, csb, k0, kc, j0, min(nr_full, n - j0), nr_full, lanes, work,
+                        b_off + (t - t0) * kc * nr_full)
         if ragged:
-            i0 = (s1 - 1) * MR
-            apad[:] = 0
-            for i in range(m - i0):
-                for k in range(kc):
-                    apad[k * MR + i] = a[(i0 + i) * rsa + (k0 + k) * csa]
+            _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
         for sb in range(s0, s1, MC_STRIPS):
+            se = min(sb + MC_STRIPS, s1)
             for t in range(t0, t1):
                 j0 = t * nr_full
                 nr = min(nr_full, n - j0)
-                if csb == 1 and nr == nr_full:
-                    bb, b_off, ldb = b, k0 * rsb + j0, rsb
-                else:
-                    _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, bpad)
-                    bb, b_off, ldb = bpad, 0, nr_full
-                for s in range(sb, min(sb + MC_STRIPS, s1)):
+                for s in range(sb, se):
                     i0 = s * MR
                     mr = min(MR, m - i0)
                     whole = mr == MR and nr == nr_full
-                    # a partial tile goes through `tile`, then its valid part into C
                     aa, a_off, ra, ca = (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR \
-                        else (apad, 0, 1, MR)
-                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (tile, 0, nr_full)
-                    register_tile(kc, aa, a_off, ra, ca, bb, b_off, ldb, cc, c_off, ldc,
-                          whole and k0 > 0)
+                        else (work, 0, 1, MR)
+                    # a partial tile goes through the tile scratch, then its valid part into C
+                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (work, tile_off, nr_full)
+                    bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
+                        else (work, b_off + (t - t0) * kc * nr_full, nr_full)
+                    register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                  whole and k0 > 0)
                     if whole:
                         continue
                     for i in range(mr):
                         for j in range(nr):
                             if k0 == 0:
-                                c[(i0 + i) * n + j0 + j] = tile[i * nr_full + j]
+                                c[(i0 + i) * n + j0 + j] = work[tile_off + i * nr_full + j]
                             else:
-                                c[(i0 + i) * n + j0 + j] += tile[i * nr_full + j]
+                                c[(i0 + i) * n + j0 + j] += work[tile_off + i * nr_full + j]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, nthreads, by_columns):
+def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts, work):
+    """`_gemm_part` on a row_parts x column_parts grid of C, one thread per part, each with
+    its own row of `work`."""
     ms = (m + MR - 1) // MR
     ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
-    for th in prange(nthreads):
-        # One call with int64 bounds: a literal 0 in the call made Numba compile _gemm_part
-        # again for Literal[int](0) (1.2 s per call site).
-        s0, s1, t0, t1 = np.int64(0), ms, ns * th // nthreads, ns * (th + 1) // nthreads
-        if not by_columns:
-            s0, s1, t0, t1 = ms * th // nthreads, ms * (th + 1) // nthreads, np.int64(0), ns
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1)
+    for th in prange(row_parts * column_parts):
+        r, q = th // column_parts, th % column_parts
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // row_parts,
+                   ms * (r + 1) // row_parts, ns * q // column_parts,
+                   ns * (q + 1) // column_parts, work[th])
+
+
+# Packing one A strip of a k block costs about half a register tile (scalar copies), one B
+# strip about a fifth: `thread_grid` charges them against the tiles a part computes.
+A_STRIP_PACK_COST = 0.5
+B_STRIP_PACK_COST = 0.2
+
+
+def thread_grid(row_strips: int, column_strips: int, threads: int) -> tuple[int, int]:
+    """(row parts, column parts), with product at most `threads`, that finishes C soonest:
+    the busiest part's tiles plus the strips it packs. A thread with few column strips
+    packs A for little use, one with few row strips packs B for little use, so squares of C
+    split both ways."""
+    best, best_cost = (1, 1), None
+    for rows in range(1, min(threads, row_strips) + 1):
+        cols = min(threads // rows, column_strips)
+        r, q = -(-row_strips // rows), -(-column_strips // cols)
+        cost = r * q + A_STRIP_PACK_COST * r + B_STRIP_PACK_COST * q
+        if best_cost is None or cost < best_cost:
+            best, best_cost = (rows, cols), cost
+    return best
+
+
+_workspaces = threading.local()
+
+
+def _workspace(dtype, rows: int, size: int) -> np.ndarray:
+    """A C-contiguous (rows, size) scratch array of `dtype`, kept per Python thread and
+    reused: allocating and first-touching ~0.5 MB a thread on every call cost more than a
+    small product takes."""
+    cache = getattr(_workspaces, "by_dtype", None)
+    if cache is None:
+        cache = _workspaces.by_dtype = {}
+    flat = cache.get(dtype)
+    if flat is None or flat.size < rows * size:
+        flat = cache[dtype] = np.empty(rows * size, dtype)
+    return flat[:rows * size].reshape(rows, size)
 
 
 def _flat(x: np.ndarray):
@@ -286,9 +390,10 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     c = out.reshape(-1)
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     ms = -(-m // MR)
-    if threads <= 1:
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns)
+    rows, cols = thread_grid(ms, ns, max(threads, 1))
+    work = _workspace(x.dtype, rows * cols, workspace_size(x.itemsize, -(-ns // cols)))
+    if rows * cols == 1:
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0])
     else:
-        by_columns = ns >= 2 * threads or ns >= ms
-        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, threads, by_columns)
+        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work)
     return out
