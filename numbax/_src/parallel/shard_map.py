@@ -330,27 +330,33 @@ def _run(api: str, program: spmd.Program, mesh: Mesh, globals_: list, shapes: li
 
 
 def _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes) -> list[np.ndarray]:
-    """Runs the body here: each argument's blocks stacked by mesh position, the body vmapped
-    over the mesh axes (named, so collectives reduce over them), the results reassembled."""
+    """Runs the body here: each argument's blocks stacked along the mesh axes it is split over
+    (the same block is not copied along the others), the body vmapped over the mesh axes
+    (named, so collectives reduce over them) and compiled, the results reassembled."""
     names, sizes = mesh.axis_names, mesh.axis_sizes
-    stacked = []
+    stacked, split_axes = [], []
     for a, spec in zip(args, in_specs, strict=True):
         a = np.asarray(core.to_numpy(a))
-        blocks = [a[tuple(slice(lo, hi) for lo, hi in idx)]
-                  for idx in NamedSharding(mesh, spec).block_indices(a.shape)]
-        stacked.append(np.stack(blocks).reshape(*sizes, *blocks[0].shape))
-
-    def body(*xs):
-        return _eval_with_axis_index(jaxpr.jaxpr, jaxpr.consts, xs)
-
-    fn = body
-    for name in reversed(names):
-        fn = api.vmap(fn, axis_name=name)
-    outs = fn(*stacked)
+        index = NamedSharding(mesh, spec).block_indices(a.shape)  # per device, mesh order
+        grid = np.arange(len(index)).reshape(sizes)
+        split = tuple(size > 1 and index[0] != index[int(np.moveaxis(grid, i, 0)[1].flat[0])]
+                      for i, size in enumerate(sizes))
+        split_axes.append(split)
+        if not any(split):
+            stacked.append(a)  # every device's block is the whole argument
+            continue
+        picked = grid[tuple(slice(None) if s else 0 for s in split)].reshape(-1)
+        blocks = [a[tuple(slice(lo, hi) for lo, hi in index[d])] for d in picked]
+        stacked.append(np.stack(blocks).reshape(
+            *[n for n, s in zip(sizes, split) if s], *blocks[0].shape))
+    outs = _emulation(jaxpr, names, sizes, tuple(split_axes))(*stacked)
     results = []
     for o, aval, spec in zip(outs, jaxpr.out_avals, out_specs, strict=True):
         o = np.asarray(o).reshape(-1, *aval.shape)
         shape = lsm.global_aval(aval, spec, mesh).shape
+        if o.shape[0] == 1:  # one device: its block is the result
+            results.append(o[0])
+            continue
         full = np.empty(shape, aval.dtype)
         sharding = NamedSharding(mesh, spec)
         for r, (idx, rid) in enumerate(zip(sharding.block_indices(shape),
@@ -360,6 +366,33 @@ def _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes) -> list[np.nda
         results.append(full)
     del manual_axes
     return results
+
+
+def _emulation(jaxpr: core.ClosedJaxpr, names: tuple, sizes: tuple, split_axes: tuple
+               ) -> Callable:
+    """The body vmapped over the mesh axes, each argument mapped along the axes it is split
+    over (`split_axes[arg][axis]`), every result mapped along all of them; compiled once per
+    (body, mesh axes, splits) as JAX compiles it: run op by op, a batch-256 MLP step on a
+    one-device mesh took 15.6 ms against 2.4 ms compiled."""
+    key = (id(jaxpr), names, sizes, split_axes)
+    found = _emulations.get(key)
+    if found is None or found[0] is not jaxpr:
+        def body(*xs):
+            return _eval_with_axis_index(jaxpr.jaxpr, jaxpr.consts, xs)
+
+        fn = body
+        for i in reversed(range(len(names))):
+            fn = api.vmap(fn, in_axes=tuple(0 if split[i] else None for split in split_axes),
+                          axis_name=names[i], axis_size=sizes[i])
+        from numbax._src.jit import jit  # jit's module imports the sharding code
+        found = (jaxpr, jit(fn))  # the jaxpr held, so its id is not reused meanwhile
+        _emulations[key] = found
+        if len(_emulations) > 256:
+            _emulations.popitem(last=False)
+    return found[1]
+
+
+_emulations: collections.OrderedDict = collections.OrderedDict()
 
 
 def _eval_with_axis_index(jaxpr: core.Jaxpr, consts: list, args: tuple) -> list:
