@@ -1,9 +1,11 @@
 """The data-parallel MLP training step of issue 22's target: jit(shard_map) over N devices, a
 784-512-512-10 MLP, batch 256 per device, the gradient pmean'd over the batch axis and SGD
-applied; numbax (N worker processes) or, with --jax, JAX's shard_map on N CPU devices. Prints
-the best-of-R step time, and checks the parameters equal a one-device step's.
+applied; numbax (N worker processes) or, with --jax, JAX's shard_map on N CPU devices. With
+--pmap the same step runs as pmap(step, axis_name="batch", in_axes=(None, 0, 0)) over the
+batch split into N rows (issue 19's pmap row). Prints the best-of-R step time, and checks
+the parameters equal a one-device step's.
 
-    python benchmarks/shard_map_mlp.py [N ...] [--repeats R] [--jax]
+    python benchmarks/shard_map_mlp.py [N ...] [--repeats R] [--jax] [--pmap]
 
 (N default: 4 and 8 up to the core count). Each N runs in a fresh process, since the device
 count is fixed at import. Compare numbax and --jax on the same machine in one sitting.
@@ -19,7 +21,7 @@ SIZES = (784, 512, 512, 10)
 BATCH_PER_DEVICE = 256
 
 
-def _child(n: int, repeats: int, use_jax: bool) -> None:
+def _child(n: int, repeats: int, use_jax: bool, use_pmap: bool) -> None:
     if use_jax:
         os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -50,10 +52,18 @@ def _child(n: int, repeats: int, use_jax: bool) -> None:
         grads = lib.lax.pmean(lib.grad(loss)(params, xb, yb), "batch")
         return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
 
-    step = lib.jit(lib.shard_map(local_step, mesh=mesh, in_specs=(P(), P("batch"), P("batch")),
-                                 out_specs=P(), check_vma=False))
-    sharding = lib.NamedSharding(mesh, P("batch"))
-    xs, ys = lib.device_put(x, sharding), lib.device_put(y, sharding)
+    if use_pmap:
+        mapped = lib.pmap(local_step, axis_name="batch", in_axes=(None, 0, 0))
+        xs, ys = x.reshape(n, BATCH_PER_DEVICE, -1), y.reshape(n, BATCH_PER_DEVICE, -1)
+
+        def step(params, xs, ys):  # every device holds the same new parameters: take one
+            return lib.tree_util.tree_map(lambda a: a[0], mapped(params, xs, ys))
+    else:
+        step = lib.jit(lib.shard_map(local_step, mesh=mesh,
+                                     in_specs=(P(), P("batch"), P("batch")), out_specs=P(),
+                                     check_vma=False))
+        sharding = lib.NamedSharding(mesh, P("batch"))
+        xs, ys = lib.device_put(x, sharding), lib.device_put(y, sharding)
     out = step(params, xs, ys)
     lib.block_until_ready(out)
     times = []
@@ -65,8 +75,8 @@ def _child(n: int, repeats: int, use_jax: bool) -> None:
                                    zip(p, lib.grad(loss)(p, x, y))])(params, x, y)
     err = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
               for a, b in zip(lib.tree_util.tree_leaves(out), lib.tree_util.tree_leaves(one)))
-    name = "jax" if use_jax else "numbax"
-    print(f"{name:6s} devices={n:2d} batch={n * BATCH_PER_DEVICE:5d} step best "
+    name = ("jax" if use_jax else "numbax") + (" pmap" if use_pmap else "")
+    print(f"{name:11s} devices={n:2d} batch={n * BATCH_PER_DEVICE:5d} step best "
           f"{min(times) * 1e3:8.2f} ms  median {sorted(times)[len(times) // 2] * 1e3:8.2f} ms  "
           f"max |params - one-device| {err:.1e}", flush=True)
 
@@ -74,20 +84,22 @@ def _child(n: int, repeats: int, use_jax: bool) -> None:
 def main() -> None:
     args = sys.argv[1:]
     use_jax = "--jax" in args
+    use_pmap = "--pmap" in args
     repeats = 20
     if "--repeats" in args:
         repeats = int(args[args.index("--repeats") + 1])
     counts = [int(a) for a in args if a.isdigit() and (args.index(a) == 0 or
                                                        args[args.index(a) - 1] != "--repeats")]
     if "--child" in args:
-        _child(counts[0], repeats, use_jax)
+        _child(counts[0], repeats, use_jax, use_pmap)
         return
     cores = os.cpu_count() or 1
     counts = counts or [k for k in (4, 8, 16) if k <= max(cores, 4)]
     print(f"cores={cores} MLP {SIZES} batch {BATCH_PER_DEVICE}/device, float32")
     for n in counts:
         cmd = [sys.executable, __file__, str(n), "--child", "--repeats", str(repeats)]
-        subprocess.run(cmd + (["--jax"] if use_jax else []), check=True)
+        subprocess.run(cmd + (["--jax"] if use_jax else []) + (["--pmap"] if use_pmap else []),
+                       check=True)
 
 
 if __name__ == "__main__":

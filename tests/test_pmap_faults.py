@@ -85,6 +85,28 @@ def test_a_loop_of_large_calls_reuses_its_shared_memory():
     assert total <= 4 * 3 * x.nbytes  # the loop's blocks, within the heap's growth rule
 
 
+def test_a_call_of_many_blocks_keeps_its_segments_for_the_next():
+    """A call handing out ~20 blocks (a 16-device step: staged arguments, collective slots,
+    a result arena, outputs) finds its emptied segments again in the next call, even when
+    its large blocks came early in the call."""
+    heap = shm.Heap()
+    try:
+        def one_call():
+            blocks = [heap.alloc("test", 40 << 20, "slots"), heap.alloc("test", 30 << 20, "arena")]
+            blocks += [heap.alloc("test", 64 << 10, "outputs") for _ in range(18)]
+            for block in blocks:
+                heap.release(block)
+
+        one_call()
+        kept = set(heap.segments)
+        for _ in range(3):
+            one_call()
+        assert set(heap.segments) == kept
+        assert not heap.unlinked
+    finally:
+        heap.close()
+
+
 def test_full_shm_when_reserving_is_a_memory_error_not_sigbus(monkeypatch):
     def no_space(fd, offset, length):
         raise OSError(28, "No space left on device")

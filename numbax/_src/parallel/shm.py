@@ -184,16 +184,18 @@ class Block:
 class Heap:
     """The parent's shared memory: page-aligned blocks carved first-fit out of segments of at
     least SEGMENT_BYTES, each new one at least half the bytes in use (so a call that needs
-    many blocks gets few segments). Empty segments are kept while the empty ones total at
-    most KEEP_BYTES, the bytes in use, or the bytes of the last RECENT blocks handed out, so
-    a loop of calls reuses them (creating, reserving and first touching a segment costs
-    milliseconds per 10 MB: a loop of 64 MB psums got a new 128 MB scratch segment every call
-    and ran at 0.1 GB/s); beyond that an empty segment is unlinked and its name queued in
-    `unlinked` for the workers to unmap."""
+    many blocks gets few segments). Empty segments are kept while all segments total at most
+    KEEP_BYTES or the most segment bytes that held live blocks at once over the last RECENT
+    blocks handed out, so a loop of calls reuses them (creating, reserving and first touching
+    a segment costs milliseconds per 10 MB: a loop of 64 MB psums got a new 128 MB scratch
+    segment every call and ran at 0.1 GB/s; a 16-device shard_map step, ~20 blocks a call,
+    re-created its 30 MB result arena every call while the rule counted the sizes of the last
+    8 blocks); beyond that an empty segment is unlinked and its name queued in `unlinked` for
+    the workers to unmap."""
 
     SEGMENT_BYTES = 8 << 20
     KEEP_BYTES = 64 << 20
-    RECENT = 8
+    RECENT = 64
 
     def __init__(self) -> None:
         self.segments: dict[str, Segment] = {}
@@ -201,22 +203,28 @@ class Heap:
         self._lock = threading.Lock()
         self._pending: list[Block] = []  # freed by finalizers, returned under the lock
         self._homes: dict[int, Block] = {}  # address of each block handed out as an array
-        self._recent: collections.deque = collections.deque(maxlen=self.RECENT)  # their sizes
+        # per block handed out: the bytes of the segments holding live blocks just after
+        self._recent: collections.deque = collections.deque(maxlen=self.RECENT)
 
     def alloc(self, api: str, nbytes: int, what: str) -> Block:
         nbytes = aligned(max(int(nbytes), 1), PAGE)
         with self._lock:
-            self._recent.append(nbytes)
             self._drain()
+            block = None
             for name, seg in self.segments.items():
                 off = seg.take(nbytes)
                 if off is not None:
-                    return Block(name, off, nbytes)
-            used = sum(seg.size - sum(size for _, size in seg.free)
-                       for seg in self.segments.values())
-            seg = Segment(api, max(nbytes, self.SEGMENT_BYTES, aligned(used // 2, PAGE)), what)
-            self.segments[seg.name] = seg
-            return Block(seg.name, seg.take(nbytes), nbytes)
+                    block = Block(name, off, nbytes)
+                    break
+            if block is None:
+                used = sum(seg.size - sum(size for _, size in seg.free)
+                           for seg in self.segments.values())
+                seg = Segment(api, max(nbytes, self.SEGMENT_BYTES, aligned(used // 2, PAGE)),
+                              what)
+                self.segments[seg.name] = seg
+                block = Block(seg.name, seg.take(nbytes), nbytes)
+            self._recent.append(sum(seg.size for seg in self.segments.values() if seg.live))
+            return block
 
     def release(self, block: Block) -> None:
         """Returns a block that was never handed out as an array."""
@@ -276,11 +284,9 @@ class Heap:
                 self.unlinked.append(seg.name)
 
     def _surplus(self) -> bool:
-        """Whether the empty segments exceed what is worth keeping for reuse."""
-        empty = sum(seg.size for seg in self.segments.values() if seg.live == 0)
-        used = sum(seg.size - sum(size for _, size in seg.free)
-                   for seg in self.segments.values())
-        return empty > max(self.KEEP_BYTES, used, sum(self._recent))
+        """Whether the segments exceed what is worth keeping for reuse."""
+        total = sum(seg.size for seg in self.segments.values())
+        return total > max(self.KEEP_BYTES, max(self._recent, default=0))
 
     def close(self) -> None:
         with self._lock:
