@@ -288,6 +288,17 @@ class Heap:
         total = sum(seg.size for seg in self.segments.values())
         return total > max(self.KEEP_BYTES, max(self._recent, default=0))
 
+    def trim(self) -> None:
+        """Unlinks every empty segment now, whatever the keeping rule says."""
+        with self._lock:
+            self._drain()
+            for name, seg in list(self.segments.items()):
+                if seg.live == 0:
+                    del self.segments[name]
+                    seg.close()
+                    self.unlinked.append(name)
+            self._recent.clear()
+
     def close(self) -> None:
         with self._lock:
             for seg in self.segments.values():
