@@ -40,13 +40,16 @@ WORKER_MALLOC_KEEP = 256 << 20  # bytes (glibc: allocations below it come from t
 class _Worker:
     """One worker process and the parent's end of its socket."""
 
-    def __init__(self, index: int, threads: int) -> None:
+    def __init__(self, index: int, threads: int, siblings: int) -> None:
         parent_end, child_end = socket.socketpair()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
         launcher = cluster.launcher_variables()
         env = {k: v for k, v in os.environ.items() if not k.startswith(launcher)}
         env["NUMBA_NUM_THREADS"] = str(threads)
+        # the threads the other workers of this job run, which its thread rule must not
+        # take for other processes' load (compiler/cpu/runtime/threads.py)
+        env["NUMBAX_SIBLING_THREADS"] = str(siblings * threads)
         # glibc keeps a worker's freed arrays for reuse instead of unmapping them: a program
         # run per call allocates the same buffers each time, and fresh pages cost a fault
         # each (a 2.7 MB psum result took ~1 ms to copy into newly mapped memory)
@@ -86,6 +89,7 @@ class Pool:
         self.closed = False
         sharing = topology.current().processes_on_host if topology.current() else 1
         self._threads = max(1, (os.cpu_count() or 1) // (n * sharing))
+        self._siblings = n * sharing - 1  # the job's other workers on this host
         self._workers: list[_Worker | None] = [None] * n
 
     @property
@@ -96,7 +100,7 @@ class Pool:
     def worker(self, i: int) -> _Worker:
         """Worker i, started now if it was not yet."""
         if self._workers[i] is None:
-            self._workers[i] = _Worker(i, self._threads)
+            self._workers[i] = _Worker(i, self._threads, self._siblings)
         return self._workers[i]
 
     # ------------------------------------------------------------------ messaging

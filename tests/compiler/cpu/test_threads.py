@@ -45,6 +45,37 @@ def test_own_workers_stopping_during_the_read_are_not_other_processes(monkeypatc
     assert threads._others_running() == 1.0
 
 
+def test_a_workers_siblings_are_not_other_processes_load(monkeypatch):
+    """In a virtual device's worker, the threads of the job's other workers are not load:
+    eight 2-thread workers on 16 cores each keep their two threads; load beyond the siblings'
+    still counts."""
+    monkeypatch.setattr(threads, "CORES", 16)
+    monkeypatch.setattr(threads, "SIBLING_THREADS", 14)
+    monkeypatch.setitem(threads._state, "when", -1e9)
+    monkeypatch.setattr(threads, "_others_running", lambda: 14.0)
+    assert threads.others_running() == 0.0 and threads.free_cores() == 16
+    monkeypatch.setitem(threads._state, "when", -1e9)
+    monkeypatch.setattr(threads, "_others_running", lambda: 20.0)  # 6 threads from elsewhere
+    assert threads.others_running() == 6.0 and threads.free_cores() == 10
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads Linux's /proc")
+def test_workers_know_their_siblings_threads():
+    """The pool tells each worker how many threads the job's other workers run."""
+    from numbax._src.parallel import pool
+
+    p = pool.Pool(4)
+    try:
+        worker = p.worker(2)
+        with open(f"/proc/{worker.proc.pid}/environ", "rb") as f:
+            env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        share = int(env[b"NUMBA_NUM_THREADS"])
+        assert share == max(1, (os.cpu_count() or 1) // 4)
+        assert int(env[b"NUMBAX_SIBLING_THREADS"]) == 3 * share
+    finally:
+        p.shutdown()
+
+
 @pytest.fixture
 def cores(monkeypatch):
     """An 8-core machine with a 8-thread pool, other processes' load set by the test."""

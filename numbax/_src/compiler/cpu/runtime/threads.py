@@ -88,11 +88,17 @@ def _others_running() -> float:
             return 0.0
 
 
+# In a virtual device's worker: the threads its sibling workers run (their shares of the
+# cores, set by parallel/pool.py). They are this job's, not other processes' load: counted as
+# "others", eight 2-thread workers each saw one free core and ran every kernel serially.
+SIBLING_THREADS = int(os.environ.get("NUMBAX_SIBLING_THREADS", "0") or 0)
+
+
 def others_running() -> float:
     """Other processes' runnable threads, smoothed (half the old value, half the new)."""
     now = time.monotonic()
     if now - _state["when"] > SAMPLE_S:
-        fresh = _others_running()
+        fresh = max(0.0, _others_running() - SIBLING_THREADS)
         first = _state["when"] < 0
         _state["others"] = fresh if first else 0.5 * _state["others"] + 0.5 * fresh
         _state["when"] = now
