@@ -3,6 +3,10 @@
 from numbax._src.compiler.cpu.runtime import host_isa as _host_isa  # noqa: F401
 # glibc keeps freed memory for the next call (a program's intermediates fault no pages).
 from numbax._src.compiler.cpu.runtime import host_malloc as _host_malloc  # noqa: F401
+# Numba's OpenMP layer before TBB (the thread runtime's rules are measured on it).
+from numbax._src.compiler.cpu.runtime import threads as _threads  # noqa: E402
+
+_threads.prefer_openmp()
 
 # isort: split
 from numbax import errors, lax, numpy, tree, tree_util  # noqa: E402  (public submodules)

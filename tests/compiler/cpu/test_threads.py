@@ -197,3 +197,20 @@ def test_parallel_kernels_restore_the_callers_thread_count():
                 assert numba.get_num_threads() == 1, f
     finally:
         numba.set_num_threads(before)
+
+
+def test_openmp_layer_first_unless_the_user_chose():
+    """numbax's import puts Numba's OpenMP layer first (Numba's own order starts with TBB when
+    tbb is installed); a layer the user set through Numba's variables stands."""
+    code = ("import numbax, numba; "
+            "print(' '.join(numba.config.THREADING_LAYER_PRIORITY), numba.config.THREADING_LAYER)")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING_LAYER")}
+
+    def run(**env):
+        return subprocess.run([sys.executable, "-c", code], env={**clean, **env},
+                              capture_output=True, text=True, check=True).stdout.split()
+
+    assert run() == ["omp", "tbb", "workqueue", "default"]
+    assert run(NUMBA_THREADING_LAYER_PRIORITY="workqueue omp tbb")[:3] == \
+        ["workqueue", "omp", "tbb"]
+    assert run(NUMBA_THREADING_LAYER="workqueue")[-1] == "workqueue"

@@ -17,6 +17,13 @@ kernel must never cost more than the serial one would. Three things decide its t
   taken at most every SAMPLE_S seconds.
 
 `config.cpu_threads = n` (NUMBAX_CPU_THREADS) fixes the count of every parallel kernel at n.
+
+**Layer.** `prefer_openmp` (run at numbax's import) puts Numba's OpenMP layer first, with
+libgomp's default wait policy (workers spin a while after a region, then sleep): a driver
+calls its kernels back to back, and a spinning pool starts the next one at once. Measured
+(docs/architecture.md, "Threads"): workqueue's dispatch is 12-28x OpenMP's, a passive wait
+made the batch-128 MLP step 1.6x slower on 16 cores, and the one place spinning hurts
+(a threaded BLAS right after a region) is avoided by `pool_spinning`.
 The numbers are measurements: docs/performance.md, "CPU thread runtime".
 """
 from __future__ import annotations
@@ -40,6 +47,19 @@ SAMPLE_S = 0.5  # free cores are re-measured at most this often
 SPIN_WINDOW_S = 0.05
 
 _state = {"when": -1e9, "others": 0.0, "parallel": -1e9}
+
+OPENMP_FIRST = ["omp", "tbb", "workqueue"]
+
+
+def prefer_openmp() -> None:
+    """Numba's OpenMP layer first (then TBB, then workqueue, where libgomp is missing), unless
+    the user chose a layer (NUMBA_THREADING_LAYER, NUMBA_THREADING_LAYER_PRIORITY). Numba's
+    own order puts TBB first whenever the tbb package is installed; the runtime's thread
+    rules are measured on OpenMP. Only before Numba starts its pool (numbax's import)."""
+    if os.environ.get("NUMBA_THREADING_LAYER") or os.environ.get(
+            "NUMBA_THREADING_LAYER_PRIORITY"):
+        return
+    numba.config.THREADING_LAYER_PRIORITY = list(OPENMP_FIRST)
 
 
 def _usable_cores() -> int:
