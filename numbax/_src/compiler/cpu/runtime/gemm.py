@@ -26,6 +26,7 @@ threads write the same part of C.
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -228,7 +229,10 @@ def workspace_size(itemsize: int, column_strips: int) -> int:
     """Elements of scratch `_gemm_part` needs for a part `column_strips` strips wide: the short
     last A strip of a k block, the part's packed B strips of one k block, and one C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    return MR * KC + column_strips * KC * nr_full + MR * nr_full
+    used = MR * KC + column_strips * KC * nr_full + MR * nr_full
+    # rounded up, plus one line, so the threads' rows never share a cache line
+    lane = VEC_BYTES // itemsize
+    return (used + lane - 1) // lane * lane + lane
 
 
 @njit(cache=True, error_model="numpy")
@@ -237,9 +241,9 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work):
     B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat), with `work` as scratch
     (`workspace_size` elements).
 
-    Loop order (BLIS's): per k block, the part's column strips of B are packed once; per
-    block of MC_STRIPS row strips (it stays in L2), each column strip (it stays in L1) meets
-    the block's row strips in the register tile."""
+    Loop order (BLIS's): per k block, per block of MC_STRIPS row strips (it stays in L2),
+    each column strip of B (it stays in L1) meets the block's row strips in the register
+    tile. A strip is packed once per k block, just before the first row block uses it."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
     b_off = MR * KC
@@ -249,11 +253,6 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work):
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
     for k0 in range(0, kk, KC):
         kc = min(KC, kk - k0)
-        for t in range(t0, t1):
-            j0 = t * nr_full
-            if not (in_place_b and n - j0 >= nr_full):
-                _pack_b(b, rsb, csb, k0, kc, j0, min(nr_full, n - j0), nr_full, lanes, work,
-                        b_off + (t - t0) * kc * nr_full)
         if ragged:
             _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
         for sb in range(s0, s1, MC_STRIPS):
@@ -261,6 +260,11 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work):
             for t in range(t0, t1):
                 j0 = t * nr_full
                 nr = min(nr_full, n - j0)
+                if sb == s0 and not (in_place_b and nr == nr_full):
+                    # packed just before its first tiles (still in L1 for them), kept in
+                    # the workspace for the later row blocks of this k block
+                    _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, work,
+                            b_off + (t - t0) * kc * nr_full)
                 for s in range(sb, se):
                     i0 = s * MR
                     mr = min(MR, m - i0)
@@ -302,6 +306,7 @@ A_STRIP_PACK_COST = 0.5
 B_STRIP_PACK_COST = 0.2
 
 
+@functools.lru_cache(maxsize=4096)  # asked on every product; a step asks the same few
 def thread_grid(row_strips: int, column_strips: int, threads: int) -> tuple[int, int]:
     """(row parts, column parts), with product at most `threads`, that finishes C soonest:
     the busiest part's tiles plus the strips it packs. A thread with few column strips
