@@ -82,15 +82,17 @@ def main() -> None:
                 got = new.matmul(a, b, t)
                 err = np.abs(got - want).max() / np.abs(want).max()
                 assert err < 1e-5, (name, t, err)
-                g_new = flops / best(lambda t=t: new.matmul(a, b, t)) / 1e9
-                g_old = f"{flops / best(lambda t=t: old.matmul(a, b, t)) / 1e9:5.0f}->" if old \
-                    else ""
+                g_new = flops / best(lambda a=a, b=b, t=t: new.matmul(a, b, t)) / 1e9
+                g_old = f"{flops / best(lambda a=a, b=b, t=t: old.matmul(a, b, t)) / 1e9:5.0f}->" \
+                    if old else ""
                 cells.append(f"{t}:{g_old}{g_new:5.0f}")
             numba.set_num_threads(cores)
-            row = " ".join(cells) + f" | np.dot {flops / best(lambda: np.dot(a, b)) / 1e9:5.0f}"
+            row = " ".join(cells) + \
+                f" | np.dot {flops / best(lambda a=a, b=b: np.dot(a, b)) / 1e9:5.0f}"
             if jax is not None:
                 ja, jb = jnp.asarray(a), jnp.asarray(b)
-                row += f" jax {flops / best(lambda: jdot(ja, jb).block_until_ready()) / 1e9:5.0f}"
+                jax_s = best(lambda ja=ja, jb=jb: jdot(ja, jb).block_until_ready())
+                row += f" jax {flops / jax_s / 1e9:5.0f}"
             print(f"{np.dtype(dtype).name:7} {name:12} {row}", flush=True)
 
 

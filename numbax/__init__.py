@@ -1,12 +1,12 @@
 """numbax: JAX's programming model (jit, grad, vmap, pmap) with Numba in the place of XLA."""
 # First: Numba's CPU target is chosen before numbax decorates any @njit function.
 from numbax._src.compiler.cpu.runtime import host_isa as _host_isa  # noqa: F401
+
 # glibc keeps freed memory for the next call (a program's intermediates fault no pages).
 from numbax._src.compiler.cpu.runtime import host_malloc as _host_malloc  # noqa: F401
-# Numba's OpenMP layer before TBB (the thread runtime's rules are measured on it).
-from numbax._src.compiler.cpu.runtime import threads as _threads  # noqa: E402
 
-_threads.prefer_openmp()
+# Numba's OpenMP layer before TBB (the thread runtime's rules are measured on it).
+from numbax._src.compiler.cpu.runtime import threads as _threads  # noqa: F401
 
 # isort: split
 from numbax import errors, lax, numpy, tree, tree_util  # noqa: E402  (public submodules)

@@ -55,7 +55,8 @@ def prefer_openmp() -> None:
     """Numba's OpenMP layer first (then TBB, then workqueue, where libgomp is missing), unless
     the user chose a layer (NUMBA_THREADING_LAYER, NUMBA_THREADING_LAYER_PRIORITY). Numba's
     own order puts TBB first whenever the tbb package is installed; the runtime's thread
-    rules are measured on OpenMP. Only before Numba starts its pool (numbax's import)."""
+    rules are measured on OpenMP. Runs when this module is imported (by numbax's import,
+    before Numba starts its pool)."""
     if os.environ.get("NUMBA_THREADING_LAYER") or os.environ.get(
             "NUMBA_THREADING_LAYER_PRIORITY"):
         return
@@ -226,3 +227,6 @@ def chunks(size: int, minimum: int, n: int) -> int:
     """Chunks of a parallel full reduction over `size` elements on `n` threads: two per thread
     (the faster threads take the spare ones), each of at least `minimum` elements."""
     return max(1, min(2 * n, size // minimum))
+
+
+prefer_openmp()
