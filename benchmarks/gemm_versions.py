@@ -18,22 +18,12 @@ import numpy as np
 
 from numbax._src.compiler.cpu.runtime import gemm as new
 
-SHAPES = [  # (name, m, k, n): the MLP step's products at batch 128 and 2048, and squares
-    ("x@W1 b128", 128, 784, 512), ("x@W1 b2048", 2048, 784, 512), ("h@W2 b2048", 2048, 512, 512),
-    ("xT@d1 b2048", 784, 2048, 512), ("1000^2", 1000, 1000, 1000), ("2000^2", 2000, 2000, 2000),
-    ("4000^2", 4000, 4000, 4000),
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_threads_probe  # noqa: E402  (its shapes and timer)
+from gemm_threads_probe import best  # noqa: E402
 
-
-def best(fn, reps=7) -> float:
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+# the MLP's batch-128 product, the probe's shapes (batch-2048 products and squares), and 4000²
+SHAPES = [("x@W1 b128", 128, 784, 512), *gemm_threads_probe.SHAPES, ("4000^2", 4000, 4000, 4000)]
 
 
 def load_old(path: str):
