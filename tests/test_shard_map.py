@@ -157,6 +157,34 @@ def test_bodies_run_here_compiled_against_jax(monkeypatch):
     _close(g(w, x), np.tanh(x @ w).reshape(4, 2, 3).sum(0), rtol=1e-5, atol=1e-5)
 
 
+def test_bodies_run_here_on_a_2d_mesh_match_the_workers(monkeypatch):
+    """On a 2x2 mesh, with arguments split over one axis, the other, or neither, and
+    collectives over each axis: the body run here (compiled) gives the workers' results."""
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+
+    def body(a, b, c):
+        return lax.psum(a @ b, "y") * c + lax.axis_index("x"), lax.pmean(b, "x")
+
+    specs = dict(mesh=mesh, in_specs=(P("x"), P(None, "y"), P()),
+                 out_specs=(P("x"), P(None, "y")))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 4)).astype(np.float32)
+    c = np.float32(1.5)
+    in_workers = numbax.jit(numbax.shard_map(body, **specs))(a, b, c)
+    from numbax._src.parallel import shard_map as sm
+    monkeypatch.setattr(sm, "_program", lambda jaxpr, api: None)
+    here = numbax.jit(numbax.shard_map(body, **specs))(a, b, c)
+    for got, want in zip(here, in_workers, strict=True):
+        _close(got, want, rtol=1e-5, atol=1e-6)
+    # and against numpy: each x row block of a times b's two y column blocks, summed over y,
+    # times c, plus the block's x index
+    want = np.concatenate([(a[2 * x:2 * x + 2] @ b[:, :2] + a[2 * x:2 * x + 2] @ b[:, 2:]) * c + x
+                           for x in range(2)])
+    _close(here[0], want, rtol=1e-5, atol=1e-5)
+    _close(here[1], b, rtol=1e-6, atol=1e-6)  # b is the same on both x devices: its mean
+
+
 def test_one_device_mesh_under_jit_matches_the_plain_step():
     """On a one-device mesh the body runs here, compiled: a training step's parameters equal
     the step written without shard_map."""
