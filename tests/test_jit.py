@@ -302,7 +302,7 @@ def test_float16_under_jit_gives_eager_bits(fn):
 def test_float16_warns_once_per_primitive(monkeypatch):
     from numbax._src.compiler.cpu import backend
 
-    monkeypatch.setattr(backend, "_warned_float16", set())
+    monkeypatch.setattr(backend, "_warned_narrow", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         numbax.jit(lambda a: jnp.sin(a) * 3)(_F16)  # mul compiles (float32, rounded); sin

@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 
@@ -74,10 +75,10 @@ def _check_input_dtypes(api: str, args: tuple, argnums: tuple[int, ...], holomor
         for leaf in tu.tree_leaves(args[a]):
             dt = get_aval(leaf).dtype
             if holomorphic:
-                if dt.kind != "c":
+                if kind_of(dt) != "c":
                     raise NumbaxTypeError(f"{api} with holomorphic=True requires inputs with "
                                           f"complex dtype, but got {dt.name}.")
-            elif forward and dt.kind != "f":
+            elif forward and kind_of(dt) != "f":
                 raise NumbaxTypeError(
                     f"{api} requires real-valued inputs (input dtype that is a sub-dtype of "
                     f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
@@ -92,10 +93,10 @@ def _check_input_dtypes(api: str, args: tuple, argnums: tuple[int, ...], holomor
 
 
 def _check_output_dtype(api: str, dt: np.dtype, holomorphic: bool) -> None:
-    if holomorphic and dt.kind != "c":
+    if holomorphic and kind_of(dt) != "c":
         raise NumbaxTypeError(f"{api} with holomorphic=True requires outputs with complex "
                               f"dtype, but got {dt.name}.")
-    if not holomorphic and dt.kind != "f":
+    if not holomorphic and kind_of(dt) != "f":
         raise NumbaxTypeError(
             f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
             f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "

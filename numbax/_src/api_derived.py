@@ -17,6 +17,7 @@ from numbax._src.api_checks import (
     _check_output_dtype,
 )
 from numbax._src.core import ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.interpreters import ad
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import shape_ops
@@ -172,7 +173,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence = ()) -
     primals_flat, in_tree = tu.tree_flatten(primals)
     in_avals = [get_aval(x) for x in primals_flat]
     for i, a in enumerate(in_avals):
-        if a.dtype.kind not in "fc":
+        if kind_of(a.dtype) not in "fc":
             raise TypeError(f"linear_transpose: primal leaf {i} has dtype {a.dtype}, expected a "
                             "float or complex dtype (only linear functions of inexact inputs "
                             "can be transposed).")

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, devices
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.sharding.shardings import Shard, SingleDeviceSharding
 
@@ -107,7 +108,7 @@ class Array:
         return complex(self._value)
 
     def __index__(self) -> int:
-        if self._value.dtype.kind not in "iub":
+        if kind_of(self._value.dtype) not in "iub":
             raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
         return operator.index(self._value[()])
 
@@ -198,7 +199,7 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     weak = (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
             and dtype is None)
     value = np.array(x, copy=True)
-    if value.dtype.kind not in "biufc":
+    if kind_of(value.dtype) not in "biufc":
         raise NumbaxTypeError(
             f"numbax.numpy.asarray: data of dtype {value.dtype} is not numeric. numbax arrays "
             "hold booleans, integers, floats or complex numbers."

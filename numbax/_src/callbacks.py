@@ -17,6 +17,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import JaxRuntimeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import shape_ops
@@ -171,7 +172,7 @@ def check_results(api: str, outs: Sequence[Any], result_avals: Sequence[ShapedAr
                 f"{aval.shape} as result_shape_dtypes says. Return arrays of the promised "
                 "shapes.")
         if arr.dtype != aval.dtype:
-            if arr.dtype.kind != aval.dtype.kind:
+            if kind_of(arr.dtype) != kind_of(aval.dtype):
                 raise JaxRuntimeError(
                     f"{api}: result {i} of the callback has dtype {arr.dtype}, expected "
                     f"{aval.dtype} as result_shape_dtypes says.")

@@ -23,6 +23,7 @@ from numbax._src.checkify_errors import (
 )
 from numbax._src.core import ClosedJaxpr, Trace, Tracer, get_aval
 from numbax._src.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, stop_gradient
+from numbax._src.dtypes import kind_of
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise, indexing, scatter
 from numbax._src.lax.control_flow.conditionals import cond_p
@@ -99,7 +100,7 @@ def _check_nans(state: _State, prim: core.Primitive, outs: Sequence[Any]) -> Non
 
     if NaNError not in state.enabled:
         return
-    floats = [o for o in outs if get_aval(o).dtype.kind in "fc"]
+    floats = [o for o in outs if kind_of(get_aval(o).dtype) in "fc"]
     if not floats:
         return
     any_nan = jnp.any(jnp.stack([jnp.any(jnp.isnan(o)) for o in floats]))

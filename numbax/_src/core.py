@@ -12,6 +12,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.avals import ShapedArray, raise_to_shaped  # noqa: F401  (core's names)
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import (
     ConcretizationTypeError,
     JaxprTypeError,  # noqa: F401  (core's name, as in jax.core)
@@ -183,12 +184,12 @@ def pp_literal(lit: Literal, names: PrintNames | None = None) -> str:
     value = lit.val
     if value.dtype == np.bool_:
         text = str(bool(value))
-    elif value.dtype.kind in "fc" and not lit.aval.weak_type:
+    elif kind_of(value.dtype) in "fc" and not lit.aval.weak_type:
         text = str(value.item())  # as JAX prints a converted constant: 1.67 in float32 is
                                   # 1.6699999570846558 (a weak-typed one prints as written)
     else:
         text = str(value)
-    if names is not None and names.generic_shapes and value.dtype.kind in "fc":
+    if names is not None and names.generic_shapes and kind_of(value.dtype) in "fc":
         text = "?"  # a kernel parameter (the float literals of generic kernels may be sizes')
     return f"{text}:{names.aval(lit.aval) if names else lit.aval.str_short()}"
 
@@ -475,7 +476,7 @@ class Tracer:
 
     def __index__(self) -> int:
         value = self.to_concrete_value()
-        if value is None or self.aval.dtype.kind not in "iub":
+        if value is None or kind_of(self.aval.dtype) not in "iub":
             raise TracerIntegerConversionError(self._describe())
         return operator.index(np.asarray(value)[()])
 

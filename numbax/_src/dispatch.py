@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
+from numbax._src.dtypes import kind_of
 from numbax._src.jit_run import run_executable
+from numbax._src.lax.convert import bitcast_convert_type_p
 from numbax._src.sharding import api as sharding_api
 
 _GPU_CACHE: dict[tuple, Any] = {}
@@ -41,7 +43,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         out_avals = core.abstract_eval(primitive, [core.get_aval(x) for x in tracers], params)
     else:  # a user primitive with only def_impl: its outputs say what they are
         out_avals = None
-    outs = impl(*[core.to_numpy(x) for x in tracers], **params)
+    args, impl_params = _host_operands([core.to_numpy(x) for x in tracers], primitive, params)
+    outs = impl(*args, **impl_params)
     if out_avals is not None and len(outs) != len(out_avals):
         raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
                          f"outputs, its abstract evaluation {len(out_avals)}.")
@@ -65,12 +68,33 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     return results
 
 
+def _host_operands(args: list, primitive: core.Primitive, params: dict) -> tuple:
+    """The impl's operands and params: bfloat16 operands and dtype params become float32, so
+    every numpy implementation runs (numpy and scipy know no bfloat16) and computes as compiled
+    code does; apply_primitive rounds the results back to bfloat16. Bit casts keep their bits;
+    control flow keeps its operands (its body's equations are rounded one by one)."""
+    if not any(a.dtype == dtypes.bfloat16 for a in args) and not any(
+            _is_bfloat16(v) for v in params.values()):
+        return args, params
+    if primitive is bitcast_convert_type_p or any(
+            isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) or isinstance(v, tuple) and any(
+                isinstance(b, (core.Jaxpr, core.ClosedJaxpr)) for b in v)
+            for v in params.values()):
+        return args, params
+    return ([a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args],
+            {k: np.dtype(np.float32) if _is_bfloat16(v) else v for k, v in params.items()})
+
+
+def _is_bfloat16(param: Any) -> bool:
+    return isinstance(param, np.dtype) and param == dtypes.bfloat16
+
+
 def check_nans(primitive: core.Primitive, results: list) -> None:
     """jax_debug_nans / jax_debug_infs: raises FloatingPointError naming the primitive that
     made a NaN (an inf)."""
     for r in results:
         value = r._value
-        if value.dtype.kind not in "fc":
+        if kind_of(value.dtype) not in "fc":
             continue
         if config.jax_debug_nans and np.isnan(value).any():
             raise FloatingPointError(

@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from numbax._src.config import config
@@ -21,6 +22,8 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# bfloat16 is ml_dtypes' numpy dtype (JAX's own): numpy sees kind "V", so numbax asks kind_of.
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
 # float0 is JAX's dtype for tangents of integer values: zero-sized, carries no data.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -33,7 +36,14 @@ _SHORT_NAMES = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
     float16: "f16", float32: "f32", float64: "f64", complex64: "c64", complex128: "c128",
+    bfloat16: "bf16",
 }
+
+
+def kind_of(dtype: np.dtype) -> str:
+    """dtype.kind ("b", "i", "u", "f", "c"), with bfloat16 a float: numpy calls it "V"."""
+    kind = dtype.kind
+    return "f" if kind == "V" and dtype == bfloat16 else kind
 
 
 def short_name(dtype: np.dtype) -> str:
@@ -62,7 +72,7 @@ def canonicalize_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
         return dt
     if not dt.isnative:  # big-endian data: values keep their meaning in the native order
         dt = dt.newbyteorder("=")
-    if dt.kind not in _SUPPORTED_KINDS:
+    if kind_of(dt) not in _SUPPORTED_KINDS:
         raise NumbaxTypeError(
             f"{context}: dtype {dt} is not supported; numbax arrays hold booleans, integers, "
             "floats or complex numbers. Convert the data to a numeric dtype first."
@@ -95,7 +105,7 @@ def default_int_dtype() -> np.dtype:
 
 def _weak_representative(dtype: np.dtype) -> Any:
     # A Python scalar of the same kind stands for a weak type: numpy applies NEP 50 to it.
-    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[dtype.kind]
+    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[kind_of(dtype)]
 
 
 def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
@@ -108,11 +118,24 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
         _check_strict(strong, [np.dtype(dt) for dt in weak])
     if not strong:
         # All weak: the widest kind wins, at its default precision.
-        widest = max((np.dtype(dt) for dt in weak), key=lambda dt: "biufc".index(dt.kind))
+        widest = max((np.dtype(dt) for dt in weak), key=lambda dt: "biufc".index(kind_of(dt)))
         return python_scalar_dtype(_weak_representative(widest)), True
     reps = [_weak_representative(np.dtype(dt)) for dt in weak]
+    if bfloat16 in strong:
+        return _bfloat16_result_type(strong, reps), False
     out = np.result_type(*strong, *reps)
     return canonicalize_dtype(out), False
+
+
+def _bfloat16_result_type(strong: list[np.dtype], reps: list) -> np.dtype:
+    """Promotion with bfloat16 among the strong dtypes: bfloat16 takes float16's place in
+    numpy's rules (int8, uint8, bool and weak scalars join it; int16 and wider go to float32 or
+    float64; float32 and complex win), and bfloat16 with float16 is float32, as in JAX."""
+    as_half = [float16 if dt == bfloat16 else dt for dt in strong]
+    out = canonicalize_dtype(np.result_type(*as_half, *reps))
+    if out != float16:
+        return out
+    return float32 if float16 in strong else bfloat16
 
 
 # Under strict promotion a weak scalar of kind k may join strong dtypes of these kinds (JAX's
@@ -124,7 +147,7 @@ def _check_strict(strong: list[np.dtype], weak: list[np.dtype]) -> None:
     """jax_numpy_dtype_promotion="strict": no implicit promotion between different strong
     dtypes, nor of a weak scalar into a strong dtype of a lower kind."""
     fixed = [*strong, *(w for w in weak if w.kind == "b")]  # Python bools are strong in JAX
-    kinds = {dt.kind for dt in fixed}
+    kinds = {kind_of(dt) for dt in fixed}
     if len(set(fixed)) <= 1 and all(kinds <= set(_STRICT_WEAK_TO_STRONG[w.kind])
                                     for w in weak if w.kind != "b"):
         return
@@ -154,11 +177,11 @@ def check_rank_promotion(fun_name: str, shapes: Sequence[tuple[int, ...]]) -> No
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
+    return kind_of(np.dtype(dtype)) in "fc"
 
 
 def is_inexact(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
+    return kind_of(np.dtype(dtype)) in "fc"
 
 
 def is_integer(dtype: np.dtype) -> bool:
@@ -168,7 +191,7 @@ def is_integer(dtype: np.dtype) -> bool:
 def to_inexact(dtype: np.dtype) -> np.dtype:
     """The float dtype that math functions (sin, sqrt, mean) return for `dtype` (NumPy rules)."""
     dt = np.dtype(dtype)
-    if dt.kind in "fc":
+    if kind_of(dt) in "fc":
         return dt
     if dt.itemsize <= 1:
         return float16
@@ -177,8 +200,14 @@ def to_inexact(dtype: np.dtype) -> np.dtype:
     return canonicalize_dtype(float64)
 
 
-def finfo(dtype: Any) -> np.finfo:
-    return np.finfo(canonicalize_dtype(dtype))
+def finfo_of(dtype: Any) -> Any:
+    """numpy.finfo of `dtype` (not canonicalised); ml_dtypes.finfo for bfloat16."""
+    return ml_dtypes.finfo(dtype) if _is_bfloat16(dtype) else np.finfo(dtype)
+
+
+def finfo(dtype: Any) -> Any:
+    """finfo of the canonical dtype."""
+    return finfo_of(canonicalize_dtype(dtype))
 
 
 def iinfo(dtype: Any) -> np.iinfo:
@@ -196,12 +225,6 @@ class extended(np.generic):  # noqa: N801 - JAX's name
 class prng_key(extended):  # noqa: N801 - JAX's name
     """Scalar type category of PRNG key dtypes: issubdtype(key.dtype, prng_key) is True."""
 
-
-try:  # bfloat16 exists only with the optional ml_dtypes package (JAX's own dependency)
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
-_BFLOAT16 = np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes is not None else None
 
 
 def _extended_type(dtype: Any) -> type | None:
@@ -263,10 +286,10 @@ def public_result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
 
 
 def _is_bfloat16(x: Any) -> bool:
-    if _BFLOAT16 is None or isinstance(x, type) and x.__module__ == "numpy":
+    if isinstance(x, type) and x.__module__ == "numpy":
         return False
     try:
-        return np.dtype(x) == _BFLOAT16
+        return np.dtype(getattr(x, "dtype", x)) == bfloat16
     except TypeError:
         return False
 
@@ -311,7 +334,7 @@ def scalar_type_of(x: Any) -> type:
         if isinstance(x, t) and not isinstance(x, np.generic):
             return t
     dt = getattr(x, "dtype", None)
-    kind = np.dtype(dt).kind if dt is not None and _extended_type(dt) is None else None
+    kind = kind_of(np.dtype(dt)) if dt is not None and _extended_type(dt) is None else None
     types = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
     if kind not in types:
         raise NumbaxTypeError(f"numbax.dtypes.scalar_type_of: {x!r} has no numeric dtype; pass "
@@ -323,12 +346,10 @@ def scalar_type_of(x: Any) -> type:
 def public_finfo(dtype: Any) -> Any:
     """Machine limits of a floating dtype (not canonicalised: finfo(float64) is float64's)."""
     dt = _dtype_of(dtype, "numbax.dtypes.finfo")
-    if _BFLOAT16 is not None and dt == _BFLOAT16:
-        return _ml_dtypes.finfo(dt)
-    if dt.kind not in "fc":
+    if kind_of(dt) not in "fc":
         raise NumbaxTypeError(f"numbax.dtypes.finfo: dtype {dt} is not a floating dtype; use "
                               "numbax.dtypes.iinfo for integers.")
-    return np.finfo(dt)
+    return finfo_of(dt)
 
 
 def public_iinfo(int_type: Any) -> np.iinfo:

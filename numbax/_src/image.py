@@ -12,6 +12,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -142,7 +143,7 @@ def _contract(x: Any, shape: Sequence[int], dims: Sequence[int], scales: Sequenc
     radius, kernel = _KERNELS[method]
     edge_padding = method == ResizeMethod.CUBIC_PYTORCH and not antialias
     dtype = get_aval(x).dtype
-    real = np.finfo(dtype).dtype
+    real = finfo_of(dtype).dtype
     for d, s, t in zip(dims, scales, translations):
         m, n = get_aval(x).shape[d], shape[d]
         w = _weights(m, n, s, t, kernel, antialias, radius, edge_padding, real)
@@ -178,7 +179,7 @@ def _shape(api: str, image: Any, shape: Any) -> tuple[int, ...]:
 def _inexact(image: Any) -> Any:
     """Floating images keep their dtype; integer and boolean ones become the default float."""
     image = asarray(image)
-    if get_aval(image).dtype.kind in "biu":
+    if kind_of(get_aval(image).dtype) in "biu":
         return ew.convert_element_type(image, dtypes.default_float_dtype())
     return image
 

@@ -17,6 +17,7 @@ from numbax._src.compiler import api as compiler
 from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
 from numbax._src.config import config
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.jit_run import run_executable
@@ -403,7 +404,7 @@ def _gpu_target(backend: str | None, leaves: Sequence[Any], fun_name: str):
 def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
     for o in outs:
         v = o._value
-        if v.dtype.kind in "fc" and np.isnan(v).any():
+        if kind_of(v.dtype) in "fc" and np.isnan(v).any():
             with config.override("jax_disable_jit", True):
                 wrapped.fun(*args, **kwargs)  # names the primitive (core.EvalTrace raises)
             raise FloatingPointError(

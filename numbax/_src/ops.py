@@ -11,6 +11,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import indexing as lax_indexing
@@ -40,7 +41,7 @@ def _prepare(api: str, data: Any, segment_ids: Any, num_segments: Any, bucket_si
         raise NumbaxValueError(f"numbax.ops.{api}: out_sharding is {out_sharding!r}; only None "
                                "is supported (the result stays on the data's device).")
     data, ids = asarray(data), asarray(segment_ids)
-    if get_aval(ids).dtype.kind not in "iu":
+    if kind_of(get_aval(ids).dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.ops.{api}: segment_ids has dtype {get_aval(ids).dtype}, "
                               "expected integers.")
     if get_aval(ids).ndim != 1:
@@ -130,9 +131,9 @@ def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None,
 
 
 def _extreme_init(dtype: np.dtype, is_max: bool) -> Any:
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return -np.inf if is_max else np.inf
-    if dtype.kind == "b":
+    if kind_of(dtype) == "b":
         return not is_max
     info = np.iinfo(dtype)
     return info.min if is_max else info.max
@@ -146,7 +147,7 @@ def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None,
     the dtype's smallest value), as in JAX. Arguments as in segment_sum."""
     data, ids, n, bucket = _prepare("segment_max", data, segment_ids, num_segments, bucket_size,
                                       out_sharding)
-    if get_aval(data).dtype.kind == "c":
+    if kind_of(get_aval(data).dtype) == "c":
         raise NumbaxTypeError(f"numbax.ops.segment_max: data has dtype {get_aval(data).dtype}, "
                               "expected a real dtype.")
     init = _extreme_init(get_aval(data).dtype, True)
@@ -162,7 +163,7 @@ def segment_min(data: Any, segment_ids: Any, num_segments: int | None = None,
     the dtype's largest value), as in JAX. Arguments as in segment_sum."""
     data, ids, n, bucket = _prepare("segment_min", data, segment_ids, num_segments, bucket_size,
                                       out_sharding)
-    if get_aval(data).dtype.kind == "c":
+    if kind_of(get_aval(data).dtype) == "c":
         raise NumbaxTypeError(f"numbax.ops.segment_min: data has dtype {get_aval(data).dtype}, "
                               "expected a real dtype.")
     init = _extreme_init(get_aval(data).dtype, False)
@@ -229,6 +230,6 @@ def segment_prod(data: Any, segment_ids: Any, num_segments: int | None = None,
     data, ids, n, bucket = _prepare("segment_prod", data, segment_ids, num_segments,
                                     bucket_size, out_sharding)
     mode = _mode("segment_prod", mode)
-    if get_aval(data).dtype.kind in "biu":
+    if kind_of(get_aval(data).dtype) in "biu":
         return _prod(data, ids, n, mode, bucket)
     return _segment_prod(data, ids, n, mode, bucket)

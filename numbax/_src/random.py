@@ -17,6 +17,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import Tracer, get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxDTypeError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
@@ -30,7 +31,7 @@ def _float_dtype(api: str, dtype: Any, kinds: str = "f") -> np.dtype:
     """The canonical sampler dtype; JAX raises ValueError for a non-float one (TypeError too)."""
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(
         dtype, context=api)
-    if dt.kind not in kinds:
+    if kind_of(dt) not in kinds:
         what = "floating" if kinds == "f" else "floating or complex"
         raise NumbaxDTypeError(
             f"{api}: dtype is {dt}, expected a {what} dtype. Pass e.g. "
@@ -42,7 +43,7 @@ def _float_dtype(api: str, dtype: Any, kinds: str = "f") -> np.dtype:
 def _int_dtype(api: str, dtype: Any) -> np.dtype:
     dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(
         dtype, context=api)
-    if dt.kind not in "iu":
+    if kind_of(dt) not in "iu":
         raise NumbaxDTypeError(
             f"{api}: dtype is {dt}, expected an integer dtype. Pass e.g. "
             "dtype=numbax.numpy.int32."
@@ -57,8 +58,8 @@ def _check_safe_cast(api: str, dtype: np.dtype, **params: Any) -> None:
             continue  # Python scalars are weakly typed
         aval = get_aval(value)
         src = aval.dtype
-        unsafe = (src.kind == "c" and dtype.kind != "c") or (
-            src.kind == dtype.kind and src.itemsize > dtype.itemsize and not aval.weak_type)
+        unsafe = (kind_of(src) == "c" and kind_of(dtype) != "c") or (
+            kind_of(src) == kind_of(dtype) and src.itemsize > dtype.itemsize and not aval.weak_type)
         if unsafe:
             raise NumbaxValueError(
                 f"{api}: {name} has dtype {src}, expected a dtype that casts safely to "
@@ -120,7 +121,7 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     data, _ = check_key("random.bits", key)
     dt = prng.default_uint_dtype() if dtype is None else dtypes.canonicalize_dtype(
         dtype, context="random.bits")
-    if dt.kind != "u":
+    if kind_of(dt) != "u":
         raise NumbaxDTypeError(
             f"random.bits: dtype is {dt}, expected an unsigned integer dtype such as uint32."
         )
@@ -128,20 +129,31 @@ def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     return prng.random_bits(data, dt.itemsize * 8, shape)
 
 
+def uniform_bits(dtype: np.dtype) -> int:
+    """How many random bits JAX draws per float of `dtype` in its uniform transform: the
+    float's width, but 8 for bfloat16 (whose 7 mantissa bits are taken from an 8-bit draw)."""
+    finfo = finfo_of(dtype)
+    return 8 if finfo.nmant < 8 else finfo.bits
+
+
 def _uniform(data: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any, maxval: Any):
-    raw = prng.random_bits(data, np.finfo(dtype).bits, shape)
+    raw = prng.random_bits(data, uniform_bits(dtype), shape)
     return _uniform_from_bits(raw, shape, dtype, minval, maxval)
 
 
 def _uniform_from_bits(raw: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any,
                        maxval: Any) -> Any:
-    """JAX's uniform transform: the top mantissa bits as a float in [1, 2), minus 1, scaled."""
+    """JAX's uniform transform: the top bits of `raw` (uniform_bits(dtype) of them) as the
+    mantissa of a float in [1, 2), minus 1, scaled."""
     minval = ew.convert_element_type(jnp.asarray(minval), dtype)
     maxval = ew.convert_element_type(jnp.asarray(maxval), dtype)
-    finfo = np.finfo(dtype)
+    finfo = finfo_of(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = prng.UINT_DTYPES[nbits]
-    float_bits = ew.bitwise_or(ew.shift_right_logical(raw, np.array(nbits - nmant, uint)),
+    shift = get_aval(raw).dtype.itemsize * 8 - nmant
+    if get_aval(raw).dtype != uint:  # bfloat16's 8-bit draw
+        raw = ew.convert_element_type(raw, uint)
+    float_bits = ew.bitwise_or(ew.shift_right_logical(raw, np.array(shift, uint)),
                                np.array(1.0, dtype).view(uint))
     floats = ew.sub(ew.bitcast_convert_type(float_bits, dtype), np.array(1.0, dtype))
     scaled = jnp.add(jnp.multiply(floats, jnp.subtract(maxval, minval)), minval)
@@ -168,7 +180,7 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
 
 
 def _normal_real(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-    raw = prng.random_bits(data, np.finfo(dtype).bits, shape)
+    raw = prng.random_bits(data, uniform_bits(dtype), shape)
     return _normal_from_bits(raw, shape, dtype)
 
 
@@ -199,7 +211,7 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
 
 
 def _normal(data: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         real = np.dtype(f"f{dtype.itemsize // 2}")
         k_re, k_im = _split_raw(data)
         re = _normal_real(k_re, shape, real)
@@ -375,7 +387,7 @@ def _safe_int_to_float(bits: Any) -> Any:
 
 
 def _gumbel(data: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> Any:
-    info = np.finfo(dtype)
+    info = finfo_of(dtype)
     if mode == "highest" and dtype == np.float32:
         u32 = np.dtype(np.uint32)
         bits = prng.random_bits(data, 32, (2,) + shape)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import jnp
+from numbax._src.dtypes import finfo_of
 from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.lax import elementwise as ew
 from numbax._src.prng import canonicalize_shape, check_key
@@ -47,7 +48,7 @@ def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
       Draws of shape `shape`.
     """
     data, shape, dtype = _simple("random.cauchy", key, shape, dtype)
-    u = _uniform(data, shape, dtype, np.finfo(dtype).eps, 1.0)
+    u = _uniform(data, shape, dtype, finfo_of(dtype).eps, 1.0)
     return ew.tan(ew.mul(np.array(np.pi, dtype), ew.sub(u, np.array(0.5, dtype))))
 
 
@@ -64,7 +65,7 @@ def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
       Draws of shape `shape`.
     """
     data, shape, dtype = _simple("random.laplace", key, shape, dtype)
-    u = _uniform(data, shape, dtype, -1.0 + np.finfo(dtype).epsneg, 1.0)
+    u = _uniform(data, shape, dtype, -1.0 + finfo_of(dtype).epsneg, 1.0)
     return ew.mul(ew.sign(u), ew.log1p(ew.neg(ew.abs(u))))
 
 
@@ -81,7 +82,7 @@ def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
       Draws of shape `shape`.
     """
     data, shape, dtype = _simple("random.logistic", key, shape, dtype)
-    x = _uniform(data, shape, dtype, np.finfo(dtype).tiny, 1.0)
+    x = _uniform(data, shape, dtype, finfo_of(dtype).tiny, 1.0)
     return ew.sub(ew.log(x), ew.log1p(ew.neg(x)))
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of
 from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as ew
@@ -146,7 +147,7 @@ def _binomial_inversion(data: Any, count: Any, prob: Any, shape: tuple[int, ...]
                         dtype: np.dtype) -> Any:
     """Counts geometric waiting times until they pass `count` (for count * p <= 10)."""
     pdt = get_aval(prob).dtype
-    max_iters = np.array(np.finfo(dtype).max, dtype)
+    max_iters = np.array(finfo_of(dtype).max, dtype)
     log1minusprob = ew.log1p(ew.neg(prob))
 
     def body_fn(carry):
@@ -169,7 +170,7 @@ def _binomial_inversion(data: Any, count: Any, prob: Any, shape: tuple[int, ...]
 def _btrs(data: Any, count: Any, prob: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Hormann's BTRS transformed rejection (for count * p > 10)."""
     pdt = get_aval(prob).dtype
-    max_iters = np.array(np.finfo(dtype).max, dtype)
+    max_iters = np.array(finfo_of(dtype).max, dtype)
     stddev = ew.sqrt(count * prob * (1 - prob))
     b = 1.15 + 2.53 * stddev
     a = -0.0873 + 0.0248 * b + 0.01 * prob

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import dtypes, jnp, prng
 from numbax._src.core import Tracer, get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
@@ -39,7 +40,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
         raise NumbaxValueError(f"random.bernoulli: mode is {mode!r}, expected 'low' or 'high'.")
     p = jnp.asarray(p)
     dtype = get_aval(p).dtype
-    if dtype.kind != "f":
+    if kind_of(dtype) != "f":
         raise NumbaxTypeError(
             f"random.bernoulli: p has dtype {dtype}, expected a floating dtype. Pass a float "
             "probability."
@@ -51,7 +52,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None,
         _check_shape("random.bernoulli", shape, p=p)
     if mode == "high":
         u = _uniform(data, (2,) + shape, dtype, 0.0, 1.0)
-        u2 = jnp.multiply(u[1], np.array(2.0 ** -np.finfo(dtype).nmant, dtype))
+        u2 = jnp.multiply(u[1], np.array(2.0 ** -finfo_of(dtype).nmant, dtype))
         return jnp.less(u2, jnp.subtract(p, u[0]))
     return jnp.less(_uniform(data, shape, dtype, 0.0, 1.0), p)
 
@@ -68,9 +69,9 @@ def _convert_and_clip_integer(val: Any, dtype: np.dtype) -> Any:
 
 def _randint(data: Any, shape: tuple[int, ...], minval: Any, maxval: Any,
              dtype: np.dtype) -> Any:
-    if get_aval(minval).dtype.kind not in "iu":
+    if kind_of(get_aval(minval).dtype) not in "iu":
         minval = minval.astype(dtypes.default_int_dtype())
-    if get_aval(maxval).dtype.kind not in "iu":
+    if kind_of(get_aval(maxval).dtype) not in "iu":
         maxval = maxval.astype(dtypes.default_int_dtype())
     top = _convert_and_clip_integer(jnp.asarray(np.array(np.iinfo(dtype).max, dtype)),
                                     get_aval(maxval).dtype)
@@ -141,7 +142,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     x = jnp.asarray(x)
     aval = get_aval(x)
     if aval.ndim == 0:
-        if aval.dtype.kind not in "iu" or isinstance(x, Tracer):
+        if kind_of(aval.dtype) not in "iu" or isinstance(x, Tracer):
             raise NumbaxTypeError(
                 f"random.permutation: x has shape () and dtype {aval.dtype}, expected a "
                 "concrete integer or an array of rank >= 1."
@@ -245,7 +246,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
     mode = _gumbel_mode("random.categorical", mode)
     logits = jnp.asarray(logits)
     aval = get_aval(logits)
-    if aval.ndim == 0 or aval.dtype.kind != "f":
+    if aval.ndim == 0 or kind_of(aval.dtype) != "f":
         raise NumbaxTypeError(
             f"random.categorical: logits has shape {aval.shape} and dtype {aval.dtype}, "
             "expected a floating array of rank >= 1."

@@ -23,6 +23,7 @@ import numpy as np
 from numbax._src import core, jnp, prng
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
@@ -39,6 +40,7 @@ from numbax._src.random import (
     _param_shapes,
     _shape_only,
     _uniform_from_bits,
+    uniform_bits,
 )
 from numbax._src.random_discrete import _rademacher
 from numbax._src.random_keys import _split_raw
@@ -56,7 +58,7 @@ def _gamma_many(keys: Any, alpha: Any, log_space: bool) -> Any:
     """
     n = get_aval(alpha).shape[0]
     dtype = get_aval(alpha).dtype
-    nbits = np.finfo(dtype).bits
+    nbits = uniform_bits(dtype)
 
     def c(v):
         return np.array(v, dtype)
@@ -137,7 +139,7 @@ def _gamma_sample(keys: Any, a: Any, log_space: bool) -> Any:
 
 def _series_terms(x: Any, a: Any, enabled: Any) -> tuple[Any, Any]:
     """S = sum_n x^n / ((a+1)...(a+n)) and dS/da, summed while the derivative still moves."""
-    eps = np.finfo(get_aval(a).dtype).eps
+    eps = finfo_of(get_aval(a).dtype).eps
 
     def body(state):
         active, r, term, total, dterm, dtotal = state
@@ -160,7 +162,7 @@ def _series_terms(x: Any, a: Any, enabled: Any) -> tuple[Any, Any]:
 def _fraction_terms(x: Any, a: Any, enabled: Any) -> tuple[Any, Any]:
     """F with Q(a, x) = x^a e^-x / Gamma(a) * F (Legendre's continued fraction, convergents
     p_k / q_k with rescaling) and dF/da, up to 2000 steps."""
-    eps = np.finfo(get_aval(a).dtype).eps
+    eps = finfo_of(get_aval(a).dtype).eps
     big = 1 / eps
 
     def body(state):
@@ -217,7 +219,7 @@ def _random_gamma_grad(a: Any, x: Any) -> Any:
     domain_error = (x < 0) | (a <= 0)
     use_fraction = (x > 1) & (x > a)
     log_ax = a * ew.log(x) - x - ew.lgamma(a)
-    underflow = log_ax < -np.log(np.finfo(dtype).max)
+    underflow = log_ax < -np.log(finfo_of(dtype).max)
     enabled = ~(x_is_zero | domain_error | underflow | is_nan)
     s, ds = _series_terms(x, a, enabled & ~use_fraction)
     lower = -(ds + s * (ew.log(x) - ew.digamma(a + 1))) * x / a
@@ -233,7 +235,7 @@ def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
     if not log_space:
         return random_gamma_grad(a, sample)
     x = ew.exp(sample)
-    x = jnp.where(x == 0, jnp.full_like(x, np.finfo(get_aval(x).dtype).tiny), x)
+    x = jnp.where(x == 0, jnp.full_like(x, finfo_of(get_aval(x).dtype).tiny), x)
     return random_gamma_grad(a, x) / x
 
 
@@ -264,7 +266,7 @@ random_gamma_p = Primitive("random_gamma")
 def _random_gamma_abstract_eval(key: ShapedArray, a: ShapedArray, *,
                                 log_space: bool) -> list[ShapedArray]:
     k = key.ndim - 1
-    if key.dtype != np.uint32 or key.ndim < 1 or key.shape[-1] != 2 or a.dtype.kind != "f" or \
+    if key.dtype != np.uint32 or key.ndim < 1 or key.shape[-1] != 2 or kind_of(a.dtype) != "f" or \
             tuple(a.shape[:k]) != tuple(key.shape[:-1]):
         raise NumbaxTypeError(
             f"random_gamma: key has shape {key.shape} and dtype {key.dtype}, a has shape "

@@ -13,6 +13,7 @@ import numpy as np
 
 from numbax._src import jnp, prng
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxOverflowError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -58,7 +59,7 @@ def _seed_data(api: str, seed: Any) -> Any:
         )
     if not isinstance(seed, (int, np.integer)):
         aval = get_aval(seed)
-        if aval.ndim or aval.dtype.kind not in "iu":
+        if aval.ndim or kind_of(aval.dtype) not in "iu":
             raise NumbaxTypeError(
                 f"{api}: seed has shape {aval.shape} and dtype {aval.dtype}, expected an "
                 "integer scalar. Use numbax.vmap to make a batch of keys from seeds."
@@ -239,7 +240,7 @@ def fold_in(key: Any, data: Any) -> Any:
         word = np.uint32(int(data) & 0xFFFFFFFF)
     else:
         aval = get_aval(data)
-        if aval.ndim or aval.dtype.kind not in "biuf":
+        if aval.ndim or kind_of(aval.dtype) not in "biuf":
             raise NumbaxTypeError(
                 f"random.fold_in: data has shape {aval.shape} and dtype {aval.dtype}, expected "
                 "an integer scalar. Use numbax.vmap for a batch."

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import api, core, dtypes
 from numbax._src import tree_util as tu
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 EPS = 1e-4
@@ -81,7 +82,7 @@ def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any],
 
 def _rand_like(rng: np.random.RandomState, x: Any) -> Any:
     shape, dtype = np.shape(np.asarray(x)), _dtype(x)
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         result = (rng.randn(*shape) + 1j * rng.randn(*shape)).astype(dtype)
     else:
         result = np.asarray(rng.randn(*shape), dtype=dtype)

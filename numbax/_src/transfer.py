@@ -8,6 +8,7 @@ import numpy as np
 from numbax._src import core, devices
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, asarray_value
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.sharding import sharded_array
 from numbax._src.sharding.shardings import PartitionSpec, Sharding
@@ -65,7 +66,7 @@ def _put_gpu(leaf: Any, target: devices.Device) -> Any:
             dtypes.canonicalize_dtype(buf.dtype, context="device_put")
             shape = tuple(leaf.__cuda_array_interface__["shape"])
             return GpuArray._from_buffer(buf, shape, False, target)
-        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biufc" and \
+        if isinstance(leaf, np.ndarray) and kind_of(leaf.dtype) in "biufc" and \
                 dtypes.canonicalize_dtype(leaf.dtype, context="device_put") == leaf.dtype:
             value, weak = leaf, False  # the device copy is the copy: no host copy first
         else:

@@ -1,6 +1,6 @@
 """Records JAX's outputs of the API programs (callbacks and jax.debug, checkpoint policies,
-custom derivatives, checkify, odeint) into one JSON file per program module (run once, with jax
-installed, from the repository root):
+custom derivatives, checkify, odeint, bfloat16) into one JSON file per program module (run
+once, with jax installed, from the repository root):
 
     python tests/data/make_api_reference.py [callback checkify ...]
 
@@ -32,6 +32,7 @@ TABLES = {
     "custom_derivatives": "custom_derivative_programs",
     "checkify": "checkify_programs",
     "ode": "ode_programs",
+    "bfloat16": "bfloat16_programs",
 }
 MODULES = SimpleNamespace(jax=jax, jnp=jnp, lax=lax, io_callback=io_callback, cd=cd,
                           ad_checkpoint=ad_checkpoint, checkify=checkify, odeint=odeint)

@@ -19,6 +19,7 @@ from numbax import lax
 from numbax._src import core
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import indexing as element  # the element gather/scatter
+from numbax._src.lax.convert import round_to_bfloat16_p as _round_bf16
 from numbax._src.lax.convert import round_to_float16_p as _round16
 from numbax._src.parallel import pmap as _pmap  # noqa: F401
 from numbax.test_util import check_grads
@@ -116,9 +117,13 @@ def _cases() -> dict[str, list[Case]]:
         Case(lambda x: lax.convert_element_type(x, np.int32), (X * 3,)),
         Case(lambda x: lax.convert_element_type(x, np.float64), (I1,)))
     add("bitcast_convert_type", Case(lambda x: lax.bitcast_convert_type(x, np.int64), (X,)))
-    # numbax-internal (the CPU compiler's float16 programs): float16's values, kept in float32/64
+    # numbax-internal (the CPU compiler's float16 and bfloat16 programs): their values, kept in
+    # float32/64
     add("round_to_float16", Case(lambda x: _round16.bind(x * 1000.0), (X,)),
         Case(lambda x: _round16.bind(x), (X.astype(np.float32) * 1e-6,)))
+    add("round_to_bfloat16", Case(lambda x: _round_bf16.bind(x * 1000.0),
+                                  (X.astype(np.float32),)),
+        Case(lambda x: _round_bf16.bind(x), (X.astype(np.float32) * 1e-39,)))
     add("add_any", Case(lambda x: lax.reduce_sum(lax.sin(x) * lax.cos(x), (0, 1)), (X,), (0,)))
     # shapes
     add("broadcast_in_dim", Case(lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (1, 2)), (X,),

@@ -14,6 +14,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -21,7 +22,7 @@ from numbax._src.lax import shape_ops
 
 
 def _check_indices(name: str, x_shape: tuple, idx: ShapedArray, axis: int) -> None:
-    if idx.dtype.kind not in "iu":
+    if kind_of(idx.dtype) not in "iu":
         raise NumbaxTypeError(
             f"{name}: indices have dtype {idx.dtype}, expected an integer dtype."
         )

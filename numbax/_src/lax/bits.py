@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -71,12 +72,12 @@ def _mulhi_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     bits = x.dtype.itemsize * 8
     x, y = np.broadcast_arrays(x, y)
     if bits <= 32:
-        wide = np.int64 if x.dtype.kind == "i" else np.uint64
+        wide = np.int64 if kind_of(x.dtype) == "i" else np.uint64
         prod = x.astype(wide) * y.astype(wide)
         return (prod >> wide(bits)).astype(x.dtype)
     ux, uy = x.astype(np.uint64), y.astype(np.uint64)
     hi = _mulhi_u64(ux, uy)
-    if x.dtype.kind == "i":  # signed high half: subtract the other operand for each negative
+    if kind_of(x.dtype) == "i":  # signed high half: subtract the other operand for each negative
         hi = hi - np.where(x < 0, uy, np.uint64(0)) - np.where(y < 0, ux, np.uint64(0))
     return hi.astype(x.dtype)
 
@@ -99,7 +100,7 @@ def mulhi(x: Any, y: Any, /) -> Any:
 def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: int):
     """XLA's ReducePrecision: round the mantissa to nearest even, then overflow to +-inf and
     underflow (below the reduced format's normal range) to +-0; NaN stays NaN."""
-    finfo = np.finfo(x.dtype)
+    finfo = finfo_of(x.dtype)
     src_mant, src_exp = finfo.nmant, x.dtype.itemsize * 8 - 1 - finfo.nmant
     u_t = _uint(x.dtype).type
     bits = np.ascontiguousarray(x).view(_uint(x.dtype)).copy()
@@ -125,7 +126,7 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
 
 
 def _reduce_precision_abstract_eval(x: ShapedArray, *, exponent_bits, mantissa_bits) -> list:
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         raise NumbaxTypeError(
             f"lax.reduce_precision: operand has dtype {x.dtype}, expected a floating dtype.")
     if exponent_bits < 1:
@@ -163,7 +164,7 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
 def _total_order_key(x: np.ndarray) -> np.ndarray:
     """Floats as signed integers ordered like XLA's TOTALORDER comparison:
     -NaN < -inf < ... < -0 < +0 < ... < inf < +NaN; integers and booleans as they are."""
-    if x.dtype.kind != "f":
+    if kind_of(x.dtype) != "f":
         return x
     i = np.ascontiguousarray(x).view(_sint(x.dtype))
     magnitude = np.iinfo(i.dtype).max
@@ -172,7 +173,7 @@ def _total_order_key(x: np.ndarray) -> np.ndarray:
 
 def _total_order(compare):
     def impl(x, y):
-        if x.dtype.kind == "c":
+        if kind_of(x.dtype) == "c":
             return compare(*map(_total_order_key, (x.real, y.real))) & np.equal(
                 *map(_total_order_key, (x.imag, y.imag)))
         return compare(_total_order_key(x), _total_order_key(y))

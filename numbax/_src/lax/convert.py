@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero
@@ -28,9 +29,9 @@ def _convert_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bo
 
 
 def _convert_impl(x, *, new_dtype, weak_type):
-    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+    if kind_of(x.dtype) == "c" and kind_of(np.dtype(new_dtype)) != "c":
         x = x.real
-    if np.dtype(new_dtype).kind in "iu" and x.dtype.kind == "f":
+    if kind_of(np.dtype(new_dtype)) in "iu" and kind_of(x.dtype) == "f":
         with np.errstate(invalid="ignore"):
             if np.dtype(new_dtype) == np.uint32:  # numpy's scalar path (C's cast through
                 # int64) everywhere: its vectorised loop differs for NaN and x < -2**31
@@ -122,20 +123,29 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
 
 
-# numbax-only, internal: Numba's CPU target has no float16, so the CPU compiler computes float16
-# programs in float32/float64 and rounds each result to float16's values with this primitive
-# (compiler/float16.py); it never appears in a traced program.
-round_to_float16_p = Primitive("round_to_float16")
+# numbax-only, internal: Numba's CPU target has no float16 or bfloat16, so the CPU compiler
+# computes their programs in float32/float64 and rounds each result to float16's (bfloat16's)
+# values with these primitives (compiler/narrow_floats.py); they never appear in a traced
+# program.
+def _rounding_primitive(name: str, narrow: Any, wide: tuple[np.dtype, ...]) -> Primitive:
+    """An elementwise primitive rounding its `wide`-dtype operand to `narrow`'s values."""
+    prim = Primitive(name)
+
+    def abstract_eval(x: ShapedArray) -> list:
+        if x.dtype not in wide:
+            raise NumbaxValueError(f"{name}: operand has dtype {x.dtype}, expected one of "
+                                   f"{', '.join(map(str, wide))}.")
+        return [x]
+
+    core.abstract_eval_rules[prim] = abstract_eval
+    core.impl_rules[prim] = lambda x: [x.astype(narrow).astype(x.dtype)]
+    ad.deflinear(prim, lambda cts, x: [prim.bind(cts[0])])
+    batching.defvectorized(prim)
+    return prim
 
 
-def _round_to_float16_abstract_eval(x: ShapedArray) -> list:
-    if x.dtype.kind != "f":
-        raise NumbaxValueError(f"round_to_float16: operand has dtype {x.dtype}, expected a "
-                               "float dtype.")
-    return [x]
-
-
-core.abstract_eval_rules[round_to_float16_p] = _round_to_float16_abstract_eval
-core.impl_rules[round_to_float16_p] = lambda x: [x.astype(np.float16).astype(x.dtype)]
-ad.deflinear(round_to_float16_p, lambda cts, x: [round_to_float16_p.bind(cts[0])])
-batching.defvectorized(round_to_float16_p)
+round_to_float16_p = _rounding_primitive(
+    "round_to_float16", np.float16, (np.dtype(np.float16), np.dtype(np.float32),
+                                     np.dtype(np.float64)))
+round_to_bfloat16_p = _rounding_primitive("round_to_bfloat16", dtypes.bfloat16,
+                                          (np.dtype(np.float32),))

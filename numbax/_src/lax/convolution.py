@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import conv_numpy, shape_ops
@@ -186,9 +187,10 @@ conv_general_dilated_p = Primitive("conv_general_dilated")
 
 def _check_preferred(api: str, dtype: np.dtype, preferred: np.dtype) -> None:
     """JAX's rule: same kind (integers may widen to floats), same signedness, not narrower."""
-    ok_kind = (dtype.kind in "iu" and preferred.kind == "f") or (
-        dtype.kind == preferred.kind or (dtype.kind == "u" and preferred.kind == "u"))
-    if not ok_kind or (dtype.kind == "i" and preferred.kind == "u") or (
+    kind, preferred_kind = kind_of(dtype), kind_of(preferred)
+    ok_kind = (kind in "iu" and preferred_kind == "f") or (
+        kind == preferred_kind or (kind == "u" and preferred_kind == "u"))
+    if not ok_kind or (kind == "i" and preferred_kind == "u") or (
             preferred.itemsize < dtype.itemsize):
         raise NumbaxTypeError(
             f"lax.{api}: preferred_element_type has {preferred}, incompatible with operands of "

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -235,7 +236,7 @@ def _dot_with_algorithm(lhs, rhs, dims, algorithm, preferred_element_type):
         (get_aval(lhs).dtype, False), (get_aval(rhs).dtype, False))[0]
     compute = {"F16_F16_F16": np.dtype(np.float16),
                "F64_F64_F64": np.dtype(np.float64)}.get(algorithm.name)
-    if compute is None or get_aval(lhs).dtype.kind not in "fc":
+    if compute is None or kind_of(get_aval(lhs).dtype) not in "fc":
         return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=algorithm,
                                   preferred_element_type=preferred_element_type)
     out = dot_general_p.bind(ew.convert_element_type(lhs, compute),

@@ -10,6 +10,7 @@ import scipy.special as sp
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
@@ -47,7 +48,7 @@ def _const(x: Any, value: Any) -> np.ndarray:
 
 
 def _check_kind(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:
-    if aval.dtype.kind not in kinds:
+    if kind_of(aval.dtype) not in kinds:
         accepted = {"f": "floating", "c": "complex", "i": "signed integer",
                     "u": "unsigned integer", "b": "boolean"}
         what = " or ".join(sorted({accepted[k] for k in kinds}))
@@ -62,7 +63,7 @@ def _to_operand(x: Any, like: Any) -> Any:
     if isinstance(x, (bool, int, float, complex)) and not isinstance(like, (bool, int, float,
                                                                              complex)):
         dtype = get_aval(like).dtype
-        if isinstance(x, float) and dtype.kind in "biu":
+        if isinstance(x, float) and kind_of(dtype) in "biu":
             return x  # numpy-style promotion will reject this in the shape/dtype rule
         return _weak_scalar(x, dtype)
     return x
@@ -182,7 +183,7 @@ integer_pow_p = unop("integer_pow", _integer_pow_impl, _NUMERIC)
 
 
 def _integer_pow_abstract_eval(x: ShapedArray, *, y: int) -> list[ShapedArray]:
-    if y < 0 and x.dtype.kind in "iub":
+    if y < 0 and kind_of(x.dtype) in "iub":
         raise NumbaxTypeError(
             f"Integers cannot be raised to negative powers, got integer_pow({x.str_short()}, "
             f"{y}). Convert the base to a float dtype first.")
@@ -232,7 +233,7 @@ ad.defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
 
 
 def _abs_jvp(t, ans, x):
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         return real(mul(conj(div(x, convert_element_type(ans, get_aval(x).dtype))), t))
     # JAX's convention: d|x|/dx at 0 is 1 (the x >= 0 side).
     return select_n(ge(x, _const(x, 0)), neg(t), t)
@@ -316,7 +317,7 @@ ge_p = binop("ge", np.greater_equal, _ANY, _bool_dtype)
 
 def _c_division(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """lax.div: integer division rounds toward zero (C semantics), unlike numpy's floor."""
-    if x.dtype.kind in "iu":
+    if kind_of(x.dtype) in "iu":
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.floor_divide(x, y)
             fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))

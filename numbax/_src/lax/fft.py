@@ -13,6 +13,7 @@ import scipy.fft
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -56,7 +57,7 @@ def _fft_abstract_eval(x: ShapedArray, *, fft_type: int, fft_lengths) -> list[Sh
         shape = x.shape[:-k] + tuple(fft_lengths[:-1]) + (fft_lengths[-1] // 2 + 1,)
         minor = x.shape[-k:]
     else:
-        if x.dtype.kind != "c":
+        if kind_of(x.dtype) != "c":
             raise NumbaxTypeError(
                 f"lax.fft: operand has dtype {x.dtype}, expected complex64 or complex128 for "
                 f"{kind}.")
@@ -176,13 +177,13 @@ def fft(x: Any, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Any:
             f"lax.fft: fft_lengths has {fft_lengths!r}, expected a sequence of ints.") from None
     aval = get_aval(x)
     if typ == FftType.RFFT:
-        if aval.dtype.kind == "c":
+        if kind_of(aval.dtype) == "c":
             raise NumbaxTypeError(
                 f"lax.fft: x has dtype {aval.dtype}, expected a real dtype for RFFT. Use FFT for "
                 "complex input.")
         if aval.dtype not in _COMPLEX:
             x = ew.convert_element_type(x, _inexact(aval.dtype))
-    elif aval.dtype.kind != "c":
+    elif kind_of(aval.dtype) != "c":
         x = ew.convert_element_type(x, _COMPLEX[_inexact(aval.dtype)])
     if not lengths:
         return x

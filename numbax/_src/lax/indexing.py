@@ -16,6 +16,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero
@@ -27,7 +28,7 @@ _SCATTER_MODES = ("clip", "drop")
 
 
 def _check_index_dtype(api: str, what: str, aval: ShapedArray) -> None:
-    if aval.dtype.kind not in "iu":
+    if kind_of(aval.dtype) not in "iu":
         raise NumbaxTypeError(
             f"{api}: {what} has dtype {aval.dtype}, expected an integer dtype. "
             "Convert indices with .astype(int)."
@@ -65,7 +66,7 @@ def _starts(operand: Any, start_indices: Sequence[Any], allow_negative: Any) -> 
             continue
         s = _int_scalar(s)
         aval = get_aval(s)
-        if aval.shape != () or aval.dtype.kind != "i":
+        if aval.shape != () or kind_of(aval.dtype) != "i":
             out.append(s)  # unsigned (never negative) or malformed: the primitive decides
             continue
         out.append(select.select(ew.lt(s, np.zeros((), aval.dtype)),
@@ -356,11 +357,11 @@ def _gather_impl(x, idx, *, axes, mode, fill_value):
 
 def default_fill(dtype: np.dtype) -> Any:
     """gather's fill value for out-of-bounds rows when none is given (NaN, or the extreme)."""
-    if dtype.kind in "fc":
+    if kind_of(dtype) in "fc":
         return np.nan
-    if dtype.kind == "i":
+    if kind_of(dtype) == "i":
         return np.iinfo(dtype).min
-    if dtype.kind == "u":
+    if kind_of(dtype) == "u":
         return np.iinfo(dtype).max
     return True
 

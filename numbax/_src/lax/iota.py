@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 
@@ -20,7 +21,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension) -> list:
         raise NumbaxValueError(
             f"lax.iota: dimension is {dimension}, expected an axis of shape {shape}."
         )
-    if np.dtype(dtype).kind not in "iuf":
+    if kind_of(np.dtype(dtype)) not in "iuf":
         raise NumbaxTypeError(f"lax.iota: dtype is {dtype}, expected an integer or float dtype.")
     return [ShapedArray(shape, dtype)]
 

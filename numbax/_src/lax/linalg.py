@@ -18,6 +18,7 @@ import scipy.linalg
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -30,7 +31,7 @@ from numbax._src.lax.dot import dot_general
 def _check_matrix(name: str, aval: ShapedArray, arg: str = "x", square: bool = True,
                   kinds: str = "fc") -> None:
     """Raises JAX's error classes for a non-float (or non-matrix, or non-square) operand."""
-    if aval.dtype.kind not in kinds:
+    if kind_of(aval.dtype) not in kinds:
         want = "float32 or float64" if kinds == "f" else "a float or complex dtype"
         raise NumbaxTypeError(
             f"lax.linalg.{name}: {arg} has dtype {aval.dtype}, expected {want}. Convert it "
@@ -49,7 +50,7 @@ def _check_matrix(name: str, aval: ShapedArray, arg: str = "x", square: bool = T
 
 
 def _is_complex(x: Any) -> bool:
-    return get_aval(x).dtype.kind == "c"
+    return kind_of(get_aval(x).dtype) == "c"
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:

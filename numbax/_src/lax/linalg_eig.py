@@ -11,6 +11,7 @@ import scipy.linalg
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -103,7 +104,7 @@ def _eigh_jvp(primals, tangents, *, lower):
     vh_dx_v = _mm(_mm(_H(v), herm), v)
     dv = _mm(v, ew.mul(f_mat, vh_dx_v))
     dw = _diag_part(vh_dx_v)
-    return [v, w], [dv, ew.real(dw) if dtype.kind == "c" else dw]
+    return [v, w], [dv, ew.real(dw) if kind_of(dtype) == "c" else dw]
 
 
 core.abstract_eval_rules[eigh_p] = _eigh_abstract_eval
@@ -308,7 +309,7 @@ def _schur_abstract_eval(x: ShapedArray, *, compute_schur_vectors: bool, sort_ei
 def _schur_impl(x: np.ndarray, *, compute_schur_vectors: bool, sort_eig_vals: bool,
                 select_callable: Any) -> list[np.ndarray]:
     """LAPACK gees through scipy: the real Schur form (2x2 blocks) for real x."""
-    output = "complex" if x.dtype.kind == "c" else "real"
+    output = "complex" if kind_of(x.dtype) == "c" else "real"
     sort = select_callable if sort_eig_vals else None
 
     def one(a: np.ndarray):

@@ -11,6 +11,7 @@ import scipy.linalg.lapack as lapack
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -202,7 +203,7 @@ tridiagonal_solve_p = Primitive("tridiagonal_solve")
 
 def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     for name, aval in (("dl", dl), ("d", d), ("du", du), ("b", b)):
-        if aval.dtype.kind not in "fc":
+        if kind_of(aval.dtype) not in "fc":
             raise NumbaxTypeError(
                 f"lax.linalg.tridiagonal_solve: {name} has dtype {aval.dtype}, expected a float "
                 "or complex dtype.")
@@ -229,7 +230,7 @@ def _gt_solve_perturbed(dl, d, du, b):
     gives a finite answer (what inverse iteration needs)."""
     m = d.shape[0]
     dtype = np.result_type(d, b)
-    tol = np.finfo(dtype).eps * max(np.max(np.abs(np.concatenate([dl, d, du]))), 1e-300)
+    tol = finfo_of(dtype).eps * max(np.max(np.abs(np.concatenate([dl, d, du]))), 1e-300)
     u0, u1, u2 = d.astype(dtype).copy(), du.astype(dtype).copy(), np.zeros(m, dtype)
     low, x = dl.astype(dtype).copy(), b.astype(dtype).copy()
     for i in range(m - 1):

@@ -10,6 +10,7 @@ import scipy.linalg.lapack as lapack
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -214,7 +215,7 @@ def _householder_product_abstract_eval(a: ShapedArray, taus: ShapedArray):
 def _orgqr_one(a: np.ndarray, taus: np.ndarray):
     if a.shape[-1] == 0:
         return (a.copy(),)
-    fn = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a)
+    fn = _lapack("ungqr" if kind_of(a.dtype) == "c" else "orgqr", a)
     q, _, _ = fn(a, taus)
     return (q,)
 
@@ -276,7 +277,7 @@ def _ormqr_one(a: np.ndarray, taus: np.ndarray, c: np.ndarray, left: bool, trans
     k = taus.shape[0]
     if k == 0 or 0 in c.shape:
         return (c.copy(),)
-    complex_ = a.dtype.kind == "c"
+    complex_ = kind_of(a.dtype) == "c"
     fn = _lapack("unmqr" if complex_ else "ormqr", a, c)
     side = "L" if left else "R"
     trans = ("C" if complex_ else "T") if transpose else "N"
@@ -311,7 +312,7 @@ def _ormqr_transpose(cts, a, taus, c, *, left, transpose):
     assert ad.is_undefined_primal(c) and not ad.is_undefined_primal(a)
     if type(ct) is ad.Zero:
         return [None, None, ad.Zero(c.aval)]
-    conj = ew.conj if get_aval(ct).dtype.kind == "c" else (lambda v: v)
+    conj = ew.conj if kind_of(get_aval(ct).dtype) == "c" else (lambda v: v)
     out = ormqr_p.bind(a, taus, conj(ct), left=left, transpose=not transpose)
     return [None, None, conj(out)]
 
@@ -406,7 +407,7 @@ def _tridiagonal_abstract_eval(a: ShapedArray, *, lower: bool) -> list[ShapedArr
 
 
 def _sytrd_one(a: np.ndarray, lower: bool):
-    fn = _lapack("hetrd" if a.dtype.kind == "c" else "sytrd", a)
+    fn = _lapack("hetrd" if kind_of(a.dtype) == "c" else "sytrd", a)
     c, d, e, tau, _ = fn(a, lower=int(lower))
     return c, d, e, tau
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -102,7 +103,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     v = _H(vt)
     ds_mat = _mm(_mm(_H(u), dx), v)
     ds = _diag_part(ds_mat)
-    ds = ew.real(ds) if dtype.kind == "c" else ds
+    ds = ew.real(ds) if kind_of(dtype) == "c" else ds
     if not compute_uv:
         return [s], [ds]
     sc = _to(s, dtype)
@@ -115,7 +116,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     sds = ew.mul(s_col, ds_mat)
     du = _mm(u, ew.mul(f_mat, ew.add(dss, _H(dss))))
     dv = _mm(v, ew.mul(f_mat, ew.add(sds, _H(sds))))
-    if dtype.kind == "c":  # the phase freedom: diag(uᴴ du) = -diag(vᴴ dv) = i Im(ds_mat)/s
+    if kind_of(dtype) == "c":  # the phase freedom: diag(uᴴ du) = -diag(vᴴ dv) = i Im(ds_mat)/s
         zero = ew.convert_element_type(ew.eq(s, _bcast(np.zeros(()), s)), get_aval(s).dtype)
         s_inv = _to(ew.sub(ew.integer_pow(ew.add(s, zero), -1), zero), dtype)
         skew = ew.mul(ew.sub(ds_mat, _H(ds_mat)), _bcast(np.array(0.5), ds_mat))
@@ -228,7 +229,7 @@ def _halley_cholesky(u: Any, a: Any, b: Any, c: Any) -> Any:
 
 
 def _fro(x: Any) -> Any:
-    sq = ew.real(ew.mul(x, ew.conj(x))) if get_aval(x).dtype.kind == "c" else ew.square(x)
+    sq = ew.real(ew.mul(x, ew.conj(x))) if kind_of(get_aval(x).dtype) == "c" else ew.square(x)
     return ew.sqrt(reductions.reduce_sum(sq, tuple(range(get_aval(x).ndim))))
 
 
@@ -304,7 +305,7 @@ def qdwh(x: Any, *, is_hermitian: bool = False, max_iterations: int | None = Non
             f"lax.linalg.qdwh: x has shape {aval.shape}, expected one matrix (m, n) with "
             "m >= n. Pass the conjugate transpose of a wide matrix (and transpose back).")
     iters = 10 if max_iterations is None else int(max_iterations)
-    eps = float(np.finfo(aval.dtype).eps) if eps is None else float(eps)
+    eps = float(finfo_of(aval.dtype).eps) if eps is None else float(eps)
     if dynamic_shape is not None and tuple(dynamic_shape) != aval.shape:
         m, n = (int(d) for d in dynamic_shape)
         if not (0 < n <= m <= aval.shape[0] and n <= aval.shape[1]):

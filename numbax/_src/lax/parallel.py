@@ -13,6 +13,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import reductions, shape_ops
@@ -198,8 +199,8 @@ def _grouped(api: str, leaf: Any, axis_name: Any, groups: Any, kind: str) -> Any
     if kind == "sum":
         fill, reduce = 0, reductions.reduce_sum
     else:
-        info = np.finfo if aval.dtype.kind == "f" else np.iinfo
-        big = np.inf if aval.dtype.kind == "f" else info(aval.dtype).max
+        info = np.finfo if kind_of(aval.dtype) == "f" else np.iinfo
+        big = np.inf if kind_of(aval.dtype) == "f" else info(aval.dtype).max
         fill, reduce = (-big if kind == "max" else big), (
             reductions.reduce_max if kind == "max" else reductions.reduce_min)
     picked = ew.select(mask, gathered, shape_ops.full(aval.shape, fill, aval.dtype))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import dot, reductions, shape_ops
 from numbax._src.lax import elementwise as ew
@@ -73,7 +74,7 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any,
         raise NumbaxTypeError(
             f"{api}: ragged_dot_dimension_numbers has {type(dn).__name__}, expected a "
             "lax.RaggedDotDimensionNumbers.")
-    if get_aval(group_sizes).dtype.kind not in "iu":
+    if kind_of(get_aval(group_sizes).dtype) not in "iu":
         raise NumbaxTypeError(
             f"{api}: group_sizes has dtype {get_aval(group_sizes).dtype}, expected an integer "
             "dtype.")

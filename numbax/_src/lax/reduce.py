@@ -16,6 +16,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import batching
 from numbax._src.lax import elementwise as ew
@@ -35,17 +36,17 @@ def _monoid_reducer(computation: Callable, init: Any) -> Callable | None:
         return reductions.reduce_sum
     if computation is ew.mul and value == 1:
         return reductions.reduce_prod
-    lowest = -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu"
+    lowest = -np.inf if kind_of(dtype) == "f" else (np.iinfo(dtype).min if kind_of(dtype) in "iu"
                                                  else False)
-    highest = np.inf if dtype.kind == "f" else (np.iinfo(dtype).max if dtype.kind in "iu"
+    highest = np.inf if kind_of(dtype) == "f" else (np.iinfo(dtype).max if kind_of(dtype) in "iu"
                                                  else True)
     if computation is ew.max and value == lowest:
         return reductions.reduce_max
     if computation is ew.min and value == highest:
         return reductions.reduce_min
-    if computation is ew.bitwise_or and dtype.kind in "biu" and value == 0:
+    if computation is ew.bitwise_or and kind_of(dtype) in "biu" and value == 0:
         return reductions.reduce_or
-    if computation is ew.bitwise_xor and dtype.kind in "biu" and value == 0:
+    if computation is ew.bitwise_xor and kind_of(dtype) in "biu" and value == 0:
         return reductions.reduce_xor
     if computation is ew.bitwise_and and dtype.kind in "biu" and value == (
             True if dtype.kind == "b" else -1 if dtype.kind == "i" else np.iinfo(dtype).max):

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import along_axis, shape_ops
@@ -144,7 +145,7 @@ def _argminmax(name: str, impl: Callable) -> Primitive:
         (out,) = _reduce_abstract_eval(name)(x, axes=axes)
         if len(axes) != 1:
             raise NumbaxValueError(f"lax.{name}: axes has {axes}, expected exactly one axis.")
-        if np.dtype(index_dtype).kind not in "iu":
+        if kind_of(np.dtype(index_dtype)) not in "iu":
             raise NumbaxTypeError(
                 f"lax.{name}: index_dtype has {np.dtype(index_dtype)}, expected an integer "
                 "dtype such as numbax.numpy.int32."
@@ -233,11 +234,11 @@ def _cumulative_jvp(prim: Primitive, combine: Callable, identity: Callable) -> C
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    return np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).max
 
 
 cumlogsumexp_p = cumulative("cumlogsumexp", np.logaddexp.accumulate, "f")

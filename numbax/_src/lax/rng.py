@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import pieces
@@ -148,7 +149,7 @@ def _rng_uniform_abstract_eval(a: ShapedArray, b: ShapedArray, *, shape) -> list
         raise NumbaxTypeError(
             f"lax.rng_uniform: a and b are {a.str_short()} and {b.str_short()}, expected "
             "scalars of one dtype.")
-    if a.dtype.kind not in "iuf":
+    if kind_of(a.dtype) not in "iuf":
         raise NumbaxTypeError(
             f"lax.rng_uniform: a has dtype {a.dtype}, expected an integer or float dtype.")
     return [ShapedArray(shape, a.dtype)]
@@ -156,7 +157,7 @@ def _rng_uniform_abstract_eval(a: ShapedArray, b: ShapedArray, *, shape) -> list
 
 def _rng_uniform_impl(a, b, *, shape):
     rng = np.random.default_rng()  # stateful by design: fresh entropy for every call
-    if a.dtype.kind == "f":
+    if kind_of(a.dtype) == "f":
         return [rng.uniform(a, b, size=shape).astype(a.dtype)]
     return [rng.integers(a, b, size=shape, endpoint=False).astype(a.dtype)]
 

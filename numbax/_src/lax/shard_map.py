@@ -18,6 +18,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise as ew
@@ -178,7 +179,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_a
         for ct, a, spec in zip(ct_b, out_avals, out_specs, strict=True):
             k = _factor(mesh, unmentioned(mesh, spec, manual_axes, a.ndim))
             scaled.append(ew.div(ct, np.array(k, a.dtype)) if k > 1 and
-                          a.dtype.kind in "fc" else ct)
+                          kind_of(a.dtype) in "fc" else ct)
         res_it = iter(res_b)
         primals = [ad.UndefinedPrimal(b) if lin else next(res_it)
                    for b, lin in zip(jaxpr.in_avals, linear, strict=True)]

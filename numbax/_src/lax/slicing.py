@@ -15,6 +15,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing, reductions, scatter, shape_ops
@@ -39,7 +40,7 @@ def _mode(api: str, mode: Any, default: GatherScatterMode) -> GatherScatterMode:
 
 
 def _check_indices(api: str, aval: core.ShapedArray, n_index: int) -> None:
-    if aval.dtype.kind not in "iu":
+    if kind_of(aval.dtype) not in "iu":
         raise NumbaxTypeError(f"{api}: indices have dtype {aval.dtype}, expected an integer "
                               "dtype. Convert them with .astype(int).")
     if aval.ndim < 1 or aval.shape[-1] != n_index:

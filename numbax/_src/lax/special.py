@@ -13,6 +13,7 @@ import scipy.special as sp
 
 from numbax._src import core
 from numbax._src.core import Primitive, get_aval
+from numbax._src.dtypes import finfo_of
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax.elementwise import (
@@ -352,7 +353,7 @@ bessel_i1e_p = _nary("bessel_i1e", lambda x: sp.i1e(x).astype(x.dtype), 1)
 
 
 def _bessel_i1e_jvp(t, ans, x):
-    eps = _const(x, np.finfo(get_aval(x).dtype).eps)
+    eps = _const(x, finfo_of(get_aval(x).dtype).eps)
     not_tiny = gt(abs(x), eps)
     safe_x = select(not_tiny, x, ew._full_like(x, eps))
     slope = sub(bessel_i0e(safe_x), mul(ans, add(sign(safe_x), div(_const(x, 1), safe_x))))

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
@@ -152,18 +153,18 @@ def _monoid_window(name: str, kinds: str, fill: Callable, combine: Callable) -> 
 
 def max_identity(dtype: np.dtype) -> Any:
     """The identity of max over `dtype` (its lowest value): what padding holds."""
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return -np.inf
-    if dtype.kind == "b":
+    if kind_of(dtype) == "b":
         return False
     return np.iinfo(dtype).min
 
 
 def min_identity(dtype: np.dtype) -> Any:
     """The identity of min over `dtype` (its highest value)."""
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return np.inf
-    if dtype.kind == "b":
+    if kind_of(dtype) == "b":
         return True
     return np.iinfo(dtype).max
 
@@ -258,7 +259,7 @@ def _selection(operand: np.ndarray, select_prim: str, params) -> tuple[np.ndarra
 
 
 def _finite(x: np.ndarray) -> bool:
-    return x.dtype.kind not in "fc" or bool(np.isfinite(x).all())
+    return kind_of(x.dtype) not in "fc" or bool(np.isfinite(x).all())
 
 
 def _blend(mask: np.ndarray, values: np.ndarray, finite: bool, out: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ import numpy as np
 
 from numbax._src import core, dtypes, jnp
 from numbax._src.custom_derivatives import stop_gradient
+from numbax._src.dtypes import finfo_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import dot as lax_dot
 from numbax._src.nn.functions import logsumexp, softmax
@@ -46,7 +47,7 @@ def _check(t: Any, shape: Sequence[int], dtype: Any, name: str) -> None:
 
 def _large_negative(dtype: np.dtype) -> Any:
     """JAX's mask fill: -0.7 * max, capped at float32's range (softmax runs in float32)."""
-    big = min(float(np.finfo(dtype).max), float(np.finfo(np.float32).max))
+    big = min(float(finfo_of(dtype).max), float(np.finfo(np.float32).max))
     return jnp.asarray(-0.7 * big, dtype=dtype)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import dtypes, jnp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 __all__ = [
@@ -47,7 +48,7 @@ def _shape(api: str, shape: Any) -> tuple[int, ...]:
 
 def _float_dtype(api: str, dtype: Any) -> np.dtype:
     dtype = dtypes.default_float_dtype() if dtype is None else np.dtype(dtype)
-    if dtype.kind != "f":
+    if kind_of(dtype) != "f":
         raise NumbaxTypeError(
             f"numbax.nn.initializers.{api}: dtype is {dtype}, expected a floating dtype. "
             "Pass dtype=numbax.numpy.float32 or float64.")

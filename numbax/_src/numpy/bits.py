@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -20,7 +21,7 @@ __all__ = ["frexp", "ldexp", "spacing", "bitwise_count", "packbits", "unpackbits
 
 def _real_float(api: str, x: Any) -> Any:
     (x,) = ufuncs.promote_dtypes_inexact(api, x)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         raise NumbaxTypeError(f"numbax.numpy.{api}: x has dtype {get_aval(x).dtype}, expected a "
                               "real dtype. Apply it to x.real and x.imag separately.")
     return x
@@ -51,7 +52,7 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     """
     x = _real_float("frexp", x)
     dtype = get_aval(x).dtype
-    info = np.finfo(dtype)
+    info = finfo_of(dtype)
     nmant, bias = info.nmant, -int(info.minexp) + 1
     int_dtype = _int_view_dtype(dtype)
     subnormal = lax.bitwise_and(lax.lt(lax.abs(x), _const(info.smallest_normal, x)),
@@ -78,7 +79,7 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
 
 def _pow2(e: Any, dtype: np.dtype) -> Any:
     """2.0**e exactly, for integer e in the normal exponent range of `dtype`."""
-    info = np.finfo(dtype)
+    info = finfo_of(dtype)
     bias = -int(info.minexp) + 1
     int_dtype = _int_view_dtype(dtype)
     e = lax.convert_element_type(e, int_dtype)
@@ -94,12 +95,12 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     """
     x2 = asarray(x2) if not isinstance(x2, (int, np.integer)) else x2
     x2_dtype = get_aval(x2).dtype
-    if x2_dtype.kind not in "iub":
+    if kind_of(x2_dtype) not in "iub":
         raise NumbaxTypeError(f"numbax.numpy.ldexp: x2 has dtype {x2_dtype}, expected an "
                               "integer dtype (the power of two).")
     x1 = _real_float("ldexp", x1)
     dtype = get_aval(x1).dtype
-    info = np.finfo(dtype)
+    info = finfo_of(dtype)
     limit = 2 * (int(info.maxexp) - int(info.minexp)) + info.nmant + 2
     step = int(info.maxexp) - 1
     x2 = lax.convert_element_type(x2, np.int64)
@@ -138,12 +139,12 @@ def bitwise_count(x: Any, /) -> Any:
     """
     (x,) = ufuncs.promote_dtypes("bitwise_count", x)
     dtype = get_aval(x).dtype
-    if dtype.kind not in "biu":
+    if kind_of(dtype) not in "biu":
         raise NumbaxTypeError(f"numbax.numpy.bitwise_count: x has dtype {dtype}, expected an "
                               "integer or boolean dtype.")
-    if dtype.kind == "b":
+    if kind_of(dtype) == "b":
         return lax.convert_element_type(x, np.uint8)
-    if dtype.kind == "i":
+    if kind_of(dtype) == "i":
         x = lax.bitcast_convert_type(lax.abs(x), np.dtype(f"u{dtype.itemsize}"))
     return lax.convert_element_type(lax.population_count(x), np.uint8)
 
@@ -163,7 +164,7 @@ def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     from numbax._src.numpy.shapes import moveaxis, ravel
 
     a = asarray(a)
-    if get_aval(a).dtype.kind not in "biu":
+    if kind_of(get_aval(a).dtype) not in "biu":
         raise NumbaxTypeError(f"numbax.numpy.packbits: a has dtype {get_aval(a).dtype}, "
                               "expected an integer or boolean dtype.")
     _check_bitorder("packbits", bitorder)

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -199,7 +200,7 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi)
     period = asarray(period)
     p, period = ufuncs.promote_dtypes("unwrap", p, period)
     dtype = get_aval(p).dtype
-    integral = dtype.kind in "biu"
+    integral = kind_of(dtype) in "biu"
     if integral:
         half, rem = ufuncs.divmod(period, 2)
         ambiguous = ufuncs.equal(rem, 0)

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -51,7 +52,7 @@ def vecmat(x1: Any, x2: Any, /) -> Any:
 
     x1, x2 = asarray(x1), asarray(x2)
     _check("vecmat", x2, x1, "x2", "x1", -2)
-    if get_aval(x1).dtype.kind == "c":
+    if kind_of(get_aval(x1).dtype) == "c":
         x1 = lax.conj(x1)
     row = shape_ops.reshape(x1, get_aval(x1).shape[:-1] + (1, get_aval(x1).shape[-1]))
     out = matmul(row, x2)

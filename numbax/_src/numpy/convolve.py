@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -35,7 +36,7 @@ def _conv1d(api: str, a: Any, v: Any, mode: str, precision: Any,
         a, v = ufuncs.promote_dtypes(api, a, v)
     reverse = False
     if api == "correlate":
-        if get_aval(v).dtype.kind == "c":
+        if kind_of(get_aval(v).dtype) == "c":
             v = ew.conj(v)
         if get_aval(a).shape[0] < get_aval(v).shape[0]:
             a, v, reverse = v, a, True

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -141,10 +142,10 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         if np.ndim(v) != 0:
             raise NumbaxValueError(f"numbax.numpy.arange: {name} has shape {np.shape(v)}, "
                                    "expected a scalar.")
-        if np.asarray(v).dtype.kind == "c":
+        if kind_of(np.asarray(v).dtype) == "c":
             raise NumbaxValueError(f"numbax.numpy.arange: {name} is complex ({v!r}), expected "
                                    "a real number. Use linspace for complex ranges.")
-        if np.asarray(v).dtype.kind not in "biuf":
+        if kind_of(np.asarray(v).dtype) not in "biuf":
             raise NumbaxTypeError(f"numbax.numpy.arange: {name} has dtype "
                                   f"{np.asarray(v).dtype}, expected a real number.")
     start, stop, step = vals
@@ -160,14 +161,14 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
                               for v in (start, stop, step)])
     dtype = _dtype(dtype, "arange")
     length = builtins.max(int(np.ceil((stop - start) / step)), 0)
-    if dtype.kind in "iu" and all(float(v).is_integer() for v in (start, step)):
+    if kind_of(dtype) in "iu" and all(float(v).is_integer() for v in (start, step)):
         out = shape_ops.iota(dtype, length)
         if step != 1:
             out = lax.mul(out, lax.convert_element_type(step, dtype))
         if start != 0:
             out = lax.add(out, lax.convert_element_type(start, dtype))
         return out
-    acc = dtypes.default_float_dtype() if dtype.kind in "biu" else dtype
+    acc = dtypes.default_float_dtype() if kind_of(dtype) in "biu" else dtype
     out = lax.add(lax.mul(shape_ops.iota(acc, length), lax.convert_element_type(step, acc)),
                   lax.convert_element_type(start, acc))
     return lax.convert_element_type(out, dtype)
@@ -197,7 +198,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     start = ufuncs.broadcast_to_shape(start, bshape)
     stop = ufuncs.broadcast_to_shape(stop, bshape)
     acc = get_aval(start).dtype
-    acc = dtypes.default_float_dtype() if get_aval(start).weak_type and acc.kind == "f" else acc
+    acc = dtypes.default_float_dtype() if get_aval(start).weak_type and kind_of(acc) == "f" else acc
     start = lax.convert_element_type(start, acc)
     stop = lax.convert_element_type(stop, acc)
     div = (num - 1) if endpoint else num
@@ -223,7 +224,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
         y = moveaxis(y, 0, canonicalize_axis(axis, len(out_shape), "linspace"))
     out_dtype = _dtype(dtype, "linspace", acc)
-    if out_dtype.kind in "iu":
+    if kind_of(out_dtype) in "iu":
         y = lax.floor(y)
     y = lax.convert_element_type(y, out_dtype)
     return (y, step_out) if retstep else y

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.lax import elementwise as lax
 from numbax._src.numpy.ufuncs import broadcast_arrays, promote_dtypes, signbit
 
@@ -22,7 +23,7 @@ def _const(value: float, dtype: np.dtype) -> Any:
 
 def _int_floor_divide(x1: Any, x2: Any, dtype: np.dtype) -> Any:
     quotient = lax.div(x1, x2)
-    if dtype.kind == "u":
+    if kind_of(dtype) == "u":
         return quotient
     zero, one = _const(0, dtype), _const(1, dtype)
     # C division truncates; numpy floors: step down where signs differ and it is inexact.
@@ -33,7 +34,7 @@ def _int_floor_divide(x1: Any, x2: Any, dtype: np.dtype) -> Any:
 
 def _int_remainder(x1: Any, x2: Any, dtype: np.dtype) -> Any:
     r = lax.rem(x1, x2)
-    if dtype.kind == "u":
+    if kind_of(dtype) == "u":
         return r
     zero = _const(0, dtype)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(x2, zero)))
@@ -69,9 +70,9 @@ def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
 def floor_divide(x1: Any, x2: Any, /) -> Any:
     x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes("floor_divide", x1, x2))
     dtype = get_aval(x1).dtype
-    if dtype.kind in "iu":
+    if kind_of(dtype) in "iu":
         return _int_floor_divide(x1, x2, dtype)
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)[0]
     return lax.floor(lax.div(x1, x2))
 
@@ -80,7 +81,7 @@ def remainder(x1: Any, x2: Any, /) -> Any:
     """numpy.remainder: the result has the sign of the divisor."""
     x1, x2 = broadcast_arrays("remainder", *promote_dtypes("remainder", x1, x2))
     dtype = get_aval(x1).dtype
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)[1]
     return _int_remainder(x1, x2, dtype)
 
@@ -96,6 +97,6 @@ def fmod(x1: Any, x2: Any, /) -> Any:
 def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
     x1, x2 = broadcast_arrays("divmod", *promote_dtypes("divmod", x1, x2))
     dtype = get_aval(x1).dtype
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)

@@ -7,12 +7,13 @@ import numpy as np
 
 from numbax._src import basearray, core, dtypes
 from numbax._src.array import Array
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError
 
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128", "int_", "uint", "float_",
-    "complex_", "double", "single", "cdouble", "csingle",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int_", "uint",
+    "float_", "complex_", "double", "single", "cdouble", "csingle",
     "generic", "number", "inexact", "floating", "complexfloating", "integer", "signedinteger",
     "unsignedinteger", "dtype", "issubdtype", "isdtype", "result_type", "promote_types",
     "can_cast", "finfo", "iinfo", "newaxis", "pi", "e", "inf", "nan", "euler_gamma", "ndarray",
@@ -61,6 +62,7 @@ uint16 = _make_scalar_type("uint16", np.uint16)
 uint32 = _make_scalar_type("uint32", np.uint32)
 uint64 = _make_scalar_type("uint64", np.uint64)
 float16 = _make_scalar_type("float16", np.float16)
+bfloat16 = _make_scalar_type("bfloat16", dtypes.bfloat16.type)
 float32 = single = _make_scalar_type("float32", np.float32)
 float64 = double = _make_scalar_type("float64", np.float64)
 complex64 = csingle = _make_scalar_type("complex64", np.complex64)
@@ -111,8 +113,9 @@ def dtype(dtype: Any, align: bool = False, copy: bool = False) -> np.dtype:  # n
 
 
 def issubdtype(arg1: Any, arg2: Any) -> bool:
-    """numpy.issubdtype, accepting numbax scalar types and arrays' dtypes."""
-    return np.issubdtype(_np_type(arg1), _np_type(arg2))
+    """numpy.issubdtype, accepting numbax scalar types and arrays' dtypes (bfloat16 is a
+    floating type)."""
+    return dtypes.issubdtype(_np_type(arg1), _np_type(arg2))
 
 
 issubsctype = issubdtype
@@ -122,6 +125,9 @@ def isdtype(dtype: Any, kind: Any) -> bool:  # noqa: A002
     """numpy.isdtype (the array-API predicate)."""
     dt = np.dtype(_np_type(dtype))
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    if dt == dtypes.bfloat16:  # numpy does not know it as a float: ask as float16 would
+        return any(np.dtype(_np_type(k)) == dt if not isinstance(k, str) else
+                   np.isdtype(dtypes.float16, k) for k in kinds)
     return np.isdtype(dt, tuple(_np_type(k) if not isinstance(k, str) else k for k in kinds))
 
 
@@ -153,7 +159,7 @@ def promote_types(type1: Any, type2: Any) -> np.dtype:
     """numpy.promote_types, canonicalised."""
     d1 = dtypes.canonicalize_dtype(_np_type(type1), context="numbax.numpy.promote_types")
     d2 = dtypes.canonicalize_dtype(_np_type(type2), context="numbax.numpy.promote_types")
-    return dtypes.canonicalize_dtype(np.promote_types(d1, d2))
+    return dtypes.result_type((d1, False), (d2, False))[0]
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
@@ -166,24 +172,26 @@ def finfo(dtype: Any) -> np.finfo:  # noqa: A002
     """numpy.finfo of the canonical dtype."""
     dt = _dtype_and_weak(dtype, "finfo")[0] if not isinstance(dtype, type) else dtype
     dt = dtypes.canonicalize_dtype(_np_type(dt), context="numbax.numpy.finfo")
-    if dt.kind not in "fc":
+    if dt == dtypes.bfloat16:
+        return dtypes.finfo(dt)
+    if kind_of(dt) not in "fc":
         raise NumbaxTypeError(f"numbax.numpy.finfo: dtype {dt} is not inexact, expected a "
                               "floating or complex dtype. Use numbax.numpy.iinfo for integers.")
-    return np.finfo(dt)
+    return finfo_of(dt)
 
 
 def iinfo(int_type: Any) -> np.iinfo:
     """numpy.iinfo of the canonical dtype."""
     dt = int_type if isinstance(int_type, type) else _dtype_and_weak(int_type, "iinfo")[0]
     dt = dtypes.canonicalize_dtype(_np_type(dt), context="numbax.numpy.iinfo")
-    if dt.kind not in "iu":
+    if kind_of(dt) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.iinfo: dtype {dt} is not an integer dtype. "
                               "Use numbax.numpy.finfo for floats.")
     return np.iinfo(dt)
 
 
 def iscomplexobj(x: Any) -> bool:
-    return _dtype_and_weak(x, "iscomplexobj")[0].kind == "c"
+    return _dtype_and_weak(x, "iscomplexobj")[0].kind == "c"  # bfloat16 ("V") is real
 
 
 def isrealobj(x: Any) -> bool:

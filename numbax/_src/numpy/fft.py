@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -93,7 +94,7 @@ def _fft_core(name: str, typ: FftType, a: Any, s: Sequence[int] | None,
     _norm_factor(name, norm, False, [1])  # validates norm before any work
     x = asarray(a)
     ndim = get_aval(x).ndim
-    if typ == FftType.RFFT and get_aval(x).dtype.kind == "c":
+    if typ == FftType.RFFT and kind_of(get_aval(x).dtype) == "c":
         raise NumbaxTypeError(
             f"numbax.numpy.fft.{name}: a has dtype {get_aval(x).dtype}, expected real input. "
             "Use fft/fftn for complex input.")
@@ -183,7 +184,7 @@ def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) 
     Array([ 8., -2.,  0., -2.], dtype=float64)
     """
     x = asarray(a)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         x = ew.conj(x)
     return _fft_core("hfft", FftType.IRFFT, x, *_axis_list("hfft", n, axis),
                      _swap_norm("hfft", norm))
@@ -254,7 +255,7 @@ def _freq_dtype(name: str, dtype: Any) -> np.dtype:
     if dtype is None:
         return dtypes.default_float_dtype()
     dt = dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.fft.{name}")
-    if dt.kind not in "fc":
+    if kind_of(dt) not in "fc":
         raise NumbaxTypeError(
             f"numbax.numpy.fft.{name}: dtype has {dt}, expected a floating dtype.")
     return dt

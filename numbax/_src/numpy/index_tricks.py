@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -168,7 +169,7 @@ def ix_(*args: Any) -> tuple:
                                    "expected a 1-d sequence.")
         if aval.dtype == np.bool_:
             a = asarray_value(np.nonzero(concrete_value(a, "numbax.numpy.ix_"))[0])
-        elif aval.dtype.kind not in "iu":
+        elif kind_of(aval.dtype) not in "iu":
             raise NumbaxTypeError(f"numbax.numpy.ix_: argument {i} has dtype {aval.dtype}, "
                                   "expected integers or booleans.")
         size = get_aval(a).shape[0]
@@ -319,12 +320,12 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                                "'C' or 'F'.")
     indices = [asarray(i) for i in multi_index]
     for i, idx in enumerate(indices):
-        if get_aval(idx).dtype.kind not in "iu":
+        if kind_of(get_aval(idx).dtype) not in "iu":
             raise NumbaxTypeError(f"numbax.numpy.ravel_multi_index: multi_index[{i}] has dtype "
                                   f"{get_aval(idx).dtype}, expected integers.")
     out_dtype = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(
         dtype, context="numbax.numpy.ravel_multi_index")
-    if out_dtype.kind not in "iu":
+    if kind_of(out_dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.ravel_multi_index: dtype {out_dtype} is not an "
                               "integer dtype.")
     if mode == "raise":
@@ -359,7 +360,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
     (Array([1, 0], dtype=int64), Array([2, 1], dtype=int64))
     """
     indices = asarray(indices)
-    if get_aval(indices).dtype.kind not in "iu":
+    if kind_of(get_aval(indices).dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.unravel_index: indices has dtype "
                               f"{get_aval(indices).dtype}, expected integers.")
     try:

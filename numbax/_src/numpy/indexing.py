@@ -16,6 +16,7 @@ import numpy as np
 from numbax._src import core, dslice, dtypes
 from numbax._src.array import Array
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NonConcreteBooleanIndexError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
@@ -68,7 +69,7 @@ def _expand(shape: tuple[int, ...], idx: Any) -> list[_Entry]:
         if isinstance(item, list):
             item = asarray(item) if any(isinstance(v, core.Tracer) for v in _flat(item)) \
                 else np.asarray(item)
-            if item.dtype.kind not in "biu" and item.size == 0:
+            if kind_of(item.dtype) not in "biu" and item.size == 0:
                 item = item.astype(np.int64)
         items.append(item)
     consumed = 0
@@ -152,7 +153,7 @@ def _parse_one(shape, item, axis, entries) -> int:
         for k, col in enumerate(np.nonzero(value)):
             entries.append(_Entry("adv", axis + k, col.astype(np.int64)))
         return axis + value.ndim
-    if aval.dtype.kind not in "iu":
+    if kind_of(aval.dtype) not in "iu":
         raise _float_index_error(aval.dtype)
     if value is not None and value.ndim == 0:
         entries.append(_static_int_entry(int(value), axis, shape[axis]))
@@ -178,7 +179,7 @@ def _static_int_entry(i: int, axis: int, n: int) -> _Entry:
 def _normalize_traced(i: Any, n: int) -> Any:
     """i + n where i < 0, for a traced integer index."""
     dtype = get_aval(i).dtype
-    if dtype.kind == "u":
+    if kind_of(dtype) == "u":
         return i
     zero = np.zeros((), dtype)
     size = np.asarray(n, dtype)
@@ -428,7 +429,7 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
 def _check_int_indices(api: str, indices: Any) -> Any:
     indices = asarray(indices)
     dtype = get_aval(indices).dtype
-    if dtype.kind not in "iu":
+    if kind_of(dtype) not in "iu":
         raise NumbaxTypeError(
             f"numbax.numpy.{api}: indices has dtype {dtype}, expected an integer dtype. "
             "Convert them with .astype(int)."

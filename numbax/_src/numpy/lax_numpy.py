@@ -11,6 +11,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.array import Array, asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -196,7 +197,7 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
     (a,) = ufuncs.promote_dtypes("round", a)
     decimals = operator.index(decimals)
     dtype = get_aval(a).dtype
-    if dtype.kind in "biu" and decimals >= 0:
+    if kind_of(dtype) in "biu" and decimals >= 0:
         return a
     def _round(x: Any) -> Any:
         if decimals == 0:
@@ -204,9 +205,9 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
         factor = lax.convert_element_type(10.0 ** decimals, get_aval(x).dtype)
         return lax.div(lax.round(lax.mul(x, factor), 1), factor)
 
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         return lax.complex_(_round(lax.real(a)), _round(lax.imag(a)))
-    if dtype.kind in "biu":
+    if kind_of(dtype) in "biu":
         as_float = lax.convert_element_type(a, dtypes.default_float_dtype())
         return lax.convert_element_type(_round(as_float), dtype)
     return _round(a)
@@ -223,10 +224,10 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     """numpy.isclose: |a - b| <= atol + rtol * |b|, elementwise."""
     a, b = ufuncs.promote_dtypes("isclose", a, b)
     dtype = get_aval(a).dtype
-    if dtype.kind in "biu":
+    if kind_of(dtype) in "biu":
         return ufuncs.equal(a, b)
     a, b = ufuncs.broadcast_arrays("isclose", a, b)
-    real_dtype = dtypes.canonicalize_dtype(np.finfo(dtype).dtype)
+    real_dtype = dtypes.canonicalize_dtype(finfo_of(dtype).dtype)
     rtol = lax.convert_element_type(rtol, real_dtype)
     atol = lax.convert_element_type(atol, real_dtype)
     diff = lax.abs(lax.sub(a, b))
@@ -274,13 +275,13 @@ def nan_to_num(x: Any, copy: builtins.bool = True, nan: float = 0.0, posinf: Any
                neginf: Any = None) -> Any:
     (x,) = ufuncs.promote_dtypes("nan_to_num", x)
     dtype = get_aval(x).dtype
-    if dtype.kind not in "fc":
+    if kind_of(dtype) not in "fc":
         return x
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
         return lax.complex_(re, im)
-    info = np.finfo(dtype)
+    info = finfo_of(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     x = where(ufuncs.isnan(x), lax.convert_element_type(nan, dtype), x)

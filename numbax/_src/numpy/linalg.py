@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import finfo_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_base
 from numbax._src.lax import linalg_eig, linalg_lu, linalg_qr, linalg_svd, shape_ops
@@ -90,7 +91,7 @@ def _H(x: Any) -> Any:
 
 
 def _eps(x: Any) -> float:
-    return float(np.finfo(get_aval(x).dtype).eps)
+    return float(finfo_of(get_aval(x).dtype).eps)
 
 
 def _mm(a: Any, b: Any) -> Any:

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import linalg as lax_base
 from numbax._src.lax import linalg_lu, linalg_qr
@@ -122,7 +123,7 @@ def _slogdet_lu(a: Any) -> tuple[Any, Any]:
     _, diag, parity, _ = _lu_parts(a)
     dtype = get_aval(a).dtype
     abs_diag = ufuncs.abs(diag)
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         unit = ufuncs.divide(diag, where(abs_diag == 0, 1, abs_diag).astype(dtype))
         sign = ufuncs.multiply(parity, jred.prod(unit, axis=-1))
     else:
@@ -149,7 +150,7 @@ def _slogdet_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     sign, logdet = _slogdet_lu(a)
     tr = jred.sum(creation.diagonal(linalg_lu.solve(a, a_dot), axis1=-2, axis2=-1), axis=-1)
-    if get_aval(a).dtype.kind == "c":
+    if kind_of(get_aval(a).dtype) == "c":
         re = ufuncs.real(tr)
         return (sign, logdet), (ufuncs.multiply(ufuncs.subtract(tr, re.astype(get_aval(tr)
                                                                               .dtype)), sign),
@@ -174,7 +175,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
         raise NumbaxValueError(
             f"numbax.numpy.linalg.slogdet: method has {method!r}, expected None, 'lu' or 'qr'.")
     if method == "qr":
-        if get_aval(a).dtype.kind == "c":
+        if kind_of(get_aval(a).dtype) == "c":
             raise NotImplementedError(
                 "numbax.numpy.linalg.slogdet: method='qr' is not implemented for complex "
                 "inputs (as in JAX); use method='lu'.")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg_svd
 from numbax._src.numpy import creation, linalg_ops, ufuncs
@@ -33,7 +34,7 @@ def as_inexact(api: str, x: Any, min_ndim: int = 0) -> Any:
 
 def _abs2(x: Any) -> Any:
     """|x|² as real(x conj(x)) (smooth at 0, as JAX)."""
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         return ufuncs.real(ufuncs.multiply(x, ufuncs.conj(x)))
     return ufuncs.square(x)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -93,7 +94,7 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
     a, b = _promote("vdot", a, b)
     a = shape_ops.reshape(a, (get_aval(a).size,))
     b = shape_ops.reshape(b, (get_aval(b).size,))
-    if get_aval(a).dtype.kind == "c":
+    if kind_of(get_aval(a).dtype) == "c":
         a = lax.conj(a)
     return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
@@ -102,7 +103,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Any:
     """numpy.vecdot: sum(conj(x1) * x2) over `axis`, broadcasting the rest."""
     x1, x2 = _promote("vecdot", x1, x2)
-    if get_aval(x1).dtype.kind == "c":
+    if kind_of(get_aval(x1).dtype) == "c":
         x1 = lax.conj(x1)
     prod = ufuncs.multiply(x1, x2)
     ax = canonicalize_axis(axis, get_aval(prod).ndim, "vecdot")

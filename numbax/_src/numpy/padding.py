@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -17,7 +18,7 @@ __all__ = ["pad"]
 
 def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
     pw = concrete_value(pad_width, "numbax.numpy.pad: pad_width")
-    if pw.dtype.kind not in "iu":
+    if kind_of(pw.dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.pad: pad_width has dtype {pw.dtype}, expected "
                               "integers.")
     try:

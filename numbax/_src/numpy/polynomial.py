@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -205,7 +206,7 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, A
         r = r.at[k:k + n + 1].add(lax.neg(lax.mul(d, v)))
     if trim_leading_zeros:
         value = np.asarray(concrete_value(r, "numbax.numpy.polydiv with trim_leading_zeros"))
-        tol = np.sqrt(np.finfo(dtype).eps)
+        tol = np.sqrt(finfo_of(dtype).eps)
         big = np.flatnonzero(np.abs(value) > tol)
         r = shape_ops.slice(r, (int(big[0]) if big.size else value.size,), (value.size,))
     return q, r
@@ -395,7 +396,7 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
                                f"({get_aval(x).shape[0]}, K) to match x.")
     n, order = get_aval(x).shape[0], deg + 1
     dtype = get_aval(x).dtype
-    rcond = n * float(np.finfo(dtype).eps) if rcond is None else rcond
+    rcond = n * float(finfo_of(dtype).eps) if rcond is None else rcond
     lhs = vander(x, order)
     rhs = y
     if w is not None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -60,7 +61,7 @@ def _lerp(lo: Any, hi: Any, t: Any) -> Any:
 
 def _check_q(api: str, q: Any, dtype: np.dtype) -> Any:
     q = asarray(q)
-    if get_aval(q).dtype.kind == "c":
+    if kind_of(get_aval(q).dtype) == "c":
         raise NumbaxTypeError(f"numbax.numpy.{api}: q has dtype {get_aval(q).dtype}, expected "
                               "real values.")
     if not isinstance(q, core.Tracer) or q.to_concrete_value() is not None:
@@ -78,11 +79,11 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
                                f"{', '.join(repr(m) for m in _METHODS)}.")
     a = _check_numeric(a, api)
     aval = get_aval(a)
-    if aval.dtype.kind == "c":
+    if kind_of(aval.dtype) == "c":
         raise NumbaxTypeError(f"numbax.numpy.{api}: a has dtype {aval.dtype}; quantiles of "
                               "complex values are not defined. Pass a real array.")
     axes = canonicalize_axes(axis, aval.ndim, api)
-    out_dtype = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+    out_dtype = dtypes.default_float_dtype() if kind_of(aval.dtype) in "biu" else aval.dtype
     # half precision works in float32 (numpy's and JAX's results; positions past 2048 exact)
     acc = np.dtype(np.float32) if out_dtype.itemsize < 4 else out_dtype
     q = _check_q(api, q, acc)
@@ -99,7 +100,7 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         val = _weighted_inverted_cdf(api, a, x, weights, axes, qb, out_shape)
     else:
         val = _positional(x, qb, out_shape, method, squash_nans, acc)
-    if not squash_nans and acc.kind == "f":
+    if not squash_nans and kind_of(acc) == "f":
         has_nan = lax_reductions.reduce_or(ufuncs.isnan(x), (get_aval(x).ndim - 1,))
         has_nan = shape_ops.broadcast_in_dim(has_nan, out_shape,
                                              tuple(range(q_nd, len(out_shape))))
@@ -118,7 +119,7 @@ def _positional(x: Any, qb: Any, out_shape: tuple, method: str, squash_nans: boo
     n = get_aval(x).shape[-1]
     s = sort(x, axis=-1)
     q_nd = len(out_shape) - (get_aval(x).ndim - 1)
-    if squash_nans and acc.kind == "f":
+    if squash_nans and kind_of(acc) == "f":
         valid = lax.convert_element_type(lax.bitwise_not(ufuncs.isnan(x)), acc)
         counts = lax_reductions.reduce_sum(valid, (get_aval(x).ndim - 1,))
         counts = shape_ops.broadcast_in_dim(counts, out_shape, tuple(range(q_nd,
@@ -146,7 +147,7 @@ def _positional(x: Any, qb: Any, out_shape: tuple, method: str, squash_nans: boo
             val = lax.div(lax.add(lo, hi), lax.convert_element_type(2, acc))
         else:
             val = _lerp(lo, hi, lax.sub(pos, lo_i))
-    if squash_nans and acc.kind == "f":
+    if squash_nans and kind_of(acc) == "f":
         val = where(lax.eq(counts, lax.convert_element_type(0, acc)),
                     lax.convert_element_type(np.nan, acc), val)
     return val
@@ -160,7 +161,7 @@ def _weighted_inverted_cdf(api: str, a: Any, x: Any, weights: Any, axes: tuple, 
 
     aval = get_aval(a)
     w = asarray(weights)
-    if get_aval(w).dtype.kind == "c":
+    if kind_of(get_aval(w).dtype) == "c":
         raise NumbaxTypeError(f"numbax.numpy.{api}: weights has dtype {get_aval(w).dtype}, "
                               "expected real weights.")
     reduced = tuple(aval.shape[i] for i in axes)
@@ -288,7 +289,7 @@ def _nan_arg(api: str, reducer: Any, fill: float, a: Any, axis: int | None,
 
     a = _check_numeric(a, api)
     keepdims = bool(keepdims)
-    if get_aval(a).dtype.kind not in "fc":
+    if kind_of(get_aval(a).dtype) not in "fc":
         return reducer(a, axis, keepdims=keepdims)
     nans = ufuncs.isnan(a)
     filled = where(nans, lax.convert_element_type(fill, get_aval(a).dtype), a)

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -40,9 +41,9 @@ def _check_numeric(a: Any, api: str) -> Any:
 
 def _sum_dtype(dtype: np.dtype) -> np.dtype:
     """numpy's accumulator for sum/prod/cumsum: small ints and bool widen to the default int."""
-    if dtype.kind in "bi" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+    if kind_of(dtype) in "bi" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
         return dtypes.default_int_dtype()
-    if dtype.kind == "u" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+    if kind_of(dtype) == "u" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
         return dtypes.canonicalize_dtype(np.uint64)
     return dtype
 
@@ -184,7 +185,7 @@ def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype
     if dtype is not None:
         out = dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}")
     else:
-        out = dtypes.default_float_dtype() if aval.dtype.kind in "biu" else aval.dtype
+        out = dtypes.default_float_dtype() if kind_of(aval.dtype) in "biu" else aval.dtype
     acc = dtypes.canonicalize_dtype(np.float32) if out == dtypes.float16 else out
     return acc, out
 
@@ -240,12 +241,12 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int
     x = lax.convert_element_type(a, acc, aval.weak_type)
     centered = lax.sub(x, ufuncs.broadcast_to_shape(mean(x, axes, keepdims=True, where=where),
                                                     aval.shape))
-    if acc.kind == "c":
+    if kind_of(acc) == "c":
         sq = lax.add(lax.square(lax.real(centered)), lax.square(lax.imag(centered)))
     else:
         sq = lax.mul(centered, centered)
     total = sum(sq, axes, keepdims=keepdims, where=where)
-    real_out = np.finfo(out_dtype).dtype if out_dtype.kind == "c" else out_dtype
+    real_out = finfo_of(out_dtype).dtype if kind_of(out_dtype) == "c" else out_dtype
     count = _count(aval.shape, axes) if where is None else _where_count(
         a, where, axes, keepdims, dtypes.default_int_dtype())
     out = _over_dof(total, ufuncs.subtract(count, ddof))
@@ -361,7 +362,7 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 
 def _nan_replaced(a: Any, api: str, value: Any) -> Any:
     a = _check_numeric(a, api)
-    if get_aval(a).dtype.kind not in "fc":
+    if kind_of(get_aval(a).dtype) not in "fc":
         return a
     return where(ufuncs.isnan(a), lax.convert_element_type(value, get_aval(a).dtype), a)
 
@@ -416,8 +417,9 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
     keep = _not_nan(a, where)
     centered = lax.sub(a, ufuncs.broadcast_to_shape(nanmean(a, axis, keepdims=True,
                                                             where=where), shape))
-    sq = lax.mul(centered, lax.conj(centered)) if acc.kind == "c" else lax.mul(centered, centered)
-    if acc.kind == "c":
+    complex_acc = kind_of(acc) == "c"
+    sq = lax.mul(centered, lax.conj(centered)) if complex_acc else lax.mul(centered, centered)
+    if kind_of(acc) == "c":
         sq = lax.real(sq)
     count = sum(keep, axis, keepdims=keepdims)
     total = sum(sq, axis, keepdims=keepdims, where=keep)
@@ -433,7 +435,7 @@ def _nan_extreme(api: str, reducer: Callable, fill: float, a: Any, axis: Any,
                  keepdims: bool, initial: Any, where_: Any) -> Any:
     a = _check_numeric(a, api)
     _need_initial(api, where_, initial)
-    if get_aval(a).dtype.kind not in "fc":
+    if kind_of(get_aval(a).dtype) not in "fc":
         return reducer(a, axis, keepdims=keepdims, initial=initial, where=where_)
     keep = _not_nan(a, where_)
     out = reducer(where(keep, a, lax.convert_element_type(fill, get_aval(a).dtype)), axis,

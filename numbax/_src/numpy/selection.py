@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -39,7 +40,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         raise NumbaxValueError("numbax.numpy.choose: out is not supported (arrays are "
                                "immutable); use the returned array.")
     a = asarray(a)
-    if get_aval(a).dtype.kind not in "biu":
+    if kind_of(get_aval(a).dtype) not in "biu":
         raise NumbaxTypeError(f"numbax.numpy.choose: a has dtype {get_aval(a).dtype}, expected "
                               "integer indices into choices.")
     choices = [asarray(c) for c in choices]
@@ -169,7 +170,7 @@ def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: 
 
 def _kth(api: str, a: Any, kth: Any, axis: int) -> tuple[Any, int, int]:
     a = asarray(a)
-    if get_aval(a).dtype.kind == "c":
+    if kind_of(get_aval(a).dtype) == "c":
         raise NumbaxTypeError(f"numbax.numpy.{api}: a has dtype {get_aval(a).dtype}; complex "
                               "partitions are not supported (as in JAX). Sort instead.")
     if get_aval(a).ndim == 0:

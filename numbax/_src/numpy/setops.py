@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -53,7 +54,7 @@ def _is_abstract(x: Any) -> bool:
 
 def _check(api: str, x: Any, arg: str = "ar") -> Any:
     x = asarray(x)
-    if get_aval(x).dtype.kind not in "biufc":
+    if kind_of(get_aval(x).dtype) not in "biufc":
         raise NumbaxTypeError(f"numbax.numpy.{api}: {arg} has dtype {get_aval(x).dtype}, "
                               "expected a numeric or boolean dtype.")
     return x
@@ -111,7 +112,7 @@ def _group(rows: Any, valid: Any | None, equal_nan: bool) -> _Groups:
     for c in cols:
         hi, lo = shape_ops.slice(c, (1,), (n,)), shape_ops.slice(c, (0,), (n - 1,))
         ne = lax.ne(hi, lo)
-        if equal_nan and get_aval(c).dtype.kind in "fc":
+        if equal_nan and kind_of(get_aval(c).dtype) in "fc":
             ne = lax.bitwise_and(ne, lax.bitwise_not(lax.bitwise_and(lax.ne(hi, hi),
                                                                      lax.ne(lo, lo))))
         differs = lax.bitwise_or(differs, ne)

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
@@ -421,7 +422,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     a_shape = get_aval(a).shape
     axis = canonicalize_axis(axis, len(a_shape), "repeat")
     reps = concrete_value(repeats, "numbax.numpy.repeat: repeats")
-    if reps.dtype.kind not in "iu" or (reps < 0).any():
+    if kind_of(reps.dtype) not in "iu" or (reps < 0).any():
         raise NumbaxValueError(
             f"numbax.numpy.repeat: repeats has dtype {reps.dtype} and values {reps.tolist()}, "
             "expected non-negative integers."

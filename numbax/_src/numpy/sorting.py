@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -98,7 +99,7 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
 
 def _lt_nan_last(x: Any, y: Any) -> Any:
     """x < y in numpy's sort order, where NaN is larger than everything."""
-    if get_aval(x).dtype.kind not in "fc":
+    if kind_of(get_aval(x).dtype) not in "fc":
         return lax.lt(x, y)
     return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(lax.eq(x, x), lax.ne(y, y)))
 
@@ -321,7 +322,7 @@ def sort_complex(a: Any) -> Any:
     out_dtype = dtypes.canonicalize_dtype(np.result_type(dtype, np.complex64))
     if get_aval(a).ndim == 0:
         return lax.convert_element_type(a, out_dtype)
-    if dtype.kind != "c":
+    if kind_of(dtype) != "c":
         return lax.convert_element_type(sort(a, axis=-1), out_dtype)
     ax = get_aval(a).ndim - 1
     re, im = _lax_sort((lax.real(a), lax.imag(a)), ax, num_keys=2)

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import stop_gradient
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions, shape_ops
@@ -73,7 +74,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
     if b is not None:
         zero = shape_ops.full(aval.shape, 0, aval.dtype)
         a = lax.select(lax.ne(b, zero), a, shape_ops.full(aval.shape, neg_inf, aval.dtype))
-    real_a = lax.real(a) if aval.dtype.kind == "c" else a
+    real_a = lax.real(a) if kind_of(aval.dtype) == "c" else a
     amax = reductions.reduce_max(stop_gradient(real_a), axes)
     amax_aval = get_aval(amax)
     amax = lax.select(lax.is_finite(amax), amax,
@@ -89,12 +90,12 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         sumexp = _keep_dims(sumexp, aval.shape, axes)
         amax = amax_kept
     sign = lax.sign(sumexp)
-    if return_sign or aval.dtype.kind != "c":
+    if return_sign or kind_of(aval.dtype) != "c":
         sumexp = lax.abs(sumexp)
     out = lax.add(lax.log(sumexp), lax.convert_element_type(amax, get_aval(sumexp).dtype))
     if return_sign:
         return out, sign
-    if b is not None and aval.dtype.kind != "c":
+    if b is not None and kind_of(aval.dtype) != "c":
         out_aval = get_aval(out)
         nan = shape_ops.full(out_aval.shape, np.nan, out_aval.dtype)
         out = lax.select(lax.lt(sign, 0.0), nan, out)

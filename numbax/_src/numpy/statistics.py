@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -43,7 +44,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
         raise NumbaxValueError(f"numbax.numpy.bincount: out_sharding is {out_sharding!r}; only "
                                "None is supported.")
     x = asarray(x)
-    if get_aval(x).dtype.kind not in "biu":
+    if kind_of(get_aval(x).dtype) not in "biu":
         raise NumbaxTypeError(f"numbax.numpy.bincount: x has dtype {get_aval(x).dtype}, "
                               "expected non-negative integers.")
     if get_aval(x).ndim != 1:
@@ -255,7 +256,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
     edges = [_edges("histogramdd", c, b, r) for c, b, r in zip(cols, bins, ranges)]
     counts = _dd_counts("histogramdd", cols, edges, weights, density)
     float_dtype = dtypes.default_float_dtype()
-    if get_aval(counts).dtype.kind in "biu":
+    if kind_of(get_aval(counts).dtype) in "biu":
         counts = lax.convert_element_type(counts, float_dtype)
     return counts, edges
 
@@ -325,14 +326,14 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
         if get_aval(wt).shape != (n,):
             raise NumbaxValueError(f"numbax.numpy.cov: {name} has shape {get_aval(wt).shape}, "
                                    f"expected ({n},), one weight per observation.")
-        if name == "fweights" and get_aval(wt).dtype.kind not in "biu":
+        if name == "fweights" and kind_of(get_aval(wt).dtype) not in "biu":
             raise NumbaxTypeError(f"numbax.numpy.cov: fweights has dtype {get_aval(wt).dtype}, "
                                   "expected integers.")
-        wt = lax.convert_element_type(wt, np.finfo(out_dtype).dtype)
+        wt = lax.convert_element_type(wt, finfo_of(out_dtype).dtype)
         w = wt if w is None else lax.mul(w, wt)
     if w is None:
         avg = ufuncs.true_divide(sum_(x, axis=1), n)
-        fact = lax.convert_element_type(n - ddof, np.finfo(out_dtype).dtype)
+        fact = lax.convert_element_type(n - ddof, finfo_of(out_dtype).dtype)
     else:
         w_sum = sum_(w)
         avg = ufuncs.true_divide(sum_(ufuncs.multiply(x, w), axis=1), w_sum)
@@ -341,13 +342,13 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
         elif aweights is None:
             fact = ufuncs.subtract(w_sum, ddof)
         else:
-            aw = lax.convert_element_type(asarray(aweights), np.finfo(out_dtype).dtype)
+            aw = lax.convert_element_type(asarray(aweights), finfo_of(out_dtype).dtype)
             fact = ufuncs.subtract(w_sum, ufuncs.true_divide(
                 ufuncs.multiply(ddof, sum_(ufuncs.multiply(w, aw))), w_sum))
     fact = lax.max(fact, lax.convert_element_type(0, get_aval(fact).dtype))
     xc = ufuncs.subtract(x, shape_ops.reshape(avg, (get_aval(avg).shape[0], 1)))
     xw = xc if w is None else ufuncs.multiply(xc, w)
-    c = matmul(xc, lax.conj(xw.T) if out_dtype.kind == "c" else xw.T)
+    c = matmul(xc, lax.conj(xw.T) if kind_of(out_dtype) == "c" else xw.T)
     return squeeze(ufuncs.true_divide(c, fact))
 
 
@@ -369,7 +370,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
     k = get_aval(d).shape[0]
     c = ufuncs.true_divide(c, shape_ops.broadcast_in_dim(std, (k, k), (0,)))
     c = ufuncs.true_divide(c, shape_ops.broadcast_in_dim(std, (k, k), (1,)))
-    if get_aval(c).dtype.kind == "c":
+    if kind_of(get_aval(c).dtype) == "c":
         return lax.complex_(clip(lax.real(c), -1, 1), clip(lax.imag(c), -1, 1))
     return clip(c, -1, 1)
 

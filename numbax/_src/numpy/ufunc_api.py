@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -248,7 +249,7 @@ class ufunc:  # noqa: N801  (numpy's and JAX's name)
             raise NumbaxValueError(f"{self}.reduceat: a has shape (), expected at least 1 "
                                    "dimension.")
         idx = asarray(indices)
-        if get_aval(idx).ndim != 1 or get_aval(idx).dtype.kind not in "iu":
+        if get_aval(idx).ndim != 1 or kind_of(get_aval(idx).dtype) not in "iu":
             raise NumbaxValueError(f"{self}.reduceat: indices has shape {get_aval(idx).shape} "
                                    f"and dtype {get_aval(idx).dtype}, expected 1-d integers.")
         dtype = get_aval(a).dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
@@ -322,7 +323,7 @@ def _bitwise(prim_fn: Callable, combine: Callable) -> Callable:
     def reduce(a: Any, *, axis: Any, dtype: Any, keepdims: bool, initial: Any,
                where: Any) -> Any:
         a = asarray(a)
-        if get_aval(a).dtype.kind not in "biu":
+        if kind_of(get_aval(a).dtype) not in "biu":
             raise NumbaxTypeError(f"numbax.numpy.{combine.__name__}.reduce: a has dtype "
                                   f"{get_aval(a).dtype}, expected integers or booleans.")
         fill = -1 if prim_fn is lax_reductions.reduce_and else 0

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -65,7 +66,7 @@ def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
     aval = get_aval(args[0])
     dtype = dtypes.to_inexact(aval.dtype)
     if aval.weak_type:
-        dtype = dtypes.python_scalar_dtype(0.0) if aval.dtype.kind != "c" else aval.dtype
+        dtype = dtypes.python_scalar_dtype(0.0) if kind_of(aval.dtype) != "c" else aval.dtype
     return [lax.convert_element_type(x, dtype, aval.weak_type) for x in args]
 
 
@@ -208,7 +209,7 @@ bitwise_not = bitwise_invert = invert
 def absolute(x: Any, /) -> Any:
     (x,) = promote_dtypes("absolute", x)
     dtype = get_aval(x).dtype
-    if dtype.kind in "ub":
+    if kind_of(dtype) in "ub":
         return x
     return lax.abs(x)
 
@@ -227,13 +228,13 @@ def power(x1: Any, x2: Any, /) -> Any:
     """
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
         (x1,) = promote_dtypes("power", x1)
-        if int(x2) < 0 and get_aval(x1).dtype.kind in "iu":
+        if int(x2) < 0 and kind_of(get_aval(x1).dtype) in "iu":
             raise _negative_power_error()
         return lax.integer_pow(x1, int(x2))
     x1, x2 = promote_dtypes("power", x1, x2)
     dtype = get_aval(x1).dtype
-    if dtype.kind in "iu":
-        if dtype.kind == "i" and not _is_abstract(x2):
+    if kind_of(dtype) in "iu":
+        if kind_of(dtype) == "i" and not _is_abstract(x2):
             value = np.asarray(x2.to_concrete_value() if isinstance(x2, core.Tracer) else x2)
             if (value < 0).any():
                 raise _negative_power_error()
@@ -268,7 +269,7 @@ def _integer_power(x1: Any, x2: Any) -> Any:
     dtype, edtype = get_aval(x1).dtype, get_aval(x2).dtype
     one = lax.convert_element_type(1, dtype)
     ezero, eone = lax.convert_element_type(0, edtype), lax.convert_element_type(1, edtype)
-    negative = lax.lt(x2, ezero) if edtype.kind == "i" else None
+    negative = lax.lt(x2, ezero) if kind_of(edtype) == "i" else None
     exponent = lax.select(negative, lax.neg(x2), x2) if negative is not None else x2
     acc = shape_ops.full(shape, one)
     base = x1
@@ -310,21 +311,21 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
 
 def isfinite(x: Any, /) -> Any:
     (x,) = promote_dtypes("isfinite", x)
-    if get_aval(x).dtype.kind not in "fc":
+    if kind_of(get_aval(x).dtype) not in "fc":
         return shape_ops.full(get_aval(x).shape, True, dtypes.bool_)
     return lax.is_finite(x)
 
 
 def isnan(x: Any, /) -> Any:
     (x,) = promote_dtypes("isnan", x)
-    if get_aval(x).dtype.kind not in "fc":
+    if kind_of(get_aval(x).dtype) not in "fc":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.ne(x, x)
 
 
 def isinf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isinf", x)
-    if get_aval(x).dtype.kind not in "fc":
+    if kind_of(get_aval(x).dtype) not in "fc":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.eq(lax.abs(x), lax.convert_element_type(np.inf, get_aval(lax.abs(x)).dtype))
 
@@ -332,7 +333,7 @@ def isinf(x: Any, /) -> Any:
 def signbit(x: Any, /) -> Any:
     (x,) = promote_dtypes("signbit", x)
     dtype = get_aval(x).dtype
-    if dtype.kind == "f":
+    if kind_of(dtype) == "f":
         ints = _bitcast_to_int(x)
         return lax.lt(ints, lax.convert_element_type(0, get_aval(ints).dtype))
     return lax.lt(x, lax.convert_element_type(0, dtype))
@@ -386,12 +387,12 @@ def log10(x: Any, /) -> Any:
 
 def real(x: Any, /) -> Any:
     (x,) = promote_dtypes("real", x)
-    return lax.real(x) if get_aval(x).dtype.kind == "c" else x
+    return lax.real(x) if kind_of(get_aval(x).dtype) == "c" else x
 
 
 def imag(x: Any, /) -> Any:
     (x,) = promote_dtypes("imag", x)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         return lax.imag(x)
     return shape_ops.full(get_aval(x).shape, 0, get_aval(x).dtype)
 
@@ -431,7 +432,7 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
 def fmax(x1: Any, x2: Any, /) -> Any:
     """numpy.fmax: the maximum, ignoring a NaN operand."""
     x1, x2 = broadcast_arrays("fmax", *promote_dtypes("fmax", x1, x2))
-    if get_aval(x1).dtype.kind not in "fc":
+    if kind_of(get_aval(x1).dtype) not in "fc":
         return lax.max(x1, x2)
     return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.max(x1, x2)))
 
@@ -439,14 +440,14 @@ def fmax(x1: Any, x2: Any, /) -> Any:
 def fmin(x1: Any, x2: Any, /) -> Any:
     """numpy.fmin: the minimum, ignoring a NaN operand."""
     x1, x2 = broadcast_arrays("fmin", *promote_dtypes("fmin", x1, x2))
-    if get_aval(x1).dtype.kind not in "fc":
+    if kind_of(get_aval(x1).dtype) not in "fc":
         return lax.min(x1, x2)
     return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.min(x1, x2)))
 
 
 def angle(z: Any, deg: bool = False) -> Any:
     (z,) = promote_dtypes_inexact("angle", z)
-    if get_aval(z).dtype.kind == "c":
+    if kind_of(get_aval(z).dtype) == "c":
         out = lax.atan2(lax.imag(z), lax.real(z))
     else:
         out = lax.atan2(lax.convert_element_type(0, get_aval(z).dtype), z)
@@ -456,7 +457,7 @@ def angle(z: Any, deg: bool = False) -> Any:
 
 def isreal(x: Any, /) -> Any:
     (x,) = promote_dtypes("isreal", x)
-    if get_aval(x).dtype.kind != "c":
+    if kind_of(get_aval(x).dtype) != "c":
         return shape_ops.full(get_aval(x).shape, True, dtypes.bool_)
     return lax.eq(lax.imag(x), lax.convert_element_type(0, get_aval(lax.imag(x)).dtype))
 
@@ -467,14 +468,14 @@ def iscomplex(x: Any, /) -> Any:
 
 def isposinf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isposinf", x)
-    if get_aval(x).dtype.kind != "f":
+    if kind_of(get_aval(x).dtype) != "f":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.eq(x, lax.convert_element_type(np.inf, get_aval(x).dtype))
 
 
 def isneginf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isneginf", x)
-    if get_aval(x).dtype.kind != "f":
+    if kind_of(get_aval(x).dtype) != "f":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.eq(x, lax.convert_element_type(-np.inf, get_aval(x).dtype))
 
@@ -483,7 +484,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
     """numpy.gcd for integers: Euclid's algorithm, unrolled to the dtype's bit width."""
     x1, x2 = broadcast_arrays("gcd", *promote_dtypes("gcd", x1, x2))
     dtype = get_aval(x1).dtype
-    if dtype.kind not in "iu":
+    if kind_of(dtype) not in "iu":
         raise core.NumbaxTypeError(f"numbax.numpy.gcd: arguments have dtype {dtype}, expected "
                                    "integers.")
     shape = broadcast_shapes("gcd", get_aval(x1).shape, get_aval(x2).shape)
@@ -517,7 +518,7 @@ def true_divide(x1: Any, x2: Any, /) -> Any:
     """numpy.true_divide: integers and booleans divide in the default float (float64)."""
     x1, x2 = promote_dtypes("divide", x1, x2)
     aval = get_aval(x1)
-    if aval.dtype.kind in "biu":
+    if kind_of(aval.dtype) in "biu":
         dtype = dtypes.default_float_dtype()
         x1 = lax.convert_element_type(x1, dtype, aval.weak_type)
         x2 = lax.convert_element_type(x2, dtype, aval.weak_type)
@@ -530,7 +531,7 @@ divide = true_divide
 def fabs(x: Any, /) -> Any:
     """numpy.fabs: |x| as a float (integers convert to the default float; complex refused)."""
     (x,) = promote_dtypes_inexact("fabs", x)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         raise core.NumbaxTypeError(f"numbax.numpy.fabs: x has dtype {get_aval(x).dtype}, "
                                    "expected a real dtype. Use numbax.numpy.abs for complex.")
     return lax.abs(x)
@@ -539,7 +540,7 @@ def fabs(x: Any, /) -> Any:
 def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     """numpy.modf: (fractional part, integral part), both with the sign of x."""
     (x,) = promote_dtypes_inexact("modf", x)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         raise core.NumbaxTypeError(f"numbax.numpy.modf: x has dtype {get_aval(x).dtype}, "
                                    "expected a real dtype.")
     whole = trunc(x)

@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -61,7 +62,7 @@ def _insert_indices(obj: Any, n: int) -> Any:
     if get_aval(idx).ndim > 1:
         raise NumbaxValueError(f"numbax.numpy.insert: obj has shape {get_aval(idx).shape}, "
                                "expected a slice, an int or a 1-d array of ints.")
-    if get_aval(idx).dtype.kind not in "iu":
+    if kind_of(get_aval(idx).dtype) not in "iu":
         if get_aval(idx).size == 0:
             return lax.convert_element_type(idx, dtypes.default_int_dtype())
         raise NumbaxTypeError(f"numbax.numpy.insert: obj has dtype {get_aval(idx).dtype}, "
@@ -144,11 +145,11 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
         keep[np.arange(*obj.indices(n))] = False
         return take(a, asarray_value(np.nonzero(keep)[0]), axis=axis)
     idx = asarray(obj)
-    if get_aval(idx).dtype.kind not in "biu" and get_aval(idx).size:
+    if kind_of(get_aval(idx).dtype) not in "biu" and get_aval(idx).size:
         raise NumbaxTypeError(f"numbax.numpy.delete: obj has dtype {get_aval(idx).dtype}, "
                               "expected integer indices or a boolean mask.")
     if not _is_concrete(idx):
-        if not assume_unique_indices or get_aval(idx).dtype.kind == "b":
+        if not assume_unique_indices or kind_of(get_aval(idx).dtype) == "b":
             core.concrete_or_error(idx, "numbax.numpy.delete: obj (pass concrete indices, or "
                                         "assume_unique_indices=True for unique traced ones)")
         d = ravel(idx)
@@ -224,7 +225,7 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
     _refuse_inplace("put", inplace)
     a = asarray(a)
     idx = ravel(asarray(ind))
-    if get_aval(idx).dtype.kind not in "iu":
+    if kind_of(get_aval(idx).dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.put: ind has dtype {get_aval(idx).dtype}, "
                               "expected integers.")
     values = ravel(asarray(v))
@@ -266,7 +267,7 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
     shape = get_aval(a).shape
     if axis is None:
         a, idx, axis = ravel(a), ravel(idx), 0
-    if get_aval(idx).dtype.kind not in "iu":
+    if kind_of(get_aval(idx).dtype) not in "iu":
         raise NumbaxTypeError(f"numbax.numpy.put_along_axis: indices has dtype "
                               f"{get_aval(idx).dtype}, expected integers.")
     if get_aval(a).ndim != get_aval(idx).ndim:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.config import config
+from numbax._src.dtypes import kind_of
 from numbax._src.parallel import distributed, topology
 
 REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
@@ -85,11 +86,11 @@ def _timeout(api: str, processes: Sequence[int]) -> None:
 def _native(dtype: np.dtype, op: str) -> bool:
     """Whether MPI reduces this dtype with this op as numpy does (floats' max/min differ on
     NaN, so they are gathered)."""
-    if dtype.kind in "iu":
+    if kind_of(dtype) in "iu":
         return True
     if op == "sum":
-        return dtype.kind == "f" and dtype.itemsize in (4, 8) or \
-            dtype.kind == "c" and dtype.itemsize in (8, 16)
+        return kind_of(dtype) == "f" and dtype.itemsize in (4, 8) or \
+            kind_of(dtype) == "c" and dtype.itemsize in (8, 16)
     return False
 
 

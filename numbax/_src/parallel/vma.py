@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.dtypes import kind_of
 from numbax._src.interpreters import ad
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import parallel
@@ -75,7 +76,7 @@ def body(in_tracers: Sequence[Any], in_axes: Sequence[frozenset], manual: frozen
 
 
 def _scale(ct: Any, k: int) -> Any:
-    if k == 1 or type(ct) is ad.Zero or core.get_aval(ct).dtype.kind not in "fc":
+    if k == 1 or type(ct) is ad.Zero or kind_of(core.get_aval(ct).dtype) not in "fc":
         return ct
     return ew.div(ct, np.array(k, core.get_aval(ct).dtype))
 
@@ -101,7 +102,7 @@ def adjust_vjp(primals_in: Sequence[Any], primals_out: Sequence[Any],
         for ct, a in zip(f_vjp(*cts), in_axes, strict=True):
             shared = repeats(a)
             if shared and type(ct) is not ad.Zero and \
-                    core.get_aval(ct).dtype.kind in "fc":
+                    kind_of(core.get_aval(ct).dtype) in "fc":
                 ct = parallel.psum_p.bind(ct, axis_name=shared)
             out.append(ct)
         return out

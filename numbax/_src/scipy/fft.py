@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -109,7 +110,7 @@ def _prepare(api: str, x: Any, type: int, norm: str | None) -> Any:  # noqa: A00
             "or 'forward'.")
     x = asarray(x)
     dt = get_aval(x).dtype
-    if dt.kind not in "fc":
+    if kind_of(dt) not in "fc":
         x = ew.convert_element_type(x, dtypes.to_inexact(dt))
     return x
 
@@ -129,7 +130,7 @@ def _one_axis(api: str, x: Any, kind: int, n: int | None, axis: int, norm: str |
         if n < 1:
             raise NumbaxValueError(f"numbax.scipy.fft.{api}: n has {n}, expected n >= 1.")
     x = _resize(x, axis, n)
-    if get_aval(x).dtype.kind == "c":
+    if kind_of(get_aval(x).dtype) == "c":
         return ew.complex_(_transform(api, ew.real(x), kind, axis, norm),
                            _transform(api, ew.imag(x), kind, axis, norm))
     return _transform(api, x, kind, axis, norm)

@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_base
 from numbax._src.lax import linalg_eig, linalg_lu, linalg_qr, linalg_svd
@@ -334,7 +335,7 @@ def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str 
         raise NumbaxTypeError(
             f"numbax.scipy.linalg.eigh_tridiagonal: d has dtype {get_aval(d).dtype} and e has "
             f"dtype {get_aval(e).dtype}, expected the same float or complex dtype.")
-    if get_aval(d).dtype.kind not in "fc":
+    if kind_of(get_aval(d).dtype) not in "fc":
         raise NumbaxTypeError(
             f"numbax.scipy.linalg.eigh_tridiagonal: d has dtype {get_aval(d).dtype}, expected "
             "float32, float64, complex64 or complex128.")

@@ -11,6 +11,7 @@ import numpy as np
 from numbax._src import api
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_base
 from numbax._src.lax import linalg_eig, linalg_lu
@@ -215,7 +216,7 @@ def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur", tol: float
             f"numbax.scipy.linalg.solve_sylvester: A has shape {get_aval(a).shape}, B "
             f"{get_aval(b).shape} and C {get_aval(c).shape}, expected A (..., m, m), B (..., n, "
             "n) and C (..., m, n).")
-    real_out = get_aval(c).dtype.kind != "c"
+    real_out = kind_of(get_aval(c).dtype) != "c"
 
     def solve_with(factors, a, b, c):
         x = _sylvester_apply(method, factors, c)
@@ -304,7 +305,7 @@ def _rsf2csf_2d(t: Any, z: Any) -> tuple[Any, Any]:
     (scipy's algorithm), bottom block first."""
     t, z = _complex(t), _complex(z)
     n = get_aval(t).shape[-1]
-    eps = float(np.finfo(get_aval(ufuncs.real(t)).dtype).eps)
+    eps = float(finfo_of(get_aval(ufuncs.real(t)).dtype).eps)
     for m in range(n - 1, 0, -1):
         sub = t[m, m - 1]
         act = ufuncs.greater(ufuncs.abs(sub), eps * ufuncs.add(ufuncs.abs(t[m - 1, m - 1]),
@@ -381,7 +382,7 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:
     f = _mm(_mm(z, f), _H(z))
     if disp:
         return f
-    tol = float(np.finfo(get_aval(ufuncs.abs(f)).dtype).eps)
+    tol = float(finfo_of(get_aval(ufuncs.abs(f)).dtype).eps)
     minden = where(ufuncs.equal(minden, 0), tol, minden)
     strict = creation.triu(t, 1)
     one_norm = jred.max(jred.sum(ufuncs.abs(strict), axis=0)) if n else 0.0

@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.numpy import creation, flips, padding, ufuncs
 from numbax._src.numpy import shapes as jshapes
@@ -247,7 +248,7 @@ def dft(n: int, scale: str | None = None, *, dtype: Any = None) -> Any:
         raise NumbaxValueError(
             f"numbax.scipy.linalg.dft: scale has {scale!r}, expected None, 'sqrtn' or 'n'.")
     dtype = dtypes.canonicalize_dtype(np.complex128 if dtype is None else np.dtype(dtype))
-    if dtype.kind != "c":
+    if kind_of(dtype) != "c":
         raise NumbaxValueError(
             f"numbax.scipy.linalg.dft: dtype has {dtype}, expected a complex dtype.")
     k = np.arange(n)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.numpy import lax_numpy, ufuncs
@@ -39,7 +40,7 @@ _MODES = {
 
 
 def _nearest(coordinate: Any) -> list[tuple[Any, Any]]:
-    if coordinate.dtype.kind in "iu":
+    if kind_of(coordinate.dtype) in "iu":
         index = coordinate
     else:
         index = lax.round(coordinate)  # half away from zero, as JAX
@@ -117,6 +118,6 @@ def map_coordinates(input: Any, coordinates: Sequence[Any], order: int,  # noqa:
         if weights:
             value = functools.reduce(operator.mul, weights) * value
         total = value if total is None else total + value
-    if input_arr.dtype.kind in "iu" and total.dtype.kind == "f":
+    if kind_of(input_arr.dtype) in "iu" and kind_of(total.dtype) == "f":
         total = lax.round(total)  # half away from zero, as JAX
     return lax.convert_element_type(total, input_arr.dtype)

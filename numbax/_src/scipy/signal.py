@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import api
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -119,7 +120,7 @@ def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
     Array([0., 1., 2., 3.], dtype=float64)
     """
     in2 = asarray(in2)
-    if get_aval(in2).dtype.kind == "c":
+    if kind_of(get_aval(in2).dtype) == "c":
         in2 = ew.conj(in2)
     in2 = shape_ops.rev(in2, tuple(range(get_aval(in2).ndim)))
     return convolve(in1, in2, mode, method, precision)
@@ -232,7 +233,7 @@ def _flip(x: Any) -> Any:
 
 
 def _conj(x: Any) -> Any:
-    return ew.conj(x) if get_aval(x).dtype.kind == "c" else x
+    return ew.conj(x) if kind_of(get_aval(x).dtype) == "c" else x
 
 
 # ----------------------------------------------------------------------------- FFT convolution
@@ -252,7 +253,7 @@ def _fftconvolve(in1: Any, in2: Any, mode: str) -> Any:
     axes = tuple(range(len(full)))
     if all(a == 1 or b == 1 for a, b in zip(s1, s2)):
         conv = ufuncs.multiply(in1, in2)
-    elif get_aval(in1).dtype.kind == "c" or get_aval(in2).dtype.kind == "c":
+    elif kind_of(get_aval(in1).dtype) == "c" or kind_of(get_aval(in2).dtype) == "c":
         conv = jnp_fft.ifftn(ufuncs.multiply(jnp_fft.fftn(in1, full, axes),
                                              jnp_fft.fftn(in2, full, axes)), full, axes)
     else:

@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.core import concrete_or_error, get_aval
+from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
@@ -74,7 +75,7 @@ def detrend(data: Any, axis: int = -1, type: str = "linear",  # noqa: A002
             "(the length of data along axis).")
     x = moveaxis(x, axis, -1)
     dtype = get_aval(x).dtype
-    real = np.finfo(dtype).dtype
+    real = finfo_of(dtype).dtype
     pieces = []
     for lo, hi in zip(points[:-1], points[1:]):
         count = int(hi - lo)
@@ -195,7 +196,7 @@ def _spectral(api: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nove
             else:
                 y = pad(y, [(0, 0)] * (ndim - 1) + [(0, lx - ly)])
     dtype = get_aval(x).dtype
-    real = np.finfo(dtype).dtype
+    real = finfo_of(dtype).dtype
     complex_dtype = np.result_type(real, np.complex64)
     length = get_aval(x).shape[-1]
     n_seg = None if nperseg is None else _static_int(api, "nperseg", nperseg)
@@ -236,7 +237,7 @@ def _spectral(api: str, x: Any, y: Any, fs: Any, window: Any, nperseg: Any, nove
         scale = ufuncs.divide(1.0, ufuncs.square(reductions.sum(win)))
     if mode == "stft":
         scale = ufuncs.sqrt(scale)
-    is_complex = dtype.kind == "c" or (y is not None and get_aval(y).dtype.kind == "c")
+    is_complex = kind_of(dtype) == "c" or (y is not None and kind_of(get_aval(y).dtype) == "c")
     twosided = not return_onesided or is_complex
     if return_onesided and is_complex:
         warnings.warn("Input data is complex, switching to return_onesided=False",
@@ -325,7 +326,7 @@ def csd(x: Any, y: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None
             f"numbax.scipy.signal.csd: average has {average!r}, expected 'mean' or 'median'.")
     freqs, _, pxy = _spectral("csd", x, y, fs, window, nperseg, noverlap, nfft, detrend,
                               return_onesided, scaling, axis, "psd")
-    if y is not None and get_aval(pxy).dtype.kind != "c":
+    if y is not None and kind_of(get_aval(pxy).dtype) != "c":
         pxy = ew.convert_element_type(pxy, np.result_type(get_aval(pxy).dtype, np.complex64))
     shape = get_aval(pxy).shape
     if len(shape) >= 2 and 0 not in shape:
@@ -333,7 +334,7 @@ def csd(x: Any, y: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None
             if average == "median":
                 count = shape[-1]
                 bias = 1 + sum(1 / (k + 1) - 1 / k for k in range(2, count, 2))
-                if get_aval(pxy).dtype.kind == "c":
+                if kind_of(get_aval(pxy).dtype) == "c":
                     med = ew.complex_(quantiles.median(ufuncs.real(pxy), axis=-1),
                                       quantiles.median(ufuncs.imag(pxy), axis=-1))
                 else:
@@ -446,7 +447,7 @@ def istft(Zxx: Any, fs: Any = 1.0, window: Any = "hann", nperseg: int | None = N
     z = shape_ops.transpose(z, (*outer, time_axis, freq_axis))  # (..., segments, freqs)
     inverse = jnp_fft.irfft if input_onesided else jnp_fft.ifft
     frames = shape_ops.slice_in_dim(inverse(z, n=n_fft, axis=-1), 0, n_seg, axis=-1)
-    real = np.finfo(get_aval(frames).dtype).dtype
+    real = finfo_of(get_aval(frames).dtype).dtype
     win, _ = _window("istft", window, n_seg, n_seg, real)
     frames = ufuncs.multiply(frames, reductions.sum(win))  # undo the 'spectrum' scaling
     signal = _overlap_add(ufuncs.multiply(frames, win), step)

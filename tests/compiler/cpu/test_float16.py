@@ -1,4 +1,4 @@
-"""float16 under jit on the CPU (compiler/float16.py): computed in float32 and rounded to
+"""float16 under jit on the CPU (compiler/narrow_floats.py): computed in float32 and rounded to
 float16 once per operation, so compiled results are eager's (numpy's) bit for bit, checked on
 every float16 value for unary operations and on random pairs for binary ones (issue 21 item
 17); the primitives it does not rewrite run numpy's float16 loops between kernels."""
@@ -12,7 +12,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler import float16, scalar_helpers
+from numbax._src.compiler import narrow_floats, scalar_helpers
 
 ALL = np.arange(65536, dtype=np.uint16).view(np.float16)  # every float16, nan and inf too
 RNG = np.random.default_rng(0)
@@ -86,4 +86,4 @@ def test_round_to_float16_helper_is_numpys_cast():
         want = x.astype(np.float16).astype(np.float64)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
-    assert float16.widen is not None
+    assert narrow_floats.widen is not None

@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 
-from numbax._src import core
-from numbax._src.compiler import cache, float16, fusion, ir, pipeline, registry
+from numbax._src import core, dtypes
+from numbax._src.compiler import cache, fusion, ir, narrow_floats, pipeline, registry
 from numbax._src.compiler.backend import (
     Backend,
     EagerCall,
@@ -44,10 +44,10 @@ class CpuBackend(Backend):
         return loops.CODEGEN_CONFIG
 
     def fusible(self, eqn) -> bool:
-        return not control_flow.touches_float16(eqn) and registry.fusible(eqn, self.name)
+        return not control_flow.touches_narrow_float(eqn) and registry.fusible(eqn, self.name)
 
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
-        return float16.widen(jaxpr)
+        return narrow_floats.widen(jaxpr)
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")
@@ -99,8 +99,8 @@ class CpuBackend(Backend):
                     eqn, lambda sub: self._compile_sub(sub, program.name)))
             return driver.Step(node, self._load(kernel, sources), kernel)
         rule = registry.library(eqn, "cpu")
-        if control_flow.touches_float16(eqn):
-            warn_float16(eqn.primitive)
+        if control_flow.touches_narrow_float(eqn):
+            warn_narrow_float(eqn)
             rule = EAGER
         if rule is None or rule is EAGER:
             warn_unlowered(eqn.primitive)
@@ -114,16 +114,21 @@ class CpuBackend(Backend):
         return lambda *args: exe(*args)
 
 
-_warned_float16: set = set()
+_warned_narrow: set = set()
 
 
-def warn_float16(primitive: core.Primitive) -> None:
-    """One RuntimeWarning per primitive run eagerly on float16 values (those float16.widen does
-    not compute in float32): the result is eager's, the speed numpy's."""
-    if primitive in _warned_float16 or primitive is lconv.convert_element_type_p:
-        return  # conversions are float16.widen's exact boundary casts: nothing to compile
-    _warned_float16.add(primitive)
-    warnings.warn(f"jit: {primitive.name} on float16 values runs its eager implementation "
-                  "between compiled kernels (Numba's CPU target has no float16); results are "
+def warn_narrow_float(eqn: core.JaxprEqn) -> None:
+    """One RuntimeWarning per primitive run eagerly on float16 or bfloat16 values (those
+    narrow_floats.widen does not compute in float32): the result is eager's, the speed
+    numpy's."""
+    primitive = eqn.primitive
+    if primitive in _warned_narrow or primitive in (lconv.convert_element_type_p,
+                                                    lconv.bitcast_convert_type_p):
+        return  # narrow_floats.widen's exact boundary casts and bit views: nothing to compile
+    _warned_narrow.add(primitive)
+    name = "bfloat16" if any(v.aval.dtype == dtypes.bfloat16
+                             for v in (*eqn.invars, *eqn.outvars)) else "float16"
+    warnings.warn(f"jit: {primitive.name} on {name} values runs its eager implementation "
+                  f"between compiled kernels (Numba's CPU target has no {name}); results are "
                   "eager's. Compute in float32 for compiled speed.", RuntimeWarning,
                   stacklevel=3)

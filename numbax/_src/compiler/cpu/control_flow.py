@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src.compiler import ir, registry
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
 from numbax._src.compiler.registry import Fusion, Unsupported
@@ -25,16 +25,20 @@ from numbax._src.lax.control_flow.loops import scan_p, while_p
 _WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
 
 
-def touches_float16(eqn: JaxprEqn) -> bool:
-    """Whether `eqn` (or a sub-jaxpr in its params) has a float16 operand or result: Numba's
-    CPU target cannot hold float16 values, so such equations run through their eager impl."""
+_NARROW = (np.dtype(np.float16), dtypes.bfloat16)
+
+
+def touches_narrow_float(eqn: JaxprEqn) -> bool:
+    """Whether `eqn` (or a sub-jaxpr in its params) has a float16 or bfloat16 operand or
+    result: Numba's CPU target cannot hold them, so such equations run through their eager
+    impl (narrow_floats.py rewrites the others into float32)."""
     for v in (*eqn.invars, *eqn.outvars):
-        if v.aval.dtype == np.float16:
+        if v.aval.dtype in _NARROW:
             return True
     for p in eqn.params.values():
         for sub in p if isinstance(p, tuple) else (p,):
             jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
-            if isinstance(jaxpr, Jaxpr) and any(touches_float16(e) for e in jaxpr.eqns):
+            if isinstance(jaxpr, Jaxpr) and any(touches_narrow_float(e) for e in jaxpr.eqns):
                 return True
     return False
 
@@ -217,8 +221,8 @@ def _work(jaxpr: Jaxpr) -> int:
 
 def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
-    if touches_float16(eqn):
-        raise Unsupported("float16")
+    if touches_narrow_float(eqn):
+        raise Unsupported("float16 or bfloat16")
     fn = Function()
     lines: list[str] = []
     args = []

@@ -328,7 +328,10 @@ def _convert_array(args, eqn):
 
 elementwise(lx.convert_element_type_p, convert, _convert_array, cuda_complex=convert)
 elementwise(lconv.round_to_float16_p, call("sc.round_to_float16"),
-            call("sc.round_to_float16_array"))  # the CPU's float16 programs (float16.py)
+            call("sc.round_to_float16_array"))  # the CPU's float16 programs (narrow_floats.py)
+# the CPU's bfloat16 programs (narrow_floats.py); only the CPU computes bfloat16 in float32
+register(lconv.round_to_bfloat16_p, Fusion.ELEMENTWISE, backend="cpu",
+         scalar=call("sc.round_to_bfloat16"), array=call("sc.round_to_bfloat16_array"))
 
 
 def _same_width_numbers(eqn: JaxprEqn) -> bool:

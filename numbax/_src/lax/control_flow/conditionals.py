@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
@@ -19,7 +20,7 @@ cond_p = Primitive("cond", multiple_results=True)
 
 
 def _cond_abstract_eval(index: ShapedArray, *ops: ShapedArray, branches) -> list:
-    if index.shape != () or index.dtype.kind not in "iu":
+    if index.shape != () or kind_of(index.dtype) not in "iu":
         raise NumbaxTypeError(
             f"cond: index has type {index.str_short()}, expected an integer scalar.")
     return common.join_weak([b.out_avals for b in branches])
@@ -169,7 +170,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
             raise NumbaxTypeError(f"switch: branch {i} is a {type(b).__name__}, expected a "
                                   "callable.")
     index_aval = core.get_aval(index)
-    if index_aval.shape != () or index_aval.dtype.kind not in "biu":
+    if index_aval.shape != () or kind_of(index_aval.dtype) not in "biu":
         raise NumbaxTypeError(
             f"switch: index has type {index_aval.str_short()}, expected an integer scalar.")
     names = [f"branch {i}" for i in range(len(branches))]
@@ -197,7 +198,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
         raise NumbaxTypeError(
             f"cond: pred has shape {pred_aval.shape}, expected a scalar (shape ()). "
             "Use numbax.numpy.where for elementwise selection.")
-    if pred_aval.dtype.kind not in "biu":
+    if kind_of(pred_aval.dtype) not in "biu":
         raise NumbaxTypeError(
             f"cond: pred has dtype {pred_aval.dtype}, expected a boolean or integer scalar.")
     names = ["false_fun", "true_fun"]

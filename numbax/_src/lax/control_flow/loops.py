@@ -14,6 +14,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
@@ -506,7 +507,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     Unlike JAX (which runs two equal float bounds), bounds must be integers: a float bound
     raises TypeError instead of being truncated."""
     lower_aval, upper_aval = core.get_aval(lower), core.get_aval(upper)
-    if lower_aval.dtype.kind not in "iu" or upper_aval.dtype.kind not in "iu":
+    if kind_of(lower_aval.dtype) not in "iu" or kind_of(upper_aval.dtype) not in "iu":
         raise NumbaxTypeError(
             f"fori_loop: lower and upper must be integers, got {lower_aval.str_short()} and "
             f"{upper_aval.str_short()}. Pass integer bounds (e.g. int(upper)).")

@@ -15,6 +15,7 @@ from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp, custom_vjp, stop_gradient
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.interpreters import ad
 from numbax._src.interpreters import partial_eval as pe
@@ -48,7 +49,7 @@ def _tangents_of(consts: list, tangents: list) -> list:
     """Tangents for ad.jvp_flat: symbolic zeros for non-float values and zero tangents."""
     out = []
     for c, t in zip(consts, tangents, strict=True):
-        float_c = get_aval(c).dtype.kind in "fc"
+        float_c = kind_of(get_aval(c).dtype) in "fc"
         out.append(t if float_c and get_aval(t).dtype == get_aval(c).dtype
                    else ad.Zero.from_primal_value(c))
     return out
@@ -265,7 +266,7 @@ def _vjp_of_linear(fun: Callable, point: Any) -> Callable:
 def _consts_cotangent(converted: _Converted, consts: tuple, x: Any, u: Any) -> tuple:
     """-(d/dconsts <u, A_consts x>): how the solution moves with the matrix's entries."""
     leaves_x = tu.tree_leaves(x)
-    float_consts = [get_aval(c).dtype.kind in "fc" for c in consts]
+    float_consts = [kind_of(get_aval(c).dtype) in "fc" for c in consts]
     _, f_vjp = ad.vjp_flat(
         lambda *cs: core.eval_jaxpr(converted.jaxpr.jaxpr, converted.jaxpr.consts, *cs,
                                     *leaves_x), list(consts))

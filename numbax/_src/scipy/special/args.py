@@ -7,6 +7,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import ConcretizationTypeError, NumbaxTypeError, NumbaxValueError
 from numbax._src.numpy import lax_numpy, shapes, ufuncs
 
@@ -34,7 +35,7 @@ def real_float(api: str, *args: Any) -> list[Any]:
     """Like inexact, rejecting complex inputs."""
     promoted = inexact(api, *args)
     dtype = get_aval(promoted[0]).dtype
-    if dtype.kind == "c":
+    if kind_of(dtype) == "c":
         raise NumbaxTypeError(
             f"numbax.scipy.{api}: arguments have dtype {dtype}, expected a real dtype. "
             "Pass real-valued arrays.")
@@ -46,8 +47,8 @@ def static_int(api: str, name: str, value: Any) -> int:
     if isinstance(value, core.Tracer):
         raise ConcretizationTypeError(f"the argument {name}", f"numbax.scipy.{api}")
     arr = np.asarray(value)
-    if arr.ndim != 0 or arr.dtype.kind not in "biuf" or (
-            arr.dtype.kind == "f" and not float(arr).is_integer()):
+    if arr.ndim != 0 or kind_of(arr.dtype) not in "biuf" or (
+            kind_of(arr.dtype) == "f" and not float(arr).is_integer()):
         raise NumbaxTypeError(
             f"numbax.scipy.{api}: {name} is {value!r}, expected an integer. Pass a Python "
             "int.")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import special as lax_special
@@ -182,9 +183,9 @@ def sph_harm_y(n: Any, m: Any, theta: Any, phi: Any, diff_n: int | None = None,
         raise NotImplementedError(
             "numbax.scipy.special.sph_harm_y: diff_n is not supported (as in JAX).")
     for name, value in (("n", n), ("m", m)):
-        kind = np.dtype(type(value)).kind if isinstance(value, (int, float)) else None
+        kind = kind_of(np.dtype(type(value))) if isinstance(value, (int, float)) else None
         dt = np.dtype(kind) if kind else dtype_of(lax_numpy.asarray(value))
-        if dt.kind not in "iu":
+        if kind_of(dt) not in "iu":
             raise NumbaxTypeError(
                 f"numbax.scipy.special.sph_harm_y: {name} has dtype {dt}, expected an "
                 "integer dtype. Pass integer degrees and orders.")

@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import special as lax_special
@@ -96,7 +97,7 @@ def gamma(x: Any) -> Any:
     24.0
     """
     (x,) = inexact("special.gamma", x)
-    if dtype_of(x).kind == "c":
+    if kind_of(dtype_of(x)) == "c":
         return where(_complex_pole(x), const(x, complex(np.nan, np.nan)),
                      exp(_complex_loggamma(x)))
     return _gammasgn(x) * exp(lax.lgamma(x))
@@ -117,7 +118,7 @@ def loggamma(x: Any) -> Any:
     0.0
     """
     (x,) = inexact("special.loggamma", x)
-    if dtype_of(x).kind == "c":
+    if kind_of(dtype_of(x)) == "c":
         return where(_complex_pole(x), const(x, complex(np.nan, np.nan)), _complex_loggamma(x))
     return where(x > 0, lax.lgamma(x), const(x, np.nan))
 
@@ -209,7 +210,7 @@ def polygamma(n: Any, x: Any) -> Any:
     """
     n_dtype = (np.dtype(dtypes.python_scalar_dtype(n)) if isinstance(n, (bool, int, float))
                else dtype_of(lax_numpy.asarray(n)))
-    if n_dtype.kind not in "iu":
+    if kind_of(n_dtype) not in "iu":
         raise NumbaxValueError(
             f"numbax.scipy.special.polygamma: n has dtype {n_dtype}, expected an integer "
             "dtype. Pass the order as an int array.")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import finfo_of
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax.control_flow.loops import while_loop
 from numbax._src.numpy.creation import full_like
@@ -22,7 +23,7 @@ __all__ = ["hyp1f1", "hyp2f1"]
 
 
 def _eps(x: Any) -> float:
-    return float(np.finfo(dtype_of(x)).eps)
+    return float(finfo_of(dtype_of(x)).eps)
 
 
 def _sum_series(ratio: Any, first: Any, weight: Any = None, max_terms: int = 2000) -> Any:

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.custom_derivatives import custom_jvp
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.nn import functions as nn_functions
@@ -248,7 +249,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
 
 def _check_softmax_input(api: str, x: Any) -> Any:
     (x,) = inexact(f"special.{api}", x)
-    if dtype_of(x).kind == "c":
+    if kind_of(dtype_of(x)) == "c":
         raise NumbaxTypeError(
             f"numbax.scipy.special.{api}: x has dtype {dtype_of(x)}, expected a real dtype. "
             "Pass a real-valued array.")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import special as lax_special
@@ -247,7 +248,7 @@ def multinomial_logpmf(x: Any, n: Any, p: Any) -> Any:
     (p,) = promote("multinomial.logpmf", p)
     x, n = lax_numpy.asarray(x), lax_numpy.asarray(n)
     for name, value in (("x", x), ("n", n)):
-        if dtype_of(value).kind not in "iu":
+        if kind_of(dtype_of(value)) not in "iu":
             raise NumbaxTypeError(
                 f"numbax.scipy.stats.multinomial.logpmf: {name} has dtype {dtype_of(value)}, "
                 "expected an integer dtype. Pass integer counts.")

@@ -10,6 +10,7 @@ import numpy as np
 
 from numbax._src import core, random_discrete, random_keys
 from numbax._src import random as nb_random
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_linalg
 from numbax._src.numpy import lax_numpy, linalg, reductions, shapes, ufuncs
@@ -28,7 +29,7 @@ def _inexact_2d(api: str, x: Any) -> Any:
             f"numbax.scipy.stats.gaussian_kde.{api}: got {type(x).__name__}, expected an "
             "array.")
     x = lax_numpy.asarray(x)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         raise NotImplementedError(
             f"numbax.scipy.stats.gaussian_kde.{api}: complex data is not supported (as in "
             "JAX).")

@@ -8,6 +8,7 @@ import numpy as np
 
 from numbax._src import api, core, dtypes
 from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -158,7 +159,7 @@ def rankdata(a: Any, method: str = "average", *, axis: int | None = None,
         return shapes.moveaxis(ranked.reshape(moved.shape), -1, axis)
     a = a.reshape(-1)
     ranks = _rank_1d(a, method)
-    has_nan = reductions.any(isnan(a)) if dtype_of(a).kind in "fc" else False
+    has_nan = reductions.any(isnan(a)) if kind_of(dtype_of(a)) in "fc" else False
     return where(has_nan, full_like(ranks, np.nan), ranks)
 
 

@@ -2,14 +2,16 @@
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
 compiled here, and the CPU's own below — numpy's NaN-propagating max/min/clamp, logistic,
-complex division and ordering, and the array form of numpy's float -> integer casts
-(compiled control flow)."""
+complex division and ordering, rounding to bfloat16's values, and the array forms of numpy's
+float -> integer casts and of the float16/bfloat16 rounding (compiled control flow)."""
 from __future__ import annotations
 
 import math  # noqa: F401  (the shared helpers' globals)
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from numbax._src.compiler import scalar_helpers
 
@@ -86,4 +88,42 @@ def round_to_float16_array(x):
     out = np.empty(flat.size, x.dtype)
     for i in range(flat.size):
         out[i] = round_to_float16(flat[i])  # noqa: F821 (a shared helper, compiled above)
+    return out.reshape(x.shape)
+
+
+@intrinsic
+def _bfloat16_rounded(typingctx, x):
+    """float32 x rounded to bfloat16's 8 significant bits, ties to even (bfloat16 is the upper
+    half of a float32: add half the dropped half plus the kept last bit, clear the lower half;
+    what rounds past the largest value carries into the exponent and becomes inf). NaN is
+    kept as it is. Integer work on the bits: it vectorises, where frexp/ldexp would not."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        bits = builder.bitcast(args[0], i32)
+        last_kept = builder.and_(builder.lshr(bits, ir.Constant(i32, 16)), ir.Constant(i32, 1))
+        rounded = builder.add(bits, builder.add(last_kept, ir.Constant(i32, 0x7FFF)))
+        value = builder.bitcast(builder.and_(rounded, ir.Constant(i32, 0xFFFF0000)),
+                                ir.FloatType())
+        is_nan = builder.fcmp_unordered("uno", args[0], args[0])
+        return builder.select(is_nan, args[0], value)
+
+    return types.float32(types.float32), codegen
+
+
+@njit(**_JIT)
+def round_to_bfloat16(x):
+    """x (float32) rounded to the nearest bfloat16 value, as ml_dtypes' cast rounds it."""
+    return _bfloat16_rounded(np.float32(x))
+
+
+@njit(error_model="numpy", cache=True)
+def round_to_bfloat16_array(x):
+    """round_to_bfloat16 over a whole float32 array (compiled control flow)."""
+    flat = x.ravel()
+    out = np.empty(flat.size, x.dtype)
+    for i in range(flat.size):
+        out[i] = _bfloat16_rounded(flat[i])
     return out.reshape(x.shape)

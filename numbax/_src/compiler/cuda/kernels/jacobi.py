@@ -3,8 +3,6 @@ per matrix (rotations of disjoint pairs in parallel, a round-robin ordering of t
 converged when no off-diagonal element is above the dtype's tolerance."""
 from __future__ import annotations
 
-import numpy as np
-
 from numbax._src.compiler import ir
 from numbax._src.compiler.cuda.config import Config, prod
 from numbax._src.compiler.cuda.kernels.linalg import (
@@ -17,6 +15,7 @@ from numbax._src.compiler.cuda.kernels.linalg import (
     plan,
 )
 from numbax._src.core import JaxprEqn
+from numbax._src.dtypes import finfo_of
 
 MAX_SWEEPS = 40  # cyclic Jacobi: sweeps before giving up on convergence
 
@@ -110,7 +109,7 @@ def _rank(idx: str, key: str, count: int, descending: bool) -> list[str]:
 
 
 def _eps(eqn: JaxprEqn) -> float:
-    return float(np.finfo(eqn.invars[0].aval.dtype).eps)
+    return float(finfo_of(eqn.invars[0].aval.dtype).eps)
 
 
 # ----------------------------------------------------------------------------- eigh

@@ -1,0 +1,237 @@
+"""float16 and bfloat16 on the CPU: Numba's CPU target has neither (not even as an array
+element), so a program's float16 and bfloat16 values are carried as float32 and each result is
+rounded to its dtype's values (`round_to_float16`, `round_to_bfloat16`, lax/convert.py) right
+where eager execution rounds it.
+
+float16: computing one +, -, *, /, sqrt of float16 operands in float32 and rounding once gives
+numpy's float16 result bit for bit (numpy computes them in float32 too, and float32 holds more
+than twice float16's precision, so rounding twice never differs); the other rewritten
+primitives are exact (selection, comparison, max/min, rounding to integers, moves of data).
+Every other equation keeps its float16 operands and runs its eager implementation (the CPU
+backend refuses to compile float16), with exact conversions around it.
+
+bfloat16: eager execution computes every primitive on bfloat16 operands in float32 and rounds
+its bfloat16 results (dispatch.py: numpy and scipy know no bfloat16), so here every equation is
+rewritten the same way: float32 operands, dtype parameters of bfloat16 read as float32, one
+rounding per bfloat16 result (none after the exact primitives). Only bit casts and equations
+holding sub-programs other than cond/while/scan run eagerly on bfloat16 operands.
+
+Program inputs and outputs keep their dtypes; the conversions at the boundary are exact."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes, typecheck
+from numbax._src.compiler.cpu.control_flow import touches_narrow_float
+from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.interpreters.ad import add_any_p
+from numbax._src.lax import convert as lconv
+from numbax._src.lax import elementwise as lx
+from numbax._src.lax import indexing as ix
+from numbax._src.lax import reductions as lr
+from numbax._src.lax import shape_ops as ls
+from numbax._src.lax.control_flow.conditionals import cond_p
+from numbax._src.lax.control_flow.loops import scan_p, while_p
+
+F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+BF16 = dtypes.bfloat16
+NARROW = (F16, BF16)
+U16, U32 = np.dtype(np.uint16), np.dtype(np.uint32)
+
+# float16 results computed in float32 and rounded once: numpy's bits
+_ROUNDED = frozenset({lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.div_p, lx.sqrt_p, lx.square_p})
+# exact in float32: selections, comparisons, integer rounding, data movement
+_EXACT = frozenset({
+    lx.neg_p, lx.abs_p, lx.max_p, lx.min_p, lx.sign_p, lx.floor_p, lx.ceil_p, lx.round_p,
+    lx.select_n_p, lx.clamp_p, lx.eq_p, lx.ne_p, lx.lt_p, lx.le_p, lx.gt_p, lx.ge_p,
+    lx.is_finite_p, lx.rem_p, ls.broadcast_in_dim_p, ls.reshape_p, ls.transpose_p,
+    ls.squeeze_p, ls.rev_p, ls.slice_p, ls.concatenate_p, ls.pad_p, ls.copy_p,
+    ix.dynamic_slice_p, ix.dynamic_update_slice_p, ix.gather_p, lr.reduce_max_p,
+    lr.reduce_min_p, lr.argmax_p, lr.argmin_p, lr.cummax_p, lr.cummin_p})
+_CONTROL = {cond_p: ("branches",), while_p: ("cond_jaxpr", "body_jaxpr"), scan_p: ("jaxpr",)}
+
+
+def widen(jaxpr: Jaxpr) -> Jaxpr:
+    """`jaxpr` computing its float16 and bfloat16 values in float32 (inputs and outputs keep
+    their dtypes)."""
+    if not _has_narrow(jaxpr):
+        return jaxpr
+    w = _Widener()
+    for eqn in jaxpr.eqns:
+        w.eqn(eqn)
+    outvars = [w.read_narrow(x) if x.aval.dtype in NARROW else w.read(x)
+               for x in jaxpr.outvars]
+    return typecheck.check_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, w.eqns, outvars))
+
+
+def _has_narrow(jaxpr: Jaxpr) -> bool:
+    return any(v.aval.dtype in NARROW for v in [*jaxpr.constvars, *jaxpr.invars]) or any(
+        touches_narrow_float(e) for e in jaxpr.eqns)
+
+
+def _wide_aval(aval: core.ShapedArray) -> core.ShapedArray:
+    return aval.update(dtype=F32) if aval.dtype in NARROW else aval
+
+
+def _wide_params(params: dict) -> dict:
+    """bfloat16 dtype parameters (dot_general's preferred_element_type, iota's dtype) read as
+    float32: the equation computes in float32 and its result is rounded after."""
+    return {k: F32 if isinstance(v, np.dtype) and v == BF16 else v for k, v in params.items()}
+
+
+def _is_bfloat16_bitcast(eqn: JaxprEqn) -> bool:
+    src, dst = eqn.invars[0].aval.dtype, np.dtype(eqn.params["new_dtype"])
+    return BF16 in (src, dst) and {src, dst} <= {BF16, U16, np.dtype(np.int16)}
+
+
+def _holds_program(eqn: JaxprEqn) -> bool:
+    return any(isinstance(s, (Jaxpr, ClosedJaxpr)) for p in eqn.params.values()
+               for s in (p if isinstance(p, tuple) else (p,)))
+
+
+class _Widener:
+    """The rewritten equations, and where each original variable's value now lives: a float16
+    (bfloat16) variable may have a float32 form (`wide`), a float16 (bfloat16) form (`narrow`,
+    itself for the program's inputs) or both; each conversion is made once, when first
+    needed."""
+
+    def __init__(self) -> None:
+        self.eqns: list[JaxprEqn] = []
+        self.env: dict[Var, Any] = {}  # variables of other dtypes: their new variables
+        self.wide: dict[Var, Any] = {}
+        self.narrow: dict[Var, Any] = {}
+        self.bits_of: dict[Var, Any] = {}  # bfloat16 variables bit-cast from 16-bit integers
+
+    def read(self, x: Any) -> Any:
+        """`x` as the rewritten program computes it (narrow values in float32)."""
+        if isinstance(x, Literal):
+            return Literal(np.float32(x.val), _wide_aval(x.aval)) if x.aval.dtype in NARROW \
+                else x
+        if x.aval.dtype not in NARROW:
+            return self.env.get(x, x)
+        if x not in self.wide:
+            self.wide[x] = self.convert(self.narrow.get(x, x), F32)
+        return self.wide[x]
+
+    def read_narrow(self, x: Any) -> Any:
+        """A narrow `x` in its own dtype (exact conversions of float32 forms)."""
+        if isinstance(x, Literal):  # numpy has no bfloat16 scalar to write into source
+            return self.convert(self.read(x), BF16) if x.aval.dtype == BF16 else x
+        if x not in self.narrow and x in self.bits_of:  # the bits as they are: NaN payloads
+            self.narrow[x] = self.emit(lconv.bitcast_convert_type_p, [self.bits_of[x]],
+                                       {"new_dtype": BF16})[0]
+        if x not in self.narrow and x in self.wide:
+            self.narrow[x] = self.convert(self.wide[x], x.aval.dtype)
+        return self.narrow.get(x, x)
+
+    def emit(self, prim: core.Primitive, ins: list, params: dict) -> list[Var]:
+        avals = core.abstract_eval(prim, [x.aval for x in ins], params)
+        outs = [Var(a) for a in avals]
+        self.eqns.append(JaxprEqn(prim, ins, outs, params))
+        return outs
+
+    def convert(self, x: Any, dtype: np.dtype) -> Var:
+        return self.emit(lconv.convert_element_type_p, [x],
+                         {"new_dtype": dtype, "weak_type": x.aval.weak_type})[0]
+
+    def round(self, x: Var, dtype: np.dtype) -> Var:
+        """float32 (float64, for float16) `x` rounded to `dtype`'s values."""
+        if dtype == BF16:
+            if x.aval.dtype != F32:  # as ml_dtypes casts float64: through float32
+                x = self.convert(x, F32)
+            return self.emit(lconv.round_to_bfloat16_p, [x], {})[0]
+        return self.emit(lconv.round_to_float16_p, [x], {})[0]
+
+    def eqn(self, eqn: JaxprEqn) -> None:
+        prim, params = eqn.primitive, dict(eqn.params)
+        touches = any(v.aval.dtype in NARROW for v in [*eqn.invars, *eqn.outvars])
+        bfloat16 = any(v.aval.dtype == BF16 for v in [*eqn.invars, *eqn.outvars]) or \
+            any(isinstance(v, np.dtype) and v == BF16 for v in params.values())
+        if prim in _CONTROL and touches_narrow_float(eqn):
+            for name in _CONTROL[prim]:
+                p = params[name]
+                params[name] = tuple(map(_widen_closed, p)) if isinstance(p, tuple) else \
+                    _widen_closed(p)
+            outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
+        elif not touches and not bfloat16:
+            outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
+        elif prim is lconv.convert_element_type_p:
+            outs = [self._convert(eqn)]
+        elif prim is lconv.bitcast_convert_type_p and _is_bfloat16_bitcast(eqn):
+            outs = [self._bitcast_bfloat16(eqn)]
+            if eqn.outvars[0].aval.dtype == BF16:  # rounding float32 back would quiet NaNs
+                self.bits_of[eqn.outvars[0]] = self.read(eqn.invars[0])
+        elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not _holds_program(eqn):
+            outs = self.emit(prim, [self.read(x) for x in eqn.invars], _wide_params(params))
+            if prim not in _EXACT:
+                outs = [self.round(o, v.aval.dtype) if v.aval.dtype in NARROW else o
+                        for v, o in zip(eqn.outvars, outs, strict=True)]
+        else:  # through the eager impl, on narrow operands
+            ins = [self.read_narrow(x) if x.aval.dtype in NARROW else self.read(x)
+                   for x in eqn.invars]
+            outs = self.emit(prim, ins, params)
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                (self.narrow if v.aval.dtype in NARROW else self.env)[v] = o
+            return
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            (self.wide if v.aval.dtype in NARROW else self.env)[v] = o
+
+    def _bitcast_bfloat16(self, eqn: JaxprEqn) -> Var:
+        """bitcast_convert_type between bfloat16 and a 16-bit integer, on the float32 form:
+        bfloat16's bits are the upper half of that float32's."""
+        (x,) = eqn.invars
+        dst = np.dtype(eqn.params["new_dtype"])
+        sixteen = Literal(np.uint32(16), core.ShapedArray((), U32))
+        if dst != BF16:  # bfloat16 -> 16-bit integer
+            bits = self.emit(lconv.bitcast_convert_type_p, [self.read(x)], {"new_dtype": U32})[0]
+            upper = self.emit(lx.shift_right_logical_p, [bits, sixteen], {})[0]
+            return self.convert(self.convert(upper, U16), dst) if dst != U16 else \
+                self.convert(upper, U16)
+        bits = self.read(x)
+        if bits.aval.dtype != U16:  # int16: its bits as uint16
+            bits = self.emit(lconv.bitcast_convert_type_p, [bits], {"new_dtype": U16})[0]
+        upper = self.emit(lx.shift_left_p, [self.convert(bits, U32), sixteen], {})[0]
+        return self.emit(lconv.bitcast_convert_type_p, [upper], {"new_dtype": F32})[0]
+
+    def _convert(self, eqn: JaxprEqn) -> Var:
+        """convert_element_type to or from a narrow float: from it the float32 value converts
+        exactly; to it the value is rounded once from its own precision (float16) or from
+        float32 (bfloat16, as ml_dtypes casts)."""
+        (x,) = eqn.invars
+        src, dst = x.aval.dtype, np.dtype(eqn.params["new_dtype"])
+        value = self.read(x)
+        if src == dst:
+            return value
+        if dst not in NARROW:
+            return self.convert(value, dst)
+        if dst == BF16:
+            return self.round(value if src in NARROW or src == F32 else self.convert(value, F32),
+                              BF16)
+        if src.kind == "c":  # complex to float16: numpy's own cast
+            return self.convert(self.convert(value, F16), F32)
+        wide = value if src in NARROW or src == F32 else self.convert(value, F64)
+        rounded = self.round(wide, F16)
+        return rounded if wide.aval.dtype == F32 else self.convert(rounded, F32)
+
+
+def _widen_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """A control-flow body computing in float32 throughout: narrow inputs, consts and outputs
+    become float32 (the enclosing equation's operands are widened the same way)."""
+    jaxpr = closed.jaxpr
+    if not _has_narrow(jaxpr):
+        return closed
+    w = _Widener()
+    invars = [Var(_wide_aval(v.aval)) if v.aval.dtype in NARROW else v for v in jaxpr.invars]
+    constvars = [Var(_wide_aval(v.aval)) if v.aval.dtype in NARROW else v
+                 for v in jaxpr.constvars]
+    for old, new in zip([*jaxpr.invars, *jaxpr.constvars], [*invars, *constvars], strict=True):
+        if old is not new:
+            w.wide[old] = new
+    consts = [np.asarray(c).astype(F32) if np.asarray(c).dtype in NARROW else c
+              for c in closed.consts]
+    for eqn in jaxpr.eqns:
+        w.eqn(eqn)
+    outvars = [w.read(x) for x in jaxpr.outvars]
+    return ClosedJaxpr(typecheck.check_jaxpr(Jaxpr(constvars, invars, w.eqns, outvars)), consts)
