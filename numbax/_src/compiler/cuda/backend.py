@@ -7,7 +7,7 @@ import contextlib
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src.compiler import ir
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.compiler.cuda import driver
@@ -30,6 +30,11 @@ class CudaBackend(Backend):
         return driver.render_nest(nest, self.config())
 
     def build(self, program: Program) -> Executable:
+        if _holds_bfloat16(program.jaxpr):
+            raise NotImplementedError(
+                "numbax's GPU backend cannot hold bfloat16 values yet (numba-cuda types no "
+                "bfloat16 arrays). Compute in float32 or float16 on the GPU, or run bfloat16 "
+                "programs on the CPU backend.")
         cuda_runtime.get_cuda()
         cfg = self.config()
         scope = (cuda_runtime.on_device(program.device.id) if program.device is not None
@@ -46,3 +51,18 @@ class CudaBackend(Backend):
             run = graphs.GraphReplay(run, len(built.hosts) + len(consts))
         return Executable("cuda", run, [*built.hosts, *consts], jaxpr, built.sources,
                           device=program.device)
+
+
+def _holds_bfloat16(jaxpr: core.Jaxpr) -> bool:
+    """Whether any variable of `jaxpr` or of a sub-jaxpr in its params is bfloat16."""
+    if any(v.aval.dtype == dtypes.bfloat16 for v in (*jaxpr.constvars, *jaxpr.invars)):
+        return True
+    for eqn in jaxpr.eqns:
+        if any(getattr(v.aval, "dtype", None) == dtypes.bfloat16 for v in eqn.outvars):
+            return True
+        for p in eqn.params.values():
+            for sub in p if isinstance(p, tuple) else (p,):
+                inner = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
+                if isinstance(inner, core.Jaxpr) and _holds_bfloat16(inner):
+                    return True
+    return False
