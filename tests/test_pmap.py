@@ -254,6 +254,22 @@ def test_collectives_compiled_in_workers():
     np.testing.assert_allclose(gathered, np.broadcast_to(x.reshape(-1), (N, N * 8)))
 
 
+def test_bfloat16_shards_and_psum_match_one_process():
+    """bfloat16 operands travel to the workers as bfloat16 (not raw bytes); compiled, the
+    psum adds the shards in float32 and rounds once, as every compiled bfloat16 equation."""
+    x = jnp.asarray(RNG.normal(size=(N, 6)), jnp.bfloat16)
+    with numbax.disable_jit(False):
+        out = numbax.pmap(lambda v: lax.psum(v * 1.5, "i"), axis_name="i")(x)
+    scaled = np.asarray(x * 1.5).astype(np.float32)
+    want = scaled[0]
+    for row in scaled[1:]:
+        want = want + row  # float32, in device order
+    assert out.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(out).view(np.uint16),
+                                  np.broadcast_to(want.astype(jnp.bfloat16), (N, 6)).view(
+                                      np.uint16))
+
+
 def test_random_under_pmap_matches_per_key_draws():
     from numbax import random
 

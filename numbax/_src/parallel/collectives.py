@@ -223,7 +223,7 @@ class Comm:
             if error is not None:
                 raise error
             return out
-        self.wait(group, ("allreduce", group.key, local[0], nbytes, dtype.str, op)
+        self.wait(group, ("allreduce", group.key, local[0], nbytes, dtype, op)
                   if group.spans else None)
         result = first.copy() if error is None else None
         self.wait(group)  # read by all: the slots may be reused

@@ -255,7 +255,7 @@ def _stage(api: str, heap: shm.Heap, x: Global) -> Global:
 
 
 def _spec(x: Global, index: Index | None) -> tuple:
-    return (x.block.segment, x.block.offset, tuple(x.value.shape), x.value.dtype.str, index)
+    return (x.block.segment, x.block.offset, tuple(x.value.shape), x.value.dtype, index)
 
 
 def remote_error(api: str, err: pool.WorkerError) -> BaseException:
