@@ -65,6 +65,14 @@ def rows(rng):
         j = _block(mlp_step(jjnp, jax.grad, jax.jit)) if jax else None
         out.append((f"mlp step b{batch}", mlp_step(bnp, numbax.grad, numbax.jit),
                     (params, x, y), j, (params, x, y)))
+    bf16 = bnp.bfloat16.dtype  # the same step with bfloat16 parameters and data
+    for batch in (128, 2048):
+        bparams = [(w.astype(bf16), b.astype(bf16)) for w, b in params]
+        x = rng.normal(size=(batch, 784)).astype(bf16)
+        y = np.eye(10, dtype=bf16)[rng.integers(0, 10, batch)]
+        j = _block(mlp_step(jjnp, jax.grad, jax.jit)) if jax else None
+        out.append((f"mlp step bf16 b{batch}", mlp_step(bnp, numbax.grad, numbax.jit),
+                    (bparams, x, y), j, (bparams, x, y)))
     mp = [(rng.normal(size=(a, b)).astype(f32) * 0.1, np.zeros(b, f32))
           for a, b in ((64, 128), (128, 10))]
     xm = rng.normal(size=(32, 64)).astype(f32)
@@ -80,6 +88,8 @@ def rows(rng):
     for n in (1000, 2000):
         a = (rng.normal(size=(n, n)) / np.sqrt(n)).astype(f32)
         jitted(f"matmul {n}^2", lambda xp: (lambda m: m @ m), a)
+    jitted("matmul 1000^2 bf16", lambda xp: (lambda m: m @ m),
+           (rng.normal(size=(1000, 1000)) / np.sqrt(1000)).astype(bnp.bfloat16.dtype))
     jitted("chain 500^2", lambda xp: chain,
            (rng.normal(size=(500, 500)) / np.sqrt(500)).astype(f32))
     big = rng.normal(size=10**7).astype(f32)
