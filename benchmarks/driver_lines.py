@@ -6,6 +6,7 @@ With --gpu the step runs on the GPU driver (no graph replay) and the tracer wait
 card at every line, so a line's time is its kernel's time plus a launch and a sync.
 
     PYTHONPATH=. python benchmarks/driver_lines.py [--batch 2048] [--steps 20] [--gpu]
+        [--dtype bfloat16]
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--gpu", action="store_true")
+    parser.add_argument("--dtype", default="float32", help="of parameters and data")
     args = parser.parse_args()
     sync = lambda: None  # noqa: E731
     jit = numbax.jit
@@ -46,6 +48,7 @@ def main() -> None:
                jnp.asarray(np.zeros(b, np.float32))) for a, b in zip(sizes[:-1], sizes[1:])]
     x = jnp.asarray(rng.normal(size=(args.batch, 784)).astype(np.float32))
     y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, args.batch)])
+    params, x, y = numbax.tree.map(lambda a: a.astype(args.dtype), (params, x, y))
     step = bench_cpu.mlp_step(jnp, numbax.grad, jit)
     if args.gpu:
         params, x, y = numbax.device_put((params, x, y), numbax.devices("gpu")[0])

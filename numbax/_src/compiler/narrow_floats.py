@@ -39,6 +39,7 @@ F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 BF16 = dtypes.bfloat16
 NARROW = (F16, BF16)
 U16, U32 = np.dtype(np.uint16), np.dtype(np.uint32)
+_SIXTEEN = Literal(np.uint32(16), core.ShapedArray((), U32))
 
 # float16 results computed in float32 and rounded once: numpy's bits
 _ROUNDED = frozenset({lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.div_p, lx.sqrt_p, lx.square_p})
@@ -112,7 +113,9 @@ class _Widener:
         if x.aval.dtype not in NARROW:
             return self.env.get(x, x)
         if x not in self.wide:
-            self.wide[x] = self.convert(self.narrow.get(x, x), F32)
+            narrow = self.narrow.get(x, x)
+            self.wide[x] = self._from_bits(self._view(narrow, U16)) if x.aval.dtype == BF16 \
+                else self.convert(narrow, F32)
         return self.wide[x]
 
     def read_narrow(self, x: Any) -> Any:
@@ -120,10 +123,11 @@ class _Widener:
         if isinstance(x, Literal):  # numpy has no bfloat16 scalar to write into source
             return self.convert(self.read(x), BF16) if x.aval.dtype == BF16 else x
         if x not in self.narrow and x in self.bits_of:  # the bits as they are: NaN payloads
-            self.narrow[x] = self.emit(lconv.bitcast_convert_type_p, [self.bits_of[x]],
-                                       {"new_dtype": BF16})[0]
+            self.narrow[x] = self._view(self.bits_of[x], BF16)
         if x not in self.narrow and x in self.wide:
-            self.narrow[x] = self.convert(self.wide[x], x.aval.dtype)
+            wide = self.wide[x]
+            self.narrow[x] = self._view(self._bits(wide), BF16) if x.aval.dtype == BF16 \
+                else self.convert(wide, x.aval.dtype)
         return self.narrow.get(x, x)
 
     def emit(self, prim: core.Primitive, ins: list, params: dict) -> list[Var]:
@@ -179,21 +183,31 @@ class _Widener:
             (self.wide if v.aval.dtype in NARROW else self.env)[v] = o
 
     def _bitcast_bfloat16(self, eqn: JaxprEqn) -> Var:
-        """bitcast_convert_type between bfloat16 and a 16-bit integer, on the float32 form:
-        bfloat16's bits are the upper half of that float32's."""
+        """bitcast_convert_type between bfloat16 and a 16-bit integer, on the float32 form."""
         (x,) = eqn.invars
         dst = np.dtype(eqn.params["new_dtype"])
-        sixteen = Literal(np.uint32(16), core.ShapedArray((), U32))
         if dst != BF16:  # bfloat16 -> 16-bit integer
-            bits = self.emit(lconv.bitcast_convert_type_p, [self.read(x)], {"new_dtype": U32})[0]
-            upper = self.emit(lx.shift_right_logical_p, [bits, sixteen], {})[0]
-            return self.convert(self.convert(upper, U16), dst) if dst != U16 else \
-                self.convert(upper, U16)
+            bits = self._bits(self.read(x))
+            return bits if dst == U16 else self._view(bits, dst)
         bits = self.read(x)
-        if bits.aval.dtype != U16:  # int16: its bits as uint16
-            bits = self.emit(lconv.bitcast_convert_type_p, [bits], {"new_dtype": U16})[0]
-        upper = self.emit(lx.shift_left_p, [self.convert(bits, U32), sixteen], {})[0]
+        return self._from_bits(bits if bits.aval.dtype == U16 else self._view(bits, U16))
+
+    # bfloat16's bits are the upper half of its float32's. These conversions are integer work
+    # fused into the kernels around them; only the views between bfloat16 and uint16 (no
+    # data moved) run in the driver.
+    def _from_bits(self, bits: Any) -> Var:
+        """The float32 whose upper half is the uint16 `bits`: that bfloat16's value."""
+        upper = self.emit(lx.shift_left_p, [self.convert(bits, U32), _SIXTEEN], {})[0]
         return self.emit(lconv.bitcast_convert_type_p, [upper], {"new_dtype": F32})[0]
+
+    def _bits(self, wide: Any) -> Var:
+        """The uint16 upper half of the float32 `wide`, a bfloat16 value (rounded, or exact):
+        its bfloat16 bits."""
+        bits = self.emit(lconv.bitcast_convert_type_p, [wide], {"new_dtype": U32})[0]
+        return self.convert(self.emit(lx.shift_right_logical_p, [bits, _SIXTEEN], {})[0], U16)
+
+    def _view(self, x: Any, dtype: np.dtype) -> Var:
+        return self.emit(lconv.bitcast_convert_type_p, [x], {"new_dtype": dtype})[0]
 
     def _convert(self, eqn: JaxprEqn) -> Var:
         """convert_element_type to or from a narrow float: from it the float32 value converts

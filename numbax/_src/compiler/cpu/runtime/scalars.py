@@ -95,8 +95,9 @@ def round_to_float16_array(x):
 def _bfloat16_rounded(typingctx, x):
     """float32 x rounded to bfloat16's 8 significant bits, ties to even (bfloat16 is the upper
     half of a float32: add half the dropped half plus the kept last bit, clear the lower half;
-    what rounds past the largest value carries into the exponent and becomes inf). NaN is
-    kept as it is. Integer work on the bits: it vectorises, where frexp/ldexp would not."""
+    what rounds past the largest value carries into the exponent and becomes inf). NaN becomes
+    the quiet NaN of its sign, as ml_dtypes' cast makes it, so the upper half of any result is
+    its bfloat16. Integer work on the bits: it vectorises, where frexp/ldexp would not."""
     if x != types.float32:
         return None
 
@@ -107,8 +108,10 @@ def _bfloat16_rounded(typingctx, x):
         rounded = builder.add(bits, builder.add(last_kept, ir.Constant(i32, 0x7FFF)))
         value = builder.bitcast(builder.and_(rounded, ir.Constant(i32, 0xFFFF0000)),
                                 ir.FloatType())
+        quiet_nan = builder.bitcast(builder.or_(builder.and_(bits, ir.Constant(i32, 0x80000000)),
+                                                ir.Constant(i32, 0x7FC00000)), ir.FloatType())
         is_nan = builder.fcmp_unordered("uno", args[0], args[0])
-        return builder.select(is_nan, args[0], value)
+        return builder.select(is_nan, quiet_nan, value)
 
     return types.float32(types.float32), codegen
 
