@@ -257,6 +257,16 @@ def _matmul(gpu):
     tj16 = timeit(lambda: jf(*j16), jx_sync, 5)
     row("matmul 4096^2 f16", f"numbax {flops / t16 / 1e12:.1f} TFLOP/s ({t16 * 1e3:.2f} ms)",
         f"rel err {err16:.1e}; jax {flops / tj16 / 1e12:.1f}; numbax/jax {t16 / tj16:.2f}")
+    bf16 = jnp.bfloat16.dtype  # bfloat16 the same way (held as uint16 bits by numbax)
+    abf, bbf = a.astype(bf16), b.astype(bf16)
+    dbf = numbax.device_put(abf, gpu), numbax.device_put(bbf, gpu)
+    jbf = jax.device_put(abf), jax.device_put(bbf)
+    refbf = abf.astype(np.float32) @ bbf.astype(np.float32)
+    errbf = np.abs(np.asarray(fn(*dbf)).astype(np.float32) - refbf).max() / np.abs(refbf).max()
+    tbf = timeit(lambda: fn(*dbf), nb_sync, 5)
+    tjbf = timeit(lambda: jf(*jbf), jx_sync, 5)
+    row("matmul 4096^2 bf16", f"numbax {flops / tbf / 1e12:.1f} TFLOP/s ({tbf * 1e3:.2f} ms)",
+        f"rel err {errbf:.1e}; jax {flops / tjbf / 1e12:.1f}; numbax/jax {tbf / tjbf:.2f}")
 
 
 def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
@@ -306,6 +316,15 @@ def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
     tj = timeit(lambda: jf(pj, xj, yj), lambda o: o[0][0].block_until_ready(), 10)
     row("MLP step 4096x784-512-512-10 f32", f"numbax {tn * 1e3:.2f} ms",
         f"jax {tj * 1e3:.2f} ms; numbax/jax {tn / tj:.2f}x; max |diff| {err:.1e}")
+    bf16 = jnp.bfloat16.dtype  # the same step on bfloat16 parameters and data
+    pn, xn, yn = numbax.device_put(jax.tree_util.tree_map(lambda v: v.astype(bf16),
+                                                          (params, x, y)), gpu)
+    pj, xj, yj = jax.device_put(jax.tree_util.tree_map(lambda v: v.astype(bf16), (params, x, y)))
+    fn(pn, xn, yn), jf(pj, xj, yj)
+    tn = timeit(lambda: fn(pn, xn, yn), lambda o: o[0][0].block_until_ready(), 10)
+    tj = timeit(lambda: jf(pj, xj, yj), lambda o: o[0][0].block_until_ready(), 10)
+    row("MLP step 4096x784-512-512-10 bf16", f"numbax {tn * 1e3:.2f} ms",
+        f"jax {tj * 1e3:.2f} ms; numbax/jax {tn / tj:.2f}x")
 
 
 def extra_section() -> None:

@@ -239,21 +239,24 @@ def committed_device(values, api: str, what: str = "argument"):
 
 
 class GpuArray(Array):
-    """An Array whose buffer lives on a GPU: a flat numba device array plus its logical shape.
+    """An Array whose buffer lives on a GPU: a flat numba device array plus its logical shape
+    and dtype (a bfloat16 array's buffer is uint16: numba-cuda types no bfloat16).
     It is always committed to its device (`_device`, a CudaDevice): jit and eager ops run there.
 
     `_value` (what eager ops and numpy read) copies to the host once and keeps the copy, so
     every CPU code path works unchanged; jit on the GPU reads `_dbuf` without copying."""
 
-    __slots__ = ("_dbuf", "_shape", "_host")
+    __slots__ = ("_dbuf", "_shape", "_dtype", "_host")
     created = False  # whether any GpuArray was made in this process
 
     @classmethod
-    def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device) -> GpuArray:
+    def _from_buffer(cls, buf, shape: tuple[int, ...], weak_type: bool, device,
+                     dtype=None) -> GpuArray:
         GpuArray.created = True  # from now on eager ops on GpuArrays stay on the GPU (dispatch)
         self = object.__new__(cls)
         self._dbuf = buf
         self._shape = tuple(shape)
+        self._dtype = np.dtype(buf.dtype if dtype is None else dtype)
         self._weak_type = weak_type
         self._device = device
         self._host = None
@@ -265,17 +268,17 @@ class GpuArray(Array):
             from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 
             with cuda_runtime.on_device(self._device.id):
-                host = cuda_runtime.to_host(self._dbuf, self._shape)
+                host = cuda_runtime.to_host(self._dbuf, self._shape).view(self._dtype)
             host.flags.writeable = False
             self._host = host
         return self._host
 
     @property
     def aval(self) -> core.ShapedArray:
-        return core.ShapedArray(self._shape, self._dbuf.dtype, self._weak_type)
+        return core.ShapedArray(self._shape, self._dtype, self._weak_type)
 
     shape = property(lambda self: self._shape)
-    dtype = property(lambda self: np.dtype(self._dbuf.dtype))
+    dtype = property(lambda self: self._dtype)
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: int(np.prod(self._shape, dtype=np.int64)))
     nbytes = property(lambda self: self.size * self._dbuf.dtype.itemsize)
@@ -296,7 +299,8 @@ class GpuArray(Array):
 
         with cuda_runtime.on_device(self._device.id):
             buf = cuda_runtime.copy(self._dbuf)
-        return GpuArray._from_buffer(buf, self._shape, self._weak_type, self._device)
+        return GpuArray._from_buffer(buf, self._shape, self._weak_type, self._device,
+                                     self._dtype)
 
     @property
     def __cuda_array_interface__(self) -> dict:

@@ -379,7 +379,7 @@ def clear_caches() -> None:
 
 
 def _gpu_key(args: tuple) -> tuple:
-    return tuple((a._shape, a._dbuf.dtype, a._weak_type, a._device) if type(a) is GpuArray
+    return tuple((a._shape, a._dtype, a._weak_type, a._device) if type(a) is GpuArray
                  else None for a in args)
 
 

@@ -50,7 +50,7 @@ def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False)
                 cuda_runtime.to_device(np.asarray(x, dtype=a.dtype))
                 for x, a in zip(leaves, avals, strict=True)]
         outs = exe(*args)
-    return [GpuArray._from_buffer(o, a.shape, w, exe.device)
+    return [GpuArray._from_buffer(o, a.shape, w, exe.device, a.dtype)
             for o, a, w in zip(outs, exe.out_avals, exe.out_weak, strict=True)]
 
 

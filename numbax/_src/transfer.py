@@ -72,13 +72,8 @@ def _put_gpu(leaf: Any, target: devices.Device) -> Any:
         else:
             arr = leaf if isinstance(leaf, Array) else asarray_value(leaf)
             value, weak = arr._value, arr.weak_type  # another GPU's array: via the host
-        if value.dtype == dtypes.bfloat16:
-            raise NotImplementedError(
-                f"device_put: numbax's GPU backend cannot hold bfloat16 arrays yet (numba-cuda "
-                f"types none); got a bfloat16 array for {target}. Convert it with "
-                "astype(numbax.numpy.float32) (or float16) first, or keep it on the CPU.")
         buf = cuda_runtime.to_device(value)
-    return GpuArray._from_buffer(buf, value.shape, weak, target)
+    return GpuArray._from_buffer(buf, value.shape, weak, target, value.dtype)
 
 
 def device_get(x: Any) -> Any:

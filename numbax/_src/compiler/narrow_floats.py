@@ -19,15 +19,15 @@ holding sub-programs other than cond/while/scan run eagerly on bfloat16 operands
 Program inputs and outputs keep their dtypes; the conversions at the boundary are exact."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from numbax._src import core, dtypes, typecheck
-from numbax._src.compiler.cpu.control_flow import touches_narrow_float
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import convert as lconv
+from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import indexing as ix
 from numbax._src.lax import reductions as lr
@@ -54,22 +54,46 @@ _EXACT = frozenset({
 _CONTROL = {cond_p: ("branches",), while_p: ("cond_jaxpr", "body_jaxpr"), scan_p: ("jaxpr",)}
 
 
-def widen(jaxpr: Jaxpr) -> Jaxpr:
-    """`jaxpr` computing its float16 and bfloat16 values in float32 (inputs and outputs keep
-    their dtypes)."""
-    if not _has_narrow(jaxpr):
+class Mode(NamedTuple):
+    """What a backend widens: `dtypes` (the CPU: float16 and bfloat16; CUDA, whose kernels
+    compute float16: bfloat16), and whether bfloat16 products keep bfloat16 operands (CUDA
+    with cuBLAS: tensor cores read them, accumulating in float32)."""
+    dtypes: tuple = NARROW
+    narrow_products: bool = False
+
+
+CPU = Mode()
+
+
+def widen(jaxpr: Jaxpr, mode: Mode = CPU) -> Jaxpr:
+    """`jaxpr` computing its `mode.dtypes` values in float32 (inputs and outputs keep their
+    dtypes)."""
+    if not _has_narrow(jaxpr, mode.dtypes):
         return jaxpr
-    w = _Widener()
+    w = _Widener(mode)
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
-    outvars = [w.read_narrow(x) if x.aval.dtype in NARROW else w.read(x)
+    outvars = [w.read_narrow(x) if x.aval.dtype in mode.dtypes else w.read(x)
                for x in jaxpr.outvars]
     return typecheck.check_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, w.eqns, outvars))
 
 
-def _has_narrow(jaxpr: Jaxpr) -> bool:
-    return any(v.aval.dtype in NARROW for v in [*jaxpr.constvars, *jaxpr.invars]) or any(
-        touches_narrow_float(e) for e in jaxpr.eqns)
+def touches(eqn: JaxprEqn, narrow: tuple = NARROW) -> bool:
+    """Whether `eqn` (or a sub-jaxpr in its params) has an operand or result of a `narrow`
+    dtype."""
+    if any(v.aval.dtype in narrow for v in (*eqn.invars, *eqn.outvars)):
+        return True
+    for p in eqn.params.values():
+        for sub in p if isinstance(p, tuple) else (p,):
+            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(jaxpr, Jaxpr) and any(touches(e, narrow) for e in jaxpr.eqns):
+                return True
+    return False
+
+
+def _has_narrow(jaxpr: Jaxpr, narrow: tuple) -> bool:
+    return any(v.aval.dtype in narrow for v in [*jaxpr.constvars, *jaxpr.invars]) or any(
+        touches(e, narrow) for e in jaxpr.eqns)
 
 
 def _wide_aval(aval: core.ShapedArray) -> core.ShapedArray:
@@ -98,7 +122,8 @@ class _Widener:
     itself for the program's inputs) or both; each conversion is made once, when first
     needed."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
         self.eqns: list[JaxprEqn] = []
         self.env: dict[Var, Any] = {}  # variables of other dtypes: their new variables
         self.wide: dict[Var, Any] = {}
@@ -108,9 +133,9 @@ class _Widener:
     def read(self, x: Any) -> Any:
         """`x` as the rewritten program computes it (narrow values in float32)."""
         if isinstance(x, Literal):
-            return Literal(np.float32(x.val), _wide_aval(x.aval)) if x.aval.dtype in NARROW \
-                else x
-        if x.aval.dtype not in NARROW:
+            narrow = x.aval.dtype in self.mode.dtypes
+            return Literal(np.float32(x.val), _wide_aval(x.aval)) if narrow else x
+        if x.aval.dtype not in self.mode.dtypes:
             return self.env.get(x, x)
         if x not in self.wide:
             narrow = self.narrow.get(x, x)
@@ -121,7 +146,7 @@ class _Widener:
     def read_narrow(self, x: Any) -> Any:
         """A narrow `x` in its own dtype (exact conversions of float32 forms)."""
         if isinstance(x, Literal):  # numpy has no bfloat16 scalar to write into source
-            return self.convert(self.read(x), BF16) if x.aval.dtype == BF16 else x
+            return self._view(self._bits(self.read(x)), BF16) if x.aval.dtype == BF16 else x
         if x not in self.narrow and x in self.bits_of:  # the bits as they are: NaN payloads
             self.narrow[x] = self._view(self.bits_of[x], BF16)
         if x not in self.narrow and x in self.wide:
@@ -150,16 +175,17 @@ class _Widener:
 
     def eqn(self, eqn: JaxprEqn) -> None:
         prim, params = eqn.primitive, dict(eqn.params)
-        touches = any(v.aval.dtype in NARROW for v in [*eqn.invars, *eqn.outvars])
+        narrow_operands = any(v.aval.dtype in self.mode.dtypes
+                              for v in [*eqn.invars, *eqn.outvars])
         bfloat16 = any(v.aval.dtype == BF16 for v in [*eqn.invars, *eqn.outvars]) or \
             any(isinstance(v, np.dtype) and v == BF16 for v in params.values())
-        if prim in _CONTROL and touches_narrow_float(eqn):
+        if prim in _CONTROL and touches(eqn, self.mode.dtypes):
             for name in _CONTROL[prim]:
                 p = params[name]
-                params[name] = tuple(map(_widen_closed, p)) if isinstance(p, tuple) else \
-                    _widen_closed(p)
+                params[name] = tuple(_widen_closed(b, self.mode) for b in p) if isinstance(
+                    p, tuple) else _widen_closed(p, self.mode)
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
-        elif not touches and not bfloat16:
+        elif not narrow_operands and not bfloat16:
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
         elif prim is lconv.convert_element_type_p:
             outs = [self._convert(eqn)]
@@ -167,20 +193,25 @@ class _Widener:
             outs = [self._bitcast_bfloat16(eqn)]
             if eqn.outvars[0].aval.dtype == BF16:  # rounding float32 back would quiet NaNs
                 self.bits_of[eqn.outvars[0]] = self.read(eqn.invars[0])
+        elif self.mode.narrow_products and prim is ld.dot_general_p and all(
+                x.aval.dtype == BF16 and x.aval.size for x in eqn.invars):  # float32 sums
+            out = self.emit(prim, [self.read_narrow(x) for x in eqn.invars],
+                            {**params, "preferred_element_type": F32})[0]
+            outs = [self.round(out, BF16) if eqn.outvars[0].aval.dtype == BF16 else out]
         elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not _holds_program(eqn):
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], _wide_params(params))
             if prim not in _EXACT:
-                outs = [self.round(o, v.aval.dtype) if v.aval.dtype in NARROW else o
+                outs = [self.round(o, v.aval.dtype) if v.aval.dtype in self.mode.dtypes else o
                         for v, o in zip(eqn.outvars, outs, strict=True)]
         else:  # through the eager impl, on narrow operands
-            ins = [self.read_narrow(x) if x.aval.dtype in NARROW else self.read(x)
+            ins = [self.read_narrow(x) if x.aval.dtype in self.mode.dtypes else self.read(x)
                    for x in eqn.invars]
             outs = self.emit(prim, ins, params)
             for v, o in zip(eqn.outvars, outs, strict=True):
-                (self.narrow if v.aval.dtype in NARROW else self.env)[v] = o
+                (self.narrow if v.aval.dtype in self.mode.dtypes else self.env)[v] = o
             return
         for v, o in zip(eqn.outvars, outs, strict=True):
-            (self.wide if v.aval.dtype in NARROW else self.env)[v] = o
+            (self.wide if v.aval.dtype in self.mode.dtypes else self.env)[v] = o
 
     def _bitcast_bfloat16(self, eqn: JaxprEqn) -> Var:
         """bitcast_convert_type between bfloat16 and a 16-bit integer, on the float32 form."""
@@ -218,32 +249,32 @@ class _Widener:
         value = self.read(x)
         if src == dst:
             return value
-        if dst not in NARROW:
+        if dst not in self.mode.dtypes:
             return self.convert(value, dst)
         if dst == BF16:
-            return self.round(value if src in NARROW or src == F32 else self.convert(value, F32),
-                              BF16)
+            exact = src in self.mode.dtypes or src == F32
+            return self.round(value if exact else self.convert(value, F32), BF16)
         if src.kind == "c":  # complex to float16: numpy's own cast
             return self.convert(self.convert(value, F16), F32)
-        wide = value if src in NARROW or src == F32 else self.convert(value, F64)
+        wide = value if src in self.mode.dtypes or src == F32 else self.convert(value, F64)
         rounded = self.round(wide, F16)
         return rounded if wide.aval.dtype == F32 else self.convert(rounded, F32)
 
 
-def _widen_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+def _widen_closed(closed: ClosedJaxpr, mode: Mode) -> ClosedJaxpr:
     """A control-flow body computing in float32 throughout: narrow inputs, consts and outputs
     become float32 (the enclosing equation's operands are widened the same way)."""
     jaxpr = closed.jaxpr
-    if not _has_narrow(jaxpr):
+    if not _has_narrow(jaxpr, mode.dtypes):
         return closed
-    w = _Widener()
-    invars = [Var(_wide_aval(v.aval)) if v.aval.dtype in NARROW else v for v in jaxpr.invars]
-    constvars = [Var(_wide_aval(v.aval)) if v.aval.dtype in NARROW else v
+    w = _Widener(mode)
+    invars = [Var(_wide_aval(v.aval)) if v.aval.dtype in mode.dtypes else v for v in jaxpr.invars]
+    constvars = [Var(_wide_aval(v.aval)) if v.aval.dtype in mode.dtypes else v
                  for v in jaxpr.constvars]
     for old, new in zip([*jaxpr.invars, *jaxpr.constvars], [*invars, *constvars], strict=True):
         if old is not new:
             w.wide[old] = new
-    consts = [np.asarray(c).astype(F32) if np.asarray(c).dtype in NARROW else c
+    consts = [np.asarray(c).astype(F32) if np.asarray(c).dtype in mode.dtypes else c
               for c in closed.consts]
     for eqn in jaxpr.eqns:
         w.eqn(eqn)

@@ -44,7 +44,7 @@ class CpuBackend(Backend):
         return loops.CODEGEN_CONFIG
 
     def fusible(self, eqn) -> bool:
-        return not control_flow.touches_narrow_float(eqn) and registry.fusible(eqn, self.name)
+        return not narrow_floats.touches(eqn) and registry.fusible(eqn, self.name)
 
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
         return narrow_floats.widen(jaxpr)
@@ -99,7 +99,7 @@ class CpuBackend(Backend):
                     eqn, lambda sub: self._compile_sub(sub, program.name)))
             return driver.Step(node, self._load(kernel, sources), kernel)
         rule = registry.library(eqn, "cpu")
-        if control_flow.touches_narrow_float(eqn):
+        if narrow_floats.touches(eqn):
             warn_narrow_float(eqn)
             rule = EAGER
         if rule is None or rule is EAGER:

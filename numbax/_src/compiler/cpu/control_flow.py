@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
-from numbax._src.compiler import ir, registry
+from numbax._src import core
+from numbax._src.compiler import ir, narrow_floats, registry
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
 from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
@@ -23,24 +23,6 @@ from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
 _WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
-
-
-_NARROW = (np.dtype(np.float16), dtypes.bfloat16)
-
-
-def touches_narrow_float(eqn: JaxprEqn) -> bool:
-    """Whether `eqn` (or a sub-jaxpr in its params) has a float16 or bfloat16 operand or
-    result: Numba's CPU target cannot hold them, so such equations run through their eager
-    impl (narrow_floats.py rewrites the others into float32)."""
-    for v in (*eqn.invars, *eqn.outvars):
-        if v.aval.dtype in _NARROW:
-            return True
-    for p in eqn.params.values():
-        for sub in p if isinstance(p, tuple) else (p,):
-            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
-            if isinstance(jaxpr, Jaxpr) and any(touches_narrow_float(e) for e in jaxpr.eqns):
-                return True
-    return False
 
 
 def is_control_flow(eqn: JaxprEqn) -> bool:
@@ -221,7 +203,7 @@ def _work(jaxpr: Jaxpr) -> int:
 
 def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
-    if touches_narrow_float(eqn):
+    if narrow_floats.touches(eqn):
         raise Unsupported("float16 or bfloat16")
     fn = Function()
     lines: list[str] = []

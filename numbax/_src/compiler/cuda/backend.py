@@ -8,12 +8,14 @@ import contextlib
 import numpy as np
 
 from numbax._src import core, dtypes
-from numbax._src.compiler import ir
+from numbax._src.compiler import ir, narrow_floats
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.compiler.cuda import driver
 from numbax._src.compiler.cuda.config import Config
-from numbax._src.compiler.cuda.runtime import graphs
+from numbax._src.compiler.cuda.runtime import cublas, graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from numbax._src.lax import convert as lconv
+from numbax._src.lax import dot as ld
 
 
 class CudaBackend(Backend):
@@ -29,12 +31,19 @@ class CudaBackend(Backend):
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         return driver.render_nest(nest, self.config())
 
+    def rewrite(self, jaxpr: core.Jaxpr) -> core.Jaxpr:
+        """bfloat16 computed in float32 (numba-cuda has no bfloat16 arithmetic), its products
+        on cuBLAS's bfloat16 tensor cores where cuBLAS is there (narrow_floats.py)."""
+        return narrow_floats.widen(jaxpr, narrow_floats.Mode((dtypes.bfloat16,),
+                                                             cublas.available()))
+
     def build(self, program: Program) -> Executable:
-        if _holds_bfloat16(program.jaxpr):
+        left = _bfloat16_left(program.jaxpr)
+        if left is not None:
             raise NotImplementedError(
-                "numbax's GPU backend cannot hold bfloat16 values yet (numba-cuda types no "
-                "bfloat16 arrays). Compute in float32 or float16 on the GPU, or run bfloat16 "
-                "programs on the CPU backend.")
+                f"numbax's GPU backend cannot run {left} on bfloat16 values (it computes "
+                "bfloat16 in float32 and has no float32 form of this equation). Compute it in "
+                "float32 on the GPU, or run it on the CPU backend.")
         cuda_runtime.get_cuda()
         cfg = self.config()
         scope = (cuda_runtime.on_device(program.device.id) if program.device is not None
@@ -53,16 +62,19 @@ class CudaBackend(Backend):
                           device=program.device)
 
 
-def _holds_bfloat16(jaxpr: core.Jaxpr) -> bool:
-    """Whether any variable of `jaxpr` or of a sub-jaxpr in its params is bfloat16."""
-    if any(v.aval.dtype == dtypes.bfloat16 for v in (*jaxpr.constvars, *jaxpr.invars)):
-        return True
+def _bfloat16_left(jaxpr: core.Jaxpr) -> str | None:
+    """The name of an equation of `jaxpr` (or of a sub-jaxpr in its params) still computing
+    on bfloat16 after the rewrite, or None: only the views between bfloat16 and uint16 and
+    cuBLAS's products may read or make it."""
     for eqn in jaxpr.eqns:
-        if any(getattr(v.aval, "dtype", None) == dtypes.bfloat16 for v in eqn.outvars):
-            return True
+        if eqn.primitive not in (lconv.bitcast_convert_type_p, ld.dot_general_p) and any(
+                getattr(v.aval, "dtype", None) == dtypes.bfloat16
+                for v in (*eqn.invars, *eqn.outvars)):
+            return eqn.primitive.name
         for p in eqn.params.values():
             for sub in p if isinstance(p, tuple) else (p,):
                 inner = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
-                if isinstance(inner, core.Jaxpr) and _holds_bfloat16(inner):
-                    return True
-    return False
+                name = _bfloat16_left(inner) if isinstance(inner, core.Jaxpr) else None
+                if name is not None:
+                    return name
+    return None

@@ -94,7 +94,7 @@ class CudaDriver:
     def empty(self, size: int, dtype) -> str:
         """A fresh temporary: an uninitialised device buffer of `size` elements."""
         name = self.temp()
-        self.lines.append(f"    {name} = rt.empty({size}, {dtype_ctor(dtype)})")
+        self.lines.append(f"    {name} = rt.empty({size}, {dtype_ctor(_storage(dtype))})")
         return name
 
     def load(self, src: str, alias: str, attrs: tuple[str, ...] = ("kernel",)) -> list[str]:
@@ -112,7 +112,7 @@ class CudaDriver:
         name = self.temp()
         self.names[v] = name
         self.lines.append(f"    {name} = rt.empty({prod(v.aval.shape)}, "
-                          f"{dtype_ctor(v.aval.dtype)})")
+                          f"{dtype_ctor(_storage(v.aval.dtype))})")
         return name
 
     def arg(self, x) -> str:
@@ -180,7 +180,11 @@ class CudaDriver:
         self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])
 
     def bitcast(self, j: int, eqn: JaxprEqn) -> None:
-        """A same-width bitcast of a whole buffer: a view of another dtype."""
+        """A same-width bitcast of a whole buffer: a view of another dtype; between bfloat16
+        and uint16 the buffer itself (bfloat16 is held as its uint16 bits)."""
+        if _storage(eqn.invars[0].aval.dtype) == _storage(eqn.outvars[0].aval.dtype):
+            self.names[eqn.outvars[0]] = self.arg(eqn.invars[0])
+            return
         out = self.temp()
         self.names[eqn.outvars[0]] = out
         self.lines.append(f"    {out} = {self.arg(eqn.invars[0])}.view("
@@ -454,3 +458,9 @@ def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,
     src = drv.render(jaxpr)
     return DriverBuild(cache.load_module(src, "cuda", cfg.key()), [*drv.sources, src],
                        drv.hosts, drv.graphable, drv.steps)
+
+
+def _storage(dtype) -> np.dtype:
+    """The dtype of a device buffer holding `dtype`'s values: bfloat16 as uint16."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.uint16) if dtype == cuda_runtime.BFLOAT16 else dtype

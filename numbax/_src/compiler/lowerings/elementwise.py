@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from numbax._src import dtypes
+from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.lowerings.forms import (
     FLOAT_CASTS_LIKE_X86,
     FLOAT_KINDS,
@@ -329,9 +331,9 @@ def _convert_array(args, eqn):
 elementwise(lx.convert_element_type_p, convert, _convert_array, cuda_complex=convert)
 elementwise(lconv.round_to_float16_p, call("sc.round_to_float16"),
             call("sc.round_to_float16_array"))  # the CPU's float16 programs (narrow_floats.py)
-# the CPU's bfloat16 programs (narrow_floats.py); only the CPU computes bfloat16 in float32
-register(lconv.round_to_bfloat16_p, Fusion.ELEMENTWISE, backend="cpu",
-         scalar=call("sc.round_to_bfloat16"), array=call("sc.round_to_bfloat16_array"))
+# bfloat16 programs (narrow_floats.py): computed in float32, rounded by each runtime's helper
+register(lconv.round_to_bfloat16_p, Fusion.ELEMENTWISE, scalar=call("sc.round_to_bfloat16"))
+register(lconv.round_to_bfloat16_p, backend="cpu", array=call("sc.round_to_bfloat16_array"))
 
 
 def _same_width_numbers(eqn: JaxprEqn) -> bool:
@@ -347,6 +349,10 @@ def _bitcast_view(eqn: JaxprEqn, ins: list[str]) -> str:
 elementwise(lx.bitcast_convert_type_p, bitcast, ok=_same_width_numbers)
 register(lx.bitcast_convert_type_p, backend="cpu", library=_bitcast_view,
          library_ok=_same_width_numbers)
+# CUDA holds bfloat16 as uint16: narrow_floats' views between the two are the buffer itself
+register(lx.bitcast_convert_type_p, backend="cuda", library=cuda_driver.CudaDriver.bitcast,
+         library_ok=lambda e: dtypes.bfloat16 in (operand_dtype(e),
+                                                  np.dtype(e.params["new_dtype"])))
 elementwise(stop_gradient_p, template("{0}"), template("{0}"), cuda_complex=template("{0}"))
 
 # ----------------------------------------------------------------------------- bits (lax/bits.py)

@@ -1,8 +1,8 @@
 """Device functions generated CUDA kernels call as `sc.*`: the scalar helpers shared with the
 CPU (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign, float_to_int,
 float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz), compiled here,
-and CUDA's own below — float32 logistic and erf_inv, and the complex and special functions of
-complex.py and special.py."""
+and CUDA's own below — rounding to bfloat16, float32 logistic and erf_inv, and the complex
+and special functions of complex.py and special.py."""
 from __future__ import annotations
 
 import math
@@ -25,6 +25,19 @@ else:
     from numba.cuda import libdevice
 
     fdividef = libdevice.fast_fdividef  # __fdividef: 2 ulp while |b| is in [2**-126, 2**126]
+
+
+@cuda.jit(device=True)
+def round_to_bfloat16(x):
+    """float32 x rounded to bfloat16's values, ties to even, NaN to the quiet NaN of its sign
+    (the CPU's scalars.round_to_bfloat16, and ml_dtypes' cast): bfloat16 is a float32's upper
+    half, so the rounding is integer work on the bits."""
+    bits = np.float32(x).view(np.uint32)
+    if x != x:
+        return np.uint32((bits & np.uint32(0x80000000)) | np.uint32(0x7FC00000)).view(np.float32)
+    last_kept = (bits >> np.uint32(16)) & np.uint32(1)
+    rounded = np.uint32(bits + np.uint32(0x7FFF) + last_kept)
+    return np.uint32(rounded & np.uint32(0xFFFF0000)).view(np.float32)
 
 
 @cuda.jit(device=True)

@@ -9,8 +9,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)  # held on the device as its uint16 bits
 _INSTALL = "Install it with `pip install numbax[cuda]` (or `pip install numba-cuda`)."
 
 
@@ -247,8 +249,10 @@ def _alloc(cuda, size: int, dtype: np.dtype, shape: tuple[int, ...] | None = Non
 
 
 def to_device(value: np.ndarray) -> Any:
-    """A flat copy of a host array on the current device."""
+    """A flat copy of a host array on the current device (bfloat16 as its uint16 bits)."""
     value = np.asarray(value)
+    if value.dtype == BFLOAT16:
+        value = value.view(np.uint16)
     out = _alloc(get_cuda(), value.size, value.dtype, value.shape)  # unpooled: callers keep it
     if value.size:  # allocated first: a huge broadcast view fails before any host copy
         out.copy_to_device(np.ascontiguousarray(value).reshape(-1))
