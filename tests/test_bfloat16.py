@@ -236,3 +236,27 @@ def _close(got, want, where):
     else:
         tol = {"loss": 1e-3, "grad_w2": 3e-2, "w1": 3e-2}.get(where.rsplit(".", 1)[-1], 2 ** -7)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol / 16, err_msg=where)
+
+
+def test_gpu_rewrite_keeps_bfloat16_products_for_the_library():
+    """CUDA's rewrite (narrow_floats.Mode((bfloat16,), narrow_products=True), used where
+    cuBLAS is) leaves products on bfloat16 operands with a bfloat16 result, which the library
+    rounds from its float32 sums, and computes the rest in float32: the same values as the
+    program itself."""
+    from numbax._src import core
+    from numbax._src.compiler import narrow_floats
+    from numbax._src.lax import dot as ld
+
+    rng = np.random.default_rng(8)
+    a, b = (rng.normal(size=s).astype(BF16) for s in ((6, 5), (5, 4)))
+    closed = numbax.make_jaxpr(lambda x, y: jnp.tanh(x @ y) * 2)(a, b)
+    mode = narrow_floats.Mode((BF16,), narrow_products=True)
+    wide = narrow_floats.widen(closed.jaxpr, mode)
+    dots = [e for e in wide.eqns if e.primitive is ld.dot_general_p]
+    assert len(dots) == 1
+    assert [v.aval.dtype for v in (*dots[0].invars, *dots[0].outvars)] == [BF16] * 3
+    assert all(v.aval.dtype != BF16 for e in wide.eqns if e.primitive is not ld.dot_general_p
+               for v in e.invars if e.primitive.name != "bitcast_convert_type")
+    got = core.eval_jaxpr(wide, closed.consts, a, b)[0]
+    want = core.eval_jaxpr(closed.jaxpr, closed.consts, a, b)[0]
+    _same_bits(np.asarray(got), np.asarray(want))

@@ -194,10 +194,13 @@ class _Widener:
             if eqn.outvars[0].aval.dtype == BF16:  # rounding float32 back would quiet NaNs
                 self.bits_of[eqn.outvars[0]] = self.read(eqn.invars[0])
         elif self.mode.narrow_products and prim is ld.dot_general_p and all(
-                x.aval.dtype == BF16 and x.aval.size for x in eqn.invars):  # float32 sums
+                x.aval.dtype == BF16 and x.aval.size for x in eqn.invars):
+            # float32 sums, which the library rounds into a bfloat16 result itself
+            (v,) = eqn.outvars
             out = self.emit(prim, [self.read_narrow(x) for x in eqn.invars],
-                            {**params, "preferred_element_type": F32})[0]
-            outs = [self.round(out, BF16) if eqn.outvars[0].aval.dtype == BF16 else out]
+                            {**params, "preferred_element_type": v.aval.dtype})[0]
+            (self.narrow if v.aval.dtype == BF16 else self.env)[v] = out
+            return
         elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not _holds_program(eqn):
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], _wide_params(params))
             if prim not in _EXACT:
