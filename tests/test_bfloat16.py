@@ -260,3 +260,17 @@ def test_gpu_rewrite_keeps_bfloat16_products_for_the_library():
     got = core.eval_jaxpr(wide, closed.consts, a, b)[0]
     want = core.eval_jaxpr(closed.jaxpr, closed.consts, a, b)[0]
     _same_bits(np.asarray(got), np.asarray(want))
+
+
+def test_nextafter_steps_by_bfloat16s_ulp():
+    """nextafter's step is bfloat16's own (not float32's, which rounding back would undo):
+    it runs ml_dtypes' loop, eagerly and between compiled kernels."""
+    rng = np.random.default_rng(9)
+    x = np.concatenate([FINITE[rng.integers(0, len(FINITE), 2000)], np.zeros(4, BF16)])
+    y = np.concatenate([FINITE[rng.integers(0, len(FINITE), 2000)],
+                        np.array([1, -1, 0, 2], BF16)])
+    want = np.nextafter(x, y)
+    _same_bits(jnp.nextafter(x, y), want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the eager step between kernels
+        _same_bits(numbax.jit(lambda a, b: jnp.nextafter(a * 1, b))(x, y), want)

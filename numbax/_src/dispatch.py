@@ -21,6 +21,7 @@ from numbax._src.config import config
 from numbax._src.dtypes import kind_of
 from numbax._src.jit_run import run_executable
 from numbax._src.lax.convert import bitcast_convert_type_p
+from numbax._src.lax.elementwise import nextafter_p
 from numbax._src.sharding import api as sharding_api
 
 _GPU_CACHE: dict[tuple, Any] = {}
@@ -71,18 +72,23 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
 def _host_operands(args: list, primitive: core.Primitive, params: dict) -> tuple:
     """The impl's operands and params: bfloat16 operands and dtype params become float32, so
     every numpy implementation runs (numpy and scipy know no bfloat16) and computes as compiled
-    code does; apply_primitive rounds the results back to bfloat16. Bit casts keep their bits;
-    control flow keeps its operands (its body's equations are rounded one by one)."""
+    code does; apply_primitive rounds the results back to bfloat16. Bit casts and nextafter
+    run on bfloat16 itself; control flow keeps its operands (its body's equations are rounded
+    one by one)."""
     if not any(a.dtype == dtypes.bfloat16 for a in args) and not any(
             _is_bfloat16(v) for v in params.values()):
         return args, params
-    if primitive is bitcast_convert_type_p or any(
+    if primitive in _ON_BFLOAT16 or any(
             isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) or isinstance(v, tuple) and any(
                 isinstance(b, (core.Jaxpr, core.ClosedJaxpr)) for b in v)
             for v in params.values()):
         return args, params
     return ([a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args],
             {k: np.dtype(np.float32) if _is_bfloat16(v) else v for k, v in params.items()})
+
+
+# their results depend on bfloat16's own bits or precision: numpy's (ml_dtypes') loops run them
+_ON_BFLOAT16 = frozenset({bitcast_convert_type_p, nextafter_p})
 
 
 def _is_bfloat16(param: Any) -> bool:

@@ -13,8 +13,9 @@ backend refuses to compile float16), with exact conversions around it.
 bfloat16: eager execution computes every primitive on bfloat16 operands in float32 and rounds
 its bfloat16 results (dispatch.py: numpy and scipy know no bfloat16), so here every equation is
 rewritten the same way: float32 operands, dtype parameters of bfloat16 read as float32, one
-rounding per bfloat16 result (none after the exact primitives). Only bit casts and equations
-holding sub-programs other than cond/while/scan run eagerly on bfloat16 operands.
+rounding per bfloat16 result (none after the exact primitives); bit casts become shifts of
+the float32's bits. Only nextafter (whose step is bfloat16's) and equations holding
+sub-programs other than cond/while/scan run eagerly on bfloat16 operands.
 
 Program inputs and outputs keep their dtypes; the conversions at the boundary are exact."""
 from __future__ import annotations
@@ -201,7 +202,8 @@ class _Widener:
                             {**params, "preferred_element_type": v.aval.dtype})[0]
             (self.narrow if v.aval.dtype == BF16 else self.env)[v] = out
             return
-        elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not _holds_program(eqn):
+        elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not (
+                _holds_program(eqn) or prim is lx.nextafter_p):  # its step is bfloat16's
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], _wide_params(params))
             if prim not in _EXACT:
                 outs = [self.round(o, v.aval.dtype) if v.aval.dtype in self.mode.dtypes else o
