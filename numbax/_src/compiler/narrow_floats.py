@@ -52,6 +52,9 @@ _EXACT = frozenset({
     ls.squeeze_p, ls.rev_p, ls.slice_p, ls.concatenate_p, ls.pad_p, ls.copy_p,
     ix.dynamic_slice_p, ix.dynamic_update_slice_p, ix.gather_p, lr.reduce_max_p,
     lr.reduce_min_p, lr.argmax_p, lr.argmin_p, lr.cummax_p, lr.cummin_p})
+# moves of data: on bfloat16 values they move the bits
+_MOVES = frozenset({ls.broadcast_in_dim_p, ls.reshape_p, ls.transpose_p, ls.squeeze_p,
+                    ls.rev_p, ls.slice_p})
 _CONTROL = {cond_p: ("branches",), while_p: ("cond_jaxpr", "body_jaxpr"), scan_p: ("jaxpr",)}
 
 
@@ -72,6 +75,10 @@ def widen(jaxpr: Jaxpr, mode: Mode = CPU) -> Jaxpr:
     if not _has_narrow(jaxpr, mode.dtypes):
         return jaxpr
     w = _Widener(mode)
+    for v in [*jaxpr.constvars, *jaxpr.invars]:  # bits viewed up front: a view made at its
+        if v.aval.dtype == BF16 and BF16 in mode.dtypes:  # first use would cut the kernels
+            w.narrow[v] = v  # around it apart
+            w.bits(v)
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
     outvars = [w.read_narrow(x) if x.aval.dtype in mode.dtypes else w.read(x)
@@ -129,7 +136,9 @@ class _Widener:
         self.env: dict[Var, Any] = {}  # variables of other dtypes: their new variables
         self.wide: dict[Var, Any] = {}
         self.narrow: dict[Var, Any] = {}
-        self.bits_of: dict[Var, Any] = {}  # bfloat16 variables bit-cast from 16-bit integers
+        # bfloat16 variables' bits as uint16 (inputs, products, moves of those, bit casts):
+        # their float32 form is made from these, and a bit cast's output keeps them
+        self.bits_of: dict[Var, Any] = {}
 
     def read(self, x: Any) -> Any:
         """`x` as the rewritten program computes it (narrow values in float32)."""
@@ -139,10 +148,18 @@ class _Widener:
         if x.aval.dtype not in self.mode.dtypes:
             return self.env.get(x, x)
         if x not in self.wide:
-            narrow = self.narrow.get(x, x)
-            self.wide[x] = self._from_bits(self._view(narrow, U16)) if x.aval.dtype == BF16 \
-                else self.convert(narrow, F32)
+            if x.aval.dtype == BF16:
+                self.wide[x] = self._from_bits(self.bits(x))
+            else:
+                self.wide[x] = self.convert(self.narrow.get(x, x), F32)
         return self.wide[x]
+
+    def bits(self, x: Var) -> Var:
+        """The uint16 bits of the bfloat16 variable `x` (a view of its narrow form, made
+        once)."""
+        if x not in self.bits_of:
+            self.bits_of[x] = self._view(self.narrow.get(x, x), U16)
+        return self.bits_of[x]
 
     def read_narrow(self, x: Any) -> Any:
         """A narrow `x` in its own dtype (exact conversions of float32 forms)."""
@@ -193,14 +210,27 @@ class _Widener:
         elif prim is lconv.bitcast_convert_type_p and _is_bfloat16_bitcast(eqn):
             outs = [self._bitcast_bfloat16(eqn)]
             if eqn.outvars[0].aval.dtype == BF16:  # rounding float32 back would quiet NaNs
-                self.bits_of[eqn.outvars[0]] = self.read(eqn.invars[0])
+                bits = self.read(eqn.invars[0])
+                self.bits_of[eqn.outvars[0]] = bits if bits.aval.dtype == U16 else \
+                    self._view(bits, U16)
+        elif prim in _MOVES and bfloat16 and len(eqn.invars) == 1 and \
+                eqn.invars[0] not in self.wide and not isinstance(eqn.invars[0], Literal):
+            # a move of bfloat16 values moves their bits: the float32 form is made after it,
+            # in the kernel that reads it (a broadcast bias is not written out in float32)
+            (v,) = eqn.outvars
+            self.bits_of[v] = self.emit(prim, [self.bits(eqn.invars[0])], params)[0]
+            return
         elif self.mode.narrow_products and prim is ld.dot_general_p and all(
                 x.aval.dtype == BF16 and x.aval.size for x in eqn.invars):
             # float32 sums, which the library rounds into a bfloat16 result itself
             (v,) = eqn.outvars
             out = self.emit(prim, [self.read_narrow(x) for x in eqn.invars],
                             {**params, "preferred_element_type": v.aval.dtype})[0]
-            (self.narrow if v.aval.dtype == BF16 else self.env)[v] = out
+            if v.aval.dtype == BF16:  # its bits viewed here, beside the product
+                self.narrow[v] = out
+                self.bits(v)
+            else:
+                self.env[v] = out
             return
         elif prim in _ROUNDED or prim in _EXACT or bfloat16 and not (
                 _holds_program(eqn) or prim is lx.nextafter_p):  # its step is bfloat16's
