@@ -79,6 +79,8 @@ def encode(value: Any) -> Any:
         raise TypeError(f"program output {value!r} is not an array, number or string")
     if array.dtype.kind == "c":
         data = [array.real.ravel().tolist(), array.imag.ravel().tolist()]
+    elif str(array.dtype) == "bfloat16":  # ml_dtypes' scalars are not JSON numbers
+        data = array.astype(np.float32).ravel().tolist()
     else:
         data = array.ravel().tolist()
     return {"dtype": str(array.dtype), "shape": list(array.shape), "data": data}
@@ -95,7 +97,7 @@ def assert_matches(got: Any, want: Any, rtol: float, atol: float, where: str = "
             return
         assert got["dtype"] == want["dtype"], f"{where}: dtype {got['dtype']} != {want['dtype']}"
         assert got["shape"] == want["shape"], f"{where}: shape {got['shape']} != {want['shape']}"
-        inexact = np.dtype(want["dtype"]).kind in "fc"
+        inexact = want["dtype"] == "bfloat16" or np.dtype(want["dtype"]).kind in "fc"
         _assert_numbers(got["data"], want["data"], inexact, rtol, atol, where)
     elif isinstance(want, dict) and "raises" in want:
         assert isinstance(got, dict) and set(want["raises"]) <= set(got.get("raises", ())), \

@@ -186,3 +186,39 @@ def optax_mlp_classifier():
             "ce_matches": jnp.allclose(
                 optax.softmax_cross_entropy(x[:, :3], one_hot),
                 optax.softmax_cross_entropy_with_integer_labels(x[:, :3], labels))}
+
+
+@program("optax on bfloat16 parameters (mixed precision: bfloat16 weights and data, float32 "
+         "loss)", rtol=2e-2, atol=2e-3, needs=NEEDS, imports=("optax",))
+def optax_bfloat16_parameters():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    rng = np.random.default_rng(4)
+    params = {"w": jnp.asarray(rng.normal(size=(16, 4)), jnp.bfloat16),
+              "b": jnp.zeros(4, jnp.bfloat16)}
+    x = jnp.asarray(rng.normal(size=(32, 16)), jnp.bfloat16)
+    y = jnp.asarray(rng.normal(size=(32, 4)), jnp.float32)
+
+    def loss(p):
+        return jnp.mean(((x @ p["w"] + p["b"]).astype(jnp.float32) - y) ** 2)
+
+    out = {}
+    for name, opt in (("adam", optax.adam(1e-2)), ("sgd", optax.sgd(1e-2, momentum=0.9))):
+        state = opt.init(params)
+
+        @jax.jit
+        def step(p, s, opt=opt):
+            value, grads = jax.value_and_grad(loss)(p)
+            updates, s = opt.update(grads, s, p)
+            return optax.apply_updates(p, updates), s, value
+
+        p, losses = params, []
+        for _ in range(10):
+            p, state, value = step(p, state)
+            losses.append(value)
+        out[name] = {"losses": jnp.stack(losses), "w": p["w"],
+                     "state_dtypes": [str(leaf.dtype) for leaf in jax.tree.leaves(state)]}
+    return out
