@@ -1,7 +1,8 @@
-"""float16 and bfloat16 on the CPU: Numba's CPU target has neither (not even as an array
-element), so a program's float16 and bfloat16 values are carried as float32 and each result is
-rounded to its dtype's values (`round_to_float16`, `round_to_bfloat16`, lax/convert.py) right
-where eager execution rounds it.
+"""float16 and bfloat16 computed in float32: Numba's CPU target has neither (not even as an
+array element), so a program's float16 and bfloat16 values are carried as float32 and each
+result is rounded to its dtype's values (`round_to_float16`, `round_to_bfloat16`,
+lax/convert.py) right where eager execution rounds it. The CUDA backend, whose kernels compute
+float16, does the same for bfloat16 (`Mode`).
 
 float16: computing one +, -, *, /, sqrt of float16 operands in float32 and rounding once gives
 numpy's float16 result bit for bit (numpy computes them in float32 too, and float32 holds more
@@ -75,9 +76,11 @@ def widen(jaxpr: Jaxpr, mode: Mode = CPU) -> Jaxpr:
     if not _has_narrow(jaxpr, mode.dtypes):
         return jaxpr
     w = _Widener(mode)
-    for v in [*jaxpr.constvars, *jaxpr.invars]:  # bits viewed up front: a view made at its
-        if v.aval.dtype == BF16 and BF16 in mode.dtypes:  # first use would cut the kernels
-            w.narrow[v] = v  # around it apart
+    # bfloat16 inputs' bits viewed up front: a view (a driver step) made at a first use
+    # between two kernels would keep them from fusing
+    for v in [*jaxpr.constvars, *jaxpr.invars]:
+        if v.aval.dtype == BF16 and BF16 in mode.dtypes:
+            w.narrow[v] = v
             w.bits(v)
     for eqn in jaxpr.eqns:
         w.eqn(eqn)
@@ -164,12 +167,12 @@ class _Widener:
     def read_narrow(self, x: Any) -> Any:
         """A narrow `x` in its own dtype (exact conversions of float32 forms)."""
         if isinstance(x, Literal):  # numpy has no bfloat16 scalar to write into source
-            return self._view(self._bits(self.read(x)), BF16) if x.aval.dtype == BF16 else x
+            return self._view(self._upper_half(self.read(x)), BF16) if x.aval.dtype == BF16 else x
         if x not in self.narrow and x in self.bits_of:  # the bits as they are: NaN payloads
             self.narrow[x] = self._view(self.bits_of[x], BF16)
         if x not in self.narrow and x in self.wide:
             wide = self.wide[x]
-            self.narrow[x] = self._view(self._bits(wide), BF16) if x.aval.dtype == BF16 \
+            self.narrow[x] = self._view(self._upper_half(wide), BF16) if x.aval.dtype == BF16 \
                 else self.convert(wide, x.aval.dtype)
         return self.narrow.get(x, x)
 
@@ -253,7 +256,7 @@ class _Widener:
         (x,) = eqn.invars
         dst = np.dtype(eqn.params["new_dtype"])
         if dst != BF16:  # bfloat16 -> 16-bit integer
-            bits = self._bits(self.read(x))
+            bits = self._upper_half(self.read(x))
             return bits if dst == U16 else self._view(bits, dst)
         bits = self.read(x)
         return self._from_bits(bits if bits.aval.dtype == U16 else self._view(bits, U16))
@@ -266,7 +269,7 @@ class _Widener:
         upper = self.emit(lx.shift_left_p, [self.convert(bits, U32), _SIXTEEN], {})[0]
         return self.emit(lconv.bitcast_convert_type_p, [upper], {"new_dtype": F32})[0]
 
-    def _bits(self, wide: Any) -> Var:
+    def _upper_half(self, wide: Any) -> Var:
         """The uint16 upper half of the float32 `wide`, a bfloat16 value (rounded, or exact):
         its bfloat16 bits."""
         bits = self.emit(lconv.bitcast_convert_type_p, [wide], {"new_dtype": U32})[0]
