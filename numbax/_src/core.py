@@ -145,6 +145,16 @@ class ClosedJaxpr:
     __repr__ = __str__
 
 
+def jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
+    """The jaxprs an equation's params hold (closed ones unwrapped), not descending into them."""
+    for val in params.values():
+        for v in val if isinstance(val, tuple) else (val,):
+            if isinstance(v, Jaxpr):
+                yield v
+            elif isinstance(v, ClosedJaxpr):
+                yield v.jaxpr
+
+
 # ----------------------------------------------------------------------------- printing
 
 

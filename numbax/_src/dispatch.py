@@ -78,10 +78,7 @@ def _host_operands(args: list, primitive: core.Primitive, params: dict) -> tuple
     if not any(a.dtype == dtypes.bfloat16 for a in args) and not any(
             _is_bfloat16(v) for v in params.values()):
         return args, params
-    if primitive in _ON_BFLOAT16 or any(
-            isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) or isinstance(v, tuple) and any(
-                isinstance(b, (core.Jaxpr, core.ClosedJaxpr)) for b in v)
-            for v in params.values()):
+    if primitive in _ON_BFLOAT16 or next(core.jaxprs_in_params(params), None) is not None:
         return args, params
     return ([a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args],
             {k: np.dtype(np.float32) if _is_bfloat16(v) else v for k, v in params.items()})

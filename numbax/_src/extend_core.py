@@ -12,7 +12,15 @@ import numpy as np
 
 from numbax._src import core, dtypes, typecheck
 from numbax._src.array import Array
-from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Primitive, ShapedArray, Var
+from numbax._src.core import (  # noqa: F401 - jaxprs_in_params: jax.extend.core's name
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Primitive,
+    ShapedArray,
+    Var,
+    jaxprs_in_params,
+)
 from numbax._src.errors import ConcretizationTypeError, NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
@@ -198,16 +206,6 @@ def new_jaxpr_eqn(invars: Sequence[Any], outvars: Sequence[Var], primitive: Prim
             raise NumbaxTypeError(
                 f"new_jaxpr_eqn: invars has {type(x).__name__}, expected Var or Literal.")
     return JaxprEqn(primitive, list(invars), list(outvars), dict(params))
-
-
-def jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
-    """The jaxprs an equation's params hold (closed ones unwrapped), not descending into them."""
-    for val in params.values():
-        for v in val if isinstance(val, tuple) else (val,):
-            if isinstance(v, Jaxpr):
-                yield v
-            elif isinstance(v, ClosedJaxpr):
-                yield v.jaxpr
 
 
 def subjaxprs(jaxpr: Jaxpr) -> Iterator[Jaxpr]:

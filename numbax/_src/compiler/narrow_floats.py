@@ -92,14 +92,8 @@ def widen(jaxpr: Jaxpr, mode: Mode = CPU) -> Jaxpr:
 def touches(eqn: JaxprEqn, narrow: tuple = NARROW) -> bool:
     """Whether `eqn` (or a sub-jaxpr in its params) has an operand or result of a `narrow`
     dtype."""
-    if any(v.aval.dtype in narrow for v in (*eqn.invars, *eqn.outvars)):
-        return True
-    for p in eqn.params.values():
-        for sub in p if isinstance(p, tuple) else (p,):
-            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
-            if isinstance(jaxpr, Jaxpr) and any(touches(e, narrow) for e in jaxpr.eqns):
-                return True
-    return False
+    return any(v.aval.dtype in narrow for v in (*eqn.invars, *eqn.outvars)) or any(
+        touches(e, narrow) for sub in core.jaxprs_in_params(eqn.params) for e in sub.eqns)
 
 
 def _has_narrow(jaxpr: Jaxpr, narrow: tuple) -> bool:
@@ -123,8 +117,7 @@ def _is_bfloat16_bitcast(eqn: JaxprEqn) -> bool:
 
 
 def _holds_program(eqn: JaxprEqn) -> bool:
-    return any(isinstance(s, (Jaxpr, ClosedJaxpr)) for p in eqn.params.values()
-               for s in (p if isinstance(p, tuple) else (p,)))
+    return next(core.jaxprs_in_params(eqn.params), None) is not None
 
 
 class _Widener:

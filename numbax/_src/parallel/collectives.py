@@ -391,22 +391,13 @@ def install() -> None:
     core.impl_rules.update(WORKER_IMPLS)
 
 
-def _sub_jaxprs(eqn: core.JaxprEqn):
-    for value in eqn.params.values():
-        for sub in value if isinstance(value, tuple) else (value,):
-            if isinstance(sub, core.ClosedJaxpr):
-                sub = sub.jaxpr
-            if isinstance(sub, core.Jaxpr):
-                yield sub
-
-
 def collective_axes(jaxpr: core.Jaxpr) -> set[tuple]:
     """The mesh axes (as tuples of names) the collectives of `jaxpr` exchange over."""
     found = set()
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.primitive is not parallel.axis_index_p:
             found.add(_names(eqn.params["axis_name"]))
-        for sub in _sub_jaxprs(eqn):
+        for sub in core.jaxprs_in_params(eqn.params):
             found |= collective_axes(sub)
     return found
 
@@ -417,7 +408,7 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.invars:
             best = max(best, sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars))
-        for sub in _sub_jaxprs(eqn):
+        for sub in core.jaxprs_in_params(eqn.params):
             best = max(best, collective_bytes(sub))
     return best
 
@@ -438,7 +429,7 @@ def large_reductions(jaxpr: core.Jaxpr) -> list[tuple[tuple, int]]:
                 by_dtype[v.aval.dtype] = by_dtype.get(v.aval.dtype, 0) + nbytes
             found += [(_names(eqn.params["axis_name"]), nbytes) for nbytes in by_dtype.values()
                       if nbytes >= CHUNKED_REDUCE_BYTES]
-        for sub in _sub_jaxprs(eqn):
+        for sub in core.jaxprs_in_params(eqn.params):
             found += large_reductions(sub)
     return found
 
@@ -491,5 +482,5 @@ def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:
 
 
 def has_collectives(jaxpr: core.Jaxpr) -> bool:
-    return any(eqn.primitive in WORKER_IMPLS or any(has_collectives(s) for s in _sub_jaxprs(eqn))
-               for eqn in jaxpr.eqns)
+    return any(eqn.primitive in WORKER_IMPLS or any(
+        has_collectives(s) for s in core.jaxprs_in_params(eqn.params)) for eqn in jaxpr.eqns)

@@ -27,18 +27,9 @@ def _inner_axes(jaxpr: core.Jaxpr) -> frozenset:
     for eqn in jaxpr.eqns:
         if eqn.primitive in _VARYING:
             axes |= _names(eqn.params["axis_name"])
-        for sub in _subs(eqn):
+        for sub in core.jaxprs_in_params(eqn.params):
             axes |= _inner_axes(sub)
     return axes
-
-
-def _subs(eqn: core.JaxprEqn):
-    for value in eqn.params.values():
-        for sub in value if isinstance(value, tuple) else (value,):
-            if isinstance(sub, core.ClosedJaxpr):
-                yield sub.jaxpr
-            elif isinstance(sub, core.Jaxpr):
-                yield sub
 
 
 def spec_axes(spec: PartitionSpec, ndim: int, manual: frozenset) -> frozenset:
@@ -57,7 +48,7 @@ def propagate(eqns: Sequence[core.JaxprEqn], vary: dict, manual: frozenset) -> d
         elif eqn.primitive in _VARYING:
             out = ins | _names(eqn.params["axis_name"])
         else:
-            out = ins.union(*[_inner_axes(sub) for sub in _subs(eqn)])
+            out = ins.union(*[_inner_axes(sub) for sub in core.jaxprs_in_params(eqn.params)])
         for o in eqn.outvars:
             vary[o] = out & manual
     return vary

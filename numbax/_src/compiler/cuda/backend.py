@@ -71,10 +71,8 @@ def _bfloat16_left(jaxpr: core.Jaxpr) -> str | None:
                 getattr(v.aval, "dtype", None) == dtypes.bfloat16
                 for v in (*eqn.invars, *eqn.outvars)):
             return eqn.primitive.name
-        for p in eqn.params.values():
-            for sub in p if isinstance(p, tuple) else (p,):
-                inner = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
-                name = _bfloat16_left(inner) if isinstance(inner, core.Jaxpr) else None
-                if name is not None:
-                    return name
+        for sub in core.jaxprs_in_params(eqn.params):
+            name = _bfloat16_left(sub)
+            if name is not None:
+                return name
     return None
