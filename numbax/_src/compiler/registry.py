@@ -63,6 +63,10 @@ class Monoid:
     widens: bool = False  # accumulates float32 in float64 and small integers in 64 bits
     reassociates: bool = False  # a float sum/product: lanes and chunks may reorder it
     selects: bool = False  # max/min: the result is one of the operands (NaN flags, ties)
+    # CPU row passes may add a block of float32 operands in float32 lanes and widen each
+    # block's partial once (sums only: a block's float32 product can underflow where the wide
+    # accumulator would not)
+    blocks: bool = False
     # CPU: the accumulator update inside vectorised row passes (reduce_ops helpers), and the
     # in-place operator of a prange reduction (Numba recognises `acc += v`)
     row_update: Callable[[str, str], str] | None = None

@@ -272,3 +272,36 @@ def test_sum_of_exp_pass_vectorises_in_llvm_ir():
     ir = "\n".join(ns["kernel_serial"].inspect_llvm().values())
     assert re.search(r"<\d+ x double>", ir)  # vector lanes (SSE2 at least on x86-64)
     assert not re.search(r"call .*@(llvm\.)?exp(\.f64)?\(", ir)  # no scalar libm exp
+
+
+# ----------------------------------------------------------------------------- float32 blocks
+
+
+@pytest.mark.parametrize("n", [1, loops.BLOCK - 1, loops.BLOCK, loops.BLOCK + 1,
+                               3 * loops.BLOCK + 7, 2**18 + 1234])
+def test_float32_sums_in_blocks_count_every_element_once(n, monkeypatch):
+    # integer-valued floats sum exactly in float32 in any order: the result shows whether a
+    # block boundary (or a parallel chunk's) dropped or repeated an element
+    monkeypatch.setattr(loops, "PAR_REDUCE_THREADS", 2)
+    x = RNG.integers(-100, 101, n).astype(np.float32)
+    x[-1] = 1000.0
+    rows = np.stack([x, -x, x * 2])
+    total = numbax.jit(jnp.sum)
+    per_row = numbax.jit(lambda v: jnp.sum(v, axis=-1))
+    assert np.asarray(total(x)) == np.float32(x.astype(np.float64).sum())
+    np.testing.assert_array_equal(np.asarray(per_row(rows)),
+                                  rows.astype(np.float64).sum(-1).astype(np.float32))
+
+
+def test_float32_sums_add_blocks_in_float32_and_widen_each_block():
+    x = RNG.normal(size=(300, 5000)).astype(np.float32) * 1e3 + 1e4  # large, far from zero
+    f = numbax.jit(lambda v: (jnp.sum(v, axis=-1), jnp.sum(jnp.exp(v / 1e4))))
+    text = f.lower(x).as_text()
+    assert "for blk in range(" in text and "np.float64(acc0b)" in text
+    rows, total = (np.asarray(r) for r in f(x))
+    exact = x.astype(np.float64).sum(-1)
+    assert np.abs(rows - exact).max() <= 4 * np.spacing(np.float32(exact.max()))
+    np.testing.assert_allclose(total, np.exp(x.astype(np.float64) / 1e4).sum(), rtol=1e-6)
+    for g in (lambda v: jnp.sum(v.astype(np.float64)), lambda v: jnp.prod(v, axis=-1),
+              jnp.max):  # float64 sums, products and max keep their one accumulator
+        assert "for blk in range(" not in numbax.jit(g).lower(x).as_text()

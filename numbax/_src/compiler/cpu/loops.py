@@ -39,6 +39,12 @@ COLUMN_CHUNK = 64
 COLUMN_PAR_CHUNKS = 16
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
+# Float32 sums in row passes add BLOCK operands in float32 vector lanes, then widen the block's
+# partial into the float64 accumulator: a float64 accumulator alone makes LLVM vectorise the
+# whole pass 8 wide, halving exp's throughput (1M exp-sums on one VM core: 348 -> 218 us;
+# a plain 1e7 sum 900 -> 741 us). Each float32 lane adds BLOCK/16 operands, as few as
+# numpy's pairwise sum does per partial.
+BLOCK = 1024
 LANES_BODY_MAX = 64  # lanes x equations in a pass body at most (longer bodies, fewer lanes)
 # Kernel outputs of this many bytes reuse the driver's previous buffer once the caller has
 # dropped it (kernels.take): fresh pages of a large np.empty are faulted and zeroed.
@@ -48,7 +54,7 @@ POOL_MAX_BYTES = 2**28
 CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("parallel_min_ns", threads.PARALLEL_MIN_NS),
                   ("fastmath", "reduce_ops accumulators, fm Horner contract"), ("row_groups", 1),
-                  ("f32_sum_acc", "float64"),
+                  ("f32_sum_acc", "float64", "float32 blocks", BLOCK),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
                   ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS),

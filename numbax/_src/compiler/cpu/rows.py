@@ -165,11 +165,26 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
                 body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
                      seed=seed, no_store=no_store, nans=nans, stash=store_here)
             lo = "stop"
+        blocked = [e for e in reductions if _blocks(e)] if lanes == 1 else []
+        loop_accs = {**accs, **{e.outvars[0]: f"{accs[e.outvars[0]]}b" for e in blocked}}
+        if blocked:  # unsigned bounds, as for chunks: a signed block start blocks vectorising
+            block = f"np.uint64({loops.BLOCK})"
+            lines.append(f"{inner}for blk in range(np.uint64({lo}), np.uint64({hi}), {block}):")
+            inner += "    "
+            for e in blocked:
+                dtype = e.invars[0].aval.dtype
+                lines.append(f"{inner}{loop_accs[e.outvars[0]]} = "
+                             f"{render_scalar(monoid(e).identity(dtype), dtype)}")
+            lo, hi = "blk", f"min(blk + {block}, np.uint64({hi}))"
         bounds_text = hi if lo == "0" else f"{lo}, {hi}"
         lines.append(f"{inner}for {idx[last]} in range({bounds_text}):")
         lines.extend(f"{inner}    {line}" for line in reload)
-        body(k, idx, False, accs, lines, inner + "    ", False, eqns=again + eqns,
+        body(k, idx, False, loop_accs, lines, inner + "    ", False, eqns=again + eqns,
              seed=seed, no_store=no_store, nans=nans, stash=store_here)
+        for e in blocked:
+            out = e.outvars[0]
+            widened = cast(acc_dtype(e), loop_accs[out])
+            lines.append(inner + monoid(e).row_update(accs[out], widened))
         for la in lane_accs[1:]:  # tree-free serial combine of the lanes into lane 0
             for e in reductions:
                 out = e.outvars[0]
@@ -291,6 +306,13 @@ def _plain(reductions: list[JaxprEqn]) -> bool:
     """Whether a pass's accumulators vectorise as they are: sums/products of floats (rd.add)."""
     return all(monoid(e).reassociates and e.invars[0].aval.dtype.kind in "fc"
                for e in reductions)
+
+
+def _blocks(e: JaxprEqn) -> bool:
+    """Whether a reduction adds blocks of operands at their own width before widening
+    (loops.BLOCK): float sums whose accumulator is wider than the operands."""
+    dtype = e.invars[0].aval.dtype
+    return monoid(e).blocks and dtype.kind == "f" and acc_dtype(e) != dtype
 
 
 def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:

@@ -46,7 +46,7 @@ def _ordered(float_form: str, int_form: str):
 # CUDA's combine the same values with inline expressions (_CUDA below).
 MONOIDS = {
     lr.reduce_sum_p: Monoid(lambda dt: 0, lambda a, b, dt: f"{a} + {b}", widens=True,
-                            reassociates=True, row_update=_rd("add"),
+                            reassociates=True, blocks=True, row_update=_rd("add"),
                             inplace="+="),
     lr.reduce_prod_p: Monoid(lambda dt: 1, lambda a, b, dt: f"{a} * {b}", widens=True,
                              reassociates=True, row_update=_rd("mul"),
