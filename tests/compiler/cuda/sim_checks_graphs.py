@@ -317,3 +317,20 @@ def graphs_shared_by_threads():
             t.join()
         assert not errors, errors
         assert counts.captures == 1 and counts.launches >= 2, vars(counts)
+
+
+@check
+def graphs_copies_every_buffer_whole():
+    """The one-launch copy a replay uses for its inputs and outputs (graphs.Copies): buffers of
+    several sizes and dtypes, an empty one skipped, each copied whole and nothing past it."""
+    sizes = [1, 0, 300, 7, 1025]
+    dtypes = [np.float32, np.float32, np.int64, np.uint8, np.float64]
+    srcs = [(RNG.normal(size=n) * 100).astype(dt) for n, dt in zip(sizes, dtypes)]
+    dst_host = [np.full(n + 3, 77, dt) for n, dt in zip(sizes, dtypes)]
+    dsts = [cuda_runtime.to_device(d) for d in dst_host]
+    graphs.Copies(sizes)([d[:n] for d, n in zip(dsts, sizes)],
+                         [cuda_runtime.to_device(s) for s in srcs])
+    for d, s, n in zip(dsts, srcs, sizes):
+        got = cuda_runtime.to_host(d, (n + 3,))
+        np.testing.assert_array_equal(got[:n], s)
+        np.testing.assert_array_equal(got[n:], 77)  # past the copied size: untouched

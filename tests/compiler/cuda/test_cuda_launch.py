@@ -1,7 +1,7 @@
 """cuda_launch.launcher against a fake numba-cuda dispatcher: the first two launches go
 through `dispatcher[grid, block](*args)` (the second recording how it calls the overload's
 `launch`), later ones call that `launch` directly with the recorded arguments, unless the
-argument types differ, there are several overloads, the direct call is rejected, or FAST is
+argument types differ, several overloads have them, the direct call is rejected, or FAST is
 off."""
 from __future__ import annotations
 
@@ -30,9 +30,12 @@ class _Kernel:
 
 
 class _Dispatcher:
-    def __init__(self, n_overloads: int = 1, types=("f32[:]", "f32[:]")) -> None:
+    def __init__(self, n_overloads: int = 1, types=("f32[:]", "f32[:]"),
+                 other_types=None) -> None:
         self.overloads = {}
         self.kernels = [_Kernel(types) for _ in range(n_overloads)]
+        if other_types is not None:
+            self.kernels.append(_Kernel(other_types))
         self.slow = 0
 
     def typeof_pyval(self, value):
@@ -43,7 +46,9 @@ class _Dispatcher:
             self.slow += 1
             for q, k in enumerate(self.kernels):
                 self.overloads[q] = k
-            k = self.kernels[0]
+            wanted = tuple(self.typeof_pyval(a) for a in args)
+            k = next((k for k in self.kernels if tuple(k.argument_types) == wanted),
+                     self.kernels[0])
             k.in_ordinary = True
             k.launch(args, ("grid", config[0]), ("block", config[1]), STREAM, 0)
             k.in_ordinary = False
@@ -78,6 +83,20 @@ def test_mismatched_types_or_several_overloads_stay_ordinary():
     for _ in range(4):
         go2(1.0, 2.0)
     assert d2.slow == 4
+
+
+def test_overloads_of_other_types_do_not_keep_a_launcher_ordinary():
+    # one kernel serving float32 and int64 buffers (graphs.py's copies): each launcher goes
+    # direct through the overload of its own argument types
+    d = _Dispatcher(other_types=("i64[:]", "i64[:]"))
+    floats = cuda_launch.launcher(d, 1, 32)
+    ints = cuda_launch.launcher(d, 1, 32)
+    for q in range(4):
+        floats(float(q), 2.0)
+        ints(q, 2)
+    assert d.slow == 4  # two ordinary launches each, then direct ones
+    assert [c[0] for c in d.kernels[0].calls] == [(float(q), 2.0) for q in range(4)]
+    assert [c[0] for c in d.kernels[1].calls] == [(q, 2) for q in range(4)]
 
 
 def test_rejected_direct_call_falls_back_once_and_for_good():

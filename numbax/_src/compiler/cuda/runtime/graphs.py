@@ -150,7 +150,7 @@ class Copies:
         self.launch = None
         if self.used:
             cfg = Config(memory.simulator_enabled())
-            kernel = _copy_kernel(len(self.used), cfg)
+            kernel = _copy_kernel([sizes[q] for q in self.used], cfg)
             self.launch = launcher(kernel, cfg.blocks(max(sizes)), cfg.threads)
 
     def __call__(self, dsts: Sequence[Any], srcs: Sequence[Any]) -> None:
@@ -158,12 +158,17 @@ class Copies:
             self.launch(*[srcs[q] for q in self.used], *[dsts[q] for q in self.used])
 
 
-def _copy_kernel(n: int, cfg: Config) -> Any:
-    """The @cuda.jit kernel copying s0..s{n-1} into d0..d{n-1}, grid-stride."""
+def _copy_kernel(sizes: Sequence[int], cfg: Config) -> Any:
+    """The @cuda.jit kernel copying s0..s{n-1} into d0..d{n-1} (of these sizes), grid-stride.
+    The sizes are literals and the indices unsigned, as in the generated elementwise kernels:
+    `range(i, s.size, step)` computed its trip count with a 64-bit division per buffer and
+    thread, and the MLP step's input copy (15.6 MB in 8 buffers) took 42.6 µs on an H200."""
+    n = len(sizes)
     names = [f"s{q}" for q in range(n)] + [f"d{q}" for q in range(n)]
-    body = "".join(f"    for j in range(i, s{q}.size, step):\n        d{q}[j] = s{q}[j]\n"
-                   for q in range(n))
-    source = ("from numba import cuda\n\n\n@cuda.jit\n"
+    body = "".join(f"    j = i\n    while j < {size}:\n"
+                   f"        d{q}[np.uint64(j)] = s{q}[np.uint64(j)]\n        j += step\n"
+                   for q, size in enumerate(sizes))
+    source = ("import numpy as np\nfrom numba import cuda\n\n\n@cuda.jit\n"
               f"def kernel({', '.join(names)}):\n"
               "    i = cuda.grid(1)\n    step = cuda.gridsize(1)\n" + body)
     return cache.load_module(source, "cuda", cfg.key()).kernel
