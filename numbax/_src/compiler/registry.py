@@ -110,6 +110,9 @@ class Lowering:
     library: Callable[..., Any] | None = None
     library_ok: EqnPredicate | None = None
     inline: str | None = None
+    # a few instructions on every backend (integer and float arithmetic, conversions, moves):
+    # a later kernel recomputes it rather than read its stored result (fusion.rematerialize)
+    cheap: bool = False
 
 
 _FIELDS = frozenset(f.name for f in fields(Lowering))
@@ -158,6 +161,12 @@ def fusion_kind(prim: Primitive) -> Fusion | None:
     """How `prim` joins loop nests on every backend (None: it never does)."""
     entry = _neutral.get(prim)
     return entry.fusion if entry is not None else None
+
+
+def cheap(prim: Primitive) -> bool:
+    """Whether `prim` costs a few instructions an element on every backend (neutral entry)."""
+    entry = _neutral.get(prim)
+    return entry is not None and entry.cheap
 
 
 def inline_param(prim: Primitive) -> str | None:

@@ -383,3 +383,14 @@ for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.
               lx.log_p, lx.log1p_p, lx.expm1_p, lx.sqrt_p, lx.rsqrt_p, lx.pow_p, lx.square_p):
     register(_prim, backend="cpu", scalar_ok=no_complex,
              array=_real_array(lowering(_prim, "cpu").array))
+
+
+# A few instructions an element on every backend: a later kernel recomputes them instead of
+# reading their stored results (fusion.rematerialize). Division, transcendental functions and
+# rounding helpers are not: recomputing costs more than the bytes it saves.
+for _prim in (lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.neg_p, lx.square_p, lx.abs_p,
+              lx.max_p, lx.min_p, lx.select_n_p, lx.convert_element_type_p,
+              lx.bitcast_convert_type_p, lx.shift_left_p, lx.shift_right_logical_p,
+              lx.shift_right_arithmetic_p, lx.and_p, lx.or_p, lx.xor_p, lx.not_p, lx.eq_p,
+              lx.ne_p, lx.lt_p, lx.le_p, lx.gt_p, lx.ge_p, stop_gradient_p):
+    register(_prim, cheap=True)
