@@ -210,7 +210,8 @@ class _Widener:
                 self.bits_of[eqn.outvars[0]] = bits if bits.aval.dtype == U16 else \
                     self._view(bits, U16)
         elif prim in _MOVES and bfloat16 and len(eqn.invars) == 1 and \
-                eqn.invars[0] not in self.wide and not isinstance(eqn.invars[0], Literal):
+                not isinstance(eqn.invars[0], Literal) and (
+                    eqn.invars[0] in self.bits_of or eqn.invars[0] not in self.wide):
             # a move of bfloat16 values moves their bits: the float32 form is made after it,
             # in the kernel that reads it (a broadcast bias is not written out in float32)
             (v,) = eqn.outvars
@@ -234,6 +235,13 @@ class _Widener:
             if prim not in _EXACT:
                 outs = [self.round(o, v.aval.dtype) if v.aval.dtype in self.mode.dtypes else o
                         for v, o in zip(eqn.outvars, outs, strict=True)]
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                if v.aval.dtype == BF16 and BF16 in self.mode.dtypes:
+                    # read through its bits: a later kernel reading it gets the 16 bits and
+                    # recomputes the float32 (fusion.rematerialize), half the bytes
+                    self.bits_of[v] = self._upper_half(o)
+                    self.wide[v] = self._from_bits(self.bits_of[v])
+            outs = [self.wide.get(v, o) for v, o in zip(eqn.outvars, outs, strict=True)]
         else:  # through the eager impl, on narrow operands
             ins = [self.read_narrow(x) if x.aval.dtype in self.mode.dtypes else self.read(x)
                    for x in eqn.invars]
