@@ -276,3 +276,30 @@ def test_nextafter_steps_by_bfloat16s_ulp():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the eager step between kernels
         _same_bits(numbax.jit(lambda a, b: jnp.nextafter(a * 1, b))(x, y), want)
+
+
+@pytest.mark.parametrize("narrow_products", [False, True])
+def test_values_cross_kernels_as_their_bits(narrow_products):
+    """A bfloat16 value made before a product and read after it is stored as its 16 bits and
+    widened by the kernel reading it (fusion.rematerialize), on the CPU and under the GPU's
+    rewrite; the results are the eager ones."""
+    from numbax._src.compiler import fusion, narrow_floats, pipeline
+    from numbax._src.compiler.api import get_backend
+    from numbax._src.compiler.ir import LoopNest
+
+    def f(x, w):
+        y = jnp.tanh(x)
+        d = 1 - y * y  # made beside y, read only after the product
+        return (y @ w) * d
+
+    rng = np.random.default_rng(11)
+    x, w = (rng.normal(size=s).astype(BF16) for s in ((64, 32), (32, 32)))
+    jaxpr = pipeline.prepare(numbax.make_jaxpr(f)(x, w).jaxpr)
+    jaxpr = narrow_floats.widen(jaxpr, narrow_floats.Mode((BF16,), narrow_products))
+    nodes = fusion.partition(jaxpr, get_backend("cpu").fusible)
+    first = next(n for n in nodes if isinstance(n, LoopNest))
+    crossing = sorted(v.aval.dtype.name for v in first.outputs if v.aval.shape == (64, 32))
+    # d crosses as bits; y too where cuBLAS reads bfloat16, as float32 for the CPU's product
+    assert crossing == (["uint16", "uint16"] if narrow_products else ["float32", "uint16"])
+    eager = f(jnp.asarray(x), jnp.asarray(w))
+    _same_bits(numbax.jit(f)(x, w), eager)
