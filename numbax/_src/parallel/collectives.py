@@ -4,16 +4,17 @@ as the impls of the lax collective primitives in worker processes only.
 The devices of a call form a mesh (pmap: one axis). A collective over some mesh axes runs in
 groups: the devices that agree on every other axis. Each device writes its operand to its own
 slot of a shared scratch block, waits at its group's barrier (run by the parent, pool.py),
-reads its group's slots in group order (so all members agree bit for bit) and waits again
-before the slots may be reused. Elementwise reductions (psum, pmax, pmin) of
-CHUNKED_REDUCE_BYTES and more instead reduce-scatter: each member reduces one n-th of the
-elements over the group's operands, so n members move about 2n operands' worth of memory
-instead of n². A lone operand that already lies in shared memory (an input block, an earlier
-result) is read where it lies, others are staged in the slot. The reduction lands in the call's
-result arena (a block the parent sizes for every large reduction of the program, so a result
-stays valid for the rest of the call), and every member returns a view of it: no copy, and no
-third barrier; a replicated output that is such a view becomes the call's result as it is
-(worker.py, spmd.py). When the arena is used up (a reduction in a loop) or the group spans
+reads its group's slots in group order (so all members agree bit for bit); the barrier that
+frees the slots again is put off to the next collective, which skips it when it exchanges over
+the same group through the other half of the slots (Comm.exchange). Elementwise reductions
+(psum, pmax, pmin) of CHUNKED_REDUCE_BYTES and more instead reduce-scatter: each member reduces
+one n-th of the elements over the group's operands, so n members move about 2n operands' worth
+of memory instead of n². A lone operand that already lies in shared memory (an input block, an
+earlier result) is read where it lies, others are staged in the slot. The reduction lands in
+the call's result arena (a block the parent sizes for every large reduction of the program, so
+a result stays valid for the rest of the call), and every member returns a view of it: no copy,
+and no third barrier; a replicated output that is such a view becomes the call's result as it
+is (worker.py, spmd.py). When the arena is used up (a reduction in a loop) or the group spans
 processes, the reduction lands in the first member's slot instead, which every member copies
 before the slots are reused."""
 from __future__ import annotations
@@ -75,6 +76,11 @@ class Comm:
         self.notes = notes  # uint8[n_ranks, NOTE_BYTES], or None: operands always staged
         self.attachments = attachments  # the worker's shm.Attachments (segments by name)
         self._groups: dict[tuple, Group] = {}
+        # an exchange's closing barrier (its slots read by all) is put off to the next
+        # collective, which skips it when it exchanges over the same group through the other
+        # half of the slots (`_half`); the call's end needs none, the parent waits for all
+        self._deferred: Group | None = None
+        self._half = 0
 
     def group(self, api: str, axis_name: Any) -> Group:
         """This device's group over `axis_name` (several names: row-major over them, as JAX
@@ -105,12 +111,6 @@ class Comm:
     def _slot(self, rank: int, nbytes: int) -> np.ndarray:
         return self.scratch[rank, :nbytes]
 
-    def _put(self, x: np.ndarray) -> np.ndarray:
-        raw = x.reshape(-1).view(np.uint8)
-        self._check_fits(raw.size)
-        self._slot(self.rank, raw.size)[...] = raw
-        return raw
-
     def _check_fits(self, nbytes: int) -> None:
         if nbytes > self.scratch.shape[1]:
             raise RuntimeError(
@@ -120,18 +120,41 @@ class Comm:
 
     def exchange(self, api: str, axis_name: Any, x: np.ndarray, combine) -> np.ndarray:
         """combine(list of every group member's x, in group order) -> the result, computed
-        between two barriers (the first gathers other processes' slots into this one's)."""
+        after one barrier (which gathers other processes' slots into this one's first).
+
+        Within one process, an operand that fits half a slot goes to the half the last
+        exchange did not use, and the barrier that frees the slots waits for the next
+        collective (`_settle`): exchanges in a row over one group cost one barrier each
+        (a member writes a half again only after the barrier of the exchange between, which
+        every reader of that half reached after reading it). Otherwise the slots are freed
+        by a second barrier here."""
         group = self.group(api, axis_name)
         x = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-        raw = self._put(x)
+        raw = x.reshape(-1).view(np.uint8)
+        half = self.scratch.shape[1] // 2 // 64 * 64
+        halves = not group.spans and raw.size <= half
+        self._settle(group if halves else None)
+        at = self._half * half if halves else 0
+        self._check_fits(at + raw.size)
+        self.scratch[self.rank, at:at + raw.size] = raw
         self.wait(group, ("allgather", group.key, raw.size) if group.spans else None)
         try:
-            parts = [self._slot(r, raw.size).view(x.dtype).reshape(x.shape)
+            parts = [self.scratch[r, at:at + raw.size].view(x.dtype).reshape(x.shape)
                      for r in group.members]
             out = np.array(combine(parts))
         finally:
-            self.wait(group)
+            if halves:
+                self._deferred, self._half = group, 1 - self._half
+            else:
+                self.wait(group)
         return out
+
+    def _settle(self, group: Group | None = None) -> None:
+        """Runs the barrier the last exchange put off (the slots it wrote are then free),
+        unless `group` is that exchange's group (the caller uses the other half)."""
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None and deferred is not group:
+            self.wait(deferred)
 
     def reduce_elementwise(self, api: str, axis_name: Any, xs: list[np.ndarray],
                            op: str) -> list[np.ndarray]:
@@ -151,6 +174,7 @@ class Comm:
                 [x.reshape(-1) for x in xs])
             total = self.exchange(api, axis_name, flat, lambda ps: _reduce(op, ps))
             return _split(total, xs)
+        self._settle()  # the slots and notes are written next
         nbytes = self._publish(group, xs)
         area = None if group.spans else self._result_area(group, nbytes)
         return _split(self._reduce_scatter(group, op, dtype, size, nbytes, area), xs)
@@ -400,6 +424,13 @@ def collective_axes(jaxpr: core.Jaxpr) -> set[tuple]:
         for sub in core.jaxprs_in_params(eqn.params):
             found |= collective_axes(sub)
     return found
+
+
+def slot_bytes(nbytes: int) -> int:
+    """Each device's slot for collectives whose largest operand has `nbytes`: room for it,
+    twice over when it is small (exchanges in a row alternate halves, Comm.exchange)."""
+    nbytes = shm.aligned(nbytes)
+    return 2 * nbytes if nbytes < CHUNKED_REDUCE_BYTES else nbytes
 
 
 def collective_bytes(jaxpr: core.Jaxpr) -> int:

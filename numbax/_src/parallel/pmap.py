@@ -71,7 +71,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
     static_argnums = api._as_tuple(static_broadcasted_argnums)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    cache: dict[tuple, _Entry | None] = {}
+    cache: dict[tuple, tuple[_Entry, Mesh]] = {}
 
     @functools.wraps(fun)
     def pmap_f(*args, **kwargs):
@@ -91,13 +91,14 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         size = _mapped_size(args_flat, in_dims, None if across else axis_size)
         devs = _pick_devices(devices, size, across, axis_size)
         name = INTERNAL_AXIS if axis_name is None else axis_name
-        mesh = Mesh(np.array(devs, dtype=object), (name,))
         in_avals = [core.get_aval(x) for x in args_flat]
         key = (in_tree, tuple(in_avals), tuple(in_dims), static, size,
                tuple(d.id for d in devs), config.trace_context())
-        if key not in cache:
-            cache[key] = _trace(f, in_tree, in_avals, in_dims, mesh, out_axes)
-        entry = cache[key]
+        found = cache.get(key)
+        if found is None:  # the mesh is kept with the trace: one per devices, made once
+            mesh = Mesh(np.array(devs, dtype=object), (name,))
+            found = cache[key] = (_trace(f, in_tree, in_avals, in_dims, mesh, out_axes), mesh)
+        entry, mesh = found
         params = dict(jaxpr=entry.jaxpr, mesh=mesh, in_specs=entry.in_specs,
                       out_specs=entry.out_specs, check_vma=False,
                       manual_axes=frozenset({name}), api="pmap")

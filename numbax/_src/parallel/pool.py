@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import multiprocessing.connection as mpc
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -180,6 +181,13 @@ class _Exchange:
 
     def run(self) -> dict[int, Any]:
         workers = self.pool._workers
+        # one poll set for the whole request (mpc.wait built a selector on every wake-up)
+        poller = select.poll()
+        by_fd = {}
+        for i in self.messages:
+            by_fd[workers[i].conn.fileno()] = i
+        for fd in by_fd:
+            poller.register(fd, select.POLLIN)
         for i, msg in self.messages.items():
             workers[i].send(msg)
         last_progress = time.monotonic()
@@ -187,18 +195,21 @@ class _Exchange:
             wait_s = POLL_S if not (self.links and self.links.pending) else 0.0
             if self.timeout is not None:
                 wait_s = max(0.0, min(wait_s, last_progress + self.timeout - time.monotonic()))
-            ready = mpc.wait([workers[i].conn for i in self.pending], timeout=wait_s)
-            for conn in ready:
-                i = next(i for i in self.pending if workers[i].conn is conn)
+            ready = poller.poll(wait_s * 1000)
+            for fd, _ in ready:
+                i = by_fd[fd]
                 try:
-                    msg = conn.recv()
+                    msg = workers[i].conn.recv()
                 except (EOFError, OSError):
                     self._died(i)
                 self._handle(i, msg)
+                if i not in self.pending:
+                    poller.unregister(fd)
                 last_progress = time.monotonic()
             if self.links is not None and self._step_links():
                 last_progress = time.monotonic()
-            self._check_alive()
+            if not ready:  # a death shows as end of file at once; this catches the rest
+                self._check_alive()
             if self.timeout is not None and not ready and \
                     time.monotonic() - last_progress >= self.timeout:
                 self._hung()

@@ -315,6 +315,14 @@ def _check_local(mesh: Mesh, api: str) -> None:
 
 def _run(api: str, program: spmd.Program, mesh: Mesh, globals_: list, shapes: list,
          in_specs, out_avals, out_specs) -> list[spmd.Global]:
+    key = (mesh, tuple(tuple(s) for s in shapes), tuple(in_specs), tuple(out_specs))
+    plan = program.plan(key, lambda: _plan(program, mesh, shapes, in_specs, out_avals,
+                                           out_specs))
+    return spmd.run(api, plan, globals_)
+
+
+def _plan(program: spmd.Program, mesh: Mesh, shapes: list, in_specs, out_avals,
+          out_specs) -> spmd.Plan:
     in_index = [NamedSharding(mesh, s).block_indices(shape) for shape, s in zip(shapes, in_specs,
                                                                                 strict=True)]
     out_shapes = [lsm.global_aval(a, s, mesh).shape for a, s in zip(out_avals, out_specs,
@@ -324,9 +332,9 @@ def _run(api: str, program: spmd.Program, mesh: Mesh, globals_: list, shapes: li
         sharding = NamedSharding(mesh, spec)
         out_index.append(sharding.block_indices(shape))
         writers.append([r == 0 for r in sharding.replica_ids()])
-    return spmd.run(api, program, mesh.axis_names, mesh.axis_sizes,
-                    [d.id for d in mesh.devices.flat], globals_, in_index, out_shapes, out_index,
-                    writers)
+    return spmd.plan(program, mesh.axis_names, mesh.axis_sizes,
+                     [d.id for d in mesh.devices.flat], in_index, out_shapes, out_index,
+                     writers)
 
 
 def _emulate(args, jaxpr, mesh, in_specs, out_specs, manual_axes) -> list[np.ndarray]:

@@ -7,9 +7,11 @@ output in place, so results come back as arrays over heap blocks without a copy.
 block is written by one device (replica 0 of that block)."""
 from __future__ import annotations
 
+import collections
 import io
 import itertools
 import pickle
+import threading
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -27,9 +29,12 @@ Index = tuple[tuple[int, int], ...]  # (start, stop) per dimension
 
 class Program:
     """A per-device program ready to ship: its pickled jaxpr, output avals, the scratch
-    bytes its largest collective needs and its large reductions (their result arena)."""
+    bytes its largest collective needs and its large reductions (their result arena), and
+    the plans of its calls so far (by the caller's key: mesh, shapes and layouts)."""
 
-    __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets", "reductions")
+    __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets", "reductions",
+                 "_plans", "_lock")
+    MAX_PLANS = 32
 
     def __init__(self, key: int, payload: bytes, out_avals: list, slot_bytes: int,
                  axis_sets: set, reductions: list) -> None:
@@ -39,6 +44,23 @@ class Program:
         self.slot_bytes = slot_bytes
         self.axis_sets = axis_sets  # the mesh axes its collectives exchange over
         self.reductions = reductions  # collectives.large_reductions
+        self._plans: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def plan(self, key: Any, make: Any) -> Plan:
+        """The plan kept for `key` (mesh, shapes and layouts of the call), else `make()`'s,
+        kept (the last MAX_PLANS used)."""
+        with self._lock:
+            found = self._plans.get(key)
+            if found is not None:
+                self._plans.move_to_end(key)
+                return found
+        found = make()  # outside the lock: it may raise (a shape the mesh does not divide)
+        with self._lock:
+            self._plans[key] = found
+            if len(self._plans) > self.MAX_PLANS:
+                self._plans.popitem(last=False)
+        return found
 
 
 class _NoMainPickler(pickle.Pickler):
@@ -63,7 +85,7 @@ def prepare(closed: core.ClosedJaxpr, name: str) -> Program | None:
         _NoMainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(spec)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
-    slot_bytes = shm.aligned(collectives.collective_bytes(closed.jaxpr))
+    slot_bytes = collectives.slot_bytes(collectives.collective_bytes(closed.jaxpr))
     return Program(next(_program_keys), out.getvalue(), list(closed.out_avals), slot_bytes,
                    collectives.collective_axes(closed.jaxpr),
                    collectives.large_reductions(closed.jaxpr))
@@ -87,86 +109,118 @@ def _bytes(shape: Sequence[int], dtype: Any) -> int:
     return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
-def run(api: str, program: Program, axis_names: tuple, axis_sizes: tuple,
-        devices: Sequence[int], inputs: Sequence[Global], in_index: Sequence[Sequence],
-        out_shapes: Sequence[tuple], out_index: Sequence[Sequence],
-        out_writer: Sequence[Sequence[bool]]) -> list[Global]:
-    """Runs `program` on the mesh (axis_names, axis_sizes) whose rank r is the device of global
-    id devices[r]; this process runs its own devices' ranks.
+class Plan:
+    """What every call of one program on one mesh with the same argument shapes and layouts
+    shares, worked out once and kept by the caller (`Program.plan`): the ranks this process
+    runs and their workers, the result boxes, the bytes each call reserves, and each rank's
+    blocks of the results. A small call spent about a third of its time recomputing these."""
+
+    __slots__ = ("program", "axis_names", "axis_sizes", "devices", "places", "me", "ranks",
+                 "workers", "across", "in_index", "out_boxes", "out_index", "out_writer",
+                 "out_specs", "fixed_bytes", "scratch_bytes", "arena", "top_worker", "given")
+
+    def __init__(self, program: Program, axis_names: tuple, axis_sizes: tuple,
+                 devices: Sequence[int], in_index: Sequence[Sequence],
+                 out_shapes: Sequence[tuple], out_index: Sequence[Sequence],
+                 out_writer: Sequence[Sequence[bool]]) -> None:
+        self.given = (in_index, out_shapes, out_index, out_writer)  # to plan again
+        self.program = program
+        self.axis_names = tuple(axis_names)
+        self.axis_sizes = tuple(axis_sizes)
+        self.devices = tuple(devices)
+        self.places = [topology.split_device_id(d) for d in devices]
+        self.me = topology.process_index()
+        self.ranks = [r for r, (p, _) in enumerate(self.places) if p == self.me]
+        self.workers = [self.places[r][1] for r in self.ranks]
+        self.top_worker = max(self.workers, default=-1)
+        self.across = len(self.ranks) < len(devices)
+        self.in_index = [tuple(idx) for idx in in_index]
+        self.out_index = [tuple(idx) for idx in out_index]
+        if self.across:
+            self.out_boxes = [box(shape, [idx[r] for r in self.ranks]) for shape, idx in
+                              zip(out_shapes, out_index, strict=True)]
+            self.out_writer = [_first_local_writers(idx, self.ranks) for idx in out_index]
+        else:
+            self.out_boxes = [(tuple(s), None) for s in out_shapes]
+            self.out_writer = [list(w) for w in out_writer]
+        # each rank's (shape, dtype, block, writes) of every result, as its message says
+        self.out_specs = {r: [(s, np.dtype(a.dtype), _local(idx[r], offset), wr[r])
+                              for (s, offset), a, idx, wr in
+                              zip(self.out_boxes, program.out_avals, self.out_index,
+                                  self.out_writer, strict=True)]
+                          for r in self.ranks}
+        # a call across processes keeps its reductions in the slots (the MPI steps work there)
+        self.arena = 0 if self.across else collectives.arena_bytes(
+            program.reductions, self.axis_names, self.axis_sizes)
+        self.scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES)
+        need = [_bytes(s, a.dtype) for (s, _), a in
+                zip(self.out_boxes, program.out_avals, strict=True)]
+        need += [self.scratch_bytes, self.arena]
+        self.fixed_bytes = sum(shm.aligned(max(n, 1), shm.PAGE) for n in need)
+
+
+def plan(program: Program, axis_names: tuple, axis_sizes: tuple, devices: Sequence[int],
+         in_index: Sequence[Sequence], out_shapes: Sequence[tuple],
+         out_index: Sequence[Sequence], out_writer: Sequence[Sequence[bool]]) -> Plan:
+    """The plan of calls of `program` on the mesh (axis_names, axis_sizes) whose rank r is the
+    device of global id devices[r]; this process runs its own devices' ranks.
 
     in_index[k][r] / out_index[k][r]: the block of input/output k that rank r reads/writes
     (an Index into the global array, or None for all of it); out_writer[k][r]: whether rank r
-    writes its block (a single-process call). Returns the outputs as Globals over new heap
-    blocks (this process's boxes of them in a multi-process call)."""
-    places = [topology.split_device_id(d) for d in devices]
-    me = topology.process_index()
-    ranks = [r for r, (p, _) in enumerate(places) if p == me]
-    across = len(ranks) < len(devices)
-    if across:
+    writes its block (a single-process call)."""
+    return Plan(program, axis_names, axis_sizes, devices, in_index, out_shapes, out_index,
+                out_writer)
+
+
+def run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
+    """Runs `plan`'s program on its mesh over `inputs`. Returns the outputs as Globals over
+    new heap blocks (this process's boxes of them in a multi-process call)."""
+    if plan.me != topology.process_index():  # the plan predates distributed.initialize
+        plan = Plan(plan.program, plan.axis_names, plan.axis_sizes, plan.devices, *plan.given)
+    if plan.across:
         distributed.check(api)
-        out_boxes = [box(shape, [idx[r] for r in ranks]) for shape, idx in
-                     zip(out_shapes, out_index, strict=True)]
-        out_writer = [_first_local_writers(idx, ranks) for idx in out_index]
-    else:
-        out_boxes = [(tuple(s), None) for s in out_shapes]
     try:
-        return _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs,
-                    in_index, out_boxes, out_index, out_writer, across)
+        return _run(api, plan, inputs)
     except BaseException as err:
-        if across:  # the other processes wait for this one's part: tell them
+        if plan.across:  # the other processes wait for this one's part: tell them
             distributed.fail(f"failed in {api} with {type(err).__name__}: {err}")
         raise
 
 
-def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, in_index,
-         out_boxes, out_index, out_writer, across) -> list[Global]:
+def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
     heap = shm.heap()
-    need = [x.value.nbytes for x in inputs if x.block is None]
-    need += [_bytes(s, a.dtype) for (s, _), a in zip(out_boxes, program.out_avals, strict=True)]
-    # a call across processes keeps its reductions in the slots (the MPI steps work there)
-    arena = 0 if across else collectives.arena_bytes(program.reductions, tuple(axis_names),
-                                                      tuple(axis_sizes))
-    scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES)
-    need += [scratch_bytes, arena]
-    total = sum(shm.aligned(max(n, 1), shm.PAGE) for n in need)
-    shm.check_room(api, total, f"the arguments, results and collective buffers of "
-                   f"{len(ranks)} devices", heap.free_bytes())
+    program = plan.program
+    total = plan.fixed_bytes + sum(shm.aligned(max(x.value.nbytes, 1), shm.PAGE)
+                                   for x in inputs if x.block is None)
+    if total > heap.free_bytes():
+        shm.check_room(api, total, f"the arguments, results and collective buffers of "
+                       f"{len(plan.ranks)} devices", heap.free_bytes())
     p = pool.get_pool(int(config.num_cpu_devices))
-    if ranks and max(places[r][1] for r in ranks) >= p.n:
-        raise ValueError(f"{api}: the mesh uses CpuDevice(id={max(devices[r] for r in ranks)})"
-                         f", but there are {p.n} CPU devices (numbax.config.num_cpu_devices).")
+    if plan.top_worker >= p.n:
+        raise ValueError(f"{api}: the mesh uses CpuDevice(id="
+                         f"{max(plan.devices[r] for r in plan.ranks)}), but there are {p.n} "
+                         "CPU devices (numbax.config.num_cpu_devices).")
     links = None
-    if across:
-        crossproc.prepare(api, _group_keys(program, axis_names, axis_sizes, devices, ranks))
+    if plan.across:
+        crossproc.prepare(api, _group_keys(program, plan.axis_names, plan.axis_sizes,
+                                           plan.devices, plan.ranks))
     staged = [x if x.block is not None else _stage(api, heap, x) for x in inputs]
     outs = []
-    for (s, offset), a in zip(out_boxes, program.out_avals, strict=True):
+    for (s, offset), a in zip(plan.out_boxes, program.out_avals, strict=True):
         block, value = shm.alloc_array(api, s, a.dtype, "the results")
         outs.append(Global(value, block, offset))
     # the slots (n_ranks x slot_bytes) and the ranks' notes (collectives.Comm._publish); the
     # arena is a block of its own, so a result adopted from it keeps only it alive
-    scratch = heap.alloc(api, scratch_bytes, "collective buffers")
+    scratch = heap.alloc(api, plan.scratch_bytes, "collective buffers")
+    arena = plan.arena
     arena_block = heap.alloc(api, arena, "collective results") if arena else None
-    if across:  # the parent reads and writes the slots too (MPI's steps)
-        links = crossproc.Links(heap.mapped(scratch, (len(devices), program.slot_bytes),
-                                            np.uint8), devices)
+    if plan.across:  # the parent reads and writes the slots too (MPI's steps)
+        links = crossproc.Links(heap.mapped(scratch, (len(plan.devices), program.slot_bytes),
+                                            np.uint8), plan.devices)
     try:
         with p.lock:
-            workers = [places[r][1] for r in ranks]
-            p.ensure_prepared(workers, program.key, program.payload, api)
-            messages = {}
-            for r, w in zip(ranks, workers, strict=True):
-                call = {
-                    "inputs": [_spec(x, _local(idx[r], x.offset))
-                               for x, idx in zip(staged, in_index, strict=True)],
-                    "outputs": [(*_spec(o, _local(idx[r], o.offset)), wr[r])
-                                for o, idx, wr in zip(outs, out_index, out_writer, strict=True)],
-                    "comm": (axis_names, axis_sizes, r, tuple(devices),
-                             (scratch.segment, scratch.offset, program.slot_bytes),
-                             arena_block and (arena_block.segment, arena_block.offset, arena)),
-                    "forget": p.forget_message(w, heap.unlinked),
-                }
-                messages[w] = ("run", program.key, call)
+            p.ensure_prepared(plan.workers, program.key, program.payload, api)
+            messages = _messages(plan, p, staged, outs, scratch, arena_block)
             replies = p.request(messages, api, links)
         adopted = {k: at for reply in replies.values() if reply for k, at in reply.items()}
         if adopted:
@@ -185,6 +239,30 @@ def _run(api, program, axis_names, axis_sizes, devices, places, ranks, inputs, i
                 heap.release(x.block)
         staged = None
     return outs
+
+
+def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global],
+              scratch: shm.Block, arena_block: shm.Block | None) -> dict[int, tuple]:
+    """Each worker's message for this call: the plan's blocks at this call's places."""
+    program = plan.program
+    places = [(x.block.segment, x.block.offset, x.value.shape, x.value.dtype, x.offset)
+              for x in staged]
+    out_places = [(o.block.segment, o.block.offset) for o in outs]
+    scratch_at = (scratch.segment, scratch.offset, program.slot_bytes)
+    arena_at = arena_block and (arena_block.segment, arena_block.offset, plan.arena)
+    messages = {}
+    for r, w in zip(plan.ranks, plan.workers, strict=True):
+        call = {
+            "inputs": [(seg, off, shape, dtype, _local(idx[r], offset))
+                       for (seg, off, shape, dtype, offset), idx in
+                       zip(places, plan.in_index, strict=True)],
+            "outputs": [(seg, off, *spec) for (seg, off), spec in
+                        zip(out_places, plan.out_specs[r], strict=True)],
+            "comm": (plan.axis_names, plan.axis_sizes, r, plan.devices, scratch_at, arena_at),
+            "forget": p.forget_message(w, shm.heap().unlinked),
+        }
+        messages[w] = ("run", program.key, call)
+    return messages
 
 
 def _adopt(heap: shm.Heap, outs: list[Global], adopted: dict, arena: np.ndarray,
@@ -252,10 +330,6 @@ def _stage(api: str, heap: shm.Heap, x: Global) -> Global:
     out = heap.mapped(block, x.value.shape, x.value.dtype)
     np.copyto(out, x.value)
     return Global(out, block, x.offset)
-
-
-def _spec(x: Global, index: Index | None) -> tuple:
-    return (x.block.segment, x.block.offset, tuple(x.value.shape), x.value.dtype, index)
 
 
 def remote_error(api: str, err: pool.WorkerError) -> BaseException:

@@ -36,6 +36,9 @@ class Program:
             return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
+_BYTE = np.dtype(np.uint8)
+
+
 def _block(view: np.ndarray, index: tuple | None) -> np.ndarray:
     if index is None:
         return view
@@ -56,12 +59,17 @@ def _arena_offset(arena: np.ndarray | None, out: Any, block: np.ndarray,
 
 
 class WorkerState:
+    MAX_VIEWS = 256
+
     def __init__(self, index: int, conn) -> None:
         collectives.install()
         self.index = index
         self.conn = conn
         self.programs: dict[Any, Program] = {}
         self.attachments = shm.Attachments()
+        # views by (segment, offset, shape, dtype, block): a loop of calls gets the same
+        # blocks back from the parent's heap, and making ~5 views a call cost ~15 us
+        self._views: dict[tuple, np.ndarray] = {}
 
     def handle(self, msg: tuple) -> Any:
         if msg[0] == "prepare":
@@ -73,20 +81,36 @@ class WorkerState:
         raise ValueError(f"numbax worker: unknown message {msg[0]!r}")
 
     def _view(self, spec: tuple) -> np.ndarray:
-        segment, offset, shape, dtype = spec[:4]
-        return shm.view(self.attachments.get(segment), offset, tuple(shape), dtype)
+        """Block spec[4] (None: all) of the array of shape spec[2] and dtype spec[3] at byte
+        spec[1] of segment spec[0]."""
+        key = spec[:5]
+        found = self._views.get(key)
+        if found is None:
+            if len(self._views) >= self.MAX_VIEWS:
+                self._views.clear()
+            segment, offset, shape, dtype, index = key
+            whole = shm.view(self.attachments.get(segment), offset, tuple(shape), dtype)
+            found = self._views[key] = _block(whole, index)
+        return found
+
+    def _forget(self, names: list[str]) -> None:
+        """Unmaps the segments the parent unlinked, dropping the views kept of them first."""
+        if names:
+            gone = set(names)
+            self._views = {k: v for k, v in self._views.items() if k[0] not in gone}
+        self.attachments.forget(names)
 
     def _run(self, key: Any, call: dict) -> dict[int, int] | None:
         """Runs this device's block of a call; returns the outputs it left in the result
         arena instead of writing them (output k at byte k's value), or None."""
-        self.attachments.forget(call["forget"])
-        args = [_block(self._view(spec), spec[4]) for spec in call["inputs"]]
+        self._forget(call["forget"])
+        args = [self._view(spec) for spec in call["inputs"]]
         names, sizes, rank, workers, (segment, offset, slot_bytes), arena = call["comm"]
         n = len(workers)  # the scratch block: the slots, then the ranks' notes
-        slots = self._view((segment, offset, (n, slot_bytes), np.uint8))
+        slots = self._view((segment, offset, (n, slot_bytes), _BYTE, None))
         notes = self._view((segment, offset + n * slot_bytes, (n, collectives.NOTE_BYTES),
-                            np.uint8))
-        arena = None if arena is None else self._view((*arena[:2], (arena[2],), np.uint8))
+                            _BYTE, None))
+        arena = None if arena is None else self._view((*arena[:2], (arena[2],), _BYTE, None))
         collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
                                                  arena, notes, self.attachments))
         adopted = {}
@@ -95,7 +119,7 @@ class WorkerState:
             for k, (spec, out) in enumerate(zip(call["outputs"], outs, strict=True)):
                 if not spec[5]:  # one replica of each block writes it
                     continue
-                block = _block(self._view(spec), spec[4])
+                block = self._view(spec)
                 at = _arena_offset(arena, out, block, tuple(spec[2]))
                 if at is None:
                     np.copyto(block, np.asarray(out), casting="unsafe")
@@ -107,6 +131,7 @@ class WorkerState:
         return adopted or None
 
     def close(self) -> None:
+        self._views.clear()
         self.attachments.close()
 
 

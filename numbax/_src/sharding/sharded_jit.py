@@ -9,6 +9,7 @@ one memory, so this moves no data). Results are laid out by out_shardings, or by
 the sharding rules give."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,7 @@ class Entry:
     layouts of inputs and outputs, and the output tree."""
 
     __slots__ = ("program", "exe", "mesh", "in_layouts", "out_layouts", "out_avals", "out_tree",
-                 "out_shardings")
+                 "out_shardings", "out_named")
 
 
 def _specified(api: str, shardings: Any, tree, n: int) -> list:
@@ -139,6 +140,9 @@ def _compile(wrapped, in_tree, avals, statics, layouts, in_shardings, out_spec_a
     if entry.program is None:
         entry.out_layouts = partition.propagate(jaxpr, layouts, sizes)
         entry.exe = compiler.compile(closed, "cpu", frozenset(), wrapped._name, None)
+    # the results' shardings by their layouts (made once: each is validated when made)
+    entry.out_named = [None if mesh is None else NamedSharding(mesh, rules.to_spec(lay))
+                       for lay in entry.out_layouts]
     return entry
 
 
@@ -147,6 +151,14 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
     compiled programs, for the programs that run here)."""
     dyn_args, dyn_kwargs, statics = wrapped._split(args, kwargs)
     leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+    cache = wrapped._sharded_cache
+    quick = None
+    if wrapped._in_shardings is None:  # the arguments are placed as they are
+        quick = ("leaves", in_tree, statics, config.trace_context(), config.jax_disable_jit,
+                 *[_leaf_key(x) for x in leaves])
+        entry = cache.get(quick)
+        if entry is not None:
+            return _finish(wrapped, entry, leaves, run_executable)
     arg_tree = tu.tree_structure(tu.tree_unflatten(in_tree, [0] * len(leaves))[0])
     n_pos = len(tu.tree_leaves(dyn_args))
     in_shardings = _specified("in_shardings", wrapped._in_shardings, arg_tree, n_pos)
@@ -160,58 +172,85 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
     key = (in_tree, tuple(avals), statics, config.trace_context(), layouts,
            tuple(s.mesh if isinstance(s, NamedSharding) else None for s in shardings),
            config.jax_disable_jit)
-    cache = wrapped._sharded_cache
     entry = cache.get(key)
     if entry is None:
         if config.jax_disable_jit:
             return wrapped.fun(*args, **kwargs)
         entry = _compile(wrapped, in_tree, avals, statics, layouts,
                          [*shardings, *in_shardings], wrapped._out_shardings)
-        cache[key] = entry
-        if len(cache) > int(config.executable_cache_size):
-            cache.popitem(last=False)
+        _keep(cache, key, entry)
+    if quick is not None:
+        _keep(cache, quick, entry)
+    return _finish(wrapped, entry, placed, run_executable)
+
+
+def _leaf_key(x: Any) -> Any:
+    """What of an argument decides its entry, cheaper than its aval for a ShardedArray (whose
+    aval, layout and mesh follow from its shape, dtype, weak type and sharding)."""
+    if type(x) is ShardedArray:
+        return x.shape, x.dtype, x._weak_type, x._sharding
+    return core.get_aval(x)
+
+
+def _keep(cache: dict, key: tuple, entry: Entry) -> None:
+    cache[key] = entry
+    if len(cache) > int(config.executable_cache_size):
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread's
+            del cache[next(iter(cache))]  # the oldest
+
+
+def _finish(wrapped, entry: Entry, placed: list, run_executable) -> Any:
     values = _run(wrapped, entry, placed, run_executable)
-    outs = [_lay_out(v, a, lay, s, entry.mesh) for v, a, lay, s in
-            zip(values, entry.out_avals, entry.out_layouts, entry.out_shardings, strict=True)]
+    outs = [_lay_out(v, a, s, r) for v, a, s, r in
+            zip(values, entry.out_avals, entry.out_named, entry.out_shardings, strict=True)]
     return tu.tree_unflatten(entry.out_tree, outs)
 
 
 def _run(wrapped, entry: Entry, placed: list, run_executable) -> list[spmd.Global]:
     if entry.program is not None:
-        mesh = entry.mesh
         globals_ = [x.shm() if type(x) is ShardedArray else
                     spmd.Global(np.asarray(core.to_numpy(x))) for x in placed]
-        in_index = [_blocks(mesh, lay, core.get_aval(x).shape) for x, lay in
-                    zip(placed, entry.in_layouts, strict=True)]
-        out_index, writers = [], []
-        for aval, lay in zip(entry.out_avals, entry.out_layouts, strict=True):
-            sharding = NamedSharding(mesh, rules.to_spec(lay))
-            out_index.append(sharding.block_indices(aval.shape))
-            writers.append([r == 0 for r in sharding.replica_ids()])
-        return spmd.run(f"jit({wrapped._name})", entry.program, mesh.axis_names,
-                        mesh.axis_sizes, [d.id for d in mesh.devices.flat], globals_, in_index,
-                        [a.shape for a in entry.out_avals], out_index, writers)
+        shapes = tuple(g.value.shape if g.offset is None else core.get_aval(x).shape
+                       for g, x in zip(globals_, placed, strict=True))
+        plan = entry.program.plan(shapes, lambda: _plan(entry, shapes))
+        return spmd.run(f"jit({wrapped._name})", plan, globals_)
     return [spmd.Global(np.asarray(o)) for o in run_executable(entry.exe, placed)]
+
+
+def _plan(entry: Entry, shapes: tuple) -> spmd.Plan:
+    """The engine's plan of the entry's calls (its mesh and layouts are the entry's; the
+    shapes are the arguments' global shapes)."""
+    mesh = entry.mesh
+    in_index = [_blocks(mesh, lay, shape) for shape, lay in
+                zip(shapes, entry.in_layouts, strict=True)]
+    out_index, writers = [], []
+    for aval, lay in zip(entry.out_avals, entry.out_layouts, strict=True):
+        sharding = NamedSharding(mesh, rules.to_spec(lay))
+        out_index.append(sharding.block_indices(aval.shape))
+        writers.append([r == 0 for r in sharding.replica_ids()])
+    return spmd.plan(entry.program, mesh.axis_names, mesh.axis_sizes,
+                     [d.id for d in mesh.devices.flat], in_index,
+                     [a.shape for a in entry.out_avals], out_index, writers)
 
 
 def _blocks(mesh: Mesh, layout, shape: tuple) -> list:
     return NamedSharding(mesh, rules.to_spec(layout)).block_indices(shape)
 
 
-def _lay_out(value: spmd.Global, aval: core.ShapedArray, layout, requested: Sharding | None,
-             mesh: Mesh | None) -> Any:
-    """A result laid out as requested, else by its layout (no data moves either way; across
-    processes, from this process's box of it)."""
+def _lay_out(value: spmd.Global, aval: core.ShapedArray, laid_out: NamedSharding | None,
+             requested: Sharding | None) -> Any:
+    """A result laid out as requested, else as `laid_out` says (its layout over the entry's
+    mesh; None without a mesh). No data moves either way; across processes, from this
+    process's box of it."""
     if value.offset is not None:
-        base = from_global(value, aval.weak_type, NamedSharding(mesh, rules.to_spec(layout)),
-                           aval.shape)
+        base = from_global(value, aval.weak_type, laid_out, aval.shape)
         return put(base, requested, "jit") if requested is not None else base
     base = Array._from_numpy(value.value, aval.weak_type)
     if requested is not None:
         return put(base, requested, "jit")
-    if mesh is None:
+    if laid_out is None:
         return base
-    return wrap(base._value, aval.weak_type, NamedSharding(mesh, rules.to_spec(layout)))
+    return wrap(base._value, aval.weak_type, laid_out)
 
 
 def relabel(outs: list, jaxpr_layouts: Sequence, mesh: Mesh | None) -> list:
