@@ -38,7 +38,11 @@ def child(tree: str) -> None:
     big = rng.normal(size=10**7)
     sq = rng.normal(size=(1000, 1000))
     sq32 = sq.astype(np.float32)
-    rows = [("selu 1e6 f32", "selu", (x32,)), ("sigmoid 1e6 f32", "sigmoid", (x32,)),
+    big32 = big.astype(np.float32)
+    rows = [("sum 1e7 f32", "sum", (big32,)), ("logsumexp 1e7 f32", "logsumexp", (big32,)),
+            ("logsumexp 1000^2 f32", "logsumexp", (sq32,)),
+            ("softmax 1000^2 f32", "softmax", (sq32,)), ("selu 1e6 f32", "selu", (x32,)),
+            ("sigmoid 1e6 f32", "sigmoid", (x32,)),
             ("add 1e6 f32", "add", (x32, y32)), ("selu 1e6 f64", "selu", (x64,)),
             ("sum 1e7 f64", "sum", (big,)), ("logsumexp 1e7 f64", "logsumexp", (big,)),
             ("sum 1000^2", "sum", (sq,)), ("logsumexp 1000^2", "logsumexp", (sq,)),
