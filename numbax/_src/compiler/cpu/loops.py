@@ -166,18 +166,23 @@ def _iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
     return at if dim == 0 else f"({at} % n{dim})"
 
 
-def _reduction_line(eqn: JaxprEqn, acc: str, v: str, out: Var, nans: dict[Var, str] | None,
+def vector_update(eqn: JaxprEqn) -> bool:
+    """Whether a row pass updates this reduction's accumulator through a reduce_ops helper
+    LLVM vectorises: sums and products of floats, max and min of real floats."""
+    m, kind = monoid(eqn), eqn.invars[0].aval.dtype.kind
+    return m.row_update is not None and (m.reassociates and kind in "fc" or
+                                         m.selects and kind == "f")
+
+
+def _reduction_line(eqn: JaxprEqn, acc: str, v: str, row: bool,
                     par_reduce: bool) -> list[str]:
-    """The accumulator update of a reduction equation. Row passes (`nans` given) update
-    through the reduce_ops helpers, max/min of floats beside a NaN flag; a prange reduction
-    uses the in-place operator Numba recognises."""
+    """The accumulator update of a reduction equation. Row passes update sums and products of
+    floats and max/min of real floats through the reduce_ops helpers (vectorised); a prange
+    reduction uses the in-place operator Numba recognises."""
     m = monoid(eqn)
     dtype = eqn.invars[0].aval.dtype
-    if nans is not None:
-        if out in nans:
-            return [f"{nans[out]} = {nans[out]} | ({v} != {v})", m.row_update(acc, v)]
-        if m.reassociates and dtype.kind in "fc":
-            return [m.row_update(acc, v)]
+    if row and vector_update(eqn):
+        return [m.row_update(acc, v)]
     if par_reduce and m.inplace:
         return [f"{acc} {m.inplace} {v}"]
     return [f"{acc} = {m.combine(acc, v, dtype)}"]
@@ -186,13 +191,13 @@ def _reduction_line(eqn: JaxprEqn, acc: str, v: str, out: Var, nans: dict[Var, s
 def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines: list[str],
          pad: str, par_reduce: bool, eqns: list[JaxprEqn] | None = None,
          seed: dict[Var, str] | None = None, no_store: frozenset = frozenset(),
-         nans: dict[Var, str] | None = None,
+         row: bool = False,
          stash: dict[Var, str] | None = None) -> dict[Var, str]:
     """One line per fused equation (with the equation as a comment), inside the loops.
 
     `seed` gives values already computed as scalars (per-row results of earlier passes),
-    `no_store` the recomputed equations whose outputs an earlier pass stored, `nans` the
-    NaN flags of vectorised max/min accumulators (row passes: updates go through `rd.*`), and
+    `no_store` the recomputed equations whose outputs an earlier pass stored, `row` whether
+    this is a row pass (vectorised accumulator updates through `rd.*`), and
     `stash` values also stored into an output's buffer (a later pass reads them back).
     Returns the scalar names of the equations' values."""
     nest = k.nest
@@ -219,7 +224,7 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
             expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 or x in value else (
                 f"{k.names[x]}[{_bcast_index(eqn, idx)}]")
         elif kind is Fusion.REDUCTION:
-            update = _reduction_line(eqn, accs[out], read(eqn.invars[0]), out, nans, par_reduce)
+            update = _reduction_line(eqn, accs[out], read(eqn.invars[0]), row, par_reduce)
             lines.extend(pad + u for u in update)
             lines[-1] += f"  # {comment}"
             continue

@@ -26,8 +26,8 @@ from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Literal, Var
 
 _ROW_FASTMATH = ("# fastmath: only in reduction accumulators (reduce_ops): rd.add/rd.mul "
-                 "{reassoc, contract}, rd.max_/rd.min_ {reassoc, nsz}; and fm.* Horner steps "
-                 "{contract}")
+                 "{reassoc, contract} (rd.max_/rd.min_: llvm.maximum/minimum, no flags); and "
+                 "fm.* Horner steps {contract}")
 
 
 
@@ -120,8 +120,6 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             continue
         reductions = [e for e in eqns if is_reduction(e)]
         accs = {e.outvars[0]: f"acc{n_acc + j}" for j, e in enumerate(reductions)}
-        nans = {e.outvars[0]: f"nan{n_acc + j}" for j, e in enumerate(reductions)
-                if monoid(e).selects and e.invars[0].aval.dtype.kind == "f"}
         n_acc += len(reductions)
         store_here = {v: o for v, o in stash.items() if stash_pass[v] == p}
         reload = []  # the last pass loads the kept values before any store overwrites them
@@ -135,7 +133,6 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             for e in reductions:
                 lines.append(f"{pad}p{accs[e.outvars[0]]} = np.empty(nchunk, "
                              f"{dtype_ctor(acc_dtype(e))})")
-            lines.extend(f"{pad}p{f} = np.empty(nchunk, np.bool_)" for f in nans.values())
             lines.append(f"{pad}for ic in prange(nchunk):")
             ppad = pad + "    "
             # unsigned bounds: with a signed start Numba's negative-index wraparound stays in
@@ -145,7 +142,6 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
         lane_accs = [accs] + [{v: f"{a}_{j}" for v, a in accs.items()} for j in range(1, lanes)]
         for la in lane_accs:
             lines.extend(acc_inits(reductions, la, ppad))
-        lines.extend(f"{ppad}{f} = False" for f in nans.values())
         inner = ppad
         for d in range(kept, last):
             lines.append(f"{inner}for {idx[d]} in range(m{d}):")
@@ -163,7 +159,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
                 off = f"np.uint64({j})" if chunks else str(j)
                 lane_idx = [*idx[:last], f"({idx[last]} + {off})" if j else idx[last]]
                 body(k, lane_idx, False, la, lines, inner + "    ", False, eqns=again + eqns,
-                     seed=seed, no_store=no_store, nans=nans, stash=store_here)
+                     seed=seed, no_store=no_store, row=True, stash=store_here)
             lo = "stop"
         blocked = [e for e in reductions if _blocks(e)] if lanes == 1 else []
         loop_accs = {**accs, **{e.outvars[0]: f"{accs[e.outvars[0]]}b" for e in blocked}}
@@ -180,7 +176,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
         lines.append(f"{inner}for {idx[last]} in range({bounds_text}):")
         lines.extend(f"{inner}    {line}" for line in reload)
         body(k, idx, False, loop_accs, lines, inner + "    ", False, eqns=again + eqns,
-             seed=seed, no_store=no_store, nans=nans, stash=store_here)
+             seed=seed, no_store=no_store, row=True, stash=store_here)
         for e in blocked:
             out = e.outvars[0]
             widened = cast(acc_dtype(e), loop_accs[out])
@@ -194,25 +190,16 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             for e in reductions:
                 a = accs[e.outvars[0]]
                 lines.append(f"{ppad}p{a}[ic] = {a}")
-            lines.extend(f"{ppad}p{f}[ic] = {f}" for f in nans.values())
             final = {v: f"{a}c" for v, a in accs.items()}
             lines.extend(acc_inits(reductions, final, pad))
             lines.append(f"{pad}for ic in range(nchunk):")
             for e in reductions:
                 out = e.outvars[0]
                 lines.append(pad + "    " + _combine(e, final[out], f"p{accs[out]}[ic]"))
-            nans_c = {v: f"{f}c" for v, f in nans.items()}
-            lines[-len(reductions) - 1:-len(reductions) - 1] = [
-                f"{pad}{f} = False" for f in nans_c.values()]
-            lines.extend(f"{pad}    {nans_c[v]} = {nans_c[v]} | p{f}[ic]"
-                         for v, f in nans.items())
-            nans = nans_c
         for e in reductions:
             out = e.outvars[0]
             r = f"r{len(seed)}"
             value = cast(out.aval.dtype, final[out])
-            if out in nans:
-                value = f"{value} if not {nans[out]} else {render_scalar(np.nan, out.aval.dtype)}"
             lines.append(f"{pad}{r} = {value}")
             seed[out] = r
             if out in k.out_names:
@@ -303,9 +290,9 @@ def _parallel_reduction(nest: ir.LoopNest) -> bool:
 
 
 def _plain(reductions: list[JaxprEqn]) -> bool:
-    """Whether a pass's accumulators vectorise as they are: sums/products of floats (rd.add)."""
-    return all(monoid(e).reassociates and e.invars[0].aval.dtype.kind in "fc"
-               for e in reductions)
+    """Whether a pass's accumulators vectorise as they are: sums and products of floats
+    (rd.add, rd.mul), max and min of real floats (rd.max_, rd.min_: llvm.maximum/minimum)."""
+    return all(loops.vector_update(e) for e in reductions)
 
 
 def _blocks(e: JaxprEqn) -> bool:
@@ -316,9 +303,10 @@ def _blocks(e: JaxprEqn) -> bool:
 
 
 def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:
-    """Independent accumulators for a pass: plain ones need 1 lane; max/min selects and
-    integer/bool accumulators do not vectorise, so they get LANES (8 for a longer body, fewer
-    still past 8 equations: each lane is one more copy of the body in the source)."""
+    """Independent accumulators for a pass: plain ones need 1 lane; integer and bool
+    accumulators (and complex max/min) do not vectorise, so they get LANES (8 for a longer
+    body, fewer still past 8 equations: each lane is one more copy of the body in the
+    source)."""
     if _plain(reductions):
         return 1
     lanes = loops.LANES if n_eqns <= 3 else max(loops.LANES // 2, 1)
@@ -328,6 +316,6 @@ def _lanes(reductions: list[JaxprEqn], n_eqns: int) -> int:
 def _combine(e: JaxprEqn, acc: str, other: str) -> str:
     """`acc` folded with another partial accumulator of the same reduction."""
     m, dtype = monoid(e), e.invars[0].aval.dtype
-    if m.row_update is not None and dtype.kind in "fc":
+    if loops.vector_update(e):
         return m.row_update(acc, other)
     return f"{acc} = {m.combine(acc, other, dtype)}"

@@ -1,18 +1,28 @@
-"""Reduction-accumulator updates compiled with reassociation, for vectorised reductions.
+"""Reduction-accumulator updates LLVM vectorises.
 
-Each helper is its own Numba function (not inlined at Numba-IR level), so its fast-math flags
-stay on the one LLVM instruction it holds after LLVM inlines it: the loop vectorizer may then
-split the accumulator into vector lanes, while the rest of the kernel (the exp/log range
-reductions of ``fastmath.py`` included) keeps strict IEEE semantics. Flags: ``reassoc`` and
-``contract`` for sums and products, plus ``nsz`` for max/min (the sign of a zero maximum may
-differ, as in JAX); never ``nnan``/``ninf``: max/min kernels track NaN in a separate flag.
+Sums and products: each helper is its own Numba function (not inlined at Numba-IR level), so
+its fast-math flags (``reassoc``, ``contract``; never ``nnan``/``ninf``) stay on the one LLVM
+instruction it holds after LLVM inlines it: the loop vectorizer may then split the accumulator
+into vector lanes, while the rest of the kernel (the exp/log range reductions of
+``fastmath.py`` included) keeps strict IEEE semantics.
+
+Max and min of floats: LLVM's ``llvm.maximum``/``llvm.minimum`` (IEEE 754-2019: NaN wins, and
+-0 < +0), which the loop vectorizer turns into vector reductions with no flags at all. A
+compare-and-select did not vectorise (1M float32 on one VM core: 468 µs; numpy 39), nor did
+``llvm.maxnum`` beside a NaN flag; row kernels unrolled 16 scalar lanes instead (~180 µs) and
+carried NaN flags. ``llvm.maximum``: 67 µs, NaN propagated by the instruction itself.
 """
 from __future__ import annotations
 
-from numba import njit
+import math
+
+import numba
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _SUM = {"error_model": "numpy", "cache": True, "fastmath": {"reassoc", "contract"}}
-_CMP = {"error_model": "numpy", "cache": True, "fastmath": {"reassoc", "nsz"}}
 
 
 @njit(**_SUM)
@@ -25,13 +35,53 @@ def mul(acc, v):
     return acc * v
 
 
-@njit(**_CMP)
+def _ieee_extremum(name: str):
+    """An intrinsic calling `llvm.<name>` on two floats (the second cast to the first's type)."""
+
+    @intrinsic
+    def extremum(typingctx, acc, v):
+        if not isinstance(acc, types.Float) or not isinstance(v, (types.Float, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            fty = args[0].type
+            other = context.cast(builder, args[1], signature.args[1], signature.args[0])
+            suffix = "f32" if fty == ir.FloatType() else "f64"
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(fty, [fty, fty]), f"llvm.{name}.{suffix}")
+            return builder.call(fn, [args[0], other])
+
+        return acc(acc, v), codegen
+
+    return extremum
+
+
+def _python_extremum(larger: bool):
+    """The same in plain Python, for generated modules run with NUMBA_DISABLE_JIT=1."""
+
+    def extremum(acc, v):
+        if acc != acc or v != v:
+            return acc + v  # NaN
+        if acc == v:  # -0 < +0
+            return acc if (math.copysign(1.0, acc) > 0) == larger else v
+        return acc if (acc > v) == larger else v
+
+    return extremum
+
+
+if numba.config.DISABLE_JIT:
+    _maximum, _minimum = _python_extremum(True), _python_extremum(False)
+else:
+    _maximum, _minimum = _ieee_extremum("maximum"), _ieee_extremum("minimum")
+
+
+@njit(error_model="numpy", cache=True)
 def max_(acc, v):
-    """max ignoring NaN (the kernel ORs a NaN flag alongside)."""
-    return v if v > acc else acc
+    """max of floats, NaN-propagating."""
+    return _maximum(acc, v)
 
 
-@njit(**_CMP)
+@njit(error_model="numpy", cache=True)
 def min_(acc, v):
-    """min ignoring NaN (the kernel ORs a NaN flag alongside)."""
-    return v if v < acc else acc
+    """min of floats, NaN-propagating."""
+    return _minimum(acc, v)
