@@ -409,7 +409,7 @@ def _recompute_in(c: LoopNest, v: Var, plan: list[JaxprEqn], producer: dict[Var,
     for e in plan:
         ins = [fresh.get(x, x) if isinstance(x, Var) else x for x in e.invars]
         for x in ins:
-            if isinstance(x, Var) and x not in fresh.values():
+            if isinstance(x, Var) and producer.get(x) is not c:  # not an earlier copy's
                 _add_reader(readers, x, c)
         outvars = [Var(o.aval) for o in e.outvars]
         fresh.update(zip(e.outvars, outvars))
@@ -430,7 +430,8 @@ def _drop_unread(node: LoopNest, readers: dict[Var, list[Node]], outs: set) -> N
             o not in read and not readers.get(o) and o not in outs for o in e.outvars)]
         if not dead:
             return
-        node.eqns[:] = [e for e in node.eqns if not any(e is d for d in dead)]
+        gone = {id(e) for e in dead}
+        node.eqns[:] = [e for e in node.eqns if id(e) not in gone]
 
 
 # ----------------------------------------------------------------------------- row groups
