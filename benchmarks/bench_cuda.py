@@ -325,6 +325,28 @@ def _mlp(numbax, jnp, jax, xnp, gpu, nb_sync, jx_sync) -> None:
     tj = timeit(lambda: jf(pj, xj, yj), lambda o: o[0][0].block_until_ready(), 10)
     row("MLP step 4096x784-512-512-10 bf16", f"numbax {tn * 1e3:.2f} ms",
         f"jax {tj * 1e3:.2f} ms; numbax/jax {tn / tj:.2f}x")
+    _mlp_forward(numbax, jnp, jax, xnp, gpu, params, x)
+
+
+def _mlp_forward(numbax, jnp, jax, xnp, gpu, params, x) -> None:
+    """Inference of the same MLP (ReLU and tanh layers): products with bias/ReLU epilogues."""
+    acts = {"relu": lambda np_, z: np_.maximum(z, 0.0), "tanh": lambda np_, z: np_.tanh(z)}
+    pn, xn = numbax.device_put((params, x), gpu)
+    pj, xj = jax.device_put((params, x))
+    for name, act in acts.items():
+        def make(np_, act=act):
+            def predict(params, x):
+                for w, b in params[:-1]:
+                    x = act(np_, x @ w + b)
+                w, b = params[-1]
+                return x @ w + b
+            return predict
+        fn, jf = numbax.jit(make(jnp), backend="gpu"), jax.jit(make(xnp))
+        err = float(np.abs(np.asarray(fn(pn, xn)) - np.asarray(jf(pj, xj))).max())
+        tn = timeit(lambda: fn(pn, xn), nb_sync, 20)
+        tj = timeit(lambda: jf(pj, xj), jx_sync, 20)
+        row(f"MLP forward 4096x784-512-512-10 f32 {name}", f"numbax {tn * 1e6:.1f} us",
+            f"jax {tj * 1e6:.1f} us; numbax/jax {tn / tj:.2f}x; max |diff| {err:.1e}")
 
 
 def extra_section() -> None:
@@ -352,7 +374,9 @@ def extra_section() -> None:
             cpu = np.asarray(random.normal(key, (1000,), jnp.float32))  # first values: n differs
             full_cpu = np.asarray(numbax.jit(lambda k: random.normal(k, (n,), jnp.float32),
                                              backend="cpu")(key))[:1000]
-            t = timeit(lambda: f(key), nb_sync, 5)
+            kd = numbax.device_put(key, gpu)  # on the card, as JAX's key is
+            t = timeit(lambda: f(kd), nb_sync, 5)
+            t_host = timeit(lambda: f(key), nb_sync, 5)  # copied over every call
             jk = jax.random.PRNGKey(0)
             jf = jax.jit(lambda k: jax.random.normal(k, (n,), np.float32))
             tj = timeit(lambda: jf(jk), jx_sync, 5)
@@ -360,6 +384,7 @@ def extra_section() -> None:
             row("random.normal 1e8 f32 (write only)", f"numbax {4 * n / t / 1e9:.0f} GB/s",
                 f"jax {4 * n / tj / 1e9:.0f} GB/s; numbax/jax {tj / t:.2f}x; first 1000 vs CPU "
                 f"numbax jit: max |diff| {err:.1e}, bits-equal {bool(err == 0)}; "
+                f"key on the host: numbax {4 * n / t_host / 1e9:.0f} GB/s; "
                 f"(n=1000 draws differ from n=1e8 ones: {not np.array_equal(cpu, head)})")
         finally:
             numbax.config.update("jax_enable_x64", True)

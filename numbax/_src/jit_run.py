@@ -17,6 +17,7 @@ from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, unaliased
 from numbax._src.compiler.backend import Executable
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+from numbax._src.compiler.cuda.runtime import stream as cuda_stream
 
 
 def _wrap_owned(o: np.ndarray, weak_type: bool) -> Array:
@@ -47,7 +48,7 @@ def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False)
                 for o, w, f in zip(outs, exe.out_weak, fresh, strict=True)]
     with cuda_runtime.on_device(exe.device.id):
         args = [x._dbuf if type(x) is GpuArray else
-                cuda_runtime.to_device(np.asarray(x, dtype=a.dtype))
+                cuda_stream.upload(np.asarray(x, dtype=a.dtype))
                 for x, a in zip(leaves, avals, strict=True)]
         outs = exe(*args)
     return [GpuArray._from_buffer(o, a.shape, w, exe.device, a.dtype)
