@@ -5,12 +5,15 @@ argument mapping from numbax's row-major layouts is what is tested; on a real ca
 itself runs (float32 at TF32 by default, as JAX on Ampere and newer). numpy is the truth."""
 from __future__ import annotations
 
+import contextlib
+import re
+
 import numpy as np
 
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler.cuda.runtime import cublas
+from numbax._src.compiler.cuda.runtime import cublas, cublaslt
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from tests.compiler.cuda.sim_checks import check, close, gjit
 from tests.compiler.cuda.sim_support import library_model
@@ -134,3 +137,146 @@ def cublas_in_a_training_step():
     d_o = 2 * o * (1 - o ** 2)
     close(g2, h.T @ d_o, rtol=1e-10, atol=1e-12)
     close(g1, x.T @ ((d_o @ w2.T) * (1 - h ** 2)), rtol=1e-10, atol=1e-12)
+
+
+def model_lt_call(op_a, op_b, m, n, k, a, ab_type, lda, b, ldb, bias, c, c_type, ldc, compute,
+                  epilogue):
+    """C = epilogue(op(A) @ op(B) + bias) in float64, the bias one value per row of the
+    column-major C, as cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS / RELU_BIAS defines it (ReLU
+    keeps NaN, as cuBLASLt's does on an H200)."""
+    assert epilogue in (cublaslt.EPILOGUE_BIAS, cublaslt.EPILOGUE_RELU_BIAS)
+    assert ldc >= max(1, m) and compute in cublas._SCALAR and ab_type == c_type
+    host_a, host_b, host_c = a.copy_to_host(), b.copy_to_host(), c.copy_to_host()
+    am = _stored(host_a, 0, m, k, lda) if op_a == cublas.OP_N else _stored(host_a, 0, k, m, lda).T
+    bm = _stored(host_b, 0, k, n, ldb) if op_b == cublas.OP_N else _stored(host_b, 0, n, k, ldb).T
+    bias_host = bias.copy_to_host()
+    assert bias_host.shape == (m,), (bias_host.shape, m)
+    z = am.astype(np.float64) @ bm.astype(np.float64) + bias_host[:, None]
+    if epilogue == cublaslt.EPILOGUE_RELU_BIAS:
+        z = np.maximum(z, 0.0)
+    host_c[np.arange(m)[:, None] + np.arange(n)[None, :] * ldc] = z.astype(host_c.dtype)
+    c.copy_to_device(host_c)
+
+
+@contextlib.contextmanager
+def cublaslt_model():
+    """cuBLAS and cuBLASLt 'available', their calls answered by the models (simulator only)."""
+    with cublas_model(), library_model(cublaslt, model_lt_call):
+        yield
+
+
+def _lt_plans(text: str) -> list[int]:
+    """The epilogues of the cuBLASLt calls in a lowered program (empty where none)."""
+    return [int(e) for e in re.findall(r"^G\d+ = lt\.LtGemm\(.*, (\d+)\)$", text, re.M)]
+
+
+def _uses_lt() -> bool:
+    return cuda_runtime.simulator_enabled() or cublaslt.available()
+
+
+@check
+def cublaslt_dense_layer_epilogues():
+    """relu(x @ w + b) and x @ w + b as one cuBLASLt call each (float32, float16, transposed
+    operands, NaN through ReLU), a tanh layer's bias in its product, and the chains that must
+    stay apart: the product or the sum read twice, a column bias, a -0.0 ReLU. numpy is the
+    truth; on a card cuBLASLt itself runs (TF32 by default: its own tolerance)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(33, 20)).astype(np.float32)
+    w1 = (rng.normal(size=(20, 17)) * 0.3).astype(np.float32)
+    b1 = rng.normal(size=17).astype(np.float32)
+    w2 = (rng.normal(size=(17, 6)) * 0.3).astype(np.float32)
+    b2 = rng.normal(size=6).astype(np.float32)
+    x[4, 3] = np.nan  # row 4 of every later layer is NaN: ReLU keeps it
+    b1[2] = -50.0  # column 2 of the first layer is all ReLU zeros
+
+    def mlp(act):
+        def f(x, w1, b1, w2, b2):
+            return act(x @ w1 + b1) @ w2 + b2
+        return f
+
+    def np_mlp(act):
+        def f(x, w1, b1, w2, b2):
+            f64 = [a.astype(np.float64) for a in (x, w1, b1, w2, b2)]
+            return (act(f64[0] @ f64[1] + f64[2]) @ f64[3] + f64[4]).astype(np.float32)
+        return f
+
+    args = (x, w1, b1, w2, b2)
+    cases = {
+        "relu": (mlp(lambda z: jnp.maximum(z, 0.0)), np_mlp(lambda z: np.maximum(z, 0.0)),
+                 [cublaslt.EPILOGUE_RELU_BIAS, cublaslt.EPILOGUE_BIAS]),
+        "nn.relu": (mlp(numbax.nn.relu), np_mlp(lambda z: np.maximum(z, 0.0)),
+                    [cublaslt.EPILOGUE_RELU_BIAS, cublaslt.EPILOGUE_BIAS]),
+        "tanh": (mlp(jnp.tanh), np_mlp(np.tanh), [cublaslt.EPILOGUE_BIAS] * 2),
+        "-0.0 relu": (mlp(lambda z: jnp.maximum(-0.0, z)), np_mlp(lambda z: np.maximum(z, 0.0)),
+                      [cublaslt.EPILOGUE_BIAS] * 2),
+        "sum read twice": (lambda x, w1, b1, w2, b2: (x @ w1 + b1) * jnp.maximum(x @ w1 + b1, 0),
+                           lambda x, w1, b1, w2, b2: ((x @ w1 + b1) * np.maximum(x @ w1 + b1, 0)),
+                           [cublaslt.EPILOGUE_BIAS]),
+        "product read twice": (lambda x, w1, b1, w2, b2: (lambda p: (p + b1, p * 2))(x @ w1),
+                               lambda x, w1, b1, w2, b2: (x @ w1 + b1, x @ w1 * 2), []),
+        "column bias": (lambda x, w1, b1, w2, b2: x.T[:17] @ x + b1[:, None],
+                        lambda x, w1, b1, w2, b2: x.T[:17] @ x + b1[:, None], []),
+    }
+    tol = 1e-5 if cuda_runtime.simulator_enabled() else 5e-3  # TF32 on a card
+    with cublaslt_model():
+        for name, (f, want_f, epilogues_wanted) in cases.items():
+            fj = gjit(f)
+            got, want = fj(*args), want_f(*args)
+            for g, wv in zip(got if isinstance(got, tuple) else (got,),
+                             want if isinstance(want, tuple) else (want,)):
+                try:
+                    close(g, np.asarray(wv, np.float32), rtol=tol, atol=tol)
+                except AssertionError as e:
+                    raise AssertionError(f"{name}: {e}") from None
+            if _uses_lt():
+                assert _lt_plans(fj.lower(*args).as_text()) == epilogues_wanted, name
+        # both operands read transposed (contracting x's rows and w's columns)
+        xt, wt = np.ascontiguousarray(x.T), np.ascontiguousarray(w1.T)
+        ft = gjit(lambda xt, wt, b: jnp.maximum(
+            lax.dot_general(xt, wt, (((0,), (1,)), ((), ()))) + b, 0.0))
+        want = np.maximum(x.astype(np.float64) @ w1 + b1, 0).astype(np.float32)
+        close(ft(xt, wt, b1), want, rtol=tol, atol=tol)
+        if _uses_lt():
+            assert _lt_plans(ft.lower(xt, wt, b1).as_text()) == [cublaslt.EPILOGUE_RELU_BIAS]
+        h = tuple(a.astype(np.float16) for a in (x[:, :16], w1[:16, :16], b1[:16]))
+        fh = gjit(lambda x, w, b: jnp.maximum(x @ w + b, 0))
+        want = np.maximum(h[0].astype(np.float64) @ h[1] + h[2], 0).astype(np.float16)
+        close(fh(*h), want, rtol=2e-2, atol=2e-2)
+        if _uses_lt():
+            assert _lt_plans(fh.lower(*h).as_text()) == [cublaslt.EPILOGUE_RELU_BIAS]
+        # switched off: plain products, the bias in a loop nest
+        with numbax.config.override("cuda_epilogues", False):
+            off = gjit(mlp(jnp.tanh))
+            close(off(*args), np_mlp(np.tanh)(*args), rtol=tol, atol=tol)
+            assert _lt_plans(off.lower(*args).as_text()) == []
+
+
+@check
+def cublaslt_in_a_relu_training_step():
+    """grad of a ReLU MLP: the backward pass reads the sum for ReLU's mask, so only the bias
+    joins each forward product; gradients against numpy's."""
+    from numbax import grad
+
+    rng = np.random.default_rng(6)
+    w1 = (rng.normal(size=(6, 5)) * 0.5).astype(np.float32)
+    b1 = rng.normal(size=5).astype(np.float32) * 0.1
+    w2 = (rng.normal(size=(5, 3)) * 0.5).astype(np.float32)
+    x = rng.normal(size=(8, 6)).astype(np.float32)
+
+    def loss(w1, b1, w2, x):
+        return jnp.sum((jnp.maximum(x @ w1 + b1, 0.0) @ w2) ** 2)
+
+    tol = 1e-4 if cuda_runtime.simulator_enabled() else 2e-2
+    with cublaslt_model():
+        f = gjit(grad(loss, argnums=(0, 1, 2)))
+        g1, gb1, g2 = f(w1, b1, w2, x)
+        if _uses_lt():
+            assert _lt_plans(f.lower(w1, b1, w2, x).as_text()) == [cublaslt.EPILOGUE_BIAS]
+    z = x.astype(np.float64) @ w1 + b1
+    h = np.maximum(z, 0)
+    o = h @ w2
+    d_o = 2 * o
+    dz = (d_o @ w2.T) * (z > 0)
+    close(g2, (h.T @ d_o).astype(np.float32), rtol=tol, atol=tol)
+    close(g1, (x.T @ dz).astype(np.float32), rtol=tol, atol=tol)
+    close(gb1, dz.sum(0).astype(np.float32), rtol=tol, atol=tol)

@@ -22,7 +22,7 @@ from numbax._src.compiler.cuda.config import Config, group_strides, prod
 from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
-from numbax._src.compiler.cuda.runtime import cublas, cufft, graphs
+from numbax._src.compiler.cuda.runtime import cublas, cublaslt, cufft, graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.compiler.registry import EAGER
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -312,7 +312,32 @@ class CudaDriver:
         """One product reading each operand through its own layout's strides; only an
         operand whose (batch, free, contracting) dimension groups are not each one stride
         apart in memory is gathered by a transpose kernel first."""
-        x, y = eqn.invars
+        (x, y), shape = self._operands(j, eqn)
+        out = self.alloc(eqn.outvars[0])
+        self.product(f"k{j}_mm", x, y, out, shape, eqn.params["precision"])
+
+    def gemm_epilogue(self, j: int, eqn: JaxprEqn) -> None:
+        """A dense layer's product, bias add and ReLU in one cuBLASLt call (epilogues.py);
+        the rewrite happens only where cublaslt.available()."""
+        (x, y), shape = self._operands(j, eqn)
+        out = self.alloc(eqn.outvars[0])
+        compute = self._cublas_compute(shape, eqn.params["precision"])
+        line = "from numbax._src.compiler.cuda.runtime import cublaslt as lt"
+        if line not in self.imports:
+            self.imports.append(line)
+        epilogue = (cublaslt.EPILOGUE_RELU_BIAS if eqn.params["activation"] == "relu"
+                    else cublaslt.EPILOGUE_BIAS)
+        gemm = cublas.Gemm(shape.nb, shape.m, shape.n, shape.k, shape.sa, shape.sb,
+                           shape.da.name, shape.dc.name, compute)
+        name = f"G{len(self.gemms)}"
+        self.gemms.append(f"{name} = lt.LtGemm(cb.{gemm!r}, {epilogue})")
+        self.lines.append(f"    lt.gemm({x}, {y}, {self.arg(eqn.invars[2])}, {out}, {name})")
+        self.steps += 3  # as a cuBLAS call
+
+    def _operands(self, j: int, eqn: JaxprEqn) -> tuple[list[str], MatmulShape]:
+        """A product's two operand buffers (transposed first where their dimension groups are
+        not evenly strided) and its shape."""
+        x, y = eqn.invars[:2]
         (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
         xs, ys = x.aval.shape, y.aval.shape
         xf = [d for d in range(len(xs)) if d not in xc and d not in xb]
@@ -333,10 +358,8 @@ class CudaDriver:
                 st = (sizes[1] * sizes[2], sizes[2], 1)
             bufs.append(buf)
             group_st.append(st)
-        out = self.alloc(eqn.outvars[0])
         dtypes = (x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype)
-        shape = MatmulShape(nb, m, n, kdim, dtypes, *group_st)
-        self.product(f"k{j}_mm", bufs[0], bufs[1], out, shape, eqn.params["precision"])
+        return bufs, MatmulShape(nb, m, n, kdim, dtypes, *group_st)
 
     def product(self, alias: str, x: str, y: str, out: str, shape: MatmulShape,
                 precision) -> None:

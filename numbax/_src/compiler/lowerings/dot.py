@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from numbax._src.compiler.cuda import driver as cuda_driver
+from numbax._src.compiler.cuda import epilogues
 from numbax._src.compiler.lowerings.forms import Unsupported
 from numbax._src.compiler.registry import register
 from numbax._src.compiler.source import render_value
@@ -65,3 +66,4 @@ def _array(args, eqn):
 
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)
 register(ld.dot_general_p, backend="cuda", library=cuda_driver.CudaDriver.dot_general)
+register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue)
