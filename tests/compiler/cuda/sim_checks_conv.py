@@ -6,14 +6,18 @@ NC.../OI... layouts; other layouts are transposes of it), and for gradients the 
 the convolution. Shapes are tiny: every simulated thread is a Python thread."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.compiler.cuda.runtime import cublas
+from numbax._src.compiler.cuda.runtime import cublas, cudnn
+from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from tests.compiler.cuda.sim_checks import check, close, gjit
 from tests.compiler.cuda.sim_checks_cublas import cublas_model
+from tests.compiler.cuda.sim_support import library_model
 
 RNG = np.random.default_rng(18)
 HI = lax.Precision.HIGHEST  # float32 checks in full float32 (a card's default is TF32)
@@ -57,7 +61,20 @@ def _on_gpu(f, *args, gather=True) -> None:
     im2col patch kernel."""
     text = f.lower(*args).as_text()
     assert "rt.on_host" not in text, text[-2000:]
+    if cudnn.available() and "dn.conv(" in text:
+        return  # cuDNN took it (a card with cudnn-frontend): checked in conv_through_cudnn
     assert ("_im2col" in text) == gather, text[-2000:]
+
+
+@contextlib.contextmanager
+def _without_cudnn():
+    """cuDNN left out (on a card that has it too): checks of the im2col path itself."""
+    saved = cudnn.available
+    cudnn.available = lambda: False
+    try:
+        yield
+    finally:
+        cudnn.available = saved
 
 
 @check
@@ -201,11 +218,11 @@ def conv_dtypes_and_host_fallback():
     cf = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID", precision=HI))
     close(cf(xc.astype(np.complex64), wc.astype(np.complex64)),
           _direct(xc, wc, (1, 1), ((0, 0), (0, 0))).astype(np.complex64), rtol=1e-5, atol=1e-5)
-    # 16-bit floats stay on the host (the product kernel has no float16 path), still correct
+    # float16 stays on the host (the product kernel has no float16 path) unless cuDNN is there
     h = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "VALID"))
     x16, w16 = xf.astype(np.float16), wf.astype(np.float16)
     text = h.lower(x16, w16).as_text()
-    assert "rt.on_host" in text, text[-1500:]
+    assert ("dn.conv(" if cudnn.available() else "rt.on_host") in text, text[-1500:]
     np.testing.assert_allclose(np.asarray(h(x16, w16)), _direct(xf, wf, (1, 1), ((0, 0), (0, 0))),
                                rtol=2e-2, atol=2e-2)
 
@@ -218,7 +235,7 @@ def conv_through_cublas():
     x, w = RNG.normal(size=(2, 3, 4, 3)), RNG.normal(size=(4, 3, 2, 2))  # NCHW, OIHW
     depthwise = RNG.normal(size=(6, 1, 2, 2))
     pads = ((1, 0), (0, 1))
-    with cublas_model():
+    with cublas_model(), _without_cudnn():
         for dn, fgc, wg in ((("NHWC", "HWIO", "NHWC"), 1, w), (("NCHW", "OIHW", "NCHW"), 1, w),
                             (("NHWC", "HWIO", "NHWC"), 3, depthwise)):
             xs, ws = x.transpose(_perm(dn[0], "NCHW")), wg.transpose(_perm(dn[1], "OIHW"))
@@ -238,3 +255,105 @@ def conv_through_cublas():
             assert f"compute={cublas.COMPUTE_32F})" in full.lower(a32, b32).as_text()
         close(full(a32, b32), _direct(x, w, (1, 1), pads).astype(np.float32), rtol=1e-5,
               atol=1e-5)
+
+
+def model_cudnn_call(x, w, y, c: cudnn.CudnnConv) -> None:
+    """cuDNN's forward convolution by its contract, in float64: x, w and y are read and
+    written through the logical dims and element strides `c` gives ([N, C, S...], [K, C/g,
+    K...], [N, K, S'...]); cross-correlation, padding before/after each spatial dim, window
+    strides, kernel dilation, groups from C / (C/g)."""
+    hx, hw, hy = x.copy_to_host(), w.copy_to_host(), y.copy_to_host()
+
+    def view(buf, described):
+        dims, steps = described
+        assert max((d - 1) * s for d, s in zip(dims, steps)) < buf.size, (described, buf.size)
+        return np.lib.stride_tricks.as_strided(
+            buf, dims, tuple(s * buf.itemsize for s in steps))
+
+    xs, ws = view(hx, c.x).astype(np.float64), view(hw, c.w).astype(np.float64)
+    padding = list(zip(c.pre_padding, c.post_padding))
+    want = _direct(xs, ws, c.stride, padding, rhs_dilation=c.dilation,
+                   fgc=xs.shape[1] // ws.shape[1])
+    assert want.shape == tuple(c.y[0]), (want.shape, c.y[0])
+    out = np.lib.stride_tricks.as_strided(hy, tuple(c.y[0]),
+                                          tuple(s * hy.itemsize for s in c.y[1]),
+                                          writeable=True)
+    out[...] = want.astype(hy.dtype)
+    y.copy_to_device(hy)
+
+
+@check
+def conv_through_cudnn():
+    """Convolutions cuDNN takes (the numpy model of its call under the simulator; cuDNN itself
+    on a card): channels-last with an HWIO kernel (transposed to KRSC first) and an OHWI one
+    (read in place), channels-first, strides with uneven padding and dilation, depthwise
+    groups, 1-D and 3-D, float16; and the ones it must not take (lhs dilation, a weight
+    gradient's batch-as-feature layout), which keep im2col."""
+    x = RNG.normal(size=(2, 4, 7, 6))  # NCHW
+    w = RNG.normal(size=(6, 4, 3, 2))  # OIHW
+    dw = RNG.normal(size=(8, 1, 3, 3))  # depthwise, 2 per channel
+    pads = ((2, 0), (1, 1))
+    cases = [  # (dn, kernel, strides, padding, rhs_dilation, fgc, kernel transposed first)
+        (("NHWC", "HWIO", "NHWC"), w, (1, 1), ((1, 1), (0, 1)), (1, 1), 1, True),
+        (("NHWC", "OHWI", "NHWC"), w, (2, 1), pads, (1, 2), 1, False),
+        (("NCHW", "OIHW", "NCHW"), w, (1, 2), pads, (2, 1), 1, False),
+        (("NHWC", "HWIO", "NHWC"), dw, (1, 1), ((1, 1), (1, 1)), (1, 1), 4, True),
+    ]
+    tol = 1e-5 if cuda_runtime.simulator_enabled() else 2e-5
+    with cublas_model(), library_model(cudnn, model_cudnn_call):
+        uses_cudnn = cudnn.available()  # the model stands in for it under the simulator
+        for dn, k, st, pad, rd, fgc, transposed in cases:
+            xs = x.transpose(_perm(dn[0], "NCHW")).astype(np.float32)
+            ks = k.transpose(_perm(dn[1], "OIHW")).astype(np.float32)
+            f = gjit(lambda a, b, dn=dn, st=st, pad=pad, rd=rd, fgc=fgc:
+                     lax.conv_general_dilated(a, b, st, pad, rhs_dilation=rd,
+                                              dimension_numbers=dn, feature_group_count=fgc,
+                                              precision=HI))
+            want = _direct(x, k, st, pad, rhs_dilation=rd, fgc=fgc)
+            close(f(xs, ks), want.transpose(_perm(dn[2], "NCHW")).astype(np.float32),
+                  rtol=tol, atol=tol)
+            if uses_cudnn:
+                text = f.lower(xs, ks).as_text()
+                assert "dn.conv(" in text and "tf32=False" in text, text[-800:]
+                assert ("w_tr" in text) == transposed, text[-1500:]
+        # 1-D channels-last and 3-D channels-first
+        x1, w1 = RNG.normal(size=(2, 9, 3)), RNG.normal(size=(3, 3, 5))  # NWC, WIO
+        f1 = gjit(lambda a, b: lax.conv_general_dilated(a, b, (2,), ((1, 2),),
+                                                        dimension_numbers=("NWC", "WIO", "NWC"),
+                                                        precision=HI))
+        want1 = _direct(x1.transpose(0, 2, 1), w1.transpose(2, 1, 0), (2,), ((1, 2),))
+        close(f1(x1.astype(np.float32), w1.astype(np.float32)),
+              want1.transpose(0, 2, 1).astype(np.float32), rtol=tol, atol=tol)
+        x3, w3 = RNG.normal(size=(1, 2, 4, 3, 5)), RNG.normal(size=(3, 2, 2, 2, 2))
+        f3 = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1, 2), "SAME", precision=HI))
+        pads3 = ((0, 1), (0, 1), (0, 1))  # SAME for even windows pads after
+        close(f3(x3.astype(np.float32), w3.astype(np.float32)),
+              _direct(x3, w3, (1, 1, 2), pads3).astype(np.float32), rtol=tol, atol=tol)
+        # float16 (on the host without cuDNN; through cuDNN with it)
+        h = (x.transpose(0, 2, 3, 1).astype(np.float16), w.transpose(2, 3, 1, 0).astype(np.float16))
+        fh = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), pads,
+                                                        dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        wanth = _direct(x, w, (1, 1), pads).transpose(0, 2, 3, 1)
+        close(fh(*h), wanth.astype(np.float16), rtol=2e-2, atol=5e-2)
+        # not cuDNN's: a transposed convolution (lhs dilation) and the weight gradient
+        xs, ks = x.astype(np.float32), w.astype(np.float32)
+        ft = gjit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), pads, lhs_dilation=(2, 1),
+                                                        precision=HI))
+        close(ft(xs, ks), _direct(x, w, (1, 1), pads, lhs_dilation=(2, 1)).astype(np.float32),
+              rtol=tol, atol=tol)
+        assert "dn.conv(" not in ft.lower(xs, ks).as_text()
+
+        def loss(a, b):
+            return jnp.sum(lax.conv_general_dilated(a, b, (2, 1), pads, precision=HI) ** 2)
+
+        ga, gb = gjit(numbax.grad(loss, argnums=(0, 1)))(xs, ks)
+        eps = 1e-3  # the gradient against central differences along one random direction
+        for g, which in ((ga, 0), (gb, 1)):
+            d = RNG.normal(size=(xs, ks)[which].shape)
+            args_p = [xs.astype(np.float64), ks.astype(np.float64)]
+            args_m = [xs.astype(np.float64), ks.astype(np.float64)]
+            args_p[which] = args_p[which] + eps * d
+            args_m[which] = args_m[which] - eps * d
+            num = (np.sum(_direct(*args_p, (2, 1), pads) ** 2)
+                   - np.sum(_direct(*args_m, (2, 1), pads) ** 2)) / (2 * eps)
+            np.testing.assert_allclose(np.sum(np.asarray(g, np.float64) * d), num, rtol=1e-3)

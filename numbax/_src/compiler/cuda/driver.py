@@ -22,7 +22,7 @@ from numbax._src.compiler.cuda.config import Config, group_strides, prod
 from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape, plan_matmul, render_transpose
 from numbax._src.compiler.cuda.modules import header
-from numbax._src.compiler.cuda.runtime import cublas, cublaslt, cufft, graphs
+from numbax._src.compiler.cuda.runtime import cublas, cublaslt, cudnn, cufft, graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.compiler.registry import EAGER
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -407,6 +407,8 @@ class CudaDriver:
         place (transposed first when its layout needs it), written into the output or
         transposed into it."""
         lhs, rhs = eqn.invars
+        if cudnn.available() and self._cudnn_conv(j, eqn):
+            return
         out_aval = eqn.outvars[0].aval
         cp = cuda_conv.plan(eqn, self.cfg)
         patches = self.arg(lhs)
@@ -425,6 +427,29 @@ class CudaDriver:
         self.product(f"k{j}_mm", x, y, result, cp.product, cp.precision)
         if cp.out_transpose is not None:
             self._transpose(f"{j}o", result, out, *cp.out_transpose)
+
+    def _cudnn_conv(self, j: int, eqn: JaxprEqn) -> bool:
+        """The convolution as one cuDNN call (runtime/cudnn.py), its kernel transposed into
+        cuDNN's layout first where needed; False (nothing emitted) where cuDNN does not
+        take it (kernels/conv.py: cudnn_plan)."""
+        planned_conv = cuda_conv.cudnn_plan(eqn)
+        if planned_conv is None:
+            return False
+        conv, perm = planned_conv
+        lhs, rhs = eqn.invars
+        kernel = self.arg(rhs)
+        if perm is not None:
+            kernel = self.empty(prod(rhs.aval.shape), rhs.aval.dtype)
+            self._transpose(f"{j}w", self.arg(rhs), kernel, rhs.aval.shape, perm)
+        out = self.alloc(eqn.outvars[0])
+        line = "from numbax._src.compiler.cuda.runtime import cudnn as dn"
+        if line not in self.imports:
+            self.imports.append(line)
+        name = f"G{len(self.gemms)}"
+        self.gemms.append(f"{name} = dn.{conv!r}")
+        self.lines.append(f"    dn.conv({self.arg(lhs)}, {kernel}, {out}, {name})")
+        self.steps += 6  # 40-65 µs of host time a call (cudnn-frontend's Python layer)
+        return True
 
     def render(self, jaxpr: Jaxpr) -> str:
         for v, d in self.dests:  # outputs not computed in place: copied into their buffer

@@ -12,8 +12,9 @@ import numpy as np
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
 from numbax._src.compiler.cpu.runtime import windows as cpu_windows
 from numbax._src.compiler.cuda import driver as cuda_driver
+from numbax._src.compiler.cuda.kernels import conv as cuda_conv
 from numbax._src.compiler.cuda.kernels import windows as cuda_windows
-from numbax._src.compiler.cuda.runtime import cufft
+from numbax._src.compiler.cuda.runtime import cudnn, cufft
 from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
@@ -124,10 +125,12 @@ register(fft.fft_p, backend="cuda", library=cuda_driver.CudaDriver.fft,
 
 def _cuda_conv_dtypes(eqn: JaxprEqn) -> bool:
     """The dtypes the CUDA convolution takes (those of dot_general's product kernel): ints,
-    float32/float64 and complex, for operands and output; bool and 16-bit floats run on the
-    host."""
-    return all(v.aval.dtype.kind in "iuc" or v.aval.dtype in (np.float32, np.float64)
-               for v in (*eqn.invars, *eqn.outvars))
+    float32/float64 and complex, for operands and output, and float16 where cuDNN takes the
+    convolution; bool and other 16-bit float convolutions run on the host."""
+    if all(v.aval.dtype.kind in "iuc" or v.aval.dtype in (np.float32, np.float64)
+           for v in (*eqn.invars, *eqn.outvars)):
+        return True
+    return cudnn.available() and cuda_conv.cudnn_plan(eqn) is not None
 
 
 register(convolution.conv_general_dilated_p, backend="cuda",

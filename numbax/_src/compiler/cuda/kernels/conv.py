@@ -18,10 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from numbax._src.compiler import ir
 from numbax._src.compiler.cuda.config import Config, cdiv, group_strides, prod, strides
 from numbax._src.compiler.cuda.kernels.matmul import MatmulShape
 from numbax._src.compiler.cuda.modules import module
+from numbax._src.compiler.cuda.runtime import cublas, cudnn
 from numbax._src.compiler.source import render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax.params import Precision
@@ -201,3 +204,64 @@ def _render_gather(eqn: JaxprEqn, rows: _Rows, cols: tuple[tuple[int, int], ...]
     blocks = min(cdiv(n_rows, per_block), cfg.max_blocks)
     launches = (ir.Launch("kernel", blocks, cfg.threads),) if n_rows * k else ()
     return ir.Kernel(module(tag, {"kernel": ("a0, o0", body)}), launches=launches)
+
+
+def cudnn_plan(eqn: JaxprEqn) -> tuple[Any, tuple[int, ...] | None] | None:
+    """(cudnn.CudnnConv, the kernel's transpose into KRSC/KCRS or None) for a convolution cuDNN
+    takes (runtime/cudnn.py), or None to keep im2col: float32/float16 throughout, no lhs
+    dilation, no batch groups, no negative padding, 1 to 3 spatial dims, the input and output
+    both packed channels-last or both channels-first."""
+    p = eqn.params
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    dtype = out.dtype
+    if not (lhs.dtype == rhs.dtype == dtype) or dtype not in (np.float32, np.float16):
+        return None
+    if p["batch_group_count"] != 1 or any(d != 1 for d in p["lhs_dilation"]) or \
+            any(lo < 0 or hi < 0 for lo, hi in p["padding"]) or not 1 <= len(lhs_spec) - 2 <= 3:
+        return None
+    if 0 in (*lhs.shape, *rhs.shape, *out.shape):
+        return None
+    last_x, last_y = _channels_last(lhs.shape, lhs_spec), _channels_last(out.shape, out_spec)
+    if last_x is None or last_x != last_y:
+        return None
+    want = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1]) if last_x else tuple(rhs_spec)
+    w_shape = tuple(rhs.shape[d] for d in want)  # the kernel as stored for cuDNN
+    w_spec = (0, len(want) - 1, *range(1, len(want) - 1)) if last_x else tuple(range(len(want)))
+    perm = None if tuple(want) == tuple(range(len(want))) else tuple(want)
+    unit = len(lhs_spec) == 3  # 1-D: one more spatial dim of size 1
+    precision = p["precision"]
+    if precision is not None:
+        precision = tuple(Precision(q.lower()) if isinstance(q, str) else q for q in precision)
+    c = cudnn.CudnnConv(
+        _described(lhs.shape, lhs_spec, unit, last_x), _described(w_shape, w_spec, unit, last_x),
+        _described(out.shape, out_spec, unit, last_x),
+        tuple(lo for lo, _ in p["padding"]) + (0,) * unit,
+        tuple(hi for _, hi in p["padding"]) + (0,) * unit,
+        tuple(p["window_strides"]) + (1,) * unit, tuple(p["rhs_dilation"]) + (1,) * unit,
+        np.dtype(dtype).name,
+        cublas.compute_type(dtype, precision) == cublas.COMPUTE_32F_FAST_TF32)
+    return c, perm
+
+
+def _channels_last(shape: tuple[int, ...], spec) -> bool | None:
+    """True for a packed (batch, spatial..., feature) array, False for a packed (batch,
+    feature, spatial...) one, None for any other layout (dims of size 1 aside)."""
+    for order, answer in (((spec[0], *spec[2:], spec[1]), True), (tuple(spec), False)):
+        dims = [d for d in order if shape[d] != 1]
+        if dims == sorted(dims):
+            return answer
+    return None
+
+
+def _described(shape: tuple[int, ...], spec, unit: bool,
+               last: bool) -> tuple[tuple[int, ...], ...]:
+    """cuDNN's (dims, element strides) of a C-contiguous array: its dims in `spec`'s logical
+    order, and for a 1-D convolution a trailing spatial dim of size 1 (strided as a packed
+    channels-last or channels-first array's would be)."""
+    st = strides(shape)
+    dims = tuple(shape[d] for d in spec)
+    steps = tuple(st[d] for d in spec)
+    if unit:
+        dims, steps = dims + (1,), steps + ((dims[1] * steps[1]) if last else 1,)
+    return dims, steps
