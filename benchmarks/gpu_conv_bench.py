@@ -1,5 +1,6 @@
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
-"""GPU convolutions (compiler/cuda/kernels/conv.py: im2col + one cuBLAS product) against JAX on
+"""GPU convolutions (runtime/cudnn.py where cudnn-frontend is installed, else kernels/conv.py:
+im2col + one cuBLAS product) against JAX on
 the same GPU, one process, about a minute.
 
     PYTHONPATH=. python3 benchmarks/gpu_conv_bench.py            # every case
@@ -9,7 +10,8 @@ Each row: numbax jit(backend="gpu") and jax.jit milliseconds per call (median of
 calls, after a compile call), jax/numbax (above 1: numbax is faster), the largest difference
 from JAX relative to JAX's largest magnitude, at the default precision (both TF32 for float32)
 and at "highest" (full float32: the layout and padding logic, not TF32 rounding), and whether
-the product went to cuBLAS (without CuPy numbax's own matmul kernel runs, much slower).
+the convolution went to cuDNN, to im2col and cuBLAS, or to numbax's own matmul kernel (without
+CuPy; much slower).
 The headline case is issue 18's: (32, 56, 56, 64) NHWC * 3x3x64x64 HWIO, SAME, float32, and its
 two gradients (the input's and the kernel's cotangent, each a convolution itself)."""
 from __future__ import annotations
@@ -75,7 +77,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"gpu_conv_bench | {time.strftime('%Y-%m-%d %H:%M')} | {gpu}")
     print(f"{'case':<20} {'part':<5} {'numbax':>10} {'jax':>10} {'jax/nbx':>8} "
-          f"{'err tf32':>9} {'err f32':>9}  cuBLAS")
+          f"{'err tf32':>9} {'err f32':>9}  path")
     for name, xs, ws, strides, padding, dn, groups, grads in cases(quick):
         fan_in = np.prod(ws) // (ws[-1] if dn == NHWC else ws[0])
         x = rng.normal(size=xs).astype(np.float32)
@@ -91,7 +93,8 @@ def main() -> None:
             jfull = programs(jlax, jax.grad, strides, padding, dn, groups, "highest")
         for part in ("fwd", "d/dx", "d/dw") if grads else ("fwd",):
             fn = numbax.jit(fast[part], backend="gpu")
-            cublas = "cb.gemm(" in fn.lower(*nargs).as_text()
+            text = fn.lower(*nargs).as_text()
+            path = "cuDNN" if "dn.conv(" in text else "cuBLAS" if "cb.gemm(" in text else "own"
             t_nb = timeit(lambda: fn(*nargs), numbax.block_until_ready)
             row = f"{name:<20} {part:<5} {t_nb * 1e3:>8.3f}ms"
             if jax:
@@ -104,7 +107,7 @@ def main() -> None:
                         f"{err_full:>9.1e}")
             else:
                 row += f" {'-':>10} {'-':>8} {'-':>9} {'-':>9}"
-            print(row + f"  {'yes' if cublas else 'NO'}", flush=True)
+            print(row + f"  {path}", flush=True)
     print("err: max |numbax - jax| / max |jax|; expect ~1e-3 at TF32, ~1e-6 at highest. "
           f"({time.perf_counter() - start:.0f} s in all, compiles included)")
 

@@ -7,6 +7,8 @@ the convolution. Shapes are tiny: every simulated thread is a Python thread."""
 from __future__ import annotations
 
 import contextlib
+import itertools
+import re
 
 import numpy as np
 
@@ -257,29 +259,45 @@ def conv_through_cublas():
               atol=1e-5)
 
 
-def model_cudnn_call(x, w, y, c: cudnn.CudnnConv) -> None:
-    """cuDNN's forward convolution by its contract, in float64: x, w and y are read and
-    written through the logical dims and element strides `c` gives ([N, C, S...], [K, C/g,
-    K...], [N, K, S'...]); cross-correlation, padding before/after each spatial dim, window
-    strides, kernel dilation, groups from C / (C/g)."""
-    hx, hw, hy = x.copy_to_host(), w.copy_to_host(), y.copy_to_host()
-
-    def view(buf, described):
+def model_cudnn_call(a, b, out, c: cudnn.CudnnConv) -> None:
+    """cuDNN's convolutions by their contract, in float64, on buffers read and written through
+    the logical dims and element strides `c` gives (x [N, C, S...], w [K, C/g, K...], y [N, K,
+    S'...]): fprop y = x ⋆ w (cross-correlation, padding before/after each spatial dim, window
+    strides, kernel dilation, groups from C / (C/g)); dgrad x from (y, w) and wgrad w from
+    (x, y), the two adjoints of fprop, tap by tap."""
+    def view(buf, described, writeable=False):
         dims, steps = described
         assert max((d - 1) * s for d, s in zip(dims, steps)) < buf.size, (described, buf.size)
-        return np.lib.stride_tricks.as_strided(
-            buf, dims, tuple(s * buf.itemsize for s in steps))
+        return np.lib.stride_tricks.as_strided(buf, dims, tuple(s * buf.itemsize for s in steps),
+                                               writeable=writeable)
 
-    xs, ws = view(hx, c.x).astype(np.float64), view(hw, c.w).astype(np.float64)
-    padding = list(zip(c.pre_padding, c.post_padding))
-    want = _direct(xs, ws, c.stride, padding, rhs_dilation=c.dilation,
-                   fgc=xs.shape[1] // ws.shape[1])
-    assert want.shape == tuple(c.y[0]), (want.shape, c.y[0])
-    out = np.lib.stride_tricks.as_strided(hy, tuple(c.y[0]),
-                                          tuple(s * hy.itemsize for s in c.y[1]),
-                                          writeable=True)
-    out[...] = want.astype(hy.dtype)
-    y.copy_to_device(hy)
+    host_a, host_b, host_out = a.copy_to_host(), b.copy_to_host(), out.copy_to_host()
+    roles = {"fprop": ("x", "w", "y"), "dgrad": ("y", "w", "x"), "wgrad": ("x", "y", "w")}
+    ra, rb, rout = roles[c.kind]
+    values = {ra: view(host_a, getattr(c, ra)).astype(np.float64),
+              rb: view(host_b, getattr(c, rb)).astype(np.float64)}
+    values[rout] = np.zeros(getattr(c, rout)[0])
+    x, w, y = values["x"], values["w"], values["y"]
+    groups = x.shape[1] // w.shape[1]
+    assert c.kind == "fprop" or groups == 1
+    kg, cg = w.shape[0] // groups, w.shape[1]
+    for pos in np.ndindex(*y.shape[2:]):
+        for tap in np.ndindex(*w.shape[2:]):
+            at = [q * st + t * d - lo for q, st, t, d, lo in zip(pos, c.stride, tap, c.dilation,
+                                                                 c.pre_padding)]
+            if not all(0 <= i < n for i, n in zip(at, x.shape[2:])):
+                continue
+            xi, yo, wt = (..., *at), (..., *pos), (..., *tap)
+            for g in range(groups):
+                ks, cs = slice(g * kg, (g + 1) * kg), slice(g * cg, (g + 1) * cg)
+                if c.kind == "fprop":
+                    y[:, ks][yo] += x[:, cs][xi] @ w[ks][wt].T
+                elif c.kind == "dgrad":
+                    x[:, cs][xi] += y[:, ks][yo] @ w[ks][wt]
+                else:
+                    w[ks][wt] += y[:, ks][yo].T @ x[:, cs][xi]
+    view(host_out, getattr(c, rout), writeable=True)[...] = values[rout].astype(host_out.dtype)
+    out.copy_to_device(host_out)
 
 
 @check
@@ -357,3 +375,51 @@ def conv_through_cudnn():
             num = (np.sum(_direct(*args_p, (2, 1), pads) ** 2)
                    - np.sum(_direct(*args_m, (2, 1), pads) ** 2)) / (2 * eps)
             np.testing.assert_allclose(np.sum(np.asarray(g, np.float64) * d), num, rtol=1e-3)
+
+
+@check
+def conv_gradients_through_cudnn():
+    """A convolution's two gradients under jit(grad) as cuDNN's filter and data gradients
+    (channels-last with an HWIO kernel, channels-first with an OIHW one; strides, SAME and
+    uneven padding, dilation), against central differences of the float64 definition along
+    random directions, and each call's kind in the program."""
+    cases = [  # (dn, x shape (NCHW), kernel shape (OIHW), strides, padding, rhs dilation)
+        (("NHWC", "HWIO", "NHWC"), (2, 3, 9, 8), (4, 3, 3, 3), (2, 2), "SAME", (1, 1)),
+        (("NCHW", "OIHW", "NCHW"), (2, 3, 8, 7), (5, 3, 2, 3), (2, 1), ((1, 0), (2, 1)), (1, 2)),
+        (("NHWC", "HWIO", "NHWC"), (1, 2, 6, 6), (3, 2, 3, 3), (1, 1), "VALID", (2, 1)),
+    ]
+    sim = cuda_runtime.simulator_enabled()
+    with cublas_model(), library_model(cudnn, model_cudnn_call):
+        for (dn, xs_shape, ws_shape, st, pad, rd), prec in itertools.product(
+                cases, (HI, lax.Precision.DEFAULT)):
+            # full float32 (filter gradients on im2col) and TF32 (every gradient on cuDNN)
+            tol = 1e-4 if sim else 1e-3 if prec is HI else 3e-2
+            x, w = RNG.normal(size=xs_shape), RNG.normal(size=ws_shape) * 0.5
+            xs, ks = (x.transpose(_perm(dn[0], "NCHW")).astype(np.float32),
+                      w.transpose(_perm(dn[1], "OIHW")).astype(np.float32))
+
+            def conv(a, b, dn=dn, st=st, pad=pad, rd=rd, prec=prec):
+                return lax.conv_general_dilated(a, b, st, pad, rhs_dilation=rd,
+                                                dimension_numbers=dn, precision=prec)
+
+            def loss(a, b, conv=conv):
+                return jnp.sum(jnp.sin(conv(a, b)))
+
+            g = gjit(numbax.grad(loss, argnums=(0, 1)))
+            ga, gb = g(xs, ks)
+            if cudnn.available():
+                kinds = re.findall(r"kind='(\w+)'", g.lower(xs, ks).as_text())
+                want = ({"fprop"} | ({"dgrad"} if st != (1, 1) else set())
+                        | ({"wgrad"} if prec is not HI else set()))
+                assert want == set(kinds), (dn, st, prec, kinds)
+            eps = 1e-3
+            base = [xs.astype(np.float64), ks.astype(np.float64)]
+            for got, which in ((ga, 0), (gb, 1)):
+                d = RNG.normal(size=base[which].shape)
+                plus, minus = list(base), list(base)
+                plus[which], minus[which] = base[which] + eps * d, base[which] - eps * d
+                f64 = numbax.jit(lambda a, b, conv=conv: jnp.sum(jnp.sin(conv(a, b))),
+                                 backend="cpu")
+                num = (float(f64(*plus)) - float(f64(*minus))) / (2 * eps)
+                np.testing.assert_allclose(np.sum(np.asarray(got, np.float64) * d), num,
+                                           rtol=tol, atol=tol, err_msg=f"{dn} {st} arg {which}")

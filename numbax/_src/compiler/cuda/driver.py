@@ -84,6 +84,7 @@ class CudaDriver:
         self.graphable = True
         self.steps = 0
         self.n = 0
+        self.producers = {v: e for e in jaxpr.eqns for v in e.outvars}
         self.pp = core.PrintNames()
         header(jaxpr, self.pp)  # names variables the way the header prints them
 
@@ -429,26 +430,35 @@ class CudaDriver:
             self._transpose(f"{j}o", result, out, *cp.out_transpose)
 
     def _cudnn_conv(self, j: int, eqn: JaxprEqn) -> bool:
-        """The convolution as one cuDNN call (runtime/cudnn.py), its kernel transposed into
-        cuDNN's layout first where needed; False (nothing emitted) where cuDNN does not
-        take it (kernels/conv.py: cudnn_plan)."""
-        planned_conv = cuda_conv.cudnn_plan(eqn)
-        if planned_conv is None:
+        """The convolution as one cuDNN call (runtime/cudnn.py): a forward convolution, or a
+        filter or data gradient written as one, its kernel transposed into cuDNN's layout
+        first and a filter gradient's result transposed into the output after, where needed;
+        False (nothing emitted) where cuDNN does not take it (kernels/conv.py: cudnn_plan)."""
+        call = cuda_conv.cudnn_plan(eqn, self.producers)
+        if call is None:
             return False
-        conv, perm = planned_conv
         lhs, rhs = eqn.invars
-        kernel = self.arg(rhs)
-        if perm is not None:
-            kernel = self.empty(prod(rhs.aval.shape), rhs.aval.dtype)
-            self._transpose(f"{j}w", self.arg(rhs), kernel, rhs.aval.shape, perm)
+        kernel_var = rhs if call.unflipped is None else call.unflipped
+        if not isinstance(kernel_var, Var) or kernel_var not in self.names:
+            return False  # the unreversed kernel was never materialised
+        kernel = self.arg(kernel_var)
+        if call.kernel_perm is not None:
+            kernel = self.empty(prod(kernel_var.aval.shape), kernel_var.aval.dtype)
+            self._transpose(f"{j}w", self.arg(kernel_var), kernel, kernel_var.aval.shape,
+                            call.kernel_perm)
+        out_aval = eqn.outvars[0].aval
         out = self.alloc(eqn.outvars[0])
+        result = out if call.out_transpose is None else self.empty(prod(out_aval.shape),
+                                                                   out_aval.dtype)
         line = "from numbax._src.compiler.cuda.runtime import cudnn as dn"
         if line not in self.imports:
             self.imports.append(line)
         name = f"G{len(self.gemms)}"
-        self.gemms.append(f"{name} = dn.{conv!r}")
-        self.lines.append(f"    dn.conv({self.arg(lhs)}, {kernel}, {out}, {name})")
+        self.gemms.append(f"{name} = dn.{call.conv!r}")
+        self.lines.append(f"    dn.conv({self.arg(lhs)}, {kernel}, {result}, {name})")
         self.steps += 6  # 40-65 µs of host time a call (cudnn-frontend's Python layer)
+        if call.out_transpose is not None:
+            self._transpose(f"{j}o", result, out, *call.out_transpose)
         return True
 
     def render(self, jaxpr: Jaxpr) -> str:

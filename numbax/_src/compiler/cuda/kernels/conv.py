@@ -206,42 +206,183 @@ def _render_gather(eqn: JaxprEqn, rows: _Rows, cols: tuple[tuple[int, int], ...]
     return ir.Kernel(module(tag, {"kernel": ("a0, o0", body)}), launches=launches)
 
 
-def cudnn_plan(eqn: JaxprEqn) -> tuple[Any, tuple[int, ...] | None] | None:
-    """(cudnn.CudnnConv, the kernel's transpose into KRSC/KCRS or None) for a convolution cuDNN
-    takes (runtime/cudnn.py), or None to keep im2col: float32/float16 throughout, no lhs
-    dilation, no batch groups, no negative padding, 1 to 3 spatial dims, the input and output
-    both packed channels-last or both channels-first."""
+@dataclass(frozen=True)
+class CudnnCall:
+    """How the driver runs a convolution through cuDNN (runtime/cudnn.py): the call, the
+    transpose of the kernel operand into KRSC/KCRS first (None: read in place), and for a
+    filter gradient the (buffer shape, perm) transpose of cuDNN's KRSC/KCRS result into the
+    output (None: written in place). A data gradient reads `unflipped`: the input of the
+    `rev` that reversed its kernel (cuDNN reverses it itself)."""
+
+    conv: Any  # cudnn.CudnnConv
+    kernel_perm: tuple[int, ...] | None
+    out_transpose: tuple[tuple[int, ...], tuple[int, ...]] | None
+    unflipped: Any = None  # the Var of the kernel before its rev (data gradients)
+
+
+def cudnn_plan(eqn: JaxprEqn, producers: dict | None = None) -> CudnnCall | None:
+    """The cuDNN form of a convolution, or None to keep im2col. Float32/float16 throughout, no
+    batch groups, 1 to 3 spatial dims, operands packed channels-last or channels-first alike;
+    then, in JAX's terms: a forward convolution (no lhs dilation, padding >= 0, feature groups
+    allowed); the gradient with respect to the kernel of one without groups (JAX writes it as
+    a convolution of the input with the output's cotangent, batch and feature dims swapped,
+    the forward strides as dilations); the gradient with respect to the input of a strided
+    one without groups (a convolution of the cotangent, dilated by the forward strides, with
+    the reversed kernel, whose `rev` equation `producers` finds)."""
+    p = eqn.params
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    if not (lhs.dtype == rhs.dtype == out.dtype) or out.dtype not in (np.float32, np.float16):
+        return None
+    if p["batch_group_count"] != 1 or not 1 <= len(lhs.shape) - 2 <= 3 or \
+            0 in (*lhs.shape, *rhs.shape, *out.shape):
+        return None
+    if all(d == 1 for d in p["lhs_dilation"]) and all(lo >= 0 and hi >= 0
+                                                      for lo, hi in p["padding"]):
+        call = _fprop(eqn)
+        if call is not None:
+            return call
+    if p["feature_group_count"] != 1:
+        return None
+    call = _wgrad(eqn)
+    if call is None and producers is not None and all(d == 1 for d in p["window_strides"]):
+        call = _dgrad(eqn, producers)
+    return call
+
+
+def _wgrad(eqn: JaxprEqn) -> CudnnCall | None:
+    """The filter-gradient form: any ungrouped convolution without lhs dilation is the filter
+    gradient of the forward convolution read off its swapped dimension specs."""
+    p = eqn.params
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    if any(d != 1 for d in p["lhs_dilation"]) or any(lo < 0 for lo, _ in p["padding"]):
+        return None
+    lhs_spec, rhs_spec, out_spec = map(_swapped, p["dimension_numbers"])  # the forward's
+    last = _channels_last(lhs.shape, lhs_spec)
+    if last is None or _channels_last(rhs.shape, rhs_spec) != last:
+        return None
+    sizes = _spatial(lhs.shape, lhs_spec), _spatial(out.shape, out_spec), \
+        _spatial(rhs.shape, rhs_spec)  # x, kernel, y
+    stride, dilation = tuple(p["rhs_dilation"]), tuple(p["window_strides"])
+    pre = tuple(lo for lo, _ in p["padding"])
+    post = _post_padding(*sizes, pre, stride, dilation)
+    if post is None:
+        return None
+    order = (out_spec[0], *out_spec[2:], out_spec[1]) if last else tuple(out_spec)
+    w_shape = tuple(out.shape[d] for d in order)  # cuDNN's result, KRSC or KCRS
+    in_place = list(order) == sorted(order)
+    out_transpose = None if in_place else (w_shape, tuple(int(i) for i in np.argsort(order)))
+    unit = len(lhs_spec) == 3
+    conv = _conv(eqn, _described(lhs.shape, lhs_spec, unit, last),
+                 _described(w_shape, _kernel_spec(len(order), last), unit, last),
+                 _described(rhs.shape, rhs_spec, unit, last), pre, post, stride, dilation,
+                 "wgrad")
+    if conv.dtype != "float32" or not conv.tf32:
+        # Only TF32 filter gradients are cuDNN's: on an H200 a stride-2 one of the ResNet
+        # benchmark came back wrong (relative error 1.5) from the engines left once the
+        # tensor-core ones are deselected for "highest"; float16 ones were not measured.
+        return None
+    return CudnnCall(conv, None, out_transpose)
+
+
+def _fprop(eqn: JaxprEqn) -> CudnnCall | None:
     p = eqn.params
     lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
-    dtype = out.dtype
-    if not (lhs.dtype == rhs.dtype == dtype) or dtype not in (np.float32, np.float16):
+    last = _channels_last(lhs.shape, lhs_spec)
+    if last is None or _channels_last(out.shape, out_spec) != last:
         return None
-    if p["batch_group_count"] != 1 or any(d != 1 for d in p["lhs_dilation"]) or \
-            any(lo < 0 or hi < 0 for lo, hi in p["padding"]) or not 1 <= len(lhs_spec) - 2 <= 3:
+    want, w_shape = _kernel_layout(rhs.shape, rhs_spec, last)
+    unit = len(lhs_spec) == 3
+    conv = _conv(eqn, _described(lhs.shape, lhs_spec, unit, last),
+                 _described(w_shape, _kernel_spec(len(want), last), unit, last),
+                 _described(out.shape, out_spec, unit, last),
+                 tuple(lo for lo, _ in p["padding"]), tuple(hi for _, hi in p["padding"]),
+                 tuple(p["window_strides"]), tuple(p["rhs_dilation"]), "fprop")
+    return CudnnCall(conv, _perm_or_none(want), None)
+
+
+def _dgrad(eqn: JaxprEqn, producers: dict) -> CudnnCall | None:
+    from numbax._src.lax import shape_ops as ls
+
+    p = eqn.params
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    y_spec, x_spec = p["dimension_numbers"][0], p["dimension_numbers"][2]
+    w_spec = _swapped(p["dimension_numbers"][1])  # the forward kernel's (O, I, window...)
+    rev = producers.get(eqn.invars[1])
+    if rev is None or rev.primitive is not ls.rev_p or \
+            tuple(sorted(rev.params["dimensions"])) != tuple(sorted(w_spec[2:])):
         return None
-    if 0 in (*lhs.shape, *rhs.shape, *out.shape):
+    last = _channels_last(lhs.shape, y_spec)
+    if last is None or _channels_last(out.shape, x_spec) != last:
         return None
-    last_x, last_y = _channels_last(lhs.shape, lhs_spec), _channels_last(out.shape, out_spec)
-    if last_x is None or last_x != last_y:
+    k = _spatial(rhs.shape, w_spec)
+    stride, dilation = tuple(p["lhs_dilation"]), tuple(p["rhs_dilation"])
+    pre = tuple((kk - 1) * d - lo for kk, d, (lo, _) in zip(k, dilation, p["padding"]))
+    if any(q < 0 for q in pre):
         return None
-    want = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1]) if last_x else tuple(rhs_spec)
-    w_shape = tuple(rhs.shape[d] for d in want)  # the kernel as stored for cuDNN
-    w_spec = (0, len(want) - 1, *range(1, len(want) - 1)) if last_x else tuple(range(len(want)))
-    perm = None if tuple(want) == tuple(range(len(want))) else tuple(want)
-    unit = len(lhs_spec) == 3  # 1-D: one more spatial dim of size 1
-    precision = p["precision"]
+    post = _post_padding(_spatial(out.shape, x_spec), k, _spatial(lhs.shape, y_spec), pre,
+                         stride, dilation)
+    if post is None:
+        return None
+    want, w_shape = _kernel_layout(rhs.shape, w_spec, last)
+    unit = len(y_spec) == 3
+    conv = _conv(eqn, _described(out.shape, x_spec, unit, last),
+                 _described(w_shape, _kernel_spec(len(want), last), unit, last),
+                 _described(lhs.shape, y_spec, unit, last), pre, post, stride, dilation, "dgrad")
+    return CudnnCall(conv, _perm_or_none(want), None, rev.invars[0])
+
+
+def _conv(eqn: JaxprEqn, x, w, y, pre, post, stride, dilation, kind: str) -> Any:
+    """The CudnnConv of an equation's convolution, its precision read as cuBLAS's is."""
+    precision = eqn.params["precision"]
     if precision is not None:
         precision = tuple(Precision(q.lower()) if isinstance(q, str) else q for q in precision)
-    c = cudnn.CudnnConv(
-        _described(lhs.shape, lhs_spec, unit, last_x), _described(w_shape, w_spec, unit, last_x),
-        _described(out.shape, out_spec, unit, last_x),
-        tuple(lo for lo, _ in p["padding"]) + (0,) * unit,
-        tuple(hi for _, hi in p["padding"]) + (0,) * unit,
-        tuple(p["window_strides"]) + (1,) * unit, tuple(p["rhs_dilation"]) + (1,) * unit,
-        np.dtype(dtype).name,
-        cublas.compute_type(dtype, precision) == cublas.COMPUTE_32F_FAST_TF32)
-    return c, perm
+    dtype = eqn.outvars[0].aval.dtype
+    unit = len(x[0]) - len(pre) - 2  # 1-D: the trailing spatial dim of size 1
+    return cudnn.CudnnConv(
+        x, w, y, tuple(pre) + (0,) * unit, tuple(post) + (0,) * unit,
+        tuple(stride) + (1,) * unit, tuple(dilation) + (1,) * unit, np.dtype(dtype).name,
+        cublas.compute_type(dtype, precision) == cublas.COMPUTE_32F_FAST_TF32, kind)
+
+
+def _swapped(spec) -> tuple[int, ...]:
+    """A dimension spec with its first two entries swapped (JAX's transposed convolutions)."""
+    return (spec[1], spec[0], *spec[2:])
+
+
+def _spatial(shape: tuple[int, ...], spec) -> tuple[int, ...]:
+    return tuple(shape[d] for d in spec[2:])
+
+
+def _post_padding(x: tuple, k: tuple, y: tuple, pre: tuple, stride: tuple,
+                  dilation: tuple) -> tuple[int, ...] | None:
+    """The least padding after each spatial dim for which a forward convolution of x by a
+    window k gives y positions (padding past the last window reached only adds zeros), or
+    None where no padding gives y."""
+    post = []
+    for xs, ks, ys, lo, st, dl in zip(x, k, y, pre, stride, dilation):
+        reach = (ks - 1) * dl + 1
+        hi = max(0, (ys - 1) * st + reach - xs - lo)
+        if (xs + lo + hi - reach) // st + 1 != ys:
+            return None
+        post.append(hi)
+    return tuple(post)
+
+
+def _kernel_layout(shape: tuple[int, ...], spec, last: bool):
+    """The kernel's dims in cuDNN's memory order (KRSC for channels-last data, else KCRS), as
+    a transpose of its array, and the shape they give."""
+    want = (spec[0], *spec[2:], spec[1]) if last else tuple(spec)
+    return tuple(want), tuple(shape[d] for d in want)
+
+
+def _kernel_spec(ndim: int, last: bool) -> tuple[int, ...]:
+    """The (K, C, window...) spec of a kernel stored in cuDNN's memory order."""
+    return (0, ndim - 1, *range(1, ndim - 1)) if last else tuple(range(ndim))
+
+
+def _perm_or_none(want: tuple[int, ...]) -> tuple[int, ...] | None:
+    return None if list(want) == sorted(want) else tuple(want)
 
 
 def _channels_last(shape: tuple[int, ...], spec) -> bool | None:

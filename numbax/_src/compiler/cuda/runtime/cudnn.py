@@ -1,15 +1,18 @@
 """Convolutions on the GPU through cuDNN, reached through NVIDIA's cudnn-frontend Python
 bindings (`nvidia-cudnn-frontend`, the `numbax[cuda]` extra; CuPy 14 has no cuDNN module).
 
-`kernels/conv.py` (`cudnn_plan`) decides which convolutions come here: float32 and float16
-ones without lhs dilation or batch groups whose input and output are packed channels-first
-(NCHW...) or channels-last (NHWC...) alike; the driver transposes the kernel into the matching
-KCRS or KRSC layout first where it is not (cuDNN reads no other filter layout: an HWIO kernel
-described by its strides gave wrong sums on an H200). The rest keep im2col and cuBLAS. cuDNN's
-tensors are described in its logical order, [N, C, spatial...] and [K, C/groups, spatial...],
-with each array's element strides, so outputs land in the program's own layout. float32 runs
-on TF32 tensor cores where JAX's precision rules allow it, and with the tensor-core engines
-deselected for `"highest"` (exact against a float64 reference).
+`kernels/conv.py` (`cudnn_plan`) decides which convolutions come here and in which of cuDNN's
+three forms: float32 and float16 forward convolutions (feature groups allowed), and the two
+gradients JAX writes as convolutions: the filter gradient (TF32 float32 only) and a strided
+data gradient (found through the `rev` of its kernel, which cuDNN does itself). The input and
+output must be packed channels-first (NCHW...) or channels-last (NHWC...) alike; the driver
+transposes a kernel into the matching KCRS or KRSC layout first where it is not (cuDNN reads
+no other filter layout: an HWIO kernel described by its strides gave wrong sums on an H200),
+and a filter gradient out of it after. The rest keep im2col and cuBLAS. cuDNN's tensors are
+described in its logical order, [N, C, spatial...] and [K, C/groups, spatial...], with each
+array's element strides, so outputs land in the program's own layout. float32 runs on TF32
+tensor cores where JAX's precision rules allow it, and with the tensor-core engines deselected
+for `"highest"` (exact against a float64 reference).
 
 One cuDNN graph per convolution, device and stream (a handle is bound to one stream, so the
 work stream and a capture stream never share one), built on first use; the workspace is one
@@ -29,10 +32,13 @@ from numbax._src.compiler.cuda.runtime import memory, stream
 
 
 class CudnnConv(NamedTuple):
-    """One convolution as the driver passes it (its repr is the generated source): logical
-    dims and element strides of the input [N, C, spatial...], the kernel [K, C/groups,
-    spatial...] and the output [N, K, spatial...]; per spatial dim the padding before and
-    after, the window stride and the kernel dilation."""
+    """One convolution as the driver passes it (its repr is the generated source), described
+    as its forward convolution: logical dims and element strides of the input x [N, C,
+    spatial...], the kernel w [K, C/groups, spatial...] and the output y [N, K, spatial...];
+    per spatial dim the padding before and after, the window stride and the kernel dilation.
+    `kind` says which of the three it computes: "fprop" y from (x, w), "dgrad" x from (y, w)
+    (the gradient of a strided convolution with respect to its input), "wgrad" w from (x, y)
+    (the gradient with respect to its kernel)."""
     x: tuple[tuple[int, ...], tuple[int, ...]]
     w: tuple[tuple[int, ...], tuple[int, ...]]
     y: tuple[tuple[int, ...], tuple[int, ...]]
@@ -42,6 +48,7 @@ class CudnnConv(NamedTuple):
     dilation: tuple[int, ...]
     dtype: str  # float32 or float16
     tf32: bool  # float32 may run on TF32 tensor cores
+    kind: str = "fprop"
 
 
 @functools.cache
@@ -68,24 +75,24 @@ def available() -> bool:
     return not memory.simulator_enabled() and _bindings() is not None
 
 
-def conv(x: Any, w: Any, y: Any, c: CudnnConv) -> None:
-    """y = the convolution of x with w, as `c` describes it: one cuDNN call."""
-    _call(x, w, y, c)
+def conv(a: Any, b: Any, out: Any, c: CudnnConv) -> None:
+    """One cuDNN call: out = fprop(x=a, w=b), dgrad(y=a, w=b) or wgrad(x=a, y=b), by c.kind."""
+    _call(a, b, out, c)
 
 
-def _call(x: Any, w: Any, y: Any, c: CudnnConv) -> None:
-    """cuDNN's forward convolution (cross-correlation, beta 0) on device buffers described by
-    `c`, on the stream the driver's launches go to. Tests replace this function with a numpy
-    model of the same contract."""
+def _call(a: Any, b: Any, out: Any, c: CudnnConv) -> None:
+    """cuDNN's forward convolution (cross-correlation), or its data or filter gradient, on
+    device buffers described by `c` (beta 0), on the stream the driver's launches go to.
+    Tests replace this function with a numpy model of the same contract."""
     device, h = memory.current_device_id(), stream.current()
     g = _GRAPHS.get((device, h, c)) or _graph(device, h, c)
     workspace = _workspace(device, h, g.workspace)
-    pointers = (memory.pointer(x), memory.pointer(w), memory.pointer(y))
+    pointers = (memory.pointer(a), memory.pointer(b), memory.pointer(out))
     with g.lock:  # one graph, one handle: calls from two threads take turns
         if ORDERED:  # the buffers by uid: one crossing into the binding, no dict
             g.graph.execute(pointers, workspace, handle=g.handle, tensor_uids=g.uids)
         else:
-            g.graph.execute(dict(zip((g.x, g.w, g.y), pointers)), workspace, handle=g.handle)
+            g.graph.execute(dict(zip(g.tensors, pointers)), workspace, handle=g.handle)
 
 
 ORDERED = True  # execute's ordered form (cudnn-frontend >= 1.3x); the mapping form otherwise
@@ -93,12 +100,10 @@ ORDERED = True  # execute's ordered form (cudnn-frontend >= 1.3x); the mapping f
 
 class _Graph(NamedTuple):
     graph: Any
-    x: Any
-    w: Any
-    y: Any
+    tensors: tuple  # the graph's tensors of a, b and out
     handle: Any
     workspace: int  # bytes
-    uids: tuple[int, int, int]  # of x, w and y
+    uids: tuple[int, int, int]  # of a, b and out
     lock: threading.Lock
 
 
@@ -114,13 +119,25 @@ def _graph(device: int, h: int, c: CudnnConv) -> _Graph:
     with memory.on_device(device):
         g = dn.pygraph(io_data_type=dtype, intermediate_data_type=dn.data_type.FLOAT,
                        compute_data_type=dn.data_type.FLOAT, handle=_handle(device, h))
-        x = g.tensor(name="x", dim=list(c.x[0]), stride=list(c.x[1]), data_type=dtype)
-        w = g.tensor(name="w", dim=list(c.w[0]), stride=list(c.w[1]), data_type=dtype)
-        y = g.conv_fprop(image=x, weight=w, pre_padding=list(c.pre_padding),
-                         post_padding=list(c.post_padding), stride=list(c.stride),
-                         dilation=list(c.dilation), compute_data_type=dn.data_type.FLOAT,
-                         name="conv")
-        y.set_output(True).set_dim(list(c.y[0])).set_stride(list(c.y[1])).set_data_type(dtype)
+
+        def described(name):
+            dims, steps = getattr(c, name)
+            return g.tensor(name=name, dim=list(dims), stride=list(steps), data_type=dtype)
+
+        geometry = dict(pre_padding=list(c.pre_padding), post_padding=list(c.post_padding),
+                        stride=list(c.stride), dilation=list(c.dilation),
+                        compute_data_type=dn.data_type.FLOAT, name=c.kind)
+        if c.kind == "fprop":
+            a, b = described("x"), described("w")
+            out, out_name = g.conv_fprop(image=a, weight=b, **geometry), "y"
+        elif c.kind == "dgrad":
+            a, b = described("y"), described("w")
+            out, out_name = g.conv_dgrad(loss=a, filter=b, **geometry), "x"
+        else:
+            a, b = described("x"), described("y")
+            out, out_name = g.conv_wgrad(image=a, loss=b, **geometry), "w"
+        dims, steps = getattr(c, out_name)
+        out.set_output(True).set_dim(list(dims)).set_stride(list(steps)).set_data_type(dtype)
         g.validate()
         g.build_operation_graph()
         g.create_execution_plans([dn.heur_mode.A, dn.heur_mode.FALLBACK])
@@ -128,8 +145,8 @@ def _graph(device: int, h: int, c: CudnnConv) -> _Graph:
             g.deselect_numeric_notes([dn.numerical_note.TENSOR_CORE])
         g.check_support()
         g.build_plans()
-        built = _Graph(g, x, w, y, _handle(device, h), int(g.get_workspace_size()),
-                       (x.get_uid(), w.get_uid(), y.get_uid()), threading.Lock())
+        built = _Graph(g, (a, b, out), _handle(device, h), int(g.get_workspace_size()),
+                       (a.get_uid(), b.get_uid(), out.get_uid()), threading.Lock())
     _GRAPHS[(device, h, c)] = built
     return built
 
