@@ -23,6 +23,7 @@ import numpy as np
 from numbax._src import core, typecheck
 from numbax._src.compiler.cuda.runtime import cublas
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Primitive, Var
+from numbax._src.interpreters import ad, batching
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import shape_ops as ls
@@ -48,8 +49,33 @@ def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, a
     return [np.maximum(z, z.dtype.type(0)) if activation == "relu" else z]
 
 
-core.abstract_eval_rules[gemm_epilogue_p] = lambda *a, **p: [_abstract_eval(*a, **p)]
+def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_type,
+               activation):
+    """The equations the rewrite replaced, for the primitive's jvp and batching rules (the
+    rewrite runs after every transformation, but the primitive keeps the matrix's contract)."""
+    from numbax import lax
+
+    z = lax.dot_general(x, y, dimension_numbers, precision, preferred_element_type)
+    z = lax.add(z, lax.broadcast_in_dim(bias, z.shape, (1,)))
+    return lax.max(z, lax.full_like(z, 0)) if activation == "relu" else z
+
+
+def _jvp(primals, tangents, **params):
+    return ad.jvp_flat(lambda *a: [_composite(*a, **params)], primals, tangents)
+
+
+def _batch(axis_size, vals, dims, **params):
+    from numbax._src.api import vmap
+
+    out = vmap(lambda *a: _composite(*a, **params), in_axes=tuple(dims), out_axes=0,
+               axis_size=axis_size)(*vals)
+    return [out], [0]
+
+
+core.abstract_eval_rules[gemm_epilogue_p] = _abstract_eval  # a list, as dot_general's
 core.impl_rules[gemm_epilogue_p] = _impl
+ad.jvp_rules[gemm_epilogue_p] = _jvp
+batching.batch_rules[gemm_epilogue_p] = _batch
 
 
 def fuse(jaxpr: Jaxpr) -> Jaxpr:

@@ -9,8 +9,9 @@ import numpy as np
 
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda import epilogues
+from numbax._src.compiler.cuda.runtime import cublaslt
 from numbax._src.compiler.lowerings.forms import Unsupported
-from numbax._src.compiler.registry import register
+from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import dot as ld
@@ -66,4 +67,8 @@ def _array(args, eqn):
 
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)
 register(ld.dot_general_p, backend="cuda", library=cuda_driver.CudaDriver.dot_general)
-register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue)
+# gemm_epilogue is the CUDA backend's own rewrite (cuda/epilogues.py); bound by hand it runs
+# eagerly on the CPU, and on a GPU without cuBLASLt on the host
+register(epilogues.gemm_epilogue_p, backend="cpu", library=EAGER)
+register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue,
+         library_ok=lambda eqn: cublaslt.available())

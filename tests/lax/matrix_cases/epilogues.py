@@ -1,0 +1,28 @@
+"""Matrix rows of gemm_epilogue, the CUDA backend's dense layer (`x @ w + b`, ReLU or not,
+cuda/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative modes against
+the composition it stands for."""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src.compiler.cuda.epilogues import gemm_epilogue_p
+from tests.lax.matrix_cases import Case
+
+RNG = np.random.default_rng(23)
+X, W, B = RNG.normal(size=(3, 4)), RNG.normal(size=(4, 5)), RNG.normal(size=5)
+XT = RNG.normal(size=(4, 3))  # contracted along its rows
+
+
+def _layer(activation, dims=(((1,), (0,)), ((), ()))):
+    def f(x, w, b):
+        return gemm_epilogue_p.bind(x, w, b, dimension_numbers=dims, precision=None,
+                                    preferred_element_type=None, activation=activation)
+    return f
+
+
+def cases() -> dict[str, list[Case]]:
+    return {"gemm_epilogue": [
+        Case(_layer("none"), (X, W, B), (0, 1, 2)),
+        Case(_layer("relu"), (X, W, B), (0, 1, 2)),
+        Case(_layer("relu", (((0,), (0,)), ((), ()))), (XT, W, B), (0, 1)),
+    ]}
