@@ -435,7 +435,7 @@ class CudaDriver:
         first and a filter gradient's result transposed into the output after, where needed;
         False (nothing emitted) where cuDNN does not take it (kernels/conv.py: cudnn_plan)."""
         call = cuda_conv.cudnn_plan(eqn, self.producers)
-        if call is None:
+        if call is None or not cudnn.supports(call.conv):
             return False
         lhs, rhs = eqn.invars
         kernel_var = rhs if call.unflipped is None else call.unflipped

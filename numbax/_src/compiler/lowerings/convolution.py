@@ -130,7 +130,10 @@ def _cuda_conv_dtypes(eqn: JaxprEqn) -> bool:
     if all(v.aval.dtype.kind in "iuc" or v.aval.dtype in (np.float32, np.float64)
            for v in (*eqn.invars, *eqn.outvars)):
         return True
-    return cudnn.available() and cuda_conv.cudnn_plan(eqn) is not None  # forward or filter grad
+    if not cudnn.available():
+        return False
+    call = cuda_conv.cudnn_plan(eqn)  # a forward convolution or a filter gradient
+    return call is not None and cudnn.supports(call.conv)
 
 
 register(convolution.conv_general_dilated_p, backend="cuda",

@@ -14,11 +14,12 @@ array's element strides, so outputs land in the program's own layout. float32 ru
 tensor cores where JAX's precision rules allow it, and with the tensor-core engines deselected
 for `"highest"` (exact against a float64 reference).
 
-One cuDNN graph per convolution, device and stream (a handle is bound to one stream, so the
-work stream and a capture stream never share one), built on first use; the workspace is one
-buffer per (device, stream), grown to the largest graph's need and never freed (a captured
-CUDA graph keeps its address). Without the package, or under Numba's CUDA simulator,
-`available()` is False.
+One cuDNN graph per convolution and device, built when the driver is generated (`supports`:
+a convolution cuDNN turns down keeps im2col), never during a graph capture; one handle per
+device, its stream set per call where it changed (the work stream, or a capture stream); the
+workspace is one buffer per (device, stream), grown to the largest graph's need and never
+freed (a captured CUDA graph keeps its address). Without the package, or under Numba's CUDA
+simulator, `available()` is False.
 """
 from __future__ import annotations
 
@@ -75,6 +76,20 @@ def available() -> bool:
     return not memory.simulator_enabled() and _bindings() is not None
 
 
+def supports(c: CudnnConv) -> bool:
+    """Whether cuDNN builds a graph for `c` on the current device: asked when a driver is
+    generated, so a convolution cuDNN turns down keeps im2col instead of failing at its first
+    call (the graph built here serves the calls). Under Numba's simulator the model of `_call`
+    takes every convolution."""
+    if memory.simulator_enabled():
+        return True
+    try:
+        _graph(memory.current_device_id(), c)
+    except Exception:  # noqa: BLE001 - cudnnGraphNotSupportedError and the binding's others
+        return False
+    return True
+
+
 def conv(a: Any, b: Any, out: Any, c: CudnnConv) -> None:
     """One cuDNN call: out = fprop(x=a, w=b), dgrad(y=a, w=b) or wgrad(x=a, y=b), by c.kind."""
     _call(a, b, out, c)
@@ -85,14 +100,18 @@ def _call(a: Any, b: Any, out: Any, c: CudnnConv) -> None:
     device buffers described by `c` (beta 0), on the stream the driver's launches go to.
     Tests replace this function with a numpy model of the same contract."""
     device, h = memory.current_device_id(), stream.current()
-    g = _GRAPHS.get((device, h, c)) or _graph(device, h, c)
+    g = _GRAPHS.get((device, c)) or _graph(device, c)
     workspace = _workspace(device, h, g.workspace)
     pointers = (memory.pointer(a), memory.pointer(b), memory.pointer(out))
-    with g.lock:  # one graph, one handle: calls from two threads take turns
+    handle = _handle(device)
+    with handle.lock:  # the device's one handle: calls from two threads take turns
+        if handle.stream != h:  # set only on a change (a capture, or another stream's call)
+            _bindings().set_stream(handle=handle.handle, stream=h)
+            handle.stream = h
         if ORDERED:  # the buffers by uid: one crossing into the binding, no dict
-            g.graph.execute(pointers, workspace, handle=g.handle, tensor_uids=g.uids)
+            g.graph.execute(pointers, workspace, handle=handle.handle, tensor_uids=g.uids)
         else:
-            g.graph.execute(dict(zip(g.tensors, pointers)), workspace, handle=g.handle)
+            g.graph.execute(dict(zip(g.tensors, pointers)), workspace, handle=handle.handle)
 
 
 ORDERED = True  # execute's ordered form (cudnn-frontend >= 1.3x); the mapping form otherwise
@@ -101,10 +120,17 @@ ORDERED = True  # execute's ordered form (cudnn-frontend >= 1.3x); the mapping f
 class _Graph(NamedTuple):
     graph: Any
     tensors: tuple  # the graph's tensors of a, b and out
-    handle: Any
     workspace: int  # bytes
     uids: tuple[int, int, int]  # of a, b and out
-    lock: threading.Lock
+
+
+class _Handle:
+    """A device's cuDNN handle, the stream it is set to, and the lock its callers take."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.stream: int | None = None
+        self.lock = threading.Lock()
 
 
 _GRAPHS: dict[tuple, _Graph] = {}
@@ -112,13 +138,15 @@ _WORKSPACES: dict[tuple[int, int], tuple[int, int]] = {}  # (device, stream) -> 
 _KEPT: list = []  # every workspace buffer made (a captured graph may hold an old one)
 
 
-def _graph(device: int, h: int, c: CudnnConv) -> _Graph:
-    """The built cuDNN graph of one convolution on one (device, stream)."""
+def _graph(device: int, c: CudnnConv) -> _Graph:
+    """The built cuDNN graph of one convolution on one device (built outside any capture:
+    when the driver is generated, see `supports`)."""
     dn = _bindings()
     dtype = dn.data_type.FLOAT if c.dtype == "float32" else dn.data_type.HALF
-    with memory.on_device(device):
+    handle = _handle(device)
+    with memory.on_device(device), handle.lock:
         g = dn.pygraph(io_data_type=dtype, intermediate_data_type=dn.data_type.FLOAT,
-                       compute_data_type=dn.data_type.FLOAT, handle=_handle(device, h))
+                       compute_data_type=dn.data_type.FLOAT, handle=handle.handle)
 
         def described(name):
             dims, steps = getattr(c, name)
@@ -145,21 +173,18 @@ def _graph(device: int, h: int, c: CudnnConv) -> _Graph:
             g.deselect_numeric_notes([dn.numerical_note.TENSOR_CORE])
         g.check_support()
         g.build_plans()
-        built = _Graph(g, (a, b, out), _handle(device, h), int(g.get_workspace_size()),
-                       (a.get_uid(), b.get_uid(), out.get_uid()), threading.Lock())
-    _GRAPHS[(device, h, c)] = built
+        built = _Graph(g, (a, b, out), int(g.get_workspace_size()),
+                       (a.get_uid(), b.get_uid(), out.get_uid()))
+    _GRAPHS[(device, c)] = built
     return built
 
 
 @functools.cache
-def _handle(device: int, h: int) -> Any:
-    """numbax's cuDNN handle of one device, bound to one stream once."""
-    dn = _bindings()
+def _handle(device: int) -> _Handle:
+    """numbax's cuDNN handle of one device (its stream is set per call, on a change)."""
     with memory.on_device(device):
         memory.get_cuda().current_context()
-        handle = dn.create_handle()
-        dn.set_stream(handle=handle, stream=h)
-    return handle
+        return _Handle(_bindings().create_handle())
 
 
 def _workspace(device: int, h: int, need: int) -> int:
