@@ -223,6 +223,10 @@ class JitWrapped:
                 fast = None
             if fast is not None:
                 return fast(args)
+            if self._sharded_cache and args and type(args[0]) is sharded_jit.ShardedArray:
+                out = sharded_jit.quick_call(self, ctx, args, run_executable)
+                if out is not sharded_jit.MISS:
+                    return out
             if self._host_fast:  # numpy arrays and scalars (Arrays mixed in)
                 key = jit_run.host_key(args)
                 fast = self._host_fast.get((ctx, *key)) if key is not None else None

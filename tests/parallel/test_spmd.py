@@ -89,10 +89,11 @@ def test_same_shapes_over_other_meshes_layouts_and_dtypes_use_their_own_plans():
 
 def test_one_jitted_function_over_arguments_of_one_shape_laid_out_differently():
     """jit's entry is found by each argument's sharding: the results' layouts follow the
-    argument's mesh (device order included) and spec."""
+    argument's mesh (device order included) and spec (three rounds: the third call of each
+    takes jit's quick path for ShardedArrays, sharded_jit.quick_call)."""
     f = numbax.jit(lambda v: (v * 2 + 1, jnp.sum(v, axis=0)))
     x = np.arange(32.0).reshape(8, 4)
-    for _ in range(2):
+    for _ in range(3):
         for order, spec in ((None, P("i")), ([3, 2, 1, 0], P("i")), (None, P()),
                             ([1, 0, 3, 2], P(None, "i")), (None, P("i"))):
             sharding = NamedSharding(_mesh(order), spec)
@@ -102,6 +103,42 @@ def test_one_jitted_function_over_arguments_of_one_shape_laid_out_differently():
             assert doubled.sharding == sharding
             assert [s.device for s in doubled.addressable_shards] == \
                 list(sharding.mesh.devices.flat)
+
+
+def test_jits_quick_path_for_sharded_arguments(monkeypatch):
+    """After two calls, a jitted shard_map over ShardedArrays of the same shapes, dtypes and
+    shardings skips sharded_jit.call (same dtypes, weak types, shardings and numbers as the
+    full path gave); a new shape, a trace or an override takes it."""
+    from numbax._src.sharding import sharded_jit
+
+    mesh = _mesh()
+    f = numbax.jit(_plus_position(mesh, P("i"), P("i")))
+    put = partial(numbax.device_put, device=NamedSharding(mesh, P("i")))
+    x32, x64 = put(np.arange(8, dtype=np.float32)), put(np.arange(8.0))
+    i32 = put(np.arange(8, dtype=np.int32))
+    firsts = {}
+    for name, x in (("x32", x32), ("x64", x64), ("i32", i32)):
+        for _ in range(2):
+            firsts[name] = f(x)
+    full = sharded_jit.call
+    taken = []
+    monkeypatch.setattr(sharded_jit, "call", lambda *a: taken.append(1) or full(*a))
+    for name, x in (("x32", x32), ("x64", x64), ("i32", i32)):
+        got = f(x)
+        assert got.dtype == firsts[name].dtype and got.sharding == firsts[name].sharding
+        assert got.weak_type == firsts[name].weak_type
+        np.testing.assert_array_equal(np.asarray(got),
+                                      _want_plus_position(np.asarray(x), True))
+    assert not taken
+    np.testing.assert_array_equal(np.asarray(f(put(np.arange(16.0)))),
+                                  _want_plus_position(np.arange(16.0), True))
+    assert taken  # a new shape
+    taken.clear()
+    np.testing.assert_array_equal(np.asarray(numbax.jit(lambda v: f(v) * 2)(x64)),
+                                  2 * _want_plus_position(np.arange(8.0), True))
+    with numbax.config.override("jax_enable_x64", True):
+        f(x64)
+    assert taken  # inside a trace and under an override: the full path
 
 
 def test_eager_shard_map_and_pmap_over_reordered_devices():

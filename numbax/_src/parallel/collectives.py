@@ -3,7 +3,8 @@ as the impls of the lax collective primitives in worker processes only.
 
 The devices of a call form a mesh (pmap: one axis). A collective over some mesh axes runs in
 groups: the devices that agree on every other axis. Each device writes its operand to its own
-slot of a shared scratch block, waits at its group's barrier (run by the parent, pool.py),
+slot of a shared scratch block, waits at its group's barrier (barriers.py: semaphores
+between the workers; the parent's, pool.py, for a step across processes),
 reads its group's slots in group order (so all members agree bit for bit); the barrier that
 frees the slots again is put off to the next collective, which skips it when it exchanges over
 the same group through the other half of the slots (Comm.exchange). Elementwise reductions
@@ -59,12 +60,15 @@ class Group:
 class Comm:
     """One call's view of the device mesh from one worker: its coordinates, the scratch slots
     (one per device of the call, by rank; the parent fills other processes' slots) and the
-    barrier (a round trip to the parent, which runs the cross-process step, crossproc.py)."""
+    barriers (the pool's board, or a round trip to the parent, which runs the cross-process
+    step, crossproc.py)."""
 
     def __init__(self, conn, axis_names: tuple, axis_sizes: tuple, rank: int, devices: tuple,
                  scratch: np.ndarray, arena: np.ndarray | None = None,
-                 notes: np.ndarray | None = None, attachments: Any = None) -> None:
+                 notes: np.ndarray | None = None, attachments: Any = None,
+                 board: tuple = (None, -1)) -> None:
         self.conn = conn
+        self.board, self.worker = board  # the pool's barriers.Board and this worker's index
         self.axis_names = tuple(axis_names)
         self.axis_sizes = tuple(axis_sizes)
         self.rank = rank
@@ -103,6 +107,12 @@ class Comm:
         return self.group(api, axis_name).members.index(self.rank)
 
     def wait(self, group: Group, action: tuple | None = None) -> None:
+        """The barrier of this process's members of `group`: on the pool's board (no message
+        to the parent), or through the parent when there is none or `action` is a
+        cross-process step for the parent to run."""
+        if action is None and self.board is not None:
+            self.board.barrier(self.worker, group.barrier, self.conn)
+            return
         self.conn.send(("barrier", group.barrier, action))
         reply = self.conn.recv()
         if reply[0] != "go":

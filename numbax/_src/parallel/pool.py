@@ -3,18 +3,22 @@ reused, each with its share of the cores (NUMBA_NUM_THREADS set before numba loa
 
 Workers are launched as `python -m numbax._src.parallel.worker_main` with a socket to the
 parent, so they never import the user's __main__ (a script runs its top level once, with or
-without an `if __name__ == "__main__"` guard). The parent is the only place that waits on the
-workers, and it also runs their barriers: a worker entering a collective says so, and the parent
-answers "go" once every member of its group is there. So one loop sees every worker at every
-moment: a worker that dies is an error at once, one that raises breaks the barriers of the
-others, members of a group that disagree on their collectives are an error, and a worker that
-stops responding (SIGSTOP, a deadlock in user code) is an error after `worker_timeout` seconds.
-After any of these the pool is stopped and reaped before the error is raised, so the next call
-starts on fresh workers."""
+without an `if __name__ == "__main__"` guard). The parent is the only place that waits for the
+workers' replies. Their barriers run on the pool's board (barriers.py: process-shared
+semaphores, no message to the parent); where there is none, and for a collective's step across
+processes, a worker entering a barrier says so and the parent answers "go" once every member of
+its group is there. So one loop sees every worker: a worker that dies is an error at once, one
+that raises breaks the barriers of the others (the board's abort), members of a group that
+disagree on their collectives are an error (a member at a barrier of the board tells when the
+one it waits for finished without coming), and a worker that stops responding (SIGSTOP, a
+deadlock in user code) is an error after `worker_timeout` seconds without a reply or a barrier
+passed. After any of these the pool is stopped and reaped (its board unlinked) before the
+error is raised, so the next call starts on fresh workers."""
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import multiprocessing.connection as mpc
 import os
 import select
@@ -26,7 +30,7 @@ import time
 from typing import Any
 
 from numbax._src.config import config
-from numbax._src.parallel import cluster, distributed, topology
+from numbax._src.parallel import barriers, cluster, distributed, shm, topology
 
 POLL_S = 0.5
 
@@ -41,7 +45,7 @@ WORKER_MALLOC_KEEP = 256 << 20  # bytes (glibc: allocations below it come from t
 class _Worker:
     """One worker process and the parent's end of its socket."""
 
-    def __init__(self, index: int, threads: int, siblings: int) -> None:
+    def __init__(self, index: int, threads: int, siblings: int, board: tuple | None) -> None:
         parent_end, child_end = socket.socketpair()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
@@ -67,7 +71,7 @@ class _Worker:
             child_end.close()
         self.index = index
         self.conn = mpc.Connection(parent_end.detach())
-        self.conn.send({"index": index, "sys_path": list(sys.path)})
+        self.conn.send({"index": index, "sys_path": list(sys.path), "board": board})
         self.forgotten = 0  # how much of the heap's `unlinked` list this worker was told
 
     def send(self, msg: Any) -> None:
@@ -92,6 +96,7 @@ class Pool:
         self._threads = max(1, (os.cpu_count() or 1) // (n * sharing))
         self._siblings = n * sharing - 1  # the job's other workers on this host
         self._workers: list[_Worker | None] = [None] * n
+        self._board_segment, self.board = _make_board(n)
 
     @property
     def workers(self) -> list[_Worker]:
@@ -101,7 +106,8 @@ class Pool:
     def worker(self, i: int) -> _Worker:
         """Worker i, started now if it was not yet."""
         if self._workers[i] is None:
-            self._workers[i] = _Worker(i, self._threads, self._siblings)
+            board = self._board_segment and (self._board_segment.name, self.n)
+            self._workers[i] = _Worker(i, self._threads, self._siblings, board)
         return self._workers[i]
 
     # ------------------------------------------------------------------ messaging
@@ -162,6 +168,31 @@ class Pool:
         for w in self.workers:
             w.proc.wait()
             w.conn.close()
+        if self._board_segment is not None:
+            self.board = None
+            self._board_segment.close()
+
+    def board_names(self) -> set[str]:
+        """The shared-memory segment of this pool's barrier board, if it has one."""
+        return {self._board_segment.name} if self._board_segment is not None else set()
+
+
+def _make_board(n: int) -> tuple[shm.Segment | None, barriers.Board | None]:
+    """A pool's barrier board (barriers.py) in a segment of its own, or (None, None) where
+    the platform lacks process-shared semaphores (barriers then go through the parent)."""
+    if barriers.LIBC is None:
+        return None, None
+    segment = shm.Segment("pmap", shm.aligned(barriers.board_bytes(n), shm.PAGE),
+                          "the workers' barriers")
+    mapping = segment.mapped()
+    address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    board = barriers.Board(mapping, address, n)
+    try:
+        board.reset()
+    except OSError:
+        segment.close()
+        return None, None
+    return segment, board
 
 
 class _Exchange:
@@ -188,6 +219,9 @@ class _Exchange:
             by_fd[workers[i].conn.fileno()] = i
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
+        board = self.pool.board
+        if board is not None and any(m[0] == "run" for m in self.messages.values()):
+            board.start()
         for i, msg in self.messages.items():
             workers[i].send(msg)
         last_progress = time.monotonic()
@@ -210,9 +244,13 @@ class _Exchange:
                 last_progress = time.monotonic()
             if not ready:  # a death shows as end of file at once; this catches the rest
                 self._check_alive()
+                if board is not None and board.progressed():  # barriers passed: not silent
+                    last_progress = time.monotonic()
             if self.timeout is not None and not ready and \
                     time.monotonic() - last_progress >= self.timeout:
                 self._hung()
+        if self.aborted and board is not None:  # every worker replied: none is at a barrier
+            board.reset()
         errors = [(i, r) for i, r in sorted(self.replies.items()) if r[0] == "error"]
         if errors:
             primary = [e for e in errors if not e[1][3]] or errors
@@ -221,6 +259,8 @@ class _Exchange:
         return {i: r[1] for i, r in self.replies.items()}
 
     def _handle(self, i: int, msg: tuple) -> None:
+        if msg[0] == "stranded":  # waits for a post of a worker that finished the call
+            self._fail(_different_collectives(self.api, i, msg[1]))
         if msg[0] == "barrier":
             group, action = msg[1], msg[2]
             if self.aborted:
@@ -273,6 +313,8 @@ class _Exchange:
     def _abort(self) -> None:
         """Releases every worker waiting at a barrier with a BrokenBarrierError."""
         self.aborted = True
+        if self.pool.board is not None:
+            self.pool.board.abort()
         for group in list(self.waiting):
             for j in self.waiting.pop(group):
                 self.pool._workers[j].send(("abort",))
@@ -284,12 +326,7 @@ class _Exchange:
         finished = [j for j in group if j in self.replies]
         if finished and not self.aborted:
             waiting = sorted(self.waiting.get(group, ()))
-            self._fail(RuntimeError(
-                f"{self.api}: CpuDevice(id={waiting[0]}) waits in a collective that "
-                f"CpuDevice(id={finished[0]}) finished without entering: the devices ran "
-                "different collectives. Every device must run the same collectives in the same "
-                "order (no collective under a branch that depends on axis_index). The workers "
-                "were stopped; the next call starts fresh ones."))
+            self._fail(_different_collectives(self.api, waiting[0], finished[0]))
 
     def _check_alive(self) -> None:
         for w in self.pool.workers:
@@ -306,6 +343,8 @@ class _Exchange:
 
     def _hung(self) -> None:
         at_barrier = set().union(*self.waiting.values()) if self.waiting else set()
+        if self.pool.board is not None:
+            at_barrier |= self.pool.board.blocked(self.pending)
         silent = sorted(self.pending - at_barrier) or sorted(self.pending)
         names = ", ".join(f"CpuDevice(id={i})" for i in silent)
         self._fail(TimeoutError(
@@ -317,6 +356,14 @@ class _Exchange:
     def _fail(self, error: BaseException) -> None:
         self.pool.shutdown(graceful=False)
         raise error
+
+
+def _different_collectives(api: str, waiting: int, finished: int) -> RuntimeError:
+    return RuntimeError(
+        f"{api}: CpuDevice(id={waiting}) waits in a collective that CpuDevice(id={finished}) "
+        "finished without entering: the devices ran different collectives. Every device must "
+        "run the same collectives in the same order (no collective under a branch that "
+        "depends on axis_index). The workers were stopped; the next call starts fresh ones.")
 
 
 _POOL: Pool | None = None

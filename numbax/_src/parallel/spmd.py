@@ -33,17 +33,18 @@ class Program:
     the plans of its calls so far (by the caller's key: mesh, shapes and layouts)."""
 
     __slots__ = ("key", "payload", "out_avals", "slot_bytes", "axis_sets", "reductions",
-                 "_plans", "_lock")
+                 "collective", "_plans", "_lock")
     MAX_PLANS = 32
 
     def __init__(self, key: int, payload: bytes, out_avals: list, slot_bytes: int,
-                 axis_sets: set, reductions: list) -> None:
+                 axis_sets: set, reductions: list, collective: bool = True) -> None:
         self.key = key
         self.payload = payload
         self.out_avals = out_avals
         self.slot_bytes = slot_bytes
         self.axis_sets = axis_sets  # the mesh axes its collectives exchange over
         self.reductions = reductions  # collectives.large_reductions
+        self.collective = collective  # whether it holds collectives (else no scratch, no Comm)
         self._plans: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -88,7 +89,8 @@ def prepare(closed: core.ClosedJaxpr, name: str) -> Program | None:
     slot_bytes = collectives.slot_bytes(collectives.collective_bytes(closed.jaxpr))
     return Program(next(_program_keys), out.getvalue(), list(closed.out_avals), slot_bytes,
                    collectives.collective_axes(closed.jaxpr),
-                   collectives.large_reductions(closed.jaxpr))
+                   collectives.large_reductions(closed.jaxpr),
+                   collectives.has_collectives(closed.jaxpr))
 
 
 class Global:
@@ -152,7 +154,8 @@ class Plan:
         # a call across processes keeps its reductions in the slots (the MPI steps work there)
         self.arena = 0 if self.across else collectives.arena_bytes(
             program.reductions, self.axis_names, self.axis_sizes)
-        self.scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES)
+        self.scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES) \
+            if program.collective else 0
         need = [_bytes(s, a.dtype) for (s, _), a in
                 zip(self.out_boxes, program.out_avals, strict=True)]
         need += [self.scratch_bytes, self.arena]
@@ -211,10 +214,11 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
         outs.append(Global(value, block, offset))
     # the slots (n_ranks x slot_bytes) and the ranks' notes (collectives.Comm._publish); the
     # arena is a block of its own, so a result adopted from it keeps only it alive
-    scratch = heap.alloc(api, plan.scratch_bytes, "collective buffers")
+    scratch = heap.alloc(api, plan.scratch_bytes, "collective buffers") \
+        if plan.scratch_bytes else None
     arena = plan.arena
     arena_block = heap.alloc(api, arena, "collective results") if arena else None
-    if plan.across:  # the parent reads and writes the slots too (MPI's steps)
+    if plan.across and scratch is not None:  # the parent reads and writes the slots too
         links = crossproc.Links(heap.mapped(scratch, (len(plan.devices), program.slot_bytes),
                                             np.uint8), plan.devices)
     try:
@@ -231,7 +235,8 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
         raise remote_error(api, err) from None
     finally:
         links = None  # its view of the slots goes before the block returns to the heap
-        heap.release(scratch)
+        if scratch is not None:
+            heap.release(scratch)
         if arena_block is not None:
             heap.release(arena_block)
         for x, given in zip(staged, inputs, strict=True):
@@ -242,13 +247,13 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
 
 
 def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global],
-              scratch: shm.Block, arena_block: shm.Block | None) -> dict[int, tuple]:
+              scratch: shm.Block | None, arena_block: shm.Block | None) -> dict[int, tuple]:
     """Each worker's message for this call: the plan's blocks at this call's places."""
     program = plan.program
     places = [(x.block.segment, x.block.offset, x.value.shape, x.value.dtype, x.offset)
               for x in staged]
     out_places = [(o.block.segment, o.block.offset) for o in outs]
-    scratch_at = (scratch.segment, scratch.offset, program.slot_bytes)
+    scratch_at = scratch and (scratch.segment, scratch.offset, program.slot_bytes)
     arena_at = arena_block and (arena_block.segment, arena_block.offset, plan.arena)
     messages = {}
     for r, w in zip(plan.ranks, plan.workers, strict=True):
@@ -258,7 +263,8 @@ def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global]
                        zip(places, plan.in_index, strict=True)],
             "outputs": [(seg, off, *spec) for (seg, off), spec in
                         zip(out_places, plan.out_specs[r], strict=True)],
-            "comm": (plan.axis_names, plan.axis_sizes, r, plan.devices, scratch_at, arena_at),
+            "comm": scratch_at and (plan.axis_names, plan.axis_sizes, r, plan.devices,
+                                    scratch_at, arena_at),
             "forget": p.forget_message(w, shm.heap().unlinked),
         }
         messages[w] = ("run", program.key, call)

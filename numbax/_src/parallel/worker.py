@@ -12,7 +12,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import api as compiler
 from numbax._src.config import config
-from numbax._src.parallel import collectives, shm
+from numbax._src.parallel import barriers, collectives, shm
 
 
 class Program:
@@ -30,10 +30,15 @@ class Program:
                 self.executable = compiler.compile(self.closed, "cpu", name=spec["name"])
 
     def run(self, args: list[np.ndarray]) -> list[Any]:
+        if bool(config.jax_enable_x64) == self.x64:  # (an override costs ~5 us a call)
+            return self._run(args)
         with config.override("jax_enable_x64", self.x64):
-            if self.executable is not None:
-                return list(self.executable(*[np.asarray(a, order="C") for a in args]))
-            return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+            return self._run(args)
+
+    def _run(self, args: list[np.ndarray]) -> list[Any]:
+        if self.executable is not None:
+            return list(self.executable(*[np.asarray(a, order="C") for a in args]))
+        return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
 _BYTE = np.dtype(np.uint8)
@@ -61,12 +66,16 @@ def _arena_offset(arena: np.ndarray | None, out: Any, block: np.ndarray,
 class WorkerState:
     MAX_VIEWS = 256
 
-    def __init__(self, index: int, conn) -> None:
+    def __init__(self, index: int, conn, board: tuple | None = None) -> None:
         collectives.install()
         self.index = index
         self.conn = conn
         self.programs: dict[Any, Program] = {}
         self.attachments = shm.Attachments()
+        self.board = None  # the pool's barriers between workers, when it has them
+        if board is not None:
+            mapping = shm.Mapping(board[0])  # kept for the worker's life, with the views
+            self.board = barriers.Board(mapping.buf, mapping.address, board[1])
         # views by (segment, offset, shape, dtype, block): a loop of calls gets the same
         # blocks back from the parent's heap, and making ~5 views a call cost ~15 us
         self._views: dict[tuple, np.ndarray] = {}
@@ -105,14 +114,8 @@ class WorkerState:
         arena instead of writing them (output k at byte k's value), or None."""
         self._forget(call["forget"])
         args = [self._view(spec) for spec in call["inputs"]]
-        names, sizes, rank, workers, (segment, offset, slot_bytes), arena = call["comm"]
-        n = len(workers)  # the scratch block: the slots, then the ranks' notes
-        slots = self._view((segment, offset, (n, slot_bytes), _BYTE, None))
-        notes = self._view((segment, offset + n * slot_bytes, (n, collectives.NOTE_BYTES),
-                            _BYTE, None))
-        arena = None if arena is None else self._view((*arena[:2], (arena[2],), _BYTE, None))
-        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
-                                                 arena, notes, self.attachments))
+        # None: a program without collectives (no scratch, no Comm)
+        arena = None if call["comm"] is None else self._communicate(call["comm"])
         adopted = {}
         try:
             outs = self.programs[key].run(args)
@@ -127,17 +130,32 @@ class WorkerState:
                     adopted[k] = at
         finally:
             collectives.set_current(None)
-            del args, slots, notes, arena
+            del args, arena
         return adopted or None
+
+    def _communicate(self, comm: tuple) -> np.ndarray | None:
+        """Makes this call's Comm (its scratch slots, notes and result arena) current;
+        returns the arena (None without one)."""
+        names, sizes, rank, workers, (segment, offset, slot_bytes), arena = comm
+        n = len(workers)  # the scratch block: the slots, then the ranks' notes
+        slots = self._view((segment, offset, (n, slot_bytes), _BYTE, None))
+        notes = self._view((segment, offset + n * slot_bytes, (n, collectives.NOTE_BYTES),
+                            _BYTE, None))
+        arena = None if arena is None else self._view((*arena[:2], (arena[2],), _BYTE, None))
+        collectives.set_current(collectives.Comm(self.conn, names, sizes, rank, workers, slots,
+                                                 arena, notes, self.attachments,
+                                                 (self.board, self.index)))
+        return arena
 
     def close(self) -> None:
         self._views.clear()
         self.attachments.close()
 
 
-def serve(index: int, conn) -> None:
-    """A worker's loop: prepare programs, run blocks, stop; errors go back to the parent."""
-    state = WorkerState(index, conn)
+def serve(index: int, conn, board: tuple | None = None) -> None:
+    """A worker's loop: prepare programs, run blocks, stop; errors go back to the parent.
+    `board`: (segment name, workers) of the pool's barrier board (barriers.py), or None."""
+    state = WorkerState(index, conn, board)
     while True:
         try:
             msg = conn.recv()
@@ -154,8 +172,17 @@ def serve(index: int, conn) -> None:
                 exc_bytes = None
             broken = isinstance(err, threading.BrokenBarrierError)
             reply = ("error", exc_bytes, traceback.format_exc(), broken)
+        if msg[0] == "run" and state.board is not None:
+            state.board.finish(index)  # (a member waiting for it at a barrier tells)
         try:
-            conn.send(reply)
+            if reply == _OK:  # the common reply, pickled once
+                conn.send_bytes(_OK_BYTES)
+            else:
+                conn.send(reply)
         except (EOFError, OSError):
             break
     state.close()
+
+
+_OK = ("ok", None)
+_OK_BYTES = pickle.dumps(_OK, protocol=pickle.HIGHEST_PROTOCOL)

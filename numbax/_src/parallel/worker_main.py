@@ -16,7 +16,7 @@ def main() -> None:
     sys.path[:] = [*init["sys_path"], *[p for p in sys.path if p not in init["sys_path"]]]
     from numbax._src.parallel import worker
 
-    worker.serve(init["index"], conn)
+    worker.serve(init["index"], conn, init.get("board"))
 
 
 if __name__ == "__main__":

@@ -158,6 +158,7 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
                  *[_leaf_key(x) for x in leaves])
         entry = cache.get(quick)
         if entry is not None:
+            _note_quick(wrapped, args, kwargs, entry)
             return _finish(wrapped, entry, leaves, run_executable)
     arg_tree = tu.tree_structure(tu.tree_unflatten(in_tree, [0] * len(leaves))[0])
     n_pos = len(tu.tree_leaves(dyn_args))
@@ -182,6 +183,30 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
     if quick is not None:
         _keep(cache, quick, entry)
     return _finish(wrapped, entry, placed, run_executable)
+
+
+MISS = object()  # quick_call found no entry
+
+
+def quick_call(wrapped, ctx: tuple, args: tuple, run_executable) -> Any:
+    """A call of `wrapped` (jit without static arguments or shardings, no keywords, outside
+    any trace: jit.__call__ checks) whose arguments are all ShardedArrays, by the entry an
+    earlier call of the same shapes, dtypes and shardings found (`_note_quick`): no pytree
+    passes, no split of statics. MISS when there is none."""
+    key = ("args", ctx, *[_leaf_key(x) for x in args if type(x) is ShardedArray])
+    entry = wrapped._sharded_cache.get(key) if len(key) == len(args) + 2 else None
+    if entry is None:
+        return MISS
+    return _finish(wrapped, entry, list(args), run_executable)
+
+
+def _note_quick(wrapped, args: tuple, kwargs: dict, entry: Entry) -> None:
+    """Keeps `entry` for quick_call when this call is one it can take."""
+    ctx = config._fast_ctx
+    if ctx is None or kwargs or not wrapped._simple or wrapped.inline or not args or \
+            any(type(x) is not ShardedArray for x in args):
+        return
+    _keep(wrapped._sharded_cache, ("args", ctx, *[_leaf_key(x) for x in args]), entry)
 
 
 def _leaf_key(x: Any) -> Any:

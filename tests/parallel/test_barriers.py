@@ -1,0 +1,308 @@
+"""The workers' barriers on the pool's board of semaphores (parallel/barriers.py): threads of
+this process meeting on a board (every member passes together, groups of any size and order,
+abort and reset, a member that finished without coming is reported), and the engine on it:
+collectives in a row on 3 and 4 devices against numpy, a device raising between collectives,
+a killed worker while another waits at a barrier, a long run of barriers longer than
+worker_timeout, workers that outlive no parent."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from functools import partial
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.config import config
+from numbax._src.parallel import barriers, pool
+from numbax.sharding import Mesh, NamedSharding
+from numbax.sharding import PartitionSpec as P
+
+N = 4
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.skipif(barriers.LIBC is None,
+                                reason="no process-shared semaphores on this platform")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def four_devices():
+    previous = config.num_cpu_devices
+    config.update("num_cpu_devices", N)
+    yield
+    pool.shutdown_pool()
+    config.update("num_cpu_devices", previous)
+
+
+class _Conn:
+    """A worker's socket as a board member sees it: what it told the parent."""
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    def send(self, msg: tuple) -> None:
+        self.sent.append(msg)
+
+
+def _board(n: int) -> tuple[barriers.Board, np.ndarray]:
+    memory = np.zeros(barriers.board_bytes(n) + 64, np.uint8)
+    at = -memory.ctypes.data % 64  # the semaphores 64-byte aligned
+    buf = memory[at:at + barriers.board_bytes(n)]
+    board = barriers.Board(buf, buf.ctypes.data, n)
+    board.reset()
+    return board, memory
+
+
+def _run_threads(n: int, device) -> list:
+    errors: list = []
+
+    def guarded(me: int) -> None:
+        try:
+            device(me)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the test
+            errors.append(err)
+
+    threads = [threading.Thread(target=guarded, args=(me,)) for me in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a member is still waiting"
+    return errors
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_no_member_leaves_a_barrier_before_all_arrived(n):
+    """Each member writes its step before the barrier and, after it, reads every member's:
+    none may be behind. Groups alternate between everyone, the even and the odd members, and
+    pairs, with members sleeping now and then so the others wait."""
+    board, _memory = _board(n)
+    board.start()
+    steps = np.zeros(n, np.int64)
+    groups = [tuple(range(n)), tuple(range(0, n, 2)), tuple(range(1, n, 2)),
+              tuple(range(0, n - n % 2))]
+    conn = _Conn()
+
+    def device(me: int) -> None:
+        rng = np.random.default_rng(me)
+        for step in range(1, 120):
+            if rng.random() < 0.1:
+                time.sleep(0.002)
+            steps[me] = step
+            members = tuple(m for m in groups[step % len(groups)]) if me in \
+                groups[step % len(groups)] else (me,)
+            board.barrier(me, members, conn)
+            behind = [m for m in members if steps[m] < step]
+            assert not behind, f"member {me} passed step {step} before {behind}"
+            board.barrier(me, members, conn)  # nobody writes the next step before all read
+
+    assert not _run_threads(n, device)
+    assert not conn.sent
+    assert not board.blocked(range(n))
+
+
+def test_abort_releases_the_waiters_and_reset_makes_the_board_whole_again():
+    board, _memory = _board(3)
+    board.start()
+
+    def waiter(me: int) -> None:
+        if me < 2:  # member 2 never comes
+            board.barrier(me, (0, 1, 2), _Conn())
+
+    errors: list = []
+    threads = [threading.Thread(target=lambda m=m: _catch(errors, waiter, m)) for m in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(board.blocked(range(3))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    board.abort()
+    for t in threads:
+        t.join(timeout=10)
+    assert sorted(type(e).__name__ for e in errors) == ["BrokenBarrierError"] * 2
+    board.reset()
+    board.start()
+    assert not _run_threads(3, lambda me: board.barrier(me, (0, 1, 2), _Conn()))
+
+
+def _catch(errors: list, fn, *args) -> None:
+    try:
+        fn(*args)
+    except BaseException as err:  # noqa: BLE001 - inspected by the test
+        errors.append(err)
+
+
+def test_a_member_waiting_for_one_that_finished_tells_the_parent():
+    board, _memory = _board(2)
+    board.start()
+    board.finish(1)  # member 1 finished the call without coming
+    conn = _Conn()
+    thread = threading.Thread(target=_catch, args=([], board.barrier, 0, (0, 1), conn))
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not conn.sent and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert conn.sent == [("stranded", 1)]
+    board.abort()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_collectives_in_a_row_on_three_and_four_devices(n):
+    """psum, ppermute around the ring and all_gather, ten times in a loop (each a barrier on
+    the board; three devices: a dissemination barrier whose rounds wrap around)."""
+    mesh = Mesh(np.array(numbax.devices()[:n]), ("i",))
+    ring = [(k, (k + 1) % n) for k in range(n)]
+
+    def step(_, acc):
+        total = lax.psum(acc, "i")
+        moved = lax.ppermute(acc, "i", ring)
+        gathered = lax.all_gather(acc, "i", tiled=True)
+        return total * 0.5 + moved + gathered[:acc.shape[0]]
+
+    body = numbax.jit(partial(numbax.shard_map, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(
+        lambda v: lax.fori_loop(0, 10, step, v)))
+    x = np.arange(n * 4, dtype=np.float64)
+    blocks = np.split(x, n)
+    for _ in range(10):
+        total = sum(blocks)
+        blocks = [total * 0.5 + blocks[(k - 1) % n] + blocks[0] for k in range(n)]
+    got = body(numbax.device_put(x, NamedSharding(mesh, P("i"))))
+    np.testing.assert_allclose(np.asarray(got), np.concatenate(blocks), rtol=1e-12)
+
+
+def _fail_on_device_one(value, position):
+    if int(position) == 1:
+        raise ValueError("device one fails here")
+    return value
+
+
+def test_a_device_raising_between_collectives_releases_the_others():
+    """Device 1 raises after the first psum; the others wait at the second one's barrier
+    and are released. The error is device 1's, and the next call, on the same workers, is
+    right."""
+    def body(v):
+        a = lax.psum(v, "i")
+        b = numbax.pure_callback(_fail_on_device_one, numbax.ShapeDtypeStruct(a.shape, a.dtype),
+                                 a, lax.axis_index("i"))
+        return lax.psum(b, "i")
+
+    f = numbax.pmap(body, axis_name="i")
+    g = numbax.pmap(lambda v: lax.psum(lax.psum(v, "i"), "i"), axis_name="i")
+    np.testing.assert_allclose(g(np.ones((N, 2))), np.full((N, 2), N * N))
+    workers = [w.proc.pid for w in pool._POOL.workers]
+    with pytest.raises(numbax.errors.JaxRuntimeError,
+                       match=r"CpuDevice\(id=1\) raised .*ValueError: device one fails"):
+        f(np.ones((N, 2)))
+    assert [w.proc.pid for w in pool._POOL.workers] == workers  # the same workers go on
+    np.testing.assert_allclose(g(np.arange(2.0 * N).reshape(N, 2)),
+                               np.broadcast_to(N * np.arange(2.0 * N).reshape(N, 2).sum(0),
+                                               (N, 2)))
+
+
+def test_a_killed_worker_while_another_waits_at_a_barrier_raises():
+    f = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+    x = np.ones((N, 3))
+    np.testing.assert_allclose(f(x), np.full((N, 3), N))
+    stopped = pool._POOL.worker(3).proc
+    os.kill(stopped.pid, signal.SIGSTOP)  # the others wait for it at the psum's barrier
+    try:
+        done: list = []
+        caller = threading.Thread(target=_catch, args=(done, f, x))
+        caller.start()
+        deadline = time.monotonic() + 10
+        while len(pool._POOL.board.blocked(range(N))) < N - 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert pool._POOL.board.blocked(range(N)) == {0, 1, 2}
+        os.kill(stopped.pid, signal.SIGKILL)
+        caller.join(timeout=10)
+        assert not caller.is_alive()
+        assert len(done) == 1 and isinstance(done[0], RuntimeError)
+        assert "CpuDevice(id=3) died" in str(done[0])
+    finally:
+        if stopped.poll() is None:
+            os.kill(stopped.pid, signal.SIGKILL)
+    np.testing.assert_allclose(f(x), np.full((N, 3), N))
+
+
+def test_a_long_run_of_barriers_is_progress_not_silence():
+    """Eager psums in a loop for three times worker_timeout: each barrier passed counts as
+    progress, although no worker replies before the end."""
+    def body(v):
+        return lax.fori_loop(0, 3000, lambda _, acc: lax.psum(acc, "i") / N, v)
+
+    f = numbax.pmap(body, axis_name="i")
+    with numbax.disable_jit():
+        f(np.ones((N, 1)))  # warm: workers, traces
+        start = time.monotonic()
+        f(np.ones((N, 1)))  # how long the loop takes
+        took = time.monotonic() - start
+        with numbax.config.override("worker_timeout", took / 3):
+            np.testing.assert_allclose(f(np.full((N, 1), 3.0)), np.full((N, 1), 3.0))
+
+
+def test_workers_waiting_at_a_barrier_leave_when_the_parent_is_killed(tmp_path):
+    """The parent is killed while three workers wait at a barrier for the fourth (stopped):
+    the three leave by themselves within a second or so."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, signal, sys, threading, time
+        sys.path.insert(0, {ROOT!r})
+        import numpy as np
+        import numbax
+        from numbax import lax
+        from numbax._src.config import config
+        from numbax._src.parallel import pool
+        config.update("num_cpu_devices", {N})
+        f = numbax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+        f(np.ones(({N}, 1)))
+        procs = [w.proc for w in pool._POOL.workers]
+        os.kill(procs[-1].pid, signal.SIGSTOP)
+        threading.Thread(target=f, args=(np.ones(({N}, 1)),), daemon=True).start()
+        while len(pool._POOL.board.blocked(range({N}))) < {N - 1}:
+            time.sleep(0.005)
+        print(" ".join(str(p.pid) for p in procs), flush=True)
+        time.sleep(60)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == N
+        parent.kill()
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in pids[:-1]):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids[:-1])
+    finally:
+        parent.kill()
+        for pid in pids if "pids" in locals() else []:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_pool_unlinks_its_board_when_it_stops():
+    numbax.pmap(lambda v: v + 1)(jnp.zeros((N, 1)))
+    names = pool._POOL.board_names()
+    assert names and all(os.path.exists(f"/dev/shm/{n}") for n in names)
+    pool.shutdown_pool()
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)
