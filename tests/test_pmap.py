@@ -14,22 +14,15 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.config import config
 from numbax._src.core import Primitive
 from numbax._src.parallel import pool
+from tests.virtual_devices import cpu_devices
 
 N = 4
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def four_devices():
-    previous = config.num_cpu_devices
-    config.update("num_cpu_devices", N)
-    with numbax.disable_jit():  # eager workers: no Numba compiles in the fast tests
-        yield
-    pool.shutdown_pool()
-    config.update("num_cpu_devices", previous)
+four_devices = cpu_devices(N, eager=True)
 
 
 def test_pmap_matches_numpy_per_shard():

@@ -11,20 +11,13 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.config import config
 from numbax._src.lax.shard_map import shard_map_p
-from numbax._src.parallel import pool
+from tests.virtual_devices import cpu_devices
 
 N = 2
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_devices():
-    previous = config.num_cpu_devices
-    config.update("num_cpu_devices", N)
-    yield
-    pool.shutdown_pool()
-    config.update("num_cpu_devices", previous)
+two_devices = cpu_devices(N)
 
 
 @pytest.fixture

@@ -17,21 +17,14 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.config import config
 from numbax._src.parallel import pool, shm
+from tests.virtual_devices import cpu_devices
 
 N = 2
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def two_devices():
-    previous = config.num_cpu_devices
-    config.update("num_cpu_devices", N)
-    with numbax.disable_jit():  # eager workers: no Numba compiles
-        yield
-    pool.shutdown_pool()
-    config.update("num_cpu_devices", previous)
+two_devices = cpu_devices(N, eager=True)
 
 
 def _psum(x):

@@ -19,10 +19,10 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.config import config
 from numbax._src.parallel import barriers, pool
 from numbax.sharding import Mesh, NamedSharding
 from numbax.sharding import PartitionSpec as P
+from tests.virtual_devices import cpu_devices
 
 N = 4
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,13 +31,7 @@ pytestmark = pytest.mark.skipif(barriers.LIBC is None,
                                 reason="no process-shared semaphores on this platform")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def four_devices():
-    previous = config.num_cpu_devices
-    config.update("num_cpu_devices", N)
-    yield
-    pool.shutdown_pool()
-    config.update("num_cpu_devices", previous)
+four_devices = cpu_devices(N)
 
 
 class _Conn:

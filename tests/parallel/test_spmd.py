@@ -17,22 +17,16 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.config import config
 from numbax._src.parallel import collectives, pool, shm, spmd
 from numbax._src.parallel import shard_map as sm
 from numbax.sharding import Mesh, NamedSharding
 from numbax.sharding import PartitionSpec as P
+from tests.virtual_devices import cpu_devices
 
 N = 4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def four_devices():
-    previous = config.num_cpu_devices
-    config.update("num_cpu_devices", N)
-    yield
-    pool.shutdown_pool()
-    config.update("num_cpu_devices", previous)
+four_devices = cpu_devices(N)
 
 
 def _mesh(order=None, shape=(N,), names=("i",)):
