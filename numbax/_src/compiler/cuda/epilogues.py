@@ -53,11 +53,13 @@ def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_ty
                activation):
     """The equations the rewrite replaced, for the primitive's jvp and batching rules (the
     rewrite runs after every transformation, but the primitive keeps the matrix's contract)."""
-    from numbax import lax
-
-    z = lax.dot_general(x, y, dimension_numbers, precision, preferred_element_type)
-    z = lax.add(z, lax.broadcast_in_dim(bias, z.shape, (1,)))
-    return lax.max(z, lax.full_like(z, 0)) if activation == "relu" else z
+    z = ld.dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, precision=precision,
+                              preferred_element_type=preferred_element_type)
+    aval = core.get_aval(z)
+    z = lx.add(z, ls.broadcast_in_dim(bias, aval.shape, (1,)))
+    if activation == "relu":
+        z = lx.max(z, ls.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ()))
+    return z
 
 
 def _jvp(primals, tangents, **params):
@@ -65,11 +67,8 @@ def _jvp(primals, tangents, **params):
 
 
 def _batch(axis_size, vals, dims, **params):
-    from numbax._src.api import vmap
-
-    out = vmap(lambda *a: _composite(*a, **params), in_axes=tuple(dims), out_axes=0,
-               axis_size=axis_size)(*vals)
-    return [out], [0]
+    axis = batching.AxisData(axis_size, None)
+    return batching.vmap_flat(lambda *a: [_composite(*a, **params)], axis, dims, [0], vals), [0]
 
 
 core.abstract_eval_rules[gemm_epilogue_p] = _abstract_eval  # a list, as dot_general's
