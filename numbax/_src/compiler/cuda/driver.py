@@ -75,7 +75,7 @@ class CudaDriver:
         self.launchers: dict[tuple[str, str], str] = {}  # (kernel, config) -> module-level name
         self.consts: dict[str, str] = {}  # literal source -> module-level device buffer
         self.hosts: list = []  # host callables the driver takes first (h0, h1, ...)
-        self.gemms: list[str] = []  # module-level cuBLAS plans (cublas.Gemm)
+        self.gemms: list[str] = []  # module-level library-call plans (`constant`)
         self.replays: list[str] = []  # module-level graph replayers of sub-drivers
         self.lines: list[str] = []
         self.sources: list[str] = []
@@ -124,6 +124,18 @@ class CudaDriver:
                 self.consts[text] = f"rt.const({key!r})"
             return self.consts[text]
         return self.names[x]
+
+    def use(self, line: str) -> None:
+        """An import line of the generated module, once."""
+        if line not in self.imports:
+            self.imports.append(line)
+
+    def constant(self, expr: str) -> str:
+        """The name of a module-level constant of the generated module (a library call's plan,
+        built once at import)."""
+        name = f"G{len(self.gemms)}"
+        self.gemms.append(f"{name} = {expr}")
+        return name
 
     def launch(self, kname: str, config: str, args: str, pad: str = "    ") -> None:
         """A launch line through a launcher configured once at module level (launch.py)."""
@@ -323,15 +335,10 @@ class CudaDriver:
         (x, y), shape = self._operands(j, eqn)
         out = self.alloc(eqn.outvars[0])
         compute = self._cublas_compute(shape, eqn.params["precision"])
-        line = "from numbax._src.compiler.cuda.runtime import cublaslt as lt"
-        if line not in self.imports:
-            self.imports.append(line)
+        self.use("from numbax._src.compiler.cuda.runtime import cublaslt as lt")
         epilogue = (cublaslt.EPILOGUE_RELU_BIAS if eqn.params["activation"] == "relu"
                     else cublaslt.EPILOGUE_BIAS)
-        gemm = cublas.Gemm(shape.nb, shape.m, shape.n, shape.k, shape.sa, shape.sb,
-                           shape.da.name, shape.dc.name, compute)
-        name = f"G{len(self.gemms)}"
-        self.gemms.append(f"{name} = lt.LtGemm(cb.{gemm!r}, {epilogue})")
+        name = self.constant(f"lt.LtGemm(cb.{_gemm(shape, compute)!r}, {epilogue})")
         self.lines.append(f"    lt.gemm({x}, {y}, {self.arg(eqn.invars[2])}, {out}, {name})")
         self.steps += 3  # as a cuBLAS call
 
@@ -369,10 +376,7 @@ class CudaDriver:
         tiled matmul kernel (imported as `alias`)."""
         compute = self._cublas_compute(shape, precision)
         if compute is not None:  # the vendor library (tensor cores)
-            gemm = cublas.Gemm(shape.nb, shape.m, shape.n, shape.k, shape.sa, shape.sb,
-                               shape.da.name, shape.dc.name, compute)
-            name = f"G{len(self.gemms)}"  # the call's constant plan, built once at import
-            self.gemms.append(f"{name} = cb.{gemm!r}")
+            name = self.constant(f"cb.{_gemm(shape, compute)!r}")
             self.lines.append(f"    cb.gemm({x}, {y}, {out}, {name})")
             self.steps += 3  # ~25 µs of host time a call: cuBLAS's own dispatch
             return
@@ -383,9 +387,7 @@ class CudaDriver:
     def fft(self, j: int, eqn: JaxprEqn) -> None:
         """lax.fft through cuFFT (runtime/cufft.py) into a buffer allocated here; its rule
         applies only where CuPy is installed (else fft runs on the host)."""
-        line = "from numbax._src.compiler.cuda.runtime import cufft as cf"
-        if line not in self.imports:
-            self.imports.append(line)
+        self.use("from numbax._src.compiler.cuda.runtime import cufft as cf")
         x = self.arg(eqn.invars[0])
         out = self.alloc(eqn.outvars[0])
         self.graphable = False  # CuPy allocates its result from its own pool
@@ -450,11 +452,8 @@ class CudaDriver:
         out = self.alloc(eqn.outvars[0])
         result = out if call.out_transpose is None else self.empty(prod(out_aval.shape),
                                                                    out_aval.dtype)
-        line = "from numbax._src.compiler.cuda.runtime import cudnn as dn"
-        if line not in self.imports:
-            self.imports.append(line)
-        name = f"G{len(self.gemms)}"
-        self.gemms.append(f"{name} = dn.{call.conv!r}")
+        self.use("from numbax._src.compiler.cuda.runtime import cudnn as dn")
+        name = self.constant(f"dn.{call.conv!r}")
         self.lines.append(f"    dn.conv({self.arg(lhs)}, {kernel}, {result}, {name})")
         self.steps += 6  # 40-65 µs of host time a call (cudnn-frontend's Python layer)
         if call.out_transpose is not None:
@@ -516,6 +515,12 @@ def build_driver(jaxpr: Jaxpr, cfg: Config, fun_name: str, n_dest: int = 0,
     src = drv.render(jaxpr)
     return DriverBuild(cache.load_module(src, "cuda", cfg.key()), [*drv.sources, src],
                        drv.hosts, drv.graphable, drv.steps)
+
+
+def _gemm(shape: MatmulShape, compute: int) -> cublas.Gemm:
+    """The cuBLAS plan of a product of `shape` at compute type `compute`."""
+    return cublas.Gemm(shape.nb, shape.m, shape.n, shape.k, shape.sa, shape.sb, shape.da.name,
+                       shape.dc.name, compute)
 
 
 def _storage(dtype) -> np.dtype:

@@ -85,12 +85,18 @@ def plan(eqn: JaxprEqn, cfg: Config) -> ConvPlan:
     out_transpose = None
     if groups > 1 and rows.n_outer > 1:  # (G, rows, o) is not the output's (outer, G, o, inner)
         out_transpose = ((groups, rows.n_outer, rows.n_inner, o), (1, 0, 3, 2))
-    precision = p["precision"]
-    if precision is not None:  # conv_general_dilated keeps it as names ('HIGHEST', ...)
-        precision = tuple(Precision(q.lower()) if isinstance(q, str) else q for q in precision)
+    precision = _precision(p["precision"])
     return ConvPlan(None if in_place else _render_gather(eqn, rows, cols, cfg),
                     0 if in_place else groups * r * k, rhs_perm, kernel_first, product,
                     out_transpose, precision)
+
+
+def _precision(precision):
+    """A convolution's precision as the (lhs, rhs) Precision pair cuBLAS's compute type follows
+    (conv_general_dilated keeps it as names: 'HIGHEST', ...), or None."""
+    if precision is None:
+        return None
+    return tuple(Precision(q.lower()) if isinstance(q, str) else q for q in precision)
 
 
 def _kernel_operand(shape: tuple[int, ...], spec) -> tuple:
@@ -334,9 +340,7 @@ def _dgrad(eqn: JaxprEqn, producers: dict) -> CudnnCall | None:
 
 def _conv(eqn: JaxprEqn, x, w, y, pre, post, stride, dilation, kind: str) -> Any:
     """The CudnnConv of an equation's convolution, its precision read as cuBLAS's is."""
-    precision = eqn.params["precision"]
-    if precision is not None:
-        precision = tuple(Precision(q.lower()) if isinstance(q, str) else q for q in precision)
+    precision = _precision(eqn.params["precision"])
     dtype = eqn.outvars[0].aval.dtype
     unit = len(x[0]) - len(pre) - 2  # 1-D: the trailing spatial dim of size 1
     return cudnn.CudnnConv(

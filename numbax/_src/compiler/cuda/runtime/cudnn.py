@@ -108,18 +108,13 @@ def _call(a: Any, b: Any, out: Any, c: CudnnConv) -> None:
         if handle.stream != h:  # set only on a change (a capture, or another stream's call)
             _bindings().set_stream(handle=handle.handle, stream=h)
             handle.stream = h
-        if ORDERED:  # the buffers by uid: one crossing into the binding, no dict
-            g.graph.execute(pointers, workspace, handle=handle.handle, tensor_uids=g.uids)
-        else:
-            g.graph.execute(dict(zip(g.tensors, pointers)), workspace, handle=handle.handle)
-
-
-ORDERED = True  # execute's ordered form (cudnn-frontend >= 1.3x); the mapping form otherwise
+        # the buffers by uid (execute's ordered form): one crossing into the binding, no dict
+        # (70.8 against 76.7 µs a call through the mapping form, H200)
+        g.graph.execute(pointers, workspace, handle=handle.handle, tensor_uids=g.uids)
 
 
 class _Graph(NamedTuple):
     graph: Any
-    tensors: tuple  # the graph's tensors of a, b and out
     workspace: int  # bytes
     uids: tuple[int, int, int]  # of a, b and out
 
@@ -173,7 +168,7 @@ def _graph(device: int, c: CudnnConv) -> _Graph:
             g.deselect_numeric_notes([dn.numerical_note.TENSOR_CORE])
         g.check_support()
         g.build_plans()
-        built = _Graph(g, (a, b, out), int(g.get_workspace_size()),
+        built = _Graph(g, int(g.get_workspace_size()),
                        (a.get_uid(), b.get_uid(), out.get_uid()))
     _GRAPHS[(device, c)] = built
     return built
