@@ -139,6 +139,7 @@ def test_a_deadlock_in_user_code_times_out():
     def spin(v):  # eager in the workers: never ends
         return lax.while_loop(lambda c: c[0] >= 0, lambda c: (c[0] + 1, c[1]), (0, v))[1]
 
+    _psum(np.ones((N, 1)))  # both workers started: a fresh one's start can exceed 1 s here
     with numbax.config.override("worker_timeout", 1.0):
         with pytest.raises(TimeoutError, match=r"CpuDevice\(id=0\), CpuDevice\(id=1\) did not"):
             numbax.pmap(spin)(np.ones((N, 1)))
