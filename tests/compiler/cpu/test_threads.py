@@ -67,8 +67,17 @@ def test_workers_know_their_siblings_threads():
     p = pool.Pool(4)
     try:
         worker = p.worker(2)
-        with open(f"/proc/{worker.proc.pid}/environ", "rb") as f:
-            env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        # Popen returns once exec has closed the parent's error pipe, which is before the
+        # kernel sets the new image's environment: until then /proc shows none (seen in CI)
+        deadline = time.monotonic() + 10
+        while True:
+            with open(f"/proc/{worker.proc.pid}/environ", "rb") as f:
+                raw = f.read()
+            if raw or time.monotonic() > deadline or worker.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert worker.proc.poll() is None, "the worker exited at start"
+        env = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
         share = int(env[b"NUMBA_NUM_THREADS"])
         assert share == max(1, (os.cpu_count() or 1) // 4)
         assert int(env[b"NUMBAX_SIBLING_THREADS"]) == 3 * share
