@@ -6,9 +6,11 @@ itself runs (float32 at TF32 by default, as JAX on Ampere and newer). numpy is t
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 
 import numpy as np
+import scipy.special
 
 import numbax
 import numbax.numpy as jnp
@@ -142,9 +144,10 @@ def cublas_in_a_training_step():
 def model_lt_call(op_a, op_b, m, n, k, a, ab_type, lda, b, ldb, bias, c, c_type, ldc, compute,
                   epilogue):
     """C = epilogue(op(A) @ op(B) + bias) in float64, the bias one value per row of the
-    column-major C, as cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS / RELU_BIAS defines it (ReLU
-    keeps NaN, as cuBLASLt's does on an H200)."""
-    assert epilogue in (cublaslt.EPILOGUE_BIAS, cublaslt.EPILOGUE_RELU_BIAS)
+    column-major C, as cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / GELU_BIAS
+    defines it (ReLU keeps NaN, as cuBLASLt's does on an H200; GELU is the tanh form)."""
+    assert epilogue in (cublaslt.EPILOGUE_BIAS, cublaslt.EPILOGUE_RELU_BIAS,
+                        cublaslt.EPILOGUE_GELU_BIAS)
     assert ldc >= max(1, m) and compute in cublas._SCALAR and ab_type == c_type
     host_a, host_b, host_c = a.copy_to_host(), b.copy_to_host(), c.copy_to_host()
     am = _stored(host_a, 0, m, k, lda) if op_a == cublas.OP_N else _stored(host_a, 0, k, m, lda).T
@@ -154,8 +157,15 @@ def model_lt_call(op_a, op_b, m, n, k, a, ab_type, lda, b, ldb, bias, c, c_type,
     z = am.astype(np.float64) @ bm.astype(np.float64) + bias_host[:, None]
     if epilogue == cublaslt.EPILOGUE_RELU_BIAS:
         z = np.maximum(z, 0.0)
+    if epilogue == cublaslt.EPILOGUE_GELU_BIAS:
+        z = _gelu_tanh(z)
     host_c[np.arange(m)[:, None] + np.arange(n)[None, :] * ldc] = z.astype(host_c.dtype)
     c.copy_to_device(host_c)
+
+
+def _gelu_tanh(z):
+    """jax.nn.gelu's default (tanh) form in float64."""
+    return 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
 
 
 @contextlib.contextmanager
@@ -207,6 +217,16 @@ def cublaslt_dense_layer_epilogues():
         "nn.relu": (mlp(numbax.nn.relu), np_mlp(lambda z: np.maximum(z, 0.0)),
                     [cublaslt.EPILOGUE_RELU_BIAS, cublaslt.EPILOGUE_BIAS]),
         "tanh": (mlp(jnp.tanh), np_mlp(np.tanh), [cublaslt.EPILOGUE_BIAS] * 2),
+        "nn.gelu": (mlp(numbax.nn.gelu), np_mlp(_gelu_tanh),
+                    [cublaslt.EPILOGUE_GELU_BIAS, cublaslt.EPILOGUE_BIAS]),
+        "exact gelu": (mlp(functools.partial(numbax.nn.gelu, approximate=False)),
+                       np_mlp(lambda z: 0.5 * z * scipy.special.erfc(-z / np.sqrt(2))),
+                       [cublaslt.EPILOGUE_BIAS] * 2),
+        "gelu and its input": (lambda x, w1, b1, w2, b2: (lambda z: (numbax.nn.gelu(z), z))(
+                                   x @ w1 + b1),
+                               lambda x, w1, b1, w2, b2: (lambda z: (_gelu_tanh(z), z))(
+                                   x.astype(np.float64) @ w1 + b1),
+                               [cublaslt.EPILOGUE_BIAS]),
         "-0.0 relu": (mlp(lambda z: jnp.maximum(-0.0, z)), np_mlp(lambda z: np.maximum(z, 0.0)),
                       [cublaslt.EPILOGUE_BIAS] * 2),
         "sum read twice": (lambda x, w1, b1, w2, b2: (x @ w1 + b1) * jnp.maximum(x @ w1 + b1, 0),
@@ -230,6 +250,13 @@ def cublaslt_dense_layer_epilogues():
                     raise AssertionError(f"{name}: {e}") from None
             if _uses_lt():
                 assert _lt_plans(fj.lower(*args).as_text()) == epilogues_wanted, name
+        # at full float32 precision the card's GELU is the tanh form (the erf form differs
+        # by up to 5e-4 at |z| ~ 2)
+        fg = gjit(lambda x, w, b: numbax.nn.gelu(jnp.dot(x, w, precision="highest") + b))
+        z = x.astype(np.float64) @ w1 + b1
+        close(fg(x, w1, b1), _gelu_tanh(z).astype(np.float32), rtol=2e-5, atol=2e-5)
+        if _uses_lt():
+            assert _lt_plans(fg.lower(x, w1, b1).as_text()) == [cublaslt.EPILOGUE_GELU_BIAS]
         # both operands read transposed (contracting x's rows and w's columns)
         xt, wt = np.ascontiguousarray(x.T), np.ascontiguousarray(w1.T)
         ft = gjit(lambda xt, wt, b: jnp.maximum(
@@ -253,8 +280,9 @@ def cublaslt_dense_layer_epilogues():
 
 @check
 def cublaslt_in_a_relu_training_step():
-    """grad of a ReLU MLP: the backward pass reads the sum for ReLU's mask, so only the bias
-    joins each forward product; gradients against numpy's."""
+    """grad of a ReLU MLP and of a GELU one: the backward pass reads the sum for the
+    activation's derivative, so only the bias joins each forward product; gradients against
+    numpy's."""
     from numbax import grad
 
     rng = np.random.default_rng(6)
@@ -277,6 +305,25 @@ def cublaslt_in_a_relu_training_step():
     o = h @ w2
     d_o = 2 * o
     dz = (d_o @ w2.T) * (z > 0)
+    close(g2, (h.T @ d_o).astype(np.float32), rtol=tol, atol=tol)
+    close(g1, (x.T @ dz).astype(np.float32), rtol=tol, atol=tol)
+    close(gb1, dz.sum(0).astype(np.float32), rtol=tol, atol=tol)
+
+    # GELU: its derivative reads the sum too, so again only the bias joins the product
+    def gelu_loss(w1, b1, w2, x):
+        return jnp.sum((numbax.nn.gelu(x @ w1 + b1) @ w2) ** 2)
+
+    with cublaslt_model():
+        f = gjit(grad(gelu_loss, argnums=(0, 1, 2)))
+        g1, gb1, g2 = f(w1, b1, w2, x)
+        if _uses_lt():
+            assert _lt_plans(f.lower(w1, b1, w2, x).as_text()) == [cublaslt.EPILOGUE_BIAS]
+    scale, cube = np.sqrt(2 / np.pi), 0.044715
+    t = np.tanh(scale * (z + cube * z ** 3))
+    h = 0.5 * z * (1 + t)
+    o = h @ w2
+    d_o = 2 * o
+    dz = (d_o @ w2.T) * (0.5 * (1 + t) + 0.5 * z * (1 - t ** 2) * scale * (1 + 3 * cube * z ** 2))
     close(g2, (h.T @ d_o).astype(np.float32), rtol=tol, atol=tol)
     close(g1, (x.T @ dz).astype(np.float32), rtol=tol, atol=tol)
     close(gb1, dz.sum(0).astype(np.float32), rtol=tol, atol=tol)

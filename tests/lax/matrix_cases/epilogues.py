@@ -1,6 +1,6 @@
-"""Matrix rows of gemm_epilogue, the CUDA backend's dense layer (`x @ w + b`, ReLU or not,
-cuda/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative modes against
-the composition it stands for."""
+"""Matrix rows of gemm_epilogue, the CUDA backend's dense layer (`x @ w + b`, then ReLU, GELU
+or nothing, cuda/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative
+modes against the composition it stands for."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,5 +24,6 @@ def cases() -> dict[str, list[Case]]:
     return {"gemm_epilogue": [
         Case(_layer("none"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu"), (X, W, B), (0, 1, 2)),
+        Case(_layer("gelu"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu", (((0,), (0,)), ((), ()))), (XT, W, B), (0, 1)),
     ]}

@@ -330,14 +330,14 @@ class CudaDriver:
         self.product(f"k{j}_mm", x, y, out, shape, eqn.params["precision"])
 
     def gemm_epilogue(self, j: int, eqn: JaxprEqn) -> None:
-        """A dense layer's product, bias add and ReLU in one cuBLASLt call (epilogues.py);
+        """A dense layer's product, bias add and activation in one cuBLASLt call (epilogues.py);
         the rewrite happens only where cublaslt.available()."""
         (x, y), shape = self._operands(j, eqn)
         out = self.alloc(eqn.outvars[0])
         compute = self._cublas_compute(shape, eqn.params["precision"])
         self.use("from numbax._src.compiler.cuda.runtime import cublaslt as lt")
-        epilogue = (cublaslt.EPILOGUE_RELU_BIAS if eqn.params["activation"] == "relu"
-                    else cublaslt.EPILOGUE_BIAS)
+        epilogue = {"none": cublaslt.EPILOGUE_BIAS, "relu": cublaslt.EPILOGUE_RELU_BIAS,
+                    "gelu": cublaslt.EPILOGUE_GELU_BIAS}[eqn.params["activation"]]
         name = self.constant(f"lt.LtGemm(cb.{_gemm(shape, compute)!r}, {epilogue})")
         self.lines.append(f"    lt.gemm({x}, {y}, {self.arg(eqn.invars[2])}, {out}, {name})")
         self.steps += 3  # as a cuBLAS call

@@ -1,18 +1,23 @@
-"""Bias and ReLU epilogues of GPU matrix products: a dense layer's `x @ w + b`, and its
-`max(x @ w + b, 0)`, rewritten into one `gemm_epilogue` equation that cuBLASLt computes in one
-call (runtime/cublaslt.py), as XLA's GEMM rewriter does for cuBLASLt.
+"""Bias, ReLU and GELU epilogues of GPU matrix products: a dense layer's `x @ w + b`, its
+`max(x @ w + b, 0)` and its `jax.nn.gelu(x @ w + b)`, rewritten into one `gemm_epilogue`
+equation that cuBLASLt computes in one call (runtime/cublaslt.py), as XLA's GEMM rewriter does
+for cuBLASLt.
 
 What it saves is a loop nest that reads the product and writes it again: a ReLU layer of
 batch 4096 x 512 float32 is 16 MB of traffic and a launch. Where the sum goes on into other
 elementwise work (a tanh layer), the nest stays and only the add moves into the product.
 
 An equation chain is rewritten only when nothing else reads its intermediates: the product is
-read by the add alone, and, for ReLU, the sum by the max alone (a training step's backward
-pass reads the sum for ReLU's mask, so there only the bias joins the product). The product has
+read by the add alone, and, for ReLU and GELU, the sum by the activation's equations alone (a
+training step's backward pass reads the sum for the activation's derivative, so there only the
+bias joins the product). The product has
 no batch dimensions, its operands and result share a float32 or float16 dtype that cuBLAS
 computes, and the bias is a vector broadcast along the rows. ReLU here is `max(z, 0.0)` with a
 literal +0.0, which is what `jax.nn.relu` and `jnp.maximum(z, 0)` trace to; cuBLASLt's ReLU
-propagates NaN as `max` does (measured on an H200). Only the top-level jaxpr is rewritten.
+propagates NaN as `max` does (measured on an H200). GELU is the tanh form cuBLASLt computes,
+matched as `jax.nn.gelu(z)` (approximate=True, JAX's default) traces it: the eight equations
+`z * (0.5 * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z**3))))`; the exact (erf) form is not
+fused. Only the top-level jaxpr is rewritten.
 """
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import shape_ops as ls
 
 gemm_epilogue_p = Primitive("gemm_epilogue")
-_ACTIVATIONS = ("none", "relu")
+_ACTIVATIONS = ("none", "relu", "gelu")
+GELU_CUBE, GELU_SCALE = 0.044715, float(np.sqrt(2 / np.pi))  # jax.nn.gelu's tanh form
 
 
 def _abstract_eval(x, y, bias, *, dimension_numbers, precision, preferred_element_type,
@@ -46,7 +52,13 @@ def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, a
         preferred_element_type=preferred_element_type)
     out = np.asarray(out)
     z = (out + np.asarray(bias)[None, :]).astype(out.dtype)
-    return [np.maximum(z, z.dtype.type(0)) if activation == "relu" else z]
+    if activation == "relu":
+        return [np.maximum(z, z.dtype.type(0))]
+    if activation == "gelu":
+        c = z.dtype.type
+        inner = c(GELU_SCALE) * (z + c(GELU_CUBE) * z ** 3)
+        return [z * (c(0.5) * (c(1) + np.tanh(inner)))]
+    return [z]
 
 
 def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_type,
@@ -57,8 +69,15 @@ def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_ty
                               preferred_element_type=preferred_element_type)
     aval = core.get_aval(z)
     z = lx.add(z, ls.broadcast_in_dim(bias, aval.shape, (1,)))
+    def const(value):
+        return ls.broadcast_in_dim(np.asarray(value, aval.dtype), aval.shape, ())
+
     if activation == "relu":
-        z = lx.max(z, ls.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ()))
+        z = lx.max(z, const(0))
+    elif activation == "gelu":
+        inner = lx.mul(const(GELU_SCALE), lx.add(z, lx.mul(const(GELU_CUBE),
+                                                            lx.integer_pow(z, 3))))
+        z = lx.mul(z, lx.mul(const(0.5), lx.add(const(1), lx.tanh(inner))))
     return z
 
 
@@ -78,12 +97,16 @@ batching.batch_rules[gemm_epilogue_p] = _batch
 
 
 def fuse(jaxpr: Jaxpr) -> Jaxpr:
-    """`jaxpr` with each dense layer's product, bias add and ReLU (where nothing else reads
-    their intermediates) as one gemm_epilogue equation; unchanged when there is none."""
+    """`jaxpr` with each dense layer's product, bias add and activation (where nothing else
+    reads their intermediates) as one gemm_epilogue equation; unchanged when there is none."""
     uses = Counter(x for e in jaxpr.eqns for x in e.invars if isinstance(x, Var))
     uses.update(x for x in jaxpr.outvars if isinstance(x, Var))
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
-    consumer = {x: e for e in jaxpr.eqns for x in e.invars if isinstance(x, Var)}
+    readers: dict[Var, list[JaxprEqn]] = {}
+    for e in jaxpr.eqns:
+        for x in dict.fromkeys(x for x in e.invars if isinstance(x, Var)):
+            readers.setdefault(x, []).append(e)
+    consumer = {x: es[-1] for x, es in readers.items()}  # the reader of a once-read value
     # the new equation takes the place of its chain's last one, after every operand's
     # definition (the bias row may be computed after the product) and before every reader
     replaced: dict[int, JaxprEqn] = {}  # id of the chain's last equation -> the new one
@@ -95,12 +118,16 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
         bias = None if add is None else _bias(add, eqn.outvars[0], producer)
         if bias is None:
             continue
-        last, activation = add, "none"
-        relu = consumer.get(add.outvars[0]) if uses[add.outvars[0]] == 1 else None
-        if relu is not None and _is_relu(relu, add.outvars[0]):
-            last, activation = relu, "relu"
+        z = add.outvars[0]
+        activation, tail = "none", []
+        relu = consumer.get(z) if uses[z] == 1 else None
+        if relu is not None and _is_relu(relu, z):
+            activation, tail = "relu", [relu]
+        elif (gelu := _gelu(z, uses, readers, consumer)) is not None:
+            activation, tail = "gelu", gelu
+        last = tail[-1] if tail else add
         broadcast = producer[bias]
-        chain = [eqn, add, relu if activation == "relu" else None,
+        chain = [eqn, add, *tail,
                  broadcast if uses[broadcast.outvars[0]] == 1 else None]  # its reader: the add
         replaced[id(last)] = JaxprEqn(gemm_epilogue_p, [*eqn.invars, broadcast.invars[0]],
                                       list(last.outvars), {**eqn.params, "activation": activation})
@@ -152,3 +179,38 @@ def _is_relu(eqn: JaxprEqn, z: Var) -> bool:
         return False
     value = np.asarray(other.val)
     return bool(value == 0 and not np.signbit(value))
+
+
+def _gelu(z: Var, uses: Counter, readers: dict, consumer: dict) -> list[JaxprEqn] | None:
+    """The eight equations of `jax.nn.gelu(z)`'s tanh form, in order, when they are z's only
+    readers and each intermediate is read by the next alone (None otherwise)."""
+    if uses[z] != 3:
+        return None
+    cube = [e for e in readers.get(z, ()) if e.primitive is lx.integer_pow_p
+            and e.params["y"] == 3]
+    if len(cube) != 1:
+        return None
+    # each step: the primitive and what its other operand must be (z itself, a literal, none)
+    steps = ((lx.mul_p, GELU_CUBE), (lx.add_p, z), (lx.mul_p, GELU_SCALE), (lx.tanh_p, None),
+             (lx.add_p, 1.0), (lx.mul_p, 0.5), (lx.mul_p, z))
+    chain, v = cube, cube[0].outvars[0]
+    for primitive, other in steps:
+        eqn = consumer.get(v) if uses[v] == 1 else None
+        if eqn is None or eqn.primitive is not primitive:
+            return None
+        if other is not None:
+            rest = eqn.invars[1] if eqn.invars[0] is v else eqn.invars[0]
+            if not (rest is z if isinstance(other, Var) else _is_constant(rest, other)):
+                return None
+        chain.append(eqn)
+        v = eqn.outvars[0]
+    # z's three reads are the cube's, the inner add's and the final product's
+    return chain if set(map(id, readers[z])) == {id(chain[0]), id(chain[2]), id(chain[7])} \
+        else None
+
+
+def _is_constant(x, value: float) -> bool:
+    """x is a scalar literal equal to `value` rounded to its dtype."""
+    if not isinstance(x, Literal) or x.aval.shape != ():
+        return False
+    return bool(np.asarray(x.val) == np.asarray(value, x.aval.dtype))

@@ -1,7 +1,7 @@
-"""Matrix products with a fused bias (and ReLU) epilogue through cuBLASLt, reached through
-NVIDIA's nvmath-python bindings (`nvmath.bindings.cublasLt`, the `numbax[cuda]` extra).
+"""Matrix products with a fused bias (and ReLU or GELU) epilogue through cuBLASLt, reached
+through NVIDIA's nvmath-python bindings (`nvmath.bindings.cublasLt`, the `numbax[cuda]` extra).
 
-`cuda/epilogues.py` rewrites `x @ w + b` (and `max(x @ w + b, 0)`) into one `gemm_epilogue`
+`cuda/epilogues.py` rewrites `x @ w + b` (and its ReLU or GELU) into one `gemm_epilogue`
 equation where cuBLASLt is here; this module runs it. The product's arguments are the ones
 cublas.py derives for its strided-batched call (row-major C = X @ Y computed as the
 column-major Cᵀ = Yᵀ Xᵀ), so the bias, one value per output column of C, is one value per row
@@ -27,7 +27,7 @@ import numpy as np
 from numbax._src.compiler.cuda.runtime import cublas, memory, stream
 
 # cublasLtEpilogue_t (cublasLt.h): stable ABI values
-EPILOGUE_BIAS, EPILOGUE_RELU_BIAS = 4, 6
+EPILOGUE_BIAS, EPILOGUE_RELU_BIAS, EPILOGUE_GELU_BIAS = 4, 6, 36
 WORKSPACE_BYTES = 32 << 20  # NVIDIA's recommended workspace on Hopper
 _ALIGN_MAX = 256  # the alignment cuBLASLt's heuristic assumes unless told less
 
