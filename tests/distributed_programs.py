@@ -86,6 +86,9 @@ def collectives(out: str) -> None:
         res["smap_big_psum_int"] = np.asarray(sm(lambda b: lax.psum(b.astype(np.int32), "i"),
                                                  P(), big))[:, :5]
         res["smap_big_pmax"] = np.asarray(sm(lambda b: lax.pmax(b, "i"), P(), big))[:, :5]
+        # psums in a loop: more large reductions than the call's result arena holds
+        res["smap_big_psum_loop"] = np.asarray(sm(lambda b: lax.fori_loop(
+            0, 3, lambda i, c: lax.psum(c, "i") * 0.5, b), P(), big))[:, :5]
 
         mesh2 = jax.make_mesh((n, local), ("p", "d"), axis_types=(AxisType.Auto,) * 2)
         g2 = jax.make_array_from_process_local_data(NamedSharding(mesh2, P(("p", "d"))), x)

@@ -100,6 +100,10 @@ def _check_collectives(arrays: list, messages: list, n: int, local: int) -> None
         np.testing.assert_array_equal(res["smap_big_psum"], np.full((1, 5), values.sum()))
         np.testing.assert_array_equal(res["smap_big_psum_int"], np.full((1, 5), values.sum()))
         np.testing.assert_array_equal(res["smap_big_pmax"], np.full((1, 5), values.max()))
+        looped = values.copy()
+        for _ in range(3):
+            looped = np.full_like(looped, looped.sum() * 0.5)
+        np.testing.assert_array_equal(res["smap_big_psum_loop"], np.full((1, 5), looped[0]))
         np.testing.assert_array_equal(res["mesh2_psum_both"], rows.sum(0, keepdims=True))
         by_d = rows.reshape(n, local, 3).sum(0)  # psum over the process axis of a 2-d mesh
         np.testing.assert_array_equal(res["mesh2_psum_p"][:, 0], by_d)

@@ -15,9 +15,10 @@ earlier result) is read where it lies, others are staged in the slot. The reduct
 the call's result arena (a block the parent sizes for every large reduction of the program, so
 a result stays valid for the rest of the call), and every member returns a view of it: no copy,
 and no third barrier; a replicated output that is such a view becomes the call's result as it
-is (worker.py, spmd.py). When the arena is used up (a reduction in a loop) or the group spans
-processes, the reduction lands in the first member's slot instead, which every member copies
-before the slots are reused."""
+is (worker.py, spmd.py). A group that spans processes reduces the same way, and the parent
+then runs the cross-process allreduce in place on the arena's block before the members go on
+(crossproc.py). When the arena is used up (a reduction in a loop), the reduction lands in the
+first member's slot instead, which every member copies before the slots are reused."""
 from __future__ import annotations
 
 import threading
@@ -172,9 +173,10 @@ class Comm:
         `xs` (operands of one dtype, laid end to end in the slot: several psums in one
         exchange). Small operands are exchanged (each member reduces all slots in group
         order); large ones are published (_publish: read in place or staged), then
-        reduce-scattered over this process's members (_reduce_scatter) into the result arena,
-        or into the first member's slot, combined across processes by the parent (MPI
-        allreduce) and copied by every member."""
+        reduce-scattered over this process's members (_reduce_scatter) into the result arena
+        or, once it is used up, into the first member's slot, and combined across processes
+        by the parent (MPI allreduce) in place; a result in a slot is copied by every
+        member."""
         group = self.group(api, axis_name)
         xs = [np.asarray(x, order="C") for x in xs]
         dtype = xs[0].dtype
@@ -185,8 +187,13 @@ class Comm:
             total = self.exchange(api, axis_name, flat, lambda ps: _reduce(op, ps))
             return _split(total, xs)
         self._settle()  # the slots and notes are written next
+        area = self._result_area(group, sum(x.nbytes for x in xs))
+        if area is not None and len(group.local) == 1:  # spans: nothing to reduce here
+            _put(area, xs)
+            self.wait(group, ("allreduce", group.key, ("arena", self._arena_place(area)),
+                              area.nbytes, dtype, op))
+            return _split(area.view(dtype), xs)
         nbytes = self._publish(group, xs)
-        area = None if group.spans else self._result_area(group, nbytes)
         return _split(self._reduce_scatter(group, op, dtype, size, nbytes, area), xs)
 
     def _publish(self, group: Group, xs: list[np.ndarray]) -> int:
@@ -194,7 +201,8 @@ class Comm:
         lies in shared memory (an input block, an earlier reduction's result) is noted where
         it lies, to be read in place; others are staged in this member's slot. Their bytes."""
         where = None
-        if len(xs) == 1 and self.notes is not None and not group.spans:
+        # (a lone member's slot is the operand the parent's allreduce takes: staged)
+        if len(xs) == 1 and self.notes is not None and len(group.local) > 1:
             where = self.attachments.locate(xs[0])
         if where is None or len(where[0]) > NOTE_BYTES - 9:
             if self.notes is not None:
@@ -227,14 +235,18 @@ class Comm:
         self._arena_at += group.count * stride
         return self.arena[at:at + nbytes]
 
+    def _arena_place(self, area: np.ndarray) -> int:
+        """The byte of the arena where `area` (a view of it) starts."""
+        return area.__array_interface__["data"][0] - self.arena.__array_interface__["data"][0]
+
     def _reduce_scatter(self, group: Group, op: str, dtype: np.dtype, size: int, nbytes: int,
                         area: np.ndarray | None) -> np.ndarray:
-        """Each local member reduces its range of the slots in group order into `area` (a
-        view of it is the result, after one more barrier), or with `area` None into the first
-        member's slot in place (the parent's MPI allreduce follows, every member copies the
-        result, and a third barrier frees the slots). Every member passes all barriers, even
-        when its reduction fails: a member that stopped early would leave the others
-        waiting."""
+        """Each local member reduces its range of the operands in group order into `area` (a
+        view of it is the result, after one more barrier, at which the parent combines a
+        group that spans processes), or with `area` None into the first member's slot in
+        place (the parent's MPI allreduce follows, every member copies the result, and a
+        third barrier frees the slots). Every member passes all barriers, even when its
+        reduction fails: a member that stopped early would leave the others waiting."""
         local = group.local
         me, n = local.index(self.rank), len(local)
         lo, hi = size * me // n, size * (me + 1) // n
@@ -253,11 +265,14 @@ class Comm:
             except Exception as e:  # noqa: BLE001 - raised below, after the barriers
                 error = e
         if area is not None:
-            self.wait(group)  # every range reduced: the slots may be reused
+            # every range reduced: the slots may be reused (and the other processes' part
+            # joins the arena's block first)
+            self.wait(group, ("allreduce", group.key, ("arena", self._arena_place(area)),
+                              nbytes, dtype, op) if group.spans else None)
             if error is not None:
                 raise error
             return out
-        self.wait(group, ("allreduce", group.key, local[0], nbytes, dtype, op)
+        self.wait(group, ("allreduce", group.key, ("slot", local[0]), nbytes, dtype, op)
                   if group.spans else None)
         result = first.copy() if error is None else None
         self.wait(group)  # read by all: the slots may be reused
@@ -269,11 +284,16 @@ class Comm:
         """Writes the operands end to end into this device's slot; their bytes."""
         nbytes = sum(x.nbytes for x in xs)
         self._check_fits(nbytes)
-        slot, at = self._slot(self.rank, nbytes), 0
-        for x in xs:
-            slot[at:at + x.nbytes] = x.reshape(-1).view(np.uint8)
-            at += x.nbytes
+        _put(self._slot(self.rank, nbytes), xs)
         return nbytes
+
+
+def _put(into: np.ndarray, xs: list[np.ndarray]) -> None:
+    """Writes the operands end to end into the bytes `into`."""
+    at = 0
+    for x in xs:
+        into[at:at + x.nbytes] = x.reshape(-1).view(np.uint8)
+        at += x.nbytes
 
 
 def _split(total: np.ndarray, xs: list[np.ndarray]) -> list[np.ndarray]:

@@ -4,10 +4,11 @@ wait at a barrier (pool.py's exchange loop polls it).
 A collective's group of devices may span processes. Its members in this process first meet in
 shared memory as usual; when all are at the barrier, the parent runs one MPI collective over
 the group's processes on their slots, then lets them go:
-- "allreduce": the members have reduced their operands into the first local member's slot;
-  MPI_Iallreduce (in place) makes it the whole group's reduction in every process (a
-  reduction MPI cannot do for that dtype, or a NaN-sensitive max/min of floats, all-gathers
-  every process's partial and reduces them in process order instead);
+- "allreduce": the members have reduced their operands into the call's result arena (or,
+  once that is used up, into the first local member's slot); MPI_Iallreduce (in place) makes
+  it the whole group's reduction in every process (a reduction MPI cannot do for that dtype,
+  or a NaN-sensitive max/min of floats, all-gathers every process's partial and reduces them
+  in process order instead);
 - "allgather": every process's members' slots are gathered into every process's scratch, so
   each member then reads the whole group's slots as if they were local.
 The requests are non-blocking: the parent keeps watching its workers and its peers (a failed
@@ -26,7 +27,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.parallel import distributed, topology
 
 REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
-CHUNK_BYTES = 1 << 20  # the piece of a large allreduce MPI runs at once (_ChunkedAllreduce)
+CHUNK_BYTES = 4 << 20  # the piece of a large allreduce MPI runs at once (_ChunkedAllreduce)
 SPIN_S = 0.002  # how long one poll keeps MPI progressing before the parent looks elsewhere
 CREATE_TAG = 7003
 
@@ -98,8 +99,10 @@ class Links:
     """One SPMD call's cross-process steps: the parent's view of the scratch slots (rank by
     rank), the device of each rank, and the steps in flight, by barrier group."""
 
-    def __init__(self, scratch: np.ndarray, devices: Sequence[int]) -> None:
+    def __init__(self, scratch: np.ndarray, devices: Sequence[int],
+                 arena: np.ndarray | None = None) -> None:
         self.scratch = scratch  # uint8[n_ranks, slot_bytes]
+        self.arena = arena  # uint8[arena_bytes]: the call's result arena (collectives.py)
         self.rank_of = {d: r for r, d in enumerate(devices)}
         self.pending: dict[tuple, tuple[Any, Callable | None, tuple]] = {}
 
@@ -109,8 +112,10 @@ class Links:
         comm = distributed.state.comms[key]
         MPI = distributed.state.MPI  # noqa: N806
         if kind == "allreduce":
-            _, _, rank, nbytes, dtype, op = action
-            buf = self.scratch[rank, :nbytes].view(np.dtype(dtype))
+            _, _, (area, at), nbytes, dtype, op = action
+            # the local members' reduction: in the result arena, or in a rank's slot
+            raw = self.arena[at:at + nbytes] if area == "arena" else self.scratch[at, :nbytes]
+            buf = raw.view(np.dtype(dtype))
             if _native(buf.dtype, op):
                 mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
                 request, finish = _ChunkedAllreduce(comm, MPI, buf, mpi_op), None
@@ -183,8 +188,10 @@ class _ChunkedAllreduce:
     """An in-place MPI_Iallreduce of a large buffer as successive CHUNK_BYTES pieces, each
     started when the one before completes; Test() as a request's. Open MPI allocates the
     temporary buffers of each allreduce anew: for one 64 MB piece that is fresh memory whose
-    page faults cost more than the transfer (measured, 2 processes: one piece 19-47 ms, 1 MB
-    pieces 11 ms). Every process cuts the same buffer size the same way."""
+    page faults cost more than the transfer (2 processes of the 2-core VM, the MPI step of a
+    64 MB psum: one piece 26 ms, 1 MB pieces 11.7, 4 MB 9.8, 8-16 MB 10.5; from a separate
+    send buffer, the operand where it lies, 14 ms: MPI copies it in first). Every process
+    cuts the same buffer size the same way."""
 
     def __init__(self, comm, MPI, buf: np.ndarray, op) -> None:  # noqa: N803
         self._start = lambda piece: comm.Iallreduce(MPI.IN_PLACE, piece, op=op)

@@ -151,9 +151,8 @@ class Plan:
                               zip(self.out_boxes, program.out_avals, self.out_index,
                                   self.out_writer, strict=True)]
                           for r in self.ranks}
-        # a call across processes keeps its reductions in the slots (the MPI steps work there)
-        self.arena = 0 if self.across else collectives.arena_bytes(
-            program.reductions, self.axis_names, self.axis_sizes)
+        self.arena = collectives.arena_bytes(program.reductions, self.axis_names,
+                                             self.axis_sizes)
         self.scratch_bytes = len(devices) * (program.slot_bytes + collectives.NOTE_BYTES) \
             if program.collective else 0
         need = [_bytes(s, a.dtype) for (s, _), a in
@@ -218,9 +217,10 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
         if plan.scratch_bytes else None
     arena = plan.arena
     arena_block = heap.alloc(api, arena, "collective results") if arena else None
-    if plan.across and scratch is not None:  # the parent reads and writes the slots too
+    if plan.across and scratch is not None:  # the parent reads and writes slots and arena too
         links = crossproc.Links(heap.mapped(scratch, (len(plan.devices), program.slot_bytes),
-                                            np.uint8), plan.devices)
+                                            np.uint8), plan.devices,
+                                arena_block and heap.mapped(arena_block, (arena,), np.uint8))
     try:
         with p.lock:
             p.ensure_prepared(plan.workers, program.key, program.payload, api)
