@@ -21,6 +21,12 @@ from numbax._src.config import config
 #
 # "Busy" is runtime/threads.py's: other processes' runnable threads, not the load average.
 BLAS_THREADED_MACS = 1 << 24
+# On a busy machine a product this long (~20 ms on one core) runs on every core anyway: over
+# that many scheduler slices its threads get their fair share beside the other processes', and
+# a thread descheduled near the end costs a slice at most. 2-core VM, two busy loops: matmul
+# 2000² (8e9 multiply-adds) 107 ms on one thread, 83 on two (jax.jit 72-74); 1000² (1e9) 12.3
+# on one, 16.0 on two (each of its parallel regions waits for a descheduled thread).
+LONG_MACS = 1 << 32
 
 
 _blas_api: list = []
@@ -77,15 +83,19 @@ def blas_core() -> str:
     return (get_core() or b"").decode(errors="replace")
 
 
-def thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int]) -> int:
+def thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int],
+                every_core: Callable[[], int]) -> int:
     """Threads for a product of `macs` multiply-adds: one below `threaded_macs`; else
-    `config.cpu_threads` when set; else one while the machine is busy, `idle()` otherwise."""
+    `config.cpu_threads` when set; else `idle()` on a quiet machine; on a busy one,
+    `every_core()` for a product of LONG_MACS and more, one below."""
     if macs < threaded_macs:
         return 1
     n = config.cpu_threads
     if n:
         return n
-    return 1 if threads.busy() else idle()
+    if not threads.busy():
+        return idle()
+    return every_core() if macs >= LONG_MACS else 1
 
 
 def blas_threads(macs: int) -> int:
@@ -95,7 +105,7 @@ def blas_threads(macs: int) -> int:
     the batch-2048 MLP step on 16 cores)."""
     if threads.pool_spinning():
         return 1
-    return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0)
+    return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0, lambda: 0)
 
 
 def blas_call(fn, threads: int, *args):

@@ -125,4 +125,5 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
 def gemm_threads(macs: int) -> int:
     """Numba threads for a `gemm_cpu` product of `macs` multiply-adds."""
     return thread_rule(macs, GEMM_THREADED_MACS,
-                       lambda: min(rt_threads.free_cores(), rt_threads.pool_size()))
+                       lambda: min(rt_threads.free_cores(), rt_threads.pool_size()),
+                       rt_threads.pool_size)
