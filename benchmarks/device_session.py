@@ -6,7 +6,8 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 Steps (all by default, in this order): info, sim_checks (tests/compiler/cuda/sim_checks.py on
 the real card), matrix (tests/compiler/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda,
 driver, sort, linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, gemm,
-compile. `step=a,b` passes
+compile, runtime, load, conv (cuDNN convolutions), shard_map and mpi (issue 22's 16-core rows).
+`step=a,b` passes
 a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
@@ -41,11 +42,20 @@ STEPS: dict[str, tuple[list[str], int]] = {
     "compile": ([PY, "benchmarks/bench_compile.py"], 200),
     "runtime": ([PY, "benchmarks/bench_runtime.py"], 420),
     "load": ([PY, "benchmarks/load_latency.py"], 200),
+    "conv": ([PY, "-W", "ignore", "benchmarks/gpu_conv_bench.py"], 200),
+    # issue 22's 16-core rows: jit(shard_map) MLP steps against JAX's, then MPI jobs on
+    # this host (psum of 64 MB over 4 processes; 4 processes x 4 devices against 1 x 4)
+    "shard_map": (["bash", "-c", f"{PY} benchmarks/shard_map_mlp.py 8 16 --repeats 20; "
+                   f"{PY} benchmarks/shard_map_mlp.py 8 16 --jax"], 300),
+    "mpi": (["bash", "-c", "M='mpirun --allow-run-as-root --oversubscribe'; "
+             f"NUMBAX_NUM_CPU_DEVICES=1 $M -n 4 {PY} benchmarks/mpi_scaling.py psum; "
+             f"NUMBAX_NUM_CPU_DEVICES=4 $M -n 4 {PY} benchmarks/mpi_scaling.py mlp; "
+             f"NUMBAX_NUM_CPU_DEVICES=4 {PY} benchmarks/mpi_scaling.py mlp"], 400),
 }
 
 # CPU benchmarks compare with JAX on the CPU and keep numbax off the GPU
 CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "gemm", "compile", "runtime",
-                       "load"})
+                       "load", "shard_map", "mpi"})
 CPU_ENV = {"JAX_PLATFORMS": "cpu", "NUMBAX_PLATFORMS": "cpu"}
 
 
