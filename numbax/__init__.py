@@ -147,15 +147,15 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     memory,
     ref,
 )
-from numbax._src.callback_api import pure_callback  # noqa: E402
+from numbax._src.callback_api import effects_barrier, pure_callback  # noqa: E402
 from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
 from numbax._src.dslice import ds  # noqa: E402
 from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
 from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
-            "debug", "ds", "empty_ref", "experimental", "free_ref", "freeze", "fwd_and_bwd",
-            "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
+            "debug", "ds", "effects_barrier", "empty_ref", "experimental", "free_ref", "freeze",
+            "fwd_and_bwd", "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
 
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices

@@ -179,6 +179,21 @@ def test_io_callback_ordered_cannot_be_vmapped_or_differentiated():
         numbax.grad(f)(1.0)
 
 
+def test_effects_barrier_returns_after_every_issued_callback_has_run():
+    seen = []
+
+    @numbax.jit
+    def f(x):
+        numbax.debug.callback(lambda v: seen.append(float(v)), x)
+        io_callback(lambda v: seen.append(float(v) * 10), None, x)
+        return x
+
+    f(2.0)
+    numbax.vmap(f)(jnp.arange(2.0))
+    assert numbax.effects_barrier() is None
+    assert sorted(seen) == [0.0, 0.0, 1.0, 2.0, 10.0, 20.0]
+
+
 # ----------------------------------------------------------------------------- breakpoint
 
 

@@ -245,8 +245,34 @@ def test_lower_and_compile():
     assert "def kernel" in lowered.as_text() and "expm1" in str(lowered.jaxpr)
     compiled = lowered.compile()
     np.testing.assert_allclose(compiled(X), selu(X), rtol=1e-12)
-    with pytest.raises(NumbaxTypeError, match="expected"):
+    with pytest.raises(NumbaxTypeError, match=r"argument leaf 0 compiled with f64\[4,5\] "
+                                              r"and called with f64\[5\]"):
         compiled(V)
+
+
+def test_lower_takes_shape_dtype_structs_and_compiled_takes_the_dynamic_arguments():
+    """docs/aot.md: lower() accepts anything with .shape and .dtype; the compiled function
+    takes only the non-static arguments, and refuses transformation and other types."""
+    f = lambda x, y: 2 * x + y  # noqa: E731
+    i32 = numbax.ShapeDtypeStruct((), np.int32)
+    compiled = numbax.jit(f).lower(i32, i32).compile()
+    out = compiled(np.int32(3), np.int32(4))
+    assert out.dtype == np.int32 and int(out) == 10 and not out.weak_type
+    with pytest.raises(TypeError, match=r"compiled with i32\[\] and called with f32\[\]"):
+        compiled(np.float32(72.0), np.float32(72.0))
+    assert int(numbax.jit(f, static_argnums=0).lower(7, 8).compile()(5)) == 19
+    assert int(numbax.jit(f, static_argnums=0).lower(10, i32).compile()(np.int32(5))) == 25
+    with pytest.raises(TypeError, match="structure"):
+        numbax.jit(f, static_argnums=0).lower(7, 8).compile()(7, 5)
+    with pytest.raises(TypeError, match="lower: argument leaf 1 is a str"):
+        numbax.jit(f).lower(1.0, "y")
+    g = numbax.jit(lambda x: x @ jnp.ones(2)).lower(np.ones((3, 2))).compile()
+    np.testing.assert_allclose(g(np.ones((3, 2))), [2.0, 2.0, 2.0])
+    for transform in (numbax.vmap, numbax.jit):
+        with pytest.raises(TypeError, match="cannot be transformed"):
+            transform(g)(np.ones((4, 3, 2)) if transform is numbax.vmap else np.ones((3, 2)))
+    with pytest.raises(TypeError, match="cannot be transformed"):
+        numbax.grad(lambda x: g(x).sum())(np.ones((3, 2)))
 
 
 def test_debug_nans_names_the_primitive():

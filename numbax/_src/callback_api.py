@@ -166,3 +166,15 @@ def flat_callbacks(api: str, callback: Callable, args: Sequence, kwargs: dict):
     _check_callable(api, callback)
     in_tree, dyn, static = split_args(api, tuple(args), kwargs)
     return dyn, FlatCallback(callback, in_tree, static, returns=False)
+
+
+def effects_barrier() -> None:
+    """Waits until every callback issued so far (jax.debug.callback, io_callback...) has run,
+    as JAX's jax.effects_barrier.
+
+    numbax runs callbacks synchronously, inside the call that issues them (the compiled driver
+    calls them between kernels), so by the time this is reached they have all run.
+
+    >>> import numbax
+    >>> numbax.effects_barrier()
+    """

@@ -17,7 +17,7 @@ from numbax._src.compiler import api as compiler
 from numbax._src.compiler import cache as compile_cache
 from numbax._src.compiler.backend import Executable
 from numbax._src.config import config
-from numbax._src.dtypes import kind_of
+from numbax._src.dtypes import canonicalize_dtype, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.jit_run import run_executable
@@ -108,21 +108,30 @@ class Compiled:
         return "\n\n".join(self._entry.exe.sources)
 
     def __call__(self, *args, **kwargs):
-        dyn_args, dyn_kwargs, statics = self._wrapped._split(args, kwargs)
-        leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
-        if in_tree != self.in_tree or statics != self._statics:
+        """Runs on the non-static arguments (the static ones were fixed by `lower`)."""
+        leaves, in_tree = tu.tree_flatten((args, kwargs))
+        name = self._wrapped._name
+        if in_tree != self.in_tree:
             raise NumbaxTypeError(
-                f"jit: compiled function called with arguments of structure {in_tree}, "
-                f"expected {self.in_tree}. Call lower() again for new arguments."
+                f"jit({name}): compiled function called with arguments of structure {in_tree}, "
+                f"expected {self.in_tree} (static arguments are not passed again). Call "
+                "lower() again for new arguments."
+            )
+        if _is_tracing(leaves):
+            raise NumbaxTypeError(
+                f"jit({name}): a function lowered and compiled for a particular signature "
+                "cannot be transformed (jit, grad, vmap...). Transform the function before "
+                "lowering it, or call the jitted function instead of the compiled one."
             )
         avals = [core.get_aval(x) for x in leaves]
         exe = self._entry.exe
-        want = exe.in_avals
-        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in want]:
-            shapes = [a.str_short() for a in avals]
+        mismatches = [f"argument leaf {i} compiled with {w.str_short()} and called with "
+                      f"{a.str_short()}" for i, (a, w) in enumerate(zip(avals, exe.in_avals))
+                      if (a.shape, a.dtype) != (w.shape, w.dtype)]
+        if mismatches:
             raise NumbaxTypeError(
-                f"jit: compiled function got arguments {shapes}, expected "
-                f"{[a.str_short() for a in want]}. Call lower() again for new shapes."
+                f"jit({name}): argument types differ from the types for which this computation "
+                f"was compiled: {'; '.join(mismatches)}. Call lower() again for new shapes."
             )
         if exe.device is not None and committed_device(
                 leaves, f"jit({self._wrapped._name})") not in (None, exe.device):
@@ -282,15 +291,17 @@ class JitWrapped:
                 self._gpu_fast[(ctx, tu.tree_structure(args), *_gpu_key(leaves))] = entry
         return tu.tree_unflatten(entry.out_tree, outs)
 
-    def _get_entry(self, leaves, in_tree, statics, dyn_args, dyn_kwargs) -> _Entry:
-        for i, x in enumerate(leaves):
-            if not core.is_array_like(x):
-                raise NumbaxTypeError(
-                    f"jit: argument leaf {i} of {self._name} is a {type(x).__name__}, which is "
-                    "not a valid array type. Pass arrays or scalars, or mark it static with "
-                    "static_argnums/static_argnames."
-                )
-        avals = [core.get_aval(x) for x in leaves]
+    def _get_entry(self, leaves, in_tree, statics, dyn_args, dyn_kwargs,
+                   avals: list[core.ShapedArray] | None = None) -> _Entry:
+        if avals is None:
+            for i, x in enumerate(leaves):
+                if not core.is_array_like(x):
+                    raise NumbaxTypeError(
+                        f"jit: argument leaf {i} of {self._name} is a {type(x).__name__}, which "
+                        "is not a valid array type. Pass arrays or scalars, or mark it static "
+                        "with static_argnums/static_argnames."
+                    )
+            avals = [core.get_aval(x) for x in leaves]
         device = _gpu_target(self.backend, leaves, self._name)
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), statics,
                config.trace_context(), device)
@@ -353,7 +364,8 @@ class JitWrapped:
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
-        entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
+        avals = [_lower_aval(x, i, self._name) for i, x in enumerate(leaves)]
+        entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs, avals)
         return Lowered(self, entry, in_tree, statics)
 
     def __get__(self, obj, objtype=None):
@@ -363,6 +375,21 @@ class JitWrapped:
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {self._name}>"
+
+
+def _lower_aval(x: Any, i: int, fun_name: str) -> core.ShapedArray:
+    """The aval `lower` specializes to: an array's, or that of anything with .shape and
+    .dtype (a ShapeDtypeStruct), as JAX's lower accepts in place of an array."""
+    if core.is_array_like(x):
+        return core.get_aval(x)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return core.ShapedArray(tuple(x.shape), canonicalize_dtype(np.dtype(x.dtype)),
+                                bool(getattr(x, "weak_type", False)))
+    raise NumbaxTypeError(
+        f"jit({fun_name}).lower: argument leaf {i} is a {type(x).__name__}, expected an array, "
+        "a scalar or an object with .shape and .dtype (jax.ShapeDtypeStruct). Pass one of "
+        "those, or mark it static with static_argnums/static_argnames."
+    )
 
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # every jitted function, for clear_caches

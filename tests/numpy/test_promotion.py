@@ -97,6 +97,18 @@ def test_result_type_and_promote_types_match_numpy(d1, d2):
     assert jnp.can_cast(d1, d2) == np.can_cast(d1, d2)
 
 
+def test_promote_types_treats_builtin_scalar_types_as_weak():
+    """JAX's documented examples (jnp.promote_types docstring): int, float and complex keep a
+    typed counterpart's width, where numpy.promote_types treats them as 64-bit."""
+    assert jnp.promote_types("uint8", int) == np.uint8
+    assert jnp.promote_types("float16", float) == np.float16
+    assert jnp.promote_types(int, np.int16) == np.int16
+    assert jnp.promote_types(np.float32, complex) == np.complex64
+    assert jnp.promote_types(np.int8, float) == jnp.result_type(np.ones(2, np.int8), 1.0)
+    assert jnp.promote_types(int, float) == jnp.result_type(1, 1.0)
+    assert jnp.promote_types(np.dtype("int64"), np.int8) == jnp.result_type(np.int64, np.int8)
+
+
 def test_promotion_under_tracing_matches_eager():
     x = np.ones(3, np.float32)
     jaxpr = numbax.make_jaxpr(lambda a, b: jnp.add(a, b) * 2)(x, np.int16(3))

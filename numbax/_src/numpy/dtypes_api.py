@@ -156,10 +156,18 @@ def result_type(*args: Any) -> np.dtype:
 
 
 def promote_types(type1: Any, type2: Any) -> np.dtype:
-    """numpy.promote_types, canonicalised."""
-    d1 = dtypes.canonicalize_dtype(_np_type(type1), context="numbax.numpy.promote_types")
-    d2 = dtypes.canonicalize_dtype(_np_type(type2), context="numbax.numpy.promote_types")
-    return dtypes.result_type((d1, False), (d2, False))[0]
+    """numpy.promote_types, canonicalised. The builtin types int, float and complex are weak,
+    as in JAX: they keep a typed counterpart's width (`promote_types('uint8', int)` is uint8,
+    where numpy gives int64)."""
+    return dtypes.result_type(_promotion_operand(type1), _promotion_operand(type2))[0]
+
+
+def _promotion_operand(t: Any) -> tuple[np.dtype, bool]:
+    """(dtype, weak) for promote_types: the builtin scalar types stand for weak values
+    (tested by identity: np.dtype('int64') == int is True)."""
+    if any(t is builtin for builtin in (int, float, complex)):
+        return dtypes.python_scalar_dtype(t(0)), True
+    return dtypes.canonicalize_dtype(_np_type(t), context="numbax.numpy.promote_types"), False
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
