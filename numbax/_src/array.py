@@ -15,7 +15,7 @@ from numbax._src.sharding.shardings import Shard, SingleDeviceSharding
 class Array:
     """An immutable array. `np.asarray(a)` is a zero-copy, read-only view of its buffer."""
 
-    __slots__ = ("_value", "_weak_type", "_device", "__weakref__")
+    __slots__ = ("_value", "_weak_type", "_device", "_aval", "__weakref__")
     __array_priority__ = 100
 
     @classmethod
@@ -35,7 +35,13 @@ class Array:
 
     @property
     def aval(self) -> core.ShapedArray:
-        return core.ShapedArray(self._value.shape, self._value.dtype, self._weak_type)
+        # made once per Array (it never changes): an eager op asks for it several times
+        try:
+            return self._aval
+        except AttributeError:
+            aval = self._aval = core.ShapedArray(self._value.shape, self._value.dtype,
+                                                 self._weak_type)
+            return aval
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)

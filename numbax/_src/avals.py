@@ -25,7 +25,7 @@ class ShapedArray:
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
                  sharding: Any = None) -> None:
-        self.shape = tuple(operator.index(d) for d in shape)
+        self.shape = tuple(map(operator.index, shape))
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._sharding = sharding
