@@ -86,6 +86,13 @@ def collectives(out: str) -> None:
         res["smap_big_psum_int"] = np.asarray(sm(lambda b: lax.psum(b.astype(np.int32), "i"),
                                                  P(), big))[:, :5]
         res["smap_big_pmax"] = np.asarray(sm(lambda b: lax.pmax(b, "i"), P(), big))[:, :5]
+        # uint64 past 2**63 on the first process's devices only: MPI's MAX/MIN across the
+        # processes must compare as unsigned
+        tops = np.array([2**63 + g if g < local else g for g in range(total)], np.uint64)
+        bigu = jax.make_array_from_process_local_data(
+            rows, np.repeat(tops[me * local:(me + 1) * local, None], BIG, axis=1))
+        res["smap_big_pmax_uint64"] = np.asarray(sm(lambda b: lax.pmax(b, "i"), P(), bigu))[:, :5]
+        res["smap_big_pmin_uint64"] = np.asarray(sm(lambda b: lax.pmin(b, "i"), P(), bigu))[:, :5]
         # psums in a loop: more large reductions than the call's result arena holds
         res["smap_big_psum_loop"] = np.asarray(sm(lambda b: lax.fori_loop(
             0, 3, lambda i, c: lax.psum(c, "i") * 0.5, b), P(), big))[:, :5]

@@ -100,6 +100,11 @@ def _check_collectives(arrays: list, messages: list, n: int, local: int) -> None
         np.testing.assert_array_equal(res["smap_big_psum"], np.full((1, 5), values.sum()))
         np.testing.assert_array_equal(res["smap_big_psum_int"], np.full((1, 5), values.sum()))
         np.testing.assert_array_equal(res["smap_big_pmax"], np.full((1, 5), values.max()))
+        tops = np.array([2**63 + g if g < local else g for g in range(total)], np.uint64)
+        for op, want in (("pmax", tops.max()), ("pmin", tops.min())):
+            got = res[f"smap_big_{op}_uint64"]
+            assert got.dtype == np.uint64
+            np.testing.assert_array_equal(got, np.full((1, 5), want, np.uint64))
         looped = values.copy()
         for _ in range(3):
             looped = np.full_like(looped, looped.sum() * 0.5)

@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src import core, typecheck
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.custom_derivatives import stop_gradient_p
+from numbax._src.interpreters import batching
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
@@ -152,7 +153,8 @@ def _fold_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
     if out.aval.size > _FOLD_MAX_SIZE or out.aval.shape != ():
         return None
     impl = core.impl_rules.get(eqn.primitive)
-    if impl is None or eqn.primitive in _EFFECTFUL:
+    # a collective's impl exchanges with the other devices (psum(1, "i") is the axis size)
+    if impl is None or eqn.primitive in _EFFECTFUL or eqn.primitive in batching.collective_rules:
         return None
     with np.errstate(all="ignore"):
         (value,) = impl(*[np.asarray(x.val) for x in eqn.invars], **eqn.params)

@@ -5,6 +5,7 @@ A collective names an axis; the BatchTrace that introduced that name applies the
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable
 from typing import Any
 
@@ -14,6 +15,7 @@ from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
+from numbax._src.errors import NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import reductions, shape_ops
@@ -42,6 +44,17 @@ def _check_bound(api: str, axis_name: Any) -> None:
                 f"vmap(..., axis_name={name!r}) or pmap(..., axis_name={name!r}); "
                 f"bound names here: {bound or 'none'}."
             )
+
+
+def check_axis(api: str, arg: str, axis: Any, ndim: int) -> int:
+    """`axis` as an index in [0, ndim), or a NumbaxValueError naming the collective, the
+    argument and the range (JAX's canonicalize_axis; an axis out of range used to wrap)."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise NumbaxValueError(
+            f"lax.{api}: {arg} is {axis}, out of bounds for an operand of rank {ndim} there, "
+            f"expected an axis in [{-ndim}, {ndim}). Pass an axis of the operand.")
+    return axis % ndim
 
 
 def _axis_main(name: Hashable) -> core.MainTrace:
@@ -198,11 +211,16 @@ def _grouped(api: str, leaf: Any, axis_name: Any, groups: Any, kind: str) -> Any
     mask = shape_ops.broadcast_in_dim(mine, aval.shape, (0,))
     if kind == "sum":
         fill, reduce = 0, reductions.reduce_sum
-    else:
-        info = np.finfo if kind_of(aval.dtype) == "f" else np.iinfo
-        big = np.inf if kind_of(aval.dtype) == "f" else info(aval.dtype).max
-        fill, reduce = (-big if kind == "max" else big), (
-            reductions.reduce_max if kind == "max" else reductions.reduce_min)
+    else:  # the identity of the reduction: the dtype's lowest (max) or highest (min) value
+        k = kind_of(aval.dtype)
+        if k == "b":
+            low, high = False, True
+        elif k in "iu":
+            low, high = np.iinfo(aval.dtype).min, np.iinfo(aval.dtype).max
+        else:
+            low, high = -np.inf, np.inf
+        fill, reduce = (low, reductions.reduce_max) if kind == "max" else \
+            (high, reductions.reduce_min)
     picked = ew.select(mask, gathered, shape_ops.full(aval.shape, fill, aval.dtype))
     return reduce(picked, (0,))
 
@@ -344,7 +362,7 @@ def all_gather(x: Any, axis_name: Hashable, *, axis_index_groups: Any = None, ax
 
     def gather(leaf):
         ndim = get_aval(leaf).ndim
-        ax = axis % (ndim + (0 if tiled else 1))
+        ax = check_axis("all_gather", "axis", axis, ndim + (0 if tiled else 1))
         return all_gather_p.bind(_lift_to_axes(leaf, axis_name), axis_name=axis_name, axis=ax,
                                  tiled=bool(tiled), axis_size=size)
 
@@ -448,7 +466,10 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
             f"ppermute: perm has pairs {list(pairs)}, expected (source, destination) pairs of "
             f"distinct indices in [0, {size}) for axis {axis_name!r}. Give each source and each "
             "destination at most once.")
-    names = _axis_names(axis_name)
+    # over several axes, positions run row-major in the order the axes are bound (a mesh's
+    # order), whatever order the names are given in, as JAX's ppermute numbers them
+    bound = bound_axis_names()
+    names = tuple(sorted(_axis_names(axis_name), key=bound.index))
     return tu.tree_map(
         lambda leaf: ppermute_p.bind(_lift_to_axes(leaf, axis_name), axis_name=names, perm=pairs),
         x)
@@ -517,7 +538,8 @@ def psum_scatter(x: Any, axis_name: Hashable, *, scatter_dimension: int = 0,
 
     def scatter(leaf):
         shape = get_aval(leaf).shape
-        dim = scatter_dimension % max(len(shape), 1)
+        dim = check_axis("psum_scatter", "scatter_dimension", scatter_dimension,
+                         len(shape)) if shape else 0
         length = shape[dim] if shape else None
         ok = length is not None and (length % size == 0 if tiled else length == size)
         if not ok:

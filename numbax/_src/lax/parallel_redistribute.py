@@ -127,8 +127,9 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     def exchange(leaf):
         shape = get_aval(leaf).shape
         ndim = len(shape)
-        split = operator.index(split_axis) % max(ndim, 1)
-        concat = operator.index(concat_axis) % max(ndim, 1)
+        split = parallel.check_axis("all_to_all", "split_axis", split_axis, ndim) if ndim else 0
+        concat = parallel.check_axis("all_to_all", "concat_axis", concat_axis, ndim) if ndim \
+            else 0
         if not ndim or (shape[split] % size if tiled else shape[split] != size):
             raise NumbaxValueError(
                 f"all_to_all requires the size of the mapped axis {name!r} to "

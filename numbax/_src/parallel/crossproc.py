@@ -184,6 +184,15 @@ class Links:
         return sorted({q for *_, procs in self.pending.values() for q in procs if q != me})
 
 
+def _fixed_width(MPI, dtype: np.dtype):  # noqa: N803
+    """The fixed-width MPI type of an integer dtype (None: MPI's own from the buffer). Open
+    MPI 4.1's MAX and MIN of MPI_UNSIGNED_LONG, which a uint64 buffer maps to, compare as
+    signed (2**63 + 5 "<" 7); its MPI_UINT64_T compares as unsigned."""
+    if kind_of(dtype) not in "iu":
+        return None
+    return getattr(MPI, f"{'U' if kind_of(dtype) == 'u' else ''}INT{dtype.itemsize * 8}_T")
+
+
 class _ChunkedAllreduce:
     """An in-place MPI_Iallreduce of a large buffer as successive CHUNK_BYTES pieces, each
     started when the one before completes; Test() as a request's. Open MPI allocates the
@@ -194,7 +203,9 @@ class _ChunkedAllreduce:
     cuts the same buffer size the same way."""
 
     def __init__(self, comm, MPI, buf: np.ndarray, op) -> None:  # noqa: N803
-        self._start = lambda piece: comm.Iallreduce(MPI.IN_PLACE, piece, op=op)
+        kind = _fixed_width(MPI, buf.dtype)
+        self._start = lambda piece: comm.Iallreduce(
+            MPI.IN_PLACE, piece if kind is None else [piece, kind], op=op)
         self._buf = buf.reshape(-1)
         self._step = max(1, CHUNK_BYTES // max(1, buf.itemsize))
         self._lo = 0

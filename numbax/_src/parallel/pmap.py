@@ -17,6 +17,7 @@ from numbax._src.array import Array
 from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import parallel as lparallel
 from numbax._src.lax import shape_ops
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
@@ -87,6 +88,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         if kwargs:
             raise NumbaxTypeError("pmap: keyword arguments are not supported; pass arrays "
                                   "positionally so in_axes can describe them.")
+        _check_not_nested()
         dynamic, static = api._split_static("pmap", args, static_argnums)
         f = api._bind_static(fun, static, len(args))
         axes = _dynamic_axes(in_axes, len(args), {i for i, _ in static})
@@ -264,6 +266,29 @@ def _spec(d: int | None, name: Hashable) -> PartitionSpec:
     return PartitionSpec() if d is None else PartitionSpec(*([None] * d), name)
 
 
+def _check_not_nested() -> None:
+    """A pmap inside the body of a pmap or shard_map would run a mesh of its own inside one
+    device's worker (it failed there, naming devices the worker lacks); JAX refuses it too."""
+    outer = [main.global_data.name for main in core._state.trace_stack
+             if main.trace_type is lparallel.SpmdAxisTrace]
+    if outer:
+        raise NumbaxValueError(
+            f"pmap: called inside the body of a pmap or shard_map over the axes {outer}, "
+            "expected a pmap at the top level. Nested pmaps are not supported: map the inner "
+            "function with vmap (its collectives work the same), or run one shard_map over a "
+            "mesh with an axis for each level.")
+
+
+def _out_axis(d: int, ndim: int, leaf: int) -> int:
+    """out_axes entry `d` of output leaf `leaf` (of rank `ndim` with the mapped axis back),
+    checked as JAX does."""
+    if not -ndim <= d < ndim:
+        raise NumbaxValueError(
+            f"pmap: out_axes has {d} for output leaf {leaf}, which has rank {ndim} with the "
+            f"mapped axis, expected an axis in [{-ndim}, {ndim}). Pass an out_axes in range.")
+    return d % ndim
+
+
 def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, mesh: Mesh,
            out_axes: Any) -> _Entry:
     """The per-device body: the mapped axis of each block squeezed away, f applied, and the
@@ -278,8 +303,8 @@ def _trace(f: Callable, in_tree, in_avals: list, in_dims: list, mesh: Mesh,
               for b, d in zip(blocks, in_dims, strict=True)]
         out_flat, tree = tu.tree_flatten(f(*tu.tree_unflatten(in_tree, xs)))
         dims = api._flatten_axes("pmap", "out_axes", tree, out_axes)
-        dims = [None if d is None else d % (core.get_aval(o).ndim + 1)
-                for o, d in zip(out_flat, dims, strict=True)]
+        dims = [None if d is None else _out_axis(d, core.get_aval(o).ndim + 1, k)
+                for k, (o, d) in enumerate(zip(out_flat, dims, strict=True))]
         store["tree"], store["dims"] = tree, dims
         return [o if d is None else shape_ops.expand_dims(o, (d,))
                 for o, d in zip(out_flat, dims, strict=True)]

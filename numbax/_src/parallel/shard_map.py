@@ -21,6 +21,8 @@ from numbax._src import api, core
 from numbax._src import tree_util as tu
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import elementwise as ew
+from numbax._src.lax import indexing, shape_ops
 from numbax._src.lax import parallel as lparallel
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
@@ -417,6 +419,8 @@ def _eval_with_axis_index(jaxpr: core.Jaxpr, consts: list, args: tuple) -> list:
         operands = list(map(read, eqn.invars))
         if eqn.primitive is lparallel.axis_index_p:
             outs = [lparallel.axis_index(eqn.params["axis_name"])]
+        elif eqn.primitive in _SPLIT and len(lparallel._axis_names(eqn.params["axis_name"])) > 1:
+            outs = [_SPLIT[eqn.primitive](operands[0], **eqn.params)]
         else:
             if "axis_name" in eqn.params and operands:  # a collective: its operand must be
                 operands[0] = lparallel._lift_to_axes(operands[0], eqn.params["axis_name"])
@@ -425,5 +429,52 @@ def _eval_with_axis_index(jaxpr: core.Jaxpr, consts: list, args: tuple) -> list:
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
 
+
+# Collectives over several mesh axes, run here as ones over one axis each: vmap's rules
+# exchange over one axis at a time and would take such a collective for one over its own
+# axis (a psum_scatter over ("a", "b") summed over "b" alone).
+
+def _gather_axes(x: Any, *, axis_name, axis, tiled, axis_size) -> Any:
+    """all_gather over several axes: one gather per axis, the last name's first, so the
+    members come row-major over the names."""
+    names = lparallel._axis_names(axis_name)
+    for name in reversed(names):
+        x = lparallel.all_gather(x, name, axis=axis)
+    shape = list(core.get_aval(x).shape)
+    k = len(names) + (1 if tiled else 0)  # the stacked axes (and the operand's own)
+    merged = int(np.prod(shape[axis:axis + k], dtype=np.int64))
+    return shape_ops.reshape(x, (*shape[:axis], merged, *shape[axis + k:]))
+
+
+def _scatter_axes(x: Any, *, axis_name, scatter_dimension, tiled, axis_size) -> Any:
+    """psum_scatter over several axes: the sum over all of them, then this device's slice
+    (its index row-major over the names)."""
+    total = lparallel.psum(x, axis_name)
+    index = lparallel.axis_index(axis_name)
+    if not tiled:
+        return indexing.dynamic_index_in_dim(total, index, scatter_dimension, keepdims=False)
+    chunk = core.get_aval(total).shape[scatter_dimension] // axis_size
+    start = ew.mul(index, np.array(chunk, core.get_aval(index).dtype))
+    return indexing.dynamic_slice_in_dim(total, start, chunk, scatter_dimension)
+
+
+def _permute_axes(x: Any, *, axis_name, perm) -> Any:
+    """ppermute over several axes: every member's operand gathered (and a zero block for a
+    destination no pair names), each device taking its source's."""
+    gathered = _gather_axes(shape_ops.expand_dims(x, (0,)), axis_name=axis_name, axis=0,
+                            tiled=True, axis_size=None)
+    n = core.get_aval(gathered).shape[0]
+    zero = shape_ops.broadcast_in_dim(np.zeros((), core.get_aval(x).dtype),
+                                      (1, *core.get_aval(x).shape), ())
+    gathered = shape_ops.concatenate([gathered, zero], 0)
+    sources = dict((dst, src) for src, dst in perm)
+    table = np.array([sources.get(d, n) for d in range(n)], np.int32)
+    source = indexing.dynamic_index_in_dim(table, lparallel.axis_index(axis_name), 0,
+                                           keepdims=False)
+    return indexing.dynamic_index_in_dim(gathered, source, 0, keepdims=False)
+
+
+_SPLIT = {lparallel.all_gather_p: _gather_axes, lparallel.psum_scatter_p: _scatter_axes,
+          lparallel.ppermute_p: _permute_axes}
 
 core.impl_rules[shard_map_p] = _impl
