@@ -41,6 +41,19 @@ def test_psum_and_pmean_count_booleans_under_pmap(four_devices):
     np.testing.assert_array_equal(total, np.broadcast_to([3, 1], (4, 2)))
 
 
+def test_reductions_take_a_list_of_axis_names_as_jax_does():
+    x = np.arange(8.0).reshape(2, 4)
+    inner = lambda f: numbax.vmap(numbax.vmap(f, axis_name="j"), axis_name="i")  # noqa: E731
+    np.testing.assert_array_equal(inner(lambda v: lax.psum(v, ["i", "j"]))(x),
+                                  np.full((2, 4), x.sum()))
+    np.testing.assert_allclose(inner(lambda v: lax.pmean(v, ["j"]))(x),
+                               np.broadcast_to(x.mean(1, keepdims=True), (2, 4)))
+    np.testing.assert_array_equal(inner(lambda v: lax.pmax(v, ["i"]))(x),
+                                  np.broadcast_to(x.max(0), (2, 4)))
+    np.testing.assert_array_equal(inner(lambda v: lax.pmin(v, ["i", "j"]))(x),
+                                  np.full((2, 4), x.min()))
+
+
 def test_unbound_axis_name_is_a_clear_error():
     with pytest.raises(NameError, match="unbound axis name"):
         lax.psum(np.ones(3), "nope")

@@ -25,6 +25,12 @@ def _axis_names(axis_name: Any) -> tuple:
     return axis_name if isinstance(axis_name, tuple) else (axis_name,)
 
 
+def _listed(axis_name: Any) -> Any:
+    """A list of axis names as the tuple of them (JAX's reductions take lists; parameters
+    must hash)."""
+    return tuple(axis_name) if isinstance(axis_name, list) else axis_name
+
+
 def bound_axis_names() -> list:
     """The named axes of the enclosing vmaps (and pmaps), innermost last."""
     names = []
@@ -228,6 +234,7 @@ def _grouped(api: str, leaf: Any, axis_name: Any, groups: Any, kind: str) -> Any
 def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Sum of x over the named mapped axis (every example receives the total, or the total
     of its group in axis_index_groups); booleans are counted (an int32 sum), as in JAX."""
+    axis_name = _listed(axis_name)
     _check_bound("psum", axis_name)
     if axis_index_groups is not None:
         return tu.tree_map(lambda leaf: _grouped("psum", _count_bools(leaf), axis_name,
@@ -239,6 +246,7 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Mean of x over the named mapped axis (or over each member's group)."""
+    axis_name = _listed(axis_name)
     _check_bound("pmean", axis_name)
     if axis_index_groups is not None:
         counts = _member_rows(_axis_names(axis_name)[0], axis_index_groups).sum(1)
@@ -262,6 +270,7 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Maximum of x over the named mapped axis (or over each member's group)."""
+    axis_name = _listed(axis_name)
     _check_bound("pmax", axis_name)
     if axis_index_groups is not None:
         return tu.tree_map(lambda leaf: _grouped("pmax", leaf, axis_name, axis_index_groups,
@@ -273,6 +282,7 @@ def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Minimum of x over the named mapped axis (or over each member's group)."""
+    axis_name = _listed(axis_name)
     _check_bound("pmin", axis_name)
     if axis_index_groups is not None:
         return tu.tree_map(lambda leaf: _grouped("pmin", leaf, axis_name, axis_index_groups,
