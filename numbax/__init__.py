@@ -160,7 +160,7 @@ __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "cu
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices
 from numbax import distributed, sharding  # noqa: E402, F401  (public submodules)
-from numbax._src.parallel.shard_map import shard_map  # noqa: E402
+from numbax._src.parallel.shard_map import shard_map, smap  # noqa: E402
 from numbax._src.sharding.api import reshard  # noqa: E402
 from numbax._src.sharding.mesh import make_mesh, set_mesh  # noqa: E402
 from numbax._src.sharding.sharded_array import (  # noqa: E402
@@ -171,7 +171,7 @@ from numbax._src.sharding.sharded_array import (  # noqa: E402
 from numbax._src.sharding.shardings import NamedSharding, P, Shard  # noqa: E402
 
 __all__ += [
-    "NamedSharding", "P", "Shard", "shard_map", "make_array_from_callback",
+    "NamedSharding", "P", "Shard", "shard_map", "smap", "make_array_from_callback",
     "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_mesh",
     "reshard", "set_mesh", "sharding", "distributed",
 ]

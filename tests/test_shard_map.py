@@ -417,3 +417,77 @@ def _rank_order(shards):
     for shard in shards[1:]:
         total += shard
     return total
+
+
+X44 = np.arange(16.0).reshape(4, 4)
+
+
+def test_smap_maps_one_axis_of_the_context_mesh():
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+    with numbax.set_mesh(mesh):
+        total = numbax.smap(lambda b: lax.psum(b, "x"), in_axes=0, out_axes=None,
+                            axis_name="x")(X44)
+        scaled = numbax.smap(lambda a, b: a * b.sum(), in_axes=(0, None), out_axes=0,
+                             axis_name="x")(X44, np.ones(3))
+    np.testing.assert_array_equal(total, X44.reshape(2, 2, 4).sum(0))
+    np.testing.assert_array_equal(scaled, 3 * X44)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_nested_shard_maps_see_the_enclosing_axis(compiled):
+    """A shard_map (and smap) inside another maps over its own axis only; the enclosing
+    axis keeps the enclosing device's index (each block (i, j) of the 2x2 mesh gets
+    j + 10 i), and nothing starts a second set of workers."""
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+    body = lambda b: b * lax.axis_index("y") + lax.axis_index("x") * 10  # noqa: E731
+    inner = numbax.shard_map(body, mesh=mesh, in_specs=P(None, "y"), out_specs=P(None, "y"),
+                             axis_names={"y"})
+    outer = numbax.shard_map(inner, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                             axis_names={"x"})
+    with numbax.set_mesh(mesh):
+        smapped = numbax.smap(numbax.smap(body, in_axes=1, out_axes=1, axis_name="y"),
+                              in_axes=0, out_axes=0, axis_name="x")
+        runs = (numbax.jit(outer), numbax.jit(smapped)) if compiled else (outer, smapped)
+        got = [np.asarray(f(X44)) for f in runs]
+    rows, cols = np.indices((4, 4))
+    want = X44 * (cols // 2) + (rows // 2) * 10
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+    if os.path.exists("/proc/self/stat"):  # no worker started workers of its own
+        workers = {w.proc.pid for w in pool.get_pool(8).workers}
+        assert workers and not [pid for pid in _children_of(workers)]
+
+
+def _children_of(pids: set) -> list:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) in pids:
+                found.append(int(entry))
+    return found
+
+
+def test_nested_shard_map_specs_may_not_name_the_enclosing_axis():
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+    inner = numbax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                             axis_names={"y"})
+    outer = numbax.shard_map(inner, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                             axis_names={"x"})
+    with pytest.raises(ValueError, match="enclosing shard_map already maps over"):
+        outer(X44)
+
+
+def test_smap_argument_errors_match_jax_classes():
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+    with numbax.set_mesh(mesh):
+        with pytest.raises(TypeError, match="in_axes was not given"):
+            numbax.smap(lambda b: b, out_axes=0, axis_name="x")(X44)
+        with pytest.raises(TypeError, match="axis_name"):
+            numbax.smap(lambda b: b, in_axes=0, out_axes=0, axis_name=("x",))
+        with pytest.raises(TypeError, match="in_axes"):
+            numbax.smap(lambda b: b, in_axes=0.5, out_axes=0, axis_name="x")

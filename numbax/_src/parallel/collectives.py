@@ -28,6 +28,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.lax import parallel, parallel_redistribute
+from numbax._src.lax.shard_map import shard_map_p
 from numbax._src.parallel import shm, topology
 
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
@@ -342,6 +343,11 @@ def current() -> Comm:
     return comm
 
 
+def active() -> Comm | None:
+    """This thread's Comm while a worker runs a call's program (None elsewhere)."""
+    return getattr(_local, "comm", None)
+
+
 def set_current(comm: Comm | None) -> None:
     _local.comm = comm
 
@@ -445,12 +451,26 @@ def install() -> None:
     core.impl_rules.update(WORKER_IMPLS)
 
 
+def _nested_gathers(eqn: core.JaxprEqn) -> list[tuple[tuple, int]]:
+    """(axes, block bytes) of each all_gather a shard_map nested in a worker's program runs
+    on its results (parallel/shard_map.py `_in_worker`): none for other equations."""
+    if eqn.primitive is not shard_map_p:
+        return []
+    found = []
+    for aval, spec in zip(eqn.params["jaxpr"].out_avals, eqn.params["out_specs"], strict=True):
+        for names in spec._normalized(aval.ndim):
+            if names:
+                found.append((tuple(names), aval.size * aval.dtype.itemsize))
+    return found
+
+
 def collective_axes(jaxpr: core.Jaxpr) -> set[tuple]:
     """The mesh axes (as tuples of names) the collectives of `jaxpr` exchange over."""
     found = set()
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.primitive is not parallel.axis_index_p:
             found.add(_names(eqn.params["axis_name"]))
+        found.update(names for names, _ in _nested_gathers(eqn))
         for sub in core.jaxprs_in_params(eqn.params):
             found |= collective_axes(sub)
     return found
@@ -469,6 +489,7 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.invars:
             best = max(best, sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars))
+        best = max([best, *(nbytes for _, nbytes in _nested_gathers(eqn))])
         for sub in core.jaxprs_in_params(eqn.params):
             best = max(best, collective_bytes(sub))
     return best
@@ -543,5 +564,5 @@ def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:
 
 
 def has_collectives(jaxpr: core.Jaxpr) -> bool:
-    return any(eqn.primitive in WORKER_IMPLS or any(
+    return any(eqn.primitive in WORKER_IMPLS or _nested_gathers(eqn) or any(
         has_collectives(s) for s in core.jaxprs_in_params(eqn.params)) for eqn in jaxpr.eqns)

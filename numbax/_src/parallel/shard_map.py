@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from numbax._src.lax import indexing, shape_ops
 from numbax._src.lax import parallel as lparallel
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
-from numbax._src.parallel import replication, shm, spmd, vma
+from numbax._src.parallel import collectives, replication, shm, spmd, vma
 from numbax._src.sharding import mesh as mesh_mod
 from numbax._src.sharding.mesh import AbstractMesh, AxisType, Mesh
 from numbax._src.sharding.sharded_array import sharding_of
@@ -80,11 +81,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
             raise NumbaxTypeError("shard_map: keyword arguments are not supported; pass the "
                                   "arrays positionally so in_specs can describe them.")
         m = _resolve_mesh(mesh)
-        manual = _manual_axes(m, axis_names)
+        outer = _enclosing_axes(m)
+        manual = _manual_axes(m, axis_names, outer)
         leaves, in_tree = tu.tree_flatten(args)
         for i, x in enumerate(leaves):
             api._check_leaf("shard_map", x, f"argument leaf {i}")
         specs = _in_specs(in_specs, in_tree, leaves, m)
+        _check_not_outer("in_specs", specs, outer)
         avals = [core.get_aval(x) for x in leaves]
         _check_explicit(m, avals, specs)
         block_avals = [_block(f, a, s, m, i) for i, (a, s) in
@@ -98,6 +101,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
                 if len(cache) > 64:
                     cache.popitem(last=False)
         closed, out_tree, out_flat_specs, consts = traced
+        _check_not_outer("out_specs", out_flat_specs, outer)
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=closed, mesh=m,
                                 in_specs=(PartitionSpec(),) * len(consts) + tuple(specs),
                                 out_specs=out_flat_specs, check_vma=bool(check_vma),
@@ -105,6 +109,71 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = I
         return tu.tree_unflatten(out_tree, outs)
 
     return wrapped
+
+
+def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
+         axis_name: Any) -> Callable:
+    """jax.smap: shard_map over the one mesh axis `axis_name` of the context mesh
+    (numbax.set_mesh), with vmap-style axes in place of PartitionSpecs.
+
+    Args:
+      f: the per-device function (collectives name `axis_name`).
+      in_axes: an int or None for every argument, or a tuple (pytree) of them per positional
+        argument: the axis each argument is split along over `axis_name` (None: every device
+        gets all of it). Left out, each argument's own sharding (only when `axis_name` is an
+        Explicit axis, as in JAX).
+      out_axes: an int, None, or a pytree of them: where each result's blocks are
+        concatenated (None: the result is the same on every device).
+      axis_name: the mesh axis f is manual over; the other axes stay automatic.
+
+    >>> import numbax, numpy as np
+    >>> auto = (numbax.sharding.AxisType.Auto,)
+    >>> with numbax.set_mesh(numbax.make_mesh((1,), ("x",), axis_types=auto)):
+    ...     numbax.smap(lambda b: b + 1, in_axes=0, out_axes=0, axis_name="x")(
+    ...         np.zeros(2)).tolist()
+    [1.0, 1.0]
+    """
+    if isinstance(axis_name, (list, tuple)):
+        raise NumbaxTypeError(f"smap: axis_name is {axis_name!r}; it names one mesh axis (a "
+                              "str or another hashable). Nest smaps for several axes.")
+    if in_axes is not Infer:
+        _check_axes("in_axes", in_axes)
+    _check_axes("out_axes", out_axes)
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+
+    def spec(axis):
+        return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+    in_specs = in_axes if in_axes is Infer else tu.tree_map(spec, in_axes,
+                                                             is_leaf=lambda a: a is None)
+    out_specs = tu.tree_map(spec, out_axes, is_leaf=lambda a: a is None)
+    mapped = shard_map(f, in_specs=in_specs, out_specs=out_specs, axis_names={axis_name})
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        if in_axes is Infer:
+            m = _resolve_mesh(None)
+            if axis_name in m.axis_names and \
+                    m.axis_types[m.axis_names.index(axis_name)] != AxisType.Explicit:
+                raise NumbaxTypeError(
+                    f"smap: in_axes was not given and axis {axis_name!r} of the context mesh "
+                    f"is {m.axis_types[m.axis_names.index(axis_name)]}; only an Explicit "
+                    "axis lets smap read the split from the arguments. Pass in_axes.")
+        return mapped(*args)
+
+    return wrapped
+
+
+def _check_axes(what: str, axes: Any) -> None:
+    """`axes` is an int, None or a (nested) container of them, the ints non-negative."""
+    leaves = tu.tree_leaves(axes, is_leaf=lambda a: a is None)
+    bad = [a for a in leaves if a is not None and (isinstance(a, bool) or
+                                                   not isinstance(a, int) or a < 0)]
+    if bad:
+        raise NumbaxTypeError(
+            f"smap: {what} is {axes!r}; expected an int, None, or a (nested) container of "
+            f"them, each int a non-negative axis (got {bad[0]!r}).")
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -128,13 +197,36 @@ def _resolve_mesh(mesh: Any) -> Mesh:
     return m
 
 
-def _manual_axes(mesh: Mesh, axis_names: Any) -> frozenset:
+def _enclosing_axes(mesh: Mesh) -> frozenset:
+    """The axes of `mesh` an enclosing shard_map (or smap, pmap) already maps over: a
+    shard_map traced inside another's body is manual over the others only, as in JAX."""
+    return frozenset(lparallel.bound_axis_names()) & frozenset(mesh.axis_names)
+
+
+def _manual_axes(mesh: Mesh, axis_names: Any, outer: frozenset = frozenset()) -> frozenset:
     names = frozenset((axis_names,) if isinstance(axis_names, str) else axis_names)
     unknown = [n for n in names if n not in mesh.axis_names]
     if unknown:
         raise NumbaxValueError(f"shard_map: axis_names has {unknown[0]!r}, which is not an "
                                f"axis of the mesh {mesh.axis_names}.")
-    return names or frozenset(mesh.axis_names)
+    again = sorted(names & outer, key=str)
+    if again:
+        raise NumbaxValueError(
+            f"shard_map: axis_names has {again[0]!r}, which an enclosing shard_map already "
+            "maps over. Name only the mesh axes the enclosing calls leave automatic.")
+    return names or frozenset(mesh.axis_names) - outer
+
+
+def _check_not_outer(what: str, specs: Any, outer: frozenset) -> None:
+    """A nested shard_map's specs may only name axes it maps over itself."""
+    for spec in specs:
+        for entry in spec._normalized(len(spec)):
+            named = sorted(set(entry) & outer, key=str)
+            if named:
+                raise NumbaxValueError(
+                    f"shard_map: {what} entry {spec} names axis {named[0]!r}, which an "
+                    "enclosing shard_map already maps over (its block is this body's "
+                    "value). Name only the axes this shard_map maps over.")
 
 
 def _as_spec(api_name: str, spec: Any) -> PartitionSpec:
@@ -268,6 +360,9 @@ def _global(value: Any) -> spmd.Global:
 
 def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
     """shard_map_p on numpy values (eagerly, or called by a compiled program's driver)."""
+    comm = collectives.active()
+    if comm is not None and set(mesh.axis_names) <= set(comm.axis_names):
+        return _in_worker(comm, args, jaxpr, in_specs, out_specs, api)
     program = _program(jaxpr, api) if mesh.size > 1 else None
     if program is None:
         _check_local(mesh, api)
@@ -283,6 +378,38 @@ def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
             "(jax.make_array_from_process_local_data, or device_put with a NamedSharding), so "
             "jit runs each process's blocks, or return replicated results (out_specs=P()).")
     return [o.value for o in outs]
+
+
+def _in_worker(comm: Any, args: tuple, jaxpr: core.ClosedJaxpr, in_specs, out_specs,
+               api: str) -> list[np.ndarray]:
+    """A shard_map nested in the body an enclosing one runs on this worker's device: the
+    devices are the enclosing call's, so this device takes its block of each argument along
+    the axes the nested call maps over (its coordinates there), runs the body (collectives
+    over those axes meet the other workers), and gathers each result along them again."""
+    blocks = []
+    for a, spec in zip(args, in_specs, strict=True):
+        a = np.asarray(core.to_numpy(a))
+        index = []
+        for dim, names in enumerate(spec._normalized(a.ndim)):
+            if not names:
+                index.append(slice(None))
+                continue
+            parts = math.prod(comm.axis_sizes[comm.axis_names.index(n)] for n in names)
+            step = a.shape[dim] // parts
+            at = comm.position(api, names) * step
+            index.append(slice(at, at + step))
+        blocks.append(a[tuple(index)])
+    outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *blocks)
+    results = []
+    for o, spec in zip(outs, out_specs, strict=True):
+        o = np.asarray(core.to_numpy(o))
+        for dim, names in enumerate(spec._normalized(o.ndim)):
+            if names:
+                parts = math.prod(comm.axis_sizes[comm.axis_names.index(n)] for n in names)
+                o = np.asarray(core.to_numpy(lparallel.all_gather_p.bind(
+                    o, axis_name=names, axis=dim, tiled=True, axis_size=parts)))
+        results.append(o)
+    return results
 
 
 def run_boxes(args: list, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
