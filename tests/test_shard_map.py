@@ -491,3 +491,30 @@ def test_smap_argument_errors_match_jax_classes():
             numbax.smap(lambda b: b, in_axes=0, out_axes=0, axis_name=("x",))
         with pytest.raises(TypeError, match="in_axes"):
             numbax.smap(lambda b: b, in_axes=0.5, out_axes=0, axis_name="x")
+
+
+def test_grad_through_nested_smaps_matches_finite_differences():
+    mesh = sharding_cases._auto(numbax, (2, 2), ("x", "y"))
+
+    def reference(x):  # the same program written out block by block
+        total = 0
+        for i in range(2):
+            b = x[2 * i:2 * i + 2]
+            s = b[:, 0:2] + b[:, 2:4]
+            inner = np.concatenate([np.sin(b[:, 2 * j:2 * j + 2]) * (j + 1) + s
+                                    for j in range(2)], axis=1)
+            total = total + inner * (i + 2)
+        return (total ** 2).sum()
+
+    with numbax.set_mesh(mesh):
+        inner = numbax.smap(lambda b: jnp.sin(b) * (lax.axis_index("y") + 1) + lax.psum(b, "y"),
+                            in_axes=1, out_axes=1, axis_name="y")
+        f = numbax.smap(lambda b: lax.psum(inner(b) * (lax.axis_index("x") + 2), "x"),
+                        in_axes=0, out_axes=None, axis_name="x")
+        got = numbax.grad(lambda z: (f(z) ** 2).sum())(X44 / 7)
+    want = np.zeros((4, 4))
+    for idx in np.ndindex(4, 4):
+        e = np.zeros((4, 4))
+        e[idx] = 1e-6
+        want[idx] = (reference(X44 / 7 + e) - reference(X44 / 7 - e)) / 2e-6
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
