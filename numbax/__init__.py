@@ -160,7 +160,8 @@ __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "cu
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices
 from numbax import distributed, sharding  # noqa: E402, F401  (public submodules)
-from numbax._src.parallel.shard_map import shard_map, smap  # noqa: E402
+from numbax._src.parallel.shard_map import shard_map  # noqa: E402
+from numbax._src.parallel.smap import smap  # noqa: E402
 from numbax._src.sharding.api import reshard  # noqa: E402
 from numbax._src.sharding.mesh import make_mesh, set_mesh  # noqa: E402
 from numbax._src.sharding.sharded_array import (  # noqa: E402
