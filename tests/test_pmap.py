@@ -35,6 +35,17 @@ def test_pmap_matches_numpy_per_shard():
     assert out.sharding.mesh.devices.tolist() == numbax.devices()[:N]
 
 
+def test_pmap_maps_keyword_arguments_along_axis_0_as_jax():
+    x, y, z = RNG.normal(size=(N, 3)), RNG.normal(size=(N, 3)), RNG.normal(size=(N,))
+    f = numbax.pmap(lambda a, b=None, c=1.0: a * c + b, axis_name="i")
+    np.testing.assert_allclose(f(x, b=y), x + y)
+    np.testing.assert_allclose(f(x, c=z[:, None], b=y), x * z[:, None] + y)
+    static = numbax.pmap(lambda a, k, b: a * k + b, static_broadcasted_argnums=(1,))
+    np.testing.assert_allclose(static(x, 3, b=y), 3 * x + y)
+    with pytest.raises(ValueError, match="in_axes"):  # in_axes names the positional ones
+        numbax.pmap(lambda a, b: a + b, in_axes=(0, None))(x, b=y)
+
+
 def test_pmap_in_axes_out_axes_pytrees_and_fewer_shards():
     x = RNG.normal(size=(3, 2))  # 3 shards on 4 devices
     w = RNG.normal(size=(2,))

@@ -53,7 +53,8 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
     Args:
       fun: the function to map; collectives (`lax.psum(x, axis_name)`, ...) may name the axis.
       axis_name: the name collectives use for the mapped axis.
-      in_axes, out_axes: as in vmap (ints or None, prefix trees of the arguments/outputs).
+      in_axes, out_axes: as in vmap (ints or None, prefix trees of the positional arguments
+        and the outputs); keyword arguments are mapped along their axis 0, as in JAX.
       static_broadcasted_argnums: arguments passed to every device as Python constants.
       devices: the devices to use (default: the first `size` of numbax.devices()).
       backend: only "cpu" (or None).
@@ -85,9 +86,9 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         hit = fast.get(quick) if quick is not None else None
         if hit is not None:
             return hit(leaves)
-        if kwargs:
-            raise NumbaxTypeError("pmap: keyword arguments are not supported; pass arrays "
-                                  "positionally so in_axes can describe them.")
+        if kwargs:  # mapped along their axis 0, as JAX maps them: passed on positionally
+            return _with_keywords(len(args), tuple(sorted(kwargs)))(
+                *args, *[kwargs[k] for k in sorted(kwargs)])
         _check_not_nested()
         dynamic, static = api._split_static("pmap", args, static_argnums)
         f = api._bind_static(fun, static, len(args))
@@ -120,6 +121,30 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         if quick is not None and not across and not _tracing(args_flat) and len(fast) < 64:
             fast[quick] = _Fast(entry, params, [core.get_aval(x) for x in args_flat])
         return tu.tree_unflatten(entry.out_tree, outs)
+
+    keyword_forms: dict[tuple, Callable] = {}
+
+    def _with_keywords(n: int, keys: tuple) -> Callable:
+        """The pmap of `fun` taking its keyword arguments `keys` after its n positional ones
+        (in_axes 0 for each, as JAX maps keyword arguments), made once per (n, keys)."""
+        found = keyword_forms.get((n, keys))
+        if found is None:
+            if isinstance(in_axes, tuple) and len(in_axes) != n:
+                raise NumbaxValueError(
+                    f"pmap: in_axes is {in_axes} for {n} positional arguments; it describes "
+                    "the positional arguments alone (keyword arguments are mapped along axis "
+                    "0). Give one entry per positional argument, or an int.")
+            axes = (*(in_axes if isinstance(in_axes, tuple) else (in_axes,) * n),
+                    *(0,) * len(keys))
+
+            def positional(*a):
+                return fun(*a[:n], **dict(zip(keys, a[n:], strict=True)))
+
+            found = keyword_forms[(n, keys)] = pmap(
+                functools.wraps(fun)(positional), axis_name, in_axes=axes, out_axes=out_axes,
+                static_broadcasted_argnums=static_argnums, devices=devices, backend=backend,
+                axis_size=axis_size)
+        return found
 
     return pmap_f
 
