@@ -223,3 +223,19 @@ def test_device_put_with_a_sharding_inside_jit_pins_the_layout():
     out = numbax.jit(lambda v: numbax.device_put(v * 2, s) + 1)(np.arange(8.0))
     np.testing.assert_array_equal(out, np.arange(8.0) * 2 + 1)
     assert out.sharding == s
+
+
+def test_jit_refuses_an_argument_laid_out_otherwise_than_in_shardings():
+    """As JAX: a committed sharded argument is not moved behind the user's back (ValueError);
+    an equal layout, or a host array, goes through."""
+    m4 = numbax.make_mesh((4,), ("i",), axis_types=(numbax.sharding.AxisType.Auto,))
+    m22 = numbax.make_mesh((2, 2), ("j", "k"), axis_types=(numbax.sharding.AxisType.Auto,) * 2)
+    x = np.arange(8.0)
+    placed = numbax.device_put(x, numbax.NamedSharding(m4, P("i")))
+    for other in (numbax.NamedSharding(m22, P("j")), numbax.NamedSharding(m4, P())):
+        with pytest.raises(ValueError, match="does not match the sharding"):
+            numbax.jit(lambda a: a * 2, in_shardings=other)(placed)
+    same = numbax.jit(lambda a: a * 2, in_shardings=numbax.NamedSharding(m4, P("i")))
+    np.testing.assert_array_equal(same(placed), 2 * x)
+    host = numbax.jit(lambda a: a * 2, in_shardings=numbax.NamedSharding(m4, P()))
+    np.testing.assert_array_equal(host(x), 2 * x)

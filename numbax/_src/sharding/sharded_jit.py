@@ -165,7 +165,16 @@ def call(wrapped, args: tuple, kwargs: dict, run_executable) -> Any:
     in_shardings = _specified("in_shardings", wrapped._in_shardings, arg_tree, n_pos)
     in_shardings += [None] * (len(leaves) - n_pos)
     placed = []
-    for x, s in zip(leaves, in_shardings, strict=True):
+    for i, (x, s) in enumerate(zip(leaves, in_shardings, strict=True)):
+        if s is not None and type(x) is ShardedArray and \
+                not x.sharding.is_equivalent_to(s, x.ndim):
+            # an argument already laid out over devices is not moved behind the user's back
+            raise NumbaxValueError(
+                f"jit({wrapped._name}): sharding passed to jit does not match the sharding "
+                f"on the respective arg. Got jit sharding {s}, arg sharding {x.sharding} for "
+                f"argument leaf {i} ({core.get_aval(x).str_short()}). Pass the array laid "
+                "out as in_shardings says (jax.device_put / jax.reshard), or drop its "
+                "in_shardings entry.")
         placed.append(put(x, s, "jit") if s is not None else x)
     shardings = [sharding_of(x) for x in placed]
     avals = [core.get_aval(x) for x in placed]
