@@ -6,7 +6,8 @@ a time limit, and writes every step's output to $OUT/<step>.txt (plus a summary 
 Steps (all by default, in this order): info, sim_checks (tests/compiler/cuda/sim_checks.py on
 the real card), matrix (tests/compiler/cuda/sim_matrix.py on the card), multi_gpu, bench_cuda,
 driver, sort, linalg, rows_probe, softmax_probe, cpu_isa, bench_cpu, mlp_profile, gemm,
-compile, runtime, load, conv (cuDNN convolutions), shard_map and mpi (issue 22's 16-core rows).
+compile, runtime, load, conv (cuDNN convolutions), shard_map, mpi and mpi_variants (issue 22's
+16-core rows).
 `step=a,b` passes
 a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
@@ -51,11 +52,20 @@ STEPS: dict[str, tuple[list[str], int]] = {
              f"NUMBAX_NUM_CPU_DEVICES=1 $M -n 4 {PY} benchmarks/mpi_scaling.py psum; "
              f"NUMBAX_NUM_CPU_DEVICES=4 $M -n 4 {PY} benchmarks/mpi_scaling.py mlp; "
              f"NUMBAX_NUM_CPU_DEVICES=4 {PY} benchmarks/mpi_scaling.py mlp"], 400),
+    # Open MPI's transports for the 64 MB psum over 4 processes of one host (0.9-1.0 GB/s at
+    # the last measurement): the shared-memory BTL's single-copy mechanism and libnbc's
+    # allreduce algorithm (numbax's default is 3, Rabenseifner's)
+    "mpi_variants": (["bash", "-c", "M='mpirun --allow-run-as-root --oversubscribe'; "
+                      "for v in '' 'OMPI_MCA_btl_vader_single_copy_mechanism=none' "
+                      "'OMPI_MCA_btl_vader_single_copy_mechanism=cma' "
+                      "'OMPI_MCA_coll_libnbc_iallreduce_algorithm=2'; do echo \"== $v\"; "
+                      f"env $v NUMBAX_NUM_CPU_DEVICES=1 $M -n 4 {PY} "
+                      "benchmarks/mpi_scaling.py psum | grep psum; done"], 400),
 }
 
 # CPU benchmarks compare with JAX on the CPU and keep numbax off the GPU
 CPU_STEPS = frozenset({"cpu_isa", "bench_cpu", "mlp_profile", "gemm", "compile", "runtime",
-                       "load", "shard_map", "mpi"})
+                       "load", "shard_map", "mpi", "mpi_variants"})
 CPU_ENV = {"JAX_PLATFORMS": "cpu", "NUMBAX_PLATFORMS": "cpu"}
 
 
