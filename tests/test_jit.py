@@ -1,4 +1,5 @@
 """numbax.jit against eager evaluation and numpy; tracing, caching and argument handling."""
+import re
 import warnings
 
 import numpy as np
@@ -214,6 +215,79 @@ def test_donate_argnums_accepted_and_decorator_form():
 
     g = numbax.jit(lambda x: x * 2, donate_argnums=(0,))
     np.testing.assert_allclose(g(f(V)), (V - 1) * 2)
+
+
+def _add(x, y):
+    return x + y
+
+
+def test_donated_eager_and_device_put_arrays_are_deleted():
+    """docs/buffer_donation.md: a donated argument an output matches is deleted, any later use
+    raises RuntimeError; Arrays made eagerly or by device_put qualify, not ones a numpy
+    handle still views (that handle keeps its values)."""
+    x = numbax.device_put(np.ones((2, 3)))
+    y = numbax.device_put(np.ones((2, 3)))
+    z = numbax.jit(_add, donate_argnums=(1,))(x, y)
+    np.testing.assert_array_equal(np.asarray(z), np.full((2, 3), 2.0))
+    assert y.is_deleted() and not x.is_deleted()
+    with pytest.raises(RuntimeError, match="deleted"):
+        y + 1
+    w = jnp.ones((2, 3)) * 3.0  # an eager result
+    held = jnp.ones((2, 3)) * 5.0
+    view = np.asarray(held)
+    f = numbax.jit(_add, donate_argnums=(0,))
+    np.testing.assert_array_equal(np.asarray(f(w, x)), np.full((2, 3), 4.0))
+    np.testing.assert_array_equal(np.asarray(f(held, x)), np.full((2, 3), 6.0))
+    assert w.is_deleted() and not held.is_deleted()
+    np.testing.assert_array_equal(view, np.full((2, 3), 5.0))
+
+
+def test_donate_argnames_and_arguments_passed_by_name():
+    """JAX completes donate_argnums and donate_argnames from each other, so a donated
+    parameter is donated whether passed by position or by name."""
+    x = jnp.ones((2, 3))
+    y = jnp.ones((2, 3)) * 2.0
+    np.testing.assert_array_equal(np.asarray(numbax.jit(_add, donate_argnums=1)(x, y=y)),
+                                  np.full((2, 3), 3.0))
+    assert y.is_deleted()
+    y = jnp.ones((2, 3)) * 2.0
+    numbax.jit(_add, donate_argnames="y")(x, y)
+    assert y.is_deleted() and not x.is_deleted()
+    with pytest.raises(ValueError, match="static_argnames and donate_argnames cannot"):
+        numbax.jit(_add, static_argnames="y", donate_argnames="y")
+    with pytest.raises(TypeError, match="donate_argnames has an entry 1 of type int"):
+        numbax.jit(_add, donate_argnames=[1])
+
+
+def test_unusable_donations_warn_as_in_jax():
+    """A donated argument no output matches in shape and dtype: JAX's UserWarning, naming it;
+    it stays valid."""
+    x, y = jnp.ones((2, 3)), jnp.ones((1, 3))
+    dt = x.dtype
+    aval = numbax.core.ShapedArray((1, 3), dt).str_short()
+    with pytest.warns(UserWarning, match=re.escape(f"donated buffers were not usable: {aval}.")):
+        numbax.jit(_add, donate_argnums=(1,))(x, y)
+    assert not y.is_deleted()
+    y = jnp.ones((2, 3))
+    with pytest.warns(UserWarning, match="not usable") as caught:
+        numbax.jit(_add, donate_argnums=(0, 1))(x, y)  # two donated, one output
+    assert len(caught) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        numbax.jit(lambda a, b: (a + b, a - b), donate_argnums=(0, 1))(jnp.ones(3), jnp.ones(3))
+
+
+def test_debug_nans_turns_donation_off_until_clear_cache():
+    """docs/buffer_donation.md: the executable compiled under jax_debug_nans donates nothing
+    and is reused once it is off; jit(f).clear_cache() drops it."""
+    f = numbax.jit(lambda x: x + 1, donate_argnums=(0,))
+    a, b, c = (jnp.ones(3) * 1.0 for _ in range(3))
+    with numbax.debug_nans(True):
+        f(a)
+    f(b)
+    f.clear_cache()
+    np.testing.assert_array_equal(np.asarray(f(c)), np.full(3, 2.0))
+    assert [a.is_deleted(), b.is_deleted(), c.is_deleted()] == [False, False, True]
 
 
 def test_side_effects_once_and_disable_jit():

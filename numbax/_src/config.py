@@ -20,9 +20,10 @@ from numbax._src.config_options import JAX_ALIASES, JAX_OPTIONS, JaxOption
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
 _CPU_MATMUL_CHOICES = ("auto", "numbax", "blas")
-# The options that change what a trace produces: jit's cache keys hold their values.
-TRACE_CONTEXT = ("jax_enable_x64", "jax_debug_nans", "jax_numpy_dtype_promotion",
-                 "jax_numpy_rank_promotion")
+# The options that change what a trace produces: jit's cache keys hold their values. Not
+# jax_debug_nans (as in JAX): an executable compiled with it on (donating nothing) is reused
+# after it is turned off, until the function's cache is cleared (docs/buffer_donation.md).
+TRACE_CONTEXT = ("jax_enable_x64", "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion")
 
 
 class _EnvError:

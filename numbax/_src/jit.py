@@ -149,7 +149,7 @@ class JitWrapped:
     """A jitted function: per-signature cache of executables, fast path for plain Array calls."""
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend, inline,
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, donate_argnames=()):
         if not callable(fun):
             raise NumbaxTypeError(
                 f"jit: fun has type {type(fun).__name__}, expected a callable. Pass a function."
@@ -163,7 +163,11 @@ class JitWrapped:
         self.static_argnums, self.static_argnames = jit_options.infer_statics(
             fun, jit_options.normalize_argnums("static_argnums", static_argnums),
             jit_options.normalize_argnames(static_argnames))
-        self.donate_argnums = jit_options.normalize_argnums("donate_argnums", donate_argnums)
+        self.donate_argnums, self.donate_argnames = jit_options.infer_statics(
+            fun, jit_options.normalize_argnums("donate_argnums", donate_argnums),
+            jit_options.normalize_argnames(donate_argnames, "donate_argnames"),
+            "donate_argnums")
+        jit_options.check_disjoint(self.static_argnames, self.donate_argnames)
         self.backend = "gpu" if backend == "cuda" else backend
         self.inline = inline
         # executables by signature and fast paths by plain-Array signature, least recently
@@ -172,8 +176,8 @@ class JitWrapped:
         shareable = in_shardings is None and out_shardings is None
         (self._cache, self._fast, self._fast_tree, self._gpu_fast,
          self._host_fast) = jit_options.shared_tables(
-            fun, (self.static_argnums, self.static_argnames, self.donate_argnums, self.backend,
-                  bool(inline)) if shareable else None)
+            fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
+                  self.donate_argnames, self.backend, bool(inline)) if shareable else None)
         self._in_shardings, self._out_shardings = in_shardings, out_shardings
         self._sharded_cache: dict = {}  # sharding/sharded_jit.py's entries
         self._simple = not self.static_argnums and not self.static_argnames and \
@@ -308,14 +312,18 @@ class JitWrapped:
         entry = self._cache.get(key)
         if entry is None:
             log = jit_log.start(self.fun, key, self._cache, avals, (dyn_args, dyn_kwargs, statics))
-            donated = self._donated_leaves(dyn_args, statics) if self.donate_argnums else ()
+            # JAX drops donation while jax_debug_nans is on: its eager re-run needs the inputs
+            donated = self._donated_leaves(dyn_args, dyn_kwargs, statics) \
+                if self.donate_argnums and not config.jax_debug_nans else ()
             with gc_paused():
                 entry = self._compile(in_tree, avals, statics, device, frozenset(donated), log)
             self._cache[key] = entry
         return entry
 
-    def _donated_leaves(self, dyn_args: tuple, statics: tuple) -> list[int]:
-        """The flat leaf positions of the arguments in donate_argnums (static ones skipped)."""
+    def _donated_leaves(self, dyn_args: tuple, dyn_kwargs: dict, statics: tuple) -> list[int]:
+        """The flat leaf positions of the arguments in donate_argnums (static ones skipped),
+        then of those passed by a name in donate_argnames (leaves of the call's (args, kwargs)
+        tree: a dict's entries in sorted key order)."""
         static_pos = {k for k, _ in statics if isinstance(k, int)}
         n = len(dyn_args) + len(static_pos)
         starts, count = [], 0
@@ -332,6 +340,11 @@ class JitWrapped:
                 continue
             p = k - sum(1 for s in static_pos if s < k)
             leaves.extend(range(starts[p], starts[p + 1]))
+        for name in sorted(dyn_kwargs):
+            n_leaves = len(tu.tree_leaves(dyn_kwargs[name]))
+            if name in self.donate_argnames:
+                leaves.extend(range(count, count + n_leaves))
+            count += n_leaves
         return leaves
 
     def _compile(self, in_tree, avals, statics, device=None, donated: frozenset = frozenset(),
@@ -348,6 +361,9 @@ class JitWrapped:
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
         if log is not None:
             log.traced()
+        if donated:
+            jit_options.warn_unusable_donations([avals[i] for i in sorted(donated)],
+                                                [v.aval for v in jaxpr.outvars])
         backend = "cpu" if device is None else "gpu"
         exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
                                device)
@@ -360,6 +376,16 @@ class JitWrapped:
         for table in (self._cache, self._fast, self._fast_tree, self._gpu_fast, self._host_fast):
             table.clear()
         self._sharded_cache.clear()
+
+    def clear_cache(self) -> None:
+        """Drops this function's traced and compiled programs (JAX's `jit(f).clear_cache`):
+        the next call traces and compiles again.
+
+        >>> import numbax
+        >>> f = numbax.jit(lambda x: x + 1)
+        >>> f.clear_cache()
+        """
+        self._clear()
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -446,8 +472,8 @@ def _check_nans(wrapped: JitWrapped, outs: list[Array], args, kwargs) -> None:
 
 def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
         static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (), backend: str | None = None,
-        inline: bool = False) -> Any:
+        donate_argnums: int | Sequence[int] = (), donate_argnames: str | Sequence[str] = (),
+        backend: str | None = None, inline: bool = False) -> Any:
     """Compiles `fun` with Numba: traced once per argument signature, then fused and cached.
 
     Args:
@@ -457,8 +483,12 @@ def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings:
       donate_argnums: positional arguments whose buffers the results may reuse. An output of
         the same shape and dtype is written into a donated Array's buffer when the compiled
         code no longer reads it afterwards, and that Array is then deleted (any use raises
-        RuntimeError). Only buffers numbax allocated (outputs of an earlier jit call) that
-        nothing else references are reused; numpy arguments are never written into.
+        RuntimeError). Only buffers numbax allocated (Arrays it made) that nothing else
+        references are reused; numpy arguments are never written into. A donated argument
+        no output matches in shape and dtype warns "Some donated buffers were not usable",
+        as in JAX; jax_debug_nans on at compile time turns donation off.
+      donate_argnames: the same, for arguments passed by name (donate_argnums and
+        donate_argnames complete each other through `fun`'s signature, as in JAX).
       backend: None, "cpu", or "gpu" (alias "cuda": @cuda.jit kernels through numba-cuda).
         None runs on the GPU an argument is committed to (numbax.device_put), else on the
         CPU; "gpu" runs on that GPU, or GPU 0 when no argument is on one. Arguments
@@ -474,7 +504,9 @@ def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings:
     Returns:
       A function with the same signature returning numbax Arrays, with `.lower(*args)`.
 
-    Unlike JAX: a donated Array whose buffer could not be reused stays valid (no warning).
+    Unlike JAX: a donated Array whose buffer numbax could not reuse (one an output matches
+    but the compiled code still reads, or one an output of a library kernel would take)
+    stays valid, without a warning.
     A jit called inside another transform (grad, vmap, make_jaxpr, jit) is inlined
     into that transform's trace rather than staged as a call primitive.
 
@@ -485,9 +517,10 @@ def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings:
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend, inline=inline)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 backend=backend, inline=inline)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend, inline,
-                      in_shardings, out_shardings)
+                      in_shardings, out_shardings, donate_argnames)
 
 
 

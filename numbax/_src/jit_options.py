@@ -4,6 +4,7 @@ one function share."""
 from __future__ import annotations
 
 import inspect
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -28,18 +29,44 @@ def normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in items)
 
 
-def normalize_argnames(value: Any) -> tuple[str, ...]:
+def normalize_argnames(value: Any, name: str = "static_argnames") -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    items = _entries("static_argnames", value, "a string or a sequence of strings",
-                     "static_argnames='n' or static_argnames=('n', 'mode')")
+    items = _entries(name, value, "a string or a sequence of strings",
+                     f"{name}='n' or {name}=('n', 'mode')")
+    nums = name.replace("argnames", "argnums")
     for v in items:
         if not isinstance(v, str):
             raise NumbaxTypeError(
-                f"jit: static_argnames has an entry {v!r} of type {type(v).__name__}, expected "
-                "str (a parameter name). Use static_argnums for positions."
+                f"jit: {name} has an entry {v!r} of type {type(v).__name__}, expected "
+                f"str (a parameter name). Use {nums} for positions."
             )
     return items
+
+
+def check_disjoint(static_argnames: tuple[str, ...], donate_argnames: tuple[str, ...]) -> None:
+    """JAX's rule: an argument is static or donated, never both (ValueError, JAX's message)."""
+    both = set(static_argnames) & set(donate_argnames)
+    if both:
+        raise NumbaxValueError(
+            "static_argnames and donate_argnames cannot intersect. Argument names "
+            f"{both} appear in both static_argnames and donate_argnames")
+
+
+def warn_unusable_donations(donated: list, outs: list) -> None:
+    """JAX's UserWarning for donated arguments no output can take: each output takes the
+    first donated argument of its shape and dtype not yet taken (as XLA pairs them)."""
+    free = list(donated)
+    for out in outs:
+        for i, aval in enumerate(free):
+            if aval.shape == out.shape and aval.dtype == out.dtype:
+                del free[i]
+                break
+    if free:
+        warnings.warn("Some donated buffers were not usable: "
+                      f"{', '.join(a.str_short() for a in free)}.\n"
+                      "See an explanation at https://docs.jax.dev/en/latest/faq.html"
+                      "#buffer-donation.", stacklevel=6)  # the call of the jitted function
 
 
 def _entries(name: str, value: Any, expected: str, example: str) -> tuple:
@@ -56,10 +83,11 @@ def _cache_size() -> int:
     return config.executable_cache_size
 
 
-def infer_statics(fun: Callable, argnums: tuple[int, ...],
-                  argnames: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """static_argnums and static_argnames completed from each other through `fun`'s signature,
-    as JAX does: a static parameter is static whether it is passed by position or by name.
+def infer_statics(fun: Callable, argnums: tuple[int, ...], argnames: tuple[str, ...],
+                  what: str = "static_argnums") -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """static (or donated: `what`) argnums and argnames completed from each other through
+    `fun`'s signature, as JAX does: a parameter is static (donated) whether it is passed by
+    position or by name.
     ValueError (JAX's message) for a position past every positional parameter."""
     try:
         params = list(inspect.signature(fun).parameters.values())
@@ -72,7 +100,7 @@ def infer_statics(fun: Callable, argnums: tuple[int, ...],
         for i in argnums:
             if not -positional <= i < positional:
                 raise NumbaxValueError(
-                    f"Jitted function has static_argnums={argnums}, but only accepts "
+                    f"Jitted function has {what}={argnums}, but only accepts "
                     f"{positional} positional arguments.")
     both = [(i, p.name) for i, p in enumerate(params)
             if p.kind is kinds.POSITIONAL_OR_KEYWORD]

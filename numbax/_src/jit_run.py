@@ -72,14 +72,27 @@ def _donations(leaves: Sequence[Any], donate: tuple[int, ...], held: int):
     for i in donate:
         a = leaves[i]
         v = a._value if type(a) is Array else None
-        if v is not None and v.base is None and v.flags.owndata and v.flags.c_contiguous and \
+        if v is not None and v.flags.c_contiguous and _sole_buffer(v) and \
                 sys.getrefcount(v) == _SOLE + 1 + held and sum(x is a for x in leaves) == 1:
+            if v.base is not None:
+                v.base.setflags(write=True)
             v.setflags(write=True)
             bufs.append(v)
             donors.append(a)
         else:
             bufs.append(None)
     return bufs, donors
+
+
+def _sole_buffer(v: np.ndarray) -> bool:
+    """Whether `v` owns its memory, or is the one view of a whole buffer that nothing else
+    references (how Array._from_numpy wraps a buffer numbax wrote: read-only, through a view)."""
+    if v.base is None:
+        return v.flags.owndata
+    b = v.base
+    return type(b) is np.ndarray and b.base is None and b.flags.owndata and \
+        b.flags.c_contiguous and b.shape == v.shape and b.dtype == v.dtype and \
+        b.ctypes.data == v.ctypes.data and sys.getrefcount(b) == _SOLE + 1
 
 
 def _delete(donors: list[Array]) -> None:
