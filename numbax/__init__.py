@@ -144,6 +144,7 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     custom_derivatives,
     debug,
     experimental,
+    export,
     memory,
     ref,
 )
@@ -154,8 +155,8 @@ from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
 from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
-            "debug", "ds", "effects_barrier", "empty_ref", "experimental", "free_ref", "freeze",
-            "fwd_and_bwd", "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
+            "debug", "ds", "effects_barrier", "empty_ref", "experimental", "export", "free_ref",
+            "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
 
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices

@@ -74,9 +74,20 @@ class ShapedArray:
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type, self._sharding))
 
+    def _long(self) -> str:
+        """JAX's printed type: the dtype's full name (`float32[3,2]`), sharded dims as in
+        str_short."""
+        short, dtype = self.str_short(), self.dtype
+        numeric = dtype.kind in "biufc" or dtype == dtypes.bfloat16  # else key<...>, float0
+        name = dtype.name if numeric else short[:short.index("[")]
+        return name + short[short.index("["):]
+
+    def __str__(self) -> str:  # JAX's: `float32[3,2]`, a weak type marked `~int32[]`
+        return ("~" if self.weak_type else "") + self._long()
+
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self._long()}{weak})"
 
 
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:

@@ -32,7 +32,7 @@ def typeof(x: Any) -> core.ShapedArray:
 
     >>> import numbax, numbax.numpy as jnp
     >>> numbax.typeof(jnp.ones((2, 3), jnp.float32))
-    ShapedArray(f32[2,3])
+    ShapedArray(float32[2,3])
     """
     if not core.is_array_like(x):
         raise NumbaxTypeError(f"numbax.typeof: x of type {type(x).__name__} is not a valid "
