@@ -58,3 +58,16 @@ def test_integer_division_and_gradients_unchanged():
     np.testing.assert_allclose(np.asarray(g), [1.0, 1.0])
     g = numbax.grad(lambda y: jnp.remainder(2.3, y))(0.7)
     np.testing.assert_allclose(float(g), -np.floor(2.3 / 0.7))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_remainder_gradient_where_the_remainder_is_zero(dtype):
+    # x mod y = x - floor(x / y) * y has slope 1 in x on both sides of each jump, and
+    # -floor(x / y) in y (JAX's rule); the signed-zero fix-up once cut both to 0 at exact zeros.
+    x = np.array([-2.5, 1.0, 6.0, -6.0, 3.0, 1.3], dtype)
+    y = np.array([2.5, 1.0, 2.0, -2.0, -1.5, 0.5], dtype)
+    grad = numbax.vmap(numbax.grad(jnp.remainder, argnums=(0, 1)))
+    for gx, gy in (grad(x, y), numbax.jit(grad)(x, y)):
+        np.testing.assert_array_equal(np.asarray(gx), np.ones_like(x))
+        np.testing.assert_allclose(np.asarray(gy), -np.floor(x.astype(np.float64) / y), rtol=1e-6)
+    _assert_bits(jnp.remainder(x, y), np.remainder(x, y))  # signs of the zeros kept

@@ -134,3 +134,19 @@ def test_setops_bad_inputs():
         jnp.isin(np.array(["a"]), A2)
     with pytest.raises(NumbaxTypeError, match="not numeric"):
         jnp.unique(np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("name", ["intersect1d", "setxor1d", "setdiff1d", "union1d"])
+@pytest.mark.parametrize("assume_unique", [False, True])
+def test_nan_across_the_two_arrays_is_not_shared(name, assume_unique):
+    # numpy dedupes NaNs within each array but compares across them with ==: a NaN of ar1
+    # and one of ar2 never match, so intersect1d drops them and setxor1d keeps both.
+    a = np.array([3.0, np.nan, 1.0, 2.0] if assume_unique else [3.0, 1.0, np.nan, 2.0, np.nan])
+    b = np.array([2.0, 5.0, np.nan])
+    kw = {} if name == "union1d" else {"assume_unique": assume_unique}
+    want = getattr(np, name)(a, b, **kw)
+    _same(getattr(jnp, name)(a, b, **kw), want)
+    if name in ("intersect1d", "setxor1d"):
+        got = numbax.jit(lambda x, y: getattr(jnp, name)(x, y, size=want.size + 1,
+                                                         fill_value=-7.0, **kw))(a, b)
+        _same(got, np.append(want, -7.0))

@@ -204,3 +204,28 @@ def test_shape_additions_bad_inputs():
         jnp.block([[V], []])
     with pytest.raises(NumbaxValueError, match="depths"):
         jnp.block([[V], V])
+
+
+def _repeat_to(a, repeats, length):
+    """JAX's total_repeat_length: numpy's repeat cut at length, or padded with a's last
+    element (not the last repeated one)."""
+    out = np.repeat(a, repeats)
+    return np.concatenate([out[:length], np.repeat(a[-1:], max(0, length - out.size))])
+
+
+@pytest.mark.parametrize("repeats", [[1, 2, 3], [0, 2, 0], [0, 0, 0], 2])
+@pytest.mark.parametrize("length", [0, 1, 4, 8])
+def test_repeat_total_repeat_length(repeats, length):
+    a = np.array([7, 8, 9])
+    want = _repeat_to(a, repeats, length)
+    _check(jnp.repeat(a, repeats, total_repeat_length=length), want)
+    traced = numbax.jit(lambda x, r: jnp.repeat(x, r, total_repeat_length=length))
+    _check(traced(a, np.asarray(repeats)), want)
+
+
+def test_repeat_total_repeat_length_along_axis_and_vmap():
+    want = np.repeat(M, [1, 3, 0], axis=0)[:3]
+    _check(jnp.repeat(M, np.array([1, 3, 0]), axis=0, total_repeat_length=3), want)
+    reps = np.array([[1, 2, 3], [3, 0, 1]])
+    got = numbax.vmap(lambda r: jnp.repeat(np.array([7, 8, 9]), r, total_repeat_length=4))(reps)
+    _check(got, np.stack([_repeat_to(np.array([7, 8, 9]), r, 4) for r in reps]))

@@ -127,3 +127,23 @@ def test_bad_inputs():
         jnp.diff(np.ones(3), -1)
     with pytest.raises(TypeError):
         jnp.sort(np.array(["b", "a"]))
+
+
+def test_interp_complex_fp_keeps_the_imaginary_part():
+    x = np.array([0.0, 1.5, 2.0, 3.0])
+    xp = np.array([1.0, 2.0])
+    for fp, kw in [(np.array([1j, 2.0]), {}), (np.array([1j, 2.0]), {"left": 5j, "right": -1}),
+                   (np.array([1 - 1j, 2 + 3j], np.complex64), {})]:
+        want = np.interp(x, xp, fp, **kw)
+        _check(jnp.interp(x, xp, fp, **kw), want)
+        _check(numbax.jit(lambda a, f, kw=kw: jnp.interp(a, xp, f, **kw))(x, fp), want)
+
+
+@pytest.mark.parametrize("period", [4.0, -4.0, 2.5, 360.0])
+def test_interp_period(period):
+    x = np.array([-1.0, 1.0, 1.5, 3.0, 4.0, 9.5, -7.25, 0.0])
+    xp = np.array([3.0, 1.0, 5.5, 2.0])  # unsorted, and beyond one period: reduced mod period
+    fp = np.array([10.0, 20.0, 5.0, 1.0])
+    want = np.interp(x, xp, fp, period=period)
+    _check(jnp.interp(x, xp, fp, period=period), want)
+    _check(numbax.jit(lambda a, p: jnp.interp(a, xp, fp, period=p))(x, np.float64(period)), want)

@@ -159,16 +159,26 @@ real_p = unop("real", np.real, "c", _real_dtype)
 imag_p = unop("imag", np.imag, "c", _real_dtype)
 conj_p = unop("conj", np.conj, _NUMERIC)
 not_p = unop("not", np.invert, _INT_OR_BOOL)
-population_count_p = unop("population_count", np.bitwise_count, _INT)
+
+
+def _population_count_impl(x: np.ndarray) -> np.ndarray:
+    """Set bits of the two's-complement pattern (np.bitwise_count counts those of |x|)."""
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    return np.bitwise_count(x.view(unsigned)).astype(x.dtype)
+
+
+def _round_impl(x: np.ndarray, rounding_method: int = 0) -> np.ndarray:
+    """Halves to even (1) or away from zero (0). The latter from trunc, not floor(x + 0.5):
+    x + 0.5 rounds up for 0.49999999999999994 and for odd integers above 2**52."""
+    if rounding_method == 1:
+        return np.round(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+population_count_p = unop("population_count", _population_count_impl, _INT)
 square_p = unop("square", np.square, _NUMERIC)
-round_p = unop(
-    "round",
-    lambda x, rounding_method=0: (
-        np.round(x) if rounding_method == 1 else np.where(x >= 0, np.floor(x + 0.5),
-                                                          np.ceil(x - 0.5)).astype(x.dtype)
-    ),
-    _REAL_FLOAT,
-)
+round_p = unop("round", _round_impl, _REAL_FLOAT)
 
 
 def _integer_pow_impl(x: np.ndarray, *, y: int) -> np.ndarray:
@@ -234,7 +244,9 @@ ad.defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
 
 def _abs_jvp(t, ans, x):
     if kind_of(get_aval(x).dtype) == "c":
-        return real(mul(conj(div(x, convert_element_type(ans, get_aval(x).dtype))), t))
+        # x / |x|, with |x| = 0 replaced by 1 so that |0j| has derivative 0 (as JAX), not NaN.
+        safe = select_n(eq(ans, _const(ans, 0)), ans, _ones_like(ans))
+        return real(mul(conj(div(x, convert_element_type(safe, get_aval(x).dtype))), t))
     # JAX's convention: d|x|/dx at 0 is 1 (the x >= 0 side).
     return select_n(ge(x, _const(x, 0)), neg(t), t)
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.custom_derivatives import stop_gradient
 from numbax._src.dtypes import kind_of
 from numbax._src.lax import elementwise as lax
 from numbax._src.numpy.ufuncs import broadcast_arrays, promote_dtypes, signbit
@@ -57,8 +58,11 @@ def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
     div = lax.div(lax.sub(x1, mod), x2)
     nonzero = lax.ne(mod, zero)
     adjust = lax.bitwise_and(nonzero, lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
+    # A zero remainder takes the divisor's sign; subtracting the +0 of (mod - mod) keeps that
+    # sign while the derivative still flows through mod (d/dx1 is 1 on both sides of a jump).
+    carry = lax.sub(stop_gradient(mod), mod)
     mod = lax.select(adjust, lax.add(mod, x2),
-                     lax.select(nonzero, mod, _zero_signed_as(x2, zero)))
+                     lax.select(nonzero, mod, lax.sub(_zero_signed_as(x2, zero), carry)))
     div = lax.select(adjust, lax.sub(div, one), div)
     floor = lax.floor(div)
     floor = lax.select(lax.gt(lax.sub(div, floor), half), lax.add(floor, one), floor)

@@ -35,7 +35,7 @@ def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad with modes constant, edge, reflect, symmetric and wrap.
+    """numpy.pad with modes constant, edge, reflect, symmetric and wrap (and reflect_type).
 
     Args:
       array: the array. pad_width: static widths, broadcastable to (ndim, 2).
@@ -51,6 +51,12 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     array = asarray(array)
     a_shape = get_aval(array).shape
     widths = _pad_widths(pad_width, len(a_shape))
+    allowed = _KWARGS.get(mode, frozenset())
+    if set(kwargs) - allowed:
+        raise NumbaxValueError(
+            f"numbax.numpy.pad: got keyword arguments {sorted(set(kwargs) - allowed)} for mode "
+            f"{mode!r}, expected only {sorted(allowed)}. Drop them or change the mode."
+        )
     if mode == "constant":
         cv = concrete_value(kwargs.get("constant_values", 0),
                             "numbax.numpy.pad: constant_values")
@@ -73,9 +79,54 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
             f"numbax.numpy.pad: mode {mode!r} is not supported, expected 'constant', 'edge', "
             "'reflect', 'symmetric' or 'wrap'."
         )
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise NumbaxValueError(f"numbax.numpy.pad: reflect_type has {reflect_type!r}, expected "
+                               "'even' or 'odd'.")
     for ax, (lo, hi) in enumerate(widths):
-        array = _pad_axis(array, ax, lo, hi, mode)
+        if reflect_type == "odd" and get_aval(array).shape[ax] > 1:
+            array = _pad_axis_odd(array, ax, lo, hi, mode)
+        else:
+            array = _pad_axis(array, ax, lo, hi, mode)
     return array
+
+
+_KWARGS = {"constant": frozenset({"constant_values"}), "reflect": frozenset({"reflect_type"}),
+           "symmetric": frozenset({"reflect_type"})}
+
+
+def _pad_axis_odd(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:
+    """reflect_type='odd': each reflected chunk is 2 * edge - mirror, and a pad wider than the
+    array reflects the already padded array again, chunk by chunk, as numpy's loop does."""
+    n = get_aval(x).shape[ax]
+    period = n - 1 if mode == "reflect" else n  # values one reflection can supply
+    while lo or hi:
+        length = get_aval(x).shape[ax]
+        usable = length // period * period if mode == "symmetric" else (
+            (length - 1) // period * period)
+        skip = 1 if mode == "reflect" else 0  # reflect leaves the edge value out
+        left = right = None
+        if lo:
+            k = min(usable, lo)
+            mirror = shape_ops.rev(_slice_axis(x, ax, skip, skip + k), (ax,))
+            left = lax.sub(lax.mul(_const(x, 2), _edge(x, ax, 0, k)), mirror)
+            lo -= k
+        if hi:
+            k = min(usable, hi)
+            mirror = shape_ops.rev(_slice_axis(x, ax, length - skip - k, length - skip), (ax,))
+            right = lax.sub(lax.mul(_const(x, 2), _edge(x, ax, length - 1, k)), mirror)
+            hi -= k
+        x = concatenate([p for p in (left, x, right) if p is not None], ax)
+    return x
+
+
+def _const(x: Any, value: int) -> Any:
+    return lax.convert_element_type(value, get_aval(x).dtype)
+
+
+def _edge(x: Any, ax: int, i: int, k: int) -> Any:
+    """x[i] along ax, repeated k times along ax."""
+    return repeat(_slice_axis(x, ax, i, i + 1), k, ax)
 
 
 def _pad_axis(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:

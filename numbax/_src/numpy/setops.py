@@ -349,7 +349,9 @@ def _combine(api: str, ar1: Any, ar2: Any, assume_unique: bool) -> tuple:
     n1, n2 = get_aval(x1).shape[0], get_aval(x2).shape[0]
     x = shape_ops.concatenate([x1, x2], 0)
     valid = shape_ops.concatenate([v1, v2], 0)
-    g = _group(shape_ops.reshape(x, (n1 + n2, 1)), valid, True)
+    # NaN never equals NaN across the arrays (numpy compares neighbours with ==): a NaN of ar1
+    # and one of ar2 are two groups, so intersect1d drops them and setxor1d keeps both.
+    g = _group(shape_ops.reshape(x, (n1 + n2, 1)), valid, False)
     return g, n1, n2
 
 

@@ -421,6 +421,8 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
         axis = 0
     a_shape = get_aval(a).shape
     axis = canonicalize_axis(axis, len(a_shape), "repeat")
+    if total_repeat_length is not None:
+        return _repeat_to_length(a, repeats, axis, operator.index(total_repeat_length))
     reps = concrete_value(repeats, "numbax.numpy.repeat: repeats")
     if kind_of(reps.dtype) not in "iu" or (reps < 0).any():
         raise NumbaxValueError(
@@ -447,6 +449,31 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     if not pieces:
         return _slice_axis(a, axis, 0, 0)
     return concatenate(pieces, axis)
+
+
+def _repeat_to_length(a: Any, repeats: Any, axis: int, length: int) -> Any:
+    """repeat with JAX's total_repeat_length (repeats may be traced): output j takes the first
+    element whose running repeat count exceeds j, so the output is cut at `length` or padded
+    with the last element."""
+    from numbax._src.numpy.indexing import take
+    from numbax._src.numpy.reductions import cumsum
+    from numbax._src.numpy.sorting import searchsorted
+
+    n = get_aval(a).shape[axis]
+    reps = asarray(repeats)
+    r_aval = get_aval(reps)
+    if kind_of(r_aval.dtype) not in "iu" or r_aval.shape not in ((), (1,), (n,)):
+        raise NumbaxValueError(
+            f"numbax.numpy.repeat: repeats has shape {r_aval.shape} and dtype {r_aval.dtype}, "
+            f"expected integers of shape () or ({n},).")
+    if length < 0 or (n == 0 and length):
+        raise NumbaxValueError(
+            f"numbax.numpy.repeat: total_repeat_length is {length}, expected >= 0 (and 0 when "
+            f"axis {axis} is empty).")
+    ends = cumsum(shape_ops.broadcast_in_dim(shape_ops.reshape(reps, ()), (n,), ())
+                  if r_aval.shape != (n,) else reps)
+    idx = searchsorted(ends, shape_ops.iota(get_aval(ends).dtype, length), side="right")
+    return take(a, idx, axis=axis, mode="clip")
 
 
 # ----------------------------------------------------------------------------- rearranging

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import dtypes
+from numbax._src import core, dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
@@ -279,20 +279,27 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
 
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Any:
-    """numpy.interp: piecewise-linear interpolation on increasing 1-d xp (real values)."""
+    """numpy.interp: piecewise-linear interpolation on increasing 1-d xp (real x and xp; a
+    complex fp gives a complex result). With `period`, xp is taken modulo period and the ends
+    wrap around (left and right are ignored)."""
     from numbax._src.numpy.indexing import take
     from numbax._src.numpy.lax_numpy import clip, where
 
-    if period is not None:
-        raise NumbaxValueError("numbax.numpy.interp: period is not supported; pass period=None.")
     dtype = dtypes.default_float_dtype()
-    x, xp, fp = (lax.convert_element_type(asarray(v), dtype) for v in (x, xp, fp))
+    fp = asarray(fp)
+    f_dtype = dtypes.canonicalize_dtype(np.complex128) if kind_of(get_aval(fp).dtype) == "c" \
+        else dtype
+    x, xp = (lax.convert_element_type(asarray(v), dtype) for v in (x, xp))
+    fp = lax.convert_element_type(fp, f_dtype)
     if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape or \
             get_aval(xp).shape[0] == 0:
         raise NumbaxValueError(
             f"numbax.numpy.interp: xp has shape {get_aval(xp).shape} and fp has shape "
             f"{get_aval(fp).shape}, expected two non-empty 1-d arrays of one length."
         )
+    if period is not None:
+        x, xp, fp = _periodic_points(x, xp, fp, period)
+        left = right = None
     n = get_aval(xp).shape[0]
     if n == 1:
         y = ufuncs.add(ufuncs.multiply(x, 0.0), take(fp, 0))
@@ -307,7 +314,24 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     lo = take(fp, 0) if left is None else left
     hi = take(fp, n - 1) if right is None else right
     y = where(ufuncs.less(x, take(xp, 0)), lo, y)
-    return lax.convert_element_type(where(ufuncs.greater(x, take(xp, n - 1)), hi, y), dtype)
+    return lax.convert_element_type(where(ufuncs.greater(x, take(xp, n - 1)), hi, y), f_dtype)
+
+
+def _periodic_points(x: Any, xp: Any, fp: Any, period: Any) -> tuple[Any, Any, Any]:
+    """numpy.interp's period: x and xp reduced modulo |period|, xp sorted, and one point added
+    at each end from the other end, shifted by a period."""
+    from numbax._src.numpy.shapes import concatenate
+
+    if not isinstance(period, core.Tracer) and np.any(np.asarray(period) == 0):
+        raise NumbaxValueError("numbax.numpy.interp: period is 0, expected a non-zero period.")
+    period = ufuncs.absolute(asarray(period))
+    x, xp = ufuncs.remainder(x, period), ufuncs.remainder(xp, period)
+    n = get_aval(xp).shape[0]
+    xp, fp = _lax_sort((xp, fp), 0, num_keys=1) if n else (xp, fp)
+    first, last = shape_ops.slice(xp, (0,), (1,)), shape_ops.slice(xp, (n - 1,), (n,))
+    xp = concatenate([ufuncs.subtract(last, period), xp, ufuncs.add(first, period)])
+    fp = concatenate([shape_ops.slice(fp, (n - 1,), (n,)), fp, shape_ops.slice(fp, (0,), (1,))])
+    return x, xp, fp
 
 
 def sort_complex(a: Any) -> Any:

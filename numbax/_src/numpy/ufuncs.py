@@ -371,18 +371,41 @@ radians, degrees = deg2rad, rad2deg
 
 
 def hypot(x1: Any, x2: Any, /) -> Any:
+    """sqrt(x1**2 + x2**2) as big * sqrt(1 + (small/big)**2), so it neither overflows nor
+    underflows where the result is representable; an infinite operand gives inf, even with NaN."""
     x1, x2 = broadcast_arrays("hypot", *promote_dtypes_inexact("hypot", x1, x2))
-    return lax.sqrt(lax.add(lax.square(x1), lax.square(x2)))
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    dtype = get_aval(x1).dtype
+    inf = shape_ops.full(get_aval(x1).shape, np.inf, dtype)
+    is_inf = lax.bitwise_or(lax.eq(x1, inf), lax.eq(x2, inf))
+    big, small = lax.max(x1, x2), lax.min(x1, x2)
+    zero = lax.eq(big, shape_ops.full(get_aval(big).shape, 0, dtype))
+    safe_big = lax.select(zero, shape_ops.full(get_aval(big).shape, 1, dtype), big)
+    ratio = lax.div(small, safe_big)
+    one = shape_ops.full(get_aval(big).shape, 1, dtype)
+    scaled = lax.mul(big, lax.sqrt(lax.add(one, lax.square(ratio))))
+    return lax.select(is_inf, inf, lax.select(zero, big, scaled))
+
+
+def _div_by_log(y: Any, base: float) -> Any:
+    """y / log(base), dividing a complex y part by part: a complex divide by log(base) + 0j
+    would turn log(inf + 0j) = inf + 0j into inf + nanj."""
+    dtype = get_aval(y).dtype
+    if kind_of(dtype) != "c":
+        return lax.div(y, lax.convert_element_type(np.log(base), dtype))
+    re, im = lax.real(y), lax.imag(y)
+    c = lax.convert_element_type(np.log(base), get_aval(re).dtype)
+    return lax.complex_(lax.div(re, c), lax.div(im, c))
 
 
 def log2(x: Any, /) -> Any:
     (x,) = promote_dtypes_inexact("log2", x)
-    return lax.div(lax.log(x), lax.convert_element_type(np.log(2), get_aval(x).dtype))
+    return _div_by_log(lax.log(x), 2)
 
 
 def log10(x: Any, /) -> Any:
     (x,) = promote_dtypes_inexact("log10", x)
-    return lax.div(lax.log(x), lax.convert_element_type(np.log(10), get_aval(x).dtype))
+    return _div_by_log(lax.log(x), 10)
 
 
 def real(x: Any, /) -> Any:
@@ -403,7 +426,8 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     zero = lax.convert_element_type(0, dtype)
     one = lax.convert_element_type(1, dtype)
     pos = lax.select(lax.gt(x1, zero), shape_ops.full(get_aval(x1).shape, one), x2)
-    return lax.select(lax.lt(x1, zero), shape_ops.full(get_aval(x1).shape, zero), pos)
+    neg = lax.select(lax.lt(x1, zero), shape_ops.full(get_aval(x1).shape, zero), pos)
+    return lax.select(lax.ne(x1, x1), x1, neg)  # heaviside(nan, x2) is nan, as in numpy and JAX
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:

@@ -1,0 +1,48 @@
+"""lax elementwise primitives (lax/elementwise.py) whose eager impl once left the bit-level
+definition: round away from zero near .5, population_count of negative integers."""
+import numpy as np
+import pytest
+
+import numbax
+from numbax import lax
+
+
+def _both(fn, *args):
+    return np.asarray(fn(*args)), np.asarray(numbax.jit(fn)(*args))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_round_away_from_zero_is_exact(dtype):
+    # floor(x + 0.5) rounds 0.49999999999999994 and 2**52 + 1 up: x + 0.5 itself rounds.
+    below_half = np.nextafter(dtype(0.5), dtype(0))
+    big_odd = dtype(2 ** (np.finfo(dtype).nmant) + 1)
+    x = np.array([below_half, -below_half, big_odd, -big_odd, 0.5, -0.5, 1.5, 2.5, -2.5, -0.25,
+                  -0.0, np.inf, -np.inf, np.nan], dtype)
+    want = np.array([0.0, -0.0, big_odd, -big_odd, 1.0, -1.0, 2.0, 3.0, -3.0, -0.0, -0.0,
+                     np.inf, -np.inf, np.nan], dtype)
+    for got in _both(lambda v: lax.round(v, lax.RoundingMethod.AWAY_FROM_ZERO), x):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.25 -> -0.0
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
+def test_population_count_counts_twos_complement_bits(dtype):
+    bits = 8 * np.dtype(dtype).itemsize
+    values = [0, 1, -1, 5, -6, int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)]
+    patterns = [v % (1 << bits) for v in values]  # two's complement, as Python ints
+    x = np.array(patterns, np.dtype(f"u{bits // 8}")).view(dtype)
+    want = np.array([bin(p).count("1") for p in patterns], dtype)
+    assert want[2] == bits  # -1 has every bit set
+    for got in _both(lax.population_count, x):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_complex_abs_derivative_at_zero_is_zero(dtype):
+    # d|a + ib| = (a da + b db) / |z|; at z = 0 JAX's rule divides by 1 instead of 0, giving 0.
+    f = numbax.grad(lambda a, b: lax.abs(lax.complex(a, b)), argnums=(0, 1))
+    for fn in (f, numbax.jit(f)):
+        np.testing.assert_allclose(np.asarray(fn(dtype(3), dtype(-4))), [0.6, -0.8], rtol=1e-6)
+        np.testing.assert_array_equal(np.asarray(fn(dtype(0), dtype(0))), [0.0, 0.0])
