@@ -64,6 +64,16 @@ def builtin_error(err: BaseException) -> dict:
     return {"raises": names}
 
 
+def raised(fn) -> dict | str:
+    """What calling `fn` raises, as the builtin classes a program's `except` would see
+    (builtin_error), or "no error"."""
+    try:
+        fn()
+    except Exception as err:  # the programs record which builtin classes JAX raises
+        return builtin_error(err)
+    return "no error"
+
+
 def encode(value: Any) -> Any:
     """A JSON form of a program's output: arrays as {dtype, shape, data}, containers kept."""
     if isinstance(value, dict):

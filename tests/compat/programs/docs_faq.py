@@ -1,16 +1,7 @@
 """JAX's FAQ (docs/faq.rst) and the pages it moved out (docs/buffer_donation.md,
 docs/benchmarking.md), the MAML tutorial (docs/notebooks/maml.md, on today's
 example_libraries names) and the basic use of jax.export (docs/export/export.md)."""
-from tests.compat.programs import builtin_error, program
-
-
-def _raises(fn) -> dict | str:
-    """What calling `fn` raises, as the builtin classes a program's `except` would see."""
-    try:
-        fn()
-    except Exception as err:  # the programs record which builtin classes JAX raises
-        return builtin_error(err)
-    return "no error"
+from tests.compat.programs import program, raised
 
 
 def _warned(fn) -> tuple:
@@ -81,7 +72,7 @@ def faq_jit_methods():
                 return self.x * y
             return y
 
-    out["plain_jit"] = _raises(lambda: CustomClass(2, True).calc(3))
+    out["plain_jit"] = raised(lambda: CustomClass(2, True).calc(3))
 
     # Strategy 1: JIT-compiled helper function
     @partial(jit, static_argnums=0)
@@ -232,7 +223,7 @@ def faq_tracer_to_numpy():
     def to_numpy(x):
         return np.asarray(x)
 
-    out["np_asarray"] = _raises(lambda: to_numpy(jnp.arange(5)))
+    out["np_asarray"] = raised(lambda: to_numpy(jnp.arange(5)))
     try:
         to_numpy(jnp.arange(5))
     except jax.errors.TracerArrayConversionError:
@@ -255,7 +246,7 @@ def buffer_donation():
     z = jax.jit(add, donate_argnums=(1,))(x, y)
     out["z"] = z
     out["deleted"] = [x.is_deleted(), y.is_deleted()]
-    out["reuse_donated"] = _raises(lambda: y + 1)
+    out["reuse_donated"] = raised(lambda: y + 1)
 
     def add_ones(xs):
         return [x + 1 for x in xs]

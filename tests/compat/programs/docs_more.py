@@ -1,17 +1,8 @@
 """Further pages of JAX's documentation: advanced autodiff (stop_gradient, straight-through,
 per-example gradients), convolutions, external callbacks, typed PRNG keys (JEP 9263), type
 promotion and weak types, and ahead-of-time lowering (docs/aot.md)."""
-from tests.compat.programs import builtin_error, program
+from tests.compat.programs import program, raised
 from tests.compat.programs.cookbook import _logistic
-
-
-def _raises(fn) -> dict | str:
-    """What calling `fn` raises, as the builtin classes a program's `except` would see."""
-    try:
-        fn()
-    except Exception as err:  # the programs record which builtin classes JAX raises
-        return builtin_error(err)
-    return "no error"
 
 
 @program("docs/advanced-autodiff.md")
@@ -250,7 +241,7 @@ def external_callbacks_pure_and_io():
 
     out = {"pure": [f(x), jax.jit(f)(x), jax.vmap(f)(x),
                     jax.lax.scan(body_fun, None, jnp.arange(5.0))[1]],
-           "pure_grad": _raises(lambda: jax.grad(lambda x: f(x).sum())(x))}
+           "pure_grad": raised(lambda: jax.grad(lambda x: f(x).sum())(x))}
 
     printed = []
 
@@ -281,13 +272,13 @@ def external_callbacks_pure_and_io():
     def numpy_random_like_ordered(x):
         return io_callback(host_side_random_like, x, x, ordered=True)
 
-    out["io_ordered_vmap"] = _raises(lambda: jax.vmap(numpy_random_like_ordered)(x))
+    out["io_ordered_vmap"] = raised(lambda: jax.vmap(numpy_random_like_ordered)(x))
 
     def body_fun2(_, x):
         return _, numpy_random_like_ordered(x)
 
     out["io_scan"] = jax.lax.scan(body_fun2, None, jnp.arange(5.0))[1]
-    out["io_grad"] = _raises(lambda: jax.grad(lambda x: numpy_random_like(x).sum())(x))
+    out["io_grad"] = raised(lambda: jax.grad(lambda x: numpy_random_like(x).sum())(x))
 
     @jax.jit
     def g(x):
@@ -334,7 +325,7 @@ def external_callbacks_bessel_custom_jvp():
     j1 = partial(jv, 1)
     z = jnp.arange(5.0)
     out = {"j1": j1(z), "jit": jax.jit(j1)(z), "vmap": jax.vmap(j1)(z),
-           "grad_error": _raises(lambda: jax.grad(j1)(z))}
+           "grad_error": raised(lambda: jax.grad(j1)(z))}
 
     jv = jax.custom_jvp(jv)
 
@@ -368,7 +359,7 @@ def typed_keys_jep():
     new_key, subkey = jax.random.split(key)
     out["split"] = [jax.random.key_data(new_key), jax.random.key_data(subkey)]
     out["uniform"] = jax.random.uniform(key, shape=(5,))
-    out["add_error"] = _raises(lambda: key + 1)
+    out["add_error"] = raised(lambda: key + 1)
     out["key_data"] = [jax.random.key_data(key), jax.random.key_data(raw)]
     out["issubdtype"] = [jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key),
                          jax.dtypes.issubdtype(raw.dtype, jax.dtypes.prng_key),
@@ -383,14 +374,14 @@ def typed_keys_jep():
             raise TypeError("New-style typed JAX PRNG keys required")
 
     out["ensure"] = [ensure_typed_key_array(key).shape,
-                     _raises(lambda: ensure_typed_key_array(raw))]
+                     raised(lambda: ensure_typed_key_array(raw))]
     threefry = jax.random.key(0, impl='threefry2x32')
     out["threefry"] = [str(threefry.dtype), jax.random.uniform(threefry, shape=(3,))]
 
     key = random.PRNGKey(999)
     new_key = random.PRNGKey(key[1])
     out["index_misuse"] = [new_key, key]
-    out["index_typed"] = _raises(lambda: random.key(999)[1])
+    out["index_typed"] = raised(lambda: random.key(999)[1])
     key = random.PRNGKey(0)
     out["arith_misuse"] = key + jnp.arange(10, dtype=key.dtype)[:, None]
     out["batched"] = random.split(key, 10)
@@ -437,7 +428,7 @@ def type_promotion_weak_types():
     x = jnp.float32(1)
     y = jnp.int32(1)
     with jax.numpy_dtype_promotion('strict'):
-        out["strict_error"] = _raises(lambda: x + y)
+        out["strict_error"] = raised(lambda: x + y)
         z = x + 1
     out["strict_weak"] = [z, str(z)]
     return out
@@ -459,15 +450,15 @@ def aot_lower_compile():
     i32_scalar = jax.ShapeDtypeStruct((), jnp.dtype('int32'))
     out["shape_dtype"] = repr(jax.jit(f).lower(i32_scalar, i32_scalar).compile()(x, y))
     x_1d = y_1d = jnp.arange(3)
-    out["shape_mismatch"] = _raises(
+    out["shape_mismatch"] = raised(
         lambda: jax.jit(f).lower(i32_scalar, i32_scalar).compile()(x_1d, y_1d))
     x_f = y_f = jnp.float32(72.)
-    out["dtype_mismatch"] = _raises(
+    out["dtype_mismatch"] = raised(
         lambda: jax.jit(f).lower(i32_scalar, i32_scalar).compile()(x_f, y_f))
 
     lowered_with_x = jax.jit(f, static_argnums=0).lower(7, 8)
     out["static"] = repr(lowered_with_x.compile()(5))
-    out["static_hollow"] = _raises(
+    out["static_hollow"] = raised(
         lambda: jax.jit(f, static_argnums=0).lower(i32_scalar, i32_scalar))
     out["static_concrete"] = repr(jax.jit(f, static_argnums=0).lower(10, i32_scalar)
                                   .compile()(5))
@@ -484,7 +475,7 @@ def aot_lower_compile():
     g_aot = jax.jit(g).lower(z).compile()
     out["vmap_jit"] = jax.vmap(g_jit)(zs)
     out["aot_direct"] = g_aot(z)
-    out["vmap_aot"] = _raises(lambda: jax.vmap(g_aot)(zs))
-    out["grad_aot"] = _raises(lambda: jax.grad(lambda x: g_aot(x).sum())(z * 1.0))
-    out["jit_aot"] = _raises(lambda: jax.jit(g_aot)(z))
+    out["vmap_aot"] = raised(lambda: jax.vmap(g_aot)(zs))
+    out["grad_aot"] = raised(lambda: jax.grad(lambda x: g_aot(x).sum())(z * 1.0))
+    out["jit_aot"] = raised(lambda: jax.jit(g_aot)(z))
     return out
