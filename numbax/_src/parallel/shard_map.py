@@ -329,8 +329,7 @@ def _in_worker(comm: Any, args: tuple, jaxpr: core.ClosedJaxpr, in_specs, out_sp
             if not names:
                 index.append(slice(None))
                 continue
-            parts = math.prod(comm.axis_sizes[comm.axis_names.index(n)] for n in names)
-            step = a.shape[dim] // parts
+            step = a.shape[dim] // _devices_along(comm, names)
             at = comm.position(api, names) * step
             index.append(slice(at, at + step))
         blocks.append(a[tuple(index)])
@@ -340,11 +339,16 @@ def _in_worker(comm: Any, args: tuple, jaxpr: core.ClosedJaxpr, in_specs, out_sp
         o = np.asarray(core.to_numpy(o))
         for dim, names in enumerate(spec._normalized(o.ndim)):
             if names:
-                parts = math.prod(comm.axis_sizes[comm.axis_names.index(n)] for n in names)
                 o = np.asarray(core.to_numpy(lparallel.all_gather_p.bind(
-                    o, axis_name=names, axis=dim, tiled=True, axis_size=parts)))
+                    o, axis_name=names, axis=dim, tiled=True,
+                    axis_size=_devices_along(comm, names))))
         results.append(o)
     return results
+
+
+def _devices_along(comm: Any, names: tuple) -> int:
+    """How many devices the call's mesh has along the axes `names`."""
+    return math.prod(comm.axis_sizes[comm.axis_names.index(n)] for n in names)
 
 
 def run_boxes(args: list, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
