@@ -171,8 +171,8 @@ class _DeletedArray(Array):
     @property
     def _value(self):
         raise RuntimeError(
-            "Array has been deleted (it was donated to a jitted function). Use the function's "
-            "result instead, or drop donate_argnums to keep the argument alive."
+            "Array has been deleted (it was donated to a jitted or pmapped function). Use the "
+            "function's result instead, or drop donate_argnums to keep the argument alive."
         )
 
     def is_deleted(self) -> bool:

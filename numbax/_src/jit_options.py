@@ -16,14 +16,15 @@ from numbax._src.config import config
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 
-def normalize_argnums(name: str, value: Any) -> tuple[int, ...]:
+def normalize_argnums(name: str, value: Any, api: str = "jit") -> tuple[int, ...]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),)
-    items = _entries(name, value, "an int or a sequence of ints", f"{name}=1 or {name}=(0, 2)")
+    items = _entries(name, value, "an int or a sequence of ints", f"{name}=1 or {name}=(0, 2)",
+                     api)
     for v in items:
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
             raise NumbaxTypeError(
-                f"jit: {name} has an entry {v!r} of type {type(v).__name__}, expected int. Pass "
+                f"{api}: {name} has an entry {v!r} of type {type(v).__name__}, expected int. Pass "
                 f"an int or a tuple of ints, e.g. {name}=(0, 2)."
             )
     return tuple(int(v) for v in items)
@@ -53,7 +54,7 @@ def check_disjoint(static_argnames: tuple[str, ...], donate_argnames: tuple[str,
             f"{both} appear in both static_argnames and donate_argnames")
 
 
-def warn_unusable_donations(donated: list, outs: list) -> None:
+def warn_unusable_donations(donated: list, outs: list, stacklevel: int = 6) -> None:
     """JAX's UserWarning for donated arguments no output can take: each output takes the
     first donated argument of its shape and dtype not yet taken (as XLA pairs them)."""
     free = list(donated)
@@ -66,15 +67,15 @@ def warn_unusable_donations(donated: list, outs: list) -> None:
         warnings.warn("Some donated buffers were not usable: "
                       f"{', '.join(a.str_short() for a in free)}.\n"
                       "See an explanation at https://docs.jax.dev/en/latest/faq.html"
-                      "#buffer-donation.", stacklevel=6)  # the call of the jitted function
+                      "#buffer-donation.", stacklevel=stacklevel)  # the call of the function
 
 
-def _entries(name: str, value: Any, expected: str, example: str) -> tuple:
+def _entries(name: str, value: Any, expected: str, example: str, api: str = "jit") -> tuple:
     try:
         return tuple(value)
     except TypeError:
         raise NumbaxTypeError(
-            f"jit: {name} has {value!r} of type {type(value).__name__}, expected {expected}. "
+            f"{api}: {name} has {value!r} of type {type(value).__name__}, expected {expected}. "
             f"Pass e.g. {example}."
         ) from None
 

@@ -4,8 +4,9 @@ pswapaxes on it), pshuffle, pbroadcast, and pcast. They run under vmap with an a
 """
 from __future__ import annotations
 
+import math
 import operator
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,8 @@ def _all_to_all_impl(x, *, axis_name, **params):
 def _all_to_all_collective(axis_data, vals, dims, *, axis_index_groups, axis_name, axis_size,
                            concat_axis, split_axis, tiled):
     """Member i's piece j goes to member j: the mapped axis and the split pieces trade
-    places, the former mapped axis landing at concat_axis."""
+    places, the former mapped axis landing at concat_axis. (One over several names is bound
+    only over SPMD axes; a body run here takes it apart first, parallel/shard_map.py.)"""
     (x,), (d,) = vals, dims
     x = batching.bdim_at_front(x, d, axis_data.size)
     n = axis_data.size
@@ -85,13 +87,13 @@ batching.batch_rules[all_to_all_p] = _all_to_all_batch
 ad.deflinear(all_to_all_p, _all_to_all_transpose)
 
 
-def _single_name(api: str, axis_name: Any) -> Hashable:
-    if isinstance(axis_name, (tuple, list)):
-        if len(axis_name) != 1:
-            raise NotImplementedError(
-                f"{api}: axis_name has {axis_name!r}; numbax supports one named axis here.")
-        axis_name = axis_name[0]
-    return axis_name
+def _names(api: str, axis_name: Any) -> tuple:
+    """axis_name as a non-empty tuple of names."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    if not names:
+        raise NumbaxValueError(f"{api}: axis_name is {axis_name!r}, expected an axis name or "
+                               "a non-empty tuple of them. Name the axes to exchange over.")
+    return names
 
 
 def _no_groups(api: str, axis_index_groups: Any) -> None:
@@ -108,7 +110,8 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
 
     Args:
       x: array(s) with a mapped axis named axis_name.
-      axis_name: the named axis.
+      axis_name: the named axis, or a tuple of them: the members are then numbered row-major
+        over the names in the order given (the first name outermost), as in JAX.
       split_axis: the axis of x cut into pieces (its size must equal the axis size, or be
         a multiple of it when tiled).
       concat_axis: where the pieces land in the output.
@@ -120,9 +123,13 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     """
     api = "lax.all_to_all"
     _no_groups(api, axis_index_groups)
-    name = _single_name(api, axis_name)
-    parallel._check_bound("all_to_all", name)
-    size = parallel.axis_size(name)
+    names = _names(api, axis_name)
+    parallel._check_bound("all_to_all", names)
+    name = names[0] if len(names) == 1 else names
+    size = parallel.axis_size(names)
+    # over several axes of the SPMD engine: one exchange; an axis of a vmap among them: one
+    # exchange per name (vmap's rule trades one axis)
+    whole = len(names) == 1 or all(parallel._is_spmd(parallel._axis_main(n)) for n in names)
 
     def exchange(leaf):
         shape = get_aval(leaf).shape
@@ -135,11 +142,36 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
                 f"all_to_all requires the size of the mapped axis {name!r} to "
                 f"{'divide' if tiled else 'equal'} x.shape[split_axis], but they are {size} "
                 f"and {shape[split] if ndim else None} respectively.")
+        if not whole:
+            return exchange_axes(leaf, names, split, concat, bool(tiled))
         return all_to_all_p.bind(
             parallel._lift_to_axes(leaf, name), axis_index_groups=None, axis_name=name,
             axis_size=size, concat_axis=concat, split_axis=split, tiled=bool(tiled))
 
     return tu.tree_map(exchange, x)
+
+
+def exchange_axes(x: Any, names: tuple, split: int, concat: int, tiled: bool) -> Any:
+    """all_to_all over several named axes as one over each name: the split axis is cut into
+    one axis per name (the first name's outermost), each traded in place for that name's
+    senders, and the senders' axes, merged again, move to concat (tiled: merged into it).
+    Member m's piece of sender r passes through the members that agree with r on the names
+    already traded and with m on the others."""
+    sizes = [parallel.axis_size(n) for n in names]
+    total = math.prod(sizes)
+    shape = get_aval(x).shape
+    if tiled:  # the pieces as an axis of their own, concatenated at the end
+        shape = (*shape[:split], total, shape[split] // total, *shape[split + 1:])
+        x = shape_ops.reshape(x, shape)
+    x = shape_ops.reshape(x, (*shape[:split], *sizes, *shape[split + 1:]))
+    for k, name in enumerate(names):
+        x = all_to_all(x, name, split + k, split + k)
+    x = batching.moveaxis(shape_ops.reshape(x, shape), split, concat)
+    if tiled:
+        out = get_aval(x).shape
+        x = shape_ops.reshape(x, (*out[:concat], out[concat] * out[concat + 1],
+                                  *out[concat + 2:]))
+    return x
 
 
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:

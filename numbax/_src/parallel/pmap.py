@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import api, core, typecheck
+from numbax._src import api, core, jit_options, typecheck
 from numbax._src import devices as devices_mod
 from numbax._src import tree_util as tu
 from numbax._src.array import Array
@@ -21,6 +21,8 @@ from numbax._src.lax import parallel as lparallel
 from numbax._src.lax import shape_ops
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
+from numbax._src.parallel import donation
+from numbax._src.parallel import shard_map as shard_map_mod
 from numbax._src.parallel.shard_map import _impl as shard_map_impl
 from numbax._src.sharding import rules
 from numbax._src.sharding.mesh import Mesh
@@ -58,13 +60,23 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
       static_broadcasted_argnums: arguments passed to every device as Python constants.
       devices: the devices to use (default: the first `size` of numbax.devices()).
       backend: only "cpu" (or None).
-      donate_argnums: accepted for JAX compatibility; buffers are never donated.
+      donate_argnums: positional arguments whose buffers the call may reuse, as in JAX. A
+        donated Array already laid out as pmap lays that argument (a pmap's result, say) is
+        deleted after the call (using it raises RuntimeError, as after jit's donation); the
+        first output of its global shape, dtype and layout is written into its buffer when
+        nothing else references that buffer. Other arguments (numpy arrays, Python values,
+        Arrays laid out otherwise, which pmap copies onto the devices first) are left alone.
+        Entries past the positional arguments, negative ones and keyword arguments donate
+        nothing, as in JAX. A donated argument no output can take (by its per-device block's
+        shape and dtype) warns "Some donated buffers were not usable", as in JAX.
 
     Returns:
       A function whose outputs are Arrays with the mapped axis at out_axes, laid out over the
       devices (NamedSharding over a one-axis mesh, as JAX >= 0.8 gives them).
 
-    Unlike JAX: each device is a worker process started the first time a call uses it.
+    Unlike JAX: each device is a worker process started the first time a call uses it. A
+    donated buffer is reused only when the body runs in the workers (not for a body defined in
+    `__main__` or on one device) and not across processes; the argument is deleted anyway.
 
     >>> import numbax, numbax.numpy as jnp
     >>> numbax.pmap(lambda x: x * 2)(jnp.arange(1.0)).tolist()
@@ -75,6 +87,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         raise NumbaxValueError(f"pmap: backend is {backend!r}, expected None or 'cpu'. "
                                "numbax's virtual devices are CPU devices.")
     static_argnums = api._as_tuple(static_broadcasted_argnums)
+    donate = donation.argnums(donate_argnums, static_argnums)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     cache: dict[tuple, tuple[_Entry, Mesh]] = {}
@@ -106,20 +119,31 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         in_avals = [core.get_aval(x) for x in args_flat]
         key = (in_tree, tuple(in_avals), tuple(in_dims), static, size,
                tuple(d.id for d in devs), config.trace_context())
+        # JAX donates nothing under a trace (jit's), nor with jax_debug_nans on
+        donated = donation.leaves(donate, args, {i for i, _ in static}) \
+            if donate and not across and not config.jax_debug_nans and \
+            not _tracing(args_flat) else ()
         found = cache.get(key)
         if found is None:  # the mesh is kept with the trace: one per devices, made once
             mesh = Mesh(np.array(devs, dtype=object), (name,))
             found = cache[key] = (_trace(f, in_tree, in_avals, in_dims, mesh, out_axes), mesh)
+            if donated:
+                jit_options.warn_unusable_donations(
+                    [found[0].jaxpr.in_avals[i] for i in donated],
+                    found[0].jaxpr.out_avals, stacklevel=3)
         entry, mesh = found
         params = dict(jaxpr=entry.jaxpr, mesh=mesh, in_specs=entry.in_specs,
                       out_specs=entry.out_specs, check_vma=False,
                       manual_axes=frozenset({name}), api="pmap")
+        hit = None
+        if quick is not None and not across and not _tracing(args_flat) and len(fast) < 64:
+            hit = fast[quick] = _Fast(entry, params, in_avals, donated)
         if across:
             outs = _across_processes(args_flat, params)
+        elif donated:
+            return (hit or _Fast(entry, params, in_avals, donated))(args_flat)
         else:
             outs = shard_map_p.bind(*args_flat, **params)
-        if quick is not None and not across and not _tracing(args_flat) and len(fast) < 64:
-            fast[quick] = _Fast(entry, params, [core.get_aval(x) for x in args_flat])
         return tu.tree_unflatten(entry.out_tree, outs)
 
     keyword_forms: dict[tuple, Callable] = {}
@@ -143,7 +167,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             found = keyword_forms[(n, keys)] = pmap(
                 functools.wraps(fun)(positional), axis_name, in_axes=axes, out_axes=out_axes,
                 static_broadcasted_argnums=static_argnums, devices=devices, backend=backend,
-                axis_size=axis_size)
+                axis_size=axis_size, donate_argnums=tuple(k for k in donate if k < n))
         return found
 
     return pmap_f
@@ -171,13 +195,17 @@ def _fast_key(args: tuple) -> tuple[tuple | None, list | None]:
 class _Fast:
     """A pmap call of known Arrays: shard_map_p's implementation called directly, its results
     laid out as eager dispatch lays them (dispatch.apply_primitive, sharding_api.relayout), with
-    the abstract evaluation, argument checks and device choice done once (~40 us a call)."""
+    the abstract evaluation, argument checks and device choice done once (~40 us a call).
+    With donated leaves (flat positions), any call's leaves: see _donating."""
 
-    __slots__ = ("entry", "params", "out_avals", "out_shardings")
+    __slots__ = ("entry", "params", "out_avals", "out_shardings", "in_avals", "donated")
 
-    def __init__(self, entry: _Entry, params: dict, in_avals: list) -> None:
+    def __init__(self, entry: _Entry, params: dict, in_avals: list,
+                 donated: tuple[int, ...] = ()) -> None:
         self.entry = entry
         self.params = params
+        self.in_avals = in_avals
+        self.donated = donated
         self.out_avals = core.abstract_eval(shard_map_p, in_avals, params)
         mesh = params["mesh"]
         self.out_shardings = [
@@ -186,7 +214,30 @@ class _Fast:
             for aval, spec in zip(self.out_avals, params["out_specs"], strict=True)]
 
     def __call__(self, leaves: list) -> Any:
-        outs = shard_map_impl(*[a._value for a in leaves], **self.params)
+        if self.donated:
+            return self._donating(leaves)
+        return self._wrap(shard_map_impl(*[a._value for a in leaves], **self.params))
+
+    def _donating(self, leaves: list) -> Any:
+        """The call with donated leaves: outputs written into the buffers of donated Arrays
+        that qualify (donation.pair), then the donated Arrays laid out as pmap lays them
+        deleted."""
+        p = self.params
+        donors = donation.deletable(leaves, self.donated, p["mesh"], p["in_specs"])
+        into = donation.pair(leaves, donors, p["in_specs"], p["out_specs"],
+                             self.out_avals) if donors else {}
+        values = [x._value if isinstance(x, Array) else
+                  np.asarray(core.to_numpy(x), aval.dtype)
+                  for x, aval in zip(leaves, self.in_avals, strict=True)]
+        outs = shard_map_mod.run_into(values, into, **p) if into else None
+        if outs is None:
+            outs = shard_map_impl(*values, **p)
+        del values
+        results = self._wrap(outs)
+        donation.delete([leaves[i] for i in donors])
+        return results
+
+    def _wrap(self, outs: list) -> Any:
         results = []
         for out, aval, sharding in zip(outs, self.out_avals, self.out_shardings, strict=True):
             out = np.asarray(out)

@@ -25,6 +25,7 @@ from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing, shape_ops
 from numbax._src.lax import parallel as lparallel
+from numbax._src.lax import parallel_redistribute as lpr
 from numbax._src.lax import shard_map as lsm
 from numbax._src.lax.shard_map import shard_map_p
 from numbax._src.parallel import collectives, replication, shm, spmd, vma
@@ -315,6 +316,20 @@ def _impl(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes, api):
     return [o.value for o in outs]
 
 
+def run_into(args: list, into: dict[int, int], *, jaxpr, mesh, in_specs, out_specs,
+             api: str, **params) -> list[np.ndarray] | None:
+    """shard_map_p's implementation on the workers with output k written into the heap block
+    of argument into[k] (a donated one, split alike, pmap's donation); None where the body
+    runs here instead (its results are then the caller's to make)."""
+    program = _program(jaxpr, api) if mesh.size > 1 else None
+    if program is None or collectives.active() is not None or mesh.is_multi_process:
+        return None
+    globals_ = [_global(a) for a in args]
+    outs = _run(api, program, mesh, globals_, [a.shape for a in args], in_specs,
+                jaxpr.out_avals, out_specs, {k: globals_[i] for k, i in into.items()})
+    return [o.value for o in outs]
+
+
 def _in_worker(comm: Any, args: tuple, jaxpr: core.ClosedJaxpr, in_specs, out_specs,
                api: str) -> list[np.ndarray]:
     """A shard_map nested in the body an enclosing one runs on this worker's device: the
@@ -382,11 +397,11 @@ def _check_local(mesh: Mesh, api: str) -> None:
 
 
 def _run(api: str, program: spmd.Program, mesh: Mesh, globals_: list, shapes: list,
-         in_specs, out_avals, out_specs) -> list[spmd.Global]:
+         in_specs, out_avals, out_specs, into: dict | None = None) -> list[spmd.Global]:
     key = (mesh, tuple(tuple(s) for s in shapes), tuple(in_specs), tuple(out_specs))
     plan = program.plan(key, lambda: _plan(program, mesh, shapes, in_specs, out_avals,
                                            out_specs))
-    return spmd.run(api, plan, globals_)
+    return spmd.run(api, plan, globals_, into)
 
 
 def _plan(program: spmd.Program, mesh: Mesh, shapes: list, in_specs, out_avals,
@@ -540,7 +555,13 @@ def _permute_axes(x: Any, *, axis_name, perm) -> Any:
     return indexing.dynamic_index_in_dim(gathered, source, 0, keepdims=False)
 
 
+def _trade_axes(x: Any, *, axis_index_groups, axis_name, axis_size, concat_axis, split_axis,
+                tiled) -> Any:
+    """all_to_all over several axes: one exchange per axis (lax's exchange_axes)."""
+    return lpr.exchange_axes(x, axis_name, split_axis, concat_axis, tiled)
+
+
 _SPLIT = {lparallel.all_gather_p: _gather_axes, lparallel.psum_scatter_p: _scatter_axes,
-          lparallel.ppermute_p: _permute_axes}
+          lparallel.ppermute_p: _permute_axes, lpr.all_to_all_p: _trade_axes}
 
 core.impl_rules[shard_map_p] = _impl

@@ -174,22 +174,24 @@ def plan(program: Program, axis_names: tuple, axis_sizes: tuple, devices: Sequen
                 out_writer)
 
 
-def run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
+def run(api: str, plan: Plan, inputs: Sequence[Global],
+        into: dict[int, Global] | None = None) -> list[Global]:
     """Runs `plan`'s program on its mesh over `inputs`. Returns the outputs as Globals over
-    new heap blocks (this process's boxes of them in a multi-process call)."""
+    new heap blocks (this process's boxes of them in a multi-process call), or output k over
+    into[k] (a donated input's, split alike: each device writes its block where it read it)."""
     if plan.me != topology.process_index():  # the plan predates distributed.initialize
         plan = Plan(plan.program, plan.axis_names, plan.axis_sizes, plan.devices, *plan.given)
     if plan.across:
         distributed.check(api)
     try:
-        return _run(api, plan, inputs)
+        return _run(api, plan, inputs, into or {})
     except BaseException as err:
         if plan.across:  # the other processes wait for this one's part: tell them
             distributed.fail(f"failed in {api} with {type(err).__name__}: {err}")
         raise
 
 
-def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
+def _run(api: str, plan: Plan, inputs: Sequence[Global], into: dict) -> list[Global]:
     heap = shm.heap()
     program = plan.program
     total = plan.fixed_bytes + sum(shm.aligned(max(x.value.nbytes, 1), shm.PAGE)
@@ -208,7 +210,10 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
                                            plan.devices, plan.ranks))
     staged = [x if x.block is not None else _stage(api, heap, x) for x in inputs]
     outs = []
-    for (s, offset), a in zip(plan.out_boxes, program.out_avals, strict=True):
+    for k, ((s, offset), a) in enumerate(zip(plan.out_boxes, program.out_avals, strict=True)):
+        if k in into:
+            outs.append(into[k])
+            continue
         block, value = shm.alloc_array(api, s, a.dtype, "the results")
         outs.append(Global(value, block, offset))
     # the slots (n_ranks x slot_bytes) and the ranks' notes (collectives.Comm._publish); the
@@ -224,7 +229,7 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
     try:
         with p.lock:
             p.ensure_prepared(plan.workers, program.key, program.payload, api)
-            messages = _messages(plan, p, staged, outs, scratch, arena_block)
+            messages = _messages(plan, p, staged, outs, scratch, arena_block, bool(into))
             replies = p.request(messages, api, links)
         adopted = {k: at for reply in replies.values() if reply for k, at in reply.items()}
         if adopted:
@@ -247,8 +252,10 @@ def _run(api: str, plan: Plan, inputs: Sequence[Global]) -> list[Global]:
 
 
 def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global],
-              scratch: shm.Block | None, arena_block: shm.Block | None) -> dict[int, tuple]:
-    """Each worker's message for this call: the plan's blocks at this call's places."""
+              scratch: shm.Block | None, arena_block: shm.Block | None,
+              aliased: bool = False) -> dict[int, tuple]:
+    """Each worker's message for this call: the plan's blocks at this call's places
+    (`aliased`: some outputs are written over inputs)."""
     program = plan.program
     places = [(x.block.segment, x.block.offset, x.value.shape, x.value.dtype, x.offset)
               for x in staged]
@@ -267,6 +274,8 @@ def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global]
                                     scratch_at, arena_at),
             "forget": p.forget_message(w, shm.heap().unlinked),
         }
+        if aliased:
+            call["aliased"] = True
         messages[w] = ("run", program.key, call)
     return messages
 

@@ -119,6 +119,9 @@ class WorkerState:
         adopted = {}
         try:
             outs = self.programs[key].run(args)
+            if call.get("aliased"):  # outputs written over donated inputs: none may view one
+                outs = [np.array(o) if any(np.may_share_memory(o, a) for a in args) else o
+                        for o in outs]
             for k, (spec, out) in enumerate(zip(call["outputs"], outs, strict=True)):
                 if not spec[5]:  # one replica of each block writes it
                     continue
