@@ -140,13 +140,14 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
             for x, ct in zip(args, cts_in, strict=True)]
 
 
-def _checkpoint_batch(axis_size, vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
-    vals = [batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals, dims, strict=True)]
+def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
+    vals = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims,
+                                                                         strict=True)]
     avals = [get_aval(x) for x in vals]
 
     def batched(*xs):
         return batching.vmap_flat(lambda *ys: source_info.eval_jaxpr(jaxpr, [], *ys),
-                                  batching.AxisData(axis_size, None), [0] * len(xs),
+                                  axis_data, [0] * len(xs),
                                   [0] * len(jaxpr.outvars), xs)
 
     batched_jaxpr, consts = _trace(batched, avals)
@@ -160,7 +161,7 @@ core.impl_rules[checkpoint_p] = _checkpoint_impl
 ad.jvp_rules[checkpoint_p] = _checkpoint_jvp
 ad.transpose_rules[checkpoint_p] = _checkpoint_transpose
 pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
-batching.batch_rules[checkpoint_p] = _checkpoint_batch
+batching.def_body_rule(checkpoint_p, _checkpoint_batch)
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,

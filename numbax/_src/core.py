@@ -324,8 +324,23 @@ def _one(x: Any) -> list:
     return [x]
 
 
+# Primitives without operands whose trace is not found from operands (axis_index: the vmap
+# that owns its axis name): prim -> bind(**params) -> list of outputs.
+operandless_binds: dict[Primitive, Callable] = {}
+
+
+# Primitives holding jaxprs (loops, branches): prim -> raise(args, params) -> args, raised
+# into an enclosing trace that must see the primitive though no operand is its tracer (a
+# vmap whose axis a collective in the body names: psum(1, "i") in a loop is the axis size).
+operand_raisers: dict[Primitive, Callable] = {}
+
+
 def bind(prim: Primitive, *args: Any, **params: Any) -> list[Any]:
     """The one interception point: find the top trace, raise the args to it, apply its rule."""
+    if not args and prim in operandless_binds:
+        return operandless_binds[prim](**params)
+    if prim in operand_raisers:
+        args = operand_raisers[prim](args, params)
     top_trace = find_top_trace(args)
     tracers = [full_raise(top_trace, arg) for arg in args]
     outs = top_trace.process_primitive(prim, tracers, params)

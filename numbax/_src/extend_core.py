@@ -261,7 +261,7 @@ class CallPrimitive(Primitive):
         core.impl_rules[self] = _call_impl
         ad.jvp_rules[self] = functools.partial(_call_jvp, self)
         ad.transpose_rules[self] = functools.partial(_call_transpose, self)
-        batching.batch_rules[self] = functools.partial(_call_batch, self)
+        batching.def_body_rule(self, functools.partial(_call_batch, self))
         pe.partial_eval_rules[self] = functools.partial(_call_partial_eval, self)
 
     def bind(self, fun: Callable, *args: Any, **params: Any) -> list[Any]:  # type: ignore[override]
@@ -321,11 +321,10 @@ def _call_partial_eval(prim, trace, tracers, *, call_jaxpr, **params):
     return [next(unknown_it) if uk else trace.lift(next(known_it)) for uk in out_unknowns]
 
 
-def _call_batch(prim, axis_size, vals, dims, *, call_jaxpr, **params):
+def _call_batch(prim, axis_data, vals, dims, *, call_jaxpr, **params):
     vals = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(vals, dims,
                                                                              strict=True)]
     batched = [d is not None for d in dims]
-    axis_data = batching.AxisData(axis_size, None)
     jaxpr, out_batched = batching.batch_jaxpr(call_jaxpr, axis_data, batched, False)
     outs = core.bind(prim, *vals, call_jaxpr=jaxpr, **params)
     return outs, [0 if b else None for b in out_batched]

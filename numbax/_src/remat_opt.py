@@ -34,10 +34,8 @@ def _trace(fun: Callable, avals: Sequence[core.ShapedArray]) -> tuple[Jaxpr, lis
     return pe.convert_constvars_jaxpr(jaxpr), consts
 
 
-def _remat_opt_batch(axis_size, vals, dims, *, fwd_jaxpr, prim_jaxpr, num_fwd_consts,
-                     num_res):
-    vals = [batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals, dims, strict=True)]
-    axis = batching.AxisData(axis_size, None)
+def _remat_opt_batch(axis, vals, dims, *, fwd_jaxpr, prim_jaxpr, num_fwd_consts, num_res):
+    vals = [batching.bdim_at_front(x, d, axis.size) for x, d in zip(vals, dims, strict=True)]
 
     def vmapped(jaxpr: Jaxpr) -> Callable:
         return lambda *xs: batching.vmap_flat(lambda *ys: core.eval_jaxpr(jaxpr, [], *ys),
@@ -59,7 +57,7 @@ def _remat_opt_batch(axis_size, vals, dims, *, fwd_jaxpr, prim_jaxpr, num_fwd_co
     return outs, [0] * len(outs)
 
 
-batching.batch_rules[remat_opt_p] = _remat_opt_batch
+batching.def_body_rule(remat_opt_p, _remat_opt_batch)
 
 
 def optimizable_fwd(flat_fwd: Callable, call_jaxpr: ClosedJaxpr) -> Callable:

@@ -17,7 +17,11 @@ batch_rules: dict[Primitive, Callable] = {}
 # by the BatchTrace whose axis_name the collective names, batched operands or not.
 collective_rules: dict[Primitive, Callable] = {}
 # Rules that need the axis's name too: (axis_data, vals, dims, **params) -> (outs, out_dims).
+# Primitives holding jaxprs (loops, branches, remat) register here: their bodies are batched
+# under the vmapped axis's name, so a collective in a body meets the axis it names.
 axis_batch_rules: dict[Primitive, Callable] = {}
+# Primitives without operands that read a named axis (axis_index), besides the collectives.
+axis_readers: set[Primitive] = set()
 
 
 class AxisData(NamedTuple):
@@ -64,7 +68,8 @@ class BatchTrace(Trace):
         collective = collective_rules.get(primitive)
         if collective is not None and _names_axis(params, self.axis_data.name):
             outs, dims_out = collective(self.axis_data, vals_in, dims_in, **params)
-        elif all(d is not_mapped for d in dims_in):
+        elif all(d is not_mapped for d in dims_in) and not (
+                primitive in axis_batch_rules and names_axis_inside(params, self.axis_data.name)):
             return core.bind(primitive, *vals_in, **params)
         elif primitive in axis_batch_rules:
             outs, dims_out = axis_batch_rules[primitive](self.axis_data, vals_in, dims_in,
@@ -82,6 +87,70 @@ def _names_axis(params: dict, name: Any) -> bool:
     if isinstance(axis_name, tuple):
         return name in axis_name
     return axis_name == name
+
+
+def def_body_rule(prim: Primitive, rule: Callable) -> None:
+    """`rule(axis_data, vals, dims, **params)` batches a primitive holding jaxprs (a loop, a
+    branch, remat) under the vmapped axis's name; the primitive goes to the vmap that names
+    an axis its bodies' collectives use even when no operand is batched."""
+    axis_batch_rules[prim] = rule
+    core.operand_raisers[prim] = lambda args, params: _raise_to_named_vmap(
+        args, params, names_axis_inside)
+
+
+def def_collective(prim: Primitive, rule: Callable) -> None:
+    """`rule(axis_data, vals, dims, **params)` is the collective's meaning under the vmap whose
+    axis it names; it applies to operands that do not depend on the vmapped value too
+    (psum(1, "i") is the axis size, in a loop body as anywhere)."""
+    collective_rules[prim] = rule
+    core.operand_raisers[prim] = lambda args, params: _raise_to_named_vmap(
+        args, params, _names_axis)
+
+
+def _raise_to_named_vmap(args: tuple, params: dict, names: Callable) -> tuple:
+    """args as tracers of the innermost vmap whose axis `names(params, name)` says the
+    primitive uses, where no operand already belongs to it or a trace above it and no trace
+    is being built above it (a body traced inside that vmap records the primitive; the loop's
+    rule comes back here when it batches the body)."""
+    for main in reversed(core._state.trace_stack):
+        data = main.global_data
+        if not issubclass(main.trace_type, BatchTrace) or data.name is None or \
+                not names(params, data.name):  # pmap's axes are the workers'
+            continue
+        dynamic = core._state.dynamic_trace
+        if (dynamic is not None and dynamic.level > main.level) or any(
+                isinstance(x, Tracer) and x._trace.main.level >= main.level for x in args):
+            return args
+        trace = BatchTrace(main)
+        return tuple(trace.pure(x) for x in args)
+    return args
+
+
+def names_axis_inside(params: dict, name: Any) -> bool:
+    """Whether a jaxpr among `params` (a loop's body, a branch) has a collective or an
+    axis_index over `name`, at any depth: then the primitive is batched even with no batched
+    operand (psum(1, name) in a loop body is the axis size)."""
+    return name is not None and any(_jaxpr_names_axis(j, name) for j in _jaxprs(params.values()))
+
+
+def _jaxprs(values: Any) -> Any:
+    for v in values:
+        if isinstance(v, core.ClosedJaxpr):
+            yield v.jaxpr
+        elif isinstance(v, core.Jaxpr):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from _jaxprs(v)
+
+
+def _jaxpr_names_axis(jaxpr: core.Jaxpr, name: Any) -> bool:
+    for eqn in jaxpr.eqns:
+        if (eqn.primitive in collective_rules or eqn.primitive in axis_readers) and \
+                _names_axis(eqn.params, name):
+            return True
+        if any(_jaxpr_names_axis(j, name) for j in _jaxprs(eqn.params.values())):
+            return True
+    return False
 
 
 # Data types vmap maps through user handlers (JAX's register_vmappable): type ->

@@ -121,7 +121,7 @@ def _reducing_rule(prim: Primitive, reduce_fn, unbatched_fn):
             out = prim.bind(out, axis_name=rest)
         return [out], [None]
 
-    batching.collective_rules[prim] = rule
+    batching.def_collective(prim, rule)
 
 
 def _times_size(x, size):
@@ -175,7 +175,7 @@ def _psum_many_batch(size, vals, dims, *, axis_name):
 
 
 core.impl_rules[psum_many_p] = _psum_many_impl
-batching.collective_rules[psum_many_p] = _psum_many_collective
+batching.def_collective(psum_many_p, _psum_many_collective)
 batching.batch_rules[psum_many_p] = _psum_many_batch
 ad.deflinear(psum_many_p, lambda cts, *xs, axis_name: psum_many_p.bind(
     *[ad.instantiate_zeros(c) for c in cts], axis_name=axis_name))
@@ -342,7 +342,7 @@ def _all_gather_batch(size, vals, dims, *, axis_name, axis, tiled, axis_size):
 
 
 core.abstract_eval_rules[all_gather_p] = _all_gather_abstract_eval
-batching.collective_rules[all_gather_p] = _all_gather_collective
+batching.def_collective(all_gather_p, _all_gather_collective)
 batching.batch_rules[all_gather_p] = _all_gather_batch
 ad.deflinear(all_gather_p, lambda cts, x, **params: [_all_gather_transpose(cts[0], x, **params)])
 
@@ -399,6 +399,27 @@ ad.jvp_rules[axis_index_p] = lambda primals, tangents, **params: (
 # axis_index has no operands, so no enclosing vmap can batch it: its value is per device.
 batching.batch_rules[axis_index_p] = lambda size, vals, dims, **params: (
     [axis_index_p.bind(**params)], [None])
+batching.axis_readers.add(axis_index_p)
+
+
+def _axis_index_bind(*, axis_name) -> list:
+    """axis_index's trace is the vmap that owns its name, not one found from operands (it has
+    none): there, an iota batched along the axis. While a body inside that vmap is traced (a
+    loop's, a branch's) the equation is recorded instead, and the loop's batching rule, which
+    evaluates the body under the same name, comes back here."""
+    names = _axis_names(axis_name)
+    main = _axis_main(names[0]) if len(names) == 1 and names[0] in bound_axis_names() else None
+    dynamic = core._state.dynamic_trace
+    if main is not None and not _is_spmd(main) and (dynamic is None or
+                                                     dynamic.level < main.level):
+        index = shape_ops.iota(dtypes.default_int_dtype(), main.global_data.size)
+        return [batching.BatchTracer(main.trace_type(main), index, 0)]
+    top = core.find_top_trace(())
+    return [core.full_lower(out) for out in top.process_primitive(axis_index_p, [],
+                                                                  {"axis_name": axis_name})]
+
+
+core.operandless_binds[axis_index_p] = _axis_index_bind
 
 
 def axis_index(axis_name: Hashable) -> Any:
@@ -414,12 +435,7 @@ def axis_index(axis_name: Hashable) -> Any:
             size = np.array(axis_size(name), dtypes.default_int_dtype())
             index = ew.add(ew.mul(index, size), axis_index(name))
         return index
-    axis_name = names[0]
-    main = _axis_main(axis_name)
-    if _is_spmd(main):
-        return axis_index_p.bind(axis_name=axis_name)
-    index = shape_ops.iota(dtypes.default_int_dtype(), main.global_data.size)
-    return batching.BatchTracer(main.trace_type(main), index, 0)
+    return axis_index_p.bind(axis_name=names[0])
 
 
 # ----------------------------------------------------------------------------- ppermute
@@ -460,7 +476,7 @@ def _ppermute_transpose(cts, x, *, axis_name, perm):
 
 core.impl_rules[ppermute_p] = _ppermute_impl
 batching.defvectorized(ppermute_p)
-batching.collective_rules[ppermute_p] = _ppermute_collective
+batching.def_collective(ppermute_p, _ppermute_collective)
 ad.deflinear(ppermute_p, _ppermute_transpose)
 
 
@@ -532,7 +548,7 @@ def _psum_scatter_transpose(cts, x, *, axis_name, scatter_dimension, tiled, axis
 
 core.abstract_eval_rules[psum_scatter_p] = _psum_scatter_abstract_eval
 core.impl_rules[psum_scatter_p] = _psum_scatter_impl
-batching.collective_rules[psum_scatter_p] = _psum_scatter_collective
+batching.def_collective(psum_scatter_p, _psum_scatter_collective)
 batching.batch_rules[psum_scatter_p] = _psum_scatter_batch
 ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
 

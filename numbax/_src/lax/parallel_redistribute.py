@@ -82,7 +82,7 @@ def _all_to_all_transpose(cts, x, *, split_axis, concat_axis, axis_name, **param
 
 core.abstract_eval_rules[all_to_all_p] = _all_to_all_abstract_eval
 core.impl_rules[all_to_all_p] = _all_to_all_impl
-batching.collective_rules[all_to_all_p] = _all_to_all_collective
+batching.def_collective(all_to_all_p, _all_to_all_collective)
 batching.batch_rules[all_to_all_p] = _all_to_all_batch
 ad.deflinear(all_to_all_p, _all_to_all_transpose)
 

@@ -206,14 +206,13 @@ def _with_batch_dim(spec: PartitionSpec) -> PartitionSpec:
     return PartitionSpec(None, *spec)
 
 
-def _batch(axis_size, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
+def _batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes,
            api):
     batched = [d is not None for d in dims]
     vals = [batching.moveaxis(v, d, 0) if d is not None else v
             for v, d in zip(vals, dims, strict=True)]
     with bound_axes(mesh, manual_axes):
-        new, out_batched = batching.batch_jaxpr(jaxpr, batching.AxisData(axis_size, None),
-                                                batched, False)
+        new, out_batched = batching.batch_jaxpr(jaxpr, axis_data, batched, False)
     outs = shard_map_p.bind(
         *vals, jaxpr=new, mesh=mesh,
         in_specs=tuple(_with_batch_dim(s) if b else s for s, b in zip(in_specs, batched,
@@ -229,4 +228,4 @@ core.impl_rules[shard_map_p] = _impl
 ad.jvp_rules[shard_map_p] = _jvp
 ad.transpose_rules[shard_map_p] = _transpose
 pe.partial_eval_rules[shard_map_p] = _partial_eval
-batching.batch_rules[shard_map_p] = _batch
+batching.def_body_rule(shard_map_p, _batch)

@@ -109,14 +109,15 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None, *[next(lin_cts) if lin else None for lin in linear]]
 
 
-def _cond_batch(axis_size, vals, dims, *, branches):
+def _cond_batch(axis_data, vals, dims, *, branches):
     index, *ops = vals
     index_dim, *op_dims = dims
+    if index_dim is not None and batching.names_axis_inside({"b": branches}, axis_data.name):
+        return _select_branches(axis_data, vals, dims, branches)
     if index_dim is not None:
         from numbax._src.lax.control_flow.loops import map_batched
 
-        return map_batched(axis_size, cond_p, vals, dims, {"branches": branches})
-    axis_data = batching.AxisData(axis_size, None)
+        return map_batched(axis_data.size, cond_p, vals, dims, {"branches": branches})
     ops = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(ops, op_dims,
                                                                        strict=True)]
     in_batched = [d is not None for d in op_dims]
@@ -130,12 +131,33 @@ def _cond_batch(axis_size, vals, dims, *, branches):
     return outs, [0 if b else None for b in out_batched]
 
 
+def _select_branches(axis_data, vals, dims, branches):
+    """A cond whose index differs between examples and whose branches hold a collective over
+    the vmapped axis: every branch runs on every example and each example keeps its own
+    branch's result (JAX's form), so the collective sees the whole axis, not one example."""
+    from numbax._src.lax import convert, select, shape_ops
+
+    index, *ops = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims,
+                                                                              strict=True)]
+    index = select.clamp(np.int32(0), convert.convert_element_type(index, np.int32),
+                         np.int32(len(branches) - 1))
+    results = []
+    for branch in branches:
+        batched, _ = batching.batch_jaxpr(branch, axis_data, [True] * len(ops), True)
+        results.append(core.eval_jaxpr(batched.jaxpr, batched.consts, *ops))
+    outs = []
+    for cases in zip(*results, strict=True):
+        which = shape_ops.broadcast_in_dim(index, core.get_aval(cases[0]).shape, (0,))
+        outs.append(select.select_n(which, *cases))
+    return outs, [0] * len(outs)
+
+
 core.abstract_eval_rules[cond_p] = _cond_abstract_eval
 core.impl_rules[cond_p] = _cond_impl
 ad.jvp_rules[cond_p] = _cond_jvp
 ad.transpose_rules[cond_p] = _cond_transpose
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
-batching.batch_rules[cond_p] = _cond_batch
+batching.def_body_rule(cond_p, _cond_batch)
 
 # ----------------------------------------------------------------------------- public API
 

@@ -211,9 +211,9 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
             *[next(ct_xs_it) if lin else None for lin in xs_lin]]
 
 
-def _scan_batch(axis_size, vals, dims, *, jaxpr, num_consts, num_carry, length, reverse,
+def _scan_batch(axis_data, vals, dims, *, jaxpr, num_consts, num_carry, length, reverse,
                 unroll):
-    axis_data = batching.AxisData(axis_size, None)
+    axis_size = axis_data.size
     b = [d is not None for d in dims]
     const_b, carry_b, xs_b = _split(b, num_consts, num_carry)
     n_ys = len(jaxpr.out_avals) - num_carry
@@ -243,7 +243,7 @@ core.impl_rules[scan_p] = _scan_impl
 ad.jvp_rules[scan_p] = _scan_jvp
 ad.transpose_rules[scan_p] = _scan_transpose
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
-batching.batch_rules[scan_p] = _scan_batch
+batching.def_body_rule(scan_p, _scan_batch)
 
 
 def map_batched(axis_size: int, prim: Primitive, vals: list, dims: list, params: dict):
@@ -322,10 +322,10 @@ def _while_partial_eval(trace, tracers, **params):
     )
 
 
-def _while_batch(axis_size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
-    axis_data = batching.AxisData(axis_size, None)
+    axis_size = axis_data.size
     b = [d is not None for d in dims]
     cconst_b, bconst_b, carry_b = _split(b, cond_nconsts, body_nconsts)
     while True:
@@ -337,6 +337,8 @@ def _while_batch(axis_size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     _, (pred_b,) = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_b + carry_b, False)
     if pred_b:
         # Each example runs its own trip count: a map (prange) over per-example loops.
+        if batching.names_axis_inside(params, axis_data.name):
+            return _while_in_lockstep(axis_data, vals, dims, **params)
         return map_batched(axis_size, while_p, vals, dims, params)
     cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, cconst_b + carry_b, False)
     body_b, _ = batching.batch_jaxpr(body_jaxpr, axis_data, bconst_b + carry_b, carry_b)
@@ -349,11 +351,50 @@ def _while_batch(axis_size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     return outs, [0 if x else None for x in carry_b]
 
 
+def _while_in_lockstep(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                       body_nconsts):
+    """A while_loop whose condition differs between examples and whose body has a collective
+    over the vmapped axis: every example steps while any example's condition holds, and one
+    whose condition is false keeps its carry (JAX's form), so the collective sees the whole
+    axis on every step."""
+    from numbax._src.lax import reductions, select, shape_ops
+
+    vals = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims,
+                                                                         strict=True)]
+    cconsts, bconsts, carry = _split(vals, cond_nconsts, body_nconsts)
+    n_cc, n_bc = len(cconsts), len(bconsts)
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, [True] * (n_cc + len(carry)), True)
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, axis_data, [True] * (n_bc + len(carry)), True)
+
+    def going(cc, c):  # each example's own condition
+        return core.eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc, *c)[0]
+
+    def cond(*args):
+        return [reductions.reduce_or(going(args[:n_cc], args[n_cc:]), (0,))]
+
+    def body(*args):
+        cc, bc, c = args[:n_cc], args[n_cc:n_cc + n_bc], args[n_cc + n_bc:]
+        keep = going(cc, c)
+        stepped = core.eval_jaxpr(body_b.jaxpr, body_b.consts, *bc, *c)
+        return [select.select_n(shape_ops.broadcast_in_dim(keep, core.get_aval(new).shape,
+                                                           (0,)), old, new)
+                for old, new in zip(c, stepped, strict=True)]
+
+    avals = [core.get_aval(x) for x in vals]
+    cond_jaxpr, cond_consts = pe.trace_to_jaxpr_dynamic(cond, avals[:n_cc] + avals[n_cc + n_bc:])
+    body_jaxpr, body_consts = pe.trace_to_jaxpr_dynamic(body, avals)
+    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *carry,
+                        cond_jaxpr=pe.hoist_consts(ClosedJaxpr(cond_jaxpr, cond_consts)),
+                        body_jaxpr=pe.hoist_consts(ClosedJaxpr(body_jaxpr, body_consts)),
+                        cond_nconsts=n_cc, body_nconsts=n_cc + n_bc)
+    return outs, [0] * len(outs)
+
+
 core.abstract_eval_rules[while_p] = _while_abstract_eval
 core.impl_rules[while_p] = _while_impl
 ad.jvp_rules[while_p] = _while_jvp
 pe.partial_eval_rules[while_p] = _while_partial_eval
-batching.batch_rules[while_p] = _while_batch
+batching.def_body_rule(while_p, _while_batch)
 
 # ----------------------------------------------------------------------------- public API
 
