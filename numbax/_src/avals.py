@@ -26,7 +26,7 @@ class ShapedArray:
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
                  sharding: Any = None) -> None:
         self.shape = tuple(map(operator.index, shape))
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if dtypes.is_extended_dtype(dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._sharding = sharding
 
@@ -78,7 +78,8 @@ class ShapedArray:
         """JAX's printed type: the dtype's full name (`float32[3,2]`), sharded dims as in
         str_short."""
         short, dtype = self.str_short(), self.dtype
-        numeric = dtype.kind in "biufc" or dtype == dtypes.bfloat16  # else key<...>, float0
+        numeric = isinstance(dtype, np.dtype) and (  # else key<...>, float0
+            dtype.kind in "biufc" or dtype == dtypes.bfloat16)
         name = dtype.name if numeric else short[:short.index("[")]
         return name + short[short.index("["):]
 

@@ -34,6 +34,8 @@ def typeof(x: Any) -> core.ShapedArray:
     >>> numbax.typeof(jnp.ones((2, 3), jnp.float32))
     ShapedArray(float32[2,3])
     """
+    if isinstance(x, prng.PRNGKeyArray):  # JAX's key<fry>[...] type
+        return core.ShapedArray(x.shape, x.dtype)
     if not core.is_array_like(x):
         raise NumbaxTypeError(f"numbax.typeof: x of type {type(x).__name__} is not a valid "
                               "numbax type; pass an array or a Python/numpy scalar.")

@@ -55,6 +55,8 @@ def short_name(dtype: np.dtype) -> str:
         return name
     if dtype == float0:
         return "float0"
+    if is_extended_dtype(dtype):
+        return str(dtype)
     return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
 
 
@@ -225,6 +227,13 @@ class extended(np.generic):  # noqa: N801 - JAX's name
 class prng_key(extended):  # noqa: N801 - JAX's name
     """Scalar type category of PRNG key dtypes: issubdtype(key.dtype, prng_key) is True."""
 
+
+
+def is_extended_dtype(dtype: Any) -> bool:
+    """Whether `dtype` is an extended dtype object (a key array's `key<fry>`), not numpy's."""
+    t = getattr(dtype, "type", None)
+    return not isinstance(dtype, (np.dtype, type)) and isinstance(t, type) and issubclass(
+        t, extended)
 
 
 def _extended_type(dtype: Any) -> type | None:

@@ -1,6 +1,6 @@
 """Scalar helpers that generated kernels call, written once as plain Python and compiled by each
 backend (`njit(inline="always")` in cpu/runtime/scalars.py, `cuda.jit(device=True)` in
-cuda/runtime/device.py). They give numpy's and XLA's integer and rounding semantics where
+cuda/runtime/device.py). They give XLA's integer and numpy's rounding semantics where
 Numba's operators differ (division by zero, negative quotients, over-wide shifts).
 
 Only operations both Numba targets compile belong here: arithmetic, comparisons and `math`
@@ -15,10 +15,10 @@ import numpy as np
 
 
 def cdiv(a, b):
-    """Integer division rounding toward zero; division by zero gives 0, and MIN // -1 wraps
-    to MIN (numpy's result; the hardware division would trap or give garbage)."""
+    """Integer division rounding toward zero; division by zero gives -1 (all bits set, XLA's
+    result), and MIN // -1 wraps to MIN (the hardware division would trap or give garbage)."""
     if b == 0:
-        return a - a
+        return ~(a - a)
     if b == -1:
         return -a
     q = a // b
@@ -28,10 +28,25 @@ def cdiv(a, b):
 
 
 def crem(a, b):
-    """Integer remainder with the sign of the dividend (C fmod); by zero gives 0."""
+    """Integer remainder with the sign of the dividend (C fmod); by zero gives a (XLA's)."""
     if b == 0:
-        return a - a
+        return a
     return a - cdiv(a, b) * b
+
+
+def udiv(a, b):
+    """cdiv of unsigned integers, whose arithmetic stays unsigned (Numba widens a mix of
+    unsigned and signed to float64): by zero gives all bits set."""
+    if b == 0:
+        return ~(a ^ a)
+    return a // b
+
+
+def urem(a, b):
+    """crem of unsigned integers: by zero gives a."""
+    if b == 0:
+        return a
+    return a % b
 
 
 def ipow(x, y):
@@ -123,11 +138,12 @@ def shift_left(x, y, bits):
     return x << y if 0 <= y < bits else x ^ x
 
 
-def shift_right_arithmetic(x, y, bits, unsigned):
-    """lax.shift_right_arithmetic: over-wide shifts fill with the sign bit (0 if unsigned)."""
+def shift_right_arithmetic(x, y, bits):
+    """lax.shift_right_arithmetic of a signed x: over-wide (or negative) shifts fill with the
+    sign bit. Unsigned operands come as their signed view, as XLA shifts their bits."""
     if 0 <= y < bits:
         return x >> y
-    return x ^ x if unsigned or x >= 0 else (x ^ x) - 1
+    return x ^ x if x >= 0 else (x ^ x) - 1
 
 
 def shift_right_logical(ux, uy, bits):
@@ -145,8 +161,8 @@ def clz(x, bits):
     return n
 
 
-SHARED = (cdiv, crem, ipow, round_away, round_even, sign, round_to_float16, float_to_int,
-          float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz)
+SHARED = (cdiv, crem, udiv, urem, ipow, round_away, round_even, sign, round_to_float16,
+          float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

@@ -14,7 +14,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
-from numbax._src.lax import params
+from numbax._src.lax import extrema, int_arith, params
 from numbax._src.lax.convert import (  # noqa: F401 - re-exported: lax's dtype casts live there
     _weak_scalar,
     bitcast_convert_type,
@@ -124,7 +124,7 @@ def _bool_dtype(_: np.dtype) -> np.dtype:
 
 
 neg_p = unop("neg", np.negative, _NUMERIC)
-sign_p = unop("sign", np.sign, _NUMERIC)
+sign_p = unop("sign", lambda x: _sign(x), _NUMERIC)
 floor_p = unop("floor", np.floor, _REAL_FLOAT)
 ceil_p = unop("ceil", np.ceil, _REAL_FLOAT)
 is_finite_p = unop("is_finite", np.isfinite, _FLOAT, _bool_dtype)
@@ -298,11 +298,11 @@ def binop(name: str, impl: Callable, kinds: str = _NUMERIC,
 add_p = binop("add", np.add, _ANY)
 sub_p = binop("sub", np.subtract)
 mul_p = binop("mul", np.multiply, _ANY)
-div_p = binop("div", lambda x, y: _c_division(x, y))
-rem_p = binop("rem", np.fmod, "iuf")
+div_p = binop("div", int_arith.div)
+rem_p = binop("rem", int_arith.rem, "iuf")
 pow_p = binop("pow", np.power, _FLOAT)
-max_p = binop("max", np.maximum, _ANY)
-min_p = binop("min", np.minimum, _ANY)
+max_p = binop("max", extrema.maximum, _ANY)
+min_p = binop("min", extrema.minimum, _ANY)
 atan2_p = binop("atan2", np.arctan2, _REAL_FLOAT)
 nextafter_p = binop("nextafter", np.nextafter, _REAL_FLOAT)
 polygamma_p = binop("polygamma", lambda m, x: sp.polygamma(m, x).astype(x.dtype), _REAL_FLOAT)
@@ -312,7 +312,8 @@ and_p = binop("and", np.bitwise_and, _INT_OR_BOOL)
 or_p = binop("or", np.bitwise_or, _INT_OR_BOOL)
 xor_p = binop("xor", np.bitwise_xor, _INT_OR_BOOL)
 shift_left_p = binop("shift_left", np.left_shift, _INT)
-shift_right_arithmetic_p = binop("shift_right_arithmetic", np.right_shift, _INT)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", int_arith.shift_right_arithmetic,
+                                  _INT)
 shift_right_logical_p = binop(
     "shift_right_logical",
     lambda x, y: (x.view(f"u{x.dtype.itemsize}") >> y.astype(f"u{x.dtype.itemsize}")).view(
@@ -327,14 +328,17 @@ gt_p = binop("gt", np.greater, _ANY, _bool_dtype)
 ge_p = binop("ge", np.greater_equal, _ANY, _bool_dtype)
 
 
-def _c_division(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """lax.div: integer division rounds toward zero (C semantics), unlike numpy's floor."""
-    if kind_of(x.dtype) in "iu":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.floor_divide(x, y)
-            fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
-        return (q + fix).astype(x.dtype)
-    return np.divide(x, y)
+def _sign(x: np.ndarray) -> np.ndarray:
+    """lax.sign: a complex z gives z / |z| part by part, as XLA computes it (inf + 1j gives
+    nan + 0j, where numpy's sign gives 1), and 0 for 0."""
+    if kind_of(x.dtype) != "c":
+        return np.sign(x)
+    r = np.abs(x)
+    safe = np.where(r == 0, np.ones((), r.dtype), r)
+    out = np.empty_like(x)
+    out.real = np.where(r == 0, 0, x.real / safe)
+    out.imag = np.where(r == 0, 0, x.imag / safe)
+    return out
 
 
 for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,

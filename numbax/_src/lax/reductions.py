@@ -12,7 +12,7 @@ from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
-from numbax._src.lax import along_axis, shape_ops
+from numbax._src.lax import along_axis, extrema, shape_ops
 from numbax._src.lax import elementwise as ew
 
 
@@ -49,8 +49,8 @@ def reduction(name: str, impl: Callable, kinds: str | None = None) -> Primitive:
 
 
 reduce_sum_p = reduction("reduce_sum", np.sum)
-reduce_max_p = reduction("reduce_max", np.max)
-reduce_min_p = reduction("reduce_min", np.min)
+reduce_max_p = reduction("reduce_max", extrema.reduce_max)
+reduce_min_p = reduction("reduce_min", extrema.reduce_min)
 
 
 def _reduce_sum_transpose(cts, x, *, axes):
@@ -208,8 +208,8 @@ def cumulative(name: str, accumulate: Callable, kinds: str) -> Primitive:
 
 cumsum_p = cumulative("cumsum", np.cumsum, "iufc")
 cumprod_p = cumulative("cumprod", np.cumprod, "iufc")
-cummax_p = cumulative("cummax", np.maximum.accumulate, "iuf")
-cummin_p = cumulative("cummin", np.minimum.accumulate, "iuf")
+cummax_p = cumulative("cummax", extrema.cummax, "iuf")
+cummin_p = cumulative("cummin", extrema.cummin, "iuf")
 
 ad.deflinear(cumsum_p, lambda cts, x, *, axis, reverse: [
     cumsum_p.bind(cts[0], axis=axis, reverse=not reverse)])

@@ -12,6 +12,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
+from numbax._src.lax import extrema
 
 
 def _ew():
@@ -99,7 +100,7 @@ def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> li
 
 
 core.abstract_eval_rules[clamp_p] = _clamp_abstract_eval
-core.impl_rules[clamp_p] = lambda lo, x, hi: [np.minimum(np.maximum(x, lo), hi)]
+core.impl_rules[clamp_p] = lambda lo, x, hi: [extrema.minimum(extrema.maximum(x, lo), hi)]
 def _clamp_jvp_lo(t, ans, lo, x, hi):
     ew = _ew()
     return select_n(ew.lt(lo, x), ew._broadcast_tangent(t, get_aval(ans)), ew._zeros_like(ans))

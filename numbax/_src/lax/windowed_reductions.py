@@ -13,7 +13,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax import extrema, shape_ops
 from numbax._src.lax.convolution import (
     conv_general_vjp_lhs_padding,
     dilate_shape,
@@ -170,8 +170,8 @@ def min_identity(dtype: np.dtype) -> Any:
 
 
 reduce_window_sum_p = _monoid_window("reduce_window_sum", "iufc", lambda dt: 0, np.add)
-reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", max_identity, np.maximum)
-reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", min_identity, np.minimum)
+reduce_window_max_p = _monoid_window("reduce_window_max", "biuf", max_identity, extrema.maximum)
+reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", min_identity, extrema.minimum)
 
 
 def _reduce_window_sum_transpose(cts, x, **params):

@@ -28,12 +28,18 @@ def _int_floor_divide(x1: Any, x2: Any, dtype: np.dtype) -> Any:
         return quotient
     zero, one = _const(0, dtype), _const(1, dtype)
     # C division truncates; numpy floors: step down where signs differ and it is inexact.
-    fix = lax.bitwise_and(lax.ne(lax.lt(x1, zero), lax.lt(x2, zero)),
-                          lax.ne(lax.rem(x1, x2), zero))
+    # JAX compares signs, so x // 0 (lax.div's -1) steps down to -2 for a nonzero x.
+    fix = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), zero))
     return lax.select(fix, lax.sub(quotient, one), quotient)
 
 
+def _nonzero_divisor(x2: Any, dtype: np.dtype) -> Any:
+    """x2 with its zeros replaced by ones: JAX's integer x % 0 and fmod(x, 0) are 0."""
+    return lax.select(lax.eq(x2, _const(0, dtype)), _const(1, dtype), x2)
+
+
 def _int_remainder(x1: Any, x2: Any, dtype: np.dtype) -> Any:
+    x2 = _nonzero_divisor(x2, dtype)
     r = lax.rem(x1, x2)
     if kind_of(dtype) == "u":
         return r
@@ -95,6 +101,9 @@ mod = remainder
 
 def fmod(x1: Any, x2: Any, /) -> Any:
     x1, x2 = broadcast_arrays("fmod", *promote_dtypes("fmod", x1, x2))
+    dtype = get_aval(x1).dtype
+    if kind_of(dtype) in "iu":
+        x2 = _nonzero_divisor(x2, dtype)
     return lax.rem(x1, x2)
 
 

@@ -6,9 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from numbax._src import core
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxValueError
+from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import shape_ops
+from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
     canonicalize_axes,
@@ -61,6 +64,8 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), get_aval(a).shape)
+    if isinstance(shift, core.Tracer) and shift.to_concrete_value() is None:
+        return _roll_traced(a, shift, axis)
     shifts = np.atleast_1d(concrete_value(shift, "numbax.numpy.roll"))
     axes = np.atleast_1d(np.asarray(axis))
     shifts, axes = np.broadcast_arrays(shifts, axes)
@@ -74,6 +79,27 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         if s:
             a = shape_ops.concatenate(
                 [_slice_axis(a, ax, n - s, n), _slice_axis(a, ax, 0, n - s)], ax)
+    return a
+
+
+def _roll_traced(a: Any, shift: Any, axis: Any) -> Any:
+    """roll by traced shifts: a slice of length n at n - (shift mod n) of a twice over."""
+    shift = asarray(shift)
+    shift = reshape(shift, (get_aval(shift).size,))
+    axes = np.atleast_1d(np.asarray(axis))
+    count = np.broadcast_shapes(get_aval(shift).shape, axes.shape)[0]
+    axes = np.broadcast_to(axes, (count,))
+    if get_aval(shift).shape[0] != count:
+        shift = shape_ops.broadcast_in_dim(shift, (count,), (0,))
+    a_shape = get_aval(a).shape
+    for i, ax in enumerate(axes.tolist()):
+        ax = canonicalize_axis(ax, len(a_shape), "roll")
+        n = a_shape[ax]
+        if n == 0:
+            continue
+        s = ufuncs.remainder(reshape(_slice_axis(shift, 0, i, i + 1), ()), n)
+        doubled = shape_ops.concatenate([a, a], ax)
+        a = lax_indexing.dynamic_slice_in_dim(doubled, ufuncs.subtract(n, s), n, ax)
     return a
 
 

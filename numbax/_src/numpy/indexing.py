@@ -7,20 +7,22 @@ that indexing an iota with the same index selects.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from numbax._src import core, dslice, dtypes
+from numbax._src import core, dslice, dtypes, tree_util
 from numbax._src.array import Array
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NonConcreteBooleanIndexError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
-from numbax._src.lax import shape_ops
+from numbax._src.lax import reductions, shape_ops
+from numbax._src.lax.control_flow import loops
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray
 
@@ -372,19 +374,46 @@ class _IndexUpdateRef:
         return _scatter_update("max", lax_indexing.scatter_max, self.array, self.index, values,
                                mode, unique_indices)
 
-    def divide(self, values: Any, **kwargs: Any) -> Any:
-        """x[idx] / values written back (unlike JAX, repeated indices divide once)."""
-        return self.apply(lambda v: ufuncs.true_divide(v, values), **kwargs)
+    def divide(self, values: Any, *, mode: Any = None, indices_are_sorted: bool = False,
+               unique_indices: bool = False) -> Any:
+        """x / values at idx, once per occurrence of each index (JAX's form: x divided by
+        ones multiplied at idx; an integer x gives a float result)."""
+        return ufuncs.true_divide(self.array, self._ones_times(values, mode, unique_indices))
 
-    def power(self, values: Any, **kwargs: Any) -> Any:
-        """x[idx] ** values written back (unlike JAX, repeated indices apply once)."""
-        return self.apply(lambda v: ufuncs.power(v, values), **kwargs)
+    def power(self, values: Any, *, mode: Any = None, indices_are_sorted: bool = False,
+              unique_indices: bool = False) -> Any:
+        """x ** values at idx, once per occurrence of each index (x ** (ones multiplied at
+        idx), as in JAX)."""
+        return ufuncs.power(self.array, self._ones_times(values, mode, unique_indices))
+
+    def _ones_times(self, values: Any, mode: Any, unique_indices: bool) -> Any:
+        ones = ew._ones_like(asarray(self.array))
+        return _IndexUpdateRef(ones, self.index).multiply(values, mode=mode,
+                                                          unique_indices=unique_indices)
 
     def apply(self, func: Callable, *, mode: Any = None, indices_are_sorted: bool = False,
               unique_indices: bool = False) -> Any:
-        """func(x[idx]) written back (repeated indices apply func once, unlike ufunc.at)."""
-        current = _getitem(self.array, self.index, mode="clip" if mode == "clip" else None)
-        return self.set(func(current), mode=mode)
+        """func (elementwise) applied to x[idx], once per occurrence of each index, as JAX's
+        scatter_apply does."""
+        x = asarray(self.array)
+        aval = get_aval(x)
+        if aval.size == 0:
+            return x
+        static = not any(isinstance(i, core.Tracer) for i in tree_util.tree_leaves(self.index))
+        with core.new_dynamic(None) if static else contextlib.nullcontext():
+            counts = _IndexUpdateRef(shape_ops.full(aval.shape, 0, np.int32), self.index).add(
+                1, mode=mode, unique_indices=unique_indices)  # concrete for a static index
+            most = reductions.reduce_max(counts, tuple(range(aval.ndim)))
+
+        def step(i: Any, y: Any) -> Any:
+            fy = ew.convert_element_type(func(y), aval.dtype)
+            return ew.select(ew.lt(shape_ops.full(aval.shape, i, np.int32), counts), fy, y)
+
+        if isinstance(most, core.Tracer):
+            return loops.fori_loop(np.int32(0), most, step, x)
+        for i in range(int(np.asarray(most))):
+            x = step(np.int32(i), x)
+        return x
 
 
 def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any, mode: Any,

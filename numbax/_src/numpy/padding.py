@@ -1,4 +1,5 @@
-"""numpy.pad: constant padding is lax.pad; edge/reflect/symmetric/wrap are static gathers."""
+"""numpy.pad: constant padding is lax.pad; edge/reflect/symmetric/wrap are static gathers;
+the statistic and ramp modes live in padding_stats."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,6 +11,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.numpy import padding_stats
 from numbax._src.numpy.lax_numpy import asarray, concrete_value
 from numbax._src.numpy.shapes import _slice_axis, concatenate, repeat
 
@@ -35,12 +37,14 @@ def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad with modes constant, edge, reflect, symmetric and wrap (and reflect_type).
+    """numpy.pad with every numpy mode but a callable one.
 
     Args:
       array: the array. pad_width: static widths, broadcastable to (ndim, 2).
-      mode: 'constant' (lax.pad), or 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
-        concatenate). constant_values: static, broadcastable to (ndim, 2).
+      mode: 'constant' (lax.pad), 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
+        concatenate; reflect_type), 'maximum', 'minimum', 'mean', 'median' (stat_length),
+        'linear_ramp' (end_values) or 'empty' (zeros, as in JAX). constant_values, stat_length
+        and end_values are static, broadcastable to (ndim, 2).
 
     Returns:
       The padded array.
@@ -74,10 +78,18 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
             array = shape_ops.pad(array, lax.convert_element_type(cv[ax, 1], dtype),
                                   tuple(config))
         return array
+    if mode == "empty":  # JAX's undefined padding is zeros
+        return shape_ops.pad(array, lax.convert_element_type(0, get_aval(array).dtype),
+                             tuple((lo, hi, 0) for lo, hi in widths))
+    if mode in padding_stats.STATS:
+        return padding_stats.pad_stat(array, widths, mode, kwargs.get("stat_length"))
+    if mode == "linear_ramp":
+        return padding_stats.pad_linear_ramp(array, widths, kwargs.get("end_values", 0))
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
         raise NumbaxValueError(
             f"numbax.numpy.pad: mode {mode!r} is not supported, expected 'constant', 'edge', "
-            "'reflect', 'symmetric' or 'wrap'."
+            "'linear_ramp', 'maximum', 'mean', 'median', 'minimum', 'reflect', 'symmetric', "
+            "'wrap' or 'empty'."
         )
     reflect_type = kwargs.get("reflect_type", "even")
     if reflect_type not in ("even", "odd"):
@@ -92,7 +104,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
 
 
 _KWARGS = {"constant": frozenset({"constant_values"}), "reflect": frozenset({"reflect_type"}),
-           "symmetric": frozenset({"reflect_type"})}
+           "symmetric": frozenset({"reflect_type"}), "linear_ramp": frozenset({"end_values"}),
+           **{m: frozenset({"stat_length"}) for m in padding_stats.STATS}}
 
 
 def _pad_axis_odd(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, prng
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
@@ -47,11 +47,13 @@ def _shape_tuple(shape: Any, api: str) -> tuple[int, ...]:
 
 
 def shape(a: Any) -> tuple[int, ...]:
+    if isinstance(a, prng.PRNGKeyArray):  # its key shape, as JAX's typed keys
+        return a.shape
     return get_aval(asarray(a)).shape
 
 
 def ndim(a: Any) -> int:
-    return get_aval(asarray(a)).ndim
+    return len(shape(a))
 
 
 def size(a: Any, axis: int | None = None) -> int:

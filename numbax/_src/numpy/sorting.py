@@ -14,7 +14,7 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
-from numbax._src.numpy import ufuncs
+from numbax._src.numpy import indexing, ufuncs
 from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
 
 __all__ = [
@@ -114,9 +114,8 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     if get_aval(a).ndim != 1:
         raise NumbaxValueError(f"numbax.numpy.searchsorted: a has shape {get_aval(a).shape}, "
                                "expected a 1-d sorted array.")
-    if sorter is not None:
-        raise NumbaxValueError("numbax.numpy.searchsorted: sorter is not supported; pass "
-                               "a[sorter] instead.")
+    if sorter is not None:  # the positions in a sorted by `sorter`, as numpy and JAX give
+        a = indexing.take(a, sorter, mode="clip")
     n = get_aval(a).shape[0]
     v_shape = get_aval(v).shape
     out_shape = (*v_shape, n)

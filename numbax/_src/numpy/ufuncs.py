@@ -182,7 +182,16 @@ bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
 bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
 bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
 left_shift = _one_to_one_binop("left_shift", lax.shift_left)
-right_shift = _one_to_one_binop("right_shift", lax.shift_right_arithmetic)
+
+
+def _shift_right(x1: Any, x2: Any) -> Any:
+    """numpy's >>: logical for unsigned integers (lax's arithmetic shift keeps their top bit)."""
+    if kind_of(get_aval(x1).dtype) == "u":
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+right_shift = _one_to_one_binop("right_shift", _shift_right)
 equal = _comparison("equal", lax.eq)
 not_equal = _comparison("not_equal", lax.ne)
 less = _comparison("less", lax.lt)
@@ -456,16 +465,22 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
 def fmax(x1: Any, x2: Any, /) -> Any:
     """numpy.fmax: the maximum, ignoring a NaN operand."""
     x1, x2 = broadcast_arrays("fmax", *promote_dtypes("fmax", x1, x2))
-    if kind_of(get_aval(x1).dtype) not in "fc":
+    kind = kind_of(get_aval(x1).dtype)
+    if kind not in "fc":
         return lax.max(x1, x2)
+    if kind == "f":  # JAX's mask: a tie (+0.0 against -0.0 too) gives x2
+        return lax.select(lax.bitwise_or(lax.gt(x1, x2), lax.ne(x2, x2)), x1, x2)
     return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.max(x1, x2)))
 
 
 def fmin(x1: Any, x2: Any, /) -> Any:
     """numpy.fmin: the minimum, ignoring a NaN operand."""
     x1, x2 = broadcast_arrays("fmin", *promote_dtypes("fmin", x1, x2))
-    if kind_of(get_aval(x1).dtype) not in "fc":
+    kind = kind_of(get_aval(x1).dtype)
+    if kind not in "fc":
         return lax.min(x1, x2)
+    if kind == "f":  # JAX's mask: a tie (+0.0 against -0.0 too) gives x2
+        return lax.select(lax.bitwise_or(lax.lt(x1, x2), lax.ne(x2, x2)), x1, x2)
     return lax.select(lax.ne(x2, x2), x1, lax.select(lax.ne(x1, x1), x2, lax.min(x1, x2)))
 
 

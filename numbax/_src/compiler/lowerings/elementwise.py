@@ -23,6 +23,8 @@ from numbax._src.compiler.lowerings.forms import (
     complex_or,
     const,
     convert,
+    float_max,
+    float_min,
     float_to_int_form,
     infix,
     integer_pow,
@@ -116,27 +118,41 @@ def _array_div(args, eqn):
     return f"({args[0]} / {args[1]})"
 
 
+def _int_helper(signed: str, unsigned: str) -> ScalarRule:
+    """An integer division helper of scalar_helpers (XLA's results for a zero divisor), the
+    unsigned one for unsigned operands."""
+    return lambda args, eqn: call(unsigned if operand_dtype(eqn).kind == "u" else signed)(
+        args, eqn)
+
+
+_IDIV, _IREM = _int_helper("sc.cdiv", "sc.udiv"), _int_helper("sc.crem", "sc.urem")
 elementwise(lx.div_p, by_kind(complex_or(infix("/"), template("sc.complex_div({0}, {1})")),
-                              call("sc.cdiv")), _array_div,
-            cuda=by_kind(infix("/"), call("sc.cdiv")), cuda_complex=_c("div"))
-elementwise(lx.rem_p, by_kind(call("np.fmod"), call("sc.crem")), array_call("np.fmod"),
-            ok=no_complex, cuda=by_kind(_math("fmod"), call("sc.crem")))
+                              _IDIV), _array_div,
+            cuda=by_kind(infix("/"), _IDIV), cuda_complex=_c("div"))
+elementwise(lx.rem_p, by_kind(call("np.fmod"), _IREM), array_call("np.fmod"),
+            ok=no_complex, cuda=by_kind(_math("fmod"), _IREM))
 elementwise(lx.pow_p, call("np.power"), array_call("np.power"),
             cuda=by_kind(_math("pow"), infix("**")), cuda_complex=_c("pow"))
 
 
-def _fmax_expr(a: str, b: str) -> str:
-    return f"({a} if ({a} != {a} or {a} >= {b}) else {b})"
+def _extremum_array(ufunc: str, larger: bool) -> ScalarRule:
+    """Compiled control flow's max/min: np.maximum/np.minimum, except for floats, whose ties
+    of zeros and NaNs follow lax.max/min (sc.maximum_array/minimum_array)."""
+    def rule(args, eqn):
+        kind = operand_dtype(eqn).kind
+        if kind not in "fiu":
+            raise Unsupported(eqn.primitive.name)
+        if kind == "f":
+            return f"sc.{'maximum' if larger else 'minimum'}_array({args[0]}, {args[1]})"
+        return f"{ufunc}({args[0]}, {args[1]})"
+
+    return rule
 
 
-def _fmin_expr(a: str, b: str) -> str:
-    return f"({a} if ({a} != {a} or {a} <= {b}) else {b})"
-
-
-elementwise(lx.max_p, by_kind(call("sc.fmax"), call("max")), array_call("np.maximum", "fciu"),
-            ok=no_complex, cuda=by_kind(lambda a, e: _fmax_expr(*a), call("max")))
-elementwise(lx.min_p, by_kind(call("sc.fmin"), call("min")), array_call("np.minimum", "fciu"),
-            ok=no_complex, cuda=by_kind(lambda a, e: _fmin_expr(*a), call("min")))
+elementwise(lx.max_p, by_kind(call("sc.fmax"), call("max")), _extremum_array("np.maximum", True),
+            ok=no_complex, cuda=by_kind(lambda a, e: float_max(*a), call("max")))
+elementwise(lx.min_p, by_kind(call("sc.fmin"), call("min")), _extremum_array("np.minimum", False),
+            ok=no_complex, cuda=by_kind(lambda a, e: float_min(*a), call("min")))
 elementwise(lx.atan2_p, call("np.arctan2"), array_call("np.arctan2"), cuda=_math("atan2"))
 
 
@@ -154,8 +170,14 @@ elementwise(lx.square_p, template("({0} * {0})"), template("({0} * {0})"),
 elementwise(lx.neg_p, prefix("-"), prefix("-"), cuda_complex=prefix("-"))
 
 
+def _sign_array(args, eqn):
+    if involves_complex(eqn):  # Numba's complex sign differs from z / |z| at infinities
+        raise Unsupported("sign")
+    return f"np.where({args[0]} == 0, {args[0]} - {args[0]}, np.sign({args[0]}))"
+
+
 elementwise(lx.sign_p, call("sc.sign"),  # numpy's +0.0 for -0.0 (Numba's np.sign keeps -0.0)
-            lambda a, e: f"np.where({a[0]} == 0, {a[0]} - {a[0]}, np.sign({a[0]}))",
+            _sign_array,
             ok=no_complex, cuda_complex=_c("sign"))
 elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"))
 
@@ -308,10 +330,17 @@ def _clamp_cuda(args, eqn):
     lo, x, hi = args
     if operand_dtype(eqn, 1).kind in "iub":
         return f"min(max({x}, {lo}), {hi})"
-    return _fmin_expr(_fmax_expr(x, lo), hi)
+    return float_min(float_max(x, lo), hi)
 
 
-elementwise(lx.clamp_p, call("sc.clamp"), template("np.minimum(np.maximum({1}, {0}), {2})"),
+def _clamp_array(args, eqn):
+    lo, x, hi = args
+    if operand_dtype(eqn, 1).kind == "f":
+        return f"sc.minimum_array(sc.maximum_array({x}, {lo}), {hi})"
+    return f"np.minimum(np.maximum({x}, {lo}), {hi})"
+
+
+elementwise(lx.clamp_p, call("sc.clamp"), _clamp_array,
             ok=no_complex, cuda=_clamp_cuda)
 
 # ----------------------------------------------------------------------------- conversions

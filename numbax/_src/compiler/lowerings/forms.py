@@ -158,9 +158,13 @@ def shift(kind: str, literal_ok: bool = False) -> ScalarRule:
         plain = literal_ok and isinstance(amount, Literal) and 0 <= int(amount.val) < bits
         if kind == "left":
             return f"({x} << {y})" if plain else f"sc.shift_left({x}, {y}, {bits})"
-        if kind == "arithmetic":
-            return f"({x} >> {y})" if plain else \
-                f"sc.shift_right_arithmetic({x}, {y}, {bits}, {dtype.kind == 'u'})"
+        if kind == "arithmetic":  # unsigned: the signed view's bits shifted, as in XLA
+            if dtype.kind == "u":
+                signed = f"np.int{bits}"
+                x, y = f"{signed}({x})", f"{signed}({y})"
+            shifted = f"({x} >> {y})" if plain else \
+                f"sc.shift_right_arithmetic({x}, {y}, {bits})"
+            return f"{unsigned}({shifted})" if dtype.kind == "u" else shifted
         if plain:
             return f"({unsigned}({x}) >> {unsigned}({y}))"
         return f"sc.shift_right_logical({unsigned}({x}), {unsigned}({y}), {bits})"
@@ -196,3 +200,15 @@ def array_call(fn: str, kinds: str = FLOAT_KINDS) -> ScalarRule:
         return f"{fn}({', '.join(args)})"
 
     return rule
+
+
+def float_max(a: str, b: str) -> str:
+    """lax.max of floats: NaN wins, and +0.0 beats -0.0."""
+    return f"({a} if ({a} > {b} or {a} != {a} or ({a} == {b} and math.copysign(1.0, {b}) < 0))" \
+        f" else {b})"
+
+
+def float_min(a: str, b: str) -> str:
+    """lax.min of floats: NaN wins, and -0.0 beats +0.0."""
+    return f"({a} if ({a} < {b} or {a} != {a} or ({a} == {b} and math.copysign(1.0, {a}) < 0))" \
+        f" else {b})"

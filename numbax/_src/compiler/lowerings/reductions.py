@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
-from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
+from numbax._src.compiler.lowerings.forms import Unsupported, float_max, float_min, no_complex
 from numbax._src.compiler.registry import EAGER, Fusion, Monoid, register
 from numbax._src.compiler.source import cast, dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
@@ -63,17 +63,9 @@ MONOIDS = {
 }
 
 
-def _fmax(a: str, b: str) -> str:
-    return f"({a} if ({a} != {a} or {a} >= {b}) else {b})"
-
-
-def _fmin(a: str, b: str) -> str:
-    return f"({a} if ({a} != {a} or {a} <= {b}) else {b})"
-
-
 _CUDA_COMBINE = {
-    lr.reduce_max_p: lambda a, b, dt: _fmax(a, b) if dt.kind == "f" else f"max({a}, {b})",
-    lr.reduce_min_p: lambda a, b, dt: _fmin(a, b) if dt.kind == "f" else f"min({a}, {b})",
+    lr.reduce_max_p: lambda a, b, dt: float_max(a, b) if dt.kind == "f" else f"max({a}, {b})",
+    lr.reduce_min_p: lambda a, b, dt: float_min(a, b) if dt.kind == "f" else f"min({a}, {b})",
 }
 
 
@@ -84,7 +76,8 @@ def _array_reduce(fn: str, partial: bool):
         axes = sorted(eqn.params["axes"], reverse=True)
         out = eqn.outvars[0].aval
         if len(axes) == x.ndim:
-            return cast(out.dtype, f"{fn}({args[0]})")
+            whole = _FLOAT_EXTREMA.get(fn, fn) if x.dtype.kind == "f" else fn
+            return cast(out.dtype, f"{whole}({args[0]})")
         if not partial:
             raise Unsupported(eqn.primitive.name)
         expr = args[0]
@@ -95,6 +88,8 @@ def _array_reduce(fn: str, partial: bool):
     return rule
 
 
+# Whole-array max/min of floats: lax.max/min's order of zeros and NaNs, not numpy's.
+_FLOAT_EXTREMA = {"np.max": "sc.array_max", "np.min": "sc.array_min"}
 _ARRAY = {lr.reduce_sum_p: ("np.sum", True), lr.reduce_prod_p: ("np.prod", False),
           lr.reduce_max_p: ("np.max", False), lr.reduce_min_p: ("np.min", False),
           lr.reduce_and_p: ("np.all", False), lr.reduce_or_p: ("np.any", False)}
@@ -130,9 +125,21 @@ def _cumulative(ufunc: str):
 
 register(lr.argmax_p, backend="cpu", library=_argminmax("np.argmax"))
 register(lr.argmin_p, backend="cpu", library=_argminmax("np.argmin"))
-for _prim, _ufunc in ((lr.cumsum_p, "np.add"), (lr.cumprod_p, "np.multiply"),
-                      (lr.cummax_p, "np.maximum"), (lr.cummin_p, "np.minimum")):
+for _prim, _ufunc in ((lr.cumsum_p, "np.add"), (lr.cumprod_p, "np.multiply")):
     register(_prim, backend="cpu", library=_cumulative(_ufunc))
+
+
+def _cumulative_extremum(larger: bool):
+    def rule(eqn: JaxprEqn, ins: list[str]) -> str:
+        p = eqn.params
+        return f"[kc.cumulative_extremum({ins[0]}, {larger}, {p['axis']}, " \
+               f"{render_value(p['reverse'])})]"
+
+    return rule
+
+
+register(lr.cummax_p, backend="cpu", library=_cumulative_extremum(True))
+register(lr.cummin_p, backend="cpu", library=_cumulative_extremum(False))
 for _prim in (lr.argmax_p, lr.argmin_p, lr.cummax_p, lr.cummin_p):
     register(_prim, backend="cuda", library=cuda_driver.planned(cuda_index.scan_rows),
              library_ok=no_complex)

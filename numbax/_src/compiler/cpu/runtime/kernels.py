@@ -16,6 +16,8 @@ import sys
 import numpy as np
 from numba import njit
 
+from numbax._src.lax import extrema
+
 # ----------------------------------------------------------------------------- output buffers
 
 
@@ -107,6 +109,14 @@ def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.n
         return np.ascontiguousarray(np.flip(ufunc.accumulate(flipped, axis=axis,
                                                              dtype=x.dtype), axis))
     return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+
+
+def cumulative_extremum(x: np.ndarray, larger: bool, axis: int, reverse: bool) -> np.ndarray:
+    """cummax (`larger`) or cummin, with lax.max/min's order of signed zeros."""
+    accumulate = extrema.cummax if larger else extrema.cummin
+    if reverse:
+        return np.ascontiguousarray(np.flip(accumulate(np.flip(x, axis), axis), axis))
+    return np.ascontiguousarray(accumulate(x, axis))
 
 
 # ----------------------------------------------------------------------------- gather / scatter

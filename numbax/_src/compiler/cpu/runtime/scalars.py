@@ -1,7 +1,7 @@
 """Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
-compiled here, and the CPU's own below — numpy's NaN-propagating max/min/clamp, logistic,
+compiled here, and the CPU's own below — lax's NaN-propagating max/min/clamp, logistic,
 complex division and ordering, rounding to bfloat16's values, and the array forms of numpy's
 float -> integer casts and of the float16/bfloat16 rounding (compiled control flow)."""
 from __future__ import annotations
@@ -21,18 +21,45 @@ scalar_helpers.compile_into(globals(), njit(**_JIT))
 
 @njit(**_JIT)
 def fmax(a, b):
-    """np.maximum on scalars: NaN if either is NaN."""
-    if a != a:
-        return a
-    return a if a >= b else b
+    """lax.max on float scalars: NaN if either is NaN, and +0.0 beats -0.0 (np.maximum keeps
+    its second operand on a tie of zeros). A select, so loops over it vectorise."""
+    return a if (a > b or a != a or (a == b and np.signbit(b))) else b
 
 
 @njit(**_JIT)
 def fmin(a, b):
-    """np.minimum on scalars: NaN if either is NaN."""
-    if a != a:
-        return a
-    return a if a <= b else b
+    """lax.min on float scalars: NaN if either is NaN, and -0.0 beats +0.0."""
+    return a if (a < b or a != a or (a == b and np.signbit(a))) else b
+
+
+@njit(error_model="numpy", cache=True)
+def maximum_array(a, b):
+    """fmax over float arrays (compiled control flow's array form)."""
+    return np.where((a > b) | (a != a) | ((a == b) & np.signbit(b)), a, b)
+
+
+@njit(error_model="numpy", cache=True)
+def minimum_array(a, b):
+    """fmin over float arrays (compiled control flow's array form)."""
+    return np.where((a < b) | (a != a) | ((a == b) & np.signbit(a)), a, b)
+
+
+@njit(error_model="numpy", cache=True)
+def array_max(x):
+    """lax.reduce_max of a whole float array (compiled control flow's array form)."""
+    acc = x.dtype.type(-np.inf)
+    for v in x.flat:
+        acc = fmax(acc, v)
+    return acc
+
+
+@njit(error_model="numpy", cache=True)
+def array_min(x):
+    """lax.reduce_min of a whole float array (compiled control flow's array form)."""
+    acc = x.dtype.type(np.inf)
+    for v in x.flat:
+        acc = fmin(acc, v)
+    return acc
 
 
 @njit(**_JIT)

@@ -6,8 +6,9 @@ three windowed dimensions (any dimension between them counts as one, with a wind
 Cc the trailing dimensions without a window (a channels-last image's channels), which the
 innermost loops run over with unit stride, vectorised. `layout` says whether a configuration
 has this form (no base dilation, no negative padding); others run the eager implementation.
-Each loop mirrors the eager implementation's order and its NaN rules (np.maximum, and a
-selection that moves on only to a strictly better candidate), so jit gives what eager gives.
+Each loop mirrors the eager implementation's order and its NaN rules (lax.max's, through
+sc.fmax: NaN wins and +0.0 beats -0.0; and a selection that moves on only to a strictly better
+candidate), so jit gives what eager gives.
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ SUM, MAX, MIN = 0, 1, 2
 @njit(**_OPTS)
 def _reduce_rows(x, y, lo_row, hi_row, geometry, kind, fill):
     """Output rows [lo_row, hi_row) of (B * O1) of y = the windows of x folded by `kind`
-    (SUM, or MAX/MIN propagating NaN as np.maximum does) from `fill`, in window order; taps in
+    (SUM, or MAX/MIN as lax.max/min: NaN wins, -0.0 < +0.0) from `fill`, in window order; taps in
     the padding are skipped (they hold `fill`)."""
     _, o1s, o2s, o3s, cc = y.shape
     _, x1s, x2s, x3s, _ = x.shape
