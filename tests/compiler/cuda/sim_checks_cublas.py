@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import warnings
 
 import numpy as np
 import scipy.special
@@ -271,6 +272,18 @@ def cublaslt_dense_layer_epilogues():
         close(fh(*h), want, rtol=2e-2, atol=2e-2)
         if _uses_lt():
             assert _lt_plans(fh.lower(*h).as_text()) == [cublaslt.EPILOGUE_RELU_BIAS]
+        # the primitive bound by hand on float64 operands, which cuBLASLt does not take (the
+        # card refused the call with CUBLAS_STATUS_INVALID_VALUE): it runs on the host
+        from numbax._src.compiler.cuda.epilogues import gemm_epilogue_p
+        xd, wd, bd = (a.astype(np.float64) for a in (x, w1, b1))
+        fd = gjit(lambda x, w, b: gemm_epilogue_p.bind(
+            x, w, b, dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
+            preferred_element_type=None, activation="relu"))
+        with numbax.config.override("jax_enable_x64", True), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "runs on the host"
+            close(fd(xd, wd, bd), np.maximum(xd @ wd + bd, 0), rtol=1e-12, atol=1e-12)
+            assert _lt_plans(fd.lower(xd, wd, bd).as_text()) == []
         # switched off: plain products, the bias in a loop nest
         with numbax.config.override("cuda_epilogues", False):
             off = gjit(mlp(jnp.tanh))

@@ -143,7 +143,13 @@ def _product(eqn: JaxprEqn) -> bool:
     float16 dtype throughout, a precision cuBLAS computes."""
     if eqn.primitive is not ld.dot_general_p:
         return False
-    x, y = (v.aval for v in eqn.invars)
+    return lt_takes(eqn)
+
+
+def lt_takes(eqn: JaxprEqn) -> bool:
+    """Whether cuBLASLt computes this product (a dot_general, or a gemm_epilogue bound by
+    hand: float64 operands, say, which the rewrite never makes, run on the host)."""
+    x, y = (v.aval for v in eqn.invars[:2])
     out = eqn.outvars[0].aval
     (_, _), (xb, yb) = eqn.params["dimension_numbers"]
     if xb or yb or x.ndim != 2 or y.ndim != 2 or 0 in (*x.shape, *y.shape):

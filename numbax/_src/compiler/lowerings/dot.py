@@ -68,7 +68,8 @@ def _array(args, eqn):
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)
 register(ld.dot_general_p, backend="cuda", library=cuda_driver.CudaDriver.dot_general)
 # gemm_epilogue is the CUDA backend's own rewrite (cuda/epilogues.py); bound by hand it runs
-# eagerly on the CPU, and on a GPU without cuBLASLt on the host
+# eagerly on the CPU, and on a GPU without cuBLASLt, or with operands cuBLASLt does not take
+# (float64), on the host
 register(epilogues.gemm_epilogue_p, backend="cpu", library=EAGER)
 register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue,
-         library_ok=lambda eqn: cublaslt.available())
+         library_ok=lambda eqn: cublaslt.available() and epilogues.lt_takes(eqn))
