@@ -19,7 +19,8 @@ from numbax._src.config import config
 from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxOverflowError, NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import reductions, shape_ops
+from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import KeyArrayBase, unsupported
 
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -204,12 +205,20 @@ class KeyTy:
 KEY_DTYPE = KeyTy()
 
 
-class PRNGKeyArray:
+def _jnp() -> Any:
+    from numbax._src import jnp
+
+    return jnp
+
+
+class PRNGKeyArray(KeyArrayBase):
     """A typed threefry key array (what `numbax.random.key` returns): uint32[..., 2] data.
 
     It is a pytree whose one child is the data, so keys pass through jit/vmap/scan; its
     `shape` is the key-array shape (the data shape without the trailing 2) and its dtype prints
-    as JAX's, `key<fry>`. Unlike JAX: tree_util sees the uint32 data as its leaf.
+    as JAX's, `key<fry>`. numbax.numpy's and lax's structural functions take it (through
+    lax/key_arrays.py); arithmetic and reductions refuse it, as in JAX. Unlike JAX: tree_util
+    sees the uint32 data as its leaf.
     """
 
     __slots__ = ("_data",)
@@ -218,6 +227,16 @@ class PRNGKeyArray:
 
     def __init__(self, data: Any) -> None:
         self._data = data
+
+    def _word(self, i: int) -> Any:
+        return shape_ops.index_in_dim(self._data, i, self.ndim, keepdims=False)
+
+    @classmethod
+    def _from_words(cls, words: Sequence[Any]) -> PRNGKeyArray:
+        ndim = get_aval(words[0]).ndim
+        assert all(get_aval(w).dtype == _U32 for w in words), "key words must stay uint32"
+        return cls(shape_ops.concatenate([shape_ops.expand_dims(w, (ndim,)) for w in words],
+                                         ndim))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -241,11 +260,7 @@ class PRNGKeyArray:
         return self.shape[0]
 
     def __getitem__(self, idx: Any) -> PRNGKeyArray:
-        if not isinstance(idx, tuple):
-            idx = (idx,)
-        if any(i is Ellipsis for i in idx):
-            raise NumbaxTypeError("PRNGKeyArray: index has an Ellipsis, expected plain indices.")
-        return PRNGKeyArray(self._data[idx + (slice(None),)])
+        return _jnp()._getitem(self, idx)
 
     def __iter__(self):
         if not self.shape:
@@ -261,46 +276,41 @@ class PRNGKeyArray:
             "numbax.random.key_data(keys) for its uint32 data."
         )
 
-    def _compare(self, other: Any, op: Any) -> Any:
-        if not isinstance(other, PRNGKeyArray):
-            raise NumbaxTypeError(
-                f"PRNGKeyArray: compared with {type(other).__name__}, expected another key "
-                "array. Compare key_data(...) arrays for raw keys."
-            )
-        words = op(self._data, other._data)
-        return reductions.reduce_and(words, (len(get_aval(words).shape) - 1,))
-
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._compare(other, ew.eq)
+        return _jnp().equal(self, other)
 
     def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return ew.bitwise_not(self._compare(other, ew.eq))
+        return _jnp().not_equal(self, other)
 
-    def reshape(self, *shape: Any) -> PRNGKeyArray:
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        if -1 in shape:
-            known = math.prod(d for d in shape if d != -1)
-            shape = tuple(self.size // max(known, 1) if d == -1 else d for d in shape)
-        return PRNGKeyArray(shape_ops.reshape(self._data, (*shape, 2)))
+    @property
+    def at(self) -> Any:
+        return _jnp()._IndexUpdateHelper(self)
 
-    def flatten(self) -> PRNGKeyArray:
-        return self.reshape((self.size,))
+    def reshape(self, *shape: Any, order: str = "C") -> PRNGKeyArray:
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _jnp().reshape(self, shape, order=order)
+
+    def flatten(self, order: str = "C") -> PRNGKeyArray:
+        return _jnp().ravel(self, order=order)
 
     ravel = flatten
 
     def squeeze(self, axis: Any = None) -> PRNGKeyArray:
-        if axis is None:
-            axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        return PRNGKeyArray(shape_ops.squeeze(self._data, tuple(a % self.ndim for a in axes)))
+        return _jnp().squeeze(self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> PRNGKeyArray:
+        return _jnp().swapaxes(self, axis1, axis2)
+
+    def take(self, indices: Any, axis: int | None = None, **kwargs: Any) -> PRNGKeyArray:
+        return _jnp().take(self, indices, axis=axis, **kwargs)
 
     def transpose(self, *axes: Any) -> PRNGKeyArray:
         if not axes or axes == (None,):
-            axes = tuple(reversed(range(self.ndim)))
+            axes = None
         elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return PRNGKeyArray(shape_ops.transpose(self._data, (*axes, self.ndim)))
+        return _jnp().transpose(self, axes)
 
     @property
     def T(self) -> PRNGKeyArray:
@@ -311,6 +321,29 @@ class PRNGKeyArray:
 
     def __repr__(self) -> str:
         return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._data}"
+
+
+def _refused_operator(name: str) -> Any:
+    def method(self: PRNGKeyArray, *args: Any) -> Any:
+        raise unsupported(f"numbax.numpy.{name}", "the operand")
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+# Arithmetic, ordering and bitwise operators: JAX refuses them on keys (TypeError), so do we.
+for _dunder, _name in (
+        ("add", "add"), ("radd", "add"), ("sub", "subtract"), ("rsub", "subtract"),
+        ("mul", "multiply"), ("rmul", "multiply"), ("truediv", "divide"),
+        ("rtruediv", "divide"), ("floordiv", "floor_divide"), ("rfloordiv", "floor_divide"),
+        ("mod", "remainder"), ("rmod", "remainder"), ("pow", "power"), ("rpow", "power"),
+        ("matmul", "matmul"), ("rmatmul", "matmul"), ("and", "bitwise_and"),
+        ("rand", "bitwise_and"), ("or", "bitwise_or"), ("ror", "bitwise_or"),
+        ("xor", "bitwise_xor"), ("rxor", "bitwise_xor"), ("lshift", "left_shift"),
+        ("rshift", "right_shift"), ("neg", "negative"), ("pos", "positive"),
+        ("abs", "absolute"), ("invert", "invert"), ("lt", "less"), ("le", "less_equal"),
+        ("gt", "greater"), ("ge", "greater_equal")):
+    setattr(PRNGKeyArray, f"__{_dunder}__", _refused_operator(_name))
 
 
 tree_util.register_pytree_node(

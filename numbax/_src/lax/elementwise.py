@@ -23,6 +23,7 @@ from numbax._src.lax.convert import (  # noqa: F401 - re-exported: lax's dtype c
     convert_element_type_p,
 )
 from numbax._src.lax.erf_inv_xla import erf_inv_impl
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.lax.select import (  # noqa: F401 - re-exported: lax.select and clamp live there
     clamp,
     clamp_p,
@@ -521,6 +522,8 @@ bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic, shift_right_logical = map(
     _binary, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
 eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+eq = key_array_op("x", "y", combine="all")(eq)  # keys compare word by word, as in JAX
+ne = key_array_op("x", "y", combine="any")(ne)
 and_ = bitwise_and
 
 

@@ -22,6 +22,7 @@ from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 
 _GATHER_MODES = ("clip", "fill")
 _SCATTER_MODES = ("clip", "drop")
@@ -175,6 +176,7 @@ ad.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
 batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 
 
+@key_array_op("operand")
 def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int], *,
                   allow_negative_indices: bool | Sequence[bool] = True) -> Any:
     """lax.dynamic_slice: a window of `slice_sizes` at traced `start_indices`; starts are
@@ -185,6 +187,7 @@ def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Seque
                                 slice_sizes=tuple(int(k) for k in slice_sizes))
 
 
+@key_array_op("operand")
 def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)
@@ -195,6 +198,7 @@ def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: 
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
+@key_array_op("operand")
 def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)
@@ -278,6 +282,7 @@ ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
 batching.batch_rules[dynamic_update_slice_p] = _dus_batch
 
 
+@key_array_op("operand", "update")
 def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any], *,
                          allow_negative_indices: bool | Sequence[bool] = True) -> Any:
     """lax.dynamic_update_slice: operand with `update` written at clamped `start_indices`
@@ -287,6 +292,7 @@ def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]
     return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
+@key_array_op("operand", "update")
 def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
                                 allow_negative_indices: bool = True) -> Any:
     aval = get_aval(operand)

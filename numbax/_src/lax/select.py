@@ -13,6 +13,7 @@ from numbax._src.errors import NumbaxTypeError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
 from numbax._src.lax import extrema
+from numbax._src.lax.key_arrays import key_array_op
 
 
 def _ew():
@@ -120,6 +121,7 @@ ad.defjvp(clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
 batching.defbroadcasting(clamp_p)
 
 
+@key_array_op("cases")
 def select_n(which: Any, *cases: Any) -> Any:
     """cases[which] elementwise: a boolean `which` picks between two cases (False: the
     first), an integer one among all (clamped into range).
@@ -130,6 +132,7 @@ def select_n(which: Any, *cases: Any) -> Any:
     return select_n_p.bind(which, *cases)
 
 
+@key_array_op("on_true", "on_false")
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     """lax.select: on_true where pred, else on_false."""
     return select_n_p.bind(pred, on_false, on_true)

@@ -15,6 +15,7 @@ from numbax._src.lax.iota import (  # noqa: E402, F401 - re-exported: iota lives
     iota,
     iota_p,
 )
+from numbax._src.lax.key_arrays import key_array_op
 
 # ----------------------------------------------------------------------------- broadcast_in_dim
 
@@ -74,6 +75,7 @@ ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
+@key_array_op("operand")
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
@@ -84,6 +86,7 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
                                    broadcast_dimensions=broadcast_dimensions)
 
 
+@key_array_op("operand")
 def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
     """lax.broadcast: adds leading dimensions of the given sizes."""
     aval = get_aval(operand)
@@ -111,6 +114,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, weak_type: bo
         scalar = convert_element_type(fill_value, dtype, weak_type)
     else:
         scalar = np.array(core.concrete_or_error(fill_value, "lax.full"), dtype=dtype)
+        if weak_type:  # a weakly typed constant (not an equation), as a traced fill keeps
+            scalar = convert_element_type(scalar.item(), dtype, True)
     return broadcast_in_dim_p.bind(scalar, shape=shape, broadcast_dimensions=())
 
 
@@ -141,6 +146,7 @@ ad.deflinear(reshape_p, lambda cts, x, **_: [reshape(cts[0], x.aval.shape)])
 batching.batch_rules[reshape_p] = _reshape_batch
 
 
+@key_array_op("operand")
 def reshape(operand: Any, new_sizes: Sequence[int], dimensions: None = None) -> Any:
     new_sizes = tuple(int(d) for d in new_sizes)
     if dimensions is not None:
@@ -180,6 +186,7 @@ ad.deflinear(transpose_p, _transpose_transpose)
 batching.batch_rules[transpose_p] = _transpose_batch
 
 
+@key_array_op("operand")
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(
@@ -216,6 +223,7 @@ ad.deflinear(squeeze_p, lambda cts, x, **_: [reshape(cts[0], x.aval.shape)])
 batching.batch_rules[squeeze_p] = _squeeze_batch
 
 
+@key_array_op("array")
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     ndim = get_aval(array).ndim
     dims = tuple(sorted(int(d) % ndim if ndim else int(d) for d in dimensions))
@@ -224,6 +232,7 @@ def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     return squeeze_p.bind(array, dimensions=dims)
 
 
+@key_array_op("array")
 def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
     """Inserts size-1 dimensions (a reshape, as in JAX)."""
     aval = get_aval(array)
@@ -279,6 +288,7 @@ ad.deflinear(rev_p, lambda cts, x, *, dimensions: [rev(cts[0], dimensions)])
 batching.batch_rules[rev_p] = _rev_batch
 
 
+@key_array_op("operand")
 def rev(operand: Any, dimensions: Sequence[int]) -> Any:
     """lax.rev: reverses the order of elements along `dimensions`."""
     ndim = get_aval(operand).ndim
@@ -350,6 +360,7 @@ ad.deflinear(slice_p, _slice_transpose)
 batching.batch_rules[slice_p] = _slice_batch
 
 
+@key_array_op("operand")
 def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
           strides: Sequence[int] | None = None) -> Any:
     """lax.slice: the static strided slice operand[start:limit:stride] along every axis."""
@@ -362,6 +373,7 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
     return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
 
 
+@key_array_op("operand")
 def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
                  stride: int = 1, axis: int = 0) -> Any:
     """lax.slice_in_dim: lax.slice along one axis (None and negative bounds as in Python)."""
@@ -378,6 +390,7 @@ def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
     return slice(operand, start, limit, strides)
 
 
+@key_array_op("operand")
 def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
     """lax.index_in_dim: element `index` (negative counts from the end) along `axis`."""
     aval = get_aval(operand)
@@ -446,6 +459,7 @@ ad.deflinear(concatenate_p, _concatenate_transpose)
 batching.batch_rules[concatenate_p] = _concatenate_batch
 
 
+@key_array_op("operands")
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     """lax.concatenate: joins arrays of one dtype along `dimension`."""
     operands = list(operands)

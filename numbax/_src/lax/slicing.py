@@ -20,6 +20,7 @@ from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing, reductions, scatter, shape_ops
 from numbax._src.lax.control_flow.loops import while_loop
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.lax.params import (
     GatherDimensionNumbers,
     GatherScatterMode,
@@ -99,6 +100,7 @@ def _gather_dnums(api: str, dn: Any) -> GatherDimensionNumbers:
                                     for f in GatherDimensionNumbers._fields))
 
 
+@key_array_op("operand")
 def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionNumbers,
            slice_sizes: Sequence[int], *, unique_indices: bool = False,
            indices_are_sorted: bool = False, mode: str | GatherScatterMode | None = None,
@@ -194,6 +196,7 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
     return out
 
 
+@key_array_op("src")
 def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
     """src[idxs[0], idxs[1], ...] along `axes` (indices wrap like Python's): shape
     (len(idxs[0]),) + src's other dimensions.
@@ -341,6 +344,7 @@ def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any]
     return while_loop(lambda c: ew.lt(c[0], top), body, (np.array(0, np.int32), operand))[1]
 
 
+@key_array_op("operand", "update")
 def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
                                 allow_negative_indices: bool = True) -> Any:
     """operand with `update` written along `axis` from start_index (0 in the other dims);

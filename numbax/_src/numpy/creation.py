@@ -14,6 +14,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value, static_int
 
@@ -58,6 +59,7 @@ def iota(dtype: np.dtype, shape: tuple[int, ...], dimension: int) -> Any:
 # ----------------------------------------------------------------------------- filled arrays
 
 
+@key_array_op(fills=("fill_value",))
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     """numpy.full: `fill_value` (a scalar or an array broadcast to `shape`)."""
     shape = _shape(shape, "full")
@@ -90,20 +92,24 @@ def _like(api: str, a: Any, dtype: Any, shape: Any) -> tuple[tuple[int, ...], np
     return out_shape, _dtype(dtype, api, aval.dtype)
 
 
+@key_array_op("a", like=True)
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     shape, dtype = _like("zeros_like", a, dtype, shape)
     return shape_ops.full(shape, 0, dtype)
 
 
+@key_array_op("a", like=True)
 def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
     shape, dtype = _like("ones_like", a, dtype, shape)
     return shape_ops.full(shape, 1, dtype)
 
 
+@key_array_op("prototype", like=True)
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
     return zeros_like(prototype, dtype, shape)
 
 
+@key_array_op("a", fills=("fill_value",), like=True)
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
     shape, dtype = _like("full_like", a, dtype, shape)
     return full(shape, fill_value, dtype)
@@ -295,10 +301,12 @@ def _tri_select(api: str, m: Any, k: int, lower: bool) -> Any:
     return lax.select(mask, m, shape_ops.full(shape, 0, get_aval(m).dtype))
 
 
+@key_array_op("m")
 def tril(m: Any, k: int = 0) -> Any:
     return _tri_select("tril", m, k, lower=True)
 
 
+@key_array_op("m")
 def triu(m: Any, k: int = 0) -> Any:
     return _tri_select("triu", m, k, lower=False)
 
@@ -369,6 +377,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     return sum_(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
 
 
+@key_array_op("xi")
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
     if indexing not in ("xy", "ij"):
         raise NumbaxValueError(f"numbax.numpy.meshgrid: indexing {indexing!r} is not "

@@ -8,7 +8,7 @@ import numpy as np
 from numbax._src import basearray, core, dtypes
 from numbax._src.array import Array
 from numbax._src.dtypes import finfo_of, kind_of
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxDTypeError, NumbaxTypeError
 
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -151,6 +151,16 @@ def result_type(*args: Any) -> np.dtype:
     if not args:
         raise NumbaxTypeError("numbax.numpy.result_type: got no arguments, expected at least "
                               "one array or dtype.")
+    key_dtypes = {getattr(x, "dtype", x) for x in args
+                  if dtypes.is_extended_dtype(getattr(x, "dtype", x))}
+    if key_dtypes:  # key arrays (or their dtype) only promote with themselves, as in JAX
+        if len(key_dtypes) == 1 and all(dtypes.is_extended_dtype(getattr(x, "dtype", x))
+                                        for x in args):
+            return key_dtypes.pop()
+        raise NumbaxDTypeError(
+            "numbax.numpy.result_type: arguments mix dtype key<fry> (key arrays) with other "
+            "dtypes, expected key<fry> alone; key dtypes take part in no type promotion."
+        )
     dtype_out, _ = dtypes.result_type(*[_dtype_and_weak(x, "result_type") for x in args])
     return dtype_out
 

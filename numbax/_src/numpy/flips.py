@@ -11,6 +11,7 @@ from numbax._src.core import get_aval
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
@@ -23,6 +24,7 @@ from numbax._src.numpy.shapes import _slice_axis, ravel, reshape, swapaxes
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90"]
 
 
+@key_array_op("m")
 def flip(m: Any, axis: Any = None) -> Any:
     """numpy.flip: m reversed along `axis` (all axes by default).
 
@@ -36,6 +38,7 @@ def flip(m: Any, axis: Any = None) -> Any:
     return shape_ops.rev(m, axes)
 
 
+@key_array_op("m")
 def fliplr(m: Any) -> Any:
     """numpy.fliplr: m reversed along axis 1 (m needs 2 or more dimensions)."""
     m = asarray(m)
@@ -45,6 +48,7 @@ def fliplr(m: Any) -> Any:
     return flip(m, 1)
 
 
+@key_array_op("m")
 def flipud(m: Any) -> Any:
     """numpy.flipud: m reversed along axis 0."""
     m = asarray(m)
@@ -54,6 +58,7 @@ def flipud(m: Any) -> Any:
     return flip(m, 0)
 
 
+@key_array_op("a")
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     """numpy.roll: elements shifted by `shift` along `axis` (the flattened array if None),
     wrapping around; shifts are static.
@@ -103,6 +108,7 @@ def _roll_traced(a: Any, shift: Any, axis: Any) -> Any:
     return a
 
 
+@key_array_op("m")
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """numpy.rot90: m rotated by k quarter turns in the plane of `axes`.
 

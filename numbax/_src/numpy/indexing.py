@@ -23,6 +23,7 @@ from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import reductions, shape_ops
 from numbax._src.lax.control_flow import loops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray
 
@@ -295,6 +296,7 @@ def _advanced(x: Any, entries: list[_Entry], mode: Any, fill_value: Any) -> Any:
     return shape_ops.transpose(out, perm)
 
 
+@key_array_op("x")
 def _getitem(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) -> Any:
     """x[idx] with numpy's indexing rules; out-of-bounds indices (static ints included) are
     clamped as in JAX, or filled with fill_value when mode='fill'. Unlike numpy, no IndexError
@@ -416,6 +418,7 @@ class _IndexUpdateRef:
         return x
 
 
+@key_array_op("x", "values", allowed={"op": ("set",)}, api="numbax.numpy.ndarray.at")
 def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any, mode: Any,
                     unique_indices: bool) -> Any:
     # Static ints and slices address each element once: unique, as JAX marks them.
@@ -480,6 +483,7 @@ def _take_mode(api: str, mode: Any, indices: Any, n: int) -> tuple[Any, str]:
     )
 
 
+@key_array_op("a")
 def take(a: Any, indices: Any, axis: int | None = None, out: None = None, mode: Any = None,
          unique_indices: bool = False, indices_are_sorted: bool = False,
          fill_value: Any = None) -> Any:
@@ -509,6 +513,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None, mode: 
     return shape_ops.transpose(out_, perm)
 
 
+@key_array_op("arr")
 def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
                     fill_value: Any = None) -> Any:
     """numpy.take_along_axis: out[..., j, ...] = arr[..., indices[..., j, ...], ...] along

@@ -15,6 +15,7 @@ from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 
 __all__ = [  # concrete_value and the axis helpers stay private to the numpy layer
@@ -85,6 +86,7 @@ def _flat_items(a: Any):
             yield x
 
 
+@key_array_op("a", allowed={"dtype": (None,)})
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
             copy: builtins.bool | None = None) -> Any:
     """numpy.asarray: an Array (or, under a transform, a traced value) of `a`."""
@@ -114,6 +116,7 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
     return asarray_value(a, dtype)
 
 
+@key_array_op("object", allowed={"dtype": (None,)})
 def array(object: Any, dtype: Any = None, copy: builtins.bool = True,  # noqa: A002
           order: str | None = None, ndmin: int = 0) -> Any:
     """numpy.array: like asarray, with at least `ndmin` dimensions."""
@@ -128,6 +131,7 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = False) -> Any:
     return asarray(x, dtype=dtype)
 
 
+@key_array_op("a")
 def copy(a: Any, order: str | None = None) -> Any:  # noqa: A001
     return asarray(a, copy=True)
 
@@ -135,6 +139,7 @@ def copy(a: Any, order: str | None = None) -> Any:  # noqa: A001
 # ----------------------------------------------------------------------------- selection
 
 
+@key_array_op("x", "y")
 def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
           fill_value: Any = None) -> Any:
     """numpy.where: 3-argument selection; the 1-argument form needs a concrete condition."""
@@ -153,6 +158,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
     return lax.select(condition, x, y)
 
 
+@key_array_op("choicelist", "default")
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
     """numpy.select: the first choice whose condition holds, else `default`."""
     if len(condlist) != len(choicelist):
@@ -246,6 +252,7 @@ def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
 
+@key_array_op("a1", "a2", combine="all")
 def array_equal(a1: Any, a2: Any, equal_nan: builtins.bool = False) -> Any:
     """numpy.array_equal: same shape and equal elements (a Python-known False on shapes)."""
     from numbax._src.numpy.reductions import all as all_

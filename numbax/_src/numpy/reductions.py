@@ -14,6 +14,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import refuse_key
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
@@ -31,6 +32,7 @@ __all__ = [
 
 
 def _check_numeric(a: Any, api: str) -> Any:
+    refuse_key(f"numbax.numpy.{api}", a, "a")
     if not core.is_array_like(a) and not isinstance(a, (list, tuple)):
         raise NumbaxTypeError(
             f"numbax.numpy.{api}: a has type {type(a).__name__}, expected an array. "

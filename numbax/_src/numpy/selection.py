@@ -13,6 +13,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
@@ -25,6 +26,7 @@ from numbax._src.numpy.lax_numpy import (
 __all__ = ["choose", "compress", "extract", "piecewise", "partition", "argpartition"]
 
 
+@key_array_op("choices")
 def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     """numpy.choose: out[i] = choices[a[i]][i], with a and the choices broadcast together.
 
@@ -70,6 +72,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     return shape_ops.reshape(take_along_axis(stacked, idx, axis=0, mode="clip"), shape)
 
 
+@key_array_op("a")
 def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
              fill_value: Any = 0, out: None = None) -> Any:
     """numpy.compress: the slices of `a` along `axis` where the 1-d `condition` holds.
@@ -119,6 +122,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
     return where(shape_ops.reshape(valid, tuple(shape)), picked, fill)
 
 
+@key_array_op("arr")
 def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
     """numpy.extract: the entries of the flattened arr where the flattened condition holds
     (size=/fill_value= as in compress)."""

@@ -13,6 +13,7 @@ from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
@@ -66,6 +67,7 @@ def size(a: Any, axis: int | None = None) -> int:
 # ----------------------------------------------------------------------------- reshaping
 
 
+@key_array_op("a")
 def reshape(a: Any, shape: Any = None, order: str = "C", *,  # noqa: F811
             newshape: Any = None) -> Any:
     """numpy.reshape, with one -1 allowed and order "C" or "F"."""
@@ -110,6 +112,7 @@ def ravel(a: Any, order: str = "C") -> Any:
     return reshape(a, (-1,), order=order)
 
 
+@key_array_op("a")
 def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
     a = asarray(a)
     ndim_ = get_aval(a).ndim
@@ -131,6 +134,7 @@ def matrix_transpose(x: Any, /) -> Any:
     return swapaxes(x, -1, -2)
 
 
+@key_array_op("a")
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     a = asarray(a)
     ndim_ = get_aval(a).ndim
@@ -141,6 +145,7 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     return shape_ops.transpose(a, tuple(perm))
 
 
+@key_array_op("a")
 def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     a = asarray(a)
     ndim_ = get_aval(a).ndim
@@ -159,6 +164,7 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
     return shape_ops.transpose(a, tuple(perm))
 
 
+@key_array_op("a")
 def expand_dims(a: Any, axis: Any) -> Any:
     a = asarray(a)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -167,6 +173,7 @@ def expand_dims(a: Any, axis: Any) -> Any:
     return shape_ops.expand_dims(a, axes)
 
 
+@key_array_op("a")
 def squeeze(a: Any, axis: Any = None) -> Any:
     a = asarray(a)
     a_shape = get_aval(a).shape
@@ -191,6 +198,7 @@ def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
                                    *(_shape_tuple(s, "broadcast_shapes") for s in shapes))
 
 
+@key_array_op("array")
 def broadcast_to(array: Any, shape: Any) -> Any:
     array = asarray(array)
     shape = _shape_tuple(shape, "broadcast_to")
@@ -205,6 +213,7 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     return ufuncs.broadcast_to_shape(array, shape)
 
 
+@key_array_op("args")
 def broadcast_arrays(*args: Any) -> list[Any]:
     arrays = [asarray(x) for x in args]
     shape_ = broadcast_shapes(*(get_aval(x).shape for x in arrays))
@@ -229,14 +238,17 @@ def _atleast(arys: tuple, nd: int) -> Any:
     return outs[0] if len(outs) == 1 else outs
 
 
+@key_array_op("arys")
 def atleast_1d(*arys: Any) -> Any:
     return _atleast(arys, 1)
 
 
+@key_array_op("arys")
 def atleast_2d(*arys: Any) -> Any:
     return _atleast(arys, 2)
 
 
+@key_array_op("arys")
 def atleast_3d(*arys: Any) -> Any:
     return _atleast(arys, 3)
 
@@ -244,6 +256,7 @@ def atleast_3d(*arys: Any) -> Any:
 # ----------------------------------------------------------------------------- joining
 
 
+@key_array_op("arrays", allowed={"dtype": (None,)})
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Any:
     """numpy.concatenate: promotes to the common dtype; axis=None ravels first."""
     if not isinstance(arrays, (list, tuple)) and (
@@ -284,6 +297,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
 concat = concatenate
 
 
+@key_array_op("arrays", allowed={"dtype": (None,)})
 def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = None) -> Any:
     if not isinstance(arrays, (list, tuple)):
         arrays = [arrays[i] for i in range(len(arrays))]
@@ -300,6 +314,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
     return concatenate([expand_dims(x, axis) for x in arrays], axis, dtype=dtype)
 
 
+@key_array_op("tup", allowed={"dtype": (None,)})
 def hstack(tup: Sequence[Any], dtype: Any = None) -> Any:
     arrs = [atleast_1d(x) for x in tup]
     axis = 0 if arrs and get_aval(arrs[0]).ndim == 1 else 1
@@ -317,6 +332,7 @@ def dstack(tup: Sequence[Any], dtype: Any = None) -> Any:
     return concatenate([atleast_3d(x) for x in tup], 2, dtype=dtype)
 
 
+@key_array_op("tup")
 def column_stack(tup: Sequence[Any]) -> Any:
     cols = []
     for x in tup:
@@ -376,23 +392,28 @@ def _split(api: str, ary: Any, indices_or_sections: Any, axis: int, exact: bool)
     return out
 
 
+@key_array_op("ary")
 def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
     return _split("split", ary, indices_or_sections, axis, exact=True)
 
 
+@key_array_op("ary")
 def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
     return _split("array_split", ary, indices_or_sections, axis, exact=False)
 
 
+@key_array_op("ary")
 def hsplit(ary: Any, indices_or_sections: Any) -> list:
     axis = 0 if get_aval(asarray(ary)).ndim == 1 else 1
     return _split("hsplit", ary, indices_or_sections, axis, exact=True)
 
 
+@key_array_op("ary")
 def vsplit(ary: Any, indices_or_sections: Any) -> list:
     return _split("vsplit", ary, indices_or_sections, 0, exact=True)
 
 
+@key_array_op("ary")
 def dsplit(ary: Any, indices_or_sections: Any) -> list:
     return _split("dsplit", ary, indices_or_sections, 2, exact=True)
 
@@ -400,6 +421,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list:
 # ----------------------------------------------------------------------------- tiling
 
 
+@key_array_op("A")
 def tile(A: Any, reps: Any) -> Any:  # noqa: N803
     A = asarray(A)  # noqa: N806
     reps = _shape_tuple(reps, "tile")
@@ -414,6 +436,7 @@ def tile(A: Any, reps: Any) -> Any:  # noqa: N803
     return shape_ops.reshape(out, tuple(r * s for r, s in zip(reps, a_shape)))
 
 
+@key_array_op("a")
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Any:
     """numpy.repeat with static (concrete) repeats."""
@@ -481,6 +504,7 @@ def _repeat_to_length(a: Any, repeats: Any, axis: int, length: int) -> Any:
 # ----------------------------------------------------------------------------- rearranging
 
 
+@key_array_op("a")
 def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
     """numpy.rollaxis: moves `axis` to before position `start` (prefer moveaxis).
 
@@ -500,6 +524,7 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
     return moveaxis(a, axis, start) if axis != start else a
 
 
+@key_array_op("a")
 def resize(a: Any, new_shape: Any) -> Any:
     """numpy.resize: the flattened `a` repeated cyclically to fill `new_shape`.
 
@@ -522,6 +547,7 @@ def resize(a: Any, new_shape: Any) -> Any:
     return reshape(_slice_axis(tiled, 0, 0, new_size), new_shape)
 
 
+@key_array_op("x")
 def unstack(x: Any, /, *, axis: int = 0) -> tuple:
     """The array-API unstack: the slices of `x` along `axis`, as a tuple."""
     x = asarray(x)
@@ -550,6 +576,7 @@ def _block_depth(arrays: Any, path: str) -> int:
     return depths[0] + 1
 
 
+@key_array_op("arrays")
 def block(arrays: Any) -> Any:
     """numpy.block: assembles nested lists of blocks; the innermost lists join the last axis.
 

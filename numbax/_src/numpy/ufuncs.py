@@ -12,6 +12,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op, refuse_key
 
 __all__ = [
     "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
@@ -37,6 +38,7 @@ def _scalar_or_array(x: Any, fun_name: str) -> Any:
         from numbax._src.array import asarray_value
 
         return asarray_value(x)
+    refuse_key(f"numbax.numpy.{fun_name}", x)
     raise core.NumbaxTypeError(
         f"numbax.numpy.{fun_name}: argument of type {type(x).__name__} is not an array. "
         "Pass arrays, Python scalars, or lists of numbers."
@@ -192,8 +194,8 @@ def _shift_right(x1: Any, x2: Any) -> Any:
 
 
 right_shift = _one_to_one_binop("right_shift", _shift_right)
-equal = _comparison("equal", lax.eq)
-not_equal = _comparison("not_equal", lax.ne)
+equal = key_array_op("x1", "x2", combine="all")(_comparison("equal", lax.eq))
+not_equal = key_array_op("x1", "x2", combine="any")(_comparison("not_equal", lax.ne))
 less = _comparison("less", lax.lt)
 less_equal = _comparison("less_equal", lax.le)
 greater = _comparison("greater", lax.gt)
@@ -318,6 +320,7 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
         2, get_aval(amax).dtype))), soft)
 
 
+@key_array_op("x", combine="all")
 def isfinite(x: Any, /) -> Any:
     (x,) = promote_dtypes("isfinite", x)
     if kind_of(get_aval(x).dtype) not in "fc":
@@ -325,6 +328,7 @@ def isfinite(x: Any, /) -> Any:
     return lax.is_finite(x)
 
 
+@key_array_op("x", combine="any")
 def isnan(x: Any, /) -> Any:
     (x,) = promote_dtypes("isnan", x)
     if kind_of(get_aval(x).dtype) not in "fc":
@@ -332,6 +336,7 @@ def isnan(x: Any, /) -> Any:
     return lax.ne(x, x)
 
 
+@key_array_op("x", combine="any")
 def isinf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isinf", x)
     if kind_of(get_aval(x).dtype) not in "fc":

@@ -15,6 +15,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import array, asarray, canonicalize_axis, clip, where
 
@@ -75,6 +76,7 @@ def _insert_indices(obj: Any, n: int) -> Any:
     return idx
 
 
+@key_array_op("arr", "values")
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     """numpy.insert: `values` inserted before the positions `obj` along `axis`.
 
@@ -120,6 +122,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     return out.at[_axis_index(axis, values_pos)].set(vals)
 
 
+@key_array_op("arr")
 def delete(arr: Any, obj: Any, axis: int | None = None, *,
            assume_unique_indices: bool = False) -> Any:
     """numpy.delete: `arr` without the entries `obj` (int, slice, index array or boolean mask)
@@ -182,6 +185,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
 # ----------------------------------------------------------------------------- writes
 
 
+@key_array_op("arr", "vals")
 def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
     """numpy.place: the True positions of `mask` take the values `vals`, in order and
     repeated cyclically. Works with a traced mask. Unlike numpy, pass inplace=False.
@@ -209,6 +213,7 @@ def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
     return reshape(where(flat_m, picked, ravel(a)), get_aval(a).shape)
 
 
+@key_array_op("a", "v")
 def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = True) -> Any:
     """numpy.put: a.flat[ind] = v (v repeated cyclically). Unlike numpy, pass inplace=False.
 
@@ -252,6 +257,7 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
     return reshape(ravel(a).at[flat_idx].set(values), get_aval(a).shape)
 
 
+@key_array_op("arr", "values")
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
                    inplace: bool = True, *, mode: str | None = None) -> Any:
     """numpy.put_along_axis: the inverse of take_along_axis. Unlike numpy, pass inplace=False.
