@@ -106,16 +106,13 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, weak_type: bo
         dtype, weak_type = aval.dtype, aval.weak_type
     dtype = dtypes.canonicalize_dtype(dtype, context="lax.full")
     if np.ndim(fill_value) != 0:
-        raise NumbaxValueError(
-            f"lax.full: fill_value has shape {np.shape(fill_value)}, expected a scalar. "
-            "Use numbax.numpy.broadcast_to for arrays."
-        )
+        raise NumbaxValueError(f"lax.full: fill_value has shape {np.shape(fill_value)}, "
+                               "expected a scalar. Use numbax.numpy.broadcast_to for arrays.")
     if isinstance(fill_value, core.Tracer):
         scalar = convert_element_type(fill_value, dtype, weak_type)
     else:
         scalar = np.array(core.concrete_or_error(fill_value, "lax.full"), dtype=dtype)
-        if weak_type:  # a weakly typed constant (not an equation), as a traced fill keeps
-            scalar = convert_element_type(scalar.item(), dtype, True)
+        scalar = convert_element_type(scalar.item(), dtype, True) if weak_type else scalar
     return broadcast_in_dim_p.bind(scalar, shape=shape, broadcast_dimensions=())
 
 
