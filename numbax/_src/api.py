@@ -24,6 +24,8 @@ from numbax._src.core import ShapedArray, get_aval
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.vjp_object import VJP
+from numbax._src.vjp_object import _Spec as _VJPSpec
 
 # ----------------------------------------------------------------------------- flattening
 
@@ -114,14 +116,15 @@ class ShapeDtypeStruct:
                               "array, a scalar or an object with .shape and .dtype.")
 
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""  # as JAX prints eval_shape(...)
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
 
 def trace_to_jaxpr(fun_name: str, f: Callable, args: tuple, kwargs: dict):
@@ -300,27 +303,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     primals_out, f_vjp_flat = ad.vjp_flat(flat_fun, primals_flat)
     out_tree, n = store["tree"], store["n_out"]
     primals_out, aux_flat = primals_out[:n], primals_out[n:]
-    aux_cts = [ad.Zero(ad.tangent_aval(get_aval(a))) for a in aux_flat]
-    out_avals = [get_aval(x) for x in primals_out]
-    in_avals = [get_aval(x) for x in primals_flat]
-
-    def f_vjp(ct):
-        cts_flat, ct_tree = tu.tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise NumbaxValueError(
-                f"vjp: the cotangent has structure {ct_tree}, expected the output's structure "
-                f"{out_tree}."
-            )
-        for i, (c, a) in enumerate(zip(cts_flat, out_avals, strict=True)):
-            if get_aval(c).shape != a.shape:
-                raise NumbaxValueError(
-                    f"vjp: cotangent leaf {i} has shape {get_aval(c).shape}, expected the "
-                    f"output's shape {a.shape}."
-                )
-        cts_in = f_vjp_flat(*cts_flat, *aux_cts)
-        cts_in = _instantiate(cts_in, in_avals)
-        return tu.tree_unflatten(in_tree, _wrap_outputs(cts_in))
-
+    f_vjp = VJP(f_vjp_flat, _VJPSpec(
+        in_tree, out_tree, tuple(get_aval(x) for x in primals_flat),
+        tuple(get_aval(x) for x in primals_out), tuple(get_aval(a) for a in aux_flat)))
     primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
     if has_aux:
         return primal_out, f_vjp, _aux_result(store, aux_flat)
@@ -376,8 +361,12 @@ def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
 
 
 def _ones_like_output(ans: Any) -> Any:
-    leaf = tu.tree_leaves(ans)[0]
-    ones = np.ones((), get_aval(leaf).dtype)
+    """grad's seed cotangent: a one of the output's dtype and weak type (as JAX's, so the
+    gradient of a weakly typed computation, grad(lambda x: x * 2.)(1.), stays weak)."""
+    from numbax._src.array import Array
+
+    aval = get_aval(tu.tree_leaves(ans)[0])
+    ones = Array._from_numpy(np.ones((), aval.dtype), aval.weak_type)
     return tu.tree_unflatten(tu.tree_structure(ans), [ones])
 
 

@@ -17,15 +17,24 @@ from numbax._src.api_checks import (
     _check_output_dtype,
 )
 from numbax._src.core import ShapedArray, get_aval
-from numbax._src.dtypes import kind_of
+from numbax._src.dtypes import float0, kind_of
 from numbax._src.interpreters import ad
 from numbax._src.interpreters import partial_eval as pe
-from numbax._src.lax import shape_ops
+from numbax._src.lax import convert, shape_ops
 
 
 def _basis(aval: ShapedArray) -> np.ndarray:
     """One-hot tangents for every element of one leaf: (size, *shape), in the leaf's dtype."""
     return np.eye(aval.size, dtype=aval.dtype).reshape((aval.size, *aval.shape))
+
+
+def _like(block: Any, example: ShapedArray) -> Any:
+    """A Jacobian block in `example`'s dtype and weak type, as JAX's (_possible_downcast):
+    jacrev's blocks follow the input leaf, jacfwd's the output leaf, so the Jacobian of a
+    weakly typed function stays weak and a real input's block drops an imaginary part."""
+    if get_aval(block).dtype == float0 or example.dtype == float0:
+        return block
+    return convert.convert_element_type(block, example.dtype, example.weak_type)
 
 
 def _partial(fun: Callable, args: tuple, nums: tuple[int, ...], kwargs: dict) -> Callable:
@@ -62,11 +71,12 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         dyn_flat, dyn_tree = tu.tree_flatten(dyn)
         avals = [get_aval(x) for x in dyn_flat]
         f_partial = _partial(fun, args, nums, kwargs)
-        blocks, aux, out_tree = [], None, None
+        blocks, aux, out_tree, primal = [], None, None, {}
         for j, aval in enumerate(avals):
             def push(t_j, j=j):
                 ts = [t_j if i == j else np.zeros(a.shape, a.dtype) for i, a in enumerate(avals)]
                 out = jvp(f_partial, dyn, tu.tree_unflatten(dyn_tree, ts), has_aux=has_aux)
+                primal["avals"] = [get_aval(y) for y in tu.tree_leaves(out[0])]
                 if holomorphic:
                     for leaf in tu.tree_leaves(out[0]):
                         _check_output_dtype("jacfwd", get_aval(leaf).dtype, holomorphic)
@@ -76,8 +86,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             if has_aux:
                 pushed, aux = pushed
             leaves, out_tree = tu.tree_flatten(pushed)
-            blocks.append([shape_ops.reshape(y, (*get_aval(y).shape[:-1], *aval.shape))
-                           for y in leaves])
+            blocks.append([_like(shape_ops.reshape(y, (*get_aval(y).shape[:-1], *aval.shape)), o)
+                           for y, o in zip(leaves, primal["avals"], strict=True)])
         outs = [tu.tree_unflatten(dyn_tree, [b[k] for b in blocks])
                 for k in range(out_tree.num_leaves)]
         jac = tu.tree_unflatten(out_tree, [o[0] if single else o for o in outs])
@@ -126,8 +136,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
             pulled = vmap(pull)(_basis(oa))
             pulled = tu.tree_map(
-                lambda g, oa=oa: shape_ops.reshape(g, (*oa.shape, *get_aval(g).shape[1:])),
-                pulled)
+                lambda g, x, oa=oa: _like(shape_ops.reshape(g, (*oa.shape,
+                                                                *get_aval(g).shape[1:])),
+                                          get_aval(x)),
+                pulled, dyn)
             jacs.append(pulled[0] if single else pulled)
         jac = tu.tree_unflatten(out_tree, jacs)
         return (jac, aux) if has_aux else jac

@@ -52,10 +52,14 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     results = []
     caller_arrays = [x for x in tracers if isinstance(x, np.ndarray)]  # usually none
     for i, out in enumerate(outs):
+        aval = None if out_avals is None else out_avals[i]
         if isinstance(out, Array):
+            # A loop's impl hands back its body's Arrays: give them the primitive's weak type
+            # (a while_loop over a Python scalar stays weak, as under jit).
+            if type(out) is Array and aval is not None and out.weak_type != aval.weak_type:
+                out = Array._from_numpy(out._value, aval.weak_type, out._device)
             results.append(out)
             continue
-        aval = None if out_avals is None else out_avals[i]
         out = np.asarray(out)
         if aval is not None and out.dtype != aval.dtype:
             out = out.astype(aval.dtype)

@@ -111,7 +111,8 @@ def _weak_representative(dtype: np.dtype) -> Any:
 
 
 def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
-    """Promotes (dtype, weak_type) pairs with NumPy 2 rules; the result is weak iff all are."""
+    """Promotes (dtype, weak_type) pairs with NumPy 2 rules; the result is weak when all are,
+    or when a weak int/float outranks every strong dtype's kind (JAX's lattice)."""
     if not dtypes_and_weak:
         raise ValueError("result_type needs at least one dtype")
     strong = [np.dtype(dt) for dt, weak in dtypes_and_weak if not weak]
@@ -126,7 +127,13 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
     if bfloat16 in strong:
         return _bfloat16_result_type(strong, reps), False
     out = np.result_type(*strong, *reps)
-    return canonicalize_dtype(out), False
+    # JAX's lattice: a weak scalar of a higher kind than every strong dtype (int32 + 1.0,
+    # bool + 1) gives that kind's weak type at default precision, the dtype numpy picks too;
+    # a strong float with a weak complex is a strong complex (float32 + 1j is complex64).
+    rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 2}
+    weak_wins = bool(weak) and (max(rank[kind_of(dt)] for dt in weak)
+                                > max(rank[kind_of(dt)] for dt in strong))
+    return canonicalize_dtype(out), weak_wins
 
 
 def _bfloat16_result_type(strong: list[np.dtype], reps: list) -> np.dtype:

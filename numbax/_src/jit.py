@@ -78,6 +78,29 @@ def _is_tracing(leaves: Sequence[Any]) -> bool:
     return any(isinstance(x, core.Tracer) for x in leaves)
 
 
+class Traced:
+    """What `jit(f).trace(*args)` returns (JAX's AOT stage before lowering): the traced
+    program as `.jaxpr`, its output types as `.out_info`; `lower()` compiles it."""
+
+    def __init__(self, wrapped: JitWrapped, args: tuple, kwargs: dict,
+                 jaxpr: core.ClosedJaxpr, out_tree) -> None:
+        self._wrapped, self._args, self._kwargs = wrapped, args, kwargs
+        self.jaxpr = jaxpr
+        self.fun_name = wrapped._name
+        self._out_tree = out_tree
+
+    @property
+    def out_info(self) -> Any:
+        from numbax._src.api import ShapeDtypeStruct  # api sits above jit
+
+        return tu.tree_unflatten(self._out_tree, [
+            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            for a in self.jaxpr.out_avals])
+
+    def lower(self) -> Lowered:
+        return self._wrapped.lower(*self._args, **self._kwargs)
+
+
 class Lowered:
     """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
 
@@ -386,6 +409,27 @@ class JitWrapped:
         >>> f.clear_cache()
         """
         self._clear()
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """Traces at the arguments' types without compiling (JAX's `jit(f).trace`): arrays,
+        scalars or ShapeDtypeStructs, static arguments by value.
+
+        >>> import numbax
+        >>> print(numbax.jit(lambda x: x * 2).trace(1.0).jaxpr)
+        { lambda ; a:f64[]. let b:f64[] = mul a 2.0:f64[] in (b,) }
+        """
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+        avals = [_lower_aval(x, i, self._name) for i, x in enumerate(leaves)]
+        bound, store = self._bound(statics), {}
+
+        def flat_fun(*flat):
+            a, kw = tu.tree_unflatten(in_tree, flat)
+            out_flat, store["tree"] = tu.tree_flatten(bound(*a, **kw))
+            return out_flat
+
+        jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        return Traced(self, args, kwargs, core.ClosedJaxpr(jaxpr, consts), store["tree"])
 
     def lower(self, *args, **kwargs) -> Lowered:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)

@@ -246,21 +246,27 @@ def _partial_eval_tangents(f, pvals_in):
     return jaxpr, pvals_out, consts
 
 
+class Pullback:
+    """Output cotangents -> input cotangents (Zero for non-differentiable inputs) through a
+    linear jaxpr and its residuals (`consts`), which api.vjp's VJP object exposes as leaves."""
+
+    def __init__(self, jaxpr: core.Jaxpr, consts: Sequence[Any], in_avals: Sequence[ShapedArray],
+                 differentiable: Sequence[bool]) -> None:
+        self.jaxpr, self.consts = jaxpr, list(consts)
+        self.in_avals, self.differentiable = tuple(in_avals), tuple(differentiable)
+
+    def __call__(self, *cts_out: Any) -> list[Any]:
+        undefined = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+        cts_iter = iter(backward_pass(self.jaxpr, self.consts, undefined, cts_out))
+        return [next(cts_iter) if d else Zero(tangent_aval(aval))
+                for aval, d in zip(self.in_avals, self.differentiable, strict=True)]
+
+
 def vjp_flat(f: Callable, primals_in: Sequence[Any]):
-    """Returns f's outputs and a function from output cotangents to input cotangents."""
+    """Returns f's outputs and a function from output cotangents to input cotangents (a
+    Pullback, unless a hook wraps it)."""
     primals_out, jaxpr, consts, differentiable = linearize_flat(f, primals_in)
-    in_avals = [get_aval(x) for x in primals_in]
-
-    def f_vjp(*cts_out):
-        undefined = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
-        cts = backward_pass(jaxpr, consts, undefined, cts_out)
-        cts_iter = iter(cts)
-        result = []
-        for aval, d in zip(in_avals, differentiable, strict=True):
-            ct = next(cts_iter) if d else Zero(tangent_aval(aval))
-            result.append(ct)
-        return result
-
+    f_vjp = Pullback(jaxpr, consts, [get_aval(x) for x in primals_in], differentiable)
     if vjp_hooks:  # shard_map bodies with check_vma adjust cotangents (parallel/vma.py)
         f_vjp = vjp_hooks[0](primals_in, primals_out, f_vjp)
     return primals_out, f_vjp

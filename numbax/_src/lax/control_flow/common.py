@@ -4,11 +4,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import elementwise as ew
 
 
 def trace_subjaxpr(fun: Callable, in_tree: tu.PyTreeDef, in_avals: Sequence[ShapedArray]):
@@ -90,3 +91,75 @@ def join_weak(avals_list: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]:
     """Output avals that are weak only if weak in every branch."""
     return [a.update(weak_type=all(x.weak_type for x in group))
             for a, group in zip(avals_list[0], zip(*avals_list, strict=True), strict=True)]
+
+
+def as_primitive_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list:
+    """A branch run inline (a concrete predicate) returning what binding cond would: Arrays
+    of the joined avals, not the Python scalars or numpy arrays the branch passes through
+    (JAX binds cond even for a concrete predicate)."""
+    from numbax._src.array import Array  # Array sits above lax
+    from numbax._src.lax.convert import convert_element_type_p
+
+    fixed = []
+    for out, aval in zip(outs, avals, strict=True):
+        if isinstance(out, (Array, core.Tracer)) and core.get_aval(out) == aval:
+            fixed.append(out)
+        else:
+            fixed.append(convert_element_type_p.bind(out, new_dtype=aval.dtype,
+                                                     weak_type=aval.weak_type))
+    return fixed
+
+
+# ----------------------------------------------------------------------------- loop carries
+
+
+def check_carry(api: str, init_tree, init_avals, out_tree, out_avals, what: str) -> None:
+    if out_tree != init_tree:
+        raise NumbaxTypeError(
+            f"{api}: {what} must have the same pytree structure as the initial carry; "
+            f"got {out_tree} for the initial carry {init_tree}.")
+    for i, (a, b) in enumerate(zip(init_avals, out_avals, strict=True)):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            raise NumbaxTypeError(
+                f"{api}: {what} leaf {i} has type {b.str_short()} but the initial carry has "
+                f"{a.str_short()}; the carry must keep its shape and dtype (cast with astype "
+                "or lax.convert_element_type).")
+
+
+def carry_avals(init_flat: list) -> list[ShapedArray]:
+    return [core.get_aval(x).update(weak_type=False) if isinstance(x, core.Tracer)
+            else core.get_aval(x) for x in init_flat]
+
+
+def promote_weak_inits(init_flat: list, avals: list[ShapedArray],
+                       out_avals: list[ShapedArray]) -> list | None:
+    """JAX's second tracing pass: a weakly typed initial carry whose body output has another
+    dtype (0. carried through x + jnp.float16(1)) is cast to the two's promoted dtype, and
+    the caller traces the body again. None when no carry changes."""
+    if len(avals) != len(out_avals):
+        return None  # check_carry names the mismatch
+    promoted, changed = list(init_flat), False
+    for i, (a, o) in enumerate(zip(avals, out_avals, strict=True)):
+        if a.weak_type and a.dtype != o.dtype and a.shape == o.shape:
+            dtype, _ = dtypes.result_type((a.dtype, True), (o.dtype, o.weak_type))
+            promoted[i], changed = ew.convert_element_type(init_flat[i], dtype), True
+    return promoted if changed else None
+
+
+def cast_weak_outputs(closed: ClosedJaxpr, avals: list[ShapedArray],
+                      start: int = 0) -> ClosedJaxpr:
+    """Makes carry outputs strong where the input carry is (an output may stay strong where
+    the input is weak: as in JAX, the loop then returns the body's strong type, so
+    fori_loop(0, 3, lambda i, x: x + jnp.float32(i), 0.) is a strong float32)."""
+    outs = closed.out_avals[start:start + len(avals)]
+    if all(o == a or a.weak_type for o, a in zip(outs, avals, strict=True)):
+        return closed
+
+    def f(*args):
+        res = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        fixed = [r if a.weak_type else ew.convert_element_type(r, a.dtype, False)
+                 for r, a in zip(res[start:start + len(avals)], avals, strict=True)]
+        return [*res[:start], *fixed, *res[start + len(avals):]]
+
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, closed.in_avals)
+    return pe.hoist_consts(ClosedJaxpr(jaxpr, consts))

@@ -201,7 +201,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     if not isinstance(index, core.Tracer):
         clamped = int(np.clip(np.asarray(index), 0, len(branches) - 1))
         outs = core.eval_jaxpr(jaxprs[clamped].jaxpr, [], *consts, *ops_flat)
-        return tu.tree_unflatten(out_tree, outs)
+        avals = common.join_weak([j.out_avals for j in jaxprs])
+        return tu.tree_unflatten(out_tree, common.as_primitive_outputs(outs, avals))
     outs = cond_p.bind(index, *consts, *ops_flat, branches=tuple(jaxprs))
     return tu.tree_unflatten(out_tree, outs)
 
@@ -228,8 +229,9 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
                                                          operands, names)
     if not isinstance(pred, core.Tracer):
         chosen = jaxprs[1] if bool(np.asarray(pred)) else jaxprs[0]
-        return tu.tree_unflatten(out_tree, core.eval_jaxpr(chosen.jaxpr, [], *consts,
-                                                           *ops_flat))
+        outs = core.eval_jaxpr(chosen.jaxpr, [], *consts, *ops_flat)
+        avals = common.join_weak([j.out_avals for j in jaxprs])
+        return tu.tree_unflatten(out_tree, common.as_primitive_outputs(outs, avals))
     index = ew.convert_element_type(ew.ne(pred, np.zeros((), pred_aval.dtype)),
                                     dtypes.canonicalize_dtype(np.int32))
     outs = cond_p.bind(index, *consts, *ops_flat, branches=tuple(jaxprs))

@@ -13,7 +13,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
-from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray
+from numbax._src.core import ClosedJaxpr, Primitive
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
@@ -399,24 +399,6 @@ batching.def_body_rule(while_p, _while_batch)
 # ----------------------------------------------------------------------------- public API
 
 
-def _check_carry(api: str, init_tree, init_avals, out_tree, out_avals, what: str) -> None:
-    if out_tree != init_tree:
-        raise NumbaxTypeError(
-            f"{api}: {what} must have the same pytree structure as the initial carry; "
-            f"got {out_tree} for the initial carry {init_tree}.")
-    for i, (a, b) in enumerate(zip(init_avals, out_avals, strict=True)):
-        if (a.shape, a.dtype) != (b.shape, b.dtype):
-            raise NumbaxTypeError(
-                f"{api}: {what} leaf {i} has type {b.str_short()} but the initial carry has "
-                f"{a.str_short()}; the carry must keep its shape and dtype (cast with astype "
-                "or lax.convert_element_type).")
-
-
-def _carry_avals(init_flat: list) -> list[ShapedArray]:
-    return [core.get_aval(x).update(weak_type=False) if isinstance(x, core.Tracer)
-            else core.get_aval(x) for x in init_flat]
-
-
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """Runs body_fun while cond_fun(carry) is true; a traced carry stays one primitive.
 
@@ -426,37 +408,29 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """
     init_flat, in_tree = tu.tree_flatten(init_val)
     args_tree = tu.tree_structure((init_val,))
-    avals = _carry_avals(init_flat)
-    cond_j, cond_consts, _ = common.trace_subjaxpr(cond_fun, args_tree, avals)
-    pred = cond_j.out_avals
-    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
-        shown = ", ".join(a.str_short() for a in pred)
-        raise NumbaxTypeError(
-            f"while_loop: cond_fun must return a boolean scalar, got ({shown}).")
-    body_j, body_consts, body_tree = common.trace_subjaxpr(body_fun, args_tree, avals)
-    _check_carry("while_loop", in_tree, avals, body_tree, body_j.out_avals, "body_fun output")
-    body_j = _cast_weak_outputs(body_j, avals)
+
+    def trace(avals):
+        cond_j, cond_consts, _ = common.trace_subjaxpr(cond_fun, args_tree, avals)
+        pred = cond_j.out_avals
+        if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
+            shown = ", ".join(a.str_short() for a in pred)
+            raise NumbaxTypeError(
+                f"while_loop: cond_fun must return a boolean scalar, got ({shown}).")
+        return cond_j, cond_consts, *common.trace_subjaxpr(body_fun, args_tree, avals)
+
+    avals = common.carry_avals(init_flat)
+    cond_j, cond_consts, body_j, body_consts, body_tree = trace(avals)
+    promoted = common.promote_weak_inits(init_flat, avals, body_j.out_avals)
+    if promoted is not None:
+        init_flat, avals = promoted, common.carry_avals(promoted)
+        cond_j, cond_consts, body_j, body_consts, body_tree = trace(avals)
+    common.check_carry("while_loop", in_tree, avals, body_tree, body_j.out_avals,
+                       "body_fun output")
+    body_j = common.cast_weak_outputs(body_j, avals)
     outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_j,
                         body_jaxpr=body_j, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
     return tu.tree_unflatten(in_tree, outs)
-
-
-def _cast_weak_outputs(closed: ClosedJaxpr, avals: list[ShapedArray],
-                       start: int = 0) -> ClosedJaxpr:
-    """Makes carry outputs carry exactly the input carry's avals (weak types included)."""
-    outs = closed.out_avals[start:start + len(avals)]
-    if all(o == a for o, a in zip(outs, avals, strict=True)):
-        return closed
-
-    def f(*args):
-        res = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        fixed = [ew.convert_element_type(r, a.dtype, a.weak_type)
-                 for r, a in zip(res[start:start + len(avals)], avals, strict=True)]
-        return [*res[:start], *fixed, *res[start + len(avals):]]
-
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(f, closed.in_avals)
-    return pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
 
 
 def _check_length(length: Any) -> int:
@@ -506,15 +480,26 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
         raise NumbaxValueError("scan: give xs with a leading axis, or length=, to know the "
                                "number of steps.")
     n = lengths.pop()
-    carry_avals = _carry_avals(init_flat)
     x_avals = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in xs_flat]
     in_tree = tu.tree_structure((init, xs if xs is not None else None))
-    closed, consts, out_tree = common.trace_subjaxpr(
-        lambda c, x: _check_pair(f(c, x)), in_tree, [*carry_avals, *x_avals])
+
+    def trace(carry_avals):
+        return common.trace_subjaxpr(lambda c, x: _check_pair(f(c, x)), in_tree,
+                                     [*carry_avals, *x_avals])
+
+    carry_avals = common.carry_avals(init_flat)
+    closed, consts, out_tree = trace(carry_avals)
+    promoted = common.promote_weak_inits(init_flat, carry_avals,
+                                         closed.out_avals[:len(carry_avals)])
+    if promoted is not None:
+        init_flat, carry_avals = promoted, common.carry_avals(promoted)
+        closed, consts, out_tree = trace(carry_avals)
     carry_tree, ys_tree = _pair_trees(out_tree)
-    _check_carry("scan", init_tree, carry_avals, carry_tree,
-                 closed.out_avals[:len(carry_avals)], "the carry returned by f")
-    closed = _cast_weak_outputs(closed, carry_avals, start=0)
+    common.check_carry("scan", init_tree, carry_avals, carry_tree,
+                       closed.out_avals[:len(carry_avals)], "the carry returned by f")
+    closed = common.cast_weak_outputs(closed, carry_avals, start=0)
+    if isinstance(unroll, bool):  # JAX's meaning: True unrolls every step
+        unroll = max(n, 1) if unroll else 1
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
                        num_carry=len(init_flat), length=n, reverse=bool(reverse),
                        unroll=int(unroll))
@@ -541,9 +526,11 @@ def map(f: Callable, xs: Any) -> Any:  # noqa: A001 - JAX's name
     return ys
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
     """for i in range(lower, upper): val = body_fun(i, val). A scan when the bounds are
-    concrete (so reverse mode works), a while_loop otherwise — as JAX does.
+    concrete (so reverse mode works), a while_loop otherwise — as JAX does; there `i` is a
+    weakly typed int (JAX's scan carries the Python int bound) and `unroll` goes to scan.
 
     Unlike JAX (which runs two equal float bounds), bounds must be integers: a float bound
     raises TypeError instead of being truncated."""
@@ -555,15 +542,16 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     lower_c = _concrete_int(lower)
     upper_c = _concrete_int(upper)
     if lower_c is not None and upper_c is not None:
-        int_dtype = dtypes.default_int_dtype()
-
         def step(carry, _):
             i, val = carry
-            return (ew.add(i, np.array(1, int_dtype)), body_fun(i, val)), ()
+            return (ew.add(i, 1), body_fun(i, val)), ()
 
-        start = np.array(lower_c, int_dtype)
-        (_, val), _ = scan(step, (start, init_val), None, length=max(upper_c - lower_c, 0))
+        (_, val), _ = scan(step, (lower_c, init_val), None, length=max(upper_c - lower_c, 0),
+                           unroll=False if unroll is None else unroll)
         return val
+    if unroll not in (None, False, 1):
+        raise NumbaxValueError("fori_loop: unroll needs loop bounds known at trace time; "
+                               "pass concrete lower and upper, or drop unroll.")
     dtype, _ = dtypes.result_type((lower_aval.dtype, lower_aval.weak_type),
                                   (upper_aval.dtype, upper_aval.weak_type))
     lower = ew.convert_element_type(lower, dtype)

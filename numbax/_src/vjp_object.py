@@ -1,0 +1,66 @@
+"""The function `vjp` returns: a pytree whose leaves are the residuals, so that (as JAX's VJP
+object) it can be returned from a jitted forward pass and passed into a jitted backward one.
+Called on output cotangents, it gives the input cotangents."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from numbax._src import tree_util as tu
+from numbax._src.core import ShapedArray, get_aval
+from numbax._src.errors import NumbaxValueError
+from numbax._src.interpreters import ad
+
+
+class _Spec(NamedTuple):
+    """What a VJP knows besides its residuals (its pytree structure)."""
+    in_tree: tu.PyTreeDef
+    out_tree: tu.PyTreeDef
+    in_avals: tuple[ShapedArray, ...]
+    out_avals: tuple[ShapedArray, ...]
+    aux_avals: tuple[ShapedArray, ...]  # has_aux outputs: their cotangents are zero
+
+
+class VJP:
+    """f_vjp of `primal_out, f_vjp = vjp(f, *primals)`: f_vjp(ct) is the tuple of cotangents
+    of the primals for the output cotangent `ct` (structured like f's output)."""
+
+    __slots__ = ("pullback", "spec")
+
+    def __init__(self, pullback: Any, spec: _Spec) -> None:
+        self.pullback, self.spec = pullback, spec
+
+    def __call__(self, ct: Any) -> tuple:
+        from numbax._src.api import _instantiate, _wrap_outputs  # api sits above
+
+        spec = self.spec
+        cts_flat, ct_tree = tu.tree_flatten(ct)
+        if ct_tree != spec.out_tree:
+            raise NumbaxValueError(
+                f"vjp: the cotangent has structure {ct_tree}, expected the output's structure "
+                f"{spec.out_tree}.")
+        for i, (c, a) in enumerate(zip(cts_flat, spec.out_avals, strict=True)):
+            if get_aval(c).shape != a.shape:
+                raise NumbaxValueError(
+                    f"vjp: cotangent leaf {i} has shape {get_aval(c).shape}, expected the "
+                    f"output's shape {a.shape}.")
+        aux_cts = [ad.Zero(ad.tangent_aval(a)) for a in spec.aux_avals]
+        cts_in = _instantiate(self.pullback(*cts_flat, *aux_cts), list(spec.in_avals))
+        return tu.tree_unflatten(spec.in_tree, _wrap_outputs(cts_in))
+
+
+def _flatten(f: VJP) -> tuple[list, tuple]:
+    p = f.pullback
+    if isinstance(p, ad.Pullback):
+        return p.consts, ((p.jaxpr, p.in_avals, p.differentiable), f.spec)
+    return [], (p, f.spec)  # a pullback a hook wrapped (inside a shard_map body): no leaves
+
+
+def _unflatten(aux: tuple, residuals: list) -> VJP:
+    rebuild, spec = aux
+    if isinstance(rebuild, tuple):
+        jaxpr, in_avals, differentiable = rebuild
+        return VJP(ad.Pullback(jaxpr, residuals, in_avals, differentiable), spec)
+    return VJP(rebuild, spec)
+
+
+tu.register_pytree_node(VJP, _flatten, _unflatten)
