@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, refs
 from numbax._src import tree_util as tu
 from numbax._src.api_checks import (  # noqa: F401  (pmap uses api._as_tuple)
     _argnums_tuple,
@@ -488,10 +488,17 @@ def _canonical_axis(api: str, d: int | None, x: Any, i: int) -> int | None:
     return d % ndim
 
 
+def _leaf_shape(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, refs.Ref) else get_aval(x).shape
+
+
 def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
     sizes = {}
     for i, (x, d) in enumerate(zip(args_flat, in_dims, strict=True)):
-        if d is not None and not batching.is_vmappable(x):  # sized by axis_size or others
+        if isinstance(x, refs.Ref) and d is not None:  # a mapped Ref sizes the axis too
+            if -x.ndim <= d < x.ndim:  # else its vmap handler reports the axis
+                sizes[i] = x.shape[d]
+        elif d is not None and not batching.is_vmappable(x):  # sized by axis_size or others
             _check_leaf("vmap", x, f"argument leaf {i}")
             shape = get_aval(x).shape
             if not -len(shape) <= d < len(shape):
@@ -504,7 +511,7 @@ def _mapped_size(args_flat, in_dims, axis_size, in_tree) -> int:
         return int(axis_size)
     distinct = set(sizes.values())
     if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
-        lines = "\n".join(f"  argument leaf {i} has shape {get_aval(args_flat[i]).shape} and "
+        lines = "\n".join(f"  argument leaf {i} has shape {_leaf_shape(args_flat[i])} and "
                           f"axis {in_dims[i]} to be mapped, of size {s}"
                           for i, s in sizes.items())
         raise NumbaxValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n"

@@ -93,3 +93,14 @@ class ShapedArray:
 
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
     return aval if weak_type is None else aval.update(weak_type=weak_type)
+
+
+def literal_value(val: Any, aval: ShapedArray) -> Any:
+    """The value eval_jaxpr binds for a literal: a weak one as a Python scalar (as JAX keeps
+    it), so equations a transform re-traces from it stay weakly typed."""
+    if aval.weak_type and aval.shape == ():
+        scalar = val.item()
+        if isinstance(scalar, (bool, int, float, complex)) and \
+                dtypes.python_scalar_dtype(scalar) == aval.dtype:
+            return scalar
+    return val

@@ -65,8 +65,9 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, po
 def split_by_policy(jaxpr: Jaxpr, known_in: Sequence[bool], policy: Callable | None):
     """Splits a checkpointed (jvp) jaxpr for linearize, as JAX's partial_eval_jaxpr_custom.
 
-    Returns (known jaxpr: known inputs -> [known outputs..., residuals...], staged jaxpr:
-    [residuals..., unknown inputs...] -> unknown outputs, which outputs are unknown). Partial
+    Returns (known jaxpr: known inputs -> [known outputs..., residuals...], its consts, their
+    count, staged jaxpr: [residuals..., unknown inputs...] -> unknown outputs, which outputs
+    are unknown, which residuals the policy offloads). Partial
     evaluation first splits the jaxpr (control flow and nested checkpoints by their own rules);
     of the values the unknown side needs, those the policy saves (and the known inputs) stay
     residuals and the rest are recomputed on the staged side from them. Effectful equations
@@ -101,7 +102,9 @@ def split_by_policy(jaxpr: Jaxpr, known_in: Sequence[bool], policy: Callable | N
     known_outs = kj.outvars[:len(kj.outvars) - num_res]
     known_jaxpr = pe.dce_jaxpr(Jaxpr([], kj.invars, kj.eqns, [*known_outs, *residuals]))
     known_jaxpr = remat_opt.prune(known_jaxpr)  # custom_vjp(optimize_remat=True)
-    return known_jaxpr, list(known.consts), n_consts, typecheck.check_jaxpr(staged), out_unknown
+    offloaded = {v for e in kj.eqns if policies.offloads(policy, e) for v in e.outvars}
+    return (known_jaxpr, list(known.consts), n_consts, typecheck.check_jaxpr(staged),
+            out_unknown, [r in offloaded for r in residuals])
 
 
 def _checkpoint_partial_eval(trace, tracers, *, jaxpr, policy, **params):
@@ -109,11 +112,13 @@ def _checkpoint_partial_eval(trace, tracers, *, jaxpr, policy, **params):
     become one checkpoint equation of the residuals and unknown inputs, which recomputes the
     rest in the backward pass."""
     known_in = [t.pval.is_known for t in tracers]
-    known_jaxpr, consts, _, staged, out_unknown = split_by_policy(jaxpr, known_in, policy)
+    known_jaxpr, consts, _, staged, out_unknown, offloaded = split_by_policy(
+        jaxpr, known_in, policy)
     known_vals = [t.pval.const for t in tracers if t.pval.is_known]
     outs = source_info.eval_jaxpr(known_jaxpr, [], *consts, *known_vals)
     n_known_out = len(out_unknown) - sum(out_unknown)
     known_outs, residuals = outs[:n_known_out], outs[n_known_out:]
+    source_info.note_offloaded([r for r, o in zip(residuals, offloaded, strict=True) if o])
     tracers_in = [trace.instantiate_const(trace.pure(r)) for r in residuals]
     tracers_in += [t for t in tracers if not t.pval.is_known]
     avals_out = [v.aval for v in staged.outvars]

@@ -44,6 +44,14 @@ class Offloadable(NamedTuple):
     dst: Any
 
 
+def offloads(policy: Callable | None, eqn: core.JaxprEqn) -> bool:
+    """Whether `policy` answers Offloadable for `eqn` (its saved outputs go to `dst`)."""
+    if policy is None:
+        return False
+    answer = policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params)
+    return isinstance(answer, Offloadable)
+
+
 def saves(policy: Callable | None, eqn: core.JaxprEqn) -> bool:
     """Whether `policy` lets checkpoint save the outputs of `eqn` (None: nothing is saved)."""
     if policy is None:

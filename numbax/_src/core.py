@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from numbax._src import dtypes
-from numbax._src.avals import ShapedArray, raise_to_shaped  # noqa: F401  (core's names)
+from numbax._src.avals import ShapedArray, literal_value, raise_to_shaped  # noqa: F401
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import (
     ConcretizationTypeError,
@@ -576,7 +576,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     env: dict[Var, Any] = {}
 
     def read(x: Atom) -> Any:
-        return x.val if isinstance(x, Literal) else env[x]
+        return literal_value(x.val, x.aval) if isinstance(x, Literal) else env[x]
 
     for v, val in zip(jaxpr.constvars, consts, strict=True):
         env[v] = val

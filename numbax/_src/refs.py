@@ -52,12 +52,12 @@ def _ref_set_batch(axis_size, vals, dims, *, ref):
     if dims[0] is not None:
         raise NumbaxValueError(
             "performing a set/swap operation with vmapped value on an unbatched array "
-            f"reference of type Ref{{{ref.aval.str_short()}}}. Move the array reference to be "
+            f"reference of type {ref.aval.str_short()}. Move the array reference to be "
             "an argument to the vmapped function?")
     return ref_set_p.bind(vals[0], ref=ref), []
 
 
-core.abstract_eval_rules[ref_get_p] = lambda *, ref: [ref.aval]
+core.abstract_eval_rules[ref_get_p] = lambda *, ref: [ref._aval]
 core.impl_rules[ref_get_p] = _ref_get_impl
 ad.non_differentiable.add(ref_get_p)  # a Ref made outside the derivative holds a constant
 batching.batch_rules[ref_get_p] = lambda axis_size, vals, dims, *, ref: (
@@ -74,12 +74,49 @@ core.effectful_primitives.update({ref_get_p, ref_set_p})  # reads and writes kee
 # ----------------------------------------------------------------------------- Ref
 
 
+class AbstractRef:
+    """The abstract value of a Ref (jax.ref.AbstractRef): a Ref is not an array, so numbax
+    operations refuse it as an operand (read it with ref[...] first)."""
+
+    __slots__ = ("inner_aval", "memory_space")
+
+    def __init__(self, inner_aval: ShapedArray, memory_space: Any = None) -> None:
+        self.inner_aval = inner_aval
+        self.memory_space = memory_space
+
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    ndim = property(lambda self: self.inner_aval.ndim)
+    size = property(lambda self: self.inner_aval.size)
+
+    def str_short(self) -> str:
+        return f"Ref{{{self.inner_aval.str_short()}}}"
+
+    __repr__ = str_short
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbstractRef) and other.inner_aval == self.inner_aval
+
+    def __hash__(self) -> int:
+        return hash(("Ref", self.inner_aval))
+
+
 def _tracing() -> core.MainTrace | None:
     """The innermost active transformation (the one a new Ref belongs to), or None."""
     state = core._state
     top = state.trace_stack[-1]
     dynamic = state.dynamic_trace
     if dynamic is not None and dynamic.level > top.level:
+        top = dynamic
+    return None if top.level == 0 else top
+
+
+def _tracing_below(main: core.MainTrace) -> core.MainTrace | None:
+    """The innermost transformation enclosing `main` (where a vmapped Ref's writes land)."""
+    state = core._state
+    top = [m for m in state.trace_stack if m.level < main.level][-1]
+    dynamic = state.dynamic_trace
+    if dynamic is not None and top.level < dynamic.level < main.level:
         top = dynamic
     return None if top.level == 0 else top
 
@@ -116,7 +153,7 @@ class Ref:
             self._value = init
         return self
 
-    aval = property(lambda self: self._aval)
+    aval = property(lambda self: AbstractRef(self._aval, self.memory_space))
     shape = property(lambda self: self._aval.shape)
     dtype = property(lambda self: self._aval.dtype)
     ndim = property(lambda self: self._aval.ndim)
@@ -138,11 +175,15 @@ class Ref:
         return ref_get_p.bind(ref=self)
 
     def _write(self, value: Any) -> None:
+        self._store(value, _tracing())
+
+    def _store(self, value: Any, at: core.MainTrace | None) -> None:
+        """Writes the whole value, as seen from the transformation `at`."""
         self._check_alive()
         if self._main is None:
             ref_set_p.bind(value, ref=self)
             return
-        if _tracing() is not self._main or not self._main.active:
+        if at is not self._main or not self._main.active:
             raise NumbaxValueError(
                 "numbax: this Ref was made inside a traced function and is written here from "
                 "a nested transformation (a scan/cond/while body or an inner jit): numbax "
@@ -180,9 +221,68 @@ class Ref:
                         dtype=dtype)
 
 
-# A Ref passes through jit/vmap/grad arguments as itself (static structure, no leaves): the
+# A Ref passes through jit/grad arguments as itself (static structure, no leaves): the
 # traced function reads and writes the caller's Ref.
 tu.register_pytree_node(Ref, lambda r: ((), r), lambda r, _: r)
+
+
+class _BatchedRef(Ref):
+    """A Ref mapped by vmap along `axis`: each example reads and writes its slice of `base`."""
+
+    __slots__ = ("_base", "_axis", "_trace")
+
+    @classmethod
+    def _view(cls, base: Ref, axis: int, cont: Any) -> _BatchedRef:
+        self = object.__new__(cls)
+        aval = base._aval
+        self._base, self._axis = base, axis % aval.ndim
+        self._trace = cont(np.zeros(1), 0)._trace  # the vmap's BatchTrace
+        shape = aval.shape[:self._axis] + aval.shape[self._axis + 1:]
+        self._aval = ShapedArray(shape, aval.dtype)
+        self._main, self._alive = None, True
+        self.memory_space, self.kind = base.memory_space, base.kind
+        return self
+
+    def _check_alive(self) -> None:
+        self._base._check_alive()
+
+    def _read(self) -> Any:
+        return batching.BatchTracer(self._trace, self._base._read(), self._axis)
+
+    def _store(self, value: Any, at: core.MainTrace | None) -> None:
+        main = self._trace.main
+        if at is not main or not main.active:
+            raise NumbaxValueError(
+                "numbax: a Ref mapped by vmap is written from a nested transformation (a "
+                "scan/cond/while body or an inner jit) inside the vmapped function; numbax "
+                "cannot carry the write out of that body. Write it in the vmapped function.")
+        t = core.full_raise(self._trace, value)
+        size = self._trace.axis_data.size
+        full = batching.move_batch_axis(size, t.batch_dim, self._axis, t.val)
+        self._base._store(full, _tracing_below(main))
+
+    def __repr__(self) -> str:
+        return f"BatchedRef<{self._aval.str_short()}>"
+
+
+def _ref_to_elt(cont: Any, get_idx: Any, ref: Ref, spec: Any) -> Ref:
+    if spec is None:
+        return ref
+    if not isinstance(spec, int) or not -ref.ndim <= spec < max(ref.ndim, 1):
+        raise NumbaxValueError(f"vmap: in_axes is {spec!r} for a Ref of type "
+                               f"{ref.aval.str_short()}, expected None or an axis of the Ref.")
+    return _BatchedRef._view(ref, spec, cont)
+
+
+def _ref_from_elt(cont: Any, axis_size: int, ref: Ref, spec: Any) -> Ref:
+    if isinstance(ref, _BatchedRef) and spec == ref._axis:
+        return ref._base
+    raise NumbaxValueError("vmap: a Ref returned from a vmapped function must be a mapped "
+                           "argument Ref returned with out_axes equal to its in_axes.")
+
+
+for _cls in (Ref, _BatchedRef):  # vmap maps a Ref argument along its in_axes
+    batching.vmappables[_cls] = (int, int, _ref_to_elt, _ref_from_elt)
 
 
 def _whole(idx: Any) -> bool:

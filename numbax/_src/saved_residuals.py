@@ -4,7 +4,7 @@ or the primitive and source line that computed it), so checkpoint policies can b
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from numbax._src import core, source_info
@@ -51,18 +51,25 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Shaped
         a, kw = tu.tree_unflatten(in_tree, xs)
         return tu.tree_leaves(f(*a, **kw))
 
+    store = {}
+
     def residuals(*xs):
-        return ad.linearize_flat(flat_f, xs)[2]
+        res = ad.linearize_flat(flat_f, xs)[2]
+        moved = source_info.offloaded()
+        store["offloaded"] = [any(r is m for m in moved) for r in res]
+        return res
 
     with source_info.recording() as sources:
         jaxpr, _ = pe.trace_to_jaxpr_dynamic(residuals, [core.get_aval(x) for x in flat])
-    return describe(jaxpr, names, sources)
+    offloaded = {v for v, o in zip(jaxpr.outvars, store["offloaded"], strict=True) if o}
+    return describe(jaxpr, names, sources, offloaded)
 
 
-def describe(jaxpr: core.Jaxpr, arg_names: Sequence[str],
-             sources: dict[Var, str]) -> list[tuple[ShapedArray, str]]:
+def describe(jaxpr: core.Jaxpr, arg_names: Sequence[str], sources: dict[Var, str],
+             offloaded: Collection[Any] = ()) -> list[tuple[ShapedArray, str]]:
     """Describes the outputs of `jaxpr` (the residuals), in JAX's order: literals,
-    constants, arguments, then equation outputs in program order."""
+    constants, arguments, then equation outputs in program order. A residual a checkpoint
+    policy offloads is described as JAX's device_put to host memory."""
     res_vars = {x for x in jaxpr.outvars if isinstance(x, Var)}
     out = [(x.aval, "from a literal") for x in jaxpr.outvars if isinstance(x, Literal)]
     out += [(v.aval, "from a constant") for v in jaxpr.constvars if v in res_vars]
@@ -73,11 +80,25 @@ def describe(jaxpr: core.Jaxpr, arg_names: Sequence[str],
             if v not in res_vars:
                 continue
             src = sources.get(v, "unknown")
-            if eqn.primitive is name_p:
+            if v in offloaded:
+                out.append((_HostAval(v.aval), "output of device_put from "))
+            elif eqn.primitive is name_p:
                 out.append((v.aval, f"named '{eqn.params['name']}' from {src}"))
             else:
                 out.append((v.aval, f"output of {eqn.primitive.name} from {src}"))
     return out
+
+
+class _HostAval(ShapedArray):
+    """A residual's aval in host memory (an offloaded one), printed as JAX's `f32<host>[n]`."""
+
+    def __init__(self, aval: ShapedArray) -> None:
+        super().__init__(aval.shape, aval.dtype, aval.weak_type)
+
+    def str_short(self) -> str:
+        text = super().str_short()
+        cut = text.index("[")
+        return f"{text[:cut]}<host>{text[cut:]}"
 
 
 def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:

@@ -15,6 +15,7 @@ _NUMBAX_DIR = str(Path(__file__).resolve().parents[1])
 class _Recording(threading.local):
     table: dict[Any, str] | None = None
     inherited: str | None = None  # the source of the equation being re-evaluated
+    offloaded: list | None = None  # residuals a checkpoint policy offloads (Offloadable)
 
 
 _recording = _Recording()
@@ -57,7 +58,8 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list:
         return core.eval_jaxpr(jaxpr, consts, *args)
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
     env.update(zip(jaxpr.invars, args, strict=True))
-    read = lambda x: x.val if isinstance(x, core.Literal) else env[x]  # noqa: E731
+    read = lambda x: (core.literal_value(x.val, x.aval)  # noqa: E731
+                      if isinstance(x, core.Literal) else env[x])
     for eqn in jaxpr.eqns:
         prev = _recording.inherited
         _recording.inherited = table.get(eqn.outvars[0]) if eqn.outvars else None
@@ -72,8 +74,20 @@ def eval_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> list:
 @contextlib.contextmanager
 def recording() -> Iterator[dict[Any, str]]:
     """Records the source of every equation traced to a jaxpr inside the block."""
-    prev, _recording.table = _recording.table, {}
+    prev = _recording.table, _recording.offloaded
+    _recording.table, _recording.offloaded = {}, []
     try:
         yield _recording.table
     finally:
-        _recording.table = prev
+        _recording.table, _recording.offloaded = prev
+
+
+def note_offloaded(values: list) -> None:
+    """Notes residual values a checkpoint policy offloads, while recording is on."""
+    if _recording.offloaded is not None:
+        _recording.offloaded.extend(values)
+
+
+def offloaded() -> list:
+    """The values noted by note_offloaded inside the current recording."""
+    return list(_recording.offloaded or [])

@@ -127,8 +127,8 @@ def check_carry(api: str, init_tree, init_avals, out_tree, out_avals, what: str)
 
 
 def carry_avals(init_flat: list) -> list[ShapedArray]:
-    return [core.get_aval(x).update(weak_type=False) if isinstance(x, core.Tracer)
-            else core.get_aval(x) for x in init_flat]
+    """The carry's avals, weak types kept (tracers too, as JAX: grad and jit keep them)."""
+    return [core.get_aval(x) for x in init_flat]
 
 
 def promote_weak_inits(init_flat: list, avals: list[ShapedArray],
