@@ -26,6 +26,7 @@ from numbax._src.numpy.shapes import *  # noqa: F403
 from numbax._src.numpy.sorting import *  # noqa: F403
 from numbax._src.numpy.statistics import *  # noqa: F403
 from numbax._src.numpy.ufuncs import *  # noqa: F403
+from numbax._src.numpy.special import sinc  # noqa: F401
 # ufunc objects (jnp.add.at, .reduce, ...) replace the plain functions of the same names
 from numbax._src.numpy.ufunc_api import *  # noqa: F403
 from numbax._src.numpy.updates import *  # noqa: F403

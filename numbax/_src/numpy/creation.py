@@ -210,21 +210,23 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     div = (num - 1) if endpoint else num
     out_shape = (num, *bshape)
     delta = lax.sub(stop, start)
-    i = iota(acc, out_shape, 0)
-    b_start = shape_ops.broadcast_in_dim(start, out_shape, tuple(range(1, len(out_shape))))
-    b_delta = shape_ops.broadcast_in_dim(delta, out_shape, tuple(range(1, len(out_shape))))
-    if div > 0:
-        step = lax.div(b_delta, lax.convert_element_type(div, acc))
-        y = lax.add(lax.mul(i, step), b_start)
-        if endpoint and num > 1:
-            from numbax._src.numpy.shapes import _slice_axis, concatenate
+    dims = tuple(range(1, len(out_shape)))
+    if num > 1:  # JAX's form, start * (1 - t) + stop * t, rounds as JAX's samples do
+        t_shape = (div, *bshape)
+        real = np.finfo(acc).dtype
+        t = lax.div(iota(real, t_shape, 0), lax.convert_element_type(div, real))
+        t = lax.convert_element_type(t, acc)
+        one = lax.convert_element_type(1, acc)
+        y = lax.add(lax.mul(shape_ops.broadcast_in_dim(start, t_shape, dims), lax.sub(one, t)),
+                    lax.mul(shape_ops.broadcast_in_dim(stop, t_shape, dims), t))
+        if endpoint:
+            from numbax._src.numpy.shapes import concatenate
 
-            last = shape_ops.reshape(stop, (1, *bshape))
-            y = concatenate([_slice_axis(y, 0, 0, num - 1), last], 0)
+            y = concatenate([y, shape_ops.reshape(stop, (1, *bshape))], 0)
         step_out = lax.div(delta, lax.convert_element_type(div, acc))
     else:
-        y = b_start
-        step_out = lax.convert_element_type(np.nan, acc)
+        y = shape_ops.broadcast_in_dim(start, out_shape, dims)
+        step_out = delta if num == 1 and not endpoint else shape_ops.full((), np.nan, acc)
     if axis != 0:
         from numbax._src.numpy.shapes import moveaxis
 

@@ -1,4 +1,4 @@
-"""numpy's division family: floor_divide, remainder (mod), fmod and divmod.
+"""numpy's division family: floor_divide, remainder (mod), fmod, divmod, gcd and lcm.
 
 Integers divide as C does and step the quotient down where numpy floors. Floats follow numpy's
 npy_divmod (which JAX's _float_divmod follows too): fmod first, then the remainder moved to
@@ -14,8 +14,18 @@ import numpy as np
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import stop_gradient
 from numbax._src.dtypes import kind_of
+from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
-from numbax._src.numpy.ufuncs import broadcast_arrays, promote_dtypes, signbit
+from numbax._src.lax import shape_ops
+from numbax._src.numpy.ufuncs import (
+    absolute,
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to_shape,
+    multiply,
+    promote_dtypes,
+    signbit,
+)
 
 
 def _const(value: float, dtype: np.dtype) -> Any:
@@ -113,3 +123,31 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
     if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """numpy.gcd for integers: Euclid's algorithm, unrolled to the dtype's bit width."""
+    x1, x2 = broadcast_arrays("gcd", *promote_dtypes("gcd", x1, x2))
+    dtype = get_aval(x1).dtype
+    if kind_of(dtype) not in "iu":
+        raise NumbaxTypeError(f"numbax.numpy.gcd: arguments have dtype {dtype}, expected "
+                                   "integers.")
+    shape = broadcast_shapes("gcd", get_aval(x1).shape, get_aval(x2).shape)
+    a = broadcast_to_shape(absolute(x1), shape)
+    b = broadcast_to_shape(absolute(x2), shape)
+    zero = lax.convert_element_type(0, dtype)
+    one = lax.convert_element_type(1, dtype)
+    for _ in range(int(dtype.itemsize * 8 * 1.5) + 2):  # Euclid needs < 1.5 * bits steps
+        nonzero = lax.ne(b, zero)
+        safe_b = lax.select(nonzero, b, shape_ops.full(shape, one))
+        a, b = lax.select(nonzero, b, a), lax.select(nonzero, lax.rem(a, safe_b), b)
+    return a
+
+
+def lcm(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("lcm", *promote_dtypes("lcm", x1, x2))
+    g = gcd(x1, x2)
+    dtype = get_aval(g).dtype
+    zero = lax.convert_element_type(0, dtype)
+    safe_g = lax.select(lax.eq(g, zero), shape_ops.full(get_aval(g).shape, 1, dtype), g)
+    return absolute(multiply(floor_divide(x1, safe_g), x2))

@@ -136,7 +136,9 @@ def _positional(x: Any, qb: Any, out_shape: tuple, method: str, squash_nans: boo
         pos = lax.mul(qb, last)
         lo_i, hi_i = lax.floor(pos), lax.min(lax.ceil(pos), last)
         if method == "nearest":
-            lo_i = hi_i = lax.round(pos, 1)  # half to even, as numpy
+            # a tie goes to the lower neighbour, as JAX's (numpy rounds half to even)
+            half = lax.convert_element_type(0.5, acc)
+            lo_i = hi_i = lax.select(lax.le(lax.sub(pos, lo_i), half), lo_i, hi_i)
         lo = _take_last(s, lax.convert_element_type(lo_i, np.int64))
         hi = _take_last(s, lax.convert_element_type(hi_i, np.int64))
         if method in ("lower", "nearest"):

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
-from numbax._src.custom_derivatives import stop_gradient
+from numbax._src.custom_derivatives import custom_jvp, stop_gradient
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
@@ -100,3 +100,35 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         nan = shape_ops.full(out_aval.shape, np.nan, out_aval.dtype)
         out = lax.select(lax.lt(sign, 0.0), nan, out)
     return out
+
+
+def sinc(x: Any, /) -> Any:
+    """numpy.sinc, sin(pi x) / (pi x), with every derivative at 0 from its Maclaurin series, as
+    JAX's (a plain `where` would give zero second and higher derivatives there)."""
+    (x,) = ufuncs.promote_dtypes_inexact("sinc", x)
+    dtype = get_aval(x).dtype
+    zero = lax.eq(x, lax.convert_element_type(0, dtype))
+    pix = lax.mul(lax.convert_element_type(np.pi, dtype), x)
+    ones = shape_ops.full(get_aval(x).shape, 1, dtype)
+    safe = lax.select(zero, ones, pix)  # keeps 0/0 out of the unselected branch (and its grad)
+    return lax.select(zero, _sinc_maclaurin(0, pix), lax.div(lax.sin(safe), safe))
+
+
+def _sinc_maclaurin(k: int, x: Any) -> Any:
+    """The k-th derivative of sin(x)/x at 0, shaped like x; its jvp is the (k+1)-th."""
+    return _sinc_maclaurin_fn(k)(x)
+
+
+def _sinc_maclaurin_fn(k: int) -> custom_jvp:
+    def value(x: Any) -> Any:
+        zero = lax.mul(x, lax.convert_element_type(0, get_aval(x).dtype))
+        if k % 2:
+            return zero
+        return lax.add(zero, lax.convert_element_type((-1) ** (k // 2) / (k + 1),
+                                                      get_aval(x).dtype))
+
+    f = custom_jvp(value)
+    f.defjvp(lambda primals, tangents: (_sinc_maclaurin(k, primals[0]),
+                                        lax.mul(_sinc_maclaurin(k + 1, primals[0]),
+                                                tangents[0])))
+    return f

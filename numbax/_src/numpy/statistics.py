@@ -33,9 +33,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
              out_sharding: Any = None) -> Any:
     """numpy.bincount: how often each non-negative int occurs (or the sum of its weights).
 
-    length (JAX) fixes the output size so x can be traced: larger values are dropped and, as
-    in JAX, traced negative values count in bin 0. Without length, x must be concrete (the
-    size is max(x) + 1) and negative values raise as in numpy.
+    length (JAX) fixes the output size so x can be traced: larger values are dropped. Without
+    length, x must be concrete (the size is max(x) + 1). Unlike numpy, negative values count in
+    bin 0, as in JAX.
 
     >>> bincount(asarray([0, 1, 1, 3]))
     Array([1, 2, 0, 1], dtype=int64)
@@ -55,11 +55,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
         raise NumbaxValueError(f"numbax.numpy.bincount: minlength is {minlength}, expected >= 0.")
     if not _is_abstract(x):
         value = np.asarray(x.to_concrete_value() if isinstance(x, core.Tracer) else x)
-        if value.size and value.min() < 0:
-            raise NumbaxValueError("numbax.numpy.bincount: x has negative values, expected "
-                                   "non-negative integers.")
         if length is None:
-            length = builtins.max(minlength, int(value.max()) + 1 if value.size else 0)
+            top = builtins.max(0, int(value.max())) + 1 if value.size else 0
+            length = builtins.max(minlength, top)
     elif length is None:
         core.concrete_or_error(x, "numbax.numpy.bincount (pass a static length= to trace it)")
     length = static_int(length, "bincount", "length")

@@ -24,7 +24,7 @@ __all__ = [
     "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor",
     "maximum", "minimum", "fmax", "fmin", "mod", "multiply", "negative", "nextafter", "not_equal",
     "positive", "power", "pow", "rad2deg", "radians", "real", "reciprocal", "remainder",
-    "right_shift", "rint", "sign", "signbit", "sin", "sinc", "sinh", "sqrt", "square", "subtract",
+    "right_shift", "rint", "sign", "signbit", "sin", "sinh", "sqrt", "square", "subtract",
     "tan", "tanh", "true_divide", "trunc", "angle", "isreal", "iscomplex", "isposinf", "isneginf",
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitwise_left_shift",
     "bitwise_right_shift", "gcd", "lcm", "fabs", "modf",
@@ -116,6 +116,19 @@ def _one_to_one_unop(name: str, lax_fn: Callable, inexact: bool) -> Callable:
     return fn
 
 
+def _rounding_unop(name: str, lax_fn: Callable) -> Callable:
+    """floor, ceil: bools and integers come back unchanged, as in JAX (numpy gives floats)."""
+    def fn(x: Any, /) -> Any:
+        (x,) = promote_dtypes(name, x)
+        if kind_of(get_aval(x).dtype) in "biu":
+            return x
+        return lax_fn(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}, elementwise."
+    return fn
+
+
 def _one_to_one_binop(name: str, lax_fn: Callable, inexact: bool = False) -> Callable:
     def fn(x1: Any, x2: Any, /) -> Any:
         x1, x2 = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x1, x2)
@@ -150,8 +163,8 @@ def asbool(x: Any) -> Any:
 negative = _one_to_one_unop("negative", lax.neg, False)
 positive = _one_to_one_unop("positive", lambda x: x, False)
 sign = _one_to_one_unop("sign", lax.sign, False)
-floor = _one_to_one_unop("floor", lax.floor, True)
-ceil = _one_to_one_unop("ceil", lax.ceil, True)
+floor = _rounding_unop("floor", lax.floor)
+ceil = _rounding_unop("ceil", lax.ceil)
 exp = _one_to_one_unop("exp", lax.exp, True)
 exp2 = _one_to_one_unop("exp2", lax.exp2, True)
 log = _one_to_one_unop("log", lax.log, True)
@@ -172,7 +185,14 @@ arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
 conjugate = conj = _one_to_one_unop("conjugate", lax.conj, False)
-square = _one_to_one_unop("square", lax.square, False)
+
+
+def square(x: Any, /) -> Any:
+    """numpy.square; a bool squares as JAX's default int (lax.square takes no bools)."""
+    (x,) = promote_dtypes("square", x)
+    if get_aval(x).dtype == dtypes.bool_:
+        x = lax.convert_element_type(x, dtypes.python_scalar_dtype(0), get_aval(x).weak_type)
+    return lax.square(x)
 add = _one_to_one_binop("add", lax.add)
 subtract = _one_to_one_binop("subtract", lax.sub)
 multiply = _one_to_one_binop("multiply", lax.mul)
@@ -359,11 +379,15 @@ def _bitcast_to_int(x: Any) -> Any:
 
 def rint(x: Any, /) -> Any:
     (x,) = promote_dtypes_inexact("rint", x)
+    if kind_of(get_aval(x).dtype) == "c":  # each part to the nearest even integer, as JAX
+        return lax.complex_(rint(lax.real(x)), rint(lax.imag(x)))
     return lax.round(x, 1)
 
 
 def trunc(x: Any, /) -> Any:
-    (x,) = promote_dtypes_inexact("trunc", x)
+    (x,) = promote_dtypes("trunc", x)
+    if kind_of(get_aval(x).dtype) in "biu":  # unchanged, as in JAX
+        return x
     zero = lax.convert_element_type(0, get_aval(x).dtype)
     return lax.select(lax.lt(x, zero), lax.ceil(x), lax.floor(x))
 
@@ -450,16 +474,6 @@ def copysign(x1: Any, x2: Any, /) -> Any:
     return lax.select(signbit(x2), lax.neg(magnitude), magnitude)
 
 
-def sinc(x: Any, /) -> Any:
-    (x,) = promote_dtypes_inexact("sinc", x)
-    dtype = get_aval(x).dtype
-    pix = lax.mul(x, lax.convert_element_type(np.pi, dtype))
-    zero = lax.eq(x, lax.convert_element_type(0, dtype))
-    ones = shape_ops.full(get_aval(x).shape, 1, dtype)
-    safe = lax.select(zero, ones, pix)  # keeps 0/0 out of the unselected branch (and its grad)
-    return lax.select(zero, ones, lax.div(lax.sin(safe), safe))
-
-
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
     """log2(2**x1 + 2**x2) without overflow."""
     x1, x2 = promote_dtypes_inexact("logaddexp2", x1, x2)
@@ -524,34 +538,6 @@ def isneginf(x: Any, /) -> Any:
     return lax.eq(x, lax.convert_element_type(-np.inf, get_aval(x).dtype))
 
 
-def gcd(x1: Any, x2: Any, /) -> Any:
-    """numpy.gcd for integers: Euclid's algorithm, unrolled to the dtype's bit width."""
-    x1, x2 = broadcast_arrays("gcd", *promote_dtypes("gcd", x1, x2))
-    dtype = get_aval(x1).dtype
-    if kind_of(dtype) not in "iu":
-        raise core.NumbaxTypeError(f"numbax.numpy.gcd: arguments have dtype {dtype}, expected "
-                                   "integers.")
-    shape = broadcast_shapes("gcd", get_aval(x1).shape, get_aval(x2).shape)
-    a = broadcast_to_shape(absolute(x1), shape)
-    b = broadcast_to_shape(absolute(x2), shape)
-    zero = lax.convert_element_type(0, dtype)
-    one = lax.convert_element_type(1, dtype)
-    for _ in range(int(dtype.itemsize * 8 * 1.5) + 2):  # Euclid needs < 1.5 * bits steps
-        nonzero = lax.ne(b, zero)
-        safe_b = lax.select(nonzero, b, shape_ops.full(shape, one))
-        a, b = lax.select(nonzero, b, a), lax.select(nonzero, lax.rem(a, safe_b), b)
-    return a
-
-
-def lcm(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("lcm", *promote_dtypes("lcm", x1, x2))
-    g = gcd(x1, x2)
-    dtype = get_aval(g).dtype
-    zero = lax.convert_element_type(0, dtype)
-    safe_g = lax.select(lax.eq(g, zero), shape_ops.full(get_aval(g).shape, 1, dtype), g)
-    return absolute(multiply(floor_divide(x1, safe_g), x2))
-
-
 pow = power  # noqa: A001
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
 atan, atanh, atan2 = arctan, arctanh, arctan2
@@ -597,4 +583,4 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     return frac, whole
 
 
-from numbax._src.numpy.division import divmod, floor_divide, fmod, mod, remainder  # noqa: E402
+from numbax._src.numpy.division import divmod, floor_divide, fmod, gcd, lcm, mod, remainder  # noqa: E402
