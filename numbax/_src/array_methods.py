@@ -53,6 +53,10 @@ def _transpose(self, *axes):
     return _jnp().transpose(self, axes or None)
 
 
+def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    return _jnp().compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+
+
 def _astype(self, dtype, copy=False):
     return _jnp().asarray(self, dtype=dtype) if not copy else _jnp().array(self, dtype=dtype)
 
@@ -78,6 +82,7 @@ def _install(cls: type) -> None:
     cls.reshape = _reshape
     cls.transpose = _transpose
     cls.astype = _astype
+    cls.compress = _compress
     cls.__getitem__ = lambda self, idx: _jnp()._getitem(self, idx)
     cls.T = property(lambda self: _jnp().transpose(self))
     cls.mT = property(lambda self: _jnp().swapaxes(self, -1, -2))

@@ -35,11 +35,9 @@ def _broadcast_in_dim_abstract_eval(x: ShapedArray, *, shape, broadcast_dimensio
                 f"lax.broadcast_in_dim: operand shape {x.shape} cannot be broadcast to {shape} "
                 f"with broadcast_dimensions {broadcast_dimensions} (operand dimension {i})."
             )
-    if list(broadcast_dimensions) != sorted(broadcast_dimensions):
-        raise NumbaxTypeError(
-            f"lax.broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be strictly "
-            "increasing; transpose the operand first."
-        )
+    if any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
+        raise NumbaxTypeError(f"lax.broadcast_in_dim: broadcast_dimensions {broadcast_dimensions}"
+                              " must be distinct (bound as a primitive: increasing).")
     return [ShapedArray(shape, x.dtype, x.weak_type)]
 
 
@@ -79,6 +77,10 @@ batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    if len(set(broadcast_dimensions)) == get_aval(operand).ndim:  # any order, as JAX; the
+        operand = transpose(operand, sorted(range(len(broadcast_dimensions)),  # primitive's
+                                            key=broadcast_dimensions.__getitem__))  # are sorted
+        broadcast_dimensions = tuple(sorted(broadcast_dimensions))
     aval = get_aval(operand)
     if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
         return operand
@@ -186,8 +188,7 @@ batching.batch_rules[transpose_p] = _transpose_batch
 @key_array_op("operand")
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(
-            operand).ndim:
+    if permutation == tuple(range(get_aval(operand).ndim)):
         return operand
     return transpose_p.bind(operand, permutation=permutation)
 

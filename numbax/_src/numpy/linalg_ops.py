@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -279,6 +280,28 @@ def _diagonalize(x: Any, labels: str) -> tuple[Any, str]:
         labels = "".join(c for k, c in enumerate(labels) if k not in (i, j)) + dup
 
 
+_LETTERS = string.ascii_lowercase + string.ascii_uppercase  # numpy's order
+
+
+def _sublist_term(sub: Any) -> str:
+    """One sublist of integer labels (Ellipsis for '...') as einsum letters, as numpy maps them."""
+    try:
+        return "".join("..." if s is Ellipsis else _LETTERS[operator.index(s)] for s in sub)
+    except (TypeError, IndexError):
+        raise NumbaxValueError(f"numbax.numpy.einsum: sublist {sub!r} is invalid, expected "
+                               f"ints in [0, {len(_LETTERS)}) or Ellipsis.") from None
+
+
+def _sublists_to_subscripts(first: Any, rest: tuple) -> tuple[str, tuple]:
+    """The interleaved form (op0, sub0, op1, sub1, ..., [out]) as a subscripts string."""
+    args = (first, *rest)
+    ops, subs = args[0:len(args) - len(args) % 2:2], args[1::2]
+    spec = ",".join(_sublist_term(sub) for sub in subs[:len(ops)])
+    if len(args) % 2:
+        spec += "->" + _sublist_term(args[-1])
+    return spec, ops
+
+
 def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any = "optimal",
            precision: Any = None, preferred_element_type: Any = None) -> Any:
     """numpy.einsum: parsed here and lowered to dot_general, reduce_sum and transpose.
@@ -295,17 +318,17 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
       The contraction. Operands are contracted left to right, each label summed as soon as
       no later operand or the output needs it.
 
-    Unlike JAX: no opt_einsum path search, and no interleaved (operand, sublist) form.
+    The interleaved form `einsum(a, [0, 1], b, [1, 2], [0, 2])` (integer labels, Ellipsis
+    for '...') is accepted too, as in numpy and JAX.
+
+    Unlike JAX: no opt_einsum path search.
 
     >>> import numpy as np
     >>> einsum("ij,j->i", np.ones((2, 3)), np.arange(3.0))
     Array([3., 3.], dtype=float64)
     """
     if not isinstance(subscripts, str):
-        raise NumbaxTypeError(
-            f"numbax.numpy.einsum: subscripts has type {type(subscripts).__name__}, expected a "
-            "string such as 'ij,jk->ik' (the interleaved operand/sublist form is not supported)."
-        )
+        subscripts, operands = _sublists_to_subscripts(subscripts, operands)
     ops = _promote("einsum", *operands) if operands else []
     terms, out_labels = _parse_einsum(subscripts, [get_aval(x).ndim for x in ops])
     sizes: dict[str, int] = {}

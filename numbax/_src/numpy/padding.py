@@ -37,14 +37,16 @@ def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
-    """numpy.pad with every numpy mode but a callable one.
+    """numpy.pad with every numpy mode, a callable one included.
 
     Args:
       array: the array. pad_width: static widths, broadcastable to (ndim, 2).
       mode: 'constant' (lax.pad), 'edge', 'reflect', 'symmetric', 'wrap' (slices, rev and
         concatenate; reflect_type), 'maximum', 'minimum', 'mean', 'median' (stat_length),
         'linear_ramp' (end_values) or 'empty' (zeros, as in JAX). constant_values, stat_length
-        and end_values are static, broadcastable to (ndim, 2).
+        and end_values are static, broadcastable to (ndim, 2). A callable mode is called as
+        `mode(vector, (lo, hi), axis, kwargs)` and returns the padded vector (as in JAX, it
+        cannot write in place).
 
     Returns:
       The padded array.
@@ -55,6 +57,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     array = asarray(array)
     a_shape = get_aval(array).shape
     widths = _pad_widths(pad_width, len(a_shape))
+    if callable(mode):
+        return _pad_func(array, widths, mode, kwargs)
     allowed = _KWARGS.get(mode, frozenset())
     if set(kwargs) - allowed:
         raise NumbaxValueError(
@@ -106,6 +110,17 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
 _KWARGS = {"constant": frozenset({"constant_values"}), "reflect": frozenset({"reflect_type"}),
            "symmetric": frozenset({"reflect_type"}), "linear_ramp": frozenset({"end_values"}),
            **{m: frozenset({"stat_length"}) for m in padding_stats.STATS}}
+
+
+def _pad_func(array: Any, widths: list[tuple[int, int]], func: Any, kwargs: dict) -> Any:
+    """A callable mode, as JAX: zero-pad, then apply func along each axis in turn."""
+    from numbax._src.numpy.vectorize import apply_along_axis
+
+    zero = lax.convert_element_type(0, get_aval(array).dtype)
+    array = shape_ops.pad(array, zero, tuple((lo, hi, 0) for lo, hi in widths))
+    for ax in range(len(widths)):
+        array = apply_along_axis(func, ax, array, widths[ax], ax, kwargs)
+    return array
 
 
 def _pad_axis_odd(x: Any, ax: int, lo: int, hi: int, mode: str) -> Any:

@@ -114,11 +114,34 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # no
 # ----------------------------------------------------------------------------- arithmetic
 
 
+def _poly_plus(api: str, a1: Any, a2: Any) -> Any:
+    """a1 + a2 aligned at the end of axis 0, as JAX's `a1.at[-n2:].add(a2)` (shorter first)."""
+    from numbax._src.numpy.shapes import broadcast_to
+
+    a1, a2 = asarray(a1), asarray(a2)
+    a1, a2 = (shape_ops.reshape(p, (1,)) if get_aval(p).ndim == 0 else p for p in (a1, a2))
+    a1, a2 = ufuncs.promote_dtypes(api, a1, a2)
+    first = get_aval(a2).shape[0] <= get_aval(a1).shape[0]
+    long, short, arg = (a1, a2, "a2") if first else (a2, a1, "a1")
+    n, tail = get_aval(short).shape[0], get_aval(long).shape[1:]
+    if len(get_aval(short).shape) > 1 + len(tail):
+        raise NumbaxValueError(f"numbax.numpy.{api}: {arg} has shape {get_aval(short).shape}, "
+                               f"expected one that broadcasts to {(n,) + tail}, the trailing "
+                               "rows of the longer polynomial.")
+    short = broadcast_to(short, (n,) + tail)
+    zero = lax.convert_element_type(0, get_aval(short).dtype)
+    pads = ((get_aval(long).shape[0] - n, 0, 0),) + ((0, 0, 0),) * len(tail)
+    return lax.add(long, shape_ops.pad(short, zero, pads))
+
+
 def polyadd(a1: Any, a2: Any) -> Any:
     """numpy.polyadd: the sum of two polynomials (the shorter padded in front).
 
+    As in JAX, n-d inputs hold coefficients along axis 0: the shorter one is broadcast to the
+    trailing rows of the longer one and added there.
+
     Args:
-      a1, a2: 1-d coefficient arrays, highest power first.
+      a1, a2: coefficient arrays, highest power first along axis 0.
 
     Returns:
       The coefficients of a1 + a2.
@@ -126,25 +149,20 @@ def polyadd(a1: Any, a2: Any) -> Any:
     >>> polyadd(asarray([1, 2]), asarray([1, 0, 0]))
     Array([1, 1, 2], dtype=int64)
     """
-    a1, a2 = _coeffs("polyadd", a1, "a1", False), _coeffs("polyadd", a2, "a2", False)
-    a1, a2 = ufuncs.promote_dtypes("polyadd", a1, a2)
-    n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
-    return lax.add(_pad_front(a1, n), _pad_front(a2, n))
+    return _poly_plus("polyadd", a1, a2)
 
 
 def polysub(a1: Any, a2: Any) -> Any:
-    """numpy.polysub: a1 - a2 as polynomials.
+    """numpy.polysub: a1 - a2 as polynomials (n-d inputs as in polyadd).
 
     Args:
-      a1, a2: 1-d coefficient arrays, highest power first.
+      a1, a2: coefficient arrays, highest power first along axis 0.
 
     Returns:
       The coefficients of a1 - a2.
     """
-    a1, a2 = _coeffs("polysub", a1, "a1", False), _coeffs("polysub", a2, "a2", False)
-    a1, a2 = ufuncs.promote_dtypes("polysub", a1, a2)
-    n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
-    return lax.sub(_pad_front(a1, n), _pad_front(a2, n))
+    a1, a2 = ufuncs.promote_dtypes("polysub", asarray(a1), asarray(a2))
+    return _poly_plus("polysub", a1, lax.neg(a2))
 
 
 def _trim_leading(p: Any) -> Any:

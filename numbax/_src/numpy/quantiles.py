@@ -97,7 +97,7 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
     out_shape = get_aval(q).shape + rest_shape
     qb = shape_ops.broadcast_in_dim(q, out_shape, tuple(range(q_nd)))
     if weights is not None:
-        val = _weighted_inverted_cdf(api, a, x, weights, axes, qb, out_shape)
+        val = _weighted_inverted_cdf(api, a, x, weights, axes, qb, out_shape, squash_nans)
     else:
         val = _positional(x, qb, out_shape, method, squash_nans, acc)
     if not squash_nans and kind_of(acc) == "f":
@@ -156,8 +156,9 @@ def _positional(x: Any, qb: Any, out_shape: tuple, method: str, squash_nans: boo
 
 
 def _weighted_inverted_cdf(api: str, a: Any, x: Any, weights: Any, axes: tuple, qb: Any,
-                           out_shape: tuple) -> Any:
-    """The smallest value whose weighted CDF reaches q (numpy's inverted_cdf with weights)."""
+                           out_shape: tuple, squash_nans: bool = False) -> Any:
+    """The smallest value whose weighted CDF reaches q (numpy's inverted_cdf with weights).
+    With squash_nans, NaNs get weight 0 (they sort last, so they are never reached)."""
     from numbax._src.numpy.reductions import cumsum
     from numbax._src.numpy.sorting import _lax_sort
 
@@ -174,6 +175,8 @@ def _weighted_inverted_cdf(api: str, a: Any, x: Any, weights: Any, axes: tuple, 
                                f"expected a's shape {aval.shape} or the reduced axes' "
                                f"{reduced}.")
     w = _to_last(lax.convert_element_type(w, get_aval(x).dtype), axes)
+    if squash_nans:
+        w = where(ufuncs.isnan(x), lax.convert_element_type(0, get_aval(x).dtype), w)
     s, sw = _lax_sort((x, w), get_aval(x).ndim - 1)
     cw = cumsum(sw, axis=-1)
     n = get_aval(x).shape[-1]
@@ -218,15 +221,15 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
     """numpy.nanquantile: quantile ignoring NaNs (an all-NaN slice gives NaN).
 
     Args:
-      a, q, axis, method, keepdims: as in quantile (weights are not supported).
+      a, q, axis, method, keepdims, weights: as in quantile (NaNs get weight 0).
 
     Returns:
       The quantiles of the non-NaN values.
     """
-    if weights is not None:
-        raise NumbaxValueError("numbax.numpy.nanquantile: weights are not supported; drop the "
-                               "NaNs and call quantile(..., method='inverted_cdf', weights=).")
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+    if weights is not None and method != "inverted_cdf":
+        raise NumbaxValueError(f"numbax.numpy.nanquantile: method {method!r} takes no "
+                               "weights; only method='inverted_cdf' supports weights.")
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def percentile(a: Any, q: Any, axis: Any = None, out: None = None,

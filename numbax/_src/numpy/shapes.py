@@ -57,11 +57,10 @@ def ndim(a: Any) -> int:
     return len(shape(a))
 
 
-def size(a: Any, axis: int | None = None) -> int:
+def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
     s = shape(a)
-    if axis is None:
-        return int(np.prod(s, dtype=np.int64))
-    return s[canonicalize_axis(axis, len(s), "size")]
+    axes = range(len(s)) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
+    return int(np.prod([s[canonicalize_axis(ax, len(s), "size")] for ax in axes], dtype=np.int64))
 
 
 # ----------------------------------------------------------------------------- reshaping
