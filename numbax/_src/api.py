@@ -217,6 +217,15 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     for i, (p, t) in enumerate(zip(primals_flat, tangents_flat, strict=True)):
         _check_leaf("jvp", p, f"primal leaf {i}")
         pa, ta = get_aval(p), get_aval(t)
+        # JAX's rule, except that a float tangent of another float precision is taken (numbax
+        # defaults to 64 bits where JAX's jnp.ones gives float32 tangents)
+        want = pa.dtype if dtypes.is_inexact(pa.dtype) else dtypes.float0
+        if ta.dtype != want and not (dtypes.kind_of(pa.dtype) == dtypes.kind_of(ta.dtype) == "f"):
+            raise NumbaxTypeError(
+                f"jvp: tangent leaf {i} has dtype {dtypes.short_name(ta.dtype)}, expected "
+                f"{dtypes.short_name(want)} (primal leaf {i} has dtype "
+                f"{dtypes.short_name(pa.dtype)}; an int/bool primal takes a float0 tangent). "
+                "Pass tangents of the primal's tangent dtype, as JAX requires.")
         if pa.shape != ta.shape:
             raise NumbaxValueError(
                 f"jvp: primal leaf {i} has shape {pa.shape} but its tangent has shape "
@@ -224,8 +233,9 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
             )
     store: dict[str, Any] = {}
     flat_fun = _flat_fun_with_aux("jvp", fun, in_tree, has_aux, store)
-    tangents_in = [t if dtypes.is_inexact(get_aval(p).dtype) else ad.Zero.from_primal_value(p)
-                   for p, t in zip(primals_flat, tangents_flat, strict=True)]
+    tangents_in = [ad.Zero.from_primal_value(p) if not dtypes.is_inexact(get_aval(p).dtype)
+                   else _as_dtype_of(t, p) for p, t in zip(primals_flat, tangents_flat,
+                                                          strict=True)]
     primals_out, tangents_out = ad.jvp_flat(flat_fun, primals_flat, tangents_in)
     n = store["n_out"]
     primals_out, aux_flat = primals_out[:n], primals_out[n:]
@@ -358,6 +368,14 @@ def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
             "(e.g. .sum())."
         )
     _check_output_dtype("grad", aval.dtype, holomorphic)
+
+
+def _as_dtype_of(t: Any, p: Any) -> Any:
+    """A float tangent cast to its float primal's dtype (the precisions jvp lets differ)."""
+    from numbax._src.lax import convert
+
+    dtype = get_aval(p).dtype
+    return t if get_aval(t).dtype == dtype else convert.convert_element_type(t, dtype)
 
 
 def _ones_like_output(ans: Any) -> Any:

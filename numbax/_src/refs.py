@@ -191,6 +191,11 @@ class Ref:
                 "or carry its value through the loop.")
         self._value = value
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise NumbaxTypeError("len() of unsized object (a 0-d Ref)")
+        return self.shape[0]
+
     def __getitem__(self, idx: Any) -> Any:
         return get(self, idx)
 
@@ -331,28 +336,35 @@ def _update_window(old: Any, idx: Any, new: Any, op: str) -> Any:
     return indexing.dynamic_update_slice(old, upd, starts)
 
 
-def _check_ref(api: str, ref: Any) -> Ref:
+def _check_ref(api: str, ref: Any, idx: Any = None) -> Ref:
     if not isinstance(ref, Ref):
         raise NumbaxTypeError(f"{api}: ref is a {type(ref).__name__}, expected a Ref made by "
                               "numbax.new_ref.")
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    for i, (e, dim) in enumerate(zip(entries, ref.shape)):
+        if isinstance(e, (int, np.integer)) and not isinstance(e, bool) and e >= dim:
+            # JAX's check and class: it also stops iteration (list(ref)) at the end
+            raise NumbaxValueError(
+                f"{api}: index {i} has {int(e)}, expected < {dim} (Out of bound indexer: "
+                f"idx={int(e)}, dim={dim}). Index within the Ref's shape {ref.shape}.")
     return ref
 
 
 def get(ref: Ref, idx: Any = None) -> Any:
     """ref[idx]: the indexed elements of the Ref, as an Array."""
-    return _index(_check_ref("ref.get", ref)._read(), idx)
+    return _index(_check_ref("ref.get", ref, idx)._read(), idx)
 
 
 def set(ref: Ref, idx: Any, value: Any) -> None:  # noqa: A001 - JAX's name
     """ref[idx] = value, in place."""
-    ref = _check_ref("ref.set", ref)
+    ref = _check_ref("ref.set", ref, idx)
     _check_value("ref.set", value)
     ref._write(_updated(ref._read(), idx, value, "set"))
 
 
 def swap(ref: Ref, idx: Any, value: Any) -> Any:
     """Writes value at ref[idx] and returns what was there."""
-    ref = _check_ref("ref.swap", ref)
+    ref = _check_ref("ref.swap", ref, idx)
     _check_value("ref.swap", value)
     current = ref._read()
     ref._write(_updated(current, idx, value, "set"))
@@ -361,7 +373,7 @@ def swap(ref: Ref, idx: Any, value: Any) -> Any:
 
 def addupdate(ref: Ref, idx: Any, x: Any) -> None:
     """ref[idx] += x, in place."""
-    ref = _check_ref("ref.addupdate", ref)
+    ref = _check_ref("ref.addupdate", ref, idx)
     _check_value("ref.addupdate", x)
     ref._write(_updated(ref._read(), idx, x, "add"))
 

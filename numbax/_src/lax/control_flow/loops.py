@@ -519,11 +519,13 @@ def _pair_trees(out_tree: tu.PyTreeDef):
     return out_tree.children[0], out_tree.children[1]
 
 
-def map(f: Callable, xs: Any) -> Any:  # noqa: A001 - JAX's name
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001
     """f applied to each slice of xs along its leading axis, results stacked (lax.map).
-    Iterations are independent: compiled, it is a prange loop."""
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-    return ys
+    Iterations are independent: compiled, a prange loop; batch_size vmaps batches, as JAX."""
+    if batch_size is not None:
+        from numbax._src.lax.control_flow.batched_map import batched_map
+        return batched_map(f, xs, batch_size)
+    return scan(lambda _, x: ((), f(x)), (), xs)[1]
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
