@@ -60,7 +60,10 @@ def _check_kind(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> 
 
 
 def _to_operand(x: Any, like: Any) -> Any:
-    """Python scalars become weakly typed values of the other operand's dtype (as lax does)."""
+    """Python scalars become weakly typed values of the other operand's dtype (as lax does);
+    Python bools stay strong, as in JAX."""
+    if isinstance(x, bool) and get_aval(like).dtype == np.bool_:
+        return np.bool_(x)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(like, (bool, int, float,
                                                                              complex)):
         dtype = get_aval(like).dtype
@@ -96,7 +99,7 @@ def _unary_abstract_eval(name: str, kinds: str, out_dtype: Callable | None):
     def rule(x: ShapedArray, **params) -> list[ShapedArray]:
         _check_kind(name, x, kinds)
         dtype = x.dtype if out_dtype is None else out_dtype(x.dtype)
-        return [ShapedArray(x.shape, dtype, x.weak_type and dtype == x.dtype)]
+        return [ShapedArray(x.shape, dtype, x.weak_type)]  # JAX: weak in, weak out
 
     return rule
 
@@ -282,7 +285,7 @@ def _binary_abstract_eval(name: str, kinds: str, out_dtype: Callable | None):
             )
         shape = _broadcast_shapes(name, [a.shape for a in avals])
         dtype = avals[0].dtype if out_dtype is None else out_dtype(avals[0].dtype)
-        return [ShapedArray(shape, dtype, _weak(*avals) and out_dtype is None)]
+        return [ShapedArray(shape, dtype, _weak(*avals))]
 
     return rule
 

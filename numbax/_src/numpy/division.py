@@ -26,6 +26,7 @@ from numbax._src.numpy.ufuncs import (
     promote_dtypes,
     signbit,
 )
+from numbax._src.numpy.weak import weak_out
 
 
 def _const(value: float, dtype: np.dtype) -> Any:
@@ -151,3 +152,8 @@ def lcm(x1: Any, x2: Any, /) -> Any:
     zero = lax.convert_element_type(0, dtype)
     safe_g = lax.select(lax.eq(g, zero), shape_ops.full(get_aval(g).shape, 1, dtype), g)
     return absolute(multiply(floor_divide(x1, safe_g), x2))
+
+
+floor_divide, remainder, divmod, gcd, lcm = map(  # noqa: A001
+    weak_out, (floor_divide, remainder, divmod, gcd, lcm))
+mod = remainder

@@ -17,6 +17,7 @@ from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import key_array_op
 from numbax._src.numpy import ufuncs
+from numbax._src.numpy.weak import strong_out
 
 __all__ = [  # concrete_value and the axis helpers stay private to the numpy layer
     "asarray", "array", "astype", "copy", "where", "select", "clip", "round", "around",
@@ -113,6 +114,8 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
             f"numbax.numpy.asarray: argument of type {type(a).__name__} is not array-like, "
             "expected an array, a Python scalar or a (nested) list of numbers."
         )
+    if dtype is None and isinstance(a, builtins.bool):
+        dtype = np.dtype(np.bool_)  # Python bools are strongly typed in JAX
     return asarray_value(a, dtype)
 
 
@@ -296,3 +299,6 @@ def nan_to_num(x: Any, copy: builtins.bool = True, nan: float = 0.0, posinf: Any
               lax.convert_element_type(posinf, dtype), x)
     return where(lax.eq(x, lax.convert_element_type(-np.inf, dtype)),
                  lax.convert_element_type(neginf, dtype), x)
+
+
+isclose, allclose, array_equal = map(strong_out, (isclose, allclose, array_equal))

@@ -13,6 +13,7 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions, shape_ops
 from numbax._src.numpy import ufuncs
+from numbax._src.numpy.weak import weak_out
 
 
 def _reduction_axes(fun_name: str, ndim: int, axis: Any) -> tuple[int, ...]:
@@ -102,6 +103,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
     return out
 
 
+@weak_out
 def sinc(x: Any, /) -> Any:
     """numpy.sinc, sin(pi x) / (pi x), with every derivative at 0 from its Maclaurin series, as
     JAX's (a plain `where` would give zero second and higher derivatives there)."""

@@ -49,7 +49,9 @@ def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
     """Converts args to their common dtype (NumPy 2 rules, Python scalars weak)."""
     args = [_scalar_or_array(x, fun_name) for x in args]
     avals = [get_aval(x) for x in args]
-    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    # JAX's lattice has no weak bool: Python bools (and weak bool results) promote as strong.
+    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type and kind_of(a.dtype) != "b")
+                                       for a in avals])
     return [_convert(x, dtype, weak) for x in args]
 
 
@@ -156,7 +158,7 @@ def _logical(name: str, lax_fn: Callable) -> Callable:
 def asbool(x: Any) -> Any:
     x = _scalar_or_array(x, "logical")
     if get_aval(x).dtype == dtypes.bool_:
-        return x
+        return np.bool_(x) if isinstance(x, bool) else x  # Python bools are strong in JAX
     return lax.ne(x, lax.convert_element_type(0, get_aval(x).dtype))
 
 
@@ -584,3 +586,10 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
 
 
 from numbax._src.numpy.division import divmod, floor_divide, fmod, gcd, lcm, mod, remainder  # noqa: E402
+from numbax._src.numpy.weak import strong_out, weak_out  # noqa: E402
+
+hypot, imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal = map(
+    weak_out, (hypot, imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal))
+logical_and, logical_or, logical_xor, logical_not, iscomplex = map(
+    weak_out, (logical_and, logical_or, logical_xor, logical_not, iscomplex))
+isinf, isposinf, isneginf = map(strong_out, (isinf, isposinf, isneginf))

@@ -22,6 +22,7 @@ from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import static_int, where
+from numbax._src.numpy.weak import weak_out
 
 __all__ = ["i0", "bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
@@ -88,6 +89,7 @@ def _i0_jvp(primals: tuple, tangents: tuple) -> tuple:
     return _i0(x), lax.mul(_i1(x), t)
 
 
+@weak_out
 def i0(x: Any) -> Any:
     """numpy.i0: the modified Bessel function of the first kind, order 0 (real input).
 
