@@ -177,13 +177,15 @@ def test_eigvals_derivative():
         numbax.jvp(lambda m: jnp.linalg.eig(m)[1], (a,), (a,))
 
 
-@pytest.mark.parametrize("rank", [3, 2])
-def test_det_gradient_of_singular_matrix_is_adjugate(rank):
-    a = RNG.standard_normal((4, rank)) @ RNG.standard_normal((rank, 4))
+@pytest.mark.parametrize("rank", [3, 2, 1])
+@pytest.mark.parametrize("seed", [0, 3, 34, 38])  # 3, 34, 38: rank 2 has an exact zero pivot
+def test_det_gradient_of_singular_matrix_is_adjugate(rank, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((4, rank)) @ rng.standard_normal((rank, 4))
     g = np.asarray(numbax.grad(jnp.linalg.det)(a))
     cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
                      for j in range(4)] for i in range(4)])
-    np.testing.assert_allclose(g, cof, atol=1e-10)  # zero when rank < n - 1
+    np.testing.assert_allclose(g, cof, atol=1e-10)  # zero when rank < n - 1 (it was NaN)
 
 
 def test_pinv_derivative_rank_deficient():

@@ -62,6 +62,13 @@ def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
     last = np.zeros((n, n), bool)
     last[-1, -1] = True
     lu_mod = where(last, jshapes.expand_dims(ufuncs.divide(1, partial[..., -2]), (-1, -2)), lu)
+    probe = lax_base.triangular_solve(lu_mod, jshapes.broadcast_to(
+        np.ones((n, 1), get_aval(a).dtype), (*get_aval(a).shape[:-1], 1)), left_side=True,
+        lower=False)  # from a alone: rank < n - 1 makes it non-finite (then adj(a) = 0)
+    ok = jred.all(ufuncs.isfinite(probe), axis=(-2, -1), keepdims=True)
+    # there the solves run on the identity instead: the result is masked to 0 anyway, and a
+    # zero pivot would turn the masked branch's zero cotangent into 0/0 = NaN under grad
+    lu_mod = where(ok, lu_mod, np.eye(n, dtype=get_aval(a).dtype))
     x = _mm(linalg_lu.permutation_matrix(perm, get_aval(a).dtype), b)
     x = lax_base.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     scale = np.ones((n, 1), get_aval(a).dtype)
@@ -69,10 +76,6 @@ def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
     det_col = jshapes.expand_dims(det_a, (-1, -2))
     x = ufuncs.multiply(x, ufuncs.add(ufuncs.multiply(det_col, scale), 1 - scale))
     x = lax_base.triangular_solve(lu_mod, x, left_side=True, lower=False)
-    probe = lax_base.triangular_solve(lu_mod, jshapes.broadcast_to(
-        np.ones((n, 1), get_aval(a).dtype), (*get_aval(a).shape[:-1], 1)), left_side=True,
-        lower=False)  # from a alone: rank < n - 1 makes it non-finite (then adj(a) = 0)
-    ok = jred.all(ufuncs.isfinite(probe), axis=(-2, -1), keepdims=True)
     return det_a, where(ok, x, 0)
 
 
