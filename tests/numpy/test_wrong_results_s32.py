@@ -8,19 +8,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-
-NAN = np.nan
-X = np.array([0.0, -0.0, 0.0, -0.0, NAN, 1.0, NAN, -0.0], np.float32)
-Y = np.array([-0.0, 0.0, 0.0, -0.0, 1.0, NAN, -0.0, NAN], np.float32)
-
-
-def _same_bits(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    nan = np.isnan(want)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    np.testing.assert_array_equal(got[~nan], want[~nan])
-    np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+from tests.lax.test_wrong_results_s32 import NAN, X, Y, _same_bits  # signed zeros and NaN
 
 
 def _eager_and_jit(f, *args):
