@@ -127,33 +127,105 @@ def collectives(out: str) -> None:
         json.dump(messages, f)
 
 
+# The reductions of `reductions`: (name, dtype, op, elements per device), the first of each
+# size class of the shared-memory window (node_reduce.py) before a larger one (it grows).
+REDUCTIONS = [
+    ("f16_sum", "float16", "sum", 600_000), ("f32_max_nan", "float32", "max", 600_000),
+    ("f32_min_nan", "float32", "min", 600_000), ("f64_sum", "float64", "sum", 600_000),
+    ("bf16_sum", "bfloat16", "sum", 600_000), ("bf16_max_nan", "bfloat16", "max", 600_000),
+    ("i32_sum", "int32", "sum", 600_000), ("u64_sum", "uint64", "sum", 600_000),
+    ("u64_max", "uint64", "max", 600_000), ("u64_min", "uint64", "min", 600_000),
+    ("f64_sum_large", "float64", "sum", 1_100_003),  # more pieces than the window's slots
+]
+
+
+def reduction_operand(device: int, dtype: str, op: str, count: int) -> np.ndarray:
+    """Device `device`'s operand: small integers where sums must be exact in any order (16-bit
+    floats), normal floats with NaNs at device-dependent places (max/min), integers over the
+    whole range (uint64 past 2**63, sums that wrap)."""
+    rng = np.random.default_rng(device)
+    dt = jnp_dtype(dtype)
+    if dtype in ("float16", "bfloat16"):
+        x = rng.integers(-8, 9, count).astype(dt)
+    elif dtype.startswith("float"):
+        x = rng.standard_normal(count).astype(dt)
+    elif dtype == "uint64":
+        return rng.integers(0, 2**64, count, dtype=np.uint64, endpoint=False)
+    else:
+        return rng.integers(-2**20, 2**20, count).astype(dt)
+    if op != "sum":
+        x[device::7] = np.nan
+    return x
+
+
+def jnp_dtype(name: str) -> np.dtype:
+    return np.dtype(jax.numpy.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def reductions(out: str) -> None:
+    """Large psum/pmax/pmin (the parents' cross-process allreduce) of every REDUCTIONS case;
+    records the results and whether the groups took the shared-memory path (os.environ
+    REDUCE_THREADS: how many threads it runs on)."""
+    from numbax._src.parallel import distributed, node_reduce
+
+    if os.environ.get("REDUCE_THREADS"):  # the threaded copies and reductions on any host
+        node_reduce.thread_count = lambda processes: int(os.environ["REDUCE_THREADS"])
+    jax.distributed.initialize()
+    me, local = jax.process_index(), jax.local_device_count()
+    mesh = jax.make_mesh((jax.device_count(),), ("i",), axis_types=(AxisType.Auto,))
+    rows = NamedSharding(mesh, P("i"))
+    res = {}
+    with jax.disable_jit():
+        for name, dtype, op, count in REDUCTIONS:
+            x = np.stack([reduction_operand(g, dtype, op, count)
+                          for g in range(me * local, (me + 1) * local)])
+            arr = jax.make_array_from_process_local_data(rows, x)
+            reduce = {"sum": lax.psum, "max": lax.pmax, "min": lax.pmin}[op]
+            # int32: an operand the device computed, not one in shared memory (read in place)
+            scale = 1 if dtype == "int32" else None
+            got = np.asarray(jax.shard_map(
+                lambda b, f=reduce, k=scale: f(b if k is None else b * k, "i"), mesh=mesh,
+                in_specs=P("i"), out_specs=P(), check_vma=False)(arr))
+            res[name] = got.view(np.uint16) if dtype == "bfloat16" else got
+    res["shm_groups"] = [node is not None for node in distributed.state.nodes.values()]
+    np.savez(os.path.join(out, f"reductions_{me}.npz"), **res)
+
+
 def fault(out: str) -> None:
-    """Process 1 fails (os.environ FAULT: kill, raise or leave) while process 0 keeps calling
-    a collective; process 0 records what it raised and when."""
+    """Process 1 fails (os.environ FAULT: kill, raise or leave; kill_large: killed during a
+    large psum, the parents' allreduce step) while process 0 keeps calling a collective;
+    process 0 records what it raised and when."""
     jax.distributed.initialize()
     me = jax.process_index()
     step = jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+    # 2.4 MB per device: the parents' allreduce (node_reduce.py on one node), not an exchange
+    width = 300_000 if os.environ["FAULT"] == "kill_large" else 1
+    operand = np.ones((jax.local_device_count(), width))
     with jax.disable_jit():
-        step(np.ones(jax.local_device_count()))
+        step(operand)
         start = time.monotonic()
         if me == 1:
             time.sleep(0.5)
             kind = os.environ["FAULT"]
-            if kind == "kill":
+            if kind in ("kill", "kill_large"):
                 os.kill(os.getpid(), signal.SIGKILL)
             if kind == "raise":
                 raise ValueError("process 1 gives up")
             return  # "leave": its script ends while process 0 still calls psum
         try:
             while time.monotonic() - start < 60:
-                step(np.ones(jax.local_device_count()))
+                step(operand)
             message = "no error within 60 s"
         except Exception as e:  # noqa: BLE001 - the test checks class and message
             message = f"{type(e).__name__}: {e}"
+        from numbax._src.parallel import distributed
+
+        shm = [node is not None for node in distributed.state.nodes.values()]
         with open(os.path.join(out, "fault_0.json"), "w") as f:
-            json.dump({"error": message, "seconds": time.monotonic() - start}, f)
+            json.dump({"error": message, "seconds": time.monotonic() - start, "shm": shm}, f)
         raise SystemExit(3)
 
 
 if __name__ == "__main__":
-    {"collectives": collectives, "fault": fault}[sys.argv[1]](sys.argv[2])
+    {"collectives": collectives, "reductions": reductions,
+     "fault": fault}[sys.argv[1]](sys.argv[2])

@@ -7,6 +7,7 @@ against JAX's (tests/data/distributed_jax_reference.json).
 The programs live in tests/distributed_programs.py and examples/data_parallel_mlp.py; each
 mpirun has a time limit, so a hang fails the test instead of stalling CI. Skipped when mpirun
 or mpi4py is missing (`pip install 'numbax[mpi]'`, and an MPI: `.ci/run` installs Open MPI)."""
+import functools
 import importlib.util
 import json
 import os
@@ -147,6 +148,36 @@ def test_collectives_across_four_processes_oversubscribed(tmp_path):
     _check_collectives(*_results(tmp_path, "collectives", 4), n=4, local=1)
 
 
+@pytest.mark.parametrize("n,shm,threads", [(2, "1", ""), (2, "1", "3"), (2, "0", ""), (4, "1", "")],
+                         ids=["2-shm", "2-shm-3-threads", "2-mpi", "4-shm"])
+def test_large_reductions_match_numpy_bit_for_bit(tmp_path, n, shm, threads):
+    """psum/pmax/pmin of > 1 MB per device (the parents' allreduce step) across processes of one
+    device each: through the shared-memory window (node_reduce.py: growing from its first size
+    class, pipelined through its slots, on several threads, or in whole-buffer phases when the
+    processes outnumber the cores) or MPI (NUMBAX_CROSSPROC_SHM=0), numpy's fold in device
+    order (NaN propagating, uint64 past 2**63, wrapping sums, float16 and bfloat16), the same
+    bits in every process."""
+    proc = mpirun(n, ["-m", "tests.distributed_programs", "reductions", str(tmp_path)],
+                  devices=1, timeout=90, env={"NUMBAX_CROSSPROC_SHM": shm,
+                                              "REDUCE_THREADS": threads})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    programs = _load("tests/distributed_programs.py", "distributed_programs")
+    got = [dict(np.load(tmp_path / f"reductions_{p}.npz")) for p in range(n)]
+    for res in got:
+        assert res["shm_groups"].tolist() == [shm == "1"]
+    ufuncs = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+    for name, dtype, op, count in programs.REDUCTIONS:
+        parts = [programs.reduction_operand(g, dtype, op, count) for g in range(n)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = functools.reduce(ufuncs[op], parts)[None]
+        if dtype == "bfloat16":
+            want = want.view(np.uint16)
+        for p, res in enumerate(got):
+            assert res[name].dtype == want.dtype, (name, p)
+            assert res[name].tobytes() == got[0][name].tobytes(), (name, p)
+            np.testing.assert_array_equal(res[name], want, err_msg=f"{name}, process {p}")
+
+
 def _single_process_params(steps: int, rows_per_device: int, devices: int) -> list:
     """The example's training on the whole global batch in one process, on one device."""
     import numbax
@@ -189,21 +220,24 @@ def test_data_parallel_training_equals_single_process(tmp_path, mode):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("fault", ["kill", "raise", "leave"])
+@pytest.mark.parametrize("fault", ["kill", "kill_large", "raise", "leave"])
 def test_a_process_that_stops_makes_the_others_raise(tmp_path, fault):
     """Process 1 is killed (SIGKILL), raises, or ends its script while process 0 calls a
-    collective: process 0 raises within seconds instead of hanging. With Open MPI,
+    collective (kill_large: a large psum, process 0 waiting at a barrier of the shared-memory
+    allreduce): process 0 raises within seconds instead of hanging. With Open MPI,
     --enable-recovery keeps mpirun from stopping process 0 itself, so the raise is numbax's."""
     extra = ("--enable-recovery",) if _open_mpi() else ()
     mpirun(2, ["-m", "tests.distributed_programs", "fault", str(tmp_path)],
            devices=1, extra=extra, env={"FAULT": fault}, timeout=60)
     record = json.loads((tmp_path / "fault_0.json").read_text())
     want = {"kill": r"JaxRuntimeError: pmap: process 1 \(pid \d+\) died",
+            "kill_large": r"JaxRuntimeError: pmap: process 1 \(pid \d+\) died",
             "raise": "JaxRuntimeError: pmap: process 1 failed \\(stopped with an uncaught "
                      "ValueError: process 1 gives up\\)",
             "leave": r"JaxRuntimeError: pmap: process 1 left the job \(its script ended\)"}
     assert re.match(want[fault], record["error"]), record["error"]
     assert record["seconds"] < 10, record
+    assert record["shm"] == [True], record  # one node: large reductions take the window
 
 
 def test_initialize_errors_match_jax():

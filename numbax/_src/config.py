@@ -127,7 +127,7 @@ def _parse_device(value: Any, what: str) -> Any:
 def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
-                "compilation_cache", "cuda_graphs", "cuda_epilogues"):
+                "compilation_cache", "cuda_graphs", "cuda_epilogues", "crossproc_shm"):
         return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
         return _parse_int(value, what, minimum=1, text=text)
@@ -212,6 +212,10 @@ def _defaults() -> dict[str, Any]:
                                      _xla_force_device_count() or 1),
         # Seconds a pmap/shard_map call waits for a worker that makes no progress (0: forever).
         "worker_timeout": _from_env("worker_timeout", ["NUMBAX_WORKER_TIMEOUT"], 300.0),
+        # Reduce large psums of processes on one node through MPI shared memory
+        # (parallel/node_reduce.py); off: MPI's allreduce. Read when a group's communicator
+        # is created; every process of the group must agree, else they all take MPI's.
+        "crossproc_shm": _from_env("crossproc_shm", ["NUMBAX_CROSSPROC_SHM"], True),
         "platforms": _from_env("platforms", ["NUMBAX_PLATFORMS", "JAX_PLATFORMS",
                                              "JAX_PLATFORM_NAME"], ""),
         # Threads of compiled CPU code: 0 = automatic (Numba's pool for large parallel loops

@@ -176,7 +176,7 @@ class Comm:
         order); large ones are published (_publish: read in place or staged), then
         reduce-scattered over this process's members (_reduce_scatter) into the result arena
         or, once it is used up, into the first member's slot, and combined across processes
-        by the parent (MPI allreduce) in place; a result in a slot is copied by every
+        by the parent (crossproc.py) in place; a result in a slot is copied by every
         member."""
         group = self.group(api, axis_name)
         xs = [np.asarray(x, order="C") for x in xs]
@@ -190,9 +190,14 @@ class Comm:
         self._settle()  # the slots and notes are written next
         area = self._result_area(group, sum(x.nbytes for x in xs))
         if area is not None and len(group.local) == 1:  # spans: nothing to reduce here
-            _put(area, xs)
+            # an operand in shared memory goes to the parent where it lies (it reads it
+            # while it fills the arena: a copy less), others through the arena
+            where = self.attachments.locate(xs[0]) \
+                if len(xs) == 1 and self.attachments is not None else None
+            if where is None:
+                _put(area, xs)
             self.wait(group, ("allreduce", group.key, ("arena", self._arena_place(area)),
-                              area.nbytes, dtype, op))
+                              area.nbytes, dtype, op, where))
             return _split(area.view(dtype), xs)
         nbytes = self._publish(group, xs)
         return _split(self._reduce_scatter(group, op, dtype, size, nbytes, area), xs)
@@ -460,7 +465,7 @@ def _nested_gathers(eqn: core.JaxprEqn) -> list[tuple[tuple, int]]:
     for aval, spec in zip(eqn.params["jaxpr"].out_avals, eqn.params["out_specs"], strict=True):
         for names in spec._normalized(aval.ndim):
             if names:
-                found.append((tuple(names), aval.size * aval.dtype.itemsize))
+                found.append((tuple(names), _operand_bytes(aval)))
     return found
 
 
@@ -476,6 +481,13 @@ def collective_axes(jaxpr: core.Jaxpr) -> set[tuple]:
     return found
 
 
+def _operand_bytes(aval) -> int:
+    """The bytes of a collective's operand of type `aval` as the worker holds it: bfloat16
+    operands reach the impls as float32 (dispatch.py computes bfloat16 in float32)."""
+    itemsize = 4 if aval.dtype == dtypes.bfloat16 else aval.dtype.itemsize
+    return aval.size * itemsize
+
+
 def slot_bytes(nbytes: int) -> int:
     """Each device's slot for collectives whose largest operand has `nbytes`: room for it,
     twice over when it is small (exchanges in a row alternate halves, Comm.exchange)."""
@@ -488,7 +500,7 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
     best = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive in WORKER_IMPLS and eqn.invars:
-            best = max(best, sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars))
+            best = max(best, sum(_operand_bytes(v.aval) for v in eqn.invars))
         best = max([best, *(nbytes for _, nbytes in _nested_gathers(eqn))])
         for sub in core.jaxprs_in_params(eqn.params):
             best = max(best, collective_bytes(sub))
@@ -507,7 +519,7 @@ def large_reductions(jaxpr: core.Jaxpr) -> list[tuple[tuple, int]]:
         if eqn.primitive in _REDUCTIONS:
             by_dtype: dict = {}
             for v in eqn.invars:
-                nbytes = v.aval.size * v.aval.dtype.itemsize
+                nbytes = _operand_bytes(v.aval)
                 by_dtype[v.aval.dtype] = by_dtype.get(v.aval.dtype, 0) + nbytes
             found += [(_names(eqn.params["axis_name"]), nbytes) for nbytes in by_dtype.values()
                       if nbytes >= CHUNKED_REDUCE_BYTES]

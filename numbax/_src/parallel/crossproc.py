@@ -5,10 +5,12 @@ A collective's group of devices may span processes. Its members in this process 
 shared memory as usual; when all are at the barrier, the parent runs one MPI collective over
 the group's processes on their slots, then lets them go:
 - "allreduce": the members have reduced their operands into the call's result arena (or,
-  once that is used up, into the first local member's slot); MPI_Iallreduce (in place) makes
-  it the whole group's reduction in every process (a reduction MPI cannot do for that dtype,
-  or a NaN-sensitive max/min of floats, all-gathers every process's partial and reduces them
-  in process order instead);
+  once that is used up, into the first local member's slot); the parent makes it the whole
+  group's reduction in every process, in place: through a shared-memory window when the
+  group's processes share one node (node_reduce.py), else MPI_Iallreduce (a reduction MPI
+  cannot do for that dtype, or a NaN-sensitive max/min of floats, all-gathers every
+  process's partial and reduces them in process order instead). A lone member's operand that
+  lies in shared memory is named instead of copied into the arena: the parent reads it there;
 - "allgather": every process's members' slots are gathered into every process's scratch, so
   each member then reads the whole group's slots as if they were local.
 The requests are non-blocking: the parent keeps watching its workers and its peers (a failed
@@ -24,7 +26,7 @@ import numpy as np
 
 from numbax._src.config import config
 from numbax._src.dtypes import kind_of
-from numbax._src.parallel import distributed, topology
+from numbax._src.parallel import distributed, node_reduce, shm, topology
 
 REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 CHUNK_BYTES = 4 << 20  # the piece of a large allreduce MPI runs at once (_ChunkedAllreduce)
@@ -67,6 +69,7 @@ def prepare(api: str, keys: Sequence[tuple]) -> None:
         group = state.world.Get_group().Incl(list(procs))
         state.comms[key] = state.world.Create_group(group, CREATE_TAG)
         group.Free()
+        state.nodes[key] = node_reduce.setup(state.comms[key], procs)
 
 
 def _deadline() -> float | None:
@@ -112,15 +115,23 @@ class Links:
         comm = distributed.state.comms[key]
         MPI = distributed.state.MPI  # noqa: N806
         if kind == "allreduce":
-            _, _, (area, at), nbytes, dtype, op = action
+            _, _, (area, at), nbytes, dtype, op, *source = action
             # the local members' reduction: in the result arena, or in a rank's slot
             raw = self.arena[at:at + nbytes] if area == "arena" else self.scratch[at, :nbytes]
             buf = raw.view(np.dtype(dtype))
-            if _native(buf.dtype, op):
-                mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
-                request, finish = _ChunkedAllreduce(comm, MPI, buf, mpi_op), None
+            # or a lone member's operand where it lies in shared memory, for `buf` to receive
+            src = _located(source[0], buf) if source and source[0] is not None else None
+            node = distributed.state.nodes.get(key)
+            if node is not None:
+                request, finish = node_reduce.Allreduce(node, buf, op, src), None
             else:
-                request, finish = self._gathered_reduce(comm, buf, op)
+                if src is not None:
+                    np.copyto(buf, src)
+                if _native(buf.dtype, op):
+                    mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+                    request, finish = _ChunkedAllreduce(comm, MPI, buf, mpi_op), None
+                else:
+                    request, finish = self._gathered_reduce(comm, buf, op)
         else:
             request, finish = self._allgather(comm, key, action[2])
         self.pending[group] = (request, finish, processes_of(key))
@@ -182,6 +193,13 @@ class Links:
         """The other processes the steps in flight wait for."""
         me = topology.process_index()
         return sorted({q for *_, procs in self.pending.values() for q in procs if q != me})
+
+
+def _located(where: tuple[str, int], like: np.ndarray) -> np.ndarray:
+    """The operand a worker found at (segment, byte offset) of this process's heap, shaped
+    as `like`: it lies in an input or an earlier result, which the call keeps alive."""
+    mapping = shm.heap().segments[where[0]].mapped()
+    return shm.view(mapping, where[1], like.shape, like.dtype)
 
 
 def _fixed_width(MPI, dtype: np.dtype):  # noqa: N803

@@ -53,6 +53,7 @@ class _State:
         self.notices: dict[int, tuple[str, str, float]] = {}  # process -> (kind, text, time)
         self.peers: list[tuple | None] = []  # (pid, start time) of live-checkable peers
         self.comms: dict[tuple, Any] = {}  # a group's devices -> its communicator
+        self.nodes: dict[tuple, Any] = {}  # a group's devices -> node_reduce.Node or None
         self.ready: set[tuple] = set()  # (process, group) setup messages received
         self.shutdown_timeout = 300.0
         self.next_check = 0.0
@@ -205,7 +206,7 @@ def _join_mpi(num_processes: int, process_id: int, count: int,
     me = (count, socket.gethostname(), os.getpid(), _start_time(os.getpid()))
     info = comm.allgather(me)
     state.MPI, state.world = MPI, comm
-    state.notices, state.comms, state.ready = {}, {}, set()
+    state.notices, state.comms, state.nodes, state.ready = {}, {}, {}, set()
     state.peers = [(pid, start) if host == me[1] and q != rank and
                    _start_time(pid) == start is not None else None
                    for q, (_, host, pid, start) in enumerate(info)]
@@ -240,8 +241,9 @@ def shutdown() -> None:
     from numbax._src.parallel import pool
 
     pool.shutdown_pool()
-    if state.world is not None and state.failure is None:
-        _barrier_on_leaving("jax.distributed.shutdown")
+    if state.world is not None and state.failure is None and \
+            _barrier_on_leaving("jax.distributed.shutdown"):
+        _free_windows()
     state.initialized = False
     if state.failure is None:
         state.failure = "jax.distributed.shutdown() was called"
@@ -259,6 +261,15 @@ def _barrier_on_leaving(api: str) -> bool:
             return False
         time.sleep(0.001)
     return True
+
+
+def _free_windows() -> None:
+    """Frees the groups' shared-memory windows (node_reduce.py) once every process is leaving;
+    a process that fails leaves them to MPI, which frees them with its processes."""
+    from numbax._src.parallel import node_reduce
+
+    node_reduce.close()
+    state.nodes = {}
 
 
 # ----------------------------------------------------------------------------- failures
@@ -375,6 +386,7 @@ def _at_exit() -> None:
             return
         _notify("left", "left the job (its script ended)")
         if _barrier_on_leaving("exit"):
+            _free_windows()
             return
     from numbax._src.parallel import pool, shm
 
