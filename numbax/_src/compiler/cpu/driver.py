@@ -40,7 +40,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     temps = iter(range(1 << 30))
     pp = core.PrintNames()
     head = header(jaxpr, False, pp)  # names the variables the way the comments print them
-    imports, lines, pools, hosts, consts = [], [], [], [], []
+    imports, lines, pools, hosts, consts, sites = [], [], [], [], [], []
 
     def operand(x, host: bool = False) -> str:
         if isinstance(x, Var):
@@ -84,11 +84,14 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             par_args = list(args)
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
-            lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f})",
+            # (on a busy machine the site's own timings choose: threads.threads_for)
+            sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
+            lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})",
                           f"    if n > 1 and th.parallel_ready(k{j}_par, {kernel.work_ns:.0f}):",
                           "        before = th.use(n)",
                           f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
-                          "    else:", f"        {kname}({', '.join(args)})"])
+                          "    else:", "        n = 1", f"        {kname}({', '.join(args)})",
+                          f"    th.measured(_site{j}, n)"])
             continue
         eqn = node.eqn
         outs = [names[v] for v in eqn.outvars]
@@ -125,7 +128,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     lines.extend(f"    _pool_{t}.append({t})" for t in pools)
     head = head.split("\nCACHE")[0].replace("# numbax", "# driver | numbax", 1)
     pool_defs = "".join(f"_pool_{t} = []  # {t}'s last buffer (kc.take)\n" for t in pools)
-    pool_defs += "".join(f"{c}\n" for c in consts)
+    pool_defs += "".join(f"{c}\n" for c in [*consts, *sites])
     src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"

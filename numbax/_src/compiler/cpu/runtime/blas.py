@@ -84,10 +84,12 @@ def blas_core() -> str:
 
 
 def thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int],
-                every_core: Callable[[], int]) -> int:
+                every_core: Callable[[], int], site: threads.Site | None = None) -> int:
     """Threads for a product of `macs` multiply-adds: one below `threaded_macs`; else
-    `config.cpu_threads` when set; else `idle()` on a quiet machine; on a busy one,
-    `every_core()` for a product of LONG_MACS and more, one below."""
+    `config.cpu_threads` when set; else `idle()` on a quiet machine; on a busy one, for a call
+    site (`site`, the products of one shape: the caller reports with `threads.measured`),
+    one or `every_core()`, whichever that site's busy calls measured faster (busy_sites.py);
+    without a site `every_core()` for a product of LONG_MACS and more, one below."""
     if macs < threaded_macs:
         return 1
     n = config.cpu_threads
@@ -95,17 +97,19 @@ def thread_rule(macs: int, threaded_macs: int, idle: Callable[[], int],
         return n
     if not threads.busy():
         return idle()
+    if site is not None:
+        return every_core() if site.choose() == threads.PARALLEL else 1
     return every_core() if macs >= LONG_MACS else 1
 
 
-def blas_threads(macs: int) -> int:
+def blas_threads(macs: int, site: threads.Site | None = None) -> int:
     """The BLAS thread count for a product of `macs` multiply-adds (0: leave BLAS alone); one
     while Numba's workers may still spin after a parallel region (BLAS's own workers would
     share every core with them: a 10M multiply-add product took 0.8 ms instead of 0.08 in
     the batch-2048 MLP step on 16 cores)."""
     if threads.pool_spinning():
         return 1
-    return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0, lambda: 0)
+    return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0, lambda: 0, site)
 
 
 def blas_call(fn, threads: int, *args):

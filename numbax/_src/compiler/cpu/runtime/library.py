@@ -37,14 +37,20 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         out = dot(x3[0], y3[0], m * n * k)
     elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
         out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
-        threads = gemm_threads(m * n * k)
+        site = busy_site((nb, m, n, k, out_dtype.char), nb * m * n * k)
+        threads = gemm_threads(m * n * k, site)
         before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
         for b in range(nb):
             gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
         rt_threads.use(before)
+        if site is not None:
+            rt_threads.measured(site, threads)
     else:
-        threads = blas_threads(nb * m * n * k) if out_dtype.kind in "fc" else 0
+        site = busy_site((nb, m, n, k, out_dtype.char), nb * m * n * k)
+        threads = blas_threads(nb * m * n * k, site) if out_dtype.kind in "fc" else 0
         out = blas_call(np.matmul, threads, x3, y3)
+        if site is not None:
+            rt_threads.measured(site, threads)
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
 
@@ -52,13 +58,35 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
     """x @ y for operands already in (m, k) @ (k, n) form: numbax's own GEMM (`gemm_cpu`) for
     matrix products it takes where `own_gemm` says so, else np.dot (BLAS) under the BLAS
     thread rule."""
+    site = busy_site((x.shape, y.shape, x.dtype.char), macs)
     if runs_on_own_gemm(x, y, macs):
-        threads = gemm_threads(macs)
+        threads = gemm_threads(macs, site)
         before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
         out = gemm_cpu.matmul(x, y, threads)
         rt_threads.use(before)
-        return out
-    return blas_call(np.dot, blas_threads(macs), x, y)
+    else:
+        threads = blas_threads(macs, site)
+        out = blas_call(np.dot, threads, x, y)
+    if site is not None:
+        rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
+    return out
+
+
+_product_sites: dict = {}  # (shapes, dtype) -> the busy-machine timings of those products
+PRODUCT_SITES_MAX = 4096
+
+
+def busy_site(key, macs: int) -> rt_threads.Site | None:
+    """The busy-machine call site of products of one shape (`key`), or None when the machine is
+    quiet or the product is too small to ever take more than one thread."""
+    if macs < GEMM_THREADED_MACS or not rt_threads.busy():
+        return None
+    site = _product_sites.get(key)
+    if site is None:
+        if len(_product_sites) >= PRODUCT_SITES_MAX:  # a program of ever-new shapes
+            _product_sites.clear()
+        site = _product_sites[key] = rt_threads.Site()
+    return site
 
 
 def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
@@ -122,8 +150,9 @@ def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
     return bool(blas_core_name) and blas_core_name.lower() not in AVX512_BLAS_CORES
 
 
-def gemm_threads(macs: int) -> int:
-    """Numba threads for a `gemm_cpu` product of `macs` multiply-adds."""
+def gemm_threads(macs: int, site: rt_threads.Site | None = None) -> int:
+    """Numba threads for a `gemm_cpu` product of `macs` multiply-adds (`site`: its shape's
+    busy-machine timings, blas.thread_rule)."""
     return thread_rule(macs, GEMM_THREADED_MACS,
                        lambda: min(rt_threads.free_cores(), rt_threads.pool_size()),
-                       rt_threads.pool_size)
+                       rt_threads.pool_size, site)

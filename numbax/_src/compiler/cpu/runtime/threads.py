@@ -35,6 +35,7 @@ from collections.abc import Iterator
 
 import numba
 
+from numbax._src.compiler.cpu.runtime.busy_sites import PARALLEL, Site, measured  # noqa: F401
 from numbax._src.config import config
 
 PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
@@ -140,15 +141,20 @@ def pool_size() -> int:
     return numba.config.NUMBA_NUM_THREADS
 
 
-def threads_for(work_ns: float) -> int:
+def threads_for(work_ns: float, site: Site | None = None) -> int:
     """Threads for a kernel whose serial run is estimated at `work_ns` nanoseconds: 1 below
     PARALLEL_MIN_NS; else at most one per PER_THREAD_NS of work, per free core and per Numba
-    worker; `config.cpu_threads` when set."""
+    worker; `config.cpu_threads` when set. On a busy machine, a call site (`site`; the caller
+    reports the threads that ran with `measured`) gets one thread or one per PER_THREAD_NS
+    of work and Numba worker, whichever its own busy calls measured faster (busy_sites.py)."""
     fixed = config.hot("cpu_threads")
     if fixed:
         return min(fixed, pool_size())
     if work_ns < PARALLEL_MIN_NS:
         return 1
+    if site is not None and busy():
+        threads = max(1, min(int(work_ns // PER_THREAD_NS), pool_size()))
+        return threads if threads > 1 and site.choose() == PARALLEL else 1
     return max(1, min(int(work_ns // PER_THREAD_NS), free_cores(), pool_size()))
 
 

@@ -1,0 +1,78 @@
+"""Serial or parallel on a busy machine, chosen by measuring each call site.
+
+On a machine where other processes keep the cores busy, a parallel region ends at a barrier,
+and a worker that is not running holds it up until the scheduler gives it a slice (a few ms).
+What that costs depends on the host and on the layer, not on the kernel alone (numbers:
+docs/performance.md, "Busy machines, measured per call site"):
+* Numba's OpenMP workers spin after a region; beside busy loops on every core a short
+  parallel kernel took 8-22x its one-thread time (16-core Xeon: selu 1e6 9.5 against 1.1 ms,
+  a row logsumexp of 1000^2 19 against 1.6 ms; the 2-core dev VM alike).
+* A long one can still win: matmul 2000^2 on the 2-core VM 83 ms on two threads against 107
+  on one, the batch-2048 MLP step on 16 busy cores 112 against 148 ms, while matmul 1000^2
+  there lost (44 against 27 ms).
+So a fixed rule loses somewhere. Each parallel call site of a driver (a kernel at its shapes, or
+a product of a shape) keeps the mean time of its serial and of its parallel runs made while
+the machine was busy. It runs serially first; only a site whose serial runs take at least
+PARALLEL_WORTH_S (where one slice's wait is a fraction of the time) tries the parallel arm, a
+few times, and then runs the faster one, trying the other again now and then: more rarely
+the more it lost by.
+
+Only busy calls are timed (`threads.threads_for` stamps them); on a quiet machine the thread
+rule decides alone and a site costs one attribute test a call.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+SERIAL, PARALLEL = 0, 1
+FIRST_TRIES = 2  # runs of each arm before the means are trusted
+ALPHA = 0.3  # weight of a new time in an arm's mean
+RETRY_EVERY = 8  # the losing arm is tried again every RETRY_EVERY x (its loss ratio) calls,
+RETRY_MAX = 256  # and at least every RETRY_MAX calls
+PARALLEL_WORTH_S = 0.004  # a site tries parallel runs once its serial ones take this long
+
+
+class Site:
+    """One parallel call site: each arm's mean time (seconds) and run count while busy, and the
+    stamp of the call in flight (`start`), if any."""
+
+    __slots__ = ("mean", "runs", "calls", "started", "owner")
+
+    def __init__(self) -> None:
+        self.mean = [0.0, 0.0]
+        self.runs = [0, 0]
+        self.calls = 0
+        self.started = 0.0  # perf_counter() of a busy call in flight, 0.0 when none
+        self.owner = 0  # the thread that made it (another thread's call is not timed)
+
+    def choose(self) -> int:
+        """The arm for this busy call (SERIAL or PARALLEL); stamps the call's start."""
+        self.calls += 1
+        if self.runs[SERIAL] < FIRST_TRIES:
+            arm = SERIAL
+        elif self.runs[PARALLEL] < FIRST_TRIES:
+            arm = PARALLEL if self.mean[SERIAL] >= PARALLEL_WORTH_S else SERIAL
+        else:
+            arm = SERIAL if self.mean[SERIAL] <= self.mean[PARALLEL] else PARALLEL
+            loss = self.mean[1 - arm] / max(self.mean[arm], 1e-9)
+            if self.calls % min(RETRY_MAX, max(RETRY_EVERY, int(RETRY_EVERY * loss))) == 0:
+                arm = 1 - arm
+        self.owner = threading.get_ident()
+        self.started = time.perf_counter()
+        return arm
+
+
+def measured(site: Site, threads: int) -> None:
+    """Ends a call at `site` that ran on `threads` threads (0: a library's own count, every
+    core): a busy call's time goes into the mean of the arm that ran (1 thread: SERIAL)."""
+    if not site.started:
+        return
+    elapsed = time.perf_counter() - site.started
+    site.started = 0.0
+    if site.owner != threading.get_ident():
+        return
+    arm = SERIAL if threads == 1 else PARALLEL
+    runs = site.runs[arm]
+    site.mean[arm] = elapsed if runs == 0 else (1 - ALPHA) * site.mean[arm] + ALPHA * elapsed
+    site.runs[arm] = runs + 1
