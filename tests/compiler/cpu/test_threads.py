@@ -162,6 +162,7 @@ def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch
 
     monkeypatch.setattr(th, "free_cores", lambda: 2)
     monkeypatch.setattr(th, "pool_size", lambda: 2)
+    monkeypatch.setattr(th, "busy", lambda: False)  # (a busy site would stay serial)
     f = numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
     x = np.linspace(-2, 2, 1 << 17)  # ~0.4 ms of estimated work per call
     with numbax.config.override("cache_dir", str(tmp_path)):  # nothing compiled before
