@@ -153,3 +153,25 @@ def test_busy_products_have_a_site_per_shape_and_report_their_threads(monkeypatc
         assert library.busy_site(((8, 8), (8, 8), "f"), 512) is None  # never threaded
     monkeypatch.setattr(th, "busy", lambda: False)
     assert library.busy_site((a.shape, b.shape, "f"), 256 * 256 * 300) is None
+
+
+def test_busy_convolutions_have_a_site_per_configuration(monkeypatch):
+    from numbax import lax
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 34, 34, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 32)).astype(np.float32)
+    conv = numbax.jit(lambda v, k: lax.conv_general_dilated(
+        v, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    monkeypatch.setattr(th, "busy", lambda: False)
+    quiet = np.asarray(conv(x, w))
+    monkeypatch.setattr(th, "busy", lambda: True)
+    monkeypatch.setattr(th, "pool_size", lambda: 2)
+    monkeypatch.setattr(library, "_product_sites", {})
+    monkeypatch.setattr(busy_sites, "PARALLEL_WORTH_S", 0.0)
+    with numbax.config.override("cpu_threads", 0):
+        busy = [np.asarray(conv(x, w)) for _ in range(4)]
+    [site] = [s for key, s in library._product_sites.items() if key[0] == "conv"]
+    assert site.runs == [2, 2]
+    for got in busy:  # the same sums whichever thread count computed them
+        np.testing.assert_array_equal(got, quiet)

@@ -21,7 +21,7 @@ from numbax._src.compiler.cpu.runtime import conv_kernels as ck
 from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES
-from numbax._src.compiler.cpu.runtime.library import gemm_threads
+from numbax._src.compiler.cpu.runtime.library import busy_site, gemm_threads
 from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 
 # Cost model of the forms (ns), set from measurements on the 2-core Zen 5 VM
@@ -553,9 +553,15 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
     lhs, rhs = np.ascontiguousarray(lhs), np.ascontiguousarray(rhs)
     cv, chosen = plan(lhs.shape, rhs.shape, lhs.dtype, window_strides, padding, lhs_dilation,
                       rhs_dilation, dimension_numbers, feature_group_count, batch_group_count)
-    threads = gemm_threads(cv.macs)
+    # a busy machine's choice of one thread or every core: this configuration's own timings
+    site = busy_site(("conv", lhs.shape, rhs.shape, lhs.dtype.char, window_strides, padding,
+                      lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+                      batch_group_count), cv.macs)
+    threads = gemm_threads(cv.macs, site)
     run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct}[type(chosen)]
     out = run(cv, chosen, lhs, rhs, threads)
+    if site is not None:
+        rt_threads.measured(site, threads)
     out_spec = cv.specs[2]
     d = cv.d
     if _channels_last(out_spec, d):
