@@ -158,6 +158,9 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         assert blas.blas_threads(1 << 40) == 0  # BLAS keeps its own count
         monkeypatch.setitem(threads._state, "parallel", time.monotonic())
         assert library.runs_on_own_gemm(x, w, macs)
+        # a narrow product too small for threads stays on BLAS's one thread even then
+        small = np.ones((128, 512), np.float32)
+        assert not library.runs_on_own_gemm(small, w, 128 * 512 * 10)
         assert blas.blas_threads(1 << 40) == 1
         np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
 

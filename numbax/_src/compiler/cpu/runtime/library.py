@@ -91,14 +91,18 @@ def busy_site(key, macs: int) -> rt_threads.Site | None:
 
 def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     """Whether `dot` gives this product to `gemm_cpu`: from OWN_GEMM_MACS up, with no side
-    under OWN_GEMM_MIN_DIM unless Numba's workers may still spin (then BLAS gets one thread,
-    and numbax's kernel on the spinning pool beats it even on a narrow side: 48 against 423 us
-    for the MLP's (2048, 10) @ (10, 512) on 16 cores)."""
+    under OWN_GEMM_MIN_DIM unless Numba's workers may still spin and the product is large
+    enough for threads (then BLAS gets one thread, and numbax's kernel on the spinning pool
+    beats it even on a narrow side: 48 against 423 us for the MLP's (2048, 10) @ (10, 512) on
+    16 cores)."""
     if macs < OWN_GEMM_MACS or x.ndim != 2 or y.ndim != 2 or not own_gemm(macs):
         return False
     narrow = min(x.shape[0], x.shape[1], y.shape[1]) < OWN_GEMM_MIN_DIM
+    # (a narrow product too small for threads stays on BLAS even then: one BLAS thread beat
+    # numbax's kernel on one thread, 19 against 58 us for the MLP's (128, 512) @ (512, 10) on
+    # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms)
     if narrow and not (config.cpu_matmul == "auto" and _host_gemm and _host_gemm[0][0]
-                       and rt_threads.pool_spinning()):
+                       and rt_threads.pool_spinning() and macs >= GEMM_THREADED_MACS):
         return False
     return gemm_cpu.supports(x, y)
 
