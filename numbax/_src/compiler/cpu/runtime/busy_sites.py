@@ -63,10 +63,11 @@ class Site:
         return arm
 
 
-def measured(site: Site, threads: int) -> None:
+def measured(site: Site | None, threads: int) -> None:
     """Ends a call at `site` that ran on `threads` threads (0: a library's own count, every
-    core): a busy call's time goes into the mean of the arm that ran (1 thread: SERIAL)."""
-    if not site.started:
+    core): a busy call's time goes into the mean of the arm that ran (1 thread: SERIAL).
+    None (a call that had no site: a quiet machine, a small product) is nothing to record."""
+    if site is None or not site.started:
         return
     elapsed = time.perf_counter() - site.started
     site.started = 0.0

@@ -560,8 +560,7 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
     threads = gemm_threads(cv.macs, site)
     run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct}[type(chosen)]
     out = run(cv, chosen, lhs, rhs, threads)
-    if site is not None:
-        rt_threads.measured(site, threads)
+    rt_threads.measured(site, threads)
     out_spec = cv.specs[2]
     d = cv.d
     if _channels_last(out_spec, d):

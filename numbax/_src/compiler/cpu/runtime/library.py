@@ -35,22 +35,19 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
         y3 = y3.astype(out_dtype)
     if nb == 1:
         out = dot(x3[0], y3[0], m * n * k)
-    elif nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
-        out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
-        site = busy_site((nb, m, n, k, out_dtype.char), nb * m * n * k)
-        threads = gemm_threads(m * n * k, site)
-        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-        for b in range(nb):
-            gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
-        rt_threads.use(before)
-        if site is not None:
-            rt_threads.measured(site, threads)
     else:
         site = busy_site((nb, m, n, k, out_dtype.char), nb * m * n * k)
-        threads = blas_threads(nb * m * n * k, site) if out_dtype.kind in "fc" else 0
-        out = blas_call(np.matmul, threads, x3, y3)
-        if site is not None:
-            rt_threads.measured(site, threads)
+        if nb and runs_on_own_gemm(x3[0], y3[0], m * n * k):
+            out = np.empty((nb, m, n), out_dtype)  # one gemm_cpu product per batch entry
+            threads = gemm_threads(m * n * k, site)
+            before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+            for b in range(nb):
+                gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
+            rt_threads.use(before)
+        else:
+            threads = blas_threads(nb * m * n * k, site) if out_dtype.kind in "fc" else 0
+            out = blas_call(np.matmul, threads, x3, y3)
+        rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
 
@@ -67,8 +64,7 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
     else:
         threads = blas_threads(macs, site)
         out = blas_call(np.dot, threads, x, y)
-    if site is not None:
-        rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
+    rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return out
 
 
