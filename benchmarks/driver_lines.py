@@ -6,11 +6,15 @@ With --gpu the step runs on the GPU driver (no graph replay) and the tracer wait
 card at every line, so a line's time is its kernel's time plus a launch and a sync.
 
     PYTHONPATH=. python benchmarks/driver_lines.py [--batch 2048] [--steps 20] [--gpu]
-        [--dtype bfloat16]
+        [--dtype bfloat16] [--load N]
+
+With --load N, N busy-looping processes run beside it (the busy-machine rules: each call
+site's serial/parallel choice settles in the untimed steps first).
 """
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -32,7 +36,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--dtype", default="float32", help="of parameters and data")
+    parser.add_argument("--load", type=int, default=0, help="busy-looping processes beside it")
     args = parser.parse_args()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.load)]
+    try:
+        _run(args)
+    finally:
+        for p in busy:
+            p.kill()
+
+
+def _run(args) -> None:
     sync = lambda: None  # noqa: E731
     jit = numbax.jit
     if args.gpu:
@@ -52,7 +67,7 @@ def main() -> None:
     step = bench_cpu.mlp_step(jnp, numbax.grad, jit)
     if args.gpu:
         params, x, y = numbax.device_put((params, x, y), numbax.devices("gpu")[0])
-    for _ in range(3):
+    for _ in range(3 if not args.load else 30):  # busy sites settle in the first calls
         numbax.block_until_ready(step(params, x, y))
     t0 = time.perf_counter()
     for _ in range(args.steps):

@@ -122,11 +122,13 @@ def test_auto_rule():
 
 def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
     """An AVX-512 host with an AVX-512 OpenBLAS: products past AVX512_BLAS_EVEN_MACS go to
-    BLAS, except right after a parallel region, when Numba's workers still spin."""
+    BLAS, except right after a parallel region, when Numba's workers still spin, and while
+    other processes keep the machine busy."""
     from numbax._src.compiler.cpu.runtime import threads
 
     monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
     monkeypatch.setitem(threads._state, "parallel", -1e9)
+    monkeypatch.setattr(threads, "busy", lambda: False)
     big = library.AVX512_BLAS_EVEN_MACS
     with numbax.config.override("cpu_matmul", "auto"):
         assert not library.own_gemm(big)
@@ -135,6 +137,9 @@ def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
         monkeypatch.setitem(threads._state, "parallel",
                             threads._state["parallel"] - 2 * threads.SPIN_WINDOW_S)
         assert not threads.pool_spinning() and not library.own_gemm(big)
+        monkeypatch.setattr(threads, "busy", lambda: True)  # other processes' threads
+        assert library.own_gemm(big)
+        monkeypatch.setattr(threads, "busy", lambda: False)
     monkeypatch.setattr(library, "_host_gemm", [(False, "SkylakeX")])  # no AVX-512: BLAS
     monkeypatch.setitem(threads._state, "parallel", time.monotonic())
     with numbax.config.override("cpu_matmul", "auto"):
