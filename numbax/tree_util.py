@@ -8,7 +8,6 @@ from numbax._src.tree_util import (  # noqa: F401
     Partial,
     PyTreeDef,
     SequenceKey,
-    all_leaves,
     default_registry,
     flatten_one_level,
     flatten_one_level_with_keys,
@@ -20,6 +19,14 @@ from numbax._src.tree_util import (  # noqa: F401
     register_pytree_with_keys,
     register_pytree_with_keys_class,
     register_static,
+    tree_transpose,
+    tree_unflatten,
+    treedef_children,
+    treedef_is_leaf,
+    treedef_tuple,
+)
+from numbax._src.tree_util_public import (  # noqa: F401
+    all_leaves,
     tree_all,
     tree_broadcast,
     tree_flatten,
@@ -31,9 +38,4 @@ from numbax._src.tree_util import (  # noqa: F401
     tree_reduce,
     tree_reduce_associative,
     tree_structure,
-    tree_transpose,
-    tree_unflatten,
-    treedef_children,
-    treedef_is_leaf,
-    treedef_tuple,
 )

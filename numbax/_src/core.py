@@ -12,6 +12,15 @@ import numpy as np
 
 from numbax._src import dtypes
 from numbax._src.avals import ShapedArray, literal_value, raise_to_shaped  # noqa: F401
+from numbax._src.core_pp import (  # noqa: F401  (core's printing API)
+    PrintNames,
+    pp_atom,
+    pp_eqn,
+    pp_jaxpr,
+    pp_jaxpr_lines,
+    pp_literal,
+    pp_param,
+)
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import (
     ConcretizationTypeError,
@@ -153,106 +162,6 @@ def jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
                 yield v
             elif isinstance(v, ClosedJaxpr):
                 yield v.jaxpr
-
-
-# ----------------------------------------------------------------------------- printing
-
-
-class PrintNames:
-    """JAX-style variable names: a, b, ..., z, ba, bb, ... shared by nested jaxprs.
-
-    `generic_shapes` prints every dimension and float literal as `?` (f32[?,?], shape=(?, ?),
-    ?:f32[]): the comments of a compiled kernel that serves every shape of one rank must read
-    the same for all of them. `flat` also prints every array of rank 1 or more as `[?]`: a
-    kernel that loops over its operands as flat vectors serves every rank."""
-
-    def __init__(self, generic_shapes: bool = False, flat: bool = False) -> None:
-        self.names: dict[Var, str] = {}
-        self.generic_shapes = generic_shapes or flat
-        self.flat = flat
-
-    def aval(self, aval: Any) -> str:
-        if self.generic_shapes and getattr(aval, "shape", None) is not None:
-            dims = ("?",) if self.flat and aval.shape else tuple("?" for _ in aval.shape)
-            return f"{dtypes.short_name(aval.dtype)}[{','.join(dims)}]"
-        return aval.str_short()
-
-    def __call__(self, v: Var) -> str:
-        if v not in self.names:
-            n = len(self.names)
-            letters = ""
-            while True:
-                letters = chr(ord("a") + n % 26) + letters
-                n //= 26
-                if n == 0:
-                    break
-            self.names[v] = letters
-        return self.names[v]
-
-
-def pp_literal(lit: Literal, names: PrintNames | None = None) -> str:
-    value = lit.val
-    if value.dtype == np.bool_:
-        text = str(bool(value))
-    elif kind_of(value.dtype) in "fc" and not lit.aval.weak_type:
-        text = str(value.item())  # as JAX prints a converted constant: 1.67 in float32 is
-                                  # 1.6699999570846558 (a weak-typed one prints as written)
-    else:
-        text = str(value)
-    if names is not None and names.generic_shapes and kind_of(value.dtype) in "fc":
-        text = "?"  # a kernel parameter (the float literals of generic kernels may be sizes')
-    return f"{text}:{names.aval(lit.aval) if names else lit.aval.str_short()}"
-
-
-def pp_atom(x: Atom, names: PrintNames) -> str:
-    return pp_literal(x, names) if isinstance(x, Literal) else names(x)
-
-
-_SHAPE_PARAMS = frozenset({"shape", "new_sizes"})  # printed as (?, ...) with generic shapes
-
-
-def pp_param(value: Any, names: PrintNames, indent: int, key: str = "") -> str:
-    if names.generic_shapes and key in _SHAPE_PARAMS and isinstance(value, tuple):
-        return "(" + ", ".join("?" for _ in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, ClosedJaxpr):
-        return pp_jaxpr_lines(value.jaxpr, names, indent + 2, inline_ok=True)
-    if isinstance(value, Jaxpr):
-        return pp_jaxpr_lines(value, names, indent + 2, inline_ok=True)
-    if isinstance(value, np.dtype):
-        return str(value)
-    if isinstance(value, str) and not value.isprintable():
-        return repr(value)  # a user string (an axis name) never breaks a line of generated code
-    if isinstance(value, tuple) and value and isinstance(value[0], (ClosedJaxpr, Jaxpr)):
-        return "(" + ", ".join(pp_param(v, names, indent) for v in value) + ")"
-    return str(value)
-
-
-def pp_eqn(eqn: JaxprEqn, names: PrintNames, indent: int) -> str:
-    lhs = " ".join(f"{names(v)}:{names.aval(v.aval)}" for v in eqn.outvars)
-    params = " ".join(f"{k}={pp_param(v, names, indent, k)}" for k, v in eqn.params.items())
-    head = eqn.primitive.name + (f"[{params}]" if params else "")
-    args = " ".join(pp_atom(x, names) for x in eqn.invars)
-    return f"{lhs} = {head} {args}".rstrip() if lhs else f"{head} {args}".rstrip()
-
-
-def pp_jaxpr_lines(jaxpr: Jaxpr, names: PrintNames, indent: int, inline_ok: bool) -> str:
-    binders = lambda vs: " ".join(f"{names(v)}:{names.aval(v.aval)}" for v in vs)  # noqa: E731
-    consts = binders(jaxpr.constvars)
-    ins = binders(jaxpr.invars)
-    eqns = [pp_eqn(e, names, indent) for e in jaxpr.eqns]
-    outs = ", ".join(pp_atom(v, names) for v in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts}; {ins}. let"
-    one_line = f"{head} {'; '.join(eqns)} in {outs} }}"  # JAX's "let  in" when empty
-    if inline_ok and len(one_line) + indent <= 80 and "\n" not in one_line:
-        return one_line
-    pad = " " * indent
-    body = "".join(f"\n{pad}    {e}" for e in eqns)
-    return f"{head}{body}\n{pad}  in {outs} }}"
-
-
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return pp_jaxpr_lines(jaxpr, PrintNames(), 0, inline_ok=True)
 
 
 # ----------------------------------------------------------------------------- primitives

@@ -7,6 +7,9 @@ from numbax._src.lax.control_flow.loops import (  # noqa: F401
     scan,
     while_loop,
 )
+from numbax._src.lax.convert import (  # noqa: F401
+    convert_element_type_api as convert_element_type,
+)
 from numbax._src.lax.dot import batch_matmul, dot, dot_general  # noqa: F401
 from numbax._src.lax.elementwise import (  # noqa: F401
     abs,
@@ -27,7 +30,6 @@ from numbax._src.lax.elementwise import (  # noqa: F401
     ceil,
     clamp,
     conj,
-    convert_element_type,
     cos,
     cosh,
     digamma,

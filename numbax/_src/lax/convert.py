@@ -9,7 +9,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero
 
@@ -119,8 +119,32 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     if isinstance(operand, (bool, int, float, complex)) and not isinstance(operand, np.generic):
         if weak_type:
             return _weak_scalar(operand, new_dtype)
-        return np.array(operand, dtype=new_dtype)[()]
+        return np.array(operand, dtype=new_dtype)[()]  # numbax's internal constants
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def convert_element_type_api(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
+    """numbax.lax.convert_element_type: as JAX, always an Array (or a tracer), never the
+    numpy value the internal convert_element_type gives Python scalars.
+
+    >>> convert_element_type_api(1.7, np.int32)
+    Array(1, dtype=int32)
+    """
+    if isinstance(operand, core.Tracer) or hasattr(operand, "_from_numpy"):
+        return convert_element_type(operand, new_dtype, weak_type)
+    from numbax._src.array import Array  # Array sits above lax
+
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, context="lax.convert_element_type")
+    if isinstance(operand, complex) and kind_of(new_dtype) != "c":
+        raise NumbaxTypeError(
+            f"numbax.lax.convert_element_type: operand is the Python complex {operand!r} and "
+            f"new_dtype {new_dtype} is not complex (JAX refuses it too). Pass operand.real, "
+            "or a numpy complex scalar, whose real part is kept.")
+    get_aval(operand)  # a clear error for what is not an array
+    value = np.asarray(operand)
+    if kind_of(value.dtype) == "c" and kind_of(new_dtype) != "c":
+        value = value.real  # as the primitive: complex to real keeps the real part
+    return Array._from_numpy(value.astype(new_dtype), weak_type=weak_type)
 
 
 # numbax-only, internal: Numba's CPU target has no float16 or bfloat16, so the CPU compiler

@@ -52,6 +52,27 @@ def refuse_key(api: str, x: Any, arg: str = "an argument") -> None:
         raise unsupported(api, arg)
 
 
+def refuses_keys(*params: str) -> Callable[[Callable], Callable]:
+    """Makes a numeric-only numpy function refuse key arrays in `params` (arrays or sequences
+    of them) with `unsupported`, a TypeError naming the parameter, as JAX refuses them."""
+    def wrap(fn: Callable) -> Callable:
+        names = list(inspect.signature(fn).parameters)
+        where = [(p, names.index(p)) for p in params]
+        api = f"numbax.numpy.{fn.__name__}"
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for p, i in where:
+                v = args[i] if i < len(args) else kwargs.get(p)
+                if _has_key(v if isinstance(v, (list, tuple)) else (v,)):
+                    raise unsupported(api, p)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return wrap
+
+
 def _has_key(values: Any) -> bool:
     for v in values:
         if isinstance(v, KeyArrayBase):

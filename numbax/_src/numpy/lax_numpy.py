@@ -96,19 +96,26 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
 
         dtype = dtypes.canonicalize_dtype(_np_type(dtype), context="numbax.numpy.asarray")
     if isinstance(a, core.Tracer) or isinstance(a, Array):
-        if dtype is None:
-            return a.copy() if copy and isinstance(a, Array) else a
-        return lax.convert_element_type(a, dtype)
+        if copy and isinstance(a, core.Tracer):
+            a = shape_ops.copy(a)  # as JAX: a copy equation, then any conversion
+        elif copy and dtype is None:
+            return a.copy()
+        return a if dtype is None else lax.convert_element_type(a, dtype)
     if isinstance(a, (list, tuple)) and builtins.any(
             isinstance(x, (core.Tracer, Array)) for x in _flat_items(a)):
         from numbax._src.numpy import shapes
 
         if not a:
             return asarray_value(np.asarray(a), dtype)
+        if builtins.any(x is None for x in _flat_items(a)):
+            raise NumbaxValueError("numbax.numpy.asarray: a holds None, which is not a valid "
+                                   "value for an array (JAX raises ValueError too). Replace it "
+                                   "with a number, e.g. numbax.numpy.nan.")
         parts = [asarray(x) for x in a]
         parts = ufuncs.promote_dtypes("asarray", *parts)
         out = shapes.stack(parts)
-        return out if dtype is None else lax.convert_element_type(out, dtype)
+        # as JAX: an array built from a list is strongly typed, whatever its items' weak types
+        return lax.convert_element_type(out, get_aval(out).dtype if dtype is None else dtype)
     if not core.is_array_like(a) and not isinstance(a, (list, tuple)):
         raise NumbaxTypeError(
             f"numbax.numpy.asarray: argument of type {type(a).__name__} is not array-like, "

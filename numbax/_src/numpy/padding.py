@@ -11,6 +11,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import KeyArrayBase, unsupported
 from numbax._src.numpy import padding_stats
 from numbax._src.numpy.lax_numpy import asarray, concrete_value
 from numbax._src.numpy.shapes import _slice_axis, concatenate, repeat
@@ -36,6 +37,25 @@ def _pad_widths(pad_width: Any, ndim_: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in pw]
 
 
+_NUMERIC_MODES = ("maximum", "minimum", "mean", "median", "linear_ramp")
+
+
+def _pad_keys(keys: KeyArrayBase, pad_width: Any, mode: Any, kwargs: dict) -> Any:
+    """pad of a typed key array, as JAX: the modes that only move keys ('edge', 'reflect',
+    'symmetric', 'wrap', 'empty') pad each key word; 'constant' (a number made a key) is a
+    ValueError, the statistic modes a TypeError."""
+    if isinstance(mode, str) and mode == "constant":
+        raise NumbaxValueError(
+            "numbax.numpy.pad: array is a key array (dtype key<fry>) and mode is 'constant', "
+            "which fills with a number; a number cannot be converted to a key (JAX raises "
+            "ValueError too). Use mode='edge', 'reflect', 'symmetric' or 'wrap', or "
+            "concatenate explicit keys.")
+    if callable(mode) or mode in _NUMERIC_MODES:
+        raise unsupported("numbax.numpy.pad", f"array (padded with mode={mode!r})")
+    words = [pad(keys._word(i), pad_width, mode, **kwargs) for i in range(keys.num_words)]
+    return type(keys)._from_words(words)
+
+
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     """numpy.pad with every numpy mode, a callable one included.
 
@@ -54,6 +74,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     >>> pad([1, 2, 3], 2, mode="reflect")
     Array([3, 2, 1, 2, 3, 2, 1], dtype=int64)
     """
+    if isinstance(array, KeyArrayBase):
+        return _pad_keys(array, pad_width, mode, kwargs)
     array = asarray(array)
     a_shape = get_aval(array).shape
     widths = _pad_widths(pad_width, len(a_shape))

@@ -13,7 +13,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
-from numbax._src.lax.key_arrays import key_array_op
+from numbax._src.lax.key_arrays import key_array_op, refuses_keys
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
@@ -189,6 +189,7 @@ def _kth(api: str, a: Any, kth: Any, axis: int) -> tuple[Any, int, int]:
     return a, ax, k % n
 
 
+@refuses_keys("a")
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
     """numpy.partition: the kth element in its sorted place, smaller ones before it and
     larger ones after. As in JAX, those before are ascending and those after descending.
@@ -206,6 +207,7 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
                         shape_ops.rev(_slice_axis(s, ax, k + 1, n), (ax,))], ax)
 
 
+@refuses_keys("a")
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     """numpy.argpartition: indices that partition `a` around its kth element. As in JAX, the
     first kth + 1 index the smallest values in ascending order and the rest follow in

@@ -15,6 +15,7 @@ from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import KeyArrayBase, refuses_keys
 from numbax._src.numpy import ufuncs
 from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, static_int, where
 from numbax._src.numpy.sorting import _lax_sort, compact
@@ -143,6 +144,7 @@ def _rows_of(api: str, ar: Any, axis: int | None) -> tuple[Any, tuple[int, ...],
     return reshape(moved, (get_aval(moved).shape[0], int(np.prod(rest, dtype=_INT)))), rest, ax
 
 
+@refuses_keys("ar")
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
            size: int | None = None, fill_value: Any = None, sorted: bool = True) -> Any:  # noqa: A002
@@ -203,6 +205,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     return result[0] if len(result) == 1 else tuple(result)
 
 
+@refuses_keys("x")
 def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """The array-API unique_values: the sorted distinct values (NaNs kept apart).
 
@@ -216,6 +219,7 @@ def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None)
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
+@refuses_keys("x")
 def unique_counts(x: Any, /, *, size: int | None = None,
                   fill_value: Any = None) -> UniqueCountsResult:
     """The array-API unique_counts: (values, counts).
@@ -231,6 +235,7 @@ def unique_counts(x: Any, /, *, size: int | None = None,
                                       fill_value=fill_value))
 
 
+@refuses_keys("x")
 def unique_inverse(x: Any, /, *, size: int | None = None,
                    fill_value: Any = None) -> UniqueInverseResult:
     """The array-API unique_inverse: (values, inverse_indices of x's shape).
@@ -246,6 +251,7 @@ def unique_inverse(x: Any, /, *, size: int | None = None,
                                        fill_value=fill_value))
 
 
+@refuses_keys("x")
 def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> UniqueAllResult:
     """The array-API unique_all: (values, indices, inverse_indices, counts).
 
@@ -281,6 +287,33 @@ def _isin_sorted(x: Any, test: Any) -> Any:
     return shape_ops.full((n,), False, dtypes.bool_).at[target].set(found, mode="drop")
 
 
+def _isin_keys(element: Any, test_elements: Any, invert: bool) -> Any:
+    """isin of typed key arrays, as JAX: a key is found when all its words match."""
+    from numbax._src.numpy.shapes import ravel, reshape
+
+    for arg, v in (("element", element), ("test_elements", test_elements)):
+        if not isinstance(v, KeyArrayBase):
+            raise NumbaxTypeError(
+                f"numbax.numpy.isin: {arg} has type {type(v).__name__} while the other operand "
+                "is a key array (dtype key<fry>), expected key arrays for both. Wrap raw "
+                "uint32 key data with numbax.random.wrap_key_data.")
+    shape = get_aval(element._word(0)).shape
+    n, m = int(np.prod(shape)), int(np.prod(get_aval(test_elements._word(0)).shape))
+    if n == 0 or m == 0:
+        found = shape_ops.full((n,), False, dtypes.bool_)
+    else:
+        eq = None
+        for i in range(element.num_words):
+            x, t = ravel(element._word(i)), ravel(test_elements._word(i))
+            same = lax.eq(shape_ops.broadcast_in_dim(x, (n, m), (0,)),
+                          shape_ops.broadcast_in_dim(t, (n, m), (1,)))
+            eq = same if eq is None else lax.bitwise_and(eq, same)
+        found = lax_reductions.reduce_or(eq, (1,))
+    if invert:
+        found = lax.bitwise_not(found)
+    return reshape(found, shape)
+
+
 def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
          *, method: str = "auto") -> Any:
     """numpy.isin: whether each entry of `element` occurs in `test_elements` (same shape).
@@ -296,6 +329,8 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     if method not in ("auto", "compare_all", "sort", "binary_search"):
         raise NumbaxValueError(f"numbax.numpy.isin: method is {method!r}, expected 'auto', "
                                "'compare_all', 'sort' or 'binary_search'.")
+    if isinstance(element, KeyArrayBase) or isinstance(test_elements, KeyArrayBase):
+        return _isin_keys(element, test_elements, invert)
     x = _check("isin", element, "element")
     t = _check("isin", test_elements, "test_elements")
     x, t = ufuncs.promote_dtypes("isin", x, t)
@@ -371,6 +406,7 @@ def _group_values(g: _Groups, keep: Any, size: int, fill_value: Any) -> tuple:
     return _pad_min(values, count, size, fill_value), selected, count
 
 
+@refuses_keys("ar1", "ar2")
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """numpy.union1d: the sorted distinct values of both arrays.
 
@@ -392,6 +428,7 @@ def _per_group_count(g: _Groups, n: int) -> Any:
     return shape_ops.full((n,), 0, _INT).at[target].add(ones, mode="drop")
 
 
+@refuses_keys("ar1", "ar2")
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
              fill_value: Any = None) -> Any:
     """numpy.setxor1d: the sorted values in exactly one of the arrays.
@@ -414,6 +451,7 @@ def _keep_at(keep: Any, g: _Groups) -> Any:
     return take(keep, g.group, mode="clip")
 
 
+@refuses_keys("ar1", "ar2")
 def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
                 *, size: int | None = None, fill_value: Any = None) -> Any:
     """numpy.intersect1d: the sorted values in both arrays; with return_indices, also the
@@ -445,6 +483,7 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
     return values, where(inside, i1, n1), where(inside, i2, n2)
 
 
+@refuses_keys("ar1", "ar2")
 def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
               fill_value: Any = None) -> Any:
     """numpy.setdiff1d: the sorted distinct values of ar1 not in ar2 (with assume_unique, the

@@ -14,6 +14,7 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import refuses_keys
 from numbax._src.numpy import indexing, ufuncs
 from numbax._src.numpy.lax_numpy import asarray, canonicalize_axis, concrete_value
 
@@ -39,6 +40,7 @@ def _prepare(api: str, a: Any, axis: int | None) -> tuple[Any, int]:
     return a, canonicalize_axis(axis, get_aval(a).ndim, api)
 
 
+@refuses_keys("a")
 def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None = None,
          stable: bool = True, descending: bool = False) -> Any:
     """numpy.sort (always stable; NaNs sort last, as in numpy)."""
@@ -51,6 +53,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None 
     return out
 
 
+@refuses_keys("a")
 def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: None = None,
             stable: bool = True, descending: bool = False) -> Any:
     """numpy.argsort (stable): a multi-operand sort that carries an iota along.
@@ -82,6 +85,7 @@ def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: No
     return perm
 
 
+@refuses_keys("keys")
 def lexsort(keys: Any, axis: int = -1) -> Any:
     """numpy.lexsort: sorts by the last key first."""
     from numbax._src.numpy.creation import iota
@@ -164,6 +168,7 @@ def _is_abstract(a: Any) -> bool:
     return isinstance(a, core.Tracer) and a.to_concrete_value() is None
 
 
+@refuses_keys("a")
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
     """numpy.nonzero: the indices of the nonzero entries, one array per axis.
 
@@ -333,6 +338,7 @@ def _periodic_points(x: Any, xp: Any, fp: Any, period: Any) -> tuple[Any, Any, A
     return x, xp, fp
 
 
+@refuses_keys("a")
 def sort_complex(a: Any) -> Any:
     """numpy.sort_complex: sorted along the last axis by real part, then imaginary part,
     returned as complex.

@@ -25,6 +25,24 @@ __all__ = [
 _INT = np.int64
 
 
+def _jax_inexact(dtype: Any) -> np.dtype:
+    """JAX's dtypes.to_inexact_dtype: floats and complexes stay; 64-bit integers give float64
+    (float32 without x64), every other integer and bool gives float32 (numpy's rules give
+    float16 for int8 and float64 for int32)."""
+    dt = np.dtype(dtype)
+    if kind_of(dt) in "fc":
+        return dt
+    wide = dt.itemsize >= 8 and kind_of(dt) in "iu"
+    return dtypes.canonicalize_dtype(np.float64 if wide else np.float32)
+
+
+def _inexact_operands(api: str, *args: Any) -> list:
+    """JAX's promote_dtypes_inexact for histogram's operands: one promoted inexact dtype."""
+    args = ufuncs.promote_dtypes(api, *args)
+    dtype = _jax_inexact(get_aval(args[0]).dtype)
+    return [lax.convert_element_type(x, dtype) for x in args]
+
+
 def _is_abstract(x: Any) -> bool:
     return isinstance(x, core.Tracer) and x.to_concrete_value() is None
 
@@ -69,6 +87,10 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
             raise NumbaxValueError(f"numbax.numpy.bincount: weights has shape "
                                    f"{get_aval(w).shape}, expected x's shape {get_aval(x).shape}.")
         (w,) = ufuncs.promote_dtypes("bincount", w)
+        if kind_of(get_aval(w).dtype) == "b":
+            raise NumbaxTypeError("numbax.numpy.bincount: weights has dtype bool, expected "
+                                  "integer, floating or complex weights (as JAX: add does not "
+                                  "accept bool). Pass weights.astype(int).")
     idx = lax.max(lax.convert_element_type(x, _INT), _INT(0))
     return shape_ops.full((length,), 0, get_aval(w).dtype).at[idx].add(w, mode="drop")
 
@@ -115,7 +137,7 @@ def _edges(api: str, a: Any, bins: Any, range_: Any) -> Any:
         count = static_int(bins, api, "bins")
         if count < 1:
             raise NumbaxValueError(f"numbax.numpy.{api}: bins is {count}, expected at least 1.")
-        dtype = dtypes.to_inexact(get_aval(a).dtype)
+        dtype = _jax_inexact(get_aval(a).dtype)
         if range_ is None:
             if get_aval(a).size == 0:
                 lo, hi = asarray(0.0, dtype), asarray(1.0, dtype)
@@ -132,7 +154,7 @@ def _edges(api: str, a: Any, bins: Any, range_: Any) -> Any:
         lo = where(same, lax.sub(lo, half), lo)
         hi = where(same, lax.add(hi, half), hi)
         return linspace(lo, hi, count + 1)
-    edges = asarray(bins)
+    edges = lax.convert_element_type(asarray(bins), _jax_inexact(get_aval(a).dtype))
     if get_aval(edges).ndim != 1 or get_aval(edges).shape[0] < 2:
         raise NumbaxValueError(f"numbax.numpy.{api}: bins has shape {get_aval(edges).shape}, "
                                "expected an int or a 1-d array of at least 2 edges.")
@@ -167,24 +189,27 @@ def _bin_index(values: Any, edges: Any) -> Any:
     return where(ufuncs.equal(values, last), n - 1, idx)
 
 
-def _counts_dtype(weights: Any, density: Any) -> Any:
-    if density:
-        return dtypes.default_float_dtype()
-    return _INT if weights is None else get_aval(weights).dtype
-
-
 def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
               weights: Any = None, density: bool | None = None) -> tuple[Any, Any]:
     """numpy.histogram: (counts, bin_edges); traces (the counts are a scatter-add).
 
-    Unlike JAX, and as numpy, unweighted counts are integers.
+    As JAX (unlike numpy), the counts have the float dtype of a and weights promoted together.
 
     >>> histogram(asarray([0.1, 0.5, 0.5, 1.0, 2.0]), 3)[0]
-    Array([3, 1, 1], dtype=int64)
+    Array([3., 1., 1.], dtype=float64)
     """
     from numbax._src.numpy.shapes import ravel
 
-    flat = ravel(asarray(a))
+    if weights is None:
+        (a,) = _inexact_operands("histogram", asarray(a))
+        weights = shape_ops.full(get_aval(a).shape, 1, get_aval(a).dtype)
+    else:
+        if np.shape(a) != np.shape(weights):
+            raise NumbaxValueError(f"numbax.numpy.histogram: weights has shape "
+                                   f"{np.shape(weights)} and a has shape {np.shape(a)}, "
+                                   "expected the same shape.")
+        a, weights = _inexact_operands("histogram", asarray(a), asarray(weights))
+    flat = ravel(a)
     edges = _edges("histogram", flat, bins, range)
     counts = _dd_counts("histogram", [flat], [edges], weights, density)
     return counts, edges
@@ -197,17 +222,15 @@ def _dd_counts(api: str, samples: list, edges: list, weights: Any, density: Any)
 
     n = get_aval(samples[0]).shape[0]
     nbins = [get_aval(e).shape[0] - 1 for e in edges]
-    if weights is None:
-        w = shape_ops.full((n,), 1, _counts_dtype(None, density))
-    else:
+    if weights is None:  # JAX's bincount: default-int counts, as float only for density
+        dtype = get_aval(samples[0]).dtype if density else dtypes.canonicalize_dtype(_INT)
+        w = shape_ops.full((n,), 1, dtype)
+    else:  # promoted with the samples (by the caller)
         w = ravel(asarray(weights))
         if get_aval(w).shape != (n,):
             raise NumbaxValueError(f"numbax.numpy.{api}: weights has shape "
                                    f"{get_aval(asarray(weights)).shape}, expected one weight per "
                                    "sample point.")
-        (w,) = ufuncs.promote_dtypes(api, w)
-        if density:
-            w = lax.convert_element_type(w, dtypes.to_inexact(get_aval(w).dtype))
     cells = [_bin_index(s, e) for s, e in zip(samples, edges)]
     flat = ravel_multi_index(cells, [b + 2 for b in nbins], mode="clip")
     total = int(np.prod([b + 2 for b in nbins]))
@@ -231,8 +254,12 @@ def _dd_counts(api: str, samples: list, edges: list, weights: Any, density: Any)
 def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002
                 weights: Any = None, density: bool | None = None) -> tuple[Any, list]:
     """numpy.histogramdd: counts of the (N, D) sample points in a D-dimensional grid, and the
-    per-dimension edges. As numpy, counts are floats."""
-    s = asarray(sample)
+    per-dimension edges. As JAX, unweighted counts are default ints (floats with density) and
+    weighted ones have the float dtype of sample and weights promoted together."""
+    if weights is None:
+        (s,) = _inexact_operands("histogramdd", asarray(sample))
+    else:
+        s, weights = _inexact_operands("histogramdd", asarray(sample), asarray(weights))
     if get_aval(s).ndim == 1:
         s = shape_ops.reshape(s, (get_aval(s).shape[0], 1))
     if get_aval(s).ndim != 2:
@@ -252,11 +279,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[Any] | None = None,
     cols = [shape_ops.reshape(shape_ops.slice(s, (0, j), (n, j + 1)), (n,))
             for j in builtins.range(d)]
     edges = [_edges("histogramdd", c, b, r) for c, b, r in zip(cols, bins, ranges)]
-    counts = _dd_counts("histogramdd", cols, edges, weights, density)
-    float_dtype = dtypes.default_float_dtype()
-    if kind_of(get_aval(counts).dtype) in "biu":
-        counts = lax.convert_element_type(counts, float_dtype)
-    return counts, edges
+    return _dd_counts("histogramdd", cols, edges, weights, density), edges
 
 
 def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[Any] | None = None,  # noqa: A002

@@ -506,13 +506,18 @@ def fmin(x1: Any, x2: Any, /) -> Any:
 
 
 def angle(z: Any, deg: bool = False) -> Any:
-    (z,) = promote_dtypes_inexact("angle", z)
+    """numpy.angle with JAX's dtypes: an integer, bool or rank-0 real z gives the default float
+    dtype (not weak); deg=True multiplies by a constant of the result's type, as JAX."""
+    (z,) = promote_dtypes("angle", z)
     if kind_of(get_aval(z).dtype) == "c":
         out = lax.atan2(lax.imag(z), lax.real(z))
     else:
+        if kind_of(get_aval(z).dtype) != "f" or get_aval(z).ndim == 0:
+            z = lax.convert_element_type(z, dtypes.default_float_dtype())
         out = lax.atan2(lax.convert_element_type(0, get_aval(z).dtype), z)
         out = lax.select(lax.ne(z, z), z, out) if get_aval(z).shape == () else out
-    return rad2deg(out) if deg else out
+    o = get_aval(out)
+    return lax.mul(out, lax.convert_element_type(180 / np.pi, o.dtype, o.weak_type)) if deg else out
 
 
 def isreal(x: Any, /) -> Any:

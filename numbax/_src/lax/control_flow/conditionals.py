@@ -232,8 +232,9 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
         outs = core.eval_jaxpr(chosen.jaxpr, [], *consts, *ops_flat)
         avals = common.join_weak([j.out_avals for j in jaxprs])
         return tu.tree_unflatten(out_tree, common.as_primitive_outputs(outs, avals))
-    index = ew.convert_element_type(ew.ne(pred, np.zeros((), pred_aval.dtype)),
-                                    dtypes.canonicalize_dtype(np.int32))
+    if kind_of(pred_aval.dtype) != "b":  # as JAX: only an integer pred is compared with 0
+        pred = ew.ne(pred, np.zeros((), pred_aval.dtype))
+    index = ew.convert_element_type(pred, dtypes.canonicalize_dtype(np.int32))
     outs = cond_p.bind(index, *consts, *ops_flat, branches=tuple(jaxprs))
     return tu.tree_unflatten(out_tree, outs)
 
