@@ -127,7 +127,8 @@ def _parse_device(value: Any, what: str) -> Any:
 def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
-                "compilation_cache", "cuda_graphs", "cuda_epilogues", "crossproc_shm"):
+                "compilation_cache", "cuda_graphs", "cuda_epilogues", "cpu_epilogues",
+                "crossproc_shm"):
         return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
         return _parse_int(value, what, minimum=1, text=text)
@@ -229,8 +230,11 @@ def _defaults() -> dict[str, Any]:
         # (compiler/cuda/runtime/graphs.py); read when a program is compiled.
         "cuda_graphs": _from_env("cuda_graphs", ["NUMBAX_CUDA_GRAPHS"], True),
         # Fuse `x @ w + b` (and its ReLU) into one cuBLASLt call on the GPU where nvmath-python
-        # is installed (compiler/cuda/epilogues.py); read when a program is compiled.
+        # is installed (compiler/epilogues.py); read when a program is compiled.
         "cuda_epilogues": _from_env("cuda_epilogues", ["NUMBAX_CUDA_EPILOGUES"], True),
+        # Apply dense layers' bias adds and activations inside their CPU products
+        # (compiler/epilogues.py); read when a program is compiled.
+        "cpu_epilogues": _from_env("cpu_epilogues", ["NUMBAX_CPU_EPILOGUES"], True),
     }
     for name, option in JAX_OPTIONS.items():
         values[name] = _from_env(name, _env_names(name), option.default)

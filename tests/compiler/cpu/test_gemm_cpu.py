@@ -174,7 +174,8 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
 def test_config_routes_compiled_products(choice, monkeypatch):
     calls = []
     real = gemm_cpu.matmul
-    monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1: calls.append(t) or real(x, y, t))
+    monkeypatch.setattr(gemm_cpu, "matmul",
+                        lambda x, y, t=1, **kw: calls.append(t) or real(x, y, t, **kw))
     x = _operand((96, 80), np.float32, False)
     w = _operand((80, 72), np.float32, False)
     f = numbax.jit(lambda x, w: (x @ w, x.T @ x))

@@ -274,7 +274,7 @@ def cublaslt_dense_layer_epilogues():
             assert _lt_plans(fh.lower(*h).as_text()) == [cublaslt.EPILOGUE_RELU_BIAS]
         # the primitive bound by hand on float64 operands, which cuBLASLt does not take (the
         # card refused the call with CUBLAS_STATUS_INVALID_VALUE): it runs on the host
-        from numbax._src.compiler.cuda.epilogues import gemm_epilogue_p
+        from numbax._src.compiler.epilogues import gemm_epilogue_p
         xd, wd, bd = (a.astype(np.float64) for a in (x, w1, b1))
         fd = gjit(lambda x, w, b: gemm_epilogue_p.bind(
             x, w, b, dimension_numbers=(((1,), (0,)), ((), ())), precision=None,

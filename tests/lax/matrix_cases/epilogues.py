@@ -1,11 +1,11 @@
 """Matrix rows of gemm_epilogue, the CUDA backend's dense layer (`x @ w + b`, then ReLU, GELU
-or nothing, cuda/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative
+or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative
 modes against the composition it stands for."""
 from __future__ import annotations
 
 import numpy as np
 
-from numbax._src.compiler.cuda.epilogues import gemm_epilogue_p
+from numbax._src.compiler.epilogues import gemm_epilogue_p
 from tests.lax.matrix_cases import Case
 
 RNG = np.random.default_rng(23)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from numbax._src import core, dtypes
-from numbax._src.compiler import cache, fusion, ir, narrow_floats, pipeline, registry
+from numbax._src.compiler import cache, epilogues, fusion, ir, narrow_floats, pipeline, registry
 from numbax._src.compiler.backend import (
     Backend,
     EagerCall,
@@ -18,6 +18,7 @@ from numbax._src.compiler.backend import (
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
 from numbax._src.compiler.registry import EAGER, Unsupported
+from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Jaxpr, Var
 from numbax._src.lax import convert as lconv
 
@@ -47,7 +48,12 @@ class CpuBackend(Backend):
         return not narrow_floats.touches(eqn) and registry.fusible(eqn, self.name)
 
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
-        return narrow_floats.widen(jaxpr)
+        """bfloat16 computed in float32 (narrow_floats.py); dense layers' bias adds and
+        activations in their products (compiler/epilogues.py)."""
+        jaxpr = narrow_floats.widen(jaxpr)
+        if config.hot("cpu_epilogues"):
+            jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes)
+        return jaxpr
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")

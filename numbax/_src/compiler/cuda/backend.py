@@ -8,9 +8,9 @@ import contextlib
 import numpy as np
 
 from numbax._src import core, dtypes
-from numbax._src.compiler import ir, narrow_floats
+from numbax._src.compiler import epilogues, ir, narrow_floats
 from numbax._src.compiler.backend import Backend, Executable, Program
-from numbax._src.compiler.cuda import driver, epilogues
+from numbax._src.compiler.cuda import driver
 from numbax._src.compiler.cuda.config import Config
 from numbax._src.compiler.cuda.runtime import cublas, cublaslt, graphs
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
@@ -35,11 +35,11 @@ class CudaBackend(Backend):
     def rewrite(self, jaxpr: core.Jaxpr) -> core.Jaxpr:
         """bfloat16 computed in float32 (numba-cuda has no bfloat16 arithmetic), its products
         on cuBLAS's bfloat16 tensor cores where cuBLAS is there (narrow_floats.py); dense
-        layers' bias adds and ReLUs in their products where cuBLASLt is (epilogues.py)."""
+        layers' bias adds and ReLUs in their products where cuBLASLt is (compiler/epilogues.py)."""
         jaxpr = narrow_floats.widen(jaxpr, narrow_floats.Mode((dtypes.bfloat16,),
                                                               cublas.available()))
         if config.hot("cuda_epilogues") and cublaslt.available():
-            jaxpr = epilogues.fuse(jaxpr)
+            jaxpr = epilogues.fuse(jaxpr, cublaslt.takes)
         return jaxpr
 
     def build(self, program: Program) -> Executable:

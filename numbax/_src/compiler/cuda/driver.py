@@ -330,8 +330,8 @@ class CudaDriver:
         self.product(f"k{j}_mm", x, y, out, shape, eqn.params["precision"])
 
     def gemm_epilogue(self, j: int, eqn: JaxprEqn) -> None:
-        """A dense layer's product, bias add and activation in one cuBLASLt call (epilogues.py);
-        the rewrite happens only where cublaslt.available()."""
+        """A dense layer's product, bias add and activation in one cuBLASLt call
+        (compiler/epilogues.py); the rewrite happens only where cublaslt.available()."""
         (x, y), shape = self._operands(j, eqn)
         out = self.alloc(eqn.outvars[0])
         compute = self._cublas_compute(shape, eqn.params["precision"])

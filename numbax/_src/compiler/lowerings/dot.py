@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
+from numbax._src.compiler import epilogues
 from numbax._src.compiler.cuda import driver as cuda_driver
-from numbax._src.compiler.cuda import epilogues
 from numbax._src.compiler.cuda.runtime import cublaslt
 from numbax._src.compiler.lowerings.forms import Unsupported
-from numbax._src.compiler.registry import EAGER, register
+from numbax._src.compiler.registry import register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import dot as ld
@@ -30,7 +30,13 @@ def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
     """`[lw.dot(x, y, macs)]` for a float product of matrices/vectors without batch dims or
     casts: the layout work of `dot_general` (5 us a call, a third of a small jitted program)
     is done here, once; a contraction over a matrix's other axis passes its `.T` view."""
-    x, y = (v.aval for v in eqn.invars)
+    args = _dot_args(eqn, ins)
+    return None if args is None else f"[lw.dot({args})]"
+
+
+def _dot_args(eqn: JaxprEqn, ins: list[str]) -> str | None:
+    """`x, y, macs` of `lw.dot` for `_plain_matmul`'s products (None for others)."""
+    x, y = (v.aval for v in eqn.invars[:2])
     out = eqn.outvars[0].aval
     (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
     if xb or yb or len(xc) != 1 or x.ndim > 2 or y.ndim > 2 or x.ndim + y.ndim < 3:
@@ -41,7 +47,13 @@ def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
     ys = ins[1] if yc[0] == 0 else f"{ins[1]}.T"
     k = x.shape[xc[0]]
     macs = math.prod(x.shape) * math.prod(y.shape) // k if k else 0
-    return f"[lw.dot({xs}, {ys}, {macs})]"
+    return f"{xs}, {ys}, {macs}"
+
+
+def _epilogue_library(eqn: JaxprEqn, ins: list[str]) -> str:
+    """A dense layer (compiler/epilogues.py) as one `lw.dot` with its bias and activation."""
+    args = _dot_args(eqn, ins)
+    return f"[lw.dot({args}, {ins[2]}, {eqn.params['activation']!r})]"
 
 
 def _array(args, eqn):
@@ -67,9 +79,10 @@ def _array(args, eqn):
 
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)
 register(ld.dot_general_p, backend="cuda", library=cuda_driver.CudaDriver.dot_general)
-# gemm_epilogue is the CUDA backend's own rewrite (cuda/epilogues.py); bound by hand it runs
-# eagerly on the CPU, and on a GPU without cuBLASLt, or with operands cuBLASLt does not take
-# (float64), on the host
-register(epilogues.gemm_epilogue_p, backend="cpu", library=EAGER)
+# gemm_epilogue is the backends' own rewrite (compiler/epilogues.py); bound by hand on operands
+# a backend's product does not take (float16 on the CPU; float64, or a GPU without cuBLASLt),
+# it runs eagerly on the host
+register(epilogues.gemm_epilogue_p, backend="cpu", library=_epilogue_library,
+         library_ok=epilogues.cpu_takes)
 register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue,
-         library_ok=lambda eqn: cublaslt.available() and epilogues.lt_takes(eqn))
+         library_ok=lambda eqn: cublaslt.available() and cublaslt.takes(eqn))

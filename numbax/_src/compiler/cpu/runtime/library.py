@@ -51,20 +51,42 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
 
-def dot(x: np.ndarray, y: np.ndarray, macs: int) -> np.ndarray:
+def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
+        activation: str = "none") -> np.ndarray:
     """x @ y for operands already in (m, k) @ (k, n) form: numbax's own GEMM (`gemm_cpu`) for
     matrix products it takes where `own_gemm` says so, else np.dot (BLAS) under the BLAS
-    thread rule."""
+    thread rule. With `bias`, a dense layer's act(x @ y + bias) (compiler/epilogues.py): the
+    GEMM applies it to each tile of C as it finishes, BLAS's result gets one pass."""
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
     if runs_on_own_gemm(x, y, macs):
         threads = gemm_threads(macs, site)
         before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-        out = gemm_cpu.matmul(x, y, threads)
+        out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
         rt_threads.use(before)
     else:
         threads = blas_threads(macs, site)
         out = blas_call(np.dot, threads, x, y)
+        if bias is not None:
+            out = _finish(np.ascontiguousarray(out), bias, activation)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
+    return out
+
+
+# estimated serial ns per element of a BLAS result's epilogue pass (threads.threads_for)
+FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0}
+
+
+def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
+    """act(out + bias) in place, over row blocks on Numba's threads."""
+    m, n = out.shape
+    row, epilogue = gemm_cpu.epilogue_args(out.dtype, n, bias, activation)
+    threads = min(m, rt_threads.threads_for(out.size * FINISH_NS[activation]))
+    if threads <= 1:
+        gemm_cpu.finish_block(out.reshape(-1), 0, m, n, row, epilogue)
+        return out
+    before = rt_threads.use(threads)
+    gemm_cpu.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
+    rt_threads.use(before)
     return out
 
 

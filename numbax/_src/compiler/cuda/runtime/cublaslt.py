@@ -1,7 +1,7 @@
 """Matrix products with a fused bias (and ReLU or GELU) epilogue through cuBLASLt, reached
 through NVIDIA's nvmath-python bindings (`nvmath.bindings.cublasLt`, the `numbax[cuda]` extra).
 
-`cuda/epilogues.py` rewrites `x @ w + b` (and its ReLU or GELU) into one `gemm_epilogue`
+`compiler/epilogues.py` rewrites `x @ w + b` (and its ReLU or GELU) into one `gemm_epilogue`
 equation where cuBLASLt is here; this module runs it. The product's arguments are the ones
 cublas.py derives for its strided-batched call (row-major C = X @ Y computed as the
 column-major Cᵀ = Yᵀ Xᵀ), so the bias, one value per output column of C, is one value per row
@@ -53,6 +53,17 @@ def available() -> bool:
     """Whether products can take a cuBLASLt epilogue: cuBLAS there (a real GPU, CuPy) and
     nvmath-python installed."""
     return cublas.available() and _bindings() is not None
+
+
+def takes(eqn) -> bool:
+    """Whether cuBLASLt computes this product (a dot_general, or a gemm_epilogue bound by
+    hand: float64 operands, say, which the rewrite never makes, run on the host): two
+    matrices, no batch dimensions, one float32 or float16 dtype throughout, a precision
+    cuBLAS computes."""
+    from numbax._src.compiler import epilogues
+
+    return epilogues.matrix_product(eqn, (np.float32, np.float16)) and cublas.compute_type(
+        eqn.outvars[0].aval.dtype, eqn.params["precision"]) is not None
 
 
 def gemm(x: Any, y: Any, bias: Any, out: Any, p: LtGemm) -> None:

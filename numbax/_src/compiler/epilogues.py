@@ -1,32 +1,35 @@
-"""Bias, ReLU and GELU epilogues of GPU matrix products: a dense layer's `x @ w + b`, its
-`max(x @ w + b, 0)` and its `jax.nn.gelu(x @ w + b)`, rewritten into one `gemm_epilogue`
-equation that cuBLASLt computes in one call (runtime/cublaslt.py), as XLA's GEMM rewriter does
-for cuBLASLt.
+"""Dense layers' epilogues: a dense layer's `x @ w + b`, its `max(x @ w + b, 0)` and its
+`jax.nn.gelu(x @ w + b)`, rewritten into one `gemm_epilogue` equation that a backend computes
+in its product (as XLA's GEMM rewriter does): on the GPU one cuBLASLt call
+(cuda/runtime/cublaslt.py), on the CPU numbax's GEMM adding the bias and applying the
+activation to each tile of C while it is in L1 (cpu/runtime/gemm.py; a product on BLAS gets
+one pass over its result instead).
 
 What it saves is a loop nest that reads the product and writes it again: a ReLU layer of
-batch 4096 x 512 float32 is 16 MB of traffic and a launch. Where the sum goes on into other
-elementwise work (a tanh layer), the nest stays and only the add moves into the product.
+batch 4096 x 512 float32 is 16 MB of traffic and, on the GPU, a launch. Where the sum goes on
+into other elementwise work (a tanh layer), the nest stays and only the add moves into the
+product.
 
 An equation chain is rewritten only when nothing else reads its intermediates: the product is
 read by the add alone, and, for ReLU and GELU, the sum by the activation's equations alone (a
 training step's backward pass reads the sum for the activation's derivative, so there only the
-bias joins the product). The product has
-no batch dimensions, its operands and result share a float32 or float16 dtype that cuBLAS
-computes, and the bias is a vector broadcast along the rows. ReLU here is `max(z, 0.0)` with a
-literal +0.0, which is what `jax.nn.relu` and `jnp.maximum(z, 0)` trace to; cuBLASLt's ReLU
-propagates NaN as `max` does (measured on an H200). GELU is the tanh form cuBLASLt computes,
-matched as `jax.nn.gelu(z)` (approximate=True, JAX's default) traces it: the eight equations
+bias joins the product). Which products qualify is the backend's to say (`fuse`'s `takes`):
+two matrices without batch dimensions, one dtype throughout that its product computes, the
+bias a vector broadcast along the rows. ReLU here is `max(z, 0.0)` with a literal +0.0, which
+is what `jax.nn.relu` and `jnp.maximum(z, 0)` trace to; NaN propagates as `max` does
+(cuBLASLt's ReLU measured on an H200). GELU is the tanh form, matched as `jax.nn.gelu(z)`
+(approximate=True, JAX's default) traces it: the eight equations
 `z * (0.5 * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z**3))))`; the exact (erf) form is not
 fused. Only the top-level jaxpr is rewritten.
 """
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
 from numbax._src import core, typecheck
-from numbax._src.compiler.cuda.runtime import cublas
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Primitive, Var
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import dot as ld
@@ -34,7 +37,7 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import shape_ops as ls
 
 gemm_epilogue_p = Primitive("gemm_epilogue")
-_ACTIVATIONS = ("none", "relu", "gelu")
+ACTIVATIONS = ("none", "relu", "gelu")
 GELU_CUBE, GELU_SCALE = 0.044715, float(np.sqrt(2 / np.pi))  # jax.nn.gelu's tanh form
 
 
@@ -96,9 +99,10 @@ ad.jvp_rules[gemm_epilogue_p] = _jvp
 batching.batch_rules[gemm_epilogue_p] = _batch
 
 
-def fuse(jaxpr: Jaxpr) -> Jaxpr:
-    """`jaxpr` with each dense layer's product, bias add and activation (where nothing else
-    reads their intermediates) as one gemm_epilogue equation; unchanged when there is none."""
+def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool]) -> Jaxpr:
+    """`jaxpr` with each dense layer's product (a dot_general for which `takes` holds), bias add
+    and activation (where nothing else reads their intermediates) as one gemm_epilogue
+    equation; unchanged when there is none."""
     uses = Counter(x for e in jaxpr.eqns for x in e.invars if isinstance(x, Var))
     uses.update(x for x in jaxpr.outvars if isinstance(x, Var))
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
@@ -112,7 +116,8 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
     replaced: dict[int, JaxprEqn] = {}  # id of the chain's last equation -> the new one
     dropped: set[int] = set()  # ids of the chain's other equations
     for eqn in jaxpr.eqns:
-        if not _product(eqn) or uses[eqn.outvars[0]] != 1:
+        if eqn.primitive is not ld.dot_general_p or not takes(eqn) \
+                or uses[eqn.outvars[0]] != 1:
             continue
         add = consumer.get(eqn.outvars[0])  # None: the product is only an output
         bias = None if add is None else _bias(add, eqn.outvars[0], producer)
@@ -138,25 +143,23 @@ def fuse(jaxpr: Jaxpr) -> Jaxpr:
     return typecheck.check_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars))
 
 
-def _product(eqn: JaxprEqn) -> bool:
-    """A matrix product cuBLASLt can take: two matrices, no batch dimensions, one float32 or
-    float16 dtype throughout, a precision cuBLAS computes."""
-    if eqn.primitive is not ld.dot_general_p:
-        return False
-    return lt_takes(eqn)
+CPU_DTYPES = (np.float32, np.float64)  # numbax's GEMM's (BLAS and one pass for the rest)
 
 
-def lt_takes(eqn: JaxprEqn) -> bool:
-    """Whether cuBLASLt computes this product (a dot_general, or a gemm_epilogue bound by
-    hand: float64 operands, say, which the rewrite never makes, run on the host)."""
+def cpu_takes(eqn: JaxprEqn) -> bool:
+    """Whether the CPU driver computes this product with a dense layer's epilogue."""
+    return matrix_product(eqn, CPU_DTYPES)
+
+
+def matrix_product(eqn: JaxprEqn, dtypes: tuple) -> bool:
+    """A product of two non-empty matrices over one axis each, without batch dimensions, its
+    operands and result of one of `dtypes` (the first test of every backend's `takes`)."""
     x, y = (v.aval for v in eqn.invars[:2])
     out = eqn.outvars[0].aval
-    (_, _), (xb, yb) = eqn.params["dimension_numbers"]
-    if xb or yb or x.ndim != 2 or y.ndim != 2 or 0 in (*x.shape, *y.shape):
+    (xc, _), (xb, yb) = eqn.params["dimension_numbers"]
+    if xb or yb or len(xc) != 1 or x.ndim != 2 or y.ndim != 2 or 0 in (*x.shape, *y.shape):
         return False
-    if not x.dtype == y.dtype == out.dtype or out.dtype not in (np.float32, np.float16):
-        return False
-    return cublas.compute_type(out.dtype, eqn.params["precision"]) is not None
+    return x.dtype == y.dtype == out.dtype and out.dtype in dtypes
 
 
 def _bias(add: JaxprEqn, product: Var, producer: dict) -> Var | None:
