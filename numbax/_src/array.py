@@ -146,11 +146,21 @@ class Array:
         return str(self._value)
 
     def __repr__(self) -> str:
+        # laid out as JAX's Array.__repr__: the body wrapped at numpy's linewidth with a
+        # trailing "," as its suffix, the dtype on the last line when it fits there, else on
+        # a line of its own indented under the body; empty arrays show their shape
         prefix = "Array("
         weak = ", weak_type=True" if self._weak_type else ""
-        suffix = f", dtype={self.dtype.name}{weak})"
-        body = np.array2string(self._value, separator=", ", prefix=prefix, suffix=suffix)
-        return f"{prefix}{body}{suffix}"
+        dtype_str = f"dtype={self.dtype.name}{weak}"
+        line_width = np.get_printoptions()["linewidth"]
+        if self._value.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=line_width)
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line_len + len(dtype_str) + 2 > line_width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __reduce__(self):
         return (_rebuild, (np.array(self._value), self._weak_type))

@@ -114,11 +114,13 @@ def _bind_check(api: str, pred: Any, msg: str, fmt_args: tuple, fmt_kwargs: dict
         raise NumbaxTypeError(f"check takes a scalar pred as argument, got {aval.str_short()} "
                               f"({api}). Reduce an array predicate with jnp.all.")
     leaves, in_tree = tu.tree_flatten((fmt_args, fmt_kwargs))
-    for leaf in leaves:
-        if not core.is_array_like(leaf):
+    from numbax._src.array import Array
+
+    for leaf in leaves:  # as JAX: arrays only, a Python or numpy scalar is refused
+        if not isinstance(leaf, (Array, np.ndarray, core.Tracer)):
             raise NumbaxTypeError(
                 "Formatting arguments to checkify.check need to be PyTrees of arrays, but got "
-                f"{leaf!r} of type {type(leaf)}.")
+                f"{leaf!r} of type {type(leaf)}. Wrap it with jnp.asarray.")
     try:  # the format string must accept the arguments (checked now, formatted on failure)
         string.Formatter().vformat(msg, [0] * len(fmt_args), dict.fromkeys(fmt_kwargs, 0))
     except (IndexError, KeyError) as e:

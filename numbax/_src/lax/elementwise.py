@@ -43,9 +43,15 @@ _ANY = "biufc"
 # ----------------------------------------------------------------------------- helpers
 
 
-def _const(x: Any, value: Any) -> np.ndarray:
-    """A rank-0 constant of x's dtype (it becomes a literal in jaxprs)."""
-    return np.array(value, dtype=get_aval(x).dtype)
+def _const(x: Any, value: Any) -> Any:
+    """A rank-0 constant of x's dtype (a literal in jaxprs); a Python scalar for a weak scalar
+    x of its Python type's dtype, as JAX's lax._const, so rules keep x's weak type."""
+    aval = get_aval(x)
+    if aval.weak_type and aval.ndim == 0:
+        py = dtypes.scalar_type_of(x)(value)
+        if dtypes.python_scalar_dtype(py) == aval.dtype:
+            return py
+    return np.array(value, dtype=aval.dtype)
 
 
 def _check_kind(name: str, aval: ShapedArray, kinds: str, position: int = 0) -> None:
@@ -218,7 +224,7 @@ ad.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
 ad.defjvp(log_p, lambda t, ans, x: div(t, x))
 ad.defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _const(x, 1))))
 ad.defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
-ad.defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_const(x, 1), square(ans))))
+ad.defjvp(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))  # JAX's
 ad.defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
 ad.defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
 ad.defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
@@ -231,12 +237,13 @@ ad.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
 ad.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
 ad.defjvp(acosh_p, lambda t, ans, x: mul(
     t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
-ad.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), square(x))))
+ad.defjvp(atanh_p, lambda t, ans, x: mul(integer_pow(add(_const(x, 1), x), -1),
+                                         div(t, sub(_const(x, 1), x))))
 ad.defjvp(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
 ad.defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
 ad.defjvp(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-ad.defjvp(erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)),
-                                               exp(neg(square(x))))))
+ad.defjvp(erf_p, lambda t, ans, x: mul(_const(x, 2 / np.sqrt(np.pi)),
+                                       mul(t, exp(neg(square(x))))))
 ad.defjvp(erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)),
                                                 exp(neg(square(x))))))
 ad.defjvp(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2),
@@ -400,10 +407,25 @@ def _div_transpose(cts, x, y):
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
+def _div_jvp_divisor(t, ans, x, y):
+    """JAX's -t * x * y**-2 (rounding as JAX's: d/dx sum(x / sum(x)) is exactly 0), or where
+    y**-2 under/overflows (JAX's 0 or inf) the equal -t * (x / y) / y. Each side's factor is
+    finite where the other is taken, so no NaN leaks into reverse mode."""
+    out = get_aval(ans)
+    inv2 = integer_pow(y, -2)
+    if kind_of(get_aval(y).dtype) != "f":
+        return _broadcast_tangent(mul(mul(neg(t), x), inv2), out)
+    ok = bitwise_and(is_finite(inv2), ne(inv2, _const(inv2, 0)))
+    safe_inv2 = select_n(ok, _zeros_like(inv2), inv2)
+    jax_form = _broadcast_tangent(mul(mul(neg(t), x), safe_inv2), out)
+    factor = select_n(ok, neg(div(ans, y)), _ones_like(ans))
+    return select_n(ok, _broadcast_tangent(mul(t, factor), out), jax_form)
+
+
 ad.defjvp(
     div_p,
     lambda t, ans, x, y: _broadcast_tangent(div(t, y), get_aval(ans)),
-    lambda t, ans, x, y: _broadcast_tangent(neg(div(mul(t, ans), y)), get_aval(ans)),
+    _div_jvp_divisor,
 )
 ad.transpose_rules[div_p] = _div_transpose
 ad.defjvp(
@@ -559,19 +581,19 @@ def integer_pow(x: Any, y: int) -> Any:
 def _zeros_like(x: Any) -> Any:
     from numbax._src.lax import shape_ops
 
-    aval = get_aval(x)
-    return shape_ops.full(aval.shape, 0, aval.dtype)
+    aval = get_aval(x)  # keeps x's weak type, as JAX's full_like
+    return shape_ops.full(aval.shape, 0, aval.dtype, weak_type=aval.weak_type)
 
 
 def _ones_like(x: Any) -> Any:
     from numbax._src.lax import shape_ops
 
-    aval = get_aval(x)
-    return shape_ops.full(aval.shape, 1, aval.dtype)
+    aval = get_aval(x)  # keeps x's weak type, as JAX's full_like
+    return shape_ops.full(aval.shape, 1, aval.dtype, weak_type=aval.weak_type)
 
 
 def _full_like(x: Any, value: np.ndarray) -> Any:
     from numbax._src.lax import shape_ops
 
-    aval = get_aval(x)
-    return shape_ops.full(aval.shape, value, aval.dtype)
+    aval = get_aval(x)  # keeps x's weak type, as JAX's full_like
+    return shape_ops.full(aval.shape, value, aval.dtype, weak_type=aval.weak_type)
