@@ -253,23 +253,25 @@ def _tanh_impl(x):
 def _finish_tile(c, c_off, ldc, mr, nr, bias, j0, epilogue):
     """c[c_off + i*ldc + j] = act(c[...] + bias[j0 + j]) for i < mr, j < nr (`epilogue`: one of
     BIAS, BIAS_RELU, BIAS_GELU), in the order the unfused equations compute it. One loop per
-    epilogue over row slices (indices known non-negative), so each vectorises: a branch in
-    the loop, or flat indices, left GELU scalar at ~9 ns an element (vectorised: ~1)."""
-    b = bias[j0:j0 + nr]
+    epilogue, indexed by unsigned integers (no negative-index wraparound), so each vectorises
+    (a branch in the loop, or signed flat indices, left GELU scalar: ~9 ns an element against
+    ~1). No slices: each view of C would count a reference on C's one shared counter, from
+    every thread, per row."""
     zero, half, one = c.dtype.type(0), c.dtype.type(0.5), c.dtype.type(1)
     cube, scale = c.dtype.type(GELU_CUBE), c.dtype.type(GELU_SCALE)
+    b0, width = np.uint64(j0), np.uint64(nr)
     for i in range(mr):
-        r = c[c_off + i * ldc:c_off + i * ldc + nr]
+        r0 = np.uint64(c_off + i * ldc)
         if epilogue == BIAS:
-            for j in range(nr):
-                r[j] = r[j] + b[j]
+            for j in range(width):
+                c[r0 + j] = c[r0 + j] + bias[b0 + j]
         elif epilogue == BIAS_RELU:
-            for j in range(nr):
-                r[j] = sc.fmax(r[j] + b[j], zero)
+            for j in range(width):
+                c[r0 + j] = sc.fmax(c[r0 + j] + bias[b0 + j], zero)
         else:
-            for j in range(nr):
-                z = r[j] + b[j]
-                r[j] = z * (half * (one + _tanh(scale * (z + cube * (z * z * z)))))
+            for j in range(width):
+                z = c[r0 + j] + bias[b0 + j]
+                c[r0 + j] = z * (half * (one + _tanh(scale * (z + cube * (z * z * z)))))
 
 
 @njit(cache=True, error_model="numpy")
