@@ -128,7 +128,7 @@ def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
                 "compilation_cache", "cuda_graphs", "cuda_epilogues", "cpu_epilogues",
-                "crossproc_shm"):
+                "cpu_native_pool", "crossproc_shm"):
         return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
         return _parse_int(value, what, minimum=1, text=text)
@@ -235,6 +235,9 @@ def _defaults() -> dict[str, Any]:
         # Apply dense layers' bias adds and activations inside their CPU products
         # (compiler/epilogues.py); read when a program is compiled.
         "cpu_epilogues": _from_env("cpu_epilogues", ["NUMBAX_CPU_EPILOGUES"], True),
+        # On a busy machine, run the parallel arm of numbax's GEMM on the native pool
+        # (cpu/runtime/native_pool.py) rather than Numba's OpenMP threads.
+        "cpu_native_pool": _from_env("cpu_native_pool", ["NUMBAX_CPU_NATIVE_POOL"], True),
     }
     for name, option in JAX_OPTIONS.items():
         values[name] = _from_env(name, _env_names(name), option.default)

@@ -60,9 +60,11 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
     if runs_on_own_gemm(x, y, macs):
         threads = gemm_threads(macs, site)
-        before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-        out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
-        rt_threads.use(before)
+        out = _pooled(x, y, bias, activation) if threads > 1 and site is not None else None
+        if out is None:
+            before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
+            out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
+            rt_threads.use(before)
     else:
         threads = blas_threads(macs, site)
         out = blas_call(np.dot, threads, x, y)
@@ -70,6 +72,16 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
             out = _finish(np.ascontiguousarray(out), bias, activation)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return out
+
+
+def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
+    """A busy machine's parallel product on the native pool (gemm_tasks.py: its caller never
+    waits for a worker the scheduler has not run), or None where it does not run."""
+    if not config.hot("cpu_native_pool"):
+        return None
+    from numbax._src.compiler.cpu.runtime import gemm_tasks  # compiles its tasks: first use
+
+    return gemm_tasks.matmul(x, y, bias, activation)
 
 
 # estimated serial ns per element of a BLAS result's epilogue pass (threads.threads_for)

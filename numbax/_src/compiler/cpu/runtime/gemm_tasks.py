@@ -1,0 +1,137 @@
+"""numbax's GEMM as a job of the native pool (native_pool.py): the parallel arm of a product on a
+busy machine, where Numba's OpenMP region would wait at its end for descheduled workers.
+
+C is cut into PARTS_PER_THREAD times more parts than the pool has threads (`gemm.thread_grid`),
+so the threads that do run take the parts of those that do not. A part is one `gemm._gemm_part`
+call, reached from the task, a C function of (parameters' address, part), through array views
+built on raw addresses with the same Numba types `gemm.matmul` passes, so the task links the
+`_gemm_part` already compiled (and cached) for those types instead of compiling another.
+
+Measured (docs/performance.md, "A pool that does not wait"): matmul 1000^2 on the 2-core VM
+beside two busy loops, numbax's OpenMP 27-29 ms, this pool 20-21, jax.jit 26 (one sitting).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import cfunc, njit, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
+
+from numbax._src.compiler.cpu.runtime import gemm, native_pool
+
+PARTS_PER_THREAD = 4
+_PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
+
+
+def _view(arrty):
+    """(signature, codegen) of an intrinsic that views `length` elements at an address as an
+    array of type `arrty` (no owner: the caller keeps the memory alive)."""
+    def codegen(context, builder, sig, args):
+        addr, length = args
+        ary = context.make_array(arrty)(context, builder)
+        data_type = context.get_data_type(arrty.dtype)
+        itemsize = ir.Constant(ir.IntType(64), context.get_abi_sizeof(data_type))
+        populate_array(ary, data=builder.inttoptr(addr, data_type.as_pointer()), shape=[length],
+                       strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+    return arrty(types.int64, types.int64), codegen
+
+
+_F32, _F64 = types.Array(types.float32, 1, "C"), types.Array(types.float64, 1, "C")
+
+
+@intrinsic
+def _f32(typingctx, addr, length):
+    return _view(_F32)
+
+
+@intrinsic
+def _f32_read(typingctx, addr, length):
+    return _view(_F32.copy(readonly=True))
+
+
+@intrinsic
+def _f64(typingctx, addr, length):
+    return _view(_F64)
+
+
+@intrinsic
+def _f64_read(typingctx, addr, length):
+    return _view(_F64.copy(readonly=True))
+
+
+@intrinsic
+def _params(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        return _view(types.Array(types.int64, 1, "C"))[1](context, builder, sig,
+                                                          [args[0], ir.Constant(args[0].type,
+                                                                                _PARAMS)])
+    return types.Array(types.int64, 1, "C")(types.int64), codegen
+
+
+@njit(cache=True, error_model="numpy")
+def _part(p, chunk, a, b, c, work, bias):
+    """Part `chunk` of a rows x cols grid of C."""
+    m, n, kk, rows, cols = p[10], p[11], p[12], p[13], p[14]
+    ms = (m + gemm.MR - 1) // gemm.MR
+    nr = 2 * (gemm.VEC_BYTES // c.itemsize)
+    ns = (n + nr - 1) // nr
+    r, q = chunk // cols, chunk % cols
+    gemm._gemm_part(a, p[2], p[3], b, p[6], p[7], c, m, n, kk, ms * r // rows,
+                    ms * (r + 1) // rows, ns * q // cols, ns * (q + 1) // cols, work, bias, p[19])
+
+
+# The tasks: compiled (or loaded from Numba's cache) when this module is imported, which the
+# runtime does at a busy machine's first pooled product.
+@cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy", cache=True)
+def _task_f32(arg, chunk):
+    p = _params(arg)
+    ws = p[16]
+    _part(p, chunk, _f32_read(p[0], p[1]), _f32_read(p[4], p[5]), _f32(p[8], p[9]),
+          _f32(p[15] + 4 * ws * chunk, ws), _f32_read(p[17], p[18]))
+
+
+@cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy", cache=True)
+def _task_f64(arg, chunk):
+    p = _params(arg)
+    ws = p[16]
+    _part(p, chunk, _f64_read(p[0], p[1]), _f64_read(p[4], p[5]), _f64(p[8], p[9]),
+          _f64(p[15] + 8 * ws * chunk, ws), _f64_read(p[17], p[18]))
+
+
+def task(dtype: np.dtype) -> int:
+    """The address of the task computing one part of a float32 or float64 product."""
+    return (_task_f32 if np.dtype(dtype) == np.float32 else _task_f64).address
+
+
+def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
+           activation: str = "none") -> np.ndarray | None:
+    """`gemm.matmul(x, y, ..., bias=, activation=)` on the native pool, with every core's
+    worth of workers; None when the pool is not here or another thread's job holds it (the
+    caller takes its other path)."""
+    if not native_pool.available() or not gemm.supports(x, y):
+        return None
+    from numbax._src.compiler.cpu.runtime import threads
+
+    native_pool.start(threads.pool_size())
+    m, kk = x.shape
+    n = y.shape[1]
+    row, epilogue = gemm.epilogue_args(x.dtype, n, bias, activation)
+    out = np.empty((m, n), x.dtype)
+    if out.size == 0 or kk == 0:
+        return gemm.matmul(x, y, 1, out, bias, activation)
+    a, rsa, csa = gemm._flat(x)
+    b, rsb, csb = gemm._flat(y)
+    ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
+    rows, cols = gemm.thread_grid(-(-m // gemm.MR), ns,
+                                  PARTS_PER_THREAD * (native_pool.workers() + 1))
+    ws = gemm.workspace_size(x.itemsize, -(-ns // cols))
+    work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
+    c = out.reshape(-1)
+    params = np.array([a.ctypes.data, a.size, rsa, csa, b.ctypes.data, b.size, rsb, csb,
+                       c.ctypes.data, c.size, m, n, kk, rows, cols, work.ctypes.data, ws,
+                       row.ctypes.data, row.size, epilogue], np.int64)
+    if not native_pool.run(task(x.dtype), params, rows * cols):
+        return None
+    return out
