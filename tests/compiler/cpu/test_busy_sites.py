@@ -93,8 +93,7 @@ def test_threads_for_uses_the_site_only_when_busy(monkeypatch):
     busy = {"now": False}
     monkeypatch.setattr(th, "busy", lambda: busy["now"])
     monkeypatch.setattr(th, "free_cores", lambda: 1 if busy["now"] else 8)
-    site = busy_sites.Site()
-    monkeypatch.setattr(busy_sites, "PARALLEL_WORTH_S", 0.0)  # (any serial time is worth it)
+    site = busy_sites.Site(worth=0.0)  # (any serial time is worth a parallel try)
     with numbax.config.override("cpu_threads", 0):
         assert th.threads_for(1e9, site) == 8 and site.started == 0.0  # quiet: the rule
         busy["now"] = True
@@ -140,6 +139,7 @@ def test_busy_products_have_a_site_per_shape_and_report_their_threads(monkeypatc
     monkeypatch.setattr(th, "pool_spinning", lambda: False)
     monkeypatch.setattr(library, "_product_sites", {})
     monkeypatch.setattr(busy_sites, "PARALLEL_WORTH_S", 0.0)
+    monkeypatch.setattr(busy_sites, "POOL_WORTH_S", 0.0)  # (the native pool's sites)
     rng = np.random.default_rng(3)
     a = rng.standard_normal((256, 256)).astype(np.float32)
     b = rng.standard_normal((256, 300)).astype(np.float32)

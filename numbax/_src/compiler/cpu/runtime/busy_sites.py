@@ -31,15 +31,20 @@ ALPHA = 0.3  # weight of a new time in an arm's mean
 RETRY_EVERY = 8  # the losing arm is tried again every RETRY_EVERY x (its loss ratio) calls,
 RETRY_MAX = 256  # and at least every RETRY_MAX calls
 PARALLEL_WORTH_S = 0.004  # a site tries parallel runs once its serial ones take this long
+# ... or this long, where its parallel arm is the native pool (native_pool.py), which waits
+# for no descheduled worker: no slice to amortise, only a wake-up and a few parts' packing
+POOL_WORTH_S = 0.0005
 
 
 class Site:
     """One parallel call site: each arm's mean time (seconds) and run count while busy, and the
     stamp of the call in flight (`start`), if any."""
 
-    __slots__ = ("mean", "runs", "calls", "started", "owner")
+    __slots__ = ("mean", "runs", "calls", "started", "owner", "worth")
 
-    def __init__(self) -> None:
+    def __init__(self, worth: float | None = None) -> None:
+        # the serial mean from which the parallel arm is tried
+        self.worth = PARALLEL_WORTH_S if worth is None else worth
         self.mean = [0.0, 0.0]
         self.runs = [0, 0]
         self.calls = 0
@@ -52,7 +57,7 @@ class Site:
         if self.runs[SERIAL] < FIRST_TRIES:
             arm = SERIAL
         elif self.runs[PARALLEL] < FIRST_TRIES:
-            arm = PARALLEL if self.mean[SERIAL] >= PARALLEL_WORTH_S else SERIAL
+            arm = PARALLEL if self.mean[SERIAL] >= self.worth else SERIAL
         else:
             arm = SERIAL if self.mean[SERIAL] <= self.mean[PARALLEL] else PARALLEL
             loss = self.mean[1 - arm] / max(self.mean[arm], 1e-9)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from numbax._src.compiler.cpu.runtime import busy_sites, host_isa, native_pool
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
-from numbax._src.compiler.cpu.runtime import host_isa
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
 from numbax._src.config import config
@@ -115,7 +115,10 @@ def busy_site(key, macs: int) -> rt_threads.Site | None:
     if site is None:
         if len(_product_sites) >= PRODUCT_SITES_MAX:  # a program of ever-new shapes
             _product_sites.clear()
-        site = _product_sites[key] = rt_threads.Site()
+        # the native pool's parallel arm (`_pooled`) pays off from shorter products
+        pool = config.hot("cpu_native_pool") and native_pool.available()
+        site = _product_sites[key] = rt_threads.Site(
+            busy_sites.POOL_WORTH_S if pool else busy_sites.PARALLEL_WORTH_S)
     return site
 
 

@@ -20,6 +20,7 @@ machine's parallel arm of numbax's GEMM (gemm_tasks.py).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import threading
@@ -147,10 +148,10 @@ def _take_chunks(base):
         _fetch_add(base + DONE, 1)
 
 
-@cfunc(types.voidptr(types.voidptr), nopython=True, cache=True)
 def _worker(words):
     """A worker thread's body (its argument: the words' base address): wait for a new
-    generation, take chunks, again; never returns."""
+    generation, take chunks, again; never returns. (`_worker_address` compiles it as a C
+    function, at the first `start`: not at import.)"""
     base = _address(words)
     seen = _load32(base + GEN)
     while True:
@@ -166,6 +167,11 @@ def _worker(words):
         seen = generation
         _take_chunks(base)
     return words
+
+
+@functools.cache
+def _worker_address() -> int:
+    return cfunc(types.voidptr(types.voidptr), nopython=True, cache=True)(_worker).address
 
 
 @njit(nogil=True, cache=True)
@@ -222,7 +228,7 @@ def start(count: int) -> None:
         create.restype = ctypes.c_int
         while _pool.workers < count:
             tid = ctypes.c_ulong()
-            if create(ctypes.byref(tid), None, _worker.address, _pool.words.ctypes.data):
+            if create(ctypes.byref(tid), None, _worker_address(), _pool.words.ctypes.data):
                 break  # out of threads: the pool runs with fewer
             _pool.workers += 1
 
