@@ -313,9 +313,12 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     primals_out, f_vjp_flat = ad.vjp_flat(flat_fun, primals_flat)
     out_tree, n = store["tree"], store["n_out"]
     primals_out, aux_flat = primals_out[:n], primals_out[n:]
+    ids = {id(x): i for i, x in enumerate(primals_flat)}  # residuals that are arguments
+    res = f_vjp_flat.consts if isinstance(f_vjp_flat, ad.Pullback) else []
     f_vjp = VJP(f_vjp_flat, _VJPSpec(
         in_tree, out_tree, tuple(get_aval(x) for x in primals_flat),
-        tuple(get_aval(x) for x in primals_out), tuple(get_aval(a) for a in aux_flat)))
+        tuple(get_aval(x) for x in primals_out), tuple(get_aval(a) for a in aux_flat),
+        tuple(ids.get(id(r)) for r in res)))
     primal_out = tu.tree_unflatten(out_tree, _wrap_outputs(primals_out))
     if has_aux:
         return primal_out, f_vjp, _aux_result(store, aux_flat)

@@ -126,7 +126,20 @@ def _bind_check(api: str, pred: Any, msg: str, fmt_args: tuple, fmt_kwargs: dict
     except (IndexError, KeyError) as e:
         raise NumbaxTypeError(f"{api}: msg {msg!r} does not match the formatting arguments "
                               f"({type(e).__name__}: {e}).") from None
-    check_p.bind(pred, *leaves, fmt=msg, in_tree=in_tree, debug=debug)
+    check_p.bind(_into_checkify(pred, leaves), *leaves, fmt=msg, in_tree=in_tree, debug=debug)
+
+
+def _into_checkify(pred: Any, leaves: list) -> Any:
+    """A concrete pred (from Python scalars, which checkify passes through as JAX does) is
+    raised into the innermost checkify when that is the transformation running, so a failure
+    is recorded in its Error rather than raised."""
+    from numbax._src.checkify_trace import CheckifyTrace
+
+    top = core._state.trace_stack[-1]
+    if (top.trace_type is CheckifyTrace and core._state.dynamic_trace is None
+            and not any(isinstance(x, core.Tracer) for x in (pred, *leaves))):
+        return core.full_raise(CheckifyTrace(top), pred)
+    return pred
 
 
 def check(pred: Any, msg: str, *fmt_args: Any, **fmt_kwargs: Any) -> None:
@@ -177,6 +190,10 @@ def _validate_errors(errors: Iterable) -> frozenset:
     return errors
 
 
+def _is_python_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
 def checkify(f: Callable, errors: Iterable = user_checks) -> Callable[..., tuple[Error, Any]]:
     """`f` with its checks turned into a value: `checkify(f)(*args)` returns
     `(error, f(*args))`, where `error.get()` is the first failure's message or None.
@@ -207,7 +224,8 @@ def checkify(f: Callable, errors: Iterable = user_checks) -> Callable[..., tuple
     @functools.wraps(f)
     def checked(*args: Any, **kwargs: Any) -> tuple[Error, Any]:
         flat, in_tree = tu.tree_flatten((args, kwargs))
-        traced = [core.is_array_like(x) for x in flat]
+        # as JAX: Python scalars reach f untouched (so `check` refuses them as format args)
+        traced = [core.is_array_like(x) and not _is_python_scalar(x) for x in flat]
         store: dict[str, Any] = {}
 
         def flat_f(*xs):

@@ -355,6 +355,11 @@ class EvalTrace(Trace):
 _state = _TraceState()
 
 
+def short_repr(x: Any) -> str:
+    """A tracer's short repr, or str of a value, as JAX prints the parts of a tracer."""
+    return x._short_repr() if isinstance(x, Tracer) else str(x)
+
+
 class Tracer:
     """A value being traced by some transform; operators are installed by array_methods."""
 
@@ -428,8 +433,11 @@ class Tracer:
             raise TypeError("iteration over a 0-d traced array")
         return (self[i] for i in range(self.aval.shape[0]))
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}<{self.aval.str_short()}>"
+    def __repr__(self) -> str:  # JAX's short form: JitTracer(~int32[]), VmapTracer(aval=..)
+        return self._short_repr()
+
+    def _short_repr(self) -> str:
+        return f"{type(self).__name__}<{self.aval}>"
 
     def __setitem__(self, idx, value):
         raise TypeError(

@@ -89,13 +89,17 @@ def _without_keys(flatten_with_keys: Callable) -> Callable:
 
 
 def sorted_keys(d: dict) -> tuple:
-    """A dict's keys in pytree order: sorted; mixed key types sort by (type name, key).
-
-    Unlike JAX (which raises ValueError), dicts with keys of mixed types are pytrees here."""
+    """A dict's keys in pytree order: sorted. Keys that do not compare (such as {1: .., 'y': ..})
+    raise JAX's ValueError."""
     try:
         return tuple(sorted(d))
-    except TypeError:
-        return tuple(sorted(d, key=lambda k: (type(k).__name__, k)))
+    except TypeError as e:
+        from numbax._src.errors import NumbaxValueError
+
+        raise NumbaxValueError(
+            "Comparator raised exception while sorting pytree dictionary keys. The keys "
+            f"{list(d)!r} do not compare with each other ({e}); use keys of one type (e.g. all "
+            "str), or an OrderedDict, whose keys keep insertion order.") from e
 
 
 def _dict_flatten(d: dict) -> tuple[tuple, tuple]:
@@ -113,7 +117,13 @@ def _ordered_dict_flatten_with_keys(d: collections.OrderedDict) -> tuple[list, t
 
 
 def _defaultdict_flatten_with_keys(d: collections.defaultdict) -> tuple[list, tuple]:
-    keys = sorted_keys(d)
+    try:
+        keys = tuple(sorted(d))
+    except TypeError as e:  # JAX's defaultdict flatten sorts in Python: a TypeError
+        from numbax._src.errors import NumbaxTypeError
+
+        raise NumbaxTypeError(f"defaultdict keys {list(d)!r} do not compare with each other "
+                              f"({e}); use keys of one type to flatten it as a pytree.") from e
     return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
 
 

@@ -3,6 +3,7 @@ object) it can be returned from a jitted forward pass and passed into a jitted b
 Called on output cotangents, it gives the input cotangents."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 from numbax._src import tree_util as tu
@@ -18,6 +19,23 @@ class _Spec(NamedTuple):
     in_avals: tuple[ShapedArray, ...]
     out_avals: tuple[ShapedArray, ...]
     aux_avals: tuple[ShapedArray, ...]  # has_aux outputs: their cotangents are zero
+    # for each residual, the flat index of the primal argument it is (None: computed in f)
+    res_primal: tuple[int | None, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class NotNeeded:
+    """args_res's entry for an argument the backward pass does not need (JAX's NotNeeded)."""
+
+
+tu.register_pytree_node(NotNeeded, lambda _: ((), None), lambda _a, _c: NotNeeded())
+
+
+def _tuptree(treedef: tu.PyTreeDef, leaves: Any) -> Any:
+    """The values of `leaves` arranged as treedef, every container a tuple (JAX's tuptree)."""
+    if tu.treedef_is_leaf(treedef):
+        return next(leaves)
+    return tuple(_tuptree(c, leaves) for c in tu.treedef_children(treedef))
 
 
 class VJP:
@@ -28,6 +46,23 @@ class VJP:
 
     def __init__(self, pullback: Any, spec: _Spec) -> None:
         self.pullback, self.spec = pullback, spec
+
+    @property
+    def args_res(self) -> list:
+        """Per argument of f (containers as tuples), the argument's values that the backward
+        pass saves, NotNeeded() for those it does not need (as JAX's VJP.args_res)."""
+        saved = {i: r for i, r in zip(self.spec.res_primal, self._residuals()) if i is not None}
+        leaves = iter([saved.get(i, NotNeeded()) for i in range(self.spec.in_tree.num_leaves)])
+        return [_tuptree(c, leaves) for c in tu.treedef_children(self.spec.in_tree)]
+
+    @property
+    def opaque_residuals(self) -> list:
+        """The saved values that f computed (not arguments), as JAX's VJP.opaque_residuals."""
+        res_primal = self.spec.res_primal or (None,) * len(self._residuals())
+        return [r for i, r in zip(res_primal, self._residuals()) if i is None]
+
+    def _residuals(self) -> list:
+        return list(self.pullback.consts) if isinstance(self.pullback, ad.Pullback) else []
 
     def __call__(self, ct: Any) -> tuple:
         from numbax._src.api import _instantiate, _wrap_outputs  # api sits above

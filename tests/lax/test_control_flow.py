@@ -46,13 +46,14 @@ def test_cond_grad_and_jvp_with_traced_predicate_inside_make_jaxpr():
     assert float(tangent) == pytest.approx(2 * (-np.sin(0.7) - 1))
 
 
-def test_cond_vmap_batched_predicate_runs_each_examples_branch():
+def test_cond_vmap_batched_predicate_selects_between_both_branches():
     ps = np.array([1.0, -1.0, 1.0, -2.0])
     xs = RNG.normal(size=4)
     got = numbax.vmap(_branchy)(ps, xs)
     np.testing.assert_allclose(np.asarray(got), [_branchy_ref(p, x) for p, x in zip(ps, xs)])
     text = str(numbax.make_jaxpr(numbax.vmap(_branchy))(ps, xs))
-    assert "scan" in text and "num_carry=0" in text  # a map over examples
+    # JAX's documented semantics: both branches run on every example, then a select_n
+    assert "select_n" in text and "cond" not in text and "scan" not in text
     unbatched = numbax.vmap(_branchy, in_axes=(None, 0))(1.0, xs)
     np.testing.assert_allclose(np.asarray(unbatched), np.sin(xs) * xs)
 

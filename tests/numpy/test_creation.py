@@ -54,7 +54,8 @@ CASES = [
 def test_matches_numpy(name, args, kwargs):
     # empty: numpy's values are whatever the memory held; numbax's, like JAX's, are zeros
     want = getattr(np, "zeros" if name == "empty" else name)(*args, **kwargs)
-    _check(getattr(jnp, name)(*args, **kwargs), want)
+    jargs = [np.asarray(a) if isinstance(a, list) else a for a in args]  # JAX refuses lists
+    _check(getattr(jnp, name)(*jargs, **kwargs), want)
 
 
 @pytest.mark.parametrize("args,kwargs", [
@@ -64,7 +65,8 @@ def test_matches_numpy(name, args, kwargs):
     ((0, 1, 5), {"retstep": True}),
 ])
 def test_linspace(args, kwargs):
-    _check(jnp.linspace(*args, **kwargs), np.linspace(*args, **kwargs), exact=False)
+    jargs = [np.asarray(a) if isinstance(a, list) else a for a in args]  # JAX refuses lists
+    _check(jnp.linspace(*jargs, **kwargs), np.linspace(*args, **kwargs), exact=False)
 
 
 def test_logspace_geomspace():

@@ -24,7 +24,7 @@ def test_arithmetic_and_calculus_match_numpy():
     _close(jnp.polyadd(P, Q), np.polyadd(P, Q))
     _close(jnp.polysub(Q, P), np.polysub(Q, P))
     _close(jnp.polymul(P, Q), np.polymul(P, Q))
-    _close(jnp.polymul([0, 1, 2], [1, 2, 3], trim_leading_zeros=True),
+    _close(jnp.polymul(np.array([0, 1, 2]), np.array([1, 2, 3]), trim_leading_zeros=True),
            np.polymul([0, 1, 2], [1, 2, 3]))
     q, r = jnp.polydiv(P, Q)
     want_q, want_r = np.polydiv(P, Q)

@@ -13,7 +13,7 @@ RNG = np.random.default_rng(9)
 X = RNG.normal(size=(3, 4, 5))
 NANS = np.array([[np.nan, 1.0, 3.0, 7.0], [np.nan] * 4, [1.0, 5.0, 2.0, 2.0]])
 METHODS = ["linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf"]
-QS = [0.0, 0.05, 0.1, 0.33, 0.5, 0.9, 1.0]
+QS = np.array([0.0, 0.05, 0.1, 0.33, 0.5, 0.9, 1.0])  # an array: JAX refuses a list q
 
 
 def _np(fn, x, q, method, **kw):
@@ -61,7 +61,7 @@ def test_weighted_inverted_cdf_matches_numpy():
         _close(jnp.quantile(X, q, axis=-1, method="inverted_cdf", weights=w),
                np.quantile(X, q, axis=-1, method="inverted_cdf", weights=w))
     w_full = RNG.integers(1, 4, size=X.shape).astype(float)
-    _close(jnp.quantile(X, [0.2, 0.6], axis=1, method="inverted_cdf", weights=w_full),
+    _close(jnp.quantile(X, np.array([0.2, 0.6]), axis=1, method="inverted_cdf", weights=w_full),
            np.quantile(X, [0.2, 0.6], axis=1, method="inverted_cdf", weights=w_full))
 
 
@@ -102,7 +102,7 @@ def test_quantile_bad_inputs():
     with pytest.raises(NumbaxValueError, match="method is 'cubic'"):
         jnp.quantile(X, 0.5, method="cubic")
     with pytest.raises(NumbaxValueError, match=r"must be in \[0, 1\]"):
-        jnp.nanquantile(X, [0.5, 1.5])
+        jnp.nanquantile(X, np.array([0.5, 1.5]))
     with pytest.raises(NumbaxValueError, match=r"must be in \[0, 1\]"):
         jnp.percentile(X, 101)
     with pytest.raises(NumbaxTypeError, match="complex"):

@@ -99,7 +99,7 @@ def test_nan_functions(name):
     _check(getattr(jnp, name)(x, axis=1, **axis_kw), getattr(np, name)(x, axis=1, **axis_kw))
 
 
-@pytest.mark.parametrize("q", [0.0, 0.3, 0.5, 1.0, [0.1, 0.9]])
+@pytest.mark.parametrize("q", [0.0, 0.3, 0.5, 1.0, np.array([0.1, 0.9])])
 @pytest.mark.parametrize("axis", [None, 0, (0, 2)])
 def test_quantile_percentile(q, axis):
     x = RNG.normal(size=(3, 4, 5))

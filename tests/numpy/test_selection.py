@@ -30,7 +30,7 @@ def test_compress_and_extract_match_numpy():
     cond = np.array([True, False, True, True])
     for axis in (0, 1, None):
         _same(jnp.compress(cond, M, axis=axis), np.compress(cond, M, axis=axis))
-    _same(jnp.compress([True, False, True, True, False, False, False], M, axis=1),
+    _same(jnp.compress(np.array([True, False, True, True, False, False, False]), M, axis=1),
           np.compress([True, False, True, True, False, False, False], M, axis=1))
     _same(jnp.extract(M % 3 == 0, M), np.extract(M % 3 == 0, M))
     f = numbax.jit(lambda c, m: jnp.compress(c, m, axis=1, size=5, fill_value=-1))

@@ -65,12 +65,12 @@ def test_unique_size_pads_as_jax():
 
 @pytest.mark.parametrize("method", ["auto", "compare_all", "sort", "binary_search"])
 def test_isin_matches_numpy(method):
-    test = [4, 1, 9, 1]
+    test = np.array([4, 1, 9, 1])
     for invert in (False, True):
         _same(jnp.isin(INTS, test, invert=invert, method=method),
               np.isin(INTS, test, invert=invert))
-    _same(jnp.isin(FLOATS, [np.nan, 1.0], method=method), np.isin(FLOATS, [np.nan, 1.0]))
-    _same(jnp.isin(INTS, [], method=method), np.isin(INTS, []))
+    _same(jnp.isin(FLOATS, np.array([np.nan, 1.0]), method=method), np.isin(FLOATS, [np.nan, 1.0]))
+    _same(jnp.isin(INTS, np.array([]), method=method), np.isin(INTS, []))
 
 
 A1 = np.array([4, 1, 2, 3, 2, 7, 7])
@@ -89,8 +89,8 @@ def test_set_algebra_matches_numpy():
     _same(jnp.setxor1d(u1, u2, assume_unique=True), np.setxor1d(u1, u2, assume_unique=True))
     _same(jnp.intersect1d(u1, u2, assume_unique=True, return_indices=True),
           np.intersect1d(u1, u2, assume_unique=True, return_indices=True))
-    _same(jnp.union1d(FLOATS, [0.5]), np.union1d(FLOATS, [0.5]))
-    _same(jnp.intersect1d(A1, []), np.intersect1d(A1, []))
+    _same(jnp.union1d(FLOATS, np.array([0.5])), np.union1d(FLOATS, [0.5]))
+    _same(jnp.intersect1d(A1, np.array([])), np.intersect1d(A1, []))
 
 
 def test_set_algebra_size_under_jit():

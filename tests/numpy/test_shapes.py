@@ -41,7 +41,7 @@ CASES = [
     ("split", (V, 3), {}), ("split", (M, [1, 3], 1), {}), ("array_split", (V, 4), {}),
     ("array_split", (X, [1, -1], 2), {}), ("hsplit", (M, 2), {}), ("vsplit", (M, 3), {}),
     ("tile", (V, 2), {}), ("tile", (M, (2, 1, 3)), {}), ("tile", (X, (2,)), {}),
-    ("repeat", (M, 2), {}), ("repeat", (M, 3, 1), {}), ("repeat", (M, [2, 0, 1], 0), {}),
+    ("repeat", (M, 2), {}), ("repeat", (M, 3, 1), {}), ("repeat", (M, np.array([2, 0, 1]), 0), {}),
     ("flip", (X,), {}), ("flip", (X, 1), {}), ("flip", (X, (0, 2)), {}), ("fliplr", (M,), {}),
     ("flipud", (M,), {}), ("roll", (V, 2), {}), ("roll", (X, -5), {}),
     ("roll", (X, (1, 2), (0, 2)), {}), ("roll", (M, 7, 1), {}), ("rot90", (M,), {}),
@@ -140,7 +140,7 @@ def test_bad_inputs():
     with pytest.raises(NumbaxValueError, match="not a permutation"):
         jnp.transpose(X, (0, 0, 1))
     with pytest.raises(NumbaxValueError, match="repeats has shape"):
-        jnp.repeat(M, [1, 2], axis=0)
+        jnp.repeat(M, np.array([1, 2]), axis=0)
     with pytest.raises(NumbaxValueError, match="mode 'nope'"):
         jnp.pad(V, 1, mode="nope")
     with pytest.raises(NumbaxValueError, match="negative"):
@@ -218,7 +218,7 @@ def _repeat_to(a, repeats, length):
 def test_repeat_total_repeat_length(repeats, length):
     a = np.array([7, 8, 9])
     want = _repeat_to(a, repeats, length)
-    _check(jnp.repeat(a, repeats, total_repeat_length=length), want)
+    _check(jnp.repeat(a, np.asarray(repeats), total_repeat_length=length), want)
     traced = numbax.jit(lambda x, r: jnp.repeat(x, r, total_repeat_length=length))
     _check(traced(a, np.asarray(repeats)), want)
 

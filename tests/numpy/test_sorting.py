@@ -58,7 +58,8 @@ def test_diff_bool_and_ediff1d():
     _check(jnp.diff(b), np.diff(b))
     x = np.arange(6.0).reshape(2, 3) ** 2
     _check(jnp.ediff1d(x), np.ediff1d(x))
-    _check(jnp.ediff1d(x, to_end=[7, 8], to_begin=-1), np.ediff1d(x, to_end=[7, 8], to_begin=-1))
+    _check(jnp.ediff1d(x, to_end=np.array([7, 8]), to_begin=-1),
+           np.ediff1d(x, to_end=[7, 8], to_begin=-1))
 
 
 @pytest.mark.parametrize("kw", [{}, {"left": -1.0, "right": 9.0}])
@@ -67,7 +68,7 @@ def test_interp(kw):
     fp = np.array([1.0, -1.0, 2.0, 0.5])
     x = np.array([[-1.0, 0.0, 0.3, 1.0], [1.2, 3.9, 4.0, 7.0]])
     _check(jnp.interp(x, xp, fp, **kw), np.interp(x, xp, fp, **kw))
-    _check(jnp.interp(2, [1, 3], [0, 10]), np.interp(2, [1, 3], [0, 10]))
+    _check(jnp.interp(2, np.array([1, 3]), np.array([0, 10])), np.interp(2, [1, 3], [0, 10]))
     _check(jnp.interp(x, xp[:1], fp[:1]), np.interp(x, xp[:1], fp[:1]))
     out = numbax.vmap(lambda f: jnp.interp(x[0], xp, f))(np.stack([fp, 2 * fp]))
     _check(out, np.stack([np.interp(x[0], xp, fp), np.interp(x[0], xp, 2 * fp)]))

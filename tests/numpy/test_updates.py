@@ -15,13 +15,18 @@ def _same(got, want):
     np.testing.assert_array_equal(got, want)
 
 
+def _arr(x):
+    """Lists as numpy arrays: jax.numpy (and numbax.numpy) refuse list arguments here."""
+    return np.asarray(x) if isinstance(x, list) else x
+
+
 @pytest.mark.parametrize("obj,vals,axis", [
     (1, 9, None), ([1, -1, 3], [7, 8, 9], None), (1, [[7], [8], [9]], 1),
     ([1], [[7], [8], [9]], 1), (slice(0, 4, 2), 5, 1), (2, [5, 6, 7, 8], 0),
     ([0, 0, 2], [1, 2, 3], None), (4, [[1], [2], [3]], 1), ([], [], None), (-3, 2.7, 0),
 ])
 def test_insert_matches_numpy(obj, vals, axis):
-    _same(jnp.insert(A, obj, vals, axis=axis), np.insert(A, obj, vals, axis=axis))
+    _same(jnp.insert(A, _arr(obj), _arr(vals), axis=axis), np.insert(A, obj, vals, axis=axis))
 
 
 @pytest.mark.parametrize("obj,axis", [
@@ -29,7 +34,7 @@ def test_insert_matches_numpy(obj, vals, axis):
     ([0, 0, 1], None), (-1, 1), ([], 0),
 ])
 def test_delete_matches_numpy(obj, axis):
-    _same(jnp.delete(A, obj, axis=axis), np.delete(A, obj, axis=axis))
+    _same(jnp.delete(A, _arr(obj), axis=axis), np.delete(A, obj, axis=axis))
 
 
 def _np_inplace(fn, a, *args, **kwargs):
@@ -40,7 +45,8 @@ def _np_inplace(fn, a, *args, **kwargs):
 
 def test_place_put_put_along_axis_fill_diagonal_match_numpy():
     mask = A % 3 == 0
-    _same(jnp.place(A, mask, [70, 80], inplace=False), _np_inplace(np.place, A, mask, [70, 80]))
+    _same(jnp.place(A, mask, np.array([70, 80]), inplace=False),
+          _np_inplace(np.place, A, mask, [70, 80]))
     _same(jnp.put(A, [0, 5, -1], [9, 8, 7], inplace=False),
           _np_inplace(np.put, A, [0, 5, -1], [9, 8, 7]))
     for mode in ("clip", "wrap"):
@@ -87,13 +93,13 @@ def test_updates_bad_inputs():
     with pytest.raises(NumbaxTypeError, match="float64"):
         jnp.insert(A, 1.5, 1)
     with pytest.raises(NumbaxValueError, match="broadcasts"):
-        jnp.insert(A, 1, [1, 2], axis=0)
+        jnp.insert(A, 1, np.array([1, 2]), axis=0)
     with pytest.raises(ConcretizationTypeError):
         numbax.jit(lambda i: jnp.delete(A, i))(np.array([1]))
     with pytest.raises(NumbaxValueError, match="size"):
         jnp.place(A, np.array([True]), 1, inplace=False)
     with pytest.raises(NumbaxValueError, match="empty"):
-        jnp.place(A, A > 2, [], inplace=False)
+        jnp.place(A, A > 2, np.array([], A.dtype), inplace=False)
     with pytest.raises(IndexError, match="out of bounds"):
         jnp.put(A, [12], 1, mode="raise", inplace=False)
     with pytest.raises(NumbaxValueError, match="mode"):

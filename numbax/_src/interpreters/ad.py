@@ -82,6 +82,17 @@ class JVPTracer(Tracer):
     def aval(self) -> ShapedArray:
         return get_aval(self.primal)
 
+    def _short_repr(self) -> str:
+        """JAX's forms: JVPTracer(primal=.., tangent=..) under jvp, and under grad, vjp and
+        linearize GradTracer(primal=.., typeof(tangent)=f32[])."""
+        primal = core.short_repr(self.primal)
+        if self._trace.main.global_data == "linearize":
+            tangent_type = get_aval(self.tangent).str_short()
+            return f"GradTracer(primal={primal}, typeof(tangent)={tangent_type})"
+        t = self.tangent
+        tangent = f"Zero({t.aval})" if type(t) is Zero else core.short_repr(t)
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
     def to_concrete_value(self) -> Any:
         if isinstance(self.primal, Tracer):
             return self.primal.to_concrete_value()
@@ -111,9 +122,11 @@ class JVPTrace(Trace):
         return [JVPTracer(self, x, t) for x, t in zip(primals_out, tangents_out, strict=True)]
 
 
-def jvp_flat(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
-    """Pushes tangents (possibly Zero) through f; returns primal and tangent outputs."""
-    with core.new_main(JVPTrace) as main:
+def jvp_flat(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], *,
+             linearize: bool = False):
+    """Pushes tangents (possibly Zero) through f; returns primal and tangent outputs
+    (`linearize`: for linearize_flat, which only changes how the tracers print)."""
+    with core.new_main(JVPTrace, "linearize" if linearize else None) as main:
         trace = JVPTrace(main)
         tracers_in = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents, strict=True)]
         outs = f(*tracers_in)
@@ -214,7 +227,7 @@ def linearize_flat(f: Callable, primals_in: Sequence[Any]):
             next(tangents_iter) if d else Zero.from_primal_value(x)
             for x, d in zip(primals, differentiable, strict=True)
         ]
-        primals_out, tangents_out = jvp_flat(f, primals, tangents)
+        primals_out, tangents_out = jvp_flat(f, primals, tangents, linearize=True)
         return [*primals_out, *map(instantiate_zeros, tangents_out)]
 
     jaxpr, pvals_out, consts = _partial_eval_tangents(f_jvp, pvals_in)

@@ -46,6 +46,9 @@ class BatchTracer(Tracer):
         del shape[self.batch_dim]
         return aval.update(shape=tuple(shape))
 
+    def _short_repr(self) -> str:
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
     def full_lower(self) -> Any:
         if self.batch_dim is not_mapped:
             return core.full_lower(self.val)

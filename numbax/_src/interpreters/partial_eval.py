@@ -29,6 +29,9 @@ class DynamicJaxprTracer(Tracer):
         super().__init__(trace)
         self.aval = aval
 
+    def _short_repr(self) -> str:
+        return f"JitTracer({self.aval})"  # JAX 0.10's name for a jit/make_jaxpr tracer
+
 
 def snapshot(value: np.ndarray) -> np.ndarray:
     """A caller's numpy array as its value now (a read-only copy), unless nothing can write
@@ -203,6 +206,10 @@ class PartialEvalTracer(Tracer):
         self.recipe = recipe
 
     aval = property(lambda self: self.pval.aval)
+
+    def _short_repr(self) -> str:  # a known value prints as itself (grad's primals, as JAX's)
+        return core.short_repr(self.pval.const) if self.pval.is_known else \
+            f"JaxprTracer<{self.aval}>"
 
     def full_lower(self):
         if self.pval.is_known:

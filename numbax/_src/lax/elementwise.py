@@ -437,9 +437,9 @@ ad.defjvp(
 
 
 def _pow_jvp_base(t, ans, x, y):
-    # y * x**(y-1), as JAX computes it for a floating y (so d/dx x**0. at x = 0 is nan).
-    dx = mul(y, pow(x, sub(y, _const(y, 1))))
-    return mul(_broadcast_tangent(t, get_aval(ans)), dx)
+    # y * x**(y-1) of strong x and y, as JAX (a weak x gives a strong tangent; 0**0. is nan).
+    x, y = (convert_element_type(v, get_aval(v).dtype, False) for v in (x, y))
+    return mul(_broadcast_tangent(t, get_aval(ans)), mul(y, pow(x, sub(y, _const(y, 1)))))
 
 
 def _pow_jvp_exponent(t, ans, x, y):

@@ -328,7 +328,7 @@ def float_power(x1: Any, x2: Any, /) -> Any:
 
 def reciprocal(x: Any, /) -> Any:
     (x,) = promote_dtypes_inexact("reciprocal", x)
-    return lax.div(lax.convert_element_type(1, get_aval(x).dtype), x)
+    return lax.integer_pow(x, -1)  # as JAX: keeps a weak x weak
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
@@ -415,14 +415,13 @@ def hypot(x1: Any, x2: Any, /) -> Any:
     underflows where the result is representable; an infinite operand gives inf, even with NaN."""
     x1, x2 = broadcast_arrays("hypot", *promote_dtypes_inexact("hypot", x1, x2))
     x1, x2 = lax.abs(x1), lax.abs(x2)
-    dtype = get_aval(x1).dtype
-    inf = shape_ops.full(get_aval(x1).shape, np.inf, dtype)
+    aval = get_aval(x1)  # constants of x's weak type, as JAX's, so weak operands stay weak
+    inf, zeros, one = (shape_ops.full(aval.shape, v, aval.dtype, aval.weak_type)
+                       for v in (np.inf, 0, 1))
     is_inf = lax.bitwise_or(lax.eq(x1, inf), lax.eq(x2, inf))
     big, small = lax.max(x1, x2), lax.min(x1, x2)
-    zero = lax.eq(big, shape_ops.full(get_aval(big).shape, 0, dtype))
-    safe_big = lax.select(zero, shape_ops.full(get_aval(big).shape, 1, dtype), big)
-    ratio = lax.div(small, safe_big)
-    one = shape_ops.full(get_aval(big).shape, 1, dtype)
+    zero = lax.eq(big, zeros)
+    ratio = lax.div(small, lax.select(zero, one, big))
     scaled = lax.mul(big, lax.sqrt(lax.add(one, lax.square(ratio))))
     return lax.select(is_inf, inf, lax.select(zero, big, scaled))
 
@@ -593,8 +592,8 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
 from numbax._src.numpy.division import divmod, floor_divide, fmod, gcd, lcm, mod, remainder  # noqa: E402
 from numbax._src.numpy.weak import strong_out, weak_out  # noqa: E402
 
-hypot, imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal = map(
-    weak_out, (hypot, imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal))
+imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal = map(
+    weak_out, (imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal))
 logical_and, logical_or, logical_xor, logical_not, iscomplex = map(
     weak_out, (logical_and, logical_or, logical_xor, logical_not, iscomplex))
 isinf, isposinf, isneginf = map(strong_out, (isinf, isposinf, isneginf))

@@ -112,12 +112,8 @@ def _cond_transpose(cts, index, *ops, branches):
 def _cond_batch(axis_data, vals, dims, *, branches):
     index, *ops = vals
     index_dim, *op_dims = dims
-    if index_dim is not None and batching.names_axis_inside({"b": branches}, axis_data.name):
+    if index_dim is not None:  # JAX's documented semantics: both branches, then a select
         return _select_branches(axis_data, vals, dims, branches)
-    if index_dim is not None:
-        from numbax._src.lax.control_flow.loops import map_batched
-
-        return map_batched(axis_data.size, cond_p, vals, dims, {"branches": branches})
     ops = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(ops, op_dims,
                                                                        strict=True)]
     in_batched = [d is not None for d in op_dims]
@@ -132,24 +128,46 @@ def _cond_batch(axis_data, vals, dims, *, branches):
 
 
 def _select_branches(axis_data, vals, dims, branches):
-    """A cond whose index differs between examples and whose branches hold a collective over
-    the vmapped axis: every branch runs on every example and each example keeps its own
-    branch's result (JAX's form), so the collective sees the whole axis, not one example."""
+    """A cond whose index differs between examples, as JAX batches it (lax.cond's docstring):
+    every branch runs on every example, side effects and callbacks included, and each example
+    keeps its own branch's result through select_n (so a collective sees the whole axis)."""
     from numbax._src.lax import convert, select, shape_ops
 
+    if any(_has_io_callback(b.jaxpr) for b in branches):
+        raise NotImplementedError(
+            "IO effect not supported in vmap-of-cond: a branch calls io_callback and the "
+            "predicate differs between examples, so both branches would run. Make the "
+            "predicate unbatched, or call the callback outside the cond.")
     index, *ops = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims,
                                                                               strict=True)]
     index = select.clamp(np.int32(0), convert.convert_element_type(index, np.int32),
                          np.int32(len(branches) - 1))
+
+    def bcast(pred, like):
+        return shape_ops.broadcast_in_dim(pred, core.get_aval(like).shape, (0,))
+
     results = []
-    for branch in branches:
+    for i, branch in enumerate(branches):
         batched, _ = batching.batch_jaxpr(branch, axis_data, [True] * len(ops), True)
-        results.append(core.eval_jaxpr(batched.jaxpr, batched.consts, *ops))
-    outs = []
-    for cases in zip(*results, strict=True):
-        which = shape_ops.broadcast_in_dim(index, core.get_aval(cases[0]).shape, (0,))
-        outs.append(select.select_n(which, *cases))
+        # as JAX (its issue #1052): other examples' operands enter this branch through
+        # stop_gradient, so an untaken branch adds no (possibly NaN) gradient
+        taken = ew.eq(index, np.int32(i))
+        ops_i = [select.select_n(bcast(taken, x), _stop_gradient(x), x) for x in ops]
+        results.append(core.eval_jaxpr(batched.jaxpr, batched.consts, *ops_i))
+    outs = [select.select_n(bcast(index, cases[0]), *cases)
+            for cases in zip(*results, strict=True)]
     return outs, [0] * len(outs)
+
+
+def _stop_gradient(x: Any) -> Any:
+    from numbax._src.custom_derivatives import stop_gradient  # a layer above lax
+
+    return stop_gradient(x)
+
+
+def _has_io_callback(jaxpr: core.Jaxpr) -> bool:
+    return any(e.primitive.name == "io_callback" or any(
+        _has_io_callback(j) for j in core.jaxprs_in_params(e.params)) for e in jaxpr.eqns)
 
 
 core.abstract_eval_rules[cond_p] = _cond_abstract_eval
