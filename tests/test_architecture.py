@@ -104,7 +104,12 @@ def test_no_import_cycle_through_core_or_the_compiler():
 def test_core_imports_nothing_above_it():
     allowed = {"numbax._src", "numbax._src.avals", "numbax._src.dtypes", "numbax._src.config",
                "numbax._src.errors"}
-    assert _graph()["numbax._src.core"] <= allowed, _graph()["numbax._src.core"] - allowed
+    # core_pp (core's printing, split off for size) sits at core's level: it may be imported
+    # by core, and imports nothing above core itself
+    graph = _graph()
+    assert graph["numbax._src.core_pp"] <= allowed, graph["numbax._src.core_pp"] - allowed
+    allowed = allowed | {"numbax._src.core_pp"}
+    assert graph["numbax._src.core"] <= allowed, graph["numbax._src.core"] - allowed
 
 
 def test_compiler_reaches_no_array_jit_or_public_namespace():
