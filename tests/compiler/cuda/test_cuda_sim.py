@@ -3,7 +3,8 @@
 The simulator is chosen when numba.cuda is first imported, so the checks run in child processes
 started with NUMBA_ENABLE_CUDASIM=1 (sim_checks.py, sim_matrix.py), one per group, and each check
 and matrix row is reported as its own test; this session's own numba.cuda state is never
-touched. Marked slow (about 8 minutes on 2 cores): `pytest -m "not slow"` leaves them out."""
+touched. Marked slow (about 8 minutes on 2 cores): `pytest -m "not slow"` (what CI runs) leaves
+them out and runs FAST_PATH's few checks instead."""
 from __future__ import annotations
 
 import functools
@@ -37,7 +38,11 @@ def _group(name: str) -> str:
 @functools.cache
 def _results(group: str) -> dict[str, dict]:
     """Every check of `group`, run once in one simulator child process, by name."""
-    names = [n for n in sim_checks.CHECKS if _group(n) == group]
+    return _checks(tuple(n for n in sim_checks.CHECKS if _group(n) == group))
+
+
+def _checks(names: tuple[str, ...]) -> dict[str, dict]:
+    """The checks `names`, run in one simulator child process, by name."""
     out = _run([str(HERE / "sim_checks.py"), *names], NUMBA_ENABLE_CUDASIM="1")
     results = {}
     for line in out.stdout.splitlines():
@@ -57,6 +62,21 @@ def test_simulator_check(name):
     r = _results(_group(name)).get(name)
     assert r is not None, f"{name} did not run (its process died earlier)"
     assert r["ok"], r.get("error")
+
+
+# The fast path CI runs (`-m "not slow"`): a few checks across the backend's kinds of work
+# (elementwise, reductions, products, fused kernels, transforms, host-driven control flow).
+FAST_PATH = ("unary_float", "reductions", "softmax_rows", "dot_general",
+             "fused_selu_one_kernel", "grad_and_vmap_compose", "control_flow_host_driven")
+
+
+@pytest.mark.xdist_group("cudasim-fast")
+def test_simulator_fast_path():
+    """FAST_PATH's checks under the CUDA simulator; `pytest -m slow` runs all of them."""
+    results = _checks(FAST_PATH)
+    for name in FAST_PATH:
+        assert name in results, f"{name} did not run (its process died earlier)"
+        assert results[name]["ok"], (name, results[name].get("error"))
 
 
 @functools.cache
