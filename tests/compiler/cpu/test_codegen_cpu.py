@@ -195,7 +195,7 @@ def test_uncast_float32_forms_are_float32_in_numba():
         arity = 1 if prim.name in ("neg", "square", "exp", "log", "log1p", "expm1", "tanh",
                                    "logistic") else 2
         eqn = core.JaxprEqn(prim, [core.Var(f32) for _ in range(arity)], [core.Var(f32)], {})
-        assert loops._keeps_dtype(eqn)
+        assert loops.keeps_dtype(eqn)
         expr = registry.lowering(prim, "cpu").scalar(["x", "y"][:arity], eqn)
         scope = {"np": np, "fm": fm}
         exec(f"def form(x, y):\n    return {expr}\n", scope)  # noqa: S102

@@ -143,7 +143,7 @@ def store_index(idx: list[str]) -> str:
     return ", ".join(idx) if idx else "..."
 
 
-def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
+def bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
     x = eqn.invars[0]
     shape = eqn.params["shape"]
     parts: list[str] = []
@@ -155,7 +155,7 @@ def _bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
     return index(parts)
 
 
-def _iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
+def iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
     """The loop's index along iota's dimension (iota's shape is the nest's, fusion.fits); a
     flattened loop divides its one index back into that dimension's, by the sizes n<d>."""
     rank, dim = len(eqn.params["shape"]), eqn.params["dimension"]
@@ -222,18 +222,18 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         if kind is Fusion.BROADCAST:
             x = eqn.invars[0]
             expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 or x in value else (
-                f"{k.names[x]}[{_bcast_index(eqn, idx)}]")
+                f"{k.names[x]}[{bcast_index(eqn, idx)}]")
         elif kind is Fusion.REDUCTION:
             update = _reduction_line(eqn, accs[out], read(eqn.invars[0]), row, par_reduce)
             lines.extend(pad + u for u in update)
             lines[-1] += f"  # {comment}"
             continue
         elif kind is Fusion.SOURCE:
-            expr = cast(out.aval.dtype, _iota_index(eqn, idx, flat))
+            expr = cast(out.aval.dtype, iota_index(eqn, idx, flat))
         else:
             low = lowering(eqn)
             expr = low.scalar([read(x) for x in eqn.invars], eqn)
-            if low.cast and not _keeps_dtype(eqn):
+            if low.cast and not keeps_dtype(eqn):
                 expr = cast(out.aval.dtype, expr)
         t = k.temp()
         value[out] = t
@@ -254,7 +254,7 @@ KEEPS_FLOAT32 = frozenset({lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.div_p, lx
                            lx.logistic_p})
 
 
-def _keeps_dtype(eqn: JaxprEqn) -> bool:
+def keeps_dtype(eqn: JaxprEqn) -> bool:
     """Whether the equation's scalar form already has its output dtype (no cast needed)."""
     dtype = eqn.outvars[0].aval.dtype
     if dtype not in (np.float32, np.float64) or any(x.aval.dtype != dtype for x in eqn.invars):

@@ -70,11 +70,26 @@ def _array(args, eqn):
     k = int(np.prod([x.shape[d] for d in xc], dtype=np.int64))
     m = int(np.prod([x.shape[d] for d in xf], dtype=np.int64))
     n = int(np.prod([y.shape[d] for d in yf], dtype=np.int64))
-    x2 = f"np.ascontiguousarray({args[0]}.transpose({tuple([*xf, *xc])})).reshape(({m}, {k}))"
-    y2 = f"np.ascontiguousarray({args[1]}.transpose({tuple([*yc, *yf])})).reshape(({k}, {n}))"
+    x2 = _as_matrix(args[0], x.shape, [*xf, *xc], (m, k))
+    y2 = _as_matrix(args[1], y.shape, [*yc, *yf], (k, n))
     if out.ndim == 0:
         return f"np.dot({x2}, {y2})[0, 0]"
+    if out.shape == (m, n):
+        return f"np.dot({x2}, {y2})"
     return f"np.dot({x2}, {y2}).reshape({out.shape})"
+
+
+def _as_matrix(name: str, shape: tuple, perm: list[int], matrix: tuple[int, int]) -> str:
+    """`name` transposed by `perm` as a C-contiguous matrix. Operands already in order, and
+    matrices transposed, skip the general transpose: Numba takes seconds to compile its
+    first transpose-by-tuple."""
+    if perm == sorted(perm):
+        x = f"np.ascontiguousarray({name})"
+    elif len(shape) == 2:
+        x = f"np.ascontiguousarray({name}.T)"
+    else:
+        x = f"np.ascontiguousarray({name}.transpose({tuple(perm)}))"
+    return x if tuple(shape[d] for d in perm) == matrix else f"{x}.reshape({matrix})"
 
 
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)

@@ -76,8 +76,16 @@ def _transpose_library(eqn: JaxprEqn, ins: list[str]) -> str:
     return _kc("contiguous", f"np.transpose({ins[0]}, {perm})")
 
 
-register(ls.transpose_p, backend="cpu", library=_transpose_library,
-         array=lambda a, e: _contig(f"{a[0]}.transpose({e.params['permutation']})"))
+def _transpose_array(args: list[str], eqn: JaxprEqn) -> str:
+    """A matrix's transpose as `.T`: Numba takes seconds to compile its first
+    transpose-by-tuple (the general form)."""
+    perm = tuple(eqn.params["permutation"])
+    if perm == (1, 0):
+        return _contig(f"{args[0]}.T")
+    return _contig(f"{args[0]}.transpose({perm})")
+
+
+register(ls.transpose_p, backend="cpu", library=_transpose_library, array=_transpose_array)
 register(ls.transpose_p, backend="cuda", library=cuda_driver.CudaDriver.transpose)
 
 # ----------------------------------------------------------------------------- slices, pads
