@@ -141,6 +141,7 @@ def test_collectives_across_two_processes(tmp_path):
     _check_collectives(*_results(tmp_path, "collectives", 2), n=2, local=2)
 
 
+@pytest.mark.slow  # four processes run in the fast path's 4-shm reductions
 def test_collectives_across_four_processes_oversubscribed(tmp_path):
     proc = mpirun(4, ["-m", "tests.distributed_programs", "collectives", str(tmp_path)],
                   devices=1, timeout=90)
@@ -148,8 +149,10 @@ def test_collectives_across_four_processes_oversubscribed(tmp_path):
     _check_collectives(*_results(tmp_path, "collectives", 4), n=4, local=1)
 
 
-@pytest.mark.parametrize("n,shm,threads", [(2, "1", ""), (2, "1", "3"), (2, "0", ""), (4, "1", "")],
-                         ids=["2-shm", "2-shm-3-threads", "2-mpi", "4-shm"])
+# CI's fast path (-m "not slow") keeps one run per transport and the oversubscribed 4-shm
+@pytest.mark.parametrize("n,shm,threads", [
+    (2, "1", ""), pytest.param(2, "1", "3", marks=pytest.mark.slow), (2, "0", ""),
+    (4, "1", "")], ids=["2-shm", "2-shm-3-threads", "2-mpi", "4-shm"])
 def test_large_reductions_match_numpy_bit_for_bit(tmp_path, n, shm, threads):
     """psum/pmax/pmin of > 1 MB per device (the parents' allreduce step) across processes of one
     device each: through the shared-memory window (node_reduce.py: growing from its first size
@@ -220,7 +223,8 @@ def test_data_parallel_training_equals_single_process(tmp_path, mode):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("fault", ["kill", "kill_large", "raise", "leave"])
+@pytest.mark.parametrize("fault", ["kill", "kill_large", "raise",
+                                   pytest.param("leave", marks=pytest.mark.slow)])
 def test_a_process_that_stops_makes_the_others_raise(tmp_path, fault):
     """Process 1 is killed (SIGKILL), raises, or ends its script while process 0 calls a
     collective (kill_large: a large psum, process 0 waiting at a barrier of the shared-memory

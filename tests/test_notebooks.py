@@ -10,6 +10,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 for _module in ("ipykernel", "matplotlib", "sklearn", "tqdm"):
     pytest.importorskip(_module)
+KernelManager = pytest.importorskip("jupyter_client").KernelManager
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -48,7 +49,7 @@ def test_notebook_is_stripped(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_notebook_executes(path, monkeypatch):
+def test_notebook_executes(path, monkeypatch, tmp_path):
     # The kernel inherits this environment: a headless matplotlib backend, numbax importable
     # from the checkout even when not installed, and NUMBAX_CACHE_DIR (if set) as it is.
     monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -56,8 +57,11 @@ def test_notebook_executes(path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), python_path])))
     monkeypatch.delenv("NUMBAX_NUM_CPU_DEVICES", raising=False)
     nb = nbformat.read(path, as_version=4)
+    # Unix sockets, not TCP ports: kernels started at once by two xdist workers raced for a
+    # port ("Address already in use", then "Kernel didn't respond in 60 seconds").
+    manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "kernel"))
     client = nbclient.NotebookClient(
-        nb, timeout=TIMEOUT_S, kernel_name="python3",
+        nb, km=manager, timeout=TIMEOUT_S, kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()  # raises CellExecutionError naming the failing cell

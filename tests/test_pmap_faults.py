@@ -195,7 +195,7 @@ def _readme_pmap_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-@pytest.mark.parametrize("guarded", [False, True])
+@pytest.mark.parametrize("guarded", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_readme_pmap_example_runs_as_a_script(tmp_path, guarded):
     body = "print('top level ran', flush=True)\n" + _readme_pmap_example() + \
         "print(step(jnp.arange(8.0).reshape(4, 2)).tolist())\n"
