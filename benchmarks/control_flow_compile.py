@@ -1,6 +1,6 @@
 """Cold compile of control flow under jit: each program in a fresh Python process with an empty
-NUMBAX_CACHE_DIR (Numba's cache of numbax's runtime modules stays as installed), first call's
-wall time, import excluded. With --jax, jax.jit of the same program (x64) in its own process.
+NUMBAX_CACHE_DIR, first call's wall time, import excluded. One untimed run of each program
+first fills Numba's cache of numbax's runtime modules (an installation's steady state). With --jax, jax.jit of the same program (x64) in its own process.
 No asserts.
 
     PYTHONPATH=. python benchmarks/control_flow_compile.py [--jax] [--rounds 2]
@@ -86,6 +86,7 @@ def main(argv: list[str]) -> None:
     for name in PROGRAMS:
         cells = []
         for impl in impls:
+            _run(name, impl)
             times = [_run(name, impl) for _ in range(rounds)]
             cells.append(f"{impl} {statistics.median(times):6.2f} s "
                          f"({min(times):.2f}-{max(times):.2f})")

@@ -76,3 +76,31 @@ def test_internal_jnp_still_takes_lists():
 def test_mixed_key_error_says_what_to_do():
     with pytest.raises(ValueError, match="Comparator raised exception.*OrderedDict"):
         numbax.tree_util.tree_leaves({1: 8, "y": 43})
+
+
+# The sequence functions check each element of their sequence (JAX 0.10.2, recorded by calling
+# jax.numpy.<name> with each sequence below: "refused N" is its TypeError naming position N).
+_SEQUENCE_OUTCOMES = {
+    "lists": ("refused 0", lambda np_: [[1, 2], [3, 4]]),
+    "array_then_list": ("refused 1", lambda np_: [np_.ones(2), [3, 4]]),
+    "tuple_of_arrays": ("ok", lambda np_: (np_.ones(2), np_.ones(2))),
+}
+
+
+@pytest.mark.parametrize("name", ["concatenate", "stack", "vstack", "hstack", "dstack",
+                                  "column_stack"])
+@pytest.mark.parametrize("case", sorted(_SEQUENCE_OUTCOMES))
+def test_sequence_functions_refuse_list_elements_as_jax(name, case):
+    import numpy as np
+
+    want, make = _SEQUENCE_OUTCOMES[case]
+    fn = getattr(numbax.numpy, name)
+    if want == "ok":
+        np.testing.assert_array_equal(np.asarray(fn(make(np))), getattr(np, name)(make(np)))
+        return
+    with pytest.raises(TypeError, match=rf"numbax\.numpy\.{name} requires ndarray or scalar "
+                       rf"arguments, got <class 'list'> at position {want.split()[1]}\."):
+        fn(make(np))
+    keyword = "arrays" if name in ("concatenate", "stack") else "tup"
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        fn(**{keyword: make(np)})

@@ -62,6 +62,9 @@ _TABLE: tuple[tuple[Any, str], ...] = (
     interp"""),
     (((2, 6),), """
     select"""),
+    # the elements of a sequence of arrays (JAX's message names the element's index)
+    ("items", """
+    column_stack concatenate dstack hstack stack vstack"""),
 )
 
 CHECKED: dict[str, Any] = {name: slots for slots, names in _TABLE for name in names.split()}
@@ -69,7 +72,13 @@ CHECKED: dict[str, Any] = {name: slots for slots, names in _TABLE for name in na
 
 def check_arraylike(fun_name: str, slots: Any, names: tuple, args: tuple, kwargs: dict) -> None:
     """Raises JAX's TypeError when an argument in one of `slots` is a list or tuple."""
-    pairs = ([(i, i) for i in range(len(args))] if slots == "*" else slots)
+    if slots == "items":
+        sequence = args[0] if args else kwargs.get(names[0]) if names else None
+        items = sequence if isinstance(sequence, (list, tuple)) else ()
+        pairs = [(i, i) for i in range(len(items))]
+        args, names, kwargs = tuple(items), (), {}
+    else:
+        pairs = [(i, i) for i in range(len(args))] if slots == "*" else slots
     for index, position in pairs:
         if index < len(args):
             value, label = args[index], f"at position {position}"
