@@ -300,3 +300,51 @@ def test_a_pool_unlinks_its_board_when_it_stops():
     assert names and all(os.path.exists(f"/dev/shm/{n}") for n in names)
     pool.shutdown_pool()
     assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)
+
+
+class _QueuedConn:
+    """A worker's socket as the parent reads it: replies already sent, in order."""
+
+    def __init__(self, *replies) -> None:
+        self.replies, self.sent = list(replies), []
+
+    def poll(self, timeout: float) -> bool:
+        return bool(self.replies)
+
+    def recv(self):
+        return self.replies.pop(0)
+
+    def send(self, msg) -> None:
+        self.sent.append(msg)
+
+
+class _Workers:
+    """The parent's view of three workers whose sockets hold the given replies."""
+
+    def __init__(self, *conns) -> None:
+        self._workers = [type("W", (), {"conn": c, "send": c.send, "index": k})()
+                         for k, c in enumerate(conns)]
+        self.board, self.shut = None, []
+
+    def shutdown(self, graceful: bool) -> None:
+        self.shut.append(graceful)
+
+
+@pytest.mark.parametrize("poster_reply,blamed", [
+    (("error", b"", "ValueError: device one fails", False), None),
+    (("ok", None), "different collectives"),
+])
+def test_a_stranded_report_waits_for_the_finished_workers_reply(poster_reply, blamed):
+    """Worker 2 reports it waits for worker 1, which finished the call. On a busy machine that
+    report reached the parent before worker 1's own error (CI): the error is the call's and the
+    others are aborted; only a worker 1 that finished normally ran different collectives."""
+    workers = _Workers(_QueuedConn(), _QueuedConn(poster_reply), _QueuedConn())
+    exchange = pool._Exchange(workers, {0: ("run",), 1: ("run",), 2: ("run",)}, "pmap", None)
+    if blamed is None:
+        exchange._handle(2, ("stranded", 1))
+        assert exchange.aborted and exchange.replies[1] == poster_reply and not workers.shut
+    else:
+        with pytest.raises(RuntimeError, match=r"CpuDevice\(id=2\) waits in a collective that "
+                           r"CpuDevice\(id=1\) finished without entering"):
+            exchange._handle(2, ("stranded", 1))
+        assert workers.shut == [False]

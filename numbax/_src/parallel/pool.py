@@ -33,6 +33,10 @@ from numbax._src.config import config
 from numbax._src.parallel import barriers, cluster, distributed, shm, topology
 
 POLL_S = 0.5
+# How long a "stranded" report waits for the finished worker's own reply: a worker that raised
+# marks itself finished before its error reaches the parent, and on a busy machine a waiting
+# worker reported it first (CI blamed "different collectives" for a device's ValueError).
+STRANDED_GRACE_S = 2.0
 
 
 class WorkerError(Exception):
@@ -260,7 +264,8 @@ class _Exchange:
 
     def _handle(self, i: int, msg: tuple) -> None:
         if msg[0] == "stranded":  # waits for a post of a worker that finished the call
-            self._fail(_different_collectives(self.api, i, msg[1]))
+            self._stranded(i, msg[1])
+            return
         if msg[0] == "barrier":
             group, action = msg[1], msg[2]
             if self.aborted:
@@ -282,6 +287,21 @@ class _Exchange:
             self._abort()
         for group in list(self.waiting):
             self._check_group(group)
+
+    def _stranded(self, i: int, poster: int) -> None:
+        """Worker i waits for a post of `poster`, which finished the call. If poster raised,
+        its error reply may still be in its socket (read after i's message, under load): that
+        error is the call's, and aborting releases i. Only a poster that finished normally
+        ran different collectives."""
+        conn = self.pool._workers[poster].conn
+        while poster in self.pending and conn.poll(STRANDED_GRACE_S):
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                self._died(poster)
+            self._handle(poster, msg)
+        if not self.aborted:
+            self._fail(_different_collectives(self.api, i, poster))
 
     def _go(self, group: tuple) -> None:
         del self.waiting[group]
