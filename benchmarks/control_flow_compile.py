@@ -1,7 +1,7 @@
 """Cold compile of control flow under jit: each program in a fresh Python process with an empty
 NUMBAX_CACHE_DIR, first call's wall time, import excluded. One untimed run of each program
-first fills Numba's cache of numbax's runtime modules (an installation's steady state). With --jax, jax.jit of the same program (x64) in its own process.
-No asserts.
+first fills Numba's cache of numbax's runtime modules (an installation's steady state). With
+--jax, jax.jit of the same program (x64) in its own process. No asserts.
 
     PYTHONPATH=. python benchmarks/control_flow_compile.py [--jax] [--rounds 2]
 

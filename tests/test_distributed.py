@@ -204,7 +204,7 @@ def _readme_command() -> list[str]:
     return words[words.index("python") + 1:]
 
 
-@pytest.mark.parametrize("mode", ["shard_map", "pmap"])
+@pytest.mark.parametrize("mode", ["shard_map", pytest.param("pmap", marks=pytest.mark.slow)])
 def test_data_parallel_training_equals_single_process(tmp_path, mode):
     """The README's command: jit(shard_map) compiled in the workers, or eager pmap; the
     parameters after 6 steps equal one process's training on the whole batch."""
