@@ -24,7 +24,9 @@ MODULES = SimpleNamespace(jax=numbax, jnp=jnp, odeint=odeint)
 
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", [  # predator_prey, the longest, only outside CI's fast path
+    pytest.param(n, marks=pytest.mark.slow) if n == "predator_prey" else n
+    for n in sorted(PROGRAMS)])
 def test_program_matches_jax(name):
     # the same steps as JAX's; sums of a Runge-Kutta stage round differently (numbax sums
     # only the stages it has, JAX a dot with zero rows), so results agree to ~1e-9

@@ -1,4 +1,4 @@
-"""The differential fuzzer in CI: a fixed-seed slice of random programs (about 40 s on 2
+"""The differential fuzzer in CI: a fixed-seed slice of random programs (about 30 s on 2
 cores; benchmarks/fuzz_soak.py runs thousands), the programs it once failed on (each now a
 regression test), and the CUDA simulator slice (slow)."""
 from __future__ import annotations
@@ -32,13 +32,13 @@ def _assert_clean(program: Program, backend: str | None = None) -> None:
     assert not found, "\n".join([program.listing(), *map(str, found), repr(program)])
 
 
-@_slice(30)
+@_slice(20)
 @given(programs(transform="jit"))
 def test_fuzz_slice_jit(program):
     _assert_clean(program)
 
 
-@_slice(10)
+@_slice(6)
 @given(programs(transform="vmap", max_nodes=4))
 def test_fuzz_slice_vmap(program):
     _assert_clean(program)

@@ -155,6 +155,7 @@ def test_busy_products_have_a_site_per_shape_and_report_their_threads(monkeypatc
     assert library.busy_site((a.shape, b.shape, "f"), 256 * 256 * 300) is None
 
 
+@pytest.mark.slow  # compiles threaded convolutions (seconds each); products' sites stay in CI
 def test_busy_convolutions_have_a_site_per_configuration(monkeypatch):
     from numbax import lax
 

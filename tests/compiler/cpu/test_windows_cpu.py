@@ -67,8 +67,8 @@ def _pools(spec):
 
 
 # threads: the parallel loops on two layouts (each parallel loop costs seconds to compile)
-@pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(WINDOWS)]
-                         + [("nhwc_same_overlapping", 2), ("batch_window", 2)])
+@pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(WINDOWS)] + [
+    pytest.param("nhwc_same_overlapping", 2, marks=pytest.mark.slow), ("batch_window", 2)])
 def test_reductions_and_max_pool_derivatives_match_eager(name, threads):
     spec = WINDOWS[name]
     x = _operand(spec[0])
