@@ -68,15 +68,17 @@ class Function:
             env[v] = a
         users = _users(jaxpr)
         run: list[int] = []  # elementwise equations of one shape, waiting to become one loop
+        run_shape = None
         for j, eqn in enumerate(jaxpr.eqns):
             shape = _loop_shape(eqn)
-            if shape is not None and (not run or shape == _loop_shape(jaxpr.eqns[run[0]])):
+            if shape is not None and (not run or shape == run_shape):
                 run.append(j)
+                run_shape = shape
             elif run and shape is None and _on_scalars(eqn):
                 self.eqn(eqn, env, lines, pad)  # reads no value of the run: may go first
             else:
                 self.loop(jaxpr, run, users, env, lines, pad)
-                run = [j] if shape is not None else []
+                run, run_shape = ([j] if shape is not None else []), shape
                 if shape is None:
                     self.eqn(eqn, env, lines, pad)
         self.loop(jaxpr, run, users, env, lines, pad)
@@ -113,18 +115,8 @@ class Function:
             return env[x] if x.aval.ndim == 0 else f"{env[x]}[{at}]"
 
         for eqn in eqns:
-            out, kind = eqn.outvars[0], fusion.kind_of(eqn)
-            if kind is Fusion.BROADCAST:
-                x = eqn.invars[0]
-                expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 or x in value \
-                    else f"{env[x]}[{loops.bcast_index(eqn, idx)}]"
-            elif kind is Fusion.SOURCE:
-                expr = cast(out.aval.dtype, loops.iota_index(eqn, idx, False))
-            else:
-                low = registry.lowering(eqn.primitive, "cpu")
-                expr = low.scalar([read(x) for x in eqn.invars], eqn)
-                if low.cast and not loops.keeps_dtype(eqn):
-                    expr = cast(out.aval.dtype, expr)
+            out = eqn.outvars[0]
+            expr = loops.scalar_expr(eqn, idx, False, value, env, read)
             value[out] = self.fresh()
             lines.append(f"{inner}{value[out]} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
             if out in kept:

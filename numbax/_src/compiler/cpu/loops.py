@@ -6,6 +6,9 @@ equation is one line with the equation as its comment; scalar forms come from th
 registry (compiler/lowerings/), CPU overrides included."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from numbax._src import core
@@ -218,23 +221,12 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
     for eqn in nest.eqns if eqns is None else eqns:
         out = eqn.outvars[0]
         comment = k.comment(eqn)
-        kind = fusion.kind_of(eqn)
-        if kind is Fusion.BROADCAST:
-            x = eqn.invars[0]
-            expr = read(x) if isinstance(x, Literal) or x.aval.ndim == 0 or x in value else (
-                f"{k.names[x]}[{bcast_index(eqn, idx)}]")
-        elif kind is Fusion.REDUCTION:
+        if fusion.kind_of(eqn) is Fusion.REDUCTION:
             update = _reduction_line(eqn, accs[out], read(eqn.invars[0]), row, par_reduce)
             lines.extend(pad + u for u in update)
             lines[-1] += f"  # {comment}"
             continue
-        elif kind is Fusion.SOURCE:
-            expr = cast(out.aval.dtype, iota_index(eqn, idx, flat))
-        else:
-            low = lowering(eqn)
-            expr = low.scalar([read(x) for x in eqn.invars], eqn)
-            if low.cast and not keeps_dtype(eqn):
-                expr = cast(out.aval.dtype, expr)
+        expr = scalar_expr(eqn, idx, flat, value, k.names, read)
         t = k.temp()
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
@@ -244,6 +236,26 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         if stash and out in stash:
             lines.append(f"{pad}{stash[out]}[{full}] = {t}  # kept for the last pass")
     return value
+
+
+def scalar_expr(eqn: JaxprEqn, idx: list[str], flat: bool, value: dict[Var, str],
+                names: dict[Var, str], read: Callable[[Any], str]) -> str:
+    """The scalar expression of an elementwise, broadcast or iota equation at loop index
+    `idx` (one name per loop, or the flat index when `flat`). `value` holds operands already
+    computed as scalars in the loop, `names` the arrays of the others, `read` an operand's
+    scalar at the index. Shared by fused loop kernels and control flow's loop nests."""
+    out = eqn.outvars[0]
+    kind = fusion.kind_of(eqn)
+    if kind is Fusion.BROADCAST:
+        x = eqn.invars[0]
+        if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
+            return read(x)
+        return f"{names[x]}[{bcast_index(eqn, idx)}]"
+    if kind is Fusion.SOURCE:
+        return cast(out.aval.dtype, iota_index(eqn, idx, flat))
+    low = lowering(eqn)
+    expr = low.scalar([read(x) for x in eqn.invars], eqn)
+    return cast(out.aval.dtype, expr) if low.cast and not keeps_dtype(eqn) else expr
 
 
 # Primitives whose CPU scalar form of float32 operands is float32 in Numba (infix arithmetic,
