@@ -3,6 +3,10 @@ against the fixed rule it replaced (one thread while busy; Numba's pool for prod
 blas.LONG_MACS and more) and against jax.jit, under the same load.
 
     python benchmarks/busy_rows.py [--load N] [--only name,name] [--rounds R]
+                                   [--kernels-on-openmp]
+
+`--kernels-on-openmp` keeps fused kernels' parallel arm on Numba's OpenMP threads (as before
+kernel_tasks.py); products keep the native pool (NUMBAX_CPU_NATIVE_POOL=0 turns off both).
 
 A third form runs every busy site in parallel (the quiet machine's choice), for comparison.
 
@@ -25,7 +29,7 @@ import numpy as np
 from bench_cpu import jax, samples
 from bench_runtime import rows
 
-from numbax._src.compiler.cpu.runtime import busy_sites
+from numbax._src.compiler.cpu.runtime import busy_sites, kernel_tasks
 
 ROWS = ("mlp step b128", "mlp step b2048", "matmul 1000^2", "matmul 2000^2", "chain 500^2",
         "sum 1e7", "logsumexp 1e7", "logsumexp 1000^2", "softmax 1000^2", "selu 1e6")
@@ -51,9 +55,13 @@ def main() -> None:
     only = args[args.index("--only") + 1].split(",") if "--only" in args else ROWS
     rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 7
     chosen = [r for r in rows(np.random.default_rng(0)) if r[0] in only]
+    if "--kernels-on-openmp" in args:
+        kernel_tasks.run = lambda *a: False
+        kernel_tasks.site = busy_sites.Site  # and OpenMP's PARALLEL_WORTH_S
     forms = {"measured": MEASURED, "one thread": _one_thread, "every thread": _every_thread}
     print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
-          f"load {load} | jax {jax.__version__ if jax else 'absent'}")
+          f"load {load} | kernels on {'OpenMP' if '--kernels-on-openmp' in args else 'pool'} | "
+          f"jax {jax.__version__ if jax else 'absent'}")
     if jax:  # on JAX's device first, as its users keep them (no copy per call)
         chosen = [(name, f_nb, a_nb, f_jx, jax.tree_util.tree_map(
             lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx))

@@ -76,5 +76,11 @@ class Kernel:
     parallel_function: str = "kernel"
     work_ns: float = 0.0
     chunks: tuple[int, int] | None = None
+    # the module's `kernel_task` (cpu/pool_tasks.py): a busy machine's parallel arm on the
+    # native pool, over `task_rows` outer rows, chunk bounds on multiples of `task_align`
+    task: bool = False
+    task_rows: int = 0
+    task_align: int = 1
+    task_function: str = "kernel_task"
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -59,6 +59,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.parallel:
                 imports.append(f"from {step.module} import {kernel.parallel_function} "
                                f"as k{j}_par")
+            if kernel.parallel and kernel.task:
+                imports.append(f"from {step.module} import {kernel.task_function} as k{j}_task")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -85,10 +87,23 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if kernel.chunks is not None:
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             # (on a busy machine the site's own timings choose: threads.threads_for)
-            sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
-            lines.extend([f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})",
-                          f"    if n > 1 and th.parallel_ready(k{j}_par, {kernel.work_ns:.0f}):",
-                          "        before = th.use(n)",
+            lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
+            if kernel.task:  # a busy machine's parallel arm: the native pool
+                sites.append(f"_site{j} = pk.site()  # k{j}'s busy-machine timings")
+                n_arrays = len(node.inputs) + len(node.outputs)
+                # (`started`: a busy call; a quiet one does not build the call's tuples)
+                lines.extend([f"    if n > 1 and _site{j}.started and pk.run(_site{j}, k{j}_task, "
+                              f"({''.join(a + ', ' for a in args[:n_arrays])}), "
+                              f"{kernel.task_rows}, {kernel.task_align}, "
+                              f"({''.join(a + ', ' for a in args[n_arrays:])})):",
+                              "        pass  # ran on the native pool (runtime/kernel_tasks.py)",
+                              f"    elif n > 1 and th.parallel_ready(k{j}_par, "
+                              f"{kernel.work_ns:.0f}):"])
+            else:
+                sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
+                lines.append(f"    if n > 1 and th.parallel_ready(k{j}_par, "
+                             f"{kernel.work_ns:.0f}):")
+            lines.extend(["        before = th.use(n)",
                           f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
                           "    else:", "        n = 1", f"        {kname}({', '.join(args)})",
                           f"    th.measured(_site{j}, n)"])
@@ -131,6 +146,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
     pool_defs += "".join(f"{c}\n" for c in [*consts, *sites])
     src = (head + "from numbax._src.compiler.cpu.runtime import conv as cv  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import kernel_tasks as pk  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"

@@ -13,6 +13,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
+from numbax._src.compiler.cpu import pool_tasks
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, dtype_ctor, jaxpr_comment, render_scalar, version_line
@@ -93,6 +94,7 @@ class LoopKernel:
         self.consts: list[str] = []
         self.const_names: dict[str, str] = {}  # a literal's source -> its name in the kernel
         self.scalars: list[str] = []  # float literals passed as f0, f1, ... (their sources)
+        self.scalar_dtypes: list[np.dtype] = []  # ... and their dtypes
         self.temps = 0
         self.comments: dict[int, str] = {}
         self.pp_names = core.PrintNames(generic_shapes=True, flat=flat)
@@ -109,6 +111,7 @@ class LoopKernel:
             if np.dtype(lit.aval.dtype).kind in "fc":
                 self.const_names[text] = f"f{len(self.scalars)}"
                 self.scalars.append(text)
+                self.scalar_dtypes.append(np.dtype(lit.aval.dtype))
             else:
                 self.const_names[text] = f"c{len(self.consts)}"
                 self.consts.append(f"{self.const_names[text]} = {text}")
@@ -366,11 +369,27 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     bodies = [_loop_body(k, parallel, par_reduce and parallel, flat) for _, parallel in variants]
     functions = [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
                  for (name, parallel), body in zip(variants, bodies, strict=True)]
+    rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
+        nest.reduce_axes is None or trailing_axes(nest))
+    task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes,
+                                  views) if rows_independent else None
+    if task is not None:
+        functions.append(task[0])
     consts = "\n".join(k.consts)
     src = f"{k.header}\n{consts}\n\n\n" + "\n\n".join(functions)
+    outer = 0  # the task's outer loop: over every element of a flat kernel, else axis 0
+    if task is not None:
+        outer = int(np.prod(nest.shape, dtype=np.int64)) if flat or k.flat else nest.shape[0]
     return ir.Kernel(src, parallel=runs_parallel(nest), views=views, args=k.args(nest),
                      function="kernel_serial" if can_parallel else "kernel",
-                     work_ns=work_ns(nest))
+                     work_ns=work_ns(nest), task=task is not None,
+                     task_rows=outer, task_align=task[1] if task else 1)
+
+
+def trailing_axes(nest: ir.LoopNest) -> bool:
+    """Whether the nest reduces trailing axes only (each outer index has its own results)."""
+    axes, rank = nest.reduce_axes, len(nest.shape)
+    return axes is not None and axes == tuple(range(rank - len(axes), rank))
 
 
 def vector_form(nest: ir.LoopNest) -> bool:
@@ -445,7 +464,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
         return _column_body(k, parallel)
     rank = len(nest.shape)
     axes = nest.reduce_axes
-    trailing = axes is not None and axes == tuple(range(rank - len(axes), rank))
+    trailing = trailing_axes(nest)
     lines: list[str] = []
     pad = "    "
     if rank:

@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from numbax._src.compiler import fusion, ir
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu import loops, pool_tasks
 from numbax._src.compiler.cpu.loops import (
     LoopKernel,
     acc_dtype,
@@ -70,6 +70,11 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     functions = [f"{decorator(m is not None)}\ndef {name}({k.params()}"
                  f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
                  for (name, m), body in zip(variants, bodies, strict=True)]
+    tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
+    task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes, views,
+                                  ("", "_narrow") if lanes else ("",)) if mode == "rows" else None
+    if task is not None:
+        functions.append(task[0])
     consts = "\n".join(k.consts)
     first, rest = k.header.split("\n", 1)
     if lanes:
@@ -83,11 +88,12 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     else:
         parallel = mode == "chunks" and _parallel_reduction(nest)
     size = int(np.prod(nest.shape, dtype=np.int64))
-    tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
     return ir.Kernel(src, parallel=parallel, views=views, args=k.args(nest),
                      function=("kernel_serial" if mode else "kernel") + tail,
                      parallel_function="kernel" + tail, work_ns=loops.work_ns(nest),
-                     chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None)
+                     chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None,
+                     task=task is not None, task_rows=nest.shape[0] if task else 0,
+                     task_align=task[1] if task else 1, task_function="kernel_task" + tail)
 
 
 def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],

@@ -13,12 +13,10 @@ beside two busy loops, numbax's OpenMP 27-29 ms, this pool 20-21, jax.jit 26 (on
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
-from numbax._src.compiler.cpu.runtime import gemm, native_pool
+from numbax._src.compiler.cpu.runtime import gemm, kernel_tasks, native_pool
 
 PARTS_PER_THREAD = 4
 _PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
@@ -28,13 +26,7 @@ def _view(arrty):
     """(signature, codegen) of an intrinsic that views `length` elements at an address as an
     array of type `arrty` (no owner: the caller keeps the memory alive)."""
     def codegen(context, builder, sig, args):
-        addr, length = args
-        ary = context.make_array(arrty)(context, builder)
-        data_type = context.get_data_type(arrty.dtype)
-        itemsize = ir.Constant(ir.IntType(64), context.get_abi_sizeof(data_type))
-        populate_array(ary, data=builder.inttoptr(addr, data_type.as_pointer()), shape=[length],
-                       strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
+        return kernel_tasks.array_value(context, builder, arrty, args[0], [args[1]])
     return arrty(types.int64, types.int64), codegen
 
 
@@ -61,15 +53,6 @@ def _f64_read(typingctx, addr, length):
     return _view(_F64.copy(readonly=True))
 
 
-@intrinsic
-def _params(typingctx, addr):
-    def codegen(context, builder, sig, args):
-        return _view(types.Array(types.int64, 1, "C"))[1](context, builder, sig,
-                                                          [args[0], ir.Constant(args[0].type,
-                                                                                _PARAMS)])
-    return types.Array(types.int64, 1, "C")(types.int64), codegen
-
-
 @njit(cache=True, error_model="numpy")
 def _part(p, chunk, a, b, c, work, bias):
     """Part `chunk` of a rows x cols grid of C."""
@@ -86,7 +69,7 @@ def _part(p, chunk, a, b, c, work, bias):
 # runtime does at a busy machine's first pooled product.
 @cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy", cache=True)
 def _task_f32(arg, chunk):
-    p = _params(arg)
+    p = kernel_tasks.words(arg, _PARAMS)
     ws = p[16]
     _part(p, chunk, _f32_read(p[0], p[1]), _f32_read(p[4], p[5]), _f32(p[8], p[9]),
           _f32(p[15] + 4 * ws * chunk, ws), _f32_read(p[17], p[18]))
@@ -94,7 +77,7 @@ def _task_f32(arg, chunk):
 
 @cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy", cache=True)
 def _task_f64(arg, chunk):
-    p = _params(arg)
+    p = kernel_tasks.words(arg, _PARAMS)
     ws = p[16]
     _part(p, chunk, _f64_read(p[0], p[1]), _f64_read(p[4], p[5]), _f64(p[8], p[9]),
           _f64(p[15] + 8 * ws * chunk, ws), _f64_read(p[17], p[18]))

@@ -1,0 +1,93 @@
+"""The native pool's form of a fused kernel: `kernel_task`, the source of a C task that runs the
+kernel's serial variant on rows [lo, hi) of its outer loop (runtime/kernel_tasks.py runs it on
+a busy machine, where an OpenMP region waits at its end for descheduled workers).
+
+Only kernels whose outer loop runs over independent rows get one: elementwise maps, reductions
+over trailing axes, row groups (softmax, logsumexp, layer norm). The task views rows [lo, hi)
+of every array the outer loop indexes on its first axis and passes hi - lo as the outer size,
+so the serial code, unchanged, computes those rows; an iota (which reads the absolute index),
+an outer-axis reduction, or an input read along its first axis both by the outer index and by
+another one rules the task out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numbax._src.compiler import fusion, ir
+from numbax._src.compiler.registry import Fusion
+from numbax._src.compiler.source import dtype_ctor
+from numbax._src.core import Var
+
+ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements
+
+
+def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
+                sizes: list[str], scalar_dtypes: list[np.dtype], views: tuple,
+                tails: tuple[str, ...] = ("",)) -> tuple[str, int] | None:
+    """(source of `kernel_task<tail>` for each tail, the alignment of their chunk bounds) for a
+    kernel whose serial variants `kernel_serial<tail>` take the arrays named in `names` then
+    `out_names` (shaped by `views` where not None), the sizes `sizes` (the first one the
+    outer loop's length) and float scalars of `scalar_dtypes`; None when the outer loop's
+    rows are not independent."""
+    if any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns):
+        return None
+    arrays = [*names, *out_names]
+    shapes = [v.aval.shape if view is None else view
+              for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
+    outer_rank = max(len(s) for s in shapes)
+    sliced = []
+    for v, shape in zip(arrays, shapes, strict=True):
+        if not shape:
+            sliced.append(False)
+        elif v in out_names:
+            sliced.append(True)  # stored at the outer index first, in full or per row
+        else:
+            rows = _reads_by_rows(nest, v)
+            if rows is None:
+                return None
+            sliced.append(rows)
+    flat = outer_rank == 1 and all(len(s) in (0, 1) for s in shapes)
+    align = ALIGN_FLAT if flat and not nest.reduce_axes else 1
+    lines = ["from numbax._src.compiler.cpu.runtime import kernel_tasks as pk  # noqa: E402"]
+    word = 2  # words 0 and 1: the outer length and the chunk count
+    args = []
+    for v, shape, rows in zip(arrays, shapes, sliced, strict=True):
+        addr = f"w[{word}]"
+        dims = [f"w[{word + 1 + d}]" for d in range(len(shape))]
+        word += 1 + len(shape)
+        if rows:
+            row_bytes = " * ".join([*dims[1:], str(v.aval.dtype.itemsize)])
+            addr = f"{addr} + lo * {row_bytes}"
+            dims[0] = "hi - lo"
+        tuple_text = f"({', '.join(dims)},)" if dims else "()"
+        args.append(f"pk.array_at({addr}, {tuple_text}, {dtype_ctor(v.aval.dtype)})")
+    for j, _ in enumerate(sizes):
+        args.append("hi - lo" if j == 0 else f"w[{word}]")
+        word += 1
+    for dtype in scalar_dtypes:
+        args.append(f"pk.load(w[{word}], {dtype_ctor(dtype)})")
+        word += 1
+    call = ",\n        ".join(args)
+    for tail in tails:
+        lines += ["", "", f"def kernel_task{tail}(p, chunk):  # kernel_tasks.task: a C task",
+                  f"    w = pk.words(p, {word})",
+                  f"    lo, hi = pk.span(w[0], w[1], chunk, {align})",
+                  f"    kernel_serial{tail}(\n        {call})"]
+    return "\n".join(lines) + "\n", align
+
+
+def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:
+    """Whether every read of input `x` indexes its first axis by the outer loop (True), none
+    does (False), or some do and some do not (None)."""
+    reads = set()
+    for e in nest.eqns:
+        if x not in e.invars:
+            continue
+        if fusion.kind_of(e) is Fusion.BROADCAST:
+            # bcast_index: a size-1 axis reads element 0, another its broadcast dimension's index
+            reads.add(x.aval.shape[0] != 1 and e.params["broadcast_dimensions"][0] == 0)
+        else:
+            reads.add(True)  # read at the loops' index (or a row's prefix of it): outer first
+    if len(reads) > 1:
+        return None
+    return reads.pop() if reads else False

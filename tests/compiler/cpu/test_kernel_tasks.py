@@ -1,0 +1,147 @@
+"""Fused kernels on the native pool (cpu/pool_tasks.py, runtime/kernel_tasks.py): a busy
+machine's parallel arm of a kernel over independent rows runs its serial code on chunks of rows
+and gives the bits a one-thread run gives; kernels whose rows are not independent, and arrays
+that are not C-contiguous, keep the OpenMP arm."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.compiler.cpu.runtime import busy_sites, kernel_tasks, native_pool
+from numbax._src.compiler.cpu.runtime import threads as th
+
+from .kernel_text import modules
+
+pytestmark = pytest.mark.skipif(not native_pool.available(),
+                                reason="the native pool runs on Linux x86-64")
+
+RNG = np.random.default_rng(41)
+
+
+@pytest.fixture
+def busy(monkeypatch):
+    """Every call site busy and choosing its parallel arm; the pool's jobs, as chunk counts."""
+    jobs = []
+    real = native_pool.run
+    monkeypatch.setattr(native_pool, "run", lambda task, args, chunks: (
+        jobs.append(chunks), real(task, args, chunks))[1])
+    monkeypatch.setattr(th, "busy", lambda: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
+
+    def parallel(site):
+        site.started = time.perf_counter()
+        return busy_sites.PARALLEL
+    monkeypatch.setattr(busy_sites.Site, "choose", parallel)
+    with numbax.config.override("cpu_threads", 0):
+        yield jobs
+
+
+def _serial(f, args):
+    with numbax.config.override("cpu_threads", 1):
+        return [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]
+
+
+CASES = {
+    # a flat map of an odd length: chunk bounds on multiples of 64, the last ends at n
+    "selu_flat": (lambda x: numbax.nn.selu(x), lambda: [RNG.normal(size=100_037)
+                                                        .astype(np.float32)]),
+    # a bias broadcast along rows (not sliced) and a per-row factor broadcast along columns
+    # (sliced with the rows), float64
+    "broadcasts": (lambda x, b, r: jnp.tanh(x + b) * r[:, None],
+                   lambda: [RNG.normal(size=(300, 257)), RNG.normal(size=257),
+                            RNG.normal(size=300)]),
+    "softmax_rows": (lambda x: numbax.nn.softmax(x, axis=-1),
+                     lambda: [RNG.normal(size=(513, 300)).astype(np.float32)]),
+    "log_softmax_rows": (lambda x: numbax.nn.log_softmax(x, axis=-1),
+                         lambda: [RNG.normal(size=(20000, 10)).astype(np.float32)]),
+    # an integer max over rows narrower than the lanes' width: the _narrow variants and task
+    "int_max_narrow_rows": (lambda x: jnp.max(x * 2, axis=-1) + 1,
+                            lambda: [RNG.integers(-1000, 1000, size=(60000, 8))]),
+    "logsumexp_rows": (lambda x: numbax.scipy.special.logsumexp(x, axis=1),
+                       lambda: [RNG.normal(size=(400, 1000))]),
+    # a reduction over two trailing axes times a 0-d input; two outputs
+    "trailing_sum": (lambda x, s: (jnp.sum(jnp.exp(x) * s, axis=(1, 2)), jnp.sin(x) * s),
+                     lambda: [RNG.normal(size=(64, 30, 70)), np.float64(1.5)]),
+    "layer_norm": (lambda x: (x - x.mean(-1, keepdims=True))
+                   / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5),
+                   lambda: [RNG.normal(size=(1024, 96)).astype(np.float32)]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_pooled_kernels_give_the_serial_bits(busy, name):
+    f, make = CASES[name]
+    args = make()
+    want = _serial(f, args)
+    text = numbax.jit(f).lower(*args).as_text()
+    assert "def kernel_task(" in text and "pk.run(" in modules(text)[-1]
+    got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]
+    assert busy, "no kernel ran on the pool"
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)  # the same serial code on each row: same bits
+    if name == "broadcasts":  # and against NumPy, an independent truth for the serial code
+        np.testing.assert_allclose(got[0], np.tanh(args[0] + args[1]) * args[2][:, None],
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_small_outer_loops_and_chunk_bounds():
+    """span: the chunks cover [0, n) once, in order, on multiples of the alignment."""
+    for n, chunks, align in [(1, 1, 64), (5, 12, 1), (100_037, 12, 64), (64, 12, 64),
+                             (1000, 7, 1)]:
+        bounds = [kernel_tasks.span(n, chunks, c, align) for c in range(chunks)]
+        assert bounds[0][0] == 0 and bounds[-1][1] == n
+        for (lo, hi), (lo2, _) in zip(bounds, bounds[1:]):
+            assert lo <= hi == lo2 and lo % align == 0
+
+
+def test_non_contiguous_arrays_and_a_quiet_machine_keep_the_openmp_arm(busy, monkeypatch):
+    f = numbax.jit(lambda x: jnp.tanh(x) * 3.0)
+    x = RNG.normal(size=(600, 500))
+    np.testing.assert_array_equal(np.asarray(f(x)), _serial(lambda v: jnp.tanh(v) * 3.0, [x])[0])
+    jobs = len(busy)
+    assert jobs == 1
+    site = busy_sites.Site()
+    site.started = time.perf_counter()
+    # a transposed (Fortran-order) view: the pool declines, nothing is run
+    assert not kernel_tasks.run(site, None, (x.T, np.empty((500, 600))), 500, 1, ())
+    with numbax.config.override("cpu_native_pool", False):
+        assert not kernel_tasks.run(site, None, (x, np.empty_like(x)), 600, 1, ())
+    site.started = 0.0  # not a busy call
+    assert not kernel_tasks.run(site, None, (x, np.empty_like(x)), 600, 1, ())
+    assert len(busy) == jobs
+    # the jitted function on a transposed argument still computes the right numbers
+    np.testing.assert_allclose(np.asarray(f(x.T)), np.tanh(x.T) * 3.0, rtol=1e-14)
+
+
+def _kernel_source(f, *args) -> str:
+    return next(m for m in modules(numbax.jit(f).lower(*args).as_text())
+                if "def kernel(" in m)
+
+
+def test_kernels_whose_rows_are_not_independent_have_no_task():
+    x = RNG.normal(size=(256, 300))
+    # an iota reads the absolute index
+    assert "kernel_task" not in _kernel_source(
+        lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None], x)
+    # a reduction over the outer axis
+    assert "kernel_task" not in _kernel_source(lambda v: jnp.sum(jnp.exp(v), axis=0), x)
+    # a full reduction (its chunks combine across rows)
+    assert "kernel_task" not in _kernel_source(lambda v: jnp.sum(jnp.exp(v)), x)
+
+
+def test_an_input_read_by_rows_and_by_columns_rules_the_task_out(busy):
+    """r read per row (added to each row's sum) and broadcast along columns: rows [lo, hi) of
+    r are not all the kernel reads, so the kernel keeps the OpenMP arm."""
+    def f(x, r):
+        return jnp.sum(x * r[None, :], axis=1) + r
+
+    x, r = RNG.normal(size=(300, 300)), RNG.normal(size=300)
+    assert "kernel_task" not in _kernel_source(f, x, r)
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, r)), (x * r).sum(1) + r,
+                               rtol=1e-12, atol=1e-12)
+    assert not busy
