@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import warnings
 from types import SimpleNamespace
 
@@ -212,7 +213,7 @@ def test_arithmetic_compiles_into_kernels():
         fn = numbax.jit(lambda a: jnp.tanh(a * 2 + 1) / 3)
         text = fn.lower(ALL[:8]).as_text()
         fn(ALL[:8])
-    kernels = text.count("\ndef kernel")
+    kernels = len(re.findall(r"\ndef kernel(?:_serial)?\(", text))  # (not the pool's task)
     assert kernels and text.count("sc.round_to_bfloat16(") == 4 * kernels
 
 

@@ -48,6 +48,15 @@ def test_short_sites_stay_serial(clock):
     assert busy_sites.PARALLEL in chosen
 
 
+def test_a_tiered_site_tries_parallel_once_its_serial_runs_earned_it(clock):
+    """A fused kernel's pool site (tier: its task's compile) runs serially until its busy
+    serial runs have taken `tier` seconds in all, then tries the pool."""
+    site = busy_sites.Site(worth=0.001, tier=1.0)
+    chosen = _simulate(site, clock, {0: 0.125, 1: 0.01}, 12)
+    assert chosen[:8] == [0] * 8  # 8 x 0.125 s: the tier is reached after the eighth
+    assert chosen[8:10] == [1, 1] and site.spent == 1.0
+
+
 @pytest.mark.parametrize("serial_cost,parallel_cost", [(1.0, 10.0), (10.0, 1.0)])
 def test_the_faster_arm_wins_and_the_loser_is_retried_rarely(clock, serial_cost,
                                                              parallel_cost):

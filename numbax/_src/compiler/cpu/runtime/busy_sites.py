@@ -34,17 +34,24 @@ PARALLEL_WORTH_S = 0.004  # a site tries parallel runs once its serial ones take
 # ... or this long, where its parallel arm is the native pool (native_pool.py), which waits
 # for no descheduled worker: no slice to amortise, only a wake-up and a few parts' packing
 POOL_WORTH_S = 0.0005
+# A fused kernel's first pooled run compiles its pool task (kernel_tasks.py: 1-2 s, then in
+# Numba's disk cache): its site tries the pool once its busy serial runs have taken this long
+# in all, so short-lived programs (a test, a script's few calls) never pay for the compile
+TASK_TIER_S = 2.0
 
 
 class Site:
     """One parallel call site: each arm's mean time (seconds) and run count while busy, and the
     stamp of the call in flight (`start`), if any."""
 
-    __slots__ = ("mean", "runs", "calls", "started", "owner", "worth")
+    __slots__ = ("mean", "runs", "calls", "started", "owner", "worth", "tier", "spent")
 
-    def __init__(self, worth: float | None = None) -> None:
-        # the serial mean from which the parallel arm is tried
+    def __init__(self, worth: float | None = None, tier: float = 0.0) -> None:
+        # the serial mean from which the parallel arm is tried, and the serial time the site
+        # spends in all before its first parallel try (the parallel arm's compile to earn)
         self.worth = PARALLEL_WORTH_S if worth is None else worth
+        self.tier = tier
+        self.spent = 0.0
         self.mean = [0.0, 0.0]
         self.runs = [0, 0]
         self.calls = 0
@@ -57,7 +64,8 @@ class Site:
         if self.runs[SERIAL] < FIRST_TRIES:
             arm = SERIAL
         elif self.runs[PARALLEL] < FIRST_TRIES:
-            arm = PARALLEL if self.mean[SERIAL] >= self.worth else SERIAL
+            worth = self.mean[SERIAL] >= self.worth and self.spent >= self.tier
+            arm = PARALLEL if worth else SERIAL
         else:
             arm = SERIAL if self.mean[SERIAL] <= self.mean[PARALLEL] else PARALLEL
             loss = self.mean[1 - arm] / max(self.mean[arm], 1e-9)
@@ -79,6 +87,8 @@ def measured(site: Site | None, threads: int) -> None:
     if site.owner != threading.get_ident():
         return
     arm = SERIAL if threads == 1 else PARALLEL
+    if arm == SERIAL:
+        site.spent += elapsed
     runs = site.runs[arm]
     site.mean[arm] = elapsed if runs == 0 else (1 - ALPHA) * site.mean[arm] + ALPHA * elapsed
     site.runs[arm] = runs + 1

@@ -91,9 +91,11 @@ def span(n: int, chunks: int, chunk: int, align: int) -> tuple[int, int]:
 
 def site() -> busy_sites.Site:
     """A driver's call site of a kernel with a task: its parallel arm is the native pool when the
-    pool is on and here, so it tries that arm from busy_sites.POOL_WORTH_S of serial time."""
-    pool = config.hot("cpu_native_pool") and native_pool.available()
-    return busy_sites.Site(busy_sites.POOL_WORTH_S if pool else None)
+    pool is on and here, so it tries that arm from busy_sites.POOL_WORTH_S of serial time, once
+    its busy serial runs have taken busy_sites.TASK_TIER_S (the task's compile to earn)."""
+    if config.hot("cpu_native_pool") and native_pool.available():
+        return busy_sites.Site(busy_sites.POOL_WORTH_S, busy_sites.TASK_TIER_S)
+    return busy_sites.Site()
 
 
 _tasks: dict = {}  # kernel_task function -> its compiled C task (kept alive with the address)
