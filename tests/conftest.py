@@ -46,7 +46,6 @@ SAMPLED = {
     "tests/test_ode.py::test_program_matches_jax": 2,
     "tests/test_distributed.py::test_a_process_that_stops_makes_the_others_raise": 3,
     "tests/compiler/cpu/test_conv_cpu.py::test_both_forms_on_every_configuration": 2,
-    "tests/test_pmap.py::test_no_shared_memory_left_behind_at_exit": 2,
     "tests/test_devices.py::test_virtual_device_count_from_environment": 2,
     "tests/compiler/test_scalar_helpers.py::test_min_divided_by_minus_one": 2,
     "tests/compiler/test_scalar_helpers.py::test_float_to_int_inside_compiled_control_flow": 2,
