@@ -30,7 +30,7 @@ SAMPLED = {
     "tests/lax/test_matrix.py::test_jit_matches_eager": 2,
     "tests/lax/test_matrix.py::test_grads_match_finite_differences": 2,
     "tests/test_notebooks.py::test_notebook_executes": 2,
-    "tests/test_distributed.py::test_large_reductions_match_numpy_bit_for_bit": 3,
+    "tests/test_distributed.py::test_large_reductions_match_numpy_bit_for_bit": 4,
     "tests/compiler/cpu/test_gemm_cpu.py::test_matches_float64_numpy": 2,
     "tests/compiler/cpu/test_column_reductions.py::"
     "test_same_bits_serial_and_parallel_and_numpy_values": 2,
