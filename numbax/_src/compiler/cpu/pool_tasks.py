@@ -18,7 +18,8 @@ from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import Var
 
-ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements
+ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements (vectors,
+# cache lines)
 
 
 def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],

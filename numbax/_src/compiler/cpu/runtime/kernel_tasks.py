@@ -4,7 +4,7 @@ softmax-like row groups), where Numba's OpenMP region would wait at its end for 
 workers.
 
 A kernel module that allows it holds `kernel_task(p, chunk)` beside its serial variant (source
-from cpu/pool_parts.py): it reads the call's words at address `p` (the outer length, the chunk
+from cpu/pool_tasks.py): it reads the call's words at address `p` (the outer length, the chunk
 count, each array's address and shape, the sizes, the scalars' addresses), views rows
 [lo, hi) of every array the outer loop indexes, and runs the serial variant on them. The serial
 code is the same as a one-thread run's, so a pooled call gives the same bits.
@@ -26,7 +26,6 @@ from numbax._src.compiler.cpu.runtime import busy_sites, native_pool
 from numbax._src.config import config
 
 PARTS_PER_THREAD = 4  # chunks a pool thread: threads that run take those of threads that do not
-ALIGN = 64  # elements: chunk bounds of a flat loop fall on this multiple (vectors, cache lines)
 _TASK_SIG = types.void(types.int64, types.int64)
 
 
