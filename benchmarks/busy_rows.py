@@ -60,6 +60,7 @@ def main() -> None:
     busy_sites.TASK_TIER_S = 0.0
     if "--kernels-on-openmp" in args:
         kernel_tasks.run = lambda *a: False
+        kernel_tasks.run_parts = lambda *a: False
         kernel_tasks.site = busy_sites.Site  # and OpenMP's PARALLEL_WORTH_S
     forms = {"measured": MEASURED, "one thread": _one_thread, "every thread": _every_thread}
     print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "

@@ -82,5 +82,7 @@ class Kernel:
     task_rows: int = 0
     task_align: int = 1
     task_function: str = "kernel_task"
+    # a full reduction's `kernel_pool` and `PART_TASKS`: its chunks as native pool jobs
+    pool_parts: bool = False
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

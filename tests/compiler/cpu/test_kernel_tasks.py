@@ -1,7 +1,8 @@
 """Fused kernels on the native pool (cpu/pool_tasks.py, runtime/kernel_tasks.py): a busy
 machine's parallel arm of a kernel over independent rows runs its serial code on chunks of rows
-and gives the bits a one-thread run gives; kernels whose rows are not independent, and arrays
-that are not C-contiguous, keep the OpenMP arm."""
+and gives the bits a one-thread run gives; a full reduction runs each pass's chunks as a job
+and gives the bits its OpenMP arm gives with as many chunks; kernels whose rows are not
+independent, and arrays that are not C-contiguous, keep the OpenMP arm."""
 from __future__ import annotations
 
 import time
@@ -130,8 +131,9 @@ def test_kernels_whose_rows_are_not_independent_have_no_task():
         lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None], x)
     # a reduction over the outer axis
     assert "kernel_task" not in _kernel_source(lambda v: jnp.sum(jnp.exp(v), axis=0), x)
-    # a full reduction (its chunks combine across rows)
-    assert "kernel_task" not in _kernel_source(lambda v: jnp.sum(jnp.exp(v)), x)
+    # a full reduction: its chunks combine across rows, so it runs passes of chunk jobs
+    source = _kernel_source(lambda v: jnp.sum(jnp.exp(v)), x)
+    assert "def kernel_task(" not in source and "def kernel_pool(" in source
 
 
 def test_an_input_read_by_rows_and_by_columns_rules_the_task_out(busy):
@@ -145,3 +147,64 @@ def test_an_input_read_by_rows_and_by_columns_rules_the_task_out(busy):
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, r)), (x * r).sum(1) + r,
                                rtol=1e-12, atol=1e-12)
     assert not busy
+
+
+FULL_REDUCTIONS = {
+    "sum_float32": (lambda x: jnp.sum(x), lambda: RNG.normal(size=300_001).astype(np.float32),
+                    np.sum),
+    # two passes: the max, then the sum of exp shifted by it (a seed of the second pass)
+    "logsumexp": (lambda x: numbax.scipy.special.logsumexp(x),
+                  lambda: RNG.normal(size=(700, 900)),
+                  lambda x: np.log(np.sum(np.exp(x - x.max()))) + x.max()),
+    "var_float32": (lambda x: jnp.var(x), lambda: RNG.normal(3.0, 2.0, size=500_000)
+                    .astype(np.float32), lambda x: np.var(x.astype(np.float64))),
+    # a last pass with no reduction, writing every element (exp kept from the pass before)
+    "softmax_vector": (lambda x: numbax.nn.softmax(x),
+                       lambda: RNG.normal(size=400_000).astype(np.float32),
+                       lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()),
+    "max_and_mean": (lambda x: (jnp.max(x), jnp.mean(jnp.tanh(x))),
+                     lambda: RNG.normal(size=2**19), None),
+}
+
+
+@pytest.mark.parametrize("name", list(FULL_REDUCTIONS))
+def test_full_reductions_run_their_passes_as_pool_jobs(busy, monkeypatch, name):
+    f, make, truth = FULL_REDUCTIONS[name]
+    x = make()
+    pooled = []
+    real = kernel_tasks.run_parts
+    monkeypatch.setattr(kernel_tasks, "run_parts", lambda *a: (
+        pooled.append(real(*a)), pooled[-1])[1])
+    assert "def kernel_pool(" in modules(numbax.jit(f).lower(x).as_text())[0]
+    got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(x))]
+    assert pooled and all(pooled), "the reduction did not run on the pool"
+    jobs = len(pooled)
+    # the OpenMP arm with the pool's chunk count runs the same chunk code: the same bits
+    chunks = min(x.size // 4096, kernel_tasks.PARTS_PER_THREAD * (native_pool.workers() + 1))
+    monkeypatch.setattr(th, "chunks", lambda size, minimum, n: chunks)
+    with numbax.config.override("cpu_native_pool", False):
+        want = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(x))]
+    assert not any(pooled[jobs:])  # (the pool declined each: OpenMP ran them)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    wide = np.asarray(x, np.float64)
+    expected = [truth(wide)] if truth else [wide.max(), np.tanh(wide).mean()]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=2e-6 if g.dtype == np.float32 else 1e-12,
+                                   atol=1e-12)
+
+
+def test_a_pool_form_that_does_not_compile_falls_back_to_openmp_with_a_warning():
+    from numba import njit
+
+    @njit
+    def kernel_pool(*args):
+        return undefined_helper(args)  # noqa: F821 (a typing error: the form does not compile)
+
+    site = busy_sites.Site()
+    x = np.ones(2**16)
+    site.started = time.perf_counter()
+    with pytest.warns(RuntimeWarning, match="native-pool form did not compile"):
+        assert not kernel_tasks.run_parts(site, kernel_pool, (), (x,), (), x.size, 4096)
+    site.started = time.perf_counter()
+    assert not kernel_tasks.run_parts(site, kernel_pool, (), (x,), (), x.size, 4096)  # no retry

@@ -61,6 +61,9 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                                f"as k{j}_par")
             if kernel.parallel and kernel.task:
                 imports.append(f"from {step.module} import {kernel.task_function} as k{j}_task")
+            if kernel.parallel and kernel.pool_parts:
+                imports.append(f"from {step.module} import kernel_pool as k{j}_pool, "
+                               f"PART_TASKS as k{j}_parts")
             for v in node.outputs:
                 fresh = f"np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})"
                 if v in reuse:  # a donated input's buffer when the caller passes one
@@ -88,14 +91,17 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             # (on a busy machine the site's own timings choose: threads.threads_for)
             lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
-            if kernel.task:  # a busy machine's parallel arm: the native pool
+            if kernel.task or kernel.pool_parts:  # a busy machine's parallel arm: the pool
                 sites.append(f"_site{j} = pk.site()  # k{j}'s busy-machine timings")
                 n_arrays = len(node.inputs) + len(node.outputs)
+                arrays = f"({''.join(a + ', ' for a in args[:n_arrays])})"
+                rest = f"({''.join(a + ', ' for a in args[n_arrays:])})"
+                run = (f"pk.run(_site{j}, k{j}_task, {arrays}, {kernel.task_rows}, "
+                       f"{kernel.task_align}, {rest})" if kernel.task else
+                       f"pk.run_parts(_site{j}, k{j}_pool, k{j}_parts, {arrays}, {rest}, "
+                       f"{kernel.chunks[0]}, {kernel.chunks[1]})")
                 # (`started`: a busy call; a quiet one does not build the call's tuples)
-                lines.extend([f"    if n > 1 and _site{j}.started and pk.run(_site{j}, k{j}_task, "
-                              f"({''.join(a + ', ' for a in args[:n_arrays])}), "
-                              f"{kernel.task_rows}, {kernel.task_align}, "
-                              f"({''.join(a + ', ' for a in args[n_arrays:])})):",
+                lines.extend([f"    if n > 1 and _site{j}.started and {run}:",
                               "        pass  # ran on the native pool (runtime/kernel_tasks.py)",
                               f"    elif n > 1 and th.parallel_ready(k{j}_par, "
                               f"{kernel.work_ns:.0f}):"])

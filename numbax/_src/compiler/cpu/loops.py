@@ -101,6 +101,7 @@ class LoopKernel:
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
         self.header = header(sub, variants_tag(nest), self.pp_names)
         self.sizes = ["n0"] if flat else [f"n{d}" for d in range(len(nest.shape))]
+        self.views: tuple = ()  # the driver's reshaped views of the arrays (ir.Kernel.views)
 
     def const(self, lit: Literal) -> str:
         """A literal's name in the kernel: integers and booleans are module constants (shift

@@ -8,6 +8,12 @@ of every array the outer loop indexes on its first axis and passes hi - lo as th
 so the serial code, unchanged, computes those rows; an iota (which reads the absolute index),
 an outer-axis reduction, or an input read along its first axis both by the outer index and by
 another one rules the task out.
+
+A full reduction's chunked form (rows.py, mode "chunks") gets `kernel_pool` instead: the same
+passes, each pass's chunks run as one pool job. `part_job` writes, from one word layout, the
+lines of `kernel_pool` that pack a pass's words and run its job, and the C task
+`kernel_task_part<p>` that unpacks them and runs chunk `chunk` of `kernel_part<p>` (the pass's
+chunk body, the same lines the prange variant runs for chunk `ic`).
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import Var
 
+IMPORT = "from numbax._src.compiler.cpu.runtime import kernel_tasks as pk  # noqa: E402"
 ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements (vectors,
 # cache lines)
 
@@ -49,7 +56,7 @@ def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, s
             sliced.append(rows)
     flat = outer_rank == 1 and all(len(s) in (0, 1) for s in shapes)
     align = ALIGN_FLAT if flat and not nest.reduce_axes else 1
-    lines = ["from numbax._src.compiler.cpu.runtime import kernel_tasks as pk  # noqa: E402"]
+    lines = [IMPORT]
     word = 2  # words 0 and 1: the outer length and the chunk count
     args = []
     for v, shape, rows in zip(arrays, shapes, sliced, strict=True):
@@ -92,3 +99,44 @@ def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:
     if len(reads) > 1:
         return None
     return reads.pop() if reads else False
+
+
+def part_job(part: int, arrays: list[tuple[str, int, np.dtype]], sizes: list[str],
+             scalars: list[tuple[str, np.dtype]], seeds: list[tuple[str, np.dtype]],
+             partials: list[tuple[str, np.dtype]], pad: str) -> tuple[list[str], str]:
+    """(lines of `kernel_pool` at `pad` that run pass `part`'s chunks as one pool job; the
+    source of `kernel_task_part<part>`). `kernel_part<part>` takes the `arrays` (name, rank,
+    dtype), `sizes`, float `scalars`, then the chunk count and index, the pass's `seeds`
+    (scalars earlier passes computed) and its `partials` (one accumulator per chunk). Word 0
+    holds the chunk count; scalars are stored bit for bit in their own words."""
+    pack = [f"{pad}words[0] = nchunk"]
+    call = []
+    word = 1
+    for name, rank, dtype in arrays:
+        pack.append(f"{pad}words[{word}] = {name}.ctypes.data")
+        dims = [f"w[{word + 1 + d}]" for d in range(rank)]
+        pack += [f"{pad}words[{word + 1 + d}] = {name}.shape[{d}]" for d in range(rank)]
+        shape = f"({', '.join(dims)},)" if dims else "()"
+        call.append(f"pk.array_at(w[{word}], {shape}, {dtype_ctor(dtype)})")
+        word += 1 + rank
+    for name in sizes:
+        pack.append(f"{pad}words[{word}] = {name}")
+        call.append(f"w[{word}]")
+        word += 1
+    loads = []
+    for name, dtype in [*scalars, *seeds]:
+        pack.append(f"{pad}pk.store(words.ctypes.data + {8 * word}, {dtype_ctor(dtype)}({name}))")
+        loads.append(f"pk.load(p + {8 * word}, {dtype_ctor(dtype)})")
+        word += 1
+    call += loads[:len(scalars)] + ["w[0]", "chunk"] + loads[len(scalars):]
+    for name, dtype in partials:
+        pack.append(f"{pad}words[{word}] = {name}.ctypes.data")
+        call.append(f"pk.array_at(w[{word}], (w[0],), {dtype_ctor(dtype)})")
+        word += 1
+    lines = [f"{pad}words = np.empty({word}, np.int64)", *pack,
+             f"{pad}pk.job(base, task{part}, words, nchunk, workers)"]
+    args = ",\n        ".join(call)
+    task = (f"def kernel_task_part{part}(p, chunk):  # kernel_tasks.task: a C task\n"
+            f"    w = pk.words(p, {word})\n"
+            f"    kernel_part{part}(\n        {args})\n")
+    return lines, task

@@ -3,6 +3,8 @@ logsumexp, layer norm) as one kernel over rows (fusion.fuse_rows); each pass loo
 while per-row results stay scalars."""
 from __future__ import annotations
 
+import re
+
 import numba
 import numpy as np
 
@@ -56,6 +58,7 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
         flat_shape = (*nest.shape[:kept], int(np.prod(nest.shape[kept:], dtype=np.int64)))
         views = tuple(flat_shape if v.aval.shape == nest.shape else None
                       for v in [*nest.inputs, *nest.outputs])
+        k.views = views
     chunked = kept == 0 and len(bounds) == 1  # a full reduction over one loop
     mode = "rows" if kept > 0 and loops.parallel_form(nest)[0] else "chunks" if chunked else None
     variants = [("kernel", mode), ("kernel_serial", None)] if mode else [("kernel", None)]
@@ -70,11 +73,22 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     functions = [f"{decorator(m is not None)}\ndef {name}({k.params()}"
                  f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
                  for (name, m), body in zip(variants, bodies, strict=True)]
+    parts: list[str] = []  # kernel_part<p> and its C task, per pass (pool form)
+    if mode == "chunks" and not lanes:
+        pool = _rows_body(k, "pool", kept, bounds, False, parts)
+        tasks = ", ".join(f"task{p}" for p in range(len(parts) // 2))
+        functions.append(f"{decorator(False)}\ndef kernel_pool({k.params()}, nchunk, base, "
+                         f"workers, {tasks}):\n{pool}")
+        functions += parts[0::2]
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
     task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes, views,
                                   ("", "_narrow") if lanes else ("",)) if mode == "rows" else None
     if task is not None:
         functions.append(task[0])
+    if parts:  # the C tasks, not compiled until the pool runs them
+        tasks = [f"kernel_task_part{p}" for p in range(len(parts) // 2)]
+        functions.append("\n\n".join([pool_tasks.IMPORT, *parts[1::2],
+                                      f"PART_TASKS = ({''.join(t + ', ' for t in tasks)})"]))
     consts = "\n".join(k.consts)
     first, rest = k.header.split("\n", 1)
     if lanes:
@@ -93,14 +107,17 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
                      parallel_function="kernel" + tail, work_ns=loops.work_ns(nest),
                      chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None,
                      task=task is not None, task_rows=nest.shape[0] if task else 0,
-                     task_align=task[1] if task else 1, task_function="kernel_task" + tail)
+                     task_align=task[1] if task else 1, task_function="kernel_task" + tail,
+                     pool_parts=bool(parts))
 
 
 def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
-               narrow: bool) -> str:
+               narrow: bool, parts: list[str] | None = None) -> str:
     """The body of one variant of a row-group kernel; `mode` "rows" runs the rows under
     prange, "chunks" a full reduction's one loop in chunks under prange (nchunk of them, an
-    argument), None everything serially; `narrow`: one accumulator lane per reduction."""
+    argument), "pool" the same chunks as native pool jobs (`kernel_pool`: each pass's chunk
+    body becomes `kernel_part<p>`, appended to `parts` with its C task), None everything
+    serially; `narrow`: one accumulator lane per reduction."""
     nest = k.nest
     passes = nest.passes or [("row", list(nest.eqns))]
     idx = [f"i{d}" for d in range(len(bounds))]
@@ -112,7 +129,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
         loop = "prange" if d == 0 and mode == "rows" else "range"
         lines.append(f"{pad}for {idx[d]} in {loop}(m{d}):")
         pad += "    "
-    chunks = mode == "chunks"
+    chunks = mode in ("chunks", "pool")
     if chunks:  # nchunk (an argument: threads.chunks) cuts m<last> into equal chunks
         lines.append(f"{pad}chunk = -(-m{last} // nchunk)")
     seed: dict[Var, str] = {}
@@ -120,6 +137,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
     n_acc = 0
     stash, stash_pass = _stash_plan(k, passes)
     for p, (kind, eqns) in enumerate(passes):
+        seeds = [(name, v.aval.dtype) for v, name in seed.items()]  # a pool part's inputs
         if kind == "outer":
             values = body(k, idx[:kept], False, {}, lines, pad, False, eqns=eqns, seed=seed)
             seed.update({e.outvars[0]: values[e.outvars[0]] for e in eqns})
@@ -139,7 +157,9 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             for e in reductions:
                 lines.append(f"{pad}p{accs[e.outvars[0]]} = np.empty(nchunk, "
                              f"{dtype_ctor(acc_dtype(e))})")
-            lines.append(f"{pad}for ic in prange(nchunk):")
+            block_at = len(lines)  # the chunk body, kernel_part<p>'s in the pool form
+            if mode == "chunks":
+                lines.append(f"{pad}for ic in prange(nchunk):")
             ppad = pad + "    "
             # unsigned bounds: with a signed start Numba's negative-index wraparound stays in
             # the loop and blocks vectorisation (a 1e7 sum: 5.9 ms chunked vs 1.4 ms, 2 cores)
@@ -192,10 +212,14 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
                 out = e.outvars[0]
                 lines.append(ppad + _combine(e, accs[out], la[out]))
         final = accs
-        if chunks and reductions:
+        if chunks:
             for e in reductions:
                 a = accs[e.outvars[0]]
                 lines.append(f"{ppad}p{a}[ic] = {a}")
+            if mode == "pool":
+                lines[block_at:] = _pool_part(k, len(parts) // 2, bounds, lines[block_at:],
+                                              seeds, reductions, accs, parts)
+        if chunks and reductions:
             final = {v: f"{a}c" for v, a in accs.items()}
             lines.extend(acc_inits(reductions, final, pad))
             lines.append(f"{pad}for ic in range(nchunk):")
@@ -212,6 +236,30 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
                 lines.append(f"{pad}{k.out_names[out]}[{store_index(idx[:kept])}] = {r}")
         row_defs.extend(e for e in eqns if not is_reduction(e))
     return "\n".join(lines) + "\n"
+
+
+def _pool_part(k: LoopKernel, part: int, bounds: list[str], block: list[str],
+               seeds: list[tuple[str, np.dtype]], reductions: list[JaxprEqn],
+               accs: dict[Var, str], parts: list[str]) -> list[str]:
+    """A pass's chunk body (`block`, the lines under `for ic in ...`) as `kernel_part<part>` and
+    its C task, appended to `parts`; returns the lines of `kernel_pool` that run it as a job."""
+    arrays = [(name, len(view) if view else v.aval.ndim, v.aval.dtype)
+              for (v, name), view in zip([*k.names.items(), *k.out_names.items()],
+                                         k.views or (None,) * (len(k.names) + len(k.out_names)),
+                                         strict=True)]
+    text = "\n".join(block)
+    seeds = [(name, dtype) for name, dtype in seeds if re.search(rf"\b{name}\b", text)]
+    partials = [(f"p{accs[e.outvars[0]]}", acc_dtype(e)) for e in reductions]
+    scalars = [(f"f{j}", dtype) for j, dtype in enumerate(k.scalar_dtypes)]
+    job, task = pool_tasks.part_job(part, arrays, k.sizes, scalars, seeds, partials, "    ")
+    head = [f"    {k.names[v]}s = {k.names[v]}[()]" for v in k.nest.inputs if v.aval.ndim == 0]
+    head += [f"    m{d} = {b}" for d, b in enumerate(bounds)]
+    head.append(f"    chunk = -(-m{len(bounds) - 1} // nchunk)")
+    params = ", ".join([k.params(), "nchunk", "ic", *(n for n, _ in seeds),
+                        *(n for n, _ in partials)])
+    body = "\n".join([*head, *(line[4:] for line in block)])
+    parts += [f"{decorator(False)}\ndef kernel_part{part}({params}):\n{body}\n", task]
+    return job
 
 
 def _stash_plan(k: LoopKernel, passes: list) -> tuple[dict[Var, str], dict[Var, int]]:

@@ -11,14 +11,22 @@ code is the same as a one-thread run's, so a pooled call gives the same bits.
 `task(kernel_task)` compiles it into a C function of (address, chunk) on the first pooled call
 (or loads it from Numba's cache when the kernel module is a file); `run` packs a call's words
 and runs its chunks on the pool.
+
+A full reduction's chunks are not independent rows: each pass combines its chunks' partials
+before the next pass starts (logsumexp's max, then its sum of exp). Its module holds
+`kernel_pool`, compiled code that runs the passes in order, each pass's chunks as one job
+(`job`, the tasks `PART_TASKS`), combining partials in chunk order as the prange variant does;
+`run_parts` holds the pool for it.
 """
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from llvmlite import ir
 from numba import cfunc, njit, types
+from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
@@ -61,6 +69,17 @@ def load(typingctx, addr, dtype):
         return context.unpack_value(builder, scalar,
                                     builder.inttoptr(args[0], data_type.as_pointer()))
     return scalar(addr, dtype), codegen
+
+
+@intrinsic
+def store(typingctx, addr, value):
+    """Stores scalar `value` at `addr`, as `load` reads it back (a pool job's words)."""
+    def codegen(context, builder, sig, args):
+        data_type = context.get_data_type(value)
+        context.pack_value(builder, value, args[1],
+                           builder.inttoptr(args[0], data_type.as_pointer()))
+        return context.get_dummy_value()
+    return types.void(addr, value), codegen
 
 
 def array_value(context, builder, arrty, addr, dims):
@@ -114,19 +133,13 @@ def run(site: busy_sites.Site, fn, arrays: tuple, rows: int, align: int,
         args: tuple) -> bool:
     """Runs a kernel's `kernel_task` (`fn`) on the native pool for a busy call at `site` over
     `rows` outer rows; False (nothing run: the caller takes its OpenMP arm) when the machine is
-    not busy, the pool is off or not here, another thread holds it, or an array is not
-    C-contiguous. `arrays` are the kernel's arrays (inputs, then outputs), `args` its sizes
-    and scalars."""
-    if not site.started or not config.hot("cpu_native_pool") or not native_pool.available():
+    not busy, the pool is off or not here, another thread holds it, an array is not
+    C-contiguous, or the task did not compile. `arrays` are the kernel's arrays (inputs, then
+    outputs), `args` its sizes and scalars."""
+    if not _ready(site, fn, arrays):
         return False
-    if any(not a.flags.c_contiguous for a in arrays):
+    if fn not in _tasks and not _first_use(site, fn, lambda: task(fn)):
         return False
-    if fn not in _tasks:  # compiling is not the pool's time: restart the call's clock
-        task(fn)
-        site.started = time.perf_counter()
-    from numbax._src.compiler.cpu.runtime import threads
-
-    native_pool.start(threads.pool_size())
     chunks = max(1, min(-(-rows // align), PARTS_PER_THREAD * (native_pool.workers() + 1)))
     packed: list[int] = [rows, chunks]
     for a in arrays:
@@ -140,3 +153,61 @@ def run(site: busy_sites.Site, fn, arrays: tuple, rows: int, align: int,
             keep.append(np.asarray(x))
             packed.append(keep[-1].ctypes.data)
     return native_pool.run(task(fn), np.array(packed, np.int64), chunks)
+
+
+_failed: set = set()  # pool forms that did not compile: their kernels keep the OpenMP arm
+
+
+def _ready(site: busy_sites.Site, fn, arrays: tuple) -> bool:
+    """Whether a busy call may run `fn`'s pool form (and the pool's workers are started)."""
+    if not site.started or fn in _failed or not config.hot("cpu_native_pool") \
+            or not native_pool.available() or any(not a.flags.c_contiguous for a in arrays):
+        return False
+    from numbax._src.compiler.cpu.runtime import threads
+
+    native_pool.start(threads.pool_size())
+    return True
+
+
+def _first_use(site: busy_sites.Site, fn, compile_) -> bool:
+    """Compiles a pool form (`compile_()`) on its first use, then restarts the call's clock
+    (compiling is not the pool's time). A form that does not compile is a numbax bug: warned
+    of once, and its kernel keeps the OpenMP arm rather than fail the user's call."""
+    try:
+        compile_()
+    except NumbaError as e:
+        _failed.add(fn)
+        warnings.warn(f"numbax: a fused kernel's native-pool form did not compile ({e}); it "
+                      "runs on OpenMP threads. Please report this.", RuntimeWarning,
+                      stacklevel=3)
+        return False
+    site.started = time.perf_counter()
+    return True
+
+
+@njit(nogil=True, cache=True)
+def job(base: int, task: int, words: np.ndarray, chunks: int, workers: int) -> None:
+    """From compiled code (`kernel_pool`): task(words' address, chunk) for every chunk, on the
+    pool whose words are at `base` (the caller holds it: `run_parts`)."""
+    native_pool.job(base, task, words.ctypes.data, chunks, workers)
+
+
+def run_parts(site: busy_sites.Site, fn, tasks: tuple, arrays: tuple, args: tuple,
+              size: int, minimum: int) -> bool:
+    """Runs a full reduction's `kernel_pool` (`fn`, its C tasks `tasks`) for a busy call at
+    `site`, its `size` elements cut into chunks of at least `minimum`; False (nothing run) as
+    for `run`. The first call compiles the tasks and `fn` by one run of the kernel (which
+    only writes its outputs)."""
+    if not _ready(site, fn, arrays):
+        return False
+    workers = native_pool.workers()
+    chunks = max(1, min(size // minimum, PARTS_PER_THREAD * (workers + 1)))
+    with native_pool.held() as base:
+        if base is None:
+            return False
+        call = (*arrays, *args, chunks, base, workers)
+        if not fn.signatures and not _first_use(
+                site, fn, lambda: fn(*call, *(task(t) for t in tasks))):
+            return False
+        fn(*call, *(task(t) for t in tasks))
+    return True

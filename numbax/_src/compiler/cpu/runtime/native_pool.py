@@ -13,12 +13,15 @@ worker ever runs (after a fork, say, where the child has no workers).
 
 A job is a C function `void task(int64 arg, int64 chunk)` (a cfunc's address) and an int64
 argument (the address of its parameters). Idle workers spin briefly, then sleep on a futex.
-One job runs at a time (`run` returns False when another thread's job holds the pool: the
-caller then takes its other path). Linux on x86-64 only (`available`); used by the busy
-machine's parallel arm of numbax's GEMM (gemm_tasks.py).
+One job runs at a time (`run` returns False, and `held` gives None, when another thread's job
+holds the pool: the caller then takes its other path); compiled code holding the pool through
+`held` runs jobs itself with `job` (a full reduction's passes, one job each). Linux on x86-64
+only (`available`); used by the busy machine's parallel arm of numbax's GEMM (gemm_tasks.py)
+and of fused kernels (kernel_tasks.py).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -142,7 +145,7 @@ def _take_chunks(base):
     """Runs chunks of the current job until none is left."""
     while True:
         chunk = _fetch_add(base + NEXT, 1)
-        if chunk >= _load(base + COUNT):  # (the count is read after the chunk: see `_run`)
+        if chunk >= _load(base + COUNT):  # (the count is read after the chunk: see `job`)
             return
         _call(_load(base + TASK), _load(base + ARG), chunk)
         _fetch_add(base + DONE, 1)
@@ -175,7 +178,7 @@ def _worker_address() -> int:
 
 
 @njit(nogil=True, cache=True)
-def _run(base, task, arg, count, workers):
+def job(base, task, arg, count, workers):
     """One job: publish it, wake the workers, take chunks, wait for the ones in progress.
 
     A worker still in the previous job's `_take_chunks` may take a chunk at any moment: the
@@ -236,10 +239,21 @@ def start(count: int) -> None:
 def run(task: int, args: np.ndarray, chunks: int) -> bool:
     """Runs task(args' address, chunk) for every chunk < `chunks` on the workers and the
     caller; False (nothing run) when another thread's job holds the pool."""
+    with held() as base:
+        if base is None:
+            return False
+        job(base, task, args.ctypes.data, chunks, workers())
+    return True
+
+
+@contextlib.contextmanager
+def held():
+    """The pool's words' address while this thread holds the pool, for jobs run from compiled
+    code (`job`); None when another thread's job holds it."""
     if not _pool.lock.acquire(blocking=False):
-        return False
+        yield None
+        return
     try:
-        _run(_pool.words.ctypes.data, task, args.ctypes.data, chunks, workers())
+        yield _pool.words.ctypes.data
     finally:
         _pool.lock.release()
-    return True
