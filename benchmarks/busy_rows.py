@@ -3,12 +3,19 @@ against the fixed rule it replaced (one thread while busy; Numba's pool for prod
 blas.LONG_MACS and more) and against jax.jit, under the same load.
 
     python benchmarks/busy_rows.py [--load N] [--only name,name] [--rounds R]
-                                   [--kernels-on-openmp]
+                                   [--kernels-on-openmp] [--forms form,form] [--separate]
 
 `--kernels-on-openmp` keeps fused kernels' parallel arm on Numba's OpenMP threads (as before
 kernel_tasks.py); products keep the native pool (NUMBAX_CPU_NATIVE_POOL=0 turns off both).
 
 A third form runs every busy site in parallel (the quiet machine's choice), for comparison.
+`--forms` times only some of "measured", "one thread", "every thread" and "jax" (default:
+all). Forms in one process share it: a parallel form's threads, spinning after its calls, and
+jax.jit's own threads slow the next form's samples (on the 2-core VM beside two loops the MLP
+step b128 took 12.7 ms in the one-thread form beside the others, 4.8-9 ms in a process of
+its own; jax.jit's b128 step 10.5 ms beside numbax's forms, 6.0 alone). `--separate` runs
+each form (jax.jit too) in a process of its own, the processes taking turns for R rounds, and
+prints the same table from all their samples: the figures a program alone would get.
 
 Starts N busy-looping processes (default: one per usable core), runs each row 0.3 s in the
 measured form (its sites' first busy calls try both arms), then takes R rounds; each round
@@ -19,6 +26,7 @@ Run it under `taskset -c 0,1` on a larger host to reproduce the 2-core VM's busy
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -48,6 +56,21 @@ def _every_thread(site):
     return busy_sites.PARALLEL
 
 
+def _separate(args: list[str], forms: list[str], rounds: int) -> dict:
+    """Each form in a process of its own (this script with --forms FORM --rounds 1 --json),
+    forms taking turns for `rounds` rounds: {(row, form): seconds}."""
+    base = [a for j, a in enumerate(args) if a not in ("--separate", "--rounds", "--forms")
+            and (j == 0 or args[j - 1] not in ("--rounds", "--forms"))]
+    times: dict = {}
+    for k in range(rounds):
+        for form in forms[k % len(forms):] + forms[:k % len(forms)]:
+            out = subprocess.run([sys.executable, __file__, *base, "--forms", form, "--rounds",
+                                  "1", "--json"], capture_output=True, text=True, check=True)
+            for (name, f), t in json.loads(out.stdout.splitlines()[-1]):
+                times.setdefault((name, f), []).extend(t)
+    return times
+
+
 def main() -> None:
     args = sys.argv[1:]
     cores = len(os.sched_getaffinity(0))
@@ -63,15 +86,28 @@ def main() -> None:
         kernel_tasks.run_parts = lambda *a: False
         kernel_tasks.site = busy_sites.Site  # and OpenMP's PARALLEL_WORTH_S
     forms = {"measured": MEASURED, "one thread": _one_thread, "every thread": _every_thread}
-    print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
-          f"load {load} | kernels on {'OpenMP' if '--kernels-on-openmp' in args else 'pool'} | "
-          f"jax {jax.__version__ if jax else 'absent'}")
+    wanted = args[args.index("--forms") + 1].split(",") if "--forms" in args else [
+        *forms, "jax"]
+    if "--separate" in args:
+        print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
+              f"load {load} | each form in its own process, {rounds} rounds")
+        _print(_separate(args, wanted, rounds), only)
+        return
+    forms = {k: v for k, v in forms.items() if k in wanted}
+    if "jax" not in wanted:
+        chosen = [(name, f_nb, a_nb, None, None) for name, f_nb, a_nb, *_ in chosen]
+    if "--json" not in args:
+        print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
+              f"load {load} | kernels on "
+              f"{'OpenMP' if '--kernels-on-openmp' in args else 'pool'} | "
+              f"jax {jax.__version__ if jax else 'absent'}")
     if jax:  # on JAX's device first, as its users keep them (no copy per call)
         chosen = [(name, f_nb, a_nb, f_jx, jax.tree_util.tree_map(
             lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx))
             for name, f_nb, a_nb, f_jx, a_jx in chosen]
     for _name, f_nb, a_nb, f_jx, a_jx in chosen:  # compile and warm outside the load
-        f_nb(*a_nb)
+        if forms:
+            f_nb(*a_nb)
         if f_jx is not None:
             f_jx(*a_jx)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
@@ -81,12 +117,14 @@ def main() -> None:
         # the measured sites' first busy calls try both arms: settle them under the load
         # first, as a training loop's first steps do, so the rounds time the steady state
         for _name, f_nb, a_nb, _f_jx, _a_jx in chosen:
-            samples(f_nb, *a_nb, repeat=1, min_time=0.3)
+            if forms:
+                samples(f_nb, *a_nb, repeat=1, min_time=0.3)
         order = list(forms.items())
         for k in range(rounds):
             for name, f_nb, a_nb, f_jx, a_jx in chosen:
                 # the forms take turns being first after a row change (the first pays for it)
-                for form, choose in order[k % len(order):] + order[:k % len(order)]:
+                turn = k % len(order) if order else 0
+                for form, choose in order[turn:] + order[:turn]:
                     busy_sites.Site.choose = choose
                     times.setdefault((name, form), []).extend(
                         samples(f_nb, *a_nb, repeat=1, min_time=0.05))
@@ -97,9 +135,16 @@ def main() -> None:
     finally:
         for p in busy:
             p.kill()
+    if "--json" in args:  # a --separate run's child
+        print(json.dumps(list(times.items())))
+        return
+    _print(times, [name for name, *_ in chosen])
+
+
+def _print(times: dict, names: list[str]) -> None:
     print(f"{'row':<16} {'measured':>16} {'one thread':>16} {'every thread':>16} {'jax':>16} "
           f"{'m/jax':>6} {'1/jax':>6} {'all/jax':>7}   (medians, ms; min-max)")
-    for name, *_ in chosen:
+    for name in names:
         med = {}
         cells = []
         for form in ("measured", "one thread", "every thread", "jax"):

@@ -6,7 +6,12 @@ With --gpu the step runs on the GPU driver (no graph replay) and the tracer wait
 card at every line, so a line's time is its kernel's time plus a launch and a sync.
 
     PYTHONPATH=. python benchmarks/driver_lines.py [--batch 2048] [--steps 20] [--gpu]
-        [--dtype bfloat16] [--load N]
+        [--dtype bfloat16] [--load N] [--warmup N]
+
+--warmup N untimed steps first (default 3, 30 under load). A kernel's prange variant compiles
+once the kernel has run threads.PARALLEL_TIER_NS of estimated serial work, which at batch 256
+takes tens of steps: give enough warm-up steps for the steady state (a compile inside the
+timed steps shows as one kernel's line at hundreds of ms).
 
 With --load N, N busy-looping processes run beside it (the busy-machine rules: each call
 site's serial/parallel choice settles in the untimed steps first).
@@ -37,6 +42,7 @@ def main() -> None:
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--dtype", default="float32", help="of parameters and data")
     parser.add_argument("--load", type=int, default=0, help="busy-looping processes beside it")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed steps first")
     args = parser.parse_args()
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(args.load)]
@@ -67,7 +73,8 @@ def _run(args) -> None:
     step = bench_cpu.mlp_step(jnp, numbax.grad, jit)
     if args.gpu:
         params, x, y = numbax.device_put((params, x, y), numbax.devices("gpu")[0])
-    for _ in range(3 if not args.load else 30):  # busy sites settle in the first calls
+    warmup = args.warmup if args.warmup is not None else 3 if not args.load else 30
+    for _ in range(warmup):  # (busy sites settle in the first calls)
         numbax.block_until_ready(step(params, x, y))
     t0 = time.perf_counter()
     for _ in range(args.steps):
