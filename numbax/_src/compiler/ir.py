@@ -82,7 +82,8 @@ class Kernel:
     task_rows: int = 0
     task_align: int = 1
     task_function: str = "kernel_task"
-    # a full reduction's `kernel_pool` and `PART_TASKS`: its chunks as native pool jobs
+    # the module's `kernel_pool` and `PART_TASKS` (a full reduction's passes or a column
+    # reduction: their chunks as native pool jobs; cpu/pool_tasks.py)
     pool_parts: bool = False
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -1,8 +1,9 @@
 """Fused kernels on the native pool (cpu/pool_tasks.py, runtime/kernel_tasks.py): a busy
 machine's parallel arm of a kernel over independent rows runs its serial code on chunks of rows
 and gives the bits a one-thread run gives; a full reduction runs each pass's chunks as a job
-and gives the bits its OpenMP arm gives with as many chunks; kernels whose rows are not
-independent, and arrays that are not C-contiguous, keep the OpenMP arm."""
+and gives the bits its OpenMP arm gives with as many chunks, a reduction over the leading axis
+(a bias gradient) runs its fixed chunks of rows as one job; kernels holding an iota, and arrays
+that are not C-contiguous, keep the OpenMP arm."""
 from __future__ import annotations
 
 import time
@@ -129,8 +130,9 @@ def test_kernels_whose_rows_are_not_independent_have_no_task():
     # an iota reads the absolute index
     assert "kernel_task" not in _kernel_source(
         lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None], x)
-    # a reduction over the outer axis
-    assert "kernel_task" not in _kernel_source(lambda v: jnp.sum(jnp.exp(v), axis=0), x)
+    # a reduction over the outer axis: its chunks of rows run as one job of parts
+    source = _kernel_source(lambda v: jnp.sum(jnp.exp(v), axis=0), x)
+    assert "def kernel_task(" not in source and "def kernel_pool(" in source
     # a full reduction: its chunks combine across rows, so it runs passes of chunk jobs
     source = _kernel_source(lambda v: jnp.sum(jnp.exp(v)), x)
     assert "def kernel_task(" not in source and "def kernel_pool(" in source
@@ -147,6 +149,23 @@ def test_an_input_read_by_rows_and_by_columns_rules_the_task_out(busy):
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, r)), (x * r).sum(1) + r,
                                rtol=1e-12, atol=1e-12)
     assert not busy
+
+
+def _record_parts(monkeypatch) -> list[bool]:
+    """What each call of kernel_tasks.run_parts returned (True: it ran on the pool)."""
+    pooled: list[bool] = []
+    real = kernel_tasks.run_parts
+    monkeypatch.setattr(kernel_tasks, "run_parts", lambda *a: (
+        pooled.append(real(*a)), pooled[-1])[1])
+    return pooled
+
+
+def _pooled_run(f, args, pooled: list[bool]) -> list[np.ndarray]:
+    """f's outputs, jitted, after checking that its reduction has a pool form and ran on it."""
+    assert "def kernel_pool(" in modules(numbax.jit(f).lower(*args).as_text())[0]
+    got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]
+    assert pooled and all(pooled), "the reduction did not run on the pool"
+    return got
 
 
 FULL_REDUCTIONS = {
@@ -171,13 +190,8 @@ FULL_REDUCTIONS = {
 def test_full_reductions_run_their_passes_as_pool_jobs(busy, monkeypatch, name):
     f, make, truth = FULL_REDUCTIONS[name]
     x = make()
-    pooled = []
-    real = kernel_tasks.run_parts
-    monkeypatch.setattr(kernel_tasks, "run_parts", lambda *a: (
-        pooled.append(real(*a)), pooled[-1])[1])
-    assert "def kernel_pool(" in modules(numbax.jit(f).lower(x).as_text())[0]
-    got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(x))]
-    assert pooled and all(pooled), "the reduction did not run on the pool"
+    pooled = _record_parts(monkeypatch)
+    got = _pooled_run(f, [x], pooled)
     jobs = len(pooled)
     # the OpenMP arm with the pool's chunk count runs the same chunk code: the same bits
     chunks = min(x.size // 4096, kernel_tasks.PARTS_PER_THREAD * (native_pool.workers() + 1))
@@ -192,6 +206,37 @@ def test_full_reductions_run_their_passes_as_pool_jobs(busy, monkeypatch, name):
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=2e-6 if g.dtype == np.float32 else 1e-12,
                                    atol=1e-12)
+
+
+COLUMN_REDUCTIONS = {
+    # a bias gradient: float32 rows summed in float64 partials of 64 rows each
+    "bias_gradient": (lambda g: jnp.sum(g, axis=0),
+                      lambda: [RNG.normal(size=(4099, 300)).astype(np.float32)],
+                      lambda g: g.astype(np.float64).sum(0)),
+    # a fused map before the sum, a per-column weight broadcast along rows, and a 0-d input
+    "weighted_mean": (lambda x, w, s: jnp.mean(jnp.tanh(x) * w * s, axis=0),
+                      lambda: [RNG.normal(size=(2048, 77)), RNG.normal(size=77), np.float64(0.5)],
+                      lambda x, w, s: (np.tanh(x) * w * s).mean(0)),
+    # three axes, two reductions (sum and max) of one map
+    "sum_and_max_3d": (lambda x: (jnp.sum(x * 2.0, axis=0), jnp.max(x, axis=0)),
+                       lambda: [RNG.normal(size=(1100, 6, 40))],
+                       lambda x: ((x * 2.0).sum(0), x.max(0))),
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMN_REDUCTIONS))
+def test_leading_axis_reductions_run_their_chunks_as_a_pool_job(busy, monkeypatch, name):
+    """The chunks are fixed (loops.COLUMN_CHUNK rows) and combined in order: the bits of a
+    one-thread run."""
+    f, make, truth = COLUMN_REDUCTIONS[name]
+    args = make()
+    got = _pooled_run(f, args, _record_parts(monkeypatch))
+    want = _serial(f, args)
+    expected = numbax.tree_util.tree_leaves(truth(*[np.asarray(a, np.float64) for a in args]))
+    for g, w, e in zip(got, want, expected, strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_allclose(g, e, rtol=2e-6 if g.dtype == np.float32 else 1e-12,
+                                   atol=1e-9)
 
 
 def test_a_pool_form_that_does_not_compile_falls_back_to_openmp_with_a_warning():

@@ -99,7 +99,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 run = (f"pk.run(_site{j}, k{j}_task, {arrays}, {kernel.task_rows}, "
                        f"{kernel.task_align}, {rest})" if kernel.task else
                        f"pk.run_parts(_site{j}, k{j}_pool, k{j}_parts, {arrays}, {rest}, "
-                       f"{kernel.chunks[0]}, {kernel.chunks[1]})")
+                       f"{', '.join(map(str, kernel.chunks or (0, 1)))})")
                 # (`started`: a busy call; a quiet one does not build the call's tuples)
                 lines.extend([f"    if n > 1 and _site{j}.started and {run}:",
                               "        pass  # ran on the native pool (runtime/kernel_tasks.py)",

@@ -376,6 +376,10 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
                                   views) if rows_independent else None
     if task is not None:
         functions.append(task[0])
+    parts: list[str] = []  # a column reduction's chunks as pool jobs (kernel_pool)
+    if can_parallel and column_form(nest):
+        pool = _column_body(k, False, parts)
+        functions += pool_tasks.pool_functions(k.params(), pool, parts, decorator(False))
     consts = "\n".join(k.consts)
     src = f"{k.header}\n{consts}\n\n\n" + "\n\n".join(functions)
     outer = 0  # the task's outer loop: over every element of a flat kernel, else axis 0
@@ -384,7 +388,8 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     return ir.Kernel(src, parallel=runs_parallel(nest), views=views, args=k.args(nest),
                      function="kernel_serial" if can_parallel else "kernel",
                      work_ns=work_ns(nest), task=task is not None,
-                     task_rows=outer, task_align=task[1] if task else 1)
+                     task_rows=outer, task_align=task[1] if task else 1,
+                     pool_parts=bool(parts))
 
 
 def trailing_axes(nest: ir.LoopNest) -> bool:
@@ -413,10 +418,12 @@ def column_form(nest: ir.LoopNest) -> bool:
     return nest.reduce_axes == (0,) and len(nest.shape) >= 2
 
 
-def _column_body(k: LoopKernel, parallel: bool) -> str:
+def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) -> str:
     """A leading-axis reduction in COLUMN_CHUNK chunks of i0: each chunk accumulates into its
     row of partials (in the accumulator dtype), then each kept index combines its partials in
-    chunk order and stores the result."""
+    chunk order and stores the result. With `parts` (the native pool's `kernel_pool`), the
+    chunks run as one pool job: their body becomes `kernel_part0`, appended to `parts` with its
+    C task (pool_tasks.part_function)."""
     nest = k.nest
     rank = len(nest.shape)
     pad = "    "
@@ -429,7 +436,9 @@ def _column_body(k: LoopKernel, parallel: bool) -> str:
     for j, e in enumerate(reductions):
         accs[e.outvars[0]] = f"p{j}[c, {index(kept)}]"
         lines.append(f"{pad}p{j} = np.empty((nch, {kept_sizes}), {dtype_ctor(acc_dtype(e))})")
-    lines.append(f"{pad}for c in {'prange' if parallel else 'range'}(nch):")
+    block_at = len(lines)
+    if parts is None:
+        lines.append(f"{pad}for c in {'prange' if parallel else 'range'}(nch):")
     inner = pad * 2
     lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c]" for j, e in
                                     enumerate(reductions)}, inner)
@@ -440,6 +449,11 @@ def _column_body(k: LoopKernel, parallel: bool) -> str:
         lines.append(f"{body_pad}for i{d} in range(n{d}):")
         body_pad += pad
     body(k, ["i0", *kept], False, accs, lines, body_pad, False)
+    if parts is not None:
+        partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
+        lines[block_at:] = pool_tasks.part_function(
+            k, 0, _scalar_loads(k, pad), lines[block_at:], "nch", "c", [], partials,
+            decorator(False), parts)
     if not any(e.outvars[0] in k.out_names for e in reductions):
         return "\n".join(lines) + "\n"
     combine_pad = pad

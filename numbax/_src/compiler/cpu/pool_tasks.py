@@ -9,13 +9,16 @@ so the serial code, unchanged, computes those rows; an iota (which reads the abs
 an outer-axis reduction, or an input read along its first axis both by the outer index and by
 another one rules the task out.
 
-A full reduction's chunked form (rows.py, mode "chunks") gets `kernel_pool` instead: the same
-passes, each pass's chunks run as one pool job. `part_job` writes, from one word layout, the
-lines of `kernel_pool` that pack a pass's words and run its job, and the C task
-`kernel_task_part<p>` that unpacks them and runs chunk `chunk` of `kernel_part<p>` (the pass's
-chunk body, the same lines the prange variant runs for chunk `ic`).
+Chunked reductions get `kernel_pool` instead (`pool_functions`): a full reduction's passes
+(rows.py, mode "chunks") and a reduction over the leading axis (loops._column_body), each
+loop over chunks run as one pool job. `part_function` turns a chunk loop's body into
+`kernel_part<p>` (the same lines the prange variant runs for one chunk); `part_job` writes,
+from one word layout, the lines of `kernel_pool` that pack its words and run the job, and the
+C task `kernel_task_part<p>` that unpacks them and runs chunk `chunk` of the part.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -101,24 +104,62 @@ def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:
     return reads.pop() if reads else False
 
 
-def part_job(part: int, arrays: list[tuple[str, int, np.dtype]], sizes: list[str],
+def pool_functions(params: str, body: str, parts: list[str], decorator: str) -> list[str]:
+    """The module sources of a kernel's pool form: `kernel_pool(<params>, nchunk, base,
+    workers, task0, ...)` with `body` (the chunk loops replaced by jobs: part_function), the
+    `kernel_part<p>` functions, then their C tasks and the tuple `PART_TASKS` the driver passes
+    back (a column reduction's chunks are fixed, COLUMN_CHUNK rows each: it ignores nchunk)."""
+    count = len(parts) // 2
+    tasks = "".join(f", task{p}" for p in range(count))
+    names = "".join(f"kernel_task_part{p}, " for p in range(count))
+    return [f"{decorator}\ndef kernel_pool({params}, nchunk, base, workers{tasks}):\n{body}",
+            *parts[0::2], "\n\n".join([IMPORT, *parts[1::2], f"PART_TASKS = ({names})"])]
+
+
+def part_function(k, part: int, head: list[str], block: list[str], count: str, index: str,
+                  seeds: list[tuple[str, np.dtype]], partials: list[tuple[str, int, np.dtype]],
+                  decorator: str, parts: list[str]) -> list[str]:
+    """A chunk body (`block`: the lines under `for <index> in prange(<count>)`, indented 8) as
+    `kernel_part<part>`, and its C task, appended to `parts`; returns the lines of
+    `kernel_pool` that run it as one pool job. `k` is the kernel's loops.LoopKernel, `head`
+    the lines the body needs first (scalar loads, bounds), `seeds` the scalars computed
+    before the loop (those the body reads are passed), `partials` the arrays the chunks
+    write (name, rank, dtype)."""
+    views = k.views or (None,) * (len(k.names) + len(k.out_names))
+    arrays = [(name, len(view) if view else v.aval.ndim, v.aval.dtype)
+              for (v, name), view in zip([*k.names.items(), *k.out_names.items()], views,
+                                         strict=True)]
+    text = "\n".join(block)
+    seeds = [(name, dtype) for name, dtype in seeds if re.search(rf"\b{name}\b", text)]
+    scalars = [(f"f{j}", dtype) for j, dtype in enumerate(k.scalar_dtypes)]
+    job, task = part_job(part, arrays + partials, len(arrays), k.sizes, scalars, seeds, count)
+    params = ", ".join([k.params(), count, index, *(n for n, _ in seeds),
+                        *(n for n, *_ in partials)])
+    body = "\n".join([*head, *(line[4:] for line in block)])
+    parts += [f"{decorator}\ndef kernel_part{part}({params}):\n{body}\n", task]
+    return job
+
+
+def part_job(part: int, arrays: list[tuple[str, int, np.dtype]], n_args: int, sizes: list[str],
              scalars: list[tuple[str, np.dtype]], seeds: list[tuple[str, np.dtype]],
-             partials: list[tuple[str, np.dtype]], pad: str) -> tuple[list[str], str]:
-    """(lines of `kernel_pool` at `pad` that run pass `part`'s chunks as one pool job; the
-    source of `kernel_task_part<part>`). `kernel_part<part>` takes the `arrays` (name, rank,
-    dtype), `sizes`, float `scalars`, then the chunk count and index, the pass's `seeds`
-    (scalars earlier passes computed) and its `partials` (one accumulator per chunk). Word 0
-    holds the chunk count; scalars are stored bit for bit in their own words."""
-    pack = [f"{pad}words[0] = nchunk"]
-    call = []
+             count: str) -> tuple[list[str], str]:
+    """(lines of `kernel_pool` that run pass `part`'s chunks as one pool job; the source of
+    `kernel_task_part<part>`) from one word layout. `kernel_part<part>` takes the first
+    `n_args` `arrays` (name, rank, dtype), the `sizes`, the float `scalars`, the chunk count
+    and index, the `seeds`, then the rest of `arrays` (the partials). Word 0 holds the chunk
+    count (`count` in kernel_pool); scalars are stored bit for bit in their own words."""
+    pad = "    "
+    pack = [f"{pad}words[0] = {count}"]
+    views = []
     word = 1
     for name, rank, dtype in arrays:
         pack.append(f"{pad}words[{word}] = {name}.ctypes.data")
         dims = [f"w[{word + 1 + d}]" for d in range(rank)]
         pack += [f"{pad}words[{word + 1 + d}] = {name}.shape[{d}]" for d in range(rank)]
         shape = f"({', '.join(dims)},)" if dims else "()"
-        call.append(f"pk.array_at(w[{word}], {shape}, {dtype_ctor(dtype)})")
+        views.append(f"pk.array_at(w[{word}], {shape}, {dtype_ctor(dtype)})")
         word += 1 + rank
+    call = views[:n_args]
     for name in sizes:
         pack.append(f"{pad}words[{word}] = {name}")
         call.append(f"w[{word}]")
@@ -128,13 +169,9 @@ def part_job(part: int, arrays: list[tuple[str, int, np.dtype]], sizes: list[str
         pack.append(f"{pad}pk.store(words.ctypes.data + {8 * word}, {dtype_ctor(dtype)}({name}))")
         loads.append(f"pk.load(p + {8 * word}, {dtype_ctor(dtype)})")
         word += 1
-    call += loads[:len(scalars)] + ["w[0]", "chunk"] + loads[len(scalars):]
-    for name, dtype in partials:
-        pack.append(f"{pad}words[{word}] = {name}.ctypes.data")
-        call.append(f"pk.array_at(w[{word}], (w[0],), {dtype_ctor(dtype)})")
-        word += 1
+    call += [*loads[:len(scalars)], "w[0]", "chunk", *loads[len(scalars):], *views[n_args:]]
     lines = [f"{pad}words = np.empty({word}, np.int64)", *pack,
-             f"{pad}pk.job(base, task{part}, words, nchunk, workers)"]
+             f"{pad}pk.job(base, task{part}, words, {count}, workers)"]
     args = ",\n        ".join(call)
     task = (f"def kernel_task_part{part}(p, chunk):  # kernel_tasks.task: a C task\n"
             f"    w = pk.words(p, {word})\n"

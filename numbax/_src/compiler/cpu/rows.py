@@ -3,8 +3,6 @@ logsumexp, layer norm) as one kernel over rows (fusion.fuse_rows); each pass loo
 while per-row results stay scalars."""
 from __future__ import annotations
 
-import re
-
 import numba
 import numpy as np
 
@@ -76,19 +74,13 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     parts: list[str] = []  # kernel_part<p> and its C task, per pass (pool form)
     if mode == "chunks" and not lanes:
         pool = _rows_body(k, "pool", kept, bounds, False, parts)
-        tasks = ", ".join(f"task{p}" for p in range(len(parts) // 2))
-        functions.append(f"{decorator(False)}\ndef kernel_pool({k.params()}, nchunk, base, "
-                         f"workers, {tasks}):\n{pool}")
-        functions += parts[0::2]
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
     task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes, views,
                                   ("", "_narrow") if lanes else ("",)) if mode == "rows" else None
     if task is not None:
         functions.append(task[0])
-    if parts:  # the C tasks, not compiled until the pool runs them
-        tasks = [f"kernel_task_part{p}" for p in range(len(parts) // 2)]
-        functions.append("\n\n".join([pool_tasks.IMPORT, *parts[1::2],
-                                      f"PART_TASKS = ({''.join(t + ', ' for t in tasks)})"]))
+    if parts:  # (its tasks compile when the pool first runs them)
+        functions += pool_tasks.pool_functions(k.params(), pool, parts, decorator(False))
     consts = "\n".join(k.consts)
     first, rest = k.header.split("\n", 1)
     if lanes:
@@ -241,25 +233,14 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
 def _pool_part(k: LoopKernel, part: int, bounds: list[str], block: list[str],
                seeds: list[tuple[str, np.dtype]], reductions: list[JaxprEqn],
                accs: dict[Var, str], parts: list[str]) -> list[str]:
-    """A pass's chunk body (`block`, the lines under `for ic in ...`) as `kernel_part<part>` and
-    its C task, appended to `parts`; returns the lines of `kernel_pool` that run it as a job."""
-    arrays = [(name, len(view) if view else v.aval.ndim, v.aval.dtype)
-              for (v, name), view in zip([*k.names.items(), *k.out_names.items()],
-                                         k.views or (None,) * (len(k.names) + len(k.out_names)),
-                                         strict=True)]
-    text = "\n".join(block)
-    seeds = [(name, dtype) for name, dtype in seeds if re.search(rf"\b{name}\b", text)]
-    partials = [(f"p{accs[e.outvars[0]]}", acc_dtype(e)) for e in reductions]
-    scalars = [(f"f{j}", dtype) for j, dtype in enumerate(k.scalar_dtypes)]
-    job, task = pool_tasks.part_job(part, arrays, k.sizes, scalars, seeds, partials, "    ")
+    """A pass's chunk body as `kernel_part<part>` (pool_tasks.part_function); returns the lines
+    of `kernel_pool` that run it."""
     head = [f"    {k.names[v]}s = {k.names[v]}[()]" for v in k.nest.inputs if v.aval.ndim == 0]
     head += [f"    m{d} = {b}" for d, b in enumerate(bounds)]
     head.append(f"    chunk = -(-m{len(bounds) - 1} // nchunk)")
-    params = ", ".join([k.params(), "nchunk", "ic", *(n for n, _ in seeds),
-                        *(n for n, _ in partials)])
-    body = "\n".join([*head, *(line[4:] for line in block)])
-    parts += [f"{decorator(False)}\ndef kernel_part{part}({params}):\n{body}\n", task]
-    return job
+    partials = [(f"p{accs[e.outvars[0]]}", 1, acc_dtype(e)) for e in reductions]
+    return pool_tasks.part_function(k, part, head, block, "nchunk", "ic", seeds, partials,
+                                    decorator(False), parts)
 
 
 def _stash_plan(k: LoopKernel, passes: list) -> tuple[dict[Var, str], dict[Var, int]]:

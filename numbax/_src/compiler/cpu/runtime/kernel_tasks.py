@@ -12,11 +12,12 @@ code is the same as a one-thread run's, so a pooled call gives the same bits.
 (or loads it from Numba's cache when the kernel module is a file); `run` packs a call's words
 and runs its chunks on the pool.
 
-A full reduction's chunks are not independent rows: each pass combines its chunks' partials
-before the next pass starts (logsumexp's max, then its sum of exp). Its module holds
-`kernel_pool`, compiled code that runs the passes in order, each pass's chunks as one job
-(`job`, the tasks `PART_TASKS`), combining partials in chunk order as the prange variant does;
-`run_parts` holds the pool for it.
+A chunked reduction's chunks are not independent rows: they write partials that are combined
+afterwards, and a full reduction's next pass needs the combined value (logsumexp's max, then
+its sum of exp). Its module holds `kernel_pool`, compiled code that runs the passes in order,
+each pass's chunks as one job (`job`, the tasks `PART_TASKS`), combining partials in chunk
+order as the prange variant does (a reduction over the leading axis: one job of its fixed
+chunks of rows); `run_parts` holds the pool for it.
 """
 from __future__ import annotations
 
@@ -194,8 +195,9 @@ def job(base: int, task: int, words: np.ndarray, chunks: int, workers: int) -> N
 
 def run_parts(site: busy_sites.Site, fn, tasks: tuple, arrays: tuple, args: tuple,
               size: int, minimum: int) -> bool:
-    """Runs a full reduction's `kernel_pool` (`fn`, its C tasks `tasks`) for a busy call at
-    `site`, its `size` elements cut into chunks of at least `minimum`; False (nothing run) as
+    """Runs a chunked reduction's `kernel_pool` (`fn`, its C tasks `tasks`) for a busy call at
+    `site`, a full reduction's `size` elements cut into chunks of at least `minimum` (a
+    leading-axis reduction's chunks are fixed: the driver passes 0, 1); False (nothing run) as
     for `run`. The first call compiles the tasks and `fn` by one run of the kernel (which
     only writes its outputs)."""
     if not _ready(site, fn, arrays):
