@@ -169,18 +169,18 @@ def _pooled_run(f, args, pooled: list[bool]) -> list[np.ndarray]:
 
 
 FULL_REDUCTIONS = {
-    "sum_float32": (lambda x: jnp.sum(x), lambda: RNG.normal(size=300_001).astype(np.float32),
-                    np.sum),
     # two passes: the max, then the sum of exp shifted by it (a seed of the second pass)
     "logsumexp": (lambda x: numbax.scipy.special.logsumexp(x),
                   lambda: RNG.normal(size=(700, 900)),
                   lambda x: np.log(np.sum(np.exp(x - x.max()))) + x.max()),
-    "var_float32": (lambda x: jnp.var(x), lambda: RNG.normal(3.0, 2.0, size=500_000)
-                    .astype(np.float32), lambda x: np.var(x.astype(np.float64))),
+    "sum_float32": (lambda x: jnp.sum(x), lambda: RNG.normal(size=300_001).astype(np.float32),
+                    np.sum),
     # a last pass with no reduction, writing every element (exp kept from the pass before)
     "softmax_vector": (lambda x: numbax.nn.softmax(x),
                        lambda: RNG.normal(size=400_000).astype(np.float32),
                        lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()),
+    "var_float32": (lambda x: jnp.var(x), lambda: RNG.normal(3.0, 2.0, size=500_000)
+                    .astype(np.float32), lambda x: np.var(x.astype(np.float64))),
     "max_and_mean": (lambda x: (jnp.max(x), jnp.mean(jnp.tanh(x))),
                      lambda: RNG.normal(size=2**19), None),
 }
