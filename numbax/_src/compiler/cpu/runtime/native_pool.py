@@ -15,7 +15,7 @@ A job is a C function `void task(int64 arg, int64 chunk)` (a cfunc's address) an
 argument (the address of its parameters). Idle workers spin briefly, then sleep on a futex.
 One job runs at a time (`run` returns False, and `held` gives None, when another thread's job
 holds the pool: the caller then takes its other path); compiled code holding the pool through
-`held` runs jobs itself with `job` (a full reduction's passes, one job each). Linux on x86-64
+`held` runs jobs itself with `job` (a chunked reduction's passes, one job each). Linux on x86-64
 only (`available`); used by the busy machine's parallel arm of numbax's GEMM (gemm_tasks.py)
 and of fused kernels (kernel_tasks.py).
 """
