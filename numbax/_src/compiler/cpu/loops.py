@@ -408,7 +408,7 @@ def vector_form(nest: ir.LoopNest) -> bool:
         v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
 
 
-def _scalar_loads(k: LoopKernel, pad: str) -> list[str]:
+def scalar_loads(k: LoopKernel, pad: str) -> list[str]:
     """The 0-d inputs read once before the loops (as `a<k>s`)."""
     return [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in k.nest.inputs if v.aval.ndim == 0]
 
@@ -427,7 +427,7 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     nest = k.nest
     rank = len(nest.shape)
     pad = "    "
-    lines = _scalar_loads(k, pad)
+    lines = scalar_loads(k, pad)
     kept = [f"i{d}" for d in range(1, rank)]
     kept_sizes = ", ".join(k.sizes[1:])
     reductions = [e for e in nest.eqns if is_reduction(e)]
@@ -452,7 +452,7 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     if parts is not None:
         partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
         lines[block_at:] = pool_tasks.part_function(
-            k, 0, _scalar_loads(k, pad), lines[block_at:], "nch", "c", [], partials,
+            k, 0, scalar_loads(k, pad), lines[block_at:], "nch", "c", [], partials,
             decorator(False), parts)
     if not any(e.outvars[0] in k.out_names for e in reductions):
         return "\n".join(lines) + "\n"
@@ -483,7 +483,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     lines: list[str] = []
     pad = "    "
     if rank:
-        lines.extend(_scalar_loads(k, pad))
+        lines.extend(scalar_loads(k, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
     idx = [f"i{d}" for d in range(len(bounds))]
     reductions = [e for e in nest.eqns if is_reduction(e)]

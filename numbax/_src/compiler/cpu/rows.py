@@ -114,7 +114,7 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
     passes = nest.passes or [("row", list(nest.eqns))]
     idx = [f"i{d}" for d in range(len(bounds))]
     pad = "    "
-    lines = [f"{pad}{k.names[v]}s = {k.names[v]}[()]" for v in nest.inputs if v.aval.ndim == 0]
+    lines = loops.scalar_loads(k, pad)
     lines.extend(f"{pad}m{d} = {b}" for d, b in enumerate(bounds))
     last = len(bounds) - 1
     for d in range(kept):
@@ -235,7 +235,7 @@ def _pool_part(k: LoopKernel, part: int, bounds: list[str], block: list[str],
                accs: dict[Var, str], parts: list[str]) -> list[str]:
     """A pass's chunk body as `kernel_part<part>` (pool_tasks.part_function); returns the lines
     of `kernel_pool` that run it."""
-    head = [f"    {k.names[v]}s = {k.names[v]}[()]" for v in k.nest.inputs if v.aval.ndim == 0]
+    head = loops.scalar_loads(k, "    ")
     head += [f"    m{d} = {b}" for d, b in enumerate(bounds)]
     head.append(f"    chunk = -(-m{len(bounds) - 1} // nchunk)")
     partials = [(f"p{accs[e.outvars[0]]}", 1, acc_dtype(e)) for e in reductions]
