@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -35,6 +36,20 @@ def test_every_chunk_runs_exactly_once():
         for _ in range(50):
             assert native_pool.run(_count_chunk.address, counts, chunks)
         np.testing.assert_array_equal(counts, np.full(chunks, 50.0))
+
+
+def test_idle_workers_sleep_after_their_jobs():
+    """Workers that ran jobs go back to sleep on the futex: the process takes no CPU while
+    idle (with the futex call's timeout left out, each idle worker took a whole core)."""
+    native_pool.start(rt_threads.pool_size())
+    counts = np.zeros(64)
+    for _ in range(200):
+        assert native_pool.run(_count_chunk.address, counts, 64)
+    time.sleep(0.1)  # (the workers' spin before sleeping; OpenMP's, after earlier tests)
+    cpu, wall = time.process_time(), time.perf_counter()
+    time.sleep(0.5)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    assert cpu < 0.1 * wall, f"{cpu:.3f} s of CPU in {wall:.3f} s idle"
 
 
 def _product_cases():

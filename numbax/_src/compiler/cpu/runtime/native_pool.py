@@ -117,9 +117,12 @@ def _call(typingctx, task, arg, chunk):
 
 
 # libc's syscall(number, a, b, c) and sched_yield by symbol name: resolved when the code is
-# loaded, so no process's address is compiled in and Numba can cache the callers
-_syscall3 = types.ExternalFunction(
-    "syscall", types.int64(types.int64, types.int64, types.int64, types.int64))
+# loaded, so no process's address is compiled in and Numba can cache the callers.
+# futex(addr, op, value, timeout): the timeout is passed as 0 (none) on every call. Left out,
+# FUTEX_WAIT read whatever the register held as a timeout pointer and returned at once, so
+# a worker that had run a job never slept: two idle workers took 100 % of a core each.
+_futex = types.ExternalFunction(
+    "syscall", types.int64(types.int64, types.int64, types.int64, types.int64, types.int64))
 _sched_yield = types.ExternalFunction("sched_yield", types.int32())
 
 
@@ -165,7 +168,7 @@ def _worker(words):
                 _pause()
                 spins += 1
             else:
-                _syscall3(SYS_FUTEX, base + GEN, FUTEX_WAIT_PRIVATE, seen)
+                _futex(SYS_FUTEX, base + GEN, FUTEX_WAIT_PRIVATE, seen, 0)
             generation = _load32(base + GEN)
         seen = generation
         _take_chunks(base)
@@ -193,7 +196,7 @@ def job(base, task, arg, count, workers):
     _store(base + NEXT, 0)
     _store32(base + GEN, (_load32(base + GEN) + 1) & 0x7FFFFFFF)
     if workers:
-        _syscall3(SYS_FUTEX, base + GEN, FUTEX_WAKE_PRIVATE, workers)
+        _futex(SYS_FUTEX, base + GEN, FUTEX_WAKE_PRIVATE, workers, 0)
     _take_chunks(base)
     spins = 0
     while _load(base + DONE) < count:  # chunks other threads are running
