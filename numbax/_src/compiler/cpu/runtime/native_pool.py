@@ -116,7 +116,7 @@ def _call(typingctx, task, arg, chunk):
     return types.void(types.int64, types.int64, types.int64), codegen
 
 
-# libc's syscall(number, a, b, c) and sched_yield by symbol name: resolved when the code is
+# libc's syscall and sched_yield by symbol name: resolved when the code is
 # loaded, so no process's address is compiled in and Numba can cache the callers.
 # futex(addr, op, value, timeout): the timeout is passed as 0 (none) on every call. Left out,
 # FUTEX_WAIT read whatever the register held as a timeout pointer and returned at once, so
