@@ -1,5 +1,4 @@
-"""dtype promotion (NumPy 2 rules, weak Python scalars) and x64 canonicalisation."""
-import itertools
+"""dtype promotion (JAX's lattice, weak Python scalars) and x64 canonicalisation."""
 import json
 import pathlib
 
@@ -14,16 +13,27 @@ import numbax.typing
 from numbax._src import dtypes
 from numbax._src.core import ShapedArray
 from numbax.errors import NumbaxTypeError
+from tests import jax_promotion
 
 NUMERIC = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
            np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
 SCALARS = [True, 3, 2.5, 1 + 2j]
 
 
-@pytest.mark.parametrize("a,b", list(itertools.combinations_with_replacement(NUMERIC, 2)))
-def test_array_array_promotion_matches_numpy(a, b):
-    got, weak = dtypes.result_type((np.dtype(a), False), (np.dtype(b), False))
-    assert got == np.result_type(a, b) and not weak
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+@pytest.mark.parametrize("case", sorted(jax_promotion.TABLES["standard_x64"]))
+def test_promotion_matches_jax(case, x64):
+    """Every pair of dtypes and weak scalars against JAX's recorded result dtype and weak flag
+    (its type promotion lattice, with x64 on and off)."""
+    prev = numbax.config.jax_enable_x64
+    numbax.config.update("jax_enable_x64", x64)
+    try:
+        pairs = [(dtypes.python_scalar_dtype(_SCALAR_SPECS[s]), True) if s in _SCALAR_SPECS
+                 else (jnp.zeros(2, s).dtype, False) for s in case.split()]
+        got, weak = dtypes.result_type(*pairs)
+    finally:
+        numbax.config.update("jax_enable_x64", prev)
+    assert [str(got), weak] == list(jax_promotion.jax_result(case.split(), x64))
 
 
 @pytest.mark.parametrize("a", NUMERIC)
@@ -49,12 +59,14 @@ def test_all_weak_stays_weak():
 @given(st.sampled_from(NUMERIC[1:]), st.sampled_from(NUMERIC[1:]),
        st.lists(st.integers(1, 3), min_size=0, max_size=3),
        st.lists(st.integers(1, 3), min_size=0, max_size=3))
-def test_binary_op_dtype_and_values_follow_numpy(a, b, shape_a, shape_b):
+def test_binary_op_dtype_and_values_follow_jax_promotion(a, b, shape_a, shape_b):
+    """numpy's product of the operands as JAX promotes them (an integer joins a float at the
+    float's width)."""
     rng = np.random.default_rng(0)
     x = (rng.integers(1, 5, shape_a)).astype(a)
     y = (rng.integers(1, 5, shape_b)).astype(b)
     try:
-        expected = np.multiply(x, y)
+        expected = np.multiply(*jax_promotion.jax_promoted((x, y)))
     except ValueError:
         with pytest.raises(ValueError, match="broadcast"):
             jnp.multiply(x, y)
@@ -112,9 +124,8 @@ def test_strict_promotion_allows_what_jax_allows(case):
                     jnp.add(*ops)
         else:
             assert str(jnp.result_type(*ops)) == want
-    # the same operands promote under the standard rules (numpy's)
-    assert jnp.result_type(*ops) == np.result_type(*[
-        o if isinstance(o, (bool, int, float, complex)) else o.dtype for o in ops])
+    # the same operands under the standard rules: JAX's recorded result
+    assert str(jnp.result_type(*ops)) == jax_promotion.jax_result(case.split())[0]
 
 
 def test_strict_promotion_retraces_under_jit():

@@ -20,13 +20,7 @@ REF = json.loads((pathlib.Path(__file__).parent / "data" /
                   "leftovers_s34_jax_reference.json").read_text())
 
 # Where numbax differs from JAX on purpose or by a primitive it does not have, each with why.
-KNOWN = {
-    # numbax promotes as numpy under x64 (int32 with float32 gives float64); JAX's lattice
-    # gives float32. Promotion is numbax-wide, not histogram's.
-    ("dtypes/x64", "histogram_int_weights"): "numpy promotion of float32 with int32 weights",
-    ("dtypes/x64", "histogram2d_int_weights"): "numpy promotion of float32 with int32 weights",
-    ("dtypes/x64", "histogramdd_int_weights"): "numpy promotion of float32 with int32 weights",
-}
+KNOWN: dict = {}  # (none now: promotion follows JAX's lattice, x64 histogram weights too)
 
 
 def _close(got, want) -> bool:

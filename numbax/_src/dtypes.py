@@ -1,4 +1,4 @@
-"""dtype rules: NumPy 2 promotion with weak Python scalars (NEP 50), x64 canonicalisation, the
+"""dtype rules: JAX's type promotion lattice with weak Python scalars, x64 canonicalisation, the
 jax_numpy_dtype_promotion / jax_numpy_rank_promotion checks, and jax.dtypes' helpers."""
 from __future__ import annotations
 
@@ -60,9 +60,22 @@ def short_name(dtype: np.dtype) -> str:
     return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
 
 
+_NUMERIC = frozenset(_SHORT_NAMES)  # the native numeric dtypes: canonical but for x64
+
+
 def canonicalize_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
     """Checks that `dtype` is a numeric dtype, in the machine's byte order, narrowed to 32 bits
     when x64 is off."""
+    # (on every operation's path: a native numeric dtype needs no checks)
+    dt = dtype if isinstance(dtype, np.dtype) and dtype in _NUMERIC else checked_dtype(
+        dtype, context=context)
+    if not config.hot("jax_enable_x64"):
+        return _X64_TO_X32.get(dt, dt)
+    return dt
+
+
+def checked_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
+    """`dtype` checked to be a numeric dtype, in the machine's byte order, not narrowed."""
     try:
         dt = np.dtype(dtype)
     except TypeError as err:
@@ -79,8 +92,6 @@ def canonicalize_dtype(dtype: Any, *, context: str = "numbax") -> np.dtype:
             f"{context}: dtype {dt} is not supported; numbax arrays hold booleans, integers, "
             "floats or complex numbers. Convert the data to a numeric dtype first."
         )
-    if not config.jax_enable_x64:
-        return _X64_TO_X32.get(dt, dt)
     return dt
 
 
@@ -105,46 +116,90 @@ def default_int_dtype() -> np.dtype:
     return canonicalize_dtype(int64)
 
 
-def _weak_representative(dtype: np.dtype) -> Any:
-    # A Python scalar of the same kind stands for a weak type: numpy applies NEP 50 to it.
-    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[kind_of(dtype)]
+# JAX's type promotion lattice (its documentation's "Type promotion semantics"): each type's
+# direct successors. "i*", "f*" and "c*" are the weak kinds of Python int, float and complex
+# scalars; a Python bool is strong (b1). Two types promote to their least upper bound. Unlike
+# numpy's rules, an integer joins any float at the float's width (int32 with float32 is
+# float32 under x64 too, int16 with float16 is float16) and any complex at the complex's
+# (int32 with complex64 is complex64), and int64 with uint64 is a weak float.
+_LATTICE = {
+    "b1": ("i*",), "u8": ("i16", "u16"), "u16": ("i32", "u32"), "u32": ("i64", "u64"),
+    "u64": ("f*",), "i*": ("u8", "i8"), "i8": ("i16",), "i16": ("i32",), "i32": ("i64",),
+    "i64": ("f*",), "f*": ("c*", "f16", "bf16"), "bf16": ("f32",), "f16": ("f32",),
+    "f32": ("f64", "c64"), "f64": ("c128",), "c*": ("c64",), "c64": ("c128",), "c128": (),
+}
+# With x64 off no promotion makes a 64-bit type of narrower ones: uint32 with int32 is int32.
+_LATTICE_X32 = {**_LATTICE, "u32": ("i32", "u64")}
+_NODE = {dt: name for dt, name in _SHORT_NAMES.items() if dt != bool_} | {bool_: "b1"}
+_NODE_DTYPE = {name: dt for dt, name in _NODE.items()}
+_WEAK_NODE = {"b": "b1", "i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+_WEAK_DEFAULT = {"i*": int64, "f*": float64, "c*": complex128}
+
+
+def _upper_sets(lattice: dict) -> dict:
+    """Each type's upper set: itself and every type it promotes to."""
+    above: dict = {}
+
+    def visit(node: str) -> frozenset:
+        if node not in above:
+            above[node] = frozenset({node}).union(*(visit(n) for n in lattice[node]))
+        return above[node]
+
+    for node in lattice:
+        visit(node)
+    return above
+
+
+_ABOVE = {True: _upper_sets(_LATTICE), False: _upper_sets(_LATTICE_X32)}
+# (x64, *operand pairs) -> their join: promotion runs for every operation; a handful of
+# combinations in practice, at most JOINS_MAX kept
+_JOINS: dict = {}
+JOINS_MAX = 4096
+
+
+def _join(above: dict, nodes: frozenset) -> str:
+    """The least upper bound of lattice nodes: the common successor all others are above."""
+    common = frozenset.intersection(*(above[n] for n in nodes))
+    return next(n for n in common if common <= above[n])
 
 
 def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
-    """Promotes (dtype, weak_type) pairs with NumPy 2 rules; the result is weak when all are,
-    or when a weak int/float outranks every strong dtype's kind (JAX's lattice)."""
+    """Promotes (dtype, weak_type) pairs on JAX's lattice (`_LATTICE`), narrowed to 32 bits
+    when x64 is off; the result is weak when the join is a weak kind: all operands weak, a
+    weak scalar of a higher kind than every strong dtype (int32 + 1.0, bool + 1), or int64
+    with uint64."""
     if not dtypes_and_weak:
         raise ValueError("result_type needs at least one dtype")
-    strong = [np.dtype(dt) for dt, weak in dtypes_and_weak if not weak]
-    weak = [dt for dt, is_weak in dtypes_and_weak if is_weak]
-    if config.jax_numpy_dtype_promotion == "strict":
-        _check_strict(strong, [np.dtype(dt) for dt in weak])
-    if not strong:
-        # All weak: the widest kind wins, at its default precision.
-        widest = max((np.dtype(dt) for dt in weak), key=lambda dt: "biufc".index(kind_of(dt)))
-        return python_scalar_dtype(_weak_representative(widest)), True
-    reps = [_weak_representative(np.dtype(dt)) for dt in weak]
-    if bfloat16 in strong:
-        return _bfloat16_result_type(strong, reps), False
-    out = np.result_type(*strong, *reps)
-    # JAX's lattice: a weak scalar of a higher kind than every strong dtype (int32 + 1.0,
-    # bool + 1) gives that kind's weak type at default precision, the dtype numpy picks too;
-    # a strong float with a weak complex is a strong complex (float32 + 1j is complex64).
-    rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 2}
-    weak_wins = bool(weak) and (max(rank[kind_of(dt)] for dt in weak)
-                                > max(rank[kind_of(dt)] for dt in strong))
-    return canonicalize_dtype(out), weak_wins
+    if config.hot("jax_numpy_dtype_promotion") == "strict":
+        _check_strict([np.dtype(dt) for dt, weak in dtypes_and_weak if not weak],
+                      [np.dtype(dt) for dt, weak in dtypes_and_weak if weak])
+    joined, weak = lattice_join(dtypes_and_weak)
+    return canonicalize_dtype(joined), weak
 
 
-def _bfloat16_result_type(strong: list[np.dtype], reps: list) -> np.dtype:
-    """Promotion with bfloat16 among the strong dtypes: bfloat16 takes float16's place in
-    numpy's rules (int8, uint8, bool and weak scalars join it; int16 and wider go to float32 or
-    float64; float32 and complex win), and bfloat16 with float16 is float32, as in JAX."""
-    as_half = [float16 if dt == bfloat16 else dt for dt in strong]
-    out = canonicalize_dtype(np.result_type(*as_half, *reps))
-    if out != float16:
-        return out
-    return float32 if float16 in strong else bfloat16
+def lattice_join(dtypes_and_weak) -> tuple[np.dtype, bool]:
+    """The least upper bound of (dtype, weak_type) pairs on JAX's lattice, not narrowed (as
+    jnp.promote_types gives it: int64 with int8 is int64 under x64 off too); a weak kind's
+    join is its 64-bit default, weak."""
+    key = (config.hot("jax_enable_x64"), *dtypes_and_weak)
+    joined = _JOINS.get(key)
+    if joined is None:
+        if len(_JOINS) >= JOINS_MAX:
+            _JOINS.clear()
+        joined = _JOINS[key] = _lattice_join(key[0], dtypes_and_weak)
+    return joined
+
+
+def _lattice_join(x64: bool, dtypes_and_weak) -> tuple[np.dtype, bool]:
+    try:
+        nodes = frozenset(_WEAK_NODE[kind_of(np.dtype(dt))] if weak else _NODE[np.dtype(dt)]
+                          for dt, weak in dtypes_and_weak)
+    except KeyError:  # a dtype outside the lattice (float0, say): numpy's rules
+        return np.result_type(*(dt for dt, _ in dtypes_and_weak)), False
+    joined = _join(_ABOVE[bool(x64)], nodes)
+    if joined in _WEAK_DEFAULT:
+        return _WEAK_DEFAULT[joined], True
+    return _NODE_DTYPE[joined], False
 
 
 # Under strict promotion a weak scalar of kind k may join strong dtypes of these kinds (JAX's

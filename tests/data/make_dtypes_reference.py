@@ -1,5 +1,7 @@
 """Records JAX's verdicts under jax_numpy_dtype_promotion="strict" (with jax_enable_x64, as
-numbax's defaults) into dtypes_jax_reference.json (run once, with jax):
+numbax's defaults), and its standard promotion of every pair of dtypes and weak scalars with
+x64 on and off (the result dtype and whether it is weak), into dtypes_jax_reference.json (run
+once, with jax):
 
     /work/jaxenv/bin/python tests/data/make_dtypes_reference.py
 
@@ -34,13 +36,33 @@ def verdict(specs: list[str]) -> str:
         return "error"
 
 
+# every dtype numbax promotes, for the standard tables
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "bfloat16", "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def standard(specs: list[str]) -> list:
+    """[result dtype, weak] of JAX's standard promotion of the operands."""
+    dtype, weak = jax.dtypes.result_type(*[operand(s) for s in specs],
+                                         return_weak_type_flag=True)
+    return [str(dtype), bool(weak)]
+
+
+def _cases(dtypes: list[str]) -> list[list[str]]:
+    cases = [list(p) for p in itertools.combinations_with_replacement(dtypes, 2)]
+    cases += [[d, s] for d in dtypes for s in SCALARS]
+    return cases + [list(p) for p in itertools.combinations_with_replacement(SCALARS, 2)]
+
+
 def main() -> None:
-    cases = [list(p) for p in itertools.combinations_with_replacement(DTYPES, 2)]
-    cases += [[d, s] for d in DTYPES for s in SCALARS]
-    cases += [list(p) for p in itertools.combinations_with_replacement(SCALARS, 2)]
     out = {"jax_version": jax.__version__,
-           "strict": {" ".join(c): verdict(c) for c in cases},
+           "strict": {" ".join(c): verdict(c) for c in _cases(DTYPES)},
            "float0": str(np.dtype(jax.dtypes.float0))}
+    for x64 in (True, False):
+        jax.config.update("jax_enable_x64", x64)
+        out[f"standard_{'x64' if x64 else 'x32'}"] = {
+            " ".join(c): standard(c) for c in _cases(ALL_DTYPES)}
+    jax.config.update("jax_enable_x64", True)
     OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT}")
 

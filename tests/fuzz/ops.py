@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import numbax.numpy as jnp
 from numbax import lax
+from tests.jax_promotion import jax_promoted
 
 Aval = tuple[tuple[int, ...], np.dtype]
 KINDS = "biufc"
@@ -88,7 +89,7 @@ def _binary(name: str, kinds: str, inexact: str = "", smooth: bool = False,
             discrete: bool = False, np_name: str | None = None) -> None:
     jfn, nfn = getattr(jnp, name), getattr(np, np_name or name)
     op(name, 2, kinds, lambda p, *xs: jfn(*_lit_or(xs, p)),
-       lambda p, *xs: nfn(*_lit_or(xs, p)), inexact=inexact, smooth=smooth,
+       lambda p, *xs: nfn(*_lit_or(jax_promoted(xs), p)), inexact=inexact, smooth=smooth,
        discrete=discrete, preserves=True, literal_ok=True)
 
 
@@ -140,7 +141,8 @@ def _numpy_cast(x: np.ndarray, dtype: str) -> np.ndarray:
 # would compare numpy with itself
 op("astype", 1, KINDS, lambda p, x: jnp.asarray(x).astype(p["dtype"]),
    lambda p, x: _numpy_cast(x, p["dtype"]), params=_cast_param, discrete=True)
-op("where", 3, KINDS, lambda p, x, c, y: jnp.where(c, x, y), lambda p, x, c, y: np.where(c, x, y),
+op("where", 3, KINDS, lambda p, x, c, y: jnp.where(c, x, y),
+   lambda p, x, c, y: np.where(c, *jax_promoted((x, y))),
    preserves=True, other_kinds=("b", KINDS))
 
 # ----------------------------------------------------------------------------- reductions
@@ -374,7 +376,7 @@ def _concat_shapes(draw, aval: Aval, p: dict) -> list[tuple[int, ...]]:
 
 
 op("concatenate", 2, KINDS, lambda p, x, y: jnp.concatenate([x, y], axis=p["axis"]),
-   lambda p, x, y: np.concatenate([x, y], axis=p["axis"]), smooth=True,
+   lambda p, x, y: np.concatenate(jax_promoted((x, y)), axis=p["axis"]), smooth=True,
    params=lambda draw, avals: {"axis": draw(st.sampled_from(range(len(avals[0][0]))))},
    shapes=_concat_shapes, valid=lambda aval: len(aval[0]) >= 1)
 
@@ -410,7 +412,8 @@ def _dot_shapes(draw, aval: Aval, p: dict) -> list[tuple[int, ...]]:
     return [(n,) if not k else (n, k)]
 
 
-op("dot", 2, "iufc", lambda p, x, y: _dot(p, x, y, jnp), lambda p, x, y: _dot(p, x, y, np),
+op("dot", 2, "iufc", lambda p, x, y: _dot(p, x, y, jnp),
+   lambda p, x, y: _dot(p, *jax_promoted((x, y)), np),
    inexact="fc", smooth=True, sums=True,
    params=_dot_param, shapes=_dot_shapes,
    valid=lambda aval: len(aval[0]) <= 3)

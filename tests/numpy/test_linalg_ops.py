@@ -5,6 +5,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax.errors import NumbaxValueError
+from tests.jax_promotion import jax_promoted
 
 RNG = np.random.default_rng(4)
 pytestmark = pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional:DeprecationWarning")
@@ -41,8 +42,9 @@ def test_matmul(sa, sb, dtype):
 
 
 def test_mixed_dtype_products_promote():
+    """As JAX promotes: an integer operand joins a float one at the float's width."""
     a, b = _r(2, 3, dtype=np.float32), _r(3, dtype=np.int64)
-    _check(jnp.dot(a, b), np.dot(a, b), rtol=1e-5)
+    _check(jnp.dot(a, b), np.dot(*jax_promoted((a, b))), rtol=1e-5)
     c = _r(3, 2, dtype=np.int32)
     _check(jnp.matmul(b.astype(np.int8), c), np.matmul(b.astype(np.int8), c), rtol=1e-5)
 
@@ -90,7 +92,8 @@ def test_einsum(subscripts, shapes):
 
 def test_einsum_int_and_mixed_dtypes():
     a, b = _r(2, 3, dtype=np.int32), _r(3, 4, dtype=np.float32)
-    _check(jnp.einsum("ij,jk->ik", a, b), np.einsum("ij,jk->ik", a, b), rtol=1e-5)
+    _check(jnp.einsum("ij,jk->ik", a, b), np.einsum("ij,jk->ik", *jax_promoted((a, b))),
+           rtol=1e-5)
 
 
 def _fd(f, x, eps=1e-6):

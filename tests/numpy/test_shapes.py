@@ -5,6 +5,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax.errors import NumbaxTypeError, NumbaxValueError
+from tests.jax_promotion import jax_promoted
 
 RNG = np.random.default_rng(2)
 X = RNG.normal(size=(2, 3, 4))
@@ -66,11 +67,12 @@ def test_shape_queries_and_broadcast_helpers():
     _check(jnp.broadcast_arrays(V[:, None], M[0]), np.broadcast_arrays(V[:, None], M[0]))
 
 
-def test_concatenate_promotes_like_numpy():
+def test_concatenate_promotes_as_jax():
+    """As numpy for integers; an integer joins a float at the float's width (JAX's lattice)."""
     _check(jnp.concatenate([np.ones(2, np.int8), np.ones(2, np.uint8)]),
            np.concatenate([np.ones(2, np.int8), np.ones(2, np.uint8)]))
     _check(jnp.stack([np.ones(2, np.float32), np.ones(2, np.int64)]),
-           np.stack([np.ones(2, np.float32), np.ones(2, np.int64)]))
+           np.stack(jax_promoted((np.ones(2, np.float32), np.ones(2, np.int64)))))
 
 
 @pytest.mark.parametrize("name,args,kwargs", [c for c in CASES if c[0] not in (

@@ -147,7 +147,8 @@ def _dtype_and_weak(x: Any, api: str) -> tuple[np.dtype, bool]:
 
 
 def result_type(*args: Any) -> np.dtype:
-    """numpy.result_type with NumPy 2 rules: Python scalars are weak (NEP 50)."""
+    """jnp.result_type: JAX's type promotion lattice, Python scalars weak, narrowed to 32 bits
+    when x64 is off."""
     if not args:
         raise NumbaxTypeError("numbax.numpy.result_type: got no arguments, expected at least "
                               "one array or dtype.")
@@ -166,18 +167,25 @@ def result_type(*args: Any) -> np.dtype:
 
 
 def promote_types(type1: Any, type2: Any) -> np.dtype:
-    """numpy.promote_types, canonicalised. The builtin types int, float and complex are weak,
-    as in JAX: they keep a typed counterpart's width (`promote_types('uint8', int)` is uint8,
-    where numpy gives int64)."""
-    return dtypes.result_type(_promotion_operand(type1), _promotion_operand(type2))[0]
+    """jnp.promote_types: the join of two types on JAX's type promotion lattice, not narrowed
+    under x64 off (`promote_types(int64, int8)` is int64 there too, as in JAX). The builtin
+    types int, float and complex are weak: they keep a typed counterpart's width
+    (`promote_types('uint8', int)` is uint8, where numpy gives int64); int32 with float32 is
+    float32, where numpy gives float64."""
+    return dtypes.lattice_join([_promotion_operand(type1), _promotion_operand(type2)])[0]
+
+
+_BUILTIN_DTYPES = {int: np.dtype(np.int64), float: np.dtype(np.float64),
+                   complex: np.dtype(np.complex128)}
 
 
 def _promotion_operand(t: Any) -> tuple[np.dtype, bool]:
     """(dtype, weak) for promote_types: the builtin scalar types stand for weak values
     (tested by identity: np.dtype('int64') == int is True)."""
-    if any(t is builtin for builtin in (int, float, complex)):
-        return dtypes.python_scalar_dtype(t(0)), True
-    return dtypes.canonicalize_dtype(_np_type(t), context="numbax.numpy.promote_types"), False
+    for builtin, dtype in _BUILTIN_DTYPES.items():
+        if t is builtin:
+            return dtype, True
+    return dtypes.checked_dtype(_np_type(t), context="numbax.numpy.promote_types"), False
 
 
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:

@@ -395,9 +395,7 @@ def typed_keys_jep():
     return out
 
 
-@program("docs/101/type_promotion.rst",
-         needs="JAX's promotion lattice: numbax promotes by NumPy 2 rules, and its "
-               "promote_types canonicalizes to 32 bits under x64 off (docs/sharp_bits.md)")
+@program("docs/101/type_promotion.rst")
 def type_promotion_table():
     import jax.numpy as jnp
     import numpy as np
