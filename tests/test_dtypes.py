@@ -55,6 +55,27 @@ def test_all_weak_stays_weak():
     assert got == np.float64 and weak
 
 
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+@pytest.mark.parametrize("case", sorted(jax_promotion.TABLES["inexact_x64"]))
+def test_float_results_of_integer_inputs_match_jax(case, x64):
+    """Math and statistics of integers and bools give JAX's float dtype (float32 up to 32-bit
+    integers, float64 for 64-bit ones; numpy gives float16 for 8-bit and float64 from 32 bits),
+    and numpy's values."""
+    name, spec = case.split()
+    prev = numbax.config.jax_enable_x64
+    numbax.config.update("jax_enable_x64", x64)
+    try:
+        x = jnp.ones(4, spec)
+        args = (x, 50) if name == "percentile" else (x, x) if name in (
+            "true_divide", "arctan2") else (x,)
+        got = getattr(jnp, name)(*args)
+        want = getattr(np, name)(*[np.asarray(a, np.float64) for a in args])  # (exact)
+    finally:
+        numbax.config.update("jax_enable_x64", prev)
+    assert str(got.dtype) == jax_promotion.TABLES[f"inexact_{'x64' if x64 else 'x32'}"][case]
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(NUMERIC[1:]), st.sampled_from(NUMERIC[1:]),
        st.lists(st.integers(1, 3), min_size=0, max_size=3),

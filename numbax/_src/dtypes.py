@@ -253,15 +253,13 @@ def is_integer(dtype: np.dtype) -> bool:
 
 
 def to_inexact(dtype: np.dtype) -> np.dtype:
-    """The float dtype that math functions (sin, sqrt, mean) return for `dtype` (NumPy rules)."""
+    """The float dtype that math functions (sin, sqrt, mean, true division) return for `dtype`,
+    as in JAX: float32 for bools and integers of up to 32 bits, float64 for 64-bit integers
+    (float32 with x64 off). numpy gives float16 for 8-bit ones and float64 from 32 bits."""
     dt = np.dtype(dtype)
     if kind_of(dt) in "fc":
         return dt
-    if dt.itemsize <= 1:
-        return float16
-    if dt.itemsize == 2:
-        return float32
-    return canonicalize_dtype(float64)
+    return canonicalize_dtype(float64 if dt.itemsize == 8 else float32)
 
 
 def finfo_of(dtype: Any) -> Any:

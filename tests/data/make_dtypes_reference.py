@@ -1,6 +1,7 @@
 """Records JAX's verdicts under jax_numpy_dtype_promotion="strict" (with jax_enable_x64, as
 numbax's defaults), and its standard promotion of every pair of dtypes and weak scalars with
-x64 on and off (the result dtype and whether it is weak), into dtypes_jax_reference.json (run
+x64 on and off (the result dtype and whether it is weak) and the float dtype its math and
+statistics functions give for integer and bool inputs, into dtypes_jax_reference.json (run
 once, with jax):
 
     /work/jaxenv/bin/python tests/data/make_dtypes_reference.py
@@ -54,6 +55,21 @@ def _cases(dtypes: list[str]) -> list[list[str]]:
     return cases + [list(p) for p in itertools.combinations_with_replacement(SCALARS, 2)]
 
 
+# functions whose integer and bool inputs give a float: the float dtype JAX picks
+INEXACT_FUNCTIONS = ["mean", "var", "std", "nanmean", "median", "percentile", "true_divide",
+                     "fabs", "sin", "sqrt", "exp2", "arctan2", "log1p"]
+INT_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+def inexact_call(name: str, x):
+    fn = getattr(jnp, name)
+    if name == "percentile":
+        return fn(x, 50)
+    if name in ("true_divide", "arctan2"):
+        return fn(x, x)
+    return fn(x)
+
+
 def main() -> None:
     out = {"jax_version": jax.__version__,
            "strict": {" ".join(c): verdict(c) for c in _cases(DTYPES)},
@@ -62,6 +78,9 @@ def main() -> None:
         jax.config.update("jax_enable_x64", x64)
         out[f"standard_{'x64' if x64 else 'x32'}"] = {
             " ".join(c): standard(c) for c in _cases(ALL_DTYPES)}
+        out[f"inexact_{'x64' if x64 else 'x32'}"] = {
+            f"{name} {d}": str(inexact_call(name, jnp.ones(4, d)).dtype)
+            for name in INEXACT_FUNCTIONS for d in INT_DTYPES}
     jax.config.update("jax_enable_x64", True)
     OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT}")

@@ -83,7 +83,7 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         raise NumbaxTypeError(f"numbax.numpy.{api}: a has dtype {aval.dtype}; quantiles of "
                               "complex values are not defined. Pass a real array.")
     axes = canonicalize_axes(axis, aval.ndim, api)
-    out_dtype = dtypes.default_float_dtype() if kind_of(aval.dtype) in "biu" else aval.dtype
+    out_dtype = dtypes.to_inexact(aval.dtype)  # (JAX's: float32 for integers up to 32 bits)
     # half precision works in float32 (numpy's and JAX's results; positions past 2048 exact)
     acc = np.dtype(np.float32) if out_dtype.itemsize < 4 else out_dtype
     q = _check_q(api, q, acc)

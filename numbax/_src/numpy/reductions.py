@@ -183,11 +183,13 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype, np.dtype]:
-    """(dtype to accumulate in, dtype to return) for mean/var, as numpy picks them."""
+    """(dtype to accumulate in, dtype to return) for mean/var: integers and bools give
+    float32, 64-bit integers float64, as in JAX (numpy: float64); float16 accumulates in
+    float32."""
     if dtype is not None:
         out = dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}")
     else:
-        out = dtypes.default_float_dtype() if kind_of(aval.dtype) in "biu" else aval.dtype
+        out = dtypes.to_inexact(aval.dtype)
     acc = dtypes.canonicalize_dtype(np.float32) if out == dtypes.float16 else out
     return acc, out
 

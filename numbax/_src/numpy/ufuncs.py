@@ -551,11 +551,12 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 def true_divide(x1: Any, x2: Any, /) -> Any:
-    """numpy.true_divide: integers and booleans divide in the default float (float64)."""
+    """numpy.true_divide: integers and booleans divide in float32, 64-bit integers in float64
+    (JAX's dtypes; numpy's float64 throughout)."""
     x1, x2 = promote_dtypes("divide", x1, x2)
     aval = get_aval(x1)
     if kind_of(aval.dtype) in "biu":
-        dtype = dtypes.default_float_dtype()
+        dtype = dtypes.to_inexact(aval.dtype)
         x1 = lax.convert_element_type(x1, dtype, aval.weak_type)
         x2 = lax.convert_element_type(x2, dtype, aval.weak_type)
     return lax.div(*broadcast_arrays("divide", x1, x2))
