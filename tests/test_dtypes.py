@@ -76,6 +76,34 @@ def test_float_results_of_integer_inputs_match_jax(case, x64):
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6)
 
 
+def _operand_of(spec: str):
+    """A weak scalar ("True", "2", "2.0") or an array of 2s of dtype `spec`."""
+    if spec in _SCALAR_SPECS:
+        return _SCALAR_SPECS[spec]
+    if spec[0].isdigit():
+        return float(spec) if "." in spec else int(spec)
+    return jnp.full(3, 2, spec)
+
+
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+@pytest.mark.parametrize("case", sorted(jax_promotion.TABLES["mixed_x64"]))
+def test_mixed_dtype_calls_match_jax(case, x64):
+    """interp, float_power, true_divide, ... of mixed dtypes give JAX's recorded dtype and
+    numpy's values."""
+    name, *specs = case.split()
+    prev = numbax.config.jax_enable_x64
+    numbax.config.update("jax_enable_x64", x64)
+    try:
+        operands = [_operand_of(s) for s in specs]
+        got = getattr(jnp, name)(*operands)
+    finally:
+        numbax.config.update("jax_enable_x64", prev)
+    assert str(got.dtype) == jax_promotion.TABLES[f"mixed_{'x64' if x64 else 'x32'}"][case]
+    want = getattr(np, name)(*[np.asarray(o).astype(np.complex128 if np.iscomplexobj(o) else
+                                                     np.float64) for o in operands])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(NUMERIC[1:]), st.sampled_from(NUMERIC[1:]),
        st.lists(st.integers(1, 3), min_size=0, max_size=3),

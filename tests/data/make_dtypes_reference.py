@@ -70,6 +70,25 @@ def inexact_call(name: str, x):
     return fn(x)
 
 
+# calls with operands of mixed dtypes: "function dtype dtype ..." (a Python literal as in
+# SCALARS) -> the result dtype JAX gives
+MIXED_CALLS = ["interp float64 int32 int32", "interp int32 float32 float32",
+               "interp int32 int32 float64", "interp float32 float32 int32",
+               "interp int64 int64 int64", "interp float32 float32 complex64",
+               "interp int32 int32 int32", "float_power float32 float32",
+               "float_power complex64 2", "float_power int32 2", "float_power int64 2",
+               "float_power int32 2.0", "float_power float32 float64",
+               "true_divide int8 2", "true_divide bool True", "arctan2 int16 float16",
+               "hypot int8 int8", "logaddexp int32 int32"]
+
+
+def mixed_call(case: str) -> str:
+    name, *specs = case.split()
+    operands = [eval(s) if s[0].isdigit() or s in SCALARS else jnp.full(3, 2, s)
+                for s in specs]
+    return str(getattr(jnp, name)(*operands).dtype)
+
+
 def main() -> None:
     out = {"jax_version": jax.__version__,
            "strict": {" ".join(c): verdict(c) for c in _cases(DTYPES)},
@@ -81,6 +100,7 @@ def main() -> None:
         out[f"inexact_{'x64' if x64 else 'x32'}"] = {
             f"{name} {d}": str(inexact_call(name, jnp.ones(4, d)).dtype)
             for name in INEXACT_FUNCTIONS for d in INT_DTYPES}
+        out[f"mixed_{'x64' if x64 else 'x32'}"] = {c: mixed_call(c) for c in MIXED_CALLS}
     jax.config.update("jax_enable_x64", True)
     OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT}")

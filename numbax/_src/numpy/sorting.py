@@ -281,19 +281,24 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     return concatenate(parts) if len(parts) > 1 else out
 
 
+_REAL_OF_COMPLEX = {np.dtype(np.complex64): np.dtype(np.float32),
+                    np.dtype(np.complex128): np.dtype(np.float64)}
+
+
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Any:
     """numpy.interp: piecewise-linear interpolation on increasing 1-d xp (real x and xp; a
     complex fp gives a complex result). With `period`, xp is taken modulo period and the ends
-    wrap around (left and right are ignored)."""
+    wrap around (left and right are ignored). Computed, as in JAX, in the float dtype of x's,
+    xp's and fp's promoted dtype (float32 for int32 inputs; numpy: float64)."""
+    from numbax._src.numpy.dtypes_api import result_type
     from numbax._src.numpy.indexing import take
     from numbax._src.numpy.lax_numpy import clip, where
 
-    dtype = dtypes.default_float_dtype()
-    fp = asarray(fp)
-    f_dtype = dtypes.canonicalize_dtype(np.complex128) if kind_of(get_aval(fp).dtype) == "c" \
-        else dtype
-    x, xp = (lax.convert_element_type(asarray(v), dtype) for v in (x, xp))
+    x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    f_dtype = dtypes.to_inexact(result_type(x, xp, fp))
+    dtype = _REAL_OF_COMPLEX.get(f_dtype, f_dtype)  # x and xp are real
+    x, xp = (lax.convert_element_type(v, dtype) for v in (x, xp))
     fp = lax.convert_element_type(fp, f_dtype)
     if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape or \
             get_aval(xp).shape[0] == 0:

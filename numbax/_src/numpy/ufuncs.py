@@ -320,9 +320,9 @@ def _integer_power(x1: Any, x2: Any) -> Any:
 
 
 def float_power(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = promote_dtypes("float_power", x1, x2)
-    x1 = lax.convert_element_type(x1, dtypes.canonicalize_dtype(np.float64))
-    x2 = lax.convert_element_type(x2, dtypes.canonicalize_dtype(np.float64))
+    """numpy.float_power with JAX's dtypes: the operands' promoted float (float32 for int32 or
+    float32 operands, complex64 kept), where numpy always computes in float64/complex128."""
+    x1, x2 = promote_dtypes_inexact("float_power", x1, x2)
     return lax.pow(*broadcast_arrays("float_power", x1, x2))
 
 
