@@ -44,13 +44,13 @@ ROWS = ("mlp step b128", "mlp step b2048", "matmul 1000^2", "matmul 2000^2", "ch
 MEASURED = busy_sites.Site.choose
 
 
-def _one_thread(site):
+def one_thread(site):
     """The fixed rule: a busy call site always runs serially (its arm SERIAL)."""
     MEASURED(site)  # (stamps the call, as the measured rule does)
     return busy_sites.SERIAL
 
 
-def _every_thread(site):
+def every_thread(site):
     """A busy call site always runs in parallel (its arm PARALLEL), as on a quiet machine."""
     MEASURED(site)
     return busy_sites.PARALLEL
@@ -85,7 +85,7 @@ def main() -> None:
         kernel_tasks.run = lambda *a: False
         kernel_tasks.run_parts = lambda *a: False
         kernel_tasks.site = busy_sites.Site  # and OpenMP's PARALLEL_WORTH_S
-    forms = {"measured": MEASURED, "one thread": _one_thread, "every thread": _every_thread}
+    forms = {"measured": MEASURED, "one thread": one_thread, "every thread": every_thread}
     wanted = args[args.index("--forms") + 1].split(",") if "--forms" in args else [
         *forms, "jax"]
     if "--separate" in args:

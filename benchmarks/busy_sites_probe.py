@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 from bench_runtime import rows
+from busy_rows import every_thread, one_thread
 
 from numbax._src.compiler.cpu.runtime import busy_sites, library
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
@@ -44,15 +45,6 @@ def _recording(measured):
             _runs.append((id(site), arm, time.perf_counter() - site.started))
         measured(site, threads)
     return record
-
-
-def _forced(arm):
-    choose = busy_sites.Site.choose
-
-    def forced(site):
-        choose(site)  # (stamps the call as the measured rule does)
-        return arm
-    return forced
 
 
 def _thread_cpu_ms() -> dict:
@@ -98,8 +90,7 @@ def main() -> None:
     record = _recording(busy_sites.measured)
     rt_threads.measured = busy_sites.measured = library.rt_threads.measured = record
     if form != "measured":
-        busy_sites.Site.choose = _forced(
-            busy_sites.SERIAL if form == "one" else busy_sites.PARALLEL)
+        busy_sites.Site.choose = one_thread if form == "one" else every_thread
     chosen = [r for r in rows(np.random.default_rng(0)) if r[0] in names]
     for _name, f, a, *_ in chosen:  # compile and warm outside the load
         f(*a)

@@ -281,10 +281,6 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     return concatenate(parts) if len(parts) > 1 else out
 
 
-_REAL_OF_COMPLEX = {np.dtype(np.complex64): np.dtype(np.float32),
-                    np.dtype(np.complex128): np.dtype(np.float64)}
-
-
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Any:
     """numpy.interp: piecewise-linear interpolation on increasing 1-d xp (real x and xp; a
@@ -297,7 +293,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
 
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
     f_dtype = dtypes.to_inexact(result_type(x, xp, fp))
-    dtype = _REAL_OF_COMPLEX.get(f_dtype, f_dtype)  # x and xp are real
+    dtype = dtypes.finfo_of(f_dtype).dtype  # x and xp are real
     x, xp = (lax.convert_element_type(v, dtype) for v in (x, xp))
     fp = lax.convert_element_type(fp, f_dtype)
     if get_aval(xp).ndim != 1 or get_aval(fp).shape != get_aval(xp).shape or \
