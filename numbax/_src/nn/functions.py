@@ -43,6 +43,18 @@ def _inexact(api: str, x: Any) -> Any:
     return x
 
 
+def _floating(api: str, x: Any) -> Any:
+    """x, which must be a float or complex array: JAX's logistic-based functions (sigmoid,
+    silu, glu) refuse integers and bools with a TypeError rather than converting them."""
+    x = _array(api, x)
+    dtype = core.get_aval(x).dtype
+    if not dtypes.is_inexact(dtype):
+        raise NumbaxTypeError(f"numbax.nn.{api}: x has dtype {dtype}, expected a floating or "
+                              f"complex dtype (as in JAX). Convert it first, e.g. "
+                              f"x.astype(float).")
+    return x
+
+
 @custom_jvp
 def _relu(x: Any) -> Any:
     return jnp.maximum(x, 0)
@@ -95,7 +107,7 @@ def sigmoid(x: Any) -> Any:
     """
     from numbax._src.lax import elementwise as lax
 
-    return lax.logistic(_inexact("sigmoid", x))
+    return lax.logistic(_floating("sigmoid", x))
 
 
 @compiled_when_eager
@@ -136,7 +148,7 @@ def silu(x: Any) -> Any:
     >>> round(float(silu(1.0)), 6)
     0.731059
     """
-    x = _inexact("silu", x)
+    x = _floating("silu", x)
     return x * sigmoid(x)
 
 
@@ -212,8 +224,10 @@ def hard_tanh(x: Any) -> Any:
     >>> float(hard_tanh(3.0))
     1.0
     """
-    x = _inexact("hard_tanh", x)
-    return jnp.where(x > 1, 1.0, jnp.where(x < -1, -1.0, x))
+    x = _array("hard_tanh", x)  # integers stay integers, as in JAX
+    if dtypes.kind_of(core.get_aval(x).dtype) == "u":  # (no -1 to clip to)
+        return jnp.minimum(x, 1)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
 @compiled_when_eager

@@ -45,8 +45,11 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
     >>> frombuffer(b"\\x01\\x02\\x03", dtype=np.uint8)
     Array([1, 2, 3], dtype=uint8)
     """
-    return asarray_value(np.frombuffer(buffer, dtype=_dtype(dtype, "frombuffer"), count=count,
-                                       offset=offset).copy())
+    target = _dtype(dtype, "frombuffer")
+    # The bytes are read as `dtype` says (float: float64), then converted, as in JAX: with x64
+    # off, float64 bytes become float32 values, not float32 bit patterns.
+    read = np.dtype(dtype)  # its byte order too
+    return asarray_value(np.frombuffer(buffer, dtype=read, count=count, offset=offset), target)
 
 
 def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:

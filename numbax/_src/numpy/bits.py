@@ -9,7 +9,7 @@ import numpy as np
 
 from numbax._src.core import get_aval
 from numbax._src.dtypes import finfo_of, kind_of
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
@@ -20,9 +20,10 @@ __all__ = ["frexp", "ldexp", "spacing", "bitwise_count", "packbits", "unpackbits
 
 
 def _real_float(api: str, x: Any) -> Any:
+    """x as a real float; a complex x raises ShapeDtypeError (JAX's ValueError or TypeError)."""
     (x,) = ufuncs.promote_dtypes_inexact(api, x)
     if kind_of(get_aval(x).dtype) == "c":
-        raise NumbaxTypeError(f"numbax.numpy.{api}: x has dtype {get_aval(x).dtype}, expected a "
+        raise ShapeDtypeError(f"numbax.numpy.{api}: x has dtype {get_aval(x).dtype}, expected a "
                               "real dtype. Apply it to x.real and x.imag separately.")
     return x
 
@@ -96,7 +97,7 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     x2 = asarray(x2) if not isinstance(x2, (int, np.integer)) else x2
     x2_dtype = get_aval(x2).dtype
     if kind_of(x2_dtype) not in "iub":
-        raise NumbaxTypeError(f"numbax.numpy.ldexp: x2 has dtype {x2_dtype}, expected an "
+        raise ShapeDtypeError(f"numbax.numpy.ldexp: x2 has dtype {x2_dtype}, expected an "
                               "integer dtype (the power of two).")
     x1 = _real_float("ldexp", x1)
     dtype = get_aval(x1).dtype

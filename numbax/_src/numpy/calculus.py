@@ -196,6 +196,7 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi)
     from numbax._src.numpy.sorting import diff
 
     p = asarray(p)
+    ufuncs.refuse_complex("unwrap", p)
     ax = canonicalize_axis(axis, get_aval(p).ndim, "unwrap")
     period = asarray(period)
     p, period = ufuncs.promote_dtypes("unwrap", p, period)

@@ -213,7 +213,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     dims = tuple(range(1, len(out_shape)))
     if num > 1:  # JAX's form, start * (1 - t) + stop * t, rounds as JAX's samples do
         t_shape = (div, *bshape)
-        real = np.finfo(acc).dtype
+        real = dtypes.finfo_of(acc).dtype  # np.finfo has no bfloat16
         t = lax.div(iota(real, t_shape, 0), lax.convert_element_type(div, real))
         t = lax.convert_element_type(t, acc)
         one = lax.convert_element_type(1, acc)

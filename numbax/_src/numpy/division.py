@@ -14,7 +14,7 @@ import numpy as np
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import stop_gradient
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy.ufuncs import (
@@ -24,6 +24,7 @@ from numbax._src.numpy.ufuncs import (
     broadcast_to_shape,
     multiply,
     promote_dtypes,
+    promote_dtypes_numeric,
     signbit,
 )
 from numbax._src.numpy.weak import weak_out
@@ -89,7 +90,7 @@ def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
 
 
 def floor_divide(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes("floor_divide", x1, x2))
+    x1, x2 = broadcast_arrays("floor_divide", *promote_dtypes_numeric("floor_divide", x1, x2))
     dtype = get_aval(x1).dtype
     if kind_of(dtype) in "iu":
         return _int_floor_divide(x1, x2, dtype)
@@ -100,7 +101,7 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
 
 def remainder(x1: Any, x2: Any, /) -> Any:
     """numpy.remainder: the result has the sign of the divisor."""
-    x1, x2 = broadcast_arrays("remainder", *promote_dtypes("remainder", x1, x2))
+    x1, x2 = broadcast_arrays("remainder", *promote_dtypes_numeric("remainder", x1, x2))
     dtype = get_aval(x1).dtype
     if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)[1]
@@ -111,7 +112,7 @@ mod = remainder
 
 
 def fmod(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("fmod", *promote_dtypes("fmod", x1, x2))
+    x1, x2 = broadcast_arrays("fmod", *promote_dtypes_numeric("fmod", x1, x2))
     dtype = get_aval(x1).dtype
     if kind_of(dtype) in "iu":
         x2 = _nonzero_divisor(x2, dtype)
@@ -119,20 +120,27 @@ def fmod(x1: Any, x2: Any, /) -> Any:
 
 
 def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
-    x1, x2 = broadcast_arrays("divmod", *promote_dtypes("divmod", x1, x2))
+    x1, x2 = broadcast_arrays("divmod", *promote_dtypes_numeric("divmod", x1, x2))
     dtype = get_aval(x1).dtype
     if kind_of(dtype) == "f":
         return _float_divmod(x1, x2)
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
+def _integers(fun_name: str, x: Any) -> np.dtype:
+    """x's dtype, which must be an integer one (ShapeDtypeError: JAX raises ValueError here,
+    numpy TypeError)."""
+    dtype = get_aval(x).dtype
+    if kind_of(dtype) not in "iu":
+        raise ShapeDtypeError(f"numbax.numpy.{fun_name}: arguments have dtype {dtype}; they "
+                              "must be integers.")
+    return dtype
+
+
 def gcd(x1: Any, x2: Any, /) -> Any:
     """numpy.gcd for integers: Euclid's algorithm, unrolled to the dtype's bit width."""
     x1, x2 = broadcast_arrays("gcd", *promote_dtypes("gcd", x1, x2))
-    dtype = get_aval(x1).dtype
-    if kind_of(dtype) not in "iu":
-        raise NumbaxTypeError(f"numbax.numpy.gcd: arguments have dtype {dtype}, expected "
-                                   "integers.")
+    dtype = _integers("gcd", x1)
     shape = broadcast_shapes("gcd", get_aval(x1).shape, get_aval(x2).shape)
     a = broadcast_to_shape(absolute(x1), shape)
     b = broadcast_to_shape(absolute(x2), shape)
@@ -147,6 +155,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
 
 def lcm(x1: Any, x2: Any, /) -> Any:
     x1, x2 = broadcast_arrays("lcm", *promote_dtypes("lcm", x1, x2))
+    _integers("lcm", x1)
     g = gcd(x1, x2)
     dtype = get_aval(g).dtype
     zero = lax.convert_element_type(0, dtype)

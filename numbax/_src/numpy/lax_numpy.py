@@ -12,7 +12,7 @@ from numbax._src import core, dtypes
 from numbax._src.array import Array, asarray_value
 from numbax._src.core import get_aval
 from numbax._src.dtypes import finfo_of, kind_of
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import key_array_op
@@ -200,7 +200,13 @@ def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
     max = a_max if max is None else max  # noqa: A001
     if arr is None:
         raise NumbaxTypeError("numbax.numpy.clip: missing the array argument.")
-    out = asarray(arr) if not core.is_array_like(arr) else arr
+    (out,) = ufuncs.promote_dtypes("clip", arr)
+    for value in (out, min, max):
+        if value is not None and kind_of(get_aval(asarray(value)).dtype) == "c":
+            raise ShapeDtypeError(
+                "numbax.numpy.clip: complex values have no order and cannot be clipped (as in "
+                "JAX). Clip the real part, or the magnitude, instead.")
+    out = ufuncs.as_result(out)
     if min is not None:
         out = ufuncs.maximum(out, min)
     if max is not None:
@@ -213,8 +219,11 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001
     (a,) = ufuncs.promote_dtypes("round", a)
     decimals = operator.index(decimals)
     dtype = get_aval(a).dtype
-    if kind_of(dtype) in "biu" and decimals >= 0:
-        return a
+    if dtype == dtypes.bool_:
+        raise ShapeDtypeError("numbax.numpy.round: booleans cannot be rounded (as in JAX); "
+                               "convert them first, e.g. a.astype(int).")
+    if kind_of(dtype) in "iu" and decimals >= 0:
+        return ufuncs.as_result(a)
     def _round(x: Any) -> Any:
         if decimals == 0:
             return lax.round(x, 1)
@@ -293,7 +302,7 @@ def nan_to_num(x: Any, copy: builtins.bool = True, nan: float = 0.0, posinf: Any
     (x,) = ufuncs.promote_dtypes("nan_to_num", x)
     dtype = get_aval(x).dtype
     if kind_of(dtype) not in "fc":
-        return x
+        return ufuncs.as_result(x)
     if kind_of(dtype) == "c":
         re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)

@@ -136,7 +136,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if isinstance(axes, int):
         if axes < 0 or axes > builtins.min(len(sa), len(sb)):
-            raise NumbaxValueError(
+            raise ShapeDtypeError(
                 f"numbax.numpy.tensordot: axes={axes} for a of shape {sa} and b of shape {sb}, "
                 "expected 0 <= axes <= the smaller rank."
             )

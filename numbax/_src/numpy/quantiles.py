@@ -79,9 +79,7 @@ def _quantile(api: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
                                f"{', '.join(repr(m) for m in _METHODS)}.")
     a = _check_numeric(a, api)
     aval = get_aval(a)
-    if kind_of(aval.dtype) == "c":
-        raise NumbaxTypeError(f"numbax.numpy.{api}: a has dtype {aval.dtype}; quantiles of "
-                              "complex values are not defined. Pass a real array.")
+    ufuncs.refuse_complex(api, a)  # (quantiles have no order to follow)
     axes = canonicalize_axes(axis, aval.ndim, api)
     out_dtype = dtypes.to_inexact(aval.dtype)  # (JAX's: float32 for integers up to 32 bits)
     # half precision works in float32 (numpy's and JAX's results; positions past 2048 exact)

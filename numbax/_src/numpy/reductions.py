@@ -311,8 +311,10 @@ def _cumulative(api: str, a: Any, axis: Any, dtype: Any, reverse: bool = False) 
         a = shape_ops.reshape(a, (aval.size,))
         axis = 0
     ax = canonicalize_axis(axis, get_aval(a).ndim, api)
+    # JAX keeps an integer's own dtype here (sum widens it); bools count in the default int
     target = (dtypes.canonicalize_dtype(dtype, context=f"numbax.numpy.{api}") if dtype is not
-              None else _sum_dtype(aval.dtype))
+              None else dtypes.default_int_dtype() if aval.dtype == dtypes.bool_ else
+              aval.dtype)
     a = lax.convert_element_type(a, target, aval.weak_type)
     fn = {"cumsum": lax_reductions.cumsum, "cumprod": lax_reductions.cumprod}[api]
     return fn(a, axis=ax, reverse=reverse)
@@ -353,6 +355,10 @@ def _array_api_cumulative(name: str, cum_fn, initial: int, x: Any, axis: int | N
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Any:
+    """The array API's cumulative sum: small integers widen as sum's do (JAX's rule; cumsum
+    keeps them)."""
+    if dtype is None:
+        dtype = _sum_dtype(get_aval(_check_numeric(x, "cumulative_sum")).dtype)
     return _array_api_cumulative("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial)
 
 
@@ -427,7 +433,8 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
         sq = lax.real(sq)
     count = sum(keep, axis, keepdims=keepdims)
     total = sum(sq, axis, keepdims=keepdims, where=keep)
-    return _over_dof(total, ufuncs.subtract(count, ddof))
+    real_out = finfo_of(out_dtype).dtype if kind_of(out_dtype) == "c" else out_dtype
+    return lax.convert_element_type(_over_dof(total, ufuncs.subtract(count, ddof)), real_out)
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,

@@ -214,7 +214,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     increasing index order.
 
     >>> argpartition(asarray([5, 1, 4, 2, 3]), 2)
-    Array([1, 3, 4, 0, 2], dtype=int64)
+    Array([1, 3, 4, 0, 2], dtype=int32)
     """
     from numbax._src.numpy.creation import iota
     from numbax._src.numpy.shapes import _slice_axis, concatenate
@@ -229,6 +229,8 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     bigger = lax.gt(rank, lax.convert_element_type(k, get_aval(rank).dtype))
     key = lax.convert_element_type(lax.bitwise_not(bigger), np.int8)
     _, rest = _lax_sort((key, idx), ax)  # the larger elements first, in index order
-    return concatenate([_slice_axis(order, ax, 0, k + 1), _slice_axis(rest, ax, 0, n - k - 1)],
-                       ax)
+    out = concatenate([_slice_axis(order, ax, 0, k + 1), _slice_axis(rest, ax, 0, n - k - 1)],
+                      ax)
+    # JAX's indices here are int32 (its top_k's), with x64 on too
+    return lax.convert_element_type(out, np.int32) if n <= np.iinfo(np.int32).max else out
 

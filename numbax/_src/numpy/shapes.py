@@ -126,7 +126,8 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
     return shape_ops.transpose(a, perm)
 
 
-permute_dims = transpose
+def permute_dims(a: Any, /, axes: Sequence[int]) -> Any:  # the array API's: axes required
+    return transpose(a, axes)
 
 
 def matrix_transpose(x: Any, /) -> Any:

@@ -10,7 +10,7 @@ from numbax._src import core, dtypes
 from numbax._src.array import asarray_value
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
 from numbax._src.lax import shape_ops
@@ -129,7 +129,9 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         before = _lt_nan_last(ab, vb)
     else:
         before = lax.bitwise_not(_lt_nan_last(vb, ab))
-    counts = lax.convert_element_type(before, dtypes.default_int_dtype())
+    # JAX's index dtype: int32 whenever a's length fits, with x64 on too
+    index = np.dtype(np.int32) if n <= np.iinfo(np.int32).max else dtypes.default_int_dtype()
+    counts = lax.convert_element_type(before, index)
     return lax_reductions.reduce_sum(counts, (len(v_shape),))
 
 
@@ -271,6 +273,9 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     from numbax._src.numpy.shapes import concatenate, ravel
 
     ary = ravel(asarray(ary))
+    if get_aval(ary).dtype == dtypes.bool_:  # numpy and JAX subtract, which bools lack
+        raise NumbaxTypeError("numbax.numpy.ediff1d: ary has dtype bool, which has no "
+                              "subtraction. Convert it first, e.g. ary.astype(int).")
     out = diff(ary)
     parts = []
     if to_begin is not None:
@@ -292,6 +297,11 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     from numbax._src.numpy.lax_numpy import clip, where
 
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    for name, v in (("x", x), ("xp", xp)):
+        if kind_of(get_aval(v).dtype) == "c":
+            raise NumbaxValueError(f"numbax.numpy.interp: {name} has dtype "
+                                   f"{get_aval(v).dtype}; complex {name} values are not "
+                                   "supported (as in JAX). Only fp may be complex.")
     f_dtype = dtypes.to_inexact(result_type(x, xp, fp))
     dtype = dtypes.finfo_of(f_dtype).dtype  # x and xp are real
     x, xp = (lax.convert_element_type(v, dtype) for v in (x, xp))
@@ -349,7 +359,9 @@ def sort_complex(a: Any) -> Any:
     """
     a = asarray(a)
     dtype = get_aval(a).dtype
-    out_dtype = dtypes.canonicalize_dtype(np.result_type(dtype, np.complex64))
+    real = dtypes.to_inexact(dtype)  # JAX's: int32 sorts as complex64, int64 as complex128
+    out_dtype = real if kind_of(real) == "c" else dtypes.canonicalize_dtype(
+        np.complex128 if real.itemsize == 8 else np.complex64)
     if get_aval(a).ndim == 0:
         return lax.convert_element_type(a, out_dtype)
     if kind_of(dtype) != "c":

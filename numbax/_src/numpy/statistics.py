@@ -100,7 +100,7 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
     (which is decided from the values, so bins may be traced).
 
     >>> digitize(asarray([0.2, 6.4, 3.0]), asarray([0.0, 1.0, 2.5, 4.0]))
-    Array([1, 4, 3], dtype=int64)
+    Array([1, 4, 3], dtype=int32)
     """
     from numbax._src.numpy.sorting import searchsorted
 

@@ -9,10 +9,21 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError, ShapeDtypeError
+from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
-from numbax._src.lax.key_arrays import key_array_op, refuse_key
+from numbax._src.lax.key_arrays import key_array_op
+from numbax._src.numpy.operands import (  # noqa: F401 - the functions' modules import them here
+    _scalar_or_array,
+    as_result,
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to_shape,
+    promote_dtypes,
+    promote_dtypes_inexact,
+    promote_dtypes_numeric,
+    refuse_complex,
+)
 
 __all__ = [
     "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
@@ -31,83 +42,6 @@ __all__ = [
 ]
 
 
-def _scalar_or_array(x: Any, fun_name: str) -> Any:
-    if core.is_array_like(x):
-        return x
-    if isinstance(x, (list, tuple)):
-        from numbax._src.array import asarray_value
-
-        return asarray_value(x)
-    refuse_key(f"numbax.numpy.{fun_name}", x)
-    raise core.NumbaxTypeError(
-        f"numbax.numpy.{fun_name}: argument of type {type(x).__name__} is not an array. "
-        "Pass arrays, Python scalars, or lists of numbers."
-    )
-
-
-def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
-    """Converts args to their common dtype (NumPy 2 rules, Python scalars weak)."""
-    args = [_scalar_or_array(x, fun_name) for x in args]
-    avals = [get_aval(x) for x in args]
-    # JAX's lattice has no weak bool: Python bools (and weak bool results) promote as strong.
-    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type and kind_of(a.dtype) != "b")
-                                       for a in avals])
-    return [_convert(x, dtype, weak) for x in args]
-
-
-def _convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
-    """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`."""
-    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        from numbax._src.array import Array
-
-        return Array._from_numpy(np.array(x, dtype=dtype), weak_type=weak)
-    return lax.convert_element_type(x, dtype, weak)
-
-
-def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
-    """Like promote_dtypes, then to the float dtype numpy's math functions return."""
-    args = promote_dtypes(fun_name, *args)
-    aval = get_aval(args[0])
-    dtype = dtypes.to_inexact(aval.dtype)
-    if aval.weak_type:
-        dtype = dtypes.python_scalar_dtype(0.0) if kind_of(aval.dtype) != "c" else aval.dtype
-    return [lax.convert_element_type(x, dtype, aval.weak_type) for x in args]
-
-
-def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        listed = " ".join(str(tuple(s)) for s in shapes)
-        raise ShapeDtypeError(
-            f"numbax.numpy.{fun_name}: operands could not be broadcast together with shapes "
-            f"{listed}. Reshape or expand_dims one of them so that trailing dimensions are "
-            "equal or 1."
-        ) from None
-
-
-def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
-    aval = get_aval(x)
-    if aval.shape == shape:
-        return x
-    lead = len(shape) - aval.ndim
-    squeeze_dims = [i for i, d in enumerate(aval.shape) if d == 1 and shape[lead + i] != 1]
-    if squeeze_dims:
-        x = shape_ops.squeeze(x, squeeze_dims)
-    kept = [lead + i for i, d in enumerate(aval.shape) if i not in squeeze_dims]
-    return shape_ops.broadcast_in_dim(x, shape, tuple(kept))
-
-
-def broadcast_arrays(fun_name: str, *args: Any) -> list[Any]:
-    """numpy broadcasting; rank-0 operands stay scalars (lax ops broadcast those for free)."""
-    shapes = [get_aval(x).shape for x in args]
-    if all(s == shapes[0] or s == () for s in shapes):
-        return list(args)
-    dtypes.check_rank_promotion(fun_name, shapes)
-    shape = broadcast_shapes(fun_name, *shapes)
-    return [x if get_aval(x).shape == () else broadcast_to_shape(x, shape) for x in args]
-
-
 def _one_to_one_unop(name: str, lax_fn: Callable, inexact: bool) -> Callable:
     def fn(x: Any, /) -> Any:
         (x,) = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x)
@@ -123,7 +57,7 @@ def _rounding_unop(name: str, lax_fn: Callable) -> Callable:
     def fn(x: Any, /) -> Any:
         (x,) = promote_dtypes(name, x)
         if kind_of(get_aval(x).dtype) in "biu":
-            return x
+            return as_result(x)
         return lax_fn(x)
 
     fn.__name__ = name
@@ -163,7 +97,7 @@ def asbool(x: Any) -> Any:
 
 
 negative = _one_to_one_unop("negative", lax.neg, False)
-positive = _one_to_one_unop("positive", lambda x: x, False)
+positive = _one_to_one_unop("positive", as_result, False)
 sign = _one_to_one_unop("sign", lax.sign, False)
 floor = _rounding_unop("floor", lax.floor)
 ceil = _rounding_unop("ceil", lax.ceil)
@@ -186,14 +120,18 @@ arccosh = _one_to_one_unop("arccosh", lax.acosh, True)
 arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
-conjugate = conj = _one_to_one_unop("conjugate", lax.conj, False)
+def conjugate(x: Any, /) -> Any:
+    """numpy.conjugate: real (and bool) inputs come back unchanged, as in JAX."""
+    (x,) = promote_dtypes("conjugate", x)
+    return lax.conj(x) if kind_of(get_aval(x).dtype) == "c" else as_result(x)
+
+
+conj = conjugate
 
 
 def square(x: Any, /) -> Any:
-    """numpy.square; a bool squares as JAX's default int (lax.square takes no bools)."""
-    (x,) = promote_dtypes("square", x)
-    if get_aval(x).dtype == dtypes.bool_:
-        x = lax.convert_element_type(x, dtypes.python_scalar_dtype(0), get_aval(x).weak_type)
+    """numpy.square; a bool squares as an int32, as in JAX (lax.square takes no bools)."""
+    (x,) = promote_dtypes_numeric("square", x)
     return lax.square(x)
 add = _one_to_one_binop("add", lax.add)
 subtract = _one_to_one_binop("subtract", lax.sub)
@@ -205,7 +143,9 @@ nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
 bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
 bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
 bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
-left_shift = _one_to_one_binop("left_shift", lax.shift_left)
+def left_shift(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("left_shift", *promote_dtypes_numeric("left_shift", x1, x2))
+    return lax.shift_left(x1, x2)
 
 
 def _shift_right(x1: Any, x2: Any) -> Any:
@@ -215,7 +155,9 @@ def _shift_right(x1: Any, x2: Any) -> Any:
     return lax.shift_right_arithmetic(x1, x2)
 
 
-right_shift = _one_to_one_binop("right_shift", _shift_right)
+def right_shift(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = broadcast_arrays("right_shift", *promote_dtypes_numeric("right_shift", x1, x2))
+    return _shift_right(x1, x2)
 equal = key_array_op("x1", "x2", combine="all")(_comparison("equal", lax.eq))
 not_equal = key_array_op("x1", "x2", combine="any")(_comparison("not_equal", lax.ne))
 less = _comparison("less", lax.lt)
@@ -243,7 +185,7 @@ def absolute(x: Any, /) -> Any:
     (x,) = promote_dtypes("absolute", x)
     dtype = get_aval(x).dtype
     if kind_of(dtype) in "ub":
-        return x
+        return as_result(x)
     return lax.abs(x)
 
 
@@ -260,11 +202,11 @@ def power(x1: Any, x2: Any, /) -> Any:
     x1 = -1, 0 otherwise, x1 = 0 included), where JAX leaves it undefined.
     """
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
-        (x1,) = promote_dtypes("power", x1)
+        (x1,) = promote_dtypes_numeric("power", x1)
         if int(x2) < 0 and kind_of(get_aval(x1).dtype) in "iu":
             raise _negative_power_error()
         return lax.integer_pow(x1, int(x2))
-    x1, x2 = promote_dtypes("power", x1, x2)
+    x1, x2 = promote_dtypes_numeric("power", x1, x2)
     dtype = get_aval(x1).dtype
     if kind_of(dtype) in "iu":
         if kind_of(dtype) == "i" and not _is_abstract(x2):
@@ -335,11 +277,27 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)) without overflow."""
     x1, x2 = broadcast_arrays("logaddexp", *promote_dtypes_inexact("logaddexp", x1, x2))
     amax = lax.max(x1, x2)
+    if kind_of(get_aval(x1).dtype) == "c":
+        return _complex_logaddexp(x1, x2, amax)
     delta = lax.sub(x1, x2)
     both_inf = lax.eq(x1, x2)  # equal infinities give nan in delta; the max is the answer
     soft = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
     return lax.select(both_inf, lax.add(amax, lax.log(lax.convert_element_type(
         2, get_aval(amax).dtype))), soft)
+
+
+def _complex_logaddexp(x1: Any, x2: Any, amax: Any) -> Any:
+    """log(exp(x1) + exp(x2)) of complex operands, as JAX: the larger (lax.max's order) plus
+    log1p(exp(the smaller minus it)), the imaginary part wrapped into [-pi, pi]."""
+    dtype = get_aval(x1).dtype
+    smaller_minus_larger = lax.sub(lax.add(x1, x2), lax.mul(amax, lax.convert_element_type(
+        2, dtype)))
+    out = lax.add(amax, lax.log1p(lax.exp(smaller_minus_larger)))
+    angle_, real_dtype = lax.imag(out), get_aval(lax.real(out)).dtype
+    pi, two_pi, zero = (lax.convert_element_type(v, real_dtype) for v in (np.pi, 2 * np.pi, 0))
+    turns = lax.rem(lax.add(angle_, pi), two_pi)
+    turns = lax.select(lax.lt(turns, zero), lax.add(turns, two_pi), turns)
+    return lax.complex_(lax.real(out), lax.sub(turns, pi))
 
 
 @key_array_op("x", combine="all")
@@ -368,6 +326,7 @@ def isinf(x: Any, /) -> Any:
 
 def signbit(x: Any, /) -> Any:
     (x,) = promote_dtypes("signbit", x)
+    refuse_complex("signbit", x)
     dtype = get_aval(x).dtype
     if kind_of(dtype) == "f":
         ints = _bitcast_to_int(x)
@@ -380,7 +339,11 @@ def _bitcast_to_int(x: Any) -> Any:
 
 
 def rint(x: Any, /) -> Any:
-    (x,) = promote_dtypes_inexact("rint", x)
+    """numpy.rint: integers and bools give the default float (float64 with x64 on), as JAX."""
+    (x,) = promote_dtypes("rint", x)
+    aval = get_aval(x)
+    if kind_of(aval.dtype) in "biu":
+        x = lax.convert_element_type(x, dtypes.default_float_dtype(), aval.weak_type)
     if kind_of(get_aval(x).dtype) == "c":  # each part to the nearest even integer, as JAX
         return lax.complex_(rint(lax.real(x)), rint(lax.imag(x)))
     return lax.round(x, 1)
@@ -389,7 +352,7 @@ def rint(x: Any, /) -> Any:
 def trunc(x: Any, /) -> Any:
     (x,) = promote_dtypes("trunc", x)
     if kind_of(get_aval(x).dtype) in "biu":  # unchanged, as in JAX
-        return x
+        return as_result(x)
     zero = lax.convert_element_type(0, get_aval(x).dtype)
     return lax.select(lax.lt(x, zero), lax.ceil(x), lax.floor(x))
 
@@ -414,6 +377,7 @@ def hypot(x1: Any, x2: Any, /) -> Any:
     """sqrt(x1**2 + x2**2) as big * sqrt(1 + (small/big)**2), so it neither overflows nor
     underflows where the result is representable; an infinite operand gives inf, even with NaN."""
     x1, x2 = broadcast_arrays("hypot", *promote_dtypes_inexact("hypot", x1, x2))
+    refuse_complex("hypot", x1)
     x1, x2 = lax.abs(x1), lax.abs(x2)
     aval = get_aval(x1)  # constants of x's weak type, as JAX's, so weak operands stay weak
     inf, zeros, one = (shape_ops.full(aval.shape, v, aval.dtype, aval.weak_type)
@@ -449,7 +413,7 @@ def log10(x: Any, /) -> Any:
 
 def real(x: Any, /) -> Any:
     (x,) = promote_dtypes("real", x)
-    return lax.real(x) if kind_of(get_aval(x).dtype) == "c" else x
+    return lax.real(x) if kind_of(get_aval(x).dtype) == "c" else as_result(x)
 
 
 def imag(x: Any, /) -> Any:
@@ -461,6 +425,7 @@ def imag(x: Any, /) -> Any:
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
     x1, x2 = broadcast_arrays("heaviside", *promote_dtypes_inexact("heaviside", x1, x2))
+    refuse_complex("heaviside", x1)
     dtype = get_aval(x1).dtype
     zero = lax.convert_element_type(0, dtype)
     one = lax.convert_element_type(1, dtype)
@@ -471,6 +436,7 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
 
 def copysign(x1: Any, x2: Any, /) -> Any:
     x1, x2 = broadcast_arrays("copysign", *promote_dtypes_inexact("copysign", x1, x2))
+    refuse_complex("copysign", x1)
     magnitude = lax.abs(x1)
     return lax.select(signbit(x2), lax.neg(magnitude), magnitude)
 
@@ -532,6 +498,7 @@ def iscomplex(x: Any, /) -> Any:
 
 def isposinf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isposinf", x)
+    refuse_complex("isposinf", x)
     if kind_of(get_aval(x).dtype) != "f":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.eq(x, lax.convert_element_type(np.inf, get_aval(x).dtype))
@@ -539,6 +506,7 @@ def isposinf(x: Any, /) -> Any:
 
 def isneginf(x: Any, /) -> Any:
     (x,) = promote_dtypes("isneginf", x)
+    refuse_complex("isneginf", x)
     if kind_of(get_aval(x).dtype) != "f":
         return shape_ops.full(get_aval(x).shape, False, dtypes.bool_)
     return lax.eq(x, lax.convert_element_type(-np.inf, get_aval(x).dtype))

@@ -16,8 +16,6 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp
-from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
@@ -99,9 +97,7 @@ def i0(x: Any) -> Any:
     Array([1.        , 1.26606588], dtype=float64)
     """
     (x,) = ufuncs.promote_dtypes_inexact("i0", x)
-    if kind_of(get_aval(x).dtype) == "c":
-        raise NumbaxTypeError(f"numbax.numpy.i0: x has dtype {get_aval(x).dtype}, expected a "
-                              "real dtype.")
+    ufuncs.refuse_complex("i0", x)
     return _i0(x)
 
 

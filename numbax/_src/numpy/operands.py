@@ -1,0 +1,123 @@
+"""Operands of numpy-style functions: dtype promotion (JAX's lattice, Python scalars weak),
+numpy broadcasting, and results that come back unchanged."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax._src import core, dtypes
+from numbax._src.core import get_aval
+from numbax._src.dtypes import kind_of
+from numbax._src.errors import ShapeDtypeError
+from numbax._src.lax import elementwise as lax
+from numbax._src.lax import shape_ops
+from numbax._src.lax.key_arrays import refuse_key
+
+
+def _scalar_or_array(x: Any, fun_name: str) -> Any:
+    if core.is_array_like(x):
+        return x
+    if isinstance(x, (list, tuple)):
+        from numbax._src.array import asarray_value
+
+        return asarray_value(x)
+    refuse_key(f"numbax.numpy.{fun_name}", x)
+    raise core.NumbaxTypeError(
+        f"numbax.numpy.{fun_name}: argument of type {type(x).__name__} is not an array. "
+        "Pass arrays, Python scalars, or lists of numbers."
+    )
+
+
+def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
+    """Converts args to their common dtype (NumPy 2 rules, Python scalars weak)."""
+    args = [_scalar_or_array(x, fun_name) for x in args]
+    avals = [get_aval(x) for x in args]
+    # JAX's lattice has no weak bool: Python bools (and weak bool results) promote as strong.
+    dtype, weak = dtypes.result_type(*[(a.dtype, a.weak_type and kind_of(a.dtype) != "b")
+                                       for a in avals])
+    return [_convert(x, dtype, weak) for x in args]
+
+
+def _convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
+    """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        from numbax._src.array import Array
+
+        return Array._from_numpy(np.array(x, dtype=dtype), weak_type=weak)
+    return lax.convert_element_type(x, dtype, weak)
+
+
+def promote_dtypes_numeric(fun_name: str, *args: Any) -> list[Any]:
+    """Like promote_dtypes, then bools to int32 (JAX's rule for arithmetic that has no bool
+    form: floor_divide, remainder, power, shifts; int32 with x64 on too)."""
+    args = promote_dtypes(fun_name, *args)
+    aval = get_aval(args[0])
+    if aval.dtype != dtypes.bool_:
+        return args
+    return [lax.convert_element_type(x, np.dtype(np.int32), aval.weak_type) for x in args]
+
+
+def as_result(x: Any) -> Any:
+    """x, promoted, as a function's result when the function leaves it unchanged (floor of an
+    integer, positive, real of a real): an Array or tracer in its canonical dtype, never the
+    caller's own numpy array, which the caller may write to later."""
+    if isinstance(x, core.Tracer) or hasattr(x, "_from_numpy"):
+        return x
+    from numbax._src.array import asarray_value
+
+    return asarray_value(x)
+
+
+def refuse_complex(fun_name: str, x: Any) -> None:
+    """Refuses a complex operand where the function has no complex meaning, as JAX does
+    (ShapeDtypeError: JAX raises ValueError for some of these and TypeError for others)."""
+    dtype = get_aval(x).dtype
+    if kind_of(dtype) == "c":
+        raise ShapeDtypeError(f"numbax.numpy.{fun_name} is not well defined for complex inputs "
+                              f"(got {dtype}), as in JAX. Pass real values, e.g. x.real or "
+                              "abs(x).")
+
+
+def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
+    """Like promote_dtypes, then to the float dtype numpy's math functions return."""
+    args = promote_dtypes(fun_name, *args)
+    aval = get_aval(args[0])
+    dtype = dtypes.to_inexact(aval.dtype)
+    if aval.weak_type:
+        dtype = dtypes.python_scalar_dtype(0.0) if kind_of(aval.dtype) != "c" else aval.dtype
+    return [lax.convert_element_type(x, dtype, aval.weak_type) for x in args]
+
+
+def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        listed = " ".join(str(tuple(s)) for s in shapes)
+        raise ShapeDtypeError(
+            f"numbax.numpy.{fun_name}: operands could not be broadcast together with shapes "
+            f"{listed}. Reshape or expand_dims one of them so that trailing dimensions are "
+            "equal or 1."
+        ) from None
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    lead = len(shape) - aval.ndim
+    squeeze_dims = [i for i, d in enumerate(aval.shape) if d == 1 and shape[lead + i] != 1]
+    if squeeze_dims:
+        x = shape_ops.squeeze(x, squeeze_dims)
+    kept = [lead + i for i, d in enumerate(aval.shape) if i not in squeeze_dims]
+    return shape_ops.broadcast_in_dim(x, shape, tuple(kept))
+
+
+def broadcast_arrays(fun_name: str, *args: Any) -> list[Any]:
+    """numpy broadcasting; rank-0 operands stay scalars (lax ops broadcast those for free)."""
+    shapes = [get_aval(x).shape for x in args]
+    if all(s == shapes[0] or s == () for s in shapes):
+        return list(args)
+    dtypes.check_rank_promotion(fun_name, shapes)
+    shape = broadcast_shapes(fun_name, *shapes)
+    return [x if get_aval(x).shape == () else broadcast_to_shape(x, shape) for x in args]
