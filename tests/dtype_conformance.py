@@ -1,7 +1,7 @@
-"""One probe, run on JAX (to record) and on numbax (to compare): every public jax.numpy
-function called on a small array of each of 11 dtypes, and 60 two-operand functions on two
-such arrays, with x64 on and off. Each outcome is the error class, or the result's dtype,
-shape and values (rounded to 6 significant digits).
+"""One probe, run on JAX (to record) and on numbax (to compare): every public function of
+jax.numpy, jax.nn and jax.scipy.special called on a small array of each of 11 dtypes, and 60
+two-operand jax.numpy functions on two such arrays, with x64 on and off. Each outcome is the
+error class, or the result's dtype, shape and values (rounded to 6 significant digits).
 
     record: /work/jaxenv/bin/python tests/data/make_dtype_conformance_reference.py
     compare: tests/numpy/test_dtype_conformance.py
@@ -67,8 +67,12 @@ def outcome(call) -> list:
     return ["ok", str(r.dtype), list(v.shape), _values(v)]
 
 
+MODULES = ("numpy", "nn", "scipy.special")
+
+
 def calls(jnp) -> dict:
-    """Case name -> a zero-argument call of `jnp` (jax.numpy or numbax.numpy)."""
+    """Case name -> a zero-argument call of a function of `jnp` (one of MODULES, of jax or
+    numbax); the two-operand cases where it has those functions."""
     out = {}
     for name in sorted(dir(jnp)):
         fn = getattr(jnp, name)

@@ -34,13 +34,29 @@ def _array(api: str, x: Any) -> Any:
         "Pass a numbax/numpy array or a Python scalar.")
 
 
-def _inexact(api: str, x: Any) -> Any:
-    """x converted to its inexact dtype (ints to the default float), like JAX's promotion."""
+def _inexact(api: str, x: Any, bools_to_default: bool = False) -> Any:
+    """x converted to its inexact dtype (integers up to 32 bits to float32, as JAX's math
+    functions); `bools_to_default`: bools to the default float, where JAX's formula meets a
+    weak Python scalar first (softplus, soft_sign)."""
     x = _array(api, x)
     dtype = core.get_aval(x).dtype
+    if bools_to_default and dtype == dtypes.bool_:
+        return _default_float(api, x)
     if not dtypes.is_inexact(dtype):
         return x.astype(dtypes.to_inexact(dtype))
     return x
+
+
+def _default_float(api: str, x: Any) -> Any:
+    """x with integers and bools converted to the default float (float64 with x64 on), as
+    JAX's elu, selu, leaky_relu and hard_sigmoid give them (their `where` meets a weak float)."""
+    from numbax._src.lax import elementwise as lax
+
+    x = _array(api, x)
+    aval = core.get_aval(x)
+    if dtypes.is_inexact(aval.dtype):
+        return x
+    return lax.convert_element_type(x, dtypes.default_float_dtype(), aval.weak_type)
 
 
 def _floating(api: str, x: Any) -> Any:
@@ -117,7 +133,7 @@ def softplus(x: Any) -> Any:
     >>> float(softplus(1000.0))
     1000.0
     """
-    return jnp.logaddexp(_inexact("softplus", x), 0)
+    return jnp.logaddexp(_inexact("softplus", x, bools_to_default=True), 0)
 
 
 @compiled_when_eager
@@ -137,7 +153,7 @@ def soft_sign(x: Any) -> Any:
     >>> float(soft_sign(1.0))
     0.5
     """
-    x = _inexact("soft_sign", x)
+    x = _inexact("soft_sign", x, bools_to_default=True)
     return x / (jnp.abs(x) + 1)
 
 
@@ -161,7 +177,7 @@ def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
     >>> float(leaky_relu(-2.0, 0.1))
     -0.2
     """
-    x = _inexact("leaky_relu", x)
+    x = _default_float("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
@@ -172,7 +188,7 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
     >>> float(elu(0.0))
     0.0
     """
-    x = _inexact("elu", x)
+    x = _default_float("elu", x)
     safe_x = jnp.where(x > 0, 0.0, x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
 
@@ -184,7 +200,7 @@ def celu(x: Any, alpha: Any = 1.0) -> Any:
     >>> float(celu(-1.0, 1.0)) == float(elu(-1.0))
     True
     """
-    x = _inexact("celu", x)
+    x = _default_float("celu", x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -197,7 +213,7 @@ def selu(x: Any) -> Any:
     """
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
-    return scale * elu(_inexact("selu", x), alpha)
+    return scale * elu(_default_float("selu", x), alpha)
 
 
 @compiled_when_eager
@@ -237,7 +253,7 @@ def hard_sigmoid(x: Any) -> Any:
     >>> float(hard_sigmoid(0.0))
     0.5
     """
-    return relu6(_inexact("hard_sigmoid", x) + 3.0) / 6.0
+    return relu6(_default_float("hard_sigmoid", x) + 3.0) / 6.0
 
 
 @compiled_when_eager
@@ -247,7 +263,7 @@ def hard_silu(x: Any) -> Any:
     >>> float(hard_silu(3.0))
     3.0
     """
-    x = _inexact("hard_silu", x)
+    x = _default_float("hard_silu", x)
     return x * hard_sigmoid(x)
 
 

@@ -8,7 +8,12 @@ import numpy as np
 from numbax._src import core
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import ConcretizationTypeError, NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import (
+    ConcretizationTypeError,
+    NumbaxTypeError,
+    NumbaxValueError,
+    ShapeDtypeError,
+)
 from numbax._src.numpy import lax_numpy, shapes, ufuncs
 
 
@@ -32,11 +37,12 @@ def inexact(api: str, *args: Any) -> list[Any]:
 
 
 def real_float(api: str, *args: Any) -> list[Any]:
-    """Like inexact, rejecting complex inputs."""
+    """Like inexact, rejecting complex inputs (ShapeDtypeError: JAX raises ValueError for some
+    functions and TypeError for others)."""
     promoted = inexact(api, *args)
     dtype = get_aval(promoted[0]).dtype
     if kind_of(dtype) == "c":
-        raise NumbaxTypeError(
+        raise ShapeDtypeError(
             f"numbax.scipy.{api}: arguments have dtype {dtype}, expected a real dtype. "
             "Pass real-valued arrays.")
     return promoted

@@ -187,7 +187,7 @@ def expit(x: Any) -> Any:
     """The logistic sigmoid 1 / (1 + exp(-x)).
 
     Args:
-      x: real array.
+      x: real or complex array.
 
     Returns:
       expit(x).
@@ -195,7 +195,7 @@ def expit(x: Any) -> Any:
     >>> float(expit(0.0))
     0.5
     """
-    (x,) = real_float("special.expit", x)
+    (x,) = inexact("special.expit", x)  # complex too, as JAX
     return lax.logistic(x)
 
 
@@ -220,7 +220,7 @@ def logit(x: Any) -> Any:
     >>> float(logit(0.5))
     0.0
     """
-    (x,) = real_float("special.logit", x)
+    (x,) = inexact("special.logit", x)  # complex too, as JAX
     return _logit(x)
 
 
