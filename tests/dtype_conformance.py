@@ -70,14 +70,18 @@ def outcome(call) -> list:
 MODULES = ("numpy", "nn", "scipy.special")
 
 
+def unary_functions(jnp) -> dict:
+    """Name -> function, for the one-operand cases of `jnp`."""
+    return {name: getattr(jnp, name) for name in sorted(dir(jnp))
+            if not name.startswith("_") and name not in SKIP and callable(getattr(jnp, name))
+            and not isinstance(getattr(jnp, name), type)}
+
+
 def calls(jnp) -> dict:
     """Case name -> a zero-argument call of a function of `jnp` (one of MODULES, of jax or
     numbax); the two-operand cases where it has those functions."""
     out = {}
-    for name in sorted(dir(jnp)):
-        fn = getattr(jnp, name)
-        if name.startswith("_") or name in SKIP or not callable(fn) or isinstance(fn, type):
-            continue
+    for name, fn in unary_functions(jnp).items():
         for key, d in DTYPES.items():
             out[f"{name}({key})"] = lambda fn=fn, d=d: fn(BASE.astype(d))
     for name in BINARY:

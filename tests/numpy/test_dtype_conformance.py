@@ -16,7 +16,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from tests.dtype_conformance import BASE, MODULES, probe
+from tests.dtype_conformance import BASE, DTYPES, MODULES, outcome, probe, unary_functions
 
 DATA = pathlib.Path(__file__).parents[1] / "data" / "dtype_conformance_jax_reference.json"
 REFERENCE = json.loads(DATA.read_text())
@@ -130,3 +130,35 @@ def test_results_are_arrays_never_the_callers_numpy_array(name):
     before = np.asarray(out).copy()
     x[:] = 99
     np.testing.assert_array_equal(np.asarray(out), before)
+
+
+# Functions whose result's shape depends on the operand's values, or that read the operand
+# as a shape or a buffer: jit refuses them with a TypeError, as JAX's does.
+NOT_TRACEABLE = {"argwhere", "bincount", "empty", "flatnonzero", "frombuffer", "indices",
+                 "ones", "zeros", "roots", "trim_zeros", "unique", "unique_values", "nonzero",
+                 "unique_all", "unique_counts", "unique_inverse", "extract", "full"}
+
+
+# float16 compiles a rounding step per operation: 100 s of the suite on two cores, so slow
+@pytest.mark.parametrize("key", ["f32", "i32", "c64", "bool", "u8",
+                                 pytest.param("f16", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("module", MODULES)
+def test_jit_gives_what_eager_gives(module, key):
+    """Every one-operand function of the module, traced with its operand as an argument:
+    the compiled result equals the eager one (dtype, shape, values), or jit refuses with a
+    TypeError where the result's shape would depend on the values (unique, argwhere, ...).
+    Found this way: reciprocal of 0j raised ZeroDivisionError in the compiled kernel."""
+    a = BASE.astype(DTYPES[key])
+    wrong = {}
+    with numbax.enable_x64(False):
+        for name, fn in unary_functions(importlib.import_module(f"numbax.{module}")).items():
+            eager = outcome(lambda fn=fn: fn(a))
+            if eager[0] != "ok":
+                continue
+            compiled = outcome(lambda fn=fn: numbax.jit(fn)(a))
+            if compiled[0] == "err" and name in NOT_TRACEABLE:
+                continue
+            why = _mismatch(eager, compiled)
+            if why:
+                wrong[name] = why
+    assert not wrong, wrong

@@ -163,8 +163,10 @@ def _integer_pow_array(args, eqn):
     return f"np.power({args[0]}, {const(eqn, y)})"
 
 
-elementwise(lx.integer_pow_p, integer_pow("sc.ipow"), _integer_pow_array,
-            cuda_complex=integer_pow("sc.ipow", div="sc.c_div"))
+# a complex reciprocal through numpy's division: Numba's raises ZeroDivisionError for 0j
+elementwise(lx.integer_pow_p, complex_or(integer_pow("sc.ipow"),
+                                         integer_pow("sc.ipow", div="sc.complex_div")),
+            _integer_pow_array, cuda_complex=integer_pow("sc.ipow", div="sc.c_div"))
 elementwise(lx.square_p, template("({0} * {0})"), template("({0} * {0})"),
             cuda_complex=template("({0} * {0})"))
 elementwise(lx.neg_p, prefix("-"), prefix("-"), cuda_complex=prefix("-"))

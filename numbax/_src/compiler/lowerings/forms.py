@@ -80,12 +80,11 @@ def integer_pow(ipow: str, div: str | None = None) -> ScalarRule:
         one = render_scalar(1, operand_dtype(eqn))
         if y == 0:
             return one
-        if y in (1, 2, 3):
-            return "(" + " * ".join([x] * y) + ")"
+        power = "(" + " * ".join([x] * abs(y)) + ")" if abs(y) <= 3 else f"{ipow}({x}, {abs(y)})"
         if y > 0:
-            return f"{ipow}({x}, {y})"
-        inv = f"{ipow}({x}, {-y})"
-        return f"{div}({one}, {inv})" if div else f"({one} / {inv})"
+            return power
+        # (x ** -1 divides by x itself: ipow's 1 * x would turn inf + 0j into inf + nanj)
+        return f"{div}({one}, {power})" if div else f"({one} / {power})"
 
     return rule
 

@@ -11,7 +11,7 @@ import math  # noqa: F401  (the shared helpers' globals)
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from numbax._src.compiler import scalar_helpers
 
@@ -72,14 +72,35 @@ def logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _one_like(x):
+    """1 in x's float type (a float64 1.0 would widen float32 arithmetic)."""
+
+
+@overload(_one_like, inline="always")
+def _one_like_impl(x):
+    if x == types.float32:
+        return lambda x: np.float32(1)
+    return lambda x: 1.0
+
+
 @njit(**_JIT)
 def complex_div(a, b):
-    """numpy's complex division: Numba's raises ZeroDivisionError for a zero divisor, numpy
-    gives (a.real / 0, a.imag / 0), i.e. inf/nan parts."""
-    if b.real == 0 and b.imag == 0:
-        z = abs(b.real)
-        return type(a)(complex(a.real / z, a.imag / z))
-    return a / b
+    """numpy's complex division (Smith's: the divisor's larger part divides first), so the
+    compiled quotient is the eager one: Numba's raises ZeroDivisionError for a zero divisor
+    (numpy gives (a.real / 0, a.imag / 0), inf/nan parts) and gives nan for 1 / (inf + 0j)
+    (numpy: 0)."""
+    br, bi = b.real, b.imag
+    if abs(br) >= abs(bi):
+        if br == 0 and bi == 0:
+            z = abs(br)
+            return type(a)(complex(a.real / z, a.imag / z))
+        ratio = bi / br
+        scale = _one_like(br) / (br + bi * ratio)  # in the parts' float type, as numpy
+        return type(a)(complex((a.real + a.imag * ratio) * scale,
+                               (a.imag - a.real * ratio) * scale))
+    ratio = br / bi
+    scale = _one_like(br) / (bi + br * ratio)
+    return type(a)(complex((a.real * ratio + a.imag) * scale, (a.imag * ratio - a.real) * scale))
 
 
 @njit(**_JIT)
