@@ -165,7 +165,8 @@ erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), _REAL_FLOAT)
 erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), _REAL_FLOAT)
 erf_inv_p = unop("erf_inv", erf_inv_impl, _REAL_FLOAT)  # XLA:CPU float32 algorithm
 lgamma_p = unop("lgamma", lambda x: sp.gammaln(x).astype(x.dtype), _REAL_FLOAT)
-digamma_p = unop("digamma", lambda x: sp.digamma(x).astype(x.dtype), _REAL_FLOAT)
+digamma_p = unop("digamma", lambda x: np.where(  # its poles (0 too) are nan, as JAX's
+    (x <= 0) & (x == np.floor(x)), np.nan, sp.digamma(x)).astype(x.dtype), _REAL_FLOAT)
 real_p = unop("real", np.real, "c", _real_dtype)
 imag_p = unop("imag", np.imag, "c", _real_dtype)
 conj_p = unop("conj", np.conj, _NUMERIC)
@@ -486,7 +487,6 @@ ad.defjvp(
     lambda t, ans, x, y: complex_(_broadcast_tangent(t, get_aval(x)), _zeros_like(x)),
     lambda t, ans, x, y: complex_(_zeros_like(y), _broadcast_tangent(t, get_aval(y))),
 )
-
 
 
 def _add_any_batch(axis_size, vals, dims):

@@ -15,9 +15,10 @@ from tests.compiler.cuda.sim_checks import check, close, gjit
 def digamma_polygamma_special_values():
     x = np.array([0.0, -0.0, -1.0, -2.5, -0.5, 1e-8, 0.3, 1.4616321449683622, 7.5, 30.0, 1e6,
                   np.inf, -np.inf, np.nan])
-    close(gjit(lax.digamma)(x), sp.digamma(x), rtol=1e-12, atol=1e-13)
-    close(gjit(lax.digamma)(x.astype(np.float32)), sp.digamma(x).astype(np.float32),
-          rtol=2e-6, atol=1e-6)
+    with np.errstate(invalid="ignore"):  # scipy's, but nan at every pole (0 too), as JAX's
+        want = np.where((x <= 0) & (x == np.floor(x)), np.nan, sp.digamma(x))
+    close(gjit(lax.digamma)(x), want, rtol=1e-12, atol=1e-13)
+    close(gjit(lax.digamma)(x.astype(np.float32)), want.astype(np.float32), rtol=2e-6, atol=1e-6)
     xs = np.array([0.2, 1.0, 2.5, 11.0, 100.0, -0.5, -1.5, -2.0, 0.0])
     for m in (1.0, 2.0, 3.0):
         mm = np.full_like(xs, m)

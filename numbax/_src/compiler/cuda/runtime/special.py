@@ -39,14 +39,12 @@ _EPS = 1.1102230246251565e-16
 @cuda.jit(device=True)
 def digamma(x):
     """psi(x) in float64: reflection for x < 0, recurrence up to x >= 10, then the asymptotic
-    series (terms to x**-14). Poles: psi(0) = -inf, negative integers NaN (as scipy)."""
+    series (terms to x**-14). Poles (0 and the negative integers) are NaN, as JAX's."""
     if x != x or x == -math.inf:
         return math.nan
     if x == math.inf:
         return math.inf
-    if x == 0.0:  # -inf from the right of +0, +inf from the left of -0 (scipy)
-        return math.inf if math.copysign(1.0, x) < 0.0 else -math.inf
-    if x < 0.0 and x == math.floor(x):
+    if x <= 0.0 and x == math.floor(x):
         return math.nan
     r = 0.0
     if x < 0.0:
