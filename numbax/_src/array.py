@@ -85,6 +85,48 @@ class Array:
     def is_deleted(self) -> bool:
         return False
 
+    # JAX's runtime methods. numbax computes eagerly, so an Array is always ready.
+    def is_ready(self) -> bool:
+        return True
+
+    def copy_to_host_async(self) -> None:
+        """Nothing to start: the value is on the host, or copied there when read."""
+
+    @property
+    def committed(self) -> bool:
+        """Whether device_put placed this Array on a device (jit then runs there)."""
+        return self._device is not None
+
+    def platform(self) -> str:
+        return self.device.platform
+
+    def on_device_size_in_bytes(self) -> int:
+        return self.nbytes
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The buffer's address (valid while this Array lives)."""
+        return self._value.ctypes.data
+
+    def addressable_data(self, index: int) -> Array:
+        return self.addressable_shards[index].data
+
+    def to_device(self, device, *, stream=None) -> Array:
+        from numbax._src.transfer import device_put
+
+        return device_put(self, device)
+
+    def clone(self) -> Array:
+        return self.copy()
+
+    def delete(self) -> None:
+        """Frees the buffer; every later use of this Array raises RuntimeError."""
+        if not self.is_deleted():
+            Array._value.__set__(self, None)
+            self.__class__ = _DeletedArray
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return self._value.tobytes(order)
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if copy:
             return np.array(self._value, dtype=dtype)
@@ -173,16 +215,18 @@ class Array:
 
 
 class _DeletedArray(Array):
-    """What a donated Array becomes (jit's donate_argnums): its buffer now holds a result, and
-    every use raises. Swapping the class keeps live Arrays free of any per-use check."""
+    """What a donated or deleted Array becomes (jit's donate_argnums, Array.delete): its
+    buffer now holds a result or is freed, and every use raises. Swapping the class keeps
+    live Arrays free of any per-use check."""
 
     __slots__ = ()
 
     @property
     def _value(self):
         raise RuntimeError(
-            "Array has been deleted (it was donated to a jitted or pmapped function). Use the "
-            "function's result instead, or drop donate_argnums to keep the argument alive."
+            "Array has been deleted (by x.delete(), or donated to a jitted or pmapped "
+            "function). Use the function's result instead, or drop donate_argnums to keep "
+            "the argument alive."
         )
 
     def is_deleted(self) -> bool:
@@ -333,3 +377,7 @@ class GpuArray(Array):
 
     def __dlpack_device__(self):
         return (2, self._device.id)  # kDLCUDA
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The device buffer's address (valid while this GpuArray lives)."""
+        return self._dbuf.__cuda_array_interface__["data"][0]

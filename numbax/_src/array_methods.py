@@ -61,10 +61,60 @@ def _astype(self, dtype, copy=False):
     return _jnp().asarray(self, dtype=dtype) if not copy else _jnp().array(self, dtype=dtype)
 
 
+def _view(self, dtype=None, type=None):  # noqa: A002 - numpy's name
+    """ndarray.view as JAX's: the same bits as `dtype`; a narrower dtype multiplies the last
+    axis, a wider one divides it (bools travel as uint8)."""
+    import numpy as np
+
+    from numbax._src import dtypes
+    from numbax._src.lax import convert
+
+    if type is not None:
+        raise NotImplementedError("numbax.Array.view: the `type` argument is not supported "
+                                  "(as in JAX); pass only a dtype.")
+    if dtype is None:
+        return self
+    new = dtypes.canonicalize_dtype(dtype, context="numbax.Array.view")
+    x = self.astype(np.uint8) if self.dtype == np.bool_ else self
+    target = np.dtype(np.uint8) if new == np.bool_ else new
+    old_size, new_size = x.dtype.itemsize, target.itemsize
+    if old_size != new_size and (x.ndim == 0 or (x.shape[-1] * old_size) % new_size):
+        raise ValueError(f"numbax.Array.view: an array of shape {self.shape} and dtype "
+                         f"{self.dtype} cannot be viewed as {new}: the last axis must hold a "
+                         f"whole number of {new} items ({new_size} bytes each).")
+    if new_size > old_size:
+        x = x.reshape(*x.shape[:-1], x.shape[-1] * old_size // new_size, new_size // old_size)
+    out = convert.bitcast_convert_type(x, target)
+    if new_size < old_size:
+        out = out.reshape(*out.shape[:-2], out.shape[-2] * out.shape[-1])
+    return out.astype(np.bool_) if new == np.bool_ else out
+
+
+def _byteswap(self, inplace=False):
+    """ndarray.byteswap: each element's bytes in reverse order (never in place: arrays are
+    immutable, as in JAX)."""
+    import numpy as np
+
+    if inplace:
+        raise TypeError("numbax.Array.byteswap: inplace=True is not supported (arrays are "
+                        "immutable, as in JAX); use the returned array.")
+    size = self.dtype.itemsize // (2 if self.dtype.kind == "c" else 1)  # (complex: each part)
+    if size == 1:
+        return self
+    reversed_bytes = _view(self.reshape(-1), np.uint8).reshape(-1, size)[:, ::-1]
+    return _view(reversed_bytes.reshape(-1), self.dtype).reshape(self.shape)
+
+
+def _flat(self):
+    raise NotImplementedError("numbax Arrays do not implement the arr.flat property (as JAX "
+                              "Arrays): consider arr.flatten() instead.")
+
+
 _METHODS = (
     "sum", "mean", "max", "min", "prod", "argmax", "argmin", "std", "var", "all", "any",
     "cumsum", "cumprod", "ravel", "squeeze", "clip", "round", "dot", "conj", "conjugate",
     "swapaxes", "flatten", "nonzero", "sort", "argsort", "take", "repeat", "trace",
+    "diagonal", "ptp", "searchsorted", "choose", "argpartition",
 )
 
 
@@ -83,6 +133,9 @@ def _install(cls: type) -> None:
     cls.transpose = _transpose
     cls.astype = _astype
     cls.compress = _compress
+    cls.view = _view
+    cls.byteswap = _byteswap
+    cls.flat = property(_flat)
     cls.__getitem__ = lambda self, idx: _jnp()._getitem(self, idx)
     cls.T = property(lambda self: _jnp().transpose(self))
     cls.mT = property(lambda self: _jnp().swapaxes(self, -1, -2))
