@@ -84,3 +84,20 @@ def test_delete_frees_the_array_and_later_uses_raise():
     with pytest.raises(RuntimeError, match="deleted"):
         np.asarray(a)
     np.testing.assert_array_equal(np.asarray(b), X + 1)
+
+
+def test_delete_of_a_gpu_array_drops_its_buffers():
+    """(No GPU needed: a host array stands in for the device buffer.)"""
+    from numbax._src.array import GpuArray
+
+    created = GpuArray.created  # (making one flips eager dispatch for the process)
+    try:
+        g = GpuArray._from_buffer(np.zeros(3, np.float32), (3,), False, device=None)
+    finally:
+        GpuArray.created = created
+    g.delete()
+    assert g.is_deleted() and repr(g) == "Array(<deleted>)"
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(g)
+    with pytest.raises(RuntimeError, match="deleted"):
+        g._dbuf  # noqa: B018

@@ -122,7 +122,7 @@ class Array:
         """Frees the buffer; every later use of this Array raises RuntimeError."""
         if not self.is_deleted():
             Array._value.__set__(self, None)
-            self.__class__ = _DeletedArray
+            self.__class__ = _UserDeletedArray
 
     def tobytes(self, order: str = "C") -> bytes:
         return self._value.tobytes(order)
@@ -224,9 +224,8 @@ class _DeletedArray(Array):
     @property
     def _value(self):
         raise RuntimeError(
-            "Array has been deleted (by x.delete(), or donated to a jitted or pmapped "
-            "function). Use the function's result instead, or drop donate_argnums to keep "
-            "the argument alive."
+            "Array has been deleted (it was donated to a jitted or pmapped function). Use the "
+            "function's result instead, or drop donate_argnums to keep the argument alive."
         )
 
     def is_deleted(self) -> bool:
@@ -234,6 +233,16 @@ class _DeletedArray(Array):
 
     def __repr__(self) -> str:
         return "Array(<deleted>)"
+
+
+class _UserDeletedArray(_DeletedArray):
+    """An Array after its delete() method: every use raises."""
+
+    __slots__ = ()
+
+    @property
+    def _value(self):
+        _deleted(self)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
@@ -381,3 +390,29 @@ class GpuArray(Array):
     def unsafe_buffer_pointer(self) -> int:
         """The device buffer's address (valid while this GpuArray lives)."""
         return self._dbuf.__cuda_array_interface__["data"][0]
+
+    def delete(self) -> None:
+        """Frees the device buffer (and any host copy); every later use raises RuntimeError."""
+        if not self.is_deleted():
+            GpuArray._dbuf.__set__(self, None)
+            GpuArray._host.__set__(self, None)
+            self.__class__ = _DeletedGpuArray
+
+
+def _deleted(self):
+    raise RuntimeError("Array has been deleted (its delete() method was called); use an "
+                       "array that is still alive.")
+
+
+class _DeletedGpuArray(GpuArray):
+    """A GpuArray after its delete() method: its buffers are gone and every use raises."""
+
+    __slots__ = ()
+    _value = property(_deleted)
+    _dbuf = property(_deleted)
+
+    def is_deleted(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "Array(<deleted>)"
