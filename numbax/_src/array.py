@@ -235,14 +235,16 @@ class _DeletedArray(Array):
         return "Array(<deleted>)"
 
 
+def _deleted(self):
+    raise RuntimeError("Array has been deleted (its delete() method was called); use an "
+                       "array that is still alive.")
+
+
 class _UserDeletedArray(_DeletedArray):
     """An Array after its delete() method: every use raises."""
 
     __slots__ = ()
-
-    @property
-    def _value(self):
-        _deleted(self)
+    _value = property(_deleted)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
@@ -280,6 +282,15 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     if value.dtype != target:
         value = value.astype(target)
     return Array._from_numpy(value, weak)
+
+
+def as_result(x: Any) -> Any:
+    """x as a function's result when the function leaves it unchanged (floor of an integer,
+    stop_gradient of one): an Array or tracer in its canonical dtype, never the caller's own
+    numpy array or scalar, which the caller may write to later."""
+    if isinstance(x, (Array, core.Tracer)):
+        return x
+    return asarray_value(x)
 
 
 def committed_device(values, api: str, what: str = "argument"):
@@ -397,11 +408,6 @@ class GpuArray(Array):
             GpuArray._dbuf.__set__(self, None)
             GpuArray._host.__set__(self, None)
             self.__class__ = _DeletedGpuArray
-
-
-def _deleted(self):
-    raise RuntimeError("Array has been deleted (its delete() method was called); use an "
-                       "array that is still alive.")
 
 
 class _DeletedGpuArray(GpuArray):

@@ -35,11 +35,9 @@ def stop_gradient(x: Any) -> Any:
 
     def stop(leaf):
         if not dtypes.is_inexact(get_aval(leaf).dtype):
-            if isinstance(leaf, core.Tracer) or hasattr(leaf, "_from_numpy"):
-                return leaf
-            from numbax._src.array import asarray_value  # an Array, as JAX returns
+            from numbax._src.array import as_result  # an Array, as JAX returns
 
-            return asarray_value(leaf)
+            return as_result(leaf)
         return stop_gradient_p.bind(leaf)
 
     return tu.tree_map(stop, x)

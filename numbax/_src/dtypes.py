@@ -112,6 +112,12 @@ def default_float_dtype() -> np.dtype:
     return canonicalize_dtype(float64)
 
 
+def index_dtype(size: int) -> np.dtype:
+    """The dtype of indices into `size` elements from searchsorted, digitize and argpartition:
+    int32 whenever they fit, with x64 on too, as JAX gives them."""
+    return np.dtype(np.int32) if size <= np.iinfo(np.int32).max else default_int_dtype()
+
+
 def default_int_dtype() -> np.dtype:
     return canonicalize_dtype(int64)
 

@@ -201,11 +201,9 @@ def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
     if arr is None:
         raise NumbaxTypeError("numbax.numpy.clip: missing the array argument.")
     (out,) = ufuncs.promote_dtypes("clip", arr)
-    for value in (out, min, max):
-        if value is not None and kind_of(get_aval(asarray(value)).dtype) == "c":
-            raise ShapeDtypeError(
-                "numbax.numpy.clip: complex values have no order and cannot be clipped (as in "
-                "JAX). Clip the real part, or the magnitude, instead.")
+    for value in (out, min, max):  # (complex values have no order to clip to)
+        if value is not None:
+            ufuncs.refuse_complex("clip", asarray(value))
     out = ufuncs.as_result(out)
     if min is not None:
         out = ufuncs.maximum(out, min)

@@ -7,6 +7,11 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, dtypes
+from numbax._src.array import (
+    Array,
+    as_result,  # noqa: F401 - numpy's functions take it from here
+    asarray_value,
+)
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import ShapeDtypeError
@@ -19,8 +24,6 @@ def _scalar_or_array(x: Any, fun_name: str) -> Any:
     if core.is_array_like(x):
         return x
     if isinstance(x, (list, tuple)):
-        from numbax._src.array import asarray_value
-
         return asarray_value(x)
     refuse_key(f"numbax.numpy.{fun_name}", x)
     raise core.NumbaxTypeError(
@@ -42,8 +45,6 @@ def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
 def _convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
     """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        from numbax._src.array import Array
-
         return Array._from_numpy(np.array(x, dtype=dtype), weak_type=weak)
     return lax.convert_element_type(x, dtype, weak)
 
@@ -56,17 +57,6 @@ def promote_dtypes_numeric(fun_name: str, *args: Any) -> list[Any]:
     if aval.dtype != dtypes.bool_:
         return args
     return [lax.convert_element_type(x, np.dtype(np.int32), aval.weak_type) for x in args]
-
-
-def as_result(x: Any) -> Any:
-    """x, promoted, as a function's result when the function leaves it unchanged (floor of an
-    integer, positive, real of a real): an Array or tracer in its canonical dtype, never the
-    caller's own numpy array, which the caller may write to later."""
-    if isinstance(x, core.Tracer) or hasattr(x, "_from_numpy"):
-        return x
-    from numbax._src.array import asarray_value
-
-    return asarray_value(x)
 
 
 def refuse_complex(fun_name: str, x: Any) -> None:

@@ -231,6 +231,5 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     _, rest = _lax_sort((key, idx), ax)  # the larger elements first, in index order
     out = concatenate([_slice_axis(order, ax, 0, k + 1), _slice_axis(rest, ax, 0, n - k - 1)],
                       ax)
-    # JAX's indices here are int32 (its top_k's), with x64 on too
-    return lax.convert_element_type(out, np.int32) if n <= np.iinfo(np.int32).max else out
+    return lax.convert_element_type(out, dtypes.index_dtype(n))
 

@@ -129,9 +129,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         before = _lt_nan_last(ab, vb)
     else:
         before = lax.bitwise_not(_lt_nan_last(vb, ab))
-    # JAX's index dtype: int32 whenever a's length fits, with x64 on too
-    index = np.dtype(np.int32) if n <= np.iinfo(np.int32).max else dtypes.default_int_dtype()
-    counts = lax.convert_element_type(before, index)
+    counts = lax.convert_element_type(before, dtypes.index_dtype(n))
     return lax_reductions.reduce_sum(counts, (len(v_shape),))
 
 
@@ -297,11 +295,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     from numbax._src.numpy.lax_numpy import clip, where
 
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
-    for name, v in (("x", x), ("xp", xp)):
-        if kind_of(get_aval(v).dtype) == "c":
-            raise NumbaxValueError(f"numbax.numpy.interp: {name} has dtype "
-                                   f"{get_aval(v).dtype}; complex {name} values are not "
-                                   "supported (as in JAX). Only fp may be complex.")
+    for v in (x, xp):  # (only fp may be complex)
+        ufuncs.refuse_complex("interp", v)
     f_dtype = dtypes.to_inexact(result_type(x, xp, fp))
     dtype = dtypes.finfo_of(f_dtype).dtype  # x and xp are real
     x, xp = (lax.convert_element_type(v, dtype) for v in (x, xp))

@@ -65,9 +65,10 @@ def _rounding_unop(name: str, lax_fn: Callable) -> Callable:
     return fn
 
 
-def _one_to_one_binop(name: str, lax_fn: Callable, inexact: bool = False) -> Callable:
+def _one_to_one_binop(name: str, lax_fn: Callable,
+                      promote: Callable = promote_dtypes) -> Callable:
     def fn(x1: Any, x2: Any, /) -> Any:
-        x1, x2 = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x1, x2)
+        x1, x2 = promote(name, x1, x2)
         x1, x2 = broadcast_arrays(name, x1, x2)
         return lax_fn(x1, x2)
 
@@ -120,6 +121,8 @@ arccosh = _one_to_one_unop("arccosh", lax.acosh, True)
 arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
+
+
 def conjugate(x: Any, /) -> Any:
     """numpy.conjugate: real (and bool) inputs come back unchanged, as in JAX."""
     (x,) = promote_dtypes("conjugate", x)
@@ -133,19 +136,19 @@ def square(x: Any, /) -> Any:
     """numpy.square; a bool squares as an int32, as in JAX (lax.square takes no bools)."""
     (x,) = promote_dtypes_numeric("square", x)
     return lax.square(x)
+
+
 add = _one_to_one_binop("add", lax.add)
 subtract = _one_to_one_binop("subtract", lax.sub)
 multiply = _one_to_one_binop("multiply", lax.mul)
 maximum = _one_to_one_binop("maximum", lax.max)
 minimum = _one_to_one_binop("minimum", lax.min)
-arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
-nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
+arctan2 = _one_to_one_binop("arctan2", lax.atan2, promote_dtypes_inexact)
+nextafter = _one_to_one_binop("nextafter", lax.nextafter, promote_dtypes_inexact)
 bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
 bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
 bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
-def left_shift(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("left_shift", *promote_dtypes_numeric("left_shift", x1, x2))
-    return lax.shift_left(x1, x2)
+left_shift = _one_to_one_binop("left_shift", lax.shift_left, promote_dtypes_numeric)
 
 
 def _shift_right(x1: Any, x2: Any) -> Any:
@@ -155,9 +158,7 @@ def _shift_right(x1: Any, x2: Any) -> Any:
     return lax.shift_right_arithmetic(x1, x2)
 
 
-def right_shift(x1: Any, x2: Any, /) -> Any:
-    x1, x2 = broadcast_arrays("right_shift", *promote_dtypes_numeric("right_shift", x1, x2))
-    return _shift_right(x1, x2)
+right_shift = _one_to_one_binop("right_shift", _shift_right, promote_dtypes_numeric)
 equal = key_array_op("x1", "x2", combine="all")(_comparison("equal", lax.eq))
 not_equal = key_array_op("x1", "x2", combine="any")(_comparison("not_equal", lax.ne))
 less = _comparison("less", lax.lt)
