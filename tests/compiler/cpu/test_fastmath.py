@@ -225,3 +225,71 @@ def test_erf_inv_special_values(dtype):
     same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (
         np.isnan(got) & np.isnan(want))
     assert same.all(), (x[~same], got[~same])
+
+
+@functools.cache
+def _ldexp_loop():
+    from numbax._src.compiler.cpu.runtime import scalars as sc
+
+    @njit(error_model="numpy")
+    def loop(p, k, out):
+        for i in range(p.shape[0]):
+            out[i] = sc.ldexp(p[i], k[i])
+
+    return loop
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+def test_ldexp_rounds_as_numpys(dtype):
+    """exp's last step p * 2**k on AVX-512 targets (`fastmath.SCALEF`): over every k exp's
+    clamped range reaches (overflow to inf, subnormal results, underflow to 0) and p across
+    exp's polynomial range [1/sqrt 2, sqrt 2] plus nan, numpy's ldexp bit for bit."""
+    int_type = np.int64 if dtype == np.float64 else np.int32
+    lowest = -1080 if dtype == np.float64 else -155
+    ks = np.arange(lowest, 1030 if dtype == np.float64 else 135, dtype=int_type)
+    p = np.random.default_rng(7).uniform(2 ** -0.5, 2 ** 0.5, (200, ks.size)).astype(dtype)
+    p[1, ::2] = np.nan
+    k = np.broadcast_to(ks, p.shape).ravel().copy()
+    p = p.ravel()
+    got = np.empty_like(p)
+    _ldexp_loop()(p, k, got)
+    with np.errstate(over="ignore"):
+        want = np.ldexp(p, k)
+    bits = np.int64 if dtype == np.float64 else np.int32
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    assert np.array_equal(got[finite].view(bits), want[finite].view(bits))
+    assert np.isinf(want).any() and (want == 0).any()  # the range reaches both ends
+    assert ((want != 0) & (np.abs(want) < np.finfo(dtype).tiny)).any()
+
+
+def test_exp_without_avx512_gives_the_same_bits():
+    """A process whose Numba target is AVX2 (no vscalef) scales exp's result by two
+    multiplies and gets this process's results bit for bit, subnormal ones too."""
+    import subprocess
+    import sys
+
+    x = np.concatenate([np.linspace(-110, 100, 20001), [-745.5, -708.6, 709.9, -87.4, -103.5]])
+    code = (
+        "import sys, numpy as np\n"
+        "from numba import njit\n"
+        "from numbax._src.compiler.cpu.runtime import fastmath as fm\n"
+        "assert not fm.SCALEF\n"
+        "@njit(error_model='numpy')\n"
+        "def f(x, o, o32):\n"
+        "    for i in range(x.shape[0]):\n"
+        "        o[i] = fm.exp_f64(x[i]); o32[i] = fm.exp_f32(np.float32(x[i]))\n"
+        "x = np.frombuffer(sys.stdin.buffer.read(), np.float64)\n"
+        "o = np.empty_like(x); o32 = np.empty(x.size, np.float32); f(x, o, o32)\n"
+        "sys.stdout.buffer.write(o.tobytes() + o32.tobytes())\n"
+    )
+    env = {**__import__("os").environ, "NUMBA_CPU_NAME": "haswell",
+           "NUMBA_CPU_FEATURES": "+64bit,+avx,+avx2,+fma,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,+f16c"}
+    out = subprocess.run([sys.executable, "-c", code], input=x.tobytes(), capture_output=True,
+                         env=env, check=False)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    there = np.frombuffer(out.stdout[:x.nbytes], np.float64)
+    there32 = np.frombuffer(out.stdout[x.nbytes:], np.float32)
+    here, here32 = mapped("exp", np.float64)(x), mapped("exp", np.float32)(x.astype(np.float32))
+    assert np.array_equal(there.view(np.int64), here.view(np.int64))
+    assert np.array_equal(there32.view(np.int32), here32.view(np.int32))

@@ -43,6 +43,9 @@ import math
 import numpy as np
 from numba import njit
 
+from numbax._src.compiler.cpu.runtime import host_isa
+from numbax._src.compiler.cpu.runtime import scalars as sc
+
 # error_model="numpy": division by zero gives inf instead of a raising branch that would
 # block vectorisation. Private helpers (_JIT) are spliced into the public functions at
 # Numba-IR level; public functions (_CALL) are compiled once, cached by Numba, and inlined
@@ -52,6 +55,10 @@ _CALL = {"error_model": "numpy", "cache": True}
 
 _INF = math.inf
 _NAN = math.nan
+# exp's last step, p * 2**k, is one vscalefps/pd per vector where Numba's target has AVX-512
+# (exp of 1e6 float32 on one Zen 4 thread: 334 -> 258 µs, the same bits); elsewhere LLVM's
+# ldexp is a libm call per element, so two multiplies by exponent bits.
+SCALEF = host_isa.numba_target_has("avx512f")
 
 
 # ---------------------------------------------------------------------------------------
@@ -262,10 +269,9 @@ def _exp_core_f64(x):
     x = _clamp_lo(x, _EXP_LO)
     r, k = _reduce_f64(x)
     p = 1.0 + _expm1_poly_f64(r)
-    # Two half-scalings keep each factor normal; only the last product rounds, so
-    # subnormal results are rounded once.
-    k1 = k >> 1
-    return p * _pow2_f64(k1) * _pow2_f64(k - k1)
+    # Without vscalef, two half-scalings keep each factor normal; only the last product
+    # rounds, so subnormal results round once, as ldexp's do.
+    return sc.ldexp(p, k) if SCALEF else p * _pow2_f64(k >> 1) * _pow2_f64(k - (k >> 1))
 
 
 @njit(**_JIT)
@@ -481,8 +487,7 @@ def _exp_core_f32(x):
     x = _clamp_lo(x, _F32_EXP_LO)
     r, k = _reduce_f32(x)
     p = _F32_ONE + _expm1_poly_f32(r)
-    k1 = k >> 1
-    return p * _pow2_f32(k1) * _pow2_f32(k - k1)
+    return sc.ldexp(p, k) if SCALEF else p * _pow2_f32(k >> 1) * _pow2_f32(k - (k >> 1))
 
 
 @njit(**_JIT)

@@ -2,8 +2,9 @@
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
 compiled here, and the CPU's own below — lax's NaN-propagating max/min/clamp, logistic,
-complex division and ordering, rounding to bfloat16's values, and the array forms of numpy's
-float -> integer casts and of the float16/bfloat16 rounding (compiled control flow)."""
+complex division and ordering, rounding to bfloat16's values, scaling by a power of two, and
+the array forms of numpy's float -> integer casts and of the float16/bfloat16 rounding
+(compiled control flow)."""
 from __future__ import annotations
 
 import math  # noqa: F401  (the shared helpers' globals)
@@ -178,3 +179,25 @@ def round_to_bfloat16_array(x):
     for i in range(flat.size):
         out[i] = _bfloat16_rounded(flat[i])
     return out.reshape(x.shape)
+
+
+@intrinsic
+def ldexp(typingctx, x, k):
+    """x * 2**k rounded once (subnormal results too), through LLVM's ldexp: one vscalefps/pd
+    per vector on AVX-512 hosts; elsewhere LLVM calls libm's ldexp per element, so
+    fastmath.py uses it only where the target has AVX-512 (`fastmath.SCALEF`)."""
+    if x not in (types.float32, types.float64) or not isinstance(k, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value, exponent = args
+        i32 = ir.IntType(32)
+        if exponent.type.width > 32:
+            exponent = builder.trunc(exponent, i32)
+        elif exponent.type.width < 32:
+            exponent = builder.sext(exponent, i32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.ldexp", [value.type, i32], ir.FunctionType(value.type, [value.type, i32]))
+        return builder.call(fn, [value, exponent])
+
+    return x(x, k), codegen
