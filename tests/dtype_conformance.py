@@ -1,9 +1,10 @@
 """One probe, run on JAX (to record) and on numbax (to compare): every public function of
-jax.numpy, jax.nn and jax.scipy.special called on a small array of each of 11 dtypes, and 60
-two-operand jax.numpy functions on two such arrays, with x64 on and off. Each outcome is the
+jax.numpy, jax.nn, jax.scipy.special and jax.lax called on a small array of each of 11 dtypes,
+and 60 two-operand jax.numpy functions and 27 of jax.lax on two such arrays, with x64 on and
+off. Each outcome is the
 error class, or the result's dtype, shape and values (rounded to 6 significant digits).
 
-    record: /work/jaxenv/bin/python tests/data/make_dtype_conformance_reference.py
+    record: JAX_PLATFORMS=cpu python tests/data/make_dtype_conformance_reference.py (with jax)
     compare: tests/numpy/test_dtype_conformance.py
 """
 from __future__ import annotations
@@ -33,7 +34,11 @@ BINARY = ["add", "subtract", "multiply", "divide", "true_divide", "floor_divide"
           "logical_and", "logical_or", "logical_xor", "divmod", "matmul", "dot", "inner",
           "outer", "kron", "cross", "vdot", "polyadd", "polymul", "convolve", "correlate",
           "isclose", "allclose", "array_equal", "where", "append", "union1d", "intersect1d",
-          "setdiff1d", "isin", "interp", "tensordot"]
+          "setdiff1d", "isin", "interp", "tensordot",
+          # lax's own (jax.numpy has pow and atan2 too)
+          "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "eq", "ne", "lt", "le", "gt",
+          "ge", "complex", "polygamma", "zeta", "igamma", "igammac", "and_", "or_", "xor",
+          "shift_left", "shift_right_arithmetic", "shift_right_logical"]
 
 
 def _values(v: np.ndarray) -> list | None:
@@ -67,7 +72,7 @@ def outcome(call) -> list:
     return ["ok", str(r.dtype), list(v.shape), _values(v)]
 
 
-MODULES = ("numpy", "nn", "scipy.special")
+MODULES = ("numpy", "nn", "scipy.special", "lax")
 
 
 def unary_functions(jnp) -> dict:

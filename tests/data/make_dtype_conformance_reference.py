@@ -1,8 +1,8 @@
 """Records JAX's outcome of every case of tests/dtype_conformance.py (each function of
-jax.numpy, jax.nn and jax.scipy.special on each of 11 dtypes), with x64 on and off, into
+jax.numpy, jax.nn, jax.scipy.special and jax.lax on each of 11 dtypes), with x64 on and off, into
 dtype_conformance_jax_reference.json (run once, with jax):
 
-    JAX_PLATFORMS=cpu /work/jaxenv/bin/python tests/data/make_dtype_conformance_reference.py
+    JAX_PLATFORMS=cpu python tests/data/make_dtype_conformance_reference.py
 """
 import importlib
 import json

@@ -46,3 +46,42 @@ def test_complex_abs_derivative_at_zero_is_zero(dtype):
     for fn in (f, numbax.jit(f)):
         np.testing.assert_allclose(np.asarray(fn(dtype(3), dtype(-4))), [0.6, -0.8], rtol=1e-6)
         np.testing.assert_array_equal(np.asarray(fn(dtype(0), dtype(0))), [0.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype, complex_dtype", [(np.float32, np.complex64),
+                                                  (np.float64, np.complex128)])
+def test_conj_of_a_real_float_is_complex(dtype, complex_dtype):
+    """lax.conj of float32/float64 gives their complex dtype with +0 imaginary parts (JAX's
+    lax.conj); its derivative moves the real part through and nothing from the imaginary."""
+    x = np.array([1.5, -2.0, 0.0], dtype)
+    for got in _both(lax.conj, x):
+        assert got.dtype == complex_dtype
+        np.testing.assert_array_equal(got.real, x)
+        assert not np.signbit(got.imag).any()
+    assert numbax.grad(lambda v: lax.real(lax.conj(v)) * 3.0)(2.0) == 3.0
+    assert numbax.grad(lambda v: lax.imag(lax.conj(v)) * 3.0)(2.0) == 0.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda: lax.conj(np.int32(1)), lambda: lax.conj(np.float16(1)),
+    lambda: lax.abs(np.uint8(3)), lambda: lax.add(np.bool_(True), np.bool_(True)),
+    lambda: lax.mul(np.bool_(True), np.bool_(False)), lambda: lax.lt(np.complex64(1), 1j),
+    lambda: lax.is_finite(np.complex64(1)), lambda: lax.reduce_sum(np.ones(3, bool), (0,)),
+    lambda: lax.complex(np.float16(1), np.float16(2))])
+def test_refuses_the_dtypes_jax_refuses(call):
+    with pytest.raises(TypeError):
+        call()
+
+
+def test_polygamma_at_its_poles():
+    """At x = 0, -1, -2, ...: inf for odd m, whose two sides both tend to +inf, and nan for
+    even m, whose sides tend to opposite infinities (JAX's values; scipy gives -inf there);
+    between the poles scipy's values."""
+    import scipy.special as sp
+
+    m = np.array([0.0, 1.0, 2.0, 3.0, 1.0, 2.0, 4.0])
+    x = np.array([0.0, 0.0, -1.0, -2.0, -3.5, 2.5, -7.0])
+    poles = (x <= 0) & (x == np.floor(x))
+    want = np.where(poles, np.where(m % 2 == 1, np.inf, np.nan), sp.polygamma(m, x))
+    for got in _both(lax.polygamma, m, x):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -1,10 +1,12 @@
-"""Every function of numbax.numpy, numbax.nn and numbax.scipy.special, on each of 11 dtypes
-and with x64 on and off, against JAX's recorded outcome (tests/dtype_conformance.py;
+"""Every function of numbax.numpy, numbax.nn, numbax.scipy.special and numbax.lax, on each of
+11 dtypes and with x64 on and off, against JAX's recorded outcome (tests/dtype_conformance.py;
 data/make_dtype_conformance_reference.py): the same error class, or the same dtype, shape
 and values. Found this way and fixed: 64-bit inputs kept with x64 off and numpy arrays
 returned as they came (floor, round, clip, real, positive of integers), cumsum widening int8,
 bools refused by floor_divide/power/shifts, complex values accepted by clip/hypot/signbit,
-int64 indices from searchsorted, nn.elu/selu/leaky_relu of integers in float32 under x64."""
+int64 indices from searchsorted, nn.elu/selu/leaky_relu of integers in float32 under x64;
+in lax, bools taken by add/mul/reduce_sum, complex values by lt/is_finite, unsigned ones by
+abs, conj of floats keeping their dtype (JAX: complex), polygamma's poles."""
 import functools
 import importlib
 import json
@@ -31,9 +33,12 @@ KNOWN = {
     ("numpy", "ix_"): (("bool", "f16", "bf16", "f32", "f64", "c64"),
                        "masks select their True positions and floats are refused, as numpy"),
     ("numpy", "roots"): (("f16", "bf16"), "computed in float32 (JAX's eig has no 16-bit floats)"),
-    ("numpy", "arctan2"): (("c64,c64",), "complex operands refused, as numpy"),
+    **{(m, f): (("c64,c64",), "complex operands refused, as numpy")
+       for m, f in (("numpy", "arctan2"), ("numpy", "atan2"), ("lax", "atan2"))},
+    **{("numpy", f): ((*(f"{k},{k}" for k in _INTEGERS[1:]),),
+                      "an array as `axis` is refused (JAX reads its entries as axes)")
+       for f in ("max", "min")},
     ("numpy", "kron"): (("bool,bool",), "bools multiply as logical and, as numpy"),
-    ("numpy", "polyadd"): (("bool,bool",), "bools add as logical or, as numpy"),
     ("numpy", "interp"): (("bf16,bf16",), "bfloat16 interpolates (JAX's finfo lookup refuses it)"),
     ("numpy", "polyint"): (("bool",), "float32 with x64 on (JAX: float64)"),
     # JAX subtracts in unsigned arithmetic here and wraps around (softmax(uint8) is nan);
@@ -51,6 +56,16 @@ KNOWN = {
     ("scipy.special", "fresnel"): (("c64",), "complex refused (JAX: NotImplementedError)"),
     ("scipy.special", "expi"): (("f16",), "float16 computed in float32 (JAX's gives nan)"),
     ("scipy.special", "logit"): (("c64",), "complex logit at 1 is inf (JAX: nan)"),
+    **{(m, "zeta"): ("*", "zeta(0, 0) is nan, as scipy's (JAX: inf)")
+       for m in ("scipy.special", "lax")},
+    **{("lax", f): (("c64",), "complex values refused (JAX orders them by real, then imaginary "
+                    "part)") for f in ("cummax", "cummin")},
+    ("lax", "cumlogsumexp"): (("i8", "u8", "i32", "u32", "i64", "c64"),
+                              "integers and complex values refused (JAX: OverflowError; computes "
+                              "complex values)"),
+    ("lax", "create_token"): ("*", "a token is an empty bool Array (JAX: a Token object)"),
+    ("lax", "conv_general_permutations"): ("*", "an array for dimension_numbers is a TypeError "
+                                           "(JAX: ValueError)"),
 }
 
 
@@ -136,7 +151,8 @@ def test_results_are_arrays_never_the_callers_numpy_array(name):
 # as a shape or a buffer: jit refuses them with a TypeError, as JAX's does.
 NOT_TRACEABLE = {"argwhere", "bincount", "empty", "flatnonzero", "frombuffer", "indices",
                  "ones", "zeros", "roots", "trim_zeros", "unique", "unique_values", "nonzero",
-                 "unique_all", "unique_counts", "unique_inverse", "extract", "full"}
+                 "unique_all", "unique_counts", "unique_inverse", "extract", "full",
+                 "shape_as_value"}
 
 
 # float16 compiles a rounding step per operation: 100 s of the suite on two cores, so slow

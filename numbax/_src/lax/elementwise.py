@@ -39,6 +39,8 @@ _NUMERIC = "iufc"
 _INT = "iu"
 _INT_OR_BOOL = "biu"
 _ANY = "biufc"
+_ORDERED = "biuf"  # lt/le/gt/ge: complex values have no order in lax
+_SIGNED = "ifc"
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -137,7 +139,7 @@ neg_p = unop("neg", np.negative, _NUMERIC)
 sign_p = unop("sign", lambda x: _sign(x), _NUMERIC)
 floor_p = unop("floor", np.floor, _REAL_FLOAT)
 ceil_p = unop("ceil", np.ceil, _REAL_FLOAT)
-is_finite_p = unop("is_finite", np.isfinite, _FLOAT, _bool_dtype)
+is_finite_p = unop("is_finite", np.isfinite, _REAL_FLOAT, _bool_dtype)
 exp_p = unop("exp", np.exp)
 exp2_p = unop("exp2", np.exp2)
 log_p = unop("log", np.log)
@@ -160,7 +162,7 @@ atanh_p = unop("atanh", np.arctanh)
 sqrt_p = unop("sqrt", np.sqrt)
 rsqrt_p = unop("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype))
 cbrt_p = unop("cbrt", np.cbrt, _REAL_FLOAT)
-abs_p = unop("abs", np.abs, _NUMERIC, _real_dtype)
+abs_p = unop("abs", np.abs, _SIGNED, _real_dtype)  # JAX: no unsigned
 erf_p = unop("erf", lambda x: sp.erf(x).astype(x.dtype), _REAL_FLOAT)
 erfc_p = unop("erfc", lambda x: sp.erfc(x).astype(x.dtype), _REAL_FLOAT)
 erf_inv_p = unop("erf_inv", erf_inv_impl, _REAL_FLOAT)  # XLA:CPU float32 algorithm
@@ -169,7 +171,7 @@ digamma_p = unop("digamma", lambda x: np.where(  # its poles (0 too) are nan, as
     (x <= 0) & (x == np.floor(x)), np.nan, sp.digamma(x)).astype(x.dtype), _REAL_FLOAT)
 real_p = unop("real", np.real, "c", _real_dtype)
 imag_p = unop("imag", np.imag, "c", _real_dtype)
-conj_p = unop("conj", np.conj, _NUMERIC)
+conj_p = unop("conj", np.conj, "c")  # real inputs: `conj`
 not_p = unop("not", np.invert, _INT_OR_BOOL)
 
 
@@ -214,69 +216,6 @@ def _integer_pow_abstract_eval(x: ShapedArray, *, y: int) -> list[ShapedArray]:
 
 core.abstract_eval_rules[integer_pow_p] = _integer_pow_abstract_eval
 
-for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p):
-    ad.non_differentiable.add(_p)
-
-ad.deflinear(neg_p, lambda cts, x: [neg(cts[0])])
-ad.deflinear(real_p, lambda cts, x: [complex_(cts[0], _const(cts[0], 0))])
-ad.deflinear(imag_p, lambda cts, x: [complex_(_const(cts[0], 0), neg(cts[0]))])
-ad.deflinear(conj_p, lambda cts, x: [conj(cts[0])])
-ad.defjvp(exp_p, lambda t, ans, x: mul(t, ans))
-ad.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
-ad.defjvp(log_p, lambda t, ans, x: div(t, x))
-ad.defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _const(x, 1))))
-ad.defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
-ad.defjvp(tanh_p, lambda t, ans, x: mul(add(t, mul(t, ans)), sub(_const(x, 1), ans)))  # JAX's
-ad.defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
-ad.defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
-ad.defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
-ad.defjvp(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), square(ans))))
-ad.defjvp(asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_const(x, 1), square(x)))))
-ad.defjvp(acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_const(x, 1), square(x))))))
-ad.defjvp(atan_p, lambda t, ans, x: div(t, add(_const(x, 1), square(x))))
-ad.defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
-ad.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
-ad.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda t, ans, x: mul(
-    t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
-ad.defjvp(atanh_p, lambda t, ans, x: mul(integer_pow(add(_const(x, 1), x), -1),
-                                         div(t, sub(_const(x, 1), x))))
-ad.defjvp(sqrt_p, lambda t, ans, x: mul(t, div(_const(x, 0.5), ans)))
-ad.defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-ad.defjvp(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-ad.defjvp(erf_p, lambda t, ans, x: mul(_const(x, 2 / np.sqrt(np.pi)),
-                                       mul(t, exp(neg(square(x))))))
-ad.defjvp(erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)),
-                                                exp(neg(square(x))))))
-ad.defjvp(erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2),
-                                                   exp(square(ans)))))
-ad.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
-ad.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(_const(x, 1), x)))
-ad.defjvp(square_p, lambda t, ans, x: mul(t, mul(_const(x, 2), x)))
-
-
-def _abs_jvp(t, ans, x):
-    if kind_of(get_aval(x).dtype) == "c":
-        # x / |x|, with |x| = 0 replaced by 1 so that |0j| has derivative 0 (as JAX), not NaN.
-        safe = select_n(eq(ans, _const(ans, 0)), ans, _ones_like(ans))
-        return real(mul(conj(div(x, convert_element_type(safe, get_aval(x).dtype))), t))
-    # JAX's convention: d|x|/dx at 0 is 1 (the x >= 0 side).
-    return select_n(ge(x, _const(x, 0)), neg(t), t)
-
-
-ad.defjvp(abs_p, _abs_jvp)
-
-
-def _integer_pow_jvp(t, ans, x, *, y):
-    if y == 0:
-        return Zero(get_aval(t))
-    if y == 1:
-        return t
-    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
-
-
-ad.defjvp(integer_pow_p, _integer_pow_jvp)
-
 # ----------------------------------------------------------------------------- binary ops
 
 
@@ -308,9 +247,9 @@ def binop(name: str, impl: Callable, kinds: str = _NUMERIC,
     return prim
 
 
-add_p = binop("add", np.add, _ANY)
+add_p = binop("add", np.add)
 sub_p = binop("sub", np.subtract)
-mul_p = binop("mul", np.multiply, _ANY)
+mul_p = binop("mul", np.multiply)
 div_p = binop("div", int_arith.div)
 rem_p = binop("rem", int_arith.rem, "iuf")
 pow_p = binop("pow", np.power, _FLOAT)
@@ -318,9 +257,27 @@ max_p = binop("max", extrema.maximum, _ANY)
 min_p = binop("min", extrema.minimum, _ANY)
 atan2_p = binop("atan2", np.arctan2, _REAL_FLOAT)
 nextafter_p = binop("nextafter", np.nextafter, _REAL_FLOAT)
-polygamma_p = binop("polygamma", lambda m, x: sp.polygamma(m, x).astype(x.dtype), _REAL_FLOAT)
-complex_p = binop("complex", lambda x, y: x + 1j * y, _REAL_FLOAT,
-                  lambda dt: np.result_type(dt, np.complex64))
+
+
+def _polygamma_impl(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """scipy's polygamma, with JAX's values at the poles (x = 0, -1, ...): inf for odd m, where
+    both sides tend to +inf, and nan for even m, where they tend to opposite infinities."""
+    poles = (x <= 0) & (x == np.floor(x))
+    pole_value = np.where(np.mod(m, 2) == 1, np.inf, np.nan)
+    return np.where(poles, pole_value, sp.polygamma(m, x)).astype(x.dtype)
+
+
+polygamma_p = binop("polygamma", _polygamma_impl, _REAL_FLOAT)
+
+
+def _complex_of(dtype: np.dtype) -> np.dtype:
+    if dtype not in (np.float32, np.float64):  # JAX's lax.complex: no complex of 16-bit floats
+        raise NumbaxTypeError(f"lax.complex: operands have dtype {dtype}, expected float32 or "
+                              "float64. Convert them first, e.g. with x.astype(float32).")
+    return np.result_type(dtype, np.complex64)
+
+
+complex_p = binop("complex", lambda x, y: x + 1j * y, _REAL_FLOAT, _complex_of)
 and_p = binop("and", np.bitwise_and, _INT_OR_BOOL)
 or_p = binop("or", np.bitwise_or, _INT_OR_BOOL)
 xor_p = binop("xor", np.bitwise_xor, _INT_OR_BOOL)
@@ -335,10 +292,10 @@ shift_right_logical_p = binop(
 )
 eq_p = binop("eq", np.equal, _ANY, _bool_dtype)
 ne_p = binop("ne", np.not_equal, _ANY, _bool_dtype)
-lt_p = binop("lt", np.less, _ANY, _bool_dtype)
-le_p = binop("le", np.less_equal, _ANY, _bool_dtype)
-gt_p = binop("gt", np.greater, _ANY, _bool_dtype)
-ge_p = binop("ge", np.greater_equal, _ANY, _bool_dtype)
+lt_p = binop("lt", np.less, _ORDERED, _bool_dtype)
+le_p = binop("le", np.less_equal, _ORDERED, _bool_dtype)
+gt_p = binop("gt", np.greater, _ORDERED, _bool_dtype)
+ge_p = binop("ge", np.greater_equal, _ORDERED, _bool_dtype)
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -539,7 +496,7 @@ tanh, logistic, sin, cos, tan = map(_unary, (tanh_p, logistic_p, sin_p, cos_p, t
 asin, acos, atan, sinh, cosh = map(_unary, (asin_p, acos_p, atan_p, sinh_p, cosh_p))
 asinh, acosh, atanh, sqrt, rsqrt = map(_unary, (asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p))
 cbrt, abs, erf, erfc, erf_inv = map(_unary, (cbrt_p, abs_p, erf_p, erfc_p, erf_inv_p))  # noqa: A001
-lgamma, digamma, real, imag, conj = map(_unary, (lgamma_p, digamma_p, real_p, imag_p, conj_p))
+lgamma, digamma, real, imag = map(_unary, (lgamma_p, digamma_p, real_p, imag_p))
 bitwise_not, population_count, square = map(_unary, (not_p, population_count_p, square_p))
 add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))  # noqa: A001
 max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))  # noqa: A001
@@ -551,6 +508,17 @@ eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 eq = key_array_op("x", "y", combine="all")(eq)  # keys compare word by word, as in JAX
 ne = key_array_op("x", "y", combine="any")(ne)
 and_ = bitwise_and
+
+
+def conj(x: Any) -> Any:
+    """lax.conj: a float32 or float64 x gives its complex dtype (imaginary parts +0), as JAX's."""
+    dtype = get_aval(x).dtype
+    if dtype in (np.float32, np.float64):
+        return complex_(x, _zeros_like(x))
+    if kind_of(dtype) != "c":
+        raise NumbaxTypeError(f"lax.conj: x has dtype {dtype}, expected float32, float64 or a "
+                              "complex dtype. Convert it first, e.g. with x.astype(float32).")
+    return conj_p.bind(x)
 
 
 def round(x: Any,  # noqa: A001
@@ -598,3 +566,7 @@ def _full_like(x: Any, value: np.ndarray) -> Any:
 
     aval = get_aval(x)  # keeps x's weak type, as JAX's full_like
     return shape_ops.full(aval.shape, value, aval.dtype, weak_type=aval.weak_type)
+
+
+# The unary primitives' derivative rules, which use the wrappers above.
+from numbax._src.lax import unary_derivatives  # noqa: E402, F401

@@ -44,6 +44,7 @@ def bound_axis_names() -> list:
 def _check_bound(api: str, axis_name: Any) -> None:
     bound = bound_axis_names()
     for name in _axis_names(axis_name):
+        hash(name)  # an array or list is no axis name: TypeError (unhashable), as in JAX
         if name not in bound:
             raise NameError(
                 f"{api}: unbound axis name: {name!r}. Collectives need an enclosing "
@@ -296,6 +297,7 @@ def axis_size(axis_name: Any) -> int:
     """The size of the named axis (the product, for several names)."""
     size = 1
     for name in _axis_names(axis_name):
+        hash(name)  # an array or list is no axis name: TypeError (unhashable), as in JAX
         for main in core._state.trace_stack:
             data = main.global_data
             if isinstance(data, batching.AxisData) and data.name == name:

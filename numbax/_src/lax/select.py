@@ -9,7 +9,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters.ad import Zero, is_undefined_primal, unbroadcast
 from numbax._src.lax import extrema
@@ -27,7 +27,7 @@ select_n_p = Primitive("select_n")
 
 def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> list[ShapedArray]:
     if not cases:
-        raise NumbaxTypeError("lax.select_n: needs at least one case")
+        raise NumbaxValueError("lax.select_n: needs at least one case, got only `which`.")
     if which.dtype != dtypes.bool_ and kind_of(which.dtype) not in "iu":
         raise NumbaxTypeError(
             f"lax.select_n: which has dtype {which.dtype}, expected bool or an integer dtype."

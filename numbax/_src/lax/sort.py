@@ -210,6 +210,9 @@ def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     """lax_top_k along the last axis as a sort (numbax's library code calls this: the sort
     compiles under jit, where top_k_p has no lowering yet)."""
     aval = get_aval(operand)
+    if aval.dtype.kind == "c":
+        raise NumbaxValueError(f"lax.top_k: operand has dtype {aval.dtype}; top_k does not "
+                               "order complex values. Pass their real part or abs.")
     if aval.ndim == 0 or not 0 <= int(k) <= aval.shape[-1]:
         raise NumbaxValueError(
             f"lax.top_k: operand has shape {aval.shape} and k is {k}, expected rank >= 1 and "

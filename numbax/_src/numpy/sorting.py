@@ -102,8 +102,15 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
 
 
 def _lt_nan_last(x: Any, y: Any) -> Any:
-    """x < y in numpy's sort order, where NaN is larger than everything."""
-    if kind_of(get_aval(x).dtype) not in "fc":
+    """x < y in numpy's sort order, where NaN is larger than everything; complex values by
+    real part, then imaginary part (lax.lt takes no complex values)."""
+    kind = kind_of(get_aval(x).dtype)
+    if kind == "c":
+        xr, yr = lax.real(x), lax.real(y)
+        same_real = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(lax.ne(xr, xr), lax.ne(yr, yr)))
+        return lax.bitwise_or(_lt_nan_last(xr, yr), lax.bitwise_and(
+            same_real, _lt_nan_last(lax.imag(x), lax.imag(y))))
+    if kind != "f":
         return lax.lt(x, y)
     return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(lax.eq(x, x), lax.ne(y, y)))
 

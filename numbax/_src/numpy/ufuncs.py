@@ -77,8 +77,31 @@ def _one_to_one_binop(name: str, lax_fn: Callable,
     return fn
 
 
+def _bool_as(lax_fn: Callable, on_bools: Callable) -> Callable:
+    """lax_fn, or on_bools where both operands are bool (lax's + and * take no bools; numpy's
+    are or and and there, as in JAX)."""
+    def fn(x1: Any, x2: Any) -> Any:
+        both_bool = get_aval(x1).dtype == dtypes.bool_ and get_aval(x2).dtype == dtypes.bool_
+        return (on_bools if both_bool else lax_fn)(x1, x2)
+
+    return fn
+
+
 def _comparison(name: str, lax_fn: Callable) -> Callable:
     return _one_to_one_binop(name, lax_fn)
+
+
+def _ordering(name: str, lax_fn: Callable) -> Callable:
+    """<, <=, >, >=: complex values compare by real part, then imaginary part (numpy's order,
+    and jnp's); lax's comparisons take no complex values."""
+    def lexicographic(x1: Any, x2: Any) -> Any:
+        if kind_of(get_aval(x1).dtype) != "c":
+            return lax_fn(x1, x2)
+        re1, re2, im1, im2 = lax.real(x1), lax.real(x2), lax.imag(x1), lax.imag(x2)
+        by_real = lax.lt(re1, re2) if lax_fn in (lax.lt, lax.le) else lax.gt(re1, re2)
+        return lax.bitwise_or(by_real, lax.bitwise_and(lax.eq(re1, re2), lax_fn(im1, im2)))
+
+    return _one_to_one_binop(name, lexicographic)
 
 
 def _logical(name: str, lax_fn: Callable) -> Callable:
@@ -138,9 +161,9 @@ def square(x: Any, /) -> Any:
     return lax.square(x)
 
 
-add = _one_to_one_binop("add", lax.add)
+add = _one_to_one_binop("add", _bool_as(lax.add, lax.bitwise_or))
 subtract = _one_to_one_binop("subtract", lax.sub)
-multiply = _one_to_one_binop("multiply", lax.mul)
+multiply = _one_to_one_binop("multiply", _bool_as(lax.mul, lax.bitwise_and))
 maximum = _one_to_one_binop("maximum", lax.max)
 minimum = _one_to_one_binop("minimum", lax.min)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, promote_dtypes_inexact)
@@ -161,10 +184,10 @@ def _shift_right(x1: Any, x2: Any) -> Any:
 right_shift = _one_to_one_binop("right_shift", _shift_right, promote_dtypes_numeric)
 equal = key_array_op("x1", "x2", combine="all")(_comparison("equal", lax.eq))
 not_equal = key_array_op("x1", "x2", combine="any")(_comparison("not_equal", lax.ne))
-less = _comparison("less", lax.lt)
-less_equal = _comparison("less_equal", lax.le)
-greater = _comparison("greater", lax.gt)
-greater_equal = _comparison("greater_equal", lax.ge)
+less = _ordering("less", lax.lt)
+less_equal = _ordering("less_equal", lax.le)
+greater = _ordering("greater", lax.gt)
+greater_equal = _ordering("greater_equal", lax.ge)
 logical_and = _logical("logical_and", lax.bitwise_and)
 logical_or = _logical("logical_or", lax.bitwise_or)
 logical_xor = _logical("logical_xor", lax.bitwise_xor)
@@ -304,8 +327,11 @@ def _complex_logaddexp(x1: Any, x2: Any, amax: Any) -> Any:
 @key_array_op("x", combine="all")
 def isfinite(x: Any, /) -> Any:
     (x,) = promote_dtypes("isfinite", x)
-    if kind_of(get_aval(x).dtype) not in "fc":
+    kind = kind_of(get_aval(x).dtype)
+    if kind not in "fc":
         return shape_ops.full(get_aval(x).shape, True, dtypes.bool_)
+    if kind == "c":  # lax.is_finite takes real values only
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 

@@ -40,6 +40,7 @@ float64 results by up to 1024 ulp). No ``nnan``/``ninf``: nan and inf propagate.
 """
 import math
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -57,8 +58,9 @@ _INF = math.inf
 _NAN = math.nan
 # exp's last step, p * 2**k, is one vscalefps/pd per vector where Numba's target has AVX-512
 # (exp of 1e6 float32 on one Zen 4 thread: 334 -> 258 µs, the same bits); elsewhere LLVM's
-# ldexp is a libm call per element, so two multiplies by exponent bits.
-SCALEF = host_isa.numba_target_has("avx512f")
+# ldexp is a libm call per element, so two multiplies by exponent bits (so too in plain Python,
+# NUMBA_DISABLE_JIT, where intrinsics do not run).
+SCALEF = host_isa.numba_target_has("avx512f") and not numba.config.DISABLE_JIT
 
 
 # ---------------------------------------------------------------------------------------

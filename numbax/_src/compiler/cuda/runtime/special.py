@@ -105,9 +105,12 @@ def hurwitz_zeta(s, q):
 
 @cuda.jit(device=True)
 def polygamma(m, x):
-    """psi^(m)(x) = (-1)**(m + 1) m! zeta(m + 1, x) for m >= 1, digamma for m == 0."""
+    """psi^(m)(x) = (-1)**(m + 1) m! zeta(m + 1, x) for m >= 1, digamma for m == 0. At the
+    poles (x = 0, -1, ...) inf for odd m and nan for even m, as JAX's."""
     if m == 0.0:
         return digamma(x)
+    if x <= 0.0 and x == math.floor(x):
+        return math.inf if math.fmod(m, 2.0) == 1.0 else math.nan
     return math.pow(-1.0, m + 1.0) * math.gamma(m + 1.0) * hurwitz_zeta(m + 1.0, x)
 
 
