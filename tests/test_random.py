@@ -358,7 +358,7 @@ class TestKeysAndTransforms:
         float32 follows XLA's float32 polynomial step for step, so jit equals eager bit for
         bit; float64 is fastmath's evaluation, a few ulp from the eager value."""
         for dtype, inline, maxulp in ((np.float32, "xe.erf_inv_f32", 0),
-                                      (np.float64, "fm.erf_inv_f64", 8)):
+                                      (np.float64, "fe.erf_inv_f64", 8)):
             f = lambda k, dtype=dtype: random.normal(k, (1000,), dtype=dtype)  # noqa: E731
             text = numbax.jit(f).lower(random.PRNGKey(0)).as_text()
             assert inline in text and "call_impl('erf_inv'" not in text

@@ -7,6 +7,7 @@ import pytest
 from numba import njit
 
 from numbax._src.compiler.cpu.runtime import fastmath as fm
+from numbax._src.compiler.cpu.runtime import fastmath_erf as fe
 
 MAX_ULP = 2
 N_LOG_UNIFORM = 200_000
@@ -81,8 +82,10 @@ def ulp_distance(a, b):
 
 @functools.cache
 def mapped(name, dtype):
-    """An njit loop applying fm.<name>_<f32|f64>; the call is inlined, as in generated code."""
-    fn = getattr(fm, f"{name}_{'f64' if dtype is np.float64 else 'f32'}")
+    """An njit loop applying fm.<name>_<f32|f64> (fe.* for the error functions); the call is
+    inlined, as in generated code."""
+    fn = getattr(fe if name.startswith("erf") else fm,
+                 f"{name}_{'f64' if dtype is np.float64 else 'f32'}")
 
     @njit(error_model="numpy")
     def loop(x, out):
@@ -293,3 +296,23 @@ def test_exp_without_avx512_gives_the_same_bits():
     here, here32 = mapped("exp", np.float64)(x), mapped("exp", np.float32)(x.astype(np.float32))
     assert np.array_equal(there.view(np.int64), here.view(np.int64))
     assert np.array_equal(there32.view(np.int32), here32.view(np.int32))
+
+
+def test_erfc_f32_within_one_ulp():
+    """erfc_f32 (float64 inside) against libm's float64 erfc rounded to float32: within 1 ulp
+    across the sign change, the tail down to the last subnormal (x ~ 10.05, where computing
+    1 - erf would have lost every digit), the float range and the special values."""
+    rng = np.random.default_rng(20261130)
+    x = np.concatenate([
+        rng.uniform(-5.0, 11.0, N_FOCUS), rng.uniform(*SMALL_FOCUS, N_FOCUS),
+        np.exp2(rng.uniform(-149, 127, N_LOG_UNIFORM)) * rng.choice([-1.0, 1.0], N_LOG_UNIFORM),
+        np.nextafter(np.float32(10.0546875), np.float32(np.inf)) + np.arange(-64, 64) * 2e-4,
+    ]).astype(np.float32)
+    x = np.concatenate([x, special_values(np.float32)])
+    got = mapped("erfc", np.float32)(x)
+    want = np.frompyfunc(math.erfc, 1, 1)(x.astype(np.float64)).astype(np.float64)
+    want = want.astype(np.float32)
+    dist = ulp_distance(got, want)
+    worst = int(np.argmax(dist))
+    assert dist.max() <= 1, f"{dist.max()} ulp at x={x[worst]!r}: got {got[worst]!r}"
+    assert (got[(x > 9.5) & (x < 10.0)] > 0).all()  # subnormal results, not 0

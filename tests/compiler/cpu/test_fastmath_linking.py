@@ -8,6 +8,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.cpu.runtime import fastmath as fm
+from numbax._src.compiler.cpu.runtime import fastmath_erf as fe
 
 RNG = np.random.default_rng(0)
 
@@ -62,7 +63,8 @@ def test_public_functions_are_compiled_once_not_spliced_at_numba_ir_level():
             assert disp.targetoptions.get("inline", "never") == "never"
             assert type(disp._cache).__name__ == "FunctionCache"  # cache=True
     assert fm._exp_core_f64.targetoptions["inline"] == "always"
-    assert fm.erf_f32.targetoptions["inline"] == "always"  # too large for LLVM's inliner
+    for name in ("erf_f32", "erf_f64", "erfc_f32", "erf_inv_f64"):  # too large for LLVM's
+        assert getattr(fe, name).targetoptions["inline"] == "always"  # inliner
 
 
 def test_a_new_process_loads_the_compiled_function_from_numba_cache():

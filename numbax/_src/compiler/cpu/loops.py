@@ -526,6 +526,7 @@ def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
         "from numba import njit, prange  # noqa: F401",
         "",
         "from numbax._src.compiler.cpu.runtime import fastmath as fm  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import fastmath_erf as fe  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import reductions as rd  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import scalars as sc  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe  # noqa: F401",

@@ -74,12 +74,14 @@ def elementwise(prim: Primitive, scalar: ScalarRule | None, array: ScalarRule | 
     register(prim, backend="cuda", scalar=cuda_rule, scalar_ok=cuda_ok)
 
 
-def _fastmath(name: str, other: ScalarRule | None) -> ScalarRule:
-    """The CPU's vectorisable `fm.<name>_f32/_f64` for float32/float64, `other` otherwise."""
+def _fastmath(name: str, other: ScalarRule | None,
+              widths: tuple = (np.float32, np.float64), module: str = "fm") -> ScalarRule:
+    """The CPU's vectorisable `fm.<name>_f32/_f64` (`fe.` for the error functions) for
+    `widths`, `other` otherwise."""
     def rule(args, eqn):
         dtype = operand_dtype(eqn)
-        if dtype in (np.float32, np.float64):
-            return f"fm.{name}_{'f32' if dtype == np.float32 else 'f64'}({args[0]})"
+        if dtype in widths:
+            return f"{module}.{name}_{'f32' if dtype == np.float32 else 'f64'}({args[0]})"
         return other(args, eqn)
 
     return rule
@@ -251,17 +253,19 @@ def _logistic_cuda(args, eqn):
 elementwise(lx.logistic_p, call("sc.logistic"), _logistic_array, ok=_floats_only,
             cpu=_fastmath("logistic", call("sc.logistic")),
             cuda=by_float_width(call("sc.logistic_f32"), _logistic_cuda))
-elementwise(lx.erf_p, call("math.erf"), ok=_floats_only, cpu=_fastmath("erf", call("math.erf")))
-elementwise(lx.erfc_p, call("math.erfc"), ok=_floats_only)
+elementwise(lx.erf_p, call("math.erf"), ok=_floats_only,
+            cpu=_fastmath("erf", call("math.erf"), module="fe"))
+elementwise(lx.erfc_p, call("math.erfc"), ok=_floats_only,
+            cpu=_fastmath("erfc", call("math.erfc"), widths=(np.float32,), module="fe"))
 elementwise(lx.lgamma_p, call("math.lgamma"), ok=_floats_only)
 # erf_inv: the CPU's fast math only (float16 runs scipy's through the eager impl); CUDA's own
 elementwise(lx.erf_inv_p, None, ok=_floats_only,
             cuda=by_float_width(call("sc.erfinv_f32"), template("sc.erfinv(np.float64({0}))")))
 # float32: XLA's algorithm step for step (cpu/runtime/xla_erf_inv.py), the eager impl's bits
 register(lx.erf_inv_p, backend="cpu",
-         scalar=by_float_width(call("xe.erf_inv_f32"), call("fm.erf_inv_f64")),
+         scalar=by_float_width(call("xe.erf_inv_f32"), call("fe.erf_inv_f64")),
          scalar_ok=lambda e: operand_dtype(e) in (np.float32, np.float64))
-for _prim in (lx.logistic_p, lx.erf_p, lx.erf_inv_p):
+for _prim in (lx.logistic_p, lx.erf_p, lx.erfc_p, lx.erf_inv_p):
     register(_prim, backend="cpu", heavy=True)
 elementwise(lx.rsqrt_p, _one_over(call("np.sqrt")),
             lambda a, e: f"({const(e, 1)} / np.sqrt({a[0]}))", cuda=_one_over(_math("sqrt")),

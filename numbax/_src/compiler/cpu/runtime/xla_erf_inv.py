@@ -97,7 +97,7 @@ def _log1p(t):
     return small if abs(t) < _LOG1P_SMALL else large
 
 
-@njit(**_JIT)  # inlined at Numba-IR level: as a call it stays in the loop (like fm.erf_*)
+@njit(**_JIT)  # inlined at Numba-IR level: as a call it stays in the loop (like fe.erf_*)
 def erf_inv_f32(x):
     """float32 erf_inv as XLA:CPU computes it (the eager impl's bits)."""
     x = np.float32(x)
