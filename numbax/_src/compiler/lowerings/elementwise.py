@@ -133,8 +133,19 @@ elementwise(lx.div_p, by_kind(complex_or(infix("/"), template("sc.complex_div({0
             cuda=by_kind(infix("/"), _IDIV), cuda_complex=_c("div"))
 elementwise(lx.rem_p, by_kind(call("np.fmod"), _IREM), array_call("np.fmod"),
             ok=no_complex, cuda=by_kind(_math("fmod"), _IREM))
-elementwise(lx.pow_p, call("np.power"), array_call("np.power"),
+
+
+def _pow_cpu(args, eqn):
+    """float32: the CPU's vectorisable fm.pow_f32 (computed in float64, ≤ 1 ulp); numpy's
+    scalar power otherwise (float64 needs more than exp(y log x) in float64 keeps)."""
+    if operand_dtype(eqn) == np.float32:
+        return f"fm.pow_f32({args[0]}, {args[1]})"
+    return f"np.power({args[0]}, {args[1]})"
+
+
+elementwise(lx.pow_p, call("np.power"), array_call("np.power"), cpu=_pow_cpu,
             cuda=by_kind(_math("pow"), infix("**")), cuda_complex=_c("pow"))
+register(lx.pow_p, backend="cpu", heavy=True)
 
 
 def _extremum_array(ufunc: str, larger: bool) -> ScalarRule:

@@ -1,4 +1,4 @@
-"""Branch-free scalar exp/log/log1p/expm1/tanh/logistic/erf/erfc/erf_inv that LLVM can vectorise in
+"""Branch-free scalar exp/log/log1p/expm1/tanh/logistic/pow/erf/erfc/erf_inv that LLVM vectorises in
 Numba loops (`o[i] = fm.exp_f64(a[i])` compiles to `<8 x double>` code).
 
 Numba lowers ``math.exp`` and friends to scalar libm calls, which stop LLVM's loop
@@ -28,7 +28,8 @@ tests/compiler/test_fastmath.py; docs/performance.md has the measurements):
     tanh       1            1
     logistic   2            2
     erf        1            1
-    erfc       libm         1
+    erfc       (libm's)     1 (via float64)
+    pow        (libm's)     1 (via float64)
     erf_inv    6 (scipy)    1 (via float64)
     =========  ===========  ===========
 
@@ -280,6 +281,24 @@ def tanh_f64(x):
     # Above log(3)/2 the quotient is <= 1/2, so 1 - q is exact and q's error shrinks.
     big = 1.0 - 2.0 / (_expm1_core_f64(2.0 * ax) + 2.0)
     return math.copysign(small if ax < _TANH_SMALL else big, x)
+
+
+@njit(**_JIT)  # spliced at Numba-IR level: linked as a call, its loops stayed scalar
+def pow_f32(x, y):
+    """x**y for float32, computed as exp(y * log|x|) in float64 (its error, ~1e-14 relative,
+    is far below float32's ulp), with C99's special cases as numpy's powf: 1 where y = 0 or
+    x = 1 (nan included) and for x = -1, y = ±inf; nan for a negative finite x and a
+    non-integer y; x's sign for odd integer y (so -0 and -inf too)."""
+    xd, yd = np.float64(x), np.float64(y)
+    ax = abs(xd)
+    r = _exp_core_f64(yd * log_f64(ax))
+    y_int = np.floor(yd) == yd  # infinities count as (even) integers, nan does not
+    half = yd * 0.5
+    odd = y_int and np.floor(half) != half
+    r = -r if odd and _f64_bits(xd) < 0 else r
+    r = _NAN if xd < 0.0 and xd != -_INF and not y_int else r
+    one = yd == 0.0 or xd == 1.0 or (ax == 1.0 and abs(yd) == _INF)
+    return np.float32(1.0 if one else r)
 
 
 @njit(**_CALL)
