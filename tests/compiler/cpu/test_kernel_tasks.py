@@ -2,8 +2,8 @@
 machine's parallel arm of a kernel over independent rows runs its serial code on chunks of rows
 and gives the bits a one-thread run gives; a full reduction runs each pass's chunks as a job
 and gives the bits its OpenMP arm gives with as many chunks, a reduction over the leading axis
-(a bias gradient) runs its fixed chunks of rows as one job; kernels holding an iota, and arrays
-that are not C-contiguous, keep the OpenMP arm."""
+(a bias gradient) runs its fixed chunks of rows as one job; a kernel holding an iota is told
+its first row's index; arrays that are not C-contiguous keep the OpenMP arm."""
 from __future__ import annotations
 
 import time
@@ -13,6 +13,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
+from numbax import lax
 from numbax._src.compiler.cpu.runtime import busy_sites, kernel_tasks, native_pool
 from numbax._src.compiler.cpu.runtime import threads as th
 
@@ -71,6 +72,21 @@ CASES = {
     "layer_norm": (lambda x: (x - x.mean(-1, keepdims=True))
                    / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5),
                    lambda: [RNG.normal(size=(1024, 96)).astype(np.float32)]),
+    # iotas along both axes: each task's rows read their absolute row index (r0 = lo)
+    "iotas": (lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None],
+              lambda: [RNG.normal(size=(256, 300))]),
+    # a flat map of an odd length times its index: chunks of elements, r0 on multiples of 64
+    "iota_flat": (lambda v: v * lax.iota(np.float32, 100_037),
+                  lambda: [RNG.normal(size=100_037).astype(np.float32)]),
+    # full-shape iotas: a kernel on flattened views, chunks of elements that split rows
+    "iotas_flattened": (lambda v: v * lax.broadcasted_iota(np.float64, (257, 300), 0)
+                        + lax.broadcasted_iota(np.float64, (257, 300), 1),
+                        lambda: [RNG.normal(size=(257, 300))]),
+    # attention's causal mask, built inside the program: a row group holding two iotas
+    "causal_softmax": (lambda v: numbax.nn.softmax(jnp.where(
+        lax.broadcasted_iota(np.int32, (300, 300), 0)
+        >= lax.broadcasted_iota(np.int32, (300, 300), 1), v, -jnp.inf), axis=-1),
+        lambda: [RNG.normal(size=(300, 300)).astype(np.float32)]),
 }
 
 
@@ -89,6 +105,16 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
     if name == "broadcasts":  # and against NumPy, an independent truth for the serial code
         np.testing.assert_allclose(got[0], np.tanh(args[0] + args[1]) * args[2][:, None],
                                    rtol=1e-12, atol=1e-12)
+    if name == "iotas":
+        rows, cols = np.indices((256, 300))
+        np.testing.assert_array_equal(got[0], args[0] * cols + rows)
+    if name == "iotas_flattened":
+        rows, cols = np.indices((257, 300))
+        np.testing.assert_array_equal(got[0], args[0] * rows + cols)
+    if name == "causal_softmax":
+        masked = np.where(np.tri(300, dtype=bool), args[0].astype(np.float64), -np.inf)
+        e = np.exp(masked - masked.max(-1, keepdims=True))
+        np.testing.assert_allclose(got[0], e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
 
 
 def test_small_outer_loops_and_chunk_bounds():
@@ -127,9 +153,6 @@ def _kernel_source(f, *args) -> str:
 
 def test_kernels_whose_rows_are_not_independent_have_no_task():
     x = RNG.normal(size=(256, 300))
-    # an iota reads the absolute index
-    assert "kernel_task" not in _kernel_source(
-        lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None], x)
     # a reduction over the outer axis: its chunks of rows run as one job of parts
     source = _kernel_source(lambda v: jnp.sum(jnp.exp(v), axis=0), x)
     assert "def kernel_task(" not in source and "def kernel_pool(" in source

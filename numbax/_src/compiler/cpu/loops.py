@@ -101,6 +101,9 @@ class LoopKernel:
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
         self.header = header(sub, variants_tag(nest), self.pp_names)
         self.sizes = ["n0"] if flat else [f"n{d}" for d in range(len(nest.shape))]
+        # An iota reads the absolute outer index; a native-pool task runs rows [lo, hi) as a
+        # kernel over hi - lo rows, so such kernels take the first row's index as r0.
+        self.row0 = any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns)
         self.views: tuple = ()  # the driver's reshaped views of the arrays (ir.Kernel.views)
 
     def const(self, lit: Literal) -> str:
@@ -128,17 +131,23 @@ class LoopKernel:
             self.comments[key] = core.pp_eqn(eqn, self.pp_names, 0)
         return self.comments[key]
 
+    def size_params(self) -> list[str]:
+        """The sizes n0, n1, ..., then r0 where an iota needs the first row's index."""
+        return [*self.sizes, "r0"] if self.row0 else list(self.sizes)
+
     def params(self) -> str:
-        """Arrays (inputs, then outputs), the nest's sizes n0, n1, ..., the float literals f0,
-        f1, ...: the kernel's source holds no size, so one compiled kernel serves every shape
-        of its structure. (Call after rendering the bodies: they name the literals.)"""
-        return ", ".join([*self.names.values(), *self.out_names.values(), *self.sizes,
+        """Arrays (inputs, then outputs), the nest's sizes n0, n1, ... (and r0), the float
+        literals f0, f1, ...: the kernel's source holds no size, so one compiled kernel serves
+        every shape of its structure. (Call after rendering the bodies: they name the
+        literals.)"""
+        return ", ".join([*self.names.values(), *self.out_names.values(), *self.size_params(),
                           *(f"f{j}" for j in range(len(self.scalars)))])
 
     def args(self, nest: ir.LoopNest) -> tuple[str, ...]:
-        """What the driver passes after the arrays: the sizes, then the literals' sources."""
+        """What the driver passes after the arrays: the sizes (and r0 = 0: the driver runs
+        every row), then the literals' sources."""
         sizes = (int(np.prod(nest.shape, dtype=np.int64)),) if self.flat else nest.shape
-        return (*(str(n) for n in sizes), *self.scalars)
+        return (*(str(n) for n in sizes), *(("0",) if self.row0 else ()), *self.scalars)
 
 
 def index(idx: list[str]) -> str:
@@ -230,7 +239,10 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
             lines.extend(pad + u for u in update)
             lines[-1] += f"  # {comment}"
             continue
-        expr = scalar_expr(eqn, idx, flat, value, k.names, read)
+        at = idx
+        if k.row0 and idx and fusion.kind_of(eqn) is Fusion.SOURCE:
+            at = [f"({idx[0]} + r0)", *idx[1:]]  # the absolute outer index
+        expr = scalar_expr(eqn, at, flat, value, k.names, read)
         t = k.temp()
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
@@ -372,7 +384,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
                  for (name, parallel), body in zip(variants, bodies, strict=True)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
         nest.reduce_axes is None or trailing_axes(nest))
-    task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes,
+    task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
                                   views) if rows_independent else None
     if task is not None:
         functions.append(task[0])
@@ -485,6 +497,8 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     if rank:
         lines.extend(scalar_loads(k, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
+    if flat and k.row0:  # a task's slice of the 1-d views: its length, not the nest's size
+        bounds = [f"{next(iter(k.out_names.values()))}.shape[0]"]
     idx = [f"i{d}" for d in range(len(bounds))]
     reductions = [e for e in nest.eqns if is_reduction(e)]
     accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reductions)}

@@ -5,9 +5,11 @@ a busy machine, where an OpenMP region waits at its end for descheduled workers)
 Only kernels whose outer loop runs over independent rows get one: elementwise maps, reductions
 over trailing axes, row groups (softmax, logsumexp, layer norm). The task views rows [lo, hi)
 of every array the outer loop indexes on its first axis and passes hi - lo as the outer size,
-so the serial code, unchanged, computes those rows; an iota (which reads the absolute index),
-an outer-axis reduction, or an input read along its first axis both by the outer index and by
-another one rules the task out.
+so the serial code, unchanged, computes those rows. An iota reads the absolute index: its
+kernels take the first row's index as `r0` (loops.LoopKernel.row0), which the task sets to lo
+(a kernel on flattened 1-d views loops over its output view's length, since its sizes are the
+nest's). An outer-axis reduction, or an input read along its first axis both by the outer
+index and by another one, rules the task out.
 
 Chunked reductions get `kernel_pool` instead (`pool_functions`): a full reduction's passes
 (rows.py, mode "chunks") and a reduction over the leading axis (loops._column_body), each
@@ -40,8 +42,6 @@ def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, s
     `out_names` (shaped by `views` where not None), the sizes `sizes` (the first one the
     outer loop's length) and float scalars of `scalar_dtypes`; None when the outer loop's
     rows are not independent."""
-    if any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns):
-        return None
     arrays = [*names, *out_names]
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
@@ -72,8 +72,8 @@ def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, s
             dims[0] = "hi - lo"
         tuple_text = f"({', '.join(dims)},)" if dims else "()"
         args.append(f"pk.array_at({addr}, {tuple_text}, {dtype_ctor(v.aval.dtype)})")
-    for j, _ in enumerate(sizes):
-        args.append("hi - lo" if j == 0 else f"w[{word}]")
+    for j, name in enumerate(sizes):
+        args.append("hi - lo" if j == 0 else "lo" if name == "r0" else f"w[{word}]")
         word += 1
     for dtype in scalar_dtypes:
         args.append(f"pk.load(w[{word}], {dtype_ctor(dtype)})")
@@ -132,7 +132,8 @@ def part_function(k, part: int, head: list[str], block: list[str], count: str, i
     text = "\n".join(block)
     seeds = [(name, dtype) for name, dtype in seeds if re.search(rf"\b{name}\b", text)]
     scalars = [(f"f{j}", dtype) for j, dtype in enumerate(k.scalar_dtypes)]
-    job, task = part_job(part, arrays + partials, len(arrays), k.sizes, scalars, seeds, count)
+    job, task = part_job(part, arrays + partials, len(arrays), k.size_params(), scalars, seeds,
+                         count)
     params = ", ".join([k.params(), count, index, *(n for n, _ in seeds),
                         *(n for n, *_ in partials)])
     body = "\n".join([*head, *(line[4:] for line in block)])

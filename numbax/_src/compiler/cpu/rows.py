@@ -75,7 +75,8 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     if mode == "chunks" and not lanes:
         pool = _rows_body(k, "pool", kept, bounds, False, parts)
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
-    task = pool_tasks.task_source(nest, k.names, k.out_names, k.sizes, k.scalar_dtypes, views,
+    task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
+                                  views,
                                   ("", "_narrow") if lanes else ("",)) if mode == "rows" else None
     if task is not None:
         functions.append(task[0])
