@@ -219,25 +219,53 @@ def test_writes_into_out_and_checks_it():
             gemm_cpu.matmul(x, y, 1, bad)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("spec", ["bij,bjk->bik", "bji,bjk->bik", "bij,bkj->bik"])
-def test_batched_products_under_jit(spec, monkeypatch):
-    """Batched dot_generals whose per-entry products qualify run as one gemm_cpu product per
-    batch entry (layouts through strides), matching float64 numpy."""
+def test_batched_products_under_jit(spec, threads, monkeypatch):
+    """Batched dot_generals whose per-entry products qualify run on gemm_cpu (layouts through
+    strides), matching float64 numpy: on one thread as one product per batch entry; where
+    the batch earns threads that one product does not, as whole products a thread."""
     import numbax.numpy as jnp
 
-    calls = []
-    real = gemm_cpu.matmul
+    calls, batched = [], []
+    real, real_batched = gemm_cpu.matmul, gemm_cpu.matmul_batched
     monkeypatch.setattr(gemm_cpu, "matmul",
                         lambda x, y, t=1, out=None: calls.append(t) or real(x, y, t, out))
+    monkeypatch.setattr(gemm_cpu, "matmul_batched", lambda x, y, t, out: (
+        batched.append(t), real_batched(x, y, t, out))[1])
     shapes = {"bij": (3, 97, 64), "bji": (3, 64, 97), "bjk": (3, 64, 72), "bkj": (3, 72, 64)}
     lhs, rhs = spec.split("->")[0].split(",")
     x = RNG.standard_normal(shapes[lhs]).astype(np.float32)
     y = RNG.standard_normal(shapes[rhs]).astype(np.float32)
-    with config.override("cpu_matmul", "numbax"):
+    with config.override("cpu_matmul", "numbax"), config.override("cpu_threads", threads):
         got = numbax.jit(lambda x, y: jnp.einsum(spec, x, y))(x, y)
     want = np.einsum(spec, x.astype(np.float64), y.astype(np.float64))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
-    assert len(calls) == 3
+    assert (len(calls), batched) == ((3, []) if threads == 1 else (0, [2]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
+def test_batches_of_whole_products_match_float64_numpy(dtype, layout):
+    """matmul_batched: ragged strips and k blocks (37 x 300 @ 300 x 70), per-entry layouts
+    C or transposed, batches longer and shorter than the thread count."""
+    def batch(nb, rows, cols, transposed):
+        if transposed:
+            return np.transpose(RNG.standard_normal((nb, cols, rows)).astype(dtype), (0, 2, 1))
+        return RNG.standard_normal((nb, rows, cols)).astype(dtype)
+
+    for nb, threads in [(5, 2), (2, 3), (7, 3), (1, 1)]:
+        x, y = batch(nb, 37, 300, layout[0] == "T"), batch(nb, 300, 70, layout[1] == "T")
+        out = np.full((nb, 37, 70), np.nan, dtype)
+        assert gemm_cpu.matmul_batched(x, y, threads, out)
+        want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        scale = np.matmul(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
+        assert np.max(np.abs(out - want) / scale) < TOL[dtype], (nb, threads)
+    # a batch whose matrices are not one block of one layout: declined, nothing written
+    x = RNG.standard_normal((6, 37, 300)).astype(dtype)[::2]
+    out = np.zeros((3, 37, 70), dtype)
+    y = RNG.standard_normal((3, 300, 70)).astype(dtype)
+    assert not gemm_cpu.matmul_batched(x, y, 2, out) and not out.any()
 
 
 def test_one_compiled_version_per_dtype_whatever_the_operands_writeability():

@@ -366,6 +366,21 @@ def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts
                    ns * (q + 1) // column_parts, work[th], bias, epilogue)
 
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, groups, work, bias, epilogue):
+    """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), in
+    `groups` runs of consecutive p, one thread a run with its own row of `work`: a batch of
+    products each too small to share among threads."""
+    nb = c.shape[0]
+    ms = (m + MR - 1) // MR
+    ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
+    first = np.intp(0)  # typed int64 as in `matmul`'s calls: a literal 0 compiled a second copy
+    for g in prange(groups):
+        for p in range(nb * g // groups, nb * (g + 1) // groups):
+            _gemm_part(a[p], rsa, csa, b[p], rsb, csb, c[p], m, n, kk, first, ms, first, ns,
+                       work[g], bias, epilogue)
+
+
 # Packing one A strip of a k block costs about half a register tile (scalar copies), one B
 # strip about a fifth: `thread_grid` charges them against the tiles a part computes.
 A_STRIP_PACK_COST = 0.5
@@ -421,6 +436,42 @@ def _flat(x: np.ndarray):
         flat = flat.view()
         flat.flags.writeable = False
     return flat, rs, cs
+
+
+def _flat3(x: np.ndarray):
+    """(read-only (batch, rows * columns) view, row stride, column stride) of a 3D array whose
+    matrices are all C-contiguous, or all transposes of C-contiguous ones, in one block; None
+    for any other layout."""
+    if x.flags.c_contiguous:
+        flat, rs, cs = x.reshape(x.shape[0], -1), x.shape[2], 1
+    elif np.transpose(x, (0, 2, 1)).flags.c_contiguous:
+        flat, rs, cs = np.transpose(x, (0, 2, 1)).reshape(x.shape[0], -1), 1, x.shape[1]
+    else:
+        return None
+    if flat.flags.writeable:
+        flat = flat.view()
+        flat.flags.writeable = False
+    return flat, rs, cs
+
+
+def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) -> bool:
+    """out[p] = x[p] @ y[p] for 3D float operands of one dtype (`out`: C-contiguous, of the
+    result's shape), on up to `threads` threads, each computing whole products of a run of
+    consecutive p: for batches of products too small to split. False (nothing written) where
+    a layout is not `_flat3`'s or there is nothing to multiply."""
+    fx, fy = _flat3(x), _flat3(y)
+    if fx is None or fy is None or out.size == 0 or x.shape[2] == 0:
+        return False
+    (a, rsa, csa), (b, rsb, csb) = fx, fy
+    nb, m, kk = x.shape
+    n = y.shape[2]
+    ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
+    groups = max(1, min(threads, nb))
+    work = _workspace(x.dtype, groups, workspace_size(x.itemsize, ns))
+    row, epilogue = epilogue_args(x.dtype, n, None, "none")
+    _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, groups, work, row,
+                  epilogue)
+    return True
 
 
 def supports(x: np.ndarray, y: np.ndarray) -> bool:
