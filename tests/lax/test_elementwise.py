@@ -85,3 +85,34 @@ def test_polygamma_at_its_poles():
     want = np.where(poles, np.where(m % 2 == 1, np.inf, np.nan), sp.polygamma(m, x))
     for got in _both(lax.polygamma, m, x):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_max_and_min_over_middle_axes_keep_lax_rules():
+    """A reduction over middle axes (2 x 2 pooling by reshape) updates its output element by
+    element through sc.fmax/fmin (llvm.maximum/minimum for floats): NaN wins, +0 beats -0 in
+    max and -0 beats +0 in min, as lax.max/min; checked against a Python loop."""
+    import numbax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 2, 10, 2)).astype(np.float32)
+    x[0, 1, 3, 0] = np.nan
+    x[2, :, 5, :] = np.array([[0.0, -0.0], [-0.0, 0.0]], np.float32)
+    x[4, :, 7, :] = -0.0
+    got_max, got_min = numbax.jit(lambda v: (jnp.max(v, (1, 3)), jnp.min(v, (1, 3))))(x)
+
+    def pick(values, larger):
+        best = values[0]
+        for v in values[1:]:
+            if np.isnan(best) or np.isnan(v):
+                best = np.float32(np.nan)
+            elif v == best:  # a tie of zeros: the sign the rule prefers
+                best = v if np.signbit(v) != larger else best
+            elif (v > best) == larger:
+                best = v
+        return best
+
+    for got, larger in ((got_max, True), (got_min, False)):
+        want = np.array([[pick(x[i, :, j, :].ravel(), larger) for j in range(10)]
+                         for i in range(6)], np.float32)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
