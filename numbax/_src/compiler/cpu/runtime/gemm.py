@@ -427,15 +427,17 @@ def _flat(x: np.ndarray):
     arrays are read-only views while intermediate results are not, so without this every
     dtype compiled four times (each operand either way), 6 s each on the 2-core VM."""
     if x.flags.c_contiguous:
-        flat, rs, cs = x.reshape(-1), x.shape[1], 1
-    elif x.flags.f_contiguous:
-        flat, rs, cs = x.T.reshape(-1), 1, x.shape[0]
-    else:
-        return None
+        return _read_only(x.reshape(-1)), x.shape[1], 1
+    if x.flags.f_contiguous:
+        return _read_only(x.T.reshape(-1)), 1, x.shape[0]
+    return None
+
+
+def _read_only(flat: np.ndarray) -> np.ndarray:
     if flat.flags.writeable:
         flat = flat.view()
         flat.flags.writeable = False
-    return flat, rs, cs
+    return flat
 
 
 def _flat3(x: np.ndarray):
@@ -443,15 +445,11 @@ def _flat3(x: np.ndarray):
     matrices are all C-contiguous, or all transposes of C-contiguous ones, in one block; None
     for any other layout."""
     if x.flags.c_contiguous:
-        flat, rs, cs = x.reshape(x.shape[0], -1), x.shape[2], 1
-    elif np.transpose(x, (0, 2, 1)).flags.c_contiguous:
-        flat, rs, cs = np.transpose(x, (0, 2, 1)).reshape(x.shape[0], -1), 1, x.shape[1]
-    else:
-        return None
-    if flat.flags.writeable:
-        flat = flat.view()
-        flat.flags.writeable = False
-    return flat, rs, cs
+        return _read_only(x.reshape(x.shape[0], -1)), x.shape[2], 1
+    transposed = np.transpose(x, (0, 2, 1))
+    if transposed.flags.c_contiguous:
+        return _read_only(transposed.reshape(x.shape[0], -1)), 1, x.shape[1]
+    return None
 
 
 def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) -> bool:
