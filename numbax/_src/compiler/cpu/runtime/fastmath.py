@@ -50,9 +50,10 @@ from numbax._src.compiler.cpu.runtime import host_isa
 from numbax._src.compiler.cpu.runtime import scalars as sc
 
 # error_model="numpy": division by zero gives inf instead of a raising branch that would
-# block vectorisation. Private helpers (_JIT) are spliced into the public functions at
-# Numba-IR level; public functions (_CALL) are compiled once, cached by Numba, and inlined
-# into kernels by LLVM after linking.
+# block vectorisation. Helpers (_JIT) are spliced into the public functions at Numba-IR
+# level (horner, clamp_hi and the exp cores are fastmath_erf.py's too, so named without an
+# underscore); public functions (_CALL) are compiled once, cached by Numba, and inlined into
+# kernels by LLVM after linking.
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
 _CALL = {"error_model": "numpy", "cache": True}
 
@@ -89,7 +90,7 @@ def _bits_f32(i):
 
 
 @njit(**_JIT)
-def _clamp_hi(x, hi):
+def clamp_hi(x, hi):
     """min(x, hi) that lets nan through, where min() would return hi."""
     return hi if x > hi else x  # noqa: FURB136
 
@@ -107,7 +108,7 @@ def _muladd(a, b, c):
 
 
 @njit(**_JIT)
-def _horner(t, coeffs):
+def horner(t, coeffs):
     """Evaluate sum(coeffs[j] * t**j); coefficients lowest degree first.
 
     Coefficients live in global arrays, which Numba freezes into constants: after LLVM
@@ -180,7 +181,7 @@ def _reduce_f64(x):
 
 @njit(**_JIT)
 def _expm1_poly_f64(r):
-    return r + r * r * (0.5 + r * _horner(r, _EXPM1_P))
+    return r + r * r * (0.5 + r * horner(r, _EXPM1_P))
 
 
 @njit(**_JIT)
@@ -190,9 +191,9 @@ def _pow2_f64(k):
 
 
 @njit(**_JIT)
-def _exp_core_f64(x):
+def exp_core_f64(x):
     """exp for any x (nan passes through); clamping lets overflow/underflow happen naturally."""
-    x = _clamp_hi(x, _EXP_HI)
+    x = clamp_hi(x, _EXP_HI)
     x = _clamp_lo(x, _EXP_LO)
     r, k = _reduce_f64(x)
     p = 1.0 + _expm1_poly_f64(r)
@@ -204,7 +205,7 @@ def _exp_core_f64(x):
 @njit(**_JIT)
 def _expm1_core_f64(x):
     """expm1 for x >= -inf without the tiny-argument select."""
-    x = _clamp_hi(x, _EXP_HI)
+    x = clamp_hi(x, _EXP_HI)
     x = _clamp_lo(x, _EXPM1_LO)
     r, k = _reduce_f64(x)
     p = _expm1_poly_f64(r)
@@ -229,7 +230,7 @@ def _log_kernel_f64(ix, kadj, c):
     hfsq = 0.5 * f * f
     s = f / (2.0 + f)
     z = s * s
-    r = z * _horner(z, _LOG_P)
+    r = z * horner(z, _LOG_P)
     dk = _int_to_f64(k)
     return s * (hfsq + r) + (dk * _LN2_LO + c) - hfsq + f + dk * _LN2_HI
 
@@ -237,7 +238,7 @@ def _log_kernel_f64(ix, kadj, c):
 @njit(**_CALL)
 def exp_f64(x):
     """e**x for float64."""
-    return _exp_core_f64(x)
+    return exp_core_f64(x)
 
 
 @njit(**_CALL)
@@ -275,9 +276,9 @@ def log1p_f64(x):
 def tanh_f64(x):
     """Hyperbolic tangent for float64: odd polynomial below 0.55, 1 - 2/(expm1(2|x|)+2) above."""
     ax = abs(x)
-    ax = _clamp_hi(ax, _TANH_HI)
+    ax = clamp_hi(ax, _TANH_HI)
     z = ax * ax
-    small = ax + ax * (z * _horner(z, _TANH_P))
+    small = ax + ax * (z * horner(z, _TANH_P))
     # Above log(3)/2 the quotient is <= 1/2, so 1 - q is exact and q's error shrinks.
     big = 1.0 - 2.0 / (_expm1_core_f64(2.0 * ax) + 2.0)
     return math.copysign(small if ax < _TANH_SMALL else big, x)
@@ -291,7 +292,7 @@ def pow_f32(x, y):
     non-integer y; x's sign for odd integer y (so -0 and -inf too)."""
     xd, yd = np.float64(x), np.float64(y)
     ax = abs(xd)
-    r = _exp_core_f64(yd * log_f64(ax))
+    r = exp_core_f64(yd * log_f64(ax))
     y_int = np.floor(yd) == yd  # infinities count as (even) integers, nan does not
     half = yd * 0.5
     odd = y_int and np.floor(half) != half
@@ -304,7 +305,7 @@ def pow_f32(x, y):
 @njit(**_CALL)
 def logistic_f64(x):
     """1/(1+exp(-x)) for float64, written as e/(1+e) below zero so it never overflows."""
-    e = _exp_core_f64(-abs(x))
+    e = exp_core_f64(-abs(x))
     d = 1.0 + e
     d_lo = (1.0 - d) + e  # the exact rounding error of 1 + e (e <= 1)
     pos = x >= 0.0
@@ -372,7 +373,7 @@ def _reduce_f32(x):
 
 @njit(**_JIT)
 def _expm1_poly_f32(r):
-    return r + r * r * (_F32_HALF + r * _horner(r, _F32_EXPM1_P))
+    return r + r * r * (_F32_HALF + r * horner(r, _F32_EXPM1_P))
 
 
 @njit(**_JIT)
@@ -381,8 +382,8 @@ def _pow2_f32(k):
 
 
 @njit(**_JIT)
-def _exp_core_f32(x):
-    x = _clamp_hi(x, _F32_EXP_HI)
+def exp_core_f32(x):
+    x = clamp_hi(x, _F32_EXP_HI)
     x = _clamp_lo(x, _F32_EXP_LO)
     r, k = _reduce_f32(x)
     p = _F32_ONE + _expm1_poly_f32(r)
@@ -391,7 +392,7 @@ def _exp_core_f32(x):
 
 @njit(**_JIT)
 def _expm1_core_f32(x):
-    x = _clamp_hi(x, _F32_EXP_HI)
+    x = clamp_hi(x, _F32_EXP_HI)
     x = _clamp_lo(x, _F32_EXPM1_LO)
     r, k = _reduce_f32(x)
     p = _expm1_poly_f32(r)
@@ -413,7 +414,7 @@ def _log_kernel_f32(ix, kadj, c):
     hfsq = _F32_HALF * f * f
     s = f / (_F32_TWO + f)
     z = s * s
-    r = z * _horner(z, _F32_LOG_P)
+    r = z * horner(z, _F32_LOG_P)
     dk = _int_to_f32(k)
     return s * (hfsq + r) + (dk * _F32_LOG_LN2_LO + c) - hfsq + f + dk * _F32_LOG_LN2_HI
 
@@ -421,7 +422,7 @@ def _log_kernel_f32(ix, kadj, c):
 @njit(**_CALL)
 def exp_f32(x):
     """e**x for float32."""
-    return _exp_core_f32(x)
+    return exp_core_f32(x)
 
 
 @njit(**_CALL)
@@ -458,9 +459,9 @@ def log1p_f32(x):
 def tanh_f32(x):
     """Hyperbolic tangent for float32: odd polynomial below 0.55, 1 - 2/(expm1(2|x|)+2) above."""
     ax = abs(x)
-    ax = _clamp_hi(ax, _F32_TANH_HI)
+    ax = clamp_hi(ax, _F32_TANH_HI)
     z = ax * ax
-    small = ax + ax * (z * _horner(z, _F32_TANH_P))
+    small = ax + ax * (z * horner(z, _F32_TANH_P))
     big = _F32_ONE - _F32_TWO / (_expm1_core_f32(_F32_TWO * ax) + _F32_TWO)
     return math.copysign(small if ax < _F32_TANH_SMALL else big, x)
 
@@ -468,7 +469,7 @@ def tanh_f32(x):
 @njit(**_CALL)
 def logistic_f32(x):
     """1/(1+exp(-x)) for float32, written as e/(1+e) below zero so it never overflows."""
-    e = _exp_core_f32(-abs(x))
+    e = exp_core_f32(-abs(x))
     d = _F32_ONE + e
     d_lo = (_F32_ONE - d) + e
     pos = x >= _F32_ZERO

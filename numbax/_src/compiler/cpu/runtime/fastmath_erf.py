@@ -8,17 +8,18 @@ import numpy as np
 from numba import njit
 
 from numbax._src.compiler.cpu.runtime.fastmath import (
-    _F,
-    _F32_ONE,
-    _INF,
-    _JIT,
-    _NAN,
-    _clamp_hi,
-    _exp_core_f32,
-    _exp_core_f64,
-    _horner,
+    clamp_hi,
+    exp_core_f32,
+    exp_core_f64,
+    horner,
     log_f64,
 )
+
+_JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
+_F = np.float32
+_F32_ONE = _F(1.0)
+_INF = math.inf
+_NAN = math.nan
 
 
 @njit(**_JIT)
@@ -104,12 +105,12 @@ _ERFINV_TAIL_P = np.array((
 def erf_f64(x):
     """Error function for float64: x*(1+P(x**2)) below 1, 1 - exp(-x**2)*Q(x) above."""
     ax = abs(x)
-    ax = _clamp_hi(ax, _ERF_HI)
+    ax = clamp_hi(ax, _ERF_HI)
     small = ax < _ERF_SMALL
     mid = ax < _ERF_MID
     t = ax * ax if small else (ax - _ERF_MID_CENTER if mid else ax - _ERF_TAIL_CENTER)
     p = _horner_pick(t, _ERF_SMALL_P, _ERFC_MID_P, _ERFC_TAIL_P, small, mid)
-    big = 1.0 - _exp_core_f64(-ax * ax) * p
+    big = 1.0 - exp_core_f64(-ax * ax) * p
     return math.copysign(ax + ax * p if small else big, x)
 
 
@@ -152,11 +153,11 @@ _F32_ERFC_P = np.array((
 def erf_f32(x):
     """Error function for float32: x*(1+P(x**2)) below 1, 1 - exp(-x**2)*Q(x) above."""
     ax = abs(x)
-    ax = _clamp_hi(ax, _F32_ERF_HI)
+    ax = clamp_hi(ax, _F32_ERF_HI)
     small = ax < _F32_ERF_SMALL
     t = ax * ax if small else ax - _F32_ERF_CENTER
     p = _horner_pick(t, _F32_ERF_SMALL_P, _F32_ERFC_P, _F32_ERFC_P, small, small)
-    big = _F32_ONE - _exp_core_f32(-ax * ax) * p
+    big = _F32_ONE - exp_core_f32(-ax * ax) * p
     return math.copysign(ax + ax * p if small else big, x)
 
 
@@ -177,7 +178,7 @@ def erfc_f32(x):
     accuracy down to erfc's last subnormal (x ~ 10.05), 2 - erfc(-x) below zero."""
     z = abs(np.float64(x))
     t = 2.0 / (2.0 + z)
-    y = t * _exp_core_f64(-z * z + _horner(t, _ERFC_R))
+    y = t * exp_core_f64(-z * z + horner(t, _ERFC_R))
     return np.float32(2.0 - y if x < 0 else y)
 
 
