@@ -22,7 +22,9 @@ from numbax._src.lax import reductions, shape_ops
 
 
 def _axis_names(axis_name: Any) -> tuple:
-    return axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    hash(names)  # an array or list is no axis name: TypeError (unhashable), as in JAX
+    return names
 
 
 def _listed(axis_name: Any) -> Any:
@@ -44,7 +46,6 @@ def bound_axis_names() -> list:
 def _check_bound(api: str, axis_name: Any) -> None:
     bound = bound_axis_names()
     for name in _axis_names(axis_name):
-        hash(name)  # an array or list is no axis name: TypeError (unhashable), as in JAX
         if name not in bound:
             raise NameError(
                 f"{api}: unbound axis name: {name!r}. Collectives need an enclosing "
@@ -297,7 +298,6 @@ def axis_size(axis_name: Any) -> int:
     """The size of the named axis (the product, for several names)."""
     size = 1
     for name in _axis_names(axis_name):
-        hash(name)  # an array or list is no axis name: TypeError (unhashable), as in JAX
         for main in core._state.trace_stack:
             data = main.global_data
             if isinstance(data, batching.AxisData) and data.name == name:
