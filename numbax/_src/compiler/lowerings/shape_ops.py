@@ -117,7 +117,7 @@ register(ls.pad_p, backend="cuda", library=cuda_driver.planned(cuda_index.pad))
 
 
 def _concatenate_library(eqn: JaxprEqn, ins: list[str]) -> str:
-    return f"[np.concatenate(({''.join(a + ', ' for a in ins)}), axis={eqn.params['dimension']})]"
+    return _kc("concatenate", f"({''.join(a + ', ' for a in ins)})", str(eqn.params["dimension"]))
 
 
 def _concatenate_array(args, eqn):

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from numbax._src.compiler.cpu.runtime import copies
 from numbax._src.lax import extrema
 
 # ----------------------------------------------------------------------------- output buffers
@@ -42,8 +43,10 @@ def take(pool: list) -> np.ndarray | None:
 
 
 def contiguous(x: np.ndarray) -> np.ndarray:
-    """x as a C-contiguous array of its own shape (np.ascontiguousarray makes 0-d 1-d)."""
-    return np.asarray(x, order="C")
+    """x as a C-contiguous array of its own shape (np.ascontiguousarray makes 0-d 1-d); a large
+    copy runs on Numba's threads (copies.py)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else copies.copy(x)
 
 
 def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.ndarray:
@@ -53,7 +56,7 @@ def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.nd
 
 
 def rev(x: np.ndarray, dimensions: tuple) -> np.ndarray:
-    return np.ascontiguousarray(np.flip(x, dimensions)) if dimensions else x
+    return contiguous(np.flip(x, dimensions)) if dimensions else x
 
 
 def iota(dtype: np.dtype, shape: tuple, dimension: int) -> np.ndarray:
@@ -63,10 +66,25 @@ def iota(dtype: np.dtype, shape: tuple, dimension: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(ramp, shape))
 
 
+def concatenate(parts: tuple, axis: int) -> np.ndarray:
+    """lax.concatenate of arrays of one dtype: each written into its place of the result."""
+    shape = list(parts[0].shape)
+    shape[axis] = sum(p.shape[axis] for p in parts)
+    out = np.empty(shape, parts[0].dtype)
+    start = 0
+    for p in parts:
+        place = (builtins.slice(None),) * axis + (builtins.slice(start, start + p.shape[axis]),)
+        copies.copy_into(out[place], p)
+        start += p.shape[axis]
+    return out
+
+
 def pad(x: np.ndarray, pv, padding_config: tuple) -> np.ndarray:
     """lax.pad with negative (cropping) and interior padding, as shape_ops._pad_impl."""
     full = [max(lo, 0) + max(hi, 0) + n + max(n - 1, 0) * interior
             for n, (lo, hi, interior) in zip(x.shape, padding_config)]
+    if all(lo >= 0 and hi >= 0 and interior == 0 for lo, hi, interior in padding_config):
+        return _pad_edges(x, pv, padding_config, full)
     out = np.full(full, pv, dtype=x.dtype)
     place = tuple(builtins.slice(max(lo, 0), max(lo, 0) + n + max(n - 1, 0) * interior,
                                  interior + 1)
@@ -77,6 +95,19 @@ def pad(x: np.ndarray, pv, padding_config: tuple) -> np.ndarray:
     crop = tuple(builtins.slice(max(-lo, 0), d - max(-hi, 0))
                  for d, (lo, hi, _) in zip(full, padding_config))
     return contiguous(out[crop])
+
+
+def _pad_edges(x: np.ndarray, pv, padding_config: tuple, full: list) -> np.ndarray:
+    """Non-negative edge padding: x copied into the middle, only the edges filled."""
+    out = np.empty(full, dtype=x.dtype)
+    middle = []
+    for d, (lo, hi, _) in enumerate(padding_config):
+        before = (builtins.slice(None),) * d
+        out[before + (builtins.slice(0, lo),)] = pv
+        out[before + (builtins.slice(full[d] - hi, full[d]),)] = pv
+        middle.append(builtins.slice(lo, lo + x.shape[d]))
+    copies.copy_into(out[(*middle, ...)], x)  # (the ellipsis: a 0-d view, not a scalar)
+    return out
 
 
 def _clamped(shape: tuple, starts: tuple, sizes: tuple) -> tuple:
@@ -91,7 +122,7 @@ def dynamic_slice(x: np.ndarray, starts: tuple, sizes: tuple) -> np.ndarray:
 
 def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple) -> np.ndarray:
     """The update written in place into one fresh copy of x (clamped starts)."""
-    out = np.array(x, copy=True)
+    out = copies.copy(x)
     out[_clamped(x.shape, starts, update.shape)] = update
     return out
 
@@ -217,7 +248,7 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tupl
     """indexing._scatter_impl: updates combined into one fresh copy of x, in index order
     (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows. `op`:
     0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max, 5 subtracts (_combine)."""
-    out = np.array(x, copy=True)
+    out = copies.copy(x)
     if out.size == 0 or idx.size == 0:
         return out
     front, perm = _front(out, axes)

@@ -67,7 +67,9 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     thread rule. With `bias`, a dense layer's act(x @ y + bias) (compiler/epilogues.py): the
     GEMM applies it to each tile of C as it finishes, BLAS's result gets one pass."""
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
-    if runs_on_own_gemm(x, y, macs):
+    blas_n = None if runs_on_own_gemm(x, y, macs) else blas_threads(macs, site)
+    x, y, blas_n = _without_syrk(x, y, macs, blas_n)
+    if blas_n is None:
         threads = gemm_threads(macs, site)
         out = _pooled(x, y, bias, activation) if threads > 1 and site is not None else None
         if out is None:
@@ -75,12 +77,40 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
             out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
             rt_threads.use(before)
     else:
-        threads = blas_threads(macs, site)
+        threads = blas_n
         out = blas_call(np.dot, threads, x, y)
         if bias is not None:
             out = _finish(np.ascontiguousarray(out), bias, activation)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return out
+
+
+# numpy gives x @ x.T of one buffer to BLAS's syrk, then copies the triangle it computed into
+# the other on one thread: on the 2-core VM that still wins (1000^2: 6.5 against 9.9 ms for
+# two buffers), on 16 Xeon cores it loses 3-4x (2048 x 784: 20 ms; numbax's GEMM 6.0, two
+# buffers to BLAS 6.6, jax.jit 4.9; 4096 x 512: 100 against 21.5 and 31).
+SYRK_MAX_THREADS = 2
+
+
+def _without_syrk(x: np.ndarray, y: np.ndarray, macs: int, blas_n: int | None):
+    """(x, y, BLAS threads) for `dot`, where BLAS threads None means numbax's GEMM: a product
+    np.dot would give to syrk (`_syrk_pair`) on more than SYRK_MAX_THREADS BLAS threads goes
+    to numbax's GEMM where it runs here (AVX-512), else to BLAS with y copied to a buffer of
+    its own."""
+    if blas_n is None or (blas_n or rt_threads.CORES) <= SYRK_MAX_THREADS \
+            or not _syrk_pair(x, y):
+        return x, y, blas_n
+    if config.cpu_matmul != "blas" and own_gemm_host() and macs >= OWN_GEMM_MACS \
+            and gemm_cpu.supports(x, y):
+        return x, y, None
+    return x, np.ascontiguousarray(y), blas_n
+
+
+def _syrk_pair(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether y is x's transpose, read from x's own memory (numpy's test for its syrk)."""
+    return (x.ndim == 2 and y.ndim == 2 and y.shape == x.shape[::-1]
+            and y.strides == x.strides[::-1]
+            and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
@@ -168,8 +198,7 @@ def own_gemm(macs: int) -> bool:
     choice = config.cpu_matmul
     if choice != "auto":
         return choice == "numbax"
-    if not _host_gemm:
-        _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
+    own_gemm_host()
     # While Numba's workers may spin, or other processes keep the cores busy, a threaded BLAS
     # shares every core with threads that are not its own; numbax's GEMM runs on Numba's pool
     # (16 busy cores, matmul 1000^2 on 16 threads: OpenBLAS 44 ms, numbax's GEMM 10.5, jax 12)
@@ -178,6 +207,14 @@ def own_gemm(macs: int) -> bool:
 
 
 _host_gemm: list = []  # [(Numba's target has AVX-512, OpenBLAS core name)] once asked
+
+
+def own_gemm_host() -> bool:
+    """Whether numbax's GEMM runs well here: Numba's target has AVX-512 (gemm_cpu's 64-byte
+    vectors would run split in two without it)."""
+    if not _host_gemm:
+        _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
+    return _host_gemm[0][0]
 # OpenBLAS kernel families written with AVX-512 (its DYNAMIC_ARCH core names, lower case).
 AVX512_BLAS_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 # Against OpenBLAS's own AVX-512 kernels (SkylakeX, 16-core Xeon host) gemm_cpu won on the
