@@ -24,6 +24,9 @@ from numbax._src.compiler.cpu.runtime import threads as rt_threads
 BYTE_NS = 0.1  # estimated serial ns per byte copied (one core: ~10 GB/s, read and write)
 MIN_RUN_BYTES = 256  # shorter runs: numpy's strided copy (a memcpy call per few elements)
 PIECE_BYTES = 1 << 16  # long runs are cut into pieces of this size, so every thread has some
+TILE = 32  # a tiled copy's tiles are TILE x TILE elements
+TILED_ELEMENT_NS = 1.0  # estimated serial ns per element of a tiled copy
+TILED_MIN_SIZE = 1 << 15  # fewer elements: numpy's copy (no kernel to compile)
 
 
 @intrinsic
@@ -52,8 +55,58 @@ def _copy_runs(dst, src, dst_offsets, src_offsets, run, piece):  # pragma: no co
         _memcpy(dst + dst_offsets[row] + lo, src + src_offsets[row] + lo, min(piece, run - lo))
 
 
+@njit(parallel=True, cache=True)
+def _copy_tiles(dst, src):  # pragma: no cover - compiled
+    """dst[...] = src for 3-d arrays of any strides, in TILE x TILE tiles of the last two axes:
+    where one array is read along rows and the other along columns (a transpose), a tile's
+    lines of both stay in cache while it is copied."""
+    batch, rows, cols = src.shape
+    tile_rows = (rows + TILE - 1) // TILE
+    tile_cols = (cols + TILE - 1) // TILE
+    per_batch = tile_rows * tile_cols
+    for t in prange(batch * per_batch):
+        b = np.int64(t) // per_batch  # (prange's index is unsigned: int64 keeps // integral)
+        tr = (np.int64(t) - b * per_batch) // tile_cols
+        tc = np.int64(t) - b * per_batch - tr * tile_cols
+        for i in range(tr * TILE, min(tr * TILE + TILE, rows)):
+            for j in range(tc * TILE, min(tc * TILE + TILE, cols)):
+                dst[b, i, j] = src[b, i, j]
+
+
+_SAME_SIZE_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _tiled_views(dst: np.ndarray, src: np.ndarray, dims: list) -> tuple | None:
+    """dst and src as 3-d views of unsigned integers of their item size (one compiled kernel
+    per size serves every dtype), or None for copies of more than three merged axes or items
+    of 16 bytes."""
+    uint = _SAME_SIZE_UINT.get(src.itemsize)
+    if uint is None or len(dims) > 3:
+        return None
+    dims = [(1, 0, 0)] * (3 - len(dims)) + dims
+    shape = tuple(n for n, _, _ in dims)
+    as_strided = np.lib.stride_tricks.as_strided
+    return (as_strided(dst.view(uint), shape, tuple(ds for _, ds, _ in dims)),
+            as_strided(src.view(uint), shape, tuple(ss for _, _, ss in dims)))
+
+
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
+
+
+def merged(dst: np.ndarray, src: np.ndarray) -> list[tuple[int, int, int]]:
+    """The copy's axes as (length, destination stride, source stride), axes of length 1
+    dropped and neighbours that are one axis in both arrays merged (a C-contiguous block of
+    rows is one axis)."""
+    dims: list[tuple[int, int, int]] = []
+    for n, ds, ss in zip(src.shape, dst.strides, src.strides):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == n * ds and dims[-1][2] == n * ss:
+            dims[-1] = (dims[-1][0] * n, ds, ss)
+        else:
+            dims.append((n, ds, ss))
+    return dims
 
 
 def runs(dst: np.ndarray, src: np.ndarray) -> tuple | None:
@@ -61,9 +114,9 @@ def runs(dst: np.ndarray, src: np.ndarray) -> tuple | None:
     shape and dtype) as contiguous runs, offsets in bytes from each array's first element;
     None when the runs would be shorter than MIN_RUN_BYTES. The run is the trailing axes that
     are contiguous in both arrays; every other axis multiplies the rows."""
-    dims = [(n, ds, ss) for n, ds, ss in zip(src.shape, dst.strides, src.strides) if n != 1]
+    dims = merged(dst, src)
     run = src.itemsize
-    while dims and dims[-1][1] == run and dims[-1][2] == run:
+    if dims and dims[-1][1] == run and dims[-1][2] == run:
         run *= dims.pop()[0]
     if run < MIN_RUN_BYTES:
         return None
@@ -77,12 +130,23 @@ def runs(dst: np.ndarray, src: np.ndarray) -> tuple | None:
 
 def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     """dst[...] = src (same shape and dtype; dst writable, neither overlapping the other): on
-    Numba's threads where the bytes pay for them and the copy is made of long runs, else
-    numpy's copy."""
+    Numba's threads where the bytes pay for them, as memcpy'd runs or (short runs, such as a
+    transpose's) in tiles; else numpy's copy."""
     threads = rt_threads.threads_for(src.nbytes * BYTE_NS)
     plan = runs(dst, src) if threads > 1 else None
     if plan is None:
-        np.copyto(dst, src, casting="no")
+        tiled = None
+        if src.size >= TILED_MIN_SIZE:
+            threads = rt_threads.threads_for(src.size * TILED_ELEMENT_NS)
+            tiled = _tiled_views(dst, src, merged(dst, src)) if threads > 1 else None
+        if tiled is None:
+            np.copyto(dst, src, casting="no")
+            return
+        before = rt_threads.use(threads)
+        try:
+            _copy_tiles(*tiled)
+        finally:
+            rt_threads.use(before)
         return
     run, dst_offsets, src_offsets = plan
     piece = max(PIECE_BYTES, math.ceil(run * dst_offsets.size / (4 * threads)))
