@@ -259,3 +259,64 @@ def test_bad_indices():
         jnp.take_along_axis(X, np.array([0, 1]), 0)
     with pytest.raises(NumbaxTypeError, match="indices has dtype float32"):
         jnp.take_along_axis(X, np.zeros((1, 1, 1), np.float32), 0)
+
+
+# ----------------------------------------------------------------------------- box updates
+BOXES = [np.s_[5:10, 3:19], np.s_[:, 0], np.s_[-1], np.s_[2], np.s_[..., 4:6], np.s_[1:3, ...],
+         np.s_[3, -2], np.s_[0:100], np.s_[-4:, :-3]]
+
+
+@pytest.mark.parametrize("op", ["set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("box", BOXES, ids=str)
+def test_box_updates_are_one_dynamic_update_slice_with_numpys_values(op, box):
+    """Static ints and unit-step slices (box_updates.py): a slice, the combination and one
+    dynamic_update_slice, not a scatter over an iota of every position; values as numpy's
+    in-place update, eager and under jit."""
+    x = np.arange(12 * 20, dtype=np.float32).reshape(12, 20) - 100
+    values = np.linspace(-3, 3, x[box].size, dtype=np.float32).reshape(x[box].shape)
+    want = x.copy()
+    combine = {"set": lambda a, v: v, "add": np.add, "multiply": np.multiply,
+               "min": np.minimum, "max": np.maximum}[op]
+    want[box] = combine(want[box], values)
+
+    def update(a, v):
+        return getattr(jnp.asarray(a).at[box], op)(v)
+
+    prims = {e.primitive.name for e in numbax.make_jaxpr(update)(x, values).jaxpr.eqns}
+    assert "dynamic_update_slice" in prims and not any("scatter" in p for p in prims)
+    np.testing.assert_array_equal(np.asarray(update(x, values)), want)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, values)), want)
+
+
+@pytest.mark.parametrize("box", [np.s_[::2], np.s_[3:1], np.s_[[0, 2]], np.s_[None, 1],
+                                 np.s_[12], np.s_[2:5:-1]], ids=str)
+def test_other_indices_keep_the_scatter(box):
+    """Strided, empty, array, None and out-of-bounds indices: the general path (JAX's drop
+    of out-of-bounds updates included)."""
+    x = np.arange(12 * 4, dtype=np.float32).reshape(12, 4)
+    got = jnp.asarray(x).at[box].add(1.0)
+    want = x.copy()
+    try:
+        np.add.at(want, box, 1.0)
+    except IndexError:  # out of bounds: JAX drops the update
+        pass
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_box_update_gradients_against_finite_differences():
+    def loss(a, v):
+        return jnp.sum(jnp.sin(jnp.asarray(a).at[1:3, 2].add(v * v)) ** 2)
+
+    a = np.linspace(-1, 1, 20).reshape(4, 5)
+    v = np.array([0.3, -0.7])
+    ga, gv = numbax.grad(loss, argnums=(0, 1))(a, v)
+    eps = 1e-6
+    for arr, g, k in ((a, ga, 0), (v, gv, 1)):
+        for i in np.ndindex(arr.shape):
+            hi, lo = arr.copy(), arr.copy()
+            hi[i] += eps
+            lo[i] -= eps
+            args_hi = (hi, v) if k == 0 else (a, hi)
+            args_lo = (lo, v) if k == 0 else (a, lo)
+            fd = (float(loss(*args_hi)) - float(loss(*args_lo))) / (2 * eps)
+            assert abs(float(np.asarray(g)[i]) - fd) < 1e-6

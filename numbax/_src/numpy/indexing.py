@@ -24,7 +24,7 @@ from numbax._src.lax import indexing as lax_indexing
 from numbax._src.lax import reductions, shape_ops
 from numbax._src.lax.control_flow import loops
 from numbax._src.lax.key_arrays import key_array_op
-from numbax._src.numpy import ufuncs
+from numbax._src.numpy import box_updates, ufuncs
 from numbax._src.numpy.lax_numpy import asarray
 
 __all__ = ["take", "take_along_axis"]
@@ -428,13 +428,19 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         and not isinstance(i, (bool, np.bool_)) for i in basic)
     x = asarray(x)
     aval = get_aval(x)
-    positions = shape_ops.reshape(
-        shape_ops.iota(dtypes.default_int_dtype(), aval.size), aval.shape)
-    if mode == "clip":
-        positions = _getitem(positions, idx, mode="clip")
+    box = None
+    if op == "set" or (op in box_updates.COMBINE and aval.dtype != np.bool_):
+        box = box_updates.static_box(aval.shape, idx)
+    if box is not None:  # static ints and slices: one dynamic_update_slice
+        pos_shape = tuple(box[1][a] for a in box[2])
     else:
-        positions = _getitem(positions, idx, mode="fill", fill_value=-1)
-    pos_shape = get_aval(positions).shape
+        positions = shape_ops.reshape(
+            shape_ops.iota(dtypes.default_int_dtype(), aval.size), aval.shape)
+        if mode == "clip":
+            positions = _getitem(positions, idx, mode="clip")
+        else:
+            positions = _getitem(positions, idx, mode="fill", fill_value=-1)
+        pos_shape = get_aval(positions).shape
     values = asarray(values)
     v_shape = get_aval(values).shape
     try:
@@ -448,6 +454,8 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         )
     values = ew.convert_element_type(values, aval.dtype, aval.weak_type)
     values = ufuncs.broadcast_to_shape(values, pos_shape)
+    if box is not None:
+        return box_updates.update_box(op, x, box, values)
     flat = shape_ops.reshape(x, (aval.size,))
     indices = shape_ops.reshape(positions, (*pos_shape, 1))
     out = scatter_fn(flat, indices, values, (0,), mode="clip" if mode == "clip" else "drop",
