@@ -81,9 +81,18 @@ OPS = {
 }
 
 
+WARMUP_S = 0.3  # steady state: a kernel's parallel variant compiles after ~20 ms of its
+# estimated serial work (runtime/threads.py, PARALLEL_TIER_NS); a training loop passes that in
+# its first steps, a 40-call timing of a 0.75 ms kernel did not
+
+
 def median_us(fn, args, calls: int) -> float:
-    for _ in range(3):
+    fn(*args).block_until_ready()  # compiles
+    start = time.perf_counter()
+    for k in range(1000):
         fn(*args).block_until_ready()
+        if k >= 2 and time.perf_counter() - start > WARMUP_S:
+            break
     times = []
     for _ in range(calls):
         start = time.perf_counter()

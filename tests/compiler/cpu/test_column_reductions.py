@@ -60,3 +60,14 @@ def test_the_kernel_runs_row_chunks_under_prange():
     text = numbax.jit(_program).lower(x, x).as_text()
     (kernel,) = modules(text)[:-1]
     assert "prange(nch)" in kernel and f"// {loops.COLUMN_CHUNK}" in kernel
+
+
+@pytest.mark.parametrize("rows, parallel", [
+    ((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK + 1, True),  # 1000 rows: 16 chunks
+    ((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK, False)])
+def test_the_driver_runs_the_prange_variant_from_enough_chunks(rows, parallel):
+    """The driver may call the prange variant once the rows make COLUMN_PAR_CHUNKS chunks as
+    the kernel cuts them (a 1000-row mean over axis 0 ran serially: 1000 < 16 * 64)."""
+    x = RNG.normal(size=(rows, 300)).astype(np.float32)
+    text = numbax.jit(lambda a: jnp.sum(jnp.exp(a), axis=0)).lower(x).compile().as_text()
+    assert ("k0_par(" in text) == parallel

@@ -331,8 +331,8 @@ def runs_parallel(nest: ir.LoopNest) -> bool:
     """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
     decides at each call): the structure allows one and the work could pay for a thread (a
     column reduction: it has COLUMN_PAR_CHUNKS chunks of rows for the threads)."""
-    if column_form(nest) and nest.shape[0] < COLUMN_PAR_CHUNKS * COLUMN_CHUNK:
-        return False
+    if column_form(nest) and -(-nest.shape[0] // COLUMN_CHUNK) < COLUMN_PAR_CHUNKS:
+        return False  # (chunks as the kernel cuts them: 1000 rows are 16, as 1024 are)
     return parallel_form(nest)[0] and work_ns(nest) >= threads.PARALLEL_MIN_NS
 
 
