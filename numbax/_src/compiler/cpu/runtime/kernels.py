@@ -16,7 +16,7 @@ import sys
 import numpy as np
 from numba import njit
 
-from numbax._src.compiler.cpu.runtime import copies
+from numbax._src.compiler.cpu.runtime import copies, scans
 from numbax._src.lax import extrema
 
 # ----------------------------------------------------------------------------- output buffers
@@ -134,7 +134,12 @@ def argminmax(x: np.ndarray, fn, axis: int, index_dtype) -> np.ndarray:
 
 
 def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.ndarray:
-    """One ufunc.accumulate in x's own dtype (the eager impl casts back to it afterwards)."""
+    """One ufunc.accumulate in x's own dtype (the eager impl casts back to it afterwards); large
+    sums and products as scans.py's loop (the same order, so the same bits)."""
+    if ufunc is np.add or ufunc is np.multiply:
+        out = scans.cumulative(x, ufunc is np.multiply, axis, reverse)
+        if out is not None:
+            return out
     if reverse:
         flipped = np.flip(x, axis)
         return np.ascontiguousarray(np.flip(ufunc.accumulate(flipped, axis=axis,
