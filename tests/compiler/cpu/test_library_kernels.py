@@ -247,6 +247,24 @@ def test_gather_against_python_loop():
             assert np.isnan(got[b]).all()
 
 
+@pytest.mark.parametrize("mode", ["fill", "clip"])
+def test_large_gathers_on_threads_against_a_python_loop(mode):
+    """Rows gathered on Numba's threads (kernels._gather_into): each output row is its index's
+    row of x, or the fill value / the clamped row when out of bounds."""
+    x = np.random.default_rng(3).standard_normal((300, 400)).astype(np.float32)
+    idx = np.random.default_rng(4).integers(-20, 320, (900, 1))
+    with numbax.config.override("cpu_threads", 2):
+        got = np.asarray(numbax.jit(lambda a, i: element.gather(
+            a, i, (0,), mode=mode, fill_value=-7.0))(x, idx))
+    for b, (r,) in enumerate(idx):
+        if mode == "clip":
+            np.testing.assert_array_equal(got[b], x[min(max(r, 0), 299)])
+        elif 0 <= r < 300:
+            np.testing.assert_array_equal(got[b], x[r])
+        else:
+            assert (got[b] == -7.0).all()
+
+
 def test_scatter_add_against_python_loop():
     got = np.asarray(numbax.jit(lambda x, i, u: element.scatter_add(x, i, u, (0, 1)))(X, IDX, UPD))
     want = X.copy()

@@ -14,9 +14,10 @@ import builtins
 import sys
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import copies, scans
+from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.lax import extrema
 
 # ----------------------------------------------------------------------------- output buffers
@@ -177,17 +178,37 @@ def _row_offset(dims, idx2, b):  # pragma: no cover - compiled
     return off, ok
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _gather_row(x2, dims, idx2, fill_mode, fill, out2, b):  # pragma: no cover - compiled
+    off, ok = _row_offset(dims, idx2, b)
+    if fill_mode and not ok:
+        for i in range(x2.shape[1]):
+            out2[b, i] = fill
+    else:
+        for i in range(x2.shape[1]):
+            out2[b, i] = x2[off, i]
+
+
 @njit(cache=True, error_model="numpy")
 def _gather_rows(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover - compiled
-    r = x2.shape[1]
     for b in range(idx2.shape[0]):
-        off, ok = _row_offset(dims, idx2, b)
-        if fill_mode and not ok:
-            for i in range(r):
-                out2[b, i] = fill
-        else:
-            for i in range(r):
-                out2[b, i] = x2[off, i]
+        _gather_row(x2, dims, idx2, fill_mode, fill, out2, b)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _gather_rows_parallel(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover
+    for b in prange(idx2.shape[0]):
+        _gather_row(x2, dims, idx2, fill_mode, fill, out2, b)
+
+
+def _gather_into(x2, dims, idx2, fill_mode: bool, fill, out2) -> None:
+    """The rows gathered on Numba's threads where the bytes they copy pay for them."""
+    threads = min(rt_threads.threads_for(out2.nbytes * copies.BYTE_NS), out2.shape[0])
+    if threads <= 1:
+        _gather_rows(x2, dims, idx2, fill_mode, fill, out2)
+        return
+    with rt_threads.running(threads):
+        _gather_rows_parallel(x2, dims, idx2, fill_mode, fill, out2)
 
 
 @njit(cache=True, error_model="numpy")
@@ -242,9 +263,9 @@ def gather(x: np.ndarray, idx: np.ndarray, axes: tuple, mode: str, fill_value,
     out = np.empty(out_shape, x.dtype)
     out2 = out.reshape(idx2.shape[0], x2.shape[1])
     if mode == "fill":  # the lowering resolved the default fill value
-        _gather_rows(x2, dims, idx2, True, x.dtype.type(fill_value), out2)
+        _gather_into(x2, dims, idx2, True, x.dtype.type(fill_value), out2)
     else:
-        _gather_rows(x2, dims, idx2, False, x.dtype.type(0), out2)
+        _gather_into(x2, dims, idx2, False, x.dtype.type(0), out2)
     return out
 
 
