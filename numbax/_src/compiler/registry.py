@@ -95,8 +95,10 @@ class Lowering:
     compiled control flow; statements(fn, eqn, ins, lines, pad) -> output names, for
     control-flow primitives rendered inside a compiled function; host(eqn, compile) -> a
     Python callable running it from the driver. library: the backend's driver-level rule;
-    library_ok(eqn): whether it covers this equation. inline: the param holding the jaxpr
-    of a call-like primitive (inlined before fusion)."""
+    library_ok(eqn): whether it covers this equation. in_place(eqn, ins, buffer): the library
+    rule's form that writes its output into `buffer`, its first operand's own (donated)
+    buffer (dynamic_update_slice, scatter: a loop's carry updated without a copy). inline:
+    the param holding the jaxpr of a call-like primitive (inlined before fusion)."""
 
     fusion: Fusion | None = None
     scalar: ScalarRule | None = None
@@ -109,6 +111,7 @@ class Lowering:
     host: Callable[..., Callable] | None = None
     library: Callable[..., Any] | None = None
     library_ok: EqnPredicate | None = None
+    in_place: Callable[..., str] | None = None
     inline: str | None = None
     # a few instructions on every backend (integer and float arithmetic, conversions, moves):
     # a later kernel recomputes it rather than read its stored result (fusion.rematerialize)

@@ -431,7 +431,7 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
     box = None
     if op == "set" or (op in box_updates.COMBINE and aval.dtype != np.bool_):
         box = box_updates.static_box(aval.shape, idx)
-    if box is not None:  # static ints and slices: one dynamic_update_slice
+    if box is not None:  # ints and static slices: one dynamic_update_slice
         pos_shape = tuple(box[1][a] for a in box[2])
     else:
         positions = shape_ops.reshape(
@@ -455,7 +455,7 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
     values = ew.convert_element_type(values, aval.dtype, aval.weak_type)
     values = ufuncs.broadcast_to_shape(values, pos_shape)
     if box is not None:
-        return box_updates.update_box(op, x, box, values)
+        return box_updates.update_box(op, x, box, values, mode)
     flat = shape_ops.reshape(x, (aval.size,))
     indices = shape_ops.reshape(positions, (*pos_shape, 1))
     out = scatter_fn(flat, indices, values, (0,), mode="clip" if mode == "clip" else "drop",

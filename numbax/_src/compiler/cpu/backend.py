@@ -81,7 +81,9 @@ class CpuBackend(Backend):
         sources.append(src)
         consts = [np.asarray(core.to_numpy(c), order="C") for c in program.consts]
         run = module.driver  # parallel kernels set their own thread counts (runtime/threads)
-        nested = {v for n in nodes if isinstance(n, ir.LoopNest) for v in n.outputs}
+        # (an in-place update's result is a fresh copy, or the donated buffer it was given)
+        nested = {v for n in nodes if isinstance(n, ir.LoopNest) or driver.updates_in_place(n)
+                  for v in n.outputs}
         fresh = tuple(isinstance(v, Var) and v in nested and jaxpr.outvars.count(v) == 1
                       for v in jaxpr.outvars)
         return Executable("cpu", run, [*hosts, *consts], jaxpr, sources,
@@ -102,7 +104,8 @@ class CpuBackend(Backend):
                 kernel = control_flow.render(eqn)
             except Unsupported:
                 return driver.Step(node, host=low.host(
-                    eqn, lambda sub: self._compile_sub(sub, program.name)))
+                    eqn, lambda sub, donated=frozenset(): self._compile_sub(
+                        sub, program.name, donated)))
             return driver.Step(node, self._load(kernel, sources), kernel)
         rule = registry.library(eqn, "cpu")
         if narrow_floats.touches(eqn):
@@ -114,10 +117,11 @@ class CpuBackend(Backend):
             return driver.Step(node, host=EagerCall(eqn.primitive, dict(eqn.params), dtypes))
         return driver.Step(node, call=rule)
 
-    def _compile_sub(self, closed: ClosedJaxpr, name: str):
-        """A sub-jaxpr of host-driven control flow, compiled on its own."""
-        exe = pipeline.compile_with(closed, self, name=name)
-        return lambda *args: exe(*args)
+    def _compile_sub(self, closed: ClosedJaxpr, name: str,
+                     donated: frozenset = frozenset()) -> Executable:
+        """A sub-jaxpr of host-driven control flow, compiled on its own (`donated`: the input
+        positions whose buffers the loop may hand over, control_flow.host_while/host_scan)."""
+        return pipeline.compile_with(closed, self, donated, name=name)
 
 
 _warned_narrow: set = set()

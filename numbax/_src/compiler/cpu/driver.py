@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import ir
+from numbax._src.compiler import ir, narrow_floats, registry
 from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES, header
 from numbax._src.compiler.registry import Fusion, fusion_kind
 from numbax._src.compiler.source import dtype_ctor, render_scalar
@@ -125,6 +125,9 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)
             expr = f"h{len(hosts) - 1}({', '.join(operand(x, True) for x in eqn.invars)})"
+        elif outs and eqn.outvars[0] in reuse and updates_in_place(node):  # into the input
+            expr = registry.lowering(eqn.primitive, "cpu").in_place(
+                eqn, [operand(x) for x in eqn.invars], reuse[eqn.outvars[0]])
         else:
             expr = step.call(eqn, [operand(x) for x in eqn.invars])
         if outs:
@@ -175,7 +178,9 @@ def donation_plan(jaxpr: Jaxpr, nodes: list[ir.Node],
     shape and dtype, and the input (or a view of it made by a library call or control flow) is
     read by no later node and not returned. The nest that writes it may read the input itself
     only elementwise: no reductions or broadcasts of it, full-shape reads at the store's own
-    index, none after the output's store. Anything else keeps its fresh buffer."""
+    index, none after the output's store. An update of the input by the last node reading it
+    (a dynamic_update_slice or scatter with an in-place rule, `updates_in_place`) qualifies
+    too: it writes into the input's buffer. Anything else keeps its fresh buffer."""
     plan: list[tuple[Var, int]] = []
     outs = [v for v in jaxpr.outvars if isinstance(v, Var)]
     taken: set[Var] = set()
@@ -185,11 +190,17 @@ def donation_plan(jaxpr: Jaxpr, nodes: list[ir.Node],
         for j, node in enumerate(nodes):
             if any(x in alias for x in node.inputs):
                 last = j
-                if not isinstance(node, ir.LoopNest):
-                    alias.update(node.outputs)
+                if not isinstance(node, ir.LoopNest) and not updates_in_place(node):
+                    alias.update(node.outputs)  # (an update's result is a copy, not a view)
         if any(v in alias for v in jaxpr.outvars):
             continue
         for j, node in enumerate(nodes):
+            if j == last and updates_in_place(node) and node.eqn.invars[0] is a \
+                    and a not in node.eqn.invars[1:] and outs.count(node.outputs[0]) == 1 \
+                    and node.outputs[0] not in taken:
+                taken.add(node.outputs[0])
+                plan.append((node.outputs[0], i))
+                break
             if j < last or not isinstance(node, ir.LoopNest):
                 continue
             if j == last and not _in_place_ok(node, a, alias):
@@ -202,6 +213,16 @@ def donation_plan(jaxpr: Jaxpr, nodes: list[ir.Node],
                 plan.append((pick[0], i))
                 break
     return plan
+
+
+def updates_in_place(node: ir.Node) -> bool:
+    """Whether a node is a library call whose rule can write its result over its first
+    operand's donated buffer (Lowering.in_place: dynamic_update_slice, scatter)."""
+    if isinstance(node, ir.LoopNest):
+        return False
+    low = registry.lowering(node.eqn.primitive, "cpu")
+    return low is not None and low.in_place is not None and \
+        registry.library(node.eqn, "cpu") is low.library and not narrow_floats.touches(node.eqn)
 
 
 def _in_place_ok(nest: ir.LoopNest, a: Var, alias: set) -> bool:

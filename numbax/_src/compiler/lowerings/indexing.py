@@ -23,9 +23,9 @@ def _dynamic_slice(eqn: JaxprEqn, ins: list[str]) -> str:
     return _kc("dynamic_slice", ins[0], f"({starts})", render_value(eqn.params["slice_sizes"]))
 
 
-def _dynamic_update_slice(eqn: JaxprEqn, ins: list[str]) -> str:
+def _dynamic_update_slice(eqn: JaxprEqn, ins: list[str], into: str = "None") -> str:
     starts = "".join(f"{a}, " for a in ins[2:])
-    return _kc("dynamic_update_slice", ins[0], ins[1], f"({starts})")
+    return _kc("dynamic_update_slice", ins[0], ins[1], f"({starts})", into)
 
 
 def _gather(eqn: JaxprEqn, ins: list[str]) -> str:
@@ -43,17 +43,18 @@ _SCATTER_OPS = {lsc.scatter_p: 0, lsc.scatter_add_p: 1, lsc.scatter_mul_p: 2,
                 lsc.scatter_min_p: 3, lsc.scatter_max_p: 4, lsc.scatter_sub_p: 5}
 
 
-def _scatter(eqn: JaxprEqn, ins: list[str]) -> str:
+def _scatter(eqn: JaxprEqn, ins: list[str], into: str = "None") -> str:
     p = eqn.params
     return _kc("scatter", ins[0], ins[1], ins[2], str(_SCATTER_OPS[eqn.primitive]),
-               render_value(p["axes"]), render_value(p["mode"]))
+               render_value(p["axes"]), render_value(p["mode"]), into)
 
 
 register(ix.dynamic_slice_p, backend="cpu", library=_dynamic_slice)
-register(ix.dynamic_update_slice_p, backend="cpu", library=_dynamic_update_slice)
+register(ix.dynamic_update_slice_p, backend="cpu", library=_dynamic_update_slice,
+         in_place=_dynamic_update_slice)
 register(ix.gather_p, backend="cpu", library=_gather)
 for _prim in _SCATTER_OPS:  # complex min/max have no scalar order: the eager impl
-    register(_prim, backend="cpu", library=_scatter, library_ok=no_complex)
+    register(_prim, backend="cpu", library=_scatter, library_ok=no_complex, in_place=_scatter)
 register(la.take_along_axis_p, backend="cpu",
          library=lambda e, ins: _kc("take_along_axis", ins[0], ins[1], str(e.params["axis"])))
 register(la.scatter_add_along_axis_p, backend="cpu",  # np.add.at on bools is a logical or

@@ -121,9 +121,20 @@ def dynamic_slice(x: np.ndarray, starts: tuple, sizes: tuple) -> np.ndarray:
     return contiguous(x[_clamped(x.shape, starts, sizes)])
 
 
-def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple) -> np.ndarray:
-    """The update written in place into one fresh copy of x (clamped starts)."""
-    out = copies.copy(x)
+def _target(x: np.ndarray, into: np.ndarray | None) -> np.ndarray:
+    """The buffer an update of x writes: a fresh copy of x, or `into`, x's own buffer donated
+    to the call (a loop's carry, a donated argument), holding x's values."""
+    if into is None:
+        return copies.copy(x)
+    if into is not x:
+        copies.copy_into(into, x)
+    return into
+
+
+def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple,
+                         into: np.ndarray | None = None) -> np.ndarray:
+    """The update written into a copy of x, or into `into` (`_target`), at clamped starts."""
+    out = _target(x, into)
     out[_clamped(x.shape, starts, update.shape)] = update
     return out
 
@@ -270,11 +281,15 @@ def gather(x: np.ndarray, idx: np.ndarray, axes: tuple, mode: str, fill_value,
 
 
 def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tuple,
-            mode: str) -> np.ndarray:
+            mode: str, into: np.ndarray | None = None) -> np.ndarray:
     """indexing._scatter_impl: updates combined into one fresh copy of x, in index order
     (duplicates accumulate as numpy's ufunc.at does); clip or drop out-of-bounds rows. `op`:
-    0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max, 5 subtracts (_combine)."""
-    out = copies.copy(x)
+    0 replaces, 1 adds, 2 multiplies, 3 takes the min, 4 the max, 5 subtracts (_combine).
+    `into`: x's donated buffer, updated in place (`_target`)."""
+    out = _target(x, into)
+    if into is not None:  # indices or updates read from x's own memory: read a copy
+        idx = idx.copy() if np.may_share_memory(idx, out) else idx
+        upd = upd.copy() if np.may_share_memory(upd, out) else upd
     if out.size == 0 or idx.size == 0:
         return out
     front, perm = _front(out, axes)
