@@ -72,3 +72,10 @@ def jaxpr_comment(jaxpr: Jaxpr, names: core.PrintNames) -> str:
 def version_line(backend: str, *tags: str) -> str:
     """The first line of a generated module: numbax and Numba versions, backend, tags."""
     return " | ".join([f"# numbax {__version__}", f"numba {numba.__version__}", backend, *tags])
+
+
+def clamped_slice(start: str, n: int, k: int) -> str:
+    """The slice of `k` elements of an axis of `n` at `start` clamped into [0, n - k], as
+    dynamic_slice and dynamic_update_slice clamp (rendered for Numba)."""
+    lo = f"min(max({start}, 0), {n - k})"
+    return f"{lo}:{lo} + {k}"

@@ -18,8 +18,9 @@ from numbax._src.compiler import fusion, ir, narrow_floats, registry
 from numbax._src.compiler.cpu import loops
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
 from numbax._src.compiler.registry import Fusion, Unsupported
-from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.lax import indexing as ix
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
@@ -40,6 +41,12 @@ class Function:
         self.views: set[str] = set()
         self.parallel = False
         self.pp = core.PrintNames()
+        # In-place updates (`update`): the carry names of the loops being rendered whose
+        # arrays the function owns (copied at entry, never shared with another name), and the
+        # names another name may alias (an identity's input, control flow's operands).
+        self.own_carries: set[str] = set()
+        self.shared: set[str] = set()
+        self.outside: set[str] = set()  # names a loop body reads from outside it
 
     def fresh(self) -> str:
         self.count += 1
@@ -79,7 +86,9 @@ class Function:
             else:
                 self.loop(jaxpr, run, users, env, lines, pad)
                 run, run_shape = ([j] if shape is not None else []), shape
-                if shape is None:
+                if shape is None and eqn.primitive is ix.dynamic_update_slice_p:
+                    self.update(eqn, env, lines, pad, self._may_overwrite(eqn, j, users, env))
+                elif shape is None:
                     self.eqn(eqn, env, lines, pad)
         self.loop(jaxpr, run, users, env, lines, pad)
         return [self.read(env, x) for x in jaxpr.outvars]
@@ -122,10 +131,40 @@ class Function:
             if out in kept:
                 lines.append(f"{inner}{env[out]}[{at}] = {value[out]}")
 
+    def _may_overwrite(self, eqn: JaxprEqn, j: int, users: dict, env: dict) -> bool:
+        """Whether a dynamic_update_slice may write into its operand's array: the operand is an
+        owned loop carry (`own_carries`) that no other name may alias, read by no later
+        equation of this jaxpr and not returned (its old value is dead after the update)."""
+        x = eqn.invars[0]
+        if not isinstance(x, Var) or x.aval.ndim == 0 or x in eqn.invars[1:]:
+            return False
+        name = env[x]
+        return name in self.own_carries and name not in self.shared and \
+            all(0 <= u <= j for u in users[x])
+
+    def update(self, eqn: JaxprEqn, env: dict, lines: list[str], pad: str,
+               in_place: bool) -> None:
+        """dynamic_update_slice: the update written at clamped starts into a copy of the
+        operand, or into the operand itself (`in_place`: a loop's `x.at[i].set(v)` step does
+        not copy its carry)."""
+        x, update = eqn.invars[0], eqn.invars[1]
+        if x.aval.ndim == 0:
+            raise Unsupported("0-d dynamic_update_slice")
+        name = self.read(env, x)
+        target = name if in_place else self.fresh()
+        if not in_place:
+            lines.append(f"{pad}{target} = {name}.copy()")
+        box = [clamped_slice(self.read(env, s), n, k) for s, n, k in
+               zip(eqn.invars[2:], x.aval.shape, update.aval.shape, strict=True)]
+        lines.append(f"{pad}{target}[{', '.join(box)}] = {self.read(env, update)}  "
+                     f"# {core.pp_eqn(eqn, self.pp, 0)}")
+        env[eqn.outvars[0]] = target
+
     def eqn(self, eqn: JaxprEqn, env: dict, lines: list[str], pad: str) -> None:
         ins = [self.read(env, x) for x in eqn.invars]
         low = registry.lowering(eqn.primitive, "cpu")
         if low is not None and low.statements is not None:
+            self.shared.update(a for a, x in zip(ins, eqn.invars) if x.aval.ndim)
             outs = low.statements(self, eqn, ins, lines, pad)
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
@@ -152,11 +191,21 @@ class Function:
         env[out] = t
         if expr in self.views:
             self.views.add(t)  # an identity (stop_gradient, one-case select) of a view
+        if expr.isidentifier():  # an identity: t and its operand name one array
+            self.shared.update((expr, t))
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
 
-    def assign(self, names: list[str], values: list[str], avals, lines, pad) -> None:
+    def assign(self, names: list[str], values: list[str], avals, lines, pad,
+               own: frozenset = frozenset()) -> None:
+        """names = values, views copied; the positions in `own` (owned carries, `carry_own`)
+        also copy a value that is not an array of their own: a name bound outside the body
+        (`outside`), one another name may alias, or one given to two carries."""
         if names:
             vals = [self.owned(v, a) for v, a in zip(values, avals, strict=True)]
+            for k in own:
+                if vals[k] == values[k] and (vals[k] in self.shared or vals.count(vals[k]) > 1
+                                             or vals[k] in self.outside - {names[k]}):
+                    vals[k] = f"{vals[k]}.copy()"
             lines.append(f"{pad}{', '.join(names)}, = {', '.join(vals)},")
 
     def pays_parallel(self, closed: ClosedJaxpr, length: int) -> bool:
@@ -191,14 +240,14 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     cconsts, bconsts, init = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
     carry = [fn.fresh() for _ in init]
     avals = [v.aval for v in eqn.outvars]
-    fn.assign(carry, init, avals, lines, pad)
+    own = carry_own(fn, p["body_jaxpr"].jaxpr, nb, carry, init, avals, bconsts, lines, pad)
     pred = fn.fresh()
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
     lines.append(f"{pad}{pred} = {res}")
     lines.append(f"{pad}while {pred}:")
     inner = pad + "    "
     new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
-    fn.assign(carry, new, avals, lines, inner)
+    fn.assign(carry, new, avals, lines, inner, own)
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
     lines.append(f"{inner}{pred} = {res}")
     return carry
@@ -211,7 +260,8 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     consts, init, xs = ins[:nconsts], ins[nconsts:nconsts + ncarry], ins[nconsts + ncarry:]
     carry_avals = [v.aval for v in eqn.outvars[:ncarry]]
     carry = [fn.fresh() for _ in init]
-    fn.assign(carry, init, carry_avals, lines, pad)
+    own = carry_own(fn, p["jaxpr"].jaxpr, nconsts, carry, init, carry_avals, [*consts, *xs],
+                    lines, pad)
     ys = [fn.fresh() for _ in eqn.outvars[ncarry:]]
     for y, v in zip(ys, eqn.outvars[ncarry:], strict=True):
         lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
@@ -234,8 +284,24 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner)
     for y, o in zip(ys, outs[ncarry:], strict=True):
         lines.append(f"{inner}{y}[{i}] = {o}")
-    fn.assign(carry, outs[:ncarry], carry_avals, lines, inner)
+    fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
     return [*carry, *ys]
+
+
+def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: list[str],
+              avals: list, outside: list[str], lines: list[str], pad: str) -> frozenset:
+    """The loop's entry assignment `carry = init`; returns the carry positions the loop owns:
+    array carries its body updates with dynamic_update_slice, copied at entry (once a loop,
+    not once a step) so the body may write into them (`Function.update`)."""
+    updated = {e.invars[0] for e in body.eqns if e.primitive is ix.dynamic_update_slice_p}
+    own = frozenset(k for k, v in enumerate(body.invars[first:first + len(carry)])
+                    if v in updated and avals[k].ndim)
+    vals = [f"{v}.copy()" if k in own and v not in fn.views else v
+            for k, v in enumerate(init)]
+    fn.assign(carry, vals, avals, lines, pad)
+    fn.own_carries.update(carry[k] for k in own)
+    fn.outside.update(a for a in outside if isinstance(a, str))
+    return own
 
 
 def _users(jaxpr: Jaxpr) -> dict[Var, set[int]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import involves_complex, no_complex, operand_dtype
-from numbax._src.compiler.registry import register
-from numbax._src.compiler.source import render_value
+from numbax._src.compiler.registry import Unsupported, register
+from numbax._src.compiler.source import clamped_slice, render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import indexing as ix
@@ -21,6 +21,17 @@ def _kc(fn: str, *parts: str) -> str:
 def _dynamic_slice(eqn: JaxprEqn, ins: list[str]) -> str:
     starts = "".join(f"{a}, " for a in ins[1:])
     return _kc("dynamic_slice", ins[0], f"({starts})", render_value(eqn.params["slice_sizes"]))
+
+
+def _dynamic_slice_array(args: list[str], eqn: JaxprEqn) -> str:
+    """dynamic_slice inside compiled control flow: a copy of the clamped window (a copy, so
+    that a later in-place update of the operand cannot change it: control_flow.update)."""
+    x = eqn.invars[0].aval
+    if x.ndim == 0:
+        raise Unsupported("0-d dynamic_slice")
+    box = [clamped_slice(s, n, k) for s, n, k in
+           zip(args[1:], x.shape, eqn.params["slice_sizes"], strict=True)]
+    return f"{args[0]}[{', '.join(box)}].copy()"
 
 
 def _dynamic_update_slice(eqn: JaxprEqn, ins: list[str], into: str = "None") -> str:
@@ -49,7 +60,7 @@ def _scatter(eqn: JaxprEqn, ins: list[str], into: str = "None") -> str:
                render_value(p["axes"]), render_value(p["mode"]), into)
 
 
-register(ix.dynamic_slice_p, backend="cpu", library=_dynamic_slice)
+register(ix.dynamic_slice_p, backend="cpu", library=_dynamic_slice, array=_dynamic_slice_array)
 register(ix.dynamic_update_slice_p, backend="cpu", library=_dynamic_update_slice,
          in_place=_dynamic_update_slice)
 register(ix.gather_p, backend="cpu", library=_gather)
