@@ -164,3 +164,26 @@ def test_carries_that_share_an_array_are_not_written_in_place():
     _check(lambda x: lax.fori_loop(0, 6, body, (x, x)), np.zeros(4))
     _check(lambda x: lax.fori_loop(0, 6, body_const, (x, x)), np.ones(4))
     np.testing.assert_array_equal(const, np.arange(4.0))
+
+
+def test_a_carry_read_by_another_array_op_before_its_update_is_copied():
+    """An array form that reads the carry (a transpose here) might return a view of it, which
+    the renderer cannot tell: the update then copies the carry, and the value read before it
+    stays the old one."""
+    def body(i, c):
+        x, acc = c
+        before = x.T
+        x = x.at[0, i % 5].set(-1.0)
+        return x, acc + before[:, 0].sum()
+
+    def run(x):
+        return lax.fori_loop(0, 7, body, (x, 0.0))
+
+    x = np.arange(5.0).reshape(1, 5)
+    _check(run, x)
+    kernel = numbax.jit(run).lower(x).compile().as_text().split("def kernel")[1]
+    loop = kernel[kernel.index("for "):kernel.index("return")]
+    update = next(line for line in loop.splitlines() if "dynamic_update_slice" in line)
+    copy = update.strip().split("[")[0] + " = "
+    assert any(line.strip().startswith(copy) and line.strip().endswith(".copy()")
+               for line in loop.splitlines())

@@ -187,6 +187,10 @@ class Function:
                 expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
             raise Unsupported(eqn.primitive.name)
+        if eqn.primitive is not ix.dynamic_slice_p:  # (its array form copies the window)
+            # an array form may return a view of an operand (a transpose of one row does):
+            # a carry it reads is no longer written in place
+            self.shared.update(a for a in ins if a in self.own_carries)
         t = self.fresh()
         env[out] = t
         if expr in self.views:
