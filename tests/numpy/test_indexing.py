@@ -320,3 +320,54 @@ def test_box_update_gradients_against_finite_differences():
             args_lo = (lo, v) if k == 0 else (a, lo)
             fd = (float(loss(*args_hi)) - float(loss(*args_lo))) / (2 * eps)
             assert abs(float(np.asarray(g)[i]) - fd) < 1e-6
+
+
+@pytest.mark.parametrize("op", ["set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("tail", [(), (slice(None),), (Ellipsis,)],
+                         ids=["rows", "rows,:", "rows,..."])
+def test_row_updates_are_one_row_scatter_with_numpys_values(op, tail):
+    """An integer array of whole rows (box_updates.row_index): a scatter of rows, not of
+    elements by flat position over an iota of the whole array. Negative rows count from the
+    end; rows out of [-n, n) are dropped (JAX's default)."""
+    x = np.arange(9 * 4, dtype=np.float32).reshape(9, 4) - 10
+    rows = np.array([2, -1, 7, 12, -10, 0] if op != "set" else [2, -1, 7, 12, 0])
+    values = np.linspace(-2, 2, rows.size * 4, dtype=np.float32).reshape(rows.size, 4)
+    want = x.copy()
+    ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+    inside = (rows >= -9) & (rows < 9)
+    if op == "set":
+        want[rows[inside]] = values[inside]
+    else:
+        ufunc[op].at(want, rows[inside], values[inside])
+
+    def update(a, r, v):
+        return getattr(jnp.asarray(a).at[(r, *tail)], op)(v)
+
+    prims = {e.primitive.name for e in numbax.make_jaxpr(update)(x, rows, values).jaxpr.eqns}
+    assert "iota" not in prims and any("scatter" in p for p in prims)
+    np.testing.assert_array_equal(np.asarray(update(x, rows, values)), want)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, rows, values)), want)
+
+
+def test_row_updates_clip_and_differentiate():
+    x = np.arange(12.0).reshape(4, 3)
+    got = jnp.asarray(x).at[np.array([5, -7, 1])].add(1.0, mode="clip")
+    want = x.copy()
+    np.add.at(want, [3, 0, 1], 1.0)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+    def loss(t, g):
+        return jnp.sum(jnp.tanh(jnp.asarray(t).at[np.array([1, 3, 1])].add(g)) ** 2)
+
+    t = np.linspace(-1, 1, 12).reshape(4, 3)
+    g = np.linspace(0.5, -0.5, 9).reshape(3, 3)
+    gt, gg = numbax.grad(loss, argnums=(0, 1))(t, g)
+    eps = 1e-6
+    for arr, grad_, k in ((t, gt, 0), (g, gg, 1)):
+        for i in np.ndindex(arr.shape):
+            hi, lo = arr.copy(), arr.copy()
+            hi[i] += eps
+            lo[i] -= eps
+            fd = (float(loss(*((hi, g) if k == 0 else (t, hi))))
+                  - float(loss(*((lo, g) if k == 0 else (t, lo))))) / (2 * eps)
+            assert abs(float(np.asarray(grad_)[i]) - fd) < 1e-6

@@ -428,11 +428,15 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         and not isinstance(i, (bool, np.bool_)) for i in basic)
     x = asarray(x)
     aval = get_aval(x)
-    box = None
+    box = rows = None
     if op == "set" or (op in box_updates.COMBINE and aval.dtype != np.bool_):
         box = box_updates.static_box(aval.shape, idx)
+    if box is None:
+        rows = box_updates.row_index(aval.shape, idx)
     if box is not None:  # ints and static slices: one dynamic_update_slice
         pos_shape = tuple(box[1][a] for a in box[2])
+    elif rows is not None:  # an integer array of rows: a row scatter
+        pos_shape = (*get_aval(rows).shape, *aval.shape[1:])
     else:
         positions = shape_ops.reshape(
             shape_ops.iota(dtypes.default_int_dtype(), aval.size), aval.shape)
@@ -456,6 +460,8 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
     values = ufuncs.broadcast_to_shape(values, pos_shape)
     if box is not None:
         return box_updates.update_box(op, x, box, values, mode)
+    if rows is not None:
+        return box_updates.update_rows(scatter_fn, x, rows, values, mode, unique_indices)
     flat = shape_ops.reshape(x, (aval.size,))
     indices = shape_ops.reshape(positions, (*pos_shape, 1))
     out = scatter_fn(flat, indices, values, (0,), mode="clip" if mode == "clip" else "drop",
