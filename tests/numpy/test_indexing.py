@@ -371,3 +371,29 @@ def test_row_updates_clip_and_differentiate():
             fd = (float(loss(*((hi, g) if k == 0 else (t, hi))))
                   - float(loss(*((lo, g) if k == 0 else (t, lo))))) / (2 * eps)
             assert abs(float(np.asarray(grad_)[i]) - fd) < 1e-6
+
+
+@pytest.mark.parametrize("op", ["set", "add", "max"])
+def test_updates_at_index_arrays_of_leading_axes_are_one_scatter(op):
+    """Several integer arrays for the leading axes (a confusion matrix's `cm.at[y, p].add(1)`,
+    broadcasting ones) scatter over those axes; negative entries count from the end, out of
+    bounds ones drop."""
+    x = np.arange(5 * 6 * 2, dtype=np.float32).reshape(5, 6, 2)
+    i0 = np.array([[0], [3], [-1]])
+    i1 = np.array([1, -2, 9, 4])
+    values = np.linspace(-3, 3, 3 * 4 * 2, dtype=np.float32).reshape(3, 4, 2)
+    b0, b1 = np.broadcast_arrays(i0, i1)
+    keep = (b1 >= -6) & (b1 < 6)
+    want = x.copy()
+    if op == "set":
+        want[b0[keep], b1[keep]] = values[keep]
+    else:
+        {"add": np.add, "max": np.maximum}[op].at(want, (b0[keep], b1[keep]), values[keep])
+
+    def update(a, p, q, v):
+        return getattr(jnp.asarray(a).at[p, q], op)(v)
+
+    prims = {e.primitive.name for e in numbax.make_jaxpr(update)(x, i0, i1, values).jaxpr.eqns}
+    assert "iota" not in prims
+    np.testing.assert_array_equal(np.asarray(update(x, i0, i1, values)), want)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, i0, i1, values)), want)

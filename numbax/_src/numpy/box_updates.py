@@ -12,8 +12,9 @@ is counted from the end when negative, as everywhere; one outside [-n, n) drops 
 (JAX's default mode) or, with mode='clip', is clamped: the box is written back as it was, or
 at the clamped place.
 
-An integer array of rows (`table.at[ids].add(grads)`) scatters whole rows (axes (0,)), where
-the general path's positions over a 10000 x 256 table were 20 MB of int64 per call.
+Integer arrays for the leading axes, then full slices (`table.at[ids].add(grads)`,
+`cm.at[y_true, y_pred].add(1)`), scatter over those axes, where the general path's positions
+over a 10000 x 256 table were 20 MB of int64 per call.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from numbax._src import dtypes
 from numbax._src.core import Tracer, get_aval
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
@@ -116,34 +118,53 @@ def update_box(op: str, x: Any, box: tuple, values: Any, mode: Any = None) -> An
     return lax_indexing.dynamic_update_slice(x, new, starts)
 
 
-def row_index(shape: tuple[int, ...], idx: Any) -> Any | None:
-    """The integer array of an index that picks whole rows (an integer array for the first
-    axis, then only full slices or an Ellipsis: `table.at[ids].add(rows)`), or None."""
+def row_index(shape: tuple[int, ...], idx: Any) -> list[Any] | None:
+    """The integer arrays of an index that picks whole rows of its leading axes (integer
+    arrays for the first axes, then only full slices or an Ellipsis: `table.at[ids]`,
+    `counts.at[y_true, y_pred]`), or None."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
-    if not items or not shape:
-        return None
-    first, rest = items[0], items[1:]
-    if isinstance(first, (list, tuple, bool, np.bool_, int, np.integer, slice)) or \
-            first is None or first is Ellipsis or not hasattr(first, "shape"):
-        return None
-    aval = get_aval(first)
-    if aval.ndim == 0 or np.dtype(aval.dtype).kind not in "iu":
-        return None
-    if sum(r is Ellipsis for r in rest) > 1 or any(
+    arrays = []
+    for item in items:
+        if isinstance(item, (list, tuple, bool, np.bool_, int, np.integer, slice)) or \
+                item is None or item is Ellipsis or not hasattr(item, "shape"):
+            break
+        aval = get_aval(item)
+        if aval.ndim == 0 or np.dtype(aval.dtype).kind not in "iu":
+            return None
+        arrays.append(item)
+    rest = items[len(arrays):]
+    if not arrays or len(arrays) > len(shape) or sum(r is Ellipsis for r in rest) > 1 or any(
             r is not Ellipsis and not (isinstance(r, slice) and r == slice(None)) for r in rest):
         return None
-    return first
+    try:
+        np.broadcast_shapes(*(get_aval(a).shape for a in arrays))
+    except ValueError:
+        return None  # the general path reports the shapes
+    return arrays
 
 
-def update_rows(scatter_fn: Any, x: Any, rows: Any, values: Any, mode: Any,
+def rows_shape(shape: tuple[int, ...], arrays: list[Any]) -> tuple[int, ...]:
+    """The shape of x[arrays]: the arrays' broadcast shape, then x's other axes."""
+    return (*np.broadcast_shapes(*(get_aval(a).shape for a in arrays)), *shape[len(arrays):])
+
+
+def update_rows(scatter_fn: Any, x: Any, arrays: list[Any], values: Any, mode: Any,
                 unique_indices: bool) -> Any:
-    """x with whole rows combined by `scatter_fn` (a row scatter, axes (0,)), negative row
-    indices counted from the end; `values` has x's dtype and shape rows.shape + x.shape[1:]."""
-    n = get_aval(x).shape[0]
-    dtype = get_aval(rows).dtype
-    if np.dtype(dtype).kind == "i":
-        rows = select.select(ew.lt(rows, np.asarray(0, dtype)),
-                             ew.add(rows, np.asarray(n, dtype)), rows)
-    indices = shape_ops.reshape(rows, (*get_aval(rows).shape, 1))
-    return scatter_fn(x, indices, values, (0,), mode="clip" if mode == "clip" else "drop",
-                      unique_indices=unique_indices)
+    """x with the rows `arrays` pick (one array per leading axis, negative entries counted
+    from the end) combined with `values` by `scatter_fn`, one scatter over those axes;
+    `values` has x's dtype and the shape `rows_shape`."""
+    shape = get_aval(x).shape
+    lead = np.broadcast_shapes(*(get_aval(a).shape for a in arrays))
+    kinds = {get_aval(a).dtype for a in arrays}
+    common = kinds.pop() if len(kinds) == 1 else dtypes.default_int_dtype()
+    columns = []
+    for a, n in zip(arrays, shape):
+        dtype = get_aval(a).dtype
+        if np.dtype(dtype).kind == "i":
+            a = select.select(ew.lt(a, np.asarray(0, dtype)), ew.add(a, np.asarray(n, dtype)), a)
+        a = shape_ops.broadcast_in_dim(a, lead, tuple(range(len(lead) - get_aval(a).ndim,
+                                                            len(lead))))
+        columns.append(shape_ops.reshape(ew.convert_element_type(a, common), (*lead, 1)))
+    indices = columns[0] if len(columns) == 1 else shape_ops.concatenate(columns, len(lead))
+    return scatter_fn(x, indices, values, tuple(range(len(arrays))),
+                      mode="clip" if mode == "clip" else "drop", unique_indices=unique_indices)

@@ -435,8 +435,8 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         rows = box_updates.row_index(aval.shape, idx)
     if box is not None:  # ints and static slices: one dynamic_update_slice
         pos_shape = tuple(box[1][a] for a in box[2])
-    elif rows is not None:  # an integer array of rows: a row scatter
-        pos_shape = (*get_aval(rows).shape, *aval.shape[1:])
+    elif rows is not None:  # integer arrays for the leading axes: one scatter over them
+        pos_shape = box_updates.rows_shape(aval.shape, rows)
     else:
         positions = shape_ops.reshape(
             shape_ops.iota(dtypes.default_int_dtype(), aval.size), aval.shape)
