@@ -397,3 +397,36 @@ def test_updates_at_index_arrays_of_leading_axes_are_one_scatter(op):
     assert "iota" not in prims
     np.testing.assert_array_equal(np.asarray(update(x, i0, i1, values)), want)
     np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, i0, i1, values)), want)
+
+
+@pytest.mark.parametrize("idx", [np.s_[:, [1, -1, 4, 9]], np.s_[..., [0, 2, 2]],
+                                 np.s_[:, [[0], [5]], [1, 2]], np.s_[:, :, [-3]]], ids=str)
+def test_updates_at_index_arrays_after_full_slices_are_one_scatter(idx):
+    """Integer arrays after full slices (`x.at[:, cols]`): one scatter over their axes, the
+    values moved from numpy's layout (index dims in place) to the scatter's (first)."""
+    x = np.arange(4 * 6 * 3, dtype=np.float64).reshape(4, 6, 3)
+    idx = tuple(np.asarray(i) if isinstance(i, list) else i for i in idx)
+    shape = np.empty(x.shape)[tuple(np.clip(i, -5, 5) if isinstance(i, np.ndarray) else i
+                                    for i in idx)].shape
+    values = np.linspace(-1, 1, int(np.prod(shape))).reshape(shape)
+
+    def update(a, v):
+        return jnp.asarray(a).at[idx].add(v)
+
+    prims = {e.primitive.name for e in numbax.make_jaxpr(update)(x, values).jaxpr.eqns}
+    assert "iota" not in prims
+    want = x.copy()
+    arrays = [k for k, i in enumerate(idx) if isinstance(i, np.ndarray)]
+    keep = np.ones(np.broadcast_shapes(*(idx[k].shape for k in arrays)), bool)
+    for k in arrays:  # out-of-bounds entries are dropped (JAX's default)
+        axis = k if idx[0] is not Ellipsis else x.ndim - len(idx) + k
+        keep &= (idx[k] >= -x.shape[axis]) & (idx[k] < x.shape[axis])
+    kept = tuple(np.broadcast_to(i, keep.shape)[keep] if isinstance(i, np.ndarray) else i
+                 for i in idx)
+    lead = keep.ndim
+    first = next(k for k, i in enumerate(idx) if isinstance(i, np.ndarray))
+    first = first if idx[0] is not Ellipsis else x.ndim - len(idx) + first
+    moved = np.moveaxis(values, list(range(first, first + lead)), list(range(lead)))[keep]
+    np.add.at(want, kept, np.moveaxis(moved, 0, first))
+    np.testing.assert_array_equal(np.asarray(update(x, values)), want)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, values)), want)

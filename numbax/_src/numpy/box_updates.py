@@ -12,9 +12,10 @@ is counted from the end when negative, as everywhere; one outside [-n, n) drops 
 (JAX's default mode) or, with mode='clip', is clamped: the box is written back as it was, or
 at the clamped place.
 
-Integer arrays for the leading axes, then full slices (`table.at[ids].add(grads)`,
-`cm.at[y_true, y_pred].add(1)`), scatter over those axes, where the general path's positions
-over a 10000 x 256 table were 20 MB of int64 per call.
+Integer arrays for consecutive axes with only full slices around them
+(`table.at[ids].add(grads)`, `cm.at[y_true, y_pred].add(1)`, `x.at[:, cols]`) scatter over
+those axes, where the general path's positions over a 10000 x 256 table were 20 MB of int64
+per call.
 """
 from __future__ import annotations
 
@@ -118,47 +119,61 @@ def update_box(op: str, x: Any, box: tuple, values: Any, mode: Any = None) -> An
     return lax_indexing.dynamic_update_slice(x, new, starts)
 
 
-def row_index(shape: tuple[int, ...], idx: Any) -> list[Any] | None:
-    """The integer arrays of an index that picks whole rows of its leading axes (integer
-    arrays for the first axes, then only full slices or an Ellipsis: `table.at[ids]`,
-    `counts.at[y_true, y_pred]`), or None."""
+def _full(item: Any) -> bool:
+    return isinstance(item, slice) and item == slice(None)
+
+
+def row_index(shape: tuple[int, ...], idx: Any) -> tuple[int, list[Any]] | None:
+    """(first axis, integer arrays) of an index that picks whole rows along consecutive axes:
+    full slices, then integer arrays, then full slices (`table.at[ids]`, `cm.at[y, p]`,
+    `x.at[:, cols]`, an Ellipsis allowed), or None."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
+    if sum(item is Ellipsis for item in items) > 1:
+        return None
+    if any(item is Ellipsis for item in items):
+        at = next(k for k, item in enumerate(items) if item is Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    first = 0
+    while first < len(items) and _full(items[first]):
+        first += 1
     arrays = []
-    for item in items:
+    for item in items[first:]:
         if isinstance(item, (list, tuple, bool, np.bool_, int, np.integer, slice)) or \
-                item is None or item is Ellipsis or not hasattr(item, "shape"):
+                item is None or not hasattr(item, "shape"):
             break
         aval = get_aval(item)
         if aval.ndim == 0 or np.dtype(aval.dtype).kind not in "iu":
             return None
         arrays.append(item)
-    rest = items[len(arrays):]
-    if not arrays or len(arrays) > len(shape) or sum(r is Ellipsis for r in rest) > 1 or any(
-            r is not Ellipsis and not (isinstance(r, slice) and r == slice(None)) for r in rest):
+    rest = items[first + len(arrays):]
+    if not arrays or first + len(arrays) > len(shape) or not all(_full(r) for r in rest):
         return None
     try:
         np.broadcast_shapes(*(get_aval(a).shape for a in arrays))
     except ValueError:
         return None  # the general path reports the shapes
-    return arrays
+    return first, arrays
 
 
-def rows_shape(shape: tuple[int, ...], arrays: list[Any]) -> tuple[int, ...]:
-    """The shape of x[arrays]: the arrays' broadcast shape, then x's other axes."""
-    return (*np.broadcast_shapes(*(get_aval(a).shape for a in arrays)), *shape[len(arrays):])
+def rows_shape(shape: tuple[int, ...], rows: tuple[int, list[Any]]) -> tuple[int, ...]:
+    """The shape of x[idx]: the axes before the arrays, their broadcast shape, the rest."""
+    first, arrays = rows
+    lead = np.broadcast_shapes(*(get_aval(a).shape for a in arrays))
+    return (*shape[:first], *lead, *shape[first + len(arrays):])
 
 
-def update_rows(scatter_fn: Any, x: Any, arrays: list[Any], values: Any, mode: Any,
+def update_rows(scatter_fn: Any, x: Any, rows: tuple[int, list[Any]], values: Any, mode: Any,
                 unique_indices: bool) -> Any:
-    """x with the rows `arrays` pick (one array per leading axis, negative entries counted
-    from the end) combined with `values` by `scatter_fn`, one scatter over those axes;
-    `values` has x's dtype and the shape `rows_shape`."""
+    """x with the rows `rows` pick (from `row_index`; negative entries counted from the end)
+    combined with `values` by `scatter_fn`, one scatter over the arrays' axes; `values` has
+    x's dtype and the shape `rows_shape` (numpy's, moved to the scatter's: index dims first)."""
+    first, arrays = rows
     shape = get_aval(x).shape
     lead = np.broadcast_shapes(*(get_aval(a).shape for a in arrays))
     kinds = {get_aval(a).dtype for a in arrays}
     common = kinds.pop() if len(kinds) == 1 else dtypes.default_int_dtype()
     columns = []
-    for a, n in zip(arrays, shape):
+    for a, n in zip(arrays, shape[first:]):
         dtype = get_aval(a).dtype
         if np.dtype(dtype).kind == "i":
             a = select.select(ew.lt(a, np.asarray(0, dtype)), ew.add(a, np.asarray(n, dtype)), a)
@@ -166,5 +181,9 @@ def update_rows(scatter_fn: Any, x: Any, arrays: list[Any], values: Any, mode: A
                                                             len(lead))))
         columns.append(shape_ops.reshape(ew.convert_element_type(a, common), (*lead, 1)))
     indices = columns[0] if len(columns) == 1 else shape_ops.concatenate(columns, len(lead))
-    return scatter_fn(x, indices, values, tuple(range(len(arrays))),
+    if first:  # numpy puts the index dims after the leading axes; the scatter, first
+        k = len(lead)
+        values = shape_ops.transpose(values, (*range(first, first + k), *range(first),
+                                              *range(first + k, get_aval(values).ndim)))
+    return scatter_fn(x, indices, values, tuple(range(first, first + len(arrays))),
                       mode="clip" if mode == "clip" else "drop", unique_indices=unique_indices)
