@@ -307,18 +307,21 @@ def test_box_update_gradients_against_finite_differences():
     def loss(a, v):
         return jnp.sum(jnp.sin(jnp.asarray(a).at[1:3, 2].add(v * v)) ** 2)
 
-    a = np.linspace(-1, 1, 20).reshape(4, 5)
-    v = np.array([0.3, -0.7])
-    ga, gv = numbax.grad(loss, argnums=(0, 1))(a, v)
-    eps = 1e-6
-    for arr, g, k in ((a, ga, 0), (v, gv, 1)):
+    _assert_grads_are_central_differences(
+        loss, np.linspace(-1, 1, 20).reshape(4, 5), np.array([0.3, -0.7]))
+
+
+def _assert_grads_are_central_differences(loss, *args, eps=1e-6):
+    """numbax.grad of `loss` in every argument, element by element against central
+    differences of `loss` itself."""
+    grads = numbax.grad(loss, argnums=tuple(range(len(args))))(*args)
+    for k, (arr, g) in enumerate(zip(args, grads)):
         for i in np.ndindex(arr.shape):
             hi, lo = arr.copy(), arr.copy()
             hi[i] += eps
             lo[i] -= eps
-            args_hi = (hi, v) if k == 0 else (a, hi)
-            args_lo = (lo, v) if k == 0 else (a, lo)
-            fd = (float(loss(*args_hi)) - float(loss(*args_lo))) / (2 * eps)
+            fd = (float(loss(*args[:k], hi, *args[k + 1:]))
+                  - float(loss(*args[:k], lo, *args[k + 1:]))) / (2 * eps)
             assert abs(float(np.asarray(g)[i]) - fd) < 1e-6
 
 
@@ -359,18 +362,8 @@ def test_row_updates_clip_and_differentiate():
     def loss(t, g):
         return jnp.sum(jnp.tanh(jnp.asarray(t).at[np.array([1, 3, 1])].add(g)) ** 2)
 
-    t = np.linspace(-1, 1, 12).reshape(4, 3)
-    g = np.linspace(0.5, -0.5, 9).reshape(3, 3)
-    gt, gg = numbax.grad(loss, argnums=(0, 1))(t, g)
-    eps = 1e-6
-    for arr, grad_, k in ((t, gt, 0), (g, gg, 1)):
-        for i in np.ndindex(arr.shape):
-            hi, lo = arr.copy(), arr.copy()
-            hi[i] += eps
-            lo[i] -= eps
-            fd = (float(loss(*((hi, g) if k == 0 else (t, hi))))
-                  - float(loss(*((lo, g) if k == 0 else (t, lo))))) / (2 * eps)
-            assert abs(float(np.asarray(grad_)[i]) - fd) < 1e-6
+    _assert_grads_are_central_differences(
+        loss, np.linspace(-1, 1, 12).reshape(4, 3), np.linspace(0.5, -0.5, 9).reshape(3, 3))
 
 
 @pytest.mark.parametrize("op", ["set", "add", "max"])

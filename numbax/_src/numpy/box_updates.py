@@ -40,10 +40,9 @@ def _traced_int(item: Any) -> bool:
     return aval.ndim == 0 and np.dtype(aval.dtype).kind in "iu"
 
 
-def static_box(shape: tuple[int, ...], idx: Any) -> tuple[list[Any], list[int], list[int]] | None:
-    """(starts, sizes, the axes x[idx] keeps) of a box index on an array of `shape`, or None
-    for any other index (arrays, None, steps other than 1, static ints out of bounds, empty
-    slices). A start is an int, or the traced integer scalar given for that axis."""
+def _items(shape: tuple[int, ...], idx: Any) -> list[Any] | None:
+    """idx as a list of per-axis entries, its Ellipsis (if any) made full slices; None for
+    two Ellipses (the general path reports them)."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
     ellipses = [k for k, item in enumerate(items) if item is Ellipsis]
     if len(ellipses) > 1:
@@ -51,7 +50,15 @@ def static_box(shape: tuple[int, ...], idx: Any) -> tuple[list[Any], list[int], 
     if ellipses:
         at = ellipses[0]
         items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
-    if len(items) > len(shape):
+    return items
+
+
+def static_box(shape: tuple[int, ...], idx: Any) -> tuple[list[Any], list[int], list[int]] | None:
+    """(starts, sizes, the axes x[idx] keeps) of a box index on an array of `shape`, or None
+    for any other index (arrays, None, steps other than 1, static ints out of bounds, empty
+    slices). A start is an int, or the traced integer scalar given for that axis."""
+    items = _items(shape, idx)
+    if items is None or len(items) > len(shape):
         return None
     items += [slice(None)] * (len(shape) - len(items))
     starts: list[Any] = []
@@ -127,12 +134,9 @@ def row_index(shape: tuple[int, ...], idx: Any) -> tuple[int, list[Any]] | None:
     """(first axis, integer arrays) of an index that picks whole rows along consecutive axes:
     full slices, then integer arrays, then full slices (`table.at[ids]`, `cm.at[y, p]`,
     `x.at[:, cols]`, an Ellipsis allowed), or None."""
-    items = list(idx) if isinstance(idx, tuple) else [idx]
-    if sum(item is Ellipsis for item in items) > 1:
+    items = _items(shape, idx)
+    if items is None:
         return None
-    if any(item is Ellipsis for item in items):
-        at = next(k for k, item in enumerate(items) if item is Ellipsis)
-        items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
     first = 0
     while first < len(items) and _full(items[first]):
         first += 1

@@ -69,10 +69,10 @@ def iota(dtype: np.dtype, shape: tuple, dimension: int) -> np.ndarray:
 
 def concatenate(parts: tuple, axis: int) -> np.ndarray:
     """lax.concatenate of arrays of one dtype: each written into its place of the result."""
-    shape = list(parts[0].shape)
-    shape[axis] = sum(p.shape[axis] for p in parts)
     if copies.serial(sum(p.nbytes for p in parts)):
         return np.concatenate(parts, axis=axis)  # (one pass, where copy_into makes one a part)
+    shape = list(parts[0].shape)
+    shape[axis] = sum(p.shape[axis] for p in parts)
     out = np.empty(shape, parts[0].dtype)
     start = 0
     for p in parts:
