@@ -7,7 +7,7 @@ after a pause (OpenBLAS's workers spin for tens of ms after a threaded call and 
 the next threads on few cores) gemm_cpu at the thread count numbax would use, then jax.jit.
 The last column: which one `cpu_matmul="auto"` picks here (`library.own_gemm_rule`).
 
-    PYTHONPATH=. python benchmarks/gemm_bench.py [--f32]
+    PYTHONPATH=. python benchmarks/gemm_bench.py [--f32] [--batch N]   (N: the MLP's batch, 128)
 """
 from __future__ import annotations
 
@@ -31,17 +31,20 @@ try:
 except ImportError:  # JAX is a bench-only peer
     jax = None
 
-# (name, (m, k), (k, n), A transposed, B transposed)
-SHAPES = [
-    ("x @ W1", (128, 784), (784, 512), False, False),
-    ("h1 @ W2", (128, 512), (512, 512), False, False),
-    ("h1ᵀ @ d2", (512, 128), (128, 512), True, False),
-    ("xᵀ @ d1", (784, 128), (128, 512), True, False),
-    ("d2 @ W2ᵀ", (128, 512), (512, 512), False, True),
-    ("1000²", (1000, 1000), (1000, 1000), False, False),
-    ("2000²", (2000, 2000), (2000, 2000), False, False),
-    ("ragged", (131, 300), (300, 77), False, True),
-]
+
+def shapes(batch: int):
+    """(name, (m, k), (k, n), A transposed, B transposed): the MLP step's five large products
+    at `batch` rows, then squares and a ragged product."""
+    return [
+        ("x @ W1", (batch, 784), (784, 512), False, False),
+        ("h1 @ W2", (batch, 512), (512, 512), False, False),
+        ("h1ᵀ @ d2", (512, batch), (batch, 512), True, False),
+        ("xᵀ @ d1", (784, batch), (batch, 512), True, False),
+        ("d2 @ W2ᵀ", (batch, 512), (512, 512), False, True),
+        ("1000²", (1000, 1000), (1000, 1000), False, False),
+        ("2000²", (2000, 2000), (2000, 2000), False, False),
+        ("ragged", (131, 300), (300, 77), False, True),
+    ]
 
 
 def _operand(rng, shape, dtype, transposed):
@@ -62,8 +65,9 @@ def main() -> None:
     print(f"{'product':<10} {'dtype':<8} {'np.dot':>9} {'gemm_cpu':>9} {'jax.jit':>9} "
           f"{'GF/s np':>8} {'GF/s own':>8} {'own/np':>7} {'own/jax':>8}  auto picks")
     dtypes = (np.float32,) if "--f32" in sys.argv else (np.float32, np.float64)
+    batch = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 128
     for dtype in dtypes:
-        for name, (m, k), (_, n), at, bt in SHAPES:
+        for name, (m, k), (_, n), at, bt in shapes(batch):
             a, b = _operand(rng, (m, k), dtype, at), _operand(rng, (k, n), dtype, bt)
             macs = m * k * n
             t_np = median_time(lambda a=a, b=b: np.dot(a, b))

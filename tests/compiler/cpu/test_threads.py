@@ -109,6 +109,40 @@ def test_threads_follow_work_and_free_cores(cores):
         assert threads.threads_for(threads.PARALLEL_MIN_NS) == 2
 
 
+def test_a_smaller_region_keeps_the_last_team_while_its_cores_are_free(cores, monkeypatch):
+    """libgomp ends a team's spare threads when a region asks for fewer and starts them again
+    at the next larger one; a parallel request below the last team gets that team instead, as
+    long as the cores are free for it. Serial calls and restored counts pass as they are."""
+    monkeypatch.setitem(threads._state, "team", 1)
+    assert threads._team(8) == 8
+    assert threads._team(3) == 8  # the 8-thread team stays
+    assert threads._team(2) == 8
+    cores["others"] = 4.0  # four cores left: the team no longer fits, the request stands
+    assert threads._team(3) == 3
+    assert threads._team(2) == 3  # the new team, 3, is kept in turn
+    cores["others"] = 0.0
+    assert threads._team(8) == 8 and threads._team(5) == 8
+
+
+def test_use_raises_to_the_team_and_restore_gives_the_count_back(monkeypatch):
+    pool = numba.config.NUMBA_NUM_THREADS
+    if pool < 2:
+        pytest.skip("needs a pool of two threads")
+    monkeypatch.setattr(threads, "free_cores", lambda: pool)
+    monkeypatch.setitem(threads._state, "team", 1)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        assert threads.use(pool) == 1 and numba.get_num_threads() == pool
+        assert threads.restore(1) == pool and numba.get_num_threads() == 1
+        # a request for 2 after a team of `pool` runs on `pool`; the serial count is untouched
+        assert threads.use(2) == 1 and numba.get_num_threads() == pool
+        threads.restore(1)
+        assert threads.use(1) == 1 and numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+
+
 def test_chunks_two_per_thread_of_a_minimum_size():
     assert threads.chunks(10**7, 4096, 4) == 8
     assert threads.chunks(10_000, 4096, 8) == 2  # the minimum chunk size wins

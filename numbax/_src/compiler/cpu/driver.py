@@ -110,7 +110,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 lines.append(f"    if n > 1 and th.parallel_ready(k{j}_par, "
                              f"{kernel.work_ns:.0f}):")
             lines.extend(["        before = th.use(n)",
-                          f"        k{j}_par({', '.join(par_args)})", "        th.use(before)",
+                          f"        k{j}_par({', '.join(par_args)})", "        th.restore(before)",
                           "    else:", "        n = 1", f"        {kname}({', '.join(args)})",
                           f"    th.measured(_site{j}, n)"])
             continue

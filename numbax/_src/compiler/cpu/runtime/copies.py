@@ -151,7 +151,7 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
         try:
             _copy_tiles(*tiled)
         finally:
-            rt_threads.use(before)
+            rt_threads.restore(before)
         return
     run, dst_offsets, src_offsets = plan
     piece = max(PIECE_BYTES, math.ceil(run * dst_offsets.size / (4 * threads)))
@@ -159,7 +159,7 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     try:
         _copy_runs(_address(dst), _address(src), dst_offsets, src_offsets, run, piece)
     finally:
-        rt_threads.use(before)
+        rt_threads.restore(before)
 
 
 def copy(x: np.ndarray) -> np.ndarray:

@@ -52,7 +52,7 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
                 rt_threads.use(each)
                 for b in range(nb):  # one gemm_cpu product per batch entry
                     gemm_cpu.matmul(x3[b], y3[b], threads, out[b])
-            rt_threads.use(before)
+            rt_threads.restore(before)
         else:
             threads = blas_threads(nb * m * n * k, site) if out_dtype.kind in "fc" else 0
             out = blas_call(np.matmul, threads, x3, y3)
@@ -75,7 +75,7 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
         if out is None:
             before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
             out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
-            rt_threads.use(before)
+            rt_threads.restore(before)
     else:
         threads = blas_n
         out = blas_call(np.dot, threads, x, y)
@@ -137,7 +137,7 @@ def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
         return out
     before = rt_threads.use(threads)
     gemm_cpu.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
-    rt_threads.use(before)
+    rt_threads.restore(before)
     return out
 
 

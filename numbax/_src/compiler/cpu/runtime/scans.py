@@ -70,5 +70,5 @@ def cumulative(x: np.ndarray, multiply: bool, axis: int, reverse: bool) -> np.nd
     try:
         _scan(x3, out3, multiply, blocks)
     finally:
-        rt_threads.use(before)
+        rt_threads.restore(before)
     return out

@@ -47,7 +47,7 @@ SAMPLE_S = 0.5  # free cores are re-measured at most this often
 # every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
 SPIN_WINDOW_S = 0.05
 
-_state = {"when": -1e9, "others": 0.0, "parallel": -1e9}
+_state = {"when": -1e9, "others": 0.0, "parallel": -1e9, "team": 1}
 
 OPENMP_FIRST = ["omp", "tbb", "workqueue"]
 
@@ -200,8 +200,23 @@ _FAST: list = []  # [(get, set)]: Numba's entry points, once its pool runs
 def use(n: int) -> int:
     """Sets Numba's thread count for the parallel kernels this thread calls next (a
     thread-local setting, set only when it changes) and returns the previous count, which the
-    caller restores after its kernel: code of the user's that calls Numba in the same thread
-    keeps its own setting."""
+    caller gives back to `restore` after its kernel: code of the user's that calls Numba in the
+    same thread keeps its own setting.
+
+    A parallel count is raised to the last region's team while the cores are free for it
+    (`_team`): libgomp ends a team's spare threads when a region asks for fewer, and starts
+    them again at the next larger one, ~30 us a thread (16 cores: a 16-thread region after a
+    4-thread one took 426 us, 7 after a 16-thread one; the batch-128 MLP step's products ran
+    2.3x their time alone). The kernels that split their work by their own count leave the
+    extra threads idle; a prange over elements splits it over the team."""
+    if n > 1:
+        n = _team(n)
+    return restore(n)
+
+
+def restore(n: int) -> int:
+    """Sets Numba's thread-local count to `n` as it is (a caller's count given back after its
+    kernel) and returns the count before."""
     get, put = _thread_count_calls()
     before = get()
     if before != n:
@@ -213,15 +228,25 @@ def use(n: int) -> int:
     return before
 
 
+def _team(n: int) -> int:
+    """The team for a region that asks for n > 1 threads: the last team where it is larger and
+    no larger than the cores free now, else n (which becomes the team)."""
+    team = _state["team"]
+    if n < team <= min(pool_size(), free_cores()):
+        return team
+    _state["team"] = n
+    return n
+
+
 @contextlib.contextmanager
 def running(n: int) -> Iterator[None]:
     """`use(n)` for the kernels called inside the block, the caller's count restored after
-    (the library kernels' form of the drivers' `before = use(n) ... use(before)`)."""
+    (the library kernels' form of the drivers' `before = use(n) ... restore(before)`)."""
     before = use(n)
     try:
         yield
     finally:
-        use(before)
+        restore(before)
 
 
 def pool_spinning() -> bool:
