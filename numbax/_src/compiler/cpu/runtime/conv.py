@@ -20,7 +20,7 @@ from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
 from numbax._src.compiler.cpu.runtime import conv_kernels as ck
 from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES
+from numbax._src.compiler.cpu.runtime.conv_kernels import MR, VEC_BYTES
 from numbax._src.compiler.cpu.runtime.library import busy_site, gemm_threads
 from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 

@@ -24,7 +24,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from numbax._src.compiler.cpu.runtime.gemm import MR, VEC_BYTES, register_tile
+from numbax._src.compiler.cpu.runtime.gemm import tile_kernel
+
+# The convolutions' register tile: 12 rows by two 64-byte vectors on every host (LLVM splits
+# the vectors where the target has 32-byte ones). Their plans, tile maps and buffers are sized
+# for this shape; gemm.py's own tile follows the target (6 rows of ymm on AVX2).
+MR, VEC_BYTES = 12, 64
+register_tile = tile_kernel(MR, VEC_BYTES)
 
 
 def read_only(x: np.ndarray) -> np.ndarray:

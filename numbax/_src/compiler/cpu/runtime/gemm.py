@@ -4,11 +4,13 @@ Why numbax has its own GEMM: numpy's OpenBLAS picks its kernels for one CPU fami
 that family lacks AVX-512 while the host has it (the 2-core dev VM sets
 ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 Zen 5), every product runs at the AVX2 peak,
 about half of what the host can do. jax.jit's own kernels use AVX-512 there; the MLP step is
-GEMM-bound, so numbax lost it on BLAS alone. `lowering.own_gemm` decides which products
-come here (`lowering.own_gemm_rule`; `config.cpu_matmul` overrides it).
+GEMM-bound, so numbax lost it on BLAS alone. `library.own_gemm` decides which products
+come here (`library.own_gemm_rule`; `config.cpu_matmul` overrides it).
 
 The kernel (`register_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C in ``MR * 2``
-vector registers of 64 bytes (``NR`` = 32 float32 or 16 float64): for each k it
+vector registers of the target's width: 64 bytes with AVX-512 (12 x 32 float32, 12 x 16
+float64), 32 with AVX2's 16 registers (6 x 16 float32; on AVX2 hosts library.py prefers
+OpenBLAS's kernel driven on the same threads, blas_parts.py). For each k it
 loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k and issues
 ``2 * MR`` FMAs. LLVM's auto-vectoriser does not find this (it left a 6x32 tile written in
 Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
@@ -40,10 +42,14 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from numbax._src.compiler.cpu.runtime import fastmath as fm
+from numbax._src.compiler.cpu.runtime import host_isa
 from numbax._src.compiler.cpu.runtime import scalars as sc
 
-MR = 12        # rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broadcast <= 32 zmm
-VEC_BYTES = 64  # one AVX-512 register; LLVM splits the vectors on narrower hosts
+# One vector register of Numba's target: 64-byte zmm with AVX-512, else 32-byte ymm (AVX2).
+VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
+# Rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broadcast fit the target's vector
+# registers (32 zmm: 12 rows; 16 ymm: 6 rows, the Haswell-class kernel's 6 x 16 float32).
+MR = 12 if VEC_BYTES == 64 else 6
 KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB, it stays in the 48 KiB L1
 MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
@@ -65,61 +71,75 @@ def _vector_ptr(builder, ptr, index, vty):
     return builder.bitcast(builder.gep(ptr, [index]), vty.as_pointer())
 
 
-@intrinsic
-def register_tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate):
-    """c[i*ldc + j] (+)= sum over k < kc of a[i*rsa + k*csa] * b[k*ldb + j], for i < MR and
-    j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else store).
-    One call site per caller: each inlined copy is a fully unrolled tile, and LLVM's time to
-    optimise the threaded driver grew with every copy."""
-    ip = types.intp
-    sig = types.void(ip, a, ip, ip, ip, b, ip, ip, c, ip, ip, types.boolean)
+def tile_kernel(rows: int, vector_bytes: int):
+    """The register-tile intrinsic of `rows` rows by two vectors of `vector_bytes` bytes (see
+    `register_tile`): gemm.py's takes the target's registers (MR, VEC_BYTES), the
+    convolutions keep the shape their plans are sized for (conv_kernels.py)."""
 
-    def codegen(context, builder, sig, args):
-        kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate = args
-        dtype = sig.args[1].dtype
-        lanes = _lanes(dtype)
-        align = dtype.bitwidth // 8
-        vty = ir.VectorType(context.get_value_type(dtype), lanes)
-        i64 = kc.type
-        pa = _data(context, builder, sig.args[1], a, a_off)
-        pb = _data(context, builder, sig.args[5], b, b_off)
-        pc = _data(context, builder, sig.args[8], c, c_off)
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vty, [vty] * 3), f"llvm.fma.v{lanes}f{dtype.bitwidth}")
-        # Accumulators as allocas: LLVM's mem2reg keeps all 2 * MR of them in registers.
-        accs = [[cgutils.alloca_once_value(builder, ir.Constant(vty, None)) for _ in range(2)]
-                for _ in range(MR)]
-        a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))]) for i in range(MR)]
-        splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
-        with cgutils.for_range(builder, kc) as loop:
-            k = loop.index
-            b_row = builder.gep(pb, [builder.mul(k, ldb)])
-            bv = [builder.load(_vector_ptr(builder, b_row, ir.Constant(i64, h * lanes), vty),
-                               align=align) for h in range(2)]
-            ka = builder.mul(k, csa)
-            for i in range(MR):
-                scalar = builder.load(builder.gep(a_rows[i], [ka]))
-                av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
-                                            ir.Constant(ir.IntType(32), 0))
-                av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
-                for h in range(2):
-                    acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
-                    builder.store(acc, accs[i][h])
-        with builder.if_then(accumulate):
-            for i in range(MR):
+    @intrinsic
+    def register_tile(typingctx, kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc,
+                      accumulate):
+        """c[i*ldc + j] (+)= sum over k < kc of a[i*rsa + k*csa] * b[k*ldb + j], for i < rows
+        and j < 2 * lanes, on flat arrays from the given offsets (`accumulate`: add to C, else
+        store). One call site per caller: each inlined copy is a fully unrolled tile, and
+        LLVM's time to optimise the threaded driver grew with every copy."""
+        ip = types.intp
+        sig = types.void(ip, a, ip, ip, ip, b, ip, ip, c, ip, ip, types.boolean)
+
+        def codegen(context, builder, sig, args):
+            kc, a, a_off, rsa, csa, b, b_off, ldb, c, c_off, ldc, accumulate = args
+            dtype = sig.args[1].dtype
+            lanes = vector_bytes // (dtype.bitwidth // 8)
+            align = dtype.bitwidth // 8
+            vty = ir.VectorType(context.get_value_type(dtype), lanes)
+            i64 = kc.type
+            pa = _data(context, builder, sig.args[1], a, a_off)
+            pb = _data(context, builder, sig.args[5], b, b_off)
+            pc = _data(context, builder, sig.args[8], c, c_off)
+            fma = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vty, [vty] * 3),
+                f"llvm.fma.v{lanes}f{dtype.bitwidth}")
+            # Accumulators as allocas: LLVM's mem2reg keeps all 2 * rows in registers.
+            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vty, None))
+                     for _ in range(2)] for _ in range(rows)]
+            a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))])
+                      for i in range(rows)]
+            splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
+            with cgutils.for_range(builder, kc) as loop:
+                k = loop.index
+                b_row = builder.gep(pb, [builder.mul(k, ldb)])
+                bv = [builder.load(_vector_ptr(builder, b_row, ir.Constant(i64, h * lanes), vty),
+                                   align=align) for h in range(2)]
+                ka = builder.mul(k, csa)
+                for i in range(rows):
+                    scalar = builder.load(builder.gep(a_rows[i], [ka]))
+                    av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
+                                                ir.Constant(ir.IntType(32), 0))
+                    av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
+                    for h in range(2):
+                        acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
+                        builder.store(acc, accs[i][h])
+            with builder.if_then(accumulate):
+                for i in range(rows):
+                    c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
+                    for h in range(2):
+                        p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
+                        acc = builder.load(accs[i][h])
+                        builder.store(builder.fadd(builder.load(p, align=align), acc),
+                                      accs[i][h])
+            for i in range(rows):
                 c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
                 for h in range(2):
                     p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
-                    acc = builder.load(accs[i][h])
-                    builder.store(builder.fadd(builder.load(p, align=align), acc), accs[i][h])
-        for i in range(MR):
-            c_row = builder.gep(pc, [builder.mul(ldc, ir.Constant(i64, i))])
-            for h in range(2):
-                p = _vector_ptr(builder, c_row, ir.Constant(i64, h * lanes), vty)
-                builder.store(builder.load(accs[i][h]), p, align=align)
-        return context.get_dummy_value()
+                    builder.store(builder.load(accs[i][h]), p, align=align)
+            return context.get_dummy_value()
 
-    return sig, codegen
+        return sig, codegen
+
+    return register_tile
+
+
+register_tile = tile_kernel(MR, VEC_BYTES)
 
 
 @intrinsic
