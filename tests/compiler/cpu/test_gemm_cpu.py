@@ -126,7 +126,7 @@ def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
     other processes keep the machine busy."""
     from numbax._src.compiler.cpu.runtime import threads
 
-    monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
+    monkeypatch.setattr(library, "_host_gemm", [("avx512", "SkylakeX")])
     monkeypatch.setitem(threads._state, "parallel", -1e9)
     monkeypatch.setattr(threads, "busy", lambda: False)
     big = library.AVX512_BLAS_EVEN_MACS
@@ -140,10 +140,24 @@ def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
         monkeypatch.setattr(threads, "busy", lambda: True)  # other processes' threads
         assert library.own_gemm(big)
         monkeypatch.setattr(threads, "busy", lambda: False)
-    monkeypatch.setattr(library, "_host_gemm", [(False, "SkylakeX")])  # no AVX-512: BLAS
+    monkeypatch.setattr(library, "_host_gemm", [("", "SkylakeX")])  # no vector tile: BLAS
     monkeypatch.setitem(threads._state, "parallel", time.monotonic())
     with numbax.config.override("cpu_matmul", "auto"):
         assert threads.pool_spinning() and not library.own_gemm(big)
+    # AVX2: one thread's products on BLAS; threaded ones on Numba's pool where BLAS's kernel
+    # can run there (blas_parts), else only while the pool spins
+    from numbax._src.compiler.cpu.runtime import blas_parts
+
+    monkeypatch.setattr(library, "_host_gemm", [("avx2", "Haswell")])
+    threaded = library.GEMM_THREADED_MACS
+    with numbax.config.override("cpu_matmul", "auto"):
+        assert library.own_gemm(big) and not library.own_gemm(threaded - 1)
+        monkeypatch.setitem(threads._state, "parallel", -1e9)
+        assert library.own_gemm(big) == blas_parts.available()
+        monkeypatch.setattr(blas_parts, "available", lambda: False)
+        assert not library.own_gemm(big)
+        monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+        assert library.own_gemm(threaded) and not library.own_gemm(threaded - 1)
 
 
 def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
@@ -154,7 +168,7 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
     x = np.ones((2048, 512), np.float32)
     w = np.ones((512, 10), np.float32)
     macs = 2048 * 512 * 10
-    monkeypatch.setattr(library, "_host_gemm", [(True, "SkylakeX")])
+    monkeypatch.setattr(library, "_host_gemm", [("avx512", "SkylakeX")])
     with numbax.config.override("cpu_matmul", "auto"), \
             numbax.config.override("cpu_threads", 0):
         monkeypatch.setitem(threads._state, "parallel", -1e9)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from numbax._src.compiler.cpu.runtime import busy_sites, host_isa, native_pool
+from numbax._src.compiler.cpu.runtime import blas_parts, busy_sites, host_isa, native_pool
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
@@ -73,9 +73,7 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
         threads = gemm_threads(macs, site)
         out = _pooled(x, y, bias, activation) if threads > 1 and site is not None else None
         if out is None:
-            before = rt_threads.use(threads)  # Numba's pool runs the GEMM's threads
-            out = gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
-            rt_threads.restore(before)
+            out = _on_numbas_pool(x, y, threads, bias, activation)
     else:
         threads = blas_n
         out = blas_call(np.dot, threads, x, y)
@@ -111,6 +109,22 @@ def _syrk_pair(x: np.ndarray, y: np.ndarray) -> bool:
     return (x.ndim == 2 and y.ndim == 2 and y.shape == x.shape[::-1]
             and y.strides == x.strides[::-1]
             and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
+
+
+def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
+                    activation: str) -> np.ndarray:
+    """act(x @ y + bias) on `threads` of Numba's threads: gemm.py's register tile on AVX-512
+    hosts (and where `config.cpu_matmul` asks for "numbax"); elsewhere OpenBLAS's one-thread
+    kernel on each block of C (blas_parts.py) where numpy runs on OpenBLAS, else the target's
+    tile."""
+    before = rt_threads.use(threads)
+    try:
+        if config.cpu_matmul == "auto" and not own_gemm_host() and blas_parts.supports(x, y):
+            out = blas_parts.matmul(x, y, threads)
+            return out if bias is None else _finish(out, bias, activation)
+        return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
+    finally:
+        rt_threads.restore(before)
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
@@ -173,8 +187,10 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     # (a narrow product too small for threads stays on BLAS even then: one BLAS thread beat
     # numbax's kernel on one thread, 19 against 58 us for the MLP's (128, 512) @ (512, 10) on
     # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms)
-    if narrow and not (config.cpu_matmul == "auto" and _host_gemm and _host_gemm[0][0]
-                       and rt_threads.pool_spinning() and macs >= GEMM_THREADED_MACS):
+    if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
+                       and macs >= GEMM_THREADED_MACS and (
+                           rt_threads.pool_spinning()
+                           or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
 
@@ -198,23 +214,47 @@ def own_gemm(macs: int) -> bool:
     choice = config.cpu_matmul
     if choice != "auto":
         return choice == "numbax"
-    own_gemm_host()
+    tile, core = _host()
     # While Numba's workers may spin, or other processes keep the cores busy, a threaded BLAS
-    # shares every core with threads that are not its own; numbax's GEMM runs on Numba's pool
-    # (16 busy cores, matmul 1000^2 on 16 threads: OpenBLAS 44 ms, numbax's GEMM 10.5, jax 12)
-    return own_gemm_rule(*_host_gemm[0], macs) or (
-        _host_gemm[0][0] and (rt_threads.pool_spinning() or rt_threads.busy()))
+    # shares every core with threads that are not its own (and `blas_threads` gives it one);
+    # numbax's GEMM runs on Numba's pool (16 busy cores, matmul 1000^2 on 16 threads: OpenBLAS
+    # 44 ms, numbax's GEMM 10.5, jax 12; the 2-core Zen 3 VM's batch-2048 MLP step, products
+    # on one BLAS thread 83.7 ms, on the AVX2 tile's two threads 71.6, jax.jit 51-56)
+    if tile == "avx2":
+        # Threaded products on Numba's pool: BLAS's own kernel on each block where numpy runs
+        # on OpenBLAS (blas_parts.py: as fast as BLAS's own threads, without a second pool),
+        # else while the pool spins; one thread's products stay on BLAS (its kernel beat the
+        # 6 x 16 ymm tile on one Zen 3 core, 71-87 against 55-76 GFLOP/s)
+        return macs >= GEMM_THREADED_MACS and (
+            blas_parts.available() or rt_threads.pool_spinning() or rt_threads.busy())
+    return own_gemm_rule(tile == "avx512", core, macs) or (
+        tile == "avx512" and (rt_threads.pool_spinning() or rt_threads.busy()))
 
 
-_host_gemm: list = []  # [(Numba's target has AVX-512, OpenBLAS core name)] once asked
+# [(numbax's GEMM tile on Numba's target: "avx512", "avx2" (with FMA) or "", OpenBLAS core
+# name)] once asked
+_host_gemm: list = []
+
+
+def _host() -> tuple[str, str]:
+    if not _host_gemm:
+        has = host_isa.numba_target_has
+        tile = "avx512" if has("avx512f") else "avx2" if has("avx2") and has("fma") else ""
+        _host_gemm.append((tile, blas_core()))
+    return _host_gemm[0]
 
 
 def own_gemm_host() -> bool:
-    """Whether numbax's GEMM runs well here: Numba's target has AVX-512 (gemm_cpu's 64-byte
-    vectors would run split in two without it)."""
-    if not _host_gemm:
-        _host_gemm.append((host_isa.numba_target_has("avx512f"), blas_core()))
-    return _host_gemm[0][0]
+    """Whether numbax's GEMM is the better one here on its own: Numba's target has AVX-512
+    (gemm_cpu's 12 x 32 tile of zmm registers)."""
+    return _host()[0] == "avx512"
+
+
+def gemm_tile_host() -> bool:
+    """Whether numbax's GEMM has a full tile of vector registers here (AVX-512, or AVX2 with
+    FMA: 6 x 16 float32 in ymm registers), so that it runs in BLAS's place where a threaded
+    BLAS would share the cores with Numba's workers."""
+    return bool(_host()[0])
 # OpenBLAS kernel families written with AVX-512 (its DYNAMIC_ARCH core names, lower case).
 AVX512_BLAS_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 # Against OpenBLAS's own AVX-512 kernels (SkylakeX, 16-core Xeon host) gemm_cpu won on the

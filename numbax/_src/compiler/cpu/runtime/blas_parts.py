@@ -1,0 +1,147 @@
+"""OpenBLAS's one-thread GEMM run on Numba's threads: each thread computes one block of C with
+one cblas_sgemm/cblas_dgemm call, so products and fused kernels share one pool.
+
+Why: numbax's own register tile (gemm.py) is written for AVX-512's 32 vector registers; with
+AVX2's 16 (the 2-core Zen 3 VM) its 6 x 16 tile ran at 55-75 GFLOP/s a core where OpenBLAS's
+Haswell kernels ran at 70-90. OpenBLAS threaded by itself has its own pool, whose threads and
+Numba's spin against each other after each parallel region (`blas.blas_threads` then gives
+BLAS one thread: the VM's batch-2048 MLP step ran its products at 75 GFLOP/s on one core).
+Here BLAS is set to one thread for the call and Numba's workers each drive it on a block of
+C (`gemm.thread_grid`): two threads on the VM ran the MLP's products at OpenBLAS's own
+two-thread speed (92-147 GFLOP/s) with no second pool. On the 16-core AVX-512 Xeon it was no
+faster than gemm.py's tile, which stays there (library.own_gemm_rule).
+
+The cblas entry points come from the OpenBLAS numpy loaded (`blas._openblas`: numpy's
+scipy-openblas, 64-bit integers, or a system one); the call goes through an address given to
+the compiled kernel, so the kernel is cached on disk like the others. Concurrent one-thread
+calls are safe in OpenBLAS (its buffers are taken under a lock).
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from numbax._src.compiler.cpu.runtime import blas, gemm
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # cblas's enum values
+PART = 16  # rows and columns of C per grid unit of `gemm.thread_grid`
+
+
+@intrinsic
+def _cblas_gemm(typingctx, fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, width):
+    """cblas_?gemm(RowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) through the
+    function at address `fn`; a, b, c are addresses, the integer arguments are passed as C
+    ints of `width`'s type (int64 for an ILP64 OpenBLAS, int32 otherwise)."""
+    sig = types.void(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, width)
+
+    def codegen(context, builder, sig, args):
+        fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, _ = args
+        blas_int = context.get_value_type(sig.args[-1])
+        real = context.get_value_type(sig.args[6])
+        enum = ir.IntType(32)
+        ptr = real.as_pointer()
+
+        def bi(v):
+            return builder.trunc(v, blas_int) if v.type.width > blas_int.width else v
+
+        fnty = ir.FunctionType(ir.VoidType(), [enum, enum, enum, blas_int, blas_int, blas_int,
+                                               real, ptr, blas_int, ptr, blas_int, real, ptr,
+                                               blas_int])
+        call = builder.inttoptr(fn, fnty.as_pointer())
+        builder.call(call, [ir.Constant(enum, ROW_MAJOR), builder.trunc(ta, enum),
+                            builder.trunc(tb, enum), bi(m), bi(n), bi(k), alpha,
+                            builder.inttoptr(a, ptr), bi(lda), builder.inttoptr(b, ptr), bi(ldb),
+                            beta, builder.inttoptr(c, ptr), bi(ldc)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _grid(fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
+          width):
+    """C = A @ B over a rows x cols grid of C's blocks, one cblas call a block (one prange
+    iteration each)."""
+    for q in prange(rows * cols):
+        r, s = q // cols, q % cols
+        r0, r1 = m * r // rows, m * (r + 1) // rows
+        c0, c1 = n * s // cols, n * (s + 1) // cols
+        if r1 > r0 and c1 > c0:
+            a_at = a + (r0 * lda if ta == NO_TRANS else r0) * itemsize
+            b_at = b + (c0 if tb == NO_TRANS else c0 * ldb) * itemsize
+            _cblas_gemm(fn, ta, tb, r1 - r0, c1 - c0, k, one, a_at, lda, b_at, ldb, zero,
+                        c + (r0 * ldc + c0) * itemsize, ldc, width)
+
+
+_api: list = []  # [None or (sgemm address, dgemm address, integer width sample)] once asked
+
+
+def _find():
+    if not _api:
+        found = blas._openblas()
+        entry = None
+        if found is not None and blas._find_blas_api() is not None:
+            lib, prefix, suffix = found
+            cblas = "scipy_cblas" if prefix == "scipy_openblas" else "cblas"
+            try:
+                addresses = [ctypes.cast(getattr(lib, f"{cblas}_{t}gemm{suffix}"),
+                                         ctypes.c_void_p).value for t in "sd"]
+            except AttributeError:
+                addresses = None
+            if addresses and all(addresses):
+                width = np.int64(0) if suffix.startswith("64") else np.int32(0)
+                entry = (*addresses, width)
+        _api.append(entry)
+    return _api[0]
+
+
+def available() -> bool:
+    """Whether numpy's BLAS is an OpenBLAS whose cblas GEMM and thread count this can reach."""
+    return _find() is not None
+
+
+def _operand(x: np.ndarray):
+    """(cblas transpose flag, leading dimension) of a 2-D array whose rows or columns are
+    contiguous, or None."""
+    item = x.itemsize
+    rows, cols = x.shape
+    if x.strides[1] == item and x.strides[0] % item == 0 and x.strides[0] >= cols * item:
+        return NO_TRANS, x.strides[0] // item
+    if x.strides[0] == item and x.strides[1] % item == 0 and x.strides[1] >= rows * item:
+        return TRANS, x.strides[1] // item
+    return None
+
+
+def supports(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether `matmul` takes x @ y: 2-D float32/float64 operands of one dtype, each with
+    contiguous rows or columns, every side at least 2, and an OpenBLAS to call."""
+    return (x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype
+            and x.dtype in (np.float32, np.float64) and x.shape[1] == y.shape[0]
+            and min(x.shape[0], x.shape[1], y.shape[1]) >= 2
+            and _operand(x) is not None and _operand(y) is not None and available())
+
+
+def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
+    """x @ y for operands `supports` takes, as a new C-contiguous array: `threads` blocks of C
+    on Numba's threads (the caller sets Numba's count), BLAS on one thread meanwhile."""
+    if not supports(x, y):
+        raise ValueError(
+            f"blas_parts.matmul takes two 2-D float32/float64 arrays of one dtype with "
+            f"contiguous rows or columns, sides of at least 2 and x.shape[1] == y.shape[0], "
+            f"with numpy on OpenBLAS; got x {x.dtype}{x.shape} and y {y.dtype}{y.shape}: "
+            f"call np.dot for other operands")
+    sgemm, dgemm, width = _find()
+    m, k = x.shape
+    n = y.shape[1]
+    (ta, lda), (tb, ldb) = _operand(x), _operand(y)
+    out = np.empty((m, n), x.dtype)
+    rows, cols = gemm.thread_grid(-(-m // PART), -(-n // PART), max(1, threads))
+    one, zero = x.dtype.type(1), x.dtype.type(0)
+    blas.blas_call(_grid, 1, sgemm if x.dtype == np.float32 else dgemm, np.int32(ta),
+                   np.int32(tb), m, n, k, one, x.ctypes.data, lda, y.ctypes.data, ldb, zero,
+                   out.ctypes.data, n, x.itemsize, rows, cols, width)
+    return out

@@ -1,0 +1,80 @@
+"""OpenBLAS's one-thread GEMM on Numba's threads (cpu/runtime/blas_parts.py): each block of C
+one cblas call, against numpy in float64."""
+import numba
+import numpy as np
+import pytest
+
+import numbax
+from numbax._src.compiler.cpu.runtime import blas_parts, library
+from numbax._src.compiler.cpu.runtime import threads as rt_threads
+
+pytestmark = pytest.mark.skipif(not blas_parts.available(),
+                                reason="numpy does not run on an OpenBLAS this can call")
+
+SHAPES = [(128, 784, 512), (5, 7, 3), (300, 2, 77), (2, 2, 2), (97, 61, 200)]
+
+
+def _operand(rng, shape, dtype, transposed):
+    if transposed:  # the transpose of a C-contiguous array: columns contiguous
+        return np.ascontiguousarray(rng.standard_normal(shape[::-1]).astype(dtype)).T
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_products_match_numpy_in_every_layout_and_thread_count(dtype, m, k, n):
+    rng = np.random.default_rng(m * k + n)
+    pool = numba.config.NUMBA_NUM_THREADS
+    for at in (False, True):
+        for bt in (False, True):
+            x = _operand(rng, (m, k), dtype, at)
+            y = _operand(rng, (k, n), dtype, bt)
+            want = x.astype(np.float64) @ y.astype(np.float64)
+            for threads in sorted({1, 2, pool}):
+                with rt_threads.running(threads):
+                    got = blas_parts.matmul(x, y, threads)
+                assert got.dtype == dtype and got.shape == (m, n) and got.flags.c_contiguous
+                tol = 1e-4 if dtype == np.float32 else 1e-12
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_views_with_padded_rows_and_a_grid_of_blocks():
+    rng = np.random.default_rng(1)
+    wide = rng.standard_normal((300, 600)).astype(np.float32)
+    x = wide[:, :500]  # rows 600 elements apart
+    y = rng.standard_normal((700, 40)).astype(np.float32)[:500]
+    assert blas_parts.supports(x, y)
+    got = blas_parts.matmul(x, y, 4)  # a 4-block grid even on a 2-thread pool
+    np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-3)
+
+
+def test_layouts_it_cannot_call_are_refused_with_the_way_out():
+    x = np.ones((8, 6), np.float32)
+    assert not blas_parts.supports(x[:, ::2], np.ones((3, 4), np.float32))  # strided rows
+    assert not blas_parts.supports(x, np.ones((6, 4), np.float64))  # mixed dtypes
+    assert not blas_parts.supports(x, np.ones((6, 1), np.float32))  # a side of 1
+    assert not blas_parts.supports(x.astype(np.int32), np.ones((6, 4), np.int32))
+    with pytest.raises(ValueError, match="blas_parts.matmul takes .* got x float32.*call np.dot"):
+        blas_parts.matmul(x[:, ::2], np.ones((3, 4), np.float32), 2)
+
+
+def test_avx2_hosts_run_threaded_products_on_numbas_pool(monkeypatch):
+    """On an AVX2 host (no AVX-512 tile) a product of GEMM_THREADED_MACS and more runs through
+    blas_parts, a dense layer's bias and activation after it; a smaller one stays on BLAS."""
+    monkeypatch.setattr(library, "_host_gemm", [("avx2", "Haswell")])
+    calls = []
+    real = blas_parts.matmul
+    monkeypatch.setattr(blas_parts, "matmul", lambda x, y, t: calls.append(t) or real(x, y, t))
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((256, 300)).astype(np.float32)
+    w = rng.standard_normal((300, 64)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    with numbax.config.override("cpu_matmul", "auto"):
+        got = library.dot(x, w, 256 * 300 * 64, b, "relu")
+        assert len(calls) == 1
+        small = library.dot(x[:16], w[:, :8], 16 * 300 * 8)  # under GEMM_THREADED_MACS: BLAS
+        assert len(calls) == 1
+    want = np.maximum(x.astype(np.float64) @ w + b, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(small, x[:16].astype(np.float64) @ w[:, :8], rtol=1e-4,
+                               atol=1e-3)
