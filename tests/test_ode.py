@@ -24,8 +24,10 @@ MODULES = SimpleNamespace(jax=numbax, jnp=jnp, odeint=odeint)
 
 
 
-@pytest.mark.parametrize("name", [  # predator_prey, the longest, only outside CI's fast path
-    pytest.param(n, marks=pytest.mark.slow) if n == "predator_prey" else n
+# predator_prey and transformations, the longest (75 s on the 2-core Zen 3 VM), only outside
+# CI's fast path (test_gradients_match_finite_differences keeps grad of odeint there)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.slow) if n in ("predator_prey", "transformations") else n
     for n in sorted(PROGRAMS)])
 def test_program_matches_jax(name):
     # the same steps as JAX's; sums of a Runge-Kutta stage round differently (numbax sums
