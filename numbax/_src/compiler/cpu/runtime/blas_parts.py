@@ -116,19 +116,28 @@ def _operand(x: np.ndarray):
     return None
 
 
-def supports(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether `matmul` takes x @ y: 2-D float32/float64 operands of one dtype, each with
-    contiguous rows or columns, every side at least 2, and an OpenBLAS to call."""
-    return (x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype
+def _layout(x: np.ndarray, y: np.ndarray):
+    """((transpose flag, leading dimension) of x, the same of y) where `matmul` takes x @ y:
+    2-D float32/float64 operands of one dtype, each with contiguous rows or columns, every
+    side at least 2, and an OpenBLAS to call; else None."""
+    if not (x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype
             and x.dtype in (np.float32, np.float64) and x.shape[1] == y.shape[0]
-            and min(x.shape[0], x.shape[1], y.shape[1]) >= 2
-            and _operand(x) is not None and _operand(y) is not None and available())
+            and min(x.shape[0], x.shape[1], y.shape[1]) >= 2 and available()):
+        return None
+    a, b = _operand(x), _operand(y)
+    return None if a is None or b is None else (a, b)
+
+
+def supports(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether `matmul` takes x @ y (`_layout`)."""
+    return _layout(x, y) is not None
 
 
 def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
     """x @ y for operands `supports` takes, as a new C-contiguous array: `threads` blocks of C
     on Numba's threads (the caller sets Numba's count), BLAS on one thread meanwhile."""
-    if not supports(x, y):
+    layout = _layout(x, y)
+    if layout is None:
         raise ValueError(
             f"blas_parts.matmul takes two 2-D float32/float64 arrays of one dtype with "
             f"contiguous rows or columns, sides of at least 2 and x.shape[1] == y.shape[0], "
@@ -137,7 +146,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
     sgemm, dgemm, width = _find()
     m, k = x.shape
     n = y.shape[1]
-    (ta, lda), (tb, ldb) = _operand(x), _operand(y)
+    (ta, lda), (tb, ldb) = layout
     out = np.empty((m, n), x.dtype)
     rows, cols = gemm.thread_grid(-(-m // PART), -(-n // PART), max(1, threads))
     one, zero = x.dtype.type(1), x.dtype.type(0)

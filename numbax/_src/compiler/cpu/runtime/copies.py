@@ -147,19 +147,13 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
         if tiled is None:
             np.copyto(dst, src, casting="no")
             return
-        before = rt_threads.use(threads)
-        try:
+        with rt_threads.running(threads):
             _copy_tiles(*tiled)
-        finally:
-            rt_threads.restore(before)
         return
     run, dst_offsets, src_offsets = plan
     piece = max(PIECE_BYTES, math.ceil(run * dst_offsets.size / (4 * threads)))
-    before = rt_threads.use(threads)
-    try:
+    with rt_threads.running(threads):
         _copy_runs(_address(dst), _address(src), dst_offsets, src_offsets, run, piece)
-    finally:
-        rt_threads.restore(before)
 
 
 def copy(x: np.ndarray) -> np.ndarray:

@@ -50,7 +50,8 @@ VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
 # Rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broadcast fit the target's vector
 # registers (32 zmm: 12 rows; 16 ymm: 6 rows, the Haswell-class kernel's 6 x 16 float32).
 MR = 12 if VEC_BYTES == 64 else 6
-KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB, it stays in the 48 KiB L1
+KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB with AVX-512 (16 with AVX2),
+# it stays in L1 (48 KiB on the Xeon, 32 on Zen 3)
 MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
 # elements apart, cost a TLB entry each and share few L1 sets when n is a power of two.

@@ -117,14 +117,11 @@ def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
     hosts (and where `config.cpu_matmul` asks for "numbax"); elsewhere OpenBLAS's one-thread
     kernel on each block of C (blas_parts.py) where numpy runs on OpenBLAS, else the target's
     tile."""
-    before = rt_threads.use(threads)
-    try:
+    with rt_threads.running(threads):
         if config.cpu_matmul == "auto" and not own_gemm_host() and blas_parts.supports(x, y):
             out = blas_parts.matmul(x, y, threads)
             return out if bias is None else _finish(out, bias, activation)
         return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
-    finally:
-        rt_threads.restore(before)
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
@@ -149,9 +146,8 @@ def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
     if threads <= 1:
         gemm_cpu.finish_block(out.reshape(-1), 0, m, n, row, epilogue)
         return out
-    before = rt_threads.use(threads)
-    gemm_cpu.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
-    rt_threads.restore(before)
+    with rt_threads.running(threads):
+        gemm_cpu.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
     return out
 
 

@@ -66,9 +66,6 @@ def cumulative(x: np.ndarray, multiply: bool, axis: int, reverse: bool) -> np.nd
     threads = rt_threads.threads_for(x.size * ELEMENT_NS)
     blocks = max(1, min(shape[2] // BLOCK_MIN, -(-threads // shape[0])))
     threads = min(threads, shape[0] * blocks)
-    before = rt_threads.use(threads)
-    try:
+    with rt_threads.running(threads):
         _scan(x3, out3, multiply, blocks)
-    finally:
-        rt_threads.restore(before)
     return out
