@@ -468,10 +468,10 @@ def tanh_f32(x):
 
 @njit(**_CALL)
 def logistic_f32(x):
-    """1/(1+exp(-x)) for float32, written as e/(1+e) below zero so it never overflows."""
+    """1/(1+exp(-x)) for float32, written as e/(1+e) below zero so it never overflows.
+
+    Unlike logistic_f64 it keeps 1 + e's rounding error: dividing it out too left the worst
+    case at 2 ulp (11 of the accuracy test's 400k samples there, 243 without) and cost a
+    quarter of the time on AVX2 (20 against 16 cycles per 8 floats, Zen 3)."""
     e = exp_core_f32(-abs(x))
-    d = _F32_ONE + e
-    d_lo = (_F32_ONE - d) + e
-    pos = x >= _F32_ZERO
-    q = (_F32_ONE if pos else e) / d
-    return q - q * d_lo * (q if pos else _F32_ONE - q)
+    return (_F32_ONE if x >= _F32_ZERO else e) / (_F32_ONE + e)
