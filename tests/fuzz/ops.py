@@ -85,9 +85,27 @@ def _lit_or(args: tuple, p: dict) -> tuple:
     return (args[0], p["lit"]) if "lit" in p else args
 
 
+def _floor_divide_as_xla(x, y):
+    """np.floor_divide, but integer division by zero as JAX gives it (docs/sharp_bits.md):
+    XLA's quotient has all bits set (-1 signed, the largest value unsigned), and floor's
+    correction steps a nonzero signed dividend down to -2; numpy gives 0."""
+    out = np.asarray(np.floor_divide(x, y))
+    if out.dtype.kind not in "iu":
+        return out
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    if out.dtype.kind == "u":
+        by_zero = np.iinfo(out.dtype).max
+    else:
+        by_zero = np.where(x == 0, -1, -2)
+    return np.where(y == 0, by_zero, out).astype(out.dtype)
+
+
+_REFERENCES = {"floor_divide": _floor_divide_as_xla}
+
+
 def _binary(name: str, kinds: str, inexact: str = "", smooth: bool = False,
             discrete: bool = False, np_name: str | None = None) -> None:
-    jfn, nfn = getattr(jnp, name), getattr(np, np_name or name)
+    jfn, nfn = getattr(jnp, name), _REFERENCES.get(name) or getattr(np, np_name or name)
     op(name, 2, kinds, lambda p, *xs: jfn(*_lit_or(xs, p)),
        lambda p, *xs: nfn(*_lit_or(jax_promoted(xs), p)), inexact=inexact, smooth=smooth,
        discrete=discrete, preserves=True, literal_ok=True)
@@ -198,7 +216,9 @@ def _cum_param(draw, avals: list[Aval]) -> dict:
 
 
 op("cumsum", 1, "iufc", lambda p, x: jnp.cumsum(x, axis=p["axis"]),
-   lambda p, x: np.cumsum(x, axis=p["axis"]), inexact="fc", params=_cum_param, smooth=True,
+   # JAX keeps an integer input's dtype (numpy widens int8..int32 to int64)
+   lambda p, x: np.cumsum(x, axis=p["axis"], dtype=x.dtype if x.dtype.kind in "iu" else None),
+   inexact="fc", params=_cum_param, smooth=True,
    sums=True)
 
 # ----------------------------------------------------------------------------- indexing
