@@ -19,6 +19,7 @@ site's serial/parallel choice settles in the untimed steps first).
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import time
@@ -76,10 +77,12 @@ def _run(args) -> None:
     warmup = args.warmup if args.warmup is not None else 3 if not args.load else 30
     for _ in range(warmup):  # (busy sites settle in the first calls)
         numbax.block_until_ready(step(params, x, y))
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     for _ in range(args.steps):
         numbax.block_until_ready(step(params, x, y))
     plain = (time.perf_counter() - t0) / args.steps
+    usage1 = resource.getrusage(resource.RUSAGE_SELF)
     exe = _executable_of(step)
     code = getattr(exe.driver, "driver", exe.driver).__code__  # under a GraphReplay
     source = exe.sources[-1].splitlines()  # the driver module (run from memory, no file)
@@ -105,7 +108,10 @@ def _run(args) -> None:
         numbax.block_until_ready(out)
     traced = (time.perf_counter() - t0) / args.steps
     print(f"MLP step batch {args.batch}: {plain * 1e3:.2f} ms a step untraced, "
-          f"{traced * 1e3:.2f} traced; per line (ms a step):")
+          f"{traced * 1e3:.2f} traced; a step untraced: "
+          f"{(usage1.ru_minflt - usage0.ru_minflt) / args.steps:.0f} page faults, "
+          f"{(usage1.ru_nivcsw - usage0.ru_nivcsw) / args.steps:.1f} preemptions, "
+          f"{(usage1.ru_nvcsw - usage0.ru_nvcsw) / args.steps:.1f} waits; per line (ms a step):")
     for line, t in sorted(spent.items(), key=lambda kv: -kv[1])[:25]:
         text = source[line - 1].strip() if 0 < line <= len(source) else "?"
         print(f"{t / args.steps * 1e3:8.3f}  {text[:110]}")

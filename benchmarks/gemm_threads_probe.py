@@ -1,10 +1,15 @@
 """How numbax's GEMM scales with threads and its k block on this host: GFLOP/s per shape for
 thread counts and KC values, np.dot alongside (no asserts).
 
-    PYTHONPATH=. python benchmarks/gemm_threads_probe.py [KC ...]
+    PYTHONPATH=. python benchmarks/gemm_threads_probe.py [--avx2] [--tile ROWS:BYTES] [KC ...]
 
 Each KC runs in a child process with its own Numba cache (KC is a compile-time constant of
-runtime/gemm.py, set in the child before anything compiles).
+runtime/gemm.py, set in the child before anything compiles). `--avx2` gives the child a
+Haswell-class Numba target (no AVX-512: the 6 x 16 ymm tile) on an AVX-512 host, to see
+whether 512-bit FMAs on every core cost clock speed; `--tile 12:32` keeps the target and
+swaps the register tile (12 rows of 32-byte vectors: ymm FMAs in AVX-512's 32 registers).
+np.dot and, where installed, jax.jit (every core) close each row; the host's mean MHz while
+each row ran follows.
 """
 from __future__ import annotations
 
@@ -22,41 +27,78 @@ SHAPES = [  # (name, m, k, n): the batch-2048 MLP step's products and square one
 ]
 
 
-def best(fn, reps=7) -> float:
+def mean_mhz() -> float:
+    """The mean of /proc/cpuinfo's per-core MHz (0 where the host does not say)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            mhz = [float(line.split(":")[1]) for line in f if line.startswith("cpu MHz")]
+    except OSError:
+        return 0.0
+    return sum(mhz) / len(mhz) if mhz else 0.0
+
+
+def timed_with_clock(fn) -> tuple[float, float]:
+    """(best seconds, mean MHz sampled right after each call) of `fn`."""
     fn()
-    times = []
-    for _ in range(reps):
+    times, clocks = [], []
+    for _ in range(7):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return min(times)
+        clocks.append(mean_mhz())
+    return min(times), sum(clocks) / len(clocks)
 
 
-def child(kc: int) -> None:
+def child(kc: int, tile: str | None) -> None:
     from numbax._src.compiler.cpu.runtime import gemm
 
     gemm.KC = kc
+    if tile:  # before anything compiles: the jitted parts read these globals when compiled
+        gemm.MR, gemm.VEC_BYTES = (int(v) for v in tile.split(":"))
+        gemm.register_tile = gemm.tile_kernel(gemm.MR, gemm.VEC_BYTES)
     cores = os.cpu_count() or 1
     counts = sorted({1, 2, cores // 4, cores // 2, cores} - {0})
     rng = np.random.default_rng(0)
-    print(f"KC={kc}  threads: {counts}  (GFLOP/s; np.dot last)", flush=True)
+    try:
+        import jax
+        import jax.numpy as jjnp
+        jax_dot = jax.jit(jjnp.dot)
+    except ImportError:  # jax is a bench-only peer
+        jax_dot = None
+    print(f"KC={kc} tile {gemm.MR}x{2 * gemm.VEC_BYTES // 4}  threads: {counts}"
+          f"  (GFLOP/s; np.dot, jax.jit last; MHz per column after)", flush=True)
     for name, m, k, n in SHAPES:
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         flops = 2.0 * m * n * k
-        row = [flops / best(lambda t=t, a=a, b=b: gemm.matmul(a, b, t)) / 1e9 for t in counts]
-        row.append(flops / best(lambda a=a, b=b: np.dot(a, b)) / 1e9)
-        print(f"  {name:<12} " + " ".join(f"{g:7.0f}" for g in row), flush=True)
+        runs = [timed_with_clock(lambda t=t, a=a, b=b: gemm.matmul(a, b, t)) for t in counts]
+        runs.append(timed_with_clock(lambda a=a, b=b: np.dot(a, b)))
+        if jax_dot is not None:
+            ja, jb = jax.device_put(a), jax.device_put(b)
+            runs.append(timed_with_clock(lambda ja=ja, jb=jb: jax_dot(ja, jb).block_until_ready()))
+        print(f"  {name:<12} " + " ".join(f"{flops / s / 1e9:7.0f}" for s, _ in runs)
+              + "   MHz " + " ".join(f"{c:5.0f}" for _, c in runs), flush=True)
 
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        child(int(sys.argv[2]))
+        child(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
         return
-    for kc in [int(a) for a in sys.argv[1:]] or [256, 128]:
+    args = sys.argv[1:]
+    tile = None
+    if "--tile" in args:
+        at = args.index("--tile")
+        tile = args[at + 1]
+        del args[at:at + 2]
+    avx2 = "--avx2" in args
+    isa = {"NUMBA_CPU_NAME": "haswell",
+           "NUMBA_CPU_FEATURES": "+64bit,+avx,+avx2,+fma,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,"
+                                 "+f16c,+bmi,+bmi2,+lzcnt,+popcnt,+movbe"} if avx2 else {}
+    for kc in [int(a) for a in args if a != "--avx2"] or [256, 128]:
         with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            subprocess.run([sys.executable, __file__, "--child", str(kc)], env=env, check=False)
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache, **isa)
+            command = [sys.executable, __file__, "--child", str(kc), *([tile] if tile else [])]
+            subprocess.run(command, env=env, check=False)
 
 
 if __name__ == "__main__":

@@ -59,9 +59,9 @@ def main() -> None:
     calls: list[tuple[tuple, float]] = []
     original = library.dot
 
-    def timed(x, y, macs):
+    def timed(x, y, macs, *epilogue):
         t = time.perf_counter()
-        out = original(x, y, macs)
+        out = original(x, y, macs, *epilogue)
         calls.append(((x.shape, x.flags.f_contiguous, y.shape, y.flags.f_contiguous, macs),
                       time.perf_counter() - t))
         return out
