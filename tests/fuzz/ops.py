@@ -176,9 +176,18 @@ def _axis_param(draw, avals: list[Aval], nonempty: bool = False) -> dict:
     return {"axis": axis, "keepdims": draw(st.booleans())}
 
 
+def _mean_as_jax(x, axis, keepdims):
+    """np.mean, in JAX's result dtype for integer and bool inputs: float64 for 64-bit
+    integers, float32 for narrower ones (numpy gives float64 for all)."""
+    if x.dtype.kind not in "biu":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    out = np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
+    return np.asarray(out).astype(np.float64 if x.dtype.itemsize == 8 else np.float32)
+
+
 def _reduction(name: str, kinds: str, inexact: str, nonempty: bool = False,
                smooth: bool = False, discrete: bool = False) -> None:
-    jfn, nfn = getattr(jnp, name), getattr(np, name)
+    jfn, nfn = getattr(jnp, name), {"mean": _mean_as_jax}.get(name) or getattr(np, name)
     op(name, 1, kinds, lambda p, x: jfn(x, axis=p["axis"], keepdims=p["keepdims"]),
        lambda p, x: nfn(x, axis=p["axis"], keepdims=p["keepdims"]), inexact=inexact,
        smooth=smooth, discrete=discrete, sums=name in ("sum", "mean"),
