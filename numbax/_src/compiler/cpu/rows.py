@@ -182,24 +182,26 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             lo = "stop"
         blocked = [e for e in reductions if _blocks(e)] if lanes == 1 else []
         loop_accs = {**accs, **{e.outvars[0]: f"{accs[e.outvars[0]]}b" for e in blocked}}
-        if blocked:  # unsigned bounds, as for chunks: a signed block start blocks vectorising
+        pass_body = (k, idx, lines, reload, loop_accs, again + eqns, seed, no_store, store_here)
+        if blocked:
+            # Whole blocks loop a constant BLOCK times, then the tail once: with a trip count
+            # LLVM interleaves the vector accumulators, where min(blk + BLOCK, hi) left it one
+            # (a 1e5 float32 sum in L2: 1.86 -> 1.03 cycles per 8, 1e6 exp-sums 15.0 -> 12.3,
+            # Zen 3). Unsigned bounds, as for chunks: a signed start blocks vectorising.
             block = f"np.uint64({loops.BLOCK})"
-            lines.append(f"{inner}for blk in range(np.uint64({lo}), np.uint64({hi}), {block}):")
-            inner += "    "
-            for e in blocked:
-                dtype = e.invars[0].aval.dtype
-                lines.append(f"{inner}{loop_accs[e.outvars[0]]} = "
-                             f"{render_scalar(monoid(e).identity(dtype), dtype)}")
-            lo, hi = "blk", f"min(blk + {block}, np.uint64({hi}))"
-        bounds_text = hi if lo == "0" else f"{lo}, {hi}"
-        lines.append(f"{inner}for {idx[last]} in range({bounds_text}):")
-        lines.extend(f"{inner}    {line}" for line in reload)
-        body(k, idx, False, loop_accs, lines, inner + "    ", False, eqns=again + eqns,
-             seed=seed, no_store=no_store, row=True, stash=store_here)
-        for e in blocked:
-            out = e.outvars[0]
-            widened = cast(acc_dtype(e), loop_accs[out])
-            lines.append(inner + monoid(e).row_update(accs[out], widened))
+            start, stop = f"np.uint64({lo})", f"np.uint64({hi})"
+            lines.append(f"{inner}bend = {start} + ({stop} - {start}) // {block} * {block}")
+            lines.append(f"{inner}for blk in range({start}, bend, {block}):")
+            _block_accs(lines, inner + "    ", blocked, loop_accs)
+            _pass_loop(*pass_body, inner + "    ",
+                       [f"for jb in range({block}):", f"    {idx[last]} = blk + jb"])
+            _widen_blocks(lines, inner + "    ", blocked, accs, loop_accs)
+            _block_accs(lines, inner, blocked, loop_accs)
+            _pass_loop(*pass_body, inner, [f"for {idx[last]} in range(bend, {stop}):"])
+            _widen_blocks(lines, inner, blocked, accs, loop_accs)
+        else:
+            bounds_text = hi if lo == "0" else f"{lo}, {hi}"
+            _pass_loop(*pass_body, inner, [f"for {idx[last]} in range({bounds_text}):"])
         for la in lane_accs[1:]:  # tree-free serial combine of the lanes into lane 0
             for e in reductions:
                 out = e.outvars[0]
@@ -229,6 +231,33 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
                 lines.append(f"{pad}{k.out_names[out]}[{store_index(idx[:kept])}] = {r}")
         row_defs.extend(e for e in eqns if not is_reduction(e))
     return "\n".join(lines) + "\n"
+
+
+def _pass_loop(k: LoopKernel, idx: list[str], lines: list[str], reload: list[str],
+               accs: dict[Var, str], eqns: list[JaxprEqn], seed: dict[Var, str],
+               no_store: frozenset, stash: dict[Var, str], pad: str, header: list[str]) -> None:
+    """One loop of a row pass over (part of) the row: `header`'s lines, then the body."""
+    lines.extend(pad + h for h in header)
+    lines.extend(f"{pad}    {line}" for line in reload)
+    body(k, idx, False, accs, lines, pad + "    ", False, eqns=eqns, seed=seed,
+         no_store=no_store, row=True, stash=stash)
+
+
+def _block_accs(lines: list[str], pad: str, blocked: list[JaxprEqn],
+                block_accs: dict[Var, str]) -> None:
+    """A block's float32 accumulators, set to their identities."""
+    for e in blocked:
+        dtype = e.invars[0].aval.dtype
+        lines.append(f"{pad}{block_accs[e.outvars[0]]} = "
+                     f"{render_scalar(monoid(e).identity(dtype), dtype)}")
+
+
+def _widen_blocks(lines: list[str], pad: str, blocked: list[JaxprEqn], accs: dict[Var, str],
+                  block_accs: dict[Var, str]) -> None:
+    """A block's partials, widened, into the row's accumulators."""
+    for e in blocked:
+        out = e.outvars[0]
+        lines.append(pad + monoid(e).row_update(accs[out], cast(acc_dtype(e), block_accs[out])))
 
 
 def _pool_part(k: LoopKernel, part: int, bounds: list[str], block: list[str],
