@@ -67,13 +67,15 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
                 for kind, eqns in nest.passes or [("row", nest.eqns)] if kind == "row")
     if lanes:  # and the same without lanes, for rows they never fill (compiled when called)
         variants += [(f"{name}_narrow", m) for name, m in variants]
-    bodies = [_rows_body(k, m, kept, bounds, name.endswith("_narrow")) for name, m in variants]
+    whole = width >= loops.BLOCK  # rows long enough for whole float32 blocks
+    bodies = [_rows_body(k, m, kept, bounds, name.endswith("_narrow"), whole)
+              for name, m in variants]
     functions = [f"{decorator(m is not None)}\ndef {name}({k.params()}"
                  f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
                  for (name, m), body in zip(variants, bodies, strict=True)]
     parts: list[str] = []  # kernel_part<p> and its C task, per pass (pool form)
     if mode == "chunks" and not lanes:
-        pool = _rows_body(k, "pool", kept, bounds, False, parts)
+        pool = _rows_body(k, "pool", kept, bounds, False, whole, parts)
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
     task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
                                   views,
@@ -105,12 +107,13 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
 
 
 def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
-               narrow: bool, parts: list[str] | None = None) -> str:
+               narrow: bool, whole: bool, parts: list[str] | None = None) -> str:
     """The body of one variant of a row-group kernel; `mode` "rows" runs the rows under
     prange, "chunks" a full reduction's one loop in chunks under prange (nchunk of them, an
     argument), "pool" the same chunks as native pool jobs (`kernel_pool`: each pass's chunk
     body becomes `kernel_part<p>`, appended to `parts` with its C task), None everything
-    serially; `narrow`: one accumulator lane per reduction."""
+    serially; `narrow`: one accumulator lane per reduction; `whole`: float32 sums loop whole
+    blocks a constant count (rows of BLOCK or more; the others' text stays the shorter)."""
     nest = k.nest
     passes = nest.passes or [("row", list(nest.eqns))]
     idx = [f"i{d}" for d in range(len(bounds))]
@@ -183,13 +186,14 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
         blocked = [e for e in reductions if _blocks(e)] if lanes == 1 else []
         loop_accs = {**accs, **{e.outvars[0]: f"{accs[e.outvars[0]]}b" for e in blocked}}
         pass_body = (k, idx, lines, reload, loop_accs, again + eqns, seed, no_store, store_here)
-        if blocked:
+        block = f"np.uint64({loops.BLOCK})"
+        start, stop = f"np.uint64({lo})", f"np.uint64({hi})"
+        if blocked and whole and not narrow:
             # Whole blocks loop a constant BLOCK times, then the tail once: with a trip count
             # LLVM interleaves the vector accumulators, where min(blk + BLOCK, hi) left it one
             # (a 1e5 float32 sum in L2: 1.86 -> 1.03 cycles per 8, 1e6 exp-sums 15.0 -> 12.3,
-            # Zen 3). Unsigned bounds, as for chunks: a signed start blocks vectorising.
-            block = f"np.uint64({loops.BLOCK})"
-            start, stop = f"np.uint64({lo})", f"np.uint64({hi})"
+            # Zen 3); the body is written twice, so only for rows that fill blocks. Unsigned
+            # bounds, as for chunks: a signed start blocks vectorising.
             lines.append(f"{inner}bend = {start} + ({stop} - {start}) // {block} * {block}")
             lines.append(f"{inner}for blk in range({start}, bend, {block}):")
             _block_accs(lines, inner + "    ", blocked, loop_accs)
@@ -199,6 +203,12 @@ def _rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[str],
             _block_accs(lines, inner, blocked, loop_accs)
             _pass_loop(*pass_body, inner, [f"for {idx[last]} in range(bend, {stop}):"])
             _widen_blocks(lines, inner, blocked, accs, loop_accs)
+        elif blocked:  # one loop over the blocks, each to min(blk + BLOCK, hi)
+            lines.append(f"{inner}for blk in range({start}, {stop}, {block}):")
+            _block_accs(lines, inner + "    ", blocked, loop_accs)
+            _pass_loop(*pass_body, inner + "    ",
+                       [f"for {idx[last]} in range(blk, min(blk + {block}, {stop})):"])
+            _widen_blocks(lines, inner + "    ", blocked, accs, loop_accs)
         else:
             bounds_text = hi if lo == "0" else f"{lo}, {hi}"
             _pass_loop(*pass_body, inner, [f"for {idx[last]} in range({bounds_text}):"])
