@@ -423,3 +423,66 @@ def test_updates_at_index_arrays_after_full_slices_are_one_scatter(idx):
     np.add.at(want, kept, np.moveaxis(moved, 0, first))
     np.testing.assert_array_equal(np.asarray(update(x, values)), want)
     np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, values)), want)
+
+
+MIXED = [np.s_[2, [1, -1, 4]], np.s_[1:4, [0, 5, 2]], np.s_[[3, -2], 1], np.s_[-1, [[0], [3]], 1:3],
+         np.s_[1:3, [2, 4], 2], np.s_[..., [0, 5], 1], np.s_[2, :, [0, 1]], np.s_[1:3, :, [2, 0]]]
+
+
+@pytest.mark.parametrize("op", ["set", "add", "max", "multiply"])
+@pytest.mark.parametrize("idx", MIXED, ids=str)
+def test_updates_at_index_arrays_with_ints_or_partial_slices(op, idx):
+    """Integer arrays with ints beside them or unit-step slices around them (`x.at[2, cols]`,
+    `x.at[1:, cols]`): a scatter on the box they pick, not over an iota of every position of
+    x; an int apart from the arrays (`x.at[2, :, cols]`, numpy moves the index dims first)
+    keeps the general path. Values as numpy's in-place update, eager and under jit."""
+    x = np.arange(5 * 6 * 3, dtype=np.float64).reshape(5, 6, 3) - 40
+    idx = tuple(np.asarray(i) if isinstance(i, list) else i for i in idx)
+    shape = x[idx].shape
+    values = np.linspace(-2, 2, int(np.prod(shape))).reshape(shape)
+    want = x.copy()
+    if op == "set":
+        want[idx] = values
+    else:
+        {"add": np.add, "max": np.maximum, "multiply": np.multiply}[op].at(want, idx, values)
+
+    def update(a, v):
+        return getattr(jnp.asarray(a).at[idx], op)(v)
+
+    prims = {e.primitive.name for e in numbax.make_jaxpr(update)(x, values).jaxpr.eqns}
+    apart = isinstance(idx[0], int) and isinstance(idx[1], slice) and idx[1] == slice(None)
+    assert ("iota" in prims) == apart
+    np.testing.assert_array_equal(np.asarray(update(x, values)), want)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(update)(x, values)), want)
+
+
+def test_updates_at_traced_int_and_index_array():
+    """`x.at[i, cols]` with i traced (a loop's counter): negative i counts from the end, i out
+    of [-n, n) drops the update, or with mode='clip' writes at the clamped row; gradients
+    against central differences."""
+    x = np.arange(4 * 5, dtype=np.float64).reshape(4, 5)
+    cols = np.array([4, 0, -2])
+    v = np.array([10.0, 20.0, 30.0])
+    update = numbax.jit(lambda a, i: a.at[i, cols].add(v))
+    clipped = numbax.jit(lambda a, i: a.at[i, cols].set(v, mode="clip"))
+    for i in (1, -1, 4, -5, 9):
+        want = x.copy()
+        if -4 <= i < 4:
+            np.add.at(want[i], cols, v)
+        np.testing.assert_array_equal(np.asarray(update(x, i)), want)
+        want = x.copy()
+        want[min(max(i + 4 if i < 0 else i, 0), 3), cols] = v  # counted from the end, clamped
+        np.testing.assert_array_equal(np.asarray(clipped(x, i)), want)
+
+    def fill(a):
+        return lax.fori_loop(0, 4, lambda i, y: y.at[i, cols].add(v * i), jnp.asarray(a))
+
+    want = x.copy()
+    for i in range(4):
+        np.add.at(want[i], cols, v * i)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(fill)(x)), want)
+
+    def loss(a, w):
+        return jnp.sum(jnp.sin(jnp.asarray(a).at[2, cols].add(w * w)) ** 2)
+
+    _assert_grads_are_central_differences(loss, x / 10, np.array([0.5, -1.5, 2.0]))

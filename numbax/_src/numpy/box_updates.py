@@ -15,7 +15,10 @@ at the clamped place.
 Integer arrays for consecutive axes with only full slices around them
 (`table.at[ids].add(grads)`, `cm.at[y_true, y_pred].add(1)`, `x.at[:, cols]`) scatter over
 those axes, where the general path's positions over a 10000 x 256 table were 20 MB of int64
-per call.
+per call. With ints beside the arrays or unit-step slices around them (`x.at[2, cols]`,
+`x.at[1:, cols]`, `x.at[i, cols]` in a loop) the scatter runs on the box those pick, read
+and written back whole: numpy puts the dims of ints adjacent to the arrays where the arrays'
+are, so dropping the ints' axes from the box leaves the same x[idx].
 """
 from __future__ import annotations
 
@@ -191,3 +194,62 @@ def update_rows(scatter_fn: Any, x: Any, rows: tuple[int, list[Any]], values: An
                                               *range(first + k, get_aval(values).ndim)))
     return scatter_fn(x, indices, values, tuple(range(first, first + len(arrays))),
                       mode="clip" if mode == "clip" else "drop", unique_indices=unique_indices)
+
+
+def box_rows(shape: tuple[int, ...], idx: Any) -> tuple[tuple, tuple[int, list[Any]]] | None:
+    """((starts, sizes, kept axes) of a box, rows on the box with its int axes dropped) for
+    an index of one run of integer arrays with ints right beside it and unit-step slices
+    around (an int apart from the run makes numpy move the advanced dims to the front: None,
+    as for indices `row_index` or `static_box` take, or that have neither ints nor partial
+    slices). Traced ints are starts of the box, as in `static_box`."""
+    items = _items(shape, idx)
+    if items is None or len(items) > len(shape):
+        return None
+    items += [slice(None)] * (len(shape) - len(items))
+    is_array = [len(getattr(item, "shape", ())) > 0 for item in items]  # not ints, slices
+    if True not in is_array:
+        return None
+    lo = is_array.index(True)
+    hi = len(items) - is_array[::-1].index(True)
+    if not all(is_array[lo:hi]):
+        return None
+    box_items = [slice(None) if a else item for a, item in zip(is_array, items)]
+    box = static_box(shape, tuple(box_items))
+    if box is None:
+        return None
+    starts, sizes, kept = box
+    dropped = [axis for axis in range(len(shape)) if axis not in kept]
+    if not dropped and all(_full(item) for a, item in zip(is_array, items) if not a):
+        return None  # whole rows: row_index's
+    left = lo
+    while left > 0 and left - 1 in dropped:
+        left -= 1
+    right = hi
+    while right < len(shape) and right in dropped:
+        right += 1
+    if any(a in dropped for a in [*range(left), *range(right, len(shape))]):
+        return None  # an int apart from the arrays
+    sub_shape = tuple(sizes[a] for a in kept)
+    first = sum(1 for a in kept if a < lo)
+    rows = row_index(sub_shape, tuple([slice(None)] * first + items[lo:hi]))
+    if rows is None:
+        return None
+    return box, rows
+
+
+def update_box_rows(scatter_fn: Any, x: Any, mixed: tuple, values: Any, mode: Any,
+                    unique_indices: bool) -> Any:
+    """x with `mixed`'s rows of its box (from `box_rows`) combined with `values` (x's dtype,
+    the shape of x[idx]) by `scatter_fn`: the box read, scattered, written back. A traced int
+    out of bounds drops the update (with mode='clip': the box at the clamped place)."""
+    (starts, sizes, kept), rows = mixed
+    shape = get_aval(x).shape
+    inside = None if mode == "clip" else _in_bounds(shape, starts)
+    starts = [np.int32(s) if not isinstance(s, Tracer) else s for s in starts]
+    current = lax_indexing.dynamic_slice(x, starts, sizes)
+    sub = shape_ops.reshape(current, tuple(sizes[a] for a in kept))
+    new = shape_ops.reshape(update_rows(scatter_fn, sub, rows, values, mode, unique_indices),
+                            tuple(sizes))
+    if inside is not None:  # out of bounds: the box written back as it was
+        new = select.select(shape_ops.broadcast_in_dim(inside, tuple(sizes), ()), new, current)
+    return lax_indexing.dynamic_update_slice(x, new, starts)

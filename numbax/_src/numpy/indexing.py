@@ -428,15 +428,20 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         and not isinstance(i, (bool, np.bool_)) for i in basic)
     x = asarray(x)
     aval = get_aval(x)
-    box = rows = None
+    box = rows = mixed = None
     if op == "set" or (op in box_updates.COMBINE and aval.dtype != np.bool_):
         box = box_updates.static_box(aval.shape, idx)
     if box is None:
         rows = box_updates.row_index(aval.shape, idx)
+    if box is None and rows is None:
+        mixed = box_updates.box_rows(aval.shape, idx)
     if box is not None:  # ints and static slices: one dynamic_update_slice
         pos_shape = tuple(box[1][a] for a in box[2])
     elif rows is not None:  # integer arrays for the leading axes: one scatter over them
         pos_shape = box_updates.rows_shape(aval.shape, rows)
+    elif mixed is not None:  # arrays with ints or partial slices: a scatter on their box
+        (_, sizes, kept), sub_rows = mixed
+        pos_shape = box_updates.rows_shape(tuple(sizes[a] for a in kept), sub_rows)
     else:
         positions = shape_ops.reshape(
             shape_ops.iota(dtypes.default_int_dtype(), aval.size), aval.shape)
@@ -462,6 +467,8 @@ def _scatter_update(op: str, scatter_fn: Callable, x: Any, idx: Any, values: Any
         return box_updates.update_box(op, x, box, values, mode)
     if rows is not None:
         return box_updates.update_rows(scatter_fn, x, rows, values, mode, unique_indices)
+    if mixed is not None:
+        return box_updates.update_box_rows(scatter_fn, x, mixed, values, mode, unique_indices)
     flat = shape_ops.reshape(x, (aval.size,))
     indices = shape_ops.reshape(positions, (*pos_shape, 1))
     out = scatter_fn(flat, indices, values, (0,), mode="clip" if mode == "clip" else "drop",
