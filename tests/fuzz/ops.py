@@ -100,12 +100,22 @@ def _floor_divide_as_xla(x, y):
     return np.where(y == 0, by_zero, out).astype(out.dtype)
 
 
-_REFERENCES = {"floor_divide": _floor_divide_as_xla}
+def _mean_as_jax(x, axis, keepdims):
+    """np.mean, in JAX's result dtype for integer and bool inputs: float64 for 64-bit
+    integers, float32 for narrower ones (numpy gives float64 for all)."""
+    if x.dtype.kind not in "biu":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    out = np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
+    return np.asarray(out).astype(np.float64 if x.dtype.itemsize == 8 else np.float32)
+
+
+# numpy functions whose answer differs from JAX's where numbax follows JAX
+_JAX_REFERENCES = {"floor_divide": _floor_divide_as_xla, "mean": _mean_as_jax}
 
 
 def _binary(name: str, kinds: str, inexact: str = "", smooth: bool = False,
             discrete: bool = False, np_name: str | None = None) -> None:
-    jfn, nfn = getattr(jnp, name), _REFERENCES.get(name) or getattr(np, np_name or name)
+    jfn, nfn = getattr(jnp, name), _JAX_REFERENCES.get(name) or getattr(np, np_name or name)
     op(name, 2, kinds, lambda p, *xs: jfn(*_lit_or(xs, p)),
        lambda p, *xs: nfn(*_lit_or(jax_promoted(xs), p)), inexact=inexact, smooth=smooth,
        discrete=discrete, preserves=True, literal_ok=True)
@@ -176,18 +186,9 @@ def _axis_param(draw, avals: list[Aval], nonempty: bool = False) -> dict:
     return {"axis": axis, "keepdims": draw(st.booleans())}
 
 
-def _mean_as_jax(x, axis, keepdims):
-    """np.mean, in JAX's result dtype for integer and bool inputs: float64 for 64-bit
-    integers, float32 for narrower ones (numpy gives float64 for all)."""
-    if x.dtype.kind not in "biu":
-        return np.mean(x, axis=axis, keepdims=keepdims)
-    out = np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float64)
-    return np.asarray(out).astype(np.float64 if x.dtype.itemsize == 8 else np.float32)
-
-
 def _reduction(name: str, kinds: str, inexact: str, nonempty: bool = False,
                smooth: bool = False, discrete: bool = False) -> None:
-    jfn, nfn = getattr(jnp, name), {"mean": _mean_as_jax}.get(name) or getattr(np, name)
+    jfn, nfn = getattr(jnp, name), _JAX_REFERENCES.get(name) or getattr(np, name)
     op(name, 1, kinds, lambda p, x: jfn(x, axis=p["axis"], keepdims=p["keepdims"]),
        lambda p, x: nfn(x, axis=p["axis"], keepdims=p["keepdims"]), inexact=inexact,
        smooth=smooth, discrete=discrete, sums=name in ("sum", "mean"),

@@ -124,8 +124,15 @@ def update_box(op: str, x: Any, box: tuple, values: Any, mode: Any = None) -> An
         current = None if op == "set" and inside is None else lax_indexing.dynamic_slice(
             x, starts, sizes)
     new = values if op == "set" else COMBINE[op](current, values)
-    if inside is not None:  # out of bounds: the box written back as it was
-        new = select.select(shape_ops.broadcast_in_dim(inside, tuple(sizes), ()), new, current)
+    return _write_box(x, new, current, starts, inside)
+
+
+def _write_box(x: Any, new: Any, current: Any, starts: list[Any], inside: Any) -> Any:
+    """x with `new` at `starts`; where `inside` (a traced start's bounds check, or None) is
+    false, the box written back as it was (`current`): an out-of-bounds update drops."""
+    if inside is not None:
+        sizes = get_aval(new).shape
+        new = select.select(shape_ops.broadcast_in_dim(inside, sizes, ()), new, current)
     return lax_indexing.dynamic_update_slice(x, new, starts)
 
 
@@ -250,6 +257,4 @@ def update_box_rows(scatter_fn: Any, x: Any, mixed: tuple, values: Any, mode: An
     sub = shape_ops.reshape(current, tuple(sizes[a] for a in kept))
     new = shape_ops.reshape(update_rows(scatter_fn, sub, rows, values, mode, unique_indices),
                             tuple(sizes))
-    if inside is not None:  # out of bounds: the box written back as it was
-        new = select.select(shape_ops.broadcast_in_dim(inside, tuple(sizes), ()), new, current)
-    return lax_indexing.dynamic_update_slice(x, new, starts)
+    return _write_box(x, new, current, starts, inside)
