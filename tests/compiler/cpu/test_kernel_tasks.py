@@ -217,7 +217,7 @@ def test_full_reductions_run_their_passes_as_pool_jobs(busy, monkeypatch, name):
     got = _pooled_run(f, [x], pooled)
     jobs = len(pooled)
     # the OpenMP arm with the pool's chunk count runs the same chunk code: the same bits
-    chunks = min(x.size // 4096, kernel_tasks.PARTS_PER_THREAD * (native_pool.workers() + 1))
+    chunks = min(x.size // 4096, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
     monkeypatch.setattr(th, "chunks", lambda size, minimum, n: chunks)
     with numbax.config.override("cpu_native_pool", False):
         want = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(x))]

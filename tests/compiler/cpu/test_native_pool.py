@@ -1,6 +1,7 @@
-"""The native pool (runtime/native_pool.py) and numbax's GEMM on it (runtime/gemm_tasks.py): every
-chunk runs exactly once, products equal numpy's, concurrent callers and a forked child finish,
-and a busy machine's parallel products take it."""
+"""The native pool (runtime/native_pool.py), numbax's GEMM on it (runtime/gemm_tasks.py) and
+OpenBLAS's kernel on it (runtime/blas_tasks.py): every chunk runs exactly once, products equal
+numpy's, concurrent callers and a forked child finish, and a busy machine's parallel products
+take it."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ import pytest
 from numba import cfunc, types
 
 import numbax
-from numbax._src.compiler.cpu.runtime import gemm_tasks, library, native_pool
+from numbax._src.compiler.cpu.runtime import blas_parts, gemm_tasks, library, native_pool
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 
 pytestmark = pytest.mark.skipif(not native_pool.available(),
@@ -121,21 +122,70 @@ def test_a_forked_child_finishes_without_workers():
     assert os.WEXITSTATUS(status) == 0
 
 
-def test_busy_parallel_products_take_the_pool(monkeypatch):
+def _busy_dense_layer(monkeypatch, module, cpu_matmul):
+    """A busy machine's dense layer relu(x @ w + b) through library.dot, checked against numpy,
+    with `module`.matmul's calls counted; returns the count's list (checked by the caller)."""
     calls = []
-    real = gemm_tasks.matmul
-    monkeypatch.setattr(gemm_tasks, "matmul", lambda *a: calls.append(1) or real(*a))
+    real = module.matmul
+    monkeypatch.setattr(module, "matmul", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(rt_threads, "busy", lambda: True)
     monkeypatch.setattr(library, "_product_sites", {})
     monkeypatch.setattr(rt_threads.Site, "choose", lambda self: rt_threads.PARALLEL)
     x = RNG.normal(size=(256, 512)).astype(np.float32)
     w = RNG.normal(size=(512, 256)).astype(np.float32)
     b = RNG.normal(size=256).astype(np.float32)
-    with numbax.config.override("cpu_matmul", "numbax"), \
+    with numbax.config.override("cpu_matmul", cpu_matmul), \
             numbax.config.override("cpu_threads", 0):
         got = library.dot(x, w, 256 * 512 * 256, b, "relu")
         np.testing.assert_allclose(got, np.maximum(x @ w + b, 0), rtol=3e-5, atol=3e-4)
         assert calls == [1]
         with numbax.config.override("cpu_native_pool", False):
             library.dot(x, w, 256 * 512 * 256)
-        assert calls == [1]
+    return calls
+
+
+def test_busy_parallel_products_take_the_pool(monkeypatch):
+    assert _busy_dense_layer(monkeypatch, gemm_tasks, "numbax") == [1]
+
+
+needs_openblas = pytest.mark.skipif(not blas_parts.available(),
+                                    reason="blas_tasks drives numpy's OpenBLAS")
+
+
+@needs_openblas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", [(300, 280, 200), (37, 513, 45), (2, 2, 2), (1000, 3, 17)])
+@pytest.mark.parametrize("layout", ["C", "x transposed", "y transposed"])
+def test_pooled_blas_products_equal_numpy(dtype, m, k, n, layout):
+    from numbax._src.compiler.cpu.runtime import blas_tasks
+
+    x = RNG.normal(size=(m, k)).astype(dtype)
+    y = (RNG.normal(size=(k, n)) / np.sqrt(k)).astype(dtype)
+    if layout == "x transposed":
+        x = np.ascontiguousarray(x.T).T
+    elif layout == "y transposed":
+        y = np.ascontiguousarray(y.T).T
+    got = blas_tasks.matmul(x, y)
+    assert got.flags.c_contiguous and got.dtype == dtype
+    tol = 3e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, x.astype(np.float64) @ y, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@needs_openblas
+def test_blas_tasks_declines_what_blas_parts_does_not_take():
+    from numbax._src.compiler.cpu.runtime import blas_tasks
+
+    x = RNG.normal(size=(40, 30)).astype(np.float32)
+    assert blas_tasks.matmul(x, x.T.astype(np.float64)) is None  # two dtypes
+    assert blas_tasks.matmul(x[:, ::2], x[::2]) is None  # neither rows nor columns contiguous
+
+
+@needs_openblas
+def test_busy_products_without_avx512_take_blas_on_the_pool(monkeypatch):
+    """Where gemm.py's tile is the AVX2 one, a busy machine's parallel product runs OpenBLAS's
+    kernel on the pool's chunks (blas_tasks), with a dense layer's epilogue after it."""
+    from numbax._src.compiler.cpu.runtime import blas_tasks
+
+    monkeypatch.setattr(library, "own_gemm_host", lambda: False)
+    monkeypatch.setattr(library, "own_gemm", lambda macs: True)
+    assert _busy_dense_layer(monkeypatch, blas_tasks, "auto") == [1]

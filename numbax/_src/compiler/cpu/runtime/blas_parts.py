@@ -61,20 +61,27 @@ def _cblas_gemm(typingctx, fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, 
     return sig, codegen
 
 
+@njit(cache=True, error_model="numpy")
+def block(q, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
+          width):
+    """Block q (row-major) of a rows x cols grid of C = A @ B, in one cblas call."""
+    r, s = q // cols, q % cols
+    r0, r1 = m * r // rows, m * (r + 1) // rows
+    c0, c1 = n * s // cols, n * (s + 1) // cols
+    if r1 > r0 and c1 > c0:
+        a_at = a + (r0 * lda if ta == NO_TRANS else r0) * itemsize
+        b_at = b + (c0 if tb == NO_TRANS else c0 * ldb) * itemsize
+        _cblas_gemm(fn, ta, tb, r1 - r0, c1 - c0, k, one, a_at, lda, b_at, ldb, zero,
+                    c + (r0 * ldc + c0) * itemsize, ldc, width)
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
 def _grid(fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
           width):
-    """C = A @ B over a rows x cols grid of C's blocks, one cblas call a block (one prange
-    iteration each)."""
+    """C = A @ B over a rows x cols grid of C's blocks, one prange iteration a block."""
     for q in prange(rows * cols):
-        r, s = q // cols, q % cols
-        r0, r1 = m * r // rows, m * (r + 1) // rows
-        c0, c1 = n * s // cols, n * (s + 1) // cols
-        if r1 > r0 and c1 > c0:
-            a_at = a + (r0 * lda if ta == NO_TRANS else r0) * itemsize
-            b_at = b + (c0 if tb == NO_TRANS else c0 * ldb) * itemsize
-            _cblas_gemm(fn, ta, tb, r1 - r0, c1 - c0, k, one, a_at, lda, b_at, ldb, zero,
-                        c + (r0 * ldc + c0) * itemsize, ldc, width)
+        block(q, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
+              width)
 
 
 _api: list = []  # [None or (sgemm address, dgemm address, integer width sample)] once asked
@@ -133,24 +140,33 @@ def supports(x: np.ndarray, y: np.ndarray) -> bool:
     return _layout(x, y) is not None
 
 
+def plan(x: np.ndarray, y: np.ndarray, parts: int):
+    """(cblas entry point, (ta, lda), (tb, ldb), rows, cols, integer width sample) for
+    x @ y in a grid of at most `parts` blocks of C; None where `supports` does not."""
+    layout = _layout(x, y)
+    if layout is None:
+        return None
+    sgemm, dgemm, width = _find()
+    rows, cols = gemm.thread_grid(-(-x.shape[0] // PART), -(-y.shape[1] // PART),
+                                  max(1, parts))
+    return sgemm if x.dtype == np.float32 else dgemm, *layout, rows, cols, width
+
+
 def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
     """x @ y for operands `supports` takes, as a new C-contiguous array: `threads` blocks of C
     on Numba's threads (the caller sets Numba's count), BLAS on one thread meanwhile."""
-    layout = _layout(x, y)
-    if layout is None:
+    planned = plan(x, y, threads)
+    if planned is None:
         raise ValueError(
             f"blas_parts.matmul takes two 2-D float32/float64 arrays of one dtype with "
             f"contiguous rows or columns, sides of at least 2 and x.shape[1] == y.shape[0], "
             f"with numpy on OpenBLAS; got x {x.dtype}{x.shape} and y {y.dtype}{y.shape}: "
             f"call np.dot for other operands")
-    sgemm, dgemm, width = _find()
+    fn, (ta, lda), (tb, ldb), rows, cols, width = planned
     m, k = x.shape
     n = y.shape[1]
-    (ta, lda), (tb, ldb) = layout
     out = np.empty((m, n), x.dtype)
-    rows, cols = gemm.thread_grid(-(-m // PART), -(-n // PART), max(1, threads))
     one, zero = x.dtype.type(1), x.dtype.type(0)
-    blas.blas_call(_grid, 1, sgemm if x.dtype == np.float32 else dgemm, np.int32(ta),
-                   np.int32(tb), m, n, k, one, x.ctypes.data, lda, y.ctypes.data, ldb, zero,
-                   out.ctypes.data, n, x.itemsize, rows, cols, width)
+    blas.blas_call(_grid, 1, fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda,
+                   y.ctypes.data, ldb, zero, out.ctypes.data, n, x.itemsize, rows, cols, width)
     return out

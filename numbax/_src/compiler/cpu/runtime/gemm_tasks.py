@@ -1,11 +1,12 @@
 """numbax's GEMM as a job of the native pool (native_pool.py): the parallel arm of a product on a
 busy machine, where Numba's OpenMP region would wait at its end for descheduled workers.
 
-C is cut into PARTS_PER_THREAD times more parts than the pool has threads (`gemm.thread_grid`),
-so the threads that do run take the parts of those that do not. A part is one `gemm._gemm_part`
-call, reached from the task, a C function of (parameters' address, part), through array views
-built on raw addresses with the same Numba types `gemm.matmul` passes, so the task links the
-`_gemm_part` already compiled (and cached) for those types instead of compiling another.
+C is cut into native_pool.CHUNKS_PER_THREAD times more parts than the pool has threads
+(`gemm.thread_grid`), so the threads that do run take the parts of those that do not. A part
+is one `gemm._gemm_part` call, reached from the task, a C function of (parameters' address,
+part), through array views built on raw addresses with the same Numba types `gemm.matmul`
+passes, so the task links the `_gemm_part` already compiled (and cached) for those types
+instead of compiling another.
 
 Measured (docs/performance.md, "A pool that does not wait"): matmul 1000^2 on the 2-core VM
 beside two busy loops, numbax's OpenMP 27-29 ms, this pool 20-21, jax.jit 26 (one sitting).
@@ -18,7 +19,6 @@ from numba.extending import intrinsic
 
 from numbax._src.compiler.cpu.runtime import gemm, kernel_tasks, native_pool
 
-PARTS_PER_THREAD = 4
 _PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
 
 
@@ -108,7 +108,7 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     b, rsb, csb = gemm._flat(y)
     ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
     rows, cols = gemm.thread_grid(-(-m // gemm.MR), ns,
-                                  PARTS_PER_THREAD * (native_pool.workers() + 1))
+                                  native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
     ws = gemm.workspace_size(x.itemsize, -(-ns // cols))
     work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
     c = out.reshape(-1)

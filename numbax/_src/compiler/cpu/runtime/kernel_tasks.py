@@ -34,7 +34,6 @@ from numba.np.arrayobj import populate_array
 from numbax._src.compiler.cpu.runtime import busy_sites, native_pool
 from numbax._src.config import config
 
-PARTS_PER_THREAD = 4  # chunks a pool thread: threads that run take those of threads that do not
 _TASK_SIG = types.void(types.int64, types.int64)
 
 
@@ -141,7 +140,8 @@ def run(site: busy_sites.Site, fn, arrays: tuple, rows: int, align: int,
         return False
     if fn not in _tasks and not _first_use(site, fn, lambda: task(fn)):
         return False
-    chunks = max(1, min(-(-rows // align), PARTS_PER_THREAD * (native_pool.workers() + 1)))
+    chunks = max(1, min(-(-rows // align),
+                        native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1)))
     packed: list[int] = [rows, chunks]
     for a in arrays:
         packed.append(a.ctypes.data)
@@ -203,7 +203,7 @@ def run_parts(site: busy_sites.Site, fn, tasks: tuple, arrays: tuple, args: tupl
     if not _ready(site, fn, arrays):
         return False
     workers = native_pool.workers()
-    chunks = max(1, min(size // minimum, PARTS_PER_THREAD * (workers + 1)))
+    chunks = max(1, min(size // minimum, native_pool.CHUNKS_PER_THREAD * (workers + 1)))
     with native_pool.held() as base:
         if base is None:
             return False

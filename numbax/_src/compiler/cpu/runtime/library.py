@@ -111,24 +111,35 @@ def _syrk_pair(x: np.ndarray, y: np.ndarray) -> bool:
             and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
 
 
+def _blas_kernel(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether numbax's threads run this product with OpenBLAS's one-thread kernel on blocks
+    of C (blas_parts.py) rather than gemm.py's register tile: where Numba's target lacks
+    AVX-512, numpy runs on OpenBLAS, and `config.cpu_matmul` leaves the choice to numbax."""
+    return config.cpu_matmul == "auto" and not own_gemm_host() and blas_parts.supports(x, y)
+
+
 def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
                     activation: str) -> np.ndarray:
-    """act(x @ y + bias) on `threads` of Numba's threads: gemm.py's register tile on AVX-512
-    hosts (and where `config.cpu_matmul` asks for "numbax"); elsewhere OpenBLAS's one-thread
-    kernel on each block of C (blas_parts.py) where numpy runs on OpenBLAS, else the target's
-    tile."""
+    """act(x @ y + bias) on `threads` of Numba's threads: OpenBLAS's kernel on blocks of C
+    where `_blas_kernel` says so, else gemm.py's register tile."""
     with rt_threads.running(threads):
-        if config.cpu_matmul == "auto" and not own_gemm_host() and blas_parts.supports(x, y):
+        if _blas_kernel(x, y):
             out = blas_parts.matmul(x, y, threads)
             return out if bias is None else _finish(out, bias, activation)
         return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
-    """A busy machine's parallel product on the native pool (gemm_tasks.py: its caller never
-    waits for a worker the scheduler has not run), or None where it does not run."""
+    """A busy machine's parallel product on the native pool (its caller never waits for a
+    worker the scheduler has not run): OpenBLAS's kernel on blocks of C where `_blas_kernel`
+    says so (blas_tasks.py), else gemm.py's tile (gemm_tasks.py); None where it does not run."""
     if not config.hot("cpu_native_pool"):
         return None
+    if _blas_kernel(x, y):
+        from numbax._src.compiler.cpu.runtime import blas_tasks  # compiles its tasks: first use
+
+        out = blas_tasks.matmul(x, y)
+        return out if out is None or bias is None else _finish(out, bias, activation)
     from numbax._src.compiler.cpu.runtime import gemm_tasks  # compiles its tasks: first use
 
     return gemm_tasks.matmul(x, y, bias, activation)

@@ -39,6 +39,9 @@ SYS_FUTEX = 202  # x86-64's number
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 SPIN = 2000  # pause loops (~0.1 ms) an idle worker spins before it sleeps
 _STOLEN = 1 << 60  # the chunk counter while a job is being set up: takes nothing
+# Chunks a job is cut into per pool thread (workers and caller): threads that run take the
+# chunks of threads the scheduler has not run.
+CHUNKS_PER_THREAD = 4
 
 
 def available() -> bool:
