@@ -5,7 +5,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler import fusion, passes, registry
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu import loops, outline
 
 from .kernel_text import called, modules
 
@@ -113,6 +113,59 @@ def test_softmax_is_one_kernel_over_rows():
     assert "stop = " not in kernel and " != " not in kernel
     assert kernel.count("fm.exp_f64(") == 1  # exp once: the output row keeps it (in cache)
     assert "np.empty((512, 1024)" in text.split("def driver(")[1]  # only the output
+
+
+def _row_function(x, f) -> bool:
+    """Whether f's jitted kernel runs each row in a function of its own (outline.row_functions),
+    from both its prange and its serial variant."""
+    [module, _driver] = modules(numbax.jit(f).lower(x).as_text())
+    calls = module.count("        kernel_row(i0, ")
+    assert calls in (0, 2), calls  # kernel and kernel_serial share one row function
+    return calls == 2
+
+
+def test_wide_fastmath_rows_run_a_function_a_row():
+    wide, narrow = outline.OUTLINE_MIN_WIDTH, outline.OUTLINE_MIN_WIDTH - 1
+    assert _row_function(np.zeros((600, wide), np.float32), _softmax)
+    assert not _row_function(np.zeros((600, narrow), np.float32), _softmax)
+    # no fastmath call in the rows: nothing to keep in registers
+    assert not _row_function(np.zeros((600, wide), np.float32),
+                             lambda x: x - jnp.max(x, axis=-1, keepdims=True))
+    # rows of whole float32 blocks keep their block loops inline
+    assert not _row_function(np.zeros((300, loops.BLOCK), np.float32), _logsumexp_rows)
+    assert _row_function(np.zeros((300, loops.BLOCK), np.float64), _logsumexp_rows)
+    # a map with a broadcast operand (a loop nest of rows, not a row group) ...
+    assert _row_function(np.zeros((600, wide), np.float32), _tanh_bias)
+    # ... but not a reduction into outputs every row adds to
+    assert not _row_function(np.zeros((600, wide), np.float32),
+                             lambda x: jnp.sum(jnp.tanh(x + x[0]), axis=0))
+
+
+def _tanh_bias(x):
+    return jnp.tanh(x + x[0]) * 2.0
+
+
+@pytest.mark.parametrize("width", [outline.OUTLINE_MIN_WIDTH, 1000])
+@pytest.mark.parametrize("rows", [3, 700])  # the serial variant, and rows enough for prange
+def test_rows_in_functions_of_their_own_match_numpy(width, rows):
+    x = RNG.normal(size=(rows, width)).astype(np.float32) * 4
+    x[1, 7], x[2, :] = np.nan, -np.inf
+    with np.errstate(invalid="ignore"):
+        want = _np_softmax(x.astype(np.float64))
+        want_lse = np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1)) + x.max(-1)
+    assert _row_function(x, _softmax)
+    np.testing.assert_allclose(np.asarray(numbax.jit(_softmax)(x)), want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(numbax.jit(_logsumexp_rows)(x)), want_lse,
+                               rtol=2e-6)
+    assert _row_function(x, _tanh_bias)
+    with np.errstate(invalid="ignore"):
+        want_tanh = np.tanh(x + x[0]) * 2.0
+    np.testing.assert_allclose(np.asarray(numbax.jit(_tanh_bias)(x)), want_tanh, rtol=2e-6,
+                               atol=1e-6)
+    column_sums = numbax.jit(lambda v: jnp.sum(jnp.tanh(v + v[0]), axis=0))(x)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(np.asarray(column_sums), np.tanh(x + x[0]).sum(0),
+                                   rtol=2e-5, atol=1e-4)
 
 
 def test_logsumexp_is_two_passes_in_one_kernel():

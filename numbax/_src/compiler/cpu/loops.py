@@ -13,7 +13,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
-from numbax._src.compiler.cpu import pool_tasks
+from numbax._src.compiler.cpu import outline, pool_tasks
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, dtype_ctor, jaxpr_comment, render_scalar, version_line
@@ -61,6 +61,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("f32_sum_acc", "float64", "float32 blocks", BLOCK),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
+                  ("outline_rows", outline.OUTLINE_MIN_WIDTH),
                   ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS),
                   ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 
@@ -380,8 +381,14 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     variants = [("kernel", True), ("kernel_serial", False)] if can_parallel else [
         ("kernel", False)]
     bodies = [_loop_body(k, parallel, par_reduce and parallel, flat) for _, parallel in variants]
-    functions = [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
-                 for (name, parallel), body in zip(variants, bodies, strict=True)]
+    # rows apart only where each row's work is its own: maps and trailing reductions (whose
+    # accumulators start inside the row), not reductions into outputs the rows share
+    by_rows = not (flat or k.flat or column_form(nest)) and rank >= 2 and (
+        nest.reduce_axes is None or trailing_axes(nest) and rank > len(nest.reduce_axes))
+    functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
+                                      nest.shape[-1] if by_rows else 0)
+    functions += [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
+                  for (name, parallel), body in zip(variants, bodies, strict=True)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
         nest.reduce_axes is None or trailing_axes(nest))
     task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
