@@ -124,7 +124,18 @@ def _row_function(x, f) -> bool:
     return calls == 2
 
 
-def test_wide_fastmath_rows_run_a_function_a_row():
+@pytest.fixture
+def outlining(monkeypatch):
+    """Row functions on, whatever the host (they are on where Numba's target lacks AVX-512)."""
+    monkeypatch.setattr(outline, "ON_THIS_HOST", True)
+
+
+def test_no_row_functions_where_the_target_has_avx512(monkeypatch):
+    monkeypatch.setattr(outline, "ON_THIS_HOST", False)
+    assert not _row_function(np.zeros((600, 512), np.float32), _softmax)
+
+
+def test_wide_fastmath_rows_run_a_function_a_row(outlining):
     wide, narrow = outline.OUTLINE_MIN_WIDTH, outline.OUTLINE_MIN_WIDTH - 1
     assert _row_function(np.zeros((600, wide), np.float32), _softmax)
     assert not _row_function(np.zeros((600, narrow), np.float32), _softmax)
@@ -147,7 +158,7 @@ def _tanh_bias(x):
 
 @pytest.mark.parametrize("width", [outline.OUTLINE_MIN_WIDTH, 1000])
 @pytest.mark.parametrize("rows", [3, 700])  # the serial variant, and rows enough for prange
-def test_rows_in_functions_of_their_own_match_numpy(width, rows):
+def test_rows_in_functions_of_their_own_match_numpy(width, rows, outlining):
     x = RNG.normal(size=(rows, width)).astype(np.float32) * 4
     x[1, 7], x[2, :] = np.nan, -np.inf
     with np.errstate(invalid="ignore"):

@@ -61,7 +61,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("f32_sum_acc", "float64", "float32 blocks", BLOCK),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
-                  ("outline_rows", outline.OUTLINE_MIN_WIDTH),
+                  ("outline_rows", outline.OUTLINE_MIN_WIDTH, outline.ON_THIS_HOST),
                   ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS),
                   ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 

@@ -3,14 +3,19 @@ kernels' outer loop calls `kernel_row(i0, ...)` where each row's vector loops ar
 fast math."""
 from __future__ import annotations
 
+from numbax._src.compiler.cpu.runtime import host_isa
+
 # Row kernels whose rows are this wide and whose passes call fastmath run each row in a function
 # of its own (`row_functions`). Inside the loop over rows LLVM kept exp's constants
 # live across every row and, short of AVX2's 16 vector registers, reloaded them at each vector
 # step: exp(x - row max) over 1000-wide rows took 1.3-1.45x the flat exp's time on one Zen 3
 # core, one call a row gave the flat time. A call a row costs more than it saves on narrow
 # rows (softmax of 10-wide rows 1.6x slower, 32-wide 1.2x; even at 100), and rows of whole
-# float32 blocks keep the loop (rows.py).
+# float32 blocks keep the loop (rows.py). Only where Numba's target lacks AVX-512: with its 32
+# vector registers the constants stayed in registers, and on the 16-core Xeon the outlined
+# rows lost (tanh(x + b) and gelu(x + b) over 2048 x 512: 1.1-1.9x the nested form's time).
 OUTLINE_MIN_WIDTH = 256
+ON_THIS_HOST = not host_isa.numba_target_has("avx512f")
 
 
 _ROW_CALL = "<row>"  # `_outline_rows`' stand-in for the row function's name
@@ -25,7 +30,7 @@ def row_functions(params: str, decorator: str, variants: list, bodies: list[str]
     one's, so one row function serves both (a `_narrow` twin has its own)."""
     rows_apart: dict[str, str] = {}  # a row function's name -> its body
     for j, ((name, parallel), text) in enumerate(zip(variants, bodies, strict=True)):
-        if width < OUTLINE_MIN_WIDTH or not eligible(name, parallel):
+        if not ON_THIS_HOST or width < OUTLINE_MIN_WIDTH or not eligible(name, parallel):
             continue
         outlined = _outline_rows(text, params)
         if outlined is not None and "fm." in outlined[1]:
