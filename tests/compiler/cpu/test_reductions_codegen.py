@@ -156,6 +156,18 @@ def _tanh_bias(x):
     return jnp.tanh(x + x[0]) * 2.0
 
 
+def test_rows_under_two_outer_loops(outlining):
+    """Rows of a 3-d array (attention-shaped softmax, a map over a bias row): the row function
+    takes both outer indices, so each row's vector loops stand alone."""
+    x = RNG.normal(size=(3, 5, outline.OUTLINE_MIN_WIDTH + 44)).astype(np.float32)
+    b = RNG.normal(size=x.shape[-1]).astype(np.float32)
+    for f, want in [(_softmax, _np_softmax(x.astype(np.float64))),
+                    (lambda v: jnp.tanh(v + b), np.tanh(x + b))]:
+        [module, _driver] = modules(numbax.jit(f).lower(x).as_text())
+        assert module.count("            kernel_row(i0, i1, ") == 2
+        np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), want, rtol=2e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("width", [outline.OUTLINE_MIN_WIDTH, 1000])
 @pytest.mark.parametrize("rows", [3, 700])  # the serial variant, and rows enough for prange
 def test_rows_in_functions_of_their_own_match_numpy(width, rows, outlining):

@@ -383,10 +383,12 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     bodies = [_loop_body(k, parallel, par_reduce and parallel, flat) for _, parallel in variants]
     # rows apart only where each row's work is its own: maps and trailing reductions (whose
     # accumulators start inside the row), not reductions into outputs the rows share
+    # (a row: the innermost loop of a map, the reduced axes of a trailing reduction)
     by_rows = not (flat or k.flat or column_form(nest)) and rank >= 2 and (
         nest.reduce_axes is None or trailing_axes(nest) and rank > len(nest.reduce_axes))
+    depth = rank - 1 if nest.reduce_axes is None else rank - len(nest.reduce_axes or ())
     functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
-                                      nest.shape[-1] if by_rows else 0)
+                                      nest.shape[-1] if by_rows else 0, depth)
     functions += [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
                   for (name, parallel), body in zip(variants, bodies, strict=True)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (

@@ -22,36 +22,46 @@ _ROW_CALL = "<row>"  # `_outline_rows`' stand-in for the row function's name
 
 
 def row_functions(params: str, decorator: str, variants: list, bodies: list[str], width: int,
-                  eligible=lambda name, parallel: True) -> list[str]:
-    """The functions (each with `decorator`, taking the row index i0 and the kernel's `params`)
-    that run one row of the `eligible` (name, parallel) variants whose rows are `width` wide
-    (0: none) and call fastmath; each such body in `bodies` becomes a loop calling its row
-    function. The prange variant's rows are the serial
-    one's, so one row function serves both (a `_narrow` twin has its own)."""
+                  depth: int = 1, eligible=lambda name, parallel: True) -> list[str]:
+    """The functions (each with `decorator`) that run one row of the `eligible` (name,
+    parallel) variants whose rows are `width` wide (0: none) and call fastmath; a row is the
+    body inside the outer `depth` loops (i0, ..., i<depth-1>, then the kernel's `params`).
+    Each such body in `bodies` becomes those loops calling its row function. The prange
+    variant's rows are the serial one's, so one row function serves both (a `_narrow` twin
+    has its own)."""
     rows_apart: dict[str, str] = {}  # a row function's name -> its body
+    indices = ", ".join(f"i{d}" for d in range(depth))
     for j, ((name, parallel), text) in enumerate(zip(variants, bodies, strict=True)):
-        if not ON_THIS_HOST or width < OUTLINE_MIN_WIDTH or not eligible(name, parallel):
+        if not ON_THIS_HOST or width < OUTLINE_MIN_WIDTH or depth < 1 \
+                or not eligible(name, parallel):
             continue
-        outlined = _outline_rows(text, params)
+        outlined = _outline_rows(text, f"{indices}, {params}", depth)
         if outlined is not None and "fm." in outlined[1]:
             row_name = "kernel_row" + "_narrow" * name.endswith("_narrow")
             rows_apart.setdefault(row_name, outlined[1])
             bodies[j] = outlined[0].replace(_ROW_CALL, row_name)
-    return [f"{decorator}\ndef {name}(i0, {params}):\n{text}"
+    return [f"{decorator}\ndef {name}({indices}, {params}):\n{text}"
             for name, text in rows_apart.items()]
 
 
-def _outline_rows(text: str, params: str) -> tuple[str, str] | None:
-    """(the loop over rows calling `_ROW_CALL(i0, params)`, the row function's body) of a
-    kernel body whose outer loop holds everything after its prelude; None where the body is
-    not of that shape. The row function repeats the prelude (sizes and scalars read again: a
-    few loads a row), which therefore must not hold anything the rows update."""
+def _outline_rows(text: str, args: str, depth: int) -> tuple[str, str] | None:
+    """(the outer `depth` loops calling `_ROW_CALL(args)`, the row function's body) of a kernel
+    body whose `depth` outer loops are nested directly, the innermost holding everything after
+    the prelude; None where the body is not of that shape. The row function repeats the
+    prelude (sizes and scalars read again: a few loads a row), which therefore must not hold
+    anything the rows update."""
     lines = text.rstrip("\n").split("\n")
     at = next((j for j, line in enumerate(lines) if line.startswith("    for i0 in ")), None)
-    if at is None or not lines[at + 1:] or any(
-            line.strip() and not line.startswith("        ") for line in lines[at + 1:]):
+    if at is None:
+        return None
+    headers = lines[at:at + depth]
+    inner = " " * 4 * (depth + 1)
+    if len(headers) < depth or any(not line.startswith(" " * 4 * (d + 1) + f"for i{d} in ")
+                                   for d, line in enumerate(headers)) \
+            or not lines[at + depth:] or any(line.strip() and not line.startswith(inner)
+                                             for line in lines[at + depth:]):
         return None
     prelude = lines[:at]
-    loop = [*prelude, lines[at], f"        {_ROW_CALL}(i0, {params})"]
-    row = [*prelude, *(line[4:] for line in lines[at + 1:])]
+    loop = [*prelude, *headers, f"{inner}{_ROW_CALL}({args})"]
+    row = [*prelude, *(line[4 * depth:] for line in lines[at + depth:])]
     return "\n".join(loop) + "\n", "\n".join(row) + "\n"

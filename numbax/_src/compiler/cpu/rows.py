@@ -74,7 +74,7 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     # row either way, and a 4000-wide row logsumexp ran 1.2x slower outlined)
     blocks = whole and any(_blocks(e) for e in nest.eqns if is_reduction(e))
     functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
-                                      width if kept == 1 and not blocks else 0,
+                                      0 if blocks else width, kept,
                                       lambda name, m: m != "chunks")
     functions += [f"{decorator(m is not None)}\ndef {name}({k.params()}"
                   f"{', nchunk' if m == 'chunks' else ''}):\n{body}"
