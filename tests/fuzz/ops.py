@@ -197,7 +197,8 @@ def _reduction(name: str, kinds: str, inexact: str, nonempty: bool = False,
 
 _reduction("sum", "biufc", "fc", smooth=True)
 _reduction("prod", "biufc", "fc", smooth=True)
-_reduction("mean", "iufc", "fc", smooth=True)
+# (the mean of integers is a float sum too: its order shows where large values cancel)
+_reduction("mean", "iufc", "iufc", smooth=True)
 _reduction("max", "biuf", "", nonempty=True)
 _reduction("min", "biuf", "", nonempty=True)
 _reduction("any", KINDS, "", discrete=True)

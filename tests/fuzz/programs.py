@@ -162,14 +162,19 @@ def _perturb(spec, p: dict, args: list, out: np.ndarray, noise: np.random.Genera
         return out
     eps = float(np.finfo(out.dtype).eps) * NOISE_ULPS
     mag = np.abs(out)
-    if spec.sums:
+    if spec.sums:  # (integers' magnitudes as floats: |int64 min| does not fit in an int64)
         with np.errstate(all="ignore"):
-            mag = np.abs(np.asarray(spec.ref(p, *[np.abs(np.asarray(a)) for a in args])))
+            mag = np.abs(np.asarray(spec.ref(p, *[np.abs(_as_inexact(a)) for a in args])))
     shake = noise.uniform(-1.0, 1.0, out.shape)
     if out.dtype.kind == "c":
         shake = shake + 1j * noise.uniform(-1.0, 1.0, out.shape)
     with np.errstate(all="ignore"):
         return np.asarray(out + eps * shake * mag).astype(out.dtype)
+
+
+def _as_inexact(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.astype(np.float64) if a.dtype.kind in "biu" else a
 
 
 def run_body(body: tuple, local: list, mode: str,
