@@ -72,9 +72,10 @@ def test_arithmetic_compiles_into_one_kernel():
     """A chain of float16 arithmetic is one float32 loop with a rounding after each step; only
     the exact boundary conversions run numpy."""
     text = numbax.jit(lambda a: (a * 2 + 1) / 3).lower(ALL[:8]).as_text()
-    # a parallel and a serial variant (the native pool's kernel_task calls the serial one)
-    kernels = len(re.findall(r"\ndef kernel(?:_serial)?\(", text))
-    assert kernels and text.count("sc.round_to_float16(") == 3 * kernels
+    # each element loop (the serial variant's; the prange variant and the native pool's task
+    # call it on chunks) rounds after each of the three steps
+    loops = len(re.findall(r"\n    for i0 in ", text))
+    assert loops and text.count("sc.round_to_float16(") == 3 * loops
 
 
 def test_round_to_float16_helper_is_numpys_cast():

@@ -117,6 +117,28 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
         np.testing.assert_allclose(got[0], e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("chunks", [2, 5])
+@pytest.mark.parametrize("name", ["selu_flat", "iota_flat", "iotas_flattened"])
+def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chunks):
+    """A flat map's OpenMP arm is a prange over chunks, each the serial variant on its span of
+    the arrays (an iota told its span's first index): the serial bits for any chunk count."""
+    f, make = CASES[name]
+    args = make()
+    want = _serial(f, args)
+    assert "kernel_serial(a0[lo:hi], o0[lo:hi], hi - lo" in numbax.jit(f).lower(*args).as_text()
+    asked = []
+    monkeypatch.setattr(th, "busy", lambda: False)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
+    monkeypatch.setattr(th, "chunks", lambda size, minimum, n: (asked.append(n), chunks)[1])
+    with numbax.config.override("cpu_threads", 2):
+        got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]
+    assert asked, "the prange variant did not run"
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    if name == "iota_flat":  # and against NumPy
+        np.testing.assert_array_equal(got[0], args[0] * np.arange(100_037, dtype=np.float32))
+
+
 def test_small_outer_loops_and_chunk_bounds():
     """span: the chunks cover [0, n) once, in order, on multiples of the alignment."""
     for n, chunks, align in [(1, 1, 64), (5, 12, 1), (100_037, 12, 64), (64, 12, 64),

@@ -389,14 +389,20 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     depth = rank - 1 if nest.reduce_axes is None else rank - len(nest.reduce_axes or ())
     functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
                                       nest.shape[-1] if by_rows else 0, depth)
-    functions += [f"{decorator(parallel)}\ndef {name}({k.params()}):\n{body}"
-                  for (name, parallel), body in zip(variants, bodies, strict=True)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
         nest.reduce_axes is None or trailing_axes(nest))
-    task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
-                                  views) if rows_independent else None
-    if task is not None:
-        functions.append(task[0])
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) \
+        if rows_independent else None
+    chunked = layout is not None and layout.align == pool_tasks.ALIGN_FLAT
+    if chunked:  # a flat map's prange runs the serial variant's loop on chunks of the threads'
+        bodies[0] = pool_tasks.chunk_calls(
+            layout, [*k.names.values(), *k.out_names.values()], k.size_params(),
+            [f"f{j}" for j in range(len(k.scalars))])
+    functions += [f"{decorator(parallel)}\ndef {name}({k.params()}"
+                  f"{', nchunk' if chunked and parallel else ''}):\n{body}"
+                  for (name, parallel), body in zip(variants, bodies, strict=True)]
+    if layout is not None:
+        functions.append(pool_tasks.task_source(layout, k.size_params(), k.scalar_dtypes))
     parts: list[str] = []  # a column reduction's chunks as pool jobs (kernel_pool)
     if can_parallel and column_form(nest):
         pool = _column_body(k, False, parts)
@@ -404,12 +410,13 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     consts = "\n".join(k.consts)
     src = f"{k.header}\n{consts}\n\n\n" + "\n\n".join(functions)
     outer = 0  # the task's outer loop: over every element of a flat kernel, else axis 0
-    if task is not None:
+    if layout is not None:
         outer = int(np.prod(nest.shape, dtype=np.int64)) if flat or k.flat else nest.shape[0]
     return ir.Kernel(src, parallel=runs_parallel(nest), views=views, args=k.args(nest),
                      function="kernel_serial" if can_parallel else "kernel",
-                     work_ns=work_ns(nest), task=task is not None,
-                     task_rows=outer, task_align=task[1] if task else 1,
+                     work_ns=work_ns(nest), task=layout is not None,
+                     chunks=(outer, pool_tasks.ALIGN_FLAT) if chunked else None,
+                     task_rows=outer, task_align=layout.align if layout else 1,
                      pool_parts=bool(parts))
 
 

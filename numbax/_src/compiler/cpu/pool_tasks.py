@@ -21,6 +21,7 @@ C task `kernel_task_part<p>` that unpacks them and runs chunk `chunk` of the par
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,14 +35,18 @@ ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements
 # cache lines)
 
 
-def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
-                sizes: list[str], scalar_dtypes: list[np.dtype], views: tuple,
-                tails: tuple[str, ...] = ("",)) -> tuple[str, int] | None:
-    """(source of `kernel_task<tail>` for each tail, the alignment of their chunk bounds) for a
-    kernel whose serial variants `kernel_serial<tail>` take the arrays named in `names` then
-    `out_names` (shaped by `views` where not None), the sizes `sizes` (the first one the
-    outer loop's length) and float scalars of `scalar_dtypes`; None when the outer loop's
-    rows are not independent."""
+class ChunkLayout(NamedTuple):
+    """How a kernel's rows split into chunks: each array (inputs, then outputs) with its shape
+    and whether a chunk takes its rows [lo, hi) (else the whole array), and the multiple the
+    chunk bounds fall on."""
+    arrays: list[tuple[Var, tuple, bool]]
+    align: int
+
+
+def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
+                 views: tuple) -> ChunkLayout | None:
+    """The chunks of a kernel over the arrays named in `names` then `out_names` (shaped by
+    `views` where not None); None when the outer loop's rows are not independent."""
     arrays = [*names, *out_names]
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
@@ -59,10 +64,18 @@ def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, s
             sliced.append(rows)
     flat = outer_rank == 1 and all(len(s) in (0, 1) for s in shapes)
     align = ALIGN_FLAT if flat and not nest.reduce_axes else 1
+    return ChunkLayout(list(zip(arrays, shapes, sliced, strict=True)), align)
+
+
+def task_source(layout: ChunkLayout, sizes: list[str], scalar_dtypes: list[np.dtype],
+                tails: tuple[str, ...] = ("",)) -> str:
+    """The source of `kernel_task<tail>` for each tail: the C task that runs the serial variant
+    `kernel_serial<tail>` (which takes `layout`'s arrays, the sizes `sizes` (the first one the
+    outer loop's length) and float scalars of `scalar_dtypes`) on one chunk's rows."""
     lines = [IMPORT]
     word = 2  # words 0 and 1: the outer length and the chunk count
     args = []
-    for v, shape, rows in zip(arrays, shapes, sliced, strict=True):
+    for v, shape, rows in layout.arrays:
         addr = f"w[{word}]"
         dims = [f"w[{word + 1 + d}]" for d in range(len(shape))]
         word += 1 + len(shape)
@@ -82,9 +95,28 @@ def task_source(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, s
     for tail in tails:
         lines += ["", "", f"def kernel_task{tail}(p, chunk):  # kernel_tasks.task: a C task",
                   f"    w = pk.words(p, {word})",
-                  f"    lo, hi = pk.span(w[0], w[1], chunk, {align})",
+                  f"    lo, hi = pk.span(w[0], w[1], chunk, {layout.align})",
                   f"    kernel_serial{tail}(\n        {call})"]
-    return "\n".join(lines) + "\n", align
+    return "\n".join(lines) + "\n"
+
+
+def chunk_calls(layout: ChunkLayout, array_names: list[str], sizes: list[str],
+                scalars: list[str]) -> str:
+    """The body of a prange variant that runs `nchunk` chunks (its last parameter), each a
+    call of `kernel_serial` (same parameters: `array_names` in `layout`'s order, `sizes`,
+    `scalars`) on its rows: the chunks' loops are then the serial variant's machine code. On
+    AVX2 hosts a flat prange's own loop ran 1.25-1.4x slower than the same loop in the serial
+    function (exp, sigmoid, add; docs/performance.md); on the AVX-512 Xeon the two timed alike."""
+    args = [f"{name}[lo:hi]" if rows else name
+            for name, (_, _, rows) in zip(array_names, layout.arrays, strict=True)]
+    args += ["hi - lo" if j == 0 else "r0 + lo" if name == "r0" else name
+             for j, name in enumerate(sizes)]
+    args += scalars
+    rows = next(name for name, (_, _, sliced) in zip(array_names, layout.arrays, strict=True)
+                if sliced)  # (a flat kernel's sizes may be its nest's: its views' length)
+    return (f"    for c in prange(nchunk):\n"
+            f"        lo, hi = pk.span({rows}.shape[0], nchunk, c, {layout.align})\n"
+            f"        kernel_serial({', '.join(args)})\n")
 
 
 def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:

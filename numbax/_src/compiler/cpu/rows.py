@@ -83,11 +83,11 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     if mode == "chunks" and not lanes:
         pool = _rows_body(k, "pool", kept, bounds, False, whole, parts)
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
-    task = pool_tasks.task_source(nest, k.names, k.out_names, k.size_params(), k.scalar_dtypes,
-                                  views,
-                                  ("", "_narrow") if lanes else ("",)) if mode == "rows" else None
-    if task is not None:
-        functions.append(task[0])
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) if mode == "rows" \
+        else None
+    if layout is not None:
+        functions.append(pool_tasks.task_source(layout, k.size_params(), k.scalar_dtypes,
+                                                ("", "_narrow") if lanes else ("",)))
     if parts:  # (its tasks compile when the pool first runs them)
         functions += pool_tasks.pool_functions(k.params(), pool, parts, decorator(False))
     consts = "\n".join(k.consts)
@@ -107,8 +107,8 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
                      function=("kernel_serial" if mode else "kernel") + tail,
                      parallel_function="kernel" + tail, work_ns=loops.work_ns(nest),
                      chunks=(size, loops.PAR_REDUCE_CHUNK_MIN) if mode == "chunks" else None,
-                     task=task is not None, task_rows=nest.shape[0] if task else 0,
-                     task_align=task[1] if task else 1, task_function="kernel_task" + tail,
+                     task=layout is not None, task_rows=nest.shape[0] if layout else 0,
+                     task_align=layout.align if layout else 1, task_function="kernel_task" + tail,
                      pool_parts=bool(parts))
 
 
