@@ -352,6 +352,18 @@ _F32_EXPM1_P = np.array((
     0.1666666716337204, 0.041666481643915176, 0.008333283476531506,
     0.001393339247442782, 0.00019908163812942803,
 ), dtype=np.float32)
+# exp(r) on |r| <= ln2/2 (a little over, for the reduction's rounding) as one Horner chain,
+# 1 + r + r**2 * (c2 + ... + c6 r**4): six multiply-adds; weighted minimax, 3.4e-9 relative
+# error (0.03 ulp) after rounding each coefficient to float32 from the top down.
+_F32_EXP_P = np.array((
+    1.0, 1.0, 0.49999994, 0.16666517, 0.041668426, 0.008369124, 0.0013813756,
+), dtype=np.float32)
+# exp's p * 2**k as p * 2**(k + off) * 2**-off': below zero off = 64 (k >= -150 keeps 2**(k + 64)
+# normal, the last product rounds a subnormal result once), else -1 (k = 128 near overflow).
+_F32_EXP_OFF_NEG = 64
+_F32_EXP_OFF_POS = -1
+_F32_EXP_SCALE_NEG = _F(2.0**-64)
+_F32_EXP_SCALE_POS = _F(2.0)
 # (2*atanh(s)/s - 2) / z with z = s**2, degree 3 in z.
 _F32_LOG_P = np.array((
     0.6666666269302368, 0.40000346302986145, 0.28536632657051086, 0.23595406115055084,
@@ -386,8 +398,14 @@ def exp_core_f32(x):
     x = clamp_hi(x, _F32_EXP_HI)
     x = _clamp_lo(x, _F32_EXP_LO)
     r, k = _reduce_f32(x)
-    p = _F32_ONE + _expm1_poly_f32(r)
-    return sc.ldexp(p, k) if SCALEF else p * _pow2_f32(k >> 1) * _pow2_f32(k - (k >> 1))
+    p = horner(r, _F32_EXP_P)
+    if SCALEF:
+        return sc.ldexp(p, k)
+    # two selects on x's sign and one shift: the split k >> 1, k - (k >> 1) took eight
+    # integer operations per vector
+    below = x < _F32_ZERO
+    off = _F32_EXP_OFF_NEG if below else _F32_EXP_OFF_POS
+    return p * _pow2_f32(k + off) * (_F32_EXP_SCALE_NEG if below else _F32_EXP_SCALE_POS)
 
 
 @njit(**_JIT)
