@@ -409,6 +409,14 @@ def exp_core_f32(x):
 
 
 @njit(**_JIT)
+def _exp_normal_f32(x):
+    """e**x for float32 x whose result is a normal float (-87 < x < 88, not nan): no clamps,
+    one power of two."""
+    r, k = _reduce_f32(x)
+    return horner(r, _F32_EXP_P) * _pow2_f32(k)
+
+
+@njit(**_JIT)
 def _expm1_core_f32(x):
     x = clamp_hi(x, _F32_EXP_HI)
     x = _clamp_lo(x, _F32_EXPM1_LO)
@@ -475,12 +483,13 @@ def log1p_f32(x):
 
 @njit(**_CALL)
 def tanh_f32(x):
-    """Hyperbolic tangent for float32: odd polynomial below 0.55, 1 - 2/(expm1(2|x|)+2) above."""
+    """Hyperbolic tangent for float32: odd polynomial below 0.55, 1 - 2/(exp(2|x|)+1) above
+    (|x| clamped to 10, where it rounds to 1, so exp needs no range checks)."""
     ax = abs(x)
     ax = clamp_hi(ax, _F32_TANH_HI)
     z = ax * ax
     small = ax + ax * (z * horner(z, _F32_TANH_P))
-    big = _F32_ONE - _F32_TWO / (_expm1_core_f32(_F32_TWO * ax) + _F32_TWO)
+    big = _F32_ONE - _F32_TWO / (_exp_normal_f32(_F32_TWO * ax) + _F32_ONE)
     return math.copysign(small if ax < _F32_TANH_SMALL else big, x)
 
 
