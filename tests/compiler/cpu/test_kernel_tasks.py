@@ -6,6 +6,7 @@ and gives the bits its OpenMP arm gives with as many chunks, a reduction over th
 its first row's index; arrays that are not C-contiguous keep the OpenMP arm."""
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -52,6 +53,10 @@ CASES = {
     # a flat map of an odd length: chunk bounds on multiples of 64, the last ends at n
     "selu_flat": (lambda x: numbax.nn.selu(x), lambda: [RNG.normal(size=100_037)
                                                         .astype(np.float32)]),
+    # a 0-d input (an optimizer's learning rate) beside flat ones: passed whole to every chunk
+    "scaled_flat": (lambda p, g, lr: p - lr * jnp.exp(g), lambda: [
+        RNG.normal(size=100_037).astype(np.float32), RNG.normal(size=100_037).astype(np.float32),
+        np.float32(0.1)]),
     # a bias broadcast along rows (not sliced) and a per-row factor broadcast along columns
     # (sliced with the rows), float64
     "broadcasts": (lambda x, b, r: jnp.tanh(x + b) * r[:, None],
@@ -118,14 +123,15 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
 
 
 @pytest.mark.parametrize("chunks", [2, 5])
-@pytest.mark.parametrize("name", ["selu_flat", "iota_flat", "iotas_flattened"])
+@pytest.mark.parametrize("name", ["selu_flat", "scaled_flat", "iota_flat", "iotas_flattened"])
 def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chunks):
     """A flat map's OpenMP arm is a prange over chunks, each the serial variant on its span of
     the arrays (an iota told its span's first index): the serial bits for any chunk count."""
     f, make = CASES[name]
     args = make()
     want = _serial(f, args)
-    assert "kernel_serial(a0[lo:hi], o0[lo:hi], hi - lo" in numbax.jit(f).lower(*args).as_text()
+    text = numbax.jit(f).lower(*args).as_text()
+    assert re.search(r"for c in prange\(nchunk\):\n.*\n        kernel_serial\(.*o0\[lo:hi\]", text)
     asked = []
     monkeypatch.setattr(th, "busy", lambda: False)
     monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
@@ -137,6 +143,9 @@ def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chun
         np.testing.assert_array_equal(g, w)
     if name == "iota_flat":  # and against NumPy
         np.testing.assert_array_equal(got[0], args[0] * np.arange(100_037, dtype=np.float32))
+    if name == "scaled_flat":
+        np.testing.assert_allclose(got[0], args[0] - args[2] * np.exp(args[1]), rtol=1e-6,
+                                   atol=1e-6)  # (float32 cancellation near p = lr e**g)
 
 
 def test_small_outer_loops_and_chunk_bounds():

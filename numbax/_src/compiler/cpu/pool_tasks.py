@@ -107,16 +107,21 @@ def chunk_calls(layout: ChunkLayout, array_names: list[str], sizes: list[str],
     `scalars`) on its rows: the chunks' loops are then the serial variant's machine code. On
     AVX2 hosts a flat prange's own loop ran 1.25-1.4x slower than the same loop in the serial
     function (exp, sigmoid, add; docs/performance.md); on the AVX-512 Xeon the two timed alike."""
-    args = [f"{name}[lo:hi]" if rows else name
-            for name, (_, _, rows) in zip(array_names, layout.arrays, strict=True)]
+    # (the parfor pass turns a 0-d array its body reads into the scalar, so 0-d arrays enter
+    # the loop as 1-element vectors and leave it as 0-d views of them)
+    lines = [f"    {name}_1 = {name}.reshape(1)"
+             for name, (_, shape, _) in zip(array_names, layout.arrays, strict=True) if not shape]
+    args = [f"{name}[lo:hi]" if rows else name if shape else f"{name}_1.reshape(())"
+            for name, (_, shape, rows) in zip(array_names, layout.arrays, strict=True)]
     args += ["hi - lo" if j == 0 else "r0 + lo" if name == "r0" else name
              for j, name in enumerate(sizes)]
     args += scalars
     rows = next(name for name, (_, _, sliced) in zip(array_names, layout.arrays, strict=True)
                 if sliced)  # (a flat kernel's sizes may be its nest's: its views' length)
-    return (f"    for c in prange(nchunk):\n"
-            f"        lo, hi = pk.span({rows}.shape[0], nchunk, c, {layout.align})\n"
-            f"        kernel_serial({', '.join(args)})\n")
+    lines += ["    for c in prange(nchunk):",
+              f"        lo, hi = pk.span({rows}.shape[0], nchunk, c, {layout.align})",
+              f"        kernel_serial({', '.join(args)})"]
+    return "\n".join(lines) + "\n"
 
 
 def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:
