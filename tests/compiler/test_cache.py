@@ -69,3 +69,25 @@ def test_loose_directory_is_repaired(tmp_path):
             root, key = cache.cache_root()
     assert root == loose and len(key) == 32
     assert stat.S_IMODE(os.stat(loose).st_mode) == 0o700
+
+
+def test_runtime_function_caches_follow_the_compilers_sources(monkeypatch):
+    """Numba keys a cached function by its own file, so a runtime kernel kept a callee from
+    another file as it was when cached (gemm.py's gelu epilogue kept an edited fastmath tanh);
+    the runtime's cached functions are keyed by the compiler's sources instead."""
+    from numba.core import caching
+
+    from numbax._src.compiler.cpu.runtime import fastmath as fm
+
+    fm.exp_f32(np.float32(0.5))  # compiled, or loaded from Numba's cache, and saved there
+    sig = fm.exp_f32.signatures[0]
+    ctx = fm.exp_f32.targetctx
+    stamped = caching.FunctionCache(fm.exp_f32.py_func)
+    assert isinstance(stamped._impl.locator, cache._CompilerStamp)
+    assert stamped.load_overload(sig, ctx) is not None
+    monkeypatch.setattr(cache, "_dev_hash", ["the compiler's sources after an edit"])
+    assert caching.FunctionCache(fm.exp_f32.py_func).load_overload(sig, ctx) is None
+
+    def elsewhere(x):  # a cached function outside the runtime keeps Numba's own key
+        return x + 1
+    assert not isinstance(caching.FunctionCache(elsewhere)._impl.locator, cache._CompilerStamp)

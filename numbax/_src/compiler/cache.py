@@ -52,6 +52,39 @@ def _compiler_hash() -> str:
     return _dev_hash[0]
 
 
+class _CompilerStamp:
+    """Keys a cached function by the compiler's sources (`_compiler_hash`) instead of its own
+    file's mtime and size. Numba's key missed edits in callees in other files: gemm.py's cached
+    dense-layer epilogue kept an old fastmath.tanh_f32 inlined after fastmath.py changed (its
+    gelu then differed by an ulp from the unfused program's)."""
+
+    def get_source_stamp(self) -> str:
+        return _compiler_hash()
+
+
+def key_runtime_caches() -> None:
+    """Makes Numba's disk cache of the CPU runtime's functions (compiler/cpu/runtime/*.py,
+    cache=True) follow the compiler's sources: each of Numba's file-backed locators gets a
+    twin, tried first, for those files. Call before any of them is decorated."""
+    classes = caching.CacheImpl._locator_classes
+    if any(issubclass(c, _CompilerStamp) for c in classes):
+        return
+    runtime = str(Path(__file__).parent / "cpu" / "runtime")
+
+    def twin(base: type) -> type:
+        class Locator(_CompilerStamp, base):
+            @classmethod
+            def from_function(cls, py_func: Any, py_file: str) -> Any:
+                if str(Path(py_file).parent) != runtime:
+                    return None
+                return super().from_function(py_func, py_file)
+        return Locator
+
+    classes[0:0] = [twin(base) for base in (caching.UserProvidedCacheLocator,
+                                            caching.InTreeCacheLocator,
+                                            caching.UserWideCacheLocator)]
+
+
 def source_key(source: str, backend: str, codegen_config: tuple) -> str:
     """The disk-cache key of a generated module: its source, the numbax, Numba and llvmlite
     versions, the backend, its codegen knobs, and (in a checkout) the compiler's sources."""
