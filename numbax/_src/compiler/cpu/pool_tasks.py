@@ -9,7 +9,8 @@ so the serial code, unchanged, computes those rows. An iota reads the absolute i
 kernels take the first row's index as `r0` (loops.LoopKernel.row0), which the task sets to lo
 (a kernel on flattened 1-d views loops over its output view's length, since its sizes are the
 nest's). An outer-axis reduction, or an input read along its first axis both by the outer
-index and by another one, rules the task out.
+index and by another one, rules the task out. The same chunks (`chunk_layout`) make a flat
+map's OpenMP arm (`chunk_calls`): a prange over chunks calling the serial variant on each.
 
 Chunked reductions get `kernel_pool` instead (`pool_functions`): a full reduction's passes
 (rows.py, mode "chunks") and a reduction over the leading axis (loops._column_body), each
