@@ -213,8 +213,10 @@ def test_arithmetic_compiles_into_kernels():
         fn = numbax.jit(lambda a: jnp.tanh(a * 2 + 1) / 3)
         text = fn.lower(ALL[:8]).as_text()
         fn(ALL[:8])
-    kernels = len(re.findall(r"\ndef kernel(?:_serial)?\(", text))  # (not the pool's task)
-    assert kernels and text.count("sc.round_to_bfloat16(") == 4 * kernels
+    # each element loop (the serial variant's; the prange variant and the native pool's task
+    # call it on chunks) rounds after each of the four steps
+    loops = len(re.findall(r"\n    for i0 in ", text))
+    assert loops and text.count("sc.round_to_bfloat16(") == 4 * loops
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
