@@ -386,7 +386,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     # (a row: the innermost loop of a map, the reduced axes of a trailing reduction)
     by_rows = not (flat or k.flat or column_form(nest)) and rank >= 2 and (
         nest.reduce_axes is None or trailing_axes(nest) and rank > len(nest.reduce_axes))
-    depth = rank - 1 if nest.reduce_axes is None else rank - len(nest.reduce_axes or ())
+    depth = rank - 1 if nest.reduce_axes is None else rank - len(nest.reduce_axes)
     functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
                                       nest.shape[-1] if by_rows else 0, depth)
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
