@@ -58,8 +58,6 @@ KNOWN = {
     ("scipy.special", "logit"): (("c64",), "complex logit at 1 is inf (JAX: nan)"),
     **{(m, "zeta"): ("*", "zeta(0, 0) is nan, as scipy's (JAX: inf)")
        for m in ("scipy.special", "lax")},
-    **{("lax", f): (("c64",), "complex values refused (JAX orders them by real, then imaginary "
-                    "part)") for f in ("cummax", "cummin")},
     ("lax", "cumlogsumexp"): (("i8", "u8", "i32", "u32", "i64", "c64"),
                               "integers and complex values refused (JAX: OverflowError; computes "
                               "complex values)"),

@@ -208,8 +208,9 @@ def cumulative(name: str, accumulate: Callable, kinds: str) -> Primitive:
 
 cumsum_p = cumulative("cumsum", np.cumsum, "iufc")
 cumprod_p = cumulative("cumprod", np.cumprod, "iufc")
-cummax_p = cumulative("cummax", extrema.cummax, "iuf")
-cummin_p = cumulative("cummin", extrema.cummin, "iuf")
+# (complex values in JAX's order: by real part, then imaginary part, as numpy's maximum)
+cummax_p = cumulative("cummax", extrema.cummax, "iufc")
+cummin_p = cumulative("cummin", extrema.cummin, "iufc")
 
 ad.deflinear(cumsum_p, lambda cts, x, *, axis, reverse: [
     cumsum_p.bind(cts[0], axis=axis, reverse=not reverse)])
@@ -234,11 +235,15 @@ def _cumulative_jvp(prim: Primitive, combine: Callable, identity: Callable) -> C
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).min
+    kind = kind_of(dtype)
+    return complex(-np.inf, -np.inf) if kind == "c" else -np.inf if kind == "f" else \
+        np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> Any:
-    return np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).max
+    kind = kind_of(dtype)
+    return complex(np.inf, np.inf) if kind == "c" else np.inf if kind == "f" else \
+        np.iinfo(dtype).max
 
 
 cumlogsumexp_p = cumulative("cumlogsumexp", np.logaddexp.accumulate, "f")
