@@ -318,7 +318,7 @@ class _GuardedCache(caching._Cache):
 
 def _authenticate_dispatchers(module: types.ModuleType, folder: Path, key: bytes) -> None:
     """Gives each caching Numba dispatcher defined by `module` a `_SignedStore` in `folder`,
-    behind a `_GuardedCache` (the one touch of Numba's internals; tests/compiler/
+    behind a `_GuardedCache` (with key_runtime_caches, a touch of Numba's internals; tests/compiler/
     test_cache_security.py checks it). A dispatcher whose cache does not look as expected
     caches nothing rather than read unauthenticated pickles. Generated modules define their
     @njit / @cuda.jit functions at top level (loops.py, rows.py, control_flow.py, cuda/), so
