@@ -380,7 +380,19 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
                       for v in [*nest.inputs, *nest.outputs])
     variants = [("kernel", True), ("kernel_serial", False)] if can_parallel else [
         ("kernel", False)]
-    bodies = [_loop_body(k, parallel, par_reduce and parallel, flat) for _, parallel in variants]
+    rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
+        nest.reduce_axes is None or trailing_axes(nest))
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) \
+        if rows_independent else None
+    # a flat map's prange runs the serial variant's loop on chunks of the threads' (its body is
+    # written after the serial one, which names the literals)
+    chunked = layout is not None and layout.align == pool_tasks.ALIGN_FLAT
+    bodies = ["" if chunked and parallel else _loop_body(k, parallel, par_reduce and parallel, flat)
+              for _, parallel in variants]
+    if chunked:
+        bodies[0] = pool_tasks.chunk_calls(
+            layout, [*k.names.values(), *k.out_names.values()], k.size_params(),
+            [f"f{j}" for j in range(len(k.scalars))])
     # rows apart only where each row's work is its own: maps and trailing reductions (whose
     # accumulators start inside the row), not reductions into outputs the rows share
     # (a row: the innermost loop of a map, the reduced axes of a trailing reduction)
@@ -389,15 +401,6 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     depth = rank - 1 if nest.reduce_axes is None else rank - len(nest.reduce_axes)
     functions = outline.row_functions(k.params(), decorator(False), variants, bodies,
                                       nest.shape[-1] if by_rows else 0, depth)
-    rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
-        nest.reduce_axes is None or trailing_axes(nest))
-    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) \
-        if rows_independent else None
-    chunked = layout is not None and layout.align == pool_tasks.ALIGN_FLAT
-    if chunked:  # a flat map's prange runs the serial variant's loop on chunks of the threads'
-        bodies[0] = pool_tasks.chunk_calls(
-            layout, [*k.names.values(), *k.out_names.values()], k.size_params(),
-            [f"f{j}" for j in range(len(k.scalars))])
     functions += [f"{decorator(parallel)}\ndef {name}({k.params()}"
                   f"{', nchunk' if chunked and parallel else ''}):\n{body}"
                   for (name, parallel), body in zip(variants, bodies, strict=True)]
