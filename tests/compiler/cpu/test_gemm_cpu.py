@@ -38,7 +38,8 @@ def _check(x, y, threads):
 # strips, a ragged last strip, fewer columns than a strip; k: one block, several blocks with
 # a tail that is not a multiple of the vector width (the transposed pack's scalar rows).
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-# (200, 300, 70): 17 row strips, so one thread packs even a C-contiguous B.
+# (200, 300, 70): 17 row strips, so one thread packs even a C-contiguous B; (37, 300, 70):
+# 4 row strips on AVX-512, the fewest that pack it.
 @pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
                                    (200, 300, 70)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
@@ -58,16 +59,18 @@ def test_threads_split_c_into_a_grid(m, n):
         _check(x, y, threads)
 
 
-def test_thread_grid_splits_squares_both_ways():
-    # A 1000^2 float32 product: 84 row strips, 32 column strips.
-    assert gemm_cpu.thread_grid(84, 32, 16) == (4, 4)
-    assert gemm_cpu.thread_grid(171, 16, 16) == (16, 1)  # tall: rows only
-    assert gemm_cpu.thread_grid(2, 100, 8) == (1, 8)     # wide: columns only
-    assert gemm_cpu.thread_grid(3, 3, 16) == (3, 3)      # never more parts than strips
-    assert gemm_cpu.thread_grid(84, 32, 1) == (1, 1)
-    for rows, cols, threads in [(84, 32, 16), (7, 300, 6), (50, 50, 13)]:
-        r, q = gemm_cpu.thread_grid(rows, cols, threads)
-        assert r * q <= threads and r <= rows and q <= cols
+def test_threads_taking_more_parts_than_there_are_threads():
+    """Each thread takes parts from a counter until none is left: a grid of several parts a
+    thread (the strips allow it here) still writes every part of C once, with every k block."""
+    from numbax._src.compiler.cpu.runtime import product_parts
+
+    x = _operand((610, 700), np.float32, False)
+    y = _operand((700, 530), np.float32, True)
+    for threads in (2, 3):
+        strips = (-(-610 // gemm_cpu.MR), -(-530 // (2 * gemm_cpu.VEC_BYTES // 4)))
+        rows, cols = product_parts.grid(*strips, threads)
+        assert rows * cols > threads
+        _check(x, y, threads)
 
 
 def test_threads_of_python_calling_at_once():

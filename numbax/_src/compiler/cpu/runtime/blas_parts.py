@@ -1,15 +1,15 @@
-"""OpenBLAS's one-thread GEMM run on Numba's threads: each thread computes one block of C with
-one cblas_sgemm/cblas_dgemm call, so products and fused kernels share one pool.
+"""OpenBLAS's one-thread GEMM run on Numba's threads: each block of C is one
+cblas_sgemm/cblas_dgemm call, so products and fused kernels share one pool.
 
 Why: numbax's own register tile (gemm.py) is written for AVX-512's 32 vector registers; with
 AVX2's 16 (the 2-core Zen 3 VM) its 6 x 16 tile ran at 55-75 GFLOP/s a core where OpenBLAS's
 Haswell kernels ran at 70-90. OpenBLAS threaded by itself has its own pool, whose threads and
 Numba's spin against each other after each parallel region (`blas.blas_threads` then gives
 BLAS one thread: the VM's batch-2048 MLP step ran its products at 75 GFLOP/s on one core).
-Here BLAS is set to one thread for the call and Numba's workers each drive it on a block of
-C (`gemm.thread_grid`): two threads on the VM ran the MLP's products at OpenBLAS's own
-two-thread speed (92-147 GFLOP/s) with no second pool. On the 16-core AVX-512 Xeon it was no
-faster than gemm.py's tile, which stays there (library.own_gemm_rule).
+Here BLAS is set to one thread for the call and Numba's workers drive it on blocks of C
+(product_parts.py): two threads on the VM ran the MLP's products at
+OpenBLAS's own two-thread speed (92-147 GFLOP/s) with no second pool. On the 16-core AVX-512
+Xeon it was no faster than gemm.py's tile, which stays there (library.own_gemm_rule).
 
 The cblas entry points come from the OpenBLAS numpy loaded (`blas._openblas`: numpy's
 scipy-openblas, 64-bit integers, or a system one); the call goes through an address given to
@@ -25,10 +25,10 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from numbax._src.compiler.cpu.runtime import blas, gemm
+from numbax._src.compiler.cpu.runtime import blas, product_parts
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # cblas's enum values
-PART = 16  # rows and columns of C per grid unit of `gemm.thread_grid`
+PART = 16  # rows and columns of C per grid unit of `product_parts`' grids
 
 
 @intrinsic
@@ -77,11 +77,15 @@ def block(q, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, r
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _grid(fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
-          width):
-    """C = A @ B over a rows x cols grid of C's blocks, one prange iteration a block."""
-    for q in prange(rows * cols):
-        block(q, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows, cols,
-              width)
+          width, threads, next_block):
+    """C = A @ B over a rows x cols grid of C's blocks, on `threads` threads each taking the
+    next block from the counter `next_block` (zero on entry; product_parts.py)."""
+    for _ in prange(threads):
+        q = product_parts.take(next_block)
+        while q < rows * cols:
+            block(q, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc, itemsize, rows,
+                  cols, width)
+            q = product_parts.take(next_block)
 
 
 _api: list = []  # [None or (sgemm address, dgemm address, integer width sample)] once asked
@@ -140,22 +144,27 @@ def supports(x: np.ndarray, y: np.ndarray) -> bool:
     return _layout(x, y) is not None
 
 
-def plan(x: np.ndarray, y: np.ndarray, parts: int):
+def plan(x: np.ndarray, y: np.ndarray, grid):
     """(cblas entry point, (ta, lda), (tb, ldb), rows, cols, integer width sample) for
-    x @ y in a grid of at most `parts` blocks of C; None where `supports` does not."""
+    x @ y in the rows x cols blocks of C that `grid` gives for (row units, column units), in
+    units of PART rows or columns; None where `supports` does not."""
     layout = _layout(x, y)
     if layout is None:
         return None
     sgemm, dgemm, width = _find()
-    rows, cols = gemm.thread_grid(-(-x.shape[0] // PART), -(-y.shape[1] // PART),
-                                  max(1, parts))
+    rows, cols = grid(-(-x.shape[0] // PART), -(-y.shape[1] // PART))
     return sgemm if x.dtype == np.float32 else dgemm, *layout, rows, cols, width
 
 
 def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
-    """x @ y for operands `supports` takes, as a new C-contiguous array: `threads` blocks of C
-    on Numba's threads (the caller sets Numba's count), BLAS on one thread meanwhile."""
-    planned = plan(x, y, threads)
+    """x @ y for operands `supports` takes, as a new C-contiguous array: a block of C a thread
+    on `threads` of Numba's threads (the caller sets Numba's count), BLAS on one thread
+    meanwhile. One block a thread, not gemm.py's few: each cblas call packs its whole panels
+    of A and B again, and on the 2-core VM four blocks a thread ran 1000^2 and 2000^2 8-15 %
+    slower. The threads still take the blocks from a counter, so one that starts late finds
+    its block taken."""
+    threads = max(1, threads)
+    planned = plan(x, y, lambda rows, cols: product_parts.thread_grid(rows, cols, threads))
     if planned is None:
         raise ValueError(
             f"blas_parts.matmul takes two 2-D float32/float64 arrays of one dtype with "
@@ -168,5 +177,6 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
     out = np.empty((m, n), x.dtype)
     one, zero = x.dtype.type(1), x.dtype.type(0)
     blas.blas_call(_grid, 1, fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda,
-                   y.ctypes.data, ldb, zero, out.ctypes.data, n, x.itemsize, rows, cols, width)
+                   y.ctypes.data, ldb, zero, out.ctypes.data, n, x.itemsize, rows, cols, width,
+                   min(threads, rows * cols), np.zeros(1, np.int64))
     return out

@@ -14,7 +14,13 @@ from __future__ import annotations
 import numpy as np
 from numba import cfunc, njit, types
 
-from numbax._src.compiler.cpu.runtime import blas, blas_parts, kernel_tasks, native_pool
+from numbax._src.compiler.cpu.runtime import (
+    blas,
+    blas_parts,
+    kernel_tasks,
+    native_pool,
+    product_parts,
+)
 
 # A task's int64 parameters: cblas address, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, itemsize,
 # rows, cols, BLAS integer bits
@@ -55,7 +61,9 @@ def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     from numbax._src.compiler.cpu.runtime import threads
 
     native_pool.start(threads.pool_size())
-    planned = blas_parts.plan(x, y, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
+    parts = native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1)
+    planned = blas_parts.plan(
+        x, y, lambda rows, cols: product_parts.thread_grid(rows, cols, parts))
     if planned is None:
         return None
     fn, (ta, lda), (tb, ldb), rows, cols, width = planned

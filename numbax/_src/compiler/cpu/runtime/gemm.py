@@ -23,8 +23,8 @@ contiguous ``KC x NR`` layout (vector copies, or `_transpose_block` for a transp
 that C-contiguous B is read in place when the part reuses each strip too few times to repay
 the copy. Loop order per part (BLIS's): k blocks of ``KC``, then blocks of ``MC_STRIPS`` row
 strips of A (the block stays in L2), then column strips of B (the strip stays in L1), then
-the block's row strips. Threads take the parts of a grid of C (`thread_grid`), so no two
-threads write the same part of C.
+the block's row strips. Threads take the parts of a grid of C from a counter
+(product_parts.py), so no two threads write the same part of C and fast cores take more.
 
 A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
 applied to each tile of C right after its last k block, while the tile is still in L1
@@ -32,7 +32,6 @@ applied to each tile of C right after its last k block, while the tile is still 
 """
 from __future__ import annotations
 
-import functools
 import threading
 
 import numpy as np
@@ -42,7 +41,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from numbax._src.compiler.cpu.runtime import fastmath as fm
-from numbax._src.compiler.cpu.runtime import host_isa
+from numbax._src.compiler.cpu.runtime import host_isa, product_parts
 from numbax._src.compiler.cpu.runtime import scalars as sc
 
 # One vector register of Numba's target: 64-byte zmm with AVX-512, else 32-byte ymm (AVX2).
@@ -54,8 +53,9 @@ KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB with AVX-512 (1
 # it stays in L1 (48 KiB on the Xeon, 32 on Zen 3)
 MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
-# elements apart, cost a TLB entry each and share few L1 sets when n is a power of two.
-PACK_B_FROM_ROW_STRIPS = 16
+# elements apart, cost a TLB entry each and share few L1 sets when n is a power of two (on the
+# Xeon's 16 threads, 1000^2 in parts of 21 row strips ran ~20 % faster packed than in place).
+PACK_B_FROM_ROW_STRIPS = 4
 
 
 def _lanes(dtype) -> int:
@@ -375,53 +375,38 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts, work, bias,
-                  epilogue):
-    """`_gemm_part` on a row_parts x column_parts grid of C, one thread per part, each with
-    its own row of `work`."""
+                  epilogue, next_part):
+    """`_gemm_part` over a row_parts x column_parts grid of C, on one thread per row of
+    `work` (its scratch), each taking the next part from the counter `next_part` (zero on
+    entry) until none is left (product_parts.py: the fast cores take the slow ones' share)."""
     ms = (m + MR - 1) // MR
     ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
-    for th in prange(row_parts * column_parts):
-        r, q = th // column_parts, th % column_parts
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // row_parts,
-                   ms * (r + 1) // row_parts, ns * q // column_parts,
-                   ns * (q + 1) // column_parts, work[th], bias, epilogue)
+    parts = row_parts * column_parts
+    for th in prange(work.shape[0]):
+        p = product_parts.take(next_part)
+        while p < parts:
+            r, q = p // column_parts, p % column_parts
+            _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // row_parts,
+                       ms * (r + 1) // row_parts, ns * q // column_parts,
+                       ns * (q + 1) // column_parts, work[th], bias, epilogue)
+            p = product_parts.take(next_part)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, groups, work, bias, epilogue):
-    """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), in
-    `groups` runs of consecutive p, one thread a run with its own row of `work`: a batch of
-    products each too small to share among threads."""
+def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, next_product):
+    """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), on one
+    thread per row of `work`, each taking the next p from the counter `next_product` (zero
+    on entry): a batch of products each too small to share among threads."""
     nb = c.shape[0]
     ms = (m + MR - 1) // MR
     ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
     first = np.intp(0)  # typed int64 as in `matmul`'s calls: a literal 0 compiled a second copy
-    for g in prange(groups):
-        for p in range(nb * g // groups, nb * (g + 1) // groups):
+    for th in prange(work.shape[0]):
+        p = product_parts.take(next_product)
+        while p < nb:
             _gemm_part(a[p], rsa, csa, b[p], rsb, csb, c[p], m, n, kk, first, ms, first, ns,
-                       work[g], bias, epilogue)
-
-
-# Packing one A strip of a k block costs about half a register tile (scalar copies), one B
-# strip about a fifth: `thread_grid` charges them against the tiles a part computes.
-A_STRIP_PACK_COST = 0.5
-B_STRIP_PACK_COST = 0.2
-
-
-@functools.lru_cache(maxsize=4096)  # asked on every product; a step asks the same few
-def thread_grid(row_strips: int, column_strips: int, threads: int) -> tuple[int, int]:
-    """(row parts, column parts), with product at most `threads`, that finishes C soonest:
-    the busiest part's tiles plus the strips it packs. A thread with few column strips
-    packs A for little use, one with few row strips packs B for little use, so squares of C
-    split both ways."""
-    best, best_cost = (1, 1), None
-    for rows in range(1, min(threads, row_strips) + 1):
-        cols = min(threads // rows, column_strips)
-        r, q = -(-row_strips // rows), -(-column_strips // cols)
-        cost = r * q + A_STRIP_PACK_COST * r + B_STRIP_PACK_COST * q
-        if best_cost is None or cost < best_cost:
-            best, best_cost = (rows, cols), cost
-    return best
+                       work[th], bias, epilogue)
+            p = product_parts.take(next_product)
 
 
 _workspaces = threading.local()
@@ -485,11 +470,10 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     nb, m, kk = x.shape
     n = y.shape[2]
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
-    groups = max(1, min(threads, nb))
-    work = _workspace(x.dtype, groups, workspace_size(x.itemsize, ns))
+    work = _workspace(x.dtype, max(1, min(threads, nb)), workspace_size(x.itemsize, ns))
     row, epilogue = epilogue_args(x.dtype, n, None, "none")
-    _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, groups, work, row,
-                  epilogue)
+    _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
+                  np.zeros(1, np.int64))
     return True
 
 
@@ -536,12 +520,14 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     b, rsb, csb = _flat(y)
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     ms = -(-m // MR)
-    rows, cols = thread_grid(ms, ns, max(threads, 1))
-    work = _workspace(x.dtype, rows * cols, workspace_size(x.itemsize, -(-ns // cols)))
-    if rows * cols == 1:
+    rows, cols = product_parts.grid(ms, ns, max(threads, 1))
+    workers = min(rows * cols, max(threads, 1))
+    work = _workspace(x.dtype, workers, workspace_size(x.itemsize, -(-ns // cols)))
+    if workers == 1:
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
     else:
-        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue)
+        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
+                      np.zeros(1, np.int64))
     return out
 
 

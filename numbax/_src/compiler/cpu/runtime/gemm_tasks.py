@@ -2,11 +2,11 @@
 busy machine, where Numba's OpenMP region would wait at its end for descheduled workers.
 
 C is cut into native_pool.CHUNKS_PER_THREAD times more parts than the pool has threads
-(`gemm.thread_grid`), so the threads that do run take the parts of those that do not. A part
-is one `gemm._gemm_part` call, reached from the task, a C function of (parameters' address,
-part), through array views built on raw addresses with the same Numba types `gemm.matmul`
-passes, so the task links the `_gemm_part` already compiled (and cached) for those types
-instead of compiling another.
+(`product_parts.thread_grid`), so the threads that do run take the parts of those that do
+not. A part is one `gemm._gemm_part` call, reached from the task, a C function of
+(parameters' address, part), through array views built on raw addresses with the same Numba
+types `gemm.matmul` passes, so the task links the `_gemm_part` already compiled (and cached)
+for those types instead of compiling another.
 
 Measured (docs/performance.md, "A pool that does not wait"): matmul 1000^2 on the 2-core VM
 beside two busy loops, numbax's OpenMP 27-29 ms, this pool 20-21, jax.jit 26 (one sitting).
@@ -17,7 +17,7 @@ import numpy as np
 from numba import cfunc, njit, types
 from numba.extending import intrinsic
 
-from numbax._src.compiler.cpu.runtime import gemm, kernel_tasks, native_pool
+from numbax._src.compiler.cpu.runtime import gemm, kernel_tasks, native_pool, product_parts
 
 _PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
 
@@ -107,7 +107,7 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     a, rsa, csa = gemm._flat(x)
     b, rsb, csb = gemm._flat(y)
     ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
-    rows, cols = gemm.thread_grid(-(-m // gemm.MR), ns,
+    rows, cols = product_parts.thread_grid(-(-m // gemm.MR), ns,
                                   native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
     ws = gemm.workspace_size(x.itemsize, -(-ns // cols))
     work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
