@@ -243,6 +243,50 @@ def test_dispatchers_load_only_through_the_signed_store(cache_dir):
     assert not list(cache_dir.rglob("*.nbi"))
 
 
+def _task_module(cache_dir):
+    """The generated module of a fused kernel that has a native-pool task (a busy machine's
+    parallel arm), after one quiet call of its program."""
+    x = np.linspace(-1.0, 1.0, 1 << 20)
+    out = numbax.jit(lambda v: jnp.tanh(v) * 2.0 + 1.0)(x)
+    np.testing.assert_allclose(out, np.tanh(x) * 2.0 + 1.0, rtol=1e-13, atol=1e-15)
+    modules = [sys.modules[p.stem] for p in cache_dir.glob("numbax_gen_*.py")
+               if "def kernel_task" in p.read_text()]
+    assert len(modules) == 1
+    return modules[0]
+
+
+def test_planted_index_of_a_pool_task_is_never_read(cache_dir, tmp_path):
+    """A fused kernel's pool task (a cfunc) compiles through the signed store too: Numba's own
+    cfunc cache would unpickle the planted index at a busy machine's first pooled call."""
+    from numba.core.caching import FunctionCache
+
+    from numbax._src.compiler.cpu.runtime import kernel_tasks
+
+    module = _task_module(cache_dir)
+    index = FunctionCache(module.kernel_task)._cache_file._index_path
+    os.makedirs(os.path.dirname(index), exist_ok=True)
+    with open(index, "wb") as f:
+        pickle.dump(numba.__version__, f)
+        f.write(pickle.dumps(_Evil(tmp_path / "ran", "(None, {})")))
+    kernel_tasks._tasks.pop(module.kernel_task, None)
+    assert kernel_tasks.task(module.kernel_task)
+    assert not (tmp_path / "ran").exists()
+    assert list((cache_dir / "__pycache__").glob("*.kernel_task-*.nbc"))
+
+
+def test_pool_task_loads_back_from_the_signed_store(cache_dir):
+    from numbax._src.compiler.cpu.runtime import kernel_tasks
+
+    module = _task_module(cache_dir)
+    first = cache.signed_cfunc(module.kernel_task, kernel_tasks._TASK_SIG, nopython=True,
+                               error_model="numpy")
+    again = cache.signed_cfunc(module.kernel_task, kernel_tasks._TASK_SIG, nopython=True,
+                               error_model="numpy")
+    assert isinstance(again._cache, cache._GuardedCache)
+    assert (first._cache_hits, again._cache_hits) == (0, 1)
+    assert not list(cache_dir.rglob("*.nbi"))
+
+
 def test_unexpected_numba_cache_layout_caches_nothing(tmp_path):
     module = types.ModuleType("numbax_gen_layout_check")
     exec("from numba import njit\n@njit(cache=False)\ndef kernel(x):\n    return x\n",

@@ -21,7 +21,8 @@ from typing import Any
 
 import llvmlite
 import numba
-from numba.core import caching, serialize
+from numba.core import caching, serialize, sigutils
+from numba.core.ccallback import CFunc
 
 from numbax._src.compiler import cache_bounds as bounds
 from numbax._src.compiler import cache_security as security
@@ -330,12 +331,35 @@ def _authenticate_dispatchers(module: types.ModuleType, folder: Path, key: bytes
         if not isinstance(inner, caching.Cache) or \
                 getattr(py_func, "__globals__", None) is not namespace:
             continue
-        impl = getattr(inner, "_impl", None)
-        if not hasattr(inner, "_cache_file") or not hasattr(impl, "filename_base"):
-            value._cache = caching.NullCache()
-            continue
-        inner._cache_file = _SignedStore(folder, impl.filename_base, key)
-        value._cache = _GuardedCache(inner, folder)
+        value._cache = _signed(inner, folder, key)
+
+
+def _signed(inner: caching.Cache, folder: Path, key: bytes) -> caching._Cache:
+    """Numba's cache `inner` reading and writing through a `_SignedStore` in `folder`, behind a
+    `_GuardedCache`; a NullCache (nothing cached) where `inner` does not look as expected."""
+    impl = getattr(inner, "_impl", None)
+    if not hasattr(inner, "_cache_file") or not hasattr(impl, "filename_base"):
+        return caching.NullCache()
+    inner._cache_file = _SignedStore(folder, impl.filename_base, key)
+    return _GuardedCache(inner, folder)
+
+
+def signed_cfunc(fn: Any, sig: Any, **options: Any) -> Any:
+    """`numba.cfunc(sig, **options)(fn)` for a function of a generated module (a fused
+    kernel's native-pool task), its compiled code kept in the module's authenticated store as
+    `_authenticate_dispatchers` keeps the dispatchers'; compiled in memory where the module
+    has no file in the cache directory. Why not `cfunc(..., cache=True)`: Numba's own cfunc
+    cache writes .nbi/.nbc pickles beside the module and unpickles them unchecked, so a
+    planted index ran code at a busy machine's first pooled call
+    (tests/compiler/test_cache_security.py)."""
+    compiled = CFunc(fn, sigutils.normalize_signature(sig), {}, options)
+    path = fn.__globals__.get("__file__")
+    found = cache_root() if path else None
+    if found is not None and Path(path).parent == found[0]:
+        compiled.enable_caching()
+        compiled._cache = _signed(compiled._cache, found[0] / bounds.STORE_DIR, found[1])
+    compiled.compile()
+    return compiled
 
 
 def has_saved_code(dispatcher: Any) -> bool:
@@ -346,6 +370,18 @@ def has_saved_code(dispatcher: Any) -> bool:
     if not isinstance(guarded, _GuardedCache) or not isinstance(store, _SignedStore):
         return False
     return store.any_saved()
+
+
+def has_saved_task(fn: Any) -> bool:
+    """Whether the disk cache holds compiled code of `fn`, a generated module's function that
+    `signed_cfunc` compiles (a pool task): its first use then loads in milliseconds."""
+    path = fn.__globals__.get("__file__")
+    found = cache_root() if path else None
+    if found is None or Path(path).parent != found[0]:
+        return False
+    base = getattr(getattr(caching.FunctionCache(fn), "_impl", None), "filename_base", None)
+    return base is not None and _SignedStore(found[0] / bounds.STORE_DIR, base,
+                                             found[1]).any_saved()
 
 
 def numba_compile_stats() -> dict[str, int]:

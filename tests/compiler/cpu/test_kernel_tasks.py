@@ -307,3 +307,43 @@ def test_a_pool_form_that_does_not_compile_falls_back_to_openmp_with_a_warning()
         assert not kernel_tasks.run_parts(site, kernel_pool, (), (x,), (), x.size, 4096)
     site.started = time.perf_counter()
     assert not kernel_tasks.run_parts(site, kernel_pool, (), (x,), (), x.size, 4096)  # no retry
+
+
+
+def _pool_forms(cache_dir):
+    """The pool forms of the one generated module in `cache_dir`: its task, or its pool kernel
+    and part tasks."""
+    import sys
+
+    from numbax._src.compiler import cache
+
+    [module] = [m for name, m in list(sys.modules.items())
+                if name.startswith(cache.MODULE_PREFIX) and m is not None
+                and str(getattr(m, "__file__", "")).startswith(str(cache_dir))]
+    if hasattr(module, "kernel_task"):
+        return (module.kernel_task,)
+    return (module.kernel_pool, *module.PART_TASKS)
+
+
+@pytest.mark.parametrize("f,size", [(lambda v: jnp.tanh(v) * 2.0, 1 << 20),  # a task
+                                    (lambda v: jnp.sum(jnp.exp(v)), 1 << 22)],  # pool + parts
+                         ids=["task", "parts"])
+def test_a_site_tries_the_pool_at_once_where_its_pool_forms_are_on_disk(tmp_path, busy, f,
+                                                                         size):
+    """A site waits busy_sites.TASK_TIER_S of busy serial time before its first pooled run
+    (the pool forms' compile to earn), but not where the disk cache already holds them."""
+    from numbax._src.compiler import cache
+
+    x = RNG.normal(size=size)
+    cache.clear()
+    try:
+        with numbax.config.override("cache_dir", str(tmp_path)):
+            with numbax.config.override("cpu_threads", 1):  # quiet: no pooled run yet
+                numbax.jit(f)(x)
+            forms = _pool_forms(tmp_path)
+            assert kernel_tasks.site(*forms).tier == busy_sites.TASK_TIER_S
+            quiet = np.asarray(numbax.jit(f)(x))
+            np.testing.assert_allclose(numbax.jit(f)(x), quiet)  # pooled: compiles, saves
+            assert kernel_tasks.site(*forms).tier == 0.0
+    finally:
+        cache.clear()

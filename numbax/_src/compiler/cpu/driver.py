@@ -92,7 +92,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             # (on a busy machine the site's own timings choose: threads.threads_for)
             lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
             if kernel.task or kernel.pool_parts:  # a busy machine's parallel arm: the pool
-                sites.append(f"_site{j} = pk.site()  # k{j}'s busy-machine timings")
+                forms = f"k{j}_task" if kernel.task else f"k{j}_pool, *k{j}_parts"
+                sites.append(f"_site{j} = pk.site({forms})  # k{j}'s busy-machine timings")
                 n_arrays = len(node.inputs) + len(node.outputs)
                 arrays = f"({''.join(a + ', ' for a in args[:n_arrays])})"
                 rest = f"({''.join(a + ', ' for a in args[n_arrays:])})"

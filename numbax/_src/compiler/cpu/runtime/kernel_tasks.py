@@ -26,11 +26,12 @@ import warnings
 
 import numpy as np
 from llvmlite import ir
-from numba import cfunc, njit, types
+from numba import njit, types
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from numbax._src.compiler import cache
 from numbax._src.compiler.cpu.runtime import busy_sites, native_pool
 from numbax._src.config import config
 
@@ -107,12 +108,18 @@ def span(n: int, chunks: int, chunk: int, align: int) -> tuple[int, int]:
     return lo, hi
 
 
-def site() -> busy_sites.Site:
+def site(*pool_forms) -> busy_sites.Site:
     """A driver's call site of a kernel with a task: its parallel arm is the native pool when the
     pool is on and here, so it tries that arm from busy_sites.POOL_WORTH_S of serial time, once
-    its busy serial runs have taken busy_sites.TASK_TIER_S (the task's compile to earn)."""
+    its busy serial runs have taken busy_sites.TASK_TIER_S (the task's compile to earn), or
+    at once where the disk cache holds every one of `pool_forms` (the kernel's task, or its
+    pool kernel and part tasks): those load in milliseconds."""
     if config.hot("cpu_native_pool") and native_pool.available():
-        return busy_sites.Site(busy_sites.POOL_WORTH_S, busy_sites.TASK_TIER_S)
+        cached = bool(pool_forms) and all(
+            cache.has_saved_code(f) if hasattr(f, "py_func") else cache.has_saved_task(f)
+            for f in pool_forms)
+        return busy_sites.Site(busy_sites.POOL_WORTH_S,
+                               0.0 if cached else busy_sites.TASK_TIER_S)
     return busy_sites.Site()
 
 
@@ -123,9 +130,8 @@ def task(fn) -> int:
     """The address of the C task compiled from a kernel module's `kernel_task`."""
     compiled = _tasks.get(fn)
     if compiled is None:
-        cache = bool(fn.__globals__.get("CACHE"))
-        compiled = _tasks[fn] = cfunc(_TASK_SIG, nopython=True, error_model="numpy",
-                                      cache=cache)(fn)
+        compiled = _tasks[fn] = cache.signed_cfunc(fn, _TASK_SIG, nopython=True,
+                                                   error_model="numpy")
     return compiled.address
 
 
