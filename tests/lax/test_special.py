@@ -63,3 +63,26 @@ def test_primitives_reject_bad_dtypes():
         with pytest.raises(TypeError):
             f(np.array(["a"]), np.array(["b"])) if f is not lax.bessel_i1e else f(
                 np.array(["a"]))
+
+
+# JAX 0.10.2's jax.scipy.special.zeta off the series' domain (recorded 2026-11-30), where
+# scipy's differs: poles at integer q <= 0, x < 1, non-integer x with q <= 0, infinities.
+ZETA_EDGES_JAX = [
+    ((0.0, 0.0), np.inf), ((0.0, -1.0), np.inf), ((0.0, 1.0), np.nan), ((-1.0, 0.0), np.nan),
+    ((0.5, 0.0), np.nan), ((1.5, 0.0), np.nan), ((2.0, -2.0), np.inf), ((0.0, -2.5), np.nan),
+    ((1.0, 0.0), np.inf), ((3.0, 0.0), np.nan), ((3.0, -1.0), np.nan), ((1.0, 2.0), np.inf),
+    ((-2.0, -1.0), np.inf), ((2.0, -1.5), 9.379247), ((4.0, -2.5), 32.457977),
+    ((np.inf, 1.0), np.nan), ((2.0, np.inf), np.nan), ((2.0, -np.inf), np.inf),
+    ((1.0, np.inf), np.inf), ((np.nan, 1.0), np.nan)]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_zeta_off_its_domain_gives_jaxs_values(jit):
+    x = np.array([p[0] for p, _ in ZETA_EDGES_JAX])
+    q = np.array([p[1] for p, _ in ZETA_EDGES_JAX])
+    want = np.array([v for _, v in ZETA_EDGES_JAX])
+    f = numbax.jit(lax.zeta) if jit else lax.zeta
+    for dtype in (np.float32, np.float64):
+        got = np.asarray(f(x.astype(dtype), q.astype(dtype)))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-6)

@@ -56,8 +56,6 @@ KNOWN = {
     ("scipy.special", "fresnel"): (("c64",), "complex refused (JAX: NotImplementedError)"),
     ("scipy.special", "expi"): (("f16",), "float16 computed in float32 (JAX's gives nan)"),
     ("scipy.special", "logit"): (("c64",), "complex logit at 1 is inf (JAX: nan)"),
-    **{(m, "zeta"): ("*", "zeta(0, 0) is nan, as scipy's (JAX: inf)")
-       for m in ("scipy.special", "lax")},
     ("lax", "cumlogsumexp"): (("i8", "u8", "i32", "u32", "i64", "c64"),
                               "integers and complex values refused (JAX: OverflowError; computes "
                               "complex values)"),

@@ -288,9 +288,22 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
 
 
 def _zeta_impl(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """scipy's zeta with JAX's (XLA's) values off the series' domain, where scipy differs
+    (zeta(0, 0): scipy nan, JAX inf; zeta(1.5, 0): scipy inf, JAX nan), applied in XLA's
+    order: infinite arguments and x < 1 are nan; q <= 0 needs an integer x; an integer
+    q <= 0 is a pole, +inf for an even integer x and nan otherwise; x == 1 is +inf."""
     dtype, (x64, q64) = _float64_args(x, q)
-    out = sp.zeta(x64, q64)
-    return np.where(np.isinf(x64) | np.isinf(q64), np.nan, out).astype(dtype)
+    with np.errstate(invalid="ignore"):
+        out = sp.zeta(x64, q64)
+        out = np.where(np.isinf(x64) | np.isinf(q64) | (x64 < 1), np.nan, out)
+        x_integer = x64 == np.floor(x64)
+        q_nonpositive = q64 <= 0
+        out = np.where(q_nonpositive & ~x_integer, np.nan, out)
+        even = x_integer & (np.fmod(x64, 2) == 0)
+        out = np.where(q_nonpositive & (q64 == np.floor(q64)), np.where(even, np.inf, np.nan),
+                       out)
+        out = np.where(x64 == 1, np.inf, out)
+    return out.astype(dtype)
 
 
 def _zeta_dx(s: Any, a: Any) -> Any:
