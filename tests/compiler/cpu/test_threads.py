@@ -199,7 +199,9 @@ def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch
     monkeypatch.setattr(th, "busy", lambda: False)  # (a busy site would stay serial)
     f = numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
     x = np.linspace(-2, 2, 1 << 17)  # ~0.4 ms of estimated work per call
-    with numbax.config.override("cache_dir", str(tmp_path)):  # nothing compiled before
+    # nothing compiled before; the thread rule's own choice (NUMBAX_CPU_THREADS may force one)
+    with numbax.config.override("cache_dir", str(tmp_path)), \
+            numbax.config.override("cpu_threads", 0):
         f(x)
         namespace = f.lower(x).compile()._entry.exe.driver.__globals__
         par, serial = namespace["k0_par"], namespace["k0_loop"]
