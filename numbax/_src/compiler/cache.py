@@ -353,13 +353,22 @@ def signed_cfunc(fn: Any, sig: Any, **options: Any) -> Any:
     planted index ran code at a busy machine's first pooled call
     (tests/compiler/test_cache_security.py)."""
     compiled = CFunc(fn, sigutils.normalize_signature(sig), {}, options)
-    path = fn.__globals__.get("__file__")
-    found = cache_root() if path else None
-    if found is not None and Path(path).parent == found[0]:
+    store = _module_store(fn)
+    if store is not None:
         compiled.enable_caching()
-        compiled._cache = _signed(compiled._cache, found[0] / bounds.STORE_DIR, found[1])
+        compiled._cache = _signed(compiled._cache, *store)
     compiled.compile()
     return compiled
+
+
+def _module_store(fn: Any) -> tuple[Path, bytes] | None:
+    """(signed store folder, HMAC key) of the generated module defining `fn`; None where that
+    module has no file in the cache directory (compiled in memory)."""
+    path = fn.__globals__.get("__file__")
+    found = cache_root() if path else None
+    if found is None or Path(path).parent != found[0]:
+        return None
+    return found[0] / bounds.STORE_DIR, found[1]
 
 
 def has_saved_code(dispatcher: Any) -> bool:
@@ -375,13 +384,12 @@ def has_saved_code(dispatcher: Any) -> bool:
 def has_saved_task(fn: Any) -> bool:
     """Whether the disk cache holds compiled code of `fn`, a generated module's function that
     `signed_cfunc` compiles (a pool task): its first use then loads in milliseconds."""
-    path = fn.__globals__.get("__file__")
-    found = cache_root() if path else None
-    if found is None or Path(path).parent != found[0]:
+    store = _module_store(fn)
+    if store is None:
         return False
     base = getattr(getattr(caching.FunctionCache(fn), "_impl", None), "filename_base", None)
-    return base is not None and _SignedStore(found[0] / bounds.STORE_DIR, base,
-                                             found[1]).any_saved()
+    folder, key = store
+    return base is not None and _SignedStore(folder, base, key).any_saved()
 
 
 def numba_compile_stats() -> dict[str, int]:

@@ -107,8 +107,8 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     a, rsa, csa = gemm._flat(x)
     b, rsb, csb = gemm._flat(y)
     ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
-    rows, cols = product_parts.thread_grid(-(-m // gemm.MR), ns,
-                                  native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
+    rows, cols = product_parts.thread_grid(
+        -(-m // gemm.MR), ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
     ws = gemm.workspace_size(x.itemsize, -(-ns // cols))
     work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
     c = out.reshape(-1)
