@@ -5,7 +5,7 @@ Shapes: the MLP step's five large products (with their transposed operands), squ
 and 2000², and two ragged ones; float32 and float64. Each shape is timed np.dot first, then
 after a pause (OpenBLAS's workers spin for tens of ms after a threaded call and would slow
 the next threads on few cores) gemm_cpu at the thread count numbax would use, then jax.jit.
-The last column: which one `cpu_matmul="auto"` picks here (`library.own_gemm_rule`).
+The last column: which one `cpu_matmul="auto"` picks here (`library.own_gemm`).
 
     PYTHONPATH=. python benchmarks/gemm_bench.py [--f32] [--batch N]   (N: the MLP's batch, 128)
 """

@@ -61,7 +61,7 @@ def test_layouts_it_cannot_call_are_refused_with_the_way_out():
 def test_avx2_hosts_run_threaded_products_on_numbas_pool(monkeypatch):
     """On an AVX2 host (no AVX-512 tile) a product of GEMM_THREADED_MACS and more runs through
     blas_parts, a dense layer's bias and activation after it; a smaller one stays on BLAS."""
-    monkeypatch.setattr(library, "_host_gemm", [("avx2", "Haswell")])
+    monkeypatch.setattr(library, "_host_gemm", ["avx2"])
     calls = []
     real = blas_parts.matmul
     monkeypatch.setattr(blas_parts, "matmul", lambda x, y, t: calls.append(t) or real(x, y, t))

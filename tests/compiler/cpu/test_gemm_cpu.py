@@ -59,18 +59,29 @@ def test_threads_split_c_into_a_grid(m, n):
         _check(x, y, threads)
 
 
-def test_threads_taking_more_parts_than_there_are_threads():
-    """Each thread takes parts from a counter until none is left: a grid of several parts a
-    thread (the strips allow it here) still writes every part of C once, with every k block."""
+def test_every_candidate_grid_gives_the_same_bits(monkeypatch):
+    """Threads take parts from a counter until none is left, and `matmul` times the
+    candidate grids on a shape's first calls (product_parts.tuned_grid): every grid, of one
+    part a thread or of several, writes every tile of C once, with its k blocks in order, so
+    the choice never changes a bit of the result."""
     from numbax._src.compiler.cpu.runtime import product_parts
 
-    x = _operand((610, 700), np.float32, False)
-    y = _operand((700, 530), np.float32, True)
-    for threads in (2, 3):
+    monkeypatch.setattr(product_parts, "_trials", {})
+    for layout in ("NN", "TT"):
+        x = _operand((610, 700), np.float32, layout[0] == "T")
+        y = _operand((700, 530), np.float32, layout[1] == "T")
         strips = (-(-610 // gemm_cpu.MR), -(-530 // (2 * gemm_cpu.VEC_BYTES // 4)))
-        rows, cols = product_parts.grid(*strips, threads)
-        assert rows * cols > threads
-        _check(x, y, threads)
+        for threads in (2, 3):
+            grids = product_parts.candidates(*strips, threads, 4 if layout[1] == "N" else 0,
+                                             layout[0] == "T")
+            assert len(grids) > 1 and any(r * q > threads for r, q in grids)
+            first = gemm_cpu.matmul(x, y, threads)
+            _check(x, y, threads)
+            for _ in range(product_parts.SAMPLES * len(grids) + 2):  # the trial, then kept
+                np.testing.assert_array_equal(gemm_cpu.matmul(x, y, threads), first)
+            trial = product_parts._trials[(610, 530, 700, 1 if layout[0] == "N" else 610,
+                                           1 if layout[1] == "N" else 700, "f", threads)]
+            assert trial.kept in grids and min(trial.best) < float("inf")
 
 
 def test_threads_of_python_calling_at_once():
@@ -112,47 +123,38 @@ def test_rejects_what_it_does_not_take():
         gemm_cpu.matmul(a, a.astype(np.float64))
 
 
-def test_auto_rule():
-    big, small = library.AVX512_BLAS_EVEN_MACS, library.AVX512_BLAS_EVEN_MACS - 1
-    for macs in (small, big):
-        assert library.own_gemm_rule(True, "Haswell", macs)
-        assert not library.own_gemm_rule(False, "Haswell", macs)
-        assert not library.own_gemm_rule(False, "", macs)
-    for core in ("SkylakeX", "SapphireRapids", ""):  # "": a BLAS that cannot be asked
-        assert library.own_gemm_rule(True, core, small)
-        assert not library.own_gemm_rule(True, core, big)
-
-
-def test_large_products_stay_off_blas_while_numbas_workers_spin(monkeypatch):
-    """An AVX-512 host with an AVX-512 OpenBLAS: products past AVX512_BLAS_EVEN_MACS go to
-    BLAS, except right after a parallel region, when Numba's workers still spin, and while
-    other processes keep the machine busy."""
+def test_auto_rule_gives_an_avx512_host_every_product(monkeypatch):
+    """An AVX-512 host runs every product on numbax's GEMM with "auto", whatever its size and
+    whether or not Numba's workers spin or other processes keep the cores busy; a host with
+    no vector tile never does; "blas" and "numbax" decide alone."""
     from numbax._src.compiler.cpu.runtime import threads
 
-    monkeypatch.setattr(library, "_host_gemm", [("avx512", "SkylakeX")])
-    monkeypatch.setitem(threads._state, "parallel", -1e9)
+    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
     monkeypatch.setattr(threads, "busy", lambda: False)
-    big = library.AVX512_BLAS_EVEN_MACS
     with numbax.config.override("cpu_matmul", "auto"):
-        assert not library.own_gemm(big)
-        monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region ended
-        assert threads.pool_spinning() and library.own_gemm(big)
-        monkeypatch.setitem(threads._state, "parallel",
-                            threads._state["parallel"] - 2 * threads.SPIN_WINDOW_S)
-        assert not threads.pool_spinning() and not library.own_gemm(big)
-        monkeypatch.setattr(threads, "busy", lambda: True)  # other processes' threads
-        assert library.own_gemm(big)
-        monkeypatch.setattr(threads, "busy", lambda: False)
-    monkeypatch.setattr(library, "_host_gemm", [("", "SkylakeX")])  # no vector tile: BLAS
+        for spun in (-1e9, time.monotonic()):  # idle pool, then a region just ended
+            monkeypatch.setitem(threads._state, "parallel", spun)
+            for macs in (1, 1 << 28, 1 << 40):
+                assert library.own_gemm(macs)
+    with numbax.config.override("cpu_matmul", "blas"):
+        assert not library.own_gemm(1 << 30)
+    monkeypatch.setattr(library, "_host_gemm", [""])  # no vector tile: BLAS
     monkeypatch.setitem(threads._state, "parallel", time.monotonic())
     with numbax.config.override("cpu_matmul", "auto"):
-        assert threads.pool_spinning() and not library.own_gemm(big)
-    # AVX2: one thread's products on BLAS; threaded ones on Numba's pool where BLAS's kernel
-    # can run there (blas_parts), else only while the pool spins
-    from numbax._src.compiler.cpu.runtime import blas_parts
+        assert threads.pool_spinning() and not library.own_gemm(1 << 30)
+    with numbax.config.override("cpu_matmul", "numbax"):
+        assert library.own_gemm(1 << 30)
 
-    monkeypatch.setattr(library, "_host_gemm", [("avx2", "Haswell")])
-    threaded = library.GEMM_THREADED_MACS
+
+def test_avx2_rule_puts_threaded_products_on_numbas_pool(monkeypatch):
+    """AVX2: one thread's products on BLAS; threaded ones on Numba's pool where BLAS's kernel
+    can run there (blas_parts), else only while the pool spins."""
+    from numbax._src.compiler.cpu.runtime import blas_parts, threads
+
+    monkeypatch.setattr(threads, "busy", lambda: False)
+    monkeypatch.setattr(library, "_host_gemm", ["avx2"])
+    monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region just ended
+    big, threaded = 1 << 30, library.GEMM_THREADED_MACS
     with numbax.config.override("cpu_matmul", "auto"):
         assert library.own_gemm(big) and not library.own_gemm(threaded - 1)
         monkeypatch.setitem(threads._state, "parallel", -1e9)
@@ -171,7 +173,7 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
     x = np.ones((2048, 512), np.float32)
     w = np.ones((512, 10), np.float32)
     macs = 2048 * 512 * 10
-    monkeypatch.setattr(library, "_host_gemm", [("avx512", "SkylakeX")])
+    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
     with numbax.config.override("cpu_matmul", "auto"), \
             numbax.config.override("cpu_threads", 0):
         monkeypatch.setitem(threads._state, "parallel", -1e9)

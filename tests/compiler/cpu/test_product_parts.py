@@ -49,22 +49,107 @@ def test_thread_grid_splits_squares_both_ways():
 @pytest.mark.parametrize("rows,cols", [(171, 16), (66, 16), (84, 32), (167, 63), (11, 16),
                                        (3, 500), (1, 1), (40, 2)])
 @pytest.mark.parametrize("threads", [1, 2, 7, 16])
-def test_grid_gives_a_few_parts_a_thread_of_several_strips(rows, cols, threads):
-    r, q = product_parts.grid(rows, cols, threads)
-    assert 1 <= r <= rows and 1 <= q <= cols
+@pytest.mark.parametrize("in_place_below,a_transposed", [(4, False), (0, False), (4, True)])
+def test_candidates_are_the_cheapest_grid_of_each_kind(rows, cols, threads, in_place_below,
+                                                       a_transposed):
+    grids = product_parts.candidates(rows, cols, threads, in_place_below, a_transposed)
     if threads == 1:
-        assert (r, q) == (1, 1)
+        assert grids == ((1, 1),)
         return
-    parts = r * q
-    assert parts <= max(product_parts.PARTS_PER_THREAD) * threads
-    row_strips, column_strips = -(-rows // r), -(-cols // q)
-    if parts > threads:  # more parts than threads only where each keeps its strips
-        assert min(row_strips, column_strips) >= product_parts.MIN_PART_STRIPS
-    else:
-        assert (r, q) == product_parts.thread_grid(rows, cols, threads)
+    assert 1 <= len(grids) <= product_parts.CANDIDATES and len(set(grids)) == len(grids)
+
+    def cost(g):
+        return product_parts.estimate(rows, cols, *g, threads, in_place_below, a_transposed)
+
+    def kind(g):
+        per = next(i for i, p in enumerate((1, 2, 4, product_parts.MAX_PARTS_PER_THREAD))
+                   if g[0] * g[1] <= p * threads)
+        return per, -(-rows // g[0]) < in_place_below
+
+    assert [cost(g) for g in grids] == sorted(cost(g) for g in grids)
+    assert len({kind(g) for g in grids}) == len(grids)
+    def fewest(parts, strips):  # no fewer parts give parts of this many strips
+        return parts == 1 or -(-strips // (parts - 1)) != -(-strips // parts)
+
+    # every grid whose parts differ from a grid's of fewer parts (more parts of the same
+    # size only add rounds)
+    every = [(r, q) for r in range(1, rows + 1) for q in range(1, cols + 1)
+             if r * q <= product_parts.MAX_PARTS_PER_THREAD * threads
+             and fewest(r, rows) and fewest(q, cols)]
+    kinds = {kind(g) for g in every}
+    # each kind's cheapest grid is there, unless CANDIDATES cheaper kinds filled the list
+    for k in kinds:
+        cheapest = min(cost(g) for g in every if kind(g) == k)
+        assert any(kind(g) == k and cost(g) == cheapest for g in grids) or \
+            (len(grids) == product_parts.CANDIDATES and cheapest >= cost(grids[-1]))
 
 
-def test_grid_of_the_batch_2048_products_has_four_parts_a_thread():
-    # x @ W1 of the batch-2048 MLP step on AVX-512: 171 row strips, 16 column strips.
-    r, q = product_parts.grid(171, 16, 16)
-    assert r * q == 64
+def test_estimate_charges_strips_parts_and_the_last_round():
+    # 4 x 2 parts of 171 x 16 strips on 16 threads: parts of 43 x 8 strips, B packed.
+    part = 43 * 8 + 43 * product_parts.A_STRIP + 8 * product_parts.B_PACKED_STRIP \
+        + product_parts.PART
+    assert product_parts.estimate(171, 16, 4, 2, 16, 4, False) == pytest.approx(
+        part * (product_parts.ROUND_SHARE + (1 - product_parts.ROUND_SHARE) * 8 / 16))
+    # 86 x 1 parts of 2 x 16 strips: B read in place, 6 rounds of parts (5.375 on average)
+    part = 2 * 16 * product_parts.B_IN_PLACE_TILE + 2 * product_parts.A_STRIP \
+        + 16 * product_parts.B_IN_PLACE_STRIP + product_parts.PART
+    assert product_parts.estimate(171, 16, 86, 1, 16, 4, False) == pytest.approx(
+        part * (product_parts.ROUND_SHARE * 6 + (1 - product_parts.ROUND_SHARE) * 86 / 16))
+
+
+def test_tuned_grid_times_each_candidate_then_keeps_the_fastest(monkeypatch):
+    monkeypatch.setattr(product_parts, "_trials", {})
+    grids = ((8, 2), (4, 4), (16, 1))
+    pad = [5.0] * (product_parts.SAMPLES - 2)
+    seconds = {(8, 2): [3.0, 2.0, *pad], (4, 4): [1.5, 9.0, *pad], (16, 1): [2.5, 1.8, *pad]}
+    order = []
+    for _ in range(product_parts.SAMPLES * len(grids)):
+        grid, trial = product_parts.tuned_grid("shape", grids)
+        order.append(grid)
+        product_parts.record(trial, grid, seconds[grid].pop(0))
+    assert order == list(grids) * product_parts.SAMPLES  # in turns: slow minutes hit all
+    for _ in range(3):
+        grid, trial = product_parts.tuned_grid("shape", grids)
+        assert grid == (4, 4)  # its fastest call (1.5) was the fastest
+    # another shape starts its own trial; a single grid needs none
+    assert product_parts.tuned_grid("other", grids)[0] == (8, 2)
+    assert product_parts.tuned_grid("one", ((1, 1),)) == ((1, 1), None)
+
+
+def test_a_kept_grid_slower_than_the_runner_up_was_tried_again(monkeypatch):
+    monkeypatch.setattr(product_parts, "_trials", {})
+    grids = ((8, 2), (4, 4))
+
+    def run(seconds_of):
+        grid, trial = product_parts.tuned_grid("shape", grids)
+        product_parts.record(trial, grid, seconds_of[grid])
+        return grid
+
+    for _ in range(product_parts.SAMPLES * 2):  # a disturbed trial: (8, 2) looked slow
+        run({(4, 4): 1.0, (8, 2): 1.1})
+    assert run({(4, 4): 1.0, (8, 2): 1.1}) == (4, 4)
+    # within RECHECK_SLOWER of the runner-up: kept through any number of windows
+    for _ in range(3 * product_parts.RECHECK_CALLS - 1):  # windows end with this loop
+        assert run({(4, 4): 1.3, (8, 2): 1.1}) == (4, 4)
+    # the kept grid now runs past RECHECK_SLOWER x the runner-up for a whole window
+    for _ in range(product_parts.RECHECK_CALLS - 1):
+        assert run({(4, 4): 2.0, (8, 2): 0.5}) == (4, 4)
+    run({(4, 4): 2.0, (8, 2): 0.5})
+    seen = [run({(4, 4): 2.0, (8, 2): 0.5}) for _ in range(product_parts.SAMPLES * 2)]
+    assert sorted(seen) == sorted(grids * product_parts.SAMPLES)  # a new trial, in turns
+    assert run({(4, 4): 2.0, (8, 2): 0.5}) == (8, 2)
+    # at most RETRIALS trials again: then the kept grid stays whatever its windows say
+    trial = product_parts._trials["shape"]
+    trial.retrials = product_parts.RETRIALS
+    for _ in range(3 * product_parts.RECHECK_CALLS):
+        assert run({(4, 4): 0.1, (8, 2): 9.0}) == (8, 2)
+
+
+def test_tuned_grid_forgets_every_shape_past_its_bound(monkeypatch):
+    monkeypatch.setattr(product_parts, "_trials", {})
+    monkeypatch.setattr(product_parts, "TRIALS_MAX", 3)
+    for key in range(3):
+        product_parts.tuned_grid(key, ((1, 2), (2, 1)))
+    assert len(product_parts._trials) == 3
+    product_parts.tuned_grid("new", ((1, 2), (2, 1)))
+    assert list(product_parts._trials) == ["new"]

@@ -9,7 +9,7 @@ BLAS one thread: the VM's batch-2048 MLP step ran its products at 75 GFLOP/s on 
 Here BLAS is set to one thread for the call and Numba's workers drive it on blocks of C
 (product_parts.py): two threads on the VM ran the MLP's products at
 OpenBLAS's own two-thread speed (92-147 GFLOP/s) with no second pool. On the 16-core AVX-512
-Xeon it was no faster than gemm.py's tile, which stays there (library.own_gemm_rule).
+Xeon it was no faster than gemm.py's tile, which stays there (library.own_gemm).
 
 The cblas entry points come from the OpenBLAS numpy loaded (`blas._openblas`: numpy's
 scipy-openblas, 64-bit integers, or a system one); the call goes through an address given to

@@ -4,8 +4,9 @@ Why numbax has its own GEMM: numpy's OpenBLAS picks its kernels for one CPU fami
 that family lacks AVX-512 while the host has it (the 2-core dev VM sets
 ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 Zen 5), every product runs at the AVX2 peak,
 about half of what the host can do. jax.jit's own kernels use AVX-512 there; the MLP step is
-GEMM-bound, so numbax lost it on BLAS alone. `library.own_gemm` decides which products
-come here (`library.own_gemm_rule`; `config.cpu_matmul` overrides it).
+GEMM-bound, so numbax lost it on BLAS alone. Where Numba's target has AVX-512, every product
+comes here, since it also beat OpenBLAS's own AVX-512 kernels once the grid was timed per
+shape (`library.own_gemm`; `config.cpu_matmul` overrides it).
 
 The kernel (`register_tile`, a Numba intrinsic) keeps an ``MR x NR`` tile of C in ``MR * 2``
 vector registers of the target's width: 64 bytes with AVX-512 (12 x 32 float32, 12 x 16
@@ -24,7 +25,8 @@ that C-contiguous B is read in place when the part reuses each strip too few tim
 the copy. Loop order per part (BLIS's): k blocks of ``KC``, then blocks of ``MC_STRIPS`` row
 strips of A (the block stays in L2), then column strips of B (the strip stays in L1), then
 the block's row strips. Threads take the parts of a grid of C from a counter
-(product_parts.py), so no two threads write the same part of C and fast cores take more.
+(product_parts.py), so no two threads write the same part of C and fast cores take more; a
+shape's first calls time a few grids and keep the fastest (`product_parts.tuned_grid`).
 
 A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
 applied to each tile of C right after its last k block, while the tile is still in L1
@@ -33,6 +35,7 @@ applied to each tile of C right after its last k block, while the tile is still 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from llvmlite import ir
@@ -520,14 +523,20 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     b, rsb, csb = _flat(y)
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     ms = -(-m // MR)
-    rows, cols = product_parts.grid(ms, ns, max(threads, 1))
-    workers = min(rows * cols, max(threads, 1))
+    threads = max(threads, 1)
+    b_in_place_below = PACK_B_FROM_ROW_STRIPS if csb == 1 else 0
+    grids = product_parts.candidates(ms, ns, threads, b_in_place_below, csa != 1)
+    (rows, cols), trial = product_parts.tuned_grid(
+        (m, n, kk, csa, csb, x.dtype.char, threads), grids)
+    workers = min(rows * cols, threads)
     work = _workspace(x.dtype, workers, workspace_size(x.itemsize, -(-ns // cols)))
     if workers == 1:
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
-    else:
-        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
-                      np.zeros(1, np.int64))
+        return out
+    start = time.perf_counter()
+    _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
+                  np.zeros(1, np.int64))
+    product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
 
 

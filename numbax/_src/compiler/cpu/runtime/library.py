@@ -9,7 +9,7 @@ import numpy as np
 from numbax._src.compiler.cpu.runtime import blas_parts, busy_sites, host_isa, native_pool
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
+from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_threads, thread_rule
 from numbax._src.config import config
 
 
@@ -216,72 +216,52 @@ GEMM_THREADED_MACS = 1 << 20
 def own_gemm(macs: int) -> bool:
     """Whether a matrix product of `macs` multiply-adds from compiled code runs on `gemm_cpu`
     rather than BLAS: `config.cpu_matmul` "numbax" / "blas", or with "auto" (the default)
-    `own_gemm_rule` for AVX-512 in Numba's target (gemm_cpu's 64-byte vectors would run
-    split in two without it) and OpenBLAS's kernels."""
+    every product where Numba's target has AVX-512 (gemm_cpu's 64-byte vectors would run
+    split in two without it), and on AVX2 the threaded ones."""
     choice = config.cpu_matmul
     if choice != "auto":
         return choice == "numbax"
-    tile, core = _host()
-    # While Numba's workers may spin, or other processes keep the cores busy, a threaded BLAS
-    # shares every core with threads that are not its own (and `blas_threads` gives it one);
-    # numbax's GEMM runs on Numba's pool (16 busy cores, matmul 1000^2 on 16 threads: OpenBLAS
-    # 44 ms, numbax's GEMM 10.5, jax 12; the 2-core Zen 3 VM's batch-2048 MLP step, products
-    # on one BLAS thread 83.7 ms, on the AVX2 tile's two threads 71.6, jax.jit 51-56)
+    tile = _host()
     if tile == "avx2":
         # Threaded products on Numba's pool: BLAS's own kernel on each block where numpy runs
         # on OpenBLAS (blas_parts.py: as fast as BLAS's own threads, without a second pool),
-        # else while the pool spins; one thread's products stay on BLAS (its kernel beat the
-        # 6 x 16 ymm tile on one Zen 3 core, 71-87 against 55-76 GFLOP/s)
+        # else while the pool spins or other processes keep the cores busy (a threaded BLAS
+        # would share every core with threads that are not its own: the 2-core Zen 3 VM's
+        # batch-2048 MLP step, products on one BLAS thread 83.7 ms, on the AVX2 tile's two
+        # threads 71.6, jax.jit 51-56); one thread's products stay on BLAS (its kernel beat
+        # the 6 x 16 ymm tile on one Zen 3 core, 71-87 against 55-76 GFLOP/s)
         return macs >= GEMM_THREADED_MACS and (
             blas_parts.available() or rt_threads.pool_spinning() or rt_threads.busy())
-    return own_gemm_rule(tile == "avx512", core, macs) or (
-        tile == "avx512" and (rt_threads.pool_spinning() or rt_threads.busy()))
+    # AVX-512: at every size. Against OpenBLAS's own AVX-512 kernels (SkylakeX, on 16 threads
+    # of the Xeon, each run after the other's threads had stopped spinning) numbax's GEMM ran
+    # all 15 products measured faster once its grid was timed per shape (0.34-0.97 of BLAS's
+    # time; 1000^2 0.85, 4096^2 0.97; 2026-11-30, docs/performance.md); before that BLAS was
+    # even from 1000^3 up and took those products whenever Numba's workers were idle.
+    return tile == "avx512"
 
 
-# [(numbax's GEMM tile on Numba's target: "avx512", "avx2" (with FMA) or "", OpenBLAS core
-# name)] once asked
-_host_gemm: list = []
+_host_gemm: list = []  # [numbax's GEMM tile on Numba's target: "avx512", "avx2" or ""] once asked
 
 
-def _host() -> tuple[str, str]:
+def _host() -> str:
     if not _host_gemm:
         has = host_isa.numba_target_has
-        tile = "avx512" if has("avx512f") else "avx2" if has("avx2") and has("fma") else ""
-        _host_gemm.append((tile, blas_core()))
+        _host_gemm.append("avx512" if has("avx512f") else
+                          "avx2" if has("avx2") and has("fma") else "")
     return _host_gemm[0]
 
 
 def own_gemm_host() -> bool:
     """Whether numbax's GEMM is the better one here on its own: Numba's target has AVX-512
     (gemm_cpu's 12 x 32 tile of zmm registers)."""
-    return _host()[0] == "avx512"
+    return _host() == "avx512"
 
 
 def gemm_tile_host() -> bool:
     """Whether numbax's GEMM has a full tile of vector registers here (AVX-512, or AVX2 with
     FMA: 6 x 16 float32 in ymm registers), so that it runs in BLAS's place where a threaded
     BLAS would share the cores with Numba's workers."""
-    return bool(_host()[0])
-# OpenBLAS kernel families written with AVX-512 (its DYNAMIC_ARCH core names, lower case).
-AVX512_BLAS_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
-# Against OpenBLAS's own AVX-512 kernels (SkylakeX, 16-core Xeon host) gemm_cpu won on the
-# MLP's products (1.3-2.3x at 33-51M multiply-adds) and was even from 1000^3 up (0.95-1.12x).
-AVX512_BLAS_EVEN_MACS = 1 << 28
-
-
-def own_gemm_rule(host_avx512: bool, blas_core_name: str, macs: int) -> bool:
-    """`own_gemm`'s "auto" choice: numbax's GEMM on AVX-512 hosts, except for products of
-    AVX512_BLAS_EVEN_MACS and more unless BLAS is an OpenBLAS known to run narrower kernels
-    (an AVX-512 BLAS is as fast there and tuned on many more machines; a BLAS that cannot be
-    asked, such as MKL, gets the benefit of the doubt). `own_gemm` also keeps those large
-    products on numbax's GEMM while Numba's workers may still spin after a parallel region
-    (`threads.pool_spinning`) or other processes keep the cores busy (`threads.busy`): a
-    threaded BLAS would share every core with threads that are not its own."""
-    if not host_avx512:
-        return False
-    if macs < AVX512_BLAS_EVEN_MACS:
-        return True
-    return bool(blas_core_name) and blas_core_name.lower() not in AVX512_BLAS_CORES
+    return bool(_host())
 
 
 def gemm_threads(macs: int, site: rt_threads.Site | None = None) -> int:

@@ -6,29 +6,26 @@ product on a 8 x 2 grid, one part a thread, gave parts of equal work taking 11.5
 (median 17.0) in the same call, and a 2048 x 784 @ 784 x 512 product's 16 row parts 0.96 to
 1.93 ms (a shared host: other tenants' work on the same physical cores). A static grid ends
 when its slowest core does. With several parts a thread, the fast cores take what the slow
-ones have not reached; `grid` picks how many parts, weighing that against the packing each
-extra part repeats. The native pool's products (gemm_tasks.py, blas_tasks.py) already take
-parts this way; here the same holds inside Numba's own parallel region.
+ones have not reached. How C is best cut depends on the shape, the layouts and the host more
+than a cost model foresees (on the Xeon the best of ~100 grids ran up to 40 % faster than the
+one a simple model picked), so gemm.py times the `candidates` of a fitted model on a shape's
+first calls and keeps the fastest (`tuned_grid`). The native pool's products (gemm_tasks.py,
+blas_tasks.py) take parts of `thread_grid`'s grids from a counter too.
 """
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# Packing one A strip of a k block costs about half a register tile (scalar copies), one B
-# strip about a fifth: `thread_grid` charges them against the tiles a part computes.
+# `thread_grid`'s charges, in register tiles, for the strips a part brings in: the native
+# pool's products (gemm_tasks.py) and OpenBLAS's blocks (blas_parts.py, blas_tasks.py).
 A_STRIP_PACK_COST = 0.5
 B_STRIP_PACK_COST = 0.2
-# Parts a thread `grid` tries, most first, and the fewest strips a part keeps each way so
-# that each strip it packs or streams still serves several tiles. On the Xeon at 16 threads,
-# four parts a thread ran the batch-2048 MLP's products 7-25 % faster than one; parts two
-# strips wide lost up to 20 % (1000^2 cut 42 x 3, a transposed A cut 8 x 8).
-PARTS_PER_THREAD = (4, 2)
-MIN_PART_STRIPS = 4
 
 
 def _part_cost(row_strips: int, column_strips: int, rows: int, cols: int) -> float:
@@ -52,18 +49,148 @@ def thread_grid(row_strips: int, column_strips: int, parts: int) -> tuple[int, i
     return best
 
 
-@functools.lru_cache(maxsize=4096)
-def grid(row_strips: int, column_strips: int, threads: int) -> tuple[int, int]:
-    """(row parts, column parts) for `threads` threads taking parts from a counter: the
-    `thread_grid` of the most parts a thread (PARTS_PER_THREAD) whose parts keep
-    MIN_PART_STRIPS strips each way, else of one part a thread."""
+# gemm.py's parts, in the time of one register tile (`estimate`), fitted to the GFLOP/s of
+# ~700 grids of 19 products at 8 and 16 threads on the 16-core Xeon (docs/performance.md,
+# "Grids measured, then chosen by timing"): a row strip of A read in place costs 3 tiles
+# (0.75 of that transposed), a column strip of B packed 2.5, read in place 0.25 but each tile
+# reading it 1.3, a part 5.
+A_STRIP = 3.0
+A_TRANSPOSED_STRIP = 0.75 * A_STRIP
+B_PACKED_STRIP = 2.5
+B_IN_PLACE_STRIP = 0.25
+B_IN_PLACE_TILE = 1.3
+PART = 5.0
+# Rounds of parts on a counter's threads: the estimate counts 0.8 of whole rounds
+# (ceil(parts / threads): a thread with one more part ends later) and 0.2 of the exact share
+# (parts / threads: the cores do not run at one speed, so a ragged last round costs less).
+ROUND_SHARE = 0.8
+MAX_PARTS_PER_THREAD = 8
+CANDIDATES = 8  # grids `tuned_grid` times for each product: the best of each kind
+SAMPLES = 3     # timed calls of each before it keeps the fastest
+
+
+def estimate(row_strips: int, column_strips: int, rows: int, cols: int, threads: int,
+             b_in_place_below: int, a_transposed: bool) -> float:
+    """The time, in register tiles, of a rows x cols grid of gemm.py's parts on `threads`
+    threads taking them from a counter, where a part of fewer than `b_in_place_below` row
+    strips reads B in place (0: never) and `a_transposed` says A's columns are contiguous."""
+    r, q = -(-row_strips // rows), -(-column_strips // cols)
+    in_place = r < b_in_place_below
+    part = (r * q * (B_IN_PLACE_TILE if in_place else 1.0)
+            + r * (A_TRANSPOSED_STRIP if a_transposed else A_STRIP)
+            + q * (B_IN_PLACE_STRIP if in_place else B_PACKED_STRIP) + PART)
+    rounds = rows * cols / threads
+    return part * (ROUND_SHARE * -(-rows * cols // threads) + (1 - ROUND_SHARE) * rounds)
+
+
+def _cuts(strips: int):
+    """(parts, strips a part) for each distinct part size of `strips` strips cut evenly."""
+    seen = set()
+    for parts in range(1, strips + 1):
+        size = -(-strips // parts)
+        if size not in seen:
+            seen.add(size)
+            yield parts, size
+
+
+@functools.lru_cache(maxsize=4096)  # asked on every product; a step asks the same few
+def candidates(row_strips: int, column_strips: int, threads: int, b_in_place_below: int,
+               a_transposed: bool) -> tuple[tuple[int, int], ...]:
+    """Up to CANDIDATES grids (row parts, column parts), least `estimate` first: the best of
+    each kind, a kind being how many parts a thread (up to 1, 2, 4 or MAX_PARTS_PER_THREAD)
+    and whether B is read in place. Near-ties of one kind differ by a strip or two; grids of
+    different kinds fail on different hosts. ((1, 1),) for one thread."""
     if threads <= 1:
-        return 1, 1
-    for per in PARTS_PER_THREAD:
-        rows, cols = thread_grid(row_strips, column_strips, threads * per)
-        if min(-(-row_strips // rows), -(-column_strips // cols)) >= MIN_PART_STRIPS:
-            return rows, cols
-    return thread_grid(row_strips, column_strips, threads)
+        return ((1, 1),)
+    best: dict = {}
+    for rows, r in _cuts(row_strips):
+        for cols, _ in _cuts(column_strips):
+            parts = rows * cols
+            if parts > MAX_PARTS_PER_THREAD * threads:
+                continue
+            kind = (next(i for i, per in enumerate((1, 2, 4, MAX_PARTS_PER_THREAD))
+                         if parts <= per * threads), r < b_in_place_below)
+            cost = estimate(row_strips, column_strips, rows, cols, threads, b_in_place_below,
+                            a_transposed)
+            if kind not in best or cost < best[kind][0]:
+                best[kind] = (cost, rows, cols)
+    return tuple((rows, cols) for _, rows, cols in sorted(best.values())[:CANDIDATES])
+
+
+# A kept grid is checked every RECHECK_CALLS calls: where its fastest call of the window was
+# RECHECK_SLOWER times the runner-up's fastest trial call, the trial runs again (at most
+# RETRIALS times a shape). A trial call disturbed by a compile or another process can keep
+# a slow grid: on the Xeon two benchmark runs of 2000^2 and of the batch-2048 step sat at
+# 1.3-1.5x their other runs' time throughout.
+RECHECK_CALLS = 16
+RECHECK_SLOWER = 1.2
+RETRIALS = 2
+
+
+class _Trial:
+    """The grids one product shape has run, their timings, and the one kept."""
+
+    def __init__(self, grids: tuple[tuple[int, int], ...]):
+        self.grids = grids
+        self.retrials = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.best = [float("inf")] * len(self.grids)
+        self.turn = 0
+        self.kept: tuple[int, int] | None = None
+        self.runner_up = self.window = float("inf")
+        self.calls = 0
+
+    def record(self, grid: tuple[int, int], seconds: float) -> None:
+        if self.kept is not None:
+            self.window = min(self.window, seconds)
+            self.calls += 1
+            if self.calls < RECHECK_CALLS:
+                return
+            if self.window > RECHECK_SLOWER * self.runner_up and self.retrials < RETRIALS:
+                self.retrials += 1
+                self._start()
+            self.window, self.calls = float("inf"), 0
+            return
+        i = self.grids.index(grid)
+        self.best[i] = min(self.best[i], seconds)
+        self.turn += 1
+        if self.turn >= SAMPLES * len(self.grids):
+            order = sorted(range(len(self.grids)), key=self.best.__getitem__)
+            self.kept = self.grids[order[0]]
+            self.runner_up = self.best[order[1]]
+
+
+_trials: dict = {}
+TRIALS_MAX = 4096  # shapes remembered; a program of ever-new shapes starts over
+
+
+def tuned_grid(key: Any, grids: tuple[tuple[int, int], ...]
+               ) -> tuple[tuple[int, int], _Trial | None]:
+    """(grid, trial) for the next product of shape `key` among `grids` (`candidates`): each
+    grid in turn, SAMPLES times, then the one whose fastest call was fastest, checked again
+    every RECHECK_CALLS calls. Report the call's time with `record(trial, grid, seconds)`.
+    Every grid gives the same bits (a tile of C is one part's, its k blocks in order), so
+    the choice changes only the time. On the Xeon the model's first grid ran up to 29 %
+    slower than the best of all for a shape, the fastest candidate at most 12 %
+    (docs/performance.md, "Grids measured, then chosen by timing")."""
+    if len(grids) == 1:
+        return grids[0], None
+    trial = _trials.get(key)
+    if trial is None:
+        if len(_trials) >= TRIALS_MAX:
+            _trials.clear()
+        trial = _trials[key] = _Trial(grids)
+    if trial.kept is not None:
+        return trial.kept, trial
+    return trial.grids[trial.turn % len(trial.grids)], trial
+
+
+def record(trial: _Trial | None, grid: tuple[int, int], seconds: float) -> None:
+    """Counts one call of `grid` that took `seconds` (see `tuned_grid`)."""
+    if trial is not None:
+        trial.record(grid, seconds)
 
 
 @intrinsic
