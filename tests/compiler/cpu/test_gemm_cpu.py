@@ -84,6 +84,23 @@ def test_every_candidate_grid_gives_the_same_bits(monkeypatch):
             assert trial.kept in grids and min(trial.best) < float("inf")
 
 
+def test_a_trial_whose_candidates_include_one_part_moves_on(monkeypatch):
+    """A grid of one part runs on the calling thread, and its call counts in the trial like
+    any other's: the trial ends with a kept grid instead of staying on that grid."""
+    from numbax._src.compiler.cpu.runtime import product_parts
+
+    monkeypatch.setattr(product_parts, "_trials", {})
+    # four row strips and one (ragged) column strip: (1, 1) is a candidate
+    m, n = 4 * gemm_cpu.MR, 2 * gemm_cpu.VEC_BYTES // 4 - 4
+    x, y = _operand((m, 300), np.float32, False), _operand((300, n), np.float32, False)
+    grids = product_parts.candidates(4, 1, 2, gemm_cpu.PACK_B_FROM_ROW_STRIPS, False)
+    assert (1, 1) in grids and len(grids) > 1
+    for _ in range(product_parts.SAMPLES * len(grids)):
+        _check(x, y, 2)
+    trial = product_parts._trials[(m, n, 300, 1, 1, "f", 2)]
+    assert trial.kept in grids and max(trial.best) < float("inf")
+
+
 def test_threads_of_python_calling_at_once():
     """Each Python thread has its own workspace: concurrent products do not share scratch."""
     import threading

@@ -530,12 +530,12 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
         (m, n, kk, csa, csb, x.dtype.char, threads), grids)
     workers = min(rows * cols, threads)
     work = _workspace(x.dtype, workers, workspace_size(x.itemsize, -(-ns // cols)))
-    if workers == 1:
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
-        return out
     start = time.perf_counter()
-    _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
-                  np.zeros(1, np.int64))
+    if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
+    else:
+        _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
+                      np.zeros(1, np.int64))
     product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
 
