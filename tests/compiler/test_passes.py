@@ -116,3 +116,26 @@ def test_broadcast_through_keepdims_reshape():
     assert "reshape" in _prims(passes.simplify(_jaxpr(f, v)))
     np.testing.assert_array_equal(np.asarray(numbax.jit(f)(v)),
                                   np.broadcast_to(v.reshape(2, 3), (4, 2, 3)))
+
+
+def test_passes_run_inside_loop_bodies():
+    """A scan body's transposes around products fold into the products, and the zero
+    cotangents nobody reads are dropped, as at top level (the CPU compiles the body)."""
+    w = np.linspace(-1, 1, 16).reshape(4, 4)
+
+    def f(c, xs, w):
+        def body(c, x):
+            unused = jnp.zeros((50, 60)) + x  # noqa: F841
+            return (w @ c.T).T * x + (c * 1.0), None
+        return numbax.lax.scan(body, c, xs)[0]
+
+    c, xs = np.ones((2, 4)), np.linspace(0.5, 1.0, 3)
+    j = passes.simplify(_jaxpr(f, c, xs, w))
+    (scan,) = [e for e in j.eqns if e.primitive.name == "scan"]
+    body = _prims(scan.params["jaxpr"].jaxpr)
+    assert "transpose" not in body and "broadcast_in_dim" not in body and "dot_general" in body
+    _same_values(f, j, c, xs, w)
+    want = c
+    for x in xs:
+        want = want @ w.T * x + want
+    np.testing.assert_allclose(np.asarray(core.eval_jaxpr(j, [], c, xs, w)[0]), want, rtol=1e-14)

@@ -15,6 +15,8 @@ from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import ordering, rng
 from numbax._src.lax import shape_ops as ls
+from numbax._src.lax.control_flow.conditionals import cond_p
+from numbax._src.lax.control_flow.loops import scan_p, while_p
 
 Atom = Var | Literal
 
@@ -25,16 +27,40 @@ Atom = Var | Literal
 core.effectful_primitives.update({rng.rng_uniform_p, ordering.dce_sink_p})
 _EFFECTFUL: set[core.Primitive] = core.effectful_primitives
 _RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
+_BODIES = {scan_p: ("jaxpr",), while_p: ("cond_jaxpr", "body_jaxpr"), cond_p: ("branches",)}
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
 
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Runs every pass in order; each result is typechecked when jax_enable_checks is on."""
-    for pass_ in (inline_scalar_broadcasts, sink_reshapes, simplify_algebra, fold_constants,
+    for pass_ in (simplify_bodies, inline_scalar_broadcasts, sink_reshapes, simplify_algebra,
+                  fold_constants,
                   inline_scalar_broadcasts, broadcast_through_reshapes, fold_transposes,
                   expand_outer_dots, cse, dce):
         jaxpr = typecheck.check_jaxpr(pass_(jaxpr))
     return jaxpr
+
+
+def simplify_bodies(jaxpr: Jaxpr) -> Jaxpr:
+    """`simplify` inside the sub-jaxprs of scan, while and cond, which the CPU renders as
+    compiled loops and branches: a loop body made by AD carries transposes around its
+    products (each a strided copy in Numba) and zero cotangents that nobody reads."""
+    eqns = []
+    for eqn in jaxpr.eqns:
+        names = _BODIES.get(eqn.primitive, ())
+        if names:
+            params = dict(eqn.params)
+            for name in names:
+                body = params[name]
+                params[name] = tuple(map(_simplified, body)) if isinstance(body, tuple) \
+                    else _simplified(body)
+            eqn = eqn._replace(params=params)
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _simplified(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+    return core.ClosedJaxpr(simplify(closed.jaxpr), closed.consts)
 
 
 # ----------------------------------------------------------------------------- helpers

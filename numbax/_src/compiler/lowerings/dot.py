@@ -80,13 +80,13 @@ def _array(args, eqn):
 
 
 def _as_matrix(name: str, shape: tuple, perm: list[int], matrix: tuple[int, int]) -> str:
-    """`name` transposed by `perm` as a C-contiguous matrix. Operands already in order, and
-    matrices transposed, skip the general transpose: Numba takes seconds to compile its
-    first transpose-by-tuple."""
+    """`name` transposed by `perm` as a matrix np.dot takes in Numba: C-contiguous, or the
+    transpose of a C-contiguous matrix. Operands already in order, and matrices transposed,
+    skip the general transpose: Numba takes seconds to compile its first transpose-by-tuple."""
     if perm == sorted(perm):
         x = f"np.ascontiguousarray({name})"
-    elif len(shape) == 2:
-        x = f"np.ascontiguousarray({name}.T)"
+    elif len(shape) == 2:  # a transposed view: BLAS reads it in place (a copy in Numba is
+        x = f"np.ascontiguousarray({name}).T"  # an element-by-element strided loop)
     else:
         x = f"np.ascontiguousarray({name}.transpose({tuple(perm)}))"
     return x if tuple(shape[d] for d in perm) == matrix else f"{x}.reshape({matrix})"

@@ -110,9 +110,41 @@ register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slic
 register(ls.rev_p, backend="cpu",
          library=lambda e, ins: _kc("rev", ins[0], render_value(e.params["dimensions"])))
 register(ls.rev_p, backend="cuda", library=cuda_driver.planned(cuda_index.rev))
+
+
+def _pad_array(args, eqn):
+    """lax.pad inside compiled control flow, as one expression Numba compiles: negative edges
+    cropped by a slice, then per padded axis a concatenation between filled blocks (the
+    transpose of a slice, e.g. an LSTM's gate gradients, is such a pad). Interior padding has
+    no such form (the driver's host loop runs it)."""
+    x = eqn.invars[0].aval
+    config = eqn.params["padding_config"]
+    if x.ndim == 0 or any(interior for _, _, interior in config):
+        raise Unsupported("pad with interior padding")
+    expr, shape = args[0], list(x.shape)
+    if any(lo < 0 or hi < 0 for lo, hi, _ in config):
+        kept = [f"{max(-lo, 0)}:{n - max(-hi, 0)}" for n, (lo, hi, _) in zip(shape, config,
+                                                                          strict=True)]
+        expr = f"{expr}[{', '.join(kept)}]"
+        shape = [n - max(-lo, 0) - max(-hi, 0) for n, (lo, hi, _) in zip(shape, config,
+                                                                          strict=True)]
+    fill = dtype_ctor(x.dtype)
+    for d, (lo, hi, _) in enumerate(config):
+        edges = [max(lo, 0), max(hi, 0)]
+        if not any(edges):
+            continue
+        blocks = [f"np.full({(*shape[:d], e, *shape[d + 1:])}, {args[1]}, {fill})"
+                  for e in edges]
+        parts = [blocks[0]] * bool(edges[0]) + [expr] + [blocks[1]] * bool(edges[1])
+        expr = f"np.concatenate(({', '.join(parts)}), axis={d})"
+        shape[d] += sum(edges)
+    return expr if expr != args[0] else f"{args[0]}.copy()"
+
+
 register(ls.pad_p, backend="cpu",
          library=lambda e, ins: _kc("pad", ins[0], ins[1],
-                                    render_value(e.params["padding_config"])))
+                                    render_value(e.params["padding_config"])),
+         array=_pad_array)
 register(ls.pad_p, backend="cuda", library=cuda_driver.planned(cuda_index.pad))
 
 

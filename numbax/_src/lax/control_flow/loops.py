@@ -130,30 +130,68 @@ def _scan_partial_eval(trace, tracers, *, jaxpr, num_consts, num_carry, length, 
         jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * n_ys)
     if all(out_uk) and num_res == 0 and not any(not u for u in const_uk + carry_uk + xs_uk):
         return pe.default_process_primitive(trace, scan_p, tracers, params)
-    consts, carry, xs = _split(tracers, num_consts, num_carry)
     uk_flags = const_uk + carry_uk + xs_uk
     known_in = [t.pval.const for t, u in zip(tracers, uk_flags, strict=True) if not u]
     n_kc = sum(not u for u in const_uk)
     n_kcarry = sum(not u for u in carry_uk)
+    n_known_outs = len(known.jaxpr.outvars) - num_res
+    sources, stacked = _residual_sources(known, num_res, n_kc, n_kcarry)
+    kj = known.jaxpr  # its outputs: the known values, then only the residuals to stack
+    known = ClosedJaxpr(pe.dce_jaxpr(core.Jaxpr(
+        kj.constvars, kj.invars, kj.eqns, [*kj.outvars[:n_known_outs], *stacked])),
+        known.consts)
     known_outs = scan_p.bind(*known_in, jaxpr=known, num_consts=n_kc, num_carry=n_kcarry,
                              length=length, reverse=reverse, unroll=unroll)
-    residuals = known_outs[len(known_outs) - num_res:]
-    known_vals = known_outs[:len(known_outs) - num_res]
-    # The unknown jaxpr takes (residuals, consts_u, carry_u, xs_u); scan wants residuals as xs.
+    known_vals = known_outs[:n_known_outs]
+    residuals = [known_in[i] if kind in ("const", "xs") else
+                 known_outs[n_known_outs + i] if kind == "stacked" else i
+                 for kind, i in sources]
+    # The unknown jaxpr takes (residuals, consts_u, carry_u, xs_u); scan wants the
+    # loop-invariant residuals as consts and the per-step ones as xs.
     n_uc, n_ucarry, n_ux = sum(const_uk), sum(carry_uk), sum(xs_uk)
     res_idx, uc, ucarry, ux = _split(list(range(num_res + n_uc + n_ucarry + n_ux)),
                                      num_res, n_uc, n_ucarry)
-    unknown = common.permute_jaxpr(unknown, in_order=[*uc, *ucarry, *res_idx, *ux])
+    invariant = [kind in ("const", "value") for kind, _ in sources]
+    res_c = [i for i, inv in zip(res_idx, invariant, strict=True) if inv]
+    res_x = [i for i, inv in zip(res_idx, invariant, strict=True) if not inv]
+    unknown = common.permute_jaxpr(unknown, in_order=[*res_c, *uc, *ucarry, *res_x, *ux])
     uk_tracers = [trace.instantiate_const(t)
                   for t, u in zip(tracers, uk_flags, strict=True) if u]
     uk_consts, uk_carry, uk_xs = _split(uk_tracers, n_uc, n_ucarry)
     res_tracers = [trace.instantiate_const(trace.lift(r)) for r in residuals]
+    res_consts = [t for t, inv in zip(res_tracers, invariant, strict=True) if inv]
+    res_xs = [t for t, inv in zip(res_tracers, invariant, strict=True) if not inv]
     unknown_outs = pe.default_process_primitive(
-        trace, scan_p, [*uk_consts, *uk_carry, *res_tracers, *uk_xs],
-        dict(jaxpr=unknown, num_consts=n_uc, num_carry=n_ucarry, length=length,
-             reverse=reverse, unroll=unroll))
+        trace, scan_p, [*res_consts, *uk_consts, *uk_carry, *res_xs, *uk_xs],
+        dict(jaxpr=unknown, num_consts=len(res_consts) + n_uc, num_carry=n_ucarry,
+             length=length, reverse=reverse, unroll=unroll))
     known_it, unknown_it = iter(known_vals), iter(unknown_outs)
     return [next(unknown_it) if u else trace.lift(next(known_it)) for u in out_uk]
+
+
+def _residual_sources(known: ClosedJaxpr, num_res: int, n_consts: int, n_carry: int):
+    """Where each residual of a scan's known part comes from, as JAX forwards them: ("const",
+    i) a known const operand and ("value", v) a constant (loop-invariant: the unknown scan
+    takes them as consts, not stacked once per step), ("xs", i) a known xs operand (already
+    stacked), else ("stacked", j), the known scan's j-th stacked residual output, one per
+    distinct variable. Also returns the variables still stacked. (i indexes the known
+    operands: consts, carry, xs.)"""
+    jaxpr = known.jaxpr
+    position = {v: i for i, v in enumerate(jaxpr.invars)}
+    constant = dict(zip(jaxpr.constvars, known.consts, strict=True))
+    sources, stacked = [], {}
+    for r in jaxpr.outvars[len(jaxpr.outvars) - num_res:]:
+        if isinstance(r, core.Literal):
+            sources.append(("value", r.val))
+        elif r in constant:
+            sources.append(("value", constant[r]))
+        elif position.get(r, n_consts) < n_consts:
+            sources.append(("const", position[r]))
+        elif position.get(r, -1) >= n_consts + n_carry:
+            sources.append(("xs", position[r]))
+        else:
+            sources.append(("stacked", stacked.setdefault(r, len(stacked))))
+    return sources, list(stacked)
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
