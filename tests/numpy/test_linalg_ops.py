@@ -41,6 +41,27 @@ def test_matmul(sa, sb, dtype):
     _check(jnp.asarray(a) @ b, a @ b, rtol=1e-5)
 
 
+@pytest.mark.parametrize("sa,sb", [((16, 8, 5), (5, 3)), ((5,), (4, 5, 3)),
+                                   ((2, 1, 4, 5), (3, 5, 6)), ((1, 4, 5), (2, 5, 3)),
+                                   ((3, 4, 5), (3, 5, 2))])
+def test_matmul_broadcast_axes_are_free_axes_as_in_jax(sa, sb):
+    """As jnp.matmul forms it: an axis only one operand has (or has at a size above 1) is a
+    free axis of that operand's product, not a broadcast copy of the other (activations @
+    weights is one product, and the weights' gradient one product too); an axis both have is
+    a batch axis. Results and gradients as numpy's."""
+    a, b = _r(*sa), _r(*sb)
+    jaxpr = numbax.make_jaxpr(jnp.matmul)(a, b).jaxpr
+    assert "broadcast_in_dim" not in [e.primitive.name for e in jaxpr.eqns]
+    (dot,) = [e for e in jaxpr.eqns if e.primitive.name == "dot_general"]
+    shared = sum(x == y > 1 for x, y in zip(sa[-3::-1], sb[-3::-1]))
+    assert len(dot.params["dimension_numbers"][1][0]) == shared
+    _check(jnp.matmul(a, b), np.matmul(a, b))
+    _check(numbax.jit(jnp.matmul)(a, b), np.matmul(a, b))
+    g = numbax.grad(lambda y: jnp.sum(jnp.sin(jnp.matmul(a, y))))(b)
+    np.testing.assert_allclose(np.asarray(g), _fd(lambda y: np.sum(np.sin(a @ y)), b),
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_mixed_dtype_products_promote():
     """As JAX promotes: an integer operand joins a float one at the float's width."""
     a, b = _r(2, 3, dtype=np.float32), _r(3, dtype=np.int64)

@@ -77,18 +77,54 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
             f"numbax.numpy.matmul: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa2[-1]}) must equal the second-to-last axis of b ({sb2[-2]})."
         )
-    batch = ufuncs.broadcast_shapes("matmul", sa2[:-2], sb2[:-2])
-    a2 = ufuncs.broadcast_to_shape(a2, batch + sa2[-2:])
-    b2 = ufuncs.broadcast_to_shape(b2, batch + sb2[-2:])
-    nb = len(batch)
-    out = _dot_general(a2, b2, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))),
-                       precision=precision, preferred_element_type=preferred_element_type)
+    batch = ufuncs.broadcast_shapes("matmul", sa2[:-2], sb2[:-2])  # (the error for a mismatch)
+    out = _broadcast_product(a2, b2, len(batch), precision, preferred_element_type)
     drop = []
     if len(sa) == 1:
-        drop.append(nb)
+        drop.append(len(batch))
     if len(sb) == 1:
-        drop.append(get_aval(out).ndim - 1)
+        drop.append(len(batch) + 1)
     return shape_ops.squeeze(out, tuple(drop)) if drop else out
+
+
+def _broadcast_product(a: Any, b: Any, nb: int, precision: Any,
+                       preferred_element_type: Any) -> Any:
+    """a @ b over the last two axes of each, with `nb` broadcast leading axes, as JAX forms it:
+    an axis both operands have (at one size) is a batch axis of dot_general; an axis only one
+    has, or where the other's size is 1, is a free axis of that operand (squeezed from the
+    other), not a broadcast copy of the other. So activations (b, t, d) @ weights (d, n) are
+    one (b*t, d) @ (d, n) product, and the weights' gradient one product too."""
+    sa, sb = get_aval(a).shape, get_aval(b).shape
+    a_axes = (None,) * (nb + 2 - len(sa)) + tuple(range(len(sa) - 2))  # a's axis per batch axis
+    b_axes = (None,) * (nb + 2 - len(sb)) + tuple(range(len(sb) - 2))
+    a_squeeze, b_squeeze, a_batch, b_batch = [], [], [], []
+    where_batch, where_a, where_b = [], [], []  # output axis of each dot_general result axis
+    for i, (x, y) in enumerate(zip(a_axes, b_axes, strict=True)):
+        if x is not None and y is not None and sa[x] == sb[y] and sa[x] != 1:
+            a_batch.append(x)
+            b_batch.append(y)
+            where_batch.append(i)
+        elif y is None or (x is not None and sb[y] == 1):  # a's free axis
+            if y is not None:
+                b_squeeze.append(y)
+            where_a.append(i)
+        else:  # b's free axis (a lacks it, or has it at size 1)
+            if x is not None:
+                a_squeeze.append(x)
+            where_b.append(i)
+    a = shape_ops.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
+    b = shape_ops.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
+    # the batch axes' positions after squeezing (they keep their order)
+    a_batch = [x - sum(s < x for s in a_squeeze) for x in a_batch]
+    b_batch = [y - sum(s < y for s in b_squeeze) for y in b_batch]
+    na, nbb = get_aval(a).ndim, get_aval(b).ndim
+    out = _dot_general(a, b, ((na - 1,), (nbb - 2,)), (tuple(a_batch), tuple(b_batch)),
+                       precision=precision, preferred_element_type=preferred_element_type)
+    # dot_general gives (batch, a's free axes, b's free axes); matmul's order is the batch
+    # axes as broadcast, then a's rows, then b's columns
+    order = [*where_batch, *where_a, nb, *where_b, nb + 1]
+    perm = sorted(range(len(order)), key=order.__getitem__)
+    return out if perm == sorted(perm) else shape_ops.transpose(out, tuple(perm))
 
 
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
