@@ -114,3 +114,31 @@ def test_pad_in_a_loop_body_matches_numpy(config):
         want.append(full.sum() + full[0, 0])
         c = c + s
     np.testing.assert_allclose(np.asarray(f(x0, xs)), want, rtol=1e-14)
+
+
+def test_residuals_computed_from_weights_alone_are_hoisted_out_of_the_loop():
+    """`h @ w.T` in a body: its backward needs w.T, which depends on no carry or input, so it
+    is computed once before the loops (as JAX hoists it), not stacked per step."""
+    rng = np.random.default_rng(2)
+    w, xs = rng.normal(size=(H, H)) * 0.5, rng.normal(size=(T, B, H))
+
+    def loss(w, xs):
+        def cell(h, x):
+            h = jnp.tanh(h @ (w * 2.0).T + x)
+            return h, None
+        return jnp.sum(lax.scan(cell, jnp.ones((B, H)), xs)[0] ** 2)
+
+    def loss_numpy(w, xs):
+        h = np.ones((B, H))
+        for x in xs:
+            h = np.tanh(h @ (w * 2.0).T + x)
+        return np.sum(h ** 2)
+
+    jaxpr = numbax.make_jaxpr(numbax.grad(loss))(w, xs).jaxpr
+    forward = [e for e in jaxpr.eqns if e.primitive.name == "scan"][0]
+    assert (T, H, H) not in [v.aval.shape for v in forward.outvars]
+    g = numbax.jit(numbax.grad(loss))(w, xs)
+    np.testing.assert_allclose(np.asarray(g), _fd(lambda v: loss_numpy(v, xs), w),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(numbax.grad(loss)(w, xs)), np.asarray(g),
+                               rtol=1e-12)

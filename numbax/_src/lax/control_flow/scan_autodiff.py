@@ -82,7 +82,8 @@ def _scan_partial_eval(trace, tracers, *, jaxpr, num_consts, num_carry, length, 
     n_kc = sum(not u for u in const_uk)
     n_kcarry = sum(not u for u in carry_uk)
     n_known_outs = len(known.jaxpr.outvars) - num_res
-    sources, stacked = _residual_sources(known, num_res, n_kc, n_kcarry)
+    sources, stacked, hoisted = _residual_sources(known, num_res, n_kc, n_kcarry)
+    hoisted = _hoist(known, n_kc, hoisted, known_in[:n_kc])
     kj = known.jaxpr  # its outputs: the known values, then only the residuals to stack
     known = ClosedJaxpr(pe.dce_jaxpr(core.Jaxpr(
         kj.constvars, kj.invars, kj.eqns, [*kj.outvars[:n_known_outs], *stacked])),
@@ -91,14 +92,14 @@ def _scan_partial_eval(trace, tracers, *, jaxpr, num_consts, num_carry, length, 
                              length=length, reverse=reverse, unroll=unroll)
     known_vals = known_outs[:n_known_outs]
     residuals = [known_in[i] if kind in ("const", "xs") else
-                 known_outs[n_known_outs + i] if kind == "stacked" else i
-                 for kind, i in sources]
+                 known_outs[n_known_outs + i] if kind == "stacked" else
+                 hoisted[i] if kind == "hoisted" else i for kind, i in sources]
     # The unknown jaxpr takes (residuals, consts_u, carry_u, xs_u); scan wants the
     # loop-invariant residuals as consts and the per-step ones as xs.
     n_uc, n_ucarry, n_ux = sum(const_uk), sum(carry_uk), sum(xs_uk)
     res_idx, uc, ucarry, ux = _split(list(range(num_res + n_uc + n_ucarry + n_ux)),
                                      num_res, n_uc, n_ucarry)
-    invariant = [kind in ("const", "value") for kind, _ in sources]
+    invariant = [kind in ("const", "value", "hoisted") for kind, _ in sources]
     res_c = [i for i, inv in zip(res_idx, invariant, strict=True) if inv]
     res_x = [i for i, inv in zip(res_idx, invariant, strict=True) if not inv]
     unknown = common.permute_jaxpr(unknown, in_order=[*res_c, *uc, *ucarry, *res_x, *ux])
@@ -117,28 +118,57 @@ def _scan_partial_eval(trace, tracers, *, jaxpr, num_consts, num_carry, length, 
 
 
 def _residual_sources(known: ClosedJaxpr, num_res: int, n_consts: int, n_carry: int):
-    """Where each residual of a scan's known part comes from, as JAX forwards them: ("const",
-    i) a known const operand and ("value", v) a constant (loop-invariant: the unknown scan
-    takes them as consts, not stacked once per step), ("xs", i) a known xs operand (already
-    stacked), else ("stacked", j), the known scan's j-th stacked residual output, one per
-    distinct variable. Also returns the variables still stacked. (i indexes the known
+    """Where each residual of a scan's known part comes from, as JAX forwards and hoists them:
+    ("const", i) a known const operand, ("value", v) an array constant and ("hoisted", j) the
+    j-th value computed from consts alone (loop-invariant: the unknown scan takes them as
+    consts, not stacked once per step), ("xs", i) a known xs operand (already stacked), else
+    ("stacked", j), the known scan's j-th stacked residual output, one per distinct variable.
+    Also returns the variables still stacked and those to hoist. (i indexes the known
     operands: consts, carry, xs.)"""
     jaxpr = known.jaxpr
     position = {v: i for i, v in enumerate(jaxpr.invars)}
     constant = dict(zip(jaxpr.constvars, known.consts, strict=True))
-    sources, stacked = [], {}
+    invariant = _invariant_vars(jaxpr, n_consts)
+    sources, stacked, hoisted = [], {}, {}
     for r in jaxpr.outvars[len(jaxpr.outvars) - num_res:]:
-        if isinstance(r, core.Literal):
-            sources.append(("value", r.val))
-        elif r in constant:
+        if r.aval.ndim and isinstance(r, core.Literal):  # (0-d ones stay stacked: a weak
+            sources.append(("value", r.val))           # scalar lifted here would not be)
+        elif r.aval.ndim and r in constant:
             sources.append(("value", constant[r]))
         elif position.get(r, n_consts) < n_consts:
             sources.append(("const", position[r]))
         elif position.get(r, -1) >= n_consts + n_carry:
             sources.append(("xs", position[r]))
+        elif r.aval.ndim and r in invariant:
+            sources.append(("hoisted", hoisted.setdefault(r, len(hoisted))))
         else:
             sources.append(("stacked", stacked.setdefault(r, len(stacked))))
-    return sources, list(stacked)
+    return sources, list(stacked), list(hoisted)
+
+
+def _invariant_vars(jaxpr: core.Jaxpr, n_consts: int) -> set:
+    """The variables of a scan body computed from its consts alone (no carry, no xs), by
+    equations without effects."""
+    invariant = {*jaxpr.constvars, *jaxpr.invars[:n_consts]}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive not in core.effectful_primitives and all(
+                isinstance(x, core.Literal) or x in invariant for x in eqn.invars):
+            invariant.update(eqn.outvars)
+    return invariant
+
+
+def _hoist(known: ClosedJaxpr, n_consts: int, outs: list, consts: list) -> list:
+    """The values of `outs` (loop-invariant variables of the known scan's body), computed once
+    from the body's consts by the equations they need."""
+    if not outs:
+        return []
+    live, needed = set(outs), []
+    for eqn in reversed(known.jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            needed.append(eqn)
+            live.update(x for x in eqn.invars if isinstance(x, core.Var))
+    jaxpr = core.Jaxpr(known.jaxpr.constvars, known.jaxpr.invars[:n_consts], needed[::-1], outs)
+    return core.eval_jaxpr(jaxpr, known.consts, *consts)
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
