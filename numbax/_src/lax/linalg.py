@@ -234,8 +234,10 @@ def _cholesky_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
 
 
 def _cholesky_impl(x: np.ndarray) -> list[np.ndarray]:
-    """Reads the lower triangle; matrices that are not positive definite give NaNs (as JAX)."""
-    herm = _hermitian_np(x, lower=True)
+    """Reads the lower triangle; matrices that are not positive definite give NaNs (as JAX).
+    LAPACK's potrf reads only that triangle, so a real matrix goes to it as it is (building
+    the Hermitian matrix cost half as long as the factorisation, 500 x 500)."""
+    herm = _hermitian_np(x, lower=True) if np.iscomplexobj(x) else x
     try:
         return [np.linalg.cholesky(herm)]
     except np.linalg.LinAlgError:

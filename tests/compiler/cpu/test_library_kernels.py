@@ -334,3 +334,44 @@ def test_library_rules_keep_zero_d_results_zero_d(fn):
     x = np.array(1.5)
     got, want = numbax.jit(fn)(x), fn(jnp.asarray(x))
     assert got.shape == () and float(got) == float(want)
+
+
+def test_blas_call_sets_every_loaded_openblas_and_restores_it():
+    """numpy's OpenBLAS and scipy's own (scipy.linalg's LAPACK, Numba's np.dot) are two
+    libraries with two thread pools; a call under the thread rule sets both."""
+    api = blas._find_blas_api()
+    if not api:
+        pytest.skip("no OpenBLAS loaded")
+    before = [get_n() for _, get_n in api]
+    seen = blas.blas_call(lambda: [get_n() for _, get_n in api], 1)
+    assert seen == [1] * len(api)
+    assert [get_n() for _, get_n in api] == before
+    with pytest.raises(ZeroDivisionError):  # restored when the call raises, too
+        blas.blas_call(lambda: 1 / 0, 1)
+    assert [get_n() for _, get_n in api] == before
+    # numpy's and scipy's are both found where both wheels bundle one (the CI's install)
+    names = {path for path in open("/proc/self/maps").read().split() if "openblas" in path}
+    assert len(api) == len({n for n in names if n.endswith(".so") or ".so." in n})
+
+
+def test_lapack_calls_in_a_jitted_program_run_under_the_thread_rule(monkeypatch):
+    """A Cholesky between kernels runs with BLAS's threads as `blas_threads` says (one while
+    Numba's workers may spin), and gives the eager result."""
+    from numbax._src.compiler.cpu import backend
+
+    calls = []
+    real = blas.blas_call
+    monkeypatch.setattr(blas, "blas_call",
+                        lambda fn, n, *args: calls.append(n) or real(fn, n, *args))
+    monkeypatch.setattr(threads_rt, "pool_spinning", lambda: True)
+    a = RNG.normal(size=(40, 40))
+    k = a @ a.T + 40 * np.eye(40)
+    f = numbax.jit(lambda k: jnp.linalg.cholesky(jnp.exp(k * 1e-3) + 40 * jnp.eye(40)))
+    got = f(k)
+    assert calls and set(calls) == {1}
+    np.testing.assert_allclose(np.asarray(got),
+                               np.linalg.cholesky(np.exp(k * 1e-3) + 40 * np.eye(40)),
+                               rtol=1e-12)
+    assert blas.lapack_macs([np.ones((3, 5, 4))]) == 3 * 5 * 4 * 4
+    assert blas.lapack_macs([np.ones(7), np.ones((6, 6))]) == 216
+    assert isinstance(backend.LapackCall(None, {}, ()), backend.EagerCall)

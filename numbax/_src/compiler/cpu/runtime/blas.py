@@ -32,16 +32,18 @@ LONG_MACS = 1 << 32
 _blas_api: list = []
 
 
-def _openblas():
-    """(ctypes library, symbol prefix, symbol suffix) of the OpenBLAS this process loaded (numpy's
-    scipy-openblas or a system one), or None."""
+def _openblas_libraries() -> list:
+    """(ctypes library, symbol prefix, symbol suffix) of each OpenBLAS this process loaded:
+    numpy's scipy-openblas64 and scipy's own scipy-openblas (scipy.linalg's LAPACK and Numba's
+    np.dot in compiled loops call it), or a system one."""
     import ctypes
 
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line and ".so" in line}
     except OSError:
-        return None
+        return []
+    found = []
     for path in sorted(paths):
         try:
             lib = ctypes.CDLL(path)
@@ -50,21 +52,31 @@ def _openblas():
         for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""),
                                ("openblas", "64_"), ("openblas", "")):
             if hasattr(lib, f"{prefix}_set_num_threads{suffix}"):
-                return lib, prefix, suffix
-    return None
+                found.append((lib, prefix, suffix))
+                break
+    return found
 
 
-def _find_blas_api():
+def _openblas():
+    """numpy's OpenBLAS (the first found), or None."""
+    found = _openblas_libraries()
+    numpys = [f for f in found if f[2] == "64_"]
+    return (numpys or found or [None])[0]
+
+
+def _find_blas_api() -> list:
+    """(set_num_threads, get_num_threads) of every loaded OpenBLAS."""
     import ctypes
 
-    found = _openblas()
-    if found is None:
-        return None
-    lib, prefix, suffix = found
-    set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-    get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-    set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
-    return set_n, get_n
+    import scipy.linalg  # noqa: F401  (loads scipy's OpenBLAS, so it is found here too)
+
+    api = []
+    for lib, prefix, suffix in _openblas_libraries():
+        set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
+        get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+        set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
+        api.append((set_n, get_n))
+    return api
 
 
 def blas_core() -> str:
@@ -113,20 +125,30 @@ def blas_threads(macs: int, site: threads.Site | None = None) -> int:
 
 
 def blas_call(fn, threads: int, *args):
-    """fn(*args) with OpenBLAS set to `threads` threads for the call (0: as it is)."""
+    """fn(*args) with every loaded OpenBLAS set to `threads` threads for the call (0: as it
+    is)."""
     if not threads:
         return fn(*args)
     if not _blas_api:
         _blas_api.append(_find_blas_api())
-    api = _blas_api[0]
-    if api is None:
-        return fn(*args)
-    set_n, get_n = api
-    before = get_n()
-    if before == threads:
-        return fn(*args)
-    set_n(threads)
+    before = [(set_n, get_n()) for set_n, get_n in _blas_api[0]]
+    changed = [(set_n, n) for set_n, n in before if n != threads]
+    for set_n, _ in changed:
+        set_n(threads)
     try:
         return fn(*args)
     finally:
-        set_n(before)
+        for set_n, n in changed:
+            set_n(n)
+
+
+def lapack_macs(args) -> int:
+    """A LAPACK call's work in multiply-adds, for `blas_threads`: n^3 for the largest of its
+    (..., n, n)-like matrix operands (m * n * min(m, n) for an m x n one), summed over a batch."""
+    work = 0
+    for a in args:
+        shape = getattr(a, "shape", ())
+        if len(shape) >= 2:
+            m, n = shape[-2], shape[-1]
+            work = max(work, (a.size // max(m * n, 1)) * m * n * min(m, n))
+    return work

@@ -95,7 +95,7 @@ def _find():
     if not _api:
         found = blas._openblas()
         entry = None
-        if found is not None and blas._find_blas_api() is not None:
+        if found is not None and blas._find_blas_api():
             lib, prefix, suffix = found
             cblas = "scipy_cblas" if prefix == "scipy_openblas" else "cblas"
             try:
