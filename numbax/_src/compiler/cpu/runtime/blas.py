@@ -27,6 +27,11 @@ BLAS_THREADED_MACS = 1 << 24
 # 2000² (8e9 multiply-adds) 107 ms on one thread, 83 on two (jax.jit 72-74); 1000² (1e9) 12.3
 # on one, 16.0 on two (each of its parallel regions waits for a descheduled thread).
 LONG_MACS = 1 << 32
+# LAPACK calls between a jitted program's kernels (cpu/backend.py's LapackCall) take BLAS's
+# own threads only from this size (n = 1024 for an n x n matrix): a Gaussian process's
+# gradient (a 500 x 500 Cholesky and two triangular solves) took 22 ms a step with them and 15
+# with one thread on 16 Xeon cores, its factorisations' threads spinning beside the kernels.
+LAPACK_THREADED_MACS = 1 << 30
 
 
 _blas_api: list = []
