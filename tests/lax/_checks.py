@@ -12,6 +12,17 @@ def fd_jvp(f, x, v, eps=1e-6):
     return (hi - lo) / (2 * eps)
 
 
+def fd_grad(f, x, eps=1e-6):
+    """The gradient of scalar f at x by central differences, one entry at a time, in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
+    return g
+
+
 def check_ad(f, x, rtol=1e-5, atol=1e-7):
     """jvp vs central differences, and <vjp(u), v> == <u, jvp(v)>, in float64."""
     x = np.asarray(x, dtype=np.float64)

@@ -5,18 +5,9 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
+from tests.lax._checks import fd_grad
 
 RNG = np.random.default_rng(0)
-
-
-def fd_grad(f, x, eps=1e-6):
-    x = np.asarray(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
-    return g
 
 
 def _branchy(p, x):

@@ -7,6 +7,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
+from tests.lax._checks import fd_grad
 
 T, B, D, H = 6, 3, 2, 4  # steps, batch, input width, hidden width (distinct: shapes tell apart)
 
@@ -42,15 +43,6 @@ def _params(rng):
             "b": rng.normal(size=4 * H) * 0.1}
 
 
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[k] = eps
-        g[k] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 def test_lstm_gradient_is_two_compiled_loops_matching_finite_differences():
     rng = np.random.default_rng(0)
     p, xs, y = _params(rng), rng.normal(size=(T, B, D)), rng.normal(size=(B, H))
@@ -59,9 +51,9 @@ def test_lstm_gradient_is_two_compiled_loops_matching_finite_differences():
     assert driver.count("_flow(") == 2 and "h0(" not in driver  # no host-driven loop
     gp, gx = grad(p, xs, y)
     for name in p:
-        want = _fd(lambda v, name=name: _lstm_loss_numpy({**p, name: v}, xs, y), p[name])
+        want = fd_grad(lambda v, name=name: _lstm_loss_numpy({**p, name: v}, xs, y), p[name])
         np.testing.assert_allclose(np.asarray(gp[name]), want, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(np.asarray(gx), _fd(lambda v: _lstm_loss_numpy(p, v, y), xs),
+    np.testing.assert_allclose(np.asarray(gx), fd_grad(lambda v: _lstm_loss_numpy(p, v, y), xs),
                                rtol=1e-6, atol=1e-9)
     eager = numbax.grad(_lstm_loss, (0, 1))(p, xs, y)  # op by op: the same numbers
     for got, want in zip(numbax.tree_util.tree_leaves((gp, gx)),
@@ -138,7 +130,7 @@ def test_residuals_computed_from_weights_alone_are_hoisted_out_of_the_loop():
     forward = [e for e in jaxpr.eqns if e.primitive.name == "scan"][0]
     assert (T, H, H) not in [v.aval.shape for v in forward.outvars]
     g = numbax.jit(numbax.grad(loss))(w, xs)
-    np.testing.assert_allclose(np.asarray(g), _fd(lambda v: loss_numpy(v, xs), w),
+    np.testing.assert_allclose(np.asarray(g), fd_grad(lambda v: loss_numpy(v, xs), w),
                                rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(np.asarray(numbax.grad(loss)(w, xs)), np.asarray(g),
                                rtol=1e-12)
