@@ -375,3 +375,24 @@ def test_lapack_calls_in_a_jitted_program_run_under_the_thread_rule(monkeypatch)
     assert blas.lapack_macs([np.ones((3, 5, 4))]) == 3 * 5 * 4 * 4
     assert blas.lapack_macs([np.ones(7), np.ones((6, 6))]) == 216
     assert isinstance(backend.LapackCall(None, {}, ()), backend.EagerCall)
+
+
+@pytest.mark.parametrize("matmul", ["numbax", "blas"])
+def test_batched_products_with_batch_axes_not_leading(matmul):
+    """Attention's heads: the batch axis second in one operand and first in the other. The
+    strided stacks are copied once into whole matrices, so every product runs on the GEMM
+    (or BLAS) whole; the numbers are einsum's."""
+    x = RNG.normal(size=(6, 40, 24)).astype(np.float32)  # (heads, queries, width)
+    y = RNG.normal(size=(40, 6, 24)).astype(np.float32)  # (keys, heads, width)
+    dims = (((2,), (2,)), ((0,), (1,)))
+    assert library._whole_matrices(np.transpose(y, (1, 0, 2))).flags.c_contiguous
+    with config.override("cpu_matmul", matmul):
+        (got,) = library.dot_general(x, y, dims, np.dtype(np.float32))
+    np.testing.assert_allclose(got, np.einsum("hqd,khd->hqk", x, y), rtol=1e-5, atol=1e-5)
+    heads = numbax.jit(numbax.vmap(lambda q, k: numbax.nn.softmax(q @ k.T, -1) @ k,
+                                   in_axes=(0, 1)))
+    want = []
+    for q, k in zip(x.astype(np.float64), np.transpose(y, (1, 0, 2)).astype(np.float64)):
+        s = np.exp(q @ k.T - (q @ k.T).max(-1, keepdims=True))
+        want.append(s / s.sum(-1, keepdims=True) @ k)
+    np.testing.assert_allclose(np.asarray(heads(x, y)), np.stack(want), rtol=1e-4, atol=1e-5)
