@@ -396,3 +396,30 @@ def test_batched_products_with_batch_axes_not_leading(matmul):
         s = np.exp(q @ k.T - (q @ k.T).max(-1, keepdims=True))
         want.append(s / s.sum(-1, keepdims=True) @ k)
     np.testing.assert_allclose(np.asarray(heads(x, y)), np.stack(want), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", [0, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("mode", ["clip", "drop"])
+def test_scatter_rows_on_threads_give_the_serial_bits(op, mode, monkeypatch):
+    """The threaded row scatter (each thread the rows of its block, every update in index
+    order) gives the one-thread result bit for bit, with duplicate and out-of-bounds rows."""
+    from numbax._src.compiler.cpu.runtime import kernels
+
+    table = RNG.normal(size=(50, 7)).astype(np.float32)
+    table[3, 2] = np.nan
+    idx = RNG.integers(-5, 56, size=(400, 1))
+    upd = RNG.normal(size=(400, 7)).astype(np.float32)
+    monkeypatch.setattr(threads_rt, "threads_for", lambda work, site=None: 1)
+    serial = kernels.scatter(table, idx, upd, op, (0,), mode)
+    monkeypatch.setattr(threads_rt, "threads_for", lambda work, site=None: 2)
+    np.testing.assert_array_equal(kernels.scatter(table, idx, upd, op, (0,), mode), serial)
+    for parts in (3, 8, 64):  # more row blocks than rows, too
+        got = table.copy()
+        kernels._scatter_rows_parallel(got, np.array([50]), idx, upd, op, mode == "drop",
+                                       parts)
+        np.testing.assert_array_equal(got, serial)
+    if op == 1:  # against numpy's unbuffered add, out-of-bounds rows clipped or dropped
+        want = table.copy()
+        keep = (idx[:, 0] >= 0) & (idx[:, 0] < 50) if mode == "drop" else slice(None)
+        np.add.at(want, np.clip(idx[keep, 0], 0, 49), upd[keep])
+        np.testing.assert_array_equal(serial, want)

@@ -254,6 +254,34 @@ def _scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compi
             out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
 
 
+@njit(parallel=True, cache=True, error_model="numpy")
+def _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, parts):  # pragma: no cover
+    """`_scatter_rows` with out2's rows cut into `parts` blocks, one a thread: each thread reads
+    every index and applies the updates landing in its block, so a row still combines its
+    updates in index order (the serial result, bit for bit, duplicates included)."""
+    rows, r = out2.shape
+    for p in prange(parts):
+        lo, hi = rows * p // parts, rows * (p + 1) // parts
+        for b in range(idx2.shape[0]):
+            off, ok = _row_offset(dims, idx2, b)
+            if (drop and not ok) or off < lo or off >= hi:
+                continue
+            for i in range(r):
+                out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
+
+
+def _scatter_into(out2, dims, idx2, upd2, op: int, drop: bool) -> None:
+    """The updates combined into out2's rows on Numba's threads where the bytes they read pay
+    for them (an embedding table's gradient: 32,768 rows of 128 took 4 of a 5.7 ms training
+    step on one of 16 cores)."""
+    threads = min(rt_threads.threads_for(upd2.nbytes * copies.BYTE_NS), out2.shape[0])
+    if threads <= 1:
+        _scatter_rows(out2, dims, idx2, upd2, op, drop)
+        return
+    with rt_threads.running(threads):
+        _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, threads)
+
+
 def _front(x: np.ndarray, axes: tuple) -> tuple[np.ndarray, list[int] | None]:
     """x with `axes` first, as (D, R) rows; the permutation used (None: already in front)."""
     if axes == tuple(range(len(axes))):
@@ -301,7 +329,7 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tupl
     out2 = front.reshape(rows, front.size // rows)
     idx2 = np.ascontiguousarray(idx).reshape(-1, k)
     upd2 = np.ascontiguousarray(upd).reshape(idx2.shape[0], out2.shape[1])
-    _scatter_rows(out2, dims, idx2, upd2, op, mode == "drop")
+    _scatter_into(out2, dims, idx2, upd2, op, mode == "drop")
     if perm is None:
         return out
     return np.ascontiguousarray(np.transpose(front, np.argsort(perm)))
