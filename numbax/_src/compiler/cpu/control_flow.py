@@ -21,6 +21,7 @@ from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax import indexing as ix
+from numbax._src.lax import reductions as lr
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
@@ -171,6 +172,9 @@ class Function:
             return
         if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
             raise Unsupported(eqn.primitive.name)
+        if _sum_over_one_axis(eqn):
+            env[eqn.outvars[0]] = self.sum_loops(eqn, ins[0], lines, pad)
+            return
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
         if scalar and low is not None and low.fusion is Fusion.BROADCAST:
@@ -198,6 +202,29 @@ class Function:
         if expr.isidentifier():  # an identity: t and its operand name one array
             self.shared.update((expr, t))
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
+
+    def sum_loops(self, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
+        """A float sum over one axis as loops, the kept axes outer, one accumulator an output
+        element: the order and bits of Numba's `np.sum(x, axis=)` (slices added in axis order,
+        in x's dtype), which ran 4.7x slower (an n-body step's two sums of 256 x 256 x 3:
+        0.54 against 0.115 ms)."""
+        aval = eqn.invars[0].aval
+        (axis,) = eqn.params["axes"]
+        kept = [d for d in range(aval.ndim) if d != axis]
+        ctor = dtype_ctor(aval.dtype)
+        out, acc = self.fresh(), self.fresh()
+        idx = [self.fresh() for _ in range(aval.ndim)]
+        lines.append(f"{pad}{out} = np.empty({eqn.outvars[0].aval.shape}, {ctor})")
+        inner = pad
+        for d in kept:
+            lines.append(f"{inner}for {idx[d]} in range({aval.shape[d]}):")
+            inner += "    "
+        lines.append(f"{inner}{acc} = {ctor}(0)")
+        lines.append(f"{inner}for {idx[axis]} in range({aval.shape[axis]}):")
+        lines.append(f"{inner}    {acc} = {acc} + {x}[{', '.join(idx)}]  "
+                     f"# {core.pp_eqn(eqn, self.pp, 0)}")
+        lines.append(f"{inner}{out}[{', '.join(idx[d] for d in kept)}] = {acc}")
+        return out
 
     def assign(self, names: list[str], values: list[str], avals, lines, pad,
                own: frozenset = frozenset()) -> None:
@@ -321,6 +348,15 @@ def _users(jaxpr: Jaxpr) -> dict[Var, set[int]]:
         if isinstance(x, Var):
             users.setdefault(x, set()).add(-1)
     return users
+
+
+def _sum_over_one_axis(eqn: JaxprEqn) -> bool:
+    """A float32/float64 reduce_sum of one axis of a matrix or more (`Function.sum_loops`)."""
+    if eqn.primitive is not lr.reduce_sum_p or len(eqn.params["axes"]) != 1:
+        return False
+    x = eqn.invars[0].aval
+    return x.ndim >= 2 and x.dtype in (np.float32, np.float64) and \
+        eqn.outvars[0].aval.dtype == x.dtype
 
 
 def _loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
