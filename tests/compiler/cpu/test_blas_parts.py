@@ -3,6 +3,7 @@ one cblas call, against numpy in float64."""
 import numba
 import numpy as np
 import pytest
+from numba import njit
 
 import numbax
 from numbax._src.compiler.cpu.runtime import blas_parts, library
@@ -78,3 +79,39 @@ def test_avx2_hosts_run_threaded_products_on_numbas_pool(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(small, x[:16].astype(np.float64) @ w[:, :8], rtol=1e-4,
                                atol=1e-3)
+
+
+@njit(cache=False)
+def _three_products(entry, width, threads, x, y):
+    # the layouts compiled control flow hands in_loop: C-contiguous, and .T views of them
+    return (blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(x),
+                               np.ascontiguousarray(y)),
+            blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(x),
+                               np.ascontiguousarray(x).T),
+            blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(y).T,
+                               np.ascontiguousarray(x).T))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", [(300, 200, 260), (2, 3, 2), (64, 256, 1024)])
+def test_loop_bodies_products_match_numpy_on_any_thread_count(dtype, m, k, n):
+    rng = np.random.default_rng(m + k)
+    x, y = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, m)).astype(dtype)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    entry, width = blas_parts.loop_entry()
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for threads in sorted({1, 2, numba.config.NUMBA_NUM_THREADS}):
+        with rt_threads.running(threads):
+            got = library.blas_call(_three_products, 1, entry, width, threads, x, y)
+        for g, want in zip(got, (x64 @ y64, x64 @ x64.T, y64.T @ x64.T), strict=True):
+            assert g.dtype == dtype and g.flags.c_contiguous
+            np.testing.assert_allclose(g, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_loop_bodies_products_without_an_openblas_take_np_dot():
+    # a zero entry (numpy's BLAS is not an OpenBLAS this reaches) falls back to np.dot
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((40, 30)), rng.standard_normal((30, 40))
+    got = _three_products(np.zeros(2, np.int64), np.int64(0), 4, x, y)
+    for g, want in zip(got, (x @ y, x @ x.T, y.T @ x.T), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-12)

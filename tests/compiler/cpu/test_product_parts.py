@@ -46,6 +46,16 @@ def test_thread_grid_splits_squares_both_ways():
         assert r * q <= parts and r <= rows and q <= cols
 
 
+def test_compiled_loops_choose_the_grid_thread_grid_chooses():
+    # grid_in_loop is the same search compiled, for loop bodies whose thread count is known
+    # only when they run: every grid the driver's products would get, a loop's products get
+    for rows in (1, 2, 3, 7, 16, 84, 171):
+        for cols in (1, 2, 5, 32, 63):
+            for parts in (1, 2, 3, 8, 16, 64):
+                assert tuple(product_parts.grid_in_loop(rows, cols, parts)) == \
+                    product_parts.thread_grid(rows, cols, parts), (rows, cols, parts)
+
+
 @pytest.mark.parametrize("rows,cols", [(171, 16), (66, 16), (84, 32), (167, 63), (11, 16),
                                        (3, 500), (1, 1), (40, 2)])
 @pytest.mark.parametrize("threads", [1, 2, 7, 16])

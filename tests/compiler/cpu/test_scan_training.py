@@ -1,6 +1,8 @@
 """A recurrent network trained through scan: its gradient runs as two compiled loops (the
 forward scan and its transpose), stacks no loop-invariant residual, and matches finite
 differences of a numpy loop."""
+import re
+
 import numpy as np
 import pytest
 
@@ -48,7 +50,8 @@ def test_lstm_gradient_is_two_compiled_loops_matching_finite_differences():
     p, xs, y = _params(rng), rng.normal(size=(T, B, D)), rng.normal(size=(B, H))
     grad = numbax.jit(numbax.grad(_lstm_loss, (0, 1)))
     driver = grad.lower(p, xs, y).as_text().split("def driver")[1]
-    assert driver.count("_flow(") == 2 and "h0(" not in driver  # no host-driven loop
+    # two compiled loops (called as such, or through blas_call when they run on threads)
+    assert len(re.findall(r"\bk\d+_flow\b", driver)) == 2 and "h0(" not in driver
     gp, gx = grad(p, xs, y)
     for name in p:
         want = fd_grad(lambda v, name=name: _lstm_loss_numpy({**p, name: v}, xs, y), p[name])

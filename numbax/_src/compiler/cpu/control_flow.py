@@ -8,6 +8,7 @@ calls the sub-jaxprs compiled on their own (each primitive's `host` lowering).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,17 +16,22 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu import loop_products, loops
 from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
+from numbax._src.compiler.cpu.runtime import blas_parts, threads
 from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.lax import dot as ld
 from numbax._src.lax import indexing as ix
 from numbax._src.lax import reductions as lr
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
 _WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
+# A product's estimated serial time per multiply-add: threads pay for it from
+# blas_parts.THREADED_MACS up, as they do for a nest from PARALLEL_MIN_NS.
+_NS_PER_MAC = threads.PARALLEL_MIN_NS / blas_parts.THREADED_MACS
 
 
 def is_control_flow(eqn: JaxprEqn) -> bool:
@@ -48,6 +54,13 @@ class Function:
         self.own_carries: set[str] = set()
         self.shared: set[str] = set()
         self.outside: set[str] = set()  # names a loop body reads from outside it
+        # Threads: loop nests and products large enough run on the Numba threads the driver
+        # gives the kernel (`work_ns`: the largest such region's estimated serial time). A
+        # product goes to blas_parts.in_loop, whose OpenBLAS entry (`products`) and thread
+        # count are the kernel's last parameters. Inside a prange (`in_prange`) all is serial.
+        self.work_ns = 0.0
+        self.products = False
+        self.in_prange = False
 
     def fresh(self) -> str:
         self.count += 1
@@ -110,9 +123,14 @@ class Function:
                 env[out] = self.fresh()
                 lines.append(f"{pad}{env[out]} = np.empty({shape}, "
                              f"{dtype_ctor(out.aval.dtype)})")
+        made = {e.outvars[0] for e in eqns}
+        arrays = kept | {x for e in eqns for x in e.invars
+                         if isinstance(x, Var) and x.aval.ndim and x not in made}
+        outer = self.outer_loop(shape[0], loops.eqns_ns(shape, eqns, list(arrays)))
         idx = [self.fresh() for _ in shape]
         for d, i in enumerate(idx):
-            lines.append(f"{pad}{'    ' * d}for {i} in range({shape[d]}):")
+            lines.append(f"{pad}{'    ' * d}for {i} in {outer if d == 0 else 'range'}"
+                         f"({shape[d]}):")
         inner = pad + "    " * len(shape)
         at = ", ".join(idx)
         value: dict[Var, str] = {}
@@ -131,6 +149,27 @@ class Function:
             lines.append(f"{inner}{value[out]} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
             if out in kept:
                 lines.append(f"{inner}{env[out]}[{at}] = {value[out]}")
+
+    def outer_loop(self, trips: int, work_ns: float) -> str:
+        """"prange" for the outer loop of a nest whose estimated serial time pays for threads
+        (runtime/threads.py's PARALLEL_MIN_NS), else "range"."""
+        if self.in_prange or trips < 2 or work_ns < threads.PARALLEL_MIN_NS:
+            return "range"
+        self.parallel = True
+        self.work_ns = max(self.work_ns, work_ns)
+        return "prange"
+
+    def product(self, eqn: JaxprEqn, ins: list[str]) -> str | None:
+        """A float matrix product on the kernel's threads (loop_products.render), or None for
+        np.dot's array form. Inside a prange it takes one thread."""
+        rendered = loop_products.render(eqn, ins, "1" if self.in_prange else "loop_threads")
+        if rendered is None:
+            return None
+        expr, macs = rendered
+        self.products = True
+        if not self.in_prange:
+            self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
+        return expr
 
     def _may_overwrite(self, eqn: JaxprEqn, j: int, users: dict, env: dict) -> bool:
         """Whether a dynamic_update_slice may write into its operand's array: the operand is an
@@ -177,6 +216,7 @@ class Function:
             return
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
+        product = self.product(eqn, ins) if eqn.primitive is ld.dot_general_p else None
         if scalar and low is not None and low.fusion is Fusion.BROADCAST:
             expr = ins[0]  # a 0-d broadcast of a scalar is that scalar
         elif scalar and low is not None and low.scalar is not None and \
@@ -185,6 +225,8 @@ class Function:
             if low.cast and not (out.aval.dtype == np.float64 and all(
                     x.aval.dtype == np.float64 for x in eqn.invars)):
                 expr = cast(out.aval.dtype, expr)
+        elif product is not None:
+            expr = product
         elif low is not None and low.array is not None and len(eqn.outvars) == 1:
             expr = low.array(ins, eqn)
             if out.aval.ndim == 0:  # 0-d values are scalars throughout, so branches and
@@ -215,9 +257,12 @@ class Function:
         out, acc = self.fresh(), self.fresh()
         idx = [self.fresh() for _ in range(aval.ndim)]
         lines.append(f"{pad}{out} = np.empty({eqn.outvars[0].aval.shape}, {ctor})")
+        outer = self.outer_loop(aval.shape[kept[0]], loops.eqns_ns(
+            aval.shape, [eqn], [eqn.invars[0], eqn.outvars[0]]))
         inner = pad
         for d in kept:
-            lines.append(f"{inner}for {idx[d]} in range({aval.shape[d]}):")
+            lines.append(f"{inner}for {idx[d]} in {outer if d == kept[0] else 'range'}"
+                         f"({aval.shape[d]}):")
             inner += "    "
         lines.append(f"{inner}{acc} = {ctor}(0)")
         lines.append(f"{inner}for {idx[axis]} in range({aval.shape[axis]}):")
@@ -297,8 +342,10 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     for y, v in zip(ys, eqn.outvars[ncarry:], strict=True):
         lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
     i = fn.fresh()
-    if ncarry == 0 and fn.pays_parallel(p["jaxpr"], length):
-        fn.parallel = True
+    in_prange = fn.in_prange
+    if ncarry == 0 and not in_prange and fn.pays_parallel(p["jaxpr"], length):
+        fn.parallel = fn.in_prange = True
+        fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * loops.NS_PER_LIGHT_OP)
         loop = f"prange({length})"
     elif p["reverse"]:
         loop = f"range({length - 1}, -1, -1)"
@@ -316,6 +363,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     for y, o in zip(ys, outs[ncarry:], strict=True):
         lines.append(f"{inner}{y}[{i}] = {o}")
     fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
+    fn.in_prange = in_prange
     return [*carry, *ys]
 
 
@@ -387,7 +435,8 @@ def _on_scalars(eqn: JaxprEqn) -> bool:
 
 
 def _work(jaxpr: Jaxpr) -> int:
-    """A rough element count of one run of `jaxpr` (while loops count _WHILE_TRIPS runs)."""
+    """A rough count of the element operations of one run of `jaxpr` (a product counts its
+    multiply-adds; while loops count _WHILE_TRIPS runs)."""
     total = 0
     for eqn in jaxpr.eqns:
         if eqn.primitive is while_p:
@@ -397,6 +446,10 @@ def _work(jaxpr: Jaxpr) -> int:
             total += eqn.params["length"] * _work(eqn.params["jaxpr"].jaxpr)
         elif eqn.primitive is cond_p:
             total += max(_work(b.jaxpr) for b in eqn.params["branches"])
+        elif eqn.primitive is ld.dot_general_p:  # a multiply-add per output and contraction
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            x = eqn.invars[0].aval
+            total += eqn.outvars[0].aval.size * math.prod(x.shape[d] for d in contract)
         else:
             total += sum(max(v.aval.size, 1) for v in eqn.outvars)
     return total
@@ -424,12 +477,20 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     statements = registry.lowering(eqn.primitive, "cpu").statements
     outs = statements(fn, eqn, args, lines, "    ")
     rets = [fn.owned(o, v.aval) for o, v in zip(outs, eqn.outvars, strict=True)]
-    params = ", ".join(f"a{k}" for k, x in enumerate(eqn.invars) if not isinstance(x, Literal))
-    deco = f'@njit(parallel={fn.parallel}, error_model="numpy", cache=CACHE, fastmath=False)'
+    params = [f"a{k}" for k, x in enumerate(eqn.invars) if not isinstance(x, Literal)]
+    if fn.products:
+        params += ["loop_blas", "loop_width", "loop_threads"]
+    options = loops.PRANGE_ONLY if fn.parallel else "False"
+    deco = f'@njit(parallel={options}, error_model="numpy", cache=CACHE, fastmath=False)'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
-    src = (f"{head}\n\n\n{deco}\ndef kernel({params}):\n" + "\n".join(lines) + "\n"
-           f"    return ({''.join(r + ', ' for r in rets)})\n")
-    return ir.Kernel(src, parallel=fn.parallel)
+    if fn.products:
+        head += "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401"
+    src = (f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n" + "\n".join(lines)
+           + f"\n    return ({''.join(r + ', ' for r in rets)})\n")
+    # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
+    # a kernel with only small products runs them on one thread, without that bookkeeping)
+    threaded = fn.parallel or fn.work_ns >= threads.PARALLEL_MIN_NS
+    return ir.Kernel(src, parallel=threaded, work_ns=fn.work_ns, loop_products=fn.products)
 
 
 # ----------------------------------------------------------------------------- on the host

@@ -119,10 +119,23 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         outs = [names[v] for v in eqn.outvars]
         comment = core.pp_eqn(eqn, pp, 0).replace("\n", "\n    # ")
         lines.append(f"    # {comment}")
+        threaded = step.module is not None and step.kernel.parallel
         if step.module is not None:  # compiled control flow
             call = f"k{j}_flow"
             imports.append(f"from {step.module} import kernel as {call}")
-            expr = f"{call}({', '.join(names[x] for x in eqn.invars if isinstance(x, Var))})"
+            args = [names[x] for x in eqn.invars if isinstance(x, Var)]
+            if step.kernel.loop_products:
+                args += ["*_loop_blas", "n" if threaded else "1"]
+                entry = "_loop_blas = bp.loop_entry()  # this process's OpenBLAS GEMM entry"
+                if entry not in consts:
+                    consts.append(entry)
+            expr = f"{call}({', '.join(args)})"
+            if threaded:  # its nests' pranges and products on n of Numba's threads, BLAS on
+                # one meanwhile (no second pool beside Numba's)
+                sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
+                lines.extend([f"    n = th.threads_for({step.kernel.work_ns:.0f}, _site{j})",
+                              "    before = th.use(n)"])
+                expr = f"bl.blas_call({call}, 1, {', '.join(args)})"
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)
             expr = f"h{len(hosts) - 1}({', '.join(operand(x, True) for x in eqn.invars)})"
@@ -135,6 +148,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             lines.append(f"    {', '.join(outs)}, = {expr}")
         elif step.host is not None or step.module is not None:
             lines.append(f"    {expr}")
+        if threaded:
+            lines.extend(["    th.restore(before)", f"    th.measured(_site{j}, n)"])
         for v in eqn.outvars:  # compiled control flow returns scalars for 0-d values
             if step.module is not None and v.aval.ndim == 0:
                 lines.append(f"    {names[v]} = np.asarray({names[v]}, "
@@ -158,6 +173,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
            + "from numbax._src.compiler.cpu.runtime import fft as ft  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import kernel_tasks as pk  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import blas as bl  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"

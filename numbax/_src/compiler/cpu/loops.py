@@ -316,15 +316,21 @@ NS_PER_BYTE = 0.1
 
 def work_ns(nest: ir.LoopNest) -> float:
     """Estimated serial time of the nest at its sizes, in nanoseconds."""
-    size = float(np.prod(nest.shape, dtype=np.float64))
+    return eqns_ns(nest.shape, nest.eqns, [*nest.inputs, *nest.outputs])
+
+
+def eqns_ns(shape: tuple[int, ...], eqns: list[JaxprEqn], arrays: list) -> float:
+    """Estimated serial time, in nanoseconds, of elementwise `eqns` over `shape` that read and
+    write the variables `arrays` (a nest's, or one inside compiled control flow)."""
+    size = float(np.prod(shape, dtype=np.float64))
     per_element = 0.0
-    for e in nest.eqns:
+    for e in eqns:
         if fusion.kind_of(e) in (Fusion.BROADCAST, Fusion.SOURCE):
             continue
         low = registry.lowering(e.primitive, "cpu")
         per_element += NS_PER_HEAVY_OP if low is not None and low.heavy else NS_PER_LIGHT_OP
     nbytes = sum(float(np.prod(v.aval.shape, dtype=np.float64)) * v.aval.dtype.itemsize
-                 for v in [*nest.inputs, *nest.outputs])
+                 for v in arrays)
     return size * per_element + nbytes * NS_PER_BYTE
 
 
@@ -573,3 +579,11 @@ def decorator(parallel: bool) -> str:
     Numba code, so they need no cfunc wrapper (skipping it saves ~5 ms of LLVM per kernel)."""
     return (f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False, "
             "no_cfunc_wrapper=True)")
+
+
+# Numba's parallel options for compiled control flow: its pranges only. Numba's other passes
+# would turn each array expression of a loop body (a slice's copy, a concatenation) into a
+# parallel region of its own, a fork and a join per step for a few microseconds of work.
+PRANGE_ONLY = ('{"prange": True, "comprehension": False, "reduction": False, '
+               '"inplace_binop": False, "setitem": False, "numpy": False, "stencil": False, '
+               '"fusion": False}')

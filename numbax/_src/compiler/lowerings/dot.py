@@ -1,13 +1,12 @@
 """Lowerings of dot_general (lax/dot.py): a matrix product in the CPU driver (numbax's GEMM or
-BLAS, cpu/runtime/library.py), numpy's dot inside compiled control flow, and the tiled matmul
-kernel on CUDA."""
+BLAS, cpu/runtime/library.py), numpy's dot inside compiled control flow for the products
+cpu/loop_products.py does not run on the loop's threads, and the tiled matmul kernel on CUDA."""
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from numbax._src.compiler import epilogues
+from numbax._src.compiler.cpu import loop_products
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.runtime import cublaslt
 from numbax._src.compiler.lowerings.forms import Unsupported
@@ -58,38 +57,16 @@ def _epilogue_library(eqn: JaxprEqn, ins: list[str]) -> str:
 
 def _array(args, eqn):
     """np.dot of the operands reshaped to (m, k) @ (k, n): float products without batch dims."""
-    (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
-    x, y = eqn.invars[0].aval, eqn.invars[1].aval
+    operands = loop_products.matrix_operands(args, eqn)
+    if operands is None:
+        raise Unsupported("dot_general")
+    x2, y2, (m, _, n) = operands
     out = eqn.outvars[0].aval
-    if xb or yb or x.ndim == 0 or y.ndim == 0 or out.dtype.kind not in "fc":
-        raise Unsupported("dot_general")
-    if x.dtype != out.dtype or y.dtype != out.dtype:
-        raise Unsupported("dot_general")
-    xf = [d for d in range(x.ndim) if d not in xc]
-    yf = [d for d in range(y.ndim) if d not in yc]
-    k = int(np.prod([x.shape[d] for d in xc], dtype=np.int64))
-    m = int(np.prod([x.shape[d] for d in xf], dtype=np.int64))
-    n = int(np.prod([y.shape[d] for d in yf], dtype=np.int64))
-    x2 = _as_matrix(args[0], x.shape, [*xf, *xc], (m, k))
-    y2 = _as_matrix(args[1], y.shape, [*yc, *yf], (k, n))
     if out.ndim == 0:
         return f"np.dot({x2}, {y2})[0, 0]"
     if out.shape == (m, n):
         return f"np.dot({x2}, {y2})"
     return f"np.dot({x2}, {y2}).reshape({out.shape})"
-
-
-def _as_matrix(name: str, shape: tuple, perm: list[int], matrix: tuple[int, int]) -> str:
-    """`name` transposed by `perm` as a matrix np.dot takes in Numba: C-contiguous, or the
-    transpose of a C-contiguous matrix. Operands already in order, and matrices transposed,
-    skip the general transpose: Numba takes seconds to compile its first transpose-by-tuple."""
-    if perm == sorted(perm):
-        x = f"np.ascontiguousarray({name})"
-    elif len(shape) == 2:  # a transposed view: BLAS reads it in place (a copy in Numba is
-        x = f"np.ascontiguousarray({name}).T"  # an element-by-element strided loop)
-    else:
-        x = f"np.ascontiguousarray({name}.transpose({tuple(perm)}))"
-    return x if tuple(shape[d] for d in perm) == matrix else f"{x}.reshape({matrix})"
 
 
 register(ld.dot_general_p, backend="cpu", library=_library, array=_array)

@@ -115,16 +115,25 @@ def available() -> bool:
     return _find() is not None
 
 
+def _operand_flags(rows: int, cols: int, row_stride: int, col_stride: int, item: int):
+    """(cblas transpose flag, leading dimension) of a rows x cols matrix with these strides in
+    bytes whose rows or columns are contiguous, else (0, 0); Numba compiles it too
+    (`in_loop`)."""
+    if col_stride == item and row_stride % item == 0 and row_stride >= cols * item:
+        return NO_TRANS, row_stride // item
+    if row_stride == item and col_stride % item == 0 and col_stride >= rows * item:
+        return TRANS, col_stride // item
+    return 0, 0
+
+
+_operand_flags_in_loop = njit(cache=True)(_operand_flags)
+
+
 def _operand(x: np.ndarray):
     """(cblas transpose flag, leading dimension) of a 2-D array whose rows or columns are
     contiguous, or None."""
-    item = x.itemsize
-    rows, cols = x.shape
-    if x.strides[1] == item and x.strides[0] % item == 0 and x.strides[0] >= cols * item:
-        return NO_TRANS, x.strides[0] // item
-    if x.strides[0] == item and x.strides[1] % item == 0 and x.strides[1] >= rows * item:
-        return TRANS, x.strides[1] // item
-    return None
+    flags = _operand_flags(*x.shape, *x.strides, x.itemsize)
+    return None if flags[0] == 0 else flags
 
 
 def _layout(x: np.ndarray, y: np.ndarray):
@@ -179,4 +188,48 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int) -> np.ndarray:
     blas.blas_call(_grid, 1, fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda,
                    y.ctypes.data, ldb, zero, out.ctypes.data, n, x.itemsize, rows, cols, width,
                    min(threads, rows * cols), np.zeros(1, np.int64))
+    return out
+
+
+# Products of this many multiply-adds and more run on Numba's threads (library.py's rule too).
+THREADED_MACS = 1 << 20
+
+
+def loop_entry() -> tuple[np.ndarray, np.generic]:
+    """(cblas sgemm and dgemm addresses, integer width sample): what `in_loop` takes, this
+    process's; addresses 0 where numpy's BLAS is not an OpenBLAS this reaches."""
+    found = _find()
+    if found is None:
+        return np.zeros(2, np.int64), np.int64(0)
+    sgemm, dgemm, width = found
+    return np.array([sgemm, dgemm], np.int64), width
+
+
+@njit(cache=True, error_model="numpy")
+def in_loop(entry, width, threads, x, y):
+    """x @ y for float32/float64 matrices of one dtype inside compiled control flow (a loop
+    body's product), as a new C-contiguous matrix: one-thread cblas calls on blocks of C on
+    the Numba threads the loop runs with (the driver sets OpenBLAS to one thread for the
+    loop: no second pool spins beside Numba's), one call below THREADED_MACS. np.dot where a
+    layout or `entry` (`loop_entry`) rules cblas out. `threads`: the loop's thread count, as
+    the driver set it (Numba's get_num_threads is a ctypes call, which Numba does not cache)."""
+    m, k = x.shape
+    n = y.shape[1]
+    item = x.itemsize
+    ta, lda = _operand_flags_in_loop(m, k, x.strides[0], x.strides[1], item)
+    tb, ldb = _operand_flags_in_loop(k, n, y.strides[0], y.strides[1], item)
+    if entry[0] == 0 or ta == 0 or tb == 0 or min(m, min(k, n)) < 2:
+        return np.dot(x, y)
+    out = np.empty((m, n), x.dtype)
+    fn = entry[0] if item == 4 else entry[1]
+    one, zero = np.ones(1, x.dtype)[0], np.zeros(1, x.dtype)[0]
+    threads = threads if m * n * k >= THREADED_MACS else 1
+    rows, cols = product_parts.grid_in_loop(-(-m // PART), -(-n // PART), threads)
+    if rows * cols == 1:
+        block(0, fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda,
+              y.ctypes.data, ldb, zero, out.ctypes.data, n, item, 1, 1, width)
+    else:
+        _grid(fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda, y.ctypes.data,
+              ldb, zero, out.ctypes.data, n, item, rows, cols, width, min(threads, rows * cols),
+              np.zeros(1, np.int64))
     return out

@@ -226,7 +226,7 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
 # 128x512 @ 512x10 took 26 us against np.dot's 11.5.
 OWN_GEMM_MACS = 1 << 18
 OWN_GEMM_MIN_DIM = 32
-GEMM_THREADED_MACS = 1 << 20
+GEMM_THREADED_MACS = blas_parts.THREADED_MACS  # (loop bodies' products use it too)
 
 
 def own_gemm(macs: int) -> bool:

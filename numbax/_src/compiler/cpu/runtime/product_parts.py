@@ -18,7 +18,7 @@ import functools
 from typing import Any
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -28,10 +28,17 @@ A_STRIP_PACK_COST = 0.5
 B_STRIP_PACK_COST = 0.2
 
 
-def _part_cost(row_strips: int, column_strips: int, rows: int, cols: int) -> float:
-    """Tiles of the largest part of a rows x cols grid, plus the strips it packs."""
-    r, q = -(-row_strips // rows), -(-column_strips // cols)
-    return r * q + A_STRIP_PACK_COST * r + B_STRIP_PACK_COST * q
+def _best_grid(row_strips: int, column_strips: int, parts: int) -> tuple[int, int]:
+    """`thread_grid`'s search, in a form Numba compiles too (`grid_in_loop`)."""
+    best_rows, best_cols, best_cost = 1, 1, -1.0
+    for rows in range(1, min(parts, row_strips) + 1):
+        cols = min(parts // rows, column_strips)
+        r, q = -(-row_strips // rows), -(-column_strips // cols)
+        # tiles of the largest part, plus the strips it packs
+        cost = r * q + A_STRIP_PACK_COST * r + B_STRIP_PACK_COST * q
+        if best_cost < 0 or cost < best_cost:
+            best_rows, best_cols, best_cost = rows, cols, cost
+    return best_rows, best_cols
 
 
 @functools.lru_cache(maxsize=4096)  # asked on every product; a step asks the same few
@@ -40,13 +47,12 @@ def thread_grid(row_strips: int, column_strips: int, parts: int) -> tuple[int, i
     least: its tiles plus the strips it packs. A part with few column strips packs A for
     little use, one with few row strips packs B for little use, so squares of C split both
     ways."""
-    best, best_cost = (1, 1), None
-    for rows in range(1, min(parts, row_strips) + 1):
-        cols = min(parts // rows, column_strips)
-        cost = _part_cost(row_strips, column_strips, rows, cols)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = (rows, cols), cost
-    return best
+    return _best_grid(row_strips, column_strips, parts)
+
+
+# the same search inside compiled control flow, where the thread count is known only when the
+# loop runs (blas_parts.in_loop)
+grid_in_loop = njit(cache=True)(_best_grid)
 
 
 # gemm.py's parts, in the time of one register tile (`estimate`), fitted to the GFLOP/s of

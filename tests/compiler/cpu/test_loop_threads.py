@@ -1,0 +1,133 @@
+"""Compiled loop bodies on threads (cpu/control_flow.py): elementwise nests and axis sums large
+enough run as pranges, float matrix products as blas_parts.in_loop on the same threads, and
+the driver gives the loop its thread count. Checked against numpy in float64 and across
+thread counts (the nests add in the same order on any count)."""
+import re
+
+import numba
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+POOL = numba.config.NUMBA_NUM_THREADS
+
+
+def _nbody(pos, vel, steps):
+    def step(i, state):  # gravity, softened: pairwise differences, their norms, two axis sums
+        p, v = state
+        d = p[:, None, :] - p[None, :, :]
+        inv = (jnp.sum(d ** 2, axis=2) + 0.05) ** -1.5
+        v = v - 0.002 * jnp.sum(d * inv[..., None], axis=1)
+        return p + 0.002 * v, v
+    return lax.fori_loop(0, steps, step, (pos, vel))
+
+
+def _nbody_numpy(pos, vel, steps):
+    p, v = pos.astype(np.float64), vel.astype(np.float64)
+    for _ in range(steps):
+        d = p[:, None, :] - p[None, :, :]
+        v = v - 0.002 * np.sum(d * ((np.sum(d ** 2, axis=2) + 0.05) ** -1.5)[..., None], axis=1)
+        p = p + 0.002 * v
+    return p, v
+
+
+def _driver(f, *args) -> str:
+    return f.lower(*args).as_text().split("def driver")[1]
+
+
+def test_large_nests_in_a_loop_body_run_as_pranges_on_the_threads_the_driver_gives():
+    rng = np.random.default_rng(0)
+    pos = (rng.standard_normal((256, 3)) * 20).astype(np.float32)
+    vel = rng.standard_normal((256, 3)).astype(np.float32)
+    f = numbax.jit(_nbody, static_argnums=2)
+    text = f.lower(pos, vel, 5).as_text()
+    assert "prange(256)" in text.split("def driver")[0]
+    assert "th.threads_for(" in _driver(f, pos, vel, 5)
+    results = []
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            results.append([np.asarray(a) for a in f(pos, vel, 5)])
+    for other in results[1:]:  # each output element adds in one order on any thread count
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+    for got, want in zip(results[0], _nbody_numpy(pos, vel, 5), strict=True):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
+def test_small_loops_stay_serial_without_the_threads_bookkeeping():
+    x = np.linspace(0.0, 1.0, 12).reshape(3, 4)
+    w = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
+    f = numbax.jit(lambda x, w: lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x))
+    text = f.lower(x, w).as_text()
+    assert " in prange(" not in text and "bp.in_loop(" in text
+    driver = _driver(f, x, w)
+    assert "threads_for" not in driver and "*_loop_blas, 1)" in driver
+    want = x
+    for _ in range(3):
+        want = np.tanh(want @ w)
+    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-13)
+
+
+def _rnn_loss(w, xs):
+    def cell(h, x):
+        h = jnp.tanh(x @ w["x"] + h @ w["h"] + w["b"])
+        return h, h
+    h, hs = lax.scan(cell, jnp.zeros((xs.shape[1], w["h"].shape[0]), xs.dtype), xs)
+    return jnp.sum(h ** 2) + 0.1 * jnp.sum(hs)
+
+
+def _rnn_loss_numpy(w, xs):
+    h = np.zeros((xs.shape[1], w["h"].shape[0]))
+    total = 0.0
+    for x in xs:
+        h = np.tanh(x @ w["x"] + h @ w["h"] + w["b"])
+        total += 0.1 * h.sum()
+    return total + np.sum(h ** 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype):
+    rng = np.random.default_rng(1)
+    w = {"x": rng.standard_normal((32, 256)) * 0.1, "h": rng.standard_normal((256, 256)) * 0.06,
+         "b": rng.standard_normal(256) * 0.1}
+    xs = rng.standard_normal((6, 64, 32))
+    w_t = {k: v.astype(dtype) for k, v in w.items()}
+    f = numbax.jit(numbax.value_and_grad(_rnn_loss))
+    text = f.lower(w_t, xs.astype(dtype)).as_text()
+    assert text.count("bp.in_loop(loop_blas, loop_width, loop_threads") >= 4  # fwd and bwd
+    results = []
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            results.append(f(w_t, xs.astype(dtype)))
+    tol = 2e-4 if dtype == np.float32 else 1e-10
+    for value, grads in results:  # every thread count: numpy's value, the same gradient
+        np.testing.assert_allclose(float(value), _rnn_loss_numpy(w, xs), rtol=tol)
+        for name in w:
+            np.testing.assert_allclose(np.asarray(grads[name]), np.asarray(results[0][1][name]),
+                                       rtol=tol, atol=tol)
+    # the gradient against central differences of the float64 numpy loss, a few entries each
+    value, grads = results[0]
+    for name, at in (("h", (3, 7)), ("x", (5, 200)), ("b", (11,))):
+        step = 1e-6
+        up, down = {k: v.copy() for k, v in w.items()}, {k: v.copy() for k, v in w.items()}
+        up[name][at] += step
+        down[name][at] -= step
+        fd = (_rnn_loss_numpy(up, xs) - _rnn_loss_numpy(down, xs)) / (2 * step)
+        np.testing.assert_allclose(float(np.asarray(grads[name])[at]), fd,
+                                   rtol=10 * tol + 1e-6, atol=1e-6)
+
+
+def test_products_inside_a_map_over_examples_run_on_one_thread_each():
+    # lax.map's loop is itself the prange: its body's products take one thread
+    rng = np.random.default_rng(2)
+    xs = rng.standard_normal((64, 48, 40))
+    w = rng.standard_normal((40, 36))
+    f = numbax.jit(lambda xs, w: lax.map(lambda x: jnp.tanh(x @ w) @ w.T, xs))
+    text = f.lower(xs, w).as_text()
+    assert "prange(64)" in text and "bp.in_loop(loop_blas, loop_width, 1," in text
+    assert re.search(r"bl\.blas_call\(k\d+_flow, 1, ", _driver(f, xs, w))
+    want = np.stack([np.tanh(x @ w) @ w.T for x in xs])
+    np.testing.assert_allclose(np.asarray(f(xs, w)), want, rtol=1e-12, atol=1e-12)
