@@ -409,3 +409,45 @@ def test_sums_over_one_axis_in_loop_bodies_are_loops_with_nbodys_bits(axis):
             total = total + np.take(want, k, axis)
         want = want * np.float32(0.5) + np.expand_dims(total, axis)
     np.testing.assert_array_equal(np.asarray(f(x)), want)
+
+
+_REDUCTIONS = {  # numbax reduction, numpy's, an input dtype
+    "max": (jnp.max, np.max, np.float32), "min": (jnp.min, np.min, np.float64),
+    "prod": (jnp.prod, np.prod, np.float64), "int sum": (jnp.sum, np.sum, np.int32),
+    "all": (jnp.all, np.all, np.bool_), "any": (jnp.any, np.any, np.bool_)}
+
+
+@pytest.mark.parametrize("name", sorted(_REDUCTIONS))
+@pytest.mark.parametrize("axes", [(1,), (0, 2)])
+def test_reductions_over_some_axes_compile_inside_loops(name, axes):
+    """max/min/prod/and/or (and integer sums) over some axes are loop nests inside compiled
+    control flow; before, any of them sent the whole loop to the host (a log_softmax in a
+    scanned training step)."""
+    ours, theirs, dtype = _REDUCTIONS[name]
+    rng = np.random.default_rng(len(axes))
+    x = rng.standard_normal((4, 5, 6)) * (1.1 if name == "prod" else 3)  # prod: no overflow
+    x = x > 0 if dtype == np.bool_ else x.astype(dtype)
+
+    def body(i, c):  # the reduction of the carry, broadcast back and mixed in
+        r = ours(c, axes, keepdims=True).astype(c.dtype)
+        return c ^ r if dtype == np.bool_ else c - r // 2 if dtype == np.int32 else c * 0.9 + r
+
+    f = numbax.jit(lambda x: lax.fori_loop(0, 3, body, x))
+    text = f.lower(x).as_text()
+    assert "h0(" not in text.split("def driver")[1]  # one compiled loop, no host loop
+    want = x
+    for _ in range(3):
+        r = theirs(want, axes, keepdims=True).astype(want.dtype)
+        want = want ^ r if dtype == np.bool_ else want - r // 2 if dtype == np.int32 \
+            else want * dtype(0.9) + r
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+
+
+def test_max_over_an_axis_in_a_loop_propagates_nan_as_lax_max():
+    x = np.arange(12.0).reshape(3, 4)
+    x[1, 2] = np.nan
+    f = numbax.jit(lambda x: lax.fori_loop(0, 1, lambda i, c: c - jnp.max(c, 1, keepdims=True),
+                                           x))
+    got = np.asarray(f(x))
+    assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
+    np.testing.assert_array_equal(got[[0, 2]], x[[0, 2]] - x[[0, 2]].max(1, keepdims=True))

@@ -211,8 +211,8 @@ class Function:
             return
         if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
             raise Unsupported(eqn.primitive.name)
-        if _sum_over_one_axis(eqn):
-            env[eqn.outvars[0]] = self.sum_loops(eqn, ins[0], lines, pad)
+        if _partial_reduction(eqn):
+            env[eqn.outvars[0]] = self.reduce_loops(eqn, ins[0], lines, pad)
             return
         out = eqn.outvars[0]
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
@@ -245,18 +245,23 @@ class Function:
             self.shared.update((expr, t))
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
 
-    def sum_loops(self, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
-        """A float sum over one axis as loops, the kept axes outer, one accumulator an output
-        element: the order and bits of Numba's `np.sum(x, axis=)` (slices added in axis order,
-        in x's dtype), which ran 4.7x slower (an n-body step's two sums of 256 x 256 x 3:
-        0.54 against 0.115 ms)."""
-        aval = eqn.invars[0].aval
-        (axis,) = eqn.params["axes"]
-        kept = [d for d in range(aval.ndim) if d != axis]
-        ctor = dtype_ctor(aval.dtype)
+    def reduce_loops(self, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
+        """A reduction over some axes as loops: the kept axes outer (the first a prange where
+        the work pays), the reduced ones inner in order, one accumulator an output element,
+        with the fused kernels' identity and combine (the monoid; max/min propagate NaN). A
+        float sum adds in x's dtype in axis order: over one axis, the bits of Numba's
+        `np.sum(x, axis=)`, which ran 4.7x slower (an n-body step's two sums of 256 x 256 x 3:
+        0.54 against 0.115 ms). Without this form max/min/prod over an axis sent the whole
+        loop to the host (a softmax in a scanned training step)."""
+        aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
+        axes = sorted(eqn.params["axes"])
+        kept = [d for d in range(aval.ndim) if d not in axes]
+        monoid = loops.monoid(eqn)
+        acc_dtype = aval.dtype if eqn.primitive is lr.reduce_sum_p and \
+            aval.dtype.kind == "f" else loops.acc_dtype(eqn)
         out, acc = self.fresh(), self.fresh()
         idx = [self.fresh() for _ in range(aval.ndim)]
-        lines.append(f"{pad}{out} = np.empty({eqn.outvars[0].aval.shape}, {ctor})")
+        lines.append(f"{pad}{out} = np.empty({out_aval.shape}, {dtype_ctor(out_aval.dtype)})")
         outer = self.outer_loop(aval.shape[kept[0]], loops.eqns_ns(
             aval.shape, [eqn], [eqn.invars[0], eqn.outvars[0]]))
         inner = pad
@@ -264,11 +269,16 @@ class Function:
             lines.append(f"{inner}for {idx[d]} in {outer if d == kept[0] else 'range'}"
                          f"({aval.shape[d]}):")
             inner += "    "
-        lines.append(f"{inner}{acc} = {ctor}(0)")
-        lines.append(f"{inner}for {idx[axis]} in range({aval.shape[axis]}):")
-        lines.append(f"{inner}    {acc} = {acc} + {x}[{', '.join(idx)}]  "
+        lines.append(f"{inner}{acc} = {render_scalar(monoid.identity(aval.dtype), acc_dtype)}")
+        body = inner
+        for d in axes:
+            lines.append(f"{body}for {idx[d]} in range({aval.shape[d]}):")
+            body += "    "
+        element = f"{x}[{', '.join(idx)}]"
+        lines.append(f"{body}{acc} = {monoid.combine(acc, element, aval.dtype)}  "
                      f"# {core.pp_eqn(eqn, self.pp, 0)}")
-        lines.append(f"{inner}{out}[{', '.join(idx[d] for d in kept)}] = {acc}")
+        value = acc if acc_dtype == out_aval.dtype else cast(out_aval.dtype, acc)
+        lines.append(f"{inner}{out}[{', '.join(idx[d] for d in kept)}] = {value}")
         return out
 
     def assign(self, names: list[str], values: list[str], avals, lines, pad,
@@ -398,13 +408,12 @@ def _users(jaxpr: Jaxpr) -> dict[Var, set[int]]:
     return users
 
 
-def _sum_over_one_axis(eqn: JaxprEqn) -> bool:
-    """A float32/float64 reduce_sum of one axis of a matrix or more (`Function.sum_loops`)."""
-    if eqn.primitive is not lr.reduce_sum_p or len(eqn.params["axes"]) != 1:
+def _partial_reduction(eqn: JaxprEqn) -> bool:
+    """A reduction the fused kernels take (sum, prod, max, min, and, or; not of complex
+    values) over some but not all axes (`Function.reduce_loops`)."""
+    if not loops.is_reduction(eqn) or not registry.fusible(eqn, "cpu"):
         return False
-    x = eqn.invars[0].aval
-    return x.ndim >= 2 and x.dtype in (np.float32, np.float64) and \
-        eqn.outvars[0].aval.dtype == x.dtype
+    return 0 < len(eqn.params["axes"]) < eqn.invars[0].aval.ndim
 
 
 def _loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
