@@ -131,3 +131,29 @@ def test_products_inside_a_map_over_examples_run_on_one_thread_each():
     assert re.search(r"bl\.blas_call\(k\d+_flow, 1, ", _driver(f, xs, w))
     want = np.stack([np.tanh(x @ w) @ w.T for x in xs])
     np.testing.assert_allclose(np.asarray(f(xs, w)), want, rtol=1e-12, atol=1e-12)
+
+
+def test_loops_with_threaded_products_called_from_several_python_threads_agree():
+    # each call sets its own thread's Numba count and holds OpenBLAS to one thread while its
+    # loop runs; calls that overlap must still give the serial result
+    import threading
+
+    rng = np.random.default_rng(3)
+    w = {"x": rng.standard_normal((32, 256)) * 0.1, "h": rng.standard_normal((256, 256)) * 0.06,
+         "b": rng.standard_normal(256) * 0.1}
+    xs = [rng.standard_normal((6, 64, 32)) for _ in range(4)]
+    f = numbax.jit(_rnn_loss)
+    want = [_rnn_loss_numpy(w, x) for x in xs]
+    f(w, xs[0])  # compiled before the threads start
+    got: dict[int, list[float]] = {}
+
+    def worker(k: int) -> None:
+        got[k] = [float(f(w, xs[k])) for _ in range(5)]
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        np.testing.assert_allclose(got[k], [want[k]] * 5, rtol=1e-10)
