@@ -108,10 +108,18 @@ def test_loop_bodies_products_match_numpy_on_any_thread_count(dtype, m, k, n):
             np.testing.assert_allclose(g, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
-def test_loop_bodies_products_without_an_openblas_take_np_dot():
-    # a zero entry (numpy's BLAS is not an OpenBLAS this reaches) falls back to np.dot
+def test_loop_bodies_products_without_an_openblas_stay_np_dot(monkeypatch):
+    # where numpy's BLAS is not an OpenBLAS this reaches, compiled loops keep np.dot (a
+    # different compile-cache key, so kernels rendered the other way are not reused)
+    from numbax import lax
+
+    monkeypatch.setattr(blas_parts, "available", lambda: False)
     rng = np.random.default_rng(5)
-    x, y = rng.standard_normal((40, 30)), rng.standard_normal((30, 40))
-    got = _three_products(np.zeros(2, np.int64), np.int64(0), 4, x, y)
-    for g, want in zip(got, (x @ y, x @ x.T, y.T @ x.T), strict=True):
-        np.testing.assert_allclose(g, want, rtol=1e-12)
+    x, w = rng.standard_normal((40, 30)), rng.standard_normal((30, 30)) * 0.2
+    f = numbax.jit(lambda x, w: lax.fori_loop(0, 2, lambda i, h: h @ w + h @ w.T, x))
+    text = f.lower(x, w).as_text()
+    assert "bp.in_loop(" not in text and "np.dot(" in text
+    want = x
+    for _ in range(2):
+        want = want @ w + want @ w.T
+    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-12)

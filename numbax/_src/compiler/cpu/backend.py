@@ -17,7 +17,7 @@ from numbax._src.compiler.backend import (
     warn_unlowered,
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
-from numbax._src.compiler.cpu.runtime import blas
+from numbax._src.compiler.cpu.runtime import blas, blas_parts
 from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Jaxpr, Var
@@ -59,7 +59,8 @@ class CpuBackend(Backend):
         _load_numba_registries()
 
     def config_key(self) -> tuple:
-        return loops.CODEGEN_CONFIG
+        # (whether loop bodies' products call OpenBLAS's cblas: cpu/loop_products.py)
+        return (*loops.CODEGEN_CONFIG, ("loop_products", blas_parts.available()))
 
     def fusible(self, eqn) -> bool:
         return not narrow_floats.touches(eqn) and registry.fusible(eqn, self.name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numbax._src.compiler.cpu.runtime import blas_parts
 from numbax._src.core import JaxprEqn
 
 
@@ -21,7 +22,7 @@ def render(eqn: JaxprEqn, ins: list[str], threads: str) -> tuple[str, int] | Non
     count in the kernel); None for the others."""
     x, y = (v.aval for v in eqn.invars[:2])
     if not (x.dtype == y.dtype == eqn.outvars[0].aval.dtype) or \
-            x.dtype not in (np.float32, np.float64):
+            x.dtype not in (np.float32, np.float64) or not blas_parts.available():
         return None
     operands = matrix_operands(ins, eqn)
     if operands is None or min(operands[2]) < 2:

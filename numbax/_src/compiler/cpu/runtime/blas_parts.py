@@ -197,39 +197,42 @@ THREADED_MACS = 1 << 20
 
 def loop_entry() -> tuple[np.ndarray, np.generic]:
     """(cblas sgemm and dgemm addresses, integer width sample): what `in_loop` takes, this
-    process's; addresses 0 where numpy's BLAS is not an OpenBLAS this reaches."""
-    found = _find()
-    if found is None:
-        return np.zeros(2, np.int64), np.int64(0)
-    sgemm, dgemm, width = found
+    process's (compiled loops use `in_loop` only where `available`)."""
+    sgemm, dgemm, width = _find()
     return np.array([sgemm, dgemm], np.int64), width
 
 
 @njit(cache=True, error_model="numpy")
 def in_loop(entry, width, threads, x, y):
-    """x @ y for float32/float64 matrices of one dtype inside compiled control flow (a loop
-    body's product), as a new C-contiguous matrix: one-thread cblas calls on blocks of C on
-    the Numba threads the loop runs with (the driver sets OpenBLAS to one thread for the
-    loop: no second pool spins beside Numba's), one call below THREADED_MACS. np.dot where a
-    layout or `entry` (`loop_entry`) rules cblas out. `threads`: the loop's thread count, as
-    the driver set it (Numba's get_num_threads is a ctypes call, which Numba does not cache)."""
+    """x @ y for float32/float64 matrices of one dtype, each C-contiguous or the transpose of
+    a C-contiguous matrix, every side at least 2, inside compiled control flow (a loop body's
+    product), as a new C-contiguous matrix: one-thread cblas calls on blocks of C on the
+    Numba threads the loop runs with (the driver holds OpenBLAS to one thread for the loop: no
+    second pool spins beside Numba's). `entry` is `loop_entry()`; `threads` the loop's thread
+    count, as the driver set it (Numba's get_num_threads is a ctypes call, which Numba does
+    not cache). Compiled for each pair of layouts, so it only reads the layouts: the blocks
+    are `_blocks`, compiled once per dtype (four layout pairs of a dtype had compiled the
+    whole product four times, ~2 s each on the 2-core VM)."""
     m, k = x.shape
     n = y.shape[1]
-    item = x.itemsize
-    ta, lda = _operand_flags_in_loop(m, k, x.strides[0], x.strides[1], item)
-    tb, ldb = _operand_flags_in_loop(k, n, y.strides[0], y.strides[1], item)
-    if entry[0] == 0 or ta == 0 or tb == 0 or min(m, min(k, n)) < 2:
-        return np.dot(x, y)
+    ta, lda = _operand_flags_in_loop(m, k, x.strides[0], x.strides[1], x.itemsize)
+    tb, ldb = _operand_flags_in_loop(k, n, y.strides[0], y.strides[1], y.itemsize)
     out = np.empty((m, n), x.dtype)
-    fn = entry[0] if item == 4 else entry[1]
-    one, zero = np.ones(1, x.dtype)[0], np.zeros(1, x.dtype)[0]
+    _blocks(entry[0] if x.itemsize == 4 else entry[1], width, threads, np.int32(ta),
+            np.int32(tb), m, n, k, x.ctypes.data, lda, y.ctypes.data, ldb, out)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _blocks(fn, width, threads, ta, tb, m, n, k, a, lda, b, ldb, out):
+    """out = A @ B (out: m x n, C-contiguous; A and B at addresses `a` and `b` with cblas's
+    flags and leading dimensions) on `threads` threads from THREADED_MACS up, else one call."""
+    one, zero = np.ones(1, out.dtype)[0], np.zeros(1, out.dtype)[0]
     threads = threads if m * n * k >= THREADED_MACS else 1
     rows, cols = product_parts.grid_in_loop(-(-m // PART), -(-n // PART), threads)
     if rows * cols == 1:
-        block(0, fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda,
-              y.ctypes.data, ldb, zero, out.ctypes.data, n, item, 1, 1, width)
+        block(0, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, out.ctypes.data, n,
+              out.itemsize, 1, 1, width)
     else:
-        _grid(fn, np.int32(ta), np.int32(tb), m, n, k, one, x.ctypes.data, lda, y.ctypes.data,
-              ldb, zero, out.ctypes.data, n, item, rows, cols, width, min(threads, rows * cols),
-              np.zeros(1, np.int64))
-    return out
+        _grid(fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, out.ctypes.data, n, out.itemsize,
+              rows, cols, width, min(threads, rows * cols), np.zeros(1, np.int64))
