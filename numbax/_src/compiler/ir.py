@@ -86,7 +86,7 @@ class Kernel:
     # reduction: their chunks as native pool jobs; cpu/pool_tasks.py)
     pool_parts: bool = False
     # compiled control flow (cpu/control_flow.py): `parallel` when it runs on threads, its
-    # products through blas_parts.in_loop (its OpenBLAS entry and thread count passed last)
+    # products through blas_parts.loop_block (its OpenBLAS entry and thread count passed last)
     loop_products: bool = False
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

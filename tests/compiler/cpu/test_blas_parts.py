@@ -3,7 +3,7 @@ one cblas call, against numpy in float64."""
 import numba
 import numpy as np
 import pytest
-from numba import njit
+from numba import njit, prange
 
 import numbax
 from numbax._src.compiler.cpu.runtime import blas_parts, library
@@ -81,15 +81,25 @@ def test_avx2_hosts_run_threaded_products_on_numbas_pool(monkeypatch):
                                atol=1e-3)
 
 
+@njit(parallel=True, cache=False)
+def _product_in_loop(entry, width, threads, x, y):
+    # a compiled loop's product, as cpu/loop_products.py writes it: a prange over C's blocks
+    out = np.empty((x.shape[0], y.shape[1]), x.dtype)
+    rows, cols = blas_parts.loop_grid(threads, out.shape[0], out.shape[1])
+    for q in prange(rows * cols):
+        blas_parts.loop_block(entry, width, q, rows, cols, x, y, out)
+    return out
+
+
 @njit(cache=False)
 def _three_products(entry, width, threads, x, y):
-    # the layouts compiled control flow hands in_loop: C-contiguous, and .T views of them
-    return (blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(x),
-                               np.ascontiguousarray(y)),
-            blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(x),
-                               np.ascontiguousarray(x).T),
-            blas_parts.in_loop(entry, width, threads, np.ascontiguousarray(y).T,
-                               np.ascontiguousarray(x).T))
+    # the layouts compiled control flow hands loop_block: C-contiguous, and .T views of them
+    return (_product_in_loop(entry, width, threads, np.ascontiguousarray(x),
+                             np.ascontiguousarray(y)),
+            _product_in_loop(entry, width, threads, np.ascontiguousarray(x),
+                             np.ascontiguousarray(x).T),
+            _product_in_loop(entry, width, threads, np.ascontiguousarray(y).T,
+                             np.ascontiguousarray(x).T))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -100,12 +110,27 @@ def test_loop_bodies_products_match_numpy_on_any_thread_count(dtype, m, k, n):
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     entry, width = blas_parts.loop_entry()
     tol = 1e-4 if dtype == np.float32 else 1e-12
-    for threads in sorted({1, 2, numba.config.NUMBA_NUM_THREADS}):
-        with rt_threads.running(threads):
+    pool = numba.config.NUMBA_NUM_THREADS
+    for threads in sorted({1, 2, 5, pool}):  # grids for 5 threads run on fewer where fewer
+        with rt_threads.running(min(threads, pool)):
             got = library.blas_call(_three_products, 1, entry, width, threads, x, y)
         for g, want in zip(got, (x64 @ y64, x64 @ x64.T, y64.T @ x64.T), strict=True):
             assert g.dtype == dtype and g.flags.c_contiguous
             np.testing.assert_allclose(g, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_loop_blocks_of_any_grid_cover_c_once():
+    # every block of a rows x cols grid, more blocks than rows or columns of PART included,
+    # writes its own part of C: C starts as NaN, so a block written twice is still right
+    # but one left out shows
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((70, 50)), rng.standard_normal((50, 90))
+    entry, width = blas_parts.loop_entry()
+    for rows, cols in [(1, 1), (3, 2), (5, 7), (70, 1), (1, 90)]:
+        out = np.full((70, 90), np.nan)
+        for q in range(rows * cols):
+            blas_parts.loop_block(entry, width, q, rows, cols, x, y, out)
+        np.testing.assert_allclose(out, x @ y, rtol=1e-12, atol=1e-12)
 
 
 def test_loop_bodies_products_without_an_openblas_stay_np_dot(monkeypatch):
@@ -118,7 +143,7 @@ def test_loop_bodies_products_without_an_openblas_stay_np_dot(monkeypatch):
     x, w = rng.standard_normal((40, 30)), rng.standard_normal((30, 30)) * 0.2
     f = numbax.jit(lambda x, w: lax.fori_loop(0, 2, lambda i, h: h @ w + h @ w.T, x))
     text = f.lower(x, w).as_text()
-    assert "bp.in_loop(" not in text and "np.dot(" in text
+    assert "bp.loop_block(" not in text and "np.dot(" in text
     want = x
     for _ in range(2):
         want = want @ w + want @ w.T

@@ -1,8 +1,15 @@
 """Compiled loop bodies on threads (cpu/control_flow.py): elementwise nests and axis sums large
-enough run as pranges, float matrix products as blas_parts.in_loop on the same threads, and
+enough run as pranges, float matrix products as pranges over blocks of C (one cblas call a
+block, blas_parts.loop_block) on the same threads, and
 the driver gives the loop its thread count. Checked against numpy in float64 and across
 thread counts (the nests add in the same order on any count)."""
+import json
+import os
 import re
+import runpy
+import subprocess
+import sys
+import textwrap
 
 import numba
 import numpy as np
@@ -13,6 +20,8 @@ import numbax.numpy as jnp
 from numbax import lax
 
 POOL = numba.config.NUMBA_NUM_THREADS
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
 
 
 def _nbody(pos, vel, steps):
@@ -62,7 +71,7 @@ def test_small_loops_stay_serial_without_the_threads_bookkeeping():
     w = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
     f = numbax.jit(lambda x, w: lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x))
     text = f.lower(x, w).as_text()
-    assert " in prange(" not in text and "bp.in_loop(" in text
+    assert " in prange(" not in text and "bp.loop_block(loop_blas, loop_width, 0, 1, 1," in text
     driver = _driver(f, x, w)
     assert "threads_for" not in driver and "*_loop_blas, 1)" in driver
     want = x
@@ -97,7 +106,8 @@ def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype):
     w_t = {k: v.astype(dtype) for k, v in w.items()}
     f = numbax.jit(numbax.value_and_grad(_rnn_loss))
     text = f.lower(w_t, xs.astype(dtype)).as_text()
-    assert text.count("bp.in_loop(loop_blas, loop_width, loop_threads") >= 4  # fwd and bwd
+    # fwd and bwd: h @ w["h"] and its two transposed products, each a prange over C's blocks
+    assert text.count("= bp.loop_grid(loop_threads, 64, 256)") >= 2
     results = []
     for threads in sorted({1, 2, POOL}):
         with numbax.config.override("cpu_threads", threads):
@@ -127,7 +137,8 @@ def test_products_inside_a_map_over_examples_run_on_one_thread_each():
     w = rng.standard_normal((40, 36))
     f = numbax.jit(lambda xs, w: lax.map(lambda x: jnp.tanh(x @ w) @ w.T, xs))
     text = f.lower(xs, w).as_text()
-    assert "prange(64)" in text and "bp.in_loop(loop_blas, loop_width, 1," in text
+    assert "prange(64)" in text and "loop_grid" not in text
+    assert "bp.loop_block(loop_blas, loop_width, 0, 1, 1," in text
     assert re.search(r"bl\.blas_call\(k\d+_flow, 1, ", _driver(f, xs, w))
     want = np.stack([np.tanh(x @ w) @ w.T for x in xs])
     np.testing.assert_allclose(np.asarray(f(xs, w)), want, rtol=1e-12, atol=1e-12)
@@ -157,3 +168,37 @@ def test_loops_with_threaded_products_called_from_several_python_threads_agree()
         t.join()
     for k in range(4):
         np.testing.assert_allclose(got[k], [want[k]] * 5, rtol=1e-10)
+
+
+_TWO_LOOPS = textwrap.dedent("""
+    import json, numpy as np, numbax, numbax.numpy as jnp
+    from numbax import lax
+    from numbax._src.compiler import cache
+    rng = np.random.default_rng(4)
+    f = numbax.jit(lambda x, w: lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x))
+    for m, k in ((3, 4), (256, 512)):  # one block, then a prange over blocks
+        x, w = rng.standard_normal((m, k)) * 0.1, rng.standard_normal((k, k)) * 0.1
+        want = x
+        for _ in range(3):
+            want = np.tanh(want @ w)
+        np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-12, atol=1e-14)
+    print(json.dumps(cache.STATS))
+""")
+
+
+def test_loop_kernels_compiled_against_cached_runtime_load_in_the_next_process(tmp_path):
+    # a kernel compiled where the runtime's functions come from Numba's disk cache, then loaded
+    # from numbax's cache by the next process (a cached function that called a parallel one
+    # from compiled code had been saved without pieces its callers need: the load crashed)
+    program = tmp_path / "two_loops.py"
+    program.write_text(_TWO_LOOPS)
+    runpy.run_path(str(program))  # the runtime's functions on Numba's disk cache, at least now
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    stats = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        stats.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert stats[0]["written"] >= 2
+    assert stats[1]["written"] == 0 and stats[1]["from_disk"] >= 2

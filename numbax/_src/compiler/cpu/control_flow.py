@@ -56,7 +56,7 @@ class Function:
         self.outside: set[str] = set()  # names a loop body reads from outside it
         # Threads: loop nests and products large enough run on the Numba threads the driver
         # gives the kernel (`work_ns`: the largest such region's estimated serial time). A
-        # product goes to blas_parts.in_loop, whose OpenBLAS entry (`products`) and thread
+        # product calls blas_parts.loop_block, whose OpenBLAS entry (`products`) and thread
         # count are the kernel's last parameters. Inside a prange (`in_prange`) all is serial.
         self.work_ns = 0.0
         self.products = False
@@ -159,17 +159,19 @@ class Function:
         self.work_ns = max(self.work_ns, work_ns)
         return "prange"
 
-    def product(self, eqn: JaxprEqn, ins: list[str]) -> str | None:
-        """A float matrix product on the kernel's threads (loop_products.render), or None for
-        np.dot's array form. Inside a prange it takes one thread."""
-        rendered = loop_products.render(eqn, ins, "1" if self.in_prange else "loop_threads")
+    def product(self, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) -> str | None:
+        """A float matrix product's lines (loop_products.render: large ones a prange over blocks
+        of C on the kernel's threads, none inside another prange); its result's name, or None
+        for np.dot's array form."""
+        rendered = loop_products.render(eqn, ins, self.fresh, lines, pad, not self.in_prange)
         if rendered is None:
             return None
-        expr, macs = rendered
+        name, macs, blocks = rendered
         self.products = True
-        if not self.in_prange:
+        if blocks:
+            self.parallel = True
             self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
-        return expr
+        return name
 
     def _may_overwrite(self, eqn: JaxprEqn, j: int, users: dict, env: dict) -> bool:
         """Whether a dynamic_update_slice may write into its operand's array: the operand is an
@@ -215,8 +217,12 @@ class Function:
             env[eqn.outvars[0]] = self.reduce_loops(eqn, ins[0], lines, pad)
             return
         out = eqn.outvars[0]
+        product = self.product(eqn, ins, lines, pad) if eqn.primitive is ld.dot_general_p \
+            else None
+        if product is not None:  # a new array: it aliases no operand
+            env[out] = product
+            return
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
-        product = self.product(eqn, ins) if eqn.primitive is ld.dot_general_p else None
         if scalar and low is not None and low.fusion is Fusion.BROADCAST:
             expr = ins[0]  # a 0-d broadcast of a scalar is that scalar
         elif scalar and low is not None and low.scalar is not None and \
@@ -225,8 +231,6 @@ class Function:
             if low.cast and not (out.aval.dtype == np.float64 and all(
                     x.aval.dtype == np.float64 for x in eqn.invars)):
                 expr = cast(out.aval.dtype, expr)
-        elif product is not None:
-            expr = product
         elif low is not None and low.array is not None and len(eqn.outvars) == 1:
             expr = low.array(ins, eqn)
             if out.aval.ndim == 0:  # 0-d values are scalars throughout, so branches and
@@ -498,8 +502,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
            + f"\n    return ({''.join(r + ', ' for r in rets)})\n")
     # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
     # a kernel with only small products runs them on one thread, without that bookkeeping)
-    threaded = fn.parallel or fn.work_ns >= threads.PARALLEL_MIN_NS
-    return ir.Kernel(src, parallel=threaded, work_ns=fn.work_ns, loop_products=fn.products)
+    return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products)
 
 
 # ----------------------------------------------------------------------------- on the host

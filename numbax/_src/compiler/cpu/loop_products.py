@@ -1,8 +1,9 @@
 """Matrix products inside compiled control flow (cpu/control_flow.py): the operands as Numba
 matrices, and the call that runs them on the loop's threads.
 
-A float product of matrices runs as runtime/blas_parts.in_loop: OpenBLAS's one-thread kernel on
-blocks of C, on the Numba threads the driver gives the loop, while the driver holds OpenBLAS
+A float product of matrices runs as OpenBLAS's one-thread kernel on blocks of C
+(runtime/blas_parts.loop_block), a block an iteration of a prange in the loop kernel itself,
+on the Numba threads the driver gives the loop, while the driver holds OpenBLAS
 itself to one thread. Before, a loop body's products were np.dot on OpenBLAS's own threads,
 which spun against Numba's after each parallel region, so bodies stayed serial (an LSTM's
 scans: 92-108 ms on 16 cores, 44-46 after, jax.jit 56; docs/performance.md). Other products
@@ -10,16 +11,21 @@ scans: 92-108 ms on 16 cores, 44-46 after, jax.jit 56; docs/performance.md). Oth
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import blas_parts
 from numbax._src.core import JaxprEqn
 
 
-def render(eqn: JaxprEqn, ins: list[str], threads: str) -> tuple[str, int] | None:
-    """(blas_parts.in_loop call giving the product's result, its multiply-adds) for a float32
-    or float64 product of matrices with every side at least 2, on `threads` (a name or
-    count in the kernel); None for the others."""
+def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[str],
+           pad: str, threaded: bool) -> tuple[str, int, bool] | None:
+    """Appends the lines of a float32 or float64 product of matrices with every side at
+    least 2 to `lines`; returns (the result's name, its multiply-adds, whether it wrote a
+    prange), or None for the other products. From blas_parts.THREADED_MACS up, and where
+    `threaded` (not inside another prange), the blocks of C are the iterations of a prange
+    over the kernel's `loop_threads`; smaller products are one block."""
     x, y = (v.aval for v in eqn.invars[:2])
     if not (x.dtype == y.dtype == eqn.outvars[0].aval.dtype) or \
             x.dtype not in (np.float32, np.float64) or not blas_parts.available():
@@ -28,9 +34,24 @@ def render(eqn: JaxprEqn, ins: list[str], threads: str) -> tuple[str, int] | Non
     if operands is None or min(operands[2]) < 2:
         return None
     x2, y2, (m, k, n) = operands
-    expr = f"bp.in_loop(loop_blas, loop_width, {threads}, {x2}, {y2})"
     out = eqn.outvars[0].aval.shape
-    return (expr if out == (m, n) else f"{expr}.reshape({out})"), m * k * n
+    a, b, c = fresh(), fresh(), fresh()
+    lines += [f"{pad}{a} = {x2}", f"{pad}{b} = {y2}",
+              f"{pad}{c} = np.empty({out}, np.{x.dtype.name})"]
+    cm = c
+    if out != (m, n):  # the product's (m, n) view of the result
+        cm = fresh()
+        lines.append(f"{pad}{cm} = {c}.reshape(({m}, {n}))")
+    blocks = threaded and m * k * n >= blas_parts.THREADED_MACS
+    if blocks:
+        rows, cols, q = fresh(), fresh(), fresh()
+        lines += [f"{pad}{rows}, {cols} = bp.loop_grid(loop_threads, {m}, {n})",
+                  f"{pad}for {q} in prange({rows} * {cols}):",
+                  f"{pad}    bp.loop_block(loop_blas, loop_width, {q}, {rows}, {cols}, "
+                  f"{a}, {b}, {cm})"]
+    else:
+        lines.append(f"{pad}bp.loop_block(loop_blas, loop_width, 0, 1, 1, {a}, {b}, {cm})")
+    return c, m * k * n, blocks
 
 
 def matrix_operands(args: list[str], eqn: JaxprEqn):

@@ -118,7 +118,7 @@ def available() -> bool:
 def _operand_flags(rows: int, cols: int, row_stride: int, col_stride: int, item: int):
     """(cblas transpose flag, leading dimension) of a rows x cols matrix with these strides in
     bytes whose rows or columns are contiguous, else (0, 0); Numba compiles it too
-    (`in_loop`)."""
+    (`loop_block`)."""
     if col_stride == item and row_stride % item == 0 and row_stride >= cols * item:
         return NO_TRANS, row_stride // item
     if row_stride == item and col_stride % item == 0 and col_stride >= rows * item:
@@ -196,43 +196,33 @@ THREADED_MACS = 1 << 20
 
 
 def loop_entry() -> tuple[np.ndarray, np.generic]:
-    """(cblas sgemm and dgemm addresses, integer width sample): what `in_loop` takes, this
-    process's (compiled loops use `in_loop` only where `available`)."""
+    """(cblas sgemm and dgemm addresses, integer width sample): what `loop_block` takes, this
+    process's (compiled loops use it only where `available`)."""
     sgemm, dgemm, width = _find()
     return np.array([sgemm, dgemm], np.int64), width
 
 
+@njit(cache=True)
+def loop_grid(threads, m, n):
+    """(rows, cols): the grid of C's blocks for an m x n result on `threads` threads, for a
+    compiled loop's prange over `loop_block` (product_parts.grid_in_loop)."""
+    return product_parts.grid_in_loop(-(-m // PART), -(-n // PART), threads)
+
+
 @njit(cache=True, error_model="numpy")
-def in_loop(entry, width, threads, x, y):
-    """x @ y for float32/float64 matrices of one dtype, each C-contiguous or the transpose of
-    a C-contiguous matrix, every side at least 2, inside compiled control flow (a loop body's
-    product), as a new C-contiguous matrix: one-thread cblas calls on blocks of C on the
-    Numba threads the loop runs with (the driver holds OpenBLAS to one thread for the loop: no
-    second pool spins beside Numba's). `entry` is `loop_entry()`; `threads` the loop's thread
-    count, as the driver set it (Numba's get_num_threads is a ctypes call, which Numba does
-    not cache). Compiled for each pair of layouts, so it only reads the layouts: the blocks
-    are `_blocks`, compiled once per dtype (four layout pairs of a dtype had compiled the
-    whole product four times, ~2 s each on the 2-core VM)."""
+def loop_block(entry, width, q, rows, cols, x, y, out):
+    """Block q of a rows x cols grid of out = x @ y inside compiled control flow (a loop
+    body's product), in one one-thread cblas call: x and y float32/float64 matrices of one
+    dtype, each C-contiguous or the transpose of a C-contiguous matrix, every side at least
+    2; out C-contiguous. `entry` is `loop_entry()`. The loop kernel runs the blocks in its own
+    prange (cpu/loop_products.py) while the driver holds OpenBLAS to one thread: no second
+    pool spins beside Numba's. Serial on purpose: a cached function that calls a parallel one
+    from compiled code was saved without the pieces its callers need when that parallel
+    function came from Numba's disk cache, and the next process to load the caller crashed."""
     m, k = x.shape
     n = y.shape[1]
     ta, lda = _operand_flags_in_loop(m, k, x.strides[0], x.strides[1], x.itemsize)
     tb, ldb = _operand_flags_in_loop(k, n, y.strides[0], y.strides[1], y.itemsize)
-    out = np.empty((m, n), x.dtype)
-    _blocks(entry[0] if x.itemsize == 4 else entry[1], width, threads, np.int32(ta),
-            np.int32(tb), m, n, k, x.ctypes.data, lda, y.ctypes.data, ldb, out)
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def _blocks(fn, width, threads, ta, tb, m, n, k, a, lda, b, ldb, out):
-    """out = A @ B (out: m x n, C-contiguous; A and B at addresses `a` and `b` with cblas's
-    flags and leading dimensions) on `threads` threads from THREADED_MACS up, else one call."""
-    one, zero = np.ones(1, out.dtype)[0], np.zeros(1, out.dtype)[0]
-    threads = threads if m * n * k >= THREADED_MACS else 1
-    rows, cols = product_parts.grid_in_loop(-(-m // PART), -(-n // PART), threads)
-    if rows * cols == 1:
-        block(0, fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, out.ctypes.data, n,
-              out.itemsize, 1, 1, width)
-    else:
-        _grid(fn, ta, tb, m, n, k, one, a, lda, b, ldb, zero, out.ctypes.data, n, out.itemsize,
-              rows, cols, width, min(threads, rows * cols), np.zeros(1, np.int64))
+    block(q, entry[0] if x.itemsize == 4 else entry[1], np.int32(ta), np.int32(tb), m, n, k,
+          out.dtype.type(1), x.ctypes.data, lda, y.ctypes.data, ldb, out.dtype.type(0),
+          out.ctypes.data, n, out.itemsize, rows, cols, width)

@@ -51,7 +51,7 @@ def thread_grid(row_strips: int, column_strips: int, parts: int) -> tuple[int, i
 
 
 # the same search inside compiled control flow, where the thread count is known only when the
-# loop runs (blas_parts.in_loop)
+# loop runs (blas_parts.loop_grid)
 grid_in_loop = njit(cache=True)(_best_grid)
 
 
