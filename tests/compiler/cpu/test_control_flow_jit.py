@@ -451,3 +451,43 @@ def test_max_over_an_axis_in_a_loop_propagates_nan_as_lax_max():
     got = np.asarray(f(x))
     assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
     np.testing.assert_array_equal(got[[0, 2]], x[[0, 2]] - x[[0, 2]].max(1, keepdims=True))
+
+
+def test_shifts_and_random_bits_compile_inside_loops():
+    """Shifts join loop nests in compiled control flow (a random key split in a training loop's
+    body); before, any shift on an array sent the whole loop to the host. Amounts past the
+    width give XLA's results (0, or the sign for an arithmetic right shift)."""
+    def draws(key):
+        def body(i, carry):
+            key, total = carry
+            key, sub = numbax.random.split(key)
+            return key, total + numbax.random.uniform(sub, (3, 4), jnp.float32)
+        return lax.fori_loop(0, 4, body, (key, jnp.zeros((3, 4), jnp.float32)))
+
+    key = numbax.random.PRNGKey(7)
+    f = numbax.jit(draws)
+    assert "h0(" not in f.lower(key).as_text().split("def driver")[1]
+    with numbax.disable_jit():  # eager: JAX's threefry bits, op by op
+        want = draws(key)
+    for got, expected in zip(f(key), want, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+    x = np.array([1, -8, 2 ** 30, -1, 5, 7], np.int32)
+    amounts = np.array([0, 3, 1, 31, 32, 40], np.int32)
+
+    def shifts(x, s):
+        def body(i, c):
+            return (lax.shift_left(c[0], s), lax.shift_right_arithmetic(c[1], s),
+                    lax.shift_right_logical(c[2], s))
+        return lax.fori_loop(0, 1, body, (x, x, x))
+
+    g = numbax.jit(shifts)
+    assert "h0(" not in g.lower(x, amounts).as_text().split("def driver")[1]
+    u = x.view(np.uint32).astype(np.int64)
+    left = [(int(v) << int(k)) & 0xFFFFFFFF if k < 32 else 0 for v, k in zip(u, amounts)]
+    arith = [int(v) >> min(int(k), 31) for v, k in zip(x, amounts)]
+    logical = [int(v) >> int(k) if k < 32 else 0 for v, k in zip(u, amounts)]
+    got = [np.asarray(a) for a in g(x, amounts)]
+    np.testing.assert_array_equal(got[0], np.array(left, np.uint32).view(np.int32))
+    np.testing.assert_array_equal(got[1], np.array(arith, np.int32))
+    np.testing.assert_array_equal(got[2], np.array(logical, np.uint32).view(np.int32))

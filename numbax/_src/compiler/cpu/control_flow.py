@@ -430,10 +430,12 @@ def _loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
     if kind not in (Fusion.ELEMENTWISE, Fusion.BROADCAST, Fusion.SOURCE) or \
             not registry.fusible(eqn, "cpu"):
         return None
-    # Only equations with an array form: the others (erf, lgamma, shifts, ...) keep sending
-    # their control flow to the host loop. Compiling such bodies would be new work, and large:
+    # Only equations with an array form, or a few instructions an element (shifts: a random
+    # key split in a training loop's body): the others (erf, lgamma, ...) keep sending their
+    # control flow to the host loop. Compiling such bodies would be new work, and large:
     # odeint's while loop took 14 s as one function against 2.5 s for the host loop.
-    if registry.lowering(eqn.primitive, "cpu").array is None:
+    if registry.lowering(eqn.primitive, "cpu").array is None and \
+            not registry.cheap(eqn.primitive):
         return None
     if kind is Fusion.ELEMENTWISE and any(
             isinstance(x, Var) and x.aval.ndim and x.aval.shape != shape for x in eqn.invars):
