@@ -202,3 +202,30 @@ def test_loop_kernels_compiled_against_cached_runtime_load_in_the_next_process(t
         stats.append(json.loads(run.stdout.strip().splitlines()[-1]))
     assert stats[0]["written"] >= 2
     assert stats[1]["written"] == 0 and stats[1]["from_disk"] >= 2
+
+
+def test_no_compiled_runtime_function_calls_a_parallel_one():
+    # the rule behind the test above: a cached function that calls a `parallel=True` one from
+    # compiled code is saved without pieces its callers need when that parallel function came
+    # from Numba's disk cache. Parallel runtime functions are called from Python only (and
+    # loop kernels write their own pranges).
+    import importlib
+    import inspect
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    from numbax._src.compiler.cpu import runtime
+
+    compiled, parallel = {}, set()
+    for info in pkgutil.iter_modules(runtime.__path__):
+        module = importlib.import_module(f"{runtime.__name__}.{info.name}")
+        for name, obj in vars(module).items():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__:
+                compiled[f"{info.name}.{name}"] = inspect.getsource(obj.py_func)
+                if obj.targetoptions.get("parallel"):
+                    parallel.add(name)
+    assert "_grid" in parallel and "loop_block" not in parallel  # (the scan found them)
+    calls = [(where, name) for where, source in compiled.items() for name in parallel
+             if re.search(rf"(?<!def )(?<![\w.]){name}\(|\.{name}\(", source)]
+    assert not calls, f"compiled runtime functions calling parallel ones: {calls}"
