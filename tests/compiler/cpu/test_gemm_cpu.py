@@ -40,8 +40,10 @@ def _check(x, y, threads):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 # (200, 300, 70): 17 row strips, so one thread packs even a C-contiguous B; (37, 300, 70):
 # 4 row strips on AVX-512, the fewest that pack it.
+# (400, 300, 70): more row strips than one block of MC_STRIPS (a transposed A is packed a
+# block at a time), the last one short.
 @pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
-                                   (200, 300, 70)])
+                                   (200, 300, 70), (400, 300, 70)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_matches_float64_numpy(dtype, m, k, n, layout):
     x = _operand((m, k), dtype, layout[0] == "T")

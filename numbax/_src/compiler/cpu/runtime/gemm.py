@@ -17,9 +17,14 @@ loads row k of B's strip (two vectors), broadcasts A's ``MR`` values of column k
 Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs it at the
 FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
 
-Operands are C-contiguous arrays or transposes of one. A is read in place through (row,
-column) element strides, so a transposed A costs nothing; only a short last row strip is
-copied, zero-padded, into the workspace. B's column strips are packed per k block into a
+Operands are C-contiguous arrays or transposes of one. A C-contiguous A is read in place
+through its row stride; only a short last row strip is copied, zero-padded, into the
+workspace. A transposed A (a weight gradient's xᵀ @ d) is packed, a block of row strips per k
+block, in the order the tile reads it: read in place, the tile's column of A was one cache
+line a k at the row stride apart, 256 lines a tile, which pushed B's strip out of L1 (at a
+stride of 2 KiB all into two of its sets). Packed, xᵀ @ d at batch 2048 and a transposed
+1000² went from ~105 to ~130 GFLOP/s on one Emerald Rapids core; a C-contiguous A packed
+the same way lost ~12 % (docs/performance.md). B's column strips are packed per k block into a
 contiguous ``KC x NR`` layout (vector copies, or `_transpose_block` for a transposed B), except
 that C-contiguous B is read in place when the part reuses each strip too few times to repay
 the copy. Loop order per part (BLIS's): k blocks of ``KC``, then blocks of ``MC_STRIPS`` row
@@ -211,6 +216,28 @@ def _copy_strip_row(typingctx, src, src_off, dst, dst_off):
     return sig, codegen
 
 
+@intrinsic
+def _copy_a_column(typingctx, src, src_off, dst, dst_off):
+    """dst[dst_off + i] = src[src_off + i] for i < MR: a transposed A's column of one row
+    strip, as one MR-lane vector load and store (LLVM splits it into the target's vectors;
+    Numba's indexed loop stayed scalar, 1.3 cycles an element, so packing a panel cost more
+    than the 2.5 tiles that use it)."""
+    sig = types.void(src, types.intp, dst, types.intp)
+
+    def codegen(context, builder, sig, args):
+        src, src_off, dst, dst_off = args
+        dtype = sig.args[0].dtype
+        vty = ir.VectorType(context.get_value_type(dtype), MR)
+        align = dtype.bitwidth // 8
+        ps = _data(context, builder, sig.args[0], src, src_off)
+        pd = _data(context, builder, sig.args[2], dst, dst_off)
+        builder.store(builder.load(builder.bitcast(ps, vty.as_pointer()), align=align),
+                      builder.bitcast(pd, vty.as_pointer()), align=align)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf, off):
     """buf[off + k*nr_full + j] = B[k0 + k, j0 + j], zero past column nr: one column strip of
@@ -249,6 +276,10 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
             src = (i0 + i) * rsa + k0
             for k in range(kc):
                 buf[off + k * MR + i] = a[src + k]
+        return
+    if rsa == 1 and mr == MR:  # transposed A: each column's MR values are contiguous
+        for k in range(kc):
+            _copy_a_column(a, i0 + (k0 + k) * csa, buf, off + k * MR)
         return
     for k in range(kc):
         src = i0 * rsa + (k0 + k) * csa
@@ -312,11 +343,19 @@ def finish_rows(c, m, n, bias, epilogue, parts):
         finish_block(c, m * p // parts, m * (p + 1) // parts, n, bias, epilogue)
 
 
-def workspace_size(itemsize: int, column_strips: int) -> int:
-    """Elements of scratch `_gemm_part` needs for a part `column_strips` strips wide: the short
-    last A strip of a k block, the part's packed B strips of one k block, and one C tile."""
+@njit(cache=True)
+def a_panel_size(a_transposed: bool, row_strips: int) -> int:
+    """Elements of `_gemm_part`'s packed A for a part of `row_strips` row strips: up to
+    MC_STRIPS strips of one k block for a transposed A, else the short last strip alone."""
+    return (min(MC_STRIPS, row_strips) if a_transposed else 1) * MR * KC
+
+
+def workspace_size(itemsize: int, row_strips: int, column_strips: int,
+                   a_transposed: bool) -> int:
+    """Elements of scratch `_gemm_part` needs for a part of `row_strips` x `column_strips`
+    strips: its packed A (`a_panel_size`), its packed B strips of one k block, one C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    used = MR * KC + column_strips * KC * nr_full + MR * nr_full
+    used = a_panel_size(a_transposed, row_strips) + column_strips * KC * nr_full + MR * nr_full
     # rounded up, plus one line, so the threads' rows never share a cache line
     lane = VEC_BYTES // itemsize
     return (used + lane - 1) // lane * lane + lane
@@ -330,10 +369,12 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
 
     Loop order (BLIS's): per k block, per block of MC_STRIPS row strips (it stays in L2),
     each column strip of B (it stays in L1) meets the block's row strips in the register
-    tile. A strip is packed once per k block, just before the first row block uses it."""
+    tile. A B strip is packed once per k block, just before the first row block uses it; a
+    transposed A's row strips once per row block and k block (`_pack_a`)."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
-    b_off = MR * KC
+    pack_a = csa != 1  # A transposed: its row strips are packed (see above)
+    b_off = a_panel_size(pack_a, s1 - s0)
     tile_off = b_off + (t1 - t0) * KC * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
     in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
@@ -341,10 +382,14 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     for k0 in range(0, kk, KC):
         kc = min(KC, kk - k0)
         finish = epilogue != NO_EPILOGUE and k0 + kc == kk  # C's tiles are final in this block
-        if ragged:
+        if ragged and not pack_a:
             _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
         for sb in range(s0, s1, MC_STRIPS):
             se = min(sb + MC_STRIPS, s1)
+            if pack_a:
+                for s in range(sb, se):
+                    _pack_a(a, rsa, csa, k0, kc, s * MR, min(MR, m - s * MR), work,
+                            (s - sb) * MR * kc)
             for t in range(t0, t1):
                 j0 = t * nr_full
                 nr = min(nr_full, n - j0)
@@ -357,8 +402,8 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                     i0 = s * MR
                     mr = min(MR, m - i0)
                     whole = mr == MR and nr == nr_full
-                    aa, a_off, ra, ca = (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR \
-                        else (work, 0, 1, MR)
+                    aa, a_off, ra, ca = (work, (s - sb) * MR * kc, 1, MR) if pack_a \
+                        else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR else (work, 0, 1, MR)
                     # a partial tile goes through the tile scratch, then its valid part into C
                     cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (work, tile_off, nr_full)
                     bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
@@ -473,7 +518,8 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     nb, m, kk = x.shape
     n = y.shape[2]
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
-    work = _workspace(x.dtype, max(1, min(threads, nb)), workspace_size(x.itemsize, ns))
+    work = _workspace(x.dtype, max(1, min(threads, nb)),
+                      workspace_size(x.itemsize, -(-m // MR), ns, csa != 1))
     row, epilogue = epilogue_args(x.dtype, n, None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
                   np.zeros(1, np.int64))
@@ -529,7 +575,8 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     (rows, cols), trial = product_parts.tuned_grid(
         (m, n, kk, csa, csb, x.dtype.char, threads), grids)
     workers = min(rows * cols, threads)
-    work = _workspace(x.dtype, workers, workspace_size(x.itemsize, -(-ns // cols)))
+    work = _workspace(x.dtype, workers, workspace_size(
+        x.itemsize, -(-ms // rows), -(-ns // cols), csa != 1))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)

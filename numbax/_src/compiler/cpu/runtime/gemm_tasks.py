@@ -106,10 +106,10 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
         return gemm.matmul(x, y, 1, out, bias, activation)
     a, rsa, csa = gemm._flat(x)
     b, rsb, csb = gemm._flat(y)
-    ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
+    ms, ns = -(-m // gemm.MR), -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
     rows, cols = product_parts.thread_grid(
-        -(-m // gemm.MR), ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
-    ws = gemm.workspace_size(x.itemsize, -(-ns // cols))
+        ms, ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
+    ws = gemm.workspace_size(x.itemsize, -(-ms // rows), -(-ns // cols), csa != 1)
     work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
     c = out.reshape(-1)
     params = np.array([a.ctypes.data, a.size, rsa, csa, b.ctypes.data, b.size, rsb, csb,
