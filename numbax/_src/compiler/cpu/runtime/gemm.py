@@ -19,19 +19,20 @@ FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
 
 Operands are C-contiguous arrays or transposes of one. A C-contiguous A is read in place
 through its row stride; only a short last row strip is copied, zero-padded, into the
-workspace. A transposed A (a weight gradient's xᵀ @ d) is packed, a block of row strips per k
-block, in the order the tile reads it: read in place, the tile's column of A was one cache
-line a k at the row stride apart, 256 lines a tile, which pushed B's strip out of L1 (at a
-stride of 2 KiB all into two of its sets). Packed, xᵀ @ d at batch 2048 and a transposed
-1000² went from ~105 to ~130 GFLOP/s on one Emerald Rapids core; a C-contiguous A packed
-the same way lost ~12 % (docs/performance.md). B's column strips are packed per k block into a
-contiguous ``KC x NR`` layout (vector copies, or `_transpose_block` for a transposed B), except
-that C-contiguous B is read in place when the part reuses each strip too few times to repay
-the copy. Loop order per part (BLIS's): k blocks of ``KC``, then blocks of ``MC_STRIPS`` row
-strips of A (the block stays in L2), then column strips of B (the strip stays in L1), then
-the block's row strips. Threads take the parts of a grid of C from a counter
-(product_parts.py), so no two threads write the same part of C and fast cores take more; a
-shape's first calls time a few grids and keep the fastest (`product_parts.tuned_grid`).
+workspace. A transposed A (a weight gradient's xᵀ @ d) of k ≥ KC is packed (`packs_a`), a
+block of row strips per k block, in the order the tile reads it: read in place, the tile's
+column of A was one cache line a k at the row stride apart, 256 lines a tile, which pushed B's
+strip out of L1 (at a stride of 2 KiB all into two of its sets). Packed, xᵀ @ d at batch 2048
+and a transposed 1000² went from ~105 to ~140 GFLOP/s on one Emerald Rapids core; a
+C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's column strips are
+packed per k block into a contiguous ``KC x NR`` layout (vector copies, or `_transpose_block`
+for a transposed B), except that C-contiguous B is read in place when the part reuses each
+strip too few times to repay the copy. Loop order per part (BLIS's): k blocks of ``KC``, then
+blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column strips of B (the
+strip stays in L1), then the block's row strips. Threads take the parts of a grid of C from a
+counter (product_parts.py), so no two threads write the same part of C and fast cores take
+more; a shape's first calls time a few grids and keep the fastest
+(`product_parts.tuned_grid`).
 
 A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
 applied to each tile of C right after its last k block, while the tile is still in L1
@@ -343,19 +344,31 @@ def finish_rows(c, m, n, bias, epilogue, parts):
         finish_block(c, m * p // parts, m * (p + 1) // parts, n, bias, epilogue)
 
 
+# A transposed A is packed from this k up: below it the tile's column of A spans fewer lines
+# than B's strip and L1 holds both (64 x 128^3 and 128 x 64^3 batched products lost 6-7 %
+# packed on the 2-core Emerald Rapids VM, 16 x 256^3 gained or tied).
+PACK_A_FROM_K = KC
+
+
 @njit(cache=True)
-def a_panel_size(a_transposed: bool, row_strips: int) -> int:
+def packs_a(csa: int, kk: int) -> bool:
+    """Whether `_gemm_part` packs A (`a_panel_size`): A transposed, k at least PACK_A_FROM_K."""
+    return csa != 1 and kk >= PACK_A_FROM_K
+
+
+@njit(cache=True)
+def a_panel_size(a_packed: bool, row_strips: int) -> int:
     """Elements of `_gemm_part`'s packed A for a part of `row_strips` row strips: up to
-    MC_STRIPS strips of one k block for a transposed A, else the short last strip alone."""
-    return (min(MC_STRIPS, row_strips) if a_transposed else 1) * MR * KC
+    MC_STRIPS strips of one k block where it packs A (`packs_a`), else the short last strip."""
+    return (min(MC_STRIPS, row_strips) if a_packed else 1) * MR * KC
 
 
 def workspace_size(itemsize: int, row_strips: int, column_strips: int,
-                   a_transposed: bool) -> int:
+                   a_packed: bool) -> int:
     """Elements of scratch `_gemm_part` needs for a part of `row_strips` x `column_strips`
     strips: its packed A (`a_panel_size`), its packed B strips of one k block, one C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    used = a_panel_size(a_transposed, row_strips) + column_strips * KC * nr_full + MR * nr_full
+    used = a_panel_size(a_packed, row_strips) + column_strips * KC * nr_full + MR * nr_full
     # rounded up, plus one line, so the threads' rows never share a cache line
     lane = VEC_BYTES // itemsize
     return (used + lane - 1) // lane * lane + lane
@@ -373,7 +386,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     transposed A's row strips once per row block and k block (`_pack_a`)."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
-    pack_a = csa != 1  # A transposed: its row strips are packed (see above)
+    pack_a = packs_a(csa, kk)  # A transposed: its row strips are packed (see above)
     b_off = a_panel_size(pack_a, s1 - s0)
     tile_off = b_off + (t1 - t0) * KC * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
@@ -519,7 +532,7 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     n = y.shape[2]
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     work = _workspace(x.dtype, max(1, min(threads, nb)),
-                      workspace_size(x.itemsize, -(-m // MR), ns, csa != 1))
+                      workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk)))
     row, epilogue = epilogue_args(x.dtype, n, None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
                   np.zeros(1, np.int64))
@@ -576,7 +589,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
         (m, n, kk, csa, csb, x.dtype.char, threads), grids)
     workers = min(rows * cols, threads)
     work = _workspace(x.dtype, workers, workspace_size(
-        x.itemsize, -(-ms // rows), -(-ns // cols), csa != 1))
+        x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk)))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
