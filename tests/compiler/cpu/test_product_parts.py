@@ -126,33 +126,36 @@ def test_tuned_grid_times_each_candidate_then_keeps_the_fastest(monkeypatch):
     assert product_parts.tuned_grid("one", ((1, 1),)) == ((1, 1), None)
 
 
-def test_a_kept_grid_slower_than_the_runner_up_was_tried_again(monkeypatch):
+def test_the_kept_grid_is_the_fastest_so_far_while_the_others_are_tried_now_and_then(
+        monkeypatch):
+    """After the trial, one call in EXPLORE_EVERY runs the least-tried candidate until each has
+    had EXPLORE_SAMPLES calls; the kept grid is always the one with the fastest call so far,
+    so a grid whose trial calls were all disturbed is kept once it runs undisturbed."""
     monkeypatch.setattr(product_parts, "_trials", {})
-    grids = ((8, 2), (4, 4))
+    grids = ((8, 2), (4, 4), (16, 1))
 
     def run(seconds_of):
         grid, trial = product_parts.tuned_grid("shape", grids)
         product_parts.record(trial, grid, seconds_of[grid])
         return grid
 
-    for _ in range(product_parts.SAMPLES * 2):  # a disturbed trial: (8, 2) looked slow
-        run({(4, 4): 1.0, (8, 2): 1.1})
-    assert run({(4, 4): 1.0, (8, 2): 1.1}) == (4, 4)
-    # within RECHECK_SLOWER of the runner-up: kept through any number of windows
-    for _ in range(3 * product_parts.RECHECK_CALLS - 1):  # windows end with this loop
-        assert run({(4, 4): 1.3, (8, 2): 1.1}) == (4, 4)
-    # the kept grid now runs past RECHECK_SLOWER x the runner-up for a whole window
-    for _ in range(product_parts.RECHECK_CALLS - 1):
-        assert run({(4, 4): 2.0, (8, 2): 0.5}) == (4, 4)
-    run({(4, 4): 2.0, (8, 2): 0.5})
-    seen = [run({(4, 4): 2.0, (8, 2): 0.5}) for _ in range(product_parts.SAMPLES * 2)]
-    assert sorted(seen) == sorted(grids * product_parts.SAMPLES)  # a new trial, in turns
-    assert run({(4, 4): 2.0, (8, 2): 0.5}) == (8, 2)
-    # at most RETRIALS trials again: then the kept grid stays whatever its windows say
+    disturbed = {(8, 2): 2.0, (4, 4): 1.0, (16, 1): 1.5}  # (8, 2)'s trial calls ran slow
+    for _ in range(product_parts.SAMPLES * len(grids)):
+        run(disturbed)
+    undisturbed = {(8, 2): 0.5, (4, 4): 1.0, (16, 1): 1.5}
+    # (4, 4) kept until the next EXPLORE_EVERY-th call tries the least-tried grid, (8, 2)
     trial = product_parts._trials["shape"]
-    trial.retrials = product_parts.RETRIALS
-    for _ in range(3 * product_parts.RECHECK_CALLS):
-        assert run({(4, 4): 0.1, (8, 2): 9.0}) == (8, 2)
+    assert trial.kept == (4, 4)
+    every, done = product_parts.EXPLORE_EVERY, trial.turn
+    seen = [run(undisturbed) for _ in range(-(-done // every) * every - done + 2)]
+    assert seen == [(4, 4)] * (len(seen) - 2) + [(8, 2), (8, 2)]
+    assert trial.kept == (8, 2) and trial.best == [0.5, 1.0, 1.5]
+    # each other grid is tried up to EXPLORE_SAMPLES times, one call in EXPLORE_EVERY
+    calls = len(grids) * product_parts.EXPLORE_SAMPLES * product_parts.EXPLORE_EVERY
+    seen = [run(undisturbed) for _ in range(calls)]
+    assert trial.calls[1] == trial.calls[2] == product_parts.EXPLORE_SAMPLES
+    assert seen[-product_parts.EXPLORE_EVERY:] == [(8, 2)] * product_parts.EXPLORE_EVERY
+    assert len(seen) - seen.count((8, 2)) <= calls // product_parts.EXPLORE_EVERY
 
 
 def test_tuned_grid_forgets_every_shape_past_its_bound(monkeypatch):

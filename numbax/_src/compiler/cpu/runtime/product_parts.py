@@ -123,49 +123,44 @@ def candidates(row_strips: int, column_strips: int, threads: int, b_in_place_bel
     return tuple((rows, cols) for _, rows, cols in sorted(best.values())[:CANDIDATES])
 
 
-# A kept grid is checked every RECHECK_CALLS calls: where its fastest call of the window was
-# RECHECK_SLOWER times the runner-up's fastest trial call, the trial runs again (at most
-# RETRIALS times a shape). A trial call disturbed by a compile or another process can keep
-# a slow grid: on the Xeon two benchmark runs of 2000^2 and of the batch-2048 step sat at
-# 1.3-1.5x their other runs' time throughout.
-RECHECK_CALLS = 16
-RECHECK_SLOWER = 1.2
-RETRIALS = 2
+# After the trial, every EXPLORE_EVERY-th call of a shape runs the candidate with the fewest
+# calls instead of the kept grid, until each has had EXPLORE_SAMPLES calls, and the kept grid
+# is always the one whose fastest call so far is fastest. A grid's fastest call is its time
+# undisturbed; a trial's few calls on a noisy or busy machine miss it: on the 2-core VM a
+# trial (and a trial started over when the kept grid ran slow) kept (3, 2) for x @ W1 at batch
+# 128, 490 us a call, where (1, 2) ran 407 us (2026-12-01). Exploring costs at most one call
+# in EXPLORE_EVERY on a slower grid, for the first few hundred calls of a shape.
+EXPLORE_EVERY = 16
+EXPLORE_SAMPLES = 12
 
 
 class _Trial:
-    """The grids one product shape has run, their timings, and the one kept."""
+    """The grids one product shape has run, the fastest call of each, and the one kept."""
 
     def __init__(self, grids: tuple[tuple[int, int], ...]):
         self.grids = grids
-        self.retrials = 0
-        self._start()
-
-    def _start(self) -> None:
-        self.best = [float("inf")] * len(self.grids)
-        self.turn = 0
+        self.best = [float("inf")] * len(grids)
+        self.calls = [0] * len(grids)
+        self.turn = 0  # calls of this shape so far
         self.kept: tuple[int, int] | None = None
-        self.runner_up = self.window = float("inf")
-        self.calls = 0
+
+    def next_grid(self) -> tuple[int, int]:
+        n = len(self.grids)
+        if self.kept is None:  # the trial: each grid in turn, so slow minutes hit all
+            return self.grids[self.turn % n]
+        if self.turn % EXPLORE_EVERY == 0:
+            least = min(range(n), key=self.calls.__getitem__)
+            if self.calls[least] < EXPLORE_SAMPLES:
+                return self.grids[least]
+        return self.kept
 
     def record(self, grid: tuple[int, int], seconds: float) -> None:
-        if self.kept is not None:
-            self.window = min(self.window, seconds)
-            self.calls += 1
-            if self.calls < RECHECK_CALLS:
-                return
-            if self.window > RECHECK_SLOWER * self.runner_up and self.retrials < RETRIALS:
-                self.retrials += 1
-                self._start()
-            self.window, self.calls = float("inf"), 0
-            return
         i = self.grids.index(grid)
         self.best[i] = min(self.best[i], seconds)
+        self.calls[i] += 1
         self.turn += 1
         if self.turn >= SAMPLES * len(self.grids):
-            order = sorted(range(len(self.grids)), key=self.best.__getitem__)
-            self.kept = self.grids[order[0]]
-            self.runner_up = self.best[order[1]]
+            self.kept = self.grids[min(range(len(self.grids)), key=self.best.__getitem__)]
 
 
 _trials: dict = {}
@@ -175,8 +170,9 @@ TRIALS_MAX = 4096  # shapes remembered; a program of ever-new shapes starts over
 def tuned_grid(key: Any, grids: tuple[tuple[int, int], ...]
                ) -> tuple[tuple[int, int], _Trial | None]:
     """(grid, trial) for the next product of shape `key` among `grids` (`candidates`): each
-    grid in turn, SAMPLES times, then the one whose fastest call was fastest, checked again
-    every RECHECK_CALLS calls. Report the call's time with `record(trial, grid, seconds)`.
+    grid in turn, SAMPLES times, then the one whose fastest call is fastest, with a call of
+    another now and then (EXPLORE_EVERY). Report each call's time with `record(trial, grid,
+    seconds)`.
     Every grid gives the same bits (a tile of C is one part's, its k blocks in order), so
     the choice changes only the time. On the Xeon the model's first grid ran up to 29 %
     slower than the best of all for a shape, the fastest candidate at most 12 %
@@ -188,9 +184,7 @@ def tuned_grid(key: Any, grids: tuple[tuple[int, int], ...]
         if len(_trials) >= TRIALS_MAX:
             _trials.clear()
         trial = _trials[key] = _Trial(grids)
-    if trial.kept is not None:
-        return trial.kept, trial
-    return trial.grids[trial.turn % len(trial.grids)], trial
+    return trial.next_grid(), trial
 
 
 def record(trial: _Trial | None, grid: tuple[int, int], seconds: float) -> None:
