@@ -208,6 +208,67 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
 
 
+def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
+    """With "auto" on an AVX-512 host whose OpenBLAS runs AVX-512 kernels, a product too small
+    for threads runs on BLAS (one such thread matched or beat the GEMM on one, with less to
+    do per call); threaded products and batches of small ones stay on numbax's GEMM, and an
+    OpenBLAS without AVX-512 kernels leaves every product to the GEMM."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    calls = []
+    real, real_batched = gemm_cpu.matmul, gemm_cpu.matmul_batched
+    monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
+        "matmul") or real(x, y, t, out, **kw))
+    monkeypatch.setattr(gemm_cpu, "matmul_batched", lambda x, y, t, out: calls.append(
+        "batched") or real_batched(x, y, t, out))
+    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    monkeypatch.setattr(threads, "busy", lambda: False)
+    x, w = _operand((64, 80), np.float32, False), _operand((80, 72), np.float32, True)
+    big_x, big_w = _operand((256, 256), np.float32, False), _operand((256, 256), np.float32, False)
+    batch = RNG.standard_normal((8, 64, 80)).astype(np.float32)
+    batch_w = RNG.standard_normal((8, 80, 72)).astype(np.float32)
+    with config.override("cpu_matmul", "auto"), config.override("cpu_threads", 2):
+        monkeypatch.setattr(library, "_blas_avx512", [True])
+        _close(library.dot(x, w, 64 * 80 * 72), x @ w)
+        assert calls == []
+        _close(library.dot(big_x, big_w, 256 ** 3), big_x @ big_w)
+        assert calls == ["matmul"]
+        (got,) = library.dot_general(batch, batch_w, (((2,), (1,)), ((0,), (0,))),
+                                     np.dtype(np.float32))
+        _close(got, batch @ batch_w)
+        assert calls[1:] in (["batched"], ["matmul"] * 8)
+        monkeypatch.setattr(library, "_blas_avx512", [False])
+        calls.clear()
+        _close(library.dot(x, w, 64 * 80 * 72), x @ w)
+        assert calls == ["matmul"]
+
+
+def test_small_products_leave_blas_its_thread_count(monkeypatch):
+    """A matrix-matrix product small enough that OpenBLAS runs it on one thread by itself is
+    called without setting BLAS's thread count (5-10 us a call), even while Numba's workers
+    may spin; a matrix-vector one (numpy's gemv, its own threshold) still gets one thread."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    counts = []
+    real = library.blas_call
+    monkeypatch.setattr(library, "blas_call",
+                        lambda fn, n, *a: counts.append(n) or real(fn, n, *a))
+    monkeypatch.setattr(library, "_host_gemm", [""])  # every product on BLAS
+    monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region just ended
+    x, w, v = (_operand((64, 80), np.float32, False), _operand((80, 40), np.float32, False),
+               _operand((80, 1), np.float32, False))
+    with config.override("cpu_matmul", "auto"):
+        assert threads.pool_spinning()
+        _close(library.dot(x, w, 64 * 80 * 40), x @ w)
+        _close(library.dot(x, v, 64 * 80), x @ v)
+    assert counts == [0, 1]
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got), want.astype(np.float64) if hasattr(
+        want, "astype") else want, rtol=2e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("choice", ["numbax", "blas"])
 def test_config_routes_compiled_products(choice, monkeypatch):
     calls = []

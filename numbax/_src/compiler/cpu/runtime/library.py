@@ -9,7 +9,7 @@ import numpy as np
 from numbax._src.compiler.cpu.runtime import blas_parts, busy_sites, copies, host_isa, native_pool
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_threads, thread_rule
+from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
 from numbax._src.config import config
 
 # Products of a batch that fills at least half the threads run a whole product a thread
@@ -83,7 +83,9 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     thread rule. With `bias`, a dense layer's act(x @ y + bias) (compiler/epilogues.py): the
     GEMM applies it to each tile of C as it finishes, BLAS's result gets one pass."""
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
-    blas_n = None if runs_on_own_gemm(x, y, macs) else blas_threads(macs, site)
+    own = runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
+    blas_n = None if own else 0 if _blas_keeps_one_thread(x, y, macs) \
+        else blas_threads(macs, site)
     x, y, blas_n = _without_syrk(x, y, macs, blas_n)
     if blas_n is None:
         threads = gemm_threads(macs, site)
@@ -227,6 +229,38 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
 OWN_GEMM_MACS = 1 << 18
 OWN_GEMM_MIN_DIM = 32
 GEMM_THREADED_MACS = blas_parts.THREADED_MACS  # (loop bodies' products use it too)
+
+
+# OpenBLAS runs a matrix-matrix product of at most this many multiply-adds on the calling
+# thread whatever its thread count (interface/gemm.c: m*n*k <= 65536 * GEMM_MULTITHREAD_
+# THRESHOLD, 4 by default); setting the count around such a call cost 5-10 us of a 6 us call.
+OPENBLAS_ONE_THREAD_MACS = 65536 * 4
+
+
+def _blas_keeps_one_thread(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
+    """Whether np.dot(x, y) runs on one OpenBLAS thread without being told: a small
+    matrix-matrix product (numpy gives a row or column operand to gemv, which has its own
+    threshold)."""
+    return (macs <= OPENBLAS_ONE_THREAD_MACS and x.ndim == 2 and y.ndim == 2
+            and x.shape[0] > 1 and y.shape[1] > 1)
+
+
+# OpenBLAS kernel families with AVX-512 (`blas.blas_core`): one such thread beat numbax's GEMM
+# on one thread at every size on the 2-core Emerald Rapids VM (1000^3 150 against 139
+# GFLOP/s), and has less to do per call (32 x 64 x 128: 6.6 against 21 us, 2026-12-01).
+AVX512_BLAS_CORES = frozenset({"SkylakeX", "CooperLake", "SapphireRapids"})
+_blas_avx512: list = []  # [whether numpy's OpenBLAS runs AVX-512 kernels] once asked
+
+
+def _one_thread_on_blas(macs: int) -> bool:
+    """Whether `dot` gives a product too small for threads to BLAS although numbax's GEMM
+    would take it: numpy's OpenBLAS runs AVX-512 kernels (AVX512_BLAS_CORES). Batches of
+    such products stay on numbax's GEMM, a whole product a thread (`dot_general`)."""
+    if macs >= GEMM_THREADED_MACS or config.cpu_matmul != "auto":
+        return False
+    if not _blas_avx512:
+        _blas_avx512.append(blas_core() in AVX512_BLAS_CORES)
+    return _blas_avx512[0]
 
 
 def own_gemm(macs: int) -> bool:
