@@ -268,8 +268,13 @@ class JitWrapped:
                 fast = self._host_fast.get((ctx, *key)) if key is not None else None
                 if fast is not None:
                     return fast(args)
-            if self._fast_tree or self._gpu_fast:  # pytrees of Arrays: one flatten, no avals
+            if self._fast_tree or self._gpu_fast or self._host_fast:  # pytrees: one flatten
                 leaves, tree = tu.tree_flatten(args)
+            if self._host_fast:  # pytrees of host values (a numpy user's parameters)
+                key = jit_run.host_key(leaves)
+                fast = self._host_fast.get((ctx, tree, *key)) if key is not None else None
+                if fast is not None:
+                    return fast(leaves)
             if self._fast_tree:
                 key = (ctx, tree, *[(a._value.shape, a._value.dtype, a._weak_type)
                                     for a in leaves if type(a) is Array])
@@ -310,6 +315,11 @@ class JitWrapped:
             elif on_host and host is not None and entry.layouts is None and \
                     (caller := jit_run.host_caller(entry)) is not None:
                 self._host_fast[(ctx, *host)] = caller
+            elif on_host and entry.layouts is None and \
+                    (host := jit_run.host_key(leaves)) is not None and \
+                    (caller := jit_run.host_caller(entry)) is not None:
+                # keyed by the structure of args alone (no kwargs here), as _fast_tree is
+                self._host_fast[(ctx, tu.tree_structure(args), *host)] = caller
             elif on_host and all(type(a) is Array for a in leaves):
                 tree = tu.tree_structure(args)  # the structure of args alone (no kwargs here)
                 sigs = [(a._value.shape, a._value.dtype, a._weak_type) for a in leaves]

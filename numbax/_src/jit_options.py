@@ -116,8 +116,8 @@ _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def shared_tables(fun: Callable, options: tuple | None) -> tuple[LRUCache, ...]:
-    """(executables, fast paths, tree fast paths, GPU fast paths, host-value fast paths) for a
-    new jit of `fun`."""
+    """(executables, fast paths, tree fast paths, GPU fast paths, host-value fast paths (flat
+    or pytrees)) for a new jit of `fun`."""
     def fresh():
         return tuple(LRUCache(_cache_size) for _ in range(5))
 

@@ -153,7 +153,54 @@ def test_pytree_arguments_take_the_tree_fast_path():
     np.testing.assert_array_equal(np.asarray(h({"a": _x(2), "b": _x(2)})), [0.0, 0.0])
     np.testing.assert_array_equal(np.asarray(h({"a": _x(2), "b": _x(2) * 3})), [0.0, -2.0])
     np.testing.assert_array_equal(np.asarray(h({"b": _x(2), "a": _x(2) * 3})), [0.0, 2.0])
-    # a numpy leaf takes the slow path and gives the same numbers
+    # a numpy leaf takes the host values' path and gives the same numbers
     params_np = [(np.asarray(w), b) for w, b in params]
     np.testing.assert_array_equal(np.asarray(g(params_np, x)[1]), np.asarray(first[1]))
     assert traces == [1, 1]  # same avals: no retrace
+
+
+def test_pytrees_of_numpy_values_take_the_host_fast_path(monkeypatch):
+    """A numpy user's call, parameters as a list of (w, b) numpy arrays and a Python scalar
+    in the tree, takes a fast path keyed by the tree and each leaf's shape, dtype and layout
+    (or scalar type): new values give new results, an output that is an input leaf is a copy,
+    and a leaf of another layout, dtype or a scalar too large for int32 is another key."""
+    traces = []
+
+    def f(params, x, scale):
+        traces.append(1)
+        return [scale * (x @ w) + b for w, b in params], params[0][1]
+
+    g = numbax.jit(f)
+    rng = np.random.default_rng(3)
+    params = [(rng.standard_normal((3, 4)).astype(np.float32), np.ones(4, np.float32)),
+              (rng.standard_normal((3, 4)).astype(np.float32), np.zeros(4, np.float32))]
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+
+    def want(params, x, scale):
+        return [scale * (x.astype(np.float64) @ w) + b for w, b in params]
+
+    g(params, x, 2.0)
+    slow = []
+    real_slow = type(g)._call_slow
+    monkeypatch.setattr(type(g), "_call_slow",
+                        lambda self, *a: slow.append(1) or real_slow(self, *a))
+    for scale in (0.5, -3.0):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        params[1] = (rng.standard_normal((3, 4)).astype(np.float32), params[1][1])
+        outs, b0 = g(params, x, scale)
+        for got, ref in zip(outs, want(params, x, scale)):
+            assert got.dtype == np.float32  # the Python float stays weak
+            np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5)
+    assert slow == [] and traces == [1]
+    # the output that is params[0][1] does not share the caller's memory
+    params[0][1][:] = 7.0
+    np.testing.assert_array_equal(np.asarray(b0), np.ones(4))
+    # a Fortran-ordered leaf, another dtype, an int past int32: other keys, same numbers
+    fortran = [(np.asfortranarray(w), b) for w, b in params]
+    np.testing.assert_allclose(np.asarray(g(fortran, x, 1.0)[0][1]),
+                               want(params, x, 1.0)[1], rtol=1e-5)
+    as64 = [(w.astype(np.float64), b) for w, b in params]
+    assert g(as64, x, 1.0)[0][0].dtype == np.float64
+    np.testing.assert_allclose(np.asarray(g(params, x, 2**40)[0][0]),
+                               want(params, x, 2**40)[0], rtol=1e-5)
+    assert len(slow) == 3
