@@ -129,7 +129,11 @@ def candidates(row_strips: int, column_strips: int, threads: int, b_in_place_bel
 # undisturbed; a trial's few calls on a noisy or busy machine miss it: on the 2-core VM a
 # trial (and a trial started over when the kept grid ran slow) kept (3, 2) for x @ W1 at batch
 # 128, 490 us a call, where (1, 2) ran 407 us (2026-12-01). Exploring costs at most one call
-# in EXPLORE_EVERY on a slower grid, for the first few hundred calls of a shape.
+# in EXPLORE_EVERY on a slower grid, for the first few hundred calls of a shape. (Tried: the
+# median of each grid's last calls. It compares the kept grid's current minute with the
+# others' earlier ones, so in a slow minute of a noisy host the kept grid gives way to one
+# measured in a fast minute, whatever its speed; the fastest call only improves, and the
+# choice settles.)
 EXPLORE_EVERY = 16
 EXPLORE_SAMPLES = 12
 
