@@ -10,7 +10,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax import nn
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
-from numbax._src.compiler.cpu.runtime import library
+from numbax._src.compiler.cpu.runtime import gemm_epilogues, library
 
 RNG = np.random.default_rng(34)
 
@@ -81,7 +81,7 @@ def test_library_dot_on_either_product(route, activation):
     out = np.ascontiguousarray(RNG.normal(size=(600, 300)).astype(np.float32))
     b = RNG.normal(size=300).astype(np.float32)
     want = _reference(out, np.eye(300, dtype=np.float32), b, activation)
-    gemm_cpu.finish_rows(out.reshape(-1), 600, 300, *gemm_cpu.epilogue_args(
+    gemm_epilogues.finish_rows(out.reshape(-1), 600, 300, *gemm_epilogues.epilogue_args(
         np.float32, 300, b, activation), 4)
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-5)
 

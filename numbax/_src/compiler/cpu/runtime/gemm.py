@@ -36,7 +36,7 @@ more; a shape's first calls time a few grids and keep the fastest
 
 A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
 applied to each tile of C right after its last k block, while the tile is still in L1
-(`_finish_tile`), instead of by a later pass over the whole of C.
+(`gemm_epilogues.finish_tile`), instead of by a later pass over the whole of C.
 """
 from __future__ import annotations
 
@@ -47,11 +47,10 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
-from numbax._src.compiler.cpu.runtime import fastmath as fm
+from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
 from numbax._src.compiler.cpu.runtime import host_isa, product_parts
-from numbax._src.compiler.cpu.runtime import scalars as sc
 
 # One vector register of Numba's target: 64-byte zmm with AVX-512, else 32-byte ymm (AVX2).
 VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
@@ -288,62 +287,6 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
             buf[off + k * MR + i] = a[src + i * rsa]
 
 
-# Epilogues `_gemm_part` applies to C (compiler/epilogues.py's activations, after the bias).
-NO_EPILOGUE, BIAS, BIAS_RELU, BIAS_GELU = 0, 1, 2, 3
-EPILOGUES = {"none": BIAS, "relu": BIAS_RELU, "gelu": BIAS_GELU}
-GELU_CUBE, GELU_SCALE = 0.044715, 0.7978845608028654  # jax.nn.gelu's tanh form: sqrt(2/pi)
-
-
-def _tanh(x):
-    """tanh in x's float type (fastmath.py's vectorisable forms)."""
-
-
-@overload(_tanh)
-def _tanh_impl(x):
-    if x == types.float32:
-        return lambda x: fm.tanh_f32(x)
-    return lambda x: fm.tanh_f64(x)
-
-
-@njit(cache=True, error_model="numpy")  # a call per tile: inlined, its loops stayed scalar
-def _finish_tile(c, c_off, ldc, mr, nr, bias, j0, epilogue):
-    """c[c_off + i*ldc + j] = act(c[...] + bias[j0 + j]) for i < mr, j < nr (`epilogue`: one of
-    BIAS, BIAS_RELU, BIAS_GELU), in the order the unfused equations compute it. One loop per
-    epilogue, indexed by unsigned integers (no negative-index wraparound), so each vectorises
-    (a branch in the loop, or signed flat indices, left GELU scalar: ~9 ns an element against
-    ~1). No slices: each view of C would count a reference on C's one shared counter, from
-    every thread, per row."""
-    zero, half, one = c.dtype.type(0), c.dtype.type(0.5), c.dtype.type(1)
-    cube, scale = c.dtype.type(GELU_CUBE), c.dtype.type(GELU_SCALE)
-    b0, width = np.uint64(j0), np.uint64(nr)
-    for i in range(mr):
-        r0 = np.uint64(c_off + i * ldc)
-        if epilogue == BIAS:
-            for j in range(width):
-                c[r0 + j] = c[r0 + j] + bias[b0 + j]
-        elif epilogue == BIAS_RELU:
-            for j in range(width):
-                c[r0 + j] = sc.fmax(c[r0 + j] + bias[b0 + j], zero)
-        else:
-            for j in range(width):
-                z = c[r0 + j] + bias[b0 + j]
-                c[r0 + j] = z * (half * (one + _tanh(scale * (z + cube * (z * z * z)))))
-
-
-@njit(cache=True, error_model="numpy")
-def finish_block(c, lo, hi, n, bias, epilogue):
-    """`_finish_tile` over rows [lo, hi) of C (m x n, flat), on this thread."""
-    _finish_tile(c, lo * n, n, hi - lo, n, bias, 0, epilogue)
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def finish_rows(c, m, n, bias, epilogue, parts):
-    """`_finish_tile` over all of C (m x n, flat), in `parts` row blocks on Numba's threads: the
-    epilogue of a product that ran on BLAS."""
-    for p in prange(parts):
-        finish_block(c, m * p // parts, m * (p + 1) // parts, n, bias, epilogue)
-
-
 # A transposed A is packed from this k up: below it the tile's column of A spans fewer lines
 # than B's strip and L1 holds both (64 x 128^3 and 128 x 64^3 batched products lost 6-7 %
 # packed on the 2-core Emerald Rapids VM, 16 x 256^3 gained or tied).
@@ -394,7 +337,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
     for k0 in range(0, kk, KC):
         kc = min(KC, kk - k0)
-        finish = epilogue != NO_EPILOGUE and k0 + kc == kk  # C's tiles are final in this block
+        finish = epilogue != ep.NO_EPILOGUE and k0 + kc == kk  # C's tiles are final in this block
         if ragged and not pack_a:
             _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
         for sb in range(s0, s1, MC_STRIPS):
@@ -431,7 +374,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                                 else:
                                     c[(i0 + i) * n + j0 + j] += work[tile_off + i * nr_full + j]
                     if finish:
-                        _finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue)
+                        ep.finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -533,7 +476,7 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     work = _workspace(x.dtype, max(1, min(threads, nb)),
                       workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk)))
-    row, epilogue = epilogue_args(x.dtype, n, None, "none")
+    row, epilogue = ep.epilogue_args(x.dtype, n, None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
                   np.zeros(1, np.int64))
     return True
@@ -562,7 +505,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
             f"y {y.dtype}{y.shape}: call np.dot for other operands")
     m, kk = x.shape
     n = y.shape[1]
-    row, epilogue = epilogue_args(x.dtype, n, bias, activation)
+    row, epilogue = ep.epilogue_args(x.dtype, n, bias, activation)
     if out is None:
         out = np.empty((m, n), x.dtype)
     elif out.shape != (m, n) or out.dtype != x.dtype or not out.flags.c_contiguous \
@@ -575,8 +518,8 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     c = out.reshape(-1)
     if kk == 0:
         out.fill(0)
-        if epilogue != NO_EPILOGUE:
-            finish_block(c, 0, m, n, row, epilogue)
+        if epilogue != ep.NO_EPILOGUE:
+            ep.finish_block(c, 0, m, n, row, epilogue)
         return out
     a, rsa, csa = _flat(x)
     b, rsb, csb = _flat(y)
@@ -598,29 +541,3 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
                       np.zeros(1, np.int64))
     product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
-
-
-_no_bias: dict = {}  # dtype -> a read-only one-element row: the bias of a plain product
-
-
-def epilogue_args(dtype, n: int, bias: np.ndarray | None, activation: str):
-    """(read-only flat bias row, epilogue code) for `_gemm_part` and `finish_rows`; the
-    row is always the same array type, so plain and fused products share one compilation."""
-    if bias is None:
-        if activation != "none":
-            raise ValueError(f"gemm_cpu: activation {activation!r} needs a bias row")
-        row = _no_bias.get(dtype)
-        if row is None:
-            row = _no_bias[dtype] = np.zeros(1, dtype)
-            row.flags.writeable = False
-        return row, NO_EPILOGUE
-    if activation not in EPILOGUES:
-        raise ValueError(f"gemm_cpu: activation must be one of {sorted(EPILOGUES)}; got "
-                         f"{activation!r}")
-    bias = np.asarray(bias)
-    if bias.dtype != dtype or bias.shape != (n,):
-        raise ValueError(f"gemm_cpu: bias must be a {np.dtype(dtype)} vector of shape ({n},); "
-                         f"got {bias.dtype}{bias.shape}")
-    row = np.ascontiguousarray(bias).view()
-    row.flags.writeable = False
-    return row, EPILOGUES[activation]

@@ -17,7 +17,13 @@ import numpy as np
 from numba import cfunc, njit, types
 from numba.extending import intrinsic
 
-from numbax._src.compiler.cpu.runtime import gemm, kernel_tasks, native_pool, product_parts
+from numbax._src.compiler.cpu.runtime import (
+    gemm,
+    gemm_epilogues,
+    kernel_tasks,
+    native_pool,
+    product_parts,
+)
 
 _PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
 
@@ -100,7 +106,7 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     native_pool.start(threads.pool_size())
     m, kk = x.shape
     n = y.shape[1]
-    row, epilogue = gemm.epilogue_args(x.dtype, n, bias, activation)
+    row, epilogue = gemm_epilogues.epilogue_args(x.dtype, n, bias, activation)
     out = np.empty((m, n), x.dtype)
     if out.size == 0 or kk == 0:
         return gemm.matmul(x, y, 1, out, bias, activation)

@@ -6,7 +6,14 @@ import math
 
 import numpy as np
 
-from numbax._src.compiler.cpu.runtime import blas_parts, busy_sites, copies, host_isa, native_pool
+from numbax._src.compiler.cpu.runtime import (
+    blas_parts,
+    busy_sites,
+    copies,
+    gemm_epilogues,
+    host_isa,
+    native_pool,
+)
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
@@ -170,13 +177,13 @@ FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0}
 def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
     """act(out + bias) in place, over row blocks on Numba's threads."""
     m, n = out.shape
-    row, epilogue = gemm_cpu.epilogue_args(out.dtype, n, bias, activation)
+    row, epilogue = gemm_epilogues.epilogue_args(out.dtype, n, bias, activation)
     threads = min(m, rt_threads.threads_for(out.size * FINISH_NS[activation]))
     if threads <= 1:
-        gemm_cpu.finish_block(out.reshape(-1), 0, m, n, row, epilogue)
+        gemm_epilogues.finish_block(out.reshape(-1), 0, m, n, row, epilogue)
         return out
     with rt_threads.running(threads):
-        gemm_cpu.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
+        gemm_epilogues.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
     return out
 
 

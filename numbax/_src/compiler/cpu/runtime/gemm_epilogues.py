@@ -1,0 +1,93 @@
+"""Dense layers' epilogues on a product's C: act(C + bias row), ReLU or GELU (tanh form) after
+the bias, applied by gemm.py to each tile of C as its last k block finishes (`finish_tile`,
+while the tile is in L1), or by library.py to a product BLAS computed (`finish_block`,
+`finish_rows`). The codes and the bias row come from `epilogue_args`."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+
+from numbax._src.compiler.cpu.runtime import fastmath as fm
+from numbax._src.compiler.cpu.runtime import scalars as sc
+
+# The epilogues (compiler/epilogues.py's activations, after the bias).
+NO_EPILOGUE, BIAS, BIAS_RELU, BIAS_GELU = 0, 1, 2, 3
+EPILOGUES = {"none": BIAS, "relu": BIAS_RELU, "gelu": BIAS_GELU}
+GELU_CUBE, GELU_SCALE = 0.044715, 0.7978845608028654  # jax.nn.gelu's tanh form: sqrt(2/pi)
+
+
+def _tanh(x):
+    """tanh in x's float type (fastmath.py's vectorisable forms)."""
+
+
+@overload(_tanh)
+def _tanh_impl(x):
+    if x == types.float32:
+        return lambda x: fm.tanh_f32(x)
+    return lambda x: fm.tanh_f64(x)
+
+
+@njit(cache=True, error_model="numpy")  # a call per tile: inlined, its loops stayed scalar
+def finish_tile(c, c_off, ldc, mr, nr, bias, j0, epilogue):
+    """c[c_off + i*ldc + j] = act(c[...] + bias[j0 + j]) for i < mr, j < nr (`epilogue`: one of
+    BIAS, BIAS_RELU, BIAS_GELU), in the order the unfused equations compute it. One loop per
+    epilogue, indexed by unsigned integers (no negative-index wraparound), so each vectorises
+    (a branch in the loop, or signed flat indices, left GELU scalar: ~9 ns an element against
+    ~1). No slices: each view of C would count a reference on C's one shared counter, from
+    every thread, per row."""
+    zero, half, one = c.dtype.type(0), c.dtype.type(0.5), c.dtype.type(1)
+    cube, scale = c.dtype.type(GELU_CUBE), c.dtype.type(GELU_SCALE)
+    b0, width = np.uint64(j0), np.uint64(nr)
+    for i in range(mr):
+        r0 = np.uint64(c_off + i * ldc)
+        if epilogue == BIAS:
+            for j in range(width):
+                c[r0 + j] = c[r0 + j] + bias[b0 + j]
+        elif epilogue == BIAS_RELU:
+            for j in range(width):
+                c[r0 + j] = sc.fmax(c[r0 + j] + bias[b0 + j], zero)
+        else:
+            for j in range(width):
+                z = c[r0 + j] + bias[b0 + j]
+                c[r0 + j] = z * (half * (one + _tanh(scale * (z + cube * (z * z * z)))))
+
+
+@njit(cache=True, error_model="numpy")
+def finish_block(c, lo, hi, n, bias, epilogue):
+    """`finish_tile` over rows [lo, hi) of C (m x n, flat), on this thread."""
+    finish_tile(c, lo * n, n, hi - lo, n, bias, 0, epilogue)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def finish_rows(c, m, n, bias, epilogue, parts):
+    """`finish_tile` over all of C (m x n, flat), in `parts` row blocks on Numba's threads: the
+    epilogue of a product that ran on BLAS."""
+    for p in prange(parts):
+        finish_block(c, m * p // parts, m * (p + 1) // parts, n, bias, epilogue)
+
+
+_no_bias: dict = {}  # dtype -> a read-only one-element row: the bias of a plain product
+
+
+def epilogue_args(dtype, n: int, bias: np.ndarray | None, activation: str):
+    """(read-only flat bias row, epilogue code) for `_gemm_part` and `finish_rows`; the
+    row is always the same array type, so plain and fused products share one compilation."""
+    if bias is None:
+        if activation != "none":
+            raise ValueError(f"gemm_cpu: activation {activation!r} needs a bias row")
+        row = _no_bias.get(dtype)
+        if row is None:
+            row = _no_bias[dtype] = np.zeros(1, dtype)
+            row.flags.writeable = False
+        return row, NO_EPILOGUE
+    if activation not in EPILOGUES:
+        raise ValueError(f"gemm_cpu: activation must be one of {sorted(EPILOGUES)}; got "
+                         f"{activation!r}")
+    bias = np.asarray(bias)
+    if bias.dtype != dtype or bias.shape != (n,):
+        raise ValueError(f"gemm_cpu: bias must be a {np.dtype(dtype)} vector of shape ({n},); "
+                         f"got {bias.dtype}{bias.shape}")
+    row = np.ascontiguousarray(bias).view()
+    row.flags.writeable = False
+    return row, EPILOGUES[activation]
