@@ -270,15 +270,15 @@ class JitWrapped:
                     return fast(args)
             if self._fast_tree or self._gpu_fast or self._host_fast:  # pytrees: one flatten
                 leaves, tree = tu.tree_flatten(args)
-            if self._host_fast:  # pytrees of host values (a numpy user's parameters)
-                key = jit_run.host_key(leaves)
-                fast = self._host_fast.get((ctx, tree, *key)) if key is not None else None
-                if fast is not None:
-                    return fast(leaves)
             if self._fast_tree:
                 key = (ctx, tree, *[(a._value.shape, a._value.dtype, a._weak_type)
                                     for a in leaves if type(a) is Array])
                 fast = self._fast_tree.get(key) if len(key) == len(leaves) + 2 else None
+                if fast is not None:
+                    return fast(leaves)
+            if self._host_fast:  # pytrees of host values (a numpy user's parameters)
+                key = jit_run.host_key(leaves)
+                fast = self._host_fast.get((ctx, tree, *key)) if key is not None else None
                 if fast is not None:
                     return fast(leaves)
             if self._gpu_fast:  # pytrees of GpuArrays (CUDA executables)

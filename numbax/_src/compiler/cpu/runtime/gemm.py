@@ -293,17 +293,21 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
 PACK_A_FROM_K = KC
 
 
-@njit(cache=True)
 def packs_a(csa: int, kk: int) -> bool:
     """Whether `_gemm_part` packs A (`a_panel_size`): A transposed, k at least PACK_A_FROM_K."""
     return csa != 1 and kk >= PACK_A_FROM_K
 
 
-@njit(cache=True)
 def a_panel_size(a_packed: bool, row_strips: int) -> int:
     """Elements of `_gemm_part`'s packed A for a part of `row_strips` row strips: up to
     MC_STRIPS strips of one k block where it packs A (`packs_a`), else the short last strip."""
     return (min(MC_STRIPS, row_strips) if a_packed else 1) * MR * KC
+
+
+# the same two inside `_gemm_part` (the Python ones size workspaces on every call, where a
+# compiled function's dispatch would cost more than the arithmetic)
+_packs_a_compiled = njit(cache=True)(packs_a)
+_a_panel_size_compiled = njit(cache=True)(a_panel_size)
 
 
 def workspace_size(itemsize: int, row_strips: int, column_strips: int,
@@ -329,8 +333,8 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     transposed A's row strips once per row block and k block (`_pack_a`)."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
-    pack_a = packs_a(csa, kk)  # A transposed: its row strips are packed (see above)
-    b_off = a_panel_size(pack_a, s1 - s0)
+    pack_a = _packs_a_compiled(csa, kk)  # A transposed: its row strips are packed (see above)
+    b_off = _a_panel_size_compiled(pack_a, s1 - s0)
     tile_off = b_off + (t1 - t0) * KC * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
     in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
