@@ -251,14 +251,15 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         ctx = config._fast_ctx  # None while jit is disabled, NaN checks run or an override is on
         if ctx is not None and not kwargs and self._simple and core._state.dynamic_trace is None:
-            try:
-                key = (ctx, *[(a._value.shape, a._value.dtype, a._weak_type) for a in args
-                              if type(a) is Array])
-                fast = self._fast.get(key) if len(key) == len(args) + 1 else None
-            except (AttributeError, TypeError):
-                fast = None
-            if fast is not None:
-                return fast(args)
+            if not args or type(args[0]) is Array:  # (a numpy user's call goes on below)
+                try:
+                    key = (ctx, *[(a._value.shape, a._value.dtype, a._weak_type)
+                                  for a in args if type(a) is Array])
+                    fast = self._fast.get(key) if len(key) == len(args) + 1 else None
+                except (AttributeError, TypeError):
+                    fast = None
+                if fast is not None:
+                    return fast(args)
             if self._sharded_cache and args and type(args[0]) is sharded_jit.ShardedArray:
                 out = sharded_jit.quick_call(self, ctx, args, run_executable)
                 if out is not sharded_jit.MISS:
@@ -313,11 +314,11 @@ class JitWrapped:
             if on_host and fast is not None:
                 self._fast[(ctx, *fast)] = jit_run.array_caller(entry)
             elif on_host and host is not None and entry.layouts is None and \
-                    (caller := jit_run.host_caller(entry)) is not None:
+                    (caller := jit_run.host_caller(entry, host)) is not None:
                 self._host_fast[(ctx, *host)] = caller
             elif on_host and entry.layouts is None and \
                     (host := jit_run.host_key(leaves)) is not None and \
-                    (caller := jit_run.host_caller(entry)) is not None:
+                    (caller := jit_run.host_caller(entry, host)) is not None:
                 # keyed by the structure of args alone (no kwargs here), as _fast_tree is
                 self._host_fast[(ctx, tu.tree_structure(args), *host)] = caller
             elif on_host and all(type(a) is Array for a in leaves):

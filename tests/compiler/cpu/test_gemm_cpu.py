@@ -250,8 +250,8 @@ def test_small_products_leave_blas_its_thread_count(monkeypatch):
     from numbax._src.compiler.cpu.runtime import threads
 
     counts = []
-    real = library.blas_call
-    monkeypatch.setattr(library, "blas_call",
+    real = library.numpy_blas_call
+    monkeypatch.setattr(library, "numpy_blas_call",
                         lambda fn, n, *a: counts.append(n) or real(fn, n, *a))
     monkeypatch.setattr(library, "_host_gemm", [""])  # every product on BLAS
     monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region just ended

@@ -354,6 +354,33 @@ def test_blas_call_sets_every_loaded_openblas_and_restores_it():
     assert len(api) == len({n for n in names if n.endswith(".so") or ".so." in n})
 
 
+def test_numpy_products_set_numpys_openblas_alone():
+    """np.dot and np.matmul run on numpy's own OpenBLAS: a product under the thread rule
+    sets that library's count alone (scipy's is another pool, and setting it cost another
+    1.3 us a call), and restores it, when the call raises too."""
+    import ctypes
+
+    numpys = blas._find_numpy_api()
+    if numpys is None:
+        pytest.skip("numpy's OpenBLAS is not told apart here")
+    address = ctypes.cast(numpys[1], ctypes.c_void_p).value
+    gets = [g for _, g in blas._find_blas_api()]
+    mine = [ctypes.cast(g, ctypes.c_void_p).value == address for g in gets]
+    assert mine.count(True) == 1
+    before = [g() for g in gets]
+    want = 1 if numpys[1]() != 1 else 2
+    inside = blas.numpy_blas_call(lambda: [g() for g in gets], want)
+    assert inside == [want if m else b for m, b in zip(mine, before)]
+    assert [g() for g in gets] == before
+    with pytest.raises(ZeroDivisionError):
+        blas.numpy_blas_call(lambda: 1 / 0, want)
+    assert [g() for g in gets] == before
+    x = RNG.normal(size=(40, 30)).astype(np.float32)
+    v = RNG.normal(size=30).astype(np.float32)
+    np.testing.assert_allclose(blas.numpy_blas_call(np.dot, want, x, v),
+                               x.astype(np.float64) @ v, rtol=1e-4, atol=1e-5)
+
+
 def test_lapack_calls_in_a_jitted_program_run_under_the_thread_rule(monkeypatch):
     """A Cholesky between kernels runs with BLAS's threads as `blas_threads` says (one while
     Numba's workers may spin), and gives the eager result."""

@@ -16,7 +16,12 @@ from numbax._src.compiler.cpu.runtime import (
 )
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.blas import blas_call, blas_core, blas_threads, thread_rule
+from numbax._src.compiler.cpu.runtime.blas import (
+    blas_core,
+    blas_threads,
+    numpy_blas_call,
+    thread_rule,
+)
 from numbax._src.config import config
 
 # Products of a batch that fills at least half the threads run a whole product a thread
@@ -72,7 +77,7 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
             rt_threads.restore(before)
         else:
             threads = blas_threads(nb * m * n * k, site) if out_dtype.kind in "fc" else 0
-            out = blas_call(np.matmul, threads, x3, y3)
+            out = numpy_blas_call(np.matmul, threads, x3, y3)
         rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]  # keeps 0-d 0-d
 
@@ -101,7 +106,7 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
             out = _on_numbas_pool(x, y, threads, bias, activation)
     else:
         threads = blas_n
-        out = blas_call(np.dot, threads, x, y)
+        out = numpy_blas_call(np.dot, threads, x, y)
         if bias is not None:
             out = _finish(np.ascontiguousarray(out), bias, activation)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
