@@ -6,7 +6,7 @@ import pytest
 from numba import njit, prange
 
 import numbax
-from numbax._src.compiler.cpu.runtime import blas_parts, library
+from numbax._src.compiler.cpu.runtime import blas, blas_parts, library
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 
 pytestmark = pytest.mark.skipif(not blas_parts.available(),
@@ -113,7 +113,7 @@ def test_loop_bodies_products_match_numpy_on_any_thread_count(dtype, m, k, n):
     pool = numba.config.NUMBA_NUM_THREADS
     for threads in sorted({1, 2, 5, pool}):  # grids for 5 threads run on fewer where fewer
         with rt_threads.running(min(threads, pool)):
-            got = library.blas_call(_three_products, 1, entry, width, threads, x, y)
+            got = blas.blas_call(_three_products, 1, entry, width, threads, x, y)
         for g, want in zip(got, (x64 @ y64, x64 @ x64.T, y64.T @ x64.T), strict=True):
             assert g.dtype == dtype and g.flags.c_contiguous
             np.testing.assert_allclose(g, want, rtol=tol, atol=tol * np.abs(want).max())

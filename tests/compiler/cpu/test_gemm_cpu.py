@@ -185,19 +185,23 @@ def test_avx2_rule_puts_threaded_products_on_numbas_pool(monkeypatch):
 
 
 def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
-    """A product with a side under OWN_GEMM_MIN_DIM goes to BLAS, except while Numba's
-    workers may spin (AVX-512 host): then numbax's kernel; BLAS then gets one thread."""
+    """A product with a side under OWN_GEMM_MIN_DIM goes to BLAS where BLAS keeps its own
+    threads; where BLAS would get one (below BLAS_THREADED_MACS, or while Numba's workers
+    may spin) a product large enough for threads runs on numbax's kernel (AVX-512 host)."""
     from numbax._src.compiler.cpu.runtime import blas, threads
 
     x = np.ones((2048, 512), np.float32)
     w = np.ones((512, 10), np.float32)
     macs = 2048 * 512 * 10
+    tall = np.ones((blas.BLAS_THREADED_MACS // (512 * 10) + 1, 512), np.float32)
     monkeypatch.setattr(library, "_host_gemm", ["avx512"])
     with numbax.config.override("cpu_matmul", "auto"), \
             numbax.config.override("cpu_threads", 0):
         monkeypatch.setitem(threads._state, "parallel", -1e9)
         monkeypatch.setattr(threads, "busy", lambda: False)
-        assert not library.runs_on_own_gemm(x, w, macs)
+        assert macs < blas.BLAS_THREADED_MACS and blas.blas_threads(macs) == 1
+        assert library.runs_on_own_gemm(x, w, macs)
+        assert not library.runs_on_own_gemm(tall, w, tall.shape[0] * 512 * 10)
         assert blas.blas_threads(1 << 40) == 0  # BLAS keeps its own count
         monkeypatch.setitem(threads._state, "parallel", time.monotonic())
         assert library.runs_on_own_gemm(x, w, macs)
@@ -206,6 +210,29 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         assert not library.runs_on_own_gemm(small, w, 128 * 512 * 10)
         assert blas.blas_threads(1 << 40) == 1
         np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
+
+
+def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
+    """h.T @ d with d 10 wide (a layer's weight gradient) runs on the GEMM as (d.T @ h).T,
+    the narrow side in one row strip; the same operands C-contiguous, a wider d, or a dense
+    layer's bias run as they are. Each gives numpy's product."""
+    calls = []
+    real = gemm_cpu.matmul
+    monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
+        x.shape) or real(x, y, t, out, **kw))
+    h = RNG.standard_normal((700, 300)).astype(np.float32)
+    for width in (10, gemm_cpu.MR, gemm_cpu.MR + 1):
+        d = RNG.standard_normal((700, width)).astype(np.float32)
+        calls.clear()
+        _close(library._on_numbas_pool(h.T, d, 2, None, "none"), h.T @ d)
+        assert calls == [(width, 700) if width <= gemm_cpu.MR else (300, 700)]
+    w = RNG.standard_normal((300, 10)).astype(np.float32)
+    bias = RNG.standard_normal(10).astype(np.float32)
+    calls.clear()
+    _close(library._on_numbas_pool(h, w, 2, None, "none"), h @ w)
+    _close(library._on_numbas_pool(np.asfortranarray(h), w, 2, bias, "relu"),
+           np.maximum(h @ w + bias, 0))
+    assert calls == [(700, 300), (700, 300)]
 
 
 def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):

@@ -17,6 +17,7 @@ from numbax._src.compiler.cpu.runtime import (
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.blas import (
+    BLAS_THREADED_MACS,
     blas_core,
     blas_threads,
     numpy_blas_call,
@@ -151,12 +152,25 @@ def _blas_kernel(x: np.ndarray, y: np.ndarray) -> bool:
 def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
                     activation: str) -> np.ndarray:
     """act(x @ y + bias) on `threads` of Numba's threads: OpenBLAS's kernel on blocks of C
-    where `_blas_kernel` says so, else gemm.py's register tile."""
+    where `_blas_kernel` says so, else gemm.py's register tile (on the swapped operands
+    where `_swaps_narrow` says so)."""
     with rt_threads.running(threads):
         if _blas_kernel(x, y):
             out = blas_parts.matmul(x, y, threads)
             return out if bias is None else _finish(out, bias, activation)
+        if bias is None and _swaps_narrow(x, y):
+            return np.ascontiguousarray(gemm_cpu.matmul(y.T, x.T, threads).T)
         return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
+
+
+def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether the GEMM computes x @ y as (y.T @ x.T).T: a transposed x (its columns
+    contiguous) times a y of at most one row strip's worth of columns (gemm.MR), such as a
+    layer's weight gradient h.T @ d before a 10-wide output. The tile is 32 columns wide,
+    so 10 columns left most of each tile idle; swapped, they fill most of a 12-row strip,
+    and x.T is read row by row (the batch-2048 MLP's 512 x 2048 x 10 product: 142-154
+    against 172-222 us on 16 Xeon cores, 244-664 against 442-788 on the 2-core VM)."""
+    return x.flags.f_contiguous and not x.flags.c_contiguous and y.shape[1] <= gemm_cpu.MR
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
@@ -223,10 +237,12 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     narrow = min(x.shape[0], x.shape[1], y.shape[1]) < OWN_GEMM_MIN_DIM
     # (a narrow product too small for threads stays on BLAS even then: one BLAS thread beat
     # numbax's kernel on one thread, 19 against 58 us for the MLP's (128, 512) @ (512, 10) on
-    # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms)
+    # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms). Below
+    # BLAS_THREADED_MACS BLAS gets one thread on a quiet machine too: the batch-2048 MLP's
+    # 10-wide products took 0.6-0.7 ms there on 16 Xeon cores, 0.1-0.2 on the GEMM's threads.
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
-                           rt_threads.pool_spinning()
+                           rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
