@@ -1,10 +1,15 @@
 """Issue 19's rows: numbax / jax.jit time at the sizes users run, float32, one process.
 
-    python benchmarks/bench_runtime.py [--load N] [--only name,name] [--no-jax]
+    python benchmarks/bench_runtime.py [--load N] [--only name,name] [--no-jax] [--warmup S]
 
 `--load N` starts N busy-looping processes first (the "busy machine" rows); each row prints
 the numbax and jax medians (several samples, each a loop of calls), their ratio, and numbax's
 spread (min-max of the samples). JAX runs with JAX_PLATFORMS=cpu in the same process.
+Each library first runs each row for S seconds (default 1; 0: one call): numbax's first calls
+of a program time its products' grids, several slow ones among them, and compile a kernel's
+threaded variant once it has run enough work (threads.PARALLEL_TIER_NS), so without it the
+batch-2048 MLP step's samples were those first ~90 steps (16-core Xeon: 9.8-10.9 ms a step,
+steady 8.0-8.8). A training loop's steady state is the figure that row stands for.
 """
 from __future__ import annotations
 
@@ -119,9 +124,18 @@ def rows(rng):
     return out
 
 
+def warm(fn, args, seconds: float) -> None:
+    """Calls fn(*args) for `seconds` (at least once)."""
+    end = time.perf_counter() + seconds
+    fn(*args)
+    while time.perf_counter() < end:
+        fn(*args)
+
+
 def main() -> None:
     load = int(sys.argv[sys.argv.index("--load") + 1]) if "--load" in sys.argv else 0
     only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    warmup = float(sys.argv[sys.argv.index("--warmup") + 1]) if "--warmup" in sys.argv else 1.0
     import numba
 
     print(f"bench_runtime | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
@@ -134,11 +148,14 @@ def main() -> None:
         for name, f_nb, a_nb, f_jx, a_jx in rows(np.random.default_rng(0)):
             if only and not any(o in name for o in only):
                 continue
+            warm(f_nb, a_nb, warmup)
             t_nb = samples(f_nb, *a_nb, repeat=9, min_time=0.05)
             use_jax = f_jx is not None and "--no-jax" not in sys.argv
             if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
                 a_jx = jax.tree_util.tree_map(
                     lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)
+            if use_jax:
+                warm(f_jx, a_jx, warmup)
             t_jx = samples(f_jx, *a_jx, repeat=9, min_time=0.05) if use_jax else [float("nan")]
             m_nb, m_jx = statistics.median(t_nb), statistics.median(t_jx)
             print(f"{name:<20} {m_nb * 1e6:>8.1f}us {m_jx * 1e6:>8.1f}us {m_nb / m_jx:>8.2f}  "
