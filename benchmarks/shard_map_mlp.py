@@ -5,10 +5,13 @@ applied; numbax (N worker processes) or, with --jax, JAX's shard_map on N CPU de
 batch split into N rows (issue 19's pmap row). Prints the best-of-R step time, and checks
 the parameters equal a one-device step's.
 
-    python benchmarks/shard_map_mlp.py [N ...] [--repeats R] [--jax] [--pmap]
+    python benchmarks/shard_map_mlp.py [N ...] [--repeats R] [--jax] [--pmap] [--warmup W]
 
 (N default: 4 and 8 up to the core count). Each N runs in a fresh process, since the device
 count is fixed at import. Compare numbax and --jax on the same machine in one sitting.
+Both libraries first run W untimed steps (default 200): numbax's workers time their
+products' grids in their first calls and compile a kernel's threaded variant once it has run
+enough work (threads.PARALLEL_TIER_NS), so the first steps are not a training loop's.
 """
 import os
 import subprocess
@@ -21,7 +24,7 @@ SIZES = (784, 512, 512, 10)
 BATCH_PER_DEVICE = 256
 
 
-def _child(n: int, repeats: int, use_jax: bool, use_pmap: bool) -> None:
+def _child(n: int, repeats: int, use_jax: bool, use_pmap: bool, warmup: int) -> None:
     if use_jax:
         os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -66,6 +69,8 @@ def _child(n: int, repeats: int, use_jax: bool, use_pmap: bool) -> None:
         xs, ys = lib.device_put(x, sharding), lib.device_put(y, sharding)
     out = step(params, xs, ys)
     lib.block_until_ready(out)
+    for _ in range(warmup):
+        lib.block_until_ready(step(params, xs, ys))
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -88,16 +93,18 @@ def main() -> None:
     repeats = 20
     if "--repeats" in args:
         repeats = int(args[args.index("--repeats") + 1])
-    counts = [int(a) for a in args if a.isdigit() and (args.index(a) == 0 or
-                                                       args[args.index(a) - 1] != "--repeats")]
+    warmup = int(args[args.index("--warmup") + 1]) if "--warmup" in args else 200
+    counts = [int(a) for i, a in enumerate(args) if a.isdigit() and (
+        i == 0 or args[i - 1] not in ("--repeats", "--warmup"))]
     if "--child" in args:
-        _child(counts[0], repeats, use_jax, use_pmap)
+        _child(counts[0], repeats, use_jax, use_pmap, warmup)
         return
     cores = os.cpu_count() or 1
     counts = counts or [k for k in (4, 8, 16) if k <= max(cores, 4)]
     print(f"cores={cores} MLP {SIZES} batch {BATCH_PER_DEVICE}/device, float32")
     for n in counts:
-        cmd = [sys.executable, __file__, str(n), "--child", "--repeats", str(repeats)]
+        cmd = [sys.executable, __file__, str(n), "--child", "--repeats", str(repeats),
+               "--warmup", str(warmup)]
         subprocess.run(cmd + (["--jax"] if use_jax else []) + (["--pmap"] if use_pmap else []),
                        check=True)
 
