@@ -235,6 +235,27 @@ def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
     assert calls == [(700, 300), (700, 300)]
 
 
+def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
+    """The native pool's product (a busy machine's parallel arm) swaps the same products
+    as Numba's pool does, and gives numpy's result."""
+    from numbax._src.compiler.cpu.runtime import gemm_tasks, native_pool
+
+    if not native_pool.available():
+        pytest.skip("no native pool here")
+    calls = []
+    real = gemm_tasks.matmul
+    monkeypatch.setattr(gemm_tasks, "matmul", lambda x, y, *a: calls.append(x.shape) or
+                        real(x, y, *a))
+    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    h = RNG.standard_normal((700, 300)).astype(np.float32)
+    d = RNG.standard_normal((700, 10)).astype(np.float32)
+    with config.override("cpu_native_pool", True):
+        got = library._pooled(h.T, d, None, "none")
+    assert got is not None and got.flags.c_contiguous
+    _close(got, h.T @ d)
+    assert calls == [(10, 700)]
+
+
 def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
     """With "auto" on an AVX-512 host whose OpenBLAS runs AVX-512 kernels, a product too small
     for threads runs on BLAS (one such thread matched or beat the GEMM on one, with less to

@@ -186,6 +186,9 @@ def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray |
         return out if out is None or bias is None else _finish(out, bias, activation)
     from numbax._src.compiler.cpu.runtime import gemm_tasks  # compiles its tasks: first use
 
+    if bias is None and _swaps_narrow(x, y):
+        out = gemm_tasks.matmul(y.T, x.T)
+        return None if out is None else np.ascontiguousarray(out.T)
     return gemm_tasks.matmul(x, y, bias, activation)
 
 
