@@ -154,7 +154,6 @@ def main() -> None:
             if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
                 a_jx = jax.tree_util.tree_map(
                     lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)
-            if use_jax:
                 warm(f_jx, a_jx, warmup)
             t_jx = samples(f_jx, *a_jx, repeat=9, min_time=0.05) if use_jax else [float("nan")]
             m_nb, m_jx = statistics.median(t_nb), statistics.median(t_jx)

@@ -212,6 +212,15 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
 
 
+def _narrow_routes(monkeypatch):
+    """An AVX-512 host's "auto" rule on a quiet machine, two GEMM threads a product."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    monkeypatch.setattr(threads, "busy", lambda: False)
+    monkeypatch.setattr(library, "gemm_threads", lambda macs, site=None: 2)
+
+
 def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
     """h.T @ d with d 10 wide (a layer's weight gradient) runs on the GEMM as (d.T @ h).T,
     the narrow side in one row strip; the same operands C-contiguous, a wider d, or a dense
@@ -220,25 +229,27 @@ def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
     real = gemm_cpu.matmul
     monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
         x.shape) or real(x, y, t, out, **kw))
+    _narrow_routes(monkeypatch)
     h = RNG.standard_normal((700, 300)).astype(np.float32)
-    for width in (10, gemm_cpu.MR, gemm_cpu.MR + 1):
-        d = RNG.standard_normal((700, width)).astype(np.float32)
+    with config.override("cpu_matmul", "auto"):
+        for width in (10, gemm_cpu.MR, gemm_cpu.MR + 1):
+            d = RNG.standard_normal((700, width)).astype(np.float32)
+            calls.clear()
+            _close(library.dot(h.T, d, 300 * 700 * width), h.T @ d)
+            assert calls == [(width, 700) if width <= gemm_cpu.MR else (300, 700)]
+        w = RNG.standard_normal((300, 10)).astype(np.float32)
+        bias = RNG.standard_normal(10).astype(np.float32)
         calls.clear()
-        _close(library._on_numbas_pool(h.T, d, 2, None, "none"), h.T @ d)
-        assert calls == [(width, 700) if width <= gemm_cpu.MR else (300, 700)]
-    w = RNG.standard_normal((300, 10)).astype(np.float32)
-    bias = RNG.standard_normal(10).astype(np.float32)
-    calls.clear()
-    _close(library._on_numbas_pool(h, w, 2, None, "none"), h @ w)
-    _close(library._on_numbas_pool(np.asfortranarray(h), w, 2, bias, "relu"),
-           np.maximum(h @ w + bias, 0))
+        _close(library.dot(h, w, 700 * 300 * 10), h @ w)
+        _close(library.dot(np.asfortranarray(h), w, 700 * 300 * 10, bias, "relu"),
+               np.maximum(h @ w + bias, 0))
     assert calls == [(700, 300), (700, 300)]
 
 
 def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
     """The native pool's product (a busy machine's parallel arm) swaps the same products
     as Numba's pool does, and gives numpy's result."""
-    from numbax._src.compiler.cpu.runtime import gemm_tasks, native_pool
+    from numbax._src.compiler.cpu.runtime import busy_sites, gemm_tasks, native_pool
 
     if not native_pool.available():
         pytest.skip("no native pool here")
@@ -246,11 +257,12 @@ def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
     real = gemm_tasks.matmul
     monkeypatch.setattr(gemm_tasks, "matmul", lambda x, y, *a: calls.append(x.shape) or
                         real(x, y, *a))
-    monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    _narrow_routes(monkeypatch)
+    monkeypatch.setattr(library, "busy_site", lambda key, macs: busy_sites.Site())
     h = RNG.standard_normal((700, 300)).astype(np.float32)
     d = RNG.standard_normal((700, 10)).astype(np.float32)
-    with config.override("cpu_native_pool", True):
-        got = library._pooled(h.T, d, None, "none")
+    with config.override("cpu_native_pool", True), config.override("cpu_matmul", "auto"):
+        got = library.dot(h.T, d, 300 * 700 * 10)
     assert got is not None and got.flags.c_contiguous
     _close(got, h.T @ d)
     assert calls == [(10, 700)]

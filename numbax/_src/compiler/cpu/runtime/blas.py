@@ -69,19 +69,21 @@ def _openblas():
     return (numpys or found or [None])[0]
 
 
-def _find_blas_api() -> list:
-    """(set_num_threads, get_num_threads) of every loaded OpenBLAS."""
+def _thread_api(lib, prefix: str, suffix: str) -> tuple:
+    """(set_num_threads, get_num_threads) of one OpenBLAS (`_openblas_libraries`' entry)."""
     import ctypes
 
+    set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
+    get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+    set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
+    return set_n, get_n
+
+
+def _find_blas_api() -> list:
+    """(set_num_threads, get_num_threads) of every loaded OpenBLAS."""
     import scipy.linalg  # noqa: F401  (loads scipy's OpenBLAS, so it is found here too)
 
-    api = []
-    for lib, prefix, suffix in _openblas_libraries():
-        set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-        get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-        set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
-        api.append((set_n, get_n))
-    return api
+    return [_thread_api(*found) for found in _openblas_libraries()]
 
 
 def blas_core() -> str:
@@ -154,16 +156,8 @@ def _find_numpy_api() -> tuple | None:
     """(set_num_threads, get_num_threads) of numpy's own OpenBLAS (the 64-bit-integer
     scipy-openblas64 numpy's wheels ship; scipy's is the 32-bit one), or None where numpy's
     BLAS cannot be told apart from the others."""
-    import ctypes
-
     found = [f for f in _openblas_libraries() if f[2] == "64_"]
-    if len(found) != 1:
-        return None
-    lib, prefix, suffix = found[0]
-    set_n = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-    get_n = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-    set_n.argtypes, set_n.restype, get_n.restype = [ctypes.c_int], None, ctypes.c_int
-    return set_n, get_n
+    return _thread_api(*found[0]) if len(found) == 1 else None
 
 
 def numpy_blas_call(fn, threads: int, *args):

@@ -102,9 +102,13 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     x, y, blas_n = _without_syrk(x, y, macs, blas_n)
     if blas_n is None:
         threads = gemm_threads(macs, site)
-        out = _pooled(x, y, bias, activation) if threads > 1 and site is not None else None
+        swap = bias is None and _swaps_narrow(x, y)
+        a, b = (y.T, x.T) if swap else (x, y)
+        out = _pooled(a, b, bias, activation) if threads > 1 and site is not None else None
         if out is None:
-            out = _on_numbas_pool(x, y, threads, bias, activation)
+            out = _on_numbas_pool(a, b, threads, bias, activation)
+        if swap:
+            out = np.ascontiguousarray(out.T)
     else:
         threads = blas_n
         out = numpy_blas_call(np.dot, threads, x, y)
@@ -152,19 +156,16 @@ def _blas_kernel(x: np.ndarray, y: np.ndarray) -> bool:
 def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
                     activation: str) -> np.ndarray:
     """act(x @ y + bias) on `threads` of Numba's threads: OpenBLAS's kernel on blocks of C
-    where `_blas_kernel` says so, else gemm.py's register tile (on the swapped operands
-    where `_swaps_narrow` says so)."""
+    where `_blas_kernel` says so, else gemm.py's register tile."""
     with rt_threads.running(threads):
         if _blas_kernel(x, y):
             out = blas_parts.matmul(x, y, threads)
             return out if bias is None else _finish(out, bias, activation)
-        if bias is None and _swaps_narrow(x, y):
-            return np.ascontiguousarray(gemm_cpu.matmul(y.T, x.T, threads).T)
         return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
 
 
 def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether the GEMM computes x @ y as (y.T @ x.T).T: a transposed x (its columns
+    """Whether `dot` computes x @ y as (y.T @ x.T).T: a transposed x (its columns
     contiguous) times a y of at most one row strip's worth of columns (gemm.MR), such as a
     layer's weight gradient h.T @ d before a 10-wide output. The tile is 32 columns wide,
     so 10 columns left most of each tile idle; swapped, they fill most of a 12-row strip,
@@ -186,9 +187,6 @@ def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray |
         return out if out is None or bias is None else _finish(out, bias, activation)
     from numbax._src.compiler.cpu.runtime import gemm_tasks  # compiles its tasks: first use
 
-    if bias is None and _swaps_narrow(x, y):
-        out = gemm_tasks.matmul(y.T, x.T)
-        return None if out is None else np.ascontiguousarray(out.T)
     return gemm_tasks.matmul(x, y, bias, activation)
 
 
