@@ -97,6 +97,37 @@ def test_small_copies_stay_numpys(monkeypatch):
         np.testing.assert_array_equal(copies.copy(src), src)
 
 
+def _concatenate_cases():
+    a = RNG.standard_normal((40, 6, 50)).astype(np.float32)
+    wide = RNG.standard_normal((40, 6, 100)).astype(np.float32)
+    return {
+        "axis 1 of 3-d, mixed widths": ([a, a[:, :2].copy(), a[:, :5] * 2], 1),
+        "last axis, an empty part": ([wide, wide[..., :0], wide[..., 7:].copy()], 2),
+        "int8 rows": ([RNG.integers(-9, 9, (64, 300)).astype(np.int8)] * 3, 1),
+        "a part not contiguous": ([a, a[:, ::-1]], 1),
+        "short runs": ([a[..., :3], a[..., :2]], 2),
+        "axis 0 (one row)": ([a, a[:7]], 0),
+        "few rows": ([a[:3], a[:3]], 2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_concatenate_cases()))
+def test_concatenate_is_numpys(name, two_threads, monkeypatch):
+    """Row by row in one region where every part is contiguous with long runs and there are
+    rows for every thread; part by part otherwise; numpy's bytes either way."""
+    rows_kernel, calls = copies._copy_row_parts, []
+    monkeypatch.setattr(copies, "_copy_row_parts",
+                        lambda *a: (calls.append(a[-1]), rows_kernel(*a)))
+    parts, axis = _concatenate_cases()[name]
+    out = copies.concatenate(parts, axis)
+    want = np.concatenate(parts, axis)
+    assert out.dtype == want.dtype and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, want)
+    rows = int(np.prod(want.shape[:axis]))
+    by_rows = name in ("axis 1 of 3-d, mixed widths", "last axis, an empty part", "int8 rows")
+    assert calls == ([rows] if by_rows else [])
+
+
 CASES = {
     "concatenate axis 1": lambda a: jnp.concatenate([a, 2 * a, a], 1),
     "concatenate axis 0": lambda a: jnp.concatenate([a, a[:7]], 0),
