@@ -16,7 +16,7 @@ import sys
 import numpy as np
 from numba import njit, prange
 
-from numbax._src.compiler.cpu.runtime import copies, scans
+from numbax._src.compiler.cpu.runtime import arg_extrema, copies, scans
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.lax import extrema
 
@@ -133,7 +133,11 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: tuple,
 
 def argminmax(x: np.ndarray, fn, axis: int, index_dtype) -> np.ndarray:
     """np.argmax or np.argmin: the first occurrence wins and the first NaN wins (numpy's rule,
-    JAX's too)."""
+    JAX's too); along the last axis of a large array on Numba's threads (arg_extrema.py)."""
+    if axis == x.ndim - 1:
+        out = arg_extrema.along_last(x, fn is np.argmax, index_dtype)
+        if out is not None:
+            return out
     return np.asarray(fn(x, axis=axis)).astype(index_dtype)
 
 
