@@ -195,6 +195,8 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
     macs = 2048 * 512 * 10
     tall = np.ones((blas.BLAS_THREADED_MACS // (512 * 10) + 1, 512), np.float32)
     monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    monkeypatch.setattr(library, "gemm_threads", lambda macs, site=None: 2)
+    monkeypatch.setattr(library, "NARROW_MIN_THREADS", 2)  # (this machine may have two cores)
     with numbax.config.override("cpu_matmul", "auto"), \
             numbax.config.override("cpu_threads", 0):
         monkeypatch.setitem(threads._state, "parallel", -1e9)
@@ -212,19 +214,23 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         np.testing.assert_array_equal(library.dot(x, w, macs), np.full((2048, 10), 512.0))
 
 
-def _narrow_routes(monkeypatch):
-    """An AVX-512 host's "auto" rule on a quiet machine, two GEMM threads a product."""
+def _narrow_routes(monkeypatch, least_threads: int = 2):
+    """An AVX-512 host's "auto" rule on a quiet machine, two GEMM threads a product, narrow
+    products on the GEMM from `least_threads` threads (NARROW_MIN_THREADS; two so that the
+    products run on a machine of two cores)."""
     from numbax._src.compiler.cpu.runtime import threads
 
     monkeypatch.setattr(library, "_host_gemm", ["avx512"])
     monkeypatch.setattr(threads, "busy", lambda: False)
     monkeypatch.setattr(library, "gemm_threads", lambda macs, site=None: 2)
+    monkeypatch.setattr(library, "NARROW_MIN_THREADS", least_threads)
 
 
-def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
-    """h.T @ d with d 10 wide (a layer's weight gradient) runs on the GEMM as (d.T @ h).T,
-    the narrow side in one row strip; the same operands C-contiguous, a wider d, or a dense
-    layer's bias run as they are. Each gives numpy's product."""
+def test_a_narrow_right_operand_runs_swapped(monkeypatch):
+    """x @ d with d at most a row strip (gemm.MR) wide (a layer's weight gradient h.T @ d, its
+    output h @ W) runs on the GEMM as (d.T @ x.T).T, the narrow side in one row strip, x
+    transposed or not; a wider d, an x of a row strip or less, or a dense layer's bias run as
+    they are. Each gives numpy's product."""
     calls = []
     real = gemm_cpu.matmul
     monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
@@ -240,10 +246,30 @@ def test_a_transposed_operand_times_a_narrow_one_runs_swapped(monkeypatch):
         w = RNG.standard_normal((300, 10)).astype(np.float32)
         bias = RNG.standard_normal(10).astype(np.float32)
         calls.clear()
-        _close(library.dot(h, w, 700 * 300 * 10), h @ w)
+        got = library.dot(h, w, 700 * 300 * 10)
+        assert got.flags.c_contiguous
+        _close(got, h @ w)
         _close(library.dot(np.asfortranarray(h), w, 700 * 300 * 10, bias, "relu"),
                np.maximum(h @ w + bias, 0))
-    assert calls == [(700, 300), (700, 300)]
+        wide = RNG.standard_normal((300, 500)).astype(np.float32)
+        _close(library.dot(np.ascontiguousarray(w.T), wide, 10 * 300 * 500), w.T @ wide)
+    assert calls == [(10, 300), (700, 300), (10, 300)]  # the last: 10 rows, as it is
+
+
+def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
+    """A narrow product leaves most of the tile idle: on fewer than NARROW_MIN_THREADS GEMM
+    threads it stays on BLAS (one BLAS thread was as fast or faster), from there up it runs
+    on the GEMM; numpy's product either way."""
+    h = np.ones((2048, 512), np.float32)
+    w = np.ones((512, 10), np.float32)
+    macs = 2048 * 512 * 10
+    with config.override("cpu_matmul", "auto"), config.override("cpu_threads", 0):
+        _narrow_routes(monkeypatch, 3)
+        assert not library.runs_on_own_gemm(h, w, macs)
+        np.testing.assert_array_equal(library.dot(h, w, macs), np.full((2048, 10), 512.0))
+        _narrow_routes(monkeypatch, 2)
+        assert library.runs_on_own_gemm(h, w, macs)
+        np.testing.assert_array_equal(library.dot(h, w, macs), np.full((2048, 10), 512.0))
 
 
 def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):

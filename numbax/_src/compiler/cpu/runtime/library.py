@@ -165,13 +165,15 @@ def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
 
 
 def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether `dot` computes x @ y as (y.T @ x.T).T: a transposed x (its columns
-    contiguous) times a y of at most one row strip's worth of columns (gemm.MR), such as a
-    layer's weight gradient h.T @ d before a 10-wide output. The tile is 32 columns wide,
-    so 10 columns left most of each tile idle; swapped, they fill most of a 12-row strip,
-    and x.T is read row by row (the batch-2048 MLP's 512 x 2048 x 10 product: 142-154
-    against 172-222 us on 16 Xeon cores, 244-664 against 442-788 on the 2-core VM)."""
-    return x.flags.f_contiguous and not x.flags.c_contiguous and y.shape[1] <= gemm_cpu.MR
+    """Whether `dot` computes x @ y as (y.T @ x.T).T: an x of more rows than a row strip
+    (gemm.MR) times a y of at most that many columns, such as a layer's weight gradient
+    h.T @ d or its output h @ W before a 10-wide output. The tile is 32 columns wide, so 10
+    columns left most of each tile idle; swapped, they fill most of a 12-row strip. The
+    batch-2048 MLP's 512 x 2048 x 10 weight gradient: 142-154 against 172-222 us on 16 Xeon
+    cores, 244-664 against 442-788 on the 2-core VM; its (2048, 512) @ (512, 10) output
+    layer 106 against 121-138 us on 16 cores, 178 against 248 on 4, and 47-67 against
+    62-90 at batch 256-1024 (2026-12-01)."""
+    return y.shape[1] <= gemm_cpu.MR < x.shape[0]
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
@@ -241,9 +243,14 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms). Below
     # BLAS_THREADED_MACS BLAS gets one thread on a quiet machine too: the batch-2048 MLP's
     # 10-wide products took 0.6-0.7 ms there on 16 Xeon cores, 0.1-0.2 on the GEMM's threads.
+    # A narrow product wastes most of the tile, so it pays on numbax's GEMM only with
+    # NARROW_MIN_THREADS threads or more: on two, one BLAS thread was as fast or faster (the
+    # 2-core VM, (512, 512) @ (512, 10): 163 against 344 us; 16 Xeon cores pinned to 4: 154
+    # against 129).
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
-                           rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS
+                           (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
+                           and gemm_threads(macs) >= NARROW_MIN_THREADS
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
@@ -257,6 +264,7 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
 # 128x512 @ 512x10 took 26 us against np.dot's 11.5.
 OWN_GEMM_MACS = 1 << 18
 OWN_GEMM_MIN_DIM = 32
+NARROW_MIN_THREADS = 4  # (runs_on_own_gemm)
 GEMM_THREADED_MACS = blas_parts.THREADED_MACS  # (loop bodies' products use it too)
 
 
