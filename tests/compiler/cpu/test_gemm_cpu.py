@@ -257,9 +257,10 @@ def test_a_narrow_right_operand_runs_swapped(monkeypatch):
 
 
 def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
-    """A narrow product leaves most of the tile idle: on fewer than NARROW_MIN_THREADS GEMM
-    threads it stays on BLAS (one BLAS thread was as fast or faster), from there up it runs
-    on the GEMM; numpy's product either way."""
+    """A product narrow in m or n leaves most of the tile idle: on fewer than
+    NARROW_MIN_THREADS GEMM threads it stays on BLAS (one BLAS thread was as fast or
+    faster), from there up it runs on the GEMM; one narrow in k alone runs on the GEMM
+    either way; numpy's product every time."""
     h = np.ones((2048, 512), np.float32)
     w = np.ones((512, 10), np.float32)
     macs = 2048 * 512 * 10
@@ -267,6 +268,8 @@ def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
         _narrow_routes(monkeypatch, 3)
         assert not library.runs_on_own_gemm(h, w, macs)
         np.testing.assert_array_equal(library.dot(h, w, macs), np.full((2048, 10), 512.0))
+        narrow_k = np.ones((2048, 10), np.float32), np.ones((10, 512), np.float32)
+        assert library.runs_on_own_gemm(*narrow_k, macs)  # the tile is full: as before
         _narrow_routes(monkeypatch, 2)
         assert library.runs_on_own_gemm(h, w, macs)
         np.testing.assert_array_equal(library.dot(h, w, macs), np.full((2048, 10), 512.0))

@@ -243,14 +243,17 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     # the 2-core VM, and the batch-128 step went from 2.60 to 2.46 ms). Below
     # BLAS_THREADED_MACS BLAS gets one thread on a quiet machine too: the batch-2048 MLP's
     # 10-wide products took 0.6-0.7 ms there on 16 Xeon cores, 0.1-0.2 on the GEMM's threads.
-    # A narrow product wastes most of the tile, so it pays on numbax's GEMM only with
-    # NARROW_MIN_THREADS threads or more: on two, one BLAS thread was as fast or faster (the
-    # 2-core VM, (512, 512) @ (512, 10): 163 against 344 us; 16 Xeon cores pinned to 4: 154
-    # against 129).
+    # A product narrow in m or n wastes most of the tile, so it pays on numbax's GEMM only
+    # with NARROW_MIN_THREADS threads or more: on two, one BLAS thread was as fast or faster
+    # (the 2-core VM, (512, 512) @ (512, 10): 163 against 344 us; 16 Xeon cores pinned to 4:
+    # 154 against 129). One narrow in k alone fills the tile (the VM's (2048, 10) @ (10, 512)
+    # on two GEMM threads: 470 against 768 us on one BLAS thread).
+    tile_threads = min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM \
+        or gemm_threads(macs) >= NARROW_MIN_THREADS
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
                            (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
-                           and gemm_threads(macs) >= NARROW_MIN_THREADS
+                           and tile_threads
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
