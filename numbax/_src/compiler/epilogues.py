@@ -1,5 +1,6 @@
-"""Dense layers' epilogues: a dense layer's `x @ w + b`, its `max(x @ w + b, 0)` and its
-`jax.nn.gelu(x @ w + b)`, rewritten into one `gemm_epilogue` equation that a backend computes
+"""Dense layers' epilogues: a dense layer's `x @ w + b`, its `max(x @ w + b, 0)`, its
+`jax.nn.gelu(x @ w + b)` and (on the CPU) its `tanh(x @ w + b)`, rewritten into one
+`gemm_epilogue` equation that a backend computes
 in its product (as XLA's GEMM rewriter does): on the GPU one cuBLASLt call
 (cuda/runtime/cublaslt.py), on the CPU numbax's GEMM adding the bias and applying the
 activation to each tile of C while it is in L1 (cpu/runtime/gemm.py; a product on BLAS gets
@@ -7,8 +8,7 @@ one pass over its result instead).
 
 What it saves is a loop nest that reads the product and writes it again: a ReLU layer of
 batch 4096 x 512 float32 is 16 MB of traffic and, on the GPU, a launch. Where the sum goes on
-into other elementwise work (a tanh layer), the nest stays and only the add moves into the
-product.
+into other elementwise work, the nest stays and only the add moves into the product.
 
 An equation chain is rewritten only when nothing else reads its intermediates: the product is
 read by the add alone, and, for ReLU and GELU, the sum by the activation's equations alone (a
@@ -20,7 +20,9 @@ is what `jax.nn.relu` and `jnp.maximum(z, 0)` trace to; NaN propagates as `max` 
 (cuBLASLt's ReLU measured on an H200). GELU is the tanh form, matched as `jax.nn.gelu(z)`
 (approximate=True, JAX's default) traces it: the eight equations
 `z * (0.5 * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z**3))))`; the exact (erf) form is not
-fused. Only the top-level jaxpr is rewritten.
+fused. A tanh layer fuses in training too: tanh's derivative reads its output, not the sum
+(ReLU's and GELU's read the sum); cuBLASLt has no tanh epilogue, so the GPU leaves it out
+(`fuse`'s `activations`). Only the top-level jaxpr is rewritten.
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import shape_ops as ls
 
 gemm_epilogue_p = Primitive("gemm_epilogue")
-ACTIVATIONS = ("none", "relu", "gelu")
+ACTIVATIONS = ("none", "relu", "gelu", "tanh")
+CPU_ACTIVATIONS = ("relu", "gelu", "tanh")  # the CPU's GEMM applies each to its tiles
 GELU_CUBE, GELU_SCALE = 0.044715, float(np.sqrt(2 / np.pi))  # jax.nn.gelu's tanh form
 
 
@@ -61,6 +64,8 @@ def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, a
         c = z.dtype.type
         inner = c(GELU_SCALE) * (z + c(GELU_CUBE) * z ** 3)
         return [z * (c(0.5) * (c(1) + np.tanh(inner)))]
+    if activation == "tanh":
+        return [np.tanh(z)]
     return [z]
 
 
@@ -81,6 +86,8 @@ def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_ty
         inner = lx.mul(const(GELU_SCALE), lx.add(z, lx.mul(const(GELU_CUBE),
                                                             lx.integer_pow(z, 3))))
         z = lx.mul(z, lx.mul(const(0.5), lx.add(const(1), lx.tanh(inner))))
+    elif activation == "tanh":
+        z = lx.tanh(z)
     return z
 
 
@@ -99,10 +106,11 @@ ad.jvp_rules[gemm_epilogue_p] = _jvp
 batching.batch_rules[gemm_epilogue_p] = _batch
 
 
-def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool]) -> Jaxpr:
+def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool],
+         activations: tuple = ("relu", "gelu")) -> Jaxpr:
     """`jaxpr` with each dense layer's product (a dot_general for which `takes` holds), bias add
-    and activation (where nothing else reads their intermediates) as one gemm_epilogue
-    equation; unchanged when there is none."""
+    and activation (one of `activations`, where nothing else reads their intermediates) as one
+    gemm_epilogue equation; unchanged when there is none."""
     uses = Counter(x for e in jaxpr.eqns for x in e.invars if isinstance(x, Var))
     uses.update(x for x in jaxpr.outvars if isinstance(x, Var))
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
@@ -125,10 +133,12 @@ def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool]) -> Jaxpr:
             continue
         z = add.outvars[0]
         activation, tail = "none", []
-        relu = consumer.get(z) if uses[z] == 1 else None
-        if relu is not None and _is_relu(relu, z):
-            activation, tail = "relu", [relu]
-        elif (gelu := _gelu(z, uses, readers, consumer)) is not None:
+        only = consumer.get(z) if uses[z] == 1 else None  # z's one reader
+        if only is not None and "relu" in activations and _is_relu(only, z):
+            activation, tail = "relu", [only]
+        elif only is not None and "tanh" in activations and only.primitive is lx.tanh_p:
+            activation, tail = "tanh", [only]
+        elif "gelu" in activations and (gelu := _gelu(z, uses, readers, consumer)) is not None:
             activation, tail = "gelu", gelu
         last = tail[-1] if tail else add
         broadcast = producer[bias]

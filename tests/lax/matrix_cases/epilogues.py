@@ -1,6 +1,6 @@
-"""Matrix rows of gemm_epilogue, the CUDA backend's dense layer (`x @ w + b`, then ReLU, GELU
-or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both derivative
-modes against the composition it stands for."""
+"""Matrix rows of gemm_epilogue, the backends' dense layer (`x @ w + b`, then ReLU, GELU, tanh
+or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both
+derivative modes against the composition it stands for."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,5 +25,6 @@ def cases() -> dict[str, list[Case]]:
         Case(_layer("none"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu"), (X, W, B), (0, 1, 2)),
         Case(_layer("gelu"), (X, W, B), (0, 1, 2)),
+        Case(_layer("tanh"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu", (((0,), (0,)), ((), ()))), (XT, W, B), (0, 1)),
     ]}

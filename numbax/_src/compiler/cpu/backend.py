@@ -70,7 +70,7 @@ class CpuBackend(Backend):
         activations in their products (compiler/epilogues.py)."""
         jaxpr = narrow_floats.widen(jaxpr)
         if config.hot("cpu_epilogues"):
-            jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes)
+            jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
         return jaxpr
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
