@@ -35,7 +35,7 @@ tests/compiler/test_fastmath.py; docs/performance.md has the measurements):
 
 inf, -inf, nan and ±0 give numpy's results bit for bit (nan payloads aside). The only
 fast-math flag is ``contract`` on each Horner step's multiply-add and on the exp/expm1 range
-reduction (`_muladd`, its own Numba function so the flag stays on those instructions after
+reduction (`muladd`, its own Numba function so the flag stays on those instructions after
 LLVM inlines it): on FMA hosts each step rounds once; without FMA results may differ within
 the bounds above. Other error-compensation steps stay strict IEEE (contracting them changed
 float64 results by up to 1024 ulp). No ``nnan``/``ninf``: nan and inf propagate.
@@ -102,7 +102,7 @@ def _clamp_lo(x, lo):
 
 
 @njit(error_model="numpy", cache=True, fastmath={"contract"})
-def _muladd(a, b, c):
+def muladd(a, b, c):
     """a * b + c, fused into one FMA where the CPU has it (never IR-inlined: keeps the flag)."""
     return a * b + c
 
@@ -117,7 +117,7 @@ def horner(t, coeffs):
     n = len(coeffs)
     p = coeffs[n - 1]
     for j in range(n - 2, -1, -1):
-        p = _muladd(p, t, coeffs[j])
+        p = muladd(p, t, coeffs[j])
     return p
 
 
@@ -172,10 +172,10 @@ _TANH_P = np.array((
 @njit(**_JIT)
 def _reduce_f64(x):
     """x = k*ln2 + r with |r| <= ln2/2; returns (r, k as int64)."""
-    kd = _muladd(x, _LOG2E, _SHIFT)
+    kd = muladd(x, _LOG2E, _SHIFT)
     ki = _f64_bits(kd) - _SHIFT_BITS
     k = kd - _SHIFT
-    r = _muladd(-k, _LN2_LO, _muladd(-k, _LN2_HI, x))
+    r = muladd(-k, _LN2_LO, muladd(-k, _LN2_HI, x))
     return r, ki
 
 
@@ -376,10 +376,10 @@ _F32_TANH_P = np.array((
 @njit(**_JIT)
 def _reduce_f32(x):
     """x = k*ln2 + r with |r| <= ln2/2; returns (r, k as an integer)."""
-    kd = _muladd(x, _F32_LOG2E, _F32_SHIFT)
+    kd = muladd(x, _F32_LOG2E, _F32_SHIFT)
     ki = _f32_bits(kd) - _F32_SHIFT_BITS
     k = kd - _F32_SHIFT
-    r = _muladd(-k, _F32_LN2_LO, _muladd(-k, _F32_LN2_HI, x))
+    r = muladd(-k, _F32_LN2_LO, muladd(-k, _F32_LN2_HI, x))
     return r, ki
 
 

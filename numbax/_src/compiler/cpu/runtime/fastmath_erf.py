@@ -8,12 +8,12 @@ import numpy as np
 from numba import njit
 
 from numbax._src.compiler.cpu.runtime.fastmath import (
-    _muladd,
     clamp_hi,
     exp_core_f32,
     exp_core_f64,
     horner,
     log_f64,
+    muladd,
 )
 
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
@@ -31,7 +31,7 @@ def _horner_pick(t, lo, mid, hi, use_lo, use_mid):
     n = len(lo)
     p = lo[n - 1] if use_lo else (mid[n - 1] if use_mid else hi[n - 1])
     for j in range(n - 2, -1, -1):
-        p = _muladd(p, t, lo[j] if use_lo else (mid[j] if use_mid else hi[j]))
+        p = muladd(p, t, lo[j] if use_lo else (mid[j] if use_mid else hi[j]))
     return p
 
 
