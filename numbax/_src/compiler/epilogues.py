@@ -1,5 +1,6 @@
 """Dense layers' epilogues: a dense layer's `x @ w + b`, its `max(x @ w + b, 0)`, its
-`jax.nn.gelu(x @ w + b)` and (on the CPU) its `tanh(x @ w + b)`, rewritten into one
+`jax.nn.gelu(x @ w + b)` and (on the CPU) its `tanh(x @ w + b)` and `sigmoid(x @ w + b)`,
+rewritten into one
 `gemm_epilogue` equation that a backend computes
 in its product (as XLA's GEMM rewriter does): on the GPU one cuBLASLt call
 (cuda/runtime/cublaslt.py), on the CPU numbax's GEMM adding the bias and applying the
@@ -20,9 +21,9 @@ is what `jax.nn.relu` and `jnp.maximum(z, 0)` trace to; NaN propagates as `max` 
 (cuBLASLt's ReLU measured on an H200). GELU is the tanh form, matched as `jax.nn.gelu(z)`
 (approximate=True, JAX's default) traces it: the eight equations
 `z * (0.5 * (1 + tanh(sqrt(2/pi) * (z + 0.044715 * z**3))))`; the exact (erf) form is not
-fused. A tanh layer fuses in training too: tanh's derivative reads its output, not the sum
-(ReLU's and GELU's read the sum); cuBLASLt has no tanh epilogue, so the GPU leaves it out
-(`fuse`'s `activations`). Only the top-level jaxpr is rewritten.
+fused. A tanh or sigmoid layer fuses in training too: their derivatives read their output,
+not the sum (ReLU's and GELU's read the sum); cuBLASLt has neither epilogue, so the GPU leaves
+them out (`fuse`'s `activations`). Only the top-level jaxpr is rewritten.
 """
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import shape_ops as ls
 
 gemm_epilogue_p = Primitive("gemm_epilogue")
-ACTIVATIONS = ("none", "relu", "gelu", "tanh")
-CPU_ACTIVATIONS = ("relu", "gelu", "tanh")  # the CPU's GEMM applies each to its tiles
+ACTIVATIONS = ("none", "relu", "gelu", "tanh", "sigmoid")
+CPU_ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")  # the CPU's GEMM applies each to its tiles
+# activations that are one unary primitive of the sum, read by nothing else
+UNARY = {"tanh": lx.tanh_p, "sigmoid": lx.logistic_p}
 GELU_CUBE, GELU_SCALE = 0.044715, float(np.sqrt(2 / np.pi))  # jax.nn.gelu's tanh form
 
 
@@ -64,8 +67,9 @@ def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, a
         c = z.dtype.type
         inner = c(GELU_SCALE) * (z + c(GELU_CUBE) * z ** 3)
         return [z * (c(0.5) * (c(1) + np.tanh(inner)))]
-    if activation == "tanh":
-        return [np.tanh(z)]
+    if activation in UNARY:
+        (out,) = core.impl_rules[UNARY[activation]](z)
+        return [out]
     return [z]
 
 
@@ -86,8 +90,8 @@ def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_ty
         inner = lx.mul(const(GELU_SCALE), lx.add(z, lx.mul(const(GELU_CUBE),
                                                             lx.integer_pow(z, 3))))
         z = lx.mul(z, lx.mul(const(0.5), lx.add(const(1), lx.tanh(inner))))
-    elif activation == "tanh":
-        z = lx.tanh(z)
+    elif activation in UNARY:
+        z = UNARY[activation].bind(z)
     return z
 
 
@@ -136,8 +140,9 @@ def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool],
         only = consumer.get(z) if uses[z] == 1 else None  # z's one reader
         if only is not None and "relu" in activations and _is_relu(only, z):
             activation, tail = "relu", [only]
-        elif only is not None and "tanh" in activations and only.primitive is lx.tanh_p:
-            activation, tail = "tanh", [only]
+        elif only is not None and (unary := next(
+                (a for a in activations if UNARY.get(a) is only.primitive), None)):
+            activation, tail = unary, [only]
         elif "gelu" in activations and (gelu := _gelu(z, uses, readers, consumer)) is not None:
             activation, tail = "gelu", gelu
         last = tail[-1] if tail else add

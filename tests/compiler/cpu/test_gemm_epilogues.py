@@ -1,6 +1,6 @@
 """Dense layers' epilogues on the CPU (compiler/epilogues.py, runtime/gemm.py): `x @ w + b` and
-its ReLU, GELU or tanh computed inside numbax's GEMM (or after a BLAS product in one pass), against
-numpy in float64 and against the same program compiled without the rewrite."""
+its ReLU, GELU, tanh or sigmoid computed inside numbax's GEMM (or after a BLAS product in one
+pass), against numpy in float64 and against the same program compiled without the rewrite."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +24,8 @@ def _reference(x, w, b, activation):
         return z * 0.5 * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
     if activation == "tanh":
         return np.tanh(z)
+    if activation == "sigmoid":
+        return 1 / (1 + np.exp(-z))
     return z
 
 
@@ -39,7 +41,7 @@ SHAPES = [(24, 64, 64), (37, 300, 45), (130, 600, 70), (1, 20, 33)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "tanh"])
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "tanh", "sigmoid"])
 @pytest.mark.parametrize("m,k,n", SHAPES)
 def test_gemm_applies_the_epilogue_to_every_tile(dtype, activation, m, k, n):
     x, w, b = _operands(m, k, n, dtype, transpose_x=m % 2 == 1, transpose_w=n % 2 == 1)
@@ -71,7 +73,7 @@ def test_bad_epilogue_arguments_are_named():
 
 
 @pytest.mark.parametrize("route", ["numbax", "blas"])
-@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "tanh"])
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "tanh", "sigmoid"])
 def test_library_dot_on_either_product(route, activation):
     """`lw.dot` with a bias: numbax's GEMM, or BLAS followed by one pass (finish_block, or
     finish_rows on several threads for a large result)."""
@@ -105,6 +107,7 @@ LAYERS = {
     "relu": lambda x, w, b: nn.relu(x @ w + b),
     "gelu": lambda x, w, b: nn.gelu(x @ w + b),
     "tanh": lambda x, w, b: jnp.tanh(x @ w + b),
+    "sigmoid": lambda x, w, b: nn.sigmoid(x @ w + b),
     "none": lambda x, w, b: jnp.sin(x @ w + b),  # the sin stays a loop nest; the bias joins
     "maximum": lambda x, w, b: jnp.maximum(jnp.dot(x, w) + b, 0),
 }
@@ -118,7 +121,7 @@ def test_jit_fuses_dense_layers_and_matches_the_unfused_program(name, monkeypatc
     fn = LAYERS[name]
     fused = np.asarray(numbax.jit(fn)(x, w, b))
     want = {"relu": "relu", "maximum": "relu", "gelu": "gelu", "tanh": "tanh",
-            "none": "none"}[name]
+            "sigmoid": "sigmoid", "none": "none"}[name]
     assert calls == [want]
     with numbax.config.override("cpu_epilogues", False):
         calls.clear()
@@ -159,37 +162,42 @@ def test_training_step_gradients_equal_the_unfused_ones():
     np.testing.assert_allclose(np.asarray(fused[1]), fd, rtol=2e-3, atol=2e-3)
 
 
-def test_a_tanh_layer_fuses_in_training_and_its_gradients_are_the_unfused_ones(monkeypatch):
-    """tanh's derivative reads its output, not the sum, so in a training step the whole layer
-    (bias and tanh) joins the product, on the CPU; the gradients are the unfused program's,
-    bit for bit."""
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid"])
+def test_tanh_and_sigmoid_layers_fuse_in_training_with_the_unfused_gradients(activation,
+                                                                             monkeypatch):
+    """tanh's and sigmoid's derivatives read their output, not the sum, so in a training step
+    the whole layer (bias and activation) joins the product, on the CPU; the gradients are the
+    unfused program's, bit for bit."""
     x, w, b = _operands(64, 30, 20, np.float32)
+    act = {"tanh": jnp.tanh, "sigmoid": nn.sigmoid}[activation]
 
     def loss(params, x):
         w, b = params
-        return jnp.sum(jnp.tanh(x @ w + b) ** 2)
+        return jnp.sum(act(x @ w + b) ** 2)
 
     calls = _spy(monkeypatch)
     fused = numbax.jit(numbax.grad(loss))((w, b), x)
-    assert "tanh" in calls
+    assert activation in calls
     with numbax.config.override("cpu_epilogues", False):
         unfused = numbax.jit(numbax.grad(lambda p, x: loss(p, x)))((w, b), x)
     for a, c in zip(fused, unfused):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
     eps = 1e-3
-    z = lambda bb: np.sum(_reference(x, w, bb, "tanh") ** 2)  # noqa: E731
+    z = lambda bb: np.sum(_reference(x, w, bb, activation) ** 2)  # noqa: E731
     fd = [(z(b + eps * e) - z(b - eps * e)) / (2 * eps) for e in np.eye(20)]
     np.testing.assert_allclose(np.asarray(fused[1]), fd, rtol=2e-3, atol=2e-3)
 
 
-def test_the_gpu_rule_leaves_a_tanh_layer_unfused():
-    """cuBLASLt has no tanh epilogue: `fuse` without "tanh" in its activations moves only the
+def test_the_gpu_rule_leaves_tanh_and_sigmoid_layers_unfused():
+    """cuBLASLt has neither epilogue: `fuse` without them in its activations moves only the
     bias into the product."""
     from numbax._src.compiler import epilogues
 
     x, w, b = _operands(8, 6, 4, np.float32)
-    jaxpr = numbax.make_jaxpr(lambda x, w, b: jnp.tanh(x @ w + b))(x, w, b).jaxpr
-    fused = {a: [e.params["activation"] for e in epilogues.fuse(jaxpr, epilogues.cpu_takes, a)
-                 .eqns if e.primitive is epilogues.gemm_epilogue_p]
-             for a in (("relu", "gelu"), epilogues.CPU_ACTIVATIONS)}
-    assert fused == {("relu", "gelu"): ["none"], epilogues.CPU_ACTIVATIONS: ["tanh"]}
+    for name, act in (("tanh", jnp.tanh), ("sigmoid", nn.sigmoid)):
+        jaxpr = numbax.make_jaxpr(lambda x, w, b, act=act: act(x @ w + b))(x, w, b).jaxpr
+        fused = {a: [e.params["activation"] for e in epilogues.fuse(
+                     jaxpr, epilogues.cpu_takes, a).eqns
+                     if e.primitive is epilogues.gemm_epilogue_p]
+                 for a in (("relu", "gelu"), epilogues.CPU_ACTIVATIONS)}
+        assert fused == {("relu", "gelu"): ["none"], epilogues.CPU_ACTIVATIONS: [name]}

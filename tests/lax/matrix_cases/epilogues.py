@@ -1,5 +1,5 @@
-"""Matrix rows of gemm_epilogue, the backends' dense layer (`x @ w + b`, then ReLU, GELU, tanh
-or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both
+"""Matrix rows of gemm_epilogue, the backends' dense layer (`x @ w + b`, then ReLU, GELU, tanh,
+sigmoid or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both
 derivative modes against the composition it stands for."""
 from __future__ import annotations
 
@@ -26,5 +26,6 @@ def cases() -> dict[str, list[Case]]:
         Case(_layer("relu"), (X, W, B), (0, 1, 2)),
         Case(_layer("gelu"), (X, W, B), (0, 1, 2)),
         Case(_layer("tanh"), (X, W, B), (0, 1, 2)),
+        Case(_layer("sigmoid"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu", (((0,), (0,)), ((), ()))), (XT, W, B), (0, 1)),
     ]}

@@ -524,8 +524,8 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     """x @ y for operands `supports` accepts, on `threads` Numba threads (1: serial), into
     `out` when given (a C-contiguous array of the result's shape and dtype, e.g. one matrix of
     a batched result); with `bias` (a vector of y.shape[1] values of the same dtype) the
-    dense layer act(x @ y + bias), `activation` "none", "relu", "gelu" (tanh form) or
-    "tanh"."""
+    dense layer act(x @ y + bias), `activation` "none", "relu", "gelu" (tanh form), "tanh"
+    or "sigmoid"."""
     if not supports(x, y):
         raise ValueError(
             f"gemm_cpu.matmul takes two 2D float32/float64 arrays of one dtype, each C- or "

@@ -1,7 +1,7 @@
-"""Dense layers' epilogues on a product's C: act(C + bias row), ReLU, GELU (tanh form) or tanh after
-the bias, applied by gemm.py to each tile of C as its last k block finishes (`finish_tile`,
-while the tile is in L1), or by library.py to a product BLAS computed (`finish_block`,
-`finish_rows`). The codes and the bias row come from `epilogue_args`."""
+"""Dense layers' epilogues on a product's C: act(C + bias row), ReLU, GELU (tanh form), tanh or
+sigmoid after the bias, applied by gemm.py to each tile of C as its last k block finishes
+(`finish_tile`, while the tile is in L1), or by library.py to a product BLAS computed
+(`finish_block`, `finish_rows`). The codes and the bias row come from `epilogue_args`."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +12,9 @@ from numbax._src.compiler.cpu.runtime import fastmath as fm
 from numbax._src.compiler.cpu.runtime import scalars as sc
 
 # The epilogues (compiler/epilogues.py's activations, after the bias).
-NO_EPILOGUE, BIAS, BIAS_RELU, BIAS_GELU, BIAS_TANH = 0, 1, 2, 3, 4
-EPILOGUES = {"none": BIAS, "relu": BIAS_RELU, "gelu": BIAS_GELU, "tanh": BIAS_TANH}
+NO_EPILOGUE, BIAS, BIAS_RELU, BIAS_GELU, BIAS_TANH, BIAS_SIGMOID = 0, 1, 2, 3, 4, 5
+EPILOGUES = {"none": BIAS, "relu": BIAS_RELU, "gelu": BIAS_GELU, "tanh": BIAS_TANH,
+             "sigmoid": BIAS_SIGMOID}
 GELU_CUBE, GELU_SCALE = 0.044715, 0.7978845608028654  # jax.nn.gelu's tanh form: sqrt(2/pi)
 
 
@@ -28,14 +29,25 @@ def _tanh_impl(x):
     return lambda x: fm.tanh_f64(x)
 
 
+def _logistic(x):
+    """1 / (1 + exp(-x)) in x's float type (fastmath.py's, as the unfused kernel's)."""
+
+
+@overload(_logistic)
+def _logistic_impl(x):
+    if x == types.float32:
+        return lambda x: fm.logistic_f32(x)
+    return lambda x: fm.logistic_f64(x)
+
+
 @njit(cache=True, error_model="numpy")  # a call per tile: inlined, its loops stayed scalar
 def finish_tile(c, c_off, ldc, mr, nr, bias, j0, epilogue):
     """c[c_off + i*ldc + j] = act(c[...] + bias[j0 + j]) for i < mr, j < nr (`epilogue`: one of
-    BIAS, BIAS_RELU, BIAS_GELU, BIAS_TANH), in the order the unfused equations compute it. One
-    loop per epilogue, indexed by unsigned integers (no negative-index wraparound), so each
-    vectorises (a branch in the loop, or signed flat indices, left GELU scalar: ~9 ns an
-    element against ~1). No slices: each view of C would count a reference on C's one shared
-    counter, from every thread, per row."""
+    BIAS, BIAS_RELU, BIAS_GELU, BIAS_TANH, BIAS_SIGMOID), in the order the unfused equations
+    compute it. One loop per epilogue, indexed by unsigned integers (no negative-index
+    wraparound), so each vectorises (a branch in the loop, or signed flat indices, left GELU
+    scalar: ~9 ns an element against ~1). No slices: each view of C would count a reference
+    on C's one shared counter, from every thread, per row."""
     zero, half, one = c.dtype.type(0), c.dtype.type(0.5), c.dtype.type(1)
     cube, scale = c.dtype.type(GELU_CUBE), c.dtype.type(GELU_SCALE)
     b0, width = np.uint64(j0), np.uint64(nr)
@@ -50,6 +62,9 @@ def finish_tile(c, c_off, ldc, mr, nr, bias, j0, epilogue):
         elif epilogue == BIAS_TANH:
             for j in range(width):
                 c[r0 + j] = _tanh(c[r0 + j] + bias[b0 + j])
+        elif epilogue == BIAS_SIGMOID:
+            for j in range(width):
+                c[r0 + j] = _logistic(c[r0 + j] + bias[b0 + j])
         else:
             for j in range(width):
                 z = c[r0 + j] + bias[b0 + j]

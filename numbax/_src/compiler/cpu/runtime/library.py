@@ -193,7 +193,7 @@ def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray |
 
 
 # estimated serial ns per element of a BLAS result's epilogue pass (threads.threads_for)
-FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0, "tanh": 3.0}
+FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0, "tanh": 3.0, "sigmoid": 3.0}
 
 
 def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
