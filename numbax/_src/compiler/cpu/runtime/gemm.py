@@ -172,6 +172,12 @@ def tile_kernel(rows: int, vector_bytes: int):
 
 
 register_tile = tile_kernel(MR, VEC_BYTES)
+# The last row strip of a batch of 2^k rows (k >= 5) holds 8 or 4 of the 12 (128 = 10 x 12 +
+# 8, 256 = 21 x 12 + 4): tiles of that many rows write it into C directly, where the 12-row
+# tile computed a third or two thirds of padding into scratch and copied the rest out.
+SHORT_ROWS = (8, 4) if MR == 12 else ()
+register_tile_8 = tile_kernel(8, VEC_BYTES)
+register_tile_4 = tile_kernel(4, VEC_BYTES)
 
 
 @intrinsic
@@ -385,15 +391,26 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                     i0 = s * MR
                     mr = min(MR, m - i0)
                     whole = mr == MR and nr == nr_full
+                    short = mr != MR and nr == nr_full and mr in SHORT_ROWS
                     aa, a_off, ra, ca = (work, (s - sb) * MR * kc, 1, MR) if pack_a \
-                        else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR else (work, 0, 1, MR)
-                    # a partial tile goes through the tile scratch, then its valid part into C
-                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole else (work, tile_off, nr_full)
+                        else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR or short \
+                        else (work, 0, 1, MR)
+                    # another partial tile goes through the tile scratch, then its valid part
+                    # into C
+                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole or short \
+                        else (work, tile_off, nr_full)
                     bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
                         else (work, b_off + (t - t0) * kc * nr_full, nr_full)
-                    register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
-                                  whole and k0 > 0)
-                    if not whole:
+                    if not short:
+                        register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                      whole and k0 > 0)
+                    elif mr == 8:
+                        register_tile_8(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                        k0 > 0)
+                    else:
+                        register_tile_4(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                        k0 > 0)
+                    if not (whole or short):
                         for i in range(mr):
                             for j in range(nr):
                                 if k0 == 0:
