@@ -204,6 +204,9 @@ def along_last(x: np.ndarray, larger: bool, index_dtype) -> np.ndarray | None:
         return None
     rows = x.reshape(-1, x.shape[-1]) if x.flags.c_contiguous else \
         np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    if rows.flags.writeable:  # one compiled kernel for numbax's read-only arrays and others
+        rows = rows.view()
+        rows.flags.writeable = False
     out = np.empty(rows.shape[0], np.int64)
     threads = min(rt_threads.threads_for(x.size * ELEMENT_NS), rows.shape[0])
     kernel = _KERNELS[x.dtype in FLOATS, threads > 1]
