@@ -18,26 +18,23 @@ EPILOGUES = {"none": BIAS, "relu": BIAS_RELU, "gelu": BIAS_GELU, "tanh": BIAS_TA
 GELU_CUBE, GELU_SCALE = 0.044715, 0.7978845608028654  # jax.nn.gelu's tanh form: sqrt(2/pi)
 
 
-def _tanh(x):
-    """tanh in x's float type (fastmath.py's vectorisable forms)."""
+def _by_width(f32, f64):
+    """A function of one float for compiled code: fastmath's `f32` form on float32, its `f64`
+    form otherwise (the forms the unfused kernels call, so fused results are the same bits)."""
+    def stub(x):
+        """(typed by the overload below)"""
+
+    @overload(stub)
+    def _impl(x):
+        if x == types.float32:
+            return lambda x: f32(x)
+        return lambda x: f64(x)
+
+    return stub
 
 
-@overload(_tanh)
-def _tanh_impl(x):
-    if x == types.float32:
-        return lambda x: fm.tanh_f32(x)
-    return lambda x: fm.tanh_f64(x)
-
-
-def _logistic(x):
-    """1 / (1 + exp(-x)) in x's float type (fastmath.py's, as the unfused kernel's)."""
-
-
-@overload(_logistic)
-def _logistic_impl(x):
-    if x == types.float32:
-        return lambda x: fm.logistic_f32(x)
-    return lambda x: fm.logistic_f64(x)
+_tanh = _by_width(fm.tanh_f32, fm.tanh_f64)
+_logistic = _by_width(fm.logistic_f32, fm.logistic_f64)
 
 
 @njit(cache=True, error_model="numpy")  # a call per tile: inlined, its loops stayed scalar
