@@ -1,8 +1,7 @@
 """Dense layers' epilogues: a dense layer's `x @ w + b`, its `max(x @ w + b, 0)`, its
 `jax.nn.gelu(x @ w + b)` and (on the CPU) its `tanh(x @ w + b)` and `sigmoid(x @ w + b)`,
-rewritten into one
-`gemm_epilogue` equation that a backend computes
-in its product (as XLA's GEMM rewriter does): on the GPU one cuBLASLt call
+rewritten into one `gemm_epilogue` equation that a backend computes in its product (as XLA's
+GEMM rewriter does): on the GPU one cuBLASLt call
 (cuda/runtime/cublaslt.py), on the CPU numbax's GEMM adding the bias and applying the
 activation to each tile of C while it is in L1 (cpu/runtime/gemm.py; a product on BLAS gets
 one pass over its result instead).

@@ -22,15 +22,14 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from numbax._src.compiler.cpu.runtime import host_isa
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime.gemm import VEC_BYTES, splat
 
 FLOATS = frozenset(np.dtype(t) for t in ("float32", "float64"))
 INTEGERS = frozenset(np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8",
                                            "uint16", "uint32", "uint64"))
 MIN_SIZE = 1 << 12  # smaller inputs stay numpy's (one call, nothing to compile for them)
 ELEMENT_NS = 0.1  # estimated serial ns per element
-VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
 ACCUMULATORS = 4  # independent (value, index) vector pairs: compare-select chains in flight
 
 
@@ -100,7 +99,7 @@ def _vector_search(larger: bool):
             across = cgutils.get_or_insert_function(
                 module, ir.FunctionType(fty, [vty]),
                 f"llvm.vector.reduce.{'fmax' if larger else 'fmin'}.{suffix}")
-            top = _splat(builder, vty, builder.call(across, [extreme]), lanes)
+            top = splat(builder, vty, builder.call(across, [extreme]))
             none = ir.Constant(ivty, [2 ** (width - 1) - 1] * lanes)
             least = none
             for acc in range(ACCUMULATORS):
@@ -121,19 +120,11 @@ def _vector_search(larger: bool):
     return search
 
 
-def _splat(builder, vty, scalar, lanes):
-    """<scalar> in every lane of a `vty` vector."""
-    one = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
-                                 ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(one, ir.Constant(vty, ir.Undefined),
-                                  ir.Constant(ir.VectorType(ir.IntType(32), lanes), None))
-
-
 def _lane_indices(builder, ivty, ity, width, vector_index, lanes, lane_index):
     """<vector_index * lanes + l for each lane l> in index lanes of the values' width."""
     start = builder.mul(vector_index, ir.Constant(vector_index.type, lanes))
     start = builder.trunc(start, ity) if width < 64 else start
-    return builder.add(_splat(builder, ivty, start, lanes), lane_index)
+    return builder.add(splat(builder, ivty, start), lane_index)
 
 
 _search_max, _search_min = _vector_search(True), _vector_search(False)

@@ -139,11 +139,6 @@ def runs(dst: np.ndarray, src: np.ndarray) -> tuple | None:
     return run, dst_offsets, src_offsets
 
 
-def serial(nbytes: int) -> bool:
-    """Whether a copy of `nbytes` gets one thread now (its work, the free cores)."""
-    return rt_threads.threads_for(nbytes * BYTE_NS) <= 1
-
-
 def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     """dst[...] = src (same shape and dtype; dst writable, neither overlapping the other): on
     Numba's threads where the bytes pay for them, as memcpy'd runs or (short runs, such as a

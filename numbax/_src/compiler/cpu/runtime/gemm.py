@@ -81,6 +81,14 @@ def _vector_ptr(builder, ptr, index, vty):
     return builder.bitcast(builder.gep(ptr, [index]), vty.as_pointer())
 
 
+def splat(builder, vty, scalar):
+    """<scalar> in every lane of an LLVM vector of type `vty` (one broadcast instruction)."""
+    one = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
+                                 ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(one, ir.Constant(vty, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), vty.count), None))
+
+
 def _prefetch_tile(builder, pc, ldc, rows: int, row_elements: int, itemsize: int,
                    i64) -> None:
     """Asks for the C tile's cache lines (each row's two vectors) in L2, for writing, before the k
@@ -135,7 +143,6 @@ def tile_kernel(rows: int, vector_bytes: int):
                      for _ in range(2)] for _ in range(rows)]
             a_rows = [builder.gep(pa, [builder.mul(rsa, ir.Constant(i64, i))])
                       for i in range(rows)]
-            splat = ir.Constant(ir.VectorType(ir.IntType(32), lanes), None)
             _prefetch_tile(builder, pc, ldc, rows, 2 * lanes, align, i64)
             with cgutils.for_range(builder, kc) as loop:
                 k = loop.index
@@ -144,10 +151,7 @@ def tile_kernel(rows: int, vector_bytes: int):
                                    align=align) for h in range(2)]
                 ka = builder.mul(k, csa)
                 for i in range(rows):
-                    scalar = builder.load(builder.gep(a_rows[i], [ka]))
-                    av = builder.insert_element(ir.Constant(vty, ir.Undefined), scalar,
-                                                ir.Constant(ir.IntType(32), 0))
-                    av = builder.shuffle_vector(av, ir.Constant(vty, ir.Undefined), splat)
+                    av = splat(builder, vty, builder.load(builder.gep(a_rows[i], [ka])))
                     for h in range(2):
                         acc = builder.call(fma, [av, bv[h], builder.load(accs[i][h])])
                         builder.store(acc, accs[i][h])
@@ -391,7 +395,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                     i0 = s * MR
                     mr = min(MR, m - i0)
                     whole = mr == MR and nr == nr_full
-                    short = mr != MR and nr == nr_full and mr in SHORT_ROWS
+                    short = nr == nr_full and mr in SHORT_ROWS  # (never MR)
                     aa, a_off, ra, ca = (work, (s - sb) * MR * kc, 1, MR) if pack_a \
                         else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR or short \
                         else (work, 0, 1, MR)

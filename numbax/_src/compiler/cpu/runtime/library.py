@@ -248,12 +248,11 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     # (the 2-core VM, (512, 512) @ (512, 10): 163 against 344 us; 16 Xeon cores pinned to 4:
     # 154 against 129). One narrow in k alone fills the tile (the VM's (2048, 10) @ (10, 512)
     # on two GEMM threads: 470 against 768 us on one BLAS thread).
-    tile_threads = min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM \
-        or gemm_threads(macs) >= NARROW_MIN_THREADS
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
                            (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
-                           and tile_threads
+                           and (min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM
+                                or gemm_threads(macs) >= NARROW_MIN_THREADS)
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
