@@ -1,6 +1,6 @@
 """Reductions over the leading axis alone (column sums: bias gradients) run in fixed chunks of
-rows, under prange or serially with the same chunks: the same bits at every thread count,
-numpy's values within rounding."""
+rows (few chunks also cut into column blocks), under prange or serially with the same tasks:
+the same bits at every thread count, numpy's values within rounding."""
 import numpy as np
 import pytest
 
@@ -31,7 +31,8 @@ def _run(f, x, y, threads):
 
 
 @pytest.mark.parametrize("shape", [(300, 7), (2048, 33), (1, 5), (0, 4), (130, 3, 4),
-                                   (loops.COLUMN_CHUNK, 2), (loops.COLUMN_CHUNK + 1, 2)])
+                                   (loops.COLUMN_CHUNK, 2), (loops.COLUMN_CHUNK + 1, 2),
+                                   (128, 512), (200, 50), (70, 40, 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_same_bits_serial_and_parallel_and_numpy_values(shape, dtype):
     x = (RNG.normal(size=shape) * 10).astype(dtype)
@@ -59,15 +60,20 @@ def test_the_kernel_runs_row_chunks_under_prange():
     x = RNG.normal(size=(256, 16)).astype(np.float32)
     text = numbax.jit(_program).lower(x, x).as_text()
     (kernel,) = modules(text)[:-1]
-    assert "prange(nch)" in kernel and f"// {loops.COLUMN_CHUNK}" in kernel
+    assert "prange(ntask)" in kernel and f"// {loops.COLUMN_CHUNK}" in kernel
 
 
-@pytest.mark.parametrize("rows, parallel", [
-    ((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK + 1, True),  # 1000 rows: 16 chunks
-    ((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK, False)])
-def test_the_driver_runs_the_prange_variant_from_enough_chunks(rows, parallel):
-    """The driver may call the prange variant once the rows make COLUMN_PAR_CHUNKS chunks as
-    the kernel cuts them (a 1000-row mean over axis 0 ran serially: 1000 < 16 * 64)."""
-    x = RNG.normal(size=(rows, 300)).astype(np.float32)
+@pytest.mark.parametrize("shape, parallel", [
+    (((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK + 1, 10, 100), True),  # 16 chunks
+    (((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK, 10, 100), False),  # 15, narrow
+    (((loops.COLUMN_PAR_CHUNKS - 1) * loops.COLUMN_CHUNK, 300), True),  # 15 chunks x 2 blocks
+    ((128, 512), True),  # a batch-128 bias gradient: 2 chunks x 8 blocks of 64 columns
+    ((128, 8 * loops.COLUMN_BLOCK_MIN - 1, 50), False)])  # 2 chunks x 7 blocks
+def test_the_driver_runs_the_prange_variant_from_enough_tasks(shape, parallel):
+    """The driver may call the prange variant once the row chunks, cut into column blocks of
+    at least COLUMN_BLOCK_MIN where they are fewer, make COLUMN_PAR_CHUNKS tasks (a 1000-row
+    mean over axis 0 ran serially: 1000 < 16 * 64)."""
+    x = RNG.normal(size=shape).astype(np.float32)
     text = numbax.jit(lambda a: jnp.sum(jnp.exp(a), axis=0)).lower(x).compile().as_text()
     assert ("k0_par(" in text) == parallel
+

@@ -271,6 +271,10 @@ COLUMN_REDUCTIONS = {
     "weighted_mean": (lambda x, w, s: jnp.mean(jnp.tanh(x) * w * s, axis=0),
                       lambda: [RNG.normal(size=(2048, 77)), RNG.normal(size=77), np.float64(0.5)],
                       lambda x, w, s: (np.tanh(x) * w * s).mean(0)),
+    # two row chunks, each cut into column blocks (loops.column_blocks)
+    "few_rows": (lambda d, h: jnp.sum(d * (1 - h * h), axis=0),
+                 lambda: [RNG.normal(size=(128, 512)), RNG.normal(size=(128, 512))],
+                 lambda d, h: (d * (1 - h * h)).sum(0)),
     # three axes, two reductions (sum and max) of one map
     "sum_and_max_3d": (lambda x: (jnp.sum(x * 2.0, axis=0), jnp.max(x, axis=0)),
                        lambda: [RNG.normal(size=(1100, 6, 40))],

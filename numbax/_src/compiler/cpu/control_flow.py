@@ -17,7 +17,8 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
 from numbax._src.compiler.cpu import loop_products, loops
-from numbax._src.compiler.cpu.loops import PRANGE_MIN, header
+from numbax._src.compiler.cpu.loops import PRANGE_MIN
+from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
 from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
@@ -495,7 +496,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     params = [f"a{k}" for k, x in enumerate(eqn.invars) if not isinstance(x, Literal)]
     if fn.products:
         params += ["loop_blas", "loop_width", "loop_threads"]
-    options = loops.PRANGE_ONLY if fn.parallel else "False"
+    options = PRANGE_ONLY if fn.parallel else "False"
     deco = f'@njit(parallel={options}, error_model="numpy", cache=CACHE, fastmath=False)'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
     if fn.products:

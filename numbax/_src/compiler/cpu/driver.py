@@ -10,7 +10,8 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import ir, narrow_floats, registry
-from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES, header
+from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
+from numbax._src.compiler.cpu.modules import header
 from numbax._src.compiler.registry import Fusion, fusion_kind
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, Literal, Var

@@ -14,9 +14,10 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.cpu import outline, pool_tasks
+from numbax._src.compiler.cpu.modules import decorator, header
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
-from numbax._src.compiler.source import cast, dtype_ctor, jaxpr_comment, render_scalar, version_line
+from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import elementwise as lx
@@ -37,10 +38,11 @@ PAR_REDUCE_CHUNK_MIN = 2**12  # elements per chunk at least
 # bits whatever the thread count (serially, a 2048 x 512 bias gradient took 1.7 ms of a 12.7
 # ms training step on 16 cores).
 COLUMN_CHUNK = 64
-# ... and they run under prange only from this many chunks: the MLP step at batch 128 (2 chunks
-# per bias gradient) took 2.3-3.7 ms with its two column kernels parallel against 1.4 ms with
-# them serial (16-core Xeon), while batch 2048 (32 chunks) gained 1.4 ms.
+# ... under prange from this many tasks (batch 128 took 2.3-3.7 ms with its 2-chunk bias
+# gradients on 16 Xeon cores against 1.4 ms serial), fewer chunks cut into column blocks of at
+# least COLUMN_BLOCK_MIN (`column_blocks`; each column adds its rows in the same order).
 COLUMN_PAR_CHUNKS = 16
+COLUMN_BLOCK_MIN = 16
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
 # Float32 sums in row passes add BLOCK operands in float32 vector lanes, then widen the block's
@@ -62,7 +64,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("par_reduce_min", PAR_REDUCE_MIN, PAR_REDUCE_MIN_HEAVY, PAR_REDUCE_CHUNK_MIN),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
                   ("outline_rows", outline.OUTLINE_MIN_WIDTH, outline.ON_THIS_HOST),
-                  ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS),
+                  ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS, COLUMN_BLOCK_MIN),
                   ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
 
 
@@ -338,8 +340,9 @@ def runs_parallel(nest: ir.LoopNest) -> bool:
     """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
     decides at each call): the structure allows one and the work could pay for a thread (a
     column reduction: it has COLUMN_PAR_CHUNKS chunks of rows for the threads)."""
-    if column_form(nest) and -(-nest.shape[0] // COLUMN_CHUNK) < COLUMN_PAR_CHUNKS:
-        return False  # (chunks as the kernel cuts them: 1000 rows are 16, as 1024 are)
+    if column_form(nest) and column_blocks(nest) * -(-nest.shape[0] // COLUMN_CHUNK) \
+            < COLUMN_PAR_CHUNKS:  # (chunks as the kernel cuts them: 1000 rows are 16)
+        return False
     return parallel_form(nest)[0] and work_ns(nest) >= threads.PARALLEL_MIN_NS
 
 
@@ -455,12 +458,22 @@ def column_form(nest: ir.LoopNest) -> bool:
     return nest.reduce_axes == (0,) and len(nest.shape) >= 2
 
 
+def column_blocks(nest: ir.LoopNest) -> int:
+    """Column blocks a column reduction's chunks are cut into (the kernel computes the same at
+    run time): enough for COLUMN_PAR_CHUNKS tasks, none under COLUMN_BLOCK_MIN wide; one for
+    a nest with an iota (block indices are unsigned: signed, the inner loop ran 3x slower)."""
+    if any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns):
+        return 1
+    chunks = max(1, -(-nest.shape[0] // COLUMN_CHUNK))
+    return max(1, min(-(-COLUMN_PAR_CHUNKS // chunks), nest.shape[1] // COLUMN_BLOCK_MIN))
+
+
 def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) -> str:
-    """A leading-axis reduction in COLUMN_CHUNK chunks of i0: each chunk accumulates into its
-    row of partials (in the accumulator dtype), then each kept index combines its partials in
-    chunk order and stores the result. With `parts` (the native pool's `kernel_pool`), the
-    chunks run as one pool job: their body becomes `kernel_part0`, appended to `parts` with its
-    C task (pool_tasks.part_function)."""
+    """A leading-axis reduction in tasks of COLUMN_CHUNK rows of i0 by a `column_blocks` block:
+    each accumulates into its part of its chunk's row of partials (in the accumulator dtype),
+    then each kept index combines its partials in chunk order. With `parts` (the pool's
+    `kernel_pool`), the tasks run as one job: their body becomes `kernel_part0`, appended to
+    `parts` with its C task (pool_tasks.part_function)."""
     nest = k.nest
     rank = len(nest.shape)
     pad = "    "
@@ -469,28 +482,36 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     kept_sizes = ", ".join(k.sizes[1:])
     reductions = [e for e in nest.eqns if is_reduction(e)]
     lines.append(f"{pad}nch = (n0 + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
+    blocked = not any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns)
+    lines.append(f"{pad}ntask = nch * max(1, min(({COLUMN_PAR_CHUNKS} + nch - 1) // max(nch, 1), "
+                 f"n1 // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
     accs = {}
     for j, e in enumerate(reductions):
         accs[e.outvars[0]] = f"p{j}[c, {index(kept)}]"
         lines.append(f"{pad}p{j} = np.empty((nch, {kept_sizes}), {dtype_ctor(acc_dtype(e))})")
     block_at = len(lines)
     if parts is None:
-        lines.append(f"{pad}for c in {'prange' if parallel else 'range'}(nch):")
+        lines.append(f"{pad}for t in {'prange' if parallel else 'range'}(ntask):")
     inner = pad * 2
-    lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c]" for j, e in
+    lines += [f"{inner}nb = ntask // nch",
+              f"{inner}c, b = t // nb, t % nb",
+              f"{inner}j0, j1 = np.uint64(n1 * b // nb), np.uint64(n1 * (b + 1) // nb)"
+              if blocked else f"{inner}j0, j1 = 0, n1"]
+    lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c, j0:j1]" for j, e in
                                     enumerate(reductions)}, inner)
     lines.append(f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * "
                  f"{COLUMN_CHUNK})):")
     body_pad = inner + pad
     for d in range(1, rank):
-        lines.append(f"{body_pad}for i{d} in range(n{d}):")
+        bounds = "j0, j1" if d == 1 else f"n{d}"
+        lines.append(f"{body_pad}for i{d} in range({bounds}):")
         body_pad += pad
     body(k, ["i0", *kept], False, accs, lines, body_pad, False)
     if parts is not None:
         partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
         lines[block_at:] = pool_tasks.part_function(
-            k, 0, scalar_loads(k, pad), lines[block_at:], "nch", "c", [], partials,
-            decorator(False), parts)
+            k, 0, scalar_loads(k, pad), lines[block_at:], "ntask", "t", [("nch", np.int64)],
+            partials, decorator(False), parts)
     if not any(e.outvars[0] in k.out_names for e in reductions):
         return "\n".join(lines) + "\n"
     combine_pad = pad
@@ -550,40 +571,3 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
                 lines.append(f"{store_pad}{target} = {cast(out.aval.dtype, accs[out])}")
     return "\n".join(lines) + "\n"
 
-
-def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
-    """Versions, backend and the jaxpr implemented (printed with the names the comments use),
-    then the imports every CPU module may use: numpy, Numba, and the runtime as fm (fast
-    math), rd (reduction accumulators), sc (scalar helpers) and xe (XLA's float32 erf_inv)."""
-    return "\n".join([
-        version_line("cpu", parallel if isinstance(parallel, str) else f"parallel={parallel}"),
-        jaxpr_comment(jaxpr, names),
-        "import math  # noqa: F401",
-        "",
-        "import numba  # noqa: F401",
-        "import numpy as np  # noqa: F401",
-        "from numba import njit, prange  # noqa: F401",
-        "",
-        "from numbax._src.compiler.cpu.runtime import fastmath as fm  # noqa: F401",
-        "from numbax._src.compiler.cpu.runtime import fastmath_erf as fe  # noqa: F401",
-        "from numbax._src.compiler.cpu.runtime import reductions as rd  # noqa: F401",
-        "from numbax._src.compiler.cpu.runtime import scalars as sc  # noqa: F401",
-        "from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe  # noqa: F401",
-        "",
-        'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',
-    ])
-
-
-def decorator(parallel: bool) -> str:
-    """Kernels are called from the Python driver only, never as first-class functions inside
-    Numba code, so they need no cfunc wrapper (skipping it saves ~5 ms of LLVM per kernel)."""
-    return (f"@njit(parallel={parallel}, error_model=\"numpy\", cache=CACHE, fastmath=False, "
-            "no_cfunc_wrapper=True)")
-
-
-# Numba's parallel options for compiled control flow: its pranges only. Numba's other passes
-# would turn each array expression of a loop body (a slice's copy, a concatenation) into a
-# parallel region of its own, a fork and a join per step for a few microseconds of work.
-PRANGE_ONLY = ('{"prange": True, "comprehension": False, "reduction": False, '
-               '"inplace_binop": False, "setitem": False, "numpy": False, "stencil": False, '
-               '"fusion": False}')

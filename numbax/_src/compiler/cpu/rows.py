@@ -13,13 +13,13 @@ from numbax._src.compiler.cpu.loops import (
     acc_dtype,
     acc_inits,
     body,
-    decorator,
     index,
     is_reduction,
     lowering,
     monoid,
     store_index,
 )
+from numbax._src.compiler.cpu.modules import decorator
 from numbax._src.compiler.fusion import recompute
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
