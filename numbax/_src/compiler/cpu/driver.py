@@ -12,6 +12,7 @@ from numbax._src import core
 from numbax._src.compiler import ir, narrow_floats, registry
 from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
 from numbax._src.compiler.cpu.modules import header
+from numbax._src.compiler.lowerings import dot as dot_lowering
 from numbax._src.compiler.registry import Fusion, fusion_kind
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, Literal, Var
@@ -28,6 +29,28 @@ class Step:
     kernel: ir.Kernel | None = None
     call: object = None
     host: object = None
+
+
+def _product_pair(steps: list[Step], j: int, reuse: dict, names: dict, temps, operand):
+    """(`lw.dot_pair` call, the second equation) where steps j and j + 1 are two plain
+    matrix products and the second does not read the first (the runtime runs them together:
+    runtime/library.py); the second's outputs are named here. None otherwise."""
+    if j + 1 >= len(steps):
+        return None
+    first, second = steps[j], steps[j + 1]
+    if not all(s.call is not None and s.module is None and s.host is None
+               and not isinstance(s.node, ir.LoopNest) for s in (first, second)):
+        return None
+    a, b = first.node.eqn, second.node.eqn
+    if set(a.outvars) & set(b.invars) or any(v in reuse for v in [*a.outvars, *b.outvars]):
+        return None
+    ins = [operand(x) for x in b.invars]  # (b reads nothing a writes: named already)
+    expr = dot_lowering.pair_call(a, [operand(x) for x in a.invars], b, ins)
+    if expr is None:
+        return None
+    for v in b.outvars:
+        names[v] = f"t{next(temps)}"
+    return expr, b
 
 
 def render_driver(jaxpr: Jaxpr, steps: list[Step],
@@ -49,8 +72,11 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         text = render_scalar(x.val, x.aval.dtype)
         return f"np.asarray({text})" if host else text
 
+    paired = set()  # second products of pairs run with the step before (`_product_pair`)
     for j, step in enumerate(steps):
         node = step.node
+        if j in paired:
+            continue
         for v in node.outputs:
             names[v] = f"t{next(temps)}"
         if isinstance(node, ir.LoopNest):
@@ -143,6 +169,13 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         elif outs and eqn.outvars[0] in reuse and updates_in_place(node):  # into the input
             expr = registry.lowering(eqn.primitive, "cpu").in_place(
                 eqn, [operand(x) for x in eqn.invars], reuse[eqn.outvars[0]])
+        elif (pair := _product_pair(steps, j, reuse, names, temps, operand)) is not None:
+            expr, second = pair
+            paired.add(j + 1)
+            outs += [names[v] for v in second.outvars]
+            lines.append("    # " + core.pp_eqn(second, pp, 0).replace("\n", "\n    # "))
+            lines.append(f"    {', '.join(outs)} = {expr}")
+            continue
         else:
             expr = step.call(eqn, [operand(x) for x in eqn.invars])
         if outs:

@@ -49,6 +49,20 @@ def _dot_args(eqn: JaxprEqn, ins: list[str]) -> str | None:
     return f"{xs}, {ys}, {macs}"
 
 
+def pair_call(first: JaxprEqn, first_ins: list[str], second: JaxprEqn,
+              second_ins: list[str]) -> str | None:
+    """`lw.dot_pair((x1, y1, macs1), (x2, y2, macs2))` for two plain products of matrices (the
+    CPU driver's adjacent ones, the second not reading the first: cpu/driver.py), which the
+    runtime runs together on its threads; None where either is another kind of product."""
+    args = []
+    for eqn, ins in ((first, first_ins), (second, second_ins)):
+        if eqn.primitive is not ld.dot_general_p or not all(
+                v.aval.ndim == 2 for v in eqn.invars[:2]):
+            return None
+        args.append(_dot_args(eqn, ins))
+    return None if None in args else f"lw.dot_pair(({args[0]}), ({args[1]}))"
+
+
 def _epilogue_library(eqn: JaxprEqn, ins: list[str]) -> str:
     """A dense layer (compiler/epilogues.py) as one `lw.dot` with its bias and activation."""
     args = _dot_args(eqn, ins)

@@ -590,3 +590,4 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
                       np.zeros(1, np.int64))
     product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
+

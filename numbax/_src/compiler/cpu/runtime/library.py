@@ -11,6 +11,7 @@ from numbax._src.compiler.cpu.runtime import (
     busy_sites,
     copies,
     gemm_epilogues,
+    gemm_pairs,
     host_isa,
     native_pool,
 )
@@ -116,6 +117,30 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
             out = _finish(np.ascontiguousarray(out), bias, activation)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return out
+
+
+def dot_pair(first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(x1 @ y1, x2 @ y2) for `first` = (x1, y1, macs1), `second` likewise: two products of a
+    program neither of which reads the other's result (the driver's adjacent ones,
+    compiler/cpu/driver.py). Where `dot` would run each on numbax's GEMM on threads of a quiet
+    machine, they run together, each on its share of the threads (`gemm_pairs.matmul_pair`:
+    on two threads each on one, as XLA runs a backward pass's independent products); else
+    one after the other, as `dot` runs them."""
+    (x1, y1, macs1), (x2, y2, macs2) = first, second
+    if x1.dtype == x2.dtype and _pairs(x1, y1, macs1) and _pairs(x2, y2, macs2):
+        threads = gemm_threads(macs1 + macs2)
+        if threads > 1:
+            with rt_threads.running(threads):
+                return gemm_pairs.matmul_pair(x1, y1, x2, y2, threads)
+    return dot(x1, y1, macs1), dot(x2, y2, macs2)
+
+
+def _pairs(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
+    """Whether `dot` runs this product on gemm.py's tile, unswapped, on threads of a quiet
+    machine (what `dot_pair` runs together)."""
+    return (macs >= GEMM_THREADED_MACS and own_gemm_host() and not rt_threads.busy()
+            and runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
+            and not _swaps_narrow(x, y))
 
 
 # numpy gives x @ x.T of one buffer to BLAS's syrk, then copies the triangle it computed into

@@ -1,0 +1,78 @@
+"""Two independent matrix products run together on Numba's threads: the parts of both grids
+taken from one counter, each product cut for half the threads (on two threads, each thread
+one whole product). XLA runs a training step's independent products (a backward pass's
+h1ᵀ @ d2 and d2 @ W2ᵀ) this way, each on its own threads, where splitting each over every
+thread in turn shares B's packing and pays a region per product. library.dot_pair decides
+where a pair runs here; gemm.py's part and workspace code does the work."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from numbax._src.compiler.cpu.runtime import gemm, product_parts
+from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gemm_pair(a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1,
+               a2, rsa2, csa2, b2, rsb2, csb2, c2, m2, n2, k2, rows2, cols2,
+               work, bias, epilogue, next_part):
+    """Two products' grids of parts as one list, on one thread per row of `work`, each
+    thread taking the next part of either from the counter `next_part` (zero on entry): the
+    first product's rows1 x cols1 parts, then the second's (`matmul_pair`). One call site of
+    `_gemm_part` (each is an unrolled tile to compile)."""
+    nr = 2 * (gemm.VEC_BYTES // c1.itemsize)
+    parts1 = rows1 * cols1
+    parts = parts1 + rows2 * cols2
+    for th in prange(work.shape[0]):
+        p = product_parts.take(next_part)
+        while p < parts:
+            first = p < parts1
+            a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, q = \
+                (a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1, p) if first \
+                else (a2, rsa2, csa2, b2, rsb2, csb2, c2, m2, n2, k2, rows2, cols2, p - parts1)
+            ms, ns = (m + gemm.MR - 1) // gemm.MR, (n + nr - 1) // nr
+            r, t = q // cols, q % cols
+            gemm._gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // rows,
+                            ms * (r + 1) // rows, ns * t // cols, ns * (t + 1) // cols,
+                            work[th], bias, epilogue)
+            p = product_parts.take(next_part)
+
+
+def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray,
+                threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x1 @ y1, x2 @ y2) for two products `gemm.supports` accepts, of one dtype, run together on
+    `threads` Numba threads: each product cut for half the threads (`product_parts.
+    candidates`' cheapest grid; on two threads each a whole product), the threads taking
+    parts of either from one counter. Two independent products of a training step's backward
+    pass (h1ᵀ @ d2 and d2 @ W2ᵀ at batch 128-256) each on one thread at once ran 10-28 %
+    faster than each split over both threads in turn on the 2-core VM (docs/performance.md)."""
+    if not (gemm.supports(x1, y1) and gemm.supports(x2, y2) and x1.dtype == x2.dtype):
+        raise ValueError(
+            f"gemm_pairs.matmul_pair takes two products gemm_cpu.matmul takes, of one dtype; got "
+            f"{x1.dtype}{x1.shape} @ {y1.dtype}{y1.shape} and {x2.dtype}{x2.shape} @ "
+            f"{y2.dtype}{y2.shape}")
+    nr = 2 * (gemm.VEC_BYTES // x1.itemsize)
+    flats, grids, outs, sizes = [], [], [], []
+    for x, y in ((x1, y1), (x2, y2)):
+        m, kk = x.shape
+        n = y.shape[1]
+        out = np.empty((m, n), x.dtype)
+        if kk == 0:
+            out.fill(0)
+        a, rsa, csa = gemm._flat(x)
+        b, rsb, csb = gemm._flat(y)
+        ms, ns = -(-m // gemm.MR), -(-n // nr)
+        rows, cols = product_parts.candidates(
+            ms, ns, max(1, threads // 2), gemm.PACK_B_FROM_ROW_STRIPS if csb == 1 else 0,
+            csa != 1)[0] if out.size and kk else (0, 0)  # (nothing to multiply: no parts)
+        flats.append((a, rsa, csa, b, rsb, csb, out.reshape(-1), m, n, kk, rows, cols))
+        sizes.append(gemm.workspace_size(x.itemsize, -(-ms // max(rows, 1)),
+                                         -(-ns // max(cols, 1)), gemm.packs_a(csa, kk)))
+        grids.append(rows * cols)
+        outs.append(out)
+    workers = max(1, min(threads, sum(grids)))
+    work = gemm._workspace(x1.dtype, workers, max(sizes))
+    row, epilogue = ep.epilogue_args(x1.dtype, 1, None, "none")
+    _gemm_pair(*flats[0], *flats[1], work, row, epilogue, np.zeros(1, np.int64))
+    return outs[0], outs[1]
