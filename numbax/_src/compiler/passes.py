@@ -266,21 +266,26 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
-    """dot_general without contracting dims as broadcasts and one mul, or None."""
+    """dot_general whose contracting dims are absent or all of size 1 as broadcasts and one mul
+    (the size-1 contracted axes reshaped away first: a sum of one product is that product,
+    the bits a GEMM gives too), or None."""
     (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
     x, y = eqn.invars
     out = eqn.outvars[0]
-    if xc or yc or not all(isinstance(v, Var) for v in (x, y)):
+    if not all(isinstance(v, Var) for v in (x, y)) or any(x.aval.shape[d] != 1 for d in xc):
         return None
     if not x.aval.dtype == y.aval.dtype == out.aval.dtype or out.aval.dtype.kind not in "fiu":
         return None
+    eqns = []
+    if xc:
+        (x, xb), (y, yb) = _without_axes(x, xc, xb, eqns), _without_axes(y, yc, yb, eqns)
     nb = len(xb)
     xf = [d for d in range(x.aval.ndim) if d not in xb]
     yf = [d for d in range(y.aval.ndim) if d not in yb]
     xmap = {d: i for i, d in enumerate(xb)} | {d: nb + i for i, d in enumerate(xf)}
     ymap = {d: i for i, d in enumerate(yb)} | {d: nb + len(xf) + i for i, d in enumerate(yf)}
     shape = out.aval.shape
-    eqns, operands = [], []
+    operands = []
     for v, dmap in ((x, xmap), (y, ymap)):
         dims = tuple(dmap[d] for d in range(v.aval.ndim))
         if any(b <= a for a, b in zip(dims, dims[1:])):
@@ -294,6 +299,16 @@ def _outer_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         operands.append(w)
     eqns.append(JaxprEqn(lx.mul_p, operands, [out], {}))
     return eqns
+
+
+def _without_axes(v: Var, axes: tuple, batch: tuple, eqns: list) -> tuple[Var, tuple]:
+    """(v reshaped without its size-1 `axes`, `batch` renumbered for it); the reshape is
+    appended to `eqns`."""
+    kept = [d for d in range(v.aval.ndim) if d not in axes]
+    w = Var(core.ShapedArray(tuple(v.aval.shape[d] for d in kept), v.aval.dtype))
+    eqns.append(JaxprEqn(ls.reshape_p, [v], [w], {"new_sizes": w.aval.shape,
+                                                  "dimensions": None}))
+    return w, tuple(kept.index(d) for d in batch)
 
 
 # Binary ops whose lax rules accept a rank-0 operand next to an array (elementwise docs).
@@ -401,8 +416,11 @@ def broadcast_through_reshapes(jaxpr: Jaxpr) -> Jaxpr:
 
 def expand_outer_dots(jaxpr: Jaxpr) -> Jaxpr:
     """dot_general with no contracting dimensions (what per-example gradients emit: a batch
-    dim times a free dim, e.g. f64[569] x f64[569,30] -> f64[569,30]) is an elementwise
-    product of broadcasts: one fusible loop instead of np.matmul over 569 1x1 @ 1x30 GEMMs."""
+    dim times a free dim, e.g. f64[569] x f64[569,30] -> f64[569,30]) or only ones of size 1
+    (a dense layer's weight gradient at batch 1, xᵀ @ d of f32[1,784] and f32[1,512], and per
+    example under vmap) is an elementwise product of broadcasts: one fusible loop instead of
+    np.matmul over 569 1x1 @ 1x30 GEMMs, and at batch 1 the gradient is not written out before
+    the update that reads it (XLA's algebraic simplifier makes the same rewrite)."""
     eqns = []
     for eqn in jaxpr.eqns:
         new = _outer_dot(eqn) if eqn.primitive is ld.dot_general_p else None

@@ -276,6 +276,33 @@ def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
         np.testing.assert_array_equal(library.dot(h, w, macs), np.full((2048, 10), 512.0))
 
 
+def test_a_few_rows_run_on_the_gemm_threads(monkeypatch):
+    """A small batch's x @ W (4 to 31 rows, W at least a tile wide) fills the tile's 4- and
+    8-row forms: on two GEMM threads it runs on the GEMM, as does d @ Wᵀ; one to three rows
+    (BLAS's gemv) and a narrow W stay on BLAS. numpy's product every time."""
+    calls = []
+    real = gemm_cpu.matmul
+    monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
+        x.shape) or real(x, y, t, out, **kw))
+    w = RNG.standard_normal((784, 512)).astype(np.float32)
+    with config.override("cpu_matmul", "auto"), config.override("cpu_threads", 0):
+        _narrow_routes(monkeypatch, 4)  # (narrow in general: from four threads)
+        for rows in (4, 8, 13, 31):
+            x = RNG.standard_normal((rows, 784)).astype(np.float32)
+            macs = rows * 784 * 512
+            assert library.runs_on_own_gemm(x, w, macs)
+            calls.clear()
+            _close(library.dot(x, w, macs), x @ w)
+            assert calls == [(rows, 784)]
+            d = RNG.standard_normal((rows, 512)).astype(np.float32)
+            _close(library.dot(d, w.T, macs), d @ w.T)
+        three = RNG.standard_normal((3, 784)).astype(np.float32)
+        assert not library.runs_on_own_gemm(three, w, 1 << 21)
+        narrow_w = np.ones((784, 10), np.float32)
+        assert not library.runs_on_own_gemm(np.ones((512, 784), np.float32), narrow_w,
+                                            512 * 784 * 10)
+
+
 def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
     """The native pool's product (a busy machine's parallel arm) swaps the same products
     as Numba's pool does, and gives numpy's result."""

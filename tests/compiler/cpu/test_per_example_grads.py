@@ -1,5 +1,6 @@
 """Per-example gradients under jit (vmap of grad): against a Python loop of grads, and the
-outer-product dot_general rewritten into one fused loop (passes.expand_outer_dots)."""
+outer-product dot_general (no contraction, or one over size-1 axes) rewritten into one fused
+loop (passes.expand_outer_dots)."""
 import numpy as np
 import pytest
 
@@ -60,7 +61,7 @@ def test_mlp_per_example_grads_match_a_loop_of_grads(dtype):
             np.testing.assert_allclose(np.asarray(gb)[i], np.asarray(wb), rtol=tol, atol=tol)
 
 
-def test_expand_outer_dots_rewrites_only_products_without_contraction():
+def test_expand_outer_dots_leaves_real_contractions_as_products():
     def f(a, b, c):
         outer = numbax.lax.dot_general(a, b, (((), ()), ((0,), (0,))))  # f[5] x f[5,3]
         inner = numbax.lax.dot_general(b, c, (((1,), (0,)), ((), ())))  # a real matvec
@@ -82,6 +83,63 @@ def test_expand_outer_dots_plain_outer_product_and_mixed_dtypes():
     i = np.arange(4, dtype=np.int32)
     got = numbax.jit(lambda u, v: numbax.lax.dot_general(u, v, (((), ()), ((), ()))))(i, i)
     np.testing.assert_array_equal(np.asarray(got), np.outer(i, i))
+
+
+def _dots(jaxpr) -> int:
+    return [e.primitive.name for e in jaxpr.eqns].count("dot_general")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_batch_one_weight_gradient_is_an_outer_product_fused_with_its_update(dtype):
+    """xᵀ @ d of one example (a contraction over a size-1 axis) is a product of broadcasts:
+    the SGD update w - lr * (xᵀ @ d) runs as one loop, with the bits of numpy's outer product
+    (a sum of one product is that product)."""
+    def step(w, x, d):
+        return w - 0.01 * (x.T @ d)
+
+    w = RNG.normal(size=(37, 29)).astype(dtype)
+    x, d = RNG.normal(size=(1, 37)).astype(dtype), RNG.normal(size=(1, 29)).astype(dtype)
+    jaxpr = passes.simplify(numbax.make_jaxpr(step)(w, x, d).jaxpr)
+    assert _dots(jaxpr) == 0
+    driver = numbax.jit(step).lower(w, x, d).as_text().split("def driver(")[1]
+    assert "lw.dot" not in driver and driver.count("_loop(") == 1
+    want = w - dtype(0.01) * np.multiply.outer(x[0], d[0])
+    np.testing.assert_array_equal(np.asarray(numbax.jit(step)(w, x, d)), want)
+    np.testing.assert_array_equal(np.asarray(step(w, x, d)), want)  # eager: the same bits
+
+
+def test_size_one_contractions_with_batch_dims_and_in_any_position():
+    """Contracted size-1 axes first, in the middle or last, several at once, with batch dims
+    (per-example gradients under vmap) or without: numpy's einsum, and no product left; a
+    contraction over two elements stays a product."""
+    a, b = RNG.normal(size=(7, 1, 4)), RNG.normal(size=(7, 1, 3))
+    cases = [
+        (lambda u, v: numbax.lax.dot_general(u, v, (((1,), (1,)), ((0,), (0,)))), (a, b),
+         np.einsum("bki,bkj->bij", a, b)),
+        (lambda u, v: numbax.lax.dot_general(u, v, (((0,), (1,)), ((), ()))),
+         (a[0], b[0].T), np.einsum("ki,jk->ij", a[0], b[0].T)),
+        (lambda u, v: numbax.lax.dot_general(u, v, (((1, 3), (2, 0)), ((0,), (1,)))),
+         (a.reshape(7, 1, 4, 1), b.reshape(1, 7, 1, 3)),
+         np.einsum("bkil,lbkj->bij", a.reshape(7, 1, 4, 1), b.reshape(1, 7, 1, 3))),
+    ]
+    for f, args, want in cases:
+        assert _dots(passes.simplify(numbax.make_jaxpr(f)(*args).jaxpr)) == 0
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(*args)), want)
+    wide = RNG.normal(size=(2, 4)), RNG.normal(size=(2, 3))
+    f = lambda u, v: numbax.lax.dot_general(u, v, (((0,), (0,)), ((), ())))  # noqa: E731
+    assert _dots(passes.simplify(numbax.make_jaxpr(f)(*wide).jaxpr)) == 1
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(*wide)), wide[0].T @ wide[1],
+                               rtol=1e-14)
+
+
+def test_a_size_one_contraction_needing_a_transpose_stays_a_product():
+    """x's batch axis after its free one would need a transpose of x: left to the product
+    rule, which gives einsum's numbers."""
+    x, y = RNG.normal(size=(4, 1, 7)), RNG.normal(size=(7, 1, 3))
+    f = lambda u, v: numbax.lax.dot_general(u, v, (((1,), (1,)), ((2,), (0,))))  # noqa: E731
+    assert _dots(passes.simplify(numbax.make_jaxpr(f)(x, y).jaxpr)) == 1
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, y)),
+                               np.einsum("ikb,bkj->bij", x, y), rtol=1e-14)
 
 
 def test_per_example_grads_bad_in_axes_raise():

@@ -272,15 +272,26 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     # with NARROW_MIN_THREADS threads or more: on two, one BLAS thread was as fast or faster
     # (the 2-core VM, (512, 512) @ (512, 10): 163 against 344 us; 16 Xeon cores pinned to 4:
     # 154 against 129). One narrow in k alone fills the tile (the VM's (2048, 10) @ (10, 512)
-    # on two GEMM threads: 470 against 768 us on one BLAS thread).
+    # on two GEMM threads: 470 against 768 us on one BLAS thread), and so do a few rows
+    # (`_fills_tile_rows`).
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
                            (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
                            and (min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM
+                                or _fills_tile_rows(x, y)
                                 or gemm_threads(macs) >= NARROW_MIN_THREADS)
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
+
+
+def _fills_tile_rows(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether a product of few rows (a small batch's x @ W, d @ Wᵀ) keeps the GEMM's tile
+    busy: at least NARROW_MIN_ROWS rows (the tile has 8- and 4-row forms, gemm.SHORT_ROWS) and
+    a y as wide as a tile. On two threads it beat one BLAS thread at batch 4-24: the MLP step
+    (784-512-512-10) ran 13-23 % faster, its weights read from L3 on every step
+    (2-core VM, 2026-12-01)."""
+    return x.shape[0] >= NARROW_MIN_ROWS and y.shape[1] >= OWN_GEMM_MIN_DIM
 
 
 # ----------------------------------------------------------------------------- own GEMM
@@ -292,6 +303,7 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
 OWN_GEMM_MACS = 1 << 18
 OWN_GEMM_MIN_DIM = 32
 NARROW_MIN_THREADS = 4  # (runs_on_own_gemm)
+NARROW_MIN_ROWS = 4  # (_fills_tile_rows; one to three rows: BLAS's gemv, 23 against 212 us)
 GEMM_THREADED_MACS = blas_parts.THREADED_MACS  # (loop bodies' products use it too)
 
 
