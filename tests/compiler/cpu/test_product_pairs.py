@@ -62,8 +62,11 @@ def _spy_pairs(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("case", ["quiet", "busy", "narrow", "small"])
+@pytest.mark.parametrize("case", ["quiet", "busy", "narrow", "small", "few rows"])
 def test_dot_pair_runs_together_only_where_both_would_thread_on_the_gemm(case, monkeypatch):
+    """Paired: a quiet machine's products on the GEMM's threads, a small batch's eight rows
+    too (library._fills_tile_rows); not: a busy machine, a 10-wide product (BLAS), two rows
+    (too few multiply-adds for threads). numpy's products every time."""
     calls = _spy_pairs(monkeypatch)
     monkeypatch.setattr(library, "own_gemm_host", lambda: True)
     monkeypatch.setattr(library, "own_gemm", lambda macs: True)
@@ -73,11 +76,12 @@ def test_dot_pair_runs_together_only_where_both_would_thread_on_the_gemm(case, m
     monkeypatch.setattr(rt_threads, "busy", lambda: case == "busy")  # (not the test machine's)
     h, d = _matrix((128, 512), np.float32), _matrix((128, 512), np.float32)
     w = _matrix((512, 10 if case == "narrow" else 512), np.float32)
-    if case == "small":
-        h, d = h[:4], d[:4]
+    if case in ("small", "few rows"):
+        h, d = (h[:2], d[:2]) if case == "small" else (h[:8], d[:8])
     first, second = (h.T, d, 512 * len(h) * 512), (h, w, len(h) * 512 * w.shape[1])
     got = library.dot_pair(first, second)
-    assert calls == ([threads] if case == "quiet" and threads > 1 else [])
+    paired = case in ("quiet", "few rows") and threads > 1
+    assert calls == ([threads] if paired else [])
     np.testing.assert_allclose(got[0], h.T.astype(np.float64) @ d, rtol=3e-5, atol=3e-4)
     np.testing.assert_allclose(got[1], h.astype(np.float64) @ w, rtol=3e-5, atol=3e-4)
 
