@@ -279,7 +279,8 @@ def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
 def test_a_few_rows_run_on_the_gemm_threads(monkeypatch):
     """A small batch's x @ W (4 to 31 rows, W at least a tile wide) fills the tile's 4- and
     8-row forms: on two GEMM threads it runs on the GEMM, as does d @ Wᵀ; one to three rows
-    (BLAS's gemv) and a narrow W stay on BLAS. numpy's product every time."""
+    (BLAS's gemv), a narrow W and a GEMM of one thread leave it on BLAS. numpy's product
+    every time."""
     calls = []
     real = gemm_cpu.matmul
     monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
@@ -301,6 +302,13 @@ def test_a_few_rows_run_on_the_gemm_threads(monkeypatch):
         narrow_w = np.ones((784, 10), np.float32)
         assert not library.runs_on_own_gemm(np.ones((512, 784), np.float32), narrow_w,
                                             512 * 784 * 10)
+        # one GEMM thread (a busy machine's small product): BLAS's thread is faster
+        monkeypatch.setattr(library, "gemm_threads", lambda macs, site=None: 1)
+        x = RNG.standard_normal((8, 784)).astype(np.float32)
+        assert not library.runs_on_own_gemm(x, w, 8 * 784 * 512)
+        calls.clear()
+        _close(library.dot(x, w, 8 * 784 * 512), x @ w)
+        assert calls == []
 
 
 def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):

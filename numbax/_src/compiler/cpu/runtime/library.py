@@ -278,7 +278,7 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
                        and macs >= GEMM_THREADED_MACS and (
                            (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
                            and (min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM
-                                or _fills_tile_rows(x, y)
+                                or _fills_tile_rows(x, y) and gemm_threads(macs) > 1
                                 or gemm_threads(macs) >= NARROW_MIN_THREADS)
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
@@ -290,7 +290,8 @@ def _fills_tile_rows(x: np.ndarray, y: np.ndarray) -> bool:
     busy: at least NARROW_MIN_ROWS rows (the tile has 8- and 4-row forms, gemm.SHORT_ROWS) and
     a y as wide as a tile. On two threads it beat one BLAS thread at batch 4-24: the MLP step
     (784-512-512-10) ran 13-23 % faster, its weights read from L3 on every step
-    (2-core VM, 2026-12-01)."""
+    (2-core VM, 2026-12-01). On one thread it did not ((8, 784) @ (784, 512): 183 against
+    118 us; (16, 784) @ ...: 351 against 172), so `runs_on_own_gemm` asks for two."""
     return x.shape[0] >= NARROW_MIN_ROWS and y.shape[1] >= OWN_GEMM_MIN_DIM
 
 
