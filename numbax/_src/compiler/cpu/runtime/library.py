@@ -277,12 +277,19 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
     if narrow and not (config.cpu_matmul == "auto" and gemm_tile_host()
                        and macs >= GEMM_THREADED_MACS and (
                            (rt_threads.pool_spinning() or macs < BLAS_THREADED_MACS)
-                           and (min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM
-                                or _fills_tile_rows(x, y) and gemm_threads(macs) > 1
-                                or gemm_threads(macs) >= NARROW_MIN_THREADS)
+                           and _narrow_pays(x, y, macs)
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
     return gemm_cpu.supports(x, y)
+
+
+def _narrow_pays(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
+    """Whether a narrow product that BLAS would run on one thread runs faster on the GEMM:
+    narrow in k alone (the tile is full), a few rows (`_fills_tile_rows`) on two GEMM threads
+    or more, anything else on NARROW_MIN_THREADS or more."""
+    if min(x.shape[0], y.shape[1]) >= OWN_GEMM_MIN_DIM:
+        return True
+    return gemm_threads(macs) >= (2 if _fills_tile_rows(x, y) else NARROW_MIN_THREADS)
 
 
 def _fills_tile_rows(x: np.ndarray, y: np.ndarray) -> bool:
@@ -291,7 +298,7 @@ def _fills_tile_rows(x: np.ndarray, y: np.ndarray) -> bool:
     a y as wide as a tile. On two threads it beat one BLAS thread at batch 4-24: the MLP step
     (784-512-512-10) ran 13-23 % faster, its weights read from L3 on every step
     (2-core VM, 2026-12-01). On one thread it did not ((8, 784) @ (784, 512): 183 against
-    118 us; (16, 784) @ ...: 351 against 172), so `runs_on_own_gemm` asks for two."""
+    118 us; (16, 784) @ ...: 351 against 172), so `_narrow_pays` asks for two."""
     return x.shape[0] >= NARROW_MIN_ROWS and y.shape[1] >= OWN_GEMM_MIN_DIM
 
 
