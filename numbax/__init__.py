@@ -5,6 +5,10 @@ from numbax._src.compiler.cpu.runtime import host_isa as _host_isa  # noqa: F401
 # glibc keeps freed memory for the next call (a program's intermediates fault no pages).
 from numbax._src.compiler.cpu.runtime import host_malloc as _host_malloc  # noqa: F401
 
+# Numba's and OpenBLAS's idle workers spin briefly, not for milliseconds: neither pool's call
+# shares the cores with the other's spinners (runtime/pool_spin.py).
+from numbax._src.compiler.cpu.runtime import pool_spin as _pool_spin  # noqa: F401
+
 # Numba's OpenMP layer before TBB (the thread runtime's rules are measured on it).
 from numbax._src.compiler.cpu.runtime import threads as _threads  # noqa: F401
 

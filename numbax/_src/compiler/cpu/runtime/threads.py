@@ -19,8 +19,8 @@ kernel must never cost more than the serial one would. Three things decide its t
 `config.cpu_threads = n` (NUMBAX_CPU_THREADS) fixes the count of every parallel kernel at n.
 
 **Layer.** `prefer_openmp` (run at numbax's import) puts Numba's OpenMP layer first, with
-libgomp's default wait policy (workers spin a while after a region, then sleep): a driver
-calls its kernels back to back, and a spinning pool starts the next one at once. Measured
+workers that spin a while after a region, then sleep (for 20,000 pause loops: pool_spin.py): a
+driver calls its kernels back to back, and a spinning pool starts the next one at once. Measured
 (docs/architecture.md, "Threads"): workqueue's dispatch is 12-28x OpenMP's, a passive wait
 made the batch-128 MLP step 1.6x slower on 16 cores, and the one place spinning hurts
 (a threaded BLAS right after a region) is avoided by `pool_spinning`.
@@ -42,9 +42,10 @@ PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs seri
 PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange variant compiles
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
-# libgomp's workers spin GOMP_SPINCOUNT (300,000) pause loops after a parallel region before
-# they sleep: milliseconds on a 16-core Xeon. A threaded BLAS call inside that window shares
-# every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
+# libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep:
+# milliseconds at libgomp's default (300,000), which stands where the user set it or loaded
+# libgomp before numbax (else pool_spin.py bounds it). A threaded BLAS call inside that window
+# shares every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
 SPIN_WINDOW_S = 0.05
 
 _state = {"when": -1e9, "others": 0.0, "parallel": -1e9, "team": 1}
