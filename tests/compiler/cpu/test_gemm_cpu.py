@@ -42,9 +42,11 @@ def _check(x, y, threads):
 # 4 row strips on AVX-512, the fewest that pack it.
 # (400, 300, 70): more row strips than one block of MC_STRIPS (a transposed A is packed a
 # block at a time), the last one short. 128 and 200 rows end in an 8-row strip, 400 in a
-# 4-row one: on AVX-512 the tiles of those sizes write them into C directly.
+# 4-row one: on AVX-512 the tiles of those sizes write them into C directly. (530, 100, 70):
+# a transposed A of 512 rows or more is packed from k = 64 (gemm.packs_a), here one k block
+# whose length is not a multiple of the vector width.
 @pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
-                                   (200, 300, 70), (400, 300, 70)])
+                                   (200, 300, 70), (400, 300, 70), (530, 100, 70)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_matches_float64_numpy(dtype, m, k, n, layout):
     x = _operand((m, k), dtype, layout[0] == "T")
@@ -472,15 +474,18 @@ def test_batched_products_under_jit(spec, threads, monkeypatch):
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_batches_of_whole_products_match_float64_numpy(dtype, layout):
     """matmul_batched: ragged strips and k blocks (37 x 300 @ 300 x 70), per-entry layouts
-    C or transposed, batches longer and shorter than the thread count."""
+    C or transposed, batches longer and shorter than the thread count; 520 x 90 @ 90 x 40,
+    whose transposed A is packed (gemm.packs_a: 512 rows or more, k from 64)."""
     def batch(nb, rows, cols, transposed):
         if transposed:
             return np.transpose(RNG.standard_normal((nb, cols, rows)).astype(dtype), (0, 2, 1))
         return RNG.standard_normal((nb, rows, cols)).astype(dtype)
 
-    for nb, threads in [(5, 2), (2, 3), (7, 3), (1, 1)]:
-        x, y = batch(nb, 37, 300, layout[0] == "T"), batch(nb, 300, 70, layout[1] == "T")
-        out = np.full((nb, 37, 70), np.nan, dtype)
+    for nb, threads, (m, k, n) in [(5, 2, (37, 300, 70)), (2, 3, (37, 300, 70)),
+                                   (7, 3, (37, 300, 70)), (1, 1, (37, 300, 70)),
+                                   (3, 2, (520, 90, 40))]:
+        x, y = batch(nb, m, k, layout[0] == "T"), batch(nb, k, n, layout[1] == "T")
+        out = np.full((nb, m, n), np.nan, dtype)
         assert gemm_cpu.matmul_batched(x, y, threads, out)
         want = np.matmul(x.astype(np.float64), y.astype(np.float64))
         scale = np.matmul(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))

@@ -18,20 +18,20 @@ Numba scalar, 18 GFLOP/s), so the vectors are spelled out in IR: one thread runs
 FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
 
 Operands are C-contiguous arrays or transposes of one. A C-contiguous A is read in place
-through its row stride; only a short last row strip is copied, zero-padded, into the
-workspace. A transposed A (a weight gradient's xᵀ @ d) of k ≥ KC is packed (`packs_a`), a
-block of row strips per k block, in the order the tile reads it: read in place, the tile's
-column of A was one cache line a k at the row stride apart, 256 lines a tile, which pushed B's
-strip out of L1 (at a stride of 2 KiB all into two of its sets). Packed, xᵀ @ d at batch 2048
-and a transposed 1000² went from ~105 to ~140 GFLOP/s on one Emerald Rapids core; a
-C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's column strips are
-packed per k block into a contiguous ``KC x NR`` layout (vector copies, or `_transpose_block`
-for a transposed B), except that C-contiguous B is read in place when the part reuses each
-strip too few times to repay the copy. Loop order per part (BLIS's): k blocks of ``KC``, then
-blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column strips of B (the
-strip stays in L1), then the block's row strips. Threads take the parts of a grid of C from a
-counter (product_parts.py), so no two threads write the same part of C and fast cores take
-more; a shape's first calls time a few grids and keep the fastest
+through its row stride; only a short last row strip is copied, zero-padded, into the workspace.
+A transposed A (a weight gradient's xᵀ @ d) of k ≥ KC, or of k ≥ 64 and 512 rows or more, is
+packed (`packs_a`), a block of row strips per k block, in the order the tile reads it: read in
+place, the tile's column of A was one cache line a k at the row stride apart, 256 lines a tile,
+which pushed B's strip out of L1 (at a stride of 2 KiB all into two of its sets). Packed, xᵀ @
+d at batch 2048 and a transposed 1000² went from ~105 to ~140 GFLOP/s on one Emerald Rapids
+core; a C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's column strips
+are packed per k block into a contiguous ``KC x NR`` layout (vector copies, or
+`_transpose_block` for a transposed B), except that C-contiguous B is read in place when the
+part reuses each strip too few times to repay the copy. Loop order per part (BLIS's): k blocks
+of ``KC``, then blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column
+strips of B (the strip stays in L1), then the block's row strips. Threads take the parts of a
+grid of C from a counter (product_parts.py), so no two threads write the same part of C and
+fast cores take more; a shape's first calls time a few grids and keep the fastest
 (`product_parts.tuned_grid`).
 
 A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
@@ -324,11 +324,21 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
 # than B's strip and L1 holds both (64 x 128^3 and 128 x 64^3 batched products lost 6-7 %
 # packed on the 2-core Emerald Rapids VM, 16 x 256^3 gained or tied).
 PACK_A_FROM_K = KC
+# ... and from PACK_A_MIN_K up where A has PACK_A_FROM_ROWS rows or more: a row block's
+# columns of A read in place then span more lines than L1 holds beside B's strip, at a row
+# stride beyond the stride prefetcher's reach, and every column strip of B reads them again.
+# A weight gradient xᵀ @ d at a batch of 64-128 (the VM, the same shapes' paired runs, two
+# threads): 784 x 128 x 512 8 % faster packed, 1000 x 128 x 1000 18 %, 2048 x 128 x 256 24 %,
+# 1000 x 64 x 1000 10 %, 784 x 64 x 512 4 %; at 512 rows within 2 %; under 512 rows even
+# or slower (288 x 64 x 288 6 %, 128^3 7-11 %: their columns of A stay in L1).
+PACK_A_MIN_K = 64
+PACK_A_FROM_ROWS = 512
 
 
-def packs_a(csa: int, kk: int) -> bool:
-    """Whether `_gemm_part` packs A (`a_panel_size`): A transposed, k at least PACK_A_FROM_K."""
-    return csa != 1 and kk >= PACK_A_FROM_K
+def packs_a(csa: int, kk: int, m: int) -> bool:
+    """Whether `_gemm_part` packs A (`a_panel_size`) for an m x kk A: A transposed, k at least
+    PACK_A_FROM_K, or at least PACK_A_MIN_K with PACK_A_FROM_ROWS rows or more."""
+    return csa != 1 and (kk >= PACK_A_FROM_K or (kk >= PACK_A_MIN_K and m >= PACK_A_FROM_ROWS))
 
 
 def a_panel_size(a_packed: bool, row_strips: int) -> int:
@@ -366,7 +376,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     transposed A's row strips once per row block and k block (`_pack_a`)."""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
-    pack_a = _packs_a_compiled(csa, kk)  # A transposed: its row strips are packed (see above)
+    pack_a = _packs_a_compiled(csa, kk, m)  # A transposed: its row strips are packed (see above)
     b_off = _a_panel_size_compiled(pack_a, s1 - s0)
     tile_off = b_off + (t1 - t0) * KC * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
@@ -523,7 +533,7 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     n = y.shape[2]
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     work = _workspace(x.dtype, max(1, min(threads, nb)),
-                      workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk)))
+                      workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk, m)))
     row, epilogue = ep.epilogue_args(x.dtype, n, None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
                   np.zeros(1, np.int64))
@@ -581,7 +591,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
         (m, n, kk, csa, csb, x.dtype.char, threads), grids)
     workers = min(rows * cols, threads)
     work = _workspace(x.dtype, workers, workspace_size(
-        x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk)))
+        x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk, m)))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)

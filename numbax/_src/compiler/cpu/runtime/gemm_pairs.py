@@ -68,7 +68,7 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray,
             csa != 1)[0] if out.size and kk else (0, 0)  # (nothing to multiply: no parts)
         flats.append((a, rsa, csa, b, rsb, csb, out.reshape(-1), m, n, kk, rows, cols))
         sizes.append(gemm.workspace_size(x.itemsize, -(-ms // max(rows, 1)),
-                                         -(-ns // max(cols, 1)), gemm.packs_a(csa, kk)))
+                                         -(-ns // max(cols, 1)), gemm.packs_a(csa, kk, m)))
         grids.append(rows * cols)
         outs.append(out)
     workers = max(1, min(threads, sum(grids)))

@@ -116,7 +116,7 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     rows, cols = product_parts.thread_grid(
         ms, ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
     ws = gemm.workspace_size(x.itemsize, -(-ms // rows), -(-ns // cols),
-                             gemm.packs_a(csa, kk))
+                             gemm.packs_a(csa, kk, m))
     work = np.empty(rows * cols * ws, x.dtype)  # a row per part: parts run at once
     c = out.reshape(-1)
     params = np.array([a.ctypes.data, a.size, rsa, csa, b.ctypes.data, b.size, rsb, csb,
