@@ -76,14 +76,22 @@ CORES = _usable_cores()
 
 
 def _own_running() -> int:
+    """This process's running threads (each one's /proc stat file, read as bytes through the
+    os module: Python's text files cost 3x as much, ~11 against ~3.7 us a thread on the VM, and
+    a process with jax imported has ~20 threads, 16-core hosts far more)."""
     count = 0
     for tid in os.listdir("/proc/self/task"):
         try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                stat = f.read()
+            fd = os.open(f"/proc/self/task/{tid}/stat", os.O_RDONLY)
         except OSError:  # the thread ended
             continue
-        count += stat[stat.rindex(")") + 2] == "R"  # the state follows the (command) field
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        count += stat[stat.rindex(b")") + 2] == ord("R")  # the state follows the (command)
     return count
 
 
