@@ -324,13 +324,10 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
 # than B's strip and L1 holds both (64 x 128^3 and 128 x 64^3 batched products lost 6-7 %
 # packed on the 2-core Emerald Rapids VM, 16 x 256^3 gained or tied).
 PACK_A_FROM_K = KC
-# ... and from PACK_A_MIN_K up where A has PACK_A_FROM_ROWS rows or more: a row block's
-# columns of A read in place then span more lines than L1 holds beside B's strip, at a row
-# stride beyond the stride prefetcher's reach, and every column strip of B reads them again.
-# A weight gradient xᵀ @ d at a batch of 64-128 (the VM, the same shapes' paired runs, two
-# threads): 784 x 128 x 512 8 % faster packed, 1000 x 128 x 1000 18 %, 2048 x 128 x 256 24 %,
-# 1000 x 64 x 1000 10 %, 784 x 64 x 512 4 %; at 512 rows within 2 %; under 512 rows even
-# or slower (288 x 64 x 288 6 %, 128^3 7-11 %: their columns of A stay in L1).
+# ... and from PACK_A_MIN_K up with PACK_A_FROM_ROWS rows or more: a row block's columns of A
+# then span more lines than L1 holds beside B's strip, re-read for every column strip of B (a
+# batch-128 weight gradient 784 x 128 x 512: 8 % faster packed; under 512 rows even or slower,
+# 128^3 by 7-11 %: docs/performance.md, "Weight gradients at batch 64-128").
 PACK_A_MIN_K = 64
 PACK_A_FROM_ROWS = 512
 
