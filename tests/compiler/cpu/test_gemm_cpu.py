@@ -145,6 +145,15 @@ def test_rejects_what_it_does_not_take():
         gemm_cpu.matmul(a, a.astype(np.float64))
 
 
+def _region_just_ended(monkeypatch):
+    """Numba's workers as right after a parallel region, for as long as the test runs (the
+    window is pool_spin.py's ~3 ms otherwise, which a loaded CI machine can outlast)."""
+    from numbax._src.compiler.cpu.runtime import threads
+
+    monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+    monkeypatch.setitem(threads._state, "spin_window", 60.0)
+
+
 def test_auto_rule_gives_an_avx512_host_every_product(monkeypatch):
     """An AVX-512 host runs every product on numbax's GEMM with "auto", whatever its size and
     whether or not Numba's workers spin or other processes keep the cores busy; a host with
@@ -156,12 +165,13 @@ def test_auto_rule_gives_an_avx512_host_every_product(monkeypatch):
     with numbax.config.override("cpu_matmul", "auto"):
         for spun in (-1e9, time.monotonic()):  # idle pool, then a region just ended
             monkeypatch.setitem(threads._state, "parallel", spun)
+            monkeypatch.setitem(threads._state, "spin_window", 60.0)
             for macs in (1, 1 << 28, 1 << 40):
                 assert library.own_gemm(macs)
     with numbax.config.override("cpu_matmul", "blas"):
         assert not library.own_gemm(1 << 30)
     monkeypatch.setattr(library, "_host_gemm", [""])  # no vector tile: BLAS
-    monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+    _region_just_ended(monkeypatch)
     with numbax.config.override("cpu_matmul", "auto"):
         assert threads.pool_spinning() and not library.own_gemm(1 << 30)
     with numbax.config.override("cpu_matmul", "numbax"):
@@ -175,7 +185,7 @@ def test_avx2_rule_puts_threaded_products_on_numbas_pool(monkeypatch):
 
     monkeypatch.setattr(threads, "busy", lambda: False)
     monkeypatch.setattr(library, "_host_gemm", ["avx2"])
-    monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region just ended
+    _region_just_ended(monkeypatch)  # a region just ended
     big, threaded = 1 << 30, library.GEMM_THREADED_MACS
     with numbax.config.override("cpu_matmul", "auto"):
         assert library.own_gemm(big) and not library.own_gemm(threaded - 1)
@@ -183,7 +193,7 @@ def test_avx2_rule_puts_threaded_products_on_numbas_pool(monkeypatch):
         assert library.own_gemm(big) == blas_parts.available()
         monkeypatch.setattr(blas_parts, "available", lambda: False)
         assert not library.own_gemm(big)
-        monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+        _region_just_ended(monkeypatch)
         assert library.own_gemm(threaded) and not library.own_gemm(threaded - 1)
 
 
@@ -208,7 +218,7 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
         assert library.runs_on_own_gemm(x, w, macs)
         assert not library.runs_on_own_gemm(tall, w, tall.shape[0] * 512 * 10)
         assert blas.blas_threads(1 << 40) == 0  # BLAS keeps its own count
-        monkeypatch.setitem(threads._state, "parallel", time.monotonic())
+        _region_just_ended(monkeypatch)
         assert library.runs_on_own_gemm(x, w, macs)
         # a narrow product too small for threads stays on BLAS's one thread even then
         small = np.ones((128, 512), np.float32)
@@ -381,7 +391,7 @@ def test_small_products_leave_blas_its_thread_count(monkeypatch):
     monkeypatch.setattr(library, "numpy_blas_call",
                         lambda fn, n, *a: counts.append(n) or real(fn, n, *a))
     monkeypatch.setattr(library, "_host_gemm", [""])  # every product on BLAS
-    monkeypatch.setitem(threads._state, "parallel", time.monotonic())  # a region just ended
+    _region_just_ended(monkeypatch)  # a region just ended
     x, w, v = (_operand((64, 80), np.float32, False), _operand((80, 40), np.float32, False),
                _operand((80, 1), np.float32, False))
     with config.override("cpu_matmul", "auto"):

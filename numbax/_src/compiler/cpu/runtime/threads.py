@@ -23,7 +23,8 @@ workers that spin a while after a region, then sleep (for 20,000 pause loops: po
 driver calls its kernels back to back, and a spinning pool starts the next one at once. Measured
 (docs/architecture.md, "Threads"): workqueue's dispatch is 12-28x OpenMP's, a passive wait
 made the batch-128 MLP step 1.6x slower on 16 cores, and the one place spinning hurts
-(a threaded BLAS right after a region) is avoided by `pool_spinning`.
+(a threaded BLAS right after a region) is avoided by `pool_spinning`, for a window scaled
+from the spin count libgomp reads (`spin_window_s`).
 The numbers are measurements: docs/performance.md, "CPU thread runtime".
 """
 from __future__ import annotations
@@ -42,11 +43,13 @@ PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs seri
 PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange variant compiles
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
-# libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep:
-# milliseconds at libgomp's default (300,000), which stands where the user set it or loaded
-# libgomp before numbax (else pool_spin.py bounds it). A threaded BLAS call inside that window
-# shares every core with them (docs/performance.md: the batch-2048 MLP step, 60 ms against 14).
-SPIN_WINDOW_S = 0.05
+# libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep.
+# A threaded BLAS call inside that window shares every core with them (docs/performance.md: the
+# batch-2048 MLP step, 60 ms against 14). At libgomp's default count, 300,000, they spun ~7 ms
+# on the VM and on the 16-core Xeon; the window keeps a 7x margin (pause loops differ by CPU)
+# and scales with the count libgomp reads (`openmp_spin_count`).
+DEFAULT_SPIN_COUNT = 300_000
+SPIN_WINDOW_S = 0.05  # at DEFAULT_SPIN_COUNT
 
 _state = {"when": -1e9, "others": 0.0, "parallel": -1e9, "team": 1}
 
@@ -258,9 +261,40 @@ def running(n: int) -> Iterator[None]:
         restore(before)
 
 
+_SPIN_SUFFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def openmp_spin_count(environ=os.environ) -> float:
+    """The pause loops libgomp's idle workers spin, as libgomp reads them when it loads:
+    GOMP_SPINCOUNT (a count, with an optional k/M/G/T suffix, or "infinite"), else 3e10 for
+    OMP_WAIT_POLICY=active, 0 for passive, DEFAULT_SPIN_COUNT where neither is set (or either
+    does not parse, as libgomp ignores it). pool_spin.py sets 20,000 unless the user chose."""
+    count = environ.get("GOMP_SPINCOUNT", "").strip().lower()
+    if count in ("infinite", "infinity"):
+        return float("inf")
+    if count:
+        scale = _SPIN_SUFFIXES.get(count[-1], 1.0)
+        digits = count[:-1] if count[-1] in _SPIN_SUFFIXES else count
+        if digits.isdigit():
+            return int(digits) * scale
+    policy = environ.get("OMP_WAIT_POLICY", "").strip().lower()
+    return {"active": 3e10, "passive": 0.0}.get(policy, float(DEFAULT_SPIN_COUNT))
+
+
+def spin_window_s() -> float:
+    """How long after a parallel region Numba's workers may still spin: SPIN_WINDOW_S scaled
+    by libgomp's spin count (pool_spin.py's 20,000: 3.3 ms; a passive wait: none), read once
+    the pool has run (libgomp has read the environment by then)."""
+    window = _state.get("spin_window")
+    if window is None:
+        window = _state["spin_window"] = SPIN_WINDOW_S * openmp_spin_count() / DEFAULT_SPIN_COUNT
+    return window
+
+
 def pool_spinning() -> bool:
     """Whether Numba's workers may still be spinning after a recent parallel region."""
-    return time.monotonic() - _state["parallel"] < SPIN_WINDOW_S
+    last = _state["parallel"]
+    return last >= 0 and time.monotonic() - last < spin_window_s()
 
 
 def chunks(size: int, minimum: int, n: int) -> int:
