@@ -1,6 +1,8 @@
 """Two thread pools in one process: a jitted product (128 x 784 @ 784 x 512, an MLP layer) right
-after a user's threaded np.dot (1000^2 float32), and a np.dot (300^2) right after a jitted call,
-each against the same call after every pool has gone to sleep. Medians in us.
+after a user's threaded np.dot (1000^2 float32), a np.dot (300^2) right after a jitted call, and
+a jitted solve (1000^2 float64: LAPACK, on BLAS's threads unless numbax's pool may still spin)
+right after a jitted product, each against the same call after every pool has gone to sleep.
+Medians in us.
 
     python benchmarks/pool_interplay.py [--jax]
 
@@ -32,12 +34,19 @@ x = rng.standard_normal((128, 784), dtype=np.float32)
 w = rng.standard_normal((784, 512), dtype=np.float32)
 big = rng.standard_normal((1000, 1000), dtype=np.float32)
 small = rng.standard_normal((300, 300), dtype=np.float32)
+system = rng.standard_normal((1000, 1000)) + 1000 * np.eye(1000)
+rhs = rng.standard_normal((1000, 8))
 layer = lib.jit(lambda a, b: a @ b)
+solve = lib.jit(lambda a, b: lib.numpy.linalg.solve(a, b))
 
 
 def jitted():
     out = layer(x, w)
     getattr(out, "block_until_ready", lambda: None)()
+
+
+def solved():
+    solve(system, rhs).block_until_ready()
 
 
 def median_us(before, timed, gap: float) -> float:
@@ -54,9 +63,11 @@ def median_us(before, timed, gap: float) -> float:
 
 
 def main():
-    for _ in range(100):
+    for i in range(100):
         jitted()
         np.dot(small, small)
+        if i % 5 == 0:  # (numbax: past the solve's kernels' tier, threads.PARALLEL_TIER_NS)
+            solved()
     name = "jax.jit" if USE_JAX else "numbax"
     rows = [
         (f"{name} product after the same product", jitted, jitted),
@@ -64,6 +75,7 @@ def main():
         ("np.dot 300^2 after np.dot 300^2", lambda: np.dot(small, small),
          lambda: np.dot(small, small)),
         (f"np.dot 300^2 after a {name} product", jitted, lambda: np.dot(small, small)),
+        (f"{name} solve 1000^2 after a {name} product", jitted, solved),
     ]
     print(f"{'':46s}" + "".join(f"gap {g * 1e3:g} ms".rjust(14) for g in GAPS_S))
     for label, before, timed in rows:

@@ -184,3 +184,30 @@ def test_symmetric_product():
                 order=2)
     with pytest.raises(NumbaxValueError, match=r"c_matrix has shape \(5, 5\)"):
         ll.symmetric_product(a[0], np.eye(5))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_pivoting_moves_rows_exactly_and_as_a_gather(jit):
+    """With a permutation matrix a (L = U = I, the pivots alone), a x = b and aᵀ x = b move b's
+    rows, exactly (truth: the rows indexed in numpy); the permutation is applied as a gather,
+    as JAX applies it, not as a product with an n x n matrix (n^2 k multiply-adds; a whole
+    n^3 product more in an inverse)."""
+    order = [2, 0, 3, 1]
+    a = np.eye(4)[order]  # a[i, order[i]] = 1: (a x)[i] = x[order[i]]
+    b = np.arange(8.0).reshape(4, 2) - 2.5
+    solve_a = np.empty_like(b)
+    solve_a[order] = b  # a x = b: x[order[i]] = b[i]
+    solve_at = b[order]  # aᵀ x = b: x = a b
+    wrap = numbax.jit if jit else (lambda f: f)
+    lu_piv = numbax.scipy.linalg.lu_factor(a)
+    calls = {
+        "solve": (lambda b: numbax.numpy.linalg.solve(a, b), solve_a),
+        "lu_solve": (lambda b: numbax.scipy.linalg.lu_solve(lu_piv, b), solve_a),
+        "lu_solve trans": (lambda b: numbax.scipy.linalg.lu_solve(lu_piv, b, trans=1), solve_at),
+        "inv": (lambda b: numbax.numpy.linalg.inv(a) @ b, solve_a),
+    }
+    for name, (call, expect) in calls.items():
+        np.testing.assert_array_equal(np.asarray(wrap(call)(b)), expect, err_msg=name)
+        if name != "inv":
+            jaxpr = str(numbax.make_jaxpr(call)(b))
+            assert "dot_general" not in jaxpr, (name, jaxpr)

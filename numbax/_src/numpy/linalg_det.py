@@ -69,7 +69,7 @@ def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
     # there the solves run on the identity instead: the result is masked to 0 anyway, and a
     # zero pivot would turn the masked branch's zero cotangent into 0/0 = NaN under grad
     lu_mod = where(ok, lu_mod, np.eye(n, dtype=get_aval(a).dtype))
-    x = _mm(linalg_lu.permutation_matrix(perm, get_aval(a).dtype), b)
+    x = linalg_lu.permute_rows(b, perm)
     x = lax_base.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     scale = np.ones((n, 1), get_aval(a).dtype)
     scale[-1] = 0
