@@ -28,10 +28,13 @@ BLAS_THREADED_MACS = 1 << 24
 # on one, 16.0 on two (each of its parallel regions waits for a descheduled thread).
 LONG_MACS = 1 << 32
 # LAPACK calls between a jitted program's kernels (cpu/backend.py's LapackCall) take BLAS's
-# own threads only from this size (n = 1024 for an n x n matrix): a Gaussian process's
+# own threads only from this size (n = 645 for an n x n matrix): a Gaussian process's
 # gradient (a 500 x 500 Cholesky and two triangular solves) took 22 ms a step with them and 15
-# with one thread on 16 Xeon cores, its factorisations' threads spinning beside the kernels.
-LAPACK_THREADED_MACS = 1 << 30
+# with one thread on 16 Xeon cores, its factorisations' threads spinning beside the kernels
+# (before pool_spin.py bounded OpenBLAS's spin). At 2^30 (n = 1024), a jitted 1000^2 solve ran
+# 34-42 ms on 16 cores against jax.jit's 12-18; at 2^28 on the 2-core VM, inv of 1000^2 122-127
+# -> 92-98 ms, of 700^2 45-57 -> 39-42, solve 1000^2 36-38 -> 31 (docs/performance.md).
+LAPACK_THREADED_MACS = 1 << 28
 
 
 _blas_api: list = []
