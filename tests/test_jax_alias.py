@@ -115,3 +115,17 @@ def test_as_jax_runs_a_module_with_dash_m(tmp_path, monkeypatch, capsys):
     with numbax_as_jax():
         assert main(["-m", "jaxmod", "--flag"]) == 0
     assert capsys.readouterr().out.split() == ["int32", "['--flag']"]
+
+
+def test_lax_linalg_is_an_attribute_after_a_plain_import():
+    """`import jax` then `jax.lax.linalg.cholesky(...)` works in JAX without importing the
+    submodule: a fresh interpreter, against numpy's Cholesky."""
+    code = textwrap.dedent("""
+        import numpy as np
+        import numbax as jax
+        a = np.array([[4.0, 2.0], [2.0, 3.0]])
+        print(np.abs(np.asarray(jax.lax.linalg.cholesky(a)) - np.linalg.cholesky(a)).max())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert float(out) < 1e-12

@@ -421,3 +421,8 @@ from numbax._src.lax.special import (  # noqa: E402, F401
 # --- sharding: with_sharding_constraint (jax.lax's name for pinning a layout)
 from numbax._src.lax.sharding_ops import sharding_constraint_p  # noqa: E402, F401
 from numbax._src.sharding.api import with_sharding_constraint  # noqa: E402, F401
+
+# isort: split
+# --- jax.lax.linalg is an attribute after a plain `import jax`: programs call it without
+# importing the submodule
+from numbax.lax import linalg  # noqa: E402, F401
