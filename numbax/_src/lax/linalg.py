@@ -434,19 +434,17 @@ def _solve_left(op_a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
         return out
 
 
-def _solve_in_place_of_triangle(a, b, *, left_side, lower, transpose_a, unit_diagonal):
-    """op(a) x = b or x op(a) = b for one real 2D a through LAPACK's trtrs, which reads only
-    a's `lower` triangle (and not its diagonal when unit), so no triangle is copied out first
-    (the same bits; 1000^2 on the 2-core VM, b of 1000 columns 29.6 -> 23.3 ms, of 8 columns
-    3.1 -> 0.7). None where trtrs refuses (an exactly zero pivot): the caller substitutes."""
-    if left_side:  # op(a) x = b
-        matrix, rhs, trans = a, b, int(transpose_a)
-    else:  # x op(a) = b  <=>  op(a)ᵀ xᵀ = bᵀ
-        matrix, rhs, trans = a, np.swapaxes(b, -1, -2), int(not transpose_a)
+def _in_place_of_triangle(a, b, left_side, lower, transpose_a, unit_diagonal):
+    """op(a) x = b (x op(a) = b as op(a)ᵀ xᵀ = bᵀ) for one real 2D a through LAPACK's trtrs,
+    which reads only a's `lower` triangle, and not its diagonal when unit: no triangle copied
+    out first (same bits; 1000^2 on the 2-core VM, b of 1000 columns 29.6 -> 23.3 ms, of 8
+    3.1 -> 0.7). None where trtrs refuses an exactly zero pivot: the caller substitutes."""
+    rhs = b if left_side else np.swapaxes(b, -1, -2)
     try:
         with np.errstate(all="ignore"):
-            x = scipy.linalg.solve_triangular(matrix, rhs, trans=trans, lower=lower,
-                                              unit_diagonal=unit_diagonal, check_finite=False)
+            x = scipy.linalg.solve_triangular(a, rhs, trans=int(transpose_a == left_side),
+                                              lower=lower, unit_diagonal=unit_diagonal,
+                                              check_finite=False)
     except np.linalg.LinAlgError:
         return None
     return x if left_side else np.swapaxes(x, -1, -2)
@@ -454,18 +452,13 @@ def _solve_in_place_of_triangle(a, b, *, left_side, lower, transpose_a, unit_dia
 
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     """op(a) x = b (left_side) or x op(a) = b, with a's other triangle ignored."""
-    if a.ndim == 2 and b.ndim == 2 and a.dtype.kind == "f":
-        out = _solve_in_place_of_triangle(a, b, left_side=left_side, lower=lower,
-                                          transpose_a=transpose_a, unit_diagonal=unit_diagonal)
-        if out is not None:
-            return [np.ascontiguousarray(out, dtype=b.dtype)]
-    op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
-    lower_eff = lower != transpose_a
-    if left_side:
-        out = _solve_left(op_a, b, lower_eff)
-    else:
-        out = np.swapaxes(_solve_left(np.swapaxes(op_a, -1, -2), np.swapaxes(b, -1, -2),
-                                      not lower_eff), -1, -2)
+    out = _in_place_of_triangle(a, b, left_side, lower, transpose_a, unit_diagonal) \
+        if a.ndim == 2 and b.ndim == 2 and a.dtype.kind == "f" else None
+    if out is None:
+        op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
+        lower_eff = lower != transpose_a
+        out = _solve_left(op_a, b, lower_eff) if left_side else np.swapaxes(_solve_left(
+            np.swapaxes(op_a, -1, -2), np.swapaxes(b, -1, -2), not lower_eff), -1, -2)
     return [np.ascontiguousarray(out, dtype=b.dtype)]
 
 
