@@ -1,6 +1,6 @@
 """numbax.scipy: scipy's special functions, distributions, linear algebra, FFT, signal
-processing and the small modules (optimize, integrate, ndimage, interpolate, cluster, spatial) on
-traced arrays (jax.scipy)."""
+processing, the small modules (optimize, integrate, ndimage, interpolate, cluster, spatial) and
+the sparse module's iterative solvers on traced arrays (jax.scipy)."""
 from numbax.scipy import (  # noqa: F401
     cluster,
     fft,
@@ -10,6 +10,7 @@ from numbax.scipy import (  # noqa: F401
     ndimage,
     optimize,
     signal,
+    sparse,
     spatial,
     special,
     stats,
