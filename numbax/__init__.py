@@ -147,6 +147,7 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     ad_checkpoint,
     custom_derivatives,
     debug,
+    dlpack,
     experimental,
     export,
     memory,

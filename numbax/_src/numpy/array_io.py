@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from numbax._src import dtypes
-from numbax._src.array import asarray_value
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.array import Array, asarray_value
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 
 __all__ = [
     "array_repr", "array_str", "printoptions", "get_printoptions", "set_printoptions", "save",
@@ -84,15 +85,43 @@ def fromiter(*args: Any, **kwargs: Any) -> Any:
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
-    """numpy.from_dlpack: an Array from any object with __dlpack__ (a CPU buffer).
+    """numpy.from_dlpack: an Array from any object with __dlpack__ (a CPU buffer); see
+    `dlpack_array`."""
+    return dlpack_array("numbax.numpy.from_dlpack", x, device, copy)
 
-    Unlike JAX, the data is always copied (Arrays are immutable); device must be None or a
-    CPU device.
-    """
-    if not hasattr(x, "__dlpack__"):
-        raise NumbaxTypeError(f"numbax.numpy.from_dlpack: x has type {type(x).__name__}, "
-                              "expected an object with __dlpack__ (a DLPack-capable array).")
+
+# jax.dlpack's dtypes: every numeric dtype numbax holds, bfloat16 included
+DLPACK_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128, ml_dtypes.bfloat16))
+
+
+def is_dlpack_dtype(dtype: Any) -> bool:
+    """jax.dlpack.is_supported_dtype: whether arrays of `dtype` cross DLPack."""
+    try:
+        return np.dtype(dtype) in DLPACK_DTYPES
+    except TypeError:
+        return False
+
+
+def dlpack_array(api: str, x: Any, device: Any, copy: bool | None) -> Any:
+    """An Array from a DLPack producer's CPU buffer: a copy unless copy=False (as JAX does for
+    a numpy producer; Arrays are immutable), else a read-only view of the producer's buffer,
+    which the producer must then not write to. device must be None or a CPU device."""
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise NumbaxTypeError(f"{api}: the array has type {type(x).__name__}, expected an object "
+                              "with __dlpack__ and __dlpack_device__ (a DLPack producer).")
     if device is not None and getattr(device, "platform", "cpu") != "cpu":
-        raise NumbaxTypeError(f"numbax.numpy.from_dlpack: device is {device!r}; only CPU "
-                              "buffers can be imported.")
-    return asarray_value(np.array(np.from_dlpack(x), copy=True))
+        raise NumbaxTypeError(f"{api}: device is {device!r}; only CPU buffers can be imported.")
+    buffer = np.from_dlpack(x)
+    if not is_dlpack_dtype(buffer.dtype):
+        raise NumbaxTypeError(f"{api}: the buffer has dtype {buffer.dtype}, which numbax arrays "
+                              "do not hold (jax.dlpack.is_supported_dtype).")
+    if copy is False:
+        if dtypes.canonicalize_dtype(buffer.dtype) != buffer.dtype:
+            raise NumbaxValueError(
+                f"{api}: copy=False, but the buffer's {buffer.dtype} becomes "
+                f"{dtypes.canonicalize_dtype(buffer.dtype)} with jax_enable_x64 off, which "
+                "copies; pass copy=None or enable x64.")
+        return Array._from_numpy(buffer)
+    return asarray_value(np.array(buffer, copy=True))
