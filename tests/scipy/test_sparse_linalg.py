@@ -1,6 +1,9 @@
-"""numbax.scipy.sparse.linalg (jax.scipy.sparse.linalg): cg and bicgstab against SciPy's
-iterates at a fixed number of steps and numpy's direct solves, on matrices, functions and
-pytrees, preconditioned, under jit, vmap and grad; bad arguments rejected by name."""
+"""numbax.scipy.sparse.linalg (jax.scipy.sparse.linalg): cg, bicgstab and gmres (both solve
+methods) against SciPy's iterates at a fixed number of steps (gmres: of restarts) and numpy's
+direct solves, on matrices, functions and pytrees, preconditioned, under jit, vmap and grad;
+bad arguments rejected by name."""
+import functools
+
 import numpy as np
 import pytest
 import scipy.sparse.linalg as scipy_sparse
@@ -16,8 +19,14 @@ _Q = RNG.standard_normal((N, N))
 SPD = _Q @ _Q.T / N + np.eye(N)  # hermitian positive definite
 GENERAL = np.eye(N) * 3 + RNG.standard_normal((N, N)) / np.sqrt(N)  # nonsymmetric
 B = RNG.standard_normal(N)
-SOLVERS = {"cg": (sl.cg, scipy_sparse.cg, SPD), "bicgstab": (sl.bicgstab, scipy_sparse.bicgstab,
-                                                             GENERAL)}
+SOLVERS = {
+    "cg": (sl.cg, scipy_sparse.cg, SPD),
+    "bicgstab": (sl.bicgstab, scipy_sparse.bicgstab, GENERAL),
+    # maxiter counts restarts, of up to 20 vectors (restart=20 in both libraries)
+    "gmres": (functools.partial(sl.gmres, solve_method="batched"), scipy_sparse.gmres, GENERAL),
+    "gmres incremental": (functools.partial(sl.gmres, solve_method="incremental"),
+                          scipy_sparse.gmres, GENERAL),
+}
 
 
 @pytest.mark.parametrize("name", SOLVERS)
@@ -38,7 +47,8 @@ def test_converged_solution_and_stopping_rule(name):
     loose, _ = ours(a, B, tol=1e-2)  # stops once norm(b - A x) <= tol * norm(b)
     residual = np.linalg.norm(B - a @ np.asarray(loose))
     assert residual <= 1e-2 * np.linalg.norm(B)
-    assert residual > 1e-10 * np.linalg.norm(B)  # and not later
+    if name != "gmres":  # (batched gmres builds its whole first restart before it checks)
+        assert residual > 1e-10 * np.linalg.norm(B)  # and not later
     absolute, _ = ours(a, B, tol=0.0, atol=1e-3)
     assert np.linalg.norm(B - a @ np.asarray(absolute)) <= 1e-3
 
@@ -46,7 +56,7 @@ def test_converged_solution_and_stopping_rule(name):
 @pytest.mark.parametrize("name", SOLVERS)
 def test_functions_pytrees_and_a_starting_guess(name):
     ours, _, a = SOLVERS[name]
-    small = a[:4, :4] + (np.eye(4) if name == "bicgstab" else 0)
+    small = a[:4, :4] + (np.eye(4) if name != "cg" else 0)
 
     def operator(tree):  # block diagonal: a on "u", small on "v"
         return {"u": a @ tree["u"], "v": small @ tree["v"]}
@@ -66,11 +76,15 @@ def test_a_jacobi_preconditioner_needs_fewer_steps(name):
     if name == "bicgstab":
         a = a + 0.01 * np.triu(GENERAL, 1)
     jacobi = np.diag(1 / np.diag(a))
-    plain, _ = ours(a, B, tol=1e-8, maxiter=8)
-    preconditioned, _ = ours(a, B, tol=1e-8, maxiter=8, M=lambda r: jacobi @ r)
+    if name.startswith("gmres"):  # two restarts of three vectors
+        ours = functools.partial(ours, restart=3)
+        a = a + 0.01 * np.triu(GENERAL, 1)
+    steps = 2 if name.startswith("gmres") else 8
+    plain, _ = ours(a, B, tol=1e-8, maxiter=steps)
+    preconditioned, _ = ours(a, B, tol=1e-8, maxiter=steps, M=lambda r: jacobi @ r)
     error = lambda x: np.linalg.norm(np.asarray(x) - np.linalg.solve(a, B))  # noqa: E731
     assert error(preconditioned) < 1e-6 < error(plain)
-    as_matrix, _ = ours(a, B, tol=1e-8, maxiter=8, M=jacobi)
+    as_matrix, _ = ours(a, B, tol=1e-8, maxiter=steps, M=jacobi)
     np.testing.assert_allclose(np.asarray(as_matrix), np.asarray(preconditioned), rtol=1e-12)
 
 
@@ -124,3 +138,34 @@ def test_complex_hermitian_systems():
     np.testing.assert_allclose(np.asarray(x), expect, rtol=1e-10, atol=1e-13)
     x, _ = sl.bicgstab(h, b, tol=1e-11)
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(h, b), rtol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["batched", "incremental"])
+@pytest.mark.parametrize("restarts", [1, 3])
+def test_gmres_restarts_give_scipys_iterates_preconditioned_too(method, restarts):
+    jacobi = np.diag(1 / np.diag(GENERAL))
+    for m in (None, jacobi):
+        x, info = sl.gmres(GENERAL, B, tol=0.0, restart=5, maxiter=restarts, M=m,
+                           solve_method=method)
+        expect, _ = scipy_sparse.gmres(GENERAL, B, rtol=0.0, atol=0.0, restart=5,
+                                       maxiter=restarts, M=m)
+        assert info is None
+        np.testing.assert_allclose(np.asarray(x), expect, rtol=1e-9, atol=1e-12)
+
+
+def test_gmres_incremental_ends_a_restart_early():
+    """With the tolerance reached after a few vectors, the incremental method stops within the
+    restart: its residual is within the bound but not far below it, while the batched method
+    builds all twenty and lands far lower."""
+    x_inc, _ = sl.gmres(GENERAL, B, tol=1e-3, solve_method="incremental")
+    x_bat, _ = sl.gmres(GENERAL, B, tol=1e-3, solve_method="batched")
+    res = lambda x: np.linalg.norm(B - GENERAL @ np.asarray(x)) / np.linalg.norm(B)  # noqa: E731
+    assert 1e-6 < res(x_inc) <= 1e-3
+    assert res(x_bat) < res(x_inc) / 10
+
+
+def test_gmres_bad_options_are_named():
+    with pytest.raises(NumbaxValueError, match="solve_method is 'qr'"):
+        sl.gmres(GENERAL, B, solve_method="qr")
+    with pytest.raises(NumbaxValueError, match="restart is 0"):
+        sl.gmres(GENERAL, B, restart=0)

@@ -1,5 +1,5 @@
-"""jax.scipy.sparse.linalg's Krylov solvers: `cg` (hermitian positive definite A) and
-`bicgstab` (general A) on arrays or pytrees of arrays.
+"""jax.scipy.sparse.linalg's Krylov solvers: `cg` (hermitian positive definite A), `bicgstab`
+and `gmres` (sparse_gmres.py; general A) on arrays or pytrees of arrays.
 
 As JAX documents them: A and the preconditioner M are 2D arrays, functions x -> A x, or
 objects with `@`; the iteration stops once norm(b - A x) <= max(tol * norm(b), atol) or after
@@ -24,6 +24,7 @@ from numbax._src.lax.control_flow.solves import custom_linear_solve
 from numbax._src.numpy import creation, reductions, ufuncs
 from numbax._src.numpy.dtypes_api import result_type
 from numbax._src.numpy.lax_numpy import asarray, where
+from numbax._src.scipy.sparse_gmres import gmres_loop
 
 
 def _linear_map(api: str, name: str, op: Any) -> Callable:
@@ -124,7 +125,7 @@ def _bicgstab_loop(matvec: Callable, b: Any, x0: Any, *, tol, atol, maxiter,
 
 
 def _isolve(api: str, loop: Callable, A: Any, b: Any, x0: Any, tol: float, atol: float,
-            maxiter: int | None, M: Any, symmetric: bool) -> tuple[Any, None]:
+            maxiter: int | None, M: Any, symmetric: bool, **options) -> tuple[Any, None]:
     matvec = _linear_map(api, "A", A)
     precondition = _linear_map(api, "M", M)
     b = tu.tree_map(asarray, b)
@@ -143,7 +144,7 @@ def _isolve(api: str, loop: Callable, A: Any, b: Any, x0: Any, tol: float, atol:
     if maxiter is None:
         maxiter = 10 * sum(int(np.size(a)) for a in tu.tree_leaves(b))
     solve = functools.partial(_solve_from, loop, x0=x0, tol=tol, atol=atol, maxiter=maxiter,
-                              precondition=precondition)
+                              precondition=precondition, **options)
     real = all(result_type(a).kind != "c" for a in tu.tree_leaves(b))
     x = custom_linear_solve(matvec, b, solve=solve, transpose_solve=solve,
                             symmetric=symmetric and real)
@@ -181,3 +182,29 @@ def bicgstab(A: Any, b: Any, x0: Any = None, *, tol: float = 1e-5, atol: float =
     """
     return _isolve("bicgstab", _bicgstab_loop, A, b, x0, tol, atol, maxiter, M,
                    symmetric=False)
+
+
+def gmres(A: Any, b: Any, x0: Any = None, *, tol: float = 1e-5, atol: float = 0.0,
+          restart: int = 20, maxiter: int | None = None, M: Any = None,
+          solve_method: str = "batched") -> tuple[Any, None]:
+    """Solves A x = b by restarted GMRES, for general A: Krylov spaces of `restart` vectors,
+    rebuilt from the last x up to `maxiter` times (JAX documents no bound; numbax stops after
+    10 x the unknowns, SciPy's default for its solvers). `solve_method` "incremental" ends a
+    restart as soon as its residual estimate is within the tolerance; "batched" builds every
+    vector first (sparse_gmres.py).
+
+    >>> import numpy as np
+    >>> x, info = gmres(np.array([[3.0, 1.0], [-1.0, 2.0]]), np.array([5.0, 0.0]), tol=1e-10)
+    >>> np.round(np.asarray(x), 6)
+    array([1.428571, 0.714286])
+    """
+    if solve_method not in ("incremental", "batched"):
+        raise NumbaxValueError(
+            f"numbax.scipy.sparse.linalg.gmres: solve_method is {solve_method!r}, expected "
+            "'incremental' or 'batched'.")
+    if int(restart) < 1:
+        raise NumbaxValueError(
+            f"numbax.scipy.sparse.linalg.gmres: restart is {restart}, expected a positive "
+            "number of Krylov vectors.")
+    return _isolve("gmres", gmres_loop, A, b, x0, tol, atol, maxiter, M, symmetric=False,
+                   restart=int(restart), incremental=solve_method == "incremental")
