@@ -1,6 +1,8 @@
 """lax.linalg on complex and non-square inputs, the triangular family's new members
 (cholesky_update, symmetric_product) and linalg_lu.py (lu, lu_pivots_to_permutation,
 tridiagonal_solve): values vs numpy/scipy, derivatives vs finite differences, vmap, errors."""
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -211,3 +213,39 @@ def test_pivoting_moves_rows_exactly_and_as_a_gather(jit):
         if name != "inv":
             jaxpr = str(numbax.make_jaxpr(call)(b))
             assert "dot_general" not in jaxpr, (name, jaxpr)
+
+
+@pytest.mark.parametrize("shape", [(300, 3, 3), (40, 5, 5), (30, 4, 7), (30, 7, 4),
+                                   (3, 5, 2, 2)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stacks_of_small_matrices_factor_as_lapack_does_one_by_one(shape, dtype):
+    """A stack of small real matrices factors all at once (`_lu_stacked`): the same pivots
+    and permutations as scipy's getrf on each matrix, the factors to rounding; singular and
+    NaN matrices among them as LAPACK leaves them. Then a jitted batched solve against
+    numpy's."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1, *shape[-2:])
+    flat[0] = 0.0  # all-zero: every pivot zero
+    flat[1, :, 0] = 0.0  # a zero first column
+    flat[2, -1, -1] = np.nan  # NaN in the last row
+    lu, piv, perm = ll.lu(x)
+    assert lu.shape == shape and piv.shape == (*shape[:-2], min(shape[-2:]))
+    tol = 1e-13 if dtype == np.float64 else 1e-5
+    for i, matrix in enumerate(flat):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the singular ones
+            lu_s, piv_s = scipy.linalg.lu_factor(matrix, check_finite=False)
+        idx = np.unravel_index(i, shape[:-2])
+        np.testing.assert_array_equal(np.asarray(piv)[idx], piv_s)
+        np.testing.assert_allclose(np.asarray(lu)[idx], lu_s, rtol=tol * 100, atol=tol)
+        order = np.arange(shape[-2])
+        for k, p in enumerate(piv_s):
+            order[[k, p]] = order[[p, k]]
+        np.testing.assert_array_equal(np.asarray(perm)[idx], order)
+    if shape[-1] == shape[-2]:
+        a = rng.standard_normal(shape).astype(dtype) + 3 * np.eye(shape[-1], dtype=dtype)
+        b = rng.standard_normal(shape[:-1]).astype(dtype)
+        got = numbax.jit(lambda a, b: numbax.numpy.linalg.solve(a, b[..., None])[..., 0])(a, b)
+        np.testing.assert_allclose(np.asarray(got), np.linalg.solve(a, b[..., None])[..., 0],
+                                   rtol=tol * 1000, atol=tol * 100)

@@ -64,8 +64,46 @@ def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
         return [x.copy(), np.zeros((*batch, min(m, n)), np.int32), perm]
     if x.ndim == 2:
         return list(_lu_one(x))
+    count = x.size // (m * n)
+    if x.dtype.kind == "f" and min(m, n) <= STACKED_LU_MAX and count >= 2 * min(m, n):
+        return _lu_stacked(x)
     lu, piv, perm = _each_matrix(_lu_one, x, 3)
     return [lu.astype(x.dtype), piv, perm]
+
+
+# Stacks of small real matrices factor all at once (`_lu_stacked`): one LAPACK call a matrix
+# cost ~15 us of Python each (a jitted solve of 10,000 3 x 3 systems took 152 ms on the VM,
+# jax.jit 8), where a step of the elimination over the whole stack costs about one such call.
+STACKED_LU_MAX = 64
+
+
+def _lu_stacked(x: np.ndarray) -> list[np.ndarray]:
+    """LAPACK's unblocked getf2 over every matrix of a stack at once, column by column: the
+    pivot is the first largest magnitude (as idamax: a NaN below the diagonal is never
+    chosen), whole rows swap, the multipliers scale by the pivot's reciprocal (by division
+    under LAPACK's safe minimum), and a zero pivot leaves its column as it is."""
+    *batch, m, n = x.shape
+    a = x.reshape(-1, m, n).copy()
+    count, steps = a.shape[0], min(m, n)
+    each = np.arange(count)
+    pivots = np.empty((count, steps), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
+    tiny = np.finfo(a.dtype).tiny
+    for k in range(steps):
+        size = np.abs(a[:, k:, k])
+        size[:, 1:][np.isnan(size[:, 1:])] = -1.0
+        size[:, 0][np.isnan(size[:, 0])] = np.inf
+        p = k + np.argmax(size, axis=1)
+        pivots[:, k] = p
+        a[each, k], a[each, p] = a[each, p], a[each, k].copy()
+        perm[each, k], perm[each, p] = perm[each, p], perm[each, k].copy()
+        pivot = a[:, k, k:k + 1]
+        with np.errstate(all="ignore"):
+            scaled = np.where(np.abs(pivot) >= tiny, a[:, k + 1:, k] * (1 / pivot),
+                              a[:, k + 1:, k] / pivot)
+        a[:, k + 1:, k] = np.where(pivot != 0, scaled, a[:, k + 1:, k])
+        a[:, k + 1:, k + 1:] -= a[:, k + 1:, k:k + 1] * a[:, k:k + 1, k + 1:]
+    return [a.reshape(x.shape), pivots.reshape(*batch, steps), perm.reshape(*batch, m)]
 
 
 def permutation_matrix(perm: Any, dtype: np.dtype) -> Any:
