@@ -143,19 +143,13 @@ def _isolve(api: str, loop: Callable, A: Any, b: Any, x0: Any, tol: float, atol:
                 f"{[np.shape(a) for a in tu.tree_leaves(b)]}.")
     if maxiter is None:
         maxiter = 10 * sum(int(np.size(a)) for a in tu.tree_leaves(b))
-    solve = functools.partial(_solve_from, loop, x0=x0, tol=tol, atol=atol, maxiter=maxiter,
+    # (the tangent and transpose solves start from x0 too: any guess of b's shape will do)
+    solve = functools.partial(loop, x0=x0, tol=tol, atol=atol, maxiter=maxiter,
                               precondition=precondition, **options)
     real = all(result_type(a).kind != "c" for a in tu.tree_leaves(b))
     x = custom_linear_solve(matvec, b, solve=solve, transpose_solve=solve,
                             symmetric=symmetric and real)
     return x, None
-
-
-def _solve_from(loop: Callable, matvec: Callable, b: Any, *, x0, **options) -> Any:
-    # the transpose solves (reverse mode) start from zero: x0 is a guess for the primal only
-    start = x0 if tu.tree_structure(b) == tu.tree_structure(x0) else tu.tree_map(
-        creation.zeros_like, b)
-    return loop(matvec, b, start, **options)
 
 
 def cg(A: Any, b: Any, x0: Any = None, *, tol: float = 1e-5, atol: float = 0.0,
