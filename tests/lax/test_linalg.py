@@ -123,6 +123,71 @@ def test_triangular_solve_matches_dense(left_side, lower, transpose_a, unit_diag
     np.testing.assert_allclose(op @ x if left_side else x @ op, b, rtol=1e-10, atol=1e-10)
 
 
+def _substituted(op, b, lower):
+    """op x = b by substitution in a Python loop (the independent truth for a zero pivot)."""
+    x = np.zeros_like(b)
+    with np.errstate(all="ignore"):
+        for i in (range(len(op)) if lower else range(len(op) - 1, -1, -1)):
+            done = slice(0, i) if lower else slice(i + 1, len(op))
+            x[i] = (b[i] - op[i, done] @ x[done]) / op[i, i]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_triangular_solve_reads_any_layout_and_one_triangle(dtype, layout):
+    """One 2D real matrix goes to BLAS's trsm on its own memory, whichever way it is laid out
+    (linalg_blas.py): every flag gives the dense solve's numbers, eager and jitted, the other
+    triangle (and a unit diagonal) never read, the result C-contiguous."""
+    full = well((9, 9))
+    a = {"C": full, "F": np.asfortranarray(full), "strided": np.tile(full, (1, 2))[:, ::2]}[
+        layout].astype(dtype)
+    for left_side, lower, transpose_a, unit in np.ndindex(2, 2, 2, 2):
+        kw = dict(left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+                  unit_diagonal=bool(unit))
+        b = RNG.standard_normal((9, 4) if left_side else (4, 9)).astype(dtype)
+        t = np.tril(a) if lower else np.triu(a)
+        if unit:
+            np.fill_diagonal(t, 1)
+        op = t.T if transpose_a else t
+        want = np.linalg.solve(op.astype(np.float64), b) if left_side \
+            else np.linalg.solve(op.T.astype(np.float64), b.T).T
+        for x in (lax.linalg.triangular_solve(a, b, **kw),
+                  numbax.jit(lambda a, b, kw=kw: lax.linalg.triangular_solve(a, b, **kw))(a, b)):
+            x = np.asarray(x)
+            assert x.dtype == dtype and x.flags.c_contiguous
+            np.testing.assert_allclose(x, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def test_triangular_solve_zero_pivot_gives_infinities_as_substitution():
+    """An exactly zero pivot divides by zero, as JAX's solve does (trtrs would refuse)."""
+    a = np.tril(well((4, 4)))
+    a[1, 1] = 0.0
+    b = RNG.standard_normal((4, 2))
+    got = np.asarray(lax.linalg.triangular_solve(a, b, left_side=True, lower=True))
+    want = _substituted(a, b, lower=True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    assert np.isinf(got[1]).all() and not np.isfinite(got[2:]).any()
+    np.testing.assert_allclose(got[0], want[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_of_one_matrix_reads_its_lower_triangle(dtype):
+    """potrf on the row-major matrix's own memory (its column-major view's upper triangle):
+    whatever the upper triangle holds, the factor is numpy's of the symmetric matrix."""
+    s = spd((7, 7), dtype)
+    junk = np.tril(s) + np.triu(np.full((7, 7), 1e3, dtype), 1)
+    for a in (junk, np.asfortranarray(junk)):
+        lower_only = lambda a: ll.cholesky(a, symmetrize_input=False)  # noqa: E731
+        for out in (lower_only(a), numbax.jit(lower_only)(a)):
+            out = np.asarray(out)
+            assert out.dtype == dtype and out.flags.c_contiguous
+            np.testing.assert_allclose(out, np.linalg.cholesky(s), rtol=TOL[dtype],
+                                       atol=TOL[dtype])
+    assert np.isnan(np.asarray(numbax.jit(ll.cholesky)(-s))).all()
+
+
 # ----------------------------------------------------------------------------- derivatives
 
 

@@ -22,7 +22,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import reductions, shape_ops
+from numbax._src.lax import linalg_blas, reductions, shape_ops
 from numbax._src.lax.dot import dot_general
 
 # ----------------------------------------------------------------------------- helpers
@@ -235,8 +235,10 @@ def _cholesky_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
 
 def _cholesky_impl(x: np.ndarray) -> list[np.ndarray]:
     """Reads the lower triangle; matrices that are not positive definite give NaNs (as JAX).
-    LAPACK's potrf reads only that triangle, so a real matrix goes to it as it is (building
-    the Hermitian matrix cost half as long as the factorisation, 500 x 500)."""
+    One real matrix goes to potrf on its own memory (linalg_blas.py), a stack to numpy's
+    loop; a complex one is made Hermitian first."""
+    if linalg_blas.takes(x):
+        return [linalg_blas.cholesky(x)]
     herm = _hermitian_np(x, lower=True) if np.iscomplexobj(x) else x
     try:
         return [np.linalg.cholesky(herm)]
@@ -434,31 +436,14 @@ def _solve_left(op_a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
         return out
 
 
-def _in_place_of_triangle(a, b, left_side, lower, transpose_a, unit_diagonal):
-    """op(a) x = b (x op(a) = b as op(a)ᵀ xᵀ = bᵀ) for one real 2D a through LAPACK's trtrs,
-    which reads only a's `lower` triangle, and not its diagonal when unit: no triangle copied
-    out first (same bits; 1000^2 on the 2-core VM, b of 1000 columns 29.6 -> 23.3 ms, of 8
-    3.1 -> 0.7). None where trtrs refuses an exactly zero pivot: the caller substitutes."""
-    rhs = b if left_side else np.swapaxes(b, -1, -2)
-    try:
-        with np.errstate(all="ignore"):
-            x = scipy.linalg.solve_triangular(a, rhs, trans=int(transpose_a == left_side),
-                                              lower=lower, unit_diagonal=unit_diagonal,
-                                              check_finite=False)
-    except np.linalg.LinAlgError:
-        return None
-    return x if left_side else np.swapaxes(x, -1, -2)
-
-
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     """op(a) x = b (left_side) or x op(a) = b, with a's other triangle ignored."""
-    out = _in_place_of_triangle(a, b, left_side, lower, transpose_a, unit_diagonal) \
-        if a.ndim == 2 and b.ndim == 2 and a.dtype.kind == "f" else None
-    if out is None:
-        op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
-        lower_eff = lower != transpose_a
-        out = _solve_left(op_a, b, lower_eff) if left_side else np.swapaxes(_solve_left(
-            np.swapaxes(op_a, -1, -2), np.swapaxes(b, -1, -2), not lower_eff), -1, -2)
+    if linalg_blas.takes(a, b):  # one BLAS trsm on the operands' own memory
+        return [linalg_blas.solve_triangular(a, b, left_side, lower, transpose_a, unit_diagonal)]
+    op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
+    lower_eff = lower != transpose_a
+    out = _solve_left(op_a, b, lower_eff) if left_side else np.swapaxes(_solve_left(
+        np.swapaxes(op_a, -1, -2), np.swapaxes(b, -1, -2), not lower_eff), -1, -2)
     return [np.ascontiguousarray(out, dtype=b.dtype)]
 
 
