@@ -404,6 +404,30 @@ def test_lapack_calls_in_a_jitted_program_run_under_the_thread_rule(monkeypatch)
     assert isinstance(backend.LapackCall(None, {}, ()), backend.EagerCall)
 
 
+def test_long_lapack_calls_wait_for_spinning_workers(monkeypatch):
+    """Above LAPACK_THREADED_MACS, a call made while Numba's workers may spin waits for them
+    when its one-thread time is LAPACK_WAIT_PAYS times the wait or more, then takes BLAS's
+    threads; a shorter one runs on one thread at once."""
+    state = {"left": 0.002}
+    slept = []
+    monkeypatch.setattr(threads_rt, "spin_left_s", lambda: state["left"])
+    monkeypatch.setattr(threads_rt, "busy", lambda: False)
+    monkeypatch.setattr(blas.time, "sleep",
+                        lambda s: slept.append(s) or state.update(left=0.0))
+    n_short = round((blas.LAPACK_MACS_PER_S * blas.LAPACK_WAIT_PAYS * 0.002) ** (1 / 3)) - 8
+    n_long = round((blas.LAPACK_MACS_PER_S * blas.LAPACK_WAIT_PAYS * 0.002) ** (1 / 3)) + 8
+    assert n_short ** 3 >= blas.LAPACK_THREADED_MACS
+    with config.override("cpu_threads", 0):
+        assert blas.lapack_threads([np.empty((40, 40))]) == 1 and not slept
+        assert blas.lapack_threads([np.empty((n_short, n_short))]) == 1 and not slept
+        # float32 runs twice as fast on one thread: the same size does not wait
+        assert blas.lapack_threads([np.empty((n_long, n_long), np.float32)]) == 1
+        assert not slept
+        assert blas.lapack_threads([np.empty((n_long, n_long))]) == 0  # BLAS's own count
+        assert slept == [0.002]
+        assert blas.lapack_threads([np.empty((n_short, n_short))]) == 0  # nothing spins now
+
+
 @pytest.mark.parametrize("matmul", ["numbax", "blas"])
 def test_batched_products_with_batch_axes_not_leading(matmul):
     """Attention's heads: the batch axis second in one operand and first in the other. The

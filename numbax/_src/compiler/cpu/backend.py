@@ -37,8 +37,9 @@ def _load_numba_registries() -> None:
 
 class LapackCall(EagerCall):
     """An eager implementation the driver runs between kernels (LAPACK through numpy and scipy,
-    sort), under the runtime's BLAS thread rule (runtime/blas.py): one thread while Numba's
-    workers may still spin after a kernel, and below LAPACK_THREADED_MACS. With OpenBLAS's
+    sort), under the runtime's LAPACK thread rule (`blas.lapack_threads`): one thread below
+    LAPACK_THREADED_MACS; above it BLAS's threads, once Numba's workers have stopped
+    spinning after a kernel. With OpenBLAS's
     default threads beside them a 500 x 500 Cholesky in a jitted program took 9-14 ms
     instead of 2-5, and the product after it ran 3x slower beside OpenBLAS's spinning
     threads."""
@@ -46,9 +47,7 @@ class LapackCall(EagerCall):
     __slots__ = ()
 
     def __call__(self, *args):
-        macs = blas.lapack_macs(args)
-        threads = blas.blas_threads(macs) if macs >= blas.LAPACK_THREADED_MACS else 1
-        return blas.blas_call(super().__call__, threads, *args)
+        return blas.blas_call(super().__call__, blas.lapack_threads(args), *args)
 
 
 class CpuBackend(Backend):

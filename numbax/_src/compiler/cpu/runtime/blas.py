@@ -2,7 +2,10 @@
 OpenBLAS's own C API to set that count around one call, and whether the machine is busy."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+
+import numpy as np
 
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.config import config
@@ -28,13 +31,21 @@ BLAS_THREADED_MACS = 1 << 24
 # on one, 16.0 on two (each of its parallel regions waits for a descheduled thread).
 LONG_MACS = 1 << 32
 # LAPACK calls between a jitted program's kernels (cpu/backend.py's LapackCall) take BLAS's
-# own threads only from this size (n = 645 for an n x n matrix): a Gaussian process's
-# gradient (a 500 x 500 Cholesky and two triangular solves) took 22 ms a step with them and 15
-# with one thread on 16 Xeon cores, its factorisations' threads spinning beside the kernels
-# (before pool_spin.py bounded OpenBLAS's spin). At 2^30 (n = 1024), a jitted 1000^2 solve ran
-# 34-42 ms on 16 cores against jax.jit's 12-18; at 2^28 on the 2-core VM, inv of 1000^2 122-127
-# -> 92-98 ms, of 700^2 45-57 -> 39-42, solve 1000^2 36-38 -> 31 (docs/performance.md).
-LAPACK_THREADED_MACS = 1 << 28
+# own threads from this size (n = 322 for an n x n matrix; `lapack_threads`). It was 2^30
+# while OpenBLAS's idle threads spun beside the kernels (a Gaussian process's 500 x 500
+# gradient took 22 ms a step with threads and 15 with one on 16 Xeon cores), then 2^28. With
+# their spin bounded (pool_spin.py) and no call made to share the cores with Numba's spinning
+# workers, on 16 Xeon cores at 2^25 against 2^28 a jitted inverse of 500^2 took 8.3 against
+# 15.9 ms, of 645^2 18 against 40 (jax.jit 7.6 and 9.9); the Gaussian process's gradient
+# 12.5 against 13.7 ms; on the 2-core VM inv of 400^2 8.2 against 11.5 (docs/performance.md).
+LAPACK_THREADED_MACS = 1 << 25
+# One core's speed in `lapack_macs` (which counts n^3 for every n x n routine), float64: a
+# 1024^2 triangular solve of 1024 columns, LU and Cholesky took 37, 23.5 and 13 ms on one
+# Xeon core (29, 46 and 83 G a second); the slowest is taken. float32 runs twice as fast.
+LAPACK_MACS_PER_S = 3e10
+# A LAPACK call waits for Numba's spinning workers to stop if its one-thread time is at least
+# this many times the wait (`lapack_threads`).
+LAPACK_WAIT_PAYS = 4
 
 
 _blas_api: list = []
@@ -132,6 +143,26 @@ def blas_threads(macs: int, site: threads.Site | None = None) -> int:
     if threads.pool_spinning():
         return 1
     return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0, lambda: 0, site)
+
+
+def lapack_threads(args) -> int:
+    """BLAS threads for a LAPACK call on `args` between a program's kernels (0: BLAS's own
+    count): one below LAPACK_THREADED_MACS; above it, where Numba's workers may still spin
+    after a kernel, one unless waiting for them to stop is short against the call's time on
+    one thread (LAPACK_WAIT_PAYS), when the call waits and takes the threads. Given one thread
+    whenever the workers might spin (as products are), a jitted inverse of 1024^2 on 16 Xeon
+    cores took 93 ms where its pieces on BLAS's threads took 31 (jax.jit 28): both of its
+    triangular solves came right after the permutation's kernel."""
+    macs = lapack_macs(args)
+    if macs < LAPACK_THREADED_MACS:
+        return 1
+    left = threads.spin_left_s()
+    if left:
+        single = any(getattr(a, "dtype", None) == np.float32 for a in args)
+        if macs / (LAPACK_MACS_PER_S * (2 if single else 1)) < LAPACK_WAIT_PAYS * left:
+            return 1
+        time.sleep(left)
+    return blas_threads(macs)
 
 
 def blas_call(fn, threads: int, *args):

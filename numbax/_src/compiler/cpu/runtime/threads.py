@@ -293,8 +293,13 @@ def spin_window_s() -> float:
 
 def pool_spinning() -> bool:
     """Whether Numba's workers may still be spinning after a recent parallel region."""
+    return spin_left_s() > 0
+
+
+def spin_left_s() -> float:
+    """How much longer Numba's workers may spin after the last parallel region (0: none)."""
     last = _state["parallel"]
-    return last >= 0 and time.monotonic() - last < spin_window_s()
+    return max(0.0, last + spin_window_s() - time.monotonic()) if last >= 0 else 0.0
 
 
 def chunks(size: int, minimum: int, n: int) -> int:
