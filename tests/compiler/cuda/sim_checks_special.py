@@ -64,3 +64,55 @@ def float_scatter_mul_and_along_axis():
     g = gjit(numbax.grad(lambda a: jnp.sum(jnp.sort(a, axis=1) * jnp.arange(4.0))))(v)
     close(g, np.asarray(numbax.jit(numbax.grad(
         lambda a: jnp.sum(jnp.sort(a, axis=1) * jnp.arange(4.0))))(v)))
+
+
+# (operand shape, index shape, axis): index dims of size 1 broadcast against the operand's
+# (the output takes the operand's size there), including the (batch, n, 1) row permutation
+# that LU solves gather with and vmap's leading 1 for an unbatched index
+_ALONG_AXIS_CASES = (((2, 4, 3), (2, 4, 1), 1), ((2, 4, 3), (1, 4, 3), 1),
+                     ((2, 4, 3), (1, 6, 1), 1), ((4, 3), (6, 1), 0), ((2, 3, 5), (2, 1, 2), 2),
+                     ((3, 4), (3, 1), 1), ((5,), (7,), 0))
+
+
+@check
+def along_axis_broadcast_indices():
+    """take_along_axis and scatter_add_along_axis with broadcast index dims (one kernel thread
+    per output element, not per index) against numpy, float and integer operands."""
+    from numbax._src.lax import along_axis
+
+    rng = np.random.default_rng(5)
+    for xs, ishape, axis in _ALONG_AXIS_CASES:
+        n = xs[axis]
+        idx = rng.integers(-n, n, ishape)  # negative indices wrap, as numpy's
+        full = tuple(ishape[d] if d == axis else xs[d] for d in range(len(xs)))
+        for dt, it in ((np.float64, np.int32), (np.float32, np.int64), (np.int32, np.uint8),
+                       (np.int64, np.int32), (np.bool_, np.int32)):
+            x = (rng.normal(size=xs) * 4).astype(dt)
+            i = (idx % n).astype(it) if it == np.uint8 else idx.astype(it)
+            want = np.take_along_axis(x, np.broadcast_to(i, full), axis)
+            got = gjit(lambda a, j, axis=axis: along_axis.take_along_axis(a, j, axis))(x, i)
+            close(got, want, rtol=0, atol=0)
+            close(gjit(lambda a, j, axis=axis: jnp.take_along_axis(a, j, axis))(x, i), want,
+                  rtol=0, atol=0)
+            if dt == np.bool_:  # no bool scatter-add kernel (no bool atomics) to check
+                continue
+            u = (rng.normal(size=full) * 4).astype(dt)
+            shape = tuple(n if d == axis else full[d] for d in range(len(xs)))
+            at = list(np.indices(full, sparse=True))
+            at[axis] = np.broadcast_to(i, full)
+            want = np.zeros(shape, dt)
+            np.add.at(want, tuple(at), u)
+            got = gjit(lambda v, j, axis=axis, n=n: along_axis.scatter_add_along_axis(v, j,
+                                                                                   axis, n))
+            close(got(u, i), want, rtol=1e-6, atol=1e-5)
+    # vmap over the operand with an unbatched index: a leading 1 in the index
+    x = rng.normal(size=(3, 4, 2))
+    idx = np.array([[2], [0], [3], [1]])
+    for take in (along_axis.take_along_axis, jnp.take_along_axis):
+        close(gjit(numbax.vmap(lambda a, take=take: take(a, idx, 0)))(x),
+              np.take_along_axis(x, idx[None], 1), rtol=0, atol=0)
+    # cumulative ops' derivatives shift with an index broadcast along every other axis
+    x = rng.uniform(0.5, 1.5, (3, 5))
+    for cum in (jnp.cumprod, numbax.lax.cummax):
+        g = numbax.grad(lambda a, cum=cum: jnp.sum(cum(a, axis=1) ** 2))
+        close(gjit(g)(x), np.asarray(numbax.jit(g)(x)), rtol=1e-12)

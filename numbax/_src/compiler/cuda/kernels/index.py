@@ -225,7 +225,9 @@ def _along_axis(eqn: JaxprEqn, cfg: Config) -> ir.Kernel:
     take = eqn.primitive is la.take_along_axis_p
     x, idx = eqn.invars[0].aval, eqn.invars[1].aval
     out = eqn.outvars[0].aval
-    shape = idx.shape if take else x.shape  # the iteration space
+    # the iteration space: every output element (take: idx's size-1 dims broadcast, so
+    # idx.shape can be smaller than the output) or every update (scatter)
+    shape = out.shape if take else x.shape
     n = prod(shape)
     size = x.shape[axis] if take else out.shape[axis]
     ipos = [f"j{d}" if idx.shape[d] != 1 else "0" for d in range(len(shape))]
