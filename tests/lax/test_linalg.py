@@ -159,6 +159,39 @@ def test_triangular_solve_reads_any_layout_and_one_triangle(dtype, layout):
             np.testing.assert_allclose(x, want, rtol=TOL[dtype], atol=TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_triangular_solve_of_a_stack_of_small_matrices(dtype):
+    """Many small systems substitute row by row over the whole stack (linalg_blas.py): every
+    flag gives numpy's batched dense solve, eager and jitted, the other triangle never read,
+    and a zero pivot in one system leaves the others' solutions as they are."""
+    a = well((12, 4, 4), dtype)
+    for left_side, lower, transpose_a, unit in np.ndindex(2, 2, 2, 2):
+        kw = dict(left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+                  unit_diagonal=bool(unit))
+        b = RNG.standard_normal((12, 4, 3) if left_side else (12, 3, 4)).astype(dtype)
+        t = np.tril(a) if lower else np.triu(a)
+        if unit:
+            t[:, np.arange(4), np.arange(4)] = 1
+        op = np.swapaxes(t, -1, -2) if transpose_a else t
+        want = np.linalg.solve(op.astype(np.float64), b) if left_side else np.swapaxes(
+            np.linalg.solve(np.swapaxes(op, -1, -2).astype(np.float64),
+                            np.swapaxes(b, -1, -2)), -1, -2)
+        for x in (lax.linalg.triangular_solve(a, b, **kw),
+                  numbax.jit(lambda a, b, kw=kw: lax.linalg.triangular_solve(a, b, **kw))(a, b)):
+            x = np.asarray(x)
+            assert x.dtype == dtype and x.flags.c_contiguous
+            np.testing.assert_allclose(x, want, rtol=TOL[dtype], atol=TOL[dtype])
+    low = np.tril(well((10, 3, 3)))
+    low[4, 1, 1] = 0.0
+    rhs = RNG.standard_normal((10, 3, 2))
+    got = np.asarray(lax.linalg.triangular_solve(low, rhs, left_side=True, lower=True))
+    for i in range(10):
+        want = _substituted(low[i], rhs[i], lower=True)
+        np.testing.assert_array_equal(np.isfinite(got[i]), np.isfinite(want))
+        np.testing.assert_allclose(got[i][np.isfinite(want)], want[np.isfinite(want)])
+    assert not np.isfinite(got[4, 1:]).any()
+
+
 def test_triangular_solve_zero_pivot_gives_infinities_as_substitution():
     """An exactly zero pivot divides by zero, as JAX's solve does (trtrs would refuse)."""
     a = np.tril(well((4, 4)))

@@ -440,6 +440,8 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, 
     """op(a) x = b (left_side) or x op(a) = b, with a's other triangle ignored."""
     if linalg_blas.takes(a, b):  # one BLAS trsm on the operands' own memory
         return [linalg_blas.solve_triangular(a, b, left_side, lower, transpose_a, unit_diagonal)]
+    if linalg_blas.takes_stack(a, b):  # many small systems, substituted all at once
+        return [linalg_blas.solve_stacked(a, b, left_side, lower, transpose_a, unit_diagonal)]
     op_a = _effective_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
     lower_eff = lower != transpose_a
     out = _solve_left(op_a, b, lower_eff) if left_side else np.swapaxes(_solve_left(

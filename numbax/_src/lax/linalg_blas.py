@@ -1,4 +1,5 @@
-"""Real triangular solves and Cholesky factorisations of one matrix, on its own memory.
+"""Real triangular solves and Cholesky factorisations: one matrix on its own memory through
+BLAS and LAPACK, a stack of small ones by substitution over the whole stack.
 
 BLAS and LAPACK are column-major; numbax's arrays are row-major. A C-contiguous matrix is the
 Fortran-contiguous transpose of itself, so each call here hands BLAS the transposed problem
@@ -15,8 +16,15 @@ result back):
   and 49; docs/performance.md).
 trsm does not stop at a zero on the diagonal: it divides by it, giving the infinities and
 NaNs JAX gives, where trtrs refuses the system.
+
+A stack of many small triangular systems (`solve_stacked`: LU's solves of a batch) is solved
+row by row over every matrix at once, as linalg_lu.py factors such stacks (STACKED_MAX):
+numpy's batched solve of the triangles, copied out, took 4.8 ms for 10,000 systems of 3 x 3
+on the 2-core VM.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import scipy.linalg.blas
@@ -27,6 +35,40 @@ def takes(a: np.ndarray, b: np.ndarray | None = None) -> bool:
     """Whether these operands go through this module: 2D float32/float64 of one dtype."""
     return a.ndim == 2 and a.dtype in (np.float32, np.float64) and (
         b is None or (b.ndim == 2 and b.dtype == a.dtype))
+
+
+# Stacks of matrices of up to this many rows, at least twice as many matrices as rows, are
+# solved (and LU-factored) over the whole stack at once.
+STACKED_MAX = 64
+
+
+def takes_stack(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether `solve_stacked` takes these operands: real, one dtype, a stack of many small
+    matrices (a and b have the same batch dims, as triangular_solve requires)."""
+    n = a.shape[-1]
+    return a.ndim > 2 and a.dtype in (np.float32, np.float64) and b.dtype == a.dtype and \
+        0 < n <= STACKED_MAX and math.prod(a.shape[:-2]) >= 2 * n
+
+
+def solve_stacked(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
+                  transpose_a: bool, unit_diagonal: bool) -> np.ndarray:
+    """`solve_triangular` for stacks (..., n, n) and (..., n, k) or (..., k, n): forward (back)
+    substitution, one row of every system per step, reading only the `lower` (else upper)
+    triangle and not a unit diagonal; a zero pivot divides."""
+    # x op(a) = b is op(a)ᵀ xᵀ = bᵀ: either way t y = rhs with t = a or aᵀ
+    flip = transpose_a if left_side else not transpose_a
+    t = np.swapaxes(a, -1, -2) if flip else a
+    t_lower = lower != flip
+    rhs = b if left_side else np.swapaxes(b, -1, -2)
+    n = a.shape[-1]
+    y = np.empty(rhs.shape, a.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(n) if t_lower else range(n - 1, -1, -1):
+            done = slice(0, i) if t_lower else slice(i + 1, n)
+            row = rhs[..., i, :] - np.einsum("...j,...jk->...k", t[..., i, done],
+                                             y[..., done, :])
+            y[..., i, :] = row if unit_diagonal else row / t[..., i, i, None]
+    return y if left_side else np.ascontiguousarray(np.swapaxes(y, -1, -2))
 
 
 def _column_major(a: np.ndarray, lower: bool) -> tuple[np.ndarray, bool, bool]:

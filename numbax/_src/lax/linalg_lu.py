@@ -15,7 +15,7 @@ from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax import linalg_blas, shape_ops
 from numbax._src.lax.along_axis import scatter_add_along_axis, take_along_axis
 from numbax._src.lax.iota import broadcasted_iota
 from numbax._src.lax.linalg import (
@@ -65,16 +65,16 @@ def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
     if x.ndim == 2:
         return list(_lu_one(x))
     count = x.size // (m * n)
-    if x.dtype.kind == "f" and min(m, n) <= STACKED_LU_MAX and count >= 2 * min(m, n):
+    if x.dtype.kind == "f" and min(m, n) <= linalg_blas.STACKED_MAX and count >= 2 * min(m, n):
         return _lu_stacked(x)
     lu, piv, perm = _each_matrix(_lu_one, x, 3)
     return [lu.astype(x.dtype), piv, perm]
 
 
-# Stacks of small real matrices factor all at once (`_lu_stacked`): one LAPACK call a matrix
-# cost ~15 us of Python each (a jitted solve of 10,000 3 x 3 systems took 152 ms on the VM,
-# jax.jit 8), where a step of the elimination over the whole stack costs about one such call.
-STACKED_LU_MAX = 64
+# Stacks of small real matrices (linalg_blas.STACKED_MAX) factor all at once (`_lu_stacked`):
+# one LAPACK call a matrix cost ~15 us of Python each (a jitted solve of 10,000 3 x 3 systems
+# took 152 ms on the VM, jax.jit 8), where a step of the elimination over the whole stack
+# costs about one such call.
 
 
 def _lu_stacked(x: np.ndarray) -> list[np.ndarray]:
