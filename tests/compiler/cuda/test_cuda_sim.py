@@ -65,9 +65,12 @@ def test_simulator_check(name):
 
 
 # The fast path CI runs (`-m "not slow"`): a few checks across the backend's kinds of work
-# (elementwise, reductions, products, fused kernels, transforms, host-driven control flow).
+# (elementwise, reductions, products, fused kernels, transforms, host-driven control flow),
+# and the gathers with broadcast indices that LU's row permutation and scans' gradients use
+# (wrong on the GPU for a session while only the slow suite ran them).
 FAST_PATH = ("unary_float", "reductions", "softmax_rows", "dot_general",
-             "fused_selu_one_kernel", "grad_and_vmap_compose", "control_flow_host_driven")
+             "fused_selu_one_kernel", "grad_and_vmap_compose", "control_flow_host_driven",
+             "along_axis_broadcast_indices")
 
 
 @pytest.mark.xdist_group("cudasim-fast")
