@@ -81,29 +81,37 @@ def _lu_stacked(x: np.ndarray) -> list[np.ndarray]:
     """LAPACK's unblocked getf2 over every matrix of a stack at once, column by column: the
     pivot is the first largest magnitude (as idamax: a NaN below the diagonal is never
     chosen), whole rows swap, the multipliers scale by the pivot's reciprocal (by division
-    under LAPACK's safe minimum), and a zero pivot leaves its column as it is."""
+    under LAPACK's safe minimum), and a zero pivot leaves its column as it is. The stack's
+    axis goes last, so each entry of the matrices is one contiguous vector over the stack
+    (matrices first, every step's column and row were strided reads: 7 of a jitted 10,000
+    3 x 3 solve's 9.6 ms on the 2-core VM)."""
     *batch, m, n = x.shape
-    a = x.reshape(-1, m, n).copy()
-    count, steps = a.shape[0], min(m, n)
+    a = np.ascontiguousarray(np.moveaxis(x.reshape(-1, m, n), 0, -1))  # (m, n, count)
+    count, steps = a.shape[2], min(m, n)
     each = np.arange(count)
-    pivots = np.empty((count, steps), np.int32)
-    perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
+    pivots = np.empty((steps, count), np.int32)
+    perm = np.repeat(np.arange(m, dtype=np.int32)[:, None], count, axis=1)
     tiny = np.finfo(a.dtype).tiny
     for k in range(steps):
-        size = np.abs(a[:, k:, k])
-        size[:, 1:][np.isnan(size[:, 1:])] = -1.0
-        size[:, 0][np.isnan(size[:, 0])] = np.inf
-        p = k + np.argmax(size, axis=1)
-        pivots[:, k] = p
-        a[each, k], a[each, p] = a[each, p], a[each, k].copy()
-        perm[each, k], perm[each, p] = perm[each, p], perm[each, k].copy()
-        pivot = a[:, k, k:k + 1]
+        size = np.abs(a[k:, k])
+        size[1:][np.isnan(size[1:])] = -1.0
+        size[0][np.isnan(size[0])] = np.inf
+        p = k + np.argmax(size, axis=0)
+        pivots[k] = p
+        row_k = a[k].T.copy()
+        a[k] = a[p, :, each].T
+        a[p, :, each] = row_k
+        perm_k = perm[k].copy()
+        perm[k] = perm[p, each]
+        perm[p, each] = perm_k
+        pivot, column = a[k, k], a[k + 1:, k]
         with np.errstate(all="ignore"):
-            scaled = np.where(np.abs(pivot) >= tiny, a[:, k + 1:, k] * (1 / pivot),
-                              a[:, k + 1:, k] / pivot)
-        a[:, k + 1:, k] = np.where(pivot != 0, scaled, a[:, k + 1:, k])
-        a[:, k + 1:, k + 1:] -= a[:, k + 1:, k:k + 1] * a[:, k:k + 1, k + 1:]
-    return [a.reshape(x.shape), pivots.reshape(*batch, steps), perm.reshape(*batch, m)]
+            scaled = np.where(np.abs(pivot) >= tiny, column * (1 / pivot), column / pivot)
+        a[k + 1:, k] = np.where(pivot != 0, scaled, column)
+        a[k + 1:, k + 1:] -= a[k + 1:, k, None] * a[k, None, k + 1:]
+    lu = np.ascontiguousarray(np.moveaxis(a, -1, 0))
+    return [lu.reshape(x.shape), np.ascontiguousarray(pivots.T).reshape(*batch, steps),
+            np.ascontiguousarray(perm.T).reshape(*batch, m)]
 
 
 def permutation_matrix(perm: Any, dtype: np.dtype) -> Any:
