@@ -61,9 +61,17 @@ class EagerCall:
         self.dtypes = dtypes
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
-        outs = core.impl_rules[self.primitive](*args, **self.params)
-        return [np.asarray(o, dtype=dt, order="C") for o, dt in
-                zip(outs, self.dtypes, strict=True)]
+        return [self.row_major(o, dt) for o, dt in
+                zip(self.impl(*args), self.dtypes, strict=True)]
+
+    def impl(self, *args: Any) -> list:
+        """The primitive's eager implementation's outputs, as it gives them."""
+        return core.impl_rules[self.primitive](*args, **self.params)
+
+    @staticmethod
+    def row_major(out: Any, dtype: np.dtype) -> np.ndarray:
+        """One output as the C-contiguous array of `dtype` the kernels after it read."""
+        return np.asarray(out, dtype=dtype, order="C")
 
 
 @dataclass

@@ -17,7 +17,7 @@ from numbax._src.compiler.backend import (
     warn_unlowered,
 )
 from numbax._src.compiler.cpu import control_flow, driver, loops, rows
-from numbax._src.compiler.cpu.runtime import blas, blas_parts
+from numbax._src.compiler.cpu.runtime import blas, blas_parts, copies
 from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Jaxpr, Var
@@ -47,7 +47,8 @@ class LapackCall(EagerCall):
     __slots__ = ()
 
     def __call__(self, *args):
-        return blas.blas_call(super().__call__, blas.lapack_threads(args), *args)
+        outs = blas.blas_call(self.impl, blas.lapack_threads(args), *args)
+        return [copies.row_major(o, dt) for o, dt in zip(outs, self.dtypes, strict=True)]
 
 
 class CpuBackend(Backend):
