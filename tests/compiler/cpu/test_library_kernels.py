@@ -404,11 +404,12 @@ def test_lapack_calls_in_a_jitted_program_run_under_the_thread_rule(monkeypatch)
     assert isinstance(backend.LapackCall(None, {}, ()), backend.EagerCall)
 
 
-def test_lapack_results_come_back_row_major_through_tiles():
-    """LAPACK's column-major results are copied to row order by the serial tiled copy (any
-    item size up to 8 bytes), other outputs as np.asarray gives them; a jitted LU of a
-    matrix large enough for the tiles gives eager's bits."""
+def test_lapack_results_come_back_row_major_by_blocks():
+    """LAPACK's column-major results are copied to row order by blocks (`linalg_blas.relaid`,
+    which also makes LU's column-major operand), other outputs as np.asarray gives them; a
+    jitted LU of a matrix large enough for the blocks gives eager's bits."""
     from numbax._src.compiler.cpu.runtime import copies
+    from numbax._src.lax import linalg_blas
 
     for dtype in (np.float64, np.float32, np.int16, np.complex64, np.complex128):
         f = np.asfortranarray(RNG.normal(size=(260, 190)).astype(dtype))
@@ -416,6 +417,9 @@ def test_lapack_results_come_back_row_major_through_tiles():
             got = copies.row_major(f, want)
             assert got.flags.c_contiguous and got.dtype == want
             np.testing.assert_array_equal(got, f.astype(want))
+        back = linalg_blas.relaid(np.ascontiguousarray(f), "F")
+        assert back.flags.f_contiguous
+        np.testing.assert_array_equal(back, f)
     x = RNG.normal(size=(240, 240))  # below LAPACK_THREADED_MACS: one thread, as eager here
     lu, piv, perm = numbax.jit(numbax.lax.linalg.lu)(x)
     for got, want in zip((lu, piv, perm), blas.blas_call(numbax.lax.linalg.lu, 1, x)):
