@@ -1,5 +1,6 @@
 """Real triangular solves and Cholesky factorisations: one matrix on its own memory through
-BLAS and LAPACK, a stack of small ones by substitution over the whole stack.
+BLAS and LAPACK, a stack of small ones by substitution over the whole stack; and the blocked
+copy (`relaid`) that moves a matrix between row- and column-major order for LAPACK.
 
 BLAS and LAPACK are column-major; numbax's arrays are row-major. A C-contiguous matrix is the
 Fortran-contiguous transpose of itself, so each call here hands BLAS the transposed problem
@@ -32,7 +33,8 @@ import scipy.linalg.lapack
 
 
 def takes(a: np.ndarray, b: np.ndarray | None = None) -> bool:
-    """Whether these operands go through this module: 2D float32/float64 of one dtype."""
+    """Whether `solve_triangular` and `cholesky` take these operands: 2D float32/float64 of
+    one dtype."""
     return a.ndim == 2 and a.dtype in (np.float32, np.float64) and (
         b is None or (b.ndim == 2 and b.dtype == a.dtype))
 
