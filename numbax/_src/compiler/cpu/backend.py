@@ -46,9 +46,10 @@ class LapackCall(EagerCall):
 
     __slots__ = ()
 
+    row_major = staticmethod(copies.row_major)  # column-major results by blocks
+
     def __call__(self, *args):
-        outs = blas.blas_call(self.impl, blas.lapack_threads(args), *args)
-        return [copies.row_major(o, dt) for o, dt in zip(outs, self.dtypes, strict=True)]
+        return blas.blas_call(super().__call__, blas.lapack_threads(args), *args)
 
 
 class CpuBackend(Backend):
