@@ -20,15 +20,15 @@ so seen through its pid) raises (distributed.check) instead of hanging.
 A window is created once per group and size class, replaced by a larger one when a larger
 reduction comes (every process of a group runs the same reductions: all grow together), and
 freed when the job ends. Where this process may use several cores (its workers wait at the
-barrier meanwhile) the copies and the reduction run on several threads (thread_count)."""
+barrier meanwhile) the copies and the reduction run on several threads (thread_count,
+host_threads.run)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from numbax._src import host_threads
 from numbax._src.config import config
 from numbax._src.parallel import distributed, topology
 
@@ -38,18 +38,12 @@ CHUNK_BYTES = 2 << 20  # a piece of the pipeline (Allreduce), per thread
 SLOTS = 3  # pieces in flight: one copied in, one reduced, one copied out
 MIN_THREAD_BYTES = 256 << 10  # a thread's least share of a copy or reduction
 
-_threads: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its size
-
 
 def thread_count(processes: int) -> int:
     """Threads for this process's copies and reductions: the cores it may run on (an MPI
     launcher binding it to one core leaves one), shared with the node's other `processes`.
     (The 2-core VM gives 1; 2 threads there, unbound, took a 64 MB step from 12.6 to 14.5 ms.)"""
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        allowed = os.cpu_count() or 1
-    return max(1, min(allowed, (os.cpu_count() or 1) // max(1, processes)))
+    return max(1, min(host_threads.cores(), (os.cpu_count() or 1) // max(1, processes)))
 
 
 class Node:
@@ -119,14 +113,10 @@ def setup(comm, procs: tuple[int, ...]) -> Node | None:
 def close() -> None:
     """Frees every group's window (leaving the job: every process is past the leaving barrier,
     and frees them in the same order)."""
-    global _threads
     for key in sorted(distributed.state.nodes):
         node = distributed.state.nodes[key]
         if node is not None:
             node.free()
-    if _threads is not None:
-        _threads[0].shutdown(wait=False)
-        _threads = None
 
 
 class Allreduce:
@@ -225,7 +215,9 @@ class Allreduce:
             for q, (lo, hi) in enumerate(self._slices(r)):
                 if q != me:  # the others reduce these; this process reads its own in place
                     jobs.append((lambda a, b: np.copyto(into[a:b], src[a:b]), lo, hi))
-        _run(self.node.threads, jobs, self.buf.itemsize)
+        nbytes = sum(hi - lo for _, lo, hi in jobs) * self.buf.itemsize
+        host_threads.run(host_threads.share_count(self.node.threads, nbytes, MIN_THREAD_BYTES),
+                         jobs)
 
     def _reduce(self, sources: list[np.ndarray], block: np.ndarray, out: np.ndarray, a: int,
                 b: int) -> None:
@@ -240,34 +232,3 @@ class Allreduce:
 
 def _aligned(nbytes: int) -> int:
     return (int(nbytes) + 63) // 64 * 64
-
-
-def _run(threads: int, jobs: list[tuple[Callable[[int, int], None], int, int]],
-         itemsize: int) -> None:
-    """Each job fn(a, b) over its range [lo, hi); the ranges of different jobs are disjoint in
-    what they write. On up to `threads` threads, each taking its share of every job (one
-    hand-off per round; numpy's copies and ufuncs release the GIL)."""
-    global _threads
-    count = min(threads, sum(hi - lo for _, lo, hi in jobs) * itemsize // MIN_THREAD_BYTES)
-    if count <= 1:
-        for fn, lo, hi in jobs:
-            if hi > lo:
-                fn(lo, hi)
-        return
-    if _threads is None or _threads[1] < count:
-        if _threads is not None:
-            _threads[0].shutdown(wait=False)
-        _threads = (ThreadPoolExecutor(count, thread_name_prefix="numbax-node-reduce"), count)
-    shares: list[list] = [[] for _ in range(count)]
-    for fn, lo, hi in jobs:
-        for i, share in enumerate(shares):
-            a, b = lo + (hi - lo) * i // count, lo + (hi - lo) * (i + 1) // count
-            if b > a:
-                share.append((fn, a, b))
-    for _ in _threads[0].map(_run_share, shares):
-        pass
-
-
-def _run_share(share: list) -> None:
-    for fn, a, b in share:
-        fn(a, b)

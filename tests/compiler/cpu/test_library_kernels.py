@@ -426,6 +426,28 @@ def test_lapack_results_come_back_row_major_by_blocks():
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+def test_layout_copies_take_threads_only_when_their_lapack_call_does(monkeypatch):
+    """Inside a jitted program's LAPACK call, `relaid` takes at most the threads the call got:
+    one where the rule gave the call one (Numba's workers may spin), the cores where BLAS keeps
+    its own count; outside, the cores. The copy's bytes bound it too (COPY_THREAD_BYTES)."""
+    from numbax._src import core
+    from numbax._src.compiler.cpu import backend
+    from numbax._src.lax import linalg_blas
+
+    seen = []
+    probe = core.Primitive("copy_threads_probe")
+    monkeypatch.setitem(core.impl_rules, probe,
+                        lambda x: seen.append(linalg_blas.copy_threads(1 << 40)) or [x])
+    call = backend.LapackCall(probe, {}, (np.dtype(np.float64),))
+    cores = min(linalg_blas.COPY_THREADS_MAX, linalg_blas.host_threads.cores())
+    for rule, want in ((1, 1), (0, cores), (2, min(2, cores))):
+        monkeypatch.setattr(blas, "lapack_threads", lambda args, n=rule: n)
+        call(np.ones(3))
+        assert seen.pop() == want
+    assert linalg_blas.copy_threads(1 << 40) == cores  # the limit ends with the call
+    assert linalg_blas.copy_threads(linalg_blas.COPY_THREAD_BYTES - 1) == 1
+
+
 def test_long_lapack_calls_wait_for_spinning_workers(monkeypatch):
     """Above LAPACK_THREADED_MACS, a call made while Numba's workers may spin waits for them
     when its one-thread time is LAPACK_WAIT_PAYS times the wait or more, then takes BLAS's

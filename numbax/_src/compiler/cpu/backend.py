@@ -22,6 +22,7 @@ from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Jaxpr, Var
 from numbax._src.lax import convert as lconv
+from numbax._src.lax import linalg_blas
 
 
 def _load_numba_registries() -> None:
@@ -42,14 +43,17 @@ class LapackCall(EagerCall):
     spinning after a kernel. With OpenBLAS's
     default threads beside them a 500 x 500 Cholesky in a jitted program took 9-14 ms
     instead of 2-5, and the product after it ran 3x slower beside OpenBLAS's spinning
-    threads."""
+    threads. The call's layout copies (`linalg_blas.relaid`) take threads only when LAPACK
+    does."""
 
     __slots__ = ()
 
     row_major = staticmethod(copies.row_major)  # column-major results by blocks
 
     def __call__(self, *args):
-        return blas.blas_call(super().__call__, blas.lapack_threads(args), *args)
+        threads = blas.lapack_threads(args)  # (0: BLAS's own count)
+        with linalg_blas.copy_threads_within(threads or None):
+            return blas.blas_call(super().__call__, threads, *args)
 
 
 class CpuBackend(Backend):
