@@ -5,6 +5,7 @@ import pytest
 import scipy.linalg
 
 import numbax
+from numbax._src.compiler.cpu.runtime import blas
 from numbax._src.lax.linalg_qr import geqrf
 from numbax.errors import NumbaxValueError
 from numbax.lax import linalg as ll
@@ -25,6 +26,43 @@ def test_qr_complex_matches_numpy(shape, full):
     q_np, r_np = np.linalg.qr(a, mode="complete" if full else "reduced")
     np.testing.assert_allclose(q, q_np, atol=1e-12)
     np.testing.assert_allclose(r, r_np, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(130, 70), (70, 130), (96, 96), (1, 9), (9, 1)])
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_qr_of_one_matrix_through_lapack_matches_numpy(shape, full, dtype):
+    """One matrix goes through geqrf and orgqr with LAPACK's optimal workspace (blocked: the
+    same reflectors, so numpy's signs): q, r as numpy's, q orthonormal, r upper, and jitted
+    equal to eager on one thread."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    if np.iscomplexobj(x):
+        x = x + 1j * RNG.standard_normal(shape).astype(dtype)
+    tol = 2e-4 if dtype in (np.float32, np.complex64) else 1e-11
+    q, r = (np.asarray(o) for o in ll.qr(x, full_matrices=full))
+    q_np, r_np = np.linalg.qr(x, mode="complete" if full else "reduced")
+    assert q.dtype == r.dtype == dtype and q.shape == q_np.shape and r.shape == r_np.shape
+    np.testing.assert_allclose(q, q_np, atol=tol)
+    np.testing.assert_allclose(r, r_np, atol=tol * np.abs(x).max())
+    np.testing.assert_array_equal(r, np.triu(r))
+    np.testing.assert_allclose(q.conj().T @ q, np.eye(q.shape[1]), atol=tol)
+    # (bits: eager on one BLAS thread, as the jitted call below LAPACK_THREADED_MACS runs)
+    one_thread = blas.blas_call(lambda x: ll.qr(x, full_matrices=full), 1, x)
+    jitted = numbax.jit(lambda x: ll.qr(x, full_matrices=full))(x)
+    for got, want in zip(jitted, one_thread, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_lapack_workspace_rounds_up():
+    """A workspace LAPACK reports in float32 (2^24 + 1 is not one) is rounded up, never down
+    (a short workspace would make LAPACK refuse the call or block less)."""
+    from numbax._src.lax.linalg_qr import _lwork
+
+    for want in (1, 640, 2 ** 24 + 1, 2 ** 27 + 3):
+        assert _lwork(np.array([np.float32(want)])) >= want
+        assert _lwork(np.array([np.complex64(want)])) >= want
+        assert _lwork(np.array([float(want)])) <= want + 1 + want // 2 ** 19
+    assert _lwork(np.array([0.0])) == 1
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
