@@ -168,6 +168,19 @@ def test_expm_across_scales(scale):
         close(L.expm(x), sl.expm(x), 1e-10 * max(1.0, np.abs(sl.expm(x)).max()))
 
 
+def test_expm_squarings_jitted_and_batched():
+    """The squarings are a cond per step (as JAX's): jitted, a matrix of small norm takes none
+    and one of large norm its own number; batched under vmap with different norms the
+    predicate is batched and each matrix still gets its own count."""
+    f = numbax.jit(L.expm)
+    for x in (1e-3 * A, 30.0 * A, 30.0 * C):
+        close(f(x), sl.expm(x), 1e-10 * max(1.0, np.abs(sl.expm(x)).max()))
+    stack = np.stack([1e-3 * A, 3.0 * A, 30.0 * A])
+    want = np.stack([sl.expm(m) for m in stack])
+    close(f(stack), want, 1e-10 * np.abs(want).max())
+    assert np.isnan(np.asarray(f(1e6 * A))).all()  # needs more than max_squarings
+
+
 def test_expm_frechet_derivatives_and_jit():
     e = RNG.standard_normal((4, 4))
     close(L.expm_frechet(A, e), sl.expm_frechet(A, e))

@@ -15,7 +15,7 @@ from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import linalg as lax_base
 from numbax._src.lax import linalg_eig, linalg_lu
-from numbax._src.lax.control_flow.conditionals import switch
+from numbax._src.lax.control_flow.conditionals import cond, switch
 from numbax._src.lax.control_flow.loops import scan
 from numbax._src.lax.linalg import _H, _mm
 from numbax._src.numpy import creation, ufuncs
@@ -105,7 +105,10 @@ def _expm_2d(a: Any, upper_triangular: bool, max_squarings: int) -> Any:
         r = linalg_lu.solve(q, p)
 
     def square(carry, i):
-        return where(ufuncs.less(i, n_squarings), _mm(carry, carry), carry), None
+        # a cond, as JAX's: only the n_squarings products run (a where would run all
+        # max_squarings of them: 16 products of 500^2 for a matrix that needs none); under
+        # vmap a batched predicate makes it a select again
+        return cond(ufuncs.less(i, n_squarings), lambda c: _mm(c, c), lambda c: c, carry), None
 
     r, _ = scan(square, r, np.arange(max_squarings, dtype=get_aval(n_squarings).dtype))
     return where(ufuncs.greater(n_squarings, max_squarings), np.nan, r)
