@@ -157,3 +157,46 @@ def test_schur_sorting_and_errors():
         ll.schur(a, sort_eig_vals=True)
     with pytest.raises(NotImplementedError, match="Differentiation rule for 'schur'"):
         numbax.jvp(lambda x: ll.schur(x)[0], (a,), (a,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("n", [1, 5, 140])
+def test_eigh_of_one_matrix_through_syevd_matches_numpy(dtype, lower, n):
+    """One matrix goes to LAPACK's syevd (heevd) with its optimal workspace on a column-major
+    copy, reading the triangle numpy reads: only that triangle read; in double precision
+    numpy's eigenvectors (the same signs and phases); in single precision (where numpy's own
+    build rounds differently, and near eigenvalues' vectors mix) the eigen-equation,
+    orthonormal vectors and float64 eigenvalues; jitted equal to eager on one thread."""
+    from numbax._src.compiler.cpu.runtime import blas
+
+    a = RNG.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * RNG.standard_normal((n, n))
+    a = a.astype(dtype)
+    other = np.triu(a, 1) if lower else np.tril(a, -1)
+    junk = a + 1e3 * other  # the triangle not read changes nothing
+    v, w = (np.asarray(o) for o in ll.eigh(junk, lower=lower, symmetrize_input=False))
+    wide = a.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+    w_np, v_np = np.linalg.eigh(wide, UPLO="L" if lower else "U")
+    single = dtype in (np.float32, np.complex64)
+    tol = 1e-4 if single else 1e-9
+    assert v.dtype == dtype and w.dtype == np.finfo(dtype).dtype
+    np.testing.assert_allclose(w, w_np, atol=tol * n)
+    herm = np.tril(wide) + np.tril(wide, -1).conj().T if lower else \
+        np.triu(wide) + np.triu(wide, 1).conj().T
+    herm[np.diag_indices(n)] = np.real(np.diag(herm))
+    np.testing.assert_allclose(herm @ v, v * w, atol=tol * n)
+    np.testing.assert_allclose(v.conj().T @ v, np.eye(n), atol=tol * n)
+    if not single:
+        np.testing.assert_allclose(v, v_np, atol=tol * n)
+    one_thread = blas.blas_call(lambda m: ll.eigh(m, lower=lower, symmetrize_input=False), 1,
+                                junk)
+    jitted = numbax.jit(lambda m: ll.eigh(m, lower=lower, symmetrize_input=False))(junk)
+    for got, want in zip(jitted, one_thread, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_eigh_of_nan_matrix_gives_nan():
+    v, w = (np.asarray(o) for o in ll.eigh(np.full((6, 6), np.nan)))
+    assert np.isnan(w).all() and np.isnan(v).all()

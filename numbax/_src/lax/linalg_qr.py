@@ -2,7 +2,6 @@
 householder_product, ormqr, hessenberg, tridiagonal), each one LAPACK call per matrix."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,19 +30,13 @@ from numbax._src.lax.linalg import (
     _unary_batch,
     triangular_solve,
 )
+from numbax._src.lax.linalg_blas import optimal_lwork
 from numbax._src.lax.linalg_lu import lu_p, lu_solve, permutation_matrix
 
 
 def _lapack(name: str, *arrays: np.ndarray):
     return lapack.get_lapack_funcs(name, arrays)
 
-
-def _lwork(work: Any) -> int:
-    """The optimal workspace a LAPACK query reported (a float, maybe complex), rounded up.
-    Every call here passes it: scipy's wrappers default to the least workspace, which leaves
-    LAPACK its unblocked algorithm (1024^2 float64 on the 2-core VM: geqrf 168 ms against 40
-    with the optimum, orgqr 130 against 38; docs/performance.md)."""
-    return max(1, math.ceil(float(np.real(np.ravel(work)[0])) * (1 + 2.0 ** -20)))
 
 
 def _cols(x: Any, start: int, stop: int) -> Any:
@@ -208,7 +201,8 @@ def _geqrf_abstract_eval(a: ShapedArray) -> list[ShapedArray]:
 
 def _geqrf_one(a: np.ndarray, overwrite: bool = False):
     work, _ = _lapack("geqrf_lwork", a)(*a.shape)
-    qr, tau, _, _ = _lapack("geqrf", a)(a, lwork=_lwork(work), overwrite_a=int(overwrite))
+    qr, tau, _, _ = _lapack("geqrf", a)(a, lwork=optimal_lwork(work),
+                                        overwrite_a=int(overwrite))
     return qr, tau
 
 
@@ -253,7 +247,7 @@ def _orgqr_one(a: np.ndarray, taus: np.ndarray, overwrite: bool = False):
         return (a.copy(),)
     fn = _lapack("ungqr" if kind_of(a.dtype) == "c" else "orgqr", a)
     _, work, _ = fn(a, taus, lwork=-1)
-    q, _, _ = fn(a, taus, lwork=_lwork(work), overwrite_a=int(overwrite))
+    q, _, _ = fn(a, taus, lwork=optimal_lwork(work), overwrite_a=int(overwrite))
     return (q,)
 
 
@@ -396,7 +390,7 @@ def _hessenberg_abstract_eval(a: ShapedArray) -> list[ShapedArray]:
 
 def _gehrd_one(a: np.ndarray):
     work, _ = _lapack("gehrd_lwork", a)(a.shape[-1])
-    ht, tau, _ = _lapack("gehrd", a)(a, lwork=_lwork(work))
+    ht, tau, _ = _lapack("gehrd", a)(a, lwork=optimal_lwork(work))
     return ht, tau[: a.shape[-1] - 1]
 
 
@@ -447,7 +441,7 @@ def _tridiagonal_abstract_eval(a: ShapedArray, *, lower: bool) -> list[ShapedArr
 def _sytrd_one(a: np.ndarray, lower: bool):
     name = "hetrd" if kind_of(a.dtype) == "c" else "sytrd"
     work, _ = _lapack(name + "_lwork", a)(a.shape[-1], lower=int(lower))
-    c, d, e, tau, _ = _lapack(name, a)(a, lower=int(lower), lwork=_lwork(work))
+    c, d, e, tau, _ = _lapack(name, a)(a, lower=int(lower), lwork=optimal_lwork(work))
     return c, d, e, tau
 
 
