@@ -170,3 +170,22 @@ def test_bad_inputs():
         ll.hessenberg(np.ones((2, 3)))
     with pytest.raises(NumbaxValueError, match=r"tridiagonal: a has shape \(0, 0\)"):
         ll.tridiagonal(np.ones((0, 0)))
+
+
+@pytest.mark.parametrize("shape", [(90, 40), (40, 90), (64, 64), (3, 9, 5), (0, 4)])
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_jitted_qr_whose_q_is_unread_runs_geqrf_alone(shape, full, dtype):
+    """Under jit on the CPU, a qr whose Q nothing reads becomes qr_r (geqrf without orgqr):
+    its R is eager qr's R, bit for bit on one BLAS thread; a program that reads Q keeps qr."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    r_only = numbax.jit(lambda x: ll.qr(x, full_matrices=full)[1])
+    text = r_only.lower(x).compile().as_text()
+    assert "qr_r[" in text and " qr[" not in text
+    want = blas.blas_call(lambda x: ll.qr(x, full_matrices=full)[1], 1, x)
+    np.testing.assert_array_equal(np.asarray(r_only(x)), np.asarray(want))
+    both = numbax.jit(lambda x: ll.qr(x, full_matrices=full)[0].sum() + ll.qr(
+        x, full_matrices=full)[1])
+    assert "qr_r[" not in both.lower(x).compile().as_text()
+    q, r = (np.asarray(o) for o in ll.qr(x, full_matrices=full))
+    np.testing.assert_allclose(np.asarray(both(x)), q.sum() + r, rtol=1e-5, atol=1e-5)

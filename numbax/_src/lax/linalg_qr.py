@@ -96,16 +96,44 @@ def _qr_one(x: np.ndarray, full_matrices: bool) -> list[np.ndarray]:
     m, n = x.shape
     k = min(m, n)
     h, tau = _geqrf_one(linalg_blas.relaid(x, "F"), overwrite=True)
-    rows = m if full_matrices else k
-    r = linalg_blas.relaid(h[:rows], "C")
-    for i in range(1, rows):  # below the diagonal: the reflectors
-        r[i, :min(i, n)] = 0
+    r = _upper(h, m if full_matrices else k)
     if full_matrices and m > n:  # Q is m x m: the n reflectors in the first columns of m
         reflectors = np.zeros((m, m), x.dtype, order="F")
         reflectors[:, :n] = h
     else:
         reflectors = h[:, :k]
     return [_orgqr_one(reflectors, tau, overwrite=True)[0], r]
+
+
+def _upper(h: np.ndarray, rows: int) -> np.ndarray:
+    """R from geqrf's column-major result: its first `rows` rows, upper triangle, row-major."""
+    r = linalg_blas.relaid(h[:rows], "C")
+    for i in range(1, rows):  # below the diagonal: the reflectors
+        r[i, :min(i, h.shape[1])] = 0
+    return r
+
+
+# R of a QR whose Q nothing reads: what the CPU backend runs for such a qr
+# (compiler/passes.py `qr_without_q`): geqrf alone, without the orgqr that would form Q, half
+# of a square QR's work (XLA drops it too, as dead code of its expansion). Internal: the
+# jaxprs users see hold qr.
+qr_r_p = Primitive("qr_r")
+
+
+def _qr_r_abstract_eval(x: ShapedArray, *, full_matrices: bool):
+    return [_qr_abstract_eval(x, pivoting=False, full_matrices=full_matrices)[1]]
+
+
+def _qr_r_impl(x: np.ndarray, *, full_matrices: bool) -> list[np.ndarray]:
+    m, n = x.shape[-2:]
+    if x.ndim == 2 and x.dtype in _LAPACK_DTYPES and 0 not in x.shape:
+        h, _ = _geqrf_one(linalg_blas.relaid(x, "F"), overwrite=True)
+        return [_upper(h, m if full_matrices else min(m, n))]
+    return [_qr_impl(x, pivoting=False, full_matrices=full_matrices)[1]]
+
+
+core.abstract_eval_rules[qr_r_p] = _qr_r_abstract_eval
+core.impl_rules[qr_r_p] = _qr_r_impl
 
 
 def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
@@ -163,6 +191,16 @@ core.abstract_eval_rules[qr_p] = _qr_abstract_eval
 core.impl_rules[qr_p] = _qr_impl
 ad.jvp_rules[qr_p] = _qr_jvp
 batching.batch_rules[qr_p] = _unary_batch(qr_p)
+
+
+def _qr_r_jvp(primals, tangents, *, full_matrices):
+    """qr's rule, R's part (the rule needs Q)."""
+    outs, tangents_out = _qr_jvp(primals, tangents, pivoting=False, full_matrices=full_matrices)
+    return [outs[1]], [tangents_out[1]]
+
+
+ad.jvp_rules[qr_r_p] = _qr_r_jvp
+batching.batch_rules[qr_r_p] = _unary_batch(qr_r_p)
 
 
 def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,

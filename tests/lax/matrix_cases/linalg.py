@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import numbax.numpy as jnp
-from numbax._src.lax.linalg_qr import geqrf
+from numbax._src.lax.linalg_qr import geqrf, qr_r_p
 from numbax.lax import linalg
 from tests.lax.matrix_cases import Case
 
@@ -64,6 +64,9 @@ def cases() -> dict[str, list[Case]]:
         "qr": [Case(lambda x: linalg.qr(x, pivoting=True, full_matrices=False)[1], (_normal(5, 3),),
                     (0,)),
                Case(_qr_phase_free, (_cnormal(3, 5),), (0,))],
+        # (internal: what jit runs for a qr whose Q nothing reads)
+        "qr_r": [Case(lambda x: qr_r_p.bind(x, full_matrices=False), (_normal(5, 3),), (0,)),
+                 Case(lambda x: qr_r_p.bind(x, full_matrices=True), (_normal(3, 5),), (0,))],
         "geqrf": [Case(lambda x: linalg.householder_product(*geqrf(x)), (a,))],
         "householder_product": [Case(linalg.householder_product, (h, taus))],
         "ormqr": [Case(lambda y: linalg.ormqr(h, taus, y, transpose=True), (_normal(4, 2),),

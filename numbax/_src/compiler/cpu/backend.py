@@ -8,7 +8,16 @@ import warnings
 import numpy as np
 
 from numbax._src import core, dtypes
-from numbax._src.compiler import cache, epilogues, fusion, ir, narrow_floats, pipeline, registry
+from numbax._src.compiler import (
+    cache,
+    epilogues,
+    fusion,
+    ir,
+    narrow_floats,
+    passes,
+    pipeline,
+    registry,
+)
 from numbax._src.compiler.backend import (
     Backend,
     EagerCall,
@@ -72,8 +81,9 @@ class CpuBackend(Backend):
 
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
         """bfloat16 computed in float32 (narrow_floats.py); dense layers' bias adds and
-        activations in their products (compiler/epilogues.py)."""
-        jaxpr = narrow_floats.widen(jaxpr)
+        activations in their products (compiler/epilogues.py); a QR's R alone where nothing
+        reads its Q (passes.qr_without_q)."""
+        jaxpr = passes.qr_without_q(narrow_floats.widen(jaxpr))
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
         return jaxpr

@@ -55,7 +55,8 @@ for _prim, _render, _ok in ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
 # LAPACK routines without a GPU kernel: eager on the CPU (CUDA runs them on the host)
 for _prim in (ll.cholesky_update_p, ll.symmetric_product_p, le.eig_p, le.schur_p,
               llu.lu_pivots_to_permutation_p, llu.tridiagonal_solve_p, lqr.geqrf_p,
-              lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p, lqr.tridiagonal_p):
+              lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p, lqr.tridiagonal_p,
+              lqr.qr_r_p):
     register(_prim, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cuda", library=cuda_driver.planned(cuda_sort.render),
