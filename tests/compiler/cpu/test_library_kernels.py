@@ -441,7 +441,7 @@ def test_layout_copies_take_threads_only_when_their_lapack_call_does(monkeypatch
     call = backend.LapackCall(probe, {}, (np.dtype(np.float64),))
     cores = min(linalg_blas.COPY_THREADS_MAX, linalg_blas.host_threads.cores())
     for rule, want in ((1, 1), (0, cores), (2, min(2, cores))):
-        monkeypatch.setattr(blas, "lapack_threads", lambda args, n=rule: n)
+        monkeypatch.setattr(blas, "lapack_threads", lambda args, wait=True, n=rule: n)
         call(np.ones(3))
         assert seen.pop() == want
     assert linalg_blas.copy_threads(1 << 40) == cores  # the limit ends with the call
@@ -470,6 +470,31 @@ def test_long_lapack_calls_wait_for_spinning_workers(monkeypatch):
         assert blas.lapack_threads([np.empty((n_long, n_long))]) == 0  # BLAS's own count
         assert slept == [0.002]
         assert blas.lapack_threads([np.empty((n_short, n_short))]) == 0  # nothing spins now
+
+
+def test_only_lapack_calls_wait_for_spinning_workers(monkeypatch):
+    """In a jitted program, a long LAPACK call made while Numba's workers may spin waits for
+    them; another eager step on as large an operand (a bfloat16 value's bitcast, a sort) runs
+    at once (it had slept out the window after every kernel: 3.4 ms a call on 16 cores)."""
+    import ml_dtypes
+
+    slept = []
+    monkeypatch.setattr(threads_rt, "spin_left_s", lambda: 0.002)
+    monkeypatch.setattr(threads_rt, "busy", lambda: False)
+    monkeypatch.setattr(blas.time, "sleep", lambda s: slept.append(s))
+    x = RNG.normal(size=(700, 700))
+    spd = x @ x.T / 700 + np.eye(700)
+    half = numbax.jit(lambda v: jnp.sort(v * 2, axis=1))
+    with config.override("cpu_threads", 0):
+        np.testing.assert_array_equal(np.asarray(half(x)), np.sort(x * 2, axis=1))
+        bf = x.astype(ml_dtypes.bfloat16)
+        got = numbax.jit(lambda v: v * 2)(bf)
+        np.testing.assert_array_equal(np.asarray(got), (bf.astype(np.float32) * 2).astype(
+            ml_dtypes.bfloat16))
+        assert not slept
+        chol = numbax.jit(lambda a: jnp.linalg.cholesky(a * 1.0))
+        np.testing.assert_allclose(np.asarray(chol(spd)), np.linalg.cholesky(spd), rtol=1e-10)
+        assert slept == [0.002]
 
 
 @pytest.mark.parametrize("matmul", ["numbax", "blas"])

@@ -44,6 +44,14 @@ def _nonempty_matrices(eqn: JaxprEqn) -> bool:
     return _real_floats(eqn) and 0 not in eqn.invars[0].aval.shape[-2:]
 
 
+# The primitives whose CPU implementation is LAPACK: a long one waits for Numba's spinning
+# workers to stop, then takes BLAS's threads (compiler/cpu/backend.py `LapackCall`)
+LAPACK = frozenset({ll.cholesky_p, ll.triangular_solve_p, llu.lu_p, lqr.qr_p, lqr.qr_r_p,
+                    le.eigh_p, lsvd.svd_p, ll.cholesky_update_p, ll.symmetric_product_p,
+                    le.eig_p, le.schur_p, llu.tridiagonal_solve_p, lqr.geqrf_p,
+                    lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p,
+                    lqr.tridiagonal_p})
+
 for _prim, _render, _ok in ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
                             (ll.triangular_solve_p, cuda_linalg.triangular_solve, _real_floats),
                             (llu.lu_p, cuda_linalg.lu, _square),

@@ -145,21 +145,22 @@ def blas_threads(macs: int, site: threads.Site | None = None) -> int:
     return thread_rule(macs, BLAS_THREADED_MACS, lambda: 0, lambda: 0, site)
 
 
-def lapack_threads(args) -> int:
+def lapack_threads(args, wait: bool = True) -> int:
     """BLAS threads for a LAPACK call on `args` between a program's kernels (0: BLAS's own
     count): one below LAPACK_THREADED_MACS; above it, where Numba's workers may still spin
     after a kernel, one unless waiting for them to stop is short against the call's time on
-    one thread (LAPACK_WAIT_PAYS), when the call waits and takes the threads. Given one thread
-    whenever the workers might spin (as products are), a jitted inverse of 1024^2 on 16 Xeon
-    cores took 93 ms where its pieces on BLAS's threads took 31 (jax.jit 28): both of its
-    triangular solves came right after the permutation's kernel."""
+    one thread (LAPACK_WAIT_PAYS), when the call waits (if `wait`) and takes the threads.
+    Given one thread whenever the workers might spin (as products are), a jitted inverse of
+    1024^2 on 16 Xeon cores took 93 ms where its pieces on BLAS's threads took 31 (jax.jit
+    28): both of its triangular solves came right after the permutation's kernel."""
     macs = lapack_macs(args)
     if macs < LAPACK_THREADED_MACS:
         return 1
     left = threads.spin_left_s()
     if left:
         single = any(getattr(a, "dtype", None) == np.float32 for a in args)
-        if macs / (LAPACK_MACS_PER_S * (2 if single else 1)) < LAPACK_WAIT_PAYS * left:
+        if not wait or macs / (LAPACK_MACS_PER_S * (2 if single else 1)) < \
+                LAPACK_WAIT_PAYS * left:
             return 1
         time.sleep(left)
     return blas_threads(macs)
