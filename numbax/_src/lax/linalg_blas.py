@@ -45,6 +45,10 @@ def takes(a: np.ndarray, b: np.ndarray | None = None) -> bool:
         b is None or (b.ndim == 2 and b.dtype == a.dtype))
 
 
+# The dtypes LAPACK's routines take (one letter each: s, d, c, z).
+LAPACK_DTYPES = tuple(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
 def optimal_lwork(work) -> int:
     """The optimal workspace a LAPACK query reported (a float, maybe complex), rounded up.
     numbax's LAPACK calls pass it: scipy's wrappers default to the least workspace, which

@@ -78,7 +78,7 @@ def _eigh_abstract_eval(x: ShapedArray, *, lower: bool) -> list[ShapedArray]:
 
 
 def _eigh_impl(x: np.ndarray, *, lower: bool) -> list[np.ndarray]:
-    if x.ndim == 2 and x.dtype in _LAPACK_DTYPES:
+    if x.ndim == 2 and x.dtype in linalg_blas.LAPACK_DTYPES:
         return _eigh_one(x, lower)
     # a stack: numpy's batched eigh (one call for all its small matrices; the same LAPACK
     # routine on the same column-major numbers as `_eigh_one`)
@@ -90,9 +90,6 @@ def _eigh_impl(x: np.ndarray, *, lower: bool) -> list[np.ndarray]:
         one = _nan_on_failure(lambda m: np.linalg.eigh(m, UPLO=uplo)[::-1], 2)
         v, w = _each_matrix(one, x, 2)
         return [v.astype(x.dtype), w.astype(_real_dtype(x.dtype))]
-
-
-_LAPACK_DTYPES = tuple(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 
 def _eigh_one(x: np.ndarray, lower: bool) -> list[np.ndarray]:

@@ -78,15 +78,12 @@ def _qr_impl(x: np.ndarray, *, pivoting: bool, full_matrices: bool) -> list[np.n
     if pivoting:
         outs = _each_matrix(lambda a: _qr_pivoted_one(a, full_matrices), x, 3)
         return [outs[0].astype(x.dtype), outs[1].astype(x.dtype), outs[2]]
-    if x.ndim == 2 and x.dtype in _LAPACK_DTYPES:
+    if x.ndim == 2 and x.dtype in linalg_blas.LAPACK_DTYPES:
         return _qr_one(x, full_matrices)
     # a stack: numpy's batched QR (one call for all, where a Python loop of LAPACK calls per
     # matrix would cost more for the many small matrices stacks usually hold)
     q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     return [q.astype(x.dtype), r.astype(x.dtype)]
-
-
-_LAPACK_DTYPES = tuple(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
 
 
 def _qr_one(x: np.ndarray, full_matrices: bool) -> list[np.ndarray]:
@@ -95,7 +92,7 @@ def _qr_one(x: np.ndarray, full_matrices: bool) -> list[np.ndarray]:
     time at 1024^2, its layout copies on one thread)."""
     m, n = x.shape
     k = min(m, n)
-    h, tau = _geqrf_one(linalg_blas.relaid(x, "F"), overwrite=True)
+    h, tau = _geqrf_of_copy(x)
     r = _upper(h, m if full_matrices else k)
     if full_matrices and m > n:  # Q is m x m: the n reflectors in the first columns of m
         reflectors = np.zeros((m, m), x.dtype, order="F")
@@ -103,6 +100,11 @@ def _qr_one(x: np.ndarray, full_matrices: bool) -> list[np.ndarray]:
     else:
         reflectors = h[:, :k]
     return [_orgqr_one(reflectors, tau, overwrite=True)[0], r]
+
+
+def _geqrf_of_copy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """geqrf of one matrix, on a blocked column-major copy it overwrites."""
+    return _geqrf_one(linalg_blas.relaid(x, "F"), overwrite=True)
 
 
 def _upper(h: np.ndarray, rows: int) -> np.ndarray:
@@ -126,9 +128,8 @@ def _qr_r_abstract_eval(x: ShapedArray, *, full_matrices: bool):
 
 def _qr_r_impl(x: np.ndarray, *, full_matrices: bool) -> list[np.ndarray]:
     m, n = x.shape[-2:]
-    if x.ndim == 2 and x.dtype in _LAPACK_DTYPES and 0 not in x.shape:
-        h, _ = _geqrf_one(linalg_blas.relaid(x, "F"), overwrite=True)
-        return [_upper(h, m if full_matrices else min(m, n))]
+    if x.ndim == 2 and x.dtype in linalg_blas.LAPACK_DTYPES and 0 not in x.shape:
+        return [_upper(_geqrf_of_copy(x)[0], m if full_matrices else min(m, n))]
     return [_qr_impl(x, pivoting=False, full_matrices=full_matrices)[1]]
 
 

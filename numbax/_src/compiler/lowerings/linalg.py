@@ -44,27 +44,25 @@ def _nonempty_matrices(eqn: JaxprEqn) -> bool:
     return _real_floats(eqn) and 0 not in eqn.invars[0].aval.shape[-2:]
 
 
-# The primitives whose CPU implementation is LAPACK: a long one waits for Numba's spinning
-# workers to stop, then takes BLAS's threads (compiler/cpu/backend.py `LapackCall`)
-LAPACK = frozenset({ll.cholesky_p, ll.triangular_solve_p, llu.lu_p, lqr.qr_p, lqr.qr_r_p,
-                    le.eigh_p, lsvd.svd_p, ll.cholesky_update_p, ll.symmetric_product_p,
-                    le.eig_p, le.schur_p, llu.tridiagonal_solve_p, lqr.geqrf_p,
-                    lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p,
-                    lqr.tridiagonal_p})
-
-for _prim, _render, _ok in ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
-                            (ll.triangular_solve_p, cuda_linalg.triangular_solve, _real_floats),
-                            (llu.lu_p, cuda_linalg.lu, _square),
-                            (lqr.qr_p, cuda_linalg.qr, _plain_qr),
-                            (le.eigh_p, cuda_jacobi.eigh, _real_floats),
-                            (lsvd.svd_p, cuda_jacobi.svd, _nonempty_matrices)):
-    register(_prim, backend="cpu", library=EAGER)
-    register(_prim, backend="cuda", library=cuda_driver.planned(_render), library_ok=_ok)
+_WITH_GPU_KERNELS = ((ll.cholesky_p, cuda_linalg.cholesky, _real_floats),
+                     (ll.triangular_solve_p, cuda_linalg.triangular_solve, _real_floats),
+                     (llu.lu_p, cuda_linalg.lu, _square),
+                     (lqr.qr_p, cuda_linalg.qr, _plain_qr),
+                     (le.eigh_p, cuda_jacobi.eigh, _real_floats),
+                     (lsvd.svd_p, cuda_jacobi.svd, _nonempty_matrices))
 # LAPACK routines without a GPU kernel: eager on the CPU (CUDA runs them on the host)
-for _prim in (ll.cholesky_update_p, ll.symmetric_product_p, le.eig_p, le.schur_p,
+_HOST_ONLY = (ll.cholesky_update_p, ll.symmetric_product_p, le.eig_p, le.schur_p,
               llu.lu_pivots_to_permutation_p, llu.tridiagonal_solve_p, lqr.geqrf_p,
               lqr.householder_product_p, lqr.ormqr_p, lqr.hessenberg_p, lqr.tridiagonal_p,
-              lqr.qr_r_p):
+              lqr.qr_r_p)
+# The primitives whose CPU implementation is LAPACK: a long one waits for Numba's spinning
+# workers to stop, then takes BLAS's threads (compiler/cpu/backend.py `LapackCall`)
+LAPACK = frozenset((*(prim for prim, _, _ in _WITH_GPU_KERNELS), *_HOST_ONLY))
+
+for _prim, _render, _ok in _WITH_GPU_KERNELS:
+    register(_prim, backend="cpu", library=EAGER)
+    register(_prim, backend="cuda", library=cuda_driver.planned(_render), library_ok=_ok)
+for _prim in _HOST_ONLY:
     register(_prim, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cpu", library=EAGER)
 register(lsort.sort_p, backend="cuda", library=cuda_driver.planned(cuda_sort.render),

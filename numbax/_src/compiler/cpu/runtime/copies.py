@@ -202,10 +202,11 @@ def concatenate(parts: list, axis: int) -> np.ndarray:
 
 def row_major(x, dtype: np.dtype) -> np.ndarray:
     """x as a C-contiguous array of `dtype`: a large column-major 2D array of that dtype
-    (LAPACK's results: LU's, QR's factors) copied by blocks of columns on the calling thread
-    (`linalg_blas.relaid`: 1024^2 float64 on the 2-core VM 1.6 ms against numpy's 4.7);
-    anything else as np.asarray does. Not on Numba's threads: a parallel region here would make
-    the LAPACK call after it wait for the spinning workers (blas.lapack_threads)."""
+    (LAPACK's results: LU's, QR's factors) copied by blocks of columns (`linalg_blas.relaid`:
+    1024^2 float64 on the 2-core VM 1.6 ms against numpy's 4.7, on Python threads where the
+    LAPACK call had threads); anything else as np.asarray does. Not on Numba's threads: a
+    parallel region here would make the LAPACK call after it wait for the spinning workers
+    (blas.lapack_threads)."""
     if isinstance(x, np.ndarray) and x.dtype == dtype and x.ndim == 2 and \
             x.flags.f_contiguous and not x.flags.c_contiguous and x.size >= TILED_MIN_SIZE:
         return linalg_blas.relaid(x, "C")
