@@ -87,6 +87,9 @@ class Kernel:
     pool_parts: bool = False
     # compiled control flow (cpu/control_flow.py): `parallel` when it runs on threads, its
     # products through blas_parts.loop_block (its OpenBLAS entry and thread count passed last)
+    # or, where `loop_work` (float64 words of scratch a thread), gemm_loops.loop_block (the
+    # scratch and thread count passed last)
     loop_products: bool = False
+    loop_work: int = 0
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -134,17 +134,26 @@ def test_loop_blocks_of_any_grid_cover_c_once():
 
 
 def test_loop_bodies_products_without_an_openblas_stay_np_dot(monkeypatch):
-    # where numpy's BLAS is not an OpenBLAS this reaches, compiled loops keep np.dot (a
-    # different compile-cache key, so kernels rendered the other way are not reused)
+    # where numpy's BLAS is not an OpenBLAS this reaches, compiled loops keep np.dot unless
+    # numbax's GEMM runs the products (a different compile-cache key, so kernels rendered
+    # the other way are not reused)
     from numbax import lax
+    from numbax._src.compiler.cpu import loop_products
+    from numbax._src.compiler.cpu.runtime import library
 
     monkeypatch.setattr(blas_parts, "available", lambda: False)
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((40, 30)), rng.standard_normal((30, 30)) * 0.2
-    f = numbax.jit(lambda x, w: lax.fori_loop(0, 2, lambda i, h: h @ w + h @ w.T, x))
-    text = f.lower(x, w).as_text()
-    assert "bp.loop_block(" not in text and "np.dot(" in text
     want = x
     for _ in range(2):
         want = want @ w + want @ w.T
-    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-12)
+    for setting in ("blas", "auto"):
+        with numbax.config.override("cpu_matmul", setting):
+            f = numbax.jit(lambda x, w: lax.fori_loop(0, 2, lambda i, h: h @ w + h @ w.T, x))
+            text = f.lower(x, w).as_text()
+            assert "bp.loop_block(" not in text
+            if setting == "auto" and library.own_gemm_host():  # numbax's GEMM all the same
+                assert loop_products.kind() == "gemm" and "gl.loop_block(" in text
+            else:
+                assert loop_products.kind() == "" and "np.dot(" in text
+            np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-12)

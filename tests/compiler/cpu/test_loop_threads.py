@@ -1,8 +1,9 @@
 """Compiled loop bodies on threads (cpu/control_flow.py): elementwise nests and axis sums large
-enough run as pranges, float matrix products as pranges over blocks of C (one cblas call a
-block, blas_parts.loop_block) on the same threads, and
-the driver gives the loop its thread count. Checked against numpy in float64 and across
-thread counts (the nests add in the same order on any count)."""
+enough run as pranges, float matrix products as pranges over blocks of C on the same threads
+(numbax's GEMM, gemm_loops.loop_block, where it takes the top level's products; else one
+cblas call a block, blas_parts.loop_block), and the driver gives the loop its thread count.
+Checked against numpy in float64 and across thread counts (the nests add in the same order on
+any count), each product kernel the host has (the `kind` fixture)."""
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
+from numbax._src.compiler.cpu import loop_products
 
 POOL = numba.config.NUMBA_NUM_THREADS
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -47,6 +49,24 @@ def _driver(f, *args) -> str:
     return f.lower(*args).as_text().split("def driver")[1]
 
 
+# A loop body's products on each kernel: config.cpu_matmul's setting that picks it here.
+_KIND_SETTING = {"gemm": "numbax", "blas": "blas"}
+# The serial block call each kind renders, and its arguments in the driver.
+_SERIAL_BLOCK = {"gemm": "gl.loop_block(loop_gemm, 0, 1, 1,",
+                 "blas": "bp.loop_block(loop_blas, loop_width, 0, 1, 1,"}
+_DRIVER_ARGS = {"gemm": "_loop_gemm, gl.loop_work(", "blas": "*_loop_blas, "}
+
+
+@pytest.fixture(params=sorted(_KIND_SETTING))
+def kind(request):
+    """Loop bodies' products on numbax's GEMM ("gemm") or OpenBLAS's blocks ("blas"), for
+    the functions a test jits (its own: executables keep the kernel they were built with)."""
+    with numbax.config.override("cpu_matmul", _KIND_SETTING[request.param]):
+        if loop_products.kind() != request.param:
+            pytest.skip(f"loop products on {request.param!r} are not available on this host")
+        yield request.param
+
+
 def test_large_nests_in_a_loop_body_run_as_pranges_on_the_threads_the_driver_gives():
     rng = np.random.default_rng(0)
     pos = (rng.standard_normal((256, 3)) * 20).astype(np.float32)
@@ -66,14 +86,15 @@ def test_large_nests_in_a_loop_body_run_as_pranges_on_the_threads_the_driver_giv
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
 
 
-def test_small_loops_stay_serial_without_the_threads_bookkeeping():
+def test_small_loops_stay_serial_without_the_threads_bookkeeping(kind):
     x = np.linspace(0.0, 1.0, 12).reshape(3, 4)
     w = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
     f = numbax.jit(lambda x, w: lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x))
     text = f.lower(x, w).as_text()
-    assert " in prange(" not in text and "bp.loop_block(loop_blas, loop_width, 0, 1, 1," in text
+    assert " in prange(" not in text and _SERIAL_BLOCK[kind] in text
     driver = _driver(f, x, w)
-    assert "threads_for" not in driver and "*_loop_blas, 1)" in driver
+    assert "threads_for" not in driver and _DRIVER_ARGS[kind] in driver
+    assert re.search(r"k\d+_flow\([^\n]*, 1\)", driver)  # one thread
     want = x
     for _ in range(3):
         want = np.tanh(want @ w)
@@ -98,7 +119,7 @@ def _rnn_loss_numpy(w, xs):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype):
+def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype, kind):
     rng = np.random.default_rng(1)
     w = {"x": rng.standard_normal((32, 256)) * 0.1, "h": rng.standard_normal((256, 256)) * 0.06,
          "b": rng.standard_normal(256) * 0.1}
@@ -107,7 +128,9 @@ def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype):
     f = numbax.jit(numbax.value_and_grad(_rnn_loss))
     text = f.lower(w_t, xs.astype(dtype)).as_text()
     # fwd and bwd: h @ w["h"] and its two transposed products, each a prange over C's blocks
-    assert text.count("= bp.loop_grid(loop_threads, 64, 256)") >= 2
+    grid = {"gemm": "= gl.loop_grid(loop_threads, ",
+            "blas": "= bp.loop_grid(loop_threads, 64, 256)"}
+    assert text.count(grid[kind]) >= 2
     results = []
     for threads in sorted({1, 2, POOL}):
         with numbax.config.override("cpu_threads", threads):
@@ -130,7 +153,7 @@ def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype):
                                    rtol=10 * tol + 1e-6, atol=1e-6)
 
 
-def test_products_inside_a_map_over_examples_run_on_one_thread_each():
+def test_products_inside_a_map_over_examples_run_on_one_thread_each(kind):
     # lax.map's loop is itself the prange: its body's products take one thread
     rng = np.random.default_rng(2)
     xs = rng.standard_normal((64, 48, 40))
@@ -138,13 +161,15 @@ def test_products_inside_a_map_over_examples_run_on_one_thread_each():
     f = numbax.jit(lambda xs, w: lax.map(lambda x: jnp.tanh(x @ w) @ w.T, xs))
     text = f.lower(xs, w).as_text()
     assert "prange(64)" in text and "loop_grid" not in text
-    assert "bp.loop_block(loop_blas, loop_width, 0, 1, 1," in text
+    assert _SERIAL_BLOCK[kind] in text
+    if kind == "gemm":  # each example's product on its thread's own scratch
+        assert "loop_work[numba.get_thread_id()]" in text
     assert re.search(r"bl\.blas_call\(k\d+_flow, 1, ", _driver(f, xs, w))
     want = np.stack([np.tanh(x @ w) @ w.T for x in xs])
     np.testing.assert_allclose(np.asarray(f(xs, w)), want, rtol=1e-12, atol=1e-12)
 
 
-def test_loops_with_threaded_products_called_from_several_python_threads_agree():
+def test_loops_with_threaded_products_called_from_several_python_threads_agree(kind):
     # each call sets its own thread's Numba count and holds OpenBLAS to one thread while its
     # loop runs; calls that overlap must still give the serial result
     import threading
@@ -186,14 +211,15 @@ _TWO_LOOPS = textwrap.dedent("""
 """)
 
 
-def test_loop_kernels_compiled_against_cached_runtime_load_in_the_next_process(tmp_path):
+def test_loop_kernels_compiled_against_cached_runtime_load_in_the_next_process(tmp_path, kind):
     # a kernel compiled where the runtime's functions come from Numba's disk cache, then loaded
     # from numbax's cache by the next process (a cached function that called a parallel one
     # from compiled code had been saved without pieces its callers need: the load crashed)
     program = tmp_path / "two_loops.py"
     program.write_text(_TWO_LOOPS)
     runpy.run_path(str(program))  # the runtime's functions on Numba's disk cache, at least now
-    env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT,
+               NUMBAX_CPU_MATMUL=_KIND_SETTING[kind])
     stats = []
     for _ in range(2):
         run = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
@@ -229,3 +255,59 @@ def test_no_compiled_runtime_function_calls_a_parallel_one():
     calls = [(where, name) for where, source in compiled.items() for name in parallel
              if re.search(rf"(?<!def )(?<![\w.]){name}\(|\.{name}\(", source)]
     assert not calls, f"compiled runtime functions calling parallel ones: {calls}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_body_products_of_every_operand_layout_match_numpy(dtype, kind):
+    # x @ w (both in order), a stacked operand contracted on its first axis (its matrix's
+    # transpose, read in place), one contracted on a middle axis (a general transpose,
+    # copied), y transposed; ragged shapes (neither side a whole register tile), small and
+    # prange-sized, on each thread count
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((130, 300)).astype(dtype)
+    w = (rng.standard_normal((300, 300)) * 0.05).astype(dtype)
+    s = rng.standard_normal((130, 5, 26)).astype(dtype)   # contracted on axis 0
+    t = rng.standard_normal((5, 130, 26)).astype(dtype)   # contracted on axis 1
+    v = rng.standard_normal((105, 300)).astype(dtype)     # used as v.T
+
+    def body(i, h):
+        a = jnp.tanh(h @ w)
+        b = jnp.einsum("kij,kl->ijl", s, a[:, :45] * 0.1).reshape(130, 45)
+        c = jnp.einsum("ikj,kl->ijl", t, a[:, 45:90] * 0.1).reshape(130, 45)
+        d = a @ v.T
+        return h + 0.01 * jnp.concatenate([b, c, d, d], axis=1)
+
+    def body_numpy(h):
+        a = np.tanh(h @ w.astype(np.float64))
+        b = np.einsum("kij,kl->ijl", s.astype(np.float64), a[:, :45] * 0.1).reshape(130, 45)
+        c = np.einsum("ikj,kl->ijl", t.astype(np.float64), a[:, 45:90] * 0.1).reshape(130, 45)
+        d = a @ v.T.astype(np.float64)
+        return h + 0.01 * np.concatenate([b, c, d, d], axis=1)
+
+    want = x.astype(np.float64)
+    for _ in range(3):
+        want = body_numpy(want)
+    f = numbax.jit(lambda x: lax.fori_loop(0, 3, body, x))
+    tol = 2e-4 if dtype == np.float32 else 1e-11
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            np.testing.assert_allclose(np.asarray(f(x)), want, rtol=tol, atol=tol)
+
+
+def test_body_products_on_numbax_gemm_give_the_bits_of_its_top_level_products(kind):
+    # where both run numbax's GEMM (products of GEMM_THREADED_MACS and more, config.cpu_matmul
+    # "numbax"), each element of C adds its k blocks in one order whatever the parts: a scan's
+    # products equal the same products jitted alone, bit for bit, on any thread count
+    if kind != "gemm":
+        pytest.skip("numbax's GEMM at the top level and in loops")
+    rng = np.random.default_rng(6)
+    xs = rng.standard_normal((3, 150, 700)).astype(np.float32)
+    w = rng.standard_normal((700, 333)).astype(np.float32)
+    scan = numbax.jit(lambda xs, w: lax.scan(lambda c, x: (c + 1.0, x @ w), 0.0, xs)[1])
+    alone = numbax.jit(lambda x, w: x @ w)
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            got = np.asarray(scan(xs, w))
+            for k in range(3):
+                np.testing.assert_array_equal(got[k], np.asarray(alone(xs[k], w)))
+    np.testing.assert_allclose(got, xs.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)

@@ -25,8 +25,8 @@ from numbax._src.compiler.backend import (
     Program,
     warn_unlowered,
 )
-from numbax._src.compiler.cpu import control_flow, driver, loops, rows
-from numbax._src.compiler.cpu.runtime import blas, blas_parts, copies
+from numbax._src.compiler.cpu import control_flow, driver, loop_products, loops, rows
+from numbax._src.compiler.cpu.runtime import blas, copies
 from numbax._src.compiler.lowerings import linalg as linalg_lowerings
 from numbax._src.compiler.registry import EAGER, Unsupported
 from numbax._src.config import config
@@ -85,8 +85,8 @@ class CpuBackend(Backend):
         _load_numba_registries()
 
     def config_key(self) -> tuple:
-        # (whether loop bodies' products call OpenBLAS's cblas: cpu/loop_products.py)
-        return (*loops.CODEGEN_CONFIG, ("loop_products", blas_parts.available()))
+        # (which kernel loop bodies' products call: cpu/loop_products.py)
+        return (*loops.CODEGEN_CONFIG, ("loop_products", loop_products.kind()))
 
     def fusible(self, eqn) -> bool:
         return not narrow_floats.touches(eqn) and registry.fusible(eqn, self.name)

@@ -57,10 +57,12 @@ class Function:
         self.outside: set[str] = set()  # names a loop body reads from outside it
         # Threads: loop nests and products large enough run on the Numba threads the driver
         # gives the kernel (`work_ns`: the largest such region's estimated serial time). A
-        # product calls blas_parts.loop_block, whose OpenBLAS entry (`products`) and thread
-        # count are the kernel's last parameters. Inside a prange (`in_prange`) all is serial.
+        # product (`products`) calls loop_products.kind()'s block function, whose thread count
+        # and OpenBLAS entry or scratch (`product_words` float64 words a thread) are the
+        # kernel's last parameters. Inside a prange (`in_prange`) all is serial.
         self.work_ns = 0.0
         self.products = False
+        self.product_words = 0
         self.in_prange = False
 
     def fresh(self) -> str:
@@ -167,8 +169,9 @@ class Function:
         rendered = loop_products.render(eqn, ins, self.fresh, lines, pad, not self.in_prange)
         if rendered is None:
             return None
-        name, macs, blocks = rendered
+        name, macs, blocks, words = rendered
         self.products = True
+        self.product_words = max(self.product_words, words)
         if blocks:
             self.parallel = True
             self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
@@ -494,18 +497,23 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     outs = statements(fn, eqn, args, lines, "    ")
     rets = [fn.owned(o, v.aval) for o, v in zip(outs, eqn.outvars, strict=True)]
     params = [f"a{k}" for k, x in enumerate(eqn.invars) if not isinstance(x, Literal)]
+    own_gemm = fn.products and loop_products.kind() == "gemm"
     if fn.products:
-        params += ["loop_blas", "loop_width", "loop_threads"]
+        params += ["loop_gemm", "loop_work", "loop_threads"] if own_gemm else \
+            ["loop_blas", "loop_width", "loop_threads"]
     options = PRANGE_ONLY if fn.parallel else "False"
     deco = f'@njit(parallel={options}, error_model="numpy", cache=CACHE, fastmath=False)'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
     if fn.products:
-        head += "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401"
+        head += ("\nfrom numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401"
+                 if own_gemm else
+                 "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401")
     src = (f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n" + "\n".join(lines)
            + f"\n    return ({''.join(r + ', ' for r in rets)})\n")
     # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
     # a kernel with only small products runs them on one thread, without that bookkeeping)
-    return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products)
+    return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
+                     loop_work=max(fn.product_words, 1) if own_gemm else 0)
 
 
 # ----------------------------------------------------------------------------- on the host

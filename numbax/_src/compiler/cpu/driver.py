@@ -151,11 +151,15 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             call = f"k{j}_flow"
             imports.append(f"from {step.module} import kernel as {call}")
             args = [names[x] for x in eqn.invars if isinstance(x, Var)]
-            if step.kernel.loop_products:
-                args += ["*_loop_blas", "n" if threaded else "1"]
+            threads = "n" if threaded else "1"
+            if step.kernel.loop_work:  # numbax's GEMM: its tasks, this thread's scratch
+                args += ["_loop_gemm", f"gl.loop_work({step.kernel.loop_work})", threads]
+                entry = "_loop_gemm = gl.loop_entry()  # numbax's GEMM part tasks"
+            elif step.kernel.loop_products:
+                args += ["*_loop_blas", threads]
                 entry = "_loop_blas = bp.loop_entry()  # this process's OpenBLAS GEMM entry"
-                if entry not in consts:
-                    consts.append(entry)
+            if step.kernel.loop_products and entry not in consts:
+                consts.append(entry)
             expr = f"{call}({', '.join(args)})"
             if threaded:  # its nests' pranges and products on n of Numba's threads, BLAS on
                 # one meanwhile (no second pool beside Numba's)
@@ -209,6 +213,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
            + "from numbax._src.compiler.cpu.runtime import kernels as kc  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import blas as bl  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"

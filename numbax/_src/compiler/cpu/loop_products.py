@@ -1,34 +1,57 @@
 """Matrix products inside compiled control flow (cpu/control_flow.py): the operands as Numba
 matrices, and the call that runs them on the loop's threads.
 
-A float product of matrices runs as OpenBLAS's one-thread kernel on blocks of C
-(runtime/blas_parts.loop_block), a block an iteration of a prange in the loop kernel itself,
-on the Numba threads the driver gives the loop, while the driver holds OpenBLAS
-itself to one thread. Before, a loop body's products were np.dot on OpenBLAS's own threads,
-which spun against Numba's after each parallel region, so bodies stayed serial (an LSTM's
-scans: 92-108 ms on 16 cores, 44-46 after, jax.jit 56; docs/performance.md). Other products
-(vectors, complex, mixed dtypes) keep np.dot's array form (lowerings/dot.py).
+A float product of matrices runs on blocks of C, a block an iteration of a prange in the loop
+kernel itself, on the Numba threads the driver gives the loop (`kind`):
+- "gemm": numbax's register tile (runtime/gemm_loops.py), where numbax's GEMM takes every
+  product at the program's top level (AVX-512 hosts, or `config.cpu_matmul` "numbax"), so a
+  body's product runs the kernel it runs outside a loop;
+- "blas": OpenBLAS's one-thread kernel (runtime/blas_parts.loop_block), while the driver holds
+  OpenBLAS itself to one thread. Before, a loop body's products were np.dot on OpenBLAS's own
+  threads, which spun against Numba's after each parallel region, so bodies stayed serial (an
+  LSTM's scans: 92-108 ms on 16 cores, 44-46 after, jax.jit 56; docs/performance.md);
+- "": neither (numpy's BLAS out of reach, no register tile): Numba's np.dot.
+Other products (vectors, complex, mixed dtypes) keep np.dot's array form (lowerings/dot.py).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
-from numbax._src.compiler.cpu.runtime import blas_parts
+from numbax._src.compiler.cpu.runtime import blas_parts, gemm_loops, library
+from numbax._src.config import config
 from numbax._src.core import JaxprEqn
 
 
+def kind() -> str:
+    """The kernel loop bodies' float products run on here: "gemm", "blas" or "" (above)."""
+    choice = config.cpu_matmul
+    if (choice == "auto" and library.own_gemm_host()) or \
+            (choice == "numbax" and library.gemm_tile_host()):
+        return "gemm"
+    return "blas" if blas_parts.available() else ""
+
+
+class Rendered(NamedTuple):
+    name: str    # the result's
+    macs: int    # its multiply-adds
+    blocks: bool  # whether it wrote a prange over blocks of C
+    words: int   # float64 scratch a thread its "gemm" blocks need (0 for "blas")
+
+
 def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[str],
-           pad: str, threaded: bool) -> tuple[str, int, bool] | None:
+           pad: str, threaded: bool) -> Rendered | None:
     """Appends the lines of a float32 or float64 product of matrices with every side at
-    least 2 to `lines`; returns (the result's name, its multiply-adds, whether it wrote a
-    prange), or None for the other products. From blas_parts.THREADED_MACS up, and where
-    `threaded` (not inside another prange), the blocks of C are the iterations of a prange
-    over the kernel's `loop_threads`; smaller products are one block."""
+    least 2 to `lines` (None, nothing appended, for the other products, or where `kind` is
+    ""). From blas_parts.THREADED_MACS up, and where `threaded` (not inside another prange),
+    the blocks of C are the iterations of a prange over the kernel's `loop_threads`; smaller
+    products are one block."""
     x, y = (v.aval for v in eqn.invars[:2])
+    use = kind()
     if not (x.dtype == y.dtype == eqn.outvars[0].aval.dtype) or \
-            x.dtype not in (np.float32, np.float64) or not blas_parts.available():
+            x.dtype not in (np.float32, np.float64) or not use:
         return None
     operands = matrix_operands(ins, eqn)
     if operands is None or min(operands[2]) < 2:
@@ -36,6 +59,10 @@ def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[
     x2, y2, (m, k, n) = operands
     out = eqn.outvars[0].aval.shape
     a, b, c = fresh(), fresh(), fresh()
+    words = 0
+    if use == "gemm":  # flat operands and whether each is its matrix's transpose
+        (x2, x_t), (y2, y_t) = _flat_operand(ins[0], eqn, 0), _flat_operand(ins[1], eqn, 1)
+        words = gemm_loops.workspace_words(m, k, n, x.dtype.itemsize, x_t)
     lines += [f"{pad}{a} = {x2}", f"{pad}{b} = {y2}",
               f"{pad}{c} = np.empty({out}, np.{x.dtype.name})"]
     cm = c
@@ -43,15 +70,21 @@ def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[
         cm = fresh()
         lines.append(f"{pad}{cm} = {c}.reshape(({m}, {n}))")
     blocks = threaded and m * k * n >= blas_parts.THREADED_MACS
+    if use == "gemm":
+        grid = f"gl.loop_grid(loop_threads, {cm})"
+        block = (f"gl.loop_block(loop_gemm, {{q}}, {{rows}}, {{cols}}, {a}, {x_t}, {b}, {y_t}, "
+                 f"{cm}, loop_work[numba.get_thread_id()])")  # (the running thread's scratch)
+    else:
+        grid = f"bp.loop_grid(loop_threads, {m}, {n})"
+        block = f"bp.loop_block(loop_blas, loop_width, {{q}}, {{rows}}, {{cols}}, {a}, {b}, {cm})"
     if blocks:
         rows, cols, q = fresh(), fresh(), fresh()
-        lines += [f"{pad}{rows}, {cols} = bp.loop_grid(loop_threads, {m}, {n})",
+        lines += [f"{pad}{rows}, {cols} = {grid}",
                   f"{pad}for {q} in prange({rows} * {cols}):",
-                  f"{pad}    bp.loop_block(loop_blas, loop_width, {q}, {rows}, {cols}, "
-                  f"{a}, {b}, {cm})"]
+                  f"{pad}    " + block.format(q=q, rows=rows, cols=cols)]
     else:
-        lines.append(f"{pad}bp.loop_block(loop_blas, loop_width, 0, 1, 1, {a}, {b}, {cm})")
-    return c, m * k * n, blocks
+        lines.append(pad + block.format(q=0, rows=1, cols=1))
+    return Rendered(c, m * k * n, blocks, words)
 
 
 def matrix_operands(args: list[str], eqn: JaxprEqn):
@@ -88,3 +121,19 @@ def _as_matrix(name: str, shape: tuple, perm: list[int], matrix: tuple[int, int]
     return x if tuple(shape[d] for d in perm) == matrix else f"{x}.reshape({matrix})"
 
 
+def _flat_operand(name: str, eqn: JaxprEqn, which: int) -> tuple[str, bool]:
+    """(a C-contiguous flat copy or view of operand `which` (0: x, 1: y) in the element order of
+    its product matrix or of that matrix's transpose, whether it is the transpose): numbax's
+    GEMM reads either through its strides (gemm_loops.loop_block)."""
+    (xc, yc), _ = eqn.params["dimension_numbers"]
+    v = eqn.invars[which].aval
+    contract = xc if which == 0 else yc
+    free = [d for d in range(v.ndim) if d not in contract]
+    perm = [*free, *contract] if which == 0 else [*contract, *free]
+    if perm == sorted(perm):
+        return f"np.ascontiguousarray({name}).reshape(-1)", False
+    flipped = perm[len(free):] + perm[:len(free)] if which == 0 else \
+        perm[len(contract):] + perm[:len(contract)]
+    if flipped == sorted(flipped):  # stored as the matrix's transpose: read it so, no copy
+        return f"np.ascontiguousarray({name}).reshape(-1)", True
+    return f"np.ascontiguousarray({name}.transpose({tuple(perm)})).reshape(-1)", False

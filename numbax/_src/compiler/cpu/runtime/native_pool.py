@@ -110,7 +110,7 @@ def _address(typingctx, pointer):
 
 
 @intrinsic
-def _call(typingctx, task, arg, chunk):
+def call_task(typingctx, task, arg, chunk):
     """task(arg, chunk) through the function pointer `task`."""
     def codegen(context, builder, sig, args):
         fnty = ir.FunctionType(ir.VoidType(), [_I64, _I64])
@@ -153,7 +153,7 @@ def _take_chunks(base):
         chunk = _fetch_add(base + NEXT, 1)
         if chunk >= _load(base + COUNT):  # (the count is read after the chunk: see `job`)
             return
-        _call(_load(base + TASK), _load(base + ARG), chunk)
+        call_task(_load(base + TASK), _load(base + ARG), chunk)
         _fetch_add(base + DONE, 1)
 
 
