@@ -300,14 +300,21 @@ def test_body_products_on_numbax_gemm_give_the_bits_of_its_top_level_products(ki
     # products equal the same products jitted alone, bit for bit, on any thread count
     if kind != "gemm":
         pytest.skip("numbax's GEMM at the top level and in loops")
+    # (x.T @ v: A transposed with k >= KC, the form gemm.py packs)
     rng = np.random.default_rng(6)
-    xs = rng.standard_normal((3, 150, 700)).astype(np.float32)
+    xs = rng.standard_normal((3, 520, 700)).astype(np.float32)
     w = rng.standard_normal((700, 333)).astype(np.float32)
-    scan = numbax.jit(lambda xs, w: lax.scan(lambda c, x: (c + 1.0, x @ w), 0.0, xs)[1])
+    v = rng.standard_normal((520, 90)).astype(np.float32)
+    scan = numbax.jit(lambda xs, w, v: lax.scan(
+        lambda c, x: (c + 1.0, (x @ w, x.T @ v)), 0.0, xs)[1])
     alone = numbax.jit(lambda x, w: x @ w)
+    alone_t = numbax.jit(lambda x, v: x.T @ v)
     for threads in sorted({1, 2, POOL}):
         with numbax.config.override("cpu_threads", threads):
-            got = np.asarray(scan(xs, w))
+            got, got_t = (np.asarray(a) for a in scan(xs, w, v))
             for k in range(3):
                 np.testing.assert_array_equal(got[k], np.asarray(alone(xs[k], w)))
+                np.testing.assert_array_equal(got_t[k], np.asarray(alone_t(xs[k], v)))
     np.testing.assert_allclose(got, xs.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got_t, np.swapaxes(xs.astype(np.float64), 1, 2) @ v,
+                               rtol=1e-4, atol=1e-3)
