@@ -9,6 +9,7 @@ import numpy as np
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import along_axis
@@ -192,6 +193,7 @@ ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
 
 
+@compiled_when_eager  # (JAX runs its compiled top_k eagerly too)
 def lax_top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     """The k largest entries along `axis`, largest first, and their int32 indices (lower
     index first on ties; NaN counts as largest).

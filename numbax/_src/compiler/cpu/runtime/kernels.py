@@ -19,7 +19,9 @@ from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import arg_extrema, copies, scans
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime import top_k as top_k_rows
 from numbax._src.lax import extrema
+from numbax._src.lax import sort as lsort
 
 # ----------------------------------------------------------------------------- output buffers
 
@@ -140,6 +142,13 @@ def argminmax(x: np.ndarray, fn, axis: int, index_dtype) -> np.ndarray:
         if out is not None:
             return out
     return np.asarray(fn(x, axis=axis)).astype(index_dtype)
+
+
+def top_k(x: np.ndarray, k: int, axis: int) -> list[np.ndarray]:
+    """lax.top_k's [values, int32 indices] along `axis`: large inputs on Numba's threads
+    (top_k.py), others by the eager rule (a stable sort: the same values and indices)."""
+    out = top_k_rows.along_axis(x, k, axis)
+    return out if out is not None else lsort.top_k_p.impl(x, k=k, axis=axis)
 
 
 def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.ndarray:
