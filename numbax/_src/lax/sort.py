@@ -292,3 +292,39 @@ def _approx_k(is_max_k: bool) -> Any:
 
 approx_max_k = _approx_k(True)
 approx_min_k = _approx_k(False)
+
+
+# ----------------------------------------------------------------------------- searchsorted
+# numpy.searchsorted of real values: a of shape (*batch, n), each row sorted, v of shape
+# (*batch, *values), a binary search per value in its row (NaN largest, -0.0 == 0.0).
+# (jnp.searchsorted had counted every entry of `a` for every value: 1e6 values in 1e5 entries
+# took 20 s.) Internal: jnp.searchsorted binds it with a 1-d `a`, vmap adds batch dims;
+# complex values keep the counting form.
+searchsorted_p = Primitive("searchsorted")
+
+
+def _searchsorted_abstract_eval(a: ShapedArray, v: ShapedArray, *, right, index_dtype):
+    return [ShapedArray(v.shape, index_dtype)]
+
+
+def _searchsorted_impl(a, v, *, right, index_dtype):
+    a, v = np.asarray(a), np.asarray(v)
+    rows = int(np.prod(a.shape[:-1]))
+    a2, v2 = a.reshape(rows, a.shape[-1]), v.reshape(rows, -1)
+    side = "right" if right else "left"
+    found = [np.searchsorted(a2[r], v2[r], side=side) for r in range(rows)]
+    return [np.asarray(found, dtype=index_dtype).reshape(v.shape)]
+
+
+def _searchsorted_batch(axis_size, vals, dims, *, right, index_dtype):
+    (a, v), (da, dv) = vals, dims
+    if da is None and get_aval(a).ndim == 1:  # one table for every example: no batch dim
+        return [searchsorted_p.bind(a, v, right=right, index_dtype=index_dtype)], [dv]
+    a, v = batching.bdim_at_front(a, da, axis_size), batching.bdim_at_front(v, dv, axis_size)
+    return [searchsorted_p.bind(a, v, right=right, index_dtype=index_dtype)], [0]
+
+
+core.abstract_eval_rules[searchsorted_p] = _searchsorted_abstract_eval
+core.impl_rules[searchsorted_p] = _searchsorted_impl
+batching.batch_rules[searchsorted_p] = _searchsorted_batch
+ad.non_differentiable.add(searchsorted_p)

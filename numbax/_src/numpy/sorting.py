@@ -115,12 +115,24 @@ def _lt_nan_last(x: Any, y: Any) -> Any:
     return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(lax.eq(x, x), lax.ne(y, y)))
 
 
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
-                 method: str = "compare_all") -> Any:
-    """numpy.searchsorted on a sorted 1-d `a`: a count of the entries before each v."""
+                 method: str = "scan") -> Any:
+    """numpy.searchsorted on a sorted 1-d `a`: for each v, the count of entries of `a` before
+    it (side "left": less than v; "right": not greater), NaN sorting last as in numpy.
+
+    `method` is JAX's choice of algorithm; every method gives the same indices. Real values
+    take a binary search per value (compiled: runtime/search.py), "compare_all" and complex
+    values count every entry of `a` for every value (O(len(a)) each, as JAX's compare_all).
+    """
     if side not in ("left", "right"):
         raise NumbaxValueError(f"numbax.numpy.searchsorted: side {side!r} is invalid, expected "
                                "'left' or 'right'.")
+    if method not in _SEARCH_METHODS:
+        raise NumbaxValueError(f"numbax.numpy.searchsorted: method {method!r} is invalid, "
+                               f"expected one of {list(_SEARCH_METHODS)}.")
     a, v = ufuncs.promote_dtypes("searchsorted", a, v)
     if get_aval(a).ndim != 1:
         raise NumbaxValueError(f"numbax.numpy.searchsorted: a has shape {get_aval(a).shape}, "
@@ -128,15 +140,24 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     if sorter is not None:  # the positions in a sorted by `sorter`, as numpy and JAX give
         a = indexing.take(a, sorter, mode="clip")
     n = get_aval(a).shape[0]
+    index_dtype = dtypes.index_dtype(n)
+    if method == "compare_all" or kind_of(get_aval(a).dtype) == "c":
+        return count_before(a, v, side == "right", index_dtype)
+    from numbax._src.lax import sort as lax_sort
+
+    return lax_sort.searchsorted_p.bind(a, v, right=side == "right",
+                                        index_dtype=np.dtype(index_dtype))
+
+
+def count_before(a: Any, v: Any, right: bool, index_dtype: Any) -> Any:
+    """searchsorted by counting (JAX's compare_all): a 1-d `a`: for each value, the entries of
+    `a` before it."""
     v_shape = get_aval(v).shape
-    out_shape = (*v_shape, n)
+    out_shape = (*v_shape, get_aval(a).shape[0])
     ab = shape_ops.broadcast_in_dim(a, out_shape, (len(v_shape),))
     vb = shape_ops.broadcast_in_dim(v, out_shape, tuple(range(len(v_shape))))
-    if side == "left":
-        before = _lt_nan_last(ab, vb)
-    else:
-        before = lax.bitwise_not(_lt_nan_last(vb, ab))
-    counts = lax.convert_element_type(before, dtypes.index_dtype(n))
+    before = lax.bitwise_not(_lt_nan_last(vb, ab)) if right else _lt_nan_last(ab, vb)
+    counts = lax.convert_element_type(before, index_dtype)
     return lax_reductions.reduce_sum(counts, (len(v_shape),))
 
 

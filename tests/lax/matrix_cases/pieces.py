@@ -1,15 +1,18 @@
-"""Matrix rows of lax/pieces.py (split, stack, unstack, tile) and of lax/sort.py's top_k and
-approx_top_k."""
+"""Matrix rows of lax/pieces.py (split, stack, unstack, tile) and of lax/sort.py's top_k,
+approx_top_k and searchsorted."""
 from __future__ import annotations
 
 import numpy as np
 
+import numbax.numpy as jnp
 from numbax import lax
 from tests.lax.matrix_cases import Case
 
 RNG = np.random.default_rng(11)
 X = RNG.normal(size=(3, 4))
 Y = RNG.normal(size=(3, 4))
+TABLE = np.array([-1.0, -0.5, 0.0, 0.0, 0.25, 1.0, np.nan])
+V = np.concatenate([RNG.normal(size=5), [0.0, -0.0, 0.25, np.nan, np.inf]]).reshape(2, 5)
 
 
 def cases() -> dict[str, list[Case]]:
@@ -23,6 +26,12 @@ def cases() -> dict[str, list[Case]]:
         "tile": [Case(lambda x: lax.tile(x, (2, 3)), (X,), (0,)),
                  Case(lambda x: lax.tile(x, (1, 0)), (X,))],
         **_top_k_rows(),
+        # (the vmap row stacks each argument with its roll: a table stays sorted only if
+        # constant, so the searched table is closed over or constant)
+        "searchsorted": [
+            Case(lambda v: jnp.searchsorted(TABLE, v), (V,)),
+            Case(lambda v: jnp.searchsorted(TABLE, v, side="right"), (V.astype(np.float32),)),
+            Case(lambda a, v: jnp.searchsorted(a, v, side="right"), (np.full(5, 0.25), V))],
     }
 
 

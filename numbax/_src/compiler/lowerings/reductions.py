@@ -145,6 +145,9 @@ for _prim in (lr.argmax_p, lr.argmin_p, lr.cummax_p, lr.cummin_p):
              library_ok=no_complex)
 for _prim in (lr.cumsum_p, lr.cumprod_p):  # complex: whole elements, numba's arithmetic
     register(_prim, backend="cuda", library=cuda_driver.planned(cuda_index.scan_rows))
+register(lsort.searchsorted_p, backend="cpu", library=lambda eqn, ins: (
+    f"[kc.searchsorted({ins[0]}, {ins[1]}, {eqn.params['right']}, "
+    f"np.{eqn.params['index_dtype'].name})]"))
 register(lsort.top_k_p, backend="cpu",
          library=lambda eqn, ins: f"kc.top_k({ins[0]}, {eqn.params['k']}, {eqn.params['axis']})")
 # xor reductions, log-cumsum-exp and approximate top-k: numpy in the driver

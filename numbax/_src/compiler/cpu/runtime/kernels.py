@@ -17,7 +17,7 @@ import sys
 import numpy as np
 from numba import njit, prange
 
-from numbax._src.compiler.cpu.runtime import arg_extrema, copies, scans
+from numbax._src.compiler.cpu.runtime import arg_extrema, copies, scans, search
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime import top_k as top_k_rows
 from numbax._src.lax import extrema
@@ -149,6 +149,12 @@ def top_k(x: np.ndarray, k: int, axis: int) -> list[np.ndarray]:
     (top_k.py), others by the eager rule (a stable sort: the same values and indices)."""
     out = top_k_rows.along_axis(x, k, axis)
     return out if out is not None else lsort.top_k_p.impl(x, k=k, axis=axis)
+
+
+def searchsorted(a: np.ndarray, v: np.ndarray, right: bool, index_dtype) -> np.ndarray:
+    """lax/sort.py's searchsorted_p: numpy's search, large ones on Numba's threads
+    (search.py)."""
+    return search.sorted_positions(a, v, right, index_dtype)
 
 
 def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.ndarray:
