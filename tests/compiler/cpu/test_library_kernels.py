@@ -543,3 +543,31 @@ def test_scatter_rows_on_threads_give_the_serial_bits(op, mode, monkeypatch):
         keep = (idx[:, 0] >= 0) & (idx[:, 0] < 50) if mode == "drop" else slice(None)
         np.add.at(want, np.clip(idx[keep, 0], 0, 49), upd[keep])
         np.testing.assert_array_equal(serial, want)
+
+
+@pytest.mark.parametrize("method", ["set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("mode", ["drop", "clip"])
+def test_scalar_scatters_with_repeats_combine_in_index_order(method, mode):
+    # one indexed axis, one element a row: the op-specialised loop (kernels._scalar_scatter);
+    # a Python loop over the updates in order is the truth (repeats, NaNs, out of bounds,
+    # negative indices)
+    rng = np.random.default_rng(21)
+    n, m = 300, 50_000
+    idx = rng.integers(-n - 4, n + 4, m)
+    upd = rng.standard_normal(m).astype(np.float32) * 0.01 + 1.0
+    upd[rng.integers(0, m, 20)] = np.nan
+    base = rng.standard_normal(n).astype(np.float32)
+    f = numbax.jit(lambda x, i, u: getattr(x.at[i], method)(u, mode=mode))
+    got = np.asarray(f(base, idx, upd))
+    want = base.copy()
+    ops = {"set": lambda a, b: b, "add": np.add, "multiply": np.multiply,
+           "min": lambda a, b: a if np.isnan(a) else b if np.isnan(b) else min(a, b),
+           "max": lambda a, b: a if np.isnan(a) else b if np.isnan(b) else max(a, b)}
+    for i, u in zip(idx.tolist(), upd):
+        i = i + n if i < 0 else i  # (negative indices count from the end, as in numpy)
+        if not 0 <= i < n:
+            if mode == "drop":
+                continue
+            i = min(max(i, 0), n - 1)
+        want[i] = np.float32(ops[method](want[i], u))
+    np.testing.assert_array_equal(got, want)

@@ -280,12 +280,39 @@ def _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, parts):  # pragma: 
                 out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
 
 
+def _scalar_scatter(op: int):
+    """`_scatter_rows` for one indexed axis and rows of one element, `op` compiled in: the
+    generic loop's index arithmetic and per-element choice of op took 2.7 ns an update (a
+    histogram's 1e6 updates into 1000 bins: 2.7 ms against numpy's add.at 0.74)."""
+    @njit(cache=True, error_model="numpy")
+    def scatter(out, idx, upd, drop):  # pragma: no cover - compiled
+        n = out.shape[0]
+        for b in range(idx.shape[0]):
+            c = idx[b]
+            if c < 0 or c >= n:
+                if drop:
+                    continue
+                c = 0 if c < 0 else n - 1
+            out[c] = _combine(op, out[c], upd[b])
+    return scatter
+
+
+_SCALAR_SCATTERS = {op: _scalar_scatter(op) for op in range(6)}
+# Rows of fewer bytes than this are scattered on one thread: `_scatter_rows_parallel` has
+# every thread read every index, and a row of a few bytes does not repay that (1e6 updates
+# of one float32: 2.7 ms on one thread, 7.0 on two).
+PARALLEL_ROW_BYTES = 64
+
+
 def _scatter_into(out2, dims, idx2, upd2, op: int, drop: bool) -> None:
     """The updates combined into out2's rows on Numba's threads where the bytes they read pay
     for them (an embedding table's gradient: 32,768 rows of 128 took 4 of a 5.7 ms training
     step on one of 16 cores)."""
+    if dims.shape[0] == 1 and out2.shape[1] == 1:
+        _SCALAR_SCATTERS[op](out2.reshape(-1), idx2.reshape(-1), upd2.reshape(-1), drop)
+        return
     threads = min(rt_threads.threads_for(upd2.nbytes * copies.BYTE_NS), out2.shape[0])
-    if threads <= 1:
+    if threads <= 1 or out2.shape[1] * out2.itemsize < PARALLEL_ROW_BYTES:
         _scatter_rows(out2, dims, idx2, upd2, op, drop)
         return
     with rt_threads.running(threads):
