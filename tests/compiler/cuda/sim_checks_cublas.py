@@ -89,7 +89,10 @@ def cublas_layouts_batches_and_dtypes():
                 except AssertionError as e:
                     raise AssertionError(f"{name} {np.dtype(dt).name}: {e}") from None
                 if cuda_runtime.simulator_enabled() or cublas.available():
-                    assert "cb.gemm(" in fj.lower(*args).as_text(), name
+                    # (a real product of one-deep contractions is a broadcast multiply:
+                    # passes._outer_dot, on every backend)
+                    outer = name == "outer 1-deep" and dt != np.complex64
+                    assert ("cb.gemm(" in fj.lower(*args).as_text()) != outer, name
 
 
 @check
