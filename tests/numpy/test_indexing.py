@@ -486,3 +486,28 @@ def test_updates_at_traced_int_and_index_array():
         return jnp.sum(jnp.sin(jnp.asarray(a).at[2, cols].add(w * w)) ** 2)
 
     _assert_grads_are_central_differences(loss, x / 10, np.array([0.5, -1.5, 2.0]))
+
+
+@pytest.mark.parametrize("mode", [None, "clip", "wrap"])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_take_along_axis_positions_in_every_mode_match_numpy(mode, axis):
+    # large enough for the compiled scalar gather (kernels._scalar_gather), with negative and
+    # out-of-bounds indices: "fill" (None) gives NaN there, "clip" clamps, "wrap" wraps
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((30, 40, 50))
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = 64
+    idx = rng.integers(-n - 3, n + 3, shape)
+    f = numbax.jit(lambda x, i: jnp.take_along_axis(x, i, axis, mode=mode))
+    got = np.asarray(f(x, idx))
+    if mode == "wrap":
+        want = np.take_along_axis(x, idx % n, axis)
+    elif mode == "clip":
+        want = np.take_along_axis(x, np.clip(idx, 0, n - 1), axis)
+    else:
+        inside = (idx >= -n) & (idx < n)
+        want = np.where(inside, np.take_along_axis(x, np.where(inside, idx, 0), axis), np.nan)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(x, idx, axis, mode=mode)),
+                                  want)
