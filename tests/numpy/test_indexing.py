@@ -511,3 +511,20 @@ def test_take_along_axis_positions_in_every_mode_match_numpy(mode, axis):
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(x, idx, axis, mode=mode)),
                                   want)
+
+
+def test_two_coordinate_gathers_of_scalars_clip_and_fill_as_numpy_says():
+    # x[i, j] of index arrays and a vmapped take (two coordinates, one-element rows:
+    # kernels._scalar_gather2) on Numba's threads: negative indices count from the end,
+    # x[i, j] clamps what is out of bounds (as JAX), take's "fill" gives NaN there
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((300, 400))
+    i = rng.integers(-300, 300, 200_000)
+    j = rng.integers(-400, 400, 200_000)
+    got = np.asarray(numbax.jit(lambda x, i, j: x[i, j])(x, i, j))
+    np.testing.assert_array_equal(got, x[i, j])
+    k = rng.integers(-410, 410, (300, 700))
+    taken = np.asarray(numbax.jit(numbax.vmap(lambda row, k: jnp.take(row, k)))(x, k))
+    inside = (k >= -400) & (k < 400)
+    want = np.where(inside, np.take_along_axis(x, np.where(inside, k, 0), 1), np.nan)
+    np.testing.assert_array_equal(taken, want)

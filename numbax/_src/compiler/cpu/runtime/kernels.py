@@ -239,20 +239,40 @@ def _scalar_gather(parallel: bool):
     return gather
 
 
+def _scalar_gather2(parallel: bool):
+    """`_scalar_gather` for two indexed axes (vmap of a one-axis gather: interp's lookups,
+    `x[i, j]` of index arrays), each coordinate clamped as `_row_offset` clamps it."""
+    @njit(parallel=parallel, cache=True, error_model="numpy")
+    def gather(x, n0, n1, idx2, fill_mode, fill, out):  # pragma: no cover - compiled
+        for b in prange(idx2.shape[0]):
+            c0, c1 = idx2[b, 0], idx2[b, 1]
+            ok = 0 <= c0 < n0 and 0 <= c1 < n1
+            c0 = min(max(c0, 0), n0 - 1)
+            c1 = min(max(c1, 0), n1 - 1)
+            out[b] = x[c0 * n1 + c1] if ok or not fill_mode else fill
+    return gather
+
+
 _SCALAR_GATHERS = {parallel: _scalar_gather(parallel) for parallel in (True, False)}
+_SCALAR_GATHERS2 = {parallel: _scalar_gather2(parallel) for parallel in (True, False)}
 SCALAR_GATHER_NS = 1.0  # estimated serial ns an element (a load from anywhere in x)
 
 
 def _gather_into(x2, dims, idx2, fill_mode: bool, fill, out2) -> None:
     """The rows gathered on Numba's threads where the bytes they copy pay for them."""
-    if dims.shape[0] == 1 and x2.shape[1] == 1:
+    if dims.shape[0] <= 2 and x2.shape[1] == 1:
         threads = rt_threads.threads_for(idx2.shape[0] * SCALAR_GATHER_NS)
-        args = (x2.reshape(-1), idx2.reshape(-1), fill_mode, fill, out2.reshape(-1))
+        if dims.shape[0] == 1:
+            kernels = _SCALAR_GATHERS
+            args = (x2.reshape(-1), idx2.reshape(-1), fill_mode, fill, out2.reshape(-1))
+        else:
+            kernels = _SCALAR_GATHERS2
+            args = (x2.reshape(-1), dims[0], dims[1], idx2, fill_mode, fill, out2.reshape(-1))
         if threads <= 1:
-            _SCALAR_GATHERS[False](*args)
+            kernels[False](*args)
             return
         with rt_threads.running(threads):
-            _SCALAR_GATHERS[True](*args)
+            kernels[True](*args)
         return
     threads = min(rt_threads.threads_for(out2.nbytes * copies.BYTE_NS), out2.shape[0])
     if threads <= 1:
