@@ -129,11 +129,10 @@ def _flat_operand(name: str, eqn: JaxprEqn, which: int) -> tuple[str, bool]:
     v = eqn.invars[which].aval
     contract = xc if which == 0 else yc
     free = [d for d in range(v.ndim) if d not in contract]
-    perm = [*free, *contract] if which == 0 else [*contract, *free]
+    rows, cols = (free, contract) if which == 0 else (contract, free)  # the matrix's axes
+    perm = [*rows, *cols]
     if perm == sorted(perm):
         return f"np.ascontiguousarray({name}).reshape(-1)", False
-    flipped = perm[len(free):] + perm[:len(free)] if which == 0 else \
-        perm[len(contract):] + perm[:len(contract)]
-    if flipped == sorted(flipped):  # stored as the matrix's transpose: read it so, no copy
+    if [*cols, *rows] == sorted(perm):  # stored as the matrix's transpose: read so, no copy
         return f"np.ascontiguousarray({name}).reshape(-1)", True
     return f"np.ascontiguousarray({name}.transpose({tuple(perm)})).reshape(-1)", False
