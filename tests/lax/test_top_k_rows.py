@@ -101,3 +101,19 @@ def test_small_inputs_and_k_zero_take_the_eager_rule():
     assert top_k_rows.along_axis(big, 0, 1) is None
     vals, idx = (np.asarray(a) for a in numbax.jit(lambda x: lax.top_k(x, 0))(big))
     assert vals.shape == idx.shape == (64, 0)
+
+
+def test_approx_max_k_is_the_exact_top_k_and_approx_min_k_the_exact_bottom_k():
+    rng = np.random.default_rng(13)
+    x = _rows_with_ties(np.float32, (50, 300), rng)
+    f = numbax.jit(lambda x: lax.approx_max_k(x, 7))
+    assert "kc.top_k(" in f.lower(x).as_text()
+    vals, idx = (np.asarray(a) for a in f(x))
+    want_vals, want_idx = _python_top_k(x, 7, 1)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(vals, want_vals)
+    y = rng.standard_normal((40, 200))
+    low_vals, low_idx = (np.asarray(a) for a in numbax.jit(
+        lambda y: lax.approx_min_k(y, 5, reduction_dimension=0))(y))
+    np.testing.assert_array_equal(low_idx, np.argsort(y, axis=0, kind="stable")[:5])
+    np.testing.assert_array_equal(low_vals, np.sort(y, axis=0)[:5])

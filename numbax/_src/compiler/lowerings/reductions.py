@@ -150,6 +150,11 @@ register(lsort.searchsorted_p, backend="cpu", library=lambda eqn, ins: (
     f"np.{eqn.params['index_dtype'].name})]"))
 register(lsort.top_k_p, backend="cpu",
          library=lambda eqn, ins: f"kc.top_k({ins[0]}, {eqn.params['k']}, {eqn.params['axis']})")
-# xor reductions, log-cumsum-exp and approximate top-k: numpy in the driver
-for _prim in (lr.reduce_xor_p, lr.cumlogsumexp_p, lsort.approx_top_k_p):
+# approx_max_k is exact on the CPU, as in XLA: top_k's kernel (approx_min_k: the eager sort)
+register(lsort.approx_top_k_p, backend="cpu", library=lambda eqn, ins: (
+    f"kc.top_k({ins[0]}, {eqn.params['k']}, "
+    f"{eqn.params['reduction_dimension'] % eqn.invars[0].aval.ndim})"),
+    library_ok=lambda eqn: eqn.params["is_max_k"])
+# xor reductions and log-cumsum-exp: numpy in the driver
+for _prim in (lr.reduce_xor_p, lr.cumlogsumexp_p):
     register(_prim, backend="cpu", library=EAGER)
