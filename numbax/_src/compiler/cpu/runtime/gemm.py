@@ -486,23 +486,22 @@ def _workspace(dtype, rows: int, size: int) -> np.ndarray:
 
 def _flat(x: np.ndarray):
     """(read-only flat view, row stride, column stride) in elements of a 2D array that is
-    C-contiguous or the transpose of a C-contiguous array; None for any other layout.
-
-    Read-only always: Numba types read-only and writeable arrays apart, and numbax's own
-    arrays are read-only views while intermediate results are not, so without this every
-    dtype compiled four times (each operand either way), 6 s each on the 2-core VM."""
+    C-contiguous or the transpose of a C-contiguous array; None for any other layout."""
     if x.flags.c_contiguous:
-        return _read_only(x.reshape(-1)), x.shape[1], 1
+        return read_only(x.reshape(-1)), x.shape[1], 1
     if x.flags.f_contiguous:
-        return _read_only(x.T.reshape(-1)), 1, x.shape[0]
+        return read_only(x.T.reshape(-1)), 1, x.shape[0]
     return None
 
 
-def _read_only(flat: np.ndarray) -> np.ndarray:
-    if flat.flags.writeable:
-        flat = flat.view()
-        flat.flags.writeable = False
-    return flat
+def read_only(x: np.ndarray) -> np.ndarray:
+    """x, or a read-only view of it. Numba types read-only and writeable arrays apart, and
+    numbax's own arrays are read-only while intermediate results are not: without this every
+    dtype of a kernel compiled for each mix (the GEMM: four times, 6 s each on the 2-core VM)."""
+    if x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
 
 
 def _flat3(x: np.ndarray):
@@ -510,10 +509,10 @@ def _flat3(x: np.ndarray):
     matrices are all C-contiguous, or all transposes of C-contiguous ones, in one block; None
     for any other layout."""
     if x.flags.c_contiguous:
-        return _read_only(x.reshape(x.shape[0], -1)), x.shape[2], 1
+        return read_only(x.reshape(x.shape[0], -1)), x.shape[2], 1
     transposed = np.transpose(x, (0, 2, 1))
     if transposed.flags.c_contiguous:
-        return _read_only(transposed.reshape(x.shape[0], -1)), 1, x.shape[1]
+        return read_only(transposed.reshape(x.shape[0], -1)), 1, x.shape[1]
     return None
 
 

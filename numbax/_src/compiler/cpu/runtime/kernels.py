@@ -152,9 +152,11 @@ def top_k(x: np.ndarray, k: int, axis: int) -> list[np.ndarray]:
 
 
 def searchsorted(a: np.ndarray, v: np.ndarray, right: bool, index_dtype) -> np.ndarray:
-    """lax/sort.py's searchsorted_p: numpy's search, large ones on Numba's threads
-    (search.py)."""
-    return search.sorted_positions(a, v, right, index_dtype)
+    """lax/sort.py's searchsorted_p: large searches on Numba's threads (search.py), others by
+    the eager rule (numpy's search)."""
+    out = search.sorted_positions(a, v, right, index_dtype)
+    return out if out is not None else \
+        lsort.searchsorted_p.impl(a, v, right=right, index_dtype=index_dtype)
 
 
 def cumulative(x: np.ndarray, ufunc: np.ufunc, axis: int, reverse: bool) -> np.ndarray:
@@ -268,11 +270,7 @@ def _gather_into(x2, dims, idx2, fill_mode: bool, fill, out2) -> None:
         else:
             kernels = _SCALAR_GATHERS2
             args = (x2.reshape(-1), dims[0], dims[1], idx2, fill_mode, fill, out2.reshape(-1))
-        if threads <= 1:
-            kernels[False](*args)
-            return
-        with rt_threads.running(threads):
-            kernels[True](*args)
+        rt_threads.run_variant(kernels, threads, *args)
         return
     threads = min(rt_threads.threads_for(out2.nbytes * copies.BYTE_NS), out2.shape[0])
     if threads <= 1:

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime.gemm import read_only
 
 BLOCK = 512  # values searched step by step together
 MIN_SIZE = 1 << 12  # fewer values take numpy's search (nothing to compile for them)
@@ -26,6 +27,12 @@ def _lt(x, y):  # pragma: no cover - compiled
     """x < y in numpy's sort order: NaN after every number (bitwise, not short-circuit: the
     branches of `or` and `not` were mispredicted, 5x slower on random values)."""
     return (x < y) | ((y != y) & (x == x))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _goes_after(x, y, right):  # pragma: no cover - compiled
+    """Whether value x's position is past entry y: y < x (right: y <= x), bitwise as `_lt`."""
+    return (_lt(x, y) ^ True) if right else _lt(y, x)
 
 
 def _blocks(parallel: bool):
@@ -46,49 +53,32 @@ def _blocks(parallel: bool):
                 half = length // 2
                 for q in range(s, e):
                     i = out[r, q] + half
-                    x, y = v[r, q], a[r, i - 1]
-                    before = (_lt(x, y) ^ right) if right else _lt(y, x)
-                    out[r, q] = i if before else out[r, q]
+                    out[r, q] = i if _goes_after(v[r, q], a[r, i - 1], right) else out[r, q]
                 length -= half
             for q in range(s, e):
                 i = out[r, q]
-                x, y = v[r, q], a[r, i]
-                before = (_lt(x, y) ^ right) if right else _lt(y, x)
-                out[r, q] = i + 1 if before else i
+                out[r, q] = i + 1 if _goes_after(v[r, q], a[r, i], right) else i
     return blocks
 
 
 _KERNELS = {parallel: _blocks(parallel) for parallel in (True, False)}
 
 
-def sorted_positions(a: np.ndarray, v: np.ndarray, right: bool, index_dtype) -> np.ndarray:
+def sorted_positions(a: np.ndarray, v: np.ndarray, right: bool,
+                     index_dtype) -> np.ndarray | None:
     """np.searchsorted(a[r], v[r], "right" if right else "left") for each row r of the
     leading dims of a (shape (*batch, n), sorted along its last axis) and v (shape (*batch,
-    *values)), of one real dtype, as index_dtype."""
+    *values)), of one real dtype, as index_dtype; None where the eager rule should run (one
+    table and few values, an empty table or no values, other dtypes)."""
     n = a.shape[-1]
     rows = math.prod(a.shape[:-1])
-    side = "right" if right else "left"
     if (rows == 1 and v.size < MIN_SIZE) or n == 0 or v.size == 0 or a.dtype.kind not in "biuf":
-        a2, v2 = a.reshape(rows, n), v.reshape(rows, -1)
-        return np.stack([np.searchsorted(a2[r], v2[r], side=side) for r in range(rows)]) \
-            .reshape(v.shape).astype(index_dtype) if rows else np.zeros(v.shape, index_dtype)
-    # read-only views: one compiled kernel for numbax's read-only arrays and others
-    a2 = _read_only(np.ascontiguousarray(a).reshape(rows, n))
-    v2 = _read_only(np.ascontiguousarray(v).reshape(rows, -1))
+        return None
+    a2 = read_only(np.ascontiguousarray(a).reshape(rows, n))
+    v2 = read_only(np.ascontiguousarray(v).reshape(rows, -1))
     out = np.empty(v2.shape, np.int64)
     steps = math.ceil(math.log2(n)) + 1
     threads = min(rt_threads.threads_for(v.size * steps * STEP_NS),
                   rows * -(-v2.shape[1] // BLOCK))
-    if threads > 1:
-        with rt_threads.running(threads):
-            _KERNELS[True](a2, v2, out, right)
-    else:
-        _KERNELS[False](a2, v2, out, right)
+    rt_threads.run_variant(_KERNELS, threads, a2, v2, out, right)
     return out.reshape(v.shape).astype(index_dtype, copy=False)
-
-
-def _read_only(x: np.ndarray) -> np.ndarray:
-    if x.flags.writeable:
-        x = x.view()
-        x.flags.writeable = False
-    return x

@@ -250,6 +250,17 @@ def _team(n: int) -> int:
     return n
 
 
+def run_variant(kernels: dict, threads: int, *args) -> None:
+    """kernels[True](*args), a library kernel's parallel variant, on `threads` of Numba's
+    threads (`running`), or kernels[False](*args), its serial one, for one thread (no parallel
+    region to start)."""
+    if threads <= 1:
+        kernels[False](*args)
+        return
+    with running(threads):
+        kernels[True](*args)
+
+
 @contextlib.contextmanager
 def running(n: int) -> Iterator[None]:
     """`use(n)` for the kernels called inside the block, the caller's count restored after

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime.gemm import read_only
 
 MIN_SIZE = 1 << 12  # smaller inputs take the eager rule (nothing to compile for them)
 ELEMENT_NS = 1.0  # estimated serial ns per element (a comparison with the root, mostly)
@@ -93,17 +94,10 @@ def along_axis(x: np.ndarray, k: int, axis: int) -> list[np.ndarray] | None:
     if x.size < MIN_SIZE or x.dtype.kind not in _KINDS or not 0 < k <= n or n >= 2**31:
         return None
     moved = np.moveaxis(x, axis, -1)
-    rows = np.ascontiguousarray(moved).reshape(-1, n)
-    if rows.flags.writeable:  # one compiled kernel for numbax's read-only arrays and others
-        rows = rows.view()
-        rows.flags.writeable = False
+    rows = read_only(np.ascontiguousarray(moved).reshape(-1, n))
     vals = np.empty((rows.shape[0], k), x.dtype)
     idx = np.empty((rows.shape[0], k), np.int32)
     threads = min(rt_threads.threads_for(x.size * ELEMENT_NS), rows.shape[0])
-    if threads > 1:
-        with rt_threads.running(threads):
-            _KERNELS[True](rows, vals, idx)
-    else:
-        _KERNELS[False](rows, vals, idx)
+    rt_threads.run_variant(_KERNELS, threads, rows, vals, idx)
     shape = (*moved.shape[:-1], k)
     return [np.ascontiguousarray(np.moveaxis(a.reshape(shape), -1, axis)) for a in (vals, idx)]
