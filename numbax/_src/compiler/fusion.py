@@ -59,9 +59,29 @@ def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
         return False
     for x in eqn.invars:
         if isinstance(x, Var) and producer.get(x) is nest:
-            if x in nest.reduced or k is Fusion.BROADCAST:
+            if x in nest.reduced or k is Fusion.INDEX_MAP:
                 return False
     return True
+
+
+def window(eqn: JaxprEqn) -> bool:
+    """Whether an index-map equation reads a box of its operand, each output axis along the
+    same axis (a slice): alone, the driver takes it as a view or a copy."""
+    if kind_of(eqn) is not Fusion.INDEX_MAP:
+        return False
+    reads = registry.axis_reads(eqn)
+    return len(reads) == eqn.outvars[0].aval.ndim and all(
+        r.dim == d and r.stride >= 1 for d, r in enumerate(reads))
+
+
+def rows_off_index(eqn: JaxprEqn) -> bool:
+    """Whether an index map reads its operand's rows through the loop's outer index other
+    than at that index, or is a slice (x[1:], x[::2], x[:, 1:]): a kernel run on some of its
+    rows (a native-pool task) passes such an operand whole and reads it at the absolute row
+    (cpu LoopKernel.row0), so that one operand can be read at several offsets."""
+    return kind_of(eqn) is Fusion.INDEX_MAP and any(
+        r.dim == 0 and r.stride != 0 and (not r.plain or window(eqn))
+        for r in registry.axis_reads(eqn))
 
 
 def _has_source(nest: LoopNest) -> bool:
@@ -131,10 +151,14 @@ class _Placer:
         self.pending: dict[Var, JaxprEqn] = {}  # deferred broadcasts by their output
 
     def defers(self, eqn: JaxprEqn) -> bool:
-        """A broadcast of a program input or literal: placed where it is first read, since it
-        would otherwise join any earlier nest of its shape and be stored as a full array."""
-        return kind_of(eqn) is Fusion.BROADCAST and self.fusible(eqn) and not any(
-            isinstance(x, Var) and (x in self.producer or x in self.pending) for x in eqn.invars)
+        """A broadcast of a program input or literal, or any slice: placed where it is first
+        read, since it would otherwise join any earlier nest of its shape and be stored as a
+        full array (a slice no reader takes is a library call: `window`)."""
+        if kind_of(eqn) is not Fusion.INDEX_MAP or not self.fusible(eqn) or any(
+                isinstance(x, Var) and x in self.pending for x in eqn.invars):
+            return False
+        return window(eqn) or not any(isinstance(x, Var) and x in self.producer
+                                      for x in eqn.invars)
 
     def add(self, eqn: JaxprEqn) -> None:
         if self.defers(eqn):
@@ -143,31 +167,33 @@ class _Placer:
         early = list({id(p): p for p in (self.pending.pop(x, None) for x in eqn.invars
                                           if isinstance(x, Var)) if p is not None}.values())
         late = []
-        if self.fusible(eqn) and kind_of(eqn) is not Fusion.BROADCAST:
+        if self.fusible(eqn) and kind_of(eqn) is not Fusion.INDEX_MAP:
             shape = _iteration_shape(eqn)
             late = [p for p in early if p.outvars[0].aval.shape == shape]
         for p in early:
             if not any(p is q for q in late):
-                self.place(p)
+                self.place(p, alone=True)
         self.place(eqn, late)
 
     def flush(self) -> None:
         for p in list(self.pending.values()):
-            self.place(p)
+            self.place(p, alone=True)
         self.pending.clear()
 
-    def place(self, eqn: JaxprEqn, before: list[JaxprEqn] = ()) -> None:
+    def place(self, eqn: JaxprEqn, before: list[JaxprEqn] = (), alone: bool = False) -> None:
         """Adds `eqn` to the latest nest it fits (a new one if none), `before` (deferred
-        broadcasts of that nest's shape) just ahead of it; or as a library call."""
-        deps = [self.position[self.producer[x]] for x in eqn.invars
-                if isinstance(x, Var) and x in self.producer]
+        index maps of that nest's shape) just ahead of it; or as a library call, as is a
+        window no reader took (`alone`): a copy by itself, or a view."""
+        deps = [self.position[self.producer[x]] for x in [*eqn.invars, *(
+            x for b in before for x in b.invars)] if isinstance(x, Var) and x in self.producer]
         first = max(deps, default=-1)
         node: Node | None = None
         nodes = self.nodes
-        if self.fusible(eqn):
+        if self.fusible(eqn) and not (alone and window(eqn)):
             for k in range(len(nodes) - 1, max(first, len(nodes) - SCAN_NODES, 0) - 1, -1):
                 cand = nodes[k]
-                if isinstance(cand, LoopNest) and _fits(cand, eqn, self.producer):
+                if isinstance(cand, LoopNest) and all(
+                        _fits(cand, e, self.producer) for e in [*before, eqn]):
                     node = cand
                     break
             if node is None:
@@ -372,7 +398,7 @@ def _remat_plan(v: Var, node: LoopNest, made: dict[Var, JaxprEqn], producer: dic
         e = made.get(x)
         if e is None or id(e) in copies or len(e.outvars) != 1 or \
                 not registry.cheap(e.primitive) or \
-                kind_of(e) not in (Fusion.ELEMENTWISE, Fusion.BROADCAST) or \
+                kind_of(e) not in (Fusion.ELEMENTWISE, Fusion.INDEX_MAP) or \
                 e.outvars[0].aval.shape != v.aval.shape:
             return None
         cost, eqns = 0.0, []
@@ -463,11 +489,12 @@ def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node])
             if not isinstance(x, Var) or producer.get(x) is not group or kind == "outer":
                 continue
             if x in scalars:  # a per-row value: only a broadcast along the trailing axes reads it
-                row_bcast = kind_of(eqn) is Fusion.BROADCAST and \
-                    eqn.params["broadcast_dimensions"] == tuple(range(kept))
+                row_bcast = kind_of(eqn) is Fusion.INDEX_MAP and all(
+                    r.dim == d and r.start == 0 for d, r in enumerate(registry.axis_reads(eqn))) \
+                    and x.aval.ndim == kept
                 if not row_bcast and x.aval.ndim != 0:
                     return None
-            elif kind_of(eqn) is Fusion.BROADCAST:
+            elif kind_of(eqn) is Fusion.INDEX_MAP:
                 return None
     return kind
 

@@ -32,9 +32,27 @@ class Fusion(enum.Enum):
     """How an equation joins a loop nest."""
 
     ELEMENTWISE = "elementwise"  # each output element from the same element of each operand
-    BROADCAST = "broadcast"  # reads its operand through an index map (broadcast_in_dim)
+    # reads its one array operand at an index made from the loop's (broadcast_in_dim, slice):
+    # the entry's `reads` says where (AxisRead per operand axis)
+    INDEX_MAP = "index_map"
     REDUCTION = "reduction"  # folds axes of its operand into an accumulator
     SOURCE = "source"  # a function of the loop index alone (iota)
+
+
+@dataclass(frozen=True)
+class AxisRead:
+    """Where an index map reads one axis of its operand: `start + stride * i`, i the loop's
+    index along output dimension `dim`, or element 0 when `dim` is None (a broadcast's
+    size-1 axis)."""
+
+    dim: int | None
+    start: int = 0
+    stride: int = 1
+
+    @property
+    def plain(self) -> bool:
+        """Whether the axis reads the loop's own index along `dim` (no offset, no stride)."""
+        return self.dim is not None and self.start == 0 and self.stride == 1
 
 
 class Unsupported(Exception):
@@ -98,7 +116,8 @@ class Lowering:
     library_ok(eqn): whether it covers this equation. in_place(eqn, ins, buffer): the library
     rule's form that writes its output into `buffer`, its first operand's own (donated)
     buffer (dynamic_update_slice, scatter: a loop's carry updated without a copy). inline:
-    the param holding the jaxpr of a call-like primitive (inlined before fusion)."""
+    the param holding the jaxpr of a call-like primitive (inlined before fusion).
+    reads(eqn) -> an index map's AxisRead for each axis of its operand."""
 
     fusion: Fusion | None = None
     scalar: ScalarRule | None = None
@@ -116,6 +135,7 @@ class Lowering:
     # a few instructions on every backend (integer and float arithmetic, conversions, moves):
     # a later kernel recomputes it rather than read its stored result (fusion.rematerialize)
     cheap: bool = False
+    reads: Callable[[JaxprEqn], tuple[AxisRead, ...]] | None = None
 
 
 _FIELDS = frozenset(f.name for f in fields(Lowering))
@@ -166,6 +186,11 @@ def fusion_kind(prim: Primitive) -> Fusion | None:
     return entry.fusion if entry is not None else None
 
 
+def axis_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
+    """Where an index-map equation reads each axis of its operand (neutral entry)."""
+    return _neutral[eqn.primitive].reads(eqn)
+
+
 def cheap(prim: Primitive) -> bool:
     """Whether `prim` costs a few instructions an element on every backend (neutral entry)."""
     entry = _neutral.get(prim)
@@ -185,7 +210,7 @@ def fusible(eqn: JaxprEqn, backend: str) -> bool:
         return False
     if low.fusion is Fusion.ELEMENTWISE and low.scalar is None:
         return False
-    if low.fusion is Fusion.BROADCAST and eqn.outvars[0].aval.ndim == 0:
+    if low.fusion is Fusion.INDEX_MAP and eqn.outvars[0].aval.ndim == 0:
         return False  # a 0-d "broadcast" is a copy: no loop to join
     return low.scalar_ok is None or low.scalar_ok(eqn)
 

@@ -196,13 +196,19 @@ def associative_scan(combine: Callable, elems: list, axis: int, reverse: bool,
 
 
 def _interleave(a: Any, b: Any, axis: int) -> Any:
-    """a[0], b[0], a[1], b[1], ... along axis (a is as long as b or one longer)."""
+    """a[0], b[0], a[1], b[1], ... along axis (a is as long as b or one longer): the pairs
+    picked from the two operands broadcast along a new axis of size 2 after `axis`, then
+    reshaped, which compiles to one fused loop (index maps) where a concatenation along the
+    new axis was a copy of its own."""
     na, nb = get_aval(a).shape[axis], get_aval(b).shape[axis]
-    pairs = shape_ops.concatenate([
-        shape_ops.expand_dims(shape_ops.slice_in_dim(a, 0, nb, axis=axis), (axis + 1,)),
-        shape_ops.expand_dims(b, (axis + 1,))], axis + 1)
-    shape = list(get_aval(pairs).shape)
-    merged = shape_ops.reshape(pairs, (*shape[:axis], 2 * nb, *shape[axis + 2:]))
+    shape = list(get_aval(b).shape)
+    pairs = (*shape[:axis + 1], 2, *shape[axis + 1:])
+    dims = tuple(d for d in range(len(pairs)) if d != axis + 1)
+    which = shape_ops.broadcast_in_dim(np.array([False, True]), pairs, (axis + 1,))
+    merged = ew.select_n(which, shape_ops.broadcast_in_dim(
+        shape_ops.slice_in_dim(a, 0, nb, axis=axis), pairs, dims),
+        shape_ops.broadcast_in_dim(b, pairs, dims))
+    merged = shape_ops.reshape(merged, (*shape[:axis], 2 * nb, *shape[axis + 1:]))
     if na == nb:
         return merged
     return shape_ops.concatenate([merged, shape_ops.slice_in_dim(a, nb, na, axis=axis)], axis)

@@ -77,6 +77,13 @@ CASES = {
     "layer_norm": (lambda x: (x - x.mean(-1, keepdims=True))
                    / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5),
                    lambda: [RNG.normal(size=(1024, 96)).astype(np.float32)]),
+    # slices taking rows off the outer index: each task reads them at its absolute rows
+    # (the operands whole, r0 = lo); a diff of a flat vector in chunks of elements
+    "stencil_rows": (lambda u, v: u[2:, 1:-1] - 2 * u[1:-1, 1:-1] + u[:-2, 2:]
+                     + lax.slice(v, (1, 0), (599, 255), (2, 1)),
+                     lambda: [RNG.normal(size=(301, 257)), RNG.normal(size=(600, 255))]),
+    "diff_flat": (lambda x: jnp.tanh(x[1:] - x[:-1]), lambda: [RNG.normal(size=100_037)
+                                                              .astype(np.float32)]),
     # iotas along both axes: each task's rows read their absolute row index (r0 = lo)
     "iotas": (lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None],
               lambda: [RNG.normal(size=(256, 300))]),
@@ -110,6 +117,13 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
     if name == "broadcasts":  # and against NumPy, an independent truth for the serial code
         np.testing.assert_allclose(got[0], np.tanh(args[0] + args[1]) * args[2][:, None],
                                    rtol=1e-12, atol=1e-12)
+    if name == "stencil_rows":
+        u, v = args
+        np.testing.assert_allclose(got[0], u[2:, 1:-1] - 2 * u[1:-1, 1:-1] + u[:-2, 2:]
+                                   + v[1:599:2], rtol=1e-12, atol=1e-12)
+    if name == "diff_flat":
+        np.testing.assert_allclose(got[0], np.tanh(args[0][1:] - args[0][:-1]), rtol=2e-6,
+                                   atol=1e-7)
     if name == "iotas":
         rows, cols = np.indices((256, 300))
         np.testing.assert_array_equal(got[0], args[0] * cols + rows)
@@ -123,7 +137,8 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
 
 
 @pytest.mark.parametrize("chunks", [2, 5])
-@pytest.mark.parametrize("name", ["selu_flat", "scaled_flat", "iota_flat", "iotas_flattened"])
+@pytest.mark.parametrize("name", ["selu_flat", "scaled_flat", "iota_flat", "iotas_flattened",
+                                  "diff_flat"])
 def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chunks):
     """A flat map's OpenMP arm is a prange over chunks, each the serial variant on its span of
     the arrays (an iota told its span's first index): the serial bits for any chunk count."""

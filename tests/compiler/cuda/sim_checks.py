@@ -447,6 +447,21 @@ def erf_inv_device():
 
 
 @check
+def fused_slices():
+    """Slices read inside the kernels that use them (index maps): no copy, numpy's values."""
+    x = RNG.normal(size=(9, 13)).astype(np.float32)
+    pairs = lambda a: a[:, :-1:2] * a[:, 1::2] + a[1:, ::2][:, :6].sum()  # noqa: E731
+    text = numbax.jit(pairs, backend="gpu").lower(x).as_text()
+    assert text.count("slice_(") <= 1, text  # (the [:, :6] of a slice stays one)
+    close(gjit(pairs)(x), x[:, :-1:2] * x[:, 1::2] + x[1:, ::2][:, :6].sum(), rtol=1e-5)
+    u = RNG.normal(size=(7, 6, 5))
+    close(gjit(lambda a: a[2:, 1::2, :-1] - a[:-2, :-1:2, 1:])(u),
+          u[2:, 1::2, :-1] - u[:-2, :-1:2, 1:], rtol=1e-12)
+    close(gjit(lambda a: jnp.sum(a[1:, 3::2] ** 2, axis=1))(u), np.sum(u[1:, 3::2] ** 2, 1),
+          rtol=1e-12)
+
+
+@check
 def shape_ops_device():
     x = RNG.normal(size=(4, 5)).astype(np.float32)
     lax = numbax.lax

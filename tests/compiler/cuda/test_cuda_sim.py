@@ -70,7 +70,7 @@ def test_simulator_check(name):
 # (wrong on the GPU for a session while only the slow suite ran them).
 FAST_PATH = ("unary_float", "reductions", "softmax_rows", "dot_general",
              "fused_selu_one_kernel", "grad_and_vmap_compose", "control_flow_host_driven",
-             "along_axis_broadcast_indices")
+             "along_axis_broadcast_indices", "fused_slices")
 
 
 @pytest.mark.xdist_group("cudasim-fast")

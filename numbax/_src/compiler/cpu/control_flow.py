@@ -227,7 +227,7 @@ class Function:
             env[out] = product
             return
         scalar = out.aval.ndim == 0 and all(x.aval.ndim == 0 for x in eqn.invars)
-        if scalar and low is not None and low.fusion is Fusion.BROADCAST:
+        if scalar and low is not None and low.fusion is Fusion.INDEX_MAP:
             expr = ins[0]  # a 0-d broadcast of a scalar is that scalar
         elif scalar and low is not None and low.scalar is not None and \
                 registry.fusible(eqn, "cpu"):
@@ -431,7 +431,7 @@ def _loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
         return None
     shape = eqn.outvars[0].aval.shape
     kind = fusion.kind_of(eqn)
-    if kind not in (Fusion.ELEMENTWISE, Fusion.BROADCAST, Fusion.SOURCE) or \
+    if kind not in (Fusion.ELEMENTWISE, Fusion.INDEX_MAP, Fusion.SOURCE) or \
             not registry.fusible(eqn, "cpu"):
         return None
     # Only equations with an array form, or a few instructions an element (shifts: a random

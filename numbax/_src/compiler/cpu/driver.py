@@ -288,7 +288,7 @@ def _in_place_ok(nest: ir.LoopNest, a: Var, alias: set) -> bool:
         return False
     if any(x in alias and x is not a for x in nest.inputs):
         return False
-    return not any(fusion_kind(e.primitive) is Fusion.BROADCAST and a in e.invars
+    return not any(fusion_kind(e.primitive) is Fusion.INDEX_MAP and a in e.invars
                    for e in nest.eqns)
 
 

@@ -22,6 +22,10 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import elementwise as lx
 
+# A nest's innermost loop this short or shorter has its trip count in the source (the kernel
+# serves that size only): LLVM unrolls it and can vectorise the loop around it, as in an
+# interleave, a select of two broadcasts along a new axis of 2.
+UNROLL_MAX = 4
 PRANGE_MIN = 2**19  # compiled control flow's loops run serially below this (control_flow.py)
 # Full reductions run in prange chunks with 2 or more Numba threads and this many elements;
 # PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests. Measured
@@ -65,7 +69,7 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
                   ("outline_rows", outline.OUTLINE_MIN_WIDTH, outline.ON_THIS_HOST),
                   ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS, COLUMN_BLOCK_MIN),
-                  ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES))
+                  ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES), ("unroll_max", UNROLL_MAX))
 
 
 def lowering(eqn: JaxprEqn) -> registry.Lowering:
@@ -89,7 +93,8 @@ def is_reduction(eqn: JaxprEqn) -> bool:
 class LoopKernel:
     """Naming state while one loop nest is rendered."""
 
-    def __init__(self, nest: ir.LoopNest, flat: bool = False) -> None:
+    def __init__(self, nest: ir.LoopNest, flat: bool = False,
+                 absolute_rows: bool = True) -> None:
         self.nest = nest
         self.flat = flat  # one loop over the flattened operands, one size n0 (vector_form)
         self.names: dict[Var, str] = {v: f"a{k}" for k, v in enumerate(nest.inputs)}
@@ -104,9 +109,13 @@ class LoopKernel:
         sub = Jaxpr([], nest.inputs, nest.eqns, nest.outputs)
         self.header = header(sub, variants_tag(nest), self.pp_names)
         self.sizes = ["n0"] if flat else [f"n{d}" for d in range(len(nest.shape))]
-        # An iota reads the absolute outer index; a native-pool task runs rows [lo, hi) as a
-        # kernel over hi - lo rows, so such kernels take the first row's index as r0.
-        self.row0 = any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns)
+        # An iota reads the absolute outer index, as does an index map reading rows off it
+        # (with `absolute_rows`; row groups do not: rows.py); a native-pool task runs
+        # rows [lo, hi) as a kernel over hi - lo rows, so such kernels take the first row's
+        # index as r0.
+        self.absolute_rows = absolute_rows
+        self.row0 = any(fusion.kind_of(e) is Fusion.SOURCE or
+                        absolute_rows and fusion.rows_off_index(e) for e in nest.eqns)
         self.views: tuple = ()  # the driver's reshaped views of the arrays (ir.Kernel.views)
 
     def const(self, lit: Literal) -> str:
@@ -162,15 +171,21 @@ def store_index(idx: list[str]) -> str:
     return ", ".join(idx) if idx else "..."
 
 
-def bcast_index(eqn: JaxprEqn, idx: list[str]) -> str:
-    x = eqn.invars[0]
-    shape = eqn.params["shape"]
+def operand_index(eqn: JaxprEqn, idx: list[str]) -> str:
+    """Where an index map (broadcast, slice) reads its operand at loop index `idx`. An offset
+    or strided index is unsigned arithmetic: loop indices may be uint64 (chunk bounds), and
+    uint64 with int64 is float64 in Numba; unsigned, the load needs no wraparound test."""
     parts: list[str] = []
-    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
-        # a size-1 axis reads element 0 (also when the nest's axis has size 1: its index is 0),
-        # so the source depends on which axes are broadcast, never on the sizes
-        parts.append("0" if x.aval.shape[i] == 1 and shape[d] != 1 or x.aval.shape[i] == 1
-                     else idx[d])
+    for r in registry.axis_reads(eqn):
+        if r.stride == 0:
+            parts.append("0")
+        elif r.plain:
+            parts.append(idx[r.dim])
+        else:
+            at = f"np.uint64({idx[r.dim]})"
+            if r.stride != 1:
+                at = f"{at} * np.uint64({r.stride})"
+            parts.append(f"{at} + np.uint64({r.start})" if r.start else at)
     return index(parts)
 
 
@@ -243,7 +258,8 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
             lines[-1] += f"  # {comment}"
             continue
         at = idx
-        if k.row0 and idx and fusion.kind_of(eqn) is Fusion.SOURCE:
+        if k.row0 and idx and (fusion.kind_of(eqn) is Fusion.SOURCE or
+                               k.absolute_rows and fusion.rows_off_index(eqn)):
             at = [f"({idx[0]} + r0)", *idx[1:]]  # the absolute outer index
         expr = scalar_expr(eqn, at, flat, value, k.names, read)
         t = k.temp()
@@ -265,11 +281,11 @@ def scalar_expr(eqn: JaxprEqn, idx: list[str], flat: bool, value: dict[Var, str]
     scalar at the index. Shared by fused loop kernels and control flow's loop nests."""
     out = eqn.outvars[0]
     kind = fusion.kind_of(eqn)
-    if kind is Fusion.BROADCAST:
+    if kind is Fusion.INDEX_MAP:
         x = eqn.invars[0]
         if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
             return read(x)
-        return f"{names[x]}[{bcast_index(eqn, idx)}]"
+        return f"{names[x]}[{operand_index(eqn, idx)}]"
     if kind is Fusion.SOURCE:
         return cast(out.aval.dtype, iota_index(eqn, idx, flat))
     low = lowering(eqn)
@@ -327,7 +343,7 @@ def eqns_ns(shape: tuple[int, ...], eqns: list[JaxprEqn], arrays: list) -> float
     size = float(np.prod(shape, dtype=np.float64))
     per_element = 0.0
     for e in eqns:
-        if fusion.kind_of(e) in (Fusion.BROADCAST, Fusion.SOURCE):
+        if fusion.kind_of(e) in (Fusion.INDEX_MAP, Fusion.SOURCE):
             continue
         low = registry.lowering(e.primitive, "cpu")
         per_element += NS_PER_HEAVY_OP if low is not None and low.heavy else NS_PER_LIGHT_OP
@@ -379,7 +395,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
     rank = len(nest.shape)
     can_parallel, par_reduce = parallel_form(nest)
     flat = (nest.reduce_axes is None and rank > 1 and not any(
-        fusion.kind_of(e) is Fusion.BROADCAST for e in nest.eqns)
+        fusion.kind_of(e) is Fusion.INDEX_MAP for e in nest.eqns)
         and all(v.aval.ndim in (0, rank) for v in nest.inputs))
     k = LoopKernel(nest, flat=vector_form(nest))
     views: tuple = ()
@@ -391,7 +407,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
         ("kernel", False)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
         nest.reduce_axes is None or trailing_axes(nest))
-    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) \
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views, k.absolute_rows) \
         if rows_independent else None
     # a flat map's prange runs the serial variant's loop on chunks of the threads' (its body is
     # written after the serial one, which names the literals)
@@ -444,7 +460,7 @@ def vector_form(nest: ir.LoopNest) -> bool:
     every rank and one compiled kernel serves a matrix's update and a vector's. (An iota needs
     the sizes of its dimensions, so its nests keep them.)"""
     return nest.reduce_axes is None and len(nest.shape) >= 1 and all(
-        fusion.kind_of(e) not in (Fusion.BROADCAST, Fusion.SOURCE) for e in nest.eqns) and all(
+        fusion.kind_of(e) not in (Fusion.INDEX_MAP, Fusion.SOURCE) for e in nest.eqns) and all(
         v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
 
 
@@ -543,6 +559,8 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     if rank:
         lines.extend(scalar_loads(k, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
+    if len(bounds) >= 2 and nest.shape[-1] <= UNROLL_MAX:
+        bounds[-1] = str(nest.shape[-1])  # unrolled: the loop around it can vectorise
     if flat and k.row0:  # a task's slice of the 1-d views: its length, not the nest's size
         bounds = [f"{next(iter(k.out_names.values()))}.shape[0]"]
     idx = [f"i{d}" for d in range(len(bounds))]

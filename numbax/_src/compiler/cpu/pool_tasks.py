@@ -5,8 +5,9 @@ a busy machine, where an OpenMP region waits at its end for descheduled workers)
 Only kernels whose outer loop runs over independent rows get one: elementwise maps, reductions
 over trailing axes, row groups (softmax, logsumexp, layer norm). The task views rows [lo, hi)
 of every array the outer loop indexes on its first axis and passes hi - lo as the outer size,
-so the serial code, unchanged, computes those rows. An iota reads the absolute index: its
-kernels take the first row's index as `r0` (loops.LoopKernel.row0), which the task sets to lo
+so the serial code, unchanged, computes those rows. An iota reads the absolute index, as does
+a slice reading rows off the outer one (x[1:], x[::2], passed whole): their kernels take the
+first row's index as `r0` (loops.LoopKernel.row0), which the task sets to lo
 (a kernel on flattened 1-d views loops over its output view's length, since its sizes are the
 nest's). An outer-axis reduction, or an input read along its first axis both by the outer
 index and by another one, rules the task out. The same chunks (`chunk_layout`) make a flat
@@ -26,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numbax._src.compiler import fusion, ir
+from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import Var
@@ -45,9 +46,11 @@ class ChunkLayout(NamedTuple):
 
 
 def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
-                 views: tuple) -> ChunkLayout | None:
+                 views: tuple, absolute_rows: bool) -> ChunkLayout | None:
     """The chunks of a kernel over the arrays named in `names` then `out_names` (shaped by
-    `views` where not None); None when the outer loop's rows are not independent."""
+    `views` where not None); None when the outer loop's rows are not independent. With
+    `absolute_rows` the kernel reads rows off the outer index (x[1:]) at the absolute index
+    (r0 added), so a task passes such inputs whole; without, they rule the task out."""
     arrays = [*names, *out_names]
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
@@ -59,7 +62,7 @@ def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, 
         elif v in out_names:
             sliced.append(True)  # stored at the outer index first, in full or per row
         else:
-            rows = _reads_by_rows(nest, v)
+            rows = _reads_by_rows(nest, v, absolute_rows)
             if rows is None:
                 return None
             sliced.append(rows)
@@ -125,16 +128,21 @@ def chunk_calls(layout: ChunkLayout, array_names: list[str], sizes: list[str],
     return "\n".join(lines) + "\n"
 
 
-def _reads_by_rows(nest: ir.LoopNest, x: Var) -> bool | None:
+def _reads_by_rows(nest: ir.LoopNest, x: Var, absolute_rows: bool) -> bool | None:
     """Whether every read of input `x` indexes its first axis by the outer loop (True), none
-    does (False), or some do and some do not (None)."""
+    does (False: the whole array; with `absolute_rows`, slices read it so at the absolute
+    row), or some do and some do not (None)."""
     reads = set()
     for e in nest.eqns:
         if x not in e.invars:
             continue
-        if fusion.kind_of(e) is Fusion.BROADCAST:
-            # bcast_index: a size-1 axis reads element 0, another its broadcast dimension's index
-            reads.add(x.aval.shape[0] != 1 and e.params["broadcast_dimensions"][0] == 0)
+        if absolute_rows and fusion.rows_off_index(e):
+            reads.add(False)  # whole, read at the absolute row
+        elif fusion.kind_of(e) is Fusion.INDEX_MAP:
+            first = registry.axis_reads(e)[0]
+            if first.dim == 0 and first.stride != 0 and not first.plain:
+                return None  # rows off the index, and no absolute row to read them at
+            reads.add(first.dim == 0 and first.plain)
         else:
             reads.add(True)  # read at the loops' index (or a row's prefix of it): outer first
     if len(reads) > 1:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from numbax._src.compiler import fusion, ir
+from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.cpu import loops, outline, pool_tasks
 from numbax._src.compiler.cpu.loops import (
     LoopKernel,
@@ -47,7 +47,7 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     PAR_REDUCE_MIN elements. Like loops.render_loop, the source holds no size: `kernel` is
     the parallel variant (rows or chunks under prange) when the structure allows one, with
     `kernel_serial` beside it."""
-    k = LoopKernel(nest)
+    k = LoopKernel(nest, absolute_rows=False)  # (a row's index is the row's: no r0 here)
     kept = fusion.trailing(nest)
     views: tuple = ()
     bounds = list(k.sizes)
@@ -83,8 +83,8 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     if mode == "chunks" and not lanes:
         pool = _rows_body(k, "pool", kept, bounds, False, whole, parts)
     tail = "_narrow" if lanes and width < loops.LANES_MIN_WIDTH else ""
-    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views) if mode == "rows" \
-        else None
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views, False) \
+        if mode == "rows" else None
     if layout is not None:
         functions.append(pool_tasks.task_source(layout, k.size_params(), k.scalar_dtypes,
                                                 ("", "_narrow") if lanes else ("",)))
@@ -346,11 +346,11 @@ def _rows_flattenable(nest: ir.LoopNest, kept: int) -> bool:
     if len(nest.shape) - kept < 2:
         return False
     for e in nest.eqns:
-        if fusion.kind_of(e) is Fusion.BROADCAST:
+        if fusion.kind_of(e) is Fusion.INDEX_MAP:
             x = e.invars[0]
             if isinstance(x, Literal) or x.aval.ndim == 0:
                 continue
-            if any(d >= kept for d in e.params["broadcast_dimensions"]):
+            if any(r.dim >= kept for r in registry.axis_reads(e)):
                 return False
     return True
 

@@ -173,15 +173,20 @@ def _load(k: CudaKernel, lane: Lane, x: Var, offset: str) -> str:
     return lane.loaded[key]
 
 
-def _bcast_offset(k: CudaKernel, lane: Lane, eqn: JaxprEqn) -> str:
+def _map_offset(k: CudaKernel, lane: Lane, eqn: JaxprEqn) -> str:
+    """The flat offset an index map (broadcast, slice) reads its operand at."""
     x = eqn.invars[0]
     terms = []
+    base = 0
     xst = strides(x.aval.shape)
-    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
-        if x.aval.shape[i] == 1:
+    for r, st in zip(registry.axis_reads(eqn), xst, strict=True):
+        if r.stride == 0:
             continue
-        j = _dim_index(k, lane, d)
-        terms.append(j if xst[i] == 1 else f"{j} * {xst[i]}")
+        base += r.start * st
+        j = _dim_index(k, lane, r.dim)
+        terms.append(j if r.stride * st == 1 else f"{j} * {r.stride * st}")
+    if base:
+        terms.append(str(base))
     return " + ".join(terms) or "0"
 
 
@@ -205,12 +210,12 @@ def emit(k: CudaKernel, lane: Lane, eqns: list[JaxprEqn], accs: dict[Var, str],
         out = eqn.outvars[0]
         comment = core.pp_eqn(eqn, k.pp_names, 0)
         kind = fusion.kind_of(eqn)
-        if kind is Fusion.BROADCAST:
+        if kind is Fusion.INDEX_MAP:
             x = eqn.invars[0]
             if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
                 expr = read(x)
             else:
-                expr = _load(k, lane, x, _bcast_offset(k, lane, eqn))
+                expr = _load(k, lane, x, _map_offset(k, lane, eqn))
         elif kind is Fusion.SOURCE:  # only in elementwise nests (fusion.fits)
             expr = cast(out.aval.dtype, _dim_index(k, lane, eqn.params["dimension"]))
         elif kind is Fusion.REDUCTION:

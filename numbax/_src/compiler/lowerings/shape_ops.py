@@ -1,6 +1,8 @@
-"""Lowerings of the shape primitives (lax/shape_ops.py): broadcasts and iota join loop nests;
-reshapes are views; transposes, slices, reversals, pads and concatenations are library calls
-(numpy views or copies in the CPU driver, index kernels on CUDA)."""
+"""Lowerings of the shape primitives (lax/shape_ops.py): broadcasts, slices and iota join loop
+nests (broadcasts and slices as index maps: their readers load the operand where the map
+says); reshapes are views; transposes, reversals, pads and concatenations are library calls
+(numpy views or copies in the CPU driver, index kernels on CUDA), as is a slice nothing fuses
+with (a view where the result stays contiguous)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +10,7 @@ import numpy as np
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
-from numbax._src.compiler.registry import EAGER, Fusion, register
+from numbax._src.compiler.registry import EAGER, AxisRead, Fusion, register
 from numbax._src.compiler.source import dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import pieces
@@ -41,8 +43,16 @@ def _broadcast_array(args, eqn):
     return f"np.broadcast_to({_contig(args[0])}.reshape({tuple(expanded)}), {shape}).copy()"
 
 
+def _broadcast_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
+    # a size-1 axis reads element 0 (also where the output's axis has size 1), so the source
+    # depends on which axes are broadcast, never on the sizes
+    x = eqn.invars[0]
+    return tuple(AxisRead(d, 0, 0 if x.aval.shape[i] == 1 else 1)
+                 for i, d in enumerate(eqn.params["broadcast_dimensions"]))
+
+
 # the CPU driver runs what does not fuse (complex, 0-d) through the eager impl
-register(ls.broadcast_in_dim_p, Fusion.BROADCAST, cheap=True)  # an index map
+register(ls.broadcast_in_dim_p, Fusion.INDEX_MAP, cheap=True, reads=_broadcast_reads)
 register(ls.broadcast_in_dim_p, backend="cpu", scalar_ok=no_complex, array=_broadcast_array)
 register(ls.broadcast_in_dim_p, backend="cuda", library=cuda_driver.CudaDriver.view)
 
@@ -105,7 +115,18 @@ def _slice_array(args, eqn):
     return f"{args[0]}[{', '.join(parts)}].copy()"
 
 
-register(ls.slice_p, backend="cpu", library=_slice_library, array=_slice_array)
+def _slice_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
+    p = eqn.params
+    strides = p["strides"] or (1,) * len(p["start_indices"])
+    return tuple(AxisRead(d, int(start), int(stride))
+                 for d, (start, stride) in enumerate(zip(p["start_indices"], strides, strict=True)))
+
+
+# A slice fuses into its readers as XLA's fusion does (a strided slice was a copy each); one
+# that no reader takes stays a library call (fusion._Placer), a view where it can be.
+register(ls.slice_p, Fusion.INDEX_MAP, cheap=True, reads=_slice_reads)
+register(ls.slice_p, backend="cpu", scalar_ok=no_complex, library=_slice_library,
+         array=_slice_array)
 register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slice_))
 register(ls.rev_p, backend="cpu",
          library=lambda e, ins: _kc("rev", ins[0], render_value(e.params["dimensions"])))

@@ -1,0 +1,172 @@
+"""Slices fused as index maps (registry.AxisRead): a reader loads the slice's operand at
+start + stride * index instead of reading a copy, on every kernel form (maps, reductions over
+leading, trailing or all axes, row groups, compiled loop bodies); a slice no reader takes stays
+the driver's view or copy; the native pool's tasks read rows taken off the outer index at
+their absolute index. Truth: numpy on the same slices, and Python loops for the scans."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+from .kernel_text import modules
+
+RNG = np.random.default_rng(5)
+
+
+def _driver(f, *args) -> str:
+    return modules(numbax.jit(f).lower(*args).as_text())[-1]
+
+
+# (function on numbax and numpy alike, argument shapes)
+FUSED = {
+    "pairs_along_rows": (lambda x: x[:, :-1:2] + x[:, 1::2], [(300, 257)]),
+    "diff_flat": (lambda x: x[1:] - x[:-1], [(100_037,)]),
+    "stencil_2d": (lambda u: u[2:, 1:-1] - 2 * u[1:-1, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:],
+                   [(257, 130)]),
+    "strided_offsets_3d": (lambda x: x[1::3, :, 2::2] * x[:-2:3, :, 1:-1:2],
+                           [(64, 5, 41)]),
+    "with_a_broadcast": (lambda x, b: x[:, 1:] * b[None, :], [(300, 65), (64,)]),
+    "column_sum": (lambda x: (x[1:, ::2] * x[:-1, 1::2]).sum(0), [(1000, 64)]),
+    "row_sum": (lambda x: (x[:, 1:] * x[:, :-1]).sum(1), [(300, 513)]),
+    "full_sum": (lambda x: (x[::3] * 2.0).sum(), [(300_001,)]),
+    "row_softmax_of_rows_off_the_index": (
+        lambda x: numbax.nn.softmax(x[1:] + x[:-1], axis=-1), [(513, 300)]),
+}
+
+
+def _numpy(name, args):
+    f = FUSED[name][0]
+    if name == "row_softmax_of_rows_off_the_index":
+        v = args[0][1:] + args[0][:-1]
+        e = np.exp(v - v.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    return f(*args)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(FUSED))
+def test_slices_fuse_into_their_readers(name, dtype):
+    f, shapes = FUSED[name]
+    args = [RNG.normal(size=s).astype(dtype) for s in shapes]
+    assert "kc.slice_(" not in _driver(f, *args)  # no copies: the kernels read the operand
+    got = np.asarray(numbax.jit(f)(*args))
+    want = _numpy(name, args)
+    assert got.shape == want.shape and got.dtype == dtype
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("name", ["pairs_along_rows", "diff_flat", "stencil_2d", "column_sum",
+                                  "row_softmax_of_rows_off_the_index"])
+def test_any_thread_count_gives_the_one_thread_bits(name, threads):
+    f, shapes = FUSED[name]
+    args = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    with numbax.config.override("cpu_threads", 1):
+        want = np.asarray(numbax.jit(f)(*args))
+    with numbax.config.override("cpu_threads", threads):
+        for _ in range(3):  # (parallel variants start after a few calls)
+            got = np.asarray(numbax.jit(f)(*args))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_and_bool_slices():
+    x = RNG.integers(-50, 50, size=(40, 31))
+    f = lambda v: (v[1:, ::2] * v[:-1, ::2], v[:, 1:] > v[:, :-1])  # noqa: E731
+    got = numbax.jit(f)(x)
+    for g, w in zip(got, f(x), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def test_a_slice_no_reader_takes_stays_a_view_or_a_copy():
+    x = RNG.normal(size=(100, 40)).astype(np.float32)
+    w = RNG.normal(size=(4, 3)).astype(np.float32)
+    rows = lambda v: v[10:20]  # noqa: E731  (a program output: the driver's view)
+    assert "kc.slice_(" in _driver(rows, x)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(rows)(x)), x[10:20])
+    product = lambda v, m: v[:, 1:5] @ m  # noqa: E731  (read by a library call)
+    assert "kc.slice_(" in _driver(product, x, w)
+    np.testing.assert_allclose(np.asarray(numbax.jit(product)(x, w)), x[:, 1:5] @ w,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_slices_inside_a_scan_body():
+    xs = RNG.normal(size=(6, 200))
+
+    def body(c, x):
+        c = c * 0.5 + x
+        return c, (c[1:] * c[:-1]).sum() + c[::2].max()
+
+    got_c, got_ys = numbax.jit(lambda c, xs: lax.scan(body, c, xs))(np.zeros(200), xs)
+    c, ys = np.zeros(200), []
+    for x in xs:
+        c = c * 0.5 + x
+        ys.append((c[1:] * c[:-1]).sum() + c[::2].max())
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_ys), ys, rtol=1e-12)
+
+
+def _python_scan(op, xs, axis, reverse):
+    """op folded along `axis` one element at a time: the inclusive scan by its definition."""
+    xs = [np.moveaxis(x, axis, 0) for x in xs]
+    order = range(xs[0].shape[0] - 1, -1, -1) if reverse else range(xs[0].shape[0])
+    out = [np.empty_like(x) for x in xs]
+    acc = None
+    for i in order:
+        cur = tuple(x[i] for x in xs)
+        acc = cur if acc is None else op(acc, cur)
+        for o, a in zip(out, acc, strict=True):
+            o[i] = a
+    return [np.moveaxis(o, 0, axis) for o in out]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 1000])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_against_its_definition(n, axis, reverse):
+    shape = [3, 4, 5]
+    shape[axis] = n
+    ints = RNG.integers(-9, 9, size=shape)
+    flags = RNG.random(size=shape) < 0.1
+    # max is exact: -0.0 and NaN come through as the definition's
+    floats = RNG.normal(size=shape)
+    floats.flat[::7] = -0.0
+    floats.flat[5::11] = np.nan
+    for xs, fn, op in [
+            ((ints,), lambda a, b: a + b, lambda a, b: (a[0] + b[0],)),
+            ((flags,), jnp.logical_or, lambda a, b: (a[0] | b[0],)),
+            ((floats,), jnp.maximum, lambda a, b: (np.maximum(a[0], b[0]),))]:
+        want = _python_scan(op, xs, axis, reverse)[0]
+        def run(v, fn=fn):
+            return lax.associative_scan(fn, v, reverse=reverse, axis=axis)
+
+        for got in (run(xs[0]), numbax.jit(run)(xs[0])):
+            got = np.asarray(got)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_linear_recurrence_by_associative_scan_and_its_gradient():
+    a = RNG.uniform(0.5, 1.0, size=(4, 301, 3))
+    b = RNG.normal(size=(4, 301, 3))
+
+    def recurrence(a, b):
+        op = lambda x, y: (x[0] * y[0], y[0] * x[1] + y[1])  # noqa: E731
+        return lax.associative_scan(op, (a, b), axis=1)[1]
+
+    want = _python_scan(lambda x, y: (x[0] * y[0], y[0] * x[1] + y[1]), (a, b), 1, False)[1]
+    np.testing.assert_allclose(np.asarray(numbax.jit(recurrence)(a, b)), want, rtol=1e-10)
+    # d/db of sum(h * w): h_t = sum_{s<=t} (prod_{s<r<=t} a_r) b_s, so the gradient is the
+    # reverse recurrence g_s = w_s + a_{s+1} g_{s+1}
+    w = RNG.normal(size=b.shape)
+    grad = numbax.jit(numbax.grad(lambda b: jnp.sum(recurrence(a, b) * w)))(b)
+    g = np.zeros_like(b)
+    g[:, -1] = w[:, -1]
+    for s in range(b.shape[1] - 2, -1, -1):
+        g[:, s] = w[:, s] + a[:, s + 1] * g[:, s + 1]
+    np.testing.assert_allclose(np.asarray(grad), g, rtol=1e-10)
