@@ -13,6 +13,7 @@ from numbax._src.compiler import registry
 from numbax._src.compiler.ir import LibraryCall, LoopNest, Node, node_eqns
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
+from numbax._src.lax import shape_ops as ls
 
 # Bounds that keep generated source and compile time linear in the program (issue 20).
 # A nest costing more (OpCost units summed over its equations) is cut into pieces costing
@@ -65,13 +66,13 @@ def _fits(nest: LoopNest, eqn: JaxprEqn, producer: dict[Var, Node]) -> bool:
 
 
 def window(eqn: JaxprEqn) -> bool:
-    """Whether an index-map equation reads a box of its operand, each output axis along the
-    same axis (a slice): alone, the driver takes it as a view or a copy."""
-    if kind_of(eqn) is not Fusion.INDEX_MAP:
+    """Whether an index-map equation reads a strided box of its operand, every output element
+    from its own operand element (a slice, `a[..., i, j]`; a broadcast repeats elements):
+    alone, the driver takes it as a view or a copy."""
+    if kind_of(eqn) is not Fusion.INDEX_MAP or eqn.primitive is ls.broadcast_in_dim_p:
         return False
-    reads = registry.axis_reads(eqn)
-    return len(reads) == eqn.outvars[0].aval.ndim and all(
-        r.dim == d and r.stride >= 1 for d, r in enumerate(reads))
+    read = {r.dim for r in registry.axis_reads(eqn) if r.stride >= 1}
+    return read == set(range(eqn.outvars[0].aval.ndim))
 
 
 def rows_off_index(eqn: JaxprEqn) -> bool:

@@ -45,6 +45,11 @@ def simplify_bodies(jaxpr: Jaxpr) -> Jaxpr:
     """`simplify` inside the sub-jaxprs of scan, while and cond, which the CPU renders as
     compiled loops and branches: a loop body made by AD carries transposes around its
     products (each a strided copy in Numba) and zero cotangents that nobody reads."""
+    return map_bodies(jaxpr, simplify)
+
+
+def map_bodies(jaxpr: Jaxpr, rewrite: Callable[[Jaxpr], Jaxpr]) -> Jaxpr:
+    """`jaxpr` with `rewrite` applied to the sub-jaxprs of its scans, whiles and conds."""
     eqns = []
     for eqn in jaxpr.eqns:
         names = _BODIES.get(eqn.primitive, ())
@@ -52,15 +57,11 @@ def simplify_bodies(jaxpr: Jaxpr) -> Jaxpr:
             params = dict(eqn.params)
             for name in names:
                 body = params[name]
-                params[name] = tuple(map(_simplified, body)) if isinstance(body, tuple) \
-                    else _simplified(body)
+                one = lambda c: core.ClosedJaxpr(rewrite(c.jaxpr), c.consts)  # noqa: E731
+                params[name] = tuple(map(one, body)) if isinstance(body, tuple) else one(body)
             eqn = eqn._replace(params=params)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
-
-
-def _simplified(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
-    return core.ClosedJaxpr(simplify(closed.jaxpr), closed.consts)
 
 
 # ----------------------------------------------------------------------------- helpers

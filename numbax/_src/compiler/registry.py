@@ -21,6 +21,7 @@ import numpy as np
 
 from numbax._src.core import JaxprEqn, Primitive
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax.index_map import AxisRead
 
 BACKENDS = ("cpu", "cuda")
 
@@ -37,22 +38,6 @@ class Fusion(enum.Enum):
     INDEX_MAP = "index_map"
     REDUCTION = "reduction"  # folds axes of its operand into an accumulator
     SOURCE = "source"  # a function of the loop index alone (iota)
-
-
-@dataclass(frozen=True)
-class AxisRead:
-    """Where an index map reads one axis of its operand: `start + stride * i`, i the loop's
-    index along output dimension `dim`, or element 0 when `dim` is None (a broadcast's
-    size-1 axis)."""
-
-    dim: int | None
-    start: int = 0
-    stride: int = 1
-
-    @property
-    def plain(self) -> bool:
-        """Whether the axis reads the loop's own index along `dim` (no offset, no stride)."""
-        return self.dim is not None and self.start == 0 and self.stride == 1
 
 
 class Unsupported(Exception):

@@ -170,3 +170,99 @@ def test_linear_recurrence_by_associative_scan_and_its_gradient():
     for s in range(b.shape[1] - 2, -1, -1):
         g[:, s] = w[:, s] + a[:, s + 1] * g[:, s + 1]
     np.testing.assert_allclose(np.asarray(grad), g, rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------- composed maps
+
+
+def test_index_map_reads_where_its_axis_reads_say():
+    from numbax._src.lax import index_map as im
+
+    x = RNG.normal(size=(7, 5, 6))
+    reads = (im.AxisRead(0, 1, 2), im.AxisRead(None, 3, 0), im.AxisRead(1, 0, 1))
+    got = np.asarray(im.index_map(x, reads, (3, 6)))  # eager: a strided view, copied
+    np.testing.assert_array_equal(got, x[1::2, 3, :])
+    # composing a slice, then a squeeze, then a broadcast gives the one map
+    first = im.slice_reads((1, 0, 0), (2, 1, 1))
+    then = im.unit_axes_reads((3, 1, 6), (3, 6))
+    assert im.compose(then, first) == (im.AxisRead(0, 1, 2), im.AxisRead(None, 0, 0),
+                                        im.AxisRead(1, 0, 1))
+
+
+COMPOSED = {
+    # a closed-form determinant reads each entry of a stack of 3 x 3 matrices (slice + squeeze)
+    "det_3x3": (jnp.linalg.det, np.linalg.det, [(1000, 3, 3)]),
+    "columns": (lambda s: s[:, 0] * s[:, 1] - s[:, 2], lambda s: s[:, 0] * s[:, 1] - s[:, 2],
+                [(4096, 3)]),
+    # slice, squeeze, then a broadcast against another operand
+    "column_broadcast": (lambda s, y: s[:, 2][None, :] * y, lambda s, y: s[:, 2][None, :] * y,
+                         [(300, 3), (7, 300)]),
+    "expand_then_squeeze": (lambda x: jnp.squeeze(x[:, None, ::2], 1) + 1.0,
+                            lambda x: x[:, ::2] + 1.0, [(40, 31)]),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_chains_of_index_maps_are_one_load(name):
+    f, g, shapes = COMPOSED[name]
+    args = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    driver = _driver(f, *args)
+    assert "kc.slice_(" not in driver and "kc.index_map(" not in driver, driver
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(*args)), g(*args), rtol=2e-6,
+                               atol=2e-6)
+
+
+def test_a_composed_map_no_reader_takes_is_a_view_or_a_copy():
+    x = RNG.normal(size=(6, 50))
+    assert "kc.index_map(" in _driver(lambda v: v[:, 7], x)
+    for f, want in [(lambda v: v[3], x[3]), (lambda v: v[:, 7], x[:, 7]),
+                    (lambda v: v[2:5, None, 1], x[2:5, None, 1])]:
+        driver = _driver(f, x)
+        assert "_loop(" not in driver and ("kc.index_map(" in driver or "kc.slice_(" in driver)
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(x)), want)
+
+
+def test_columns_and_a_stack_inside_a_loop_body():
+    """An ODE's right-hand side unpacks the state's columns and stacks the derivatives: the
+    columns are loads of the state, the stack a loop per column (RK4 against numpy)."""
+    def rhs(y, xp):
+        a, b, c = y[:, 0], y[:, 1], y[:, 2]
+        return xp.stack([10 * (b - a), a * (28 - c) - b, a * b - 8 / 3 * c], 1)
+
+    def rk4(y, xp, steps=30, h=0.01):
+        for _ in range(steps):
+            k1 = rhs(y, xp)
+            k2 = rhs(y + h / 2 * k1, xp)
+            k3 = rhs(y + h / 2 * k2, xp)
+            k4 = rhs(y + h * k3, xp)
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return y
+
+    y0 = RNG.normal(size=(257, 3))
+
+    def loop(y):
+        return lax.fori_loop(0, 30, lambda i, y: rk4(y, jnp, steps=1), y)
+
+    text = numbax.jit(loop).lower(y0).as_text()
+    assert "np.concatenate" not in text and "def kernel(" in text  # compiled, stack as loops
+    np.testing.assert_allclose(np.asarray(numbax.jit(loop)(y0)), rk4(y0, np), rtol=1e-10,
+                               atol=1e-10)
+
+
+def test_concatenations_inside_a_scan_body():
+    xs = RNG.normal(size=(5, 4, 6))
+
+    def body(c, x):
+        both = jnp.concatenate([c, x[:, :2], x], axis=1)[:, ::2]
+        rows = jnp.concatenate([x[:1], c[1:] * 2, x[:2]], axis=0)
+        return c + both[:, :6], rows.sum(0)
+
+    got_c, got_ys = numbax.jit(lambda c, xs: lax.scan(body, c, xs))(np.ones((4, 6)), xs)
+    c, ys = np.ones((4, 6)), []
+    for x in xs:
+        both = np.concatenate([c, x[:, :2], x], axis=1)[:, ::2]
+        rows = np.concatenate([x[:1], c[1:] * 2, x[:2]], axis=0)
+        c, y = c + both[:, :6], rows.sum(0)
+        ys.append(y)
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_ys), ys, rtol=1e-12)

@@ -1,11 +1,13 @@
-"""Matrix rows of lax/pieces.py (split, stack, unstack, tile) and of lax/sort.py's top_k,
-approx_top_k and searchsorted."""
+"""Matrix rows of lax/pieces.py (split, stack, unstack, tile), of lax/sort.py's top_k,
+approx_top_k and searchsorted, and of the compiler's composed index maps (lax/index_map.py:
+a strided row pick, a column broadcast along a new axis)."""
 from __future__ import annotations
 
 import numpy as np
 
 import numbax.numpy as jnp
 from numbax import lax
+from numbax._src.lax import index_map as im
 from tests.lax.matrix_cases import Case
 
 RNG = np.random.default_rng(11)
@@ -26,6 +28,14 @@ def cases() -> dict[str, list[Case]]:
         "tile": [Case(lambda x: lax.tile(x, (2, 3)), (X,), (0,)),
                  Case(lambda x: lax.tile(x, (1, 0)), (X,))],
         **_top_k_rows(),
+        # (CPU-only: the CPU backend makes them; the GPU's matrix leaves them out)
+        "index_map": [
+            Case(lambda x: im.index_map(x, (im.AxisRead(0, 2, 1), im.AxisRead(None, 1, 0)),
+                                        (1,)), (X,), (0,), gpu=False),
+            Case(lambda x: im.index_map(x, (im.AxisRead(0, 0, 2), im.AxisRead(1, 1, 1)),
+                                        (2, 3)) * 2.0, (X,), (0,), gpu=False),
+            Case(lambda x: im.index_map(x, (im.AxisRead(None, 1, 0), im.AxisRead(1, 0, 1)),
+                                        (3, 4)), (X,), (0,), gpu=False)],
         # (the vmap row stacks each argument with its roll: a table stays sorted only if
         # constant, so the searched table is closed over or constant)
         "searchsorted": [

@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.compiler import (
     cache,
+    compose_maps,
     epilogues,
     fusion,
     ir,
@@ -94,11 +95,12 @@ class CpuBackend(Backend):
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
         """bfloat16 computed in float32 (narrow_floats.py); dense layers' bias adds and
         activations in their products (compiler/epilogues.py); a QR's R alone where nothing
-        reads its Q (passes.qr_without_q)."""
+        reads its Q (passes.qr_without_q); chains of index maps as one
+        (compose_maps.py)."""
         jaxpr = passes.qr_without_q(narrow_floats.widen(jaxpr))
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
-        return jaxpr
+        return compose_maps.compose_index_maps(jaxpr)
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")

@@ -16,7 +16,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import loop_products, loops
+from numbax._src.compiler.cpu import flow_loops, loop_products, loops
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
@@ -25,7 +25,7 @@ from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax import dot as ld
 from numbax._src.lax import indexing as ix
-from numbax._src.lax import reductions as lr
+from numbax._src.lax import shape_ops as ls
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
 
@@ -218,7 +218,10 @@ class Function:
         if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
             raise Unsupported(eqn.primitive.name)
         if _partial_reduction(eqn):
-            env[eqn.outvars[0]] = self.reduce_loops(eqn, ins[0], lines, pad)
+            env[eqn.outvars[0]] = flow_loops.reduce_loops(self, eqn, ins[0], lines, pad)
+            return
+        if eqn.primitive is ls.concatenate_p and eqn.outvars[0].aval.ndim:
+            env[eqn.outvars[0]] = flow_loops.concat_loops(self, eqn, ins, lines, pad)
             return
         out = eqn.outvars[0]
         product = self.product(eqn, ins, lines, pad) if eqn.primitive is ld.dot_general_p \
@@ -247,47 +250,11 @@ class Function:
             self.shared.update(a for a in ins if a in self.own_carries)
         t = self.fresh()
         env[out] = t
-        if expr in self.views:
-            self.views.add(t)  # an identity (stop_gradient, one-case select) of a view
+        if expr in self.views or any(a in self.views for a in ins):
+            self.views.add(t)  # an identity of a view, or a view of one (a reshape is)
         if expr.isidentifier():  # an identity: t and its operand name one array
             self.shared.update((expr, t))
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
-
-    def reduce_loops(self, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
-        """A reduction over some axes as loops: the kept axes outer (the first a prange where
-        the work pays), the reduced ones inner in order, one accumulator an output element,
-        with the fused kernels' identity and combine (the monoid; max/min propagate NaN). A
-        float sum adds in x's dtype in axis order: over one axis, the bits of Numba's
-        `np.sum(x, axis=)`, which ran 4.7x slower (an n-body step's two sums of 256 x 256 x 3:
-        0.54 against 0.115 ms). Without this form max/min/prod over an axis sent the whole
-        loop to the host (a softmax in a scanned training step)."""
-        aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
-        axes = sorted(eqn.params["axes"])
-        kept = [d for d in range(aval.ndim) if d not in axes]
-        monoid = loops.monoid(eqn)
-        acc_dtype = aval.dtype if eqn.primitive is lr.reduce_sum_p and \
-            aval.dtype.kind == "f" else loops.acc_dtype(eqn)
-        out, acc = self.fresh(), self.fresh()
-        idx = [self.fresh() for _ in range(aval.ndim)]
-        lines.append(f"{pad}{out} = np.empty({out_aval.shape}, {dtype_ctor(out_aval.dtype)})")
-        outer = self.outer_loop(aval.shape[kept[0]], loops.eqns_ns(
-            aval.shape, [eqn], [eqn.invars[0], eqn.outvars[0]]))
-        inner = pad
-        for d in kept:
-            lines.append(f"{inner}for {idx[d]} in {outer if d == kept[0] else 'range'}"
-                         f"({aval.shape[d]}):")
-            inner += "    "
-        lines.append(f"{inner}{acc} = {render_scalar(monoid.identity(aval.dtype), acc_dtype)}")
-        body = inner
-        for d in axes:
-            lines.append(f"{body}for {idx[d]} in range({aval.shape[d]}):")
-            body += "    "
-        element = f"{x}[{', '.join(idx)}]"
-        lines.append(f"{body}{acc} = {monoid.combine(acc, element, aval.dtype)}  "
-                     f"# {core.pp_eqn(eqn, self.pp, 0)}")
-        value = acc if acc_dtype == out_aval.dtype else cast(out_aval.dtype, acc)
-        lines.append(f"{inner}{out}[{', '.join(idx[d] for d in kept)}] = {value}")
-        return out
 
     def assign(self, names: list[str], values: list[str], avals, lines, pad,
                own: frozenset = frozenset()) -> None:

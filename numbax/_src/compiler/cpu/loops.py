@@ -178,7 +178,7 @@ def operand_index(eqn: JaxprEqn, idx: list[str]) -> str:
     parts: list[str] = []
     for r in registry.axis_reads(eqn):
         if r.stride == 0:
-            parts.append("0")
+            parts.append(str(r.start))
         elif r.plain:
             parts.append(idx[r.dim])
         else:

@@ -350,7 +350,7 @@ def _rows_flattenable(nest: ir.LoopNest, kept: int) -> bool:
             x = e.invars[0]
             if isinstance(x, Literal) or x.aval.ndim == 0:
                 continue
-            if any(r.dim >= kept for r in registry.axis_reads(e)):
+            if any(r.dim is not None and r.dim >= kept for r in registry.axis_reads(e)):
                 return False
     return True
 

@@ -180,9 +180,9 @@ def _map_offset(k: CudaKernel, lane: Lane, eqn: JaxprEqn) -> str:
     base = 0
     xst = strides(x.aval.shape)
     for r, st in zip(registry.axis_reads(eqn), xst, strict=True):
+        base += r.start * st
         if r.stride == 0:
             continue
-        base += r.start * st
         j = _dim_index(k, lane, r.dim)
         terms.append(j if r.stride * st == 1 else f"{j} * {r.stride * st}")
     if base:

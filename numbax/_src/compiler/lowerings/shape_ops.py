@@ -13,6 +13,7 @@ from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
 from numbax._src.compiler.registry import EAGER, AxisRead, Fusion, register
 from numbax._src.compiler.source import dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
+from numbax._src.lax import index_map as im
 from numbax._src.lax import pieces
 from numbax._src.lax import shape_ops as ls
 
@@ -44,11 +45,7 @@ def _broadcast_array(args, eqn):
 
 
 def _broadcast_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
-    # a size-1 axis reads element 0 (also where the output's axis has size 1), so the source
-    # depends on which axes are broadcast, never on the sizes
-    x = eqn.invars[0]
-    return tuple(AxisRead(d, 0, 0 if x.aval.shape[i] == 1 else 1)
-                 for i, d in enumerate(eqn.params["broadcast_dimensions"]))
+    return im.broadcast_reads(eqn.invars[0].aval.shape, eqn.params["broadcast_dimensions"])
 
 
 # the CPU driver runs what does not fuse (complex, 0-d) through the eager impl
@@ -69,7 +66,7 @@ def _reshape_array(args, eqn):
         return args[0] if x.ndim == 0 else f"{_contig(args[0])}.reshape(-1)[0]"
     if x.ndim == 0:
         return _full(eqn, args[0])
-    return f"{_contig(args[0])}.reshape({out.shape}).copy()"
+    return f"{_contig(args[0])}.reshape({out.shape})"  # (a view: control_flow tracks it)
 
 
 for _prim in (ls.reshape_p, ls.squeeze_p):
@@ -116,10 +113,7 @@ def _slice_array(args, eqn):
 
 
 def _slice_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
-    p = eqn.params
-    strides = p["strides"] or (1,) * len(p["start_indices"])
-    return tuple(AxisRead(d, int(start), int(stride))
-                 for d, (start, stride) in enumerate(zip(p["start_indices"], strides, strict=True)))
+    return im.slice_reads(eqn.params["start_indices"], eqn.params["strides"])
 
 
 # A slice fuses into its readers as XLA's fusion does (a strided slice was a copy each); one
@@ -128,6 +122,11 @@ register(ls.slice_p, Fusion.INDEX_MAP, cheap=True, reads=_slice_reads)
 register(ls.slice_p, backend="cpu", scalar_ok=no_complex, library=_slice_library,
          array=_slice_array)
 register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slice_))
+# numbax-internal: chains of the maps above composed into one (compiler/compose_maps.py, CPU)
+register(im.index_map_p, Fusion.INDEX_MAP, cheap=True,
+         reads=lambda eqn: tuple(im.AxisRead(*r) for r in eqn.params["reads"]))
+register(im.index_map_p, backend="cpu", scalar_ok=no_complex, library=lambda e, ins: _kc(
+    "index_map", ins[0], render_value(e.params["reads"]), render_value(e.params["shape"])))
 register(ls.rev_p, backend="cpu",
          library=lambda e, ins: _kc("rev", ins[0], render_value(e.params["dimensions"])))
 register(ls.rev_p, backend="cuda", library=cuda_driver.planned(cuda_index.rev))

@@ -21,6 +21,7 @@ from numbax._src.compiler.cpu.runtime import arg_extrema, copies, scans, search
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime import top_k as top_k_rows
 from numbax._src.lax import extrema
+from numbax._src.lax import index_map as lax_index_map
 from numbax._src.lax import sort as lsort
 
 # ----------------------------------------------------------------------------- output buffers
@@ -57,6 +58,11 @@ def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.nd
     """lax.slice: a view (no copy when the result stays contiguous, e.g. leading-axis rows)."""
     idx = tuple(builtins.slice(lo, hi, s) for lo, hi, s in zip(starts, limits, strides))
     return contiguous(x[idx])
+
+
+def index_map(x: np.ndarray, reads: tuple, shape: tuple) -> np.ndarray:
+    """lax.index_map (composed slices, squeezes, broadcasts): a view where contiguous."""
+    return contiguous(lax_index_map.strided_view(x, reads, shape, writeable=True))
 
 
 def rev(x: np.ndarray, dimensions: tuple) -> np.ndarray:
