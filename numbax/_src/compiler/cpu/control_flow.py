@@ -250,8 +250,8 @@ class Function:
             self.shared.update(a for a in ins if a in self.own_carries)
         t = self.fresh()
         env[out] = t
-        if expr in self.views or any(a in self.views for a in ins):
-            self.views.add(t)  # an identity of a view, or a view of one (a reshape is)
+        if expr in self.views:
+            self.views.add(t)  # an identity (stop_gradient, one-case select) of a view
         if expr.isidentifier():  # an identity: t and its operand name one array
             self.shared.update((expr, t))
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
