@@ -1,6 +1,7 @@
 """Chains of index maps composed into one (the CPU backend's rewrite): a broadcast, slice,
 squeeze or unit-axis reshape that reads the result of another becomes one `index_map` of the
-first one's operand (lax/index_map.py).
+first one's operand (lax/index_map.py); and stacks as selects of broadcasts
+(`_stacks_as_selects`), which then compose and fuse the same way.
 
 Fusion places an index map in the nest of its reader, but an index map cannot read a value of
 its own nest, and a nest has one shape: `y[:, 0]` (a slice to (n, 1), then a squeeze) was a
@@ -12,9 +13,16 @@ view or copy (`kc.index_map`). Chains to 0-d values (a scalar picked from an arr
 complex values are left alone: no loop reads them."""
 from __future__ import annotations
 
+import numpy as np
+
+from numbax._src import core
 from numbax._src.compiler import passes
 from numbax._src.core import Jaxpr, JaxprEqn, Var
+from numbax._src.lax import elementwise as lx
 from numbax._src.lax import index_map as im
+from numbax._src.lax import shape_ops as ls
+
+STACK_MAX = 8  # operands of a stack rewritten as a select (a chain of conditionals an element)
 
 
 def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
@@ -25,7 +33,7 @@ def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
     env: dict[Var, Var] = {}
     composed = False
     eqns: list[JaxprEqn] = []
-    for eqn in passes.map_bodies(jaxpr, compose_index_maps).eqns:
+    for eqn in _stacks_as_selects(passes.map_bodies(jaxpr, compose_index_maps).eqns):
         eqn = eqn._replace(invars=[env.get(x, x) if isinstance(x, Var) else x
                                    for x in eqn.invars])
         reads = im.reads_of(eqn) if len(eqn.outvars) == 1 else None
@@ -51,3 +59,37 @@ def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
     outvars = [env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
     out = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
     return passes.dce(out) if composed else out  # (the maps composed away)
+
+
+def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
+    """Each concatenation of operands one element thick along its axis (`jnp.stack`) as a
+    select among the operands broadcast along that axis, by an iota of it: elementwise work
+    and index maps, which fuse into the loop that reads the stack (an RK4 step's right-hand
+    side stacks its three derivatives, then the update reads them), where the concatenation
+    was a copy of its own. (The broadcasts then compose with the reshapes that made the
+    operands one element thick.)"""
+    out = []
+    for eqn in eqns:
+        if eqn.primitive is not ls.concatenate_p or not _stack(eqn):
+            out.append(eqn)
+            continue
+        v = eqn.outvars[0]
+        axis, shape = eqn.params["dimension"], v.aval.shape
+        which = Var(core.ShapedArray(shape, np.dtype(np.int32)))
+        out.append(JaxprEqn(ls.iota_p, [], [which], {"dtype": np.dtype(np.int32),
+                                                      "shape": shape, "dimension": axis}))
+        cases = []
+        for x in eqn.invars:
+            c = Var(core.ShapedArray(shape, v.aval.dtype, x.aval.weak_type))
+            out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {
+                "shape": shape, "broadcast_dimensions": tuple(range(len(shape)))}))
+            cases.append(c)
+        out.append(JaxprEqn(lx.select_n_p, [which, *cases], [v], {}))
+    return out
+
+
+def _stack(eqn: JaxprEqn) -> bool:
+    axis = eqn.params["dimension"]
+    return 2 <= len(eqn.invars) <= STACK_MAX and all(
+        isinstance(x, Var) and x.aval.shape[axis] == 1 for x in eqn.invars) and \
+        eqn.outvars[0].aval.dtype.kind != "c"

@@ -152,11 +152,11 @@ class _Placer:
         self.pending: dict[Var, JaxprEqn] = {}  # deferred broadcasts by their output
 
     def defers(self, eqn: JaxprEqn) -> bool:
-        """A broadcast of a program input or literal, or any slice: placed where it is first
-        read, since it would otherwise join any earlier nest of its shape and be stored as a
-        full array (a slice no reader takes is a library call: `window`)."""
-        if kind_of(eqn) is not Fusion.INDEX_MAP or not self.fusible(eqn) or any(
-                isinstance(x, Var) and x in self.pending for x in eqn.invars):
+        """An iota, a broadcast of a program input or literal, any slice: placed where first
+        read, else it joins any earlier nest of its shape and is stored as a full array (a
+        slice no reader takes is a library call: `window`)."""
+        if kind_of(eqn) not in (Fusion.INDEX_MAP, Fusion.SOURCE) or not self.fusible(eqn) or \
+                any(isinstance(x, Var) and x in self.pending for x in eqn.invars):
             return False
         return window(eqn) or not any(isinstance(x, Var) and x in self.producer
                                       for x in eqn.invars)
@@ -360,8 +360,9 @@ def rematerialize(nodes: list[Node], producer: dict[Var, Node],
             (v,) = eqn.outvars if len(eqn.outvars) == 1 else (None,)
             later = readers.get(v, []) if v is not None else []
             if not later or v in outs or not all(
-                    isinstance(c, LoopNest) and c.shape == v.aval.shape for c in later):
-                continue
+                    isinstance(c, LoopNest) and c.shape == v.aval.shape and
+                    not _maps_read(c, v) for c in later):
+                continue  # (an index map reads v elsewhere than at the loop's index)
             plan = _remat_plan(v, node, made, producer, readers, outs, copies)
             if plan is None:
                 continue
@@ -372,6 +373,11 @@ def rematerialize(nodes: list[Node], producer: dict[Var, Node],
         if moved:
             _drop_unread(node, readers, outs)
     return [n for n in nodes if not isinstance(n, LoopNest) or n.eqns]
+
+
+def _maps_read(nest: LoopNest, v: Var) -> bool:
+    """Whether an index map of `nest` reads `v` (then v cannot be computed in that nest)."""
+    return any(kind_of(e) is Fusion.INDEX_MAP and v in e.invars for e in nest.eqns)
 
 
 def _add_reader(readers: dict[Var, list[Node]], x: Var, node: Node) -> None:
@@ -405,6 +411,8 @@ def _remat_plan(v: Var, node: LoopNest, made: dict[Var, JaxprEqn], producer: dic
         cost, eqns = 0.0, []
         for y in e.invars:
             if isinstance(y, Var):
+                if kind_of(e) is Fusion.INDEX_MAP and not stored(y):
+                    return None  # (an index map reads its operand from memory)
                 c, sub = best(y)
                 cost += c
                 eqns.extend(q for q in sub if not any(q is r for r in eqns))

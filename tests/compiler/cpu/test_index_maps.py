@@ -266,3 +266,48 @@ def test_concatenations_inside_a_scan_body():
         ys.append(y)
     np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(got_ys), ys, rtol=1e-12)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_stacks_fuse_as_selects(axis, dtype):
+    """A stack (a concatenation of one-element-thick operands) is a select among them by an
+    iota of its axis, fused into its reader; more than STACK_MAX operands stay a copy."""
+    from numbax._src.compiler import compose_maps
+
+    parts = [RNG.normal(size=(5, 7)) > 0 if dtype == np.bool_ else
+             (RNG.normal(size=(5, 7)) * 10).astype(dtype) for _ in range(3)]
+
+    def f(a, b, c):
+        s = jnp.stack([a, b, c, a], axis=axis)
+        return s ^ True if dtype == np.bool_ else s * 2 + 1
+
+    want = np.stack([*parts, parts[0]], axis=axis)
+    want = want ^ True if dtype == np.bool_ else want * 2 + 1
+    driver = _driver(f, *parts)
+    assert "kc.concatenate(" not in driver
+    got = np.asarray(numbax.jit(f)(*parts))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    many = [parts[0]] * (compose_maps.STACK_MAX + 1)
+    assert "kc.concatenate(" in _driver(lambda *p: jnp.stack(p, axis=axis) + 1, *many)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(lambda *p: jnp.stack(p, axis) + 1)(
+        *many)), np.stack(many, axis) + 1)
+
+
+def test_a_value_read_through_an_index_map_is_not_recomputed_in_its_reader():
+    """A rolled stack of a cheap product (ppermute under vmap) reads the product at other
+    rows than the loop's: the product stays stored, not recomputed in the reading loop."""
+    x, y = RNG.normal(size=(4, 2, 4)), RNG.normal(size=(4, 2, 4))
+
+    def f(x, y):
+        e = x * y
+        return jnp.concatenate([e[3:4], e[0:1], e[1:2], e[2:3]], axis=0) * y + x
+
+    e = x * y
+    want = np.concatenate([e[3:4], e[0:1], e[1:2], e[2:3]], axis=0) * y + x
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, y)), want, rtol=1e-12)
+    perm = ((1, 0), (2, 1), (3, 2), (0, 3))
+    g = numbax.vmap(lambda u, v: lax.ppermute(u * v, "i", perm) * v + u, axis_name="i")
+    np.testing.assert_allclose(np.asarray(numbax.jit(g)(x, y)), np.roll(x * y, -1, 0) * y + x,
+                               rtol=1e-12)
