@@ -36,12 +36,11 @@ def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
     for eqn in _stacks_as_selects(passes.map_bodies(jaxpr, compose_index_maps).eqns):
         eqn = eqn._replace(invars=[env.get(x, x) if isinstance(x, Var) else x
                                    for x in eqn.invars])
-        reads = im.reads_of(eqn) if len(eqn.outvars) == 1 else None
-        x = eqn.invars[0] if eqn.invars else None
-        if reads is None or not isinstance(x, Var):
+        reads = im.reads_of(eqn)  # (None, or one operand and one result)
+        if reads is None or not isinstance(eqn.invars[0], Var):
             eqns.append(eqn)
             continue
-        out = eqn.outvars[0]
+        x, out = eqn.invars[0], eqn.outvars[0]
         if x in maps and out.aval.ndim and out.aval.dtype.kind != "c":
             source, first = maps[x]
             reads = im.compose(reads, first)

@@ -21,8 +21,8 @@ from numbax._src.lax import shape_ops as ls
 
 class AxisRead(NamedTuple):
     """Where an index map reads one axis of its operand: `start + stride * i`, i the loop's
-    index along output dimension `dim`, or element `start` when `stride` is 0 (`dim` None: a
-    broadcast's size-1 axis, an axis squeezed away)."""
+    index along output dimension `dim`, or element `start` when `stride` is 0 (a broadcast's
+    size-1 axis keeps its `dim`; an axis squeezed away has none)."""
 
     dim: int | None
     start: int = 0
@@ -89,7 +89,7 @@ def _index_map_abstract_eval(x: ShapedArray, *, reads, shape) -> list:
     return [ShapedArray(tuple(shape), x.dtype, x.weak_type)]
 
 
-def _slice_of(x_shape: tuple, reads: tuple, shape: tuple) -> tuple[tuple, tuple, tuple]:
+def _slice_of(reads: tuple, shape: tuple) -> tuple[tuple, tuple, tuple]:
     """The slice (starts, limits, strides) of the operand the map reads: the map is that
     slice, its stride-0 axes squeezed away, broadcast to `shape`."""
     starts, limits, strides = [], [], []
@@ -103,7 +103,7 @@ def _slice_of(x_shape: tuple, reads: tuple, shape: tuple) -> tuple[tuple, tuple,
 
 def _index_map_transpose(cts, x, *, reads, shape):
     (ct,) = cts
-    starts, limits, strides = _slice_of(x.aval.shape, reads, shape)
+    starts, limits, strides = _slice_of(reads, shape)
     dims = {r[0] for r in reads if r[2]}
     summed = reductions.reduce_sum(ct, tuple(d for d in range(len(shape)) if d not in dims))
     sliced = ls.reshape(summed, tuple(len(range(a, b, s)) for a, b, s in

@@ -10,7 +10,7 @@ import numpy as np
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import Unsupported, no_complex
-from numbax._src.compiler.registry import EAGER, AxisRead, Fusion, register
+from numbax._src.compiler.registry import EAGER, Fusion, register
 from numbax._src.compiler.source import dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import index_map as im
@@ -44,12 +44,8 @@ def _broadcast_array(args, eqn):
     return f"np.broadcast_to({_contig(args[0])}.reshape({tuple(expanded)}), {shape}).copy()"
 
 
-def _broadcast_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
-    return im.broadcast_reads(eqn.invars[0].aval.shape, eqn.params["broadcast_dimensions"])
-
-
 # the CPU driver runs what does not fuse (complex, 0-d) through the eager impl
-register(ls.broadcast_in_dim_p, Fusion.INDEX_MAP, cheap=True, reads=_broadcast_reads)
+register(ls.broadcast_in_dim_p, Fusion.INDEX_MAP, cheap=True, reads=im.reads_of)
 register(ls.broadcast_in_dim_p, backend="cpu", scalar_ok=no_complex, array=_broadcast_array)
 register(ls.broadcast_in_dim_p, backend="cuda", library=cuda_driver.CudaDriver.view)
 
@@ -112,19 +108,14 @@ def _slice_array(args, eqn):
     return f"{args[0]}[{', '.join(parts)}].copy()"
 
 
-def _slice_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
-    return im.slice_reads(eqn.params["start_indices"], eqn.params["strides"])
-
-
 # A slice fuses into its readers as XLA's fusion does (a strided slice was a copy each); one
 # that no reader takes stays a library call (fusion._Placer), a view where it can be.
-register(ls.slice_p, Fusion.INDEX_MAP, cheap=True, reads=_slice_reads)
+register(ls.slice_p, Fusion.INDEX_MAP, cheap=True, reads=im.reads_of)
 register(ls.slice_p, backend="cpu", scalar_ok=no_complex, library=_slice_library,
          array=_slice_array)
 register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slice_))
 # numbax-internal: chains of the maps above composed into one (compiler/compose_maps.py, CPU)
-register(im.index_map_p, Fusion.INDEX_MAP, cheap=True,
-         reads=lambda eqn: tuple(im.AxisRead(*r) for r in eqn.params["reads"]))
+register(im.index_map_p, Fusion.INDEX_MAP, cheap=True, reads=im.reads_of)
 register(im.index_map_p, backend="cpu", scalar_ok=no_complex, library=lambda e, ins: _kc(
     "index_map", ins[0], render_value(e.params["reads"]), render_value(e.params["shape"])))
 register(ls.rev_p, backend="cpu",
