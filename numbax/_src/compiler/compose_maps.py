@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import passes
+from numbax._src.compiler import passes, registry
+from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import index_map as im
@@ -27,37 +28,143 @@ STACK_MAX = 8  # operands of a stack rewritten as a select (a chain of condition
 
 def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
     """`jaxpr` with each index map that reads another's result reading the first one's
-    operand through the composed map (inside loop bodies and branches too); a composition
-    that is the identity is its operand. Maps left unread are dropped."""
-    maps: dict[Var, tuple[Var, tuple[im.AxisRead, ...]]] = {}  # value -> (operand, reads)
-    env: dict[Var, Var] = {}
-    composed = False
-    eqns: list[JaxprEqn] = []
-    for eqn in _stacks_as_selects(passes.map_bodies(jaxpr, compose_index_maps).eqns):
-        eqn = eqn._replace(invars=[env.get(x, x) if isinstance(x, Var) else x
+    operand through the composed map, and sunk through the cheap elementwise work it reads
+    (`_Maps`), inside loop bodies and branches too; a composition that is the identity is its
+    operand. Maps and work left unread are dropped."""
+    eqns = _stacks_as_selects(passes.map_bodies(jaxpr, compose_index_maps).eqns)
+    maps = _Maps(eqns, jaxpr.outvars)
+    for eqn in eqns:
+        eqn = eqn._replace(invars=[maps.env.get(x, x) if isinstance(x, Var) else x
                                    for x in eqn.invars])
         reads = im.reads_of(eqn)  # (None, or one operand and one result)
-        if reads is None or not isinstance(eqn.invars[0], Var):
-            eqns.append(eqn)
+        if reads is None or not isinstance(eqn.invars[0], Var) or \
+                not eqn.outvars[0].aval.ndim or eqn.outvars[0].aval.dtype.kind == "c":
+            maps.eqns.append(eqn)
+            maps.made.update((v, eqn) for v in eqn.outvars)
             continue
         x, out = eqn.invars[0], eqn.outvars[0]
-        if x in maps and out.aval.ndim and out.aval.dtype.kind != "c":
-            source, first = maps[x]
-            reads = im.compose(reads, first)
-            composed = True
-            if source.aval.shape == out.aval.shape and all(
-                    r.plain and r.dim == d for d, r in enumerate(reads)):
-                env[out] = source  # (a squeeze of an expand_dims, ...)
-                continue
-            eqn = JaxprEqn(im.index_map_p, [source], [out],
-                           {"reads": tuple(tuple(r) for r in reads),
-                            "shape": tuple(out.aval.shape)})
-            x = source
-        maps[out] = (x, reads)
-        eqns.append(eqn)
-    outvars = [env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
-    out = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
-    return passes.dce(out) if composed else out  # (the maps composed away)
+        maps.env[out] = maps.mapped(x, reads, out, eqn, sink=out not in maps.map_fed)
+    outvars = [maps.env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
+    out = Jaxpr(jaxpr.constvars, jaxpr.invars, maps.eqns, outvars)
+    return passes.dce(out) if maps.changed else out  # (the maps composed or sunk away)
+
+
+class _Maps:
+    """Index maps rewritten one at a time, in program order (`mapped`), into `eqns`.
+
+    A map of a map is one map. A map of cheap elementwise work (`registry.cheap`) whose every
+    reader is such a map or such work, all of it dying with the rewrite (`_sinkable`), is that
+    work on the operands' maps: an RK4 stage reads the columns of `y + h * k`, where k is a
+    stack of three derivatives, and then computes the columns from y's columns and the three
+    derivatives, in the loop of the stage's other one-column values, where each column was
+    a pass of its own over the (n, 3) state. And a map that fixes the axis a stack's select
+    picks by (`_stacks_as_selects`) is a map of the picked operand: nothing computed.
+    Maps that broadcast are not sunk: they would repeat the work."""
+
+    def __init__(self, eqns: list[JaxprEqn], outvars: list) -> None:
+        self.eqns: list[JaxprEqn] = []
+        self.env: dict[Var, Var] = {}  # a map's result -> the value that replaces it
+        self.made: dict[Var, JaxprEqn] = {}  # value -> the (rewritten) equation making it
+        self.memo: dict[tuple, Var] = {}
+        self.changed = False
+        self.sinkable, self.map_fed = _sinkable(eqns, outvars)
+
+    def mapped(self, x: Var, reads: tuple[im.AxisRead, ...], out: Var,
+               eqn: JaxprEqn | None = None, sink: bool = True) -> Var:
+        """The value `reads` of x, of out's shape: `out` itself, made by `eqn` (the map as the
+        program had it) or by an equation added here, or a value made before. Not `sink`: a
+        map only other maps read, which sink once composed with it (a slice, then a
+        squeeze), as one map."""
+        shape = out.aval.shape
+        maker = self.made.get(x)
+        first = None if maker is None else im.reads_of(maker)
+        if first is not None and isinstance(maker.invars[0], Var):
+            x, reads = maker.invars[0], im.compose(reads, first)  # a map of a map
+            maker, eqn = self.made.get(x), None
+        if x.aval.shape == shape and all(r.plain and r.dim == d for d, r in enumerate(reads)):
+            self.changed = True
+            return x  # the identity (a squeeze of an expand_dims, ...)
+        key = (x, tuple(reads), shape)
+        if key in self.memo:
+            self.changed = True
+            return self.memo[key]
+        picked = _picked(maker, reads, shape, self.made) if sink else None
+        if picked is not None:
+            self.changed = True
+            value = self.mapped(picked, reads, out)
+        elif sink and x in self.sinkable and not im.expands(reads, len(shape)):
+            self.changed = True
+            ins = [a if not isinstance(a, Var) or not a.aval.ndim else
+                   self.mapped(a, reads, Var(a.aval.update(shape=shape))) for a in maker.invars]
+            value = self._add(maker._replace(invars=ins, outvars=[out]))
+        elif eqn is not None:
+            value = self._add(eqn)
+        else:
+            self.changed = True
+            value = self._add(JaxprEqn(im.index_map_p, [x], [out], {
+                "reads": tuple(tuple(r) for r in reads), "shape": tuple(shape)}))
+        self.memo[key] = value
+        return value
+
+    def _add(self, eqn: JaxprEqn) -> Var:
+        self.eqns.append(eqn)
+        self.made[eqn.outvars[0]] = eqn
+        return eqn.outvars[0]
+
+
+def _picked(maker: JaxprEqn | None, reads: tuple[im.AxisRead, ...], shape: tuple,
+            made: dict) -> Var | None:
+    """The operand a select picks where `reads` (to `shape`) fixes the axis its iota selector
+    runs along (a stack's select, read one slab at a time), or None."""
+    if maker is None or maker.primitive is not lx.select_n_p or \
+            not isinstance(maker.invars[0], Var):
+        return None
+    which = made.get(maker.invars[0])
+    if which is None or which.primitive is not ls.iota_p:
+        return None
+    axis = reads[which.params["dimension"]]
+    cases = maker.invars[1:]
+    fixed = axis.stride == 0 or shape[axis.dim] == 1
+    if not fixed or not 0 <= axis.start < len(cases) or not isinstance(cases[axis.start], Var):
+        return None
+    return cases[axis.start]
+
+
+def _sinkable(eqns: list[JaxprEqn], outvars: list) -> tuple[set[Var], set[Var]]:
+    """The results of cheap elementwise equations that index maps may be sunk through (every
+    reader is a map that does not broadcast, or such an equation whose result is sinkable),
+    and the results of maps that only other maps read."""
+    readers: dict[Var, list[JaxprEqn]] = {}
+    for eqn in eqns:
+        for x in eqn.invars:
+            if isinstance(x, Var):
+                readers.setdefault(x, []).append(eqn)
+    kept = {v for v in outvars if isinstance(v, Var)}
+    sinkable: set[Var] = set()
+    for eqn in reversed(eqns):
+        v = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if v is None or v in kept or not v.aval.ndim or v.aval.dtype.kind == "c" or \
+                not registry.cheap(eqn.primitive) or \
+                registry.fusion_kind(eqn.primitive) is not Fusion.ELEMENTWISE or \
+                any(isinstance(a, Var) and a.aval.ndim and a.aval.shape != v.aval.shape
+                    for a in eqn.invars):
+            continue
+        if all(_sinks_into(r, v, sinkable) for r in readers.get(v, [])):
+            sinkable.add(v)
+    map_fed = {e.outvars[0] for e in eqns if e.outvars and e.outvars[0] not in kept and
+               im.reads_of(e) is not None and e.outvars[0] in readers and
+               all(im.reads_of(r) is not None for r in readers[e.outvars[0]])}
+    return sinkable, map_fed
+
+
+def _sinks_into(reader: JaxprEqn, v: Var, sinkable: set[Var]) -> bool:
+    if len(reader.outvars) != 1:
+        return False
+    out = reader.outvars[0]
+    reads = im.reads_of(reader)
+    if reads is not None:
+        return out.aval.ndim > 0 and not im.expands(reads, out.aval.ndim)
+    return out in sinkable and out.aval.shape == v.aval.shape
 
 
 def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:

@@ -73,6 +73,13 @@ def compose(outer: tuple[AxisRead, ...], inner: tuple[AxisRead, ...]) -> tuple[A
     return tuple(out)
 
 
+def expands(reads: tuple[AxisRead, ...], ndim: int) -> bool:
+    """Whether the map may repeat elements: an output axis that no operand axis runs along (a
+    broadcast; of size 1 too, so that the sizes never change what a rewrite does with it)."""
+    runs = {r.dim for r in reads if r.stride}
+    return any(d not in runs for d in range(ndim))
+
+
 # ----------------------------------------------------------------------------- index_map_p
 
 index_map_p = Primitive("index_map")
