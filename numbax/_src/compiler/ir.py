@@ -91,5 +91,10 @@ class Kernel:
     # scratch and thread count passed last)
     loop_products: bool = False
     loop_work: int = 0
+    # compiled control flow whose threads run loop nests alone: the module's one-thread variant
+    # (plain loops), which the driver runs where the call site's timings choose one thread,
+    # and the parallel regions a call enters (the loops' trips; while loops counted as 64)
+    serial_function: str | None = None
+    regions: int = 0
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

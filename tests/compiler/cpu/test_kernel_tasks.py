@@ -36,7 +36,7 @@ def busy(monkeypatch):
     monkeypatch.setattr(th, "busy", lambda: True)
     monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
 
-    def parallel(site):
+    def parallel(site, busy=True):
         site.started = time.perf_counter()
         return busy_sites.PARALLEL
     monkeypatch.setattr(busy_sites.Site, "choose", parallel)

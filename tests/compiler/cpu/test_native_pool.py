@@ -130,7 +130,7 @@ def _busy_dense_layer(monkeypatch, module, cpu_matmul):
     monkeypatch.setattr(module, "matmul", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(rt_threads, "busy", lambda: True)
     monkeypatch.setattr(library, "_product_sites", {})
-    monkeypatch.setattr(rt_threads.Site, "choose", lambda self: rt_threads.PARALLEL)
+    monkeypatch.setattr(rt_threads.Site, "choose", lambda self, busy=True: rt_threads.PARALLEL)
     x = RNG.normal(size=(256, 512)).astype(np.float32)
     w = RNG.normal(size=(512, 256)).astype(np.float32)
     b = RNG.normal(size=256).astype(np.float32)

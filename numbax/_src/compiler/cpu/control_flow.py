@@ -9,6 +9,7 @@ calls the sub-jaxprs compiled on their own (each primitive's `host` lowering).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import flow_loops, loop_products, loops
+from numbax._src.compiler.cpu import flow_loops, flow_runs, loop_products, loops
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
@@ -61,6 +62,12 @@ class Function:
         # and OpenBLAS entry or scratch (`product_words` float64 words a thread) are the
         # kernel's last parameters. Inside a prange (`in_prange`) all is serial.
         self.work_ns = 0.0
+        # the parallel regions a call enters (`regions`: each prange nest times the trips of
+        # the loops around it, `trips` while rendering), and whether nests are all of them
+        # (`nests_only`: no product's blocks, no map over examples)
+        self.trips = 1
+        self.regions = 0
+        self.nests_only = True
         self.products = False
         self.product_words = 0
         self.in_prange = False
@@ -90,68 +97,121 @@ class Function:
             env[v] = render_scalar(core.to_numpy(c), v.aval.dtype)
         for v, a in zip(jaxpr.invars, args, strict=True):
             env[v] = a
-        users = _users(jaxpr)
-        run: list[int] = []  # elementwise equations of one shape, waiting to become one loop
+        jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars,
+                      flow_runs.clustered(jaxpr.eqns, is_control_flow), jaxpr.outvars)
+        users = flow_runs.users(jaxpr)
+        # elementwise equations of one shape, waiting to become one loop; and the run before
+        # it (`outer`) where this one's shape extends that one's, to nest inside its loop
+        run: list[int] = []
+        outer: list[int] = []
+        made: set[Var] = set()  # the run's values
         run_shape = None
         for j, eqn in enumerate(jaxpr.eqns):
-            shape = _loop_shape(eqn)
-            if shape is not None and (not run or shape == run_shape):
+            shape = flow_runs.loop_shape(eqn)
+            if shape is not None and (not run or shape == run_shape and
+                                      flow_runs.joins(eqn, made)):
                 run.append(j)
                 run_shape = shape
-            elif run and shape is None and _on_scalars(eqn):
+                made.update(eqn.outvars)
+            elif run and shape is None and flow_runs.on_scalars(eqn, is_control_flow(eqn)):
                 self.eqn(eqn, env, lines, pad)  # reads no value of the run: may go first
+            elif shape is not None and not outer and shape[:len(run_shape)] == run_shape:
+                outer, run, run_shape, made = run, [j], shape, set(eqn.outvars)
             else:
-                self.loop(jaxpr, run, users, env, lines, pad)
-                run, run_shape = ([j] if shape is not None else []), shape
+                self.loops(jaxpr, outer, run, users, env, lines, pad)
+                outer, run, run_shape = [], ([j] if shape is not None else []), shape
+                made = set(eqn.outvars)
                 if shape is None and eqn.primitive is ix.dynamic_update_slice_p:
                     self.update(eqn, env, lines, pad, self._may_overwrite(eqn, j, users, env))
                 elif shape is None:
                     self.eqn(eqn, env, lines, pad)
-        self.loop(jaxpr, run, users, env, lines, pad)
+        self.loops(jaxpr, outer, run, users, env, lines, pad)
         return [self.read(env, x) for x in jaxpr.outvars]
 
+    def loops(self, jaxpr: Jaxpr, outer: list[int], run: list[int],
+              users: dict[Var, set[int]], env: dict, lines: list[str], pad: str) -> None:
+        """The run, and the one before it (`outer`, if any): the run's loops inside the outer
+        one's where it reads the outer run's values only broadcast along its extra axes
+        (flow_runs.nests: an RK4 step's stacks of the columns computed for each row)."""
+        if outer and flow_runs.nests([jaxpr.eqns[j] for j in outer],
+                                     [jaxpr.eqns[j] for j in run]):
+            self.loop(jaxpr, outer, users, env, lines, pad, run)
+            return
+        self.loop(jaxpr, outer, users, env, lines, pad)
+        self.loop(jaxpr, run, users, env, lines, pad)
+
     def loop(self, jaxpr: Jaxpr, run: list[int], users: dict[Var, set[int]], env: dict,
-             lines: list[str], pad: str) -> None:
+             lines: list[str], pad: str, inner_run: list[int] = ()) -> None:
         """Elementwise equations of one shape as one loop nest of scalar lines (their loop
         forms, as in loops.body); only values read after the run are stored into arrays. An
-        array expression per equation costs Numba 0.1-0.2 s of compile time each."""
+        array expression per equation costs Numba 0.1-0.2 s of compile time each.
+        `inner_run`: equations over the run's shape and more axes, their loops inside the
+        run's, reading the run's values as its scalars."""
         if not run:
             return
-        eqns = [jaxpr.eqns[j] for j in run]
-        shape = eqns[0].outvars[0].aval.shape
-        kept = {e.outvars[0] for e in eqns if users[e.outvars[0]] - set(run)}
-        for eqn in eqns:
-            out = eqn.outvars[0]
-            if out in kept:
-                env[out] = self.fresh()
-                lines.append(f"{pad}{env[out]} = np.empty({shape}, "
-                             f"{dtype_ctor(out.aval.dtype)})")
-        made = {e.outvars[0] for e in eqns}
-        arrays = kept | {x for e in eqns for x in e.invars
+        runs = [[jaxpr.eqns[j] for j in run], [jaxpr.eqns[j] for j in inner_run]]
+        shapes = [r[0].outvars[0].aval.shape if r else () for r in runs]
+        both = set(run) | set(inner_run)
+        kept = {e.outvars[0] for r in runs for e in r if users[e.outvars[0]] - both}
+        for r, shape in zip(runs, shapes, strict=True):
+            for eqn in r:
+                out = eqn.outvars[0]
+                if out in kept:
+                    env[out] = self.fresh()
+                    lines.append(f"{pad}{env[out]} = np.empty({shape}, "
+                                 f"{dtype_ctor(out.aval.dtype)})")
+        made = {e.outvars[0] for r in runs for e in r}
+        arrays = kept | {x for r in runs for e in r for x in e.invars
                          if isinstance(x, Var) and x.aval.ndim and x not in made}
-        outer = self.outer_loop(shape[0], loops.eqns_ns(shape, eqns, list(arrays)))
-        idx = [self.fresh() for _ in shape]
-        for d, i in enumerate(idx):
-            lines.append(f"{pad}{'    ' * d}for {i} in {outer if d == 0 else 'range'}"
-                         f"({shape[d]}):")
-        inner = pad + "    " * len(shape)
-        at = ", ".join(idx)
+        work = sum(loops.eqns_ns(shape, r, list(arrays) if k == 0 else [])
+                   for k, (r, shape) in enumerate(zip(runs, shapes, strict=True)) if r)
+        first = self.outer_loop(shapes[0][0], work)
         value: dict[Var, str] = {}
+        idx: list[str] = []
+        views: dict[str, str] = {}  # a 2-D or larger array -> its flat view (flow_runs.flat)
+        start = len(lines)
+        for r, shape in zip(runs, shapes, strict=True):
+            if not r:
+                continue
+            for d in range(len(idx), len(shape)):
+                idx.append(self.fresh())
+                lines.append(f"{pad}{'    ' * d}for {idx[d]} in "
+                             f"{first if d == 0 else 'range'}({shape[d]}):")
+            self._scalar_lines(r, idx, kept, value, env, views, lines, pad + "    " * len(shape))
+        lines[start:start] = [f"{pad}{v} = np.ascontiguousarray({a}).reshape(-1)"
+                              for a, v in views.items()]
+
+    def _scalar_lines(self, eqns: list[JaxprEqn], idx: list[str], kept: set[Var],
+                      value: dict[Var, str], env: dict, views: dict[str, str],
+                      lines: list[str], inner: str) -> None:
+        at = ", ".join(idx)
+        if len(idx) > 1:  # arrays of two and more axes are read through flat views
+            at, shape = self.fresh(), eqns[0].outvars[0].aval.shape
+            lines.append(f"{inner}{at} = {flow_runs.flat_index(idx, shape)}")
+
+        def array(x: Var) -> str:
+            if x.aval.ndim < 2:
+                return env[x]
+            return views.setdefault(env[x], self.fresh())
 
         def read(x) -> str:
             if isinstance(x, Literal):
                 return render_scalar(x.val, x.aval.dtype)
             if x in value:
                 return value[x]
-            return env[x] if x.aval.ndim == 0 else f"{env[x]}[{at}]"
+            return env[x] if x.aval.ndim == 0 else f"{array(x)}[{at}]"
 
         for eqn in eqns:
-            out = eqn.outvars[0]
-            expr = loops.scalar_expr(eqn, idx, False, value, env, read)
+            out, x = eqn.outvars[0], eqn.invars[0] if eqn.invars else None
+            if isinstance(x, Var) and x.aval.ndim > 1 and x not in value and \
+                    fusion.kind_of(eqn) is Fusion.INDEX_MAP:
+                expr = f"{array(x)}[{flow_runs.map_index(eqn, idx)}]"
+            else:
+                expr = loops.scalar_expr(eqn, idx, False, value, env, read)
             value[out] = self.fresh()
             lines.append(f"{inner}{value[out]} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
             if out in kept:
-                lines.append(f"{inner}{env[out]}[{at}] = {value[out]}")
+                lines.append(f"{inner}{array(out)}[{at}] = {value[out]}")
 
     def outer_loop(self, trips: int, work_ns: float) -> str:
         """"prange" for the outer loop of a nest whose estimated serial time pays for threads
@@ -160,6 +220,7 @@ class Function:
             return "range"
         self.parallel = True
         self.work_ns = max(self.work_ns, work_ns)
+        self.regions += self.trips
         return "prange"
 
     def product(self, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) -> str | None:
@@ -174,6 +235,7 @@ class Function:
         self.product_words = max(self.product_words, words)
         if blocks:
             self.parallel = True
+            self.nests_only = False
             self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
         return name
 
@@ -307,10 +369,12 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     lines.append(f"{pad}{pred} = {res}")
     lines.append(f"{pad}while {pred}:")
     inner = pad + "    "
+    fn.trips *= _WHILE_TRIPS
     new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
     fn.assign(carry, new, avals, lines, inner, own)
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
     lines.append(f"{inner}{pred} = {res}")
+    fn.trips //= _WHILE_TRIPS
     return carry
 
 
@@ -330,6 +394,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     in_prange = fn.in_prange
     if ncarry == 0 and not in_prange and fn.pays_parallel(p["jaxpr"], length):
         fn.parallel = fn.in_prange = True
+        fn.nests_only = False
         fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * loops.NS_PER_LIGHT_OP)
         loop = f"prange({length})"
     elif p["reverse"]:
@@ -338,6 +403,8 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         loop = f"range({length})"
     lines.append(f"{pad}for {i} in {loop}:")
     inner = pad + "    "
+    trips = fn.trips
+    fn.trips *= 1 if fn.in_prange else length
     x_names = []
     for x in xs:
         t = fn.fresh()
@@ -348,7 +415,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     for y, o in zip(ys, outs[ncarry:], strict=True):
         lines.append(f"{inner}{y}[{i}] = {o}")
     fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
-    fn.in_prange = in_prange
+    fn.in_prange, fn.trips = in_prange, trips
     return [*carry, *ys]
 
 
@@ -368,56 +435,12 @@ def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: lis
     return own
 
 
-def _users(jaxpr: Jaxpr) -> dict[Var, set[int]]:
-    """The equations reading each variable (by index; -1 for the jaxpr's outputs)."""
-    users: dict[Var, set[int]] = {}
-    for j, eqn in enumerate(jaxpr.eqns):
-        for v in eqn.outvars:
-            users.setdefault(v, set())
-        for x in eqn.invars:
-            if isinstance(x, Var):
-                users.setdefault(x, set()).add(j)
-    for x in jaxpr.outvars:
-        if isinstance(x, Var):
-            users.setdefault(x, set()).add(-1)
-    return users
-
-
 def _partial_reduction(eqn: JaxprEqn) -> bool:
     """A reduction the fused kernels take (sum, prod, max, min, and, or; not of complex
     values) over some but not all axes (`Function.reduce_loops`)."""
     if not loops.is_reduction(eqn) or not registry.fusible(eqn, "cpu"):
         return False
     return 0 < len(eqn.params["axes"]) < eqn.invars[0].aval.ndim
-
-
-def _loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
-    """The shape of an array equation that joins a loop nest inside compiled control flow
-    (elementwise over operands of its shape or scalars, a broadcast, an iota), else None."""
-    if len(eqn.outvars) != 1 or eqn.outvars[0].aval.ndim == 0:
-        return None
-    shape = eqn.outvars[0].aval.shape
-    kind = fusion.kind_of(eqn)
-    if kind not in (Fusion.ELEMENTWISE, Fusion.INDEX_MAP, Fusion.SOURCE) or \
-            not registry.fusible(eqn, "cpu"):
-        return None
-    # Only equations with an array form, or a few instructions an element (shifts: a random
-    # key split in a training loop's body): the others (erf, lgamma, ...) keep sending their
-    # control flow to the host loop. Compiling such bodies would be new work, and large:
-    # odeint's while loop took 14 s as one function against 2.5 s for the host loop.
-    if registry.lowering(eqn.primitive, "cpu").array is None and \
-            not registry.cheap(eqn.primitive):
-        return None
-    if kind is Fusion.ELEMENTWISE and any(
-            isinstance(x, Var) and x.aval.ndim and x.aval.shape != shape for x in eqn.invars):
-        return None
-    return shape
-
-
-def _on_scalars(eqn: JaxprEqn) -> bool:
-    """Whether `eqn` maps scalars to scalars (it can run before a pending loop nest)."""
-    return bool(eqn.outvars) and not is_control_flow(eqn) and all(
-        v.aval.ndim == 0 for v in [*eqn.invars, *eqn.outvars])
 
 
 def _work(jaxpr: Jaxpr) -> int:
@@ -475,12 +498,18 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
         head += ("\nfrom numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401"
                  if own_gemm else
                  "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401")
-    src = (f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n" + "\n".join(lines)
-           + f"\n    return ({''.join(r + ', ' for r in rets)})\n")
+    body = "\n".join(lines) + f"\n    return ({''.join(r + ', ' for r in rets)})\n"
+    src = f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
+    timed = fn.parallel and fn.nests_only
+    if timed:  # the one-thread variant: plain loops, no parallel region to enter
+        serial = '@njit(parallel=False, error_model="numpy", cache=CACHE, fastmath=False)'
+        src += f"\n\n{serial}\ndef kernel_serial({', '.join(params)}):\n" + \
+            re.sub(r"\bprange\(", "range(", body)
     # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
     # a kernel with only small products runs them on one thread, without that bookkeeping)
     return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
-                     loop_work=max(fn.product_words, 1) if own_gemm else 0)
+                     loop_work=max(fn.product_words, 1) if own_gemm else 0,
+                     serial_function="kernel_serial" if timed else None, regions=fn.regions)
 
 
 # ----------------------------------------------------------------------------- on the host

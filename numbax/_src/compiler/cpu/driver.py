@@ -163,9 +163,16 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             expr = f"{call}({', '.join(args)})"
             if threaded:  # its nests' pranges and products on n of Numba's threads, BLAS on
                 # one meanwhile (no second pool beside Numba's)
-                sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
+                serial = step.kernel.serial_function
+                regions = step.kernel.regions
+                site = f"th.Site({regions} * th.REGION_WORTH_S, quiet=True)" if serial else \
+                    "th.Site()"
+                sites.append(f"_site{j} = {site}  # k{j}'s timings")
                 lines.extend([f"    n = th.threads_for({step.kernel.work_ns:.0f}, _site{j})",
                               "    before = th.use(n)"])
+                if serial:  # (n from the site's timings, quiet or busy: threads.threads_for)
+                    imports.append(f"from {step.module} import {serial} as {call}_serial")
+                    call = f"{call} if n > 1 else {call}_serial"
                 expr = f"bl.blas_call({call}, 1, {', '.join(args)})"
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)

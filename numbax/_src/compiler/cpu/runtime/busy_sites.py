@@ -18,7 +18,13 @@ few times, and then runs the faster one, trying the other again now and then: mo
 the more it lost by.
 
 Only busy calls are timed (`threads.threads_for` stamps them); on a quiet machine the thread
-rule decides alone and a site costs one attribute test a call.
+rule decides alone and a site costs one attribute test a call. Except at a `quiet` site,
+timed on a quiet machine too, which tries its parallel arm from REGION_WORTH_S of serial time
+for each parallel region a call enters: compiled control flow whose threads run loop nests
+alone. Its nests choose their prange when rendered, from an estimate of scalar code, and
+then enter one parallel region an iteration: a 4096 x 3 RK4 step's nest, estimated at 76 us,
+took 3.5 us on one VM core, and 200 steps ran 1.1x slower on the VM's two threads and 2x on
+16 of the Xeon's cores, as each region's wake-up and join outweighed its share of the work.
 """
 from __future__ import annotations
 
@@ -38,19 +44,25 @@ POOL_WORTH_S = 0.0005
 # Numba's disk cache): its site tries the pool once its busy serial runs have taken this long
 # in all, so short-lived programs (a test, a script's few calls) never pay for the compile
 TASK_TIER_S = 2.0
+# A quiet site of compiled control flow tries its parallel arm once its serial runs take this
+# long for each parallel region a call enters: about what a region's wake-up and join cost
+# on 16 cores, which a region must save to pay (the arm is a second compile of the loop, ~1 s)
+REGION_WORTH_S = 30e-6
 
 
 class Site:
     """One parallel call site: each arm's mean time (seconds) and run count while busy, and the
     stamp of the call in flight (`start`), if any."""
 
-    __slots__ = ("mean", "runs", "calls", "started", "owner", "worth", "tier", "spent")
+    __slots__ = ("mean", "runs", "calls", "started", "owner", "worth", "tier", "spent", "quiet")
 
-    def __init__(self, worth: float | None = None, tier: float = 0.0) -> None:
+    def __init__(self, worth: float | None = None, tier: float = 0.0,
+                 quiet: bool = False) -> None:
         # the serial mean from which the parallel arm is tried, and the serial time the site
         # spends in all before its first parallel try (the parallel arm's compile to earn)
         self.worth = PARALLEL_WORTH_S if worth is None else worth
         self.tier = tier
+        self.quiet = quiet  # timed on a quiet machine too
         self.spent = 0.0
         self.mean = [0.0, 0.0]
         self.runs = [0, 0]
@@ -58,13 +70,15 @@ class Site:
         self.started = 0.0  # perf_counter() of a busy call in flight, 0.0 when none
         self.owner = 0  # the thread that made it (another thread's call is not timed)
 
-    def choose(self) -> int:
-        """The arm for this busy call (SERIAL or PARALLEL); stamps the call's start."""
+    def choose(self, busy: bool = True) -> int:
+        """The arm for this call (SERIAL or PARALLEL), made while the machine is `busy` (else
+        at a `quiet` site); stamps the call's start."""
         self.calls += 1
         if self.runs[SERIAL] < FIRST_TRIES:
             arm = SERIAL
         elif self.runs[PARALLEL] < FIRST_TRIES:
-            worth = self.mean[SERIAL] >= self.worth and self.spent >= self.tier
+            worth = max(self.worth, PARALLEL_WORTH_S) if busy and self.quiet else self.worth
+            worth = self.mean[SERIAL] >= worth and self.spent >= self.tier
             arm = PARALLEL if worth else SERIAL
         else:
             arm = SERIAL if self.mean[SERIAL] <= self.mean[PARALLEL] else PARALLEL

@@ -36,12 +36,14 @@ from collections.abc import Iterator
 
 import numba
 
+from numbax._src.compiler.cpu.runtime import busy_sites
 from numbax._src.compiler.cpu.runtime.busy_sites import PARALLEL, Site, measured  # noqa: F401
 from numbax._src.config import config
 
 PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
 PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange variant compiles
 PER_THREAD_NS = 20_000  # work each extra thread must bring
+REGION_WORTH_S = busy_sites.REGION_WORTH_S  # (for drivers)
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
 # libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep.
 # A threaded BLAS call inside that window shares every core with them (docs/performance.md: the
@@ -158,16 +160,19 @@ def threads_for(work_ns: float, site: Site | None = None) -> int:
     PARALLEL_MIN_NS; else at most one per PER_THREAD_NS of work, per free core and per Numba
     worker; `config.cpu_threads` when set. On a busy machine, a call site (`site`; the caller
     reports the threads that ran with `measured`) gets one thread or one per PER_THREAD_NS
-    of work and Numba worker, whichever its own busy calls measured faster (busy_sites.py)."""
+    of work and Numba worker, whichever its own busy calls measured faster (busy_sites.py);
+    a `quiet` site chooses so on a quiet machine too, between one and the count above."""
     fixed = config.hot("cpu_threads")
     if fixed:
         return min(fixed, pool_size())
     if work_ns < PARALLEL_MIN_NS:
         return 1
-    if site is not None and busy():
-        threads = max(1, min(int(work_ns // PER_THREAD_NS), pool_size()))
-        return threads if threads > 1 and site.choose() == PARALLEL else 1
-    return max(1, min(int(work_ns // PER_THREAD_NS), free_cores(), pool_size()))
+    crowded = site is not None and busy()
+    threads = max(1, min(int(work_ns // PER_THREAD_NS), pool_size(),
+                         CORES if crowded else free_cores()))
+    if crowded or (site is not None and site.quiet):
+        return threads if threads > 1 and site.choose(crowded) == PARALLEL else 1
+    return threads
 
 
 def parallel_ready(kernel, work_ns: float) -> bool:
