@@ -163,9 +163,12 @@ def test_a_loop_of_small_nests_times_its_calls_to_choose_its_threads():
     if "prange(" not in kernel:
         pytest.skip("the nests' estimate gives no thread on this machine's settings")
     # a one-thread variant of plain loops, and a site that tries threads only where a call's
-    # serial time reaches REGION_WORTH_S for each region it enters (7 steps, one nest each)
-    assert "def kernel_serial(" in kernel and "prange(" not in kernel.split("kernel_serial")[1]
-    assert "th.Site(7 * th.REGION_WORTH_S, quiet=True)" in driver
+    # serial time reaches REGION_WORTH_S for each region it enters (7 steps, each a region
+    # for each prange nest: the parallel variant does not nest its runs)
+    parallel, serial = kernel.split("def kernel_serial(")
+    assert "prange(" not in serial
+    regions = 7 * parallel.count("prange(")
+    assert f"th.Site({regions} * th.REGION_WORTH_S, quiet=True)" in driver
     assert re.search(r"bl\.blas_call\(k\d+_flow if n > 1 else k\d+_flow_serial, 1, ", driver)
     with numbax.config.override("cpu_threads", 0):
         results = [np.asarray(f(y)) for _ in range(4)]

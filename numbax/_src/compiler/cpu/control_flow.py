@@ -9,7 +9,6 @@ calls the sub-jaxprs compiled on their own (each primitive's `host` lowering).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +44,8 @@ def is_control_flow(eqn: JaxprEqn) -> bool:
 class Function:
     """Naming state while one control-flow equation is rendered into one function."""
 
-    def __init__(self) -> None:
+    def __init__(self, serial: bool = False) -> None:
+        self.serial = serial  # every loop a plain one (a kernel's one-thread variant)
         self.count = 0
         self.views: set[str] = set()
         self.parallel = False
@@ -132,27 +132,27 @@ class Function:
               users: dict[Var, set[int]], env: dict, lines: list[str], pad: str) -> None:
         """The run, and the one before it (`outer`, if any): the run's loops inside the outer
         one's where it reads the outer run's values only broadcast along its extra axes
-        (flow_runs.nests: an RK4 step's stacks of the columns computed for each row)."""
+        (flow_runs.nests: an RK4 step's stacks of the columns computed for each row), unless
+        the nest would be a prange (whose body Numba outlines: there the inner loop kept the
+        middle one from vectorising, and an n-body step's `r2 ** -1.5` ran 4x slower)."""
         if outer and flow_runs.nests([jaxpr.eqns[j] for j in outer],
                                      [jaxpr.eqns[j] for j in run]):
-            self.loop(jaxpr, outer, users, env, lines, pad, run)
-            return
-        self.loop(jaxpr, outer, users, env, lines, pad)
-        self.loop(jaxpr, run, users, env, lines, pad)
+            plan = flow_runs.plan(jaxpr, outer, run, users)
+            if self.outer_loop(plan[1][0][0], plan[3], decide=False) == "range":
+                self.loop(jaxpr, plan, env, lines, pad)
+                return
+        self.loop(jaxpr, flow_runs.plan(jaxpr, outer, [], users), env, lines, pad)
+        self.loop(jaxpr, flow_runs.plan(jaxpr, run, [], users), env, lines, pad)
 
-    def loop(self, jaxpr: Jaxpr, run: list[int], users: dict[Var, set[int]], env: dict,
-             lines: list[str], pad: str, inner_run: list[int] = ()) -> None:
+    def loop(self, jaxpr: Jaxpr, plan: tuple, env: dict, lines: list[str], pad: str) -> None:
         """Elementwise equations of one shape as one loop nest of scalar lines (their loop
         forms, as in loops.body); only values read after the run are stored into arrays. An
-        array expression per equation costs Numba 0.1-0.2 s of compile time each.
-        `inner_run`: equations over the run's shape and more axes, their loops inside the
-        run's, reading the run's values as its scalars."""
-        if not run:
+        array expression per equation costs Numba 0.1-0.2 s of compile time each. The plan's
+        second run, if any: equations over the run's shape and more axes, their loops inside
+        the run's, reading the run's values as its scalars."""
+        runs, shapes, kept, work = plan
+        if not runs[0]:
             return
-        runs = [[jaxpr.eqns[j] for j in run], [jaxpr.eqns[j] for j in inner_run]]
-        shapes = [r[0].outvars[0].aval.shape if r else () for r in runs]
-        both = set(run) | set(inner_run)
-        kept = {e.outvars[0] for r in runs for e in r if users[e.outvars[0]] - both}
         for r, shape in zip(runs, shapes, strict=True):
             for eqn in r:
                 out = eqn.outvars[0]
@@ -160,11 +160,6 @@ class Function:
                     env[out] = self.fresh()
                     lines.append(f"{pad}{env[out]} = np.empty({shape}, "
                                  f"{dtype_ctor(out.aval.dtype)})")
-        made = {e.outvars[0] for r in runs for e in r}
-        arrays = kept | {x for r in runs for e in r for x in e.invars
-                         if isinstance(x, Var) and x.aval.ndim and x not in made}
-        work = sum(loops.eqns_ns(shape, r, list(arrays) if k == 0 else [])
-                   for k, (r, shape) in enumerate(zip(runs, shapes, strict=True)) if r)
         first = self.outer_loop(shapes[0][0], work)
         value: dict[Var, str] = {}
         idx: list[str] = []
@@ -177,20 +172,25 @@ class Function:
                 idx.append(self.fresh())
                 lines.append(f"{pad}{'    ' * d}for {idx[d]} in "
                              f"{first if d == 0 else 'range'}({shape[d]}):")
-            self._scalar_lines(r, idx, kept, value, env, views, lines, pad + "    " * len(shape))
-        lines[start:start] = [f"{pad}{v} = np.ascontiguousarray({a}).reshape(-1)"
-                              for a, v in views.items()]
+            self._scalar_lines(r, idx, kept, value, env, views if first == "range" else None,
+                               lines, pad + "    " * len(shape))
+        lines[start:start] = [f"{pad}{v} = {a}.ravel()" for a, v in views.items()]
 
     def _scalar_lines(self, eqns: list[JaxprEqn], idx: list[str], kept: set[Var],
-                      value: dict[Var, str], env: dict, views: dict[str, str],
+                      value: dict[Var, str], env: dict, views: dict[str, str] | None,
                       lines: list[str], inner: str) -> None:
+        """The run's scalar lines at loop index `idx`. Arrays of two and more axes are read
+        and written through flat views (`views`; flow_runs.flat_index), except inside a
+        prange, whose body Numba outlines into a function of its own, where the views' loads
+        did not vectorise either and a 256-body n-body step ran 3x slower than with the
+        arrays' own indexing."""
         at = ", ".join(idx)
-        if len(idx) > 1:  # arrays of two and more axes are read through flat views
+        if views is not None and len(idx) > 1:
             at, shape = self.fresh(), eqns[0].outvars[0].aval.shape
             lines.append(f"{inner}{at} = {flow_runs.flat_index(idx, shape)}")
 
         def array(x: Var) -> str:
-            if x.aval.ndim < 2:
+            if views is None or x.aval.ndim < 2:
                 return env[x]
             return views.setdefault(env[x], self.fresh())
 
@@ -203,8 +203,8 @@ class Function:
 
         for eqn in eqns:
             out, x = eqn.outvars[0], eqn.invars[0] if eqn.invars else None
-            if isinstance(x, Var) and x.aval.ndim > 1 and x not in value and \
-                    fusion.kind_of(eqn) is Fusion.INDEX_MAP:
+            if views is not None and isinstance(x, Var) and x.aval.ndim > 1 and \
+                    x not in value and fusion.kind_of(eqn) is Fusion.INDEX_MAP:
                 expr = f"{array(x)}[{flow_runs.map_index(eqn, idx)}]"
             else:
                 expr = loops.scalar_expr(eqn, idx, False, value, env, read)
@@ -213,11 +213,13 @@ class Function:
             if out in kept:
                 lines.append(f"{inner}{array(out)}[{at}] = {value[out]}")
 
-    def outer_loop(self, trips: int, work_ns: float) -> str:
+    def outer_loop(self, trips: int, work_ns: float, decide: bool = True) -> str:
         """"prange" for the outer loop of a nest whose estimated serial time pays for threads
-        (runtime/threads.py's PARALLEL_MIN_NS), else "range"."""
-        if self.in_prange or trips < 2 or work_ns < threads.PARALLEL_MIN_NS:
+        (runtime/threads.py's PARALLEL_MIN_NS), else "range" (not `decide`: only which)."""
+        if self.serial or self.in_prange or trips < 2 or work_ns < threads.PARALLEL_MIN_NS:
             return "range"
+        if not decide:
+            return "prange"
         self.parallel = True
         self.work_ns = max(self.work_ns, work_ns)
         self.regions += self.trips
@@ -468,24 +470,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
     if narrow_floats.touches(eqn):
         raise Unsupported("float16 or bfloat16")
-    fn = Function()
-    lines: list[str] = []
-    args = []
-    for k, x in enumerate(eqn.invars):
-        if isinstance(x, Literal):
-            args.append(render_scalar(x.val, x.aval.dtype))
-            continue
-        args.append(f"a{k}")
-        if x.aval.ndim == 0:
-            lines.append(f"    s{k} = a{k}[()]")
-            args[-1] = f"s{k}"
-        else:
-            fn.views.add(f"a{k}")
-    sub = Jaxpr([], [], [eqn], eqn.outvars)
-    head = header(sub, False, fn.pp)
-    statements = registry.lowering(eqn.primitive, "cpu").statements
-    outs = statements(fn, eqn, args, lines, "    ")
-    rets = [fn.owned(o, v.aval) for o, v in zip(outs, eqn.outvars, strict=True)]
+    fn, head, body = _function(eqn)
     params = [f"a{k}" for k, x in enumerate(eqn.invars) if not isinstance(x, Literal)]
     own_gemm = fn.products and loop_products.kind() == "gemm"
     if fn.products:
@@ -498,18 +483,39 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
         head += ("\nfrom numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401"
                  if own_gemm else
                  "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401")
-    body = "\n".join(lines) + f"\n    return ({''.join(r + ', ' for r in rets)})\n"
     src = f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
     timed = fn.parallel and fn.nests_only
-    if timed:  # the one-thread variant: plain loops, no parallel region to enter
+    if timed:  # the one-thread variant: plain loops, all through flat views
         serial = '@njit(parallel=False, error_model="numpy", cache=CACHE, fastmath=False)'
         src += f"\n\n{serial}\ndef kernel_serial({', '.join(params)}):\n" + \
-            re.sub(r"\bprange\(", "range(", body)
+            _function(eqn, serial=True)[2]
     # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
     # a kernel with only small products runs them on one thread, without that bookkeeping)
     return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
                      loop_work=max(fn.product_words, 1) if own_gemm else 0,
                      serial_function="kernel_serial" if timed else None, regions=fn.regions)
+
+
+def _function(eqn: JaxprEqn, serial: bool = False) -> tuple[Function, str, str]:
+    """The renderer's state after rendering `eqn`, the module's header, and the kernel's
+    body; `serial`: every loop a plain one."""
+    fn = Function(serial)
+    lines: list[str] = []
+    args = []
+    for k, x in enumerate(eqn.invars):
+        if isinstance(x, Literal):
+            args.append(render_scalar(x.val, x.aval.dtype))
+            continue
+        args.append(f"a{k}")
+        if x.aval.ndim == 0:
+            lines.append(f"    s{k} = a{k}[()]")
+            args[-1] = f"s{k}"
+        else:
+            fn.views.add(f"a{k}")
+    head = header(Jaxpr([], [], [eqn], eqn.outvars), False, fn.pp)
+    outs = registry.lowering(eqn.primitive, "cpu").statements(fn, eqn, args, lines, "    ")
+    rets = [fn.owned(o, v.aval) for o, v in zip(outs, eqn.outvars, strict=True)]
+    return fn, head, "\n".join(lines) + f"\n    return ({''.join(r + ', ' for r in rets)})\n"
 
 
 # ----------------------------------------------------------------------------- on the host

@@ -104,5 +104,7 @@ def measured(site: Site | None, threads: int) -> None:
     if arm == SERIAL:
         site.spent += elapsed
     runs = site.runs[arm]
-    site.mean[arm] = elapsed if runs == 0 else (1 - ALPHA) * site.mean[arm] + ALPHA * elapsed
+    # an arm's first run may compile its variant (a loop's parallel one: seconds, which would
+    # keep the arm from winning for hundreds of calls): its mean starts from its second run
+    site.mean[arm] = elapsed if runs <= 1 else (1 - ALPHA) * site.mean[arm] + ALPHA * elapsed
     site.runs[arm] = runs + 1
