@@ -139,3 +139,42 @@ def test_passes_run_inside_loop_bodies():
     for x in xs:
         want = want @ w.T * x + want
     np.testing.assert_allclose(np.asarray(core.eval_jaxpr(j, [], c, xs, w)[0]), want, rtol=1e-14)
+
+
+def test_reductions_of_transposes_reduce_the_axes_the_operand_had():
+    """vmap of a scan reduced over time moves time behind the batch axis; the reduction
+    reads the operand itself, over the axis time had there (kept axes in their order)."""
+    x = np.arange(120.0).reshape(2, 3, 4, 5) % 7 - 3
+    cases = [
+        (lambda x: jnp.max(jnp.transpose(x, (1, 0, 2, 3)), axis=0), True),
+        (lambda x: jnp.sum(jnp.transpose(x, (3, 0, 1, 2)), axis=(0, 2)), True),
+        (lambda x: jnp.argmin(jnp.transpose(x, (0, 2, 1, 3)), axis=1), True),
+        # the kept axes would come out in another order: the transpose stays
+        (lambda x: jnp.max(jnp.transpose(x, (2, 1, 0, 3)), axis=(1, 3)), False),
+    ]
+    for f, folds in cases:
+        j = passes.dce(passes.fold_transposes(_jaxpr(f, x)))
+        assert ("transpose" not in _prims(j)) == folds, _prims(j)
+        _same_values(f, j, x)
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(x)), np.asarray(f(x)))
+
+
+def test_a_vmapped_scan_reduced_over_time_matches_numpy():
+    b = np.linspace(0.1, 0.5, 64)
+
+    def run(b):
+        def step(u, _):
+            u = u + b * u * (1 - u)
+            return u, u
+        return numbax.lax.scan(step, 0.01, None, length=50)[1].max()
+
+    want = np.empty(64)
+    for k, bk in enumerate(b):
+        u, us = 0.01, []
+        for _ in range(50):
+            u = u + bk * u * (1 - u)
+            us.append(u)
+        want[k] = max(us)
+    f = numbax.jit(numbax.vmap(run))
+    assert "transpose" not in f.lower(b).as_text().split("def driver")[1]
+    np.testing.assert_allclose(np.asarray(f(b)), want, rtol=1e-13)

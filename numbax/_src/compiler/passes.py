@@ -14,6 +14,7 @@ from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import linalg_qr, ordering, rng
+from numbax._src.lax import reductions as lr
 from numbax._src.lax import shape_ops as ls
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
@@ -248,9 +249,33 @@ def _swapped_dot(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
     return dot._replace(invars=[rhs, lhs], outvars=eqn.outvars, params=params)
 
 
+_AXIS_REDUCTIONS = frozenset({lr.reduce_sum_p, lr.reduce_max_p, lr.reduce_min_p,
+                              lr.reduce_prod_p, lr.reduce_and_p, lr.reduce_or_p,
+                              lr.reduce_xor_p, lr.argmax_p, lr.argmin_p})
+
+
+def _reduction_of_transposed(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
+    """reduce(transpose(x), axes) -> reduce(x, the axes x had) when the kept axes keep their
+    order: `vmap` of a scan with a reduction of its outputs (a batch of simulations' maximum
+    over time) moves the time axis behind the batch axis, a transposed copy (2.4 ms of a 3 ms
+    call for 365 x 4096 float32), then reduces over it."""
+    x = eqn.invars[0]
+    inner = defs.get(x) if isinstance(x, Var) else None
+    if inner is None or inner.primitive is not ls.transpose_p:
+        return None
+    perm, axes = inner.params["permutation"], eqn.params["axes"]
+    kept = [perm[d] for d in range(len(perm)) if d not in axes]
+    if kept != sorted(kept):
+        return None
+    params = dict(eqn.params, axes=tuple(sorted(perm[a] for a in axes)) if len(axes) > 1
+                  else (perm[axes[0]],))
+    return eqn._replace(invars=[inner.invars[0]], params=params)
+
+
 def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
     """Transposes next to dot_general become dimension numbers (BLAS reads and writes
-    transposed layouts for free); the transposes left unused are removed by DCE."""
+    transposed layouts for free), and those a reduction reads become its axes; the
+    transposes left unused are removed by DCE."""
     defs: dict[Var, JaxprEqn] = {}
     eqns = []
     for eqn in jaxpr.eqns:
@@ -259,6 +284,8 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
             new = _dot_of_transposed(eqn, defs)
         elif eqn.primitive is ls.transpose_p:
             new = _swapped_dot(eqn, defs)
+        elif eqn.primitive in _AXIS_REDUCTIONS:
+            new = _reduction_of_transposed(eqn, defs)
         eqn = new or eqn
         for v in eqn.outvars:
             defs[v] = eqn
