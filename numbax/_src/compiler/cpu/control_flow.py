@@ -163,7 +163,7 @@ class Function:
         first = self.outer_loop(shapes[0][0], work)
         value: dict[Var, str] = {}
         idx: list[str] = []
-        views: dict[str, str] = {}  # a 2-D or larger array -> its flat view (flow_runs.flat)
+        views: dict[str, str] = {}  # a 2-D or larger array -> its flat view (`x.ravel()`)
         start = len(lines)
         for r, shape in zip(runs, shapes, strict=True):
             if not r:
