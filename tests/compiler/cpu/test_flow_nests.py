@@ -218,3 +218,54 @@ def test_threads_for_times_a_quiet_site_on_a_quiet_machine(monkeypatch):
         busy_sites.measured(site, 1)
         plain = busy_sites.Site()
         assert th.threads_for(1e9, plain) == 8 and not plain.started
+
+
+def _stacked(y):
+    return jnp.stack([y[:, 1] * 2, y[:, 0] - y[:, 2], y[:, 2] + 1], 1)
+
+
+# loops through the nests, views and sunk maps above, at the edges (truth: the eager run)
+EDGES = {
+    "no_rows": (lambda y: lax.fori_loop(0, 3, lambda i, y: _stacked(y), y), [(0, 3)]),
+    "one_row": (lambda y: lax.fori_loop(0, 3, lambda i, y: _stacked(y), y), [(1, 3)]),
+    "integers": (lambda y: lax.fori_loop(0, 4, lambda i, y: jnp.stack(
+        [y[:, 1] + i, y[:, 0] * 3 - y[:, 2], y[:, 2] ^ y[:, 0]], 1), y), [(7, 3, "int")]),
+    "booleans": (lambda b: lax.fori_loop(0, 3, lambda i, b: jnp.stack(
+        [b[:, 1] & b[:, 0], ~b[:, 2], b[:, 0] | b[:, 1]], 1), b), [(9, 3, "bool")]),
+    "while": (lambda y: lax.while_loop(lambda c: c[0] < 5, lambda c: (
+        c[0] + 1, _stacked(c[1]) * 0.5), (0, y))[1], [(6, 3)]),
+    "scan_over_xs": (lambda y, xs: lax.scan(
+        lambda y, x: (_stacked(y) + x, y[:, 0] * x[:, 1]), y, xs), [(5, 3), (4, 5, 3)]),
+    "reverse_scan": (lambda y, xs: lax.scan(lambda y, x: (_stacked(y) * x[:, :1], y.sum()),
+                                            y, xs, reverse=True), [(5, 3), (4, 5, 3)]),
+    "cond_in_loop": (lambda y: lax.fori_loop(0, 4, lambda i, y: lax.cond(
+        i % 2 == 0, _stacked, lambda y: y[:, ::-1] * 2.0, y), y), [(8, 3)]),
+    "three_axes": (lambda y: lax.fori_loop(0, 3, lambda i, y: jnp.stack(
+        [y[..., 1], y[..., 0] * y[..., 1], jnp.sin(y[..., 0])], -1), y), [(4, 5, 3)]),
+    "transposed_operand": (lambda y, w: lax.fori_loop(
+        0, 3, lambda i, y: _stacked(y) + w.T[:, :3], y), [(6, 3), (4, 6)]),
+    "stacks_as_outputs": (lambda y: lax.scan(lambda y, _: (_stacked(y), _stacked(y)[:, 1]), y,
+                                             None, length=4), [(3, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", list(EDGES))
+def test_loops_at_the_edges_give_what_eager_gives(name):
+    f, specs = EDGES[name]
+    args = []
+    for spec in specs:
+        shape, kind = (spec[:-1], spec[-1]) if isinstance(spec[-1], str) else (spec, "float")
+        x = RNG.standard_normal(shape)
+        args.append(x > 0 if kind == "bool" else np.round(x * 3).astype(np.int64)
+                    if kind == "int" else x)
+    got = numbax.jit(f)(*args)
+    with numbax.disable_jit():
+        want = f(*args)
+    for g, w in zip(numbax.tree_util.tree_leaves(got), numbax.tree_util.tree_leaves(want),
+                    strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(g, w)
