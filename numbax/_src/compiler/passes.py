@@ -267,8 +267,7 @@ def _reduction_of_transposed(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
     kept = [perm[d] for d in range(len(perm)) if d not in axes]
     if kept != sorted(kept):
         return None
-    params = dict(eqn.params, axes=tuple(sorted(perm[a] for a in axes)) if len(axes) > 1
-                  else (perm[axes[0]],))
+    params = dict(eqn.params, axes=tuple(sorted(perm[a] for a in axes)))
     return eqn._replace(invars=[inner.invars[0]], params=params)
 
 

@@ -181,6 +181,7 @@ def test_busy_convolutions_have_a_site_per_configuration(monkeypatch):
     monkeypatch.setattr(th, "pool_size", lambda: 2)
     monkeypatch.setattr(library, "_product_sites", {})
     monkeypatch.setattr(busy_sites, "PARALLEL_WORTH_S", 0.0)
+    monkeypatch.setattr(busy_sites, "POOL_WORTH_S", 0.0)  # (the native pool's sites)
     with numbax.config.override("cpu_threads", 0):
         busy = [np.asarray(conv(x, w)) for _ in range(4)]
     [site] = [s for key, s in library._product_sites.items() if key[0] == "conv"]

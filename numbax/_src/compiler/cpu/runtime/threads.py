@@ -168,8 +168,8 @@ def threads_for(work_ns: float, site: Site | None = None) -> int:
     if work_ns < PARALLEL_MIN_NS:
         return 1
     crowded = site is not None and busy()
-    threads = max(1, min(int(work_ns // PER_THREAD_NS), pool_size(),
-                         CORES if crowded else free_cores()))
+    cap = pool_size() if crowded else min(free_cores(), pool_size())
+    threads = max(1, min(int(work_ns // PER_THREAD_NS), cap))
     if crowded or (site is not None and site.quiet):
         return threads if threads > 1 and site.choose(crowded) == PARALLEL else 1
     return threads
