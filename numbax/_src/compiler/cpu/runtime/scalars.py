@@ -37,16 +37,20 @@ def fmin(a, b):
     return a if (a < b) | (a != a) | ((a == b) & np.signbit(a)) else b
 
 
-def _extremum(ieee, select):
+def _extremum(ieee, select, larger: bool):
     def typer(a, b):
         if isinstance(a, types.Float) and a == b:
             return lambda a, b: ieee(a, b)
+        if isinstance(a, (types.Integer, types.Boolean)) and a == b:
+            # no NaN or signed zero. Not a conditional expression: its branch, inlined twice
+            # into one kernel (two jnp.clip), made Numba warn of variables not in scope
+            return (lambda a, b: max(a, b)) if larger else (lambda a, b: min(a, b))
         return select
     return typer
 
 
-overload(fmax, inline="always")(_extremum(_rd.max_, fmax))
-overload(fmin, inline="always")(_extremum(_rd.min_, fmin))
+overload(fmax, inline="always")(_extremum(_rd.max_, fmax, larger=True))
+overload(fmin, inline="always")(_extremum(_rd.min_, fmin, larger=False))
 
 
 @njit(error_model="numpy", cache=True)
