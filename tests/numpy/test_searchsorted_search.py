@@ -96,3 +96,33 @@ def test_vmapped_interp_matches_numpy_row_by_row():
     got = np.asarray(numbax.jit(numbax.vmap(jnp.interp))(x, xp, fp))
     want = np.stack([np.interp(a, b, c) for a, b, c in zip(x, xp, fp)])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+@pytest.mark.parametrize("n", [1, 3, 101, 128, 129])
+def test_small_tables_counted_give_numpys_positions(dtype, n):
+    """Tables up to search.COUNT_MAX entries are counted rather than searched (NaN entries
+    never before a number, NaN values after the numbers or after every entry): one table
+    for many values, and a table per row under vmap, against numpy's search."""
+    rng = np.random.default_rng(n)
+    a, v = _table_and_values(dtype, n, (20000,), rng)
+    for side in ("left", "right"):
+        got = numbax.jit(lambda a, v, side=side: jnp.searchsorted(a, v, side=side))(a, v)
+        np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side=side))
+    tables = np.stack([_table_and_values(dtype, n, (1,), rng)[0] for _ in range(40)])
+    values = v.reshape(40, 500)
+    for side in ("left", "right"):
+        rows = numbax.jit(numbax.vmap(lambda a, v, side=side: jnp.searchsorted(a, v, side)))
+        want = np.stack([np.searchsorted(t, w, side=side) for t, w in zip(tables, values)])
+        np.testing.assert_array_equal(np.asarray(rows(tables, values)), want)
+
+
+def test_histogram_of_many_values_matches_numpy():
+    """histogram searches its edges (a small table: counted)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(200000).astype(np.float32)
+    x[::997] = 4.0  # on the last edge: counted in the last bin
+    got, edges = numbax.jit(lambda x: jnp.histogram(x, bins=100, range=(-4, 4)))(x)
+    np.testing.assert_allclose(np.asarray(edges), np.linspace(-4, 4, 101), rtol=1e-6)
+    want, _ = np.histogram(x, bins=np.asarray(edges))
+    np.testing.assert_array_equal(np.asarray(got), want)
