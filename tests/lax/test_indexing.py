@@ -217,6 +217,51 @@ def test_vmap_gather(in_axis):
         check_vmap(f, [x[(slice(None),) * in_axis + (0,)], np.moveaxis(idx, 0, 1)], [None, 1])
 
 
+@pytest.mark.parametrize("shape,axes,ishape", GATHER_CASES)
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+@pytest.mark.parametrize("x_axis,i_axis", [(0, 0), (1, 0), (-1, 1)])
+def test_vmap_gather_of_batched_tables_and_indices(shape, axes, ishape, mode, x_axis, i_axis):
+    """Both batched: the batch merged into the first indexed axis of the operand
+    (indexing._batch_merged_into_an_axis). Indices out of bounds on every side must fill or
+    clamp within their own row, never read the next one; eager and jitted, int32 and uint8
+    indices, against numpy's gather of each row."""
+    batch = 4
+    x = np.moveaxis(_x((batch, *shape), np.float64), 0, x_axis)
+    bound = max(shape[a] for a in axes)
+    for idx_dtype in (np.int32, np.uint8):
+        low = -2 if np.dtype(idx_dtype).kind == "i" else 0
+        idx = RNG.integers(low, bound + 3, size=(batch, *ishape)).astype(idx_dtype)
+        idx_b = np.moveaxis(idx, 0, i_axis)
+
+        def f(x, i):
+            return element.gather(x, i, axes, mode=mode, fill_value=-7.0)
+        want = np.stack([_np_gather(np.take(x, b, axis=x_axis), idx[b], axes, mode, -7.0)
+                         for b in range(batch)])
+        batched = numbax.vmap(f, in_axes=(x_axis, i_axis))
+        np.testing.assert_array_equal(np.asarray(batched(x, idx_b)), want)
+        np.testing.assert_array_equal(np.asarray(numbax.jit(batched)(x, idx_b)), want)
+
+
+def test_vmapped_gathers_gradient_adds_into_each_rows_table():
+    """The transpose of the merged gather scatters into the batch's own rows."""
+    rng = np.random.default_rng(11)
+    tables = rng.standard_normal((6, 9))
+    idx = rng.integers(-1, 11, (6, 5, 1))
+    weights = rng.standard_normal((6, 5))
+
+    def loss(t):
+        rows = numbax.vmap(lambda t, i: element.gather(t, i, (0,), mode="fill",
+                                                       fill_value=0.0))(t, idx)
+        return (rows * weights).sum()
+    want = np.zeros_like(tables)
+    for b in range(6):
+        for j in range(5):
+            if 0 <= idx[b, j, 0] < 9:
+                want[b, idx[b, j, 0]] += weights[b, j]
+    np.testing.assert_allclose(np.asarray(numbax.grad(loss)(tables)), want)
+    np.testing.assert_allclose(np.asarray(numbax.jit(numbax.grad(loss))(tables)), want)
+
+
 @pytest.mark.parametrize("name", list(SCATTERS))
 @pytest.mark.parametrize("in_axis", [0, 1])
 def test_vmap_scatter(name, in_axis):

@@ -410,10 +410,49 @@ def _gather_batch(axis_size, vals, dims, *, axes, mode, fill_value):
     if xd is None:
         return [gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)], [0]
     x = batching.moveaxis(x, xd, 0)
-    idx = _with_batch_index(axis_size, idx)
+    if axis_size * get_aval(x).shape[axes[0] + 1] < np.iinfo(dtypes.canonicalize_dtype(np.int64)).max:
+        x, idx = _batch_merged_into_an_axis(axis_size, x, idx, axes, mode)
+        return [gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)], [0]
+    idx = _with_batch_index(axis_size, idx)  # merged positions past the index dtypes' range
     out = gather_p.bind(x, idx, axes=(0, *[a + 1 for a in axes]), mode=mode,
                         fill_value=fill_value)
     return [out], [0]
+
+
+def _batch_merged_into_an_axis(axis_size: int, x: Any, idx: Any, axes, mode: str):
+    """Both batched: x's batch axis merged with its first indexed axis (size n), whose
+    coordinate c becomes b * n + c, where the batch position as one more coordinate made the
+    gather read two (vmap of interp's lookups: 0.5 ms for 512 x 1000 against 0.1 for the one
+    coordinate). An index out of bounds along that axis is clamped (clip) or sent past the
+    merged axis's end (fill) first, so it never reads another row. Returns the operand and
+    the index array (batch leading) for the unchanged `axes`; x's batch axis leads."""
+    a = axes[0]
+    x = batching.moveaxis(x, 0, a)  # the batch axis just before axis a: no copy when a == 0
+    shape = get_aval(x).shape
+    n = shape[a + 1]
+    x = shape_ops.reshape(x, (*shape[:a], axis_size * n, *shape[a + 2:]))
+    idx_aval = get_aval(idx)
+    rows = idx_aval.shape[:-1]
+    dtype = idx_aval.dtype
+    if axis_size * n >= np.iinfo(dtype).max:  # merged positions past the index dtype's range
+        dtype = dtypes.canonicalize_dtype(np.int64)
+
+    def full(value):
+        return shape_ops.full(rows, value, dtype)
+
+    c = ew.convert_element_type(shape_ops.reshape(
+        shape_ops.slice_in_dim(idx, 0, 1, axis=len(rows)), rows), dtype)
+    merged = ew.add(ew.mul(shape_ops.broadcasted_iota(dtype, rows, 0), full(n)),
+                    ew.clamp(full(0), c, full(max(n - 1, 0))))
+    if mode == "fill":
+        outside = ew.bitwise_or(ew.lt(c, full(0)), ew.ge(c, full(n)))
+        merged = ew.select(outside, full(axis_size * n), merged)
+    merged = shape_ops.reshape(merged, (*rows, 1))
+    if len(axes) == 1:
+        return x, merged
+    rest = ew.convert_element_type(shape_ops.slice_in_dim(idx, 1, len(axes), axis=len(rows)),
+                                   dtype)
+    return x, shape_ops.concatenate([merged, rest], len(rows))
 
 
 core.abstract_eval_rules[gather_p] = _gather_abstract_eval
