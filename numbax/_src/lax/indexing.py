@@ -410,7 +410,8 @@ def _gather_batch(axis_size, vals, dims, *, axes, mode, fill_value):
     if xd is None:
         return [gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)], [0]
     x = batching.moveaxis(x, xd, 0)
-    if axis_size * get_aval(x).shape[axes[0] + 1] < np.iinfo(dtypes.canonicalize_dtype(np.int64)).max:
+    widest = np.iinfo(dtypes.canonicalize_dtype(np.int64)).max
+    if axis_size * get_aval(x).shape[axes[0] + 1] < widest:
         x, idx = _batch_merged_into_an_axis(axis_size, x, idx, axes, mode)
         return [gather_p.bind(x, idx, axes=axes, mode=mode, fill_value=fill_value)], [0]
     idx = _with_batch_index(axis_size, idx)  # merged positions past the index dtypes' range
