@@ -194,7 +194,9 @@ def _sign_array(args, eqn):
 elementwise(lx.sign_p, call("sc.sign"),  # numpy's +0.0 for -0.0 (Numba's np.sign keeps -0.0)
             _sign_array,
             ok=no_complex, cuda_complex=_c("sign"))
-elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"))
+elementwise(lx.abs_p, call("abs"), array_call("np.abs", "fciu"), cuda_complex=call("abs"),
+            cpu=lambda a, e: (f"sc.abs_c64({a[0]})" if operand_dtype(e) == np.complex64
+                              else f"abs({a[0]})"))
 
 # ----------------------------------------------------------------------------- bits and logic
 

@@ -1,10 +1,10 @@
 """Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
-compiled here, and the CPU's own below — lax's NaN-propagating max/min/clamp, logistic,
-complex division and ordering, rounding to bfloat16's values, scaling by a power of two, and
-the array forms of numpy's float -> integer casts and of the float16/bfloat16 rounding
-(compiled control flow)."""
+compiled here, and the CPU's own below — lax's NaN-propagating max/min/clamp, complex64's
+abs, logistic, complex division and ordering, rounding to bfloat16's values, scaling by a
+power of two, and the array forms of numpy's float -> integer casts and of the
+float16/bfloat16 rounding (compiled control flow)."""
 from __future__ import annotations
 
 import math  # noqa: F401  (the shared helpers' globals)
@@ -86,6 +86,17 @@ def array_min(x):
 @njit(**_JIT)
 def clamp(lo, x, hi):
     return fmin(fmax(x, lo), hi)
+
+
+@njit(**_JIT)
+def abs_c64(z):
+    """|z| of a complex64, as Numba's abs gives it (the float64 hypot rounded to float32) but
+    vectorisable: float32 parts squared in float64 cannot overflow, and there is no libm call
+    (abs then sum of a 256 x 2049 rfft: 1.45 -> 0.2 ms on the VM). An infinite part gives inf
+    even beside a NaN, as hypot."""
+    re, im = np.float64(z.real), np.float64(z.imag)
+    r = np.float32(np.sqrt(re * re + im * im))
+    return np.float32(np.inf) if (np.abs(re) == np.inf) | (np.abs(im) == np.inf) else r
 
 
 @njit(**_JIT)

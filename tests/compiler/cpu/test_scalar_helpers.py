@@ -1,7 +1,8 @@
-"""lax.max/min/clamp in fused CPU kernels (runtime/scalars.py fmax/fmin): integer and bool
-operands compare plainly, floats propagate NaN and order signed zeros, and a kernel with
-several clamps compiles without Numba's warnings (two inlined conditional expressions made
-its SSA check warn of variables not in scope)."""
+"""runtime/scalars.py's helpers in fused CPU kernels. lax.max/min/clamp (fmax/fmin): integer
+and bool operands compare plainly, floats propagate NaN and order signed zeros, and a kernel
+with several clamps compiles without Numba's warnings (two inlined conditional expressions
+made its SSA check warn of variables not in scope). complex64's abs (abs_c64): the float64
+hypot rounded to float32, infinities beside NaN giving inf."""
 import warnings
 
 import numpy as np
@@ -43,3 +44,22 @@ def test_float_clamps_keep_nan_and_signed_zeros():
     np.testing.assert_array_equal(smaller, np.minimum(x, np.float32(-0.0)))
     assert np.signbit(larger[1]) == np.signbit(np.maximum(np.float32(-0.0), np.float32(0)))
     assert np.signbit(smaller[2])  # min(+0.0, -0.0) is -0.0, as lax.min
+
+
+def test_complex64_abs_is_the_rounded_float64_hypot():
+    rng = np.random.default_rng(3)
+    z = (rng.standard_normal(5000) * 10.0 ** rng.integers(-30, 30, 5000)
+         + 1j * rng.standard_normal(5000) * 10.0 ** rng.integers(-30, 30, 5000))
+    z = z.astype(np.complex64)
+    specials = [complex(np.inf, np.nan), complex(np.nan, -np.inf), complex(np.nan, 1.0),
+                complex(0.0, -0.0), complex(-np.inf, 2.0), complex(3e38, 3e38),
+                complex(1e-45, 1e-45)]
+    z[:len(specials)] = specials
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = np.asarray(numbax.jit(lambda z: (jnp.abs(z), jnp.abs(z * 2).sum()))(z)[0])
+    with np.errstate(over="ignore"):  # |3e38 + 3e38j| is past float32's range: inf
+        want = np.hypot(z.real.astype(np.float64), z.imag.astype(np.float64)).astype(np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:3], [np.inf, np.inf, np.nan])
