@@ -212,10 +212,12 @@ def _not_array(args, eqn):
 
 
 elementwise(lx.not_p, by_kind(None, prefix("~"), template("(not {0})")), _not_array)
-elementwise(lx.shift_left_p, shift("left"), cuda=shift("left", literal_ok=True))
-elementwise(lx.shift_right_arithmetic_p, shift("arithmetic"),
-            cuda=shift("arithmetic", literal_ok=True))
-elementwise(lx.shift_right_logical_p, shift("logical"), cuda=shift("logical", literal_ok=True))
+# A literal amount in range is the plain operator: the helpers' range test, inlined at
+# Numba-IR level once per shift, made a loop body of four threefry hashes (a random key split,
+# normal and uniform draws in a scan) take 9.6 s to compile.
+elementwise(lx.shift_left_p, shift("left", literal_ok=True))
+elementwise(lx.shift_right_arithmetic_p, shift("arithmetic", literal_ok=True))
+elementwise(lx.shift_right_logical_p, shift("logical", literal_ok=True))
 elementwise(lx.population_count_p, None, cuda=call("sc.popcount"))
 
 # ----------------------------------------------------------------------------- comparisons
@@ -266,17 +268,35 @@ def _logistic_cuda(args, eqn):
 elementwise(lx.logistic_p, call("sc.logistic"), _logistic_array, ok=_floats_only,
             cpu=_fastmath("logistic", call("sc.logistic")),
             cuda=by_float_width(call("sc.logistic_f32"), _logistic_cuda))
-elementwise(lx.erf_p, call("math.erf"), ok=_floats_only,
-            cpu=_fastmath("erf", call("math.erf"), module="fe"))
-elementwise(lx.erfc_p, call("math.erfc"), ok=_floats_only,
+
+
+def _array_by_width(f32: str, f64: str) -> ScalarRule:
+    """The array form `f32(x)` or `f64(x)` (runtime helpers made by sc.over_arrays) for
+    float32 and float64 operands. Without an array form an equation cannot join compiled
+    control flow's nests, and its loop ran from the host: random.normal's erf_inv kept a
+    Metropolis scan there (40 ms for 500 steps of 1024 chains, jax.jit 19)."""
+    def rule(args, eqn):
+        dtype = operand_dtype(eqn)
+        if dtype not in (np.float32, np.float64):
+            raise Unsupported(eqn.primitive.name)
+        return f"{f32 if dtype == np.float32 else f64}({args[0]})"
+    return rule
+
+
+elementwise(lx.erf_p, call("math.erf"), _array_by_width("fe.erf_f32_array", "fe.erf_f64_array"),
+            ok=_floats_only, cpu=_fastmath("erf", call("math.erf"), module="fe"))
+elementwise(lx.erfc_p, call("math.erfc"),
+            _array_by_width("fe.erfc_f32_array", "sc.erfc_array"), ok=_floats_only,
             cpu=_fastmath("erfc", call("math.erfc"), widths=(np.float32,), module="fe"))
-elementwise(lx.lgamma_p, call("math.lgamma"), ok=_floats_only)
+elementwise(lx.lgamma_p, call("math.lgamma"),
+            _array_by_width("sc.lgamma_array", "sc.lgamma_array"), ok=_floats_only)
 # erf_inv: the CPU's fast math only (float16 runs scipy's through the eager impl); CUDA's own
 elementwise(lx.erf_inv_p, None, ok=_floats_only,
             cuda=by_float_width(call("sc.erfinv_f32"), template("sc.erfinv(np.float64({0}))")))
 # float32: XLA's algorithm step for step (cpu/runtime/xla_erf_inv.py), the eager impl's bits
 register(lx.erf_inv_p, backend="cpu",
          scalar=by_float_width(call("xe.erf_inv_f32"), call("fe.erf_inv_f64")),
+         array=_array_by_width("xe.erf_inv_f32_array", "fe.erf_inv_f64_array"),
          scalar_ok=lambda e: operand_dtype(e) in (np.float32, np.float64))
 for _prim in (lx.logistic_p, lx.erf_p, lx.erfc_p, lx.erf_inv_p):
     register(_prim, backend="cpu", heavy=True)
@@ -294,9 +314,9 @@ elementwise(lx.nextafter_p, None,
 # ----------------------------------------------------------------------------- rounding
 
 
-def _round(even: str) -> ScalarRule:
+def _round(even: str, away: str = "sc.round_away") -> ScalarRule:
     return lambda args, eqn: (f"{even}({args[0]})" if eqn.params.get("rounding_method", 0) == 1
-                              else f"sc.round_away({args[0]})")
+                              else f"{away}({args[0]})")
 
 
 
@@ -309,13 +329,16 @@ def _signed_cuda(fn: str) -> ScalarRule:
 
 elementwise(lx.floor_p, call("np.floor"), array_call("np.floor"), cuda=_signed_cuda("floor"))
 elementwise(lx.ceil_p, call("np.ceil"), array_call("np.ceil"), cuda=_signed_cuda("ceil"))
-elementwise(lx.round_p, _round("np.rint"), cuda=_round("sc.round_even"))
+elementwise(lx.round_p, _round("np.rint"), _round("np.rint", "sc.round_away_array"),
+            cuda=_round("sc.round_even"))
 
 # ----------------------------------------------------------------------------- complex parts
 
-elementwise(lx.real_p, template("{0}.real"), cuda_complex=template("{0}.real"))
-elementwise(lx.imag_p, template("{0}.imag"), cuda_complex=template("{0}.imag"))
-elementwise(lx.conj_p, call("np.conj"), cuda=template("{0}"),
+elementwise(lx.real_p, template("{0}.real"), template("{0}.real"),
+            cuda_complex=template("{0}.real"))
+elementwise(lx.imag_p, template("{0}.imag"), template("{0}.imag"),
+            cuda_complex=template("{0}.imag"))
+elementwise(lx.conj_p, call("np.conj"), call("np.conj"), cuda=template("{0}"),
             cuda_complex=lambda a, e: (f"{a[0]}.conjugate()"
                                        if operand_dtype(e).kind == "c" else a[0]))
 elementwise(lx.complex_p, None, cuda_complex=template("complex({0}, {1})"))

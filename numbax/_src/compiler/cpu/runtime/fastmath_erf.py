@@ -15,6 +15,7 @@ from numbax._src.compiler.cpu.runtime.fastmath import (
     log_f64,
     muladd,
 )
+from numbax._src.compiler.cpu.runtime.scalars import over_arrays
 
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
 _F = np.float32
@@ -190,3 +191,8 @@ def erf_inv_f32(x):
     """Inverse error function for float32: the float64 version, rounded once (Giles' float32
     polynomial, which XLA uses, is 3-4 ulp off; this is within 1)."""
     return np.float32(erf_inv_f64(np.float64(x)))
+
+
+# the array forms of compiled control flow (the nests inline the scalar forms)
+erf_f32_array, erf_f64_array = over_arrays(erf_f32), over_arrays(erf_f64)
+erfc_f32_array, erf_inv_f64_array = over_arrays(erfc_f32), over_arrays(erf_inv_f64)

@@ -161,6 +161,35 @@ def float_array_to_int(x, bits, unsigned):
     return out.reshape(x.shape)
 
 
+def over_arrays(scalar):
+    """`scalar` (an inlined helper) applied to each element of an array of any layout, into
+    a new C array of the same dtype: the array form compiled control flow calls for a
+    function that has only a scalar form (compiled once, with the helper, in Numba's cache)."""
+    @njit(error_model="numpy", cache=True)
+    def apply(x):  # pragma: no cover - compiled
+        flat = x.ravel()
+        out = np.empty(flat.size, x.dtype)
+        for i in range(flat.size):
+            out[i] = scalar(flat[i])
+        return out.reshape(x.shape)
+    return apply
+
+
+@njit(**_JIT)
+def lgamma(x):
+    return math.lgamma(x)
+
+
+@njit(**_JIT)
+def erfc(x):
+    return math.erfc(x)
+
+
+# the array forms of compiled control flow (the nests inline the scalar forms)
+round_away_array, lgamma_array = over_arrays(round_away), over_arrays(lgamma)  # noqa: F821
+erfc_array = over_arrays(erfc)
+
+
 @njit(error_model="numpy", cache=True)
 def round_to_float16_array(x):
     """round_to_float16 over a whole array (compiled control flow), in x's dtype."""

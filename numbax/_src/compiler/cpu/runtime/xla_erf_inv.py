@@ -14,6 +14,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from numbax._src.compiler.cpu.runtime.scalars import over_arrays
+
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
 _F32 = np.float32
 
@@ -110,3 +112,6 @@ def erf_inv_f32(x):
     for k in range(1, 9):
         p = fma(w, p, _ERFINV_LT5[k] if central else _ERFINV_GE5[k])
     return x * (np.float32(math.inf) if abs(x) == np.float32(1.0) else p)
+
+
+erf_inv_f32_array = over_arrays(erf_inv_f32)  # compiled control flow's array form
