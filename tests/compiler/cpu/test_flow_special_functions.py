@@ -1,8 +1,8 @@
 """Special functions inside compiled control flow: erf, erfc, erf_inv (random.normal), lgamma,
 round and the complex parts have array forms (runtime sc.over_arrays), so a loop whose body
-uses them is compiled rather than run step by step from the host, in a nest (the scalar form)
-and where a nest cannot take it (the array form, e.g. on a broadcast operand). Truth: the
-same steps run eagerly, one by one."""
+uses them is compiled (their scalar forms in its nests) rather than run step by step from the
+host; the array forms are checked on their own. Truth: the same steps run eagerly, one by
+one."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +31,7 @@ STEPS = {
 def _loop(step, broadcast: bool):
     def run(x):
         def body(i, x):
-            y = step(x[:1] if broadcast else x)  # a (1, n) operand: the array form
+            y = step(x[:1] if broadcast else x)  # a (1, n) slab, broadcast back
             return x * 0.5 + y
         return lax.fori_loop(0, 6, body, x)
     return run
@@ -85,3 +85,31 @@ def test_a_metropolis_scan_with_normal_and_uniform_draws_is_compiled():
         want = chains(key, x0)
     for g, w in zip(numbax.tree_util.tree_leaves(got), numbax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_array_forms_give_the_eager_values_on_any_layout(dtype):
+    """The array forms (what a loop body runs for such an equation outside a nest) apply the
+    scalar form to every element of an array of any layout, in its dtype."""
+    from numbax._src.compiler.cpu.runtime import fastmath_erf as fe
+    from numbax._src.compiler.cpu.runtime import scalars as sc
+    from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe
+
+    x = RNG.uniform(-3, 3, (9, 14)).astype(dtype).T  # a transposed (F-ordered) view
+    x[0, :3] = [np.nan, 0.0, -0.0]
+    wide = dtype == np.float64
+    forms = {
+        lax.erf: fe.erf_f64_array if wide else fe.erf_f32_array,
+        lax.erfc: sc.erfc_array if wide else fe.erfc_f32_array,
+        lambda v: lax.erf_inv(v / 3.5): lambda v: (fe.erf_inv_f64_array if wide
+                                                   else xe.erf_inv_f32_array)(v / dtype(3.5)),
+        lambda v: lax.lgamma(np.abs(v) + 0.25): lambda v: sc.lgamma_array(np.abs(v) + dtype(0.25)),
+        lambda v: lax.round(v * 2, lax.RoundingMethod.AWAY_FROM_ZERO):
+            lambda v: sc.round_away_array(v * dtype(2)),
+    }
+    tol = 4e-7 if dtype == np.float32 else 1e-15
+    for eager, array_form in forms.items():
+        got = array_form(x)
+        want = np.asarray(eager(x))
+        assert got.dtype == dtype and got.shape == x.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
