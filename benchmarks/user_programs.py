@@ -1,7 +1,8 @@
 """Training programs users bring beyond the issue's rows, numbax's jit against jax.jit: a
 transformer block, an LSTM through scan, an MLP epoch inside scan, attention heads under vmap,
 gradient descent in fori_loop, a VAE, a Gaussian process's marginal likelihood, an n-body
-integration and an embedding-bag classifier (all float32, written as a JAX user writes them).
+integration, an embedding-bag classifier, a Metropolis sampler in scan, a separable blur and
+vmapped interpolation into a histogram (all float32, written as a JAX user writes them).
 
     JAX_PLATFORMS=cpu python benchmarks/user_programs.py [--only lstm,gp] [--calls 10]
 
@@ -189,6 +190,48 @@ def _programs(jax, jnp):  # noqa: C901  (one builder per program, in order)
 
     estep = jax.jit(jax.value_and_grad(emb_loss))
     progs["embedding bag"] = lambda: estep(emb, ids, labels)
+
+    # random-walk Metropolis: 1024 chains, 500 steps, normal proposals and uniform draws
+    def log_p(x):
+        return -0.5 * (x[..., 0] ** 2 + 4 * (x[..., 1] - x[..., 0] ** 2) ** 2)
+
+    @jax.jit
+    def metropolis(key, x0):
+        def step(carry, k):
+            x, lp = carry
+            k1, k2 = jax.random.split(k)
+            prop = x + 0.3 * jax.random.normal(k1, x.shape, f32)
+            lpp = log_p(prop)
+            accept = jnp.log(jax.random.uniform(k2, lp.shape, f32)) < lpp - lp
+            x = jnp.where(accept[:, None], prop, x)
+            return (x, jnp.where(accept, lpp, lp)), x[:, 0].mean()
+        return jax.lax.scan(step, (x0, log_p(x0)), jax.random.split(key, 500))[1]
+
+    chains0, key = param(1024, 2) * 20, jax.random.PRNGKey(0)
+    progs["metropolis"] = lambda: metropolis(key, chains0)
+
+    # a separable Gaussian blur of a 512 x 512 image: a convolution of each row, then column
+    image = param(512, 512)
+    taps = jnp.asarray(np.exp(-np.linspace(-2, 2, 9) ** 2).astype(np.float32))
+
+    @jax.jit
+    def blur(im):
+        rows = jax.vmap(lambda r: jnp.convolve(r, taps, mode="same"))(im)
+        return jax.vmap(lambda c: jnp.convolve(c, taps, mode="same"), in_axes=1,
+                        out_axes=1)(rows)
+
+    progs["separable blur"] = lambda: blur(image)
+
+    # per-row interpolation into tables, then a histogram of the results
+    xp = jnp.asarray(np.sort(rng.uniform(0, 10, (512, 200)), 1).astype(np.float32))
+    fp, xq = param(512, 200) * 20, jnp.asarray(rng.uniform(0, 10, (512, 1000)).astype(np.float32))
+
+    @jax.jit
+    def interp_hist(xq, xp, fp):
+        values = jax.vmap(jnp.interp)(xq, xp, fp)
+        return jnp.histogram(values, bins=100, range=(-4.0, 4.0))[0]
+
+    progs["interp histogram"] = lambda: interp_hist(xq, xp, fp)
     return progs
 
 
