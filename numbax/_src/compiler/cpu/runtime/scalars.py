@@ -164,8 +164,11 @@ def float_array_to_int(x, bits, unsigned):
 def over_arrays(scalar):
     """`scalar` (an inlined helper) applied to each element of an array of any layout, into
     a new C array of the same dtype: the array form compiled control flow calls for a
-    function that has only a scalar form (compiled once, with the helper, in Numba's cache)."""
-    @njit(error_model="numpy", cache=True)
+    function that has only a scalar form (its nests inline the scalar form, so this runs
+    only where an equation stays outside them). Not in Numba's disk cache: a closure's entry
+    is keyed by its pickled cells, and a dispatcher pickles differently in every process, so
+    each run missed and added an entry to the index."""
+    @njit(error_model="numpy")
     def apply(x):  # pragma: no cover - compiled
         flat = x.ravel()
         out = np.empty(flat.size, x.dtype)
