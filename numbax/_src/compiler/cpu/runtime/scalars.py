@@ -92,7 +92,7 @@ def clamp(lo, x, hi):
 def abs_c64(z):
     """|z| of a complex64, as Numba's abs gives it (the float64 hypot rounded to float32) but
     vectorisable: float32 parts squared in float64 cannot overflow, and there is no libm call
-    (abs then sum of a 256 x 2049 rfft: 1.45 -> 0.2 ms on the VM). An infinite part gives inf
+    (abs then sum of a 256 x 2049 rfft: 1.45 -> 0.08 ms on the VM). An infinite part gives inf
     even beside a NaN, as hypot."""
     re, im = np.float64(z.real), np.float64(z.imag)
     r = np.float32(np.sqrt(re * re + im * im))
