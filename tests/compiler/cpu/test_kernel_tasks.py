@@ -84,6 +84,13 @@ CASES = {
                      lambda: [RNG.normal(size=(301, 257)), RNG.normal(size=(600, 255))]),
     "diff_flat": (lambda x: jnp.tanh(x[1:] - x[:-1]), lambda: [RNG.normal(size=100_037)
                                                               .astype(np.float32)]),
+    # rows of 3 through flat views (indices.literal_rows): sliced by rows (3 elements a row) and
+    # an output stored at literal strides; and rows read off the outer index at two offsets
+    # (passed whole, read through a view from row r0)
+    "short_rows": (lambda y, w: jnp.tanh(y * w), lambda: [
+        RNG.normal(size=(100_003, 3)).astype(np.float32), RNG.normal(size=3).astype(np.float32)]),
+    "short_rows_off_the_index": (lambda y: (y[1:] - y[:-1]) * y[1:, :1],
+                                 lambda: [RNG.normal(size=(100_003, 3))]),
     # iotas along both axes: each task's rows read their absolute row index (r0 = lo)
     "iotas": (lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None],
               lambda: [RNG.normal(size=(256, 300))]),
@@ -124,6 +131,11 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
     if name == "diff_flat":
         np.testing.assert_allclose(got[0], np.tanh(args[0][1:] - args[0][:-1]), rtol=2e-6,
                                    atol=1e-7)
+    if name == "short_rows":
+        np.testing.assert_allclose(got[0], np.tanh(args[0] * args[1]), rtol=2e-6, atol=1e-7)
+    if name == "short_rows_off_the_index":
+        y = args[0]
+        np.testing.assert_allclose(got[0], (y[1:] - y[:-1]) * y[1:, :1], rtol=1e-12)
     if name == "iotas":
         rows, cols = np.indices((256, 300))
         np.testing.assert_array_equal(got[0], args[0] * cols + rows)

@@ -16,7 +16,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import flow_loops, flow_runs, loop_products, loops
+from numbax._src.compiler.cpu import flow_loops, flow_runs, indices, loop_products, loops
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
@@ -180,14 +180,14 @@ class Function:
                       value: dict[Var, str], env: dict, views: dict[str, str] | None,
                       lines: list[str], inner: str) -> None:
         """The run's scalar lines at loop index `idx`. Arrays of two and more axes are read
-        and written through flat views (`views`; flow_runs.flat_index), except inside a
+        and written through flat views (`views`; indices.flat_index), except inside a
         prange, whose body Numba outlines into a function of its own, where the views' loads
         did not vectorise either and a 256-body n-body step ran 3x slower than with the
         arrays' own indexing."""
         at = ", ".join(idx)
         if views is not None and len(idx) > 1:
             at, shape = self.fresh(), eqns[0].outvars[0].aval.shape
-            lines.append(f"{inner}{at} = {flow_runs.flat_index(idx, shape)}")
+            lines.append(f"{inner}{at} = {indices.flat_index(idx, shape)}")
 
         def array(x: Var) -> str:
             if views is None or x.aval.ndim < 2:
@@ -205,7 +205,7 @@ class Function:
             out, x = eqn.outvars[0], eqn.invars[0] if eqn.invars else None
             if views is not None and isinstance(x, Var) and x.aval.ndim > 1 and \
                     x not in value and fusion.kind_of(eqn) is Fusion.INDEX_MAP:
-                expr = f"{array(x)}[{flow_runs.map_index(eqn, idx)}]"
+                expr = f"{array(x)}[{indices.map_index(eqn, idx)}]"
             else:
                 expr = loops.scalar_expr(eqn, idx, False, value, env, read)
             value[out] = self.fresh()

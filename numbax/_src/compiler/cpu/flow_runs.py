@@ -48,37 +48,6 @@ def on_scalars(eqn: JaxprEqn, control_flow: bool) -> bool:
         v.aval.ndim == 0 for v in [*eqn.invars, *eqn.outvars])
 
 
-def flat_index(idx: list[str], shape: tuple[int, ...]) -> str:
-    """The flat (C-order) index of loop index `idx` into an array of `shape`.
-
-    Why flat: Numba indexes a C-contiguous array by its shape, known only when the function
-    runs, so the element stride of a row is a variable to LLVM, which then vectorises a loop
-    only for the case of stride 1: an RK4 step over a (4096, 3) state ran its scalar form,
-    7.0 ms for 200 steps, against 0.70 through flat views with the sizes written in. The views
-    are `x.ravel()` (Numba: a view of a C array, a copy of any other layout, which is only
-    read): `np.ascontiguousarray(x).reshape(-1)` went through runtime calls whose results
-    LLVM cannot see through, and a 256-body n-body loop ran 3x slower than without views.)"""
-    terms, step = [], 1
-    for i, n in reversed(list(zip(idx, shape, strict=True))):
-        terms.append(i if step == 1 else f"{i} * {step}")
-        step *= n
-    return " + ".join(reversed(terms))
-
-
-def map_index(eqn: JaxprEqn, idx: list[str]) -> str:
-    """The flat index at which an index map reads its (C-ordered) operand at loop index
-    `idx`: each operand axis's `start + stride * i` times the axis's element stride."""
-    shape = eqn.invars[0].aval.shape
-    terms, offset, step = [], 0, 1
-    for r, n in reversed(list(zip(registry.axis_reads(eqn), shape, strict=True))):
-        offset += r.start * step
-        if r.stride:
-            at = idx[r.dim]
-            terms.append(at if r.stride * step == 1 else f"{at} * {r.stride * step}")
-        step *= n
-    return " + ".join([*reversed(terms), *([str(offset)] if offset or not terms else [])])
-
-
 def joins(eqn: JaxprEqn, made: set[Var]) -> bool:
     """Whether a loop equation of the shape of a run making the values `made` may join it:
     not an index map that reads one of them other than element for element (a nest reads

@@ -13,7 +13,17 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
-from numbax._src.compiler.cpu import outline, pool_tasks
+from numbax._src.compiler.cpu import indices, outline, pool_tasks
+from numbax._src.compiler.cpu.indices import (
+    ROW_LITERAL_MAX,
+    flat_index,
+    index,
+    iota_index,
+    literal_rows,
+    map_index,
+    operand_index,
+    store_index,
+)
 from numbax._src.compiler.cpu.modules import decorator, header
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
@@ -69,7 +79,8 @@ CODEGEN_CONFIG = (("prange_min", PRANGE_MIN), ("error_model", "numpy"),
                   ("lanes", LANES, LANES_MIN_WIDTH, LANES_BODY_MAX),
                   ("outline_rows", outline.OUTLINE_MIN_WIDTH, outline.ON_THIS_HOST),
                   ("column_chunk", COLUMN_CHUNK, COLUMN_PAR_CHUNKS, COLUMN_BLOCK_MIN),
-                  ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES), ("unroll_max", UNROLL_MAX))
+                  ("pool_bytes", POOL_MIN_BYTES, POOL_MAX_BYTES), ("unroll_max", UNROLL_MAX),
+                  ("row_literal_max", ROW_LITERAL_MAX))
 
 
 def lowering(eqn: JaxprEqn) -> registry.Lowering:
@@ -117,6 +128,17 @@ class LoopKernel:
         self.row0 = any(fusion.kind_of(e) is Fusion.SOURCE or
                         absolute_rows and fusion.rows_off_index(e) for e in nest.eqns)
         self.views: tuple = ()  # the driver's reshaped views of the arrays (ir.Kernel.views)
+        # arrays the kernel reads or writes through 1-d views, at flat indices with their rows'
+        # sizes written in (read_rows_flat), and the name each such input is read through
+        self.flat_rows: frozenset[Var] = frozenset()
+        self.row_bases: dict[Var, str] = {}
+
+    def read_rows_flat(self, arrays: frozenset[Var]) -> None:
+        """Reads and writes `arrays` (indices.literal_rows) through 1-d views; an input read at
+        the absolute row through its view from row r0 on (`row_views`; indices.row_base)."""
+        self.flat_rows = arrays
+        self.row_bases = {x: indices.row_base(self.names[x], self.nest, x, self.absolute_rows)
+                          for x in self.nest.inputs if x in arrays}
 
     def const(self, lit: Literal) -> str:
         """A literal's name in the kernel: integers and booleans are module constants (shift
@@ -160,44 +182,6 @@ class LoopKernel:
         every row), then the literals' sources."""
         sizes = (int(np.prod(nest.shape, dtype=np.int64)),) if self.flat else nest.shape
         return (*(str(n) for n in sizes), *(("0",) if self.row0 else ()), *self.scalars)
-
-
-def index(idx: list[str]) -> str:
-    return ", ".join(idx) if idx else "()"
-
-
-def store_index(idx: list[str]) -> str:
-    """Like index, for assignments: Numba types `o[...] = v` on 0-d arrays, not `o[()] = v`."""
-    return ", ".join(idx) if idx else "..."
-
-
-def operand_index(eqn: JaxprEqn, idx: list[str]) -> str:
-    """Where an index map (broadcast, slice) reads its operand at loop index `idx`. An offset
-    or strided index is unsigned arithmetic: loop indices may be uint64 (chunk bounds), and
-    uint64 with int64 is float64 in Numba; unsigned, the load needs no wraparound test."""
-    parts: list[str] = []
-    for r in registry.axis_reads(eqn):
-        if r.stride == 0:
-            parts.append(str(r.start))
-        elif r.plain:
-            parts.append(idx[r.dim])
-        else:
-            at = f"np.uint64({idx[r.dim]})"
-            if r.stride != 1:
-                at = f"{at} * np.uint64({r.stride})"
-            parts.append(f"{at} + np.uint64({r.start})" if r.start else at)
-    return index(parts)
-
-
-def iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
-    """The loop's index along iota's dimension (iota's shape is the nest's, fusion.fits); a
-    flattened loop divides its one index back into that dimension's, by the sizes n<d>."""
-    rank, dim = len(eqn.params["shape"]), eqn.params["dimension"]
-    if not flat:
-        return idx[dim]
-    inner = " * ".join(f"n{d}" for d in range(dim + 1, rank))
-    at = f"({idx[0]} // ({inner}))" if inner else idx[0]
-    return at if dim == 0 else f"({at} % n{dim})"
 
 
 def vector_update(eqn: JaxprEqn) -> bool:
@@ -247,6 +231,8 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         name = k.names[x]
         if x.aval.ndim == 0 and shape_rank > 0:
             return f"{name}s"  # loaded once before the loops
+        if x in k.flat_rows:
+            return f"{k.row_bases[x]}[{flat_index(idx, x.aval.shape, unsigned=True)}]"
         return f"{name}[{full}]"
 
     for eqn in nest.eqns if eqns is None else eqns:
@@ -261,12 +247,18 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         if k.row0 and idx and (fusion.kind_of(eqn) is Fusion.SOURCE or
                                k.absolute_rows and fusion.rows_off_index(eqn)):
             at = [f"({idx[0]} + r0)", *idx[1:]]  # the absolute outer index
-        expr = scalar_expr(eqn, at, flat, value, k.names, read)
+        x = eqn.invars[0] if eqn.invars else None
+        if isinstance(x, Var) and x in k.flat_rows and x not in value and \
+                fusion.kind_of(eqn) is Fusion.INDEX_MAP:
+            expr = f"{k.row_bases[x]}[{map_index(eqn, idx, unsigned=True)}]"
+        else:
+            expr = scalar_expr(eqn, at, flat, value, k.names, read)
         t = k.temp()
         value[out] = t
         lines.append(f"{pad}{t} = {expr}  # {comment}")
         if out in k.out_names and out not in no_store:
-            target = f"{k.out_names[out]}[{full if idx else '...'}]"
+            where = flat_index(idx, out.aval.shape, True) if out in k.flat_rows else full
+            target = f"{k.out_names[out]}[{where if idx else '...'}]"
             lines.append(f"{pad}{target} = {t}")
         if stash and out in stash:
             lines.append(f"{pad}{stash[out]}[{full}] = {t}  # kept for the last pass")
@@ -403,12 +395,18 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
         size = int(np.prod(nest.shape, dtype=np.int64))
         views = tuple((size,) if v.aval.ndim > 1 else None
                       for v in [*nest.inputs, *nest.outputs])
+    elif not k.flat:
+        k.read_rows_flat(literal_rows(nest))
+        if k.flat_rows:
+            views = tuple((int(np.prod(v.aval.shape, dtype=np.int64)),) if v in k.flat_rows
+                          else None for v in [*nest.inputs, *nest.outputs])
+    k.views = views
     variants = [("kernel", True), ("kernel_serial", False)] if can_parallel else [
         ("kernel", False)]
     rows_independent = can_parallel and not par_reduce and not column_form(nest) and (
         nest.reduce_axes is None or trailing_axes(nest))
-    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views, k.absolute_rows) \
-        if rows_independent else None
+    layout = pool_tasks.chunk_layout(nest, k.names, k.out_names, views, k.absolute_rows,
+                                     k.flat_rows) if rows_independent else None
     # a flat map's prange runs the serial variant's loop on chunks of the threads' (its body is
     # written after the serial one, which names the literals)
     chunked = layout is not None and layout.align == pool_tasks.ALIGN_FLAT
@@ -493,12 +491,17 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     nest = k.nest
     rank = len(nest.shape)
     pad = "    "
-    lines = scalar_loads(k, pad)
+    head = [*scalar_loads(k, pad), *indices.row_views(k.row_bases, k.names, pad)]
+    lines = list(head)
     kept = [f"i{d}" for d in range(1, rank)]
     kept_sizes = ", ".join(k.sizes[1:])
     reductions = [e for e in nest.eqns if is_reduction(e)]
     lines.append(f"{pad}nch = (n0 + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
-    blocked = not k.row0  # (no iota: `column_blocks`)
+    # rows of at most ROW_LITERAL_MAX (never cut into blocks) loop over their sizes as written
+    # in the source: LLVM unrolls those loops and keeps a chunk's partials in registers (a
+    # (1e6, 3) column sum took 3.3 ms on the VM, partials in memory, now 0.84 serially)
+    narrow = int(np.prod(nest.shape[1:])) <= ROW_LITERAL_MAX
+    blocked = not k.row0 and not narrow  # (no iota: `column_blocks`)
     lines.append(f"{pad}ntask = nch * max(1, min(({COLUMN_PAR_CHUNKS} + nch - 1) // max(nch, 1), "
                  f"n1 // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
     accs = {}
@@ -519,14 +522,14 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
                  f"{COLUMN_CHUNK})):")
     body_pad = inner + pad
     for d in range(1, rank):
-        bounds = "j0, j1" if d == 1 else f"n{d}"
+        bounds = nest.shape[d] if narrow else "j0, j1" if d == 1 else f"n{d}"
         lines.append(f"{body_pad}for i{d} in range({bounds}):")
         body_pad += pad
     body(k, ["i0", *kept], False, accs, lines, body_pad, False)
     if parts is not None:
         partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
         lines[block_at:] = pool_tasks.part_function(
-            k, 0, scalar_loads(k, pad), lines[block_at:], "ntask", "t", [("nch", np.int64)],
+            k, 0, head, lines[block_at:], "ntask", "t", [("nch", np.int64)],
             partials, decorator(False), parts)
     if not any(e.outvars[0] in k.out_names for e in reductions):
         return "\n".join(lines) + "\n"
@@ -558,6 +561,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     pad = "    "
     if rank:
         lines.extend(scalar_loads(k, pad))
+        lines.extend(indices.row_views(k.row_bases, k.names, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
     if len(bounds) >= 2 and nest.shape[-1] <= UNROLL_MAX:
         bounds[-1] = str(nest.shape[-1])  # unrolled: the loop around it can vectorise

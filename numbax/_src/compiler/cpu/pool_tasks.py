@@ -38,23 +38,28 @@ ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements
 
 
 class ChunkLayout(NamedTuple):
-    """How a kernel's rows split into chunks: each array (inputs, then outputs) with its shape
-    and whether a chunk takes its rows [lo, hi) (else the whole array), and the multiple the
+    """How a kernel's rows split into chunks: each array (inputs, then outputs) with its shape,
+    whether a chunk takes its rows [lo, hi) (else the whole array) and, for a 1-d view of an
+    array's rows (indices.literal_rows), the elements of a row (else None), and the multiple the
     chunk bounds fall on."""
-    arrays: list[tuple[Var, tuple, bool]]
+    arrays: list[tuple[Var, tuple, bool, int | None]]
     align: int
 
 
 def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
-                 views: tuple, absolute_rows: bool) -> ChunkLayout | None:
+                 views: tuple, absolute_rows: bool,
+                 flat_rows: frozenset = frozenset()) -> ChunkLayout | None:
     """The chunks of a kernel over the arrays named in `names` then `out_names` (shaped by
-    `views` where not None); None when the outer loop's rows are not independent. With
-    `absolute_rows` the kernel reads rows off the outer index (x[1:]) at the absolute index
-    (r0 added), so a task passes such inputs whole; without, they rule the task out."""
+    `views` where not None; those in `flat_rows` are 1-d views of their rows); None when the
+    outer loop's rows are not independent. With `absolute_rows` the kernel reads rows off the
+    outer index (x[1:]) at the absolute index (r0 added), so a task passes such inputs whole;
+    without, they rule the task out."""
     arrays = [*names, *out_names]
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
-    outer_rank = max(len(s) for s in shapes)
+    per_row = [int(np.prod(v.aval.shape[1:])) if v in flat_rows else None for v in arrays]
+    outer_rank = max(len(v.aval.shape) if v in flat_rows else len(s)
+                     for v, s in zip(arrays, shapes, strict=True))
     sliced = []
     for v, shape in zip(arrays, shapes, strict=True):
         if not shape:
@@ -67,8 +72,11 @@ def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, 
                 return None
             sliced.append(rows)
     flat = outer_rank == 1 and all(len(s) in (0, 1) for s in shapes)
-    align = ALIGN_FLAT if flat and not nest.reduce_axes else 1
-    return ChunkLayout(list(zip(arrays, shapes, sliced, strict=True)), align)
+    # (a kernel reading rows through flat views vectorises across rows: chunks of rows on
+    # multiples of ALIGN_FLAT meet its vector loop and remainder where a one-thread run does,
+    # so the chunks give its bits; tanh's vector and scalar forms differ in the last place)
+    align = ALIGN_FLAT if flat and not nest.reduce_axes or flat_rows else 1
+    return ChunkLayout(list(zip(arrays, shapes, sliced, per_row, strict=True)), align)
 
 
 def task_source(layout: ChunkLayout, sizes: list[str], scalar_dtypes: list[np.dtype],
@@ -79,14 +87,14 @@ def task_source(layout: ChunkLayout, sizes: list[str], scalar_dtypes: list[np.dt
     lines = [IMPORT]
     word = 2  # words 0 and 1: the outer length and the chunk count
     args = []
-    for v, shape, rows in layout.arrays:
+    for v, shape, rows, per_row in layout.arrays:
         addr = f"w[{word}]"
         dims = [f"w[{word + 1 + d}]" for d in range(len(shape))]
         word += 1 + len(shape)
         if rows:
-            row_bytes = " * ".join([*dims[1:], str(v.aval.dtype.itemsize)])
-            addr = f"{addr} + lo * {row_bytes}"
-            dims[0] = "hi - lo"
+            row = dims[1:] if per_row is None else [str(per_row)]
+            addr = f"{addr} + lo * {' * '.join([*row, str(v.aval.dtype.itemsize)])}"
+            dims[0] = "hi - lo" if per_row is None else f"(hi - lo) * {per_row}"
         tuple_text = f"({', '.join(dims)},)" if dims else "()"
         args.append(f"pk.array_at({addr}, {tuple_text}, {dtype_ctor(v.aval.dtype)})")
     for j, name in enumerate(sizes):
@@ -114,16 +122,22 @@ def chunk_calls(layout: ChunkLayout, array_names: list[str], sizes: list[str],
     # (the parfor pass turns a 0-d array its body reads into the scalar, so 0-d arrays enter
     # the loop as 1-element vectors and leave it as 0-d views of them)
     lines = [f"    {name}_1 = {name}.reshape(1)"
-             for name, (_, shape, _) in zip(array_names, layout.arrays, strict=True) if not shape]
-    args = [f"{name}[lo:hi]" if rows else name if shape else f"{name}_1.reshape(())"
-            for name, (_, shape, rows) in zip(array_names, layout.arrays, strict=True)]
+             for name, (_, shape, _, _) in zip(array_names, layout.arrays, strict=True)
+             if not shape]
+    args = [(f"{name}[lo:hi]" if per_row is None else
+             f"{name}[lo * {per_row}:hi * {per_row}]") if rows else
+            name if shape else f"{name}_1.reshape(())"
+            for name, (_, shape, rows, per_row) in zip(array_names, layout.arrays, strict=True)]
     args += ["hi - lo" if j == 0 else "r0 + lo" if name == "r0" else name
              for j, name in enumerate(sizes)]
     args += scalars
-    rows = next(name for name, (_, _, sliced) in zip(array_names, layout.arrays, strict=True)
-                if sliced)  # (a flat kernel's sizes may be its nest's: its views' length)
+    # the outer length: a sliced array's rows (a flat kernel's sizes may be its nest's: its
+    # views' length)
+    length = next(f"{name}.shape[0]" if per_row is None else f"{name}.shape[0] // {per_row}"
+                  for name, (_, _, sliced, per_row) in zip(array_names, layout.arrays,
+                                                           strict=True) if sliced)
     lines += ["    for c in prange(nchunk):",
-              f"        lo, hi = pk.span({rows}.shape[0], nchunk, c, {layout.align})",
+              f"        lo, hi = pk.span({length}, nchunk, c, {layout.align})",
               f"        kernel_serial({', '.join(args)})"]
     return "\n".join(lines) + "\n"
 

@@ -8,16 +8,15 @@ import numpy as np
 
 from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.cpu import loops, outline, pool_tasks
+from numbax._src.compiler.cpu.indices import index, store_index
 from numbax._src.compiler.cpu.loops import (
     LoopKernel,
     acc_dtype,
     acc_inits,
     body,
-    index,
     is_reduction,
     lowering,
     monoid,
-    store_index,
 )
 from numbax._src.compiler.cpu.modules import decorator
 from numbax._src.compiler.fusion import recompute

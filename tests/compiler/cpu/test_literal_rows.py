@@ -1,0 +1,153 @@
+"""Arrays with short rows (indices.literal_rows): a kernel reads and writes arrays whose rows hold
+at most ROW_LITERAL_MAX elements through 1-d views, at flat indices with the rows' sizes
+written in, and reduces such arrays over their leading axis with the rows' loops unrolled.
+Every form (serial, prange, the native pool's chunks of rows) gives numpy's numbers; rows one
+element longer keep the arrays' own indexing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler.cpu import indices
+
+from .kernel_text import modules
+
+RNG = np.random.default_rng(7)
+ROW = indices.ROW_LITERAL_MAX
+
+
+def _points(n, *row, dtype=np.float32):
+    return RNG.normal(size=(n, *row)).astype(dtype)
+
+
+# name: (numbax program, numpy truth, arguments)
+CASES = {
+    # column picks read at the absolute row (their kernel's tasks pass the array whole)
+    "columns": (lambda y: y[:, 0] * y[:, 1] + y[:, 2],
+                lambda y: y[:, 0] * y[:, 1] + y[:, 2], [(100_003, 3)]),
+    # a slice read at rows i0 + r0 beside a broadcast column read at i0: one view of rows
+    "divide_by_last": (lambda y: y[:, :2] / y[:, 2:], lambda y: y[:, :2] / y[:, 2:],
+                       [(50_001, 3)]),
+    # rows off the outer index at two offsets, a column of each, and a stride along rows
+    "row_differences": (lambda y: (y[1:] - y[:-1])[:, 1] + y[:-1:1, 2] * 2,
+                        lambda y: (y[1:] - y[:-1])[:, 1] + y[:-1, 2] * 2, [(40_000, 4)]),
+    "every_other_row": (lambda y: y[1::2, 0] + y[::2, 1], lambda y: y[1::2, 0] + y[::2, 1],
+                        [(60_000, 3)]),
+    # a map whose output has short rows (stores at literal strides), with an iota
+    "scaled_by_column_index": (lambda y: y * jnp.arange(3.0, dtype=y.dtype) - y[:, :1],
+                               lambda y: y * np.arange(3.0, dtype=y.dtype) - y[:, :1],
+                               [(70_001, 3)]),
+    # rows of three axes (2 x 3 = 6 elements), a transpose of the row's axes
+    "small_matrices": (lambda m: jnp.swapaxes(m, 1, 2) * 2 + m[:, :1, :1].transpose(0, 2, 1),
+                       lambda m: np.swapaxes(m, 1, 2) * 2 + m[:, :1, :1].transpose(0, 2, 1),
+                       [(30_000, 3, 3)]),
+    # a reduction over the row (trailing axis) and one over the leading axis (column sums)
+    "row_norms": (lambda y: jnp.sqrt((y * y).sum(-1)), lambda y: np.sqrt((y * y).sum(-1)),
+                  [(80_000, 3)]),
+    "centred": (lambda y: y - y.mean(0), lambda y: y - y.astype(np.float64).mean(0),
+                [(100_000, 3)]),
+    "column_sums_of_matrices": (lambda m: (m * 2).sum(0),
+                                lambda m: (m.astype(np.float64) * 2).sum(0), [(20_000, 2, 5)]),
+    # the longest literal row, and one element longer (the arrays' own indexing)
+    "widest_literal_row": (lambda y: y[:, 3:] * y[:, :1] + y.sum(0)[3:],
+                           lambda y: y[:, 3:] * y[:, :1] + y.astype(np.float64).sum(0)[3:],
+                           [(5_000, ROW)]),
+    "one_longer": (lambda y: y[:, 3:] * y[:, :1] + y.sum(0)[3:],
+                   lambda y: y[:, 3:] * y[:, :1] + y.astype(np.float64).sum(0)[3:],
+                   [(5_000, ROW + 1)]),
+    # integers and float64, a single row, rows of one element
+    "integers": (lambda y: y[:, 0] * 3 - y[:, 1] + y.sum(0)[1],
+                 lambda y: y[:, 0] * 3 - y[:, 1] + y.sum(0)[1], [(9_999, 2, np.int32)]),
+    "float64_one_row": (lambda y: y[:, 2] - y[:, 0] + y.mean(0)[1],
+                        lambda y: y[:, 2] - y[:, 0] + y.mean(0)[1], [(1, 3, np.float64)]),
+    "rows_of_one": (lambda y: y[:, 0] + y[::-1, 0] + y.sum(0),
+                    lambda y: y[:, 0] + y[::-1, 0] + y.sum(0), [(3_001, 1, np.float64)]),
+}
+
+
+def _args(shapes):
+    out = []
+    for shape in shapes:
+        dtype = shape[-1] if isinstance(shape[-1], type) else np.float32
+        dims = shape[:-1] if isinstance(shape[-1], type) else shape
+        if np.dtype(dtype).kind == "i":
+            out.append(RNG.integers(-50, 50, size=dims).astype(dtype))
+        else:
+            out.append(_points(*dims, dtype=dtype))
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 0])
+@pytest.mark.parametrize("name", list(CASES))
+def test_short_rows_give_numpys_numbers(name, threads):
+    f, truth, shapes = CASES[name]
+    args = _args(shapes)
+    with numbax.config.override("cpu_threads", threads):
+        got = np.asarray(numbax.jit(f)(*args))
+    want = truth(*args)
+    assert got.shape == want.shape
+    if got.dtype.kind == "i":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = 1e-12 if got.dtype == np.float64 else 2e-6
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+
+
+def _kernels(f, *args) -> str:
+    return "\n".join(modules(numbax.jit(f).lower(*args).as_text())[:-1])
+
+
+def test_short_rows_are_read_at_literal_strides_and_longer_ones_by_shape():
+    """The column picks of (n, 3) points read one flat view at `i0 * 3 + k`; rows one past
+    ROW_LITERAL_MAX are indexed by the arrays' shapes (two indices), as every array was."""
+    f = CASES["columns"][0]
+    short = _kernels(f, _points(1000, 3))
+    assert "np.uint64(i0) * np.uint64(3) + np.uint64(1)]" in short
+    assert "a0[(i0 + r0), 1]" not in short
+    long = _kernels(f, _points(1000, ROW + 1))
+    assert "a0[(i0 + r0), 1]" in long
+
+
+def test_a_column_sum_of_short_rows_unrolls_its_row():
+    """A leading-axis reduction of (n, 3) loops over the row's 3 elements as written (no
+    column blocks), and its numbers are the float64 column sums cast back."""
+    y = _points(10_000, 3)
+    text = _kernels(lambda y: y.sum(0), y)
+    assert "for i1 in range(3):" in text and "range(j0, j1)" not in text
+    np.testing.assert_allclose(np.asarray(numbax.jit(lambda y: y.sum(0))(y)),
+                               y.astype(np.float64).sum(0), rtol=1e-6)
+
+
+def test_a_strided_input_view_is_read_right():
+    """A (n, 3) input that is a view of a wider numpy array (not C-contiguous) gives numpy's
+    numbers: the driver's flat view copies it."""
+    wide = _points(20_000, 5)
+    y = wide[:, 1:4]
+    got = np.asarray(numbax.jit(lambda y: y[:, 0] * y[:, 2] + y.sum(0)[1])(y))
+    np.testing.assert_allclose(got, y[:, 0] * y[:, 2] + y.astype(np.float64).sum(0)[1],
+                               rtol=2e-6, atol=1e-5)
+
+
+def test_literal_rows_under_vmap_and_grad():
+    """Per-example (3,)-vectors under vmap and the gradient of a column-sum loss."""
+    y = _points(4_096, 3)
+    w = np.array([0.5, -1.0, 2.0], np.float32)
+
+    def loss(w, y):
+        r = y * w - y.mean(0)
+        return (r[:, 0] * r[:, 1] + lax.square(r[:, 2])).sum()
+
+    g = np.asarray(numbax.jit(numbax.grad(loss))(w, y))
+    eps = 1e-3
+    y64, w64 = y.astype(np.float64), w.astype(np.float64)
+
+    def loss64(w):
+        r = y64 * w - y64.mean(0)
+        return (r[:, 0] * r[:, 1] + r[:, 2] ** 2).sum()
+    fd = [(loss64(w64 + eps * e) - loss64(w64 - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=2e-4)
+    cross = numbax.jit(numbax.vmap(lambda a, b: jnp.cross(a, b)))(y, y[::-1])
+    np.testing.assert_allclose(np.asarray(cross), np.cross(y, y[::-1]), rtol=2e-6, atol=2e-5)
