@@ -111,6 +111,21 @@ def test_short_rows_are_read_at_literal_strides_and_longer_ones_by_shape():
     assert "a0[(i0 + r0), 1]" in long
 
 
+def test_rows_read_with_gaps_keep_their_shape():
+    """Three of a quaternion's four elements (a row with a gap, which LLVM would load as a
+    gather) are read by shape; the points, read whole, through the flat view; numbers as
+    numpy's."""
+    q, x = _points(20_000, 4), _points(20_000, 3)
+
+    def f(q, x):
+        return jnp.cross(q[:, 1:], x)
+    text = _kernels(f, q, x)
+    assert "a0[(i0 + r0), 1]" in text or "a0[i0, 1]" in text
+    assert "np.uint64(i0) * np.uint64(3) + np.uint64(2)]" in text
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(q, x)), np.cross(q[:, 1:], x),
+                               rtol=2e-6, atol=2e-6)
+
+
 def test_a_column_sum_of_short_rows_unrolls_its_row():
     """A leading-axis reduction of (n, 3) loops over the row's 3 elements as written (no
     column blocks), and its numbers are the float64 column sums cast back."""
