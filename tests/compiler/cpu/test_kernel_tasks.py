@@ -84,13 +84,19 @@ CASES = {
                      lambda: [RNG.normal(size=(301, 257)), RNG.normal(size=(600, 255))]),
     "diff_flat": (lambda x: jnp.tanh(x[1:] - x[:-1]), lambda: [RNG.normal(size=100_037)
                                                               .astype(np.float32)]),
-    # rows of 3 through flat views (indices.literal_rows): sliced by rows (3 elements a row) and
+    # rows of 3 through flat views (indices.literal_tails): sliced by rows (3 elements a row) and
     # an output stored at literal strides; and rows read off the outer index at two offsets
     # (passed whole, read through a view from row r0)
     "short_rows": (lambda y, w: jnp.tanh(y * w), lambda: [
         RNG.normal(size=(100_003, 3)).astype(np.float32), RNG.normal(size=3).astype(np.float32)]),
     "short_rows_off_the_index": (lambda y: (y[1:] - y[:-1]) * y[1:, :1],
                                  lambda: [RNG.normal(size=(100_003, 3))]),
+    # ... beside a constant row (y[0]) and every other row: all at absolute rows
+    "short_rows_strided": (lambda y: (y[1::2] - y[0]) * y[::2],
+                           lambda: [RNG.normal(size=(200_002, 3))]),
+    # images: (h, w, 3) through (h, w * 3) views (indices.tail_view), sliced by rows of h
+    "image_rows": (lambda im: (im[..., 0] * 0.3 + im[..., 1] * 0.6 + im[..., 2] * 0.1)
+                   ** (1 / 2.2), lambda: [RNG.random(size=(300, 301, 3)).astype(np.float32)]),
     # iotas along both axes: each task's rows read their absolute row index (r0 = lo)
     "iotas": (lambda v: v * jnp.arange(300.0)[None, :] + jnp.arange(256.0)[:, None],
               lambda: [RNG.normal(size=(256, 300))]),
@@ -136,6 +142,13 @@ def test_pooled_kernels_give_the_serial_bits(busy, name):
     if name == "short_rows_off_the_index":
         y = args[0]
         np.testing.assert_allclose(got[0], (y[1:] - y[:-1]) * y[1:, :1], rtol=1e-12)
+    if name == "short_rows_strided":
+        y = args[0]
+        np.testing.assert_allclose(got[0], (y[1::2] - y[0]) * y[::2], rtol=1e-12)
+    if name == "image_rows":
+        im = args[0].astype(np.float64)
+        gray = im[..., 0] * 0.3 + im[..., 1] * 0.6 + im[..., 2] * 0.1
+        np.testing.assert_allclose(got[0], gray ** (1 / 2.2), rtol=2e-6)
     if name == "iotas":
         rows, cols = np.indices((256, 300))
         np.testing.assert_array_equal(got[0], args[0] * cols + rows)

@@ -1,4 +1,4 @@
-"""Arrays with short rows (indices.literal_rows): a kernel reads and writes arrays whose rows hold
+"""Arrays with short rows (indices.literal_tails): a kernel reads and writes arrays whose rows hold
 at most ROW_LITERAL_MAX elements through 1-d views, at flat indices with the rows' sizes
 written in, and reduces such arrays over their leading axis with the rows' loops unrolled.
 Every form (serial, prange, the native pool's chunks of rows) gives numpy's numbers; rows one
@@ -44,6 +44,17 @@ CASES = {
     "small_matrices": (lambda m: jnp.swapaxes(m, 1, 2) * 2 + m[:, :1, :1].transpose(0, 2, 1),
                        lambda m: np.swapaxes(m, 1, 2) * 2 + m[:, :1, :1].transpose(0, 2, 1),
                        [(30_000, 3, 3)]),
+    # a constant row and every other row, at absolute rows (their tasks pass y whole)
+    "first_row_and_strided_rows": (lambda y: (y[1::2] - y[0]) * y[::2],
+                                   lambda y: (y[1::2] - y[0]) * y[::2], [(80_002, 3)]),
+    # images: the channels are a literal tail of (h, w, 3) (an (h, w * 3) view), of a batch
+    "image_gamma": (lambda im: (im[..., 0] * 0.3 + im[..., 1] * 0.6 + im[..., 2] * 0.1)
+                    ** (1 / 2.2),
+                    lambda im: (im[..., 0] * 0.3 + im[..., 1] * 0.6 + im[..., 2] * 0.1)
+                    ** (1 / 2.2), [(300, 301, 3)]),
+    "batch_normalize": (lambda b: (b - jnp.array([0.4, 0.5, 0.6], b.dtype)) / 0.25,
+                        lambda b: (b - np.array([0.4, 0.5, 0.6], b.dtype)) / np.float32(0.25),
+                        [(16, 33, 35, 3)]),
     # a reduction over the row (trailing axis) and one over the leading axis (column sums)
     "row_norms": (lambda y: jnp.sqrt((y * y).sum(-1)), lambda y: np.sqrt((y * y).sum(-1)),
                   [(80_000, 3)]),
@@ -101,14 +112,21 @@ def _kernels(f, *args) -> str:
 
 
 def test_short_rows_are_read_at_literal_strides_and_longer_ones_by_shape():
-    """The column picks of (n, 3) points read one flat view at `i0 * 3 + k`; rows one past
+    """The column picks of (n, 3) points read one flat view at `row * 3 + k`; rows one past
     ROW_LITERAL_MAX are indexed by the arrays' shapes (two indices), as every array was."""
     f = CASES["columns"][0]
     short = _kernels(f, _points(1000, 3))
-    assert "np.uint64(i0) * np.uint64(3) + np.uint64(1)]" in short
+    assert "* np.uint64(3) + np.uint64(1)]" in short
     assert "a0[(i0 + r0), 1]" not in short
     long = _kernels(f, _points(1000, ROW + 1))
     assert "a0[(i0 + r0), 1]" in long
+
+
+def test_images_are_read_through_views_merging_their_channels():
+    """(h, w, 3): the kernel indexes an (h, w * 3) view at `i1 * 3 + c`."""
+    im = _points(40, 50, 3)
+    text = _kernels(CASES["image_gamma"][0], im)
+    assert "np.uint64(i1) * np.uint64(3) + np.uint64(2)]" in text
 
 
 def test_rows_read_with_gaps_keep_their_shape():
@@ -121,7 +139,7 @@ def test_rows_read_with_gaps_keep_their_shape():
         return jnp.cross(q[:, 1:], x)
     text = _kernels(f, q, x)
     assert "a0[(i0 + r0), 1]" in text or "a0[i0, 1]" in text
-    assert "np.uint64(i0) * np.uint64(3) + np.uint64(2)]" in text
+    assert "* np.uint64(3) + np.uint64(2)]" in text
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(q, x)), np.cross(q[:, 1:], x),
                                rtol=2e-6, atol=2e-6)
 

@@ -1,7 +1,7 @@
 """How a loop kernel indexes its arrays: the index text of a loop nest's reads and stores,
-flat (C-order) indices with the sizes written in, and the arrays with short rows that kernels
-read and write through 1-d views (`literal_rows`). Shared by fused loop kernels (loops.py,
-rows.py) and compiled control flow's nests (control_flow.py)."""
+flat (C-order) indices with the sizes written in, and the arrays with short trailing axes
+that kernels read and write through views merging those axes (`literal_tails`). Shared by
+fused loop kernels (loops.py, rows.py) and compiled control flow's nests (control_flow.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +10,9 @@ from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import JaxprEqn, Var
 
-# Arrays of two or more axes whose rows (the elements after the first axis) number at most
-# this many are read and written through 1-d views with the rows' sizes in the source
-# (literal_rows): each such row shape is a kernel of its own.
+# Arrays whose trailing axes hold at most this many elements (points, colour channels, small
+# matrices) are read and written with those axes' sizes in the source (literal_tails): each
+# such tail shape is a kernel of its own.
 ROW_LITERAL_MAX = 16
 
 
@@ -43,12 +43,8 @@ def operand_index(eqn: JaxprEqn, idx: list[str]) -> str:
     return index(parts)
 
 
-def flat_index(idx: list[str], shape: tuple[int, ...], unsigned: bool = False) -> str:
-    """The flat (C-order) index of loop index `idx` into an array of `shape` (`unsigned`: in
-    uint64, for a prange loop: Numba outlines its body into a function whose loop starts at a
-    parameter, so LLVM cannot see that a signed index is never negative and tests it for
-    wraparound at each load, which kept `y[:, 0] * y[:, 1]` from vectorising there; the
-    serial loop ran as fast either way).
+def flat_index(idx: list[str], shape: tuple[int, ...]) -> str:
+    """The flat (C-order) index of loop index `idx` into an array of `shape`.
 
     Why flat: Numba indexes a C-contiguous array by its shape, known only when the function
     runs, so the element stride of a row is a variable to LLVM, which then vectorises a loop
@@ -57,32 +53,25 @@ def flat_index(idx: list[str], shape: tuple[int, ...], unsigned: bool = False) -
     are `x.ravel()` (Numba: a view of a C array, a copy of any other layout, which is only
     read): `np.ascontiguousarray(x).reshape(-1)` went through runtime calls whose results
     LLVM cannot see through, and a 256-body n-body loop ran 3x slower than without views.)"""
-    word = _unsigned if unsigned else str
     terms, step = [], 1
     for i, n in reversed(list(zip(idx, shape, strict=True))):
-        terms.append(word(i) if step == 1 else f"{word(i)} * {word(step)}")
+        terms.append(i if step == 1 else f"{i} * {step}")
         step *= n
     return " + ".join(reversed(terms))
 
 
-def map_index(eqn: JaxprEqn, idx: list[str], unsigned: bool = False) -> str:
+def map_index(eqn: JaxprEqn, idx: list[str]) -> str:
     """The flat index at which an index map reads its (C-ordered) operand at loop index
-    `idx`: each operand axis's `start + stride * i` times the axis's element stride
-    (`unsigned`: as flat_index; only for `forward_reads`)."""
+    `idx`: each operand axis's `start + stride * i` times the axis's element stride."""
     shape = eqn.invars[0].aval.shape
-    word = _unsigned if unsigned else str
     terms, offset, step = [], 0, 1
     for r, n in reversed(list(zip(registry.axis_reads(eqn), shape, strict=True))):
         offset += r.start * step
         if r.stride:
-            at = word(idx[r.dim])
-            terms.append(at if r.stride * step == 1 else f"{at} * {word(r.stride * step)}")
+            at = idx[r.dim]
+            terms.append(at if r.stride * step == 1 else f"{at} * {r.stride * step}")
         step *= n
-    return " + ".join([*reversed(terms), *([word(offset)] if offset or not terms else [])])
-
-
-def _unsigned(term) -> str:
-    return f"np.uint64({term})"
+    return " + ".join([*reversed(terms), *([str(offset)] if offset or not terms else [])])
 
 
 def forward_reads(eqn: JaxprEqn) -> bool:
@@ -102,71 +91,121 @@ def iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:
     return at if dim == 0 else f"({at} % n{dim})"
 
 
-def row_base(name: str, nest: ir.LoopNest, x: Var, absolute_rows: bool) -> str:
-    """The name a kernel reads short-rows input `x` (named `name`) through: `x` itself, or,
-    where `absolute_rows` and a slice reads it at the absolute row (fusion.rows_off_index), its
-    view from row r0 on (`row_views`), indexed by the loop's own rows. One base for every read
-    of an array: LLVM then sees the loads as one interleaved group (`x[:, :2] / x[:, 2:]`, the
-    slice read at rows i0 + r0 beside the broadcast column read at i0, ran its scalar loop:
-    1.4 ms for 1e6 rows on the VM; through one view 0.34). (An input read both at the
-    absolute row and at the loop's own rows has no native-pool task
-    (pool_tasks._reads_by_rows), so r0 is 0 wherever such a kernel runs.)"""
-    absolute = absolute_rows and any(x in e.invars and fusion.rows_off_index(e)
-                                     for e in nest.eqns)
-    return f"{name}r" if absolute else name
+# ------------------------------------------------------------------ short trailing axes
+
+def literal_split(shape: tuple[int, ...]) -> int:
+    """The first axis of an array's literal tail: the least s >= 1 whose axes shape[s:] hold
+    at most ROW_LITERAL_MAX elements, where s < rank; 0 when none. The array's view merges
+    axes s-1 onwards into one (`tail_view`), indexed with the tail's sizes written in, so the
+    loop over axis s-1, the innermost that moves through memory at the tail's stride, sees a
+    constant stride: (n, 3) points become one flat vector, (h, w, 3) images (h, w * 3)."""
+    for s in range(1, len(shape)):
+        if 0 < int(np.prod(shape[s:])) <= ROW_LITERAL_MAX:
+            return s
+    return 0
 
 
-def row_views(bases: dict[Var, str], names: dict[Var, str], pad: str) -> list[str]:
-    """The lines making the views from row r0 on that `row_base` named."""
-    return [f"{pad}{base} = {names[x]}[r0 * {int(np.prod(x.aval.shape[1:]))}:]"
-            for x, base in bases.items() if base != names[x]]
+def tail_view(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The view of an array of `shape` with its literal tail merged (literal_split)."""
+    s = literal_split(shape)
+    return (*shape[:s - 1], int(np.prod(shape[s - 1:], dtype=np.int64)))
 
 
-def literal_rows(nest: ir.LoopNest) -> frozenset[Var]:
-    """The arrays a nest that is not flat reads or writes through 1-d views at flat indices
-    with their rows' sizes written in: inputs and (in maps) outputs of two or more axes with
-    rows of at most ROW_LITERAL_MAX elements, read only element for element or through index
-    maps that step forward (forward_reads).
+def tail_row(shape: tuple[int, ...]) -> int | None:
+    """The elements of one row (first-axis index) of a 1-d tail view, or None where the view
+    keeps the first axis (a chunk of rows slices it as any array)."""
+    return int(np.prod(shape[1:])) if literal_split(shape) == 1 else None
+
+
+def tail_index(axes: list[tuple[str | None, int, int]], shape: tuple[int, ...]) -> str:
+    """The subscripts into the tail view (tail_view) of an array of `shape` of the element at
+    `axes`: per array axis, the loop index text (None: a constant) with its start and stride.
+    Axes before the merged ones keep a subscript each; the merged ones add up at literal
+    steps in uint64 (Numba outlines a prange body into a loop from a parameter, where a signed
+    index kept its wraparound test at each load and the loads stayed scalar)."""
+    first = literal_split(shape) - 1
+    parts = []
+    for at, start, stride in axes[:first]:
+        if at is None:
+            parts.append(str(start))
+        elif stride == 1 and start == 0:
+            parts.append(at)
+        else:
+            parts.append(f"np.uint64({at}) * np.uint64({stride}) + np.uint64({start})")
+    terms, offset, step = [], 0, 1
+    for (at, start, stride), n in reversed(list(zip(axes[first:], shape[first:], strict=True))):
+        offset += start * step
+        if at is not None:
+            word = f"np.uint64({at})"
+            terms.append(word if stride * step == 1 else f"{word} * np.uint64({stride * step})")
+        step *= n
+    merged = [*reversed(terms), *([f"np.uint64({offset})"] if offset or not terms else [])]
+    return ", ".join([*parts, " + ".join(merged)])
+
+
+def direct_axes(idx: list[str]) -> list[tuple[str | None, int, int]]:
+    """tail_index's axes of an element read or stored at the loop index itself."""
+    return [(i, 0, 1) for i in idx]
+
+
+def map_axes(eqn: JaxprEqn, idx: list[str]) -> list[tuple[str | None, int, int]]:
+    """tail_index's axes of the element an index map reads at loop index `idx`."""
+    return [(None if r.stride == 0 else idx[r.dim], r.start, r.stride)
+            for r in registry.axis_reads(eqn)]
+
+
+def literal_tails(nest: ir.LoopNest) -> frozenset[Var]:
+    """The arrays a nest that is not flat reads or writes through their tail views
+    (literal_split): inputs and (in maps) outputs with a literal tail, read only element for
+    element or through index maps that step forward (forward_reads), every element of the
+    tail read by some equation.
 
     Numba indexes a C array by its shape, a value LLVM cannot see, so a load at a row stride of
     3 did not vectorise: `y[:, 0] * y[:, 1] + y[:, 2]` over 1e6 (n, 3) float32 points took
     0.54 ms on the VM against jax.jit's 0.195, 0.18 through a flat view with the stride 3
-    written in. Only inputs whose every row element the nest reads: LLVM loads a row with
+    written in; a gamma curve over the grey of a (1024, 1024, 3) image left its power's
+    vectorised form scalar (12 ms; jax.jit 3.5). Only tails read whole: LLVM loads a row with
     gaps (3 elements of a quaternion's 4) as a gather, and a cross product of (n, 4) and
     (n, 3) columns ran 2.3x slower so (3.6 ms for 1e6 rows, against 1.6 by shape)."""
     rank = len(nest.shape)
 
-    def small_rows(v: Var) -> bool:
-        return v.aval.ndim >= 2 and 0 < int(np.prod(v.aval.shape[1:])) <= ROW_LITERAL_MAX
-
     def read_so(v: Var) -> bool:
-        row_size = int(np.prod(v.aval.shape[1:]))
-        offsets: set[int] = set()  # the elements of a row some equation reads
+        split = literal_split(v.aval.shape)
+        tail = int(np.prod(v.aval.shape[split:]))
+        offsets: set[int] = set()  # the elements of a tail some equation reads
         for e in nest.eqns:
             if v not in e.invars:
                 continue
             if fusion.kind_of(e) is Fusion.INDEX_MAP:
                 if e.invars[0] is not v or not forward_reads(e):
                     return False
-                offsets |= _row_offsets(e, nest.shape)
+                offsets |= _tail_offsets(e, nest.shape, split)
             elif v.aval.ndim != rank:
                 return False
             else:
-                offsets |= set(range(row_size))
-        return len(offsets) == row_size
+                offsets |= set(range(tail))
+        return len(offsets) == tail
 
-    chosen = {v for v in nest.inputs if small_rows(v) and read_so(v)}
+    chosen = {v for v in nest.inputs if literal_split(v.aval.shape) and read_so(v)}
     if nest.reduce_axes is None:
-        chosen |= {v for v in nest.outputs if v.aval.ndim == rank and small_rows(v)}
+        chosen |= {v for v in nest.outputs if v.aval.ndim == rank and
+                   literal_split(v.aval.shape)}
     return frozenset(chosen)
 
 
-def _row_offsets(eqn: JaxprEqn, shape: tuple[int, ...]) -> set[int]:
-    """The elements of its operand's rows (flat offsets after the first axis) that an index
-    map reads over a nest of `shape` (forward reads: starts and steps at least 0)."""
+def absolute_tails(nest: ir.LoopNest, tails: frozenset[Var]) -> frozenset[Var]:
+    """The literal-tail inputs a slice reads at the absolute row (fusion.rows_off_index)."""
+    return frozenset(x for x in tails if any(x in e.invars and fusion.rows_off_index(e)
+                                             for e in nest.eqns))
+
+
+def _tail_offsets(eqn: JaxprEqn, shape: tuple[int, ...], split: int) -> set[int]:
+    """The elements of its operand's literal tail (flat offsets in axes split onwards) that
+    an index map reads over a nest of `shape` (forward reads: starts and steps at least 0)."""
     operand = eqn.invars[0].aval.shape
     offsets, step = {0}, 1
-    for r, n in reversed(list(zip(registry.axis_reads(eqn)[1:], operand[1:], strict=True))):
+    reads = registry.axis_reads(eqn)[split:]
+    for r, n in reversed(list(zip(reads, operand[split:], strict=True))):
         along = {r.start} if r.stride == 0 else {
             r.start + r.stride * i for i in range(min(shape[r.dim], n))}
         offsets = {o + a * step for o in offsets for a in along if a < n}

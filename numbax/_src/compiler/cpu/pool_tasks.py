@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from numbax._src.compiler import fusion, ir, registry
+from numbax._src.compiler.cpu import indices
 from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import Var
@@ -40,7 +41,7 @@ ALIGN_FLAT = 64  # a flat loop's chunks start on multiples of this many elements
 class ChunkLayout(NamedTuple):
     """How a kernel's rows split into chunks: each array (inputs, then outputs) with its shape,
     whether a chunk takes its rows [lo, hi) (else the whole array) and, for a 1-d view of an
-    array's rows (indices.literal_rows), the elements of a row (else None), and the multiple the
+    array's rows (indices.tail_row), the elements of a row (else None), and the multiple the
     chunk bounds fall on."""
     arrays: list[tuple[Var, tuple, bool, int | None]]
     align: int
@@ -48,17 +49,18 @@ class ChunkLayout(NamedTuple):
 
 def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, str],
                  views: tuple, absolute_rows: bool,
-                 flat_rows: frozenset = frozenset()) -> ChunkLayout | None:
+                 tails: frozenset = frozenset()) -> ChunkLayout | None:
     """The chunks of a kernel over the arrays named in `names` then `out_names` (shaped by
-    `views` where not None; those in `flat_rows` are 1-d views of their rows); None when the
+    `views` where not None; those in `tails` are views merging short trailing axes,
+    indices.tail_view); None when the
     outer loop's rows are not independent. With `absolute_rows` the kernel reads rows off the
     outer index (x[1:]) at the absolute index (r0 added), so a task passes such inputs whole;
     without, they rule the task out."""
     arrays = [*names, *out_names]
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
-    per_row = [int(np.prod(v.aval.shape[1:])) if v in flat_rows else None for v in arrays]
-    outer_rank = max(len(v.aval.shape) if v in flat_rows else len(s)
+    per_row = [indices.tail_row(v.aval.shape) if v in tails else None for v in arrays]
+    outer_rank = max(len(v.aval.shape) if v in tails else len(s)
                      for v, s in zip(arrays, shapes, strict=True))
     sliced = []
     for v, shape in zip(arrays, shapes, strict=True):
@@ -75,7 +77,7 @@ def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, 
     # (a kernel reading rows through flat views vectorises across rows: chunks of rows on
     # multiples of ALIGN_FLAT meet its vector loop and remainder where a one-thread run does,
     # so the chunks give its bits; tanh's vector and scalar forms differ in the last place)
-    align = ALIGN_FLAT if flat and not nest.reduce_axes or flat_rows else 1
+    align = ALIGN_FLAT if flat and not nest.reduce_axes or tails else 1
     return ChunkLayout(list(zip(arrays, shapes, sliced, per_row, strict=True)), align)
 
 
