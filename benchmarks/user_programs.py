@@ -1,8 +1,10 @@
 """Training programs users bring beyond the issue's rows, numbax's jit against jax.jit: a
 transformer block, an LSTM through scan, an MLP epoch inside scan, attention heads under vmap,
 gradient descent in fori_loop, a VAE, a Gaussian process's marginal likelihood, an n-body
-integration, an embedding-bag classifier, a Metropolis sampler in scan, a separable blur and
-vmapped interpolation into a histogram (all float32, written as a JAX user writes them).
+integration, an embedding-bag classifier, a Metropolis sampler in scan, a separable blur,
+vmapped interpolation into a histogram, a quaternion rotation of 1e6 points, a gamma curve
+over an image's grey and vmapped 3x3 matrix-vector products (all float32, written as a JAX
+user writes them).
 
     JAX_PLATFORMS=cpu python benchmarks/user_programs.py [--only lstm,gp] [--calls 10]
 
@@ -232,6 +234,28 @@ def _programs(jax, jnp):  # noqa: C901  (one builder per program, in order)
         return jnp.histogram(values, bins=100, range=(-4.0, 4.0))[0]
 
     progs["interp histogram"] = lambda: interp_hist(xq, xp, fp)
+
+    # points and images: arrays of short trailing axes (docs/architecture.md, short tails)
+    points, quats = param(1_000_000, 3), param(1_000_000, 4)
+    quats = quats / jnp.linalg.norm(quats, axis=1, keepdims=True)
+
+    @jax.jit
+    def rotate(q, x):  # a unit quaternion per point
+        w, u = q[:, :1], q[:, 1:]
+        t = 2 * jnp.cross(u, x)
+        return x + w * t + jnp.cross(u, t)
+
+    progs["quaternion rotate"] = lambda: rotate(quats, points)
+    photo = jnp.asarray(rng.random((1024, 1024, 3)).astype(np.float32))
+
+    @jax.jit
+    def gamma_gray(im):
+        return (im[..., 0] * 0.299 + im[..., 1] * 0.587 + im[..., 2] * 0.114) ** (1 / 2.2)
+
+    progs["image gray gamma"] = lambda: gamma_gray(photo)
+    frames, vectors = param(250_000, 3, 3), param(250_000, 3)
+    matvec = jax.jit(jax.vmap(lambda m, v: m @ v))
+    progs["vmap 3x3 matvec"] = lambda: matvec(frames, vectors)
     return progs
 
 

@@ -41,7 +41,8 @@ def test_transpose_of_dot_swaps_operands():
 
 
 def test_batched_and_unfoldable_transposes():
-    x, y = RNG.normal(size=(2, 3, 4, 5)), RNG.normal(size=(2, 5, 6))
+    # (contracting 20 elements: shorter batched products become loops, passes.expand_small_dots)
+    x, y = RNG.normal(size=(2, 3, 4, 20)), RNG.normal(size=(2, 20, 6))
     # a permutation that reorders free dimensions must stay a transpose
     f = lambda x, y: lax.dot_general(jnp.transpose(x, (0, 2, 1, 3)), y,  # noqa: E731
                                      (((3,), (1,)), ((0,), (0,))))

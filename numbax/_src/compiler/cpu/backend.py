@@ -95,9 +95,9 @@ class CpuBackend(Backend):
     def rewrite(self, jaxpr: Jaxpr) -> Jaxpr:
         """bfloat16 computed in float32 (narrow_floats.py); dense layers' bias adds and
         activations in their products (compiler/epilogues.py); a QR's R alone where nothing
-        reads its Q (passes.qr_without_q); chains of index maps as one
-        (compose_maps.py)."""
-        jaxpr = passes.qr_without_q(narrow_floats.widen(jaxpr))
+        reads its Q (passes.qr_without_q); batched products of small matrices as fused
+        loops (passes.expand_small_dots); chains of index maps as one (compose_maps.py)."""
+        jaxpr = passes.expand_small_dots(passes.qr_without_q(narrow_floats.widen(jaxpr)))
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
         return compose_maps.compose_index_maps(jaxpr)

@@ -1,0 +1,77 @@
+"""Batched products of small matrices (passes.expand_small_dots): the CPU backend writes a
+dot_general with batch dimensions, contracting at most SMALL_DOT_K elements, as a product of
+broadcasts and a sum over the contracted axes, one fused loop over the batch. Numbers against
+numpy's einsum in float64; larger products stay products."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler import passes
+
+RNG = np.random.default_rng(3)
+
+
+def _f32(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+CASES = {
+    "einsum_matvec": (lambda m, v: jnp.einsum("nij,nj->ni", m, v), "nij,nj->ni",
+                      [(5000, 3, 3), (5000, 3)]),
+    "vmap_matvec": (numbax.vmap(lambda m, v: m @ v), "nij,nj->ni", [(4001, 4, 3), (4001, 3)]),
+    "vmap_matmat": (numbax.vmap(lambda a, b: a @ b), "nik,nkj->nij",
+                    [(3000, 3, 2), (3000, 2, 4)]),
+    "vmap_vecmat": (numbax.vmap(lambda v, m: v @ m), "ni,nij->nj", [(3000, 4), (3000, 4, 4)]),
+    # batch axes not leading, two of them, and a contraction over two axes (2 x 3)
+    "batch_in_the_middle": (lambda a, b: lax.dot_general(a, b, (((0, 3), (3, 1)),
+                                                              ((1, 2), (0, 2)))),
+                            "kbcl,blckm->bcm", [(2, 50, 7, 3), (50, 3, 7, 2, 4)]),
+    # per-example inner products (no free axes)
+    "rowwise_dot": (lambda a, b: jnp.einsum("ni,ni->n", a, b), "ni,ni->n",
+                    [(10_000, 16), (10_000, 16)]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_small_batched_products_give_numpys_numbers(name):
+    f, spec, shapes = CASES[name]
+    args = [_f32(*s) for s in shapes]
+    got = np.asarray(numbax.jit(f)(*args))
+    want = np.einsum(spec, *(a.astype(np.float64) for a in args))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    text = numbax.jit(f).lower(*args).as_text()
+    assert "reduce_sum" in text and "dot_general" not in text.split("# driver")[-1].split(
+        "def driver")[0]
+
+
+def test_integer_and_float64_products_and_their_gradients():
+    m = RNG.integers(-9, 9, size=(2000, 3, 3)).astype(np.int32)
+    v = RNG.integers(-9, 9, size=(2000, 3)).astype(np.int32)
+    got = np.asarray(numbax.jit(lambda m, v: jnp.einsum("nij,nj->ni", m, v))(m, v))
+    np.testing.assert_array_equal(got, np.einsum("nij,nj->ni", m, v))
+    m64, v64 = RNG.normal(size=(500, 3, 3)), RNG.normal(size=(500, 3))
+
+    def loss(m, v):
+        return jnp.sum(jnp.sin(numbax.vmap(lambda a, b: a @ b)(m, v)))
+    gm, gv = numbax.jit(numbax.grad(loss, argnums=(0, 1)))(m64, v64)
+    c = np.cos(np.einsum("nij,nj->ni", m64, v64))
+    np.testing.assert_allclose(np.asarray(gm), c[:, :, None] * v64[:, None, :], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gv), np.einsum("ni,nij->nj", c, m64), rtol=1e-12)
+
+
+def test_longer_contractions_and_unbatched_products_stay_products():
+    """Contracting SMALL_DOT_K + 1 elements, or no batch axis: a GEMM as before."""
+    k = passes.SMALL_DOT_K + 1
+    a, b = _f32(200, 2, k), _f32(200, k)
+    f = numbax.vmap(lambda m, v: m @ v)
+    text = numbax.jit(f).lower(a, b).as_text()
+    assert "reduce_sum" not in text
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(a, b)),
+                               np.einsum("nij,nj->ni", a.astype(np.float64), b), rtol=2e-5,
+                               atol=2e-5)
+    text = numbax.jit(lambda m, v: m @ v).lower(_f32(3, 3), _f32(3, 1000)).as_text()
+    assert "reduce_sum" not in text
