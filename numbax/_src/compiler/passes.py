@@ -13,6 +13,7 @@ from numbax._src.interpreters import batching
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
+from numbax._src.lax import index_map as im
 from numbax._src.lax import linalg_qr, ordering, rng
 from numbax._src.lax import reductions as lr
 from numbax._src.lax import shape_ops as ls
@@ -463,9 +464,9 @@ SMALL_DOT_MACS = 256
 
 def _small_batched_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     """dot_general with batch dimensions, contracting at most SMALL_DOT_K elements and making
-    at most SMALL_DOT_MACS multiply-adds per batch index, as broadcasts of both operands to
-    (batch, x's free, y's free, contracted) (transposed first where their axes come in
-    another order), one mul and a sum over the contracted axes; or None."""
+    at most SMALL_DOT_MACS multiply-adds per batch index, as the sum over the contracted
+    elements c of x's and y's elements at c (index maps of each onto the output's shape),
+    added in order of c in the operands' dtype, as a GEMM adds; or None."""
     (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
     x, y = eqn.invars
     out = eqn.outvars[0]
@@ -477,39 +478,45 @@ def _small_batched_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     k = int(np.prod(contracted))
     if k > SMALL_DOT_K or k * int(np.prod(out.aval.shape[len(xb):])) > SMALL_DOT_MACS:
         return None
-    nb, rank = len(xb), out.aval.ndim
-    shape = (*out.aval.shape, *contracted)
+    nb = len(xb)
     xf = [d for d in range(x.aval.ndim) if d not in xb and d not in xc]
     yf = [d for d in range(y.aval.ndim) if d not in yb and d not in yc]
+    # each operand axis's output axis: batch axes first, then x's free axes, then y's
+    places = [{d: i for i, d in enumerate(batch)} | {d: first + i for i, d in enumerate(free)}
+              for batch, free, first in ((xb, xf, nb), (yb, yf, nb + len(xf)))]
+    if any([p[d] for d in sorted(p)] != sorted(p.values()) for p in places):
+        return None  # (an index map reads its operand's axes in the output's order)
     eqns: list[JaxprEqn] = []
-    operands = []
-    for v, batch, free, con, first_free in ((x, xb, xf, xc, nb), (y, yb, yf, yc, nb + len(xf))):
-        target = {d: i for i, d in enumerate(batch)} | {
-            d: first_free + i for i, d in enumerate(free)} | {
-            d: rank + i for i, d in enumerate(con)}
-        order = sorted(range(v.aval.ndim), key=lambda d: target[d])
-        if order != list(range(v.aval.ndim)):
-            t = Var(core.ShapedArray(tuple(v.aval.shape[d] for d in order), v.aval.dtype))
-            eqns.append(JaxprEqn(ls.transpose_p, [v], [t], {"permutation": tuple(order)}))
-            v = t
-        w = Var(core.ShapedArray(shape, v.aval.dtype))
-        eqns.append(JaxprEqn(ls.broadcast_in_dim_p, [v], [w], {
-            "shape": shape, "broadcast_dimensions": tuple(target[d] for d in order)}))
-        operands.append(w)
-    product = Var(core.ShapedArray(shape, out.aval.dtype))
-    eqns.append(JaxprEqn(lx.mul_p, operands, [product], {}))
-    eqns.append(JaxprEqn(lr.reduce_sum_p, [product], [out],
-                         {"axes": tuple(range(rank, len(shape)))}))
+    total = None
+    for at in np.ndindex(*contracted):
+        factors = []
+        for v, con, place in ((x, xc, places[0]), (y, yc, places[1])):
+            fixed = dict(zip(con, at, strict=True))
+            reads = tuple((None, int(fixed[d]), 0) if d in fixed else (place[d], 0, 1)
+                          for d in range(v.aval.ndim))
+            w = Var(core.ShapedArray(out.aval.shape, v.aval.dtype))
+            eqns.append(JaxprEqn(im.index_map_p, [v], [w], {"reads": reads,
+                                                           "shape": out.aval.shape}))
+            factors.append(w)
+        term = Var(core.ShapedArray(out.aval.shape, out.aval.dtype))
+        eqns.append(JaxprEqn(lx.mul_p, factors, [term], {}))
+        if total is not None:
+            summed = Var(core.ShapedArray(out.aval.shape, out.aval.dtype))
+            eqns.append(JaxprEqn(lx.add_p, [total, term], [summed], {}))
+            term = summed
+        total = term
+    eqns[-1] = JaxprEqn(eqns[-1].primitive, eqns[-1].invars, [out], eqns[-1].params)
     return eqns
 
 
 def expand_small_dots(jaxpr: Jaxpr) -> Jaxpr:
     """Batched products of small matrices (what vmap makes of a 3x3 matrix times a vector or
-    a matrix, or `einsum('nij,nj->ni')`) as a product of broadcasts and a sum (_small_batched_dot):
-    one fused loop over the batch where np.matmul runs a tiny GEMM per batch index (250k 3x3
-    matrix-vector products took 5.2-9.3 ms on the VM against jax.jit's 0.7). The same
-    multiply-adds; the sum is the reduction's (float32 accumulated in float64). Run by the
-    CPU backend, before index maps are composed."""
+    a matrix, or `einsum('nij,nj->ni')`) as sums of products of their elements
+    (_small_batched_dot): one fused loop over the batch where np.matmul runs a tiny GEMM per
+    batch index (250k 3x3 matrix-vector products took 5.2-9.3 ms on the VM against jax.jit's
+    0.7). The same multiply-adds, added in the operands' dtype. Where an operand's axes come
+    in another order than the output's (an index map cannot read them so) the product stays.
+    Run by the CPU backend, before index maps are composed."""
     eqns = []
     for eqn in jaxpr.eqns:
         new = _small_batched_dot(eqn) if eqn.primitive is ld.dot_general_p else None

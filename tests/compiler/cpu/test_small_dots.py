@@ -1,7 +1,8 @@
 """Batched products of small matrices (passes.expand_small_dots): the CPU backend writes a
-dot_general with batch dimensions, contracting at most SMALL_DOT_K elements, as a product of
-broadcasts and a sum over the contracted axes, one fused loop over the batch. Numbers against
-numpy's einsum in float64; larger products stay products."""
+dot_general with batch dimensions, contracting at most SMALL_DOT_K elements, as the sum over
+the contracted elements of products of the operands' elements there (index maps), one fused
+loop over the batch. Numbers against numpy's einsum in float64 and, bit for bit, against the
+same sum in float32 written in numpy; larger products stay products."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,9 +44,25 @@ def test_small_batched_products_give_numpys_numbers(name):
     got = np.asarray(numbax.jit(f)(*args))
     want = np.einsum(spec, *(a.astype(np.float64) for a in args))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
-    text = numbax.jit(f).lower(*args).as_text()
-    assert "reduce_sum" in text and "dot_general" not in text.split("# driver")[-1].split(
-        "def driver")[0]
+    assert _product_left(f, *args) is False
+
+
+def _product_left(f, *args) -> bool:
+    """Whether the compiled program still holds a dot_general (its fused kernels' jaxpr
+    comments name every equation they compute)."""
+    return "dot_general" in numbax.jit(f).lower(*args).as_text()
+
+
+def test_products_are_added_in_order_in_the_operands_dtype():
+    """out[n, i, j] = ((a[n, i, 0] b[n, 0, j] + a[n, i, 1] b[n, 1, j]) + ...) in float32, as
+    a GEMM adds: the same bits as that sum written in numpy."""
+    a, b = _f32(2000, 3, 5), _f32(2000, 5, 2)
+    got = np.asarray(numbax.jit(numbax.vmap(lambda a, b: a @ b))(a, b))
+    want = a[:, :, 0, None] * b[:, None, 0, :]
+    for c in range(1, 5):
+        want = want + a[:, :, c, None] * b[:, None, c, :]
+    assert want.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
 
 
 def test_integer_and_float64_products_and_their_gradients():
@@ -68,10 +85,21 @@ def test_longer_contractions_and_unbatched_products_stay_products():
     k = passes.SMALL_DOT_K + 1
     a, b = _f32(200, 2, k), _f32(200, k)
     f = numbax.vmap(lambda m, v: m @ v)
-    text = numbax.jit(f).lower(a, b).as_text()
-    assert "reduce_sum" not in text
+    assert _product_left(f, a, b)
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(a, b)),
                                np.einsum("nij,nj->ni", a.astype(np.float64), b), rtol=2e-5,
                                atol=2e-5)
-    text = numbax.jit(lambda m, v: m @ v).lower(_f32(3, 3), _f32(3, 1000)).as_text()
-    assert "reduce_sum" not in text
+    assert _product_left(lambda m, v: m @ v, _f32(3, 3), _f32(3, 1000))
+
+
+def test_operands_whose_axes_come_in_another_order_stay_products():
+    """x's free axis before its batch axis: an index map cannot read it in the output's order
+    (a GEMM as before), with numpy's numbers."""
+    x, y = _f32(3, 400, 2), _f32(400, 2, 4)
+
+    def f(x, y):
+        return lax.dot_general(x, y, (((2,), (1,)), ((1,), (0,))))
+    assert _product_left(f, x, y)
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, y)),
+                               np.einsum("inc,ncj->nij", x.astype(np.float64), y),
+                               rtol=2e-6, atol=2e-6)
