@@ -66,6 +66,12 @@ CASES = {
                      lambda: [RNG.normal(size=(513, 300)).astype(np.float32)]),
     "log_softmax_rows": (lambda x: numbax.nn.log_softmax(x, axis=-1),
                          lambda: [RNG.normal(size=(20000, 10)).astype(np.float32)]),
+    # short rows in blocks of rows (rows._short_rows_body), with a per-row output; and blocks
+    # of the token axis inside the batch's
+    "short_rows_heads": (lambda x: (numbax.nn.softmax(x), numbax.nn.logsumexp(x, axis=-1)),
+                         lambda: [RNG.normal(size=(70_001, 7)).astype(np.float32)]),
+    "short_rows_in_tokens": (lambda x: numbax.nn.log_softmax(x, axis=-1),
+                             lambda: [RNG.normal(size=(64, 301, 5))]),
     # an integer max over rows narrower than the lanes' width: the _narrow variants and task
     "int_max_narrow_rows": (lambda x: jnp.max(x * 2, axis=-1) + 1,
                             lambda: [RNG.integers(-1000, 1000, size=(60000, 8))]),

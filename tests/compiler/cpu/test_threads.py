@@ -11,7 +11,7 @@ import pytest
 
 import numbax
 import numbax.numpy as jnp
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu import work
 from numbax._src.compiler.cpu.runtime import threads
 
 from .kernel_text import modules
@@ -157,10 +157,10 @@ def test_work_estimate_counts_heavy_ops_and_bytes():
         return node
 
     x = np.ones(1000, np.float32)
-    light = loops.work_ns(nest_of(lambda v: v + 1.0, x))
-    heavy = loops.work_ns(nest_of(lambda v: jnp.exp(v) + 1.0, x))
-    assert light == pytest.approx(1000 * loops.NS_PER_LIGHT_OP + 8000 * loops.NS_PER_BYTE)
-    assert heavy == pytest.approx(light + 1000 * loops.NS_PER_HEAVY_OP)
+    light = work.work_ns(nest_of(lambda v: v + 1.0, x))
+    heavy = work.work_ns(nest_of(lambda v: jnp.exp(v) + 1.0, x))
+    assert light == pytest.approx(1000 * work.NS_PER_LIGHT_OP + 8000 * work.NS_PER_BYTE)
+    assert heavy == pytest.approx(light + 1000 * work.NS_PER_HEAVY_OP)
 
 
 @pytest.mark.parametrize("fixed", [1, 2])

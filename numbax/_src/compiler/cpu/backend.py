@@ -26,7 +26,7 @@ from numbax._src.compiler.backend import (
     Program,
     warn_unlowered,
 )
-from numbax._src.compiler.cpu import control_flow, driver, loop_products, loops, rows
+from numbax._src.compiler.cpu import control_flow, driver, loop_products, loops, rows, work
 from numbax._src.compiler.cpu.runtime import blas, copies
 from numbax._src.compiler.lowerings import linalg as linalg_lowerings
 from numbax._src.compiler.registry import EAGER, Unsupported
@@ -105,7 +105,7 @@ class CpuBackend(Backend):
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")
         heavy = low is not None and low.heavy
-        return loops.NS_PER_HEAVY_OP / loops.NS_PER_LIGHT_OP if heavy else 1.0
+        return work.NS_PER_HEAVY_OP / work.NS_PER_LIGHT_OP if heavy else 1.0
 
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:

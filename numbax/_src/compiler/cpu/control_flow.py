@@ -16,7 +16,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import flow_loops, flow_runs, indices, loop_products, loops
+from numbax._src.compiler.cpu import flow_loops, flow_runs, indices, loop_products, loops, work
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
@@ -397,7 +397,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     if ncarry == 0 and not in_prange and fn.pays_parallel(p["jaxpr"], length):
         fn.parallel = fn.in_prange = True
         fn.nests_only = False
-        fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * loops.NS_PER_LIGHT_OP)
+        fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * work.NS_PER_LIGHT_OP)
         loop = f"prange({length})"
     elif p["reverse"]:
         loop = f"range({length - 1}, -1, -1)"

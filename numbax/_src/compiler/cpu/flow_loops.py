@@ -5,7 +5,7 @@ printing names of the comments)."""
 from __future__ import annotations
 
 from numbax._src import core
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu import loops, work
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import reductions as lr
@@ -28,7 +28,7 @@ def reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
     out, acc = fn.fresh(), fn.fresh()
     idx = [fn.fresh() for _ in range(aval.ndim)]
     lines.append(f"{pad}{out} = np.empty({out_aval.shape}, {dtype_ctor(out_aval.dtype)})")
-    outer = fn.outer_loop(aval.shape[kept[0]], loops.eqns_ns(
+    outer = fn.outer_loop(aval.shape[kept[0]], work.eqns_ns(
         aval.shape, [eqn], [eqn.invars[0], eqn.outvars[0]]))
     inner = pad
     for d in kept:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 
 from numbax._src.compiler import fusion, registry
-from numbax._src.compiler.cpu import loops
+from numbax._src.compiler.cpu.work import eqns_ns
 from numbax._src.compiler.registry import AxisRead, Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
 
@@ -122,7 +122,7 @@ def plan(jaxpr: Jaxpr, run: list[int], inner_run: list[int],
          users: dict[Var, set[int]]) -> tuple:
     """How the runs `run` and `inner_run` (its loops inside run's, or none) are one loop nest
     of control_flow.Function.loop: (their equations, their shapes, the values read after
-    them, the nest's estimated serial time, loops.eqns_ns)."""
+    them, the nest's estimated serial time, work.eqns_ns)."""
     runs = [[jaxpr.eqns[j] for j in run], [jaxpr.eqns[j] for j in inner_run]]
     shapes = [r[0].outvars[0].aval.shape if r else () for r in runs]
     both = set(run) | set(inner_run)
@@ -130,7 +130,7 @@ def plan(jaxpr: Jaxpr, run: list[int], inner_run: list[int],
     made = {e.outvars[0] for r in runs for e in r}
     arrays = kept | {x for r in runs for e in r for x in e.invars
                      if isinstance(x, Var) and x.aval.ndim and x not in made}
-    work = sum(loops.eqns_ns(shape, r, list(arrays) if k == 0 else [])
+    work = sum(eqns_ns(shape, r, list(arrays) if k == 0 else [])
                for k, (r, shape) in enumerate(zip(runs, shapes, strict=True)) if r)
     return runs, shapes, kept, work
 

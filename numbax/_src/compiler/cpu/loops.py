@@ -13,7 +13,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, registry
-from numbax._src.compiler.cpu import outline, pool_tasks
+from numbax._src.compiler.cpu import outline, pool_tasks, work
 from numbax._src.compiler.cpu.indices import (
     ROW_LITERAL_MAX,
     absolute_tails,
@@ -139,6 +139,13 @@ class LoopKernel:
         # rules out a task (pool_tasks._reads_by_rows): r0 is 0 wherever the kernel runs.)
         self.tails: frozenset[Var] = frozenset()
         self.tails_absolute: frozenset[Var] = frozenset()
+        self.blocks: dict[str, str] = {}  # arrays read and written through a block of short
+        self.block_at = ""  # rows (rows.py: name -> buffer), at this subscript of the buffers
+
+    def element(self, name: str, subscript: str) -> str:
+        """Array `name`'s element at `subscript`, or at block_at of its rows' block."""
+        return f"{self.blocks[name]}[{self.block_at}]" if name in self.blocks else \
+            f"{name}[{subscript}]"
 
     def const(self, lit: Literal) -> str:
         """A literal's name in the kernel: integers and booleans are module constants (shift
@@ -235,7 +242,7 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         if x in k.tails:
             at = absolute if x in k.tails_absolute else idx
             return f"{name}[{tail_index(direct_axes(at), x.aval.shape)}]"
-        return f"{name}[{full}]"
+        return k.element(name, full)
 
     for eqn in nest.eqns if eqns is None else eqns:
         out = eqn.outvars[0]
@@ -261,10 +268,10 @@ def body(k: LoopKernel, idx: list[str], flat: bool, accs: dict[Var, str], lines:
         lines.append(f"{pad}{t} = {expr}  # {comment}")
         if out in k.out_names and out not in no_store:
             where = tail_index(direct_axes(idx), out.aval.shape) if out in k.tails else full
-            target = f"{k.out_names[out]}[{where if idx else '...'}]"
+            target = k.element(k.out_names[out], where if idx else "...")
             lines.append(f"{pad}{target} = {t}")
         if stash and out in stash:
-            lines.append(f"{pad}{stash[out]}[{full}] = {t}  # kept for the last pass")
+            lines.append(f"{pad}{k.element(stash[out], full)} = {t}  # kept for the last pass")
     return value
 
 
@@ -319,34 +326,6 @@ def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
     return False, False
 
 
-# The serial time model behind runtime/threads.py's choice (docs/performance.md, "CPU thread
-# runtime"): nanoseconds per element of a vectorised scalar form, cheap or heavy (exp, log,
-# tanh, erf, ...), and per byte read or written (one core streams ~10 GB/s).
-NS_PER_LIGHT_OP = 0.25
-NS_PER_HEAVY_OP = 2.5
-NS_PER_BYTE = 0.1
-
-
-def work_ns(nest: ir.LoopNest) -> float:
-    """Estimated serial time of the nest at its sizes, in nanoseconds."""
-    return eqns_ns(nest.shape, nest.eqns, [*nest.inputs, *nest.outputs])
-
-
-def eqns_ns(shape: tuple[int, ...], eqns: list[JaxprEqn], arrays: list) -> float:
-    """Estimated serial time, in nanoseconds, of elementwise `eqns` over `shape` that read and
-    write the variables `arrays` (a nest's, or one inside compiled control flow)."""
-    size = float(np.prod(shape, dtype=np.float64))
-    per_element = 0.0
-    for e in eqns:
-        if fusion.kind_of(e) in (Fusion.INDEX_MAP, Fusion.SOURCE):
-            continue
-        low = registry.lowering(e.primitive, "cpu")
-        per_element += NS_PER_HEAVY_OP if low is not None and low.heavy else NS_PER_LIGHT_OP
-    nbytes = sum(float(np.prod(v.aval.shape, dtype=np.float64)) * v.aval.dtype.itemsize
-                 for v in arrays)
-    return size * per_element + nbytes * NS_PER_BYTE
-
-
 def runs_parallel(nest: ir.LoopNest) -> bool:
     """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
     decides at each call): the structure allows one and the work could pay for a thread (a
@@ -354,7 +333,7 @@ def runs_parallel(nest: ir.LoopNest) -> bool:
     if column_form(nest) and column_blocks(nest) * -(-nest.shape[0] // COLUMN_CHUNK) \
             < COLUMN_PAR_CHUNKS:  # (chunks as the kernel cuts them: 1000 rows are 16)
         return False
-    return parallel_form(nest)[0] and work_ns(nest) >= threads.PARALLEL_MIN_NS
+    return parallel_form(nest)[0] and work.work_ns(nest) >= threads.PARALLEL_MIN_NS
 
 
 def variants_tag(nest: ir.LoopNest) -> str:
@@ -444,7 +423,7 @@ def render_loop(nest: ir.LoopNest) -> ir.Kernel:
         outer = int(np.prod(nest.shape, dtype=np.int64)) if flat or k.flat else nest.shape[0]
     return ir.Kernel(src, parallel=runs_parallel(nest), views=views, args=k.args(nest),
                      function="kernel_serial" if can_parallel else "kernel",
-                     work_ns=work_ns(nest), task=layout is not None,
+                     work_ns=work.work_ns(nest), task=layout is not None,
                      chunks=(outer, pool_tasks.ALIGN_FLAT) if chunked else None,
                      task_rows=outer, task_align=layout.align if layout else 1,
                      pool_parts=bool(parts))

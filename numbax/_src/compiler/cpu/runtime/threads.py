@@ -5,8 +5,8 @@ kernel must never cost more than the serial one would. Three things decide its t
 
 * **Work.** The renderer estimates a kernel's serial time in nanoseconds from its element
   count, the cost of its scalar forms (an exp/log/tanh is ~10x an add) and the bytes it moves
-  (`loops.work_ns`). Below PARALLEL_MIN_NS the serial variant runs (a thread's wake-up and the
-  join cost more than they save); above it each thread gets at least PER_THREAD_NS of work.
+  (`cpu/work.work_ns`). Below PARALLEL_MIN_NS the serial variant runs (a thread's wake-up and
+  the join cost more than they save); above it each thread gets at least PER_THREAD_NS of work.
 * **Tier.** A kernel's prange variant compiles only once the kernel has run PARALLEL_TIER_NS
   of estimated serial work in this process, unless its code is already compiled or on disk
   (`parallel_ready`): short-lived programs compile serial twins only.
