@@ -184,3 +184,17 @@ def test_literal_rows_under_vmap_and_grad():
     np.testing.assert_allclose(g, fd, rtol=2e-4)
     cross = numbax.jit(numbax.vmap(lambda a, b: jnp.cross(a, b)))(y, y[::-1])
     np.testing.assert_allclose(np.asarray(cross), np.cross(y, y[::-1]), rtol=2e-6, atol=2e-5)
+
+
+def test_maps_along_rows_longer_than_an_unrolled_loop_index_by_shape():
+    """A map over (n, 8): its innermost loop runs along the rows and vectorises as it is, so
+    its full arrays keep their shapes' indexing (the views ran it 1.3x slower); numbers as
+    numpy's."""
+    x = _points(1000, 8)
+
+    def f(x):
+        return (x - x[0]) / (x[1] + 3.0)
+    text = _kernels(f, x)
+    assert "(a0[i0, i1] - " in text and "o0[i0, i1] = " in text
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), (x - x[0]) / (x[1] + 3.0),
+                               rtol=2e-6, atol=2e-7)

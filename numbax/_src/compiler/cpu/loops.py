@@ -16,6 +16,7 @@ from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.cpu import outline, pool_tasks, work
 from numbax._src.compiler.cpu.indices import (
     ROW_LITERAL_MAX,
+    UNROLL_MAX,
     absolute_tails,
     direct_axes,
     index,
@@ -35,10 +36,6 @@ from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import elementwise as lx
 
-# A nest's innermost loop this short or shorter has its trip count in the source (the kernel
-# serves that size only): LLVM unrolls it and can vectorise the loop around it, as in an
-# interleave, a select of two broadcasts along a new axis of 2.
-UNROLL_MAX = 4
 PRANGE_MIN = 2**19  # compiled control flow's loops run serially below this (control_flow.py)
 # Full reductions run in prange chunks with 2 or more Numba threads and this many elements;
 # PAR_REDUCE_THREADS (None: numba.get_num_threads() at render time) is for tests. Measured
