@@ -69,12 +69,11 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
     # the innermost loop's length: the flattened trailing axes, or the last axis
     width = int(np.prod(nest.shape[kept:], dtype=np.int64)) if len(bounds) == kept + 1 \
         else nest.shape[-1]
+    row_passes = [eqns for kind, eqns in nest.passes or [("row", nest.eqns)] if kind == "row"]
     short = kept > 0 and len(bounds) == kept + 1 and width <= SHORT_ROWS_MAX and any(
-        lowering(e).heavy for kind, eqns in nest.passes or [("row", nest.eqns)]
-        if kind == "row" for e in eqns)
+        lowering(e).heavy for eqns in row_passes for e in eqns)
     lanes = not short and any(not _plain([e for e in eqns if is_reduction(e)])
-                              for kind, eqns in nest.passes or [("row", nest.eqns)]
-                              if kind == "row")
+                              for eqns in row_passes)
     if lanes:  # and the same without lanes, for rows they never fill (compiled when called)
         variants += [(f"{name}_narrow", m) for name, m in variants]
     whole = width >= loops.BLOCK  # rows long enough for whole float32 blocks
@@ -322,14 +321,14 @@ def _short_rows_body(k: LoopKernel, mode: str | None, kept: int, bounds: list[st
                 seed[out] = f"ov{len(seed)}[r]"
             continue
         reductions = [e for e in eqns if is_reduction(e)]
-        accs = {e.outvars[0]: f"acc{n_acc + j}[r]" for j, e in enumerate(reductions)}
+        acc_names = {e.outvars[0]: f"acc{n_acc + j}" for j, e in enumerate(reductions)}
         n_acc += len(reductions)
         blocked = [e for e in reductions if _blocks(e)]
-        loop_accs = {**accs, **{e.outvars[0]: f"{accs[e.outvars[0]][:-3]}b[r]"
+        accs = {v: f"{a}[r]" for v, a in acc_names.items()}
+        loop_accs = {**accs, **{e.outvars[0]: f"{acc_names[e.outvars[0]]}b[r]"
                                 for e in blocked}}
-        arrays += [(a[:-3], acc_dtype(e), str(B)) for e, a in zip(
-            reductions, accs.values(), strict=True)]
-        arrays += [(loop_accs[e.outvars[0]][:-3], e.invars[0].aval.dtype, str(B))
+        arrays += [(acc_names[e.outvars[0]], acc_dtype(e), str(B)) for e in reductions]
+        arrays += [(f"{acc_names[e.outvars[0]]}b", e.invars[0].aval.dtype, str(B))
                    for e in blocked]
         if reductions:
             lines.append(f"{pad}for r in range(nb):")
