@@ -112,6 +112,23 @@ def test_softmax_and_layer_norm_stay_one_row_kernel():
         assert len([n for n in nodes if isinstance(n, ir.LoopNest)]) == 1
 
 
+@pytest.mark.parametrize("shape", [(2, 3), (1000, 3), (300, 50), (3, 1000)])
+def test_an_element_of_a_row_read_after_the_rows_reduction(shape):
+    """`y[:, 0] * norm(y)`: the per-row work after a row reduction reads an element of the
+    rows themselves, which a row group keeps in no array; the reading pass stays out of the
+    group (it raised a KeyError while rendering the group)."""
+    rng = np.random.default_rng(1)
+    w, v = rng.normal(size=shape), rng.normal(size=shape[0])
+
+    def f(w, v):
+        y = w * v[:, None]
+        return y[:, 0] * jnp.sqrt((y * y).sum(1)) + y[:, 1]
+
+    y = w * v[:, None]
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(w, v)),
+                               y[:, 0] * np.sqrt((y * y).sum(1)) + y[:, 1], rtol=1e-12)
+
+
 def _hoist_reference(eqns, fusible):
     """The hoisting order as first written (one list insertion per scalar)."""
     order, made_at = [], {}

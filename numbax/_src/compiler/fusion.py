@@ -495,7 +495,11 @@ def _row_kind(group: LoopNest, kept: int, cand: Node, producer: dict[Var, Node])
                                for e in eqns for v in e.outvars}
     for eqn in cand.eqns:
         for x in eqn.invars:
-            if not isinstance(x, Var) or producer.get(x) is not group or kind == "outer":
+            if not isinstance(x, Var) or producer.get(x) is not group:
+                continue
+            if x not in scalars and kind == "outer":
+                return None  # an element of a row (`y[:, 0]`): the group keeps no row stored
+            if kind == "outer":
                 continue
             if x in scalars:  # a per-row value: only a broadcast along the trailing axes reads it
                 row_bcast = kind_of(eqn) is Fusion.INDEX_MAP and all(
