@@ -1,7 +1,7 @@
 """Chains of index maps composed into one (the CPU backend's rewrite): a broadcast, slice,
 squeeze or unit-axis reshape that reads the result of another becomes one `index_map` of the
-first one's operand (lax/index_map.py); and stacks as selects of broadcasts
-(`_stacks_as_selects`), which then compose and fuse the same way.
+first one's operand (lax/index_map.py); and short concatenations and reversals as selects
+of broadcasts (`_stacks_as_selects`), which then compose and fuse the same way.
 
 Fusion places an index map in the nest of its reader, but an index map cannot read a value of
 its own nest, and a nest has one shape: `y[:, 0]` (a slice to (n, 1), then a squeeze) was a
@@ -23,7 +23,7 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import index_map as im
 from numbax._src.lax import shape_ops as ls
 
-STACK_MAX = 8  # operands of a stack rewritten as a select (a chain of conditionals an element)
+STACK_MAX = 8  # elements along a concatenation's axis rewritten as a select (a chain of conditionals)
 
 
 def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
@@ -168,24 +168,38 @@ def _sinks_into(reader: JaxprEqn, v: Var, sinkable: set[Var]) -> bool:
 
 
 def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
-    """Each concatenation of operands one element thick along its axis (`jnp.stack`) as a
-    select among the operands broadcast along that axis, by an iota of it: elementwise work
-    and index maps, which fuse into the loop that reads the stack (an RK4 step's right-hand
-    side stacks its three derivatives, then the update reads them), where the concatenation
-    was a copy of its own. (The broadcasts then compose with the reshapes that made the
+    """Each short concatenation (at most STACK_MAX elements along its axis: `jnp.stack`, an
+    alpha channel or a column of ones appended) and each reversal of one short axis
+    (`y[:, ::-1]` of points) as a select among one-element-thick slices of the operands,
+    broadcast along that axis, by an iota of it: elementwise work and index maps, which fuse
+    into the loop that reads the result (an RK4 step's right-hand side stacks its three
+    derivatives, then the update reads them), where the concatenation or reversal was a copy
+    of its own. (The broadcasts then compose with the slices and the reshapes that made the
     operands one element thick.)"""
     out = []
     for eqn in eqns:
-        if eqn.primitive is not ls.concatenate_p or not _stack(eqn):
+        pieces = _short_pieces(eqn)
+        if pieces is None:
             out.append(eqn)
             continue
         v = eqn.outvars[0]
-        axis, shape = eqn.params["dimension"], v.aval.shape
+        axis, shape = _short_axis(eqn), v.aval.shape
         which = Var(core.ShapedArray(shape, np.dtype(np.int32)))
         out.append(JaxprEqn(ls.iota_p, [], [which], {"dtype": np.dtype(np.int32),
                                                       "shape": shape, "dimension": axis}))
         cases = []
-        for x in eqn.invars:
+        for x, at in pieces:
+            if x.aval.shape[axis] != 1:  # one element of a thicker operand, by a slice
+                start = [0] * len(shape)
+                start[axis] = at
+                limit = list(x.aval.shape)
+                limit[axis] = at + 1
+                one = Var(core.ShapedArray(tuple(limit[:axis]) + (1,) + tuple(limit[axis + 1:]),
+                                           x.aval.dtype, x.aval.weak_type))
+                out.append(JaxprEqn(ls.slice_p, [x], [one], {
+                    "start_indices": tuple(start), "limit_indices": tuple(limit),
+                    "strides": None}))
+                x = one
             c = Var(core.ShapedArray(shape, v.aval.dtype, x.aval.weak_type))
             out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {
                 "shape": shape, "broadcast_dimensions": tuple(range(len(shape)))}))
@@ -194,8 +208,27 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
     return out
 
 
-def _stack(eqn: JaxprEqn) -> bool:
-    axis = eqn.params["dimension"]
-    return 2 <= len(eqn.invars) <= STACK_MAX and all(
-        isinstance(x, Var) and x.aval.shape[axis] == 1 for x in eqn.invars) and \
-        eqn.outvars[0].aval.dtype.kind != "c"
+def _short_axis(eqn: JaxprEqn) -> int:
+    if eqn.primitive is ls.concatenate_p:
+        return eqn.params["dimension"]
+    return eqn.params["dimensions"][0]
+
+
+def _short_pieces(eqn: JaxprEqn) -> list[tuple[Var, int]] | None:
+    """The (operand, element along the axis) each output element along the axis of a short
+    concatenation or reversal takes, in order, or None for any other equation."""
+    if eqn.primitive is ls.concatenate_p:
+        operands = eqn.invars
+    elif eqn.primitive is ls.rev_p and len(eqn.params["dimensions"]) == 1:
+        operands = eqn.invars
+    else:
+        return None
+    v = eqn.outvars[0]
+    axis = _short_axis(eqn)
+    if not 2 <= v.aval.shape[axis] <= STACK_MAX or v.aval.dtype.kind == "c" or \
+            not all(isinstance(x, Var) for x in operands):
+        return None
+    if eqn.primitive is ls.rev_p:
+        x = operands[0]
+        return [(x, at) for at in reversed(range(x.aval.shape[axis]))]
+    return [(x, at) for x in operands for at in range(x.aval.shape[axis])]

@@ -295,6 +295,61 @@ def test_stacks_fuse_as_selects(axis, dtype):
         *many)), np.stack(many, axis) + 1)
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_short_concatenations_and_reversals_fuse_as_selects(axis, dtype):
+    """A concatenation of thicker operands (an alpha channel, a column of ones appended) with
+    at most STACK_MAX elements along its axis, and a reversal of such an axis (`y[:, ::-1]`),
+    is a select among one-element slices, fused into its reader; longer ones stay copies."""
+    from numbax._src.compiler import compose_maps
+
+    def part(shape):
+        x = RNG.normal(size=shape)
+        return x > 0 if dtype == np.bool_ else (x * 10).astype(dtype)
+
+    def bump(s):
+        return s ^ True if dtype == np.bool_ else s * 2 + 1
+
+    shape = [4, 5, 6]
+    thick, thin = list(shape), list(shape)
+    thick[axis], thin[axis] = 3, 1
+    a, b = part(thick), part(thin)
+    cat = lambda a, b: bump(jnp.concatenate([a, b, a], axis=axis))  # noqa: E731
+    assert "kc.concatenate(" not in _driver(cat, a, b)
+    got = np.asarray(numbax.jit(cat)(a, b))
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, bump(np.concatenate([a, b, a], axis=axis)))
+    rev = lambda a: bump(jnp.flip(a, axis))  # noqa: E731
+    assert "kc.rev(" not in _driver(rev, a)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(rev)(a)), bump(np.flip(a, axis)))
+    long = list(shape)
+    long[axis] = compose_maps.STACK_MAX + 1
+    c = part(long)
+    assert "kc.rev(" in _driver(rev, c)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(rev)(c)), bump(np.flip(c, axis)))
+    assert "kc.concatenate(" in _driver(cat, c, b)
+    np.testing.assert_array_equal(np.asarray(numbax.jit(cat)(c, b)),
+                                  bump(np.concatenate([c, b, c], axis=axis)))
+
+
+def test_short_concatenations_under_grad_and_of_computed_columns():
+    """Homogeneous coordinates and an RGBA image from computed channels, and their
+    gradients, against numpy and the closed-form gradient."""
+    p = RNG.normal(size=(1000, 3)).astype(np.float32)
+    hom = numbax.jit(lambda p: jnp.concatenate([p * 2, jnp.ones((p.shape[0], 1), p.dtype)], 1))
+    np.testing.assert_array_equal(np.asarray(hom(p)),
+                                  np.concatenate([p * 2, np.ones((1000, 1), np.float32)], 1))
+    im = RNG.random(size=(64, 48, 3))
+    rgba = numbax.jit(lambda im: jnp.concatenate([im * 0.5, im.mean(-1, keepdims=True)], -1))
+    np.testing.assert_allclose(np.asarray(rgba(im)), np.concatenate(
+        [im * 0.5, im.mean(-1, keepdims=True)], -1), rtol=1e-14)
+    w = np.array([1.0, -2.0, 3.0, 0.5])
+    loss = lambda im: (jnp.concatenate([im * 0.5, im[..., ::-1][..., :1]], -1) * w).sum()  # noqa
+    # d/d im[..., c]: 0.5 w[c], plus w[3] on the last channel (the reversed first one)
+    want = np.broadcast_to(0.5 * w[:3] + np.array([0, 0, w[3]]), im.shape)
+    np.testing.assert_allclose(np.asarray(numbax.jit(numbax.grad(loss))(im)), want, rtol=1e-14)
+
+
 def test_a_value_read_through_an_index_map_is_not_recomputed_in_its_reader():
     """A rolled stack of a cheap product (ppermute under vmap) reads the product at other
     rows than the loop's: the product stays stored, not recomputed in the reading loop."""
