@@ -145,13 +145,35 @@ def test_rows_read_with_gaps_keep_their_shape():
 
 
 def test_a_column_sum_of_short_rows_unrolls_its_row():
-    """A leading-axis reduction of (n, 3) loops over the row's 3 elements as written (no
-    column blocks), and its numbers are the float64 column sums cast back."""
+    """A leading-axis reduction of (n, 3) writes the row's 3 elements out, each partial a
+    scalar (no column blocks), and its numbers are the float64 column sums cast back."""
     y = _points(10_000, 3)
     text = _kernels(lambda y: y.sum(0), y)
-    assert "for i1 in range(3):" in text and "range(j0, j1)" not in text
+    assert "q0_2 = " in text and "range(j0, j1)" not in text
     np.testing.assert_allclose(np.asarray(numbax.jit(lambda y: y.sum(0))(y)),
                                y.astype(np.float64).sum(0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("tail", [(3,), (2, 3), (16,)])
+def test_bounding_boxes_of_short_rows(dtype, tail):
+    """min and max along the leading axis of short rows (a bounding box), partials in scalars:
+    numpy's numbers, with a NaN in one column and signed zeros in another, and over rows that
+    fill several chunks and a last partial one."""
+    n = 10_000 + 37
+    y = (_points(n, int(np.prod(tail))) * 100).astype(dtype).reshape((n, *tail))
+    if dtype != np.int32:
+        flat = y.reshape(n, -1)
+        flat[5_000, 0] = np.nan
+        flat[:, -1] = np.where(np.arange(n) % 2, 0.0, -0.0)
+    box = numbax.jit(lambda y: (y.min(0), y.max(0), (y * 2).max(0) - y.sum(0)))
+    got = [np.asarray(v) for v in box(y)]
+    want = [y.min(0), y.max(0), (y * 2).max(0) - y.astype(np.float64).sum(0).astype(dtype)]
+    for g, w in zip(got[:2], want[:2]):
+        np.testing.assert_array_equal(g, w)
+    if dtype != np.int32:  # lax.min/max: -0.0 below +0.0 (numpy's min and max pick either)
+        assert np.signbit(got[0].reshape(-1)[-1]) and not np.signbit(got[1].reshape(-1)[-1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5)
 
 
 def test_a_strided_input_view_is_read_right():

@@ -57,6 +57,7 @@ COLUMN_CHUNK = 64
 # least COLUMN_BLOCK_MIN (`column_blocks`; each column adds its rows in the same order).
 COLUMN_PAR_CHUNKS = 16
 COLUMN_BLOCK_MIN = 16
+NARROW_LINES_MAX = 192  # body lines a narrow column reduction writes out
 LANES = 16  # independent max/min accumulators per row pass (8 when the pass body is longer)
 LANES_MIN_WIDTH = 64  # rows narrower than this run a one-lane twin (rows.py)
 # Float32 sums in row passes add BLOCK operands in float32 vector lanes, then widen the block's
@@ -477,10 +478,11 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     kept_sizes = ", ".join(k.sizes[1:])
     reductions = [e for e in nest.eqns if is_reduction(e)]
     lines.append(f"{pad}nch = (n0 + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
-    # rows of at most ROW_LITERAL_MAX (never cut into blocks) loop over their sizes as written
-    # in the source: LLVM unrolls those loops and keeps a chunk's partials in registers (a
-    # (1e6, 3) column sum took 3.3 ms on the VM, partials in memory, now 0.84 serially)
-    narrow = int(np.prod(nest.shape[1:])) <= ROW_LITERAL_MAX
+    # rows of at most ROW_LITERAL_MAX elements (never cut into blocks) are written out element
+    # by element, partials in scalars (`_narrow_columns`; a (1e6, 3) column sum took 3.3 ms on
+    # the VM with partials in memory, 0.84 serially), unless that writes out a long body
+    elements = int(np.prod(nest.shape[1:]))
+    narrow = elements <= ROW_LITERAL_MAX and elements * len(nest.eqns) <= NARROW_LINES_MAX
     blocked = not k.row0 and not narrow  # (no iota: `column_blocks`)
     lines.append(f"{pad}ntask = nch * max(1, min(({COLUMN_PAR_CHUNKS} + nch - 1) // max(nch, 1), "
                  f"n1 // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
@@ -495,17 +497,19 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     lines += [f"{inner}nb = ntask // nch",
               f"{inner}c, b = t // nb, t % nb",
               f"{inner}j0, j1 = np.uint64(n1 * b // nb), np.uint64(n1 * (b + 1) // nb)"
-              if blocked else f"{inner}j0, j1 = 0, n1"]
-    lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c, j0:j1]" for j, e in
-                                    enumerate(reductions)}, inner)
-    lines.append(f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * "
-                 f"{COLUMN_CHUNK})):")
-    body_pad = inner + pad
-    for d in range(1, rank):
-        bounds = nest.shape[d] if narrow else "j0, j1" if d == 1 else f"n{d}"
-        lines.append(f"{body_pad}for i{d} in range({bounds}):")
-        body_pad += pad
-    body(k, ["i0", *kept], False, accs, lines, body_pad, False)
+              if blocked else f"{inner}j0, j1 = 0, n1"][:2 if narrow else 3]
+    rows = f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * {COLUMN_CHUNK})):"
+    if narrow:
+        _narrow_columns(k, reductions, lines, inner, rows)
+    else:
+        lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c, j0:j1]" for j, e in
+                                        enumerate(reductions)}, inner)
+        lines.append(rows)
+        body_pad = inner + pad
+        for d in range(1, rank):
+            lines.append(f"{body_pad}for i{d} in range({'j0, j1' if d == 1 else f'n{d}'}):")
+            body_pad += pad
+        body(k, ["i0", *kept], False, accs, lines, body_pad, False)
     if parts is not None:
         partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
         lines[block_at:] = pool_tasks.part_function(
@@ -528,6 +532,26 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
                   f"{combine_pad}{k.out_names[out]}[{store_index(kept)}] = "
                   f"{cast(out.aval.dtype, f'acc{j}')}"]
     return "\n".join(lines) + "\n"
+
+
+def _narrow_columns(k: LoopKernel, reductions: list[JaxprEqn], lines: list[str], pad: str,
+                    rows: str) -> None:
+    """A chunk of a narrow column reduction: the body written once per kept element (its
+    indices literal), each reduction's partial a scalar per element, stored into the chunk's
+    row of partials after the rows. LLVM keeps scalars in registers where it kept the partials
+    of max and min in memory: the bounding box of (1e6, 3) points (a max and a min) took 8.3
+    ms serially on the VM, now 1.6."""
+    elements = [[str(i) for i in at] for at in np.ndindex(*k.nest.shape[1:])]
+    names = [{e.outvars[0]: f"q{j}_{m}" for j, e in enumerate(reductions)}
+             for m in range(len(elements))]
+    for accs in names:
+        lines += acc_inits(reductions, accs, pad)
+    lines.append(rows)
+    for at, accs in zip(elements, names, strict=True):
+        body(k, ["i0", *at], False, accs, lines, pad + "    ", False)
+    for at, accs in zip(elements, names, strict=True):
+        lines += [f"{pad}p{j}[c, {index(at)}] = {accs[e.outvars[0]]}"
+                  for j, e in enumerate(reductions)]
 
 
 def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:
