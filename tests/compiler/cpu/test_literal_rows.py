@@ -176,6 +176,17 @@ def test_bounding_boxes_of_short_rows(dtype, tail):
     np.testing.assert_allclose(got[2], want[2], rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(5, 0), (3, 2, 0), (0, 3)])
+def test_column_reductions_of_empty_rows(shape):
+    """A leading-axis reduction whose rows hold no element (or that has no rows) gives numpy's
+    empty or identity results (the written-out rows had no line to write: the kernel did
+    not parse)."""
+    y = np.ones(shape)
+    got = numbax.jit(lambda y: (y.sum(0), (y * 2).prod(0)))(y)
+    np.testing.assert_array_equal(np.asarray(got[0]), y.sum(0))
+    np.testing.assert_array_equal(np.asarray(got[1]), (y * 2).prod(0))
+
+
 def test_a_strided_input_view_is_read_right():
     """A (n, 3) input that is a view of a wider numpy array (not C-contiguous) gives numpy's
     numbers: the driver's flat view copies it."""

@@ -482,7 +482,7 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     # by element, partials in scalars (`_narrow_columns`; a (1e6, 3) column sum took 3.3 ms on
     # the VM with partials in memory, 0.84 serially), unless that writes out a long body
     elements = int(np.prod(nest.shape[1:]))
-    narrow = elements <= ROW_LITERAL_MAX and elements * len(nest.eqns) <= NARROW_LINES_MAX
+    narrow = 0 < elements <= ROW_LITERAL_MAX and elements * len(nest.eqns) <= NARROW_LINES_MAX
     blocked = not k.row0 and not narrow  # (no iota: `column_blocks`)
     lines.append(f"{pad}ntask = nch * max(1, min(({COLUMN_PAR_CHUNKS} + nch - 1) // max(nch, 1), "
                  f"n1 // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
