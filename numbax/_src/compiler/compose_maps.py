@@ -198,7 +198,7 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
                                            x.aval.dtype, x.aval.weak_type))
                 out.append(JaxprEqn(ls.slice_p, [x], [one], {
                     "start_indices": tuple(start), "limit_indices": tuple(limit),
-                    "strides": None}))
+                    "strides": (1,) * len(shape)}))
                 x = one
             c = Var(core.ShapedArray(shape, v.aval.dtype, x.aval.weak_type))
             out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {

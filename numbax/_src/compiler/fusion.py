@@ -9,6 +9,8 @@ import bisect
 import zlib
 from collections.abc import Callable
 
+import numpy as np
+
 from numbax._src.compiler import registry
 from numbax._src.compiler.ir import LibraryCall, LoopNest, Node, node_eqns
 from numbax._src.compiler.registry import Fusion
@@ -106,7 +108,7 @@ def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) ->
         key: tuple = (i,)
         scalar = fusible(eqn) and all(v.aval.ndim == 0 for v in eqn.outvars) and all(
             x.aval.ndim == 0 for x in eqn.invars if isinstance(x, Var))
-        if scalar:
+        if scalar or _picks_one_element(eqn):
             anchor = max((made[x] for x in eqn.invars if isinstance(x, Var) and x in made),
                          default=(-1,))
             if anchor != last:  # not already at the end: right after its anchor
@@ -117,6 +119,14 @@ def _hoist_scalars(eqns: list[JaxprEqn], fusible: Callable[[JaxprEqn], bool]) ->
         for v in eqn.outvars:
             made[v] = key
     return [eqns[j] for j in sorted(range(len(eqns)), key=keys.__getitem__)]
+
+
+def _picks_one_element(eqn: JaxprEqn) -> bool:
+    """Whether the equation is an index map to one element (`c[i]`: a slice, then a squeeze),
+    hoisted with the scalars: a polynomial's coefficients read between its steps each ended
+    the steps' nest (`jnp.polyval` of unrolled steps ran as four kernels)."""
+    return (kind_of(eqn) is Fusion.INDEX_MAP or eqn.primitive in (ls.squeeze_p, ls.reshape_p)) \
+        and all(int(np.prod(v.aval.shape)) == 1 for v in eqn.outvars)
 
 
 def partition(jaxpr: Jaxpr, fusible: Callable[[JaxprEqn], bool],

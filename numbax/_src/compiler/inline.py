@@ -20,7 +20,7 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     """The jaxpr with every call-like equation replaced by the equations of its jaxpr."""
     env: dict[Var, Any] = {}
     eqns: list[JaxprEqn] = []
-    _splice(jaxpr.eqns, env, eqns)
+    splice(jaxpr.eqns, env, eqns)
     read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(x) for x in jaxpr.outvars])
 
@@ -43,7 +43,7 @@ def _callee(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
     return sub, consts
 
 
-def _splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
+def splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
     """Appends `sub_eqns` to `out` with inputs read through `env` and fresh output vars."""
     read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
     for eqn in sub_eqns:
@@ -56,7 +56,7 @@ def _splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
                 inner[v] = Literal(core.to_numpy(c), v.aval)
             for v, x in zip(sub.invars, invars, strict=True):
                 inner[v] = x
-            _splice(sub.eqns, inner, out)
+            splice(sub.eqns, inner, out)
             for v, x in zip(eqn.outvars, sub.outvars, strict=True):
                 env[v] = inner.get(x, x) if isinstance(x, Var) else x
             continue

@@ -6,14 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src import typecheck
-from numbax._src.compiler import fusion, inline, passes
+from numbax._src.compiler import fusion, inline, passes, unroll
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.core import ClosedJaxpr, Jaxpr
 
 
 def prepare(jaxpr: Jaxpr) -> Jaxpr:
-    """The jaxpr with call-like equations inlined, typechecked and simplified."""
-    return passes.simplify(typecheck.check_jaxpr(inline.inline_calls(jaxpr)))
+    """The jaxpr with call-like equations inlined, scans that ask for it unrolled, typechecked
+    and simplified."""
+    return passes.simplify(typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr))))
 
 
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
