@@ -476,7 +476,7 @@ def _small_batched_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         return None
     contracted = tuple(x.aval.shape[d] for d in xc)
     k = int(np.prod(contracted))
-    if k > SMALL_DOT_K or k * int(np.prod(out.aval.shape[len(xb):])) > SMALL_DOT_MACS:
+    if not 0 < k <= SMALL_DOT_K or k * int(np.prod(out.aval.shape[len(xb):])) > SMALL_DOT_MACS:
         return None
     nb = len(xb)
     xf = [d for d in range(x.aval.ndim) if d not in xb and d not in xc]

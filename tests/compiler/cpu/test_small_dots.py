@@ -92,6 +92,15 @@ def test_longer_contractions_and_unbatched_products_stay_products():
     assert _product_left(lambda m, v: m @ v, _f32(3, 3), _f32(3, 1000))
 
 
+@pytest.mark.parametrize("shapes", [[(1, 1, 0), (1, 0)], [(5, 3, 0), (5, 0)]])
+def test_products_contracting_no_element_are_zeros(shapes):
+    """A batched product over an empty contracted axis is zeros (it raised an IndexError:
+    a sum of no terms; found by the fuzz soak)."""
+    a, b = _f32(*shapes[0]), _f32(*shapes[1])
+    got = numbax.jit(numbax.vmap(lambda m, v: m @ v))(a, b)
+    np.testing.assert_array_equal(np.asarray(got), np.einsum("nij,nj->ni", a, b))
+
+
 def test_operands_whose_axes_come_in_another_order_stay_products():
     """x's free axis before its batch axis: an index map cannot read it in the output's order
     (a GEMM as before), with numpy's numbers."""
