@@ -42,4 +42,10 @@ REGRESSIONS: dict[str, Program] = {
     # sum, whose order (jit's blocks, eager's pairwise, vmap's) moves the result by units; its
     # tolerance is now that of a reordered sum (found by a soak with seed 4243)
     "mean-int64-extremes-cancel": Program(inputs=(Input(shape=(3, 3, 3), dtype='int64', fill='special', layout='F', seed=5), Input(shape=(), dtype='float64', fill='normal', layout='C', seed=0)), nodes=(Node(op='mean', args=(0,), params=(('axis', None), ('keepdims', False)), bodies=()),), outputs=(2,), transform='vmap', batch=2, in_axes=(0, 0)),  # noqa: E501
+    # cpu/loops._narrow_columns wrote a leading-axis reduction of rows holding no element out
+    # element by element: no line, and the kernel did not parse (IndentationError)
+    "grad-column-reduction-of-empty-rows": Program(inputs=(Input(shape=(), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(1, 0), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(0,), dtype='float64', fill='smooth', layout='C', seed=0)), nodes=(Node(op='square', args=(0,), params=(), bodies=()), Node(op='add', args=(0, 2), params=(), bodies=()), Node(op='square', args=(0,), params=(), bodies=()), Node(op='add', args=(0, 3), params=(), bodies=()), Node(op='add', args=(1, 4), params=(), bodies=())), outputs=(9,), transform='grad', batch=0, in_axes=()),  # noqa: E501
+    # passes.expand_small_dots wrote a batched product over an empty contraction as a sum of
+    # no terms (IndexError)
+    "vmap-dot-of-empty-contraction": Program(inputs=(Input(shape=(1, 0), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(0,), dtype='float64', fill='normal', layout='C', seed=0)), nodes=(Node(op='dot', args=(0, 1), params=(('batch', False), ('form', 'dot'), ('k', 0)), bodies=()),), outputs=(2,), transform='vmap', batch=1, in_axes=(0, 0)),  # noqa: E501
 }
