@@ -3,8 +3,8 @@ transformer block, an LSTM through scan, an MLP epoch inside scan, attention hea
 gradient descent in fori_loop, a VAE, a Gaussian process's marginal likelihood, an n-body
 integration, an embedding-bag classifier, a Metropolis sampler in scan, a separable blur,
 vmapped interpolation into a histogram, a quaternion rotation of 1e6 points, a gamma curve
-over an image's grey and vmapped 3x3 matrix-vector products (all float32, written as a JAX
-user writes them).
+over an image's grey, vmapped 3x3 matrix-vector products, a bounding box and homogeneous
+coordinates of 1e6 points, and a polynomial (all float32, written as a JAX user writes them).
 
     JAX_PLATFORMS=cpu python benchmarks/user_programs.py [--only lstm,gp] [--calls 10]
 
@@ -256,6 +256,17 @@ def _programs(jax, jnp):  # noqa: C901  (one builder per program, in order)
     frames, vectors = param(250_000, 3, 3), param(250_000, 3)
     matvec = jax.jit(jax.vmap(lambda m, v: m @ v))
     progs["vmap 3x3 matvec"] = lambda: matvec(frames, vectors)
+
+    @jax.jit
+    def box_and_homogeneous(x):  # a bounding box, then points in homogeneous coordinates
+        lo, hi = x.min(0), x.max(0)
+        unit = (x - lo) / (hi - lo)
+        return jnp.concatenate([unit[:, ::-1], jnp.ones((x.shape[0], 1), x.dtype)], axis=1)
+
+    progs["box + homogeneous"] = lambda: box_and_homogeneous(points)
+    coefficients, samples = param(8), param(1_000_000)
+    polyval = jax.jit(jnp.polyval)
+    progs["polyval 8 coeffs"] = lambda: polyval(coefficients, samples)
     return progs
 
 

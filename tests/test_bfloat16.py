@@ -284,7 +284,7 @@ def test_nextafter_steps_by_bfloat16s_ulp():
 @pytest.mark.parametrize("narrow_products", [False, True])
 def test_values_cross_kernels_as_their_bits(narrow_products):
     """A bfloat16 value made before a product and read after it is stored as its 16 bits and
-    widened by the kernel reading it (fusion.rematerialize), on the CPU and under the GPU's
+    widened by the kernel reading it (remat.rematerialize), on the CPU and under the GPU's
     rewrite; the results are the eager ones."""
     from numbax._src.compiler import fusion, narrow_floats, pipeline
     from numbax._src.compiler.api import get_backend

@@ -23,7 +23,7 @@ from numbax._src.lax import elementwise as lx
 from numbax._src.lax import index_map as im
 from numbax._src.lax import shape_ops as ls
 
-STACK_MAX = 8  # elements along a concatenation's axis rewritten as a select (a chain of conditionals)
+STACK_MAX = 8  # elements along an axis a concatenation as a select may have (conditionals)
 
 
 def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:

@@ -238,7 +238,7 @@ class _Widener:
             for v, o in zip(eqn.outvars, outs, strict=True):
                 if v.aval.dtype == BF16 and BF16 in self.mode.dtypes:
                     # read through its bits: a later kernel reading it gets the 16 bits and
-                    # recomputes the float32 (fusion.rematerialize), half the bytes
+                    # recomputes the float32 (remat.rematerialize), half the bytes
                     self.bits_of[v] = self._upper_half(o)
                     self.wide[v] = self._from_bits(self.bits_of[v])
             outs = [self.wide.get(v, o) for v, o in zip(eqn.outvars, outs, strict=True)]

@@ -118,7 +118,7 @@ class Lowering:
     in_place: Callable[..., str] | None = None
     inline: str | None = None
     # a few instructions on every backend (integer and float arithmetic, conversions, moves):
-    # a later kernel recomputes it rather than read its stored result (fusion.rematerialize)
+    # a later kernel recomputes it rather than read its stored result (remat.rematerialize)
     cheap: bool = False
     reads: Callable[[JaxprEqn], tuple[AxisRead, ...]] | None = None
 

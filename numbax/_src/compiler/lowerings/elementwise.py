@@ -457,7 +457,7 @@ for _prim in (lx.sin_p, lx.cos_p, lx.tan_p, lx.asin_p, lx.acos_p, lx.atan_p, lx.
 
 
 # A few instructions an element on every backend: a later kernel recomputes them instead of
-# reading their stored results (fusion.rematerialize). Division, transcendental functions and
+# reading their stored results (remat.rematerialize). Division, transcendental functions and
 # rounding helpers are not: recomputing costs more than the bytes it saves.
 for _prim in (lx.add_p, add_any_p, lx.sub_p, lx.mul_p, lx.neg_p, lx.square_p, lx.abs_p,
               lx.max_p, lx.min_p, lx.select_n_p, lx.convert_element_type_p,
