@@ -173,3 +173,44 @@ def reads_of(eqn: JaxprEqn) -> tuple[AxisRead, ...] | None:
     if eqn.primitive is index_map_p:
         return tuple(AxisRead(*r) for r in p["reads"])
     return None
+
+
+# ----------------------------------------------------------------------------- roll_p
+
+# numbax-internal: x rolled by `shift` along `axis` (out[i] = x[(i - shift) mod n]), what
+# `jnp.roll` traces to (two slices and a concatenation), recognised by the CPU compiler
+# (compose_maps._rolls) so that the roll is a wrapped load in its reader's loop.
+roll_p = Primitive("roll")
+
+
+def _roll_abstract_eval(x: ShapedArray, *, shift, axis) -> list:
+    if not 0 <= axis < x.ndim or not 0 < abs(shift) < x.shape[axis]:
+        raise NumbaxValueError(f"roll: shift {shift} along axis {axis} does not roll an "
+                               f"operand of shape {x.shape} (0 < |shift| < its size).")
+    return [x]
+
+
+def roll_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
+    """A roll's reads for the rules that only ask whether an axis is read at the loop's own
+    index: the rolled axis is not. Its `start` (|shift|) is never an offset to add: the
+    CPU's indices.operand_index and map_index wrap the index (indices.roll_index)."""
+    p = eqn.params
+    return tuple(AxisRead(d, abs(p["shift"]) if d == p["axis"] else 0)
+                 for d in range(eqn.invars[0].aval.ndim))
+
+
+def _roll_batch(axis_size, vals, dims, *, shift, axis):
+    (x,), (bd,) = vals, dims
+    return [roll_p.bind(batching.moveaxis(x, bd, 0), shift=shift, axis=axis + 1)], [0]
+
+
+core.abstract_eval_rules[roll_p] = _roll_abstract_eval
+core.impl_rules[roll_p] = lambda x, *, shift, axis: [np.roll(np.asarray(x), shift, axis)]
+ad.deflinear(roll_p, lambda cts, x, *, shift, axis: [roll_p.bind(cts[0], shift=-shift,
+                                                                  axis=axis)])
+batching.batch_rules[roll_p] = _roll_batch
+
+
+def roll(x, shift: int, axis: int):
+    """x rolled by `shift` (0 < |shift| < its size) along `axis`, as one `roll` equation."""
+    return roll_p.bind(x, shift=int(shift), axis=int(axis))

@@ -352,6 +352,73 @@ def test_short_concatenations_under_grad_and_of_computed_columns():
     np.testing.assert_allclose(np.asarray(numbax.jit(numbax.grad(loss))(im)), want, rtol=1e-14)
 
 
+def _heat(xp, u, roll):
+    return u + 0.1 * (roll(u, 1, 0) + roll(u, -1, 0) + roll(u, 1, 1) + roll(u, -1, 1) - 4 * u)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (64, 48), (2000, 1000)])
+def test_rolls_are_wrapped_loads_in_their_readers_loop(shape):
+    """jnp.roll (two slices and a concatenation) read by a stencil is a wrapped load in the
+    stencil's loop: one kernel, numpy's bits, small arrays and ones split among threads."""
+    u = RNG.normal(size=shape).astype(np.float32)
+    f = lambda u: _heat(jnp, u, jnp.roll)  # noqa: E731
+    driver = _driver(f, u)
+    assert "kc.concatenate(" not in driver and "kc.roll(" not in driver
+    assert driver.count("_loop(") == 1
+    for _ in range(2):  # (the second call may take the native pool's tasks)
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(u)),
+                                      _heat(np, u, np.roll).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+@pytest.mark.parametrize("shift, axis", [(2, 0), (-3, 1), (8, 1), (4, 2), ((1, -2), (0, 2))])
+def test_rolls_of_any_shift_axis_and_dtype(shift, axis, dtype):
+    """Shifts near either end of the axis, two axes at once, a roll read by nothing fused
+    (the library's copy), of floats, integers and booleans."""
+    x = RNG.normal(size=(7, 9, 5)) * 10
+    x = (x > 0) if dtype == np.bool_ else x.astype(dtype)
+
+    def mix(xp, x):
+        rolled = xp.roll(x, shift, axis)
+        return rolled ^ x if dtype == np.bool_ else rolled * 3 + x
+
+    np.testing.assert_array_equal(np.asarray(numbax.jit(lambda x: mix(jnp, x))(x)), mix(np, x))
+    np.testing.assert_array_equal(np.asarray(numbax.jit(lambda x: jnp.roll(x, shift, axis))(x)),
+                                  np.roll(x, shift, axis))
+
+
+def test_rolls_in_loops_under_grad_and_vmap():
+    """Ten heat steps in fori_loop (a compiled loop), a batch of rolled rows under vmap, and
+    the gradient of a rolled product (the roll's transpose rolls back)."""
+    u = RNG.normal(size=(40, 30))
+    steps = numbax.jit(lambda u: lax.fori_loop(0, 10, lambda i, v: _heat(jnp, v, jnp.roll), u))
+    want = u
+    for _ in range(10):
+        want = _heat(np, want, np.roll)
+    np.testing.assert_allclose(np.asarray(steps(u)), want, rtol=1e-12, atol=1e-12)
+    rows = numbax.jit(numbax.vmap(lambda r: jnp.roll(r, 2) * r))(u)
+    np.testing.assert_array_equal(np.asarray(rows), np.roll(u, 2, 1) * u)
+    w = RNG.normal(size=(40, 30))
+    g = numbax.jit(numbax.grad(lambda u: (jnp.roll(u, 3, 0) * w).sum()))(u)
+    np.testing.assert_array_equal(np.asarray(g), np.roll(w, -3, 0))
+
+
+@pytest.mark.parametrize("shift, axis", [(2, 0), (-3, 1), (1, 2)])
+def test_a_rolls_array_form_is_numpys_roll(shift, axis):
+    """The form compiled control flow writes for a roll no nest reads (its two slices
+    concatenated), evaluated as written against np.roll."""
+    from numbax._src import core
+    from numbax._src.compiler import registry
+    from numbax._src.core import JaxprEqn, Var
+    from numbax._src.lax import index_map as im
+
+    x = RNG.normal(size=(5, 7, 4))
+    aval = core.ShapedArray(x.shape, x.dtype)
+    eqn = JaxprEqn(im.roll_p, [Var(aval)], [Var(aval)], {"shift": shift, "axis": axis})
+    text = registry.lowering(im.roll_p, "cpu").array(["x"], eqn)
+    np.testing.assert_array_equal(eval(text, {"np": np, "x": x}), np.roll(x, shift, axis))
+
+
 def test_a_value_read_through_an_index_map_is_not_recomputed_in_its_reader():
     """A rolled stack of a cheap product (ppermute under vmap) reads the product at other
     rows than the loop's: the product stays stored, not recomputed in the reading loop."""

@@ -1,6 +1,6 @@
 """Matrix rows of lax/pieces.py (split, stack, unstack, tile), of lax/sort.py's top_k,
-approx_top_k and searchsorted, and of the compiler's composed index maps (lax/index_map.py:
-a strided row pick, a column broadcast along a new axis)."""
+approx_top_k and searchsorted, and of the compiler's composed index maps and rolls
+(lax/index_map.py: a strided row pick, a column broadcast along a new axis, wrapped rows)."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,6 +36,9 @@ def cases() -> dict[str, list[Case]]:
                                         (2, 3)) * 2.0, (X,), (0,), gpu=False),
             Case(lambda x: im.index_map(x, (im.AxisRead(None, 1, 0), im.AxisRead(1, 0, 1)),
                                         (3, 4)), (X,), (0,), gpu=False)],
+        # (CPU-only too: compose_maps makes it of jnp.roll's slices and concatenation)
+        "roll": [Case(lambda x: im.roll(x, 1, 0), (X,), (0,), gpu=False),
+                 Case(lambda x: im.roll(x, -3, 1) * 2.0, (X,), (0,), gpu=False)],
         # (the vmap row stacks each argument with its roll: a table stays sorted only if
         # constant, so the searched table is closed over or constant)
         "searchsorted": [

@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src.compiler import fusion, ir, registry
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import JaxprEqn, Var
+from numbax._src.lax import index_map as im
 
 # Arrays whose trailing axes hold at most this many elements (points, colour channels, small
 # matrices) are read and written with those axes' sizes in the source (literal_tails): each
@@ -29,13 +30,16 @@ def store_index(idx: list[str]) -> str:
     return ", ".join(idx) if idx else "..."
 
 
-def operand_index(eqn: JaxprEqn, idx: list[str]) -> str:
-    """Where an index map (broadcast, slice) reads its operand at loop index `idx`. An offset
-    or strided index is unsigned arithmetic: loop indices may be uint64 (chunk bounds), and
-    uint64 with int64 is float64 in Numba; unsigned, the load needs no wraparound test."""
+def operand_index(eqn: JaxprEqn, idx: list[str], operand: str = "") -> str:
+    """Where an index map (broadcast, slice, roll) reads its operand (named `operand`) at loop
+    index `idx`. An offset or strided index is unsigned arithmetic: loop indices may be uint64
+    (chunk bounds), and uint64 with int64 is float64 in Numba; unsigned, the load needs no
+    wraparound test."""
     parts: list[str] = []
-    for r in registry.axis_reads(eqn):
-        if r.stride == 0:
+    for d, r in enumerate(registry.axis_reads(eqn)):
+        if eqn.primitive is im.roll_p and d == eqn.params["axis"]:
+            parts.append(roll_index(idx[r.dim], eqn.params["shift"], f"{operand}.shape[{d}]"))
+        elif r.stride == 0:
             parts.append(str(r.start))
         elif r.plain:
             parts.append(idx[r.dim])
@@ -69,7 +73,13 @@ def map_index(eqn: JaxprEqn, idx: list[str]) -> str:
     `idx`: each operand axis's `start + stride * i` times the axis's element stride."""
     shape = eqn.invars[0].aval.shape
     terms, offset, step = [], 0, 1
-    for r, n in reversed(list(zip(registry.axis_reads(eqn), shape, strict=True))):
+    for d, r, n in reversed(list(zip(range(len(shape)), registry.axis_reads(eqn), shape,
+                                     strict=True))):
+        if eqn.primitive is im.roll_p and d == eqn.params["axis"]:
+            at = f"np.int64({roll_index(idx[r.dim], eqn.params['shift'], str(n))})"
+            terms.append(at if step == 1 else f"{at} * {step}")
+            step *= n
+            continue
         offset += r.start * step
         if r.stride:
             at = idx[r.dim]
@@ -79,9 +89,22 @@ def map_index(eqn: JaxprEqn, idx: list[str]) -> str:
 
 
 def forward_reads(eqn: JaxprEqn) -> bool:
-    """Whether an index map reads its operand at non-negative steps (no reversal): LLVM then
-    sees its flat index is never negative and drops the wraparound test at each load."""
-    return all(r.stride >= 0 for r in registry.axis_reads(eqn))
+    """Whether an index map reads its operand at non-negative steps from its starts (no
+    reversal, no roll): LLVM then sees its flat index is never negative and drops the
+    wraparound test at each load."""
+    return eqn.primitive is not im.roll_p and all(r.stride >= 0
+                                                  for r in registry.axis_reads(eqn))
+
+
+def roll_index(i: str, shift: int, n: str) -> str:
+    """Where a roll by `shift` reads along its axis at loop index `i`, the axis `n` long, as
+    two segments (no division) in unsigned arithmetic: out[i] = x[(i - shift) mod n]."""
+    i = f"np.uint64({i})"
+    if shift > 0:
+        s = f"np.uint64({shift})"
+        return f"({i} - {s} if {i} >= {s} else {i} + np.uint64({n}) - {s})"
+    s = f"np.uint64({-shift})"
+    return f"({i} + {s} if {i} + {s} < np.uint64({n}) else {i} + {s} - np.uint64({n}))"
 
 
 def iota_index(eqn: JaxprEqn, idx: list[str], flat: bool) -> str:

@@ -285,7 +285,7 @@ def scalar_expr(eqn: JaxprEqn, idx: list[str], flat: bool, value: dict[Var, str]
         x = eqn.invars[0]
         if isinstance(x, Literal) or x.aval.ndim == 0 or x in value:
             return read(x)
-        return f"{names[x]}[{operand_index(eqn, idx)}]"
+        return f"{names[x]}[{operand_index(eqn, idx, names[x])}]"
     if kind is Fusion.SOURCE:
         return cast(out.aval.dtype, iota_index(eqn, idx, flat))
     low = lowering(eqn)

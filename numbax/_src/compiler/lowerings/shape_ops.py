@@ -100,6 +100,16 @@ def _slice_library(eqn: JaxprEqn, ins: list[str]) -> str:
         "start_indices", "limit_indices", "strides")))
 
 
+def _roll_array(args, eqn):
+    """A roll inside compiled control flow (Numba's np.roll takes no axis): its two slices
+    concatenated."""
+    shift, axis = eqn.params["shift"], eqn.params["axis"]
+    cut = eqn.invars[0].aval.shape[axis] - shift if shift > 0 else -shift
+    head = ", ".join([":"] * axis + [f"{cut}:"])
+    tail = ", ".join([":"] * axis + [f":{cut}"])
+    return f"np.concatenate(({args[0]}[{head}], {args[0]}[{tail}]), axis={axis})"
+
+
 def _slice_array(args, eqn):
     p = eqn.params
     strides = p["strides"] or (1,) * len(p["start_indices"])
@@ -118,6 +128,9 @@ register(ls.slice_p, backend="cuda", library=cuda_driver.planned(cuda_index.slic
 register(im.index_map_p, Fusion.INDEX_MAP, cheap=True, reads=im.reads_of)
 register(im.index_map_p, backend="cpu", scalar_ok=no_complex, library=lambda e, ins: _kc(
     "index_map", ins[0], render_value(e.params["reads"]), render_value(e.params["shape"])))
+register(im.roll_p, Fusion.INDEX_MAP, cheap=True, reads=im.roll_reads)
+register(im.roll_p, backend="cpu", scalar_ok=no_complex, library=lambda e, ins: _kc(
+    "roll", ins[0], str(e.params["shift"]), str(e.params["axis"])), array=_roll_array)
 register(ls.rev_p, backend="cpu",
          library=lambda e, ins: _kc("rev", ins[0], render_value(e.params["dimensions"])))
 register(ls.rev_p, backend="cuda", library=cuda_driver.planned(cuda_index.rev))

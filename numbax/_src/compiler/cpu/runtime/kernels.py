@@ -81,6 +81,11 @@ def concatenate(parts: tuple, axis: int) -> np.ndarray:
     return copies.concatenate(list(parts), axis)
 
 
+def roll(x: np.ndarray, shift: int, axis: int) -> np.ndarray:
+    """A roll no fused loop reads (lax/index_map.roll_p): numpy's copy."""
+    return np.roll(x, shift, axis)
+
+
 def pad(x: np.ndarray, pv, padding_config: tuple) -> np.ndarray:
     """lax.pad with negative (cropping) and interior padding, as shape_ops._pad_impl."""
     full = [max(lo, 0) + max(hi, 0) + n + max(n - 1, 0) * interior
