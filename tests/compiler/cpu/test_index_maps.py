@@ -352,6 +352,18 @@ def test_short_concatenations_under_grad_and_of_computed_columns():
     np.testing.assert_allclose(np.asarray(numbax.jit(numbax.grad(loss))(im)), want, rtol=1e-14)
 
 
+def test_rows_picked_by_an_iota_have_their_size_written_in():
+    """A reversal or concatenation of rows of 8 (past UNROLL_MAX) loops over the row's size
+    as written, so that each element's pick folds to a constant; numpy's values."""
+    x = RNG.normal(size=(1000, 8)).astype(np.float32)
+    for f, want in [(lambda x: jnp.flip(x, 1) + 1, np.flip(x, 1) + 1),
+                    (lambda x: jnp.concatenate([x[:, :5], x[:, :3] * 2], 1) - 1,
+                     np.concatenate([x[:, :5], x[:, :3] * 2], 1) - 1)]:
+        text = numbax.jit(f).lower(x).as_text()
+        assert "in range(8):" in text
+        np.testing.assert_array_equal(np.asarray(numbax.jit(f)(x)), want)
+
+
 def _heat(xp, u, roll):
     return u + 0.1 * (roll(u, 1, 0) + roll(u, -1, 0) + roll(u, 1, 1) + roll(u, -1, 1) - 4 * u)
 

@@ -24,6 +24,7 @@ from numbax._src.compiler.cpu.indices import (
     literal_tails,
     map_axes,
     operand_index,
+    picks_along_rows,
     store_index,
     tail_index,
     tail_view,
@@ -566,7 +567,7 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     if rank:
         lines.extend(scalar_loads(k, pad))
     bounds = [" * ".join(k.sizes)] if flat or k.flat else list(k.sizes)
-    if len(bounds) >= 2 and nest.shape[-1] <= UNROLL_MAX:
+    if len(bounds) >= 2 and (nest.shape[-1] <= UNROLL_MAX or picks_along_rows(nest)):
         bounds[-1] = str(nest.shape[-1])  # unrolled: the loop around it can vectorise
     if flat and k.row0:  # a task's slice of the 1-d views: its length, not the nest's size
         bounds = [f"{next(iter(k.out_names.values()))}.shape[0]"]
