@@ -179,6 +179,7 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
     of its own. (The broadcasts then compose with the slices and the reshapes that made the
     operands one element thick.)"""
     out = []
+    made = {v: e for e in eqns for v in e.outvars}
     for eqn in eqns:
         pieces = _short_pieces(eqn)
         if pieces is None:
@@ -191,7 +192,11 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
                                                       "shape": shape, "dimension": axis}))
         cases = []
         for x, at in pieces:
-            if x.aval.shape[axis] != 1:  # one element of a thicker operand, by a slice
+            maker = made.get(x)
+            if maker is not None and maker.primitive is ls.broadcast_in_dim_p and \
+                    not maker.invars[0].aval.ndim:  # a constant column (`jnp.ones((n, 1))`)
+                x = maker.invars[0]
+            elif x.aval.shape[axis] != 1:  # one element of a thicker operand, by a slice
                 start = [0] * len(shape)
                 start[axis] = at
                 limit = list(x.aval.shape)
@@ -204,7 +209,7 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
                 x = one
             c = Var(core.ShapedArray(shape, v.aval.dtype, x.aval.weak_type))
             out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {
-                "shape": shape, "broadcast_dimensions": tuple(range(len(shape)))}))
+                "shape": shape, "broadcast_dimensions": tuple(range(x.aval.ndim))}))
             cases.append(c)
         out.append(JaxprEqn(lx.select_n_p, [which, *cases], [v], {}))
     return out

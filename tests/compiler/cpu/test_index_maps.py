@@ -339,6 +339,11 @@ def test_short_concatenations_under_grad_and_of_computed_columns():
     gradients, against numpy and the closed-form gradient."""
     p = RNG.normal(size=(1000, 3)).astype(np.float32)
     hom = numbax.jit(lambda p: jnp.concatenate([p * 2, jnp.ones((p.shape[0], 1), p.dtype)], 1))
+    # (a column of ones is a constant in the loop, not an array of its own)
+    ones = lambda p: jnp.concatenate([p, jnp.ones((p.shape[0], 1), p.dtype)], 1)  # noqa: E731
+    assert _driver(ones, p).count("_loop(") == 1
+    np.testing.assert_array_equal(np.asarray(numbax.jit(ones)(p)),
+                                  np.concatenate([p, np.ones((1000, 1), np.float32)], 1))
     np.testing.assert_array_equal(np.asarray(hom(p)),
                                   np.concatenate([p * 2, np.ones((1000, 1), np.float32)], 1))
     im = RNG.random(size=(64, 48, 3))
