@@ -36,8 +36,9 @@ def operand_index(eqn: JaxprEqn, idx: list[str], operand: str = "") -> str:
     (chunk bounds), and uint64 with int64 is float64 in Numba; unsigned, the load needs no
     wraparound test."""
     parts: list[str] = []
+    rolled = _rolled_axis(eqn)
     for d, r in enumerate(registry.axis_reads(eqn)):
-        if eqn.primitive is im.roll_p and d == eqn.params["axis"]:
+        if d == rolled:
             parts.append(roll_index(idx[r.dim], eqn.params["shift"], f"{operand}.shape[{d}]"))
         elif r.stride == 0:
             parts.append(str(r.start))
@@ -73,9 +74,10 @@ def map_index(eqn: JaxprEqn, idx: list[str]) -> str:
     `idx`: each operand axis's `start + stride * i` times the axis's element stride."""
     shape = eqn.invars[0].aval.shape
     terms, offset, step = [], 0, 1
+    rolled = _rolled_axis(eqn)
     for d, r, n in reversed(list(zip(range(len(shape)), registry.axis_reads(eqn), shape,
                                      strict=True))):
-        if eqn.primitive is im.roll_p and d == eqn.params["axis"]:
+        if d == rolled:
             at = f"np.int64({roll_index(idx[r.dim], eqn.params['shift'], str(n))})"
             terms.append(at if step == 1 else f"{at} * {step}")
             step *= n
@@ -94,6 +96,11 @@ def forward_reads(eqn: JaxprEqn) -> bool:
     wraparound test at each load."""
     return eqn.primitive is not im.roll_p and all(r.stride >= 0
                                                   for r in registry.axis_reads(eqn))
+
+
+def _rolled_axis(eqn: JaxprEqn) -> int | None:
+    """The operand axis a roll wraps (its reads' `start` there is no offset), or None."""
+    return eqn.params["axis"] if eqn.primitive is im.roll_p else None
 
 
 def roll_index(i: str, shift: int, n: str) -> str:

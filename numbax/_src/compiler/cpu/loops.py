@@ -495,14 +495,13 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     if parts is None:
         lines.append(f"{pad}for t in {'prange' if parallel else 'range'}(ntask):")
     inner = pad * 2
-    lines += [f"{inner}nb = ntask // nch",
-              f"{inner}c, b = t // nb, t % nb",
-              f"{inner}j0, j1 = np.uint64(n1 * b // nb), np.uint64(n1 * (b + 1) // nb)"
-              if blocked else f"{inner}j0, j1 = 0, n1"][:2 if narrow else 3]
+    lines += [f"{inner}nb = ntask // nch", f"{inner}c, b = t // nb, t % nb"]
     rows = f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * {COLUMN_CHUNK})):"
     if narrow:
         _narrow_columns(k, reductions, lines, inner, rows)
     else:
+        lines.append(f"{inner}j0, j1 = np.uint64(n1 * b // nb), np.uint64(n1 * (b + 1) // nb)"
+                     if blocked else f"{inner}j0, j1 = 0, n1")
         lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c, j0:j1]" for j, e in
                                         enumerate(reductions)}, inner)
         lines.append(rows)
