@@ -6,15 +6,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src import typecheck
-from numbax._src.compiler import fusion, inline, passes, unroll
+from numbax._src.compiler import fusion, hoist, inline, passes, unroll
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.core import ClosedJaxpr, Jaxpr
 
 
 def prepare(jaxpr: Jaxpr) -> Jaxpr:
     """The jaxpr with call-like equations inlined, scans that ask for it unrolled, typechecked
-    and simplified."""
-    return passes.simplify(typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr))))
+    and simplified, and loop-invariant equations moved out of loop bodies (after the bodies'
+    simplification, which inlines their scalar broadcasts into the readers: hoisted, those
+    would be arrays; the equations two loops both hoisted merged by CSE)."""
+    jaxpr = passes.simplify(typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr))))
+    return typecheck.check_jaxpr(passes.dce(passes.cse(hoist.hoist_invariants(jaxpr))))
 
 
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
