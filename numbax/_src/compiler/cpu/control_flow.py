@@ -18,7 +18,7 @@ from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
 from numbax._src.compiler.cpu import flow_loops, flow_runs, indices, loop_products, loops, work
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
-from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header
+from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header, runtime_imports
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
 from numbax._src.compiler.registry import Fusion, Unsupported
 from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
@@ -302,8 +302,13 @@ class Function:
             if low.cast and not (out.aval.dtype == np.float64 and all(
                     x.aval.dtype == np.float64 for x in eqn.invars)):
                 expr = cast(out.aval.dtype, expr)
-        elif low is not None and low.array is not None and len(eqn.outvars) == 1:
+        elif low is not None and low.array is not None:
             expr = low.array(ins, eqn)
+            if len(eqn.outvars) > 1:  # a tuple of new arrays (lu)
+                names = [self.fresh() for _ in eqn.outvars]
+                env.update(zip(eqn.outvars, names, strict=True))
+                lines.append(f"{pad}{', '.join(names)}, = {expr}")
+                return
             if out.aval.ndim == 0:  # 0-d values are scalars throughout, so branches and
                 expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
@@ -479,11 +484,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     options = PRANGE_ONLY if fn.parallel else "False"
     deco = f'@njit(parallel={options}, error_model="numpy", cache=CACHE, fastmath=False)'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
-    if fn.products:
-        head += ("\nfrom numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401"
-                 if own_gemm else
-                 "\nfrom numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401")
-    src = f"{head}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
+    src = f"{head}{runtime_imports(body)}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
     timed = fn.parallel and fn.nests_only
     if timed:  # the one-thread variant: plain loops, all through flat views
         serial = '@njit(parallel=False, error_model="numpy", cache=CACHE, fastmath=False)'

@@ -3,6 +3,8 @@ the imports kernels use) and the decorators of its kernels: loop nests (loops.py
 compiled control flow (control_flow.py) and the driver (driver.py)."""
 from __future__ import annotations
 
+import re
+
 from numbax._src import core
 from numbax._src.compiler.source import jaxpr_comment, version_line
 from numbax._src.core import Jaxpr
@@ -29,6 +31,19 @@ def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
         "",
         'CACHE = "__file__" in globals()  # Numba caches only modules loaded from a file',
     ])
+
+
+# The runtime modules compiled control flow calls beyond the header's, by the alias its source
+# uses: its products' blocks (loop_products.py) and the array forms of library primitives
+# (lowerings/flow_arrays.py).
+_FLOW_RUNTIME = {"gl": "gemm_loops", "bp": "blas_parts", "fi": "flow_index", "fl": "flow_linalg"}
+
+
+def runtime_imports(body: str) -> str:
+    """The import lines of the `_FLOW_RUNTIME` modules that `body` calls."""
+    return "".join(f"\nfrom numbax._src.compiler.cpu.runtime import {module} as {alias}  "
+                   "# noqa: F401" for alias, module in _FLOW_RUNTIME.items()
+                   if re.search(rf"\b{alias}\.", body))
 
 
 def decorator(parallel: bool) -> str:

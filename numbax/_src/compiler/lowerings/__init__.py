@@ -9,6 +9,7 @@ from numbax._src.compiler.lowerings import (  # noqa: F401  isort: skip
     convolution,
     dot,
     elementwise,
+    flow_arrays,
     indexing,
     linalg,
     ordering,

@@ -226,7 +226,7 @@ def _gather_row(x2, dims, idx2, fill_mode, fill, out2, b):  # pragma: no cover -
 
 
 @njit(cache=True, error_model="numpy")
-def _gather_rows(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover - compiled
+def gather_rows(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no cover - compiled
     for b in range(idx2.shape[0]):
         _gather_row(x2, dims, idx2, fill_mode, fill, out2, b)
 
@@ -238,7 +238,7 @@ def _gather_rows_parallel(x2, dims, idx2, fill_mode, fill, out2):  # pragma: no 
 
 
 def _scalar_gather(parallel: bool):
-    """`_gather_rows` for one indexed axis and rows of one element (take_along_axis's flat
+    """`gather_rows` for one indexed axis and rows of one element (take_along_axis's flat
     positions, an embedding of scalars): the generic row loop cost ~4 ns an element."""
     @njit(parallel=parallel, cache=True, error_model="numpy")
     def gather(x, idx, fill_mode, fill, out):  # pragma: no cover - compiled
@@ -285,7 +285,7 @@ def _gather_into(x2, dims, idx2, fill_mode: bool, fill, out2) -> None:
         return
     threads = min(rt_threads.threads_for(out2.nbytes * copies.BYTE_NS), out2.shape[0])
     if threads <= 1:
-        _gather_rows(x2, dims, idx2, fill_mode, fill, out2)
+        gather_rows(x2, dims, idx2, fill_mode, fill, out2)
         return
     with rt_threads.running(threads):
         _gather_rows_parallel(x2, dims, idx2, fill_mode, fill, out2)
@@ -311,7 +311,7 @@ def _combine(op, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
-def _scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
+def scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
     r = out2.shape[1]
     for b in range(idx2.shape[0]):
         off, ok = _row_offset(dims, idx2, b)
@@ -323,7 +323,7 @@ def _scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compi
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, parts):  # pragma: no cover
-    """`_scatter_rows` with out2's rows cut into `parts` blocks, one a thread: each thread reads
+    """`scatter_rows` with out2's rows cut into `parts` blocks, one a thread: each thread reads
     every index and applies the updates landing in its block, so a row still combines its
     updates in index order (the serial result, bit for bit, duplicates included)."""
     rows, r = out2.shape
@@ -338,7 +338,7 @@ def _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, parts):  # pragma: 
 
 
 def _scalar_scatter(op: int):
-    """`_scatter_rows` for one indexed axis and rows of one element, `op` compiled in: the
+    """`scatter_rows` for one indexed axis and rows of one element, `op` compiled in: the
     generic loop's index arithmetic and per-element choice of op took 2.7 ns an update (a
     histogram's 1e6 updates into 1000 bins: 2.7 ms against numpy's add.at 0.74)."""
     @njit(cache=True, error_model="numpy")
@@ -370,7 +370,7 @@ def _scatter_into(out2, dims, idx2, upd2, op: int, drop: bool) -> None:
         return
     threads = min(rt_threads.threads_for(upd2.nbytes * copies.BYTE_NS), out2.shape[0])
     if threads <= 1 or out2.shape[1] * out2.itemsize < PARALLEL_ROW_BYTES:
-        _scatter_rows(out2, dims, idx2, upd2, op, drop)
+        scatter_rows(out2, dims, idx2, upd2, op, drop)
         return
     with rt_threads.running(threads):
         _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, threads)
@@ -433,7 +433,7 @@ def scatter(x: np.ndarray, idx: np.ndarray, upd: np.ndarray, op: int, axes: tupl
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _wrapped(c, n):  # pragma: no cover - compiled
+def wrapped(c, n):  # pragma: no cover - compiled
     """A Python-style index (negative counts from the end); raises when out of bounds."""
     if c < 0:
         c += n
@@ -447,7 +447,7 @@ def _take_rows(x2, idx2, out2):  # pragma: no cover - compiled
     n = x2.shape[1]
     for r in range(idx2.shape[0]):
         for j in range(idx2.shape[1]):
-            out2[r, j] = x2[r, _wrapped(idx2[r, j], n)]
+            out2[r, j] = x2[r, wrapped(idx2[r, j], n)]
 
 
 @njit(cache=True, error_model="numpy")
@@ -455,7 +455,7 @@ def _scatter_add_rows(out2, idx2, u2):  # pragma: no cover - compiled
     n = out2.shape[1]
     for r in range(idx2.shape[0]):
         for j in range(idx2.shape[1]):
-            out2[r, _wrapped(idx2[r, j], n)] += u2[r, j]
+            out2[r, wrapped(idx2[r, j], n)] += u2[r, j]
 
 
 def _rows_last(a: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
@@ -482,7 +482,7 @@ def take_along_axis(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
 def _take_blocks(x: np.ndarray, idx: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
     """take_along_axis where the indices do not vary after `axis` (a row permutation, LU's
     pivots): whole blocks of the trailing axes copied by numpy's indexing, which wraps negative
-    indices and raises past the end as `_wrapped` does. Moving the axis last instead copied x,
+    indices and raises past the end as `wrapped` does. Moving the axis last instead copied x,
     the broadcast indices and the result through transposes: 16 of a jitted 1024^2 inverse's
     ~150 ms on the 2-core VM."""
     outer = math.prod(shape[:axis])
