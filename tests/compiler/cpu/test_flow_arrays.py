@@ -268,3 +268,74 @@ def test_cholesky_in_a_loop_and_nans_for_a_matrix_not_positive_definite():
     np.testing.assert_allclose(np.asarray(got[0]), want, rtol=1e-12)
     assert np.isnan(np.asarray(got[1])).all()  # as the eager (LAPACK) factor gives
     assert np.isnan(np.asarray(jnp.linalg.cholesky(bad))).all()
+
+
+def test_reversal_in_a_loop():
+    x = RNG.standard_normal((3, 4))
+    f = lambda x: lax.fori_loop(0, 3, lambda k, a: jnp.flip(a, 1) * 2 + jnp.flip(a), x)  # noqa
+    want = x
+    for _ in range(3):
+        want = want[:, ::-1] * 2 + want[::-1, ::-1]
+    _check(f, want, x)
+
+
+def test_sorts_argsorts_and_medians_in_a_loop_nans_last_ties_stable():
+    x = np.array([[3.0, np.nan, -0.0, 1.0, 0.0, 1.0, -np.inf], [2.0, 2.0, 2.0, -1.0, 5.0, 0.5,
+                                                                 np.nan]])
+
+    def f(x):
+        def body(k, c):
+            s, order, med = c
+            y = x + 0.0 * k  # (the step's operand depends on k: nothing leaves the loop)
+            return (s + jnp.sort(y, axis=1), jnp.argsort(y, axis=1).astype(jnp.int32),
+                    med + jnp.median(y[:, :6], axis=1))
+        return lax.fori_loop(0, 2, body, (jnp.zeros(x.shape), jnp.zeros(x.shape, jnp.int32),
+                                          jnp.zeros(2)))
+
+    want = (2 * np.sort(x, axis=1), np.argsort(x, axis=1, kind="stable").astype(np.int32),
+            2 * np.median(x[:, :6], axis=1))
+    _check(f, want, x)
+
+
+def test_integer_sort_along_the_first_axis_in_a_loop():
+    x = RNG.integers(-5, 5, (6, 3)).astype(np.int32)
+    f = lambda x: lax.fori_loop(0, 2, lambda k, a: jnp.sort(a * -1, axis=0), x)  # noqa: E731
+    _check(f, np.sort(-np.sort(-x, axis=0), axis=0), x)
+
+
+def test_top_k_in_a_loop_ties_to_the_lower_index_and_nans_first():
+    x = np.array([[1.0, 4.0, 4.0, np.nan, 2.0], [0.0, -1.0, 0.0, 3.0, 3.0]])
+
+    def f(x):
+        def body(k, c):
+            values, indices = lax.top_k(x + 0.0 * k, 3)
+            return c[0] + values, indices
+        return lax.fori_loop(0, 2, body, (jnp.zeros((2, 3)), jnp.zeros((2, 3), jnp.int32)))
+
+    order = np.array([[3, 1, 2], [3, 4, 0]])  # JAX's lax.top_k of these rows
+    _check(f, (2 * np.take_along_axis(x, order, 1), order.astype(np.int32)), x)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_in_a_loop(side):
+    table = np.array([-1.0, 0.0, 0.0, 2.5, 7.0, np.nan])
+    v = np.array([-2.0, 0.0, 1.0, 7.0, 9.0, np.nan])
+
+    def f(table, v):
+        return lax.fori_loop(0, 3, lambda k, c: c + jnp.searchsorted(table, v + 0.0 * k,
+                                                                      side=side),
+                             jnp.zeros(6, jnp.int64))
+
+    _check(f, 3 * np.searchsorted(table, v, side=side), table, v)
+
+
+def test_cumlogsumexp_in_a_loop_with_infinities():
+    x = np.array([-np.inf, 0.0, 1.5, -np.inf, 3.0, -2.0])
+
+    def f(x):
+        return lax.fori_loop(0, 2, lambda k, c: c + lax.cumlogsumexp(x * (k + 1), 0,
+                                                                     reverse=True),
+                             jnp.zeros(6))
+
+    want = sum(np.logaddexp.accumulate((x * k)[::-1])[::-1] for k in (1, 2))
+    _check(f, want, x, rtol=1e-12)

@@ -2,7 +2,9 @@
 rule is a library call: gathers and scatters, take_along_axis, argmax/argmin, cumulative
 sums, products and extrema (cpu/runtime/flow_index.py, `fi`), and LU, triangular solves and
 Cholesky of real matrices (cpu/runtime/flow_linalg.py, `fl`). Without them a loop body that
-holds one runs as the driver's host loop, a Python step per iteration.
+holds one runs as the driver's host loop, a Python step per iteration. Reversals, sorts of
+one key (with at most one operand carried along: argsort), top_k, searchsorted and
+cumlogsumexp are here too.
 
 Each rule reshapes its operands to the few axes the runtime loops over (the indexed or
 reduced axis in the middle, the others flattened around it) and the result back; a form the
@@ -21,6 +23,8 @@ from numbax._src.lax import linalg as ll
 from numbax._src.lax import linalg_lu as llu
 from numbax._src.lax import reductions as lr
 from numbax._src.lax import scatter as lsc
+from numbax._src.lax import shape_ops as ls
+from numbax._src.lax import sort as lsort
 from numbax._src.lax.indexing import default_fill
 
 
@@ -129,6 +133,49 @@ def _cumulative(kind: int):
     return rule
 
 
+def _rev(args: list[str], eqn: JaxprEqn) -> str:
+    x = eqn.invars[0].aval
+    flips = ", ".join("::-1" if d in eqn.params["dimensions"] else ":" for d in range(x.ndim))
+    return f"np.ascontiguousarray({args[0]}[{flips}])"
+
+
+def _logcumsumexp(args: list[str], eqn: JaxprEqn) -> str:
+    _real(eqn, floats=True)
+    x = eqn.invars[0].aval
+    p = eqn.params
+    return f"fi.logcumsumexp({_around(args[0], x.shape, p['axis'])}, {p['reverse']})" \
+           f".reshape({x.shape})"
+
+
+def _sort(args: list[str], eqn: JaxprEqn) -> str:
+    """One key, and at most one operand sorted along with it (fi.sort1, fi.sort2)."""
+    _real(eqn)
+    p = eqn.params
+    if p["num_keys"] != 1 or len(args) > 2:
+        raise Unsupported("sort of several keys or of more than two operands")
+    x = eqn.invars[0].aval
+    parts = ", ".join(_around(a, x.shape, p["dimension"]) for a in args)
+    return f"fi.sort{len(args)}({parts}, {x.shape})"
+
+
+def _top_k(args: list[str], eqn: JaxprEqn) -> str:
+    _real(eqn)
+    x, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    axis = eqn.params["axis"]
+    if x.shape[axis] == 0:
+        raise Unsupported("top_k of an empty axis")
+    return f"fi.top_k({_around(args[0], x.shape, axis)}, {eqn.params['k']}, {out.shape})"
+
+
+def _searchsorted(args: list[str], eqn: JaxprEqn) -> str:
+    _real(eqn)
+    a, v, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    rows = math.prod(a.shape[:-1])
+    return f"fi.searchsorted({_index_rows(args[0], a.shape)}, np.ascontiguousarray(" \
+           f"{args[1]}).reshape(({rows}, {v.size // rows})), {eqn.params['right']})" \
+           f".reshape({out.shape}).astype({dtype_ctor(out.dtype)})"
+
+
 def _lu(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn, floats=True)
     x = eqn.invars[0].aval
@@ -161,6 +208,11 @@ register(lr.argmax_p, backend="cpu", array=_arg_extremum(True))
 register(lr.argmin_p, backend="cpu", array=_arg_extremum(False))
 for _kind, _prim in enumerate((lr.cumsum_p, lr.cumprod_p, lr.cummax_p, lr.cummin_p)):
     register(_prim, backend="cpu", array=_cumulative(_kind))
+register(ls.rev_p, backend="cpu", array=_rev)
+register(lr.cumlogsumexp_p, backend="cpu", array=_logcumsumexp)
+register(lsort.sort_p, backend="cpu", array=_sort)
+register(lsort.top_k_p, backend="cpu", array=_top_k)
+register(lsort.searchsorted_p, backend="cpu", array=_searchsorted)
 register(llu.lu_p, backend="cpu", array=_lu)
 register(ll.triangular_solve_p, backend="cpu", array=_triangular_solve)
 register(ll.cholesky_p, backend="cpu", array=_cholesky)

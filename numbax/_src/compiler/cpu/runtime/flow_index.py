@@ -1,13 +1,14 @@
-"""Index, search and scan primitives inside compiled control flow (`fi.*`): the array forms
-that let a loop body holding a gather, a scatter, take_along_axis, argmax/argmin or a
-cumulative sum stay one compiled loop instead of the driver's host loop (a scan of 1000
-Kalman steps, or a fori_loop over `x + jnp.argmax(x)`, paid ~8 us of Python a step there).
+"""Index, search, sort and scan primitives inside compiled control flow (`fi.*`): the array
+forms that let a loop body holding a gather, a scatter, take_along_axis, argmax/argmin, a
+cumulative scan, a sort, top_k or searchsorted stay one compiled loop instead of the driver's
+host loop (a fori_loop over `x + jnp.argmax(x)` paid ~8 us of Python a step there).
 
 Each function takes its operands already reshaped by the lowering (lowerings/flow_arrays.py)
 into the few axes it loops over and returns a new array; the rules are the eager ones
 (kernels.py, lax/extrema.py): a gather clamps or fills, a scatter combines in index order and
 clips or drops, take_along_axis wraps negative indices, the first extremum and the first NaN
-win, cumulative sums run in the operand's dtype in order, cummax/cummin follow lax.max/min."""
+win, cumulative sums run in the operand's dtype in order, cummax/cummin follow lax.max/min,
+sorts are stable with NaNs last (numpy's order, as sort.py's eager rule)."""
 from __future__ import annotations
 
 import numpy as np
@@ -91,4 +92,145 @@ def cumulative(x3, kind, reverse):  # pragma: no cover - compiled
                     else:
                         v = scalars.fmin(prev, v)
                 out[a, i, c] = v
+    return out
+
+
+@njit(**_JIT)
+def _logaddexp(a, b):  # pragma: no cover - compiled
+    """numpy's logaddexp: log(exp(a) + exp(b)) without overflow; equal infinities kept."""
+    if a == b:
+        return a + np.log(2.0)
+    d = a - b
+    if d > 0:
+        return a + np.log1p(np.exp(-d))
+    if d <= 0:
+        return b + np.log1p(np.exp(d))
+    return d  # a NaN
+
+
+@njit(**_JIT)
+def logcumsumexp(x3, reverse):  # pragma: no cover - compiled
+    """Running logaddexp along the middle axis (lax.cumlogsumexp), from its end when
+    `reverse`."""
+    pre, n, post = x3.shape
+    out = np.empty_like(x3)
+    for a in range(pre):
+        for c in range(post):
+            for step in range(n):
+                i = n - 1 - step if reverse else step
+                v = x3[a, i, c]
+                if step:
+                    v = _logaddexp(out[a, i + 1 if reverse else i - 1, c], v)
+                out[a, i, c] = v
+    return out
+
+
+# ----------------------------------------------------------------------------- sorts
+
+
+@njit(error_model="numpy", cache=True, inline="always")
+def _before(a, b):  # pragma: no cover - compiled
+    """numpy's sort order: a NaN after every number, equal values (and zeros) tied."""
+    return a < b or (a == a and b != b)
+
+
+@njit(**_JIT)
+def _argsort_row(key, order, spare):  # pragma: no cover - compiled
+    """`order` = the stable ascending order of `key` (a merge sort of runs doubling in
+    length; `spare` is its buffer)."""
+    n = key.shape[0]
+    for i in range(n):
+        order[i] = i
+    width = 1
+    src, dst = order, spare
+    in_spare = False  # where the last pass wrote
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or _before(key[src[j]], key[src[i]])):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+        src, dst = dst, src
+        in_spare = not in_spare
+        width *= 2
+    if in_spare:
+        order[:] = spare
+
+
+@njit(**_JIT)
+def argsort(x3):  # pragma: no cover - compiled
+    """The stable ascending order along the middle axis of x3."""
+    pre, n, post = x3.shape
+    out = np.empty((pre, n, post), np.int64)
+    key = np.empty(n, x3.dtype)
+    order, spare = np.empty(n, np.int64), np.empty(n, np.int64)
+    for a in range(pre):
+        for c in range(post):
+            for i in range(n):
+                key[i] = x3[a, i, c]
+            _argsort_row(key, order, spare)
+            for i in range(n):
+                out[a, i, c] = order[i]
+    return out
+
+
+@njit(**_JIT)
+def sort1(x3, shape):  # pragma: no cover - compiled
+    """lax.sort of one operand along the middle axis, in `shape`."""
+    return take_along(x3, argsort(x3)).reshape(shape)
+
+
+@njit(**_JIT)
+def sort2(x3, y3, shape):  # pragma: no cover - compiled
+    """lax.sort of x3 with y3 carried along (argsort: y3 an iota; sort_key_val), in
+    `shape`."""
+    order = argsort(x3)
+    return take_along(x3, order).reshape(shape), take_along(y3, order).reshape(shape)
+
+
+@njit(**_JIT)
+def top_k(x3, k, shape):  # pragma: no cover - compiled
+    """The k largest values along the middle axis and their int32 indices, in `shape`: the
+    lower index first on ties, a NaN first (sort.py's order: a stable sort of the reversed
+    row)."""
+    pre, n, post = x3.shape
+    values = np.empty((pre, k, post), x3.dtype)
+    indices = np.empty((pre, k, post), np.int32)
+    key = np.empty(n, x3.dtype)
+    order, spare = np.empty(n, np.int64), np.empty(n, np.int64)
+    for a in range(pre):
+        for c in range(post):
+            for i in range(n):
+                key[i] = x3[a, n - 1 - i, c]
+            _argsort_row(key, order, spare)
+            for j in range(k):
+                i = n - 1 - order[n - 1 - j]
+                values[a, j, c] = x3[a, i, c]
+                indices[a, j, c] = i
+    return values.reshape(shape), indices.reshape(shape)
+
+
+@njit(**_JIT)
+def searchsorted(a2, v2, right):  # pragma: no cover - compiled
+    """For each row r, the positions in the sorted a2[r] where v2[r]'s values would go: before
+    equal values, or after them (`right`), in numpy's order (a NaN after every number)."""
+    out = np.empty(v2.shape, np.int64)
+    n = a2.shape[1]
+    for r in range(v2.shape[0]):
+        for j in range(v2.shape[1]):
+            v = v2[r, j]
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                goes_after = not _before(v, a2[r, mid]) if right else _before(a2[r, mid], v)
+                if goes_after:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[r, j] = lo
     return out
