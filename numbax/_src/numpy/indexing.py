@@ -572,7 +572,9 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
     indices, gmode = _take_mode("take_along_axis", mode, indices, a_shape[axis])
     indices = ew.convert_element_type(indices, np.int64)
     if get_aval(arr).size and all(a_shape[d] == out_shape[d] for d in others):
-        return take_along.flat_positions(arr, indices, axis, out_shape, gmode, fill_value)
+        positions = (take_along.few_positions if out_shape[axis] <= take_along.FEW_POSITIONS
+                     else take_along.flat_positions)
+        return positions(arr, indices, axis, out_shape, gmode, fill_value)
     cols = []
     for d in range(len(a_shape)):
         if d == axis:

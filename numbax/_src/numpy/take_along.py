@@ -1,5 +1,6 @@
-"""jnp.take_along_axis's gather of flat positions (numpy/indexing.py takes it where arr's
-other axes are the result's)."""
+"""jnp.take_along_axis where arr's other axes are the result's (numpy/indexing.py picks one
+of these): a few positions a line through along_axis.take_along_axis, or a gather of flat
+positions."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,10 +8,38 @@ from typing import Any
 import numpy as np
 
 from numbax._src.core import get_aval
+from numbax._src.lax import along_axis, shape_ops
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import indexing as lax_indexing
-from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
+
+# Lines of at most this many indices (a label per example, the k of top-k) take the
+# along-axis primitive, whose transpose the compilers turn into selects fused into the
+# cotangent's readers (compiler/few_scatters.py).
+FEW_POSITIONS = 8
+
+
+def few_positions(arr: Any, indices: Any, axis: int, out_shape: tuple, gmode: str,
+                  fill_value: Any) -> Any:
+    """take_along_axis of at most FEW_POSITIONS indices a line: the clamped indices taken
+    along the axis, and for mode "fill" the fill where an index was out of bounds. As a
+    flat gather, its gradient was a scatter-add into the flattened zeros of arr's shape, a
+    pass writing them, a pass each for the operations after it: cross-entropy's gradient
+    with integer labels (4096 x 1000 float32) took 4.8 ms on the VM against jax.jit's 1.7."""
+    n = get_aval(arr).shape[axis]
+    idx = ufuncs.broadcast_to_shape(indices, out_shape)
+    clamped = ew.max(ew.min(idx, _full(out_shape, n - 1)), _full(out_shape, 0))
+    taken = along_axis.take_along_axis(arr, clamped, axis)
+    if gmode != "fill":
+        return taken
+    dtype = get_aval(arr).dtype
+    fill = lax_indexing.default_fill(dtype) if fill_value is None else fill_value
+    outside = ew.bitwise_or(ew.lt(idx, _full(out_shape, 0)), ew.ge(idx, _full(out_shape, n)))
+    return ew.select(outside, shape_ops.full(out_shape, np.asarray(fill, dtype), dtype), taken)
+
+
+def _full(shape: tuple, value: int) -> Any:
+    return shape_ops.full(shape, np.int64(value), np.int64)
 
 
 def flat_positions(arr: Any, indices: Any, axis: int, out_shape: tuple, gmode: str,
@@ -25,7 +54,7 @@ def flat_positions(arr: Any, indices: Any, axis: int, out_shape: tuple, gmode: s
     n = a_shape[axis]
 
     def full(value):
-        return shape_ops.full(out_shape, np.int64(value), np.int64)
+        return _full(out_shape, value)
 
     idx = ufuncs.broadcast_to_shape(indices, out_shape)
     if gmode == "clip":

@@ -12,6 +12,7 @@ from numbax._src.compiler import (
     cache,
     compose_maps,
     epilogues,
+    few_scatters,
     fusion,
     ir,
     narrow_floats,
@@ -96,8 +97,10 @@ class CpuBackend(Backend):
         """bfloat16 computed in float32 (narrow_floats.py); dense layers' bias adds and
         activations in their products (compiler/epilogues.py); a QR's R alone where nothing
         reads its Q (passes.qr_without_q); batched products of small matrices as fused
-        loops (passes.expand_small_dots); chains of index maps as one (compose_maps.py)."""
+        loops (passes.expand_small_dots); scatters of a few indices a line as selects
+        (few_scatters.py); chains of index maps as one (compose_maps.py)."""
         jaxpr = passes.expand_small_dots(passes.qr_without_q(narrow_floats.widen(jaxpr)))
+        jaxpr = few_scatters.expand_few_scatters(jaxpr)
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
         return compose_maps.compose_index_maps(jaxpr)
