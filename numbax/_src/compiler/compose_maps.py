@@ -1,7 +1,7 @@
 """Chains of index maps composed into one (the CPU backend's rewrite): a broadcast, slice,
 squeeze or unit-axis reshape that reads the result of another becomes one `index_map` of the
-first one's operand (lax/index_map.py); and short concatenations and reversals as selects
-of broadcasts (`_stacks_as_selects`), which then compose and fuse the same way.
+first one's operand (lax/index_map.py); and short concatenations, reversals and pads as
+selects of broadcasts (`_stacks_as_selects`), which then compose and fuse the same way.
 
 Fusion places an index map in the nest of its reader, but an index map cannot read a value of
 its own nest, and a nest has one shape: `y[:, 0]` (a slice to (n, 1), then a squeeze) was a
@@ -89,8 +89,12 @@ class _Maps:
         if key in self.memo:
             self.changed = True
             return self.memo[key]
+        remade = _remade(maker, reads, out)
         picked = _picked(maker, reads, shape, self.made) if sink else None
-        if picked is not None:
+        if remade is not None:
+            self.changed = True
+            value = self._add(remade)
+        elif picked is not None:
             self.changed = True
             value = self.mapped(picked, reads, out)
         elif sink and x in self.sinkable and not im.expands(reads, len(shape)):
@@ -111,6 +115,25 @@ class _Maps:
         self.eqns.append(eqn)
         self.made[eqn.outvars[0]] = eqn
         return eqn.outvars[0]
+
+
+def _remade(maker: JaxprEqn | None, reads: tuple[im.AxisRead, ...],
+            out: Var) -> JaxprEqn | None:
+    """A map of a value made from nothing (an iota read along its own axis, a 0-d value
+    broadcast, `jnp.zeros`) as that value made at out's shape, or None: a map of it would
+    store it (a pad's fill and its select's iota sunk through a reshape were (n, 3, 1, 3)
+    arrays written and read back)."""
+    if maker is None or maker.invars and maker.invars[0].aval.ndim:
+        return None
+    if maker.primitive is ls.broadcast_in_dim_p:
+        return maker._replace(outvars=[out], params={"shape": out.aval.shape,
+                                                     "broadcast_dimensions": ()})
+    if maker.primitive is ls.iota_p:
+        along = reads[maker.params["dimension"]]
+        if along.plain:
+            return maker._replace(outvars=[out], params={**maker.params, "dimension": along.dim,
+                                                         "shape": out.aval.shape})
+    return None
 
 
 def _picked(maker: JaxprEqn | None, reads: tuple[im.AxisRead, ...], shape: tuple,
@@ -171,8 +194,9 @@ def _sinks_into(reader: JaxprEqn, v: Var, sinkable: set[Var]) -> bool:
 def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
     """Each short concatenation (at most STACK_MAX elements along its axis: `jnp.stack`, an
     alpha channel or a column of ones appended; of thicker operands only along an axis after
-    the first) and each reversal of one short axis (`y[:, ::-1]` of points) as a select among
-    one-element-thick slices of the operands (a constant operand: the constant), broadcast
+    the first), each reversal of one short axis (`y[:, ::-1]` of points) and each pad of one
+    short axis after the first (`_pad_pieces`) as a select among one-element-thick slices of
+    the operands (a constant operand or a pad's fill: the constant), broadcast
     along that axis, by an iota of it: elementwise work and index maps, which fuse into the
     loop that reads the result (an RK4 step's right-hand side stacks its three derivatives,
     then the update reads them), where the concatenation or reversal was a copy of its own.
@@ -190,10 +214,16 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
         which = Var(core.ShapedArray(shape, np.dtype(np.int32)))
         out.append(JaxprEqn(ls.iota_p, [], [which], {"dtype": np.dtype(np.int32),
                                                       "shape": shape, "dimension": axis}))
-        cases = []
+        cases: list[Var] = []
+        fill = None
         for x, at in pieces:
             maker = made.get(x)
-            if maker is not None and maker.primitive is ls.broadcast_in_dim_p and \
+            if at is None and fill is not None:  # a pad's fill, a 0-d value, once
+                cases.append(fill)
+                continue
+            if at is None:
+                pass
+            elif maker is not None and maker.primitive is ls.broadcast_in_dim_p and \
                     not maker.invars[0].aval.ndim:  # a constant column (`jnp.ones((n, 1))`)
                 x = maker.invars[0]
             elif x.aval.shape[axis] != 1:  # one element of a thicker operand, by a slice
@@ -211,6 +241,7 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
             out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {
                 "shape": shape, "broadcast_dimensions": tuple(range(x.aval.ndim))}))
             cases.append(c)
+            fill = c if at is None else fill
         out.append(JaxprEqn(lx.select_n_p, [which, *cases], [v], {}))
     return out
 
@@ -265,12 +296,17 @@ def _roll_of(eqn: JaxprEqn, made: dict) -> tuple[Var, int, int] | None:
 def _short_axis(eqn: JaxprEqn) -> int:
     if eqn.primitive is ls.concatenate_p:
         return eqn.params["dimension"]
+    if eqn.primitive is ls.pad_p:
+        return next(d for d, c in enumerate(eqn.params["padding_config"]) if c != (0, 0, 0))
     return eqn.params["dimensions"][0]
 
 
-def _short_pieces(eqn: JaxprEqn) -> list[tuple[Var, int]] | None:
+def _short_pieces(eqn: JaxprEqn) -> list[tuple[Var, int | None]] | None:
     """The (operand, element along the axis) each output element along the axis of a short
-    concatenation or reversal takes, in order, or None for any other equation."""
+    concatenation, reversal or one-axis pad takes, in order (a pad's fill: (fill, None)), or
+    None for any other equation."""
+    if eqn.primitive is ls.pad_p:
+        return _pad_pieces(eqn)
     if eqn.primitive is ls.concatenate_p:
         operands = eqn.invars
     elif eqn.primitive is ls.rev_p and len(eqn.params["dimensions"]) == 1:
@@ -290,3 +326,23 @@ def _short_pieces(eqn: JaxprEqn) -> list[tuple[Var, int]] | None:
         # over (4, n) splits only its 4 rows among threads: 0.35 -> 0.48 ms on 16 cores)
         return None
     return [(x, at) for x in operands for at in range(x.aval.shape[axis])]
+
+
+def _pad_pieces(eqn: JaxprEqn) -> list[tuple[Var, int | None]] | None:
+    """A pad of one short axis after the first (a shift of `jnp.prod`'s derivative, the
+    transpose of `x[:, 1:]` on points): each output element along it is the fill or one
+    element of the operand (negative edges crop, interior padding spaces the elements)."""
+    x, fill = eqn.invars
+    config = eqn.params["padding_config"]
+    padded = [d for d, c in enumerate(config) if c != (0, 0, 0)]
+    v = eqn.outvars[0]
+    if len(padded) != 1 or not padded[0] or not isinstance(x, Var) or \
+            not 2 <= v.aval.shape[padded[0]] <= STACK_MAX or v.aval.dtype.kind == "c":
+        return None
+    lo, _, interior = config[padded[0]]
+    n = x.aval.shape[padded[0]]
+    pieces: list[tuple[Var, int | None]] = []
+    for p in range(v.aval.shape[padded[0]]):
+        at, off = divmod(p - lo, interior + 1)
+        pieces.append((x, at) if not off and 0 <= at < n else (fill, None))
+    return pieces

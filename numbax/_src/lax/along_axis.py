@@ -170,15 +170,17 @@ def iota_along(shape: tuple[int, ...], axis: int, dtype: Any = np.int64) -> np.n
 
 
 def shift(x: Any, offset: int, axis: int, fill: Any, reverse: bool = False) -> Any:
-    """y[i] = x[i - offset] along `axis` (x[i + offset] if reverse), `fill` off the end."""
-    shape = get_aval(x).shape
-    n = shape[axis]
-    pos = iota_along(shape, axis)
-    src = pos + offset if reverse else pos - offset
-    inside = (src >= 0) & (src < n)
-    moved = take_along_axis(x, np.clip(src, 0, max(n - 1, 0)), axis)
-    mask = np.broadcast_to(inside, shape)
-    return ew.select_n(mask, shape_ops.full(shape, fill, get_aval(x).dtype), moved)
+    """y[i] = x[i - offset] along `axis` (x[i + offset] if reverse), `fill` off the end: one
+    pad that adds `offset` fills on one side and crops as many elements off the other, as
+    XLA writes a shift (its transpose is the opposite pad; a gather by constant positions
+    was a library call per shift, in both directions)."""
+    aval = get_aval(x)
+    n = aval.shape[axis]
+    if offset >= n:
+        return shape_ops.full(aval.shape, fill, aval.dtype)
+    config = [(0, 0, 0)] * aval.ndim
+    config[axis] = (-offset, offset, 0) if reverse else (offset, -offset, 0)
+    return shape_ops.pad(x, np.asarray(fill, aval.dtype), config)
 
 
 def associative_scan(combine: Callable, elems: list, axis: int, reverse: bool,

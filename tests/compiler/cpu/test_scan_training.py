@@ -85,8 +85,9 @@ def test_scan_residuals_forward_weights_and_inputs_instead_of_stacking_them():
 @pytest.mark.parametrize("config", [((0, 0, 0), (2, 3, 0)), ((1, -1, 0), (-2, 2, 0)),
                                     ((0, 0, 0), (1, 0, 1))], ids=["edges", "crop", "interior"])
 def test_pad_in_a_loop_body_matches_numpy(config):
-    """lax.pad inside a compiled scan (its array form; interior padding runs the body on
-    the host, with the same numbers)."""
+    """lax.pad inside a compiled scan: its array form, or for one short padded axis (the
+    interior case, 8 columns) a select of the operand's columns and the fill
+    (compose_maps._pad_pieces); no host loop either way, and the same numbers."""
     x0 = np.arange(12.0).reshape(3, 4)
 
     def step(c, s):
@@ -96,7 +97,7 @@ def test_pad_in_a_loop_body_matches_numpy(config):
     f = numbax.jit(lambda c, xs: lax.scan(step, c, xs)[1])
     xs = np.array([0.5, 2.0, -1.0])
     driver = f.lower(x0, xs).as_text().split("def driver")[1]
-    assert ("h0(" in driver) == (config[1][2] > 0)
+    assert "h0(" not in driver
     want, c = [], x0
     for s in xs:
         v = c * s

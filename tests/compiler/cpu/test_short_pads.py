@@ -1,0 +1,109 @@
+"""Pads of one short axis as selects fused into their readers (compose_maps._pad_pieces), the
+shifts of `jnp.prod`'s derivative as pads (lax/along_axis.shift), and maps of iotas and
+broadcast constants made at the reader's shape (compose_maps._remade): numpy's numbers, and
+no pad or materialised constant left in the driver."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+RNG = np.random.default_rng(5)
+
+
+def _np_pad(x, fill, config):
+    """lax.pad written with numpy: interior gaps, then the edges (negative ones crop)."""
+    for axis, (lo, hi, interior) in enumerate(config):
+        n = x.shape[axis]
+        spaced_shape = list(x.shape)
+        spaced_shape[axis] = n + max(n - 1, 0) * interior
+        spaced = np.full(spaced_shape, fill, x.dtype)
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(None, None, interior + 1)
+        spaced[tuple(index)] = x
+        edges = [(0, 0)] * x.ndim
+        edges[axis] = (max(lo, 0), max(hi, 0))
+        x = np.pad(spaced, edges, constant_values=fill)
+        index[axis] = slice(max(-lo, 0), x.shape[axis] - max(-hi, 0))
+        x = x[tuple(index)]
+    return x
+
+
+CONFIGS = {
+    "shift right": ((0, 0, 0), (1, -1, 0), (0, 0, 0)),
+    "shift left": ((0, 0, 0), (-2, 2, 0), (0, 0, 0)),
+    "interior": ((0, 0, 0), (0, 0, 0), (1, 2, 1)),
+    "crop and space": ((0, 0, 0), (0, 0, 0), (-1, 3, 2)),
+    "grow": ((0, 0, 0), (2, 1, 0), (0, 0, 0)),
+    "leading axis (library)": ((1, 0, 0), (0, 0, 0), (0, 0, 0)),
+    "two axes (library)": ((0, 0, 0), (1, 1, 0), (1, 0, 0)),
+}
+
+
+@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
+def test_pads_match_numpy(config):
+    x = RNG.standard_normal((5, 3, 2))
+
+    def f(x):
+        return lax.pad(jnp.sin(x), -1.5, config) * 2.0
+
+    want = _np_pad(np.sin(x), -1.5, config) * 2.0
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), want, rtol=1e-14)
+    driver = numbax.jit(f).lower(x).as_text().split("def driver")[1]
+    assert ("kc.pad(" in driver) == ("library" in next(k for k, c in CONFIGS.items()
+                                                        if c == config))
+
+
+def test_the_gradient_of_a_column_slice_is_fused():
+    pts = RNG.standard_normal((1000, 3)).astype(np.float32)
+
+    def loss(p):  # reads columns 1: and :2, whose transposes are pads of the short axis
+        return jnp.sum((p[:, 1:] - p[:, :-1] ** 2) ** 2)
+
+    g = numbax.jit(numbax.grad(loss))
+    d = pts[:, 1:] - pts[:, :-1] ** 2
+    want = np.zeros_like(pts)
+    want[:, 1:] += 2 * d
+    want[:, :-1] += -4 * d * pts[:, :-1]
+    np.testing.assert_allclose(np.asarray(g(pts)), want, rtol=1e-5, atol=1e-6)
+    assert "kc.pad(" not in g.lower(pts).as_text()
+
+
+def _prod_hessian(x):
+    """d2/dxi dxj of prod(x): the product of the other entries off the diagonal, 0 on it."""
+    n = len(x)
+    h = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                h[i, j] = np.prod([x[k] for k in range(n) if k not in (i, j)])
+    return h
+
+
+def test_vmapped_hessian_of_a_product_matches_its_closed_form():
+    xs = RNG.uniform(0.5, 1.5, (200, 4))
+    xs[3, 1] = 0.0  # a zero entry: the exclusive products stay exact
+
+    def f(x):
+        return jnp.prod(x) + jnp.sum(x ** 2)
+
+    got = np.asarray(numbax.jit(numbax.vmap(numbax.hessian(f)))(xs))
+    want = np.stack([_prod_hessian(x) + 2 * np.eye(4) for x in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_constants_read_through_maps_are_made_where_read():
+    x = RNG.standard_normal((300, 3, 1)).astype(np.float32)
+
+    def f(x):  # a pad of a unit axis after a reshape: its fill and iota sunk through a map
+        padded = lax.pad(x.reshape(300, 3, 1, 1), 0.0, ((0, 0, 0),) * 3 + ((1, 1, 0),))
+        return padded.reshape(300, 3, 3) * 2.0 + 1.0
+
+    got = np.asarray(numbax.jit(f)(x))
+    want = np.zeros((300, 3, 3), np.float32)
+    want[:, :, 1] = x[:, :, 0] * 2.0
+    np.testing.assert_allclose(got, want + 1.0, rtol=1e-6)
+    text = numbax.jit(f).lower(x).as_text().split("def driver")[1]
+    assert "np.int32)" not in text  # no iota written as an array
+    assert text.count("np.empty(") == 1  # the result is the only array made
