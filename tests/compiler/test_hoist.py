@@ -142,3 +142,20 @@ def test_a_scanned_output_read_from_constants_only():
     h, ys = numbax.jit(f)(c, np.arange(5.0))
     assert float(h) == 10.0
     np.testing.assert_allclose(np.asarray(ys), np.tile(np.tanh(c), (5, 1)), rtol=1e-12)
+
+
+def test_small_work_on_constants_runs_first_and_the_jacobian_is_one_nest():
+    basis = np.eye(3, dtype=np.float32)
+
+    def f(x):  # jacfwd's shape of work: a sum of the constant basis read after the products
+        return (jnp.cos(x)[:, None, :] * basis + jnp.asarray(basis).sum(1)) * 2.0
+
+    x = RNG.standard_normal((500, 3)).astype(np.float32)
+    jaxpr = _prepared(f, x)
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert names.index("reduce_sum") < names.index("cos")
+    want = (np.cos(x)[:, None, :] * basis + basis.sum(1)) * 2.0
+    got = numbax.jit(f)(x)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    driver = numbax.jit(f).lower(x).as_text().split("def driver")[1]
+    assert driver.count("np.empty((500, 3, 3)") == 1  # the result only

@@ -462,16 +462,17 @@ SMALL_DOT_K = 16
 SMALL_DOT_MACS = 256
 
 
-def _small_batched_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
-    """dot_general with batch dimensions, contracting at most SMALL_DOT_K elements and making
-    at most SMALL_DOT_MACS multiply-adds per batch index, as the sum over the contracted
-    elements c of x's and y's elements at c (index maps of each onto the output's shape),
-    added in order of c in the operands' dtype, as a GEMM adds; or None."""
+def _small_batched_dot(eqn: JaxprEqn, batched: bool = True) -> list[JaxprEqn] | None:
+    """dot_general with batch dimensions (any, where not `batched`), contracting at most
+    SMALL_DOT_K elements and making at most SMALL_DOT_MACS multiply-adds per batch index, as
+    the sum over the contracted elements c of x's and y's elements at c (index maps of each
+    onto the output's shape), added in order of c in the operands' dtype, as a GEMM adds; or
+    None."""
     (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
     x, y = eqn.invars
     out = eqn.outvars[0]
-    if not xb or not all(isinstance(v, Var) for v in (x, y)):
-        return None
+    if batched and not xb or not out.aval.ndim or not all(isinstance(v, Var) for v in (x, y)):
+        return None  # (a 0-d product is no loop: bodies keep its scalar form)
     if not x.aval.dtype == y.aval.dtype == out.aval.dtype or out.aval.dtype.kind not in "fiu":
         return None
     contracted = tuple(x.aval.shape[d] for d in xc)
@@ -509,17 +510,22 @@ def _small_batched_dot(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     return eqns
 
 
-def expand_small_dots(jaxpr: Jaxpr) -> Jaxpr:
+def expand_small_dots(jaxpr: Jaxpr, in_body: bool = False) -> Jaxpr:
     """Batched products of small matrices (what vmap makes of a 3x3 matrix times a vector or
     a matrix, or `einsum('nij,nj->ni')`) as sums of products of their elements
     (_small_batched_dot): one fused loop over the batch where np.matmul runs a tiny GEMM per
     batch index (250k 3x3 matrix-vector products took 5.2-9.3 ms on the VM against jax.jit's
     0.7). The same multiply-adds, added in the operands' dtype. Where an operand's axes come
     in another order than the output's (an index map cannot read them so) the product stays.
-    Run by the CPU backend, before index maps are composed."""
+    Run by the CPU backend, before index maps are composed. In loop and branch bodies
+    (`in_body`) unbatched products this small are expanded too: there each product was an
+    allocation and a BLAS or GEMM-task call per step, and a Kalman filter's 2 x 2 step took
+    3.4 us where its arithmetic is a few dozen multiply-adds."""
+    jaxpr = map_bodies(jaxpr, lambda body: expand_small_dots(body, in_body=True))
     eqns = []
     for eqn in jaxpr.eqns:
-        new = _small_batched_dot(eqn) if eqn.primitive is ld.dot_general_p else None
+        new = (_small_batched_dot(eqn, batched=not in_body)
+               if eqn.primitive is ld.dot_general_p else None)
         eqns.extend(new or [eqn])
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 

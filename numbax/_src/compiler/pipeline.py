@@ -15,9 +15,11 @@ def prepare(jaxpr: Jaxpr) -> Jaxpr:
     """The jaxpr with call-like equations inlined, scans that ask for it unrolled, typechecked
     and simplified, and loop-invariant equations moved out of loop bodies (after the bodies'
     simplification, which inlines their scalar broadcasts into the readers: hoisted, those
-    would be arrays; the equations two loops both hoisted merged by CSE)."""
+    would be arrays; the equations two loops both hoisted merged by CSE), then small work on
+    constants alone moved first (hoist.constants_first)."""
     jaxpr = passes.simplify(typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr))))
-    return typecheck.check_jaxpr(passes.dce(passes.cse(hoist.hoist_invariants(jaxpr))))
+    jaxpr = passes.dce(passes.cse(hoist.hoist_invariants(jaxpr)))
+    return typecheck.check_jaxpr(hoist.constants_first(jaxpr))
 
 
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),

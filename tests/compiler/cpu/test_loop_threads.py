@@ -87,8 +87,9 @@ def test_large_nests_in_a_loop_body_run_as_pranges_on_the_threads_the_driver_giv
 
 
 def test_small_loops_stay_serial_without_the_threads_bookkeeping(kind):
-    x = np.linspace(0.0, 1.0, 12).reshape(3, 4)
-    w = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
+    # (a product of at most SMALL_DOT_MACS would be written as sums of products instead)
+    x = np.linspace(0.0, 1.0, 60).reshape(3, 20)
+    w = np.linspace(-1.0, 1.0, 400).reshape(20, 20) / 10.0
     f = numbax.jit(lambda x, w: lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x))
     text = f.lower(x, w).as_text()
     assert " in prange(" not in text and _SERIAL_BLOCK[kind] in text

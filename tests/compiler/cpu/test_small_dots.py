@@ -112,3 +112,37 @@ def test_operands_whose_axes_come_in_another_order_stay_products():
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, y)),
                                np.einsum("inc,ncj->nij", x.astype(np.float64), y),
                                rtol=2e-6, atol=2e-6)
+
+
+def test_unbatched_small_products_in_a_loop_body_are_sums_of_products():
+    """In a scan body a 2 x 2 filter's products are the same sums of products (no BLAS or
+    GEMM-task call per step), with numpy's numbers; a product of 8 x 8 x 8 stays one."""
+    F = np.array([[1.0, 0.1], [0.0, 1.0]], np.float32)
+    H = np.array([[1.0, 0.5]], np.float32)
+    ys = _f32(50)
+
+    def step(carry, y):
+        m, P = carry
+        m, P = F @ m, F @ P @ F.T + 0.01
+        gain = P @ H.T / (H @ P @ H.T + 0.5)
+        m = m + (gain * (y - H @ m)).reshape(2)
+        return (m, P - gain @ H @ P), m.sum()
+
+    def run(ys):
+        return lax.scan(step, (jnp.zeros(2, jnp.float32), jnp.eye(2, dtype=jnp.float32)), ys)
+
+    m, P, out = np.zeros(2, np.float32), np.eye(2, dtype=np.float32), []
+    for y in ys:
+        m, P = F @ m, F @ P @ F.T + np.float32(0.01)
+        gain = P @ H.T / (H @ P @ H.T + np.float32(0.5))
+        m = m + (gain * (y - H @ m)).reshape(2)
+        P = P - gain @ H @ P
+        out.append(m.sum())
+    (got_m, got_p), got = numbax.jit(run)(ys)
+    np.testing.assert_allclose(np.asarray(got), out, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got_p), P, rtol=2e-5, atol=1e-6)
+    body = numbax.jit(run).lower(ys).as_text()
+    assert "np.dot(" not in body and "loop_block(" not in body
+    big = numbax.jit(lambda a: lax.fori_loop(0, 3, lambda i, x: x @ a / 8.0, a))
+    assert "np.dot(" in big.lower(_f32(8, 8)).as_text() or \
+        "loop_block(" in big.lower(_f32(8, 8)).as_text()
