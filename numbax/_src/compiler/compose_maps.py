@@ -130,7 +130,9 @@ def _remade(maker: JaxprEqn | None, reads: tuple[im.AxisRead, ...],
                                                      "broadcast_dimensions": ()})
     if maker.primitive is ls.iota_p:
         along = reads[maker.params["dimension"]]
-        if along.plain:
+        # (a broadcast of a small iota, one_hot's, stays a load of it: a softmax's row
+        # passes fuse around that load, not around an iota of the rows' shape)
+        if along.plain and not im.expands(reads, out.aval.ndim):
             return maker._replace(outvars=[out], params={**maker.params, "dimension": along.dim,
                                                          "shape": out.aval.shape})
     return None

@@ -107,3 +107,18 @@ def test_constants_read_through_maps_are_made_where_read():
     text = numbax.jit(f).lower(x).as_text().split("def driver")[1]
     assert "np.int32)" not in text  # no iota written as an array
     assert text.count("np.empty(") == 1  # the result is the only array made
+
+
+def test_a_broadcast_iota_of_one_hot_stays_a_load_in_the_softmax_rows():
+    logits = RNG.standard_normal((64, 30)).astype(np.float32)
+    labels = RNG.integers(0, 30, 64).astype(np.int32)
+
+    def ce(x, y):
+        return -jnp.mean(jnp.sum(numbax.nn.log_softmax(x) * numbax.nn.one_hot(y, 30), -1))
+
+    logp = logits - logits.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    want = -np.mean(logp[np.arange(64), labels])
+    np.testing.assert_allclose(float(numbax.jit(ce)(logits, labels)), want, rtol=1e-5)
+    driver = numbax.jit(ce).lower(logits, labels).as_text().split("def driver")[1]
+    assert "np.bool_" not in driver  # the one-hot mask is never written out
