@@ -220,25 +220,15 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
         fill = None
         for x, at in pieces:
             maker = made.get(x)
-            if at is None and fill is not None:  # a pad's fill, a 0-d value, once
-                cases.append(fill)
-                continue
-            if at is None:
-                pass
+            if at is None:  # a pad's fill, a 0-d value: broadcast once
+                if fill is not None:
+                    cases.append(fill)
+                    continue
             elif maker is not None and maker.primitive is ls.broadcast_in_dim_p and \
                     not maker.invars[0].aval.ndim:  # a constant column (`jnp.ones((n, 1))`)
                 x = maker.invars[0]
-            elif x.aval.shape[axis] != 1:  # one element of a thicker operand, by a slice
-                start = [0] * len(shape)
-                start[axis] = at
-                limit = list(x.aval.shape)
-                limit[axis] = at + 1
-                one = Var(core.ShapedArray(tuple(limit[:axis]) + (1,) + tuple(limit[axis + 1:]),
-                                           x.aval.dtype, x.aval.weak_type))
-                out.append(JaxprEqn(ls.slice_p, [x], [one], {
-                    "start_indices": tuple(start), "limit_indices": tuple(limit),
-                    "strides": (1,) * len(shape)}))
-                x = one
+            else:  # one element of a thicker operand, by a slice
+                x = one_element(x, axis, at, out)
             c = Var(core.ShapedArray(shape, v.aval.dtype, x.aval.weak_type))
             out.append(JaxprEqn(ls.broadcast_in_dim_p, [x], [c], {
                 "shape": shape, "broadcast_dimensions": tuple(range(x.aval.ndim))}))
@@ -246,6 +236,23 @@ def _stacks_as_selects(eqns: list[JaxprEqn]) -> list[JaxprEqn]:
             fill = c if at is None else fill
         out.append(JaxprEqn(lx.select_n_p, [which, *cases], [v], {}))
     return out
+
+
+def one_element(x: Var, axis: int, at: int, eqns: list[JaxprEqn]) -> Var:
+    """Element `at` of x along `axis`, that axis kept at size 1: x itself where it is one
+    element thick, else a slice appended to `eqns`."""
+    if x.aval.shape[axis] == 1:
+        return x
+    start = [0] * x.aval.ndim
+    start[axis] = at
+    limit = list(x.aval.shape)
+    limit[axis] = at + 1
+    one = Var(core.ShapedArray(tuple(limit[:axis]) + (1,) + tuple(limit[axis + 1:]),
+                               x.aval.dtype, x.aval.weak_type))
+    eqns.append(JaxprEqn(ls.slice_p, [x], [one], {
+        "start_indices": tuple(start), "limit_indices": tuple(limit),
+        "strides": (1,) * x.aval.ndim}))
+    return one
 
 
 def _rolls(eqns: list[JaxprEqn]) -> list[JaxprEqn]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import passes
+from numbax._src.compiler import compose_maps, passes
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import elementwise as lx
@@ -65,17 +65,7 @@ def _as_selects(eqn: JaxprEqn) -> list[JaxprEqn]:
 
     def spread(x: Var, k: int) -> Var:
         """Element k of x's line along `axis`, broadcast over the output's line."""
-        if x.aval.shape[axis] != 1:
-            limit = list(x.aval.shape)
-            limit[axis] = k + 1
-            start = [0] * len(shape)
-            start[axis] = k
-            one = Var(core.ShapedArray(tuple(limit[:axis]) + (1,) + tuple(limit[axis + 1:]),
-                                       x.aval.dtype))
-            eqns.append(JaxprEqn(ls.slice_p, [x], [one], {
-                "start_indices": tuple(start), "limit_indices": tuple(limit),
-                "strides": (1,) * len(shape)}))
-            x = one
+        x = compose_maps.one_element(x, axis, k, eqns)
         return new(ls.broadcast_in_dim_p, [x], {"shape": shape,
                                                 "broadcast_dimensions": tuple(range(len(shape)))},
                    x.aval.dtype)
@@ -89,13 +79,15 @@ def _as_selects(eqn: JaxprEqn) -> list[JaxprEqn]:
 
     position = new(ls.iota_p, [], {"dtype": itype, "shape": shape, "dimension": axis}, itype)
     zero = filled(0, dtype)
+    signed = itype.kind == "i"
+    if signed:
+        index_zero, index_size = filled(0, itype), filled(size, itype)
     total = zero
     for k in range(idx.aval.shape[axis]):
         at = spread(idx, k)
-        if itype.kind == "i":  # counted from the end
-            negative = new(lx.lt_p, [at, filled(0, itype)], {}, np.dtype(bool))
-            at = new(lx.select_n_p, [negative, at,
-                                     new(lx.add_p, [at, filled(size, itype)], {}, itype)],
+        if signed:  # counted from the end
+            negative = new(lx.lt_p, [at, index_zero], {}, np.dtype(bool))
+            at = new(lx.select_n_p, [negative, at, new(lx.add_p, [at, index_size], {}, itype)],
                      {}, itype)
         hit = new(lx.eq_p, [at, position], {}, np.dtype(bool))
         term = new(lx.select_n_p, [hit, zero, spread(u, k)], {}, dtype)
