@@ -36,6 +36,8 @@ CONFIGS = {
     "interior": ((0, 0, 0), (0, 0, 0), (1, 2, 1)),
     "crop and space": ((0, 0, 0), (0, 0, 0), (-1, 3, 2)),
     "grow": ((0, 0, 0), (2, 1, 0), (0, 0, 0)),
+    "rows of 12 (a select: the row's size is written in)": ((0, 0, 0), (0, 0, 0), (3, 7, 0)),
+    "rows of 17 (library)": ((0, 0, 0), (0, 0, 0), (5, 10, 0)),
     "leading axis (library)": ((1, 0, 0), (0, 0, 0), (0, 0, 0)),
     "two axes (library)": ((0, 0, 0), (1, 1, 0), (1, 0, 0)),
 }
@@ -91,6 +93,23 @@ def test_vmapped_hessian_of_a_product_matches_its_closed_form():
     got = np.asarray(numbax.jit(numbax.vmap(numbax.hessian(f)))(xs))
     want = np.stack([_prod_hessian(x) + 2 * np.eye(4) for x in xs])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_the_vmapped_hessian_of_rosenbrock_over_10_vectors():
+    xs = RNG.standard_normal((50, 10))
+
+    def rosen(x):  # its shifts' transposes are pads of 9 to 10 elements a row
+        return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    want = np.zeros((50, 10, 10))
+    for n, x in enumerate(xs):
+        i = np.arange(9)
+        want[n, i, i] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
+        want[n, i + 1, i + 1] += 200
+        want[n, i, i + 1] = want[n, i + 1, i] = -400 * x[:-1]
+    hess = numbax.vmap(numbax.hessian(rosen))
+    np.testing.assert_allclose(np.asarray(numbax.jit(hess)(xs)), want, rtol=1e-10, atol=1e-9)
+    assert "kc.pad(" not in numbax.jit(hess).lower(xs).as_text()
 
 
 def test_constants_read_through_maps_are_made_where_read():

@@ -19,6 +19,7 @@ from numbax._src.compiler import (
     passes,
     pipeline,
     registry,
+    sink_transposes,
 )
 from numbax._src.compiler.backend import (
     Backend,
@@ -98,12 +99,13 @@ class CpuBackend(Backend):
         activations in their products (compiler/epilogues.py); a QR's R alone where nothing
         reads its Q (passes.qr_without_q); batched products of small matrices as fused
         loops (passes.expand_small_dots); scatters of a few indices a line as selects
-        (few_scatters.py); chains of index maps as one (compose_maps.py)."""
+        (few_scatters.py); transposes sunk to small leaves (sink_transposes.py); chains of
+        index maps as one (compose_maps.py)."""
         jaxpr = passes.expand_small_dots(passes.qr_without_q(narrow_floats.widen(jaxpr)))
         jaxpr = few_scatters.expand_few_scatters(jaxpr)
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
-        return compose_maps.compose_index_maps(jaxpr)
+        return compose_maps.compose_index_maps(sink_transposes.sink_transposes(jaxpr))
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:
         low = registry.lowering(eqn.primitive, "cpu")
