@@ -156,19 +156,21 @@ def _cast_param(draw, avals: list[Aval]) -> dict:
     return {"dtype": draw(st.sampled_from(targets))}
 
 
-def _numpy_cast(x: np.ndarray, dtype: str) -> np.ndarray:
-    """numpy's cast as its scalar (C) path does it: numpy's vectorised float -> uint32 loop
-    gives other values for NaN and x < -2**31, depending on the array's length
-    (docs/sharp_bits.md); numbax follows the scalar path everywhere."""
-    if x.dtype.kind == "f" and dtype == "uint32":
-        return x.astype(np.int64).astype(np.uint32)
-    return x.astype(dtype)
+def _jax_cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    """numpy's cast, except floats to integers as JAX converts them (truncated, saturated at
+    the type's range, NaN to 0), here in Python's exact integers."""
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    if x.dtype.kind != "f" or info is None:
+        return x.astype(dtype)
+    values = [0 if v != v else info.max if v >= info.max + 1 else
+              info.min if v <= info.min - 1 else int(v) for v in x.ravel().tolist()]
+    return np.array(values, dtype).reshape(x.shape)
 
 
 # the numbax side casts through jnp: an input arrives as a numpy array, whose own astype
 # would compare numpy with itself
 op("astype", 1, KINDS, lambda p, x: jnp.asarray(x).astype(p["dtype"]),
-   lambda p, x: _numpy_cast(x, p["dtype"]), params=_cast_param, discrete=True)
+   lambda p, x: _jax_cast(x, p["dtype"]), params=_cast_param, discrete=True)
 op("where", 3, KINDS, lambda p, x, c, y: jnp.where(c, x, y),
    lambda p, x, c, y: np.where(c, *jax_promoted((x, y))),
    preserves=True, other_kinds=("b", KINDS))

@@ -102,24 +102,27 @@ def round_to_float16(x):
     return math.copysign(q, y)
 
 
-def float_to_int(x, bits):
-    """numpy's float -> signed integer cast on x86 (C's, through cvttsd2si): truncation toward
-    zero; NaN and values whose truncation leaves the int32 range (int64 for `bits` = 64) give
-    that range's minimum, and the caller's cast keeps the low `bits` bits. Returned as int64
-    (LLVM's own conversion is poison out of range)."""
-    lim = 9223372036854775808.0 if bits == 64 else 2147483648.0
-    if -lim - 1.0 < x < lim or x == -lim:  # NaN compares False
-        return np.int64(x)
-    return np.int64(-lim)
+def float_to_int(x, lo, hi):
+    """JAX's (XLA's) float -> integer conversion to a type of range [lo, hi] (within int64's):
+    truncation toward zero, saturated at the range's ends, NaN to 0. Returned as int64 (LLVM's
+    own conversion is poison out of range); the caller's cast keeps the value."""
+    if x != x:
+        return np.int64(0)
+    if x >= float(hi) + 1.0:  # (hi + 1 is a power of two: exact in every float type)
+        return np.int64(hi)
+    if x <= float(lo) - 1.0:
+        return np.int64(lo)
+    return np.int64(x)
 
 
 def float_to_uint(x):
-    """numpy's float -> uint64 cast on x86: values from 2**63 up are converted after
-    subtracting 2**63, whose bit is then set back (so inf and overflow give 0, NaN and -inf
-    2**63, -1.0 all ones). The uint64 bits as an int64."""
+    """float_to_int for uint64, whose values from 2**63 up have no int64: the uint64 bits as
+    an int64 (2**63 and up converted after subtracting 2**63, whose bit is set back)."""
     if x >= 9223372036854775808.0:
-        return float_to_int(x - 9223372036854775808.0, 64) ^ np.int64(-9223372036854775808)
-    return float_to_int(x, 64)
+        if x >= 18446744073709551616.0:
+            return np.int64(-1)  # all ones: uint64's largest value
+        return np.int64(x - 9223372036854775808.0) ^ np.int64(-9223372036854775808)
+    return float_to_int(x, 0, 9223372036854775807)
 
 
 def round_even(x):

@@ -32,12 +32,19 @@ def _convert_impl(x, *, new_dtype, weak_type):
     if kind_of(x.dtype) == "c" and kind_of(np.dtype(new_dtype)) != "c":
         x = x.real
     if kind_of(np.dtype(new_dtype)) in "iu" and kind_of(x.dtype) == "f":
-        with np.errstate(invalid="ignore"):
-            if np.dtype(new_dtype) == np.uint32:  # numpy's scalar path (C's cast through
-                # int64) everywhere: its vectorised loop differs for NaN and x < -2**31
-                return [x.astype(np.int64).astype(np.uint32)]
-            return [x.astype(new_dtype)]
+        return [saturating_cast(x, np.dtype(new_dtype))]
     return [x.astype(new_dtype)]
+
+
+def saturating_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Floats x as the integer dtype `dtype` as JAX (XLA) converts them: truncated toward
+    zero, saturated at the type's range, NaN to 0 (numpy's cast wraps or gives INT_MIN there:
+    `(img * 255).astype(uint8)` of 1.01 gave 1 for 255)."""
+    info = np.iinfo(dtype)
+    x = np.asarray(x, np.float64)  # (exact for every float dtype; the bounds are powers of two)
+    high, low = x >= float(info.max) + 1.0, x <= float(info.min) - 1.0
+    inside = np.where(high | low | np.isnan(x), 0.0, x)
+    return np.where(high, info.max, np.where(low, info.min, inside.astype(dtype))).astype(dtype)
 
 
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type):

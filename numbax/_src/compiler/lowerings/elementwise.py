@@ -11,7 +11,6 @@ import numpy as np
 from numbax._src import dtypes
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.lowerings.forms import (
-    FLOAT_CASTS_LIKE_X86,
     FLOAT_KINDS,
     Unsupported,
     array_call,
@@ -25,7 +24,6 @@ from numbax._src.compiler.lowerings.forms import (
     convert,
     float_max,
     float_min,
-    float_to_int_form,
     infix,
     integer_pow,
     involves_complex,
@@ -392,10 +390,11 @@ def _convert_array(args, eqn):
     src, dst = operand_dtype(eqn), np.dtype(eqn.params["new_dtype"])
     if dst == np.bool_:
         return f"({args[0]} != 0)"
-    if src.kind in "fc" and dst.kind in "iu" and FLOAT_CASTS_LIKE_X86:
+    if src.kind in "fc" and dst.kind in "iu":
         x = f"{args[0]}.real" if src.kind == "c" else args[0]
-        unsigned, bits = float_to_int_form(dst)
-        return f"sc.float_array_to_int({x}, {bits}, {unsigned}).astype({dtype_ctor(dst)})"
+        info = np.iinfo(dst)
+        return (f"sc.float_array_to_int({x}, {int(info.min)}, {int(info.max)}, "
+                f"{dst == np.uint64}).astype({dtype_ctor(dst)})")
     return f"{args[0]}.astype({dtype_ctor(dst)})"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from numbax._src.compiler import scalar_helpers
 from numbax._src.compiler.registry import ScalarRule, Unsupported
 from numbax._src.compiler.source import dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Literal
@@ -102,46 +101,25 @@ def select_n(args: list[str], eqn: JaxprEqn) -> str:
     return expr
 
 
-def float_to_int_form(dst: np.dtype) -> tuple[bool, int]:
-    """How the helpers convert a float to the integer dtype `dst`: (through float_to_uint,
-    the bits float_to_int converts to). Narrower types keep the low bits of the int32
-    conversion, uint32 those of the int64 one, as numpy's C casts do (numpy's vectorised
-    uint32 loop differs for values below -2**31 and NaN: docs/sharp_bits.md)."""
+def float_to_int_call(x: str, dst: np.dtype) -> str:
+    """The scalar helper call converting float x to the integer dtype `dst` as JAX does
+    (saturated, NaN to 0: scalar_helpers.float_to_int), as int64 (uint64: its bits)."""
     if dst == np.uint64:
-        return True, 64
-    return False, 64 if dst.itemsize >= 4 and (dst.kind == "u" or dst.itemsize == 8) else 32
-
-
-def _numpy_casts_floats_like_x86() -> bool:
-    """Whether this numpy converts NaN, inf and out-of-range floats to integers as the
-    scalar helpers do (x86's C casts); elsewhere compiled code keeps the plain cast."""
-    values = np.array([np.nan, np.inf, -np.inf, -1.5, 1e20, -1e20, 2.0**63, 2.0**64, 3e9, -3e9])
-    for dst in map(np.dtype, (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                              np.uint32, np.uint64)):
-        unsigned, bits = float_to_int_form(dst)
-        with np.errstate(invalid="ignore"):
-            want = np.array([v.astype(dst) for v in values])  # numpy's scalar (C cast) path
-        got = np.array([scalar_helpers.float_to_uint(v) if unsigned else
-                        scalar_helpers.float_to_int(v, bits) for v in values]).astype(dst)
-        if not np.array_equal(want, got):
-            return False
-    return True
-
-
-FLOAT_CASTS_LIKE_X86 = _numpy_casts_floats_like_x86()
+        return f"sc.float_to_uint({x})"
+    info = np.iinfo(dst)
+    return f"sc.float_to_int({x}, {int(info.min)}, {int(info.max)})"
 
 
 def convert(args: list[str], eqn: JaxprEqn) -> str:
     """convert_element_type before the caller's cast: bool is `!= 0`, complex to real drops
-    the imaginary part (numpy's rule), float to integer through the helpers that give numpy's
-    results for NaN, inf and out-of-range values (LLVM's conversion is undefined there)."""
+    the imaginary part (numpy's rule), float to integer through the helper that saturates as
+    JAX does (LLVM's conversion is poison out of range)."""
     src, dst = operand_dtype(eqn), np.dtype(eqn.params["new_dtype"])
     if dst == np.bool_:
         return f"({args[0]} != 0)"
     x = f"{args[0]}.real" if src.kind == "c" and dst.kind != "c" else args[0]
-    if src.kind in "fc" and dst.kind in "iu" and FLOAT_CASTS_LIKE_X86:
-        unsigned, bits = float_to_int_form(dst)
-        return f"sc.float_to_uint({x})" if unsigned else f"sc.float_to_int({x}, {bits})"
+    if src.kind in "fc" and dst.kind in "iu":
+        return float_to_int_call(x, dst)
     return x
 
 

@@ -148,16 +148,16 @@ def complex_le(a, b):
 
 
 @njit(error_model="numpy", cache=True)
-def float_array_to_int(x, bits, unsigned):
+def float_array_to_int(x, lo, hi, unsigned):
     """float_to_int/float_to_uint over a whole array (compiled control flow's astype), as
-    int64 bits of the same shape; the caller's astype keeps the low `bits`."""
+    int64 values of the same shape (uint64: its bits); the caller's astype keeps them."""
     flat = x.ravel()
     out = np.empty(flat.size, np.int64)
     for i in range(flat.size):  # the shared helpers, compiled into this module's globals
         if unsigned:
             out[i] = float_to_uint(flat[i])  # noqa: F821
         else:
-            out[i] = float_to_int(flat[i], bits)  # noqa: F821
+            out[i] = float_to_int(flat[i], lo, hi)  # noqa: F821
     return out.reshape(x.shape)
 
 
