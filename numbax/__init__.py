@@ -145,6 +145,7 @@ __all__ += ["install_as_jax"]
 # isort: split
 from numbax import (  # noqa: E402, F401  (public submodules)
     ad_checkpoint,
+    custom_batching,
     custom_derivatives,
     debug,
     dlpack,
@@ -159,7 +160,8 @@ from numbax._src.dslice import ds  # noqa: E402
 from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
 from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
-__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_derivatives", "custom_gradient",
+__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_batching", "custom_derivatives",
+            "custom_gradient",
             "debug", "ds", "effects_barrier", "empty_ref", "experimental", "export", "free_ref",
             "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
 

@@ -139,6 +139,15 @@ def _batch_jaxpr(closed: ClosedJaxpr, axis_size: int) -> ClosedJaxpr:
     return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts
 
 
+def _forward_attr(self: Any, name: str) -> Any:
+    """An attribute the custom-derivative object lacks, from the function it wraps (as JAX's
+    do: `f.def_vmap` where custom_vjp wraps a custom_vmap function)."""
+    wrapped = self.__dict__.get("__wrapped__")
+    if wrapped is None or name.startswith("__"):
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    return getattr(wrapped, name)
+
+
 # ----------------------------------------------------------------------------- custom_jvp
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -232,6 +241,8 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         self._cjvp_nondiff = tuple(int(i) for i in nondiff_argnums)
         self._cjvp_symbolic_zeros = bool(symbolic_zeros)
         self._cjvp_rule: Callable | None = None
+
+    __getattr__ = _forward_attr
 
     fun = property(lambda self: self._cjvp_fun)
     jvp = property(lambda self: self._cjvp_rule)
@@ -455,6 +466,8 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         self._cvjp_bwd: Callable | None = None
         self._cvjp_symbolic_zeros = False
         self._cvjp_optimize_remat = False
+
+    __getattr__ = _forward_attr
 
     fun = property(lambda self: self._cvjp_fun)
     fwd = property(lambda self: self._cvjp_fwd)
