@@ -11,6 +11,7 @@ import numpy as np
 
 from numbax._src.config import config
 from numbax._src.errors import (
+    NumbaxOverflowError,
     NumbaxTypeError,
     NumbaxValueError,
     ShapeDtypeError,
@@ -106,6 +107,51 @@ def python_scalar_dtype(value: Any) -> np.dtype:
     if isinstance(value, complex):
         return canonicalize_dtype(complex128)
     raise NumbaxTypeError(f"numbax: {type(value).__name__} is not a Python scalar type")
+
+
+def python_scalar_value(value: Any, dtype: Any) -> np.ndarray:
+    """A Python scalar as the 0-d numpy array of `dtype` it becomes where it meets an array
+    (a weak operand converted to the array's dtype), as JAX converts it: a Python int must fit
+    the default integer type (int64; int32 with x64 off; OverflowError beyond), then wraps
+    around to a narrower integer dtype (C-style, modulo 2**bits: 300 and -1 become 44 and 255
+    in uint8) or rounds to a float one; out-of-range floats become inf, without numpy's
+    overflow warning."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, int) and not isinstance(value, (bool, np.generic)):
+        default = default_int_dtype()
+        low, high = _INT_RANGES[default]
+        if not low <= value <= high:
+            raise NumbaxOverflowError(_python_int_overflow_message(value, dtype, default))
+        bounds = _INT_RANGES.get(dtype)
+        if bounds is not None:
+            if bounds[0] <= value <= bounds[1]:
+                return np.array(value, dtype)
+            return np.array(value, default).astype(dtype)  # integer casts wrap silently
+    if isinstance(value, bool) or dtype == float64 or dtype == complex128 or (
+            kind_of(dtype) in "bfc" and abs(value) <= 65504.0):
+        return np.array(value, dtype=dtype)  # nothing overflows (65504: float16's largest)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(value, dtype=dtype)
+
+
+_INT_RANGES = {dt: (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+               for dt in (int8, int16, int32, int64, uint8, uint16, uint32, uint64)}
+
+
+def _python_int_overflow_message(value: int, dtype: np.dtype, default: np.dtype) -> str:
+    if kind_of(dtype) in "iu":
+        bits = 8 * dtype.itemsize
+        wrapped = value % 2 ** bits
+        if kind_of(dtype) == "i" and wrapped >= 2 ** (bits - 1):
+            wrapped -= 2 ** bits
+        low, high = _INT_RANGES[default]
+        literal = wrapped if low <= wrapped <= high else f"np.{dtype.name}({wrapped})"
+        fix = (f"Pass {literal} instead: the value modulo 2**{bits} read as {dtype}, which "
+               "C-style wrap-around would give")
+    else:
+        fix = f"Pass it as a float instead (float(value)) to get a {dtype} value"
+    return (f"Python int {value} is too large to convert to {dtype}: Python ints that meet "
+            f"arrays must fit {default} (the default integer type), as in JAX. {fix}.")
 
 
 def default_float_dtype() -> np.dtype:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, dtypes
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, _DeletedArray, unaliased
 from numbax._src.compiler.backend import Executable
@@ -48,7 +48,7 @@ def run_executable(exe: Executable, leaves: Sequence[Any], donate: bool = False)
                 for o, w, f in zip(outs, exe.out_weak, fresh, strict=True)]
     with cuda_runtime.on_device(exe.device.id):
         args = [x._dbuf if type(x) is GpuArray else
-                cuda_stream.upload(np.asarray(x, dtype=a.dtype))
+                cuda_stream.upload(leaf_value(x, a))
                 for x, a in zip(leaves, avals, strict=True)]
         outs = exe(*args)
     return [GpuArray._from_buffer(o, a.shape, w, exe.device, a.dtype)
@@ -105,6 +105,8 @@ def _delete(donors: list[Array]) -> None:
 def leaf_value(x: Any, aval: core.ShapedArray) -> np.ndarray:
     if type(x) is Array:
         return x._value
+    if type(x) is int:  # wraps within int64, a clear OverflowError beyond (as JAX)
+        return dtypes.python_scalar_value(x, aval.dtype)
     value = np.asarray(x, dtype=aval.dtype)
     return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 

@@ -15,10 +15,11 @@ from numbax._src.interpreters.ad import Zero
 
 
 def _weak_scalar(value: Any, dtype: np.dtype) -> Any:
-    """A Python scalar as a concrete weakly typed value of `dtype` (numpy scalars are strong)."""
+    """A Python scalar as a concrete weakly typed value of `dtype` (numpy scalars are strong);
+    a Python int wraps to a narrow integer dtype, as in JAX (dtypes.python_scalar_value)."""
     from numbax._src.array import Array  # Array sits above lax
 
-    return Array._from_numpy(np.array(value, dtype=dtype), weak_type=True)
+    return Array._from_numpy(dtypes.python_scalar_value(value, dtype), weak_type=True)
 
 
 convert_element_type_p = Primitive("convert_element_type")

@@ -200,6 +200,11 @@ def _integer_pow_impl(x: np.ndarray, *, y: int) -> np.ndarray:
         return np.ones_like(x)
     if y < 0:
         return (1 / np.power(x, -y)).astype(x.dtype)
+    if kind_of(x.dtype) in "iu" and y > np.iinfo(x.dtype).max:
+        # numpy refuses an exponent past x's dtype (uint8 ** 300); the power wraps the same
+        # computed 64 bits wide and truncated
+        wide = np.dtype(np.uint64 if kind_of(x.dtype) == "u" else np.int64)
+        return np.power(x.astype(wide), wide.type(y)).astype(x.dtype)
     return np.power(x, y)
 
 

@@ -566,7 +566,7 @@ def pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     aval = get_aval(operand)
     if isinstance(padding_value, (bool, int, float, complex)):
-        padding_value = np.array(padding_value, dtype=aval.dtype)
+        padding_value = dtypes.python_scalar_value(padding_value, aval.dtype)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 

@@ -43,9 +43,10 @@ def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
 
 
 def _convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
-    """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`."""
+    """convert_element_type, except that a Python scalar becomes an Array that keeps `weak`
+    (a Python int wraps to a narrow integer dtype, as in JAX: dtypes.python_scalar_value)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        return Array._from_numpy(np.array(x, dtype=dtype), weak_type=weak)
+        return Array._from_numpy(dtypes.python_scalar_value(x, dtype), weak_type=weak)
     return lax.convert_element_type(x, dtype, weak)
 
 
