@@ -103,3 +103,17 @@ def test_sign_matches_numpy(dtype):
         got = np.asarray(got)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_python_and_numpy_scalars_cast_as_arrays_do():
+    """lax.convert_element_type of a scalar (and numbax's internal constants) saturates as
+    the primitive does; a float past float16's range is inf without numpy's warning."""
+    from numbax import lax
+
+    assert int(lax.convert_element_type(3e9, jnp.int32)) == 2**31 - 1
+    assert int(lax.convert_element_type(np.float32(-1.5), jnp.uint8)) == 0
+    assert int(lax.convert_element_type(300, jnp.uint8)) == 44  # ints wrap, as in JAX
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = jnp.nan_to_num(jnp.array([np.inf, 1.0], jnp.float16), posinf=1e10)
+    np.testing.assert_array_equal(np.asarray(got), np.array([np.inf, 1.0], np.float16))

@@ -30,11 +30,18 @@ def _convert_abstract_eval(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bo
 
 
 def _convert_impl(x, *, new_dtype, weak_type):
-    if kind_of(x.dtype) == "c" and kind_of(np.dtype(new_dtype)) != "c":
+    return [host_cast(x, np.dtype(new_dtype))]
+
+
+def host_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """x (a numpy value) cast as the primitive casts: complex to real keeps the real part,
+    floats to integers saturate (`saturating_cast`), the rest as numpy's astype."""
+    if kind_of(x.dtype) == "c" and kind_of(dtype) != "c":
         x = x.real
-    if kind_of(np.dtype(new_dtype)) in "iu" and kind_of(x.dtype) == "f":
-        return [saturating_cast(x, np.dtype(new_dtype))]
-    return [x.astype(new_dtype)]
+    if kind_of(dtype) in "iu" and kind_of(x.dtype) == "f":
+        return saturating_cast(x, dtype)
+    with np.errstate(over="ignore"):  # (a float past float16's range is inf, silently as JAX)
+        return x.astype(dtype)
 
 
 def saturating_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -127,7 +134,7 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     if isinstance(operand, (bool, int, float, complex)) and not isinstance(operand, np.generic):
         if weak_type:
             return _weak_scalar(operand, new_dtype)
-        return np.array(operand, dtype=new_dtype)[()]  # numbax's internal constants
+        return host_cast(np.asarray(operand), new_dtype)[()]  # numbax's internal constants
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
 
 
@@ -149,10 +156,7 @@ def convert_element_type_api(operand: Any, new_dtype: Any, weak_type: bool = Fal
             f"new_dtype {new_dtype} is not complex (JAX refuses it too). Pass operand.real, "
             "or a numpy complex scalar, whose real part is kept.")
     get_aval(operand)  # a clear error for what is not an array
-    value = np.asarray(operand)
-    if kind_of(value.dtype) == "c" and kind_of(new_dtype) != "c":
-        value = value.real  # as the primitive: complex to real keeps the real part
-    return Array._from_numpy(value.astype(new_dtype), weak_type=weak_type)
+    return Array._from_numpy(host_cast(np.asarray(operand), new_dtype), weak_type=weak_type)
 
 
 # numbax-only, internal: Numba's CPU target has no float16 or bfloat16, so the CPU compiler
