@@ -141,3 +141,11 @@ def test_mistakes_are_named():
         numbax.vmap(f)(jnp.ones(3))
     with pytest.raises(TypeError, match="keyword"):
         f(x=1.0)
+
+
+def test_a_jitted_call_outside_vmap_compiles_the_function():
+    f = _sum_or_product()
+    text = numbax.jit(f).lower(np.arange(3.0), np.ones(3)).as_text()
+    assert "custom_vmap_call" not in text.split("def driver")[1]  # inlined, compiled
+    np.testing.assert_array_equal(np.asarray(numbax.jit(f)(np.arange(3.0), np.ones(3))),
+                                  [1.0, 2.0, 3.0])
