@@ -2,6 +2,7 @@
 from numbax._src.errors import (  # noqa: F401
     ConcretizationTypeError,
     InconclusiveDimensionOperation,
+    IntegerOverflowError,
     JAXIndexError,
     JaxprTypeError,
     JaxRuntimeError,
@@ -15,4 +16,5 @@ from numbax._src.errors import (  # noqa: F401
     TracerBoolConversionError,
     TracerIntegerConversionError,
     UnexpectedTracerError,
+    UnhashableStaticArgumentError,
 )

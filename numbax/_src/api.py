@@ -21,7 +21,7 @@ from numbax._src.api_checks import (  # noqa: F401  (pmap uses api._as_tuple)
     _is_int,
 )
 from numbax._src.core import ShapedArray, get_aval
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, UnhashableStaticArgumentError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
 from numbax._src.vjp_object import VJP
@@ -56,7 +56,7 @@ def _split_static(fun_name: str, args: tuple, static_argnums: tuple[int, ...]):
         try:
             hash(value)
         except TypeError:
-            raise NumbaxTypeError(
+            raise UnhashableStaticArgumentError(
                 f"{fun_name}: static argument {i} of type {type(value).__name__} is not "
                 "hashable; static arguments must be hashable (use a tuple instead of a list, "
                 "or pass arrays as non-static arguments)."

@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax._src import core, devices
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import IntegerOverflowError, NumbaxTypeError, NumbaxValueError
 from numbax._src.sharding.shardings import Shard, SingleDeviceSharding
 
 
@@ -270,6 +270,9 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     weak = (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
             and dtype is None)
     value = np.array(x, copy=True)
+    if isinstance(x, (int, list, tuple)) and not isinstance(x, bool) and (
+            value.dtype == object or kind_of(value.dtype) in "iuf"):
+        value = _python_ints_in_range(x, value, dtype)
     if kind_of(value.dtype) not in "biufc":
         raise NumbaxTypeError(
             f"numbax.numpy.asarray: data of dtype {value.dtype} is not numeric. numbax arrays "
@@ -282,6 +285,61 @@ def asarray_value(x: Any, dtype: Any = None) -> Array:
     if value.dtype != target:
         value = value.astype(target)
     return Array._from_numpy(value, weak)
+
+
+def _leaves(x: Any):
+    """The leaves of a Python scalar or (nested) list/tuple."""
+    if isinstance(x, (list, tuple)):
+        for item in x:
+            yield from _leaves(item)
+    else:
+        yield x
+
+
+def _python_ints_in_range(x: Any, value: np.ndarray, dtype: Any) -> np.ndarray:
+    """`value` (np.array of `x`, a Python int or a list of scalars) after JAX's checks of its
+    Python ints: each must fit the integer dtype it becomes (the default integer dtype when
+    `dtype` is None and no float is among them), else IntegerOverflowError (JAX's
+    OverflowError); big ints beside floats, or with a float `dtype`, become floats."""
+    from numbax._src import dtypes
+
+    explicit = dtype is not None
+    if explicit:
+        target = dtypes.canonicalize_dtype(dtype, context="numbax.numpy.asarray")
+        if kind_of(target) not in "iu":
+            return np.array(x, dtype=target) if value.dtype == object else value
+        if kind_of(value.dtype) in "iu":
+            if not value.size:
+                return value
+            lo, hi = int(value.min()), int(value.max())
+            info = np.iinfo(target)
+            if info.min <= lo and hi <= info.max:
+                return value
+    else:
+        target = dtypes.default_int_dtype()
+        info = np.iinfo(target)
+        if kind_of(value.dtype) == "i" and value.dtype.itemsize <= target.itemsize:
+            return value
+        if kind_of(value.dtype) == "f" and (not value.size or np.abs(value).max() < 2.0**31):
+            return value
+    leaves = list(_leaves(x))
+    inexact = [v for v in leaves if isinstance(v, (float, complex, np.inexact))]
+    if inexact and not explicit:  # JAX: floats beside big ints make a float array
+        if value.dtype != object:
+            return value
+        is_complex = any(isinstance(v, (complex, np.complexfloating)) for v in inexact)
+        return np.array(x, dtype=np.complex128 if is_complex else np.float64)
+    info = np.iinfo(target)
+    for v in leaves:
+        if isinstance(v, int) and not isinstance(v, bool) and not info.min <= v <= info.max:
+            what = f"dtype {target}" if explicit else f"{target} (the default integer dtype)"
+            raise IntegerOverflowError(
+                f"numbax.numpy.asarray: Python int {v} is out of bounds for {what}, whose "
+                f"range is [{info.min}, {info.max}]. Pass a value in that range, a float "
+                f"(e.g. float({v})), or a dtype that holds it (a wider integer dtype, e.g. "
+                "dtype=numbax.numpy.uint64 for ints up to 2**64 - 1, or a float dtype)."
+            )
+    return value
 
 
 def as_result(x: Any) -> Any:

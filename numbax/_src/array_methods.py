@@ -1,6 +1,8 @@
 """Operators and methods shared by Array and Tracer, all dispatching to numbax.numpy."""
 from __future__ import annotations
 
+from typing import Any
+
 from numbax._src import core
 from numbax._src.array import Array
 
@@ -142,7 +144,14 @@ def _install(cls: type) -> None:
     cls.real = property(lambda self: _jnp().real(self))
     cls.imag = property(lambda self: _jnp().imag(self))
     cls.at = property(lambda self: _jnp()._IndexUpdateHelper(self))
-    cls.__round__ = lambda self, ndigits=None: _jnp().round(self, ndigits or 0)
+    cls.__round__ = _operator_round
+
+
+def _operator_round(self: Any, ndigits: int | None = None) -> Any:
+    """round(x[, ndigits]) as in JAX: without ndigits (as round(7.5) of a float gives an
+    int) the rounded array converted to the default integer dtype, of any shape."""
+    out = _jnp().round(self, ndigits or 0)
+    return out.astype(int) if ndigits is None else out
 
 
 # numpy functions on tracers dispatch to numbax.numpy, so plain-numpy code traces. On concrete

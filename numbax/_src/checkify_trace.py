@@ -37,6 +37,7 @@ class _State:
 
     def __init__(self, error: Error, enabled: frozenset) -> None:
         self.error, self.enabled = error, enabled
+        self.outer_dynamic = core._state.dynamic_trace  # restored while binding below
 
 
 class CheckifyTracer(Tracer):
@@ -64,19 +65,22 @@ class CheckifyTrace(Trace):
         state: _State = self.main.global_data
         vals = [t.val for t in tracers]
         rule = _rules.get(primitive)
-        if rule is not None:
-            outs = rule(self, state, vals, **params)
-        else:
-            outs = core.bind(primitive, *vals, **params)
-            if primitive in NAN_PRIMITIVES:
-                _check_nans(state, primitive, outs)
+        with core.new_dynamic(state.outer_dynamic):  # (this trace is the dynamic one in f)
+            if rule is not None:
+                outs = rule(self, state, vals, **params)
+            else:
+                outs = core.bind(primitive, *vals, **params)
+                if primitive in NAN_PRIMITIVES:
+                    _check_nans(state, primitive, outs)
         return [CheckifyTracer(self, o) for o in outs]
 
 
 def run_checkified(fun: Callable[..., Sequence[Any]], enabled: frozenset, error: Error,
                    args: Sequence[Any]) -> tuple[Error, list]:
     """Runs flat `fun` on `args` with checks: (the final Error, the outputs)."""
-    with core.new_main(CheckifyTrace, _State(error, enabled)) as main:
+    # dynamic, as JAX stages f to a jaxpr: primitives on constants and Python scalars (which
+    # reach f untouched) are checked too (checkify(jnp.log)(-1.) reports the NaN)
+    with core.new_main(CheckifyTrace, _State(error, enabled)) as main, core.new_dynamic(main):
         trace = CheckifyTrace(main)
         outs = fun(*[CheckifyTracer(trace, x) for x in args])
         outs = [core.full_raise(trace, o).val for o in outs]

@@ -413,6 +413,15 @@ class Tracer:
     def __complex__(self) -> complex:
         return complex(self._concrete_or_raise("complex()"))
 
+    def item(self, *args) -> Any:
+        return np.asarray(self._concrete_or_raise("item()")).item(*args)
+
+    def tolist(self) -> Any:
+        return np.asarray(self._concrete_or_raise("tolist()")).tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return np.asarray(self._concrete_or_raise("tobytes()")).tobytes(order)
+
     def __index__(self) -> int:
         value = self.to_concrete_value()
         if value is None or kind_of(self.aval.dtype) not in "iub":

@@ -127,6 +127,17 @@ class NumbaxOverflowError(OverflowError):
     """An integer argument outside the range JAX accepts (e.g. a PRNG seed >= 2**63)."""
 
 
+class IntegerOverflowError(NumbaxOverflowError, NumbaxTypeError):
+    """A Python int that does not fit the integer dtype it becomes (jnp.array(2**70), or
+    jnp.array(300, jnp.int8)): an OverflowError, as JAX raises, and a TypeError, as numbax
+    raised before."""
+
+
+class UnhashableStaticArgumentError(NumbaxValueError, NumbaxTypeError):
+    """A static argument of jit (static_argnums / static_argnames) that is not hashable: a
+    ValueError, as JAX raises, and a TypeError, as numbax (and hash()) raised before."""
+
+
 class ShapeDtypeError(NumbaxTypeError, NumbaxValueError):
     """Operands whose shapes or dtypes do not fit the operation (add of (3,) and (4,), dot of
     mismatched inner sizes, concatenate of unequal ranks, reshape to another size). It is a
@@ -149,6 +160,7 @@ class IndivisibleError(ValueError):
 __all__ = [
     "ConcretizationTypeError",
     "InconclusiveDimensionOperation",
+    "IntegerOverflowError",
     "JAXIndexError",
     "JAXTypeError",
     "JaxRuntimeError",
@@ -165,4 +177,5 @@ __all__ = [
     "TracerIntegerConversionError",
     "TypePromotionError",
     "UnexpectedTracerError",
+    "UnhashableStaticArgumentError",
 ]

@@ -177,10 +177,11 @@ def _shape(api: str, image: Any, shape: Any) -> tuple[int, ...]:
 
 
 def _inexact(image: Any) -> Any:
-    """Floating images keep their dtype; integer and boolean ones become the default float."""
+    """Floating images keep their dtype; integer and boolean ones become float as in JAX
+    (promote_dtypes_inexact): float32 up to 32 bits, float64 for 64-bit integers."""
     image = asarray(image)
     if kind_of(get_aval(image).dtype) in "biu":
-        return ew.convert_element_type(image, dtypes.default_float_dtype())
+        return ew.convert_element_type(image, dtypes.to_inexact(get_aval(image).dtype))
     return image
 
 
@@ -211,8 +212,9 @@ def resize(image: Any, shape: Sequence[int], method: str | ResizeMethod,
         in the image's dtype whatever it is.
 
     Returns:
-      The resized image. Unlike JAX (float32 for integer images): integer images become the
-      default float dtype (float64, or float32 without x64).
+      The resized image: 'nearest' keeps the image's dtype; the other methods give floating
+      images their dtype and, as JAX, float32 for bool and integers up to 32 bits, float64
+      for 64-bit integers (float32 without x64).
 
     >>> import numpy as np
     >>> resize(np.array([0., 1.]), (4,), "linear")

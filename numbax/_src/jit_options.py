@@ -13,7 +13,7 @@ import numpy as np
 
 from numbax._src.compiler.cache_bounds import LRUCache
 from numbax._src.config import config
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, UnhashableStaticArgumentError
 
 
 def normalize_argnums(name: str, value: Any, api: str = "jit") -> tuple[int, ...]:
@@ -141,10 +141,10 @@ def clear_shared_tables() -> None:
 def hashable_static(fun_name: str, what: str, value: Any) -> Any:
     try:
         hash(value)
-    except TypeError:
-        raise NumbaxTypeError(
+    except TypeError as e:
+        raise UnhashableStaticArgumentError(
             f"jit: static {what} of {fun_name} has type {type(value).__name__}, which is not "
-            "hashable; static arguments must be hashable. Use a tuple instead of a list, or "
-            "pass arrays as non-static arguments."
+            f"hashable ({e}); non-hashable static arguments are not supported. Use a tuple "
+            "instead of a list, or pass arrays as non-static arguments."
         ) from None
     return value

@@ -90,7 +90,8 @@ def test_take_along_axis_fill_and_clip_modes_and_their_gradients():
 
     filled = np.take_along_axis(x, np.clip(idx % 5, 0, 4), 1)
     filled[(idx >= 5) | (idx < -5)] = np.nan
-    clipped = np.take_along_axis(x, np.clip(idx, 0, 4), 1)
+    # as JAX: negative indices count from the end (-1 -> 4, -6 -> -1), then clamp
+    clipped = np.take_along_axis(x, np.clip(np.where(idx < 0, idx + 5, idx), 0, 4), 1)
     for f in (take, numbax.jit(take, static_argnums=1)):
         np.testing.assert_array_equal(np.asarray(f(x, "fill")), filled)
         np.testing.assert_array_equal(np.asarray(f(x, "clip")), clipped)

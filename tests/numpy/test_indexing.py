@@ -492,7 +492,8 @@ def test_updates_at_traced_int_and_index_array():
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
 def test_take_along_axis_positions_in_every_mode_match_numpy(mode, axis):
     # large enough for the compiled scalar gather (kernels._scalar_gather), with negative and
-    # out-of-bounds indices: "fill" (None) gives NaN there, "clip" clamps, "wrap" wraps
+    # out-of-bounds indices: "fill" (None) gives NaN there, "clip" counts negative indices
+    # from the end then clamps (as JAX's take_along_axis), "wrap" wraps
     rng = np.random.default_rng(31)
     x = rng.standard_normal((30, 40, 50))
     n = x.shape[axis]
@@ -504,7 +505,7 @@ def test_take_along_axis_positions_in_every_mode_match_numpy(mode, axis):
     if mode == "wrap":
         want = np.take_along_axis(x, idx % n, axis)
     elif mode == "clip":
-        want = np.take_along_axis(x, np.clip(idx, 0, n - 1), axis)
+        want = np.take_along_axis(x, np.clip(np.where(idx < 0, idx + n, idx), 0, n - 1), axis)
     else:
         inside = (idx >= -n) & (idx < n)
         want = np.where(inside, np.take_along_axis(x, np.where(inside, idx, 0), axis), np.nan)

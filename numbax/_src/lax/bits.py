@@ -103,7 +103,8 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
     finfo = finfo_of(x.dtype)
     src_mant, src_exp = finfo.nmant, x.dtype.itemsize * 8 - 1 - finfo.nmant
     u_t = _uint(x.dtype).type
-    bits = np.ascontiguousarray(x).view(_uint(x.dtype)).copy()
+    # (np.ascontiguousarray makes a 0-d array 1-d: reshape it back)
+    bits = np.ascontiguousarray(x).view(_uint(x.dtype)).reshape(x.shape).copy()
     if mantissa_bits < src_mant:
         shift = u_t(src_mant - mantissa_bits)
         last_bit_mask = u_t(1) << shift
@@ -166,7 +167,7 @@ def _total_order_key(x: np.ndarray) -> np.ndarray:
     -NaN < -inf < ... < -0 < +0 < ... < inf < +NaN; integers and booleans as they are."""
     if kind_of(x.dtype) != "f":
         return x
-    i = np.ascontiguousarray(x).view(_sint(x.dtype))
+    i = np.ascontiguousarray(x).view(_sint(x.dtype)).reshape(x.shape)
     magnitude = np.iinfo(i.dtype).max
     return np.where(i < 0, i ^ i.dtype.type(magnitude), i)
 

@@ -11,7 +11,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import key_array_op
@@ -37,8 +37,9 @@ def _shape(shape: Any, api: str) -> tuple[int, ...]:
             "pass Python ints (mark traced sizes static with static_argnums)."
         ) from None
     if builtins.any(d < 0 for d in out):
-        raise NumbaxValueError(f"numbax.numpy.{api}: shape {out} has negative sizes, expected "
-                               "sizes >= 0.")
+        # a TypeError as JAX raises, and a ValueError as numpy (and numbax before) raised
+        raise ShapeDtypeError(f"numbax.numpy.{api}: shape {out} has negative sizes, expected "
+                              "sizes >= 0 (pass a shape of non-negative ints).")
     return out
 
 

@@ -570,6 +570,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
     out_shape.insert(axis, i_shape[axis])
     out_shape = tuple(out_shape)
     indices, gmode = _take_mode("take_along_axis", mode, indices, a_shape[axis])
+    if mode == "clip":  # as in JAX, negative indices count from the end, then clamp
+        indices = _normalize_traced(indices, a_shape[axis])
     indices = ew.convert_element_type(indices, np.int64)
     if get_aval(arr).size and all(a_shape[d] == out_shape[d] for d in others):
         positions = (take_along.few_positions if out_shape[axis] <= take_along.FEW_POSITIONS
