@@ -199,3 +199,10 @@ def test_checkify_python_scalar_arguments():
     assert err.get() == "neg (`check` failed)"
     err, out = checkify.checkify(lambda n: jnp.zeros(n), errors=checkify.float_checks)(3)
     assert err.get() is None and out.shape == (3,)
+
+
+def test_broadcast_to_a_negative_size_is_a_type_error():
+    with pytest.raises(TypeError, match="negative sizes"):  # JAX's class
+        jnp.broadcast_to(1.0, (-1,))
+    with pytest.raises(ValueError, match="negative sizes"):  # numbax's before, and numpy's
+        jnp.broadcast_to(jnp.ones(3), (2, -3))

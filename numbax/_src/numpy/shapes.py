@@ -203,6 +203,9 @@ def broadcast_to(array: Any, shape: Any) -> Any:
     array = asarray(array)
     shape = _shape_tuple(shape, "broadcast_to")
     a_shape = get_aval(array).shape
+    if builtins.any(s < 0 for s in shape):  # a TypeError as JAX raises (and a ValueError)
+        raise ShapeDtypeError(f"numbax.numpy.broadcast_to: shape {shape} has negative sizes; "
+                              "pass a shape of non-negative ints.")
     ok = len(shape) >= len(a_shape) and builtins.all(
         d in (1, s) for d, s in zip(a_shape[::-1], shape[::-1]))
     if not ok:
