@@ -152,6 +152,7 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     experimental,
     export,
     memory,
+    profiler,
     ref,
 )
 from numbax._src.callback_api import effects_barrier, pure_callback  # noqa: E402
@@ -163,7 +164,8 @@ from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: 
 __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_batching", "custom_derivatives",
             "custom_gradient",
             "debug", "ds", "effects_barrier", "empty_ref", "experimental", "export", "free_ref",
-            "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "pure_callback", "ref"]
+            "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "profiler",
+            "pure_callback", "ref"]
 
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices

@@ -258,15 +258,22 @@ class Config:
 
     def _refresh(self) -> None:
         """`_fast_ctx`: the trace context when plain jit dispatch may skip every other check
-        (no override active in any thread, jit enabled, no NaN checks), else None."""
+        (no override active in any thread, jit enabled, no NaN checks, no profiler trace),
+        else None."""
         v = self._values
         for name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans"):
             if isinstance(v[name], _EnvError):
                 raise v[name].error()
         fast = None
-        if not self._n_overrides and not v["jax_disable_jit"] and not v["jax_debug_nans"]:
+        if not self._n_overrides and not v["jax_disable_jit"] and not v["jax_debug_nans"] and \
+                not getattr(self, "_profiling", False):
             fast = tuple(v[name] for name in TRACE_CONTEXT)
         object.__setattr__(self, "_fast_ctx", fast)
+
+    def _set_profiling(self, on: bool) -> None:
+        """While a profiler trace runs, jitted calls take the path that records them."""
+        object.__setattr__(self, "_profiling", bool(on))
+        self._refresh()
 
     def _canonical(self, api: str, name: str) -> str:
         if name in self._values:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile, jit_log, jit_options, jit_run
+from numbax._src import core, eager_compile, jit_log, jit_options, jit_run, profiler
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, committed_device
 from numbax._src.compiler import api as compiler
@@ -289,6 +289,12 @@ class JitWrapped:
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
+        if profiler.active():  # (a profiler trace runs: the call is one of its events)
+            with profiler.region(f"jit({self._name})"):
+                return self._call_unrecorded(args, kwargs)
+        return self._call_unrecorded(args, kwargs)
+
+    def _call_unrecorded(self, args, kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
@@ -302,7 +308,11 @@ class JitWrapped:
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs)
         exe = entry.exe
         on_host = exe.device is None
-        outs = entry.run(leaves, donate=True)
+        if profiler.active():
+            with profiler.region(f"jit({self._name}): run"):
+                outs = entry.run(leaves, donate=True)
+        else:
+            outs = entry.run(leaves, donate=True)
         if entry.layouts is not None:  # a shard_map or constraint inside: results laid out
             return tu.tree_unflatten(entry.out_tree, sharded_jit.relabel(outs, *entry.layouts))
         if config.jax_debug_nans:

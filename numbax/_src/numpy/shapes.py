@@ -14,7 +14,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import key_array_op
-from numbax._src.numpy import ufuncs
+from numbax._src.numpy import creation, ufuncs
 from numbax._src.numpy.lax_numpy import (
     asarray,
     canonicalize_axes,
@@ -201,11 +201,8 @@ def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
 @key_array_op("array")
 def broadcast_to(array: Any, shape: Any) -> Any:
     array = asarray(array)
-    shape = _shape_tuple(shape, "broadcast_to")
+    shape = creation._shape(shape, "broadcast_to")  # (negative sizes: JAX's TypeError)
     a_shape = get_aval(array).shape
-    if builtins.any(s < 0 for s in shape):  # a TypeError as JAX raises (and a ValueError)
-        raise ShapeDtypeError(f"numbax.numpy.broadcast_to: shape {shape} has negative sizes; "
-                              "pass a shape of non-negative ints.")
     ok = len(shape) >= len(a_shape) and builtins.all(
         d in (1, s) for d, s in zip(a_shape[::-1], shape[::-1]))
     if not ok:
