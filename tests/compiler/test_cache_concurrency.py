@@ -133,3 +133,30 @@ def test_loads_are_serialised_but_published_whole(shared_cache_dir, monkeypatch)
     modules = _run_threads(4, lambda i: cache.load_module(src, "cpu", ("test",)))
     assert len({id(m) for m in modules.values()}) == 1
     assert seen == [False]
+
+
+def test_processes_saving_different_signatures_at_once_never_swap_their_code(tmp_path):
+    """Two processes save different signatures of one runtime function at once: both loaded
+    the index before either saved, and the first one's data lands last (simulated by holding
+    it back). Each signature then loads its own code or misses, never the other's: Numba's
+    numbering gave both the first free number, one data file, and an index pointing the second
+    signature at the first one's code."""
+    from numba.core import caching
+
+    from numbax._src.compiler import cache
+
+    assert caching.IndexDataCacheFile is cache._KeyNamedCacheFile  # installed at import
+    first = cache._KeyNamedCacheFile(str(tmp_path), "runtime.fn-1.py311", "stamp")
+    second = cache._KeyNamedCacheFile(str(tmp_path), "runtime.fn-1.py311", "stamp")
+    stale = second._load_index()  # loaded before `first` saved anything
+    held = []
+    write_data = first._save_data
+    first._save_data = lambda name, data: held.append((name, data))
+    first.save(("float64",), b"code for float64")  # its index entry now, its data later
+    second._load_index = lambda: dict(stale)
+    second.save(("float32",), b"code for float32")
+    write_data(*held[0])
+    for reader in (first, cache._KeyNamedCacheFile(str(tmp_path), "runtime.fn-1.py311",
+                                                   "stamp")):
+        assert reader.load(("float32",)) == b"code for float32"
+        assert reader.load(("float64",)) in (None, b"code for float64")  # a miss at worst

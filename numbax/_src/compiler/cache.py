@@ -63,10 +63,36 @@ class _CompilerStamp:
         return _compiler_hash()
 
 
+class _KeyNamedCacheFile(caching.IndexDataCacheFile):
+    """Numba's index-and-data cache file with each overload's data file named by a hash of its
+    key, where Numba takes the first number its index leaves free. Two processes saving
+    different signatures at once both loaded the same index, took the same number and wrote
+    the same file, and the index the last one wrote could point one signature at the other's
+    code: under pytest-xdist a runtime function then failed with "can't unbox array" (a cached
+    loop_block of float64 operands called with float32 ones). Named by its key, a data file
+    only ever holds its own signature's code; a lost index entry is a miss."""
+
+    def __init__(self, cache_path: str, filename_base: str, source_stamp: Any) -> None:
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._filename_base = filename_base
+
+    def save(self, key: Any, data: Any) -> None:
+        digest = hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:24]
+        name = f"{self._filename_base}.{digest}.nbc"
+        self._save_data(name, data)  # (first: an index entry never names a file not written)
+        overloads = self._load_index()
+        if overloads.get(key) != name:
+            overloads[key] = name
+            self._save_index(overloads)
+
+
 def key_runtime_caches() -> None:
     """Makes Numba's disk cache of the CPU runtime's functions (compiler/cpu/runtime/*.py,
     cache=True) follow the compiler's sources: each of Numba's file-backed locators gets a
-    twin, tried first, for those files. Call before any of them is decorated."""
+    twin, tried first, for those files; and names every cached overload's data file by its
+    key (`_KeyNamedCacheFile`, safe when processes save at once). Call before any of them is
+    decorated."""
+    caching.IndexDataCacheFile = _KeyNamedCacheFile  # (Numba's Cache looks it up per function)
     classes = caching.CacheImpl._locator_classes
     if any(issubclass(c, _CompilerStamp) for c in classes):
         return
