@@ -23,7 +23,13 @@ import numpy as np
 from numbax._src import core
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive, get_aval
-from numbax._src.custom_derivatives import _batch_all, _Rule, _trace_primal, _vmap_all
+from numbax._src.custom_derivatives import (
+    _batch_all,
+    _flat_pair,
+    _Rule,
+    _trace_primal,
+    _vmap_all,
+)
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.interpreters import partial_eval as pe
@@ -35,13 +41,12 @@ def _abstract_eval(*avals, call_jaxpr, rule, num_consts, in_tree, out_tree):
     return list(call_jaxpr.out_avals)
 
 
-def _impl(*args, call_jaxpr, rule, num_consts, in_tree, out_tree):
-    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-    return [core.to_numpy(x) for x in outs]
-
-
 def _run_primal(call_jaxpr: ClosedJaxpr) -> Callable:
     return lambda *xs: core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *xs)
+
+
+def _impl(*args, call_jaxpr, rule, num_consts, in_tree, out_tree):
+    return [core.to_numpy(x) for x in _run_primal(call_jaxpr)(*args)]
 
 
 def _batch(axis_size, vals, dims, *, call_jaxpr, rule, num_consts, in_tree, out_tree):
@@ -90,8 +95,7 @@ def _jvp(primals, tangents, *, call_jaxpr, rule, num_consts, in_tree, out_tree):
     n = len(primals)
 
     def jvp_of_function(*xs):
-        p_out, t_out = ad.jvp_flat(_run_primal(call_jaxpr), xs[:n], xs[n:])
-        return [*p_out, *[ad.instantiate_zeros(t) for t in t_out]]
+        return _flat_pair(ad.jvp_flat(_run_primal(call_jaxpr), xs[:n], xs[n:]))
 
     def jvp_of_rule(axis_size, in_batched, *xs):
         flags = tu.tree_leaves(in_batched)
@@ -107,8 +111,7 @@ def _jvp(primals, tangents, *, call_jaxpr, rule, num_consts, in_tree, out_tree):
             return [x if b else batching.broadcast_batched(x, axis_size, 0)
                     for x, b in zip(flat, _batched_flags(out_batched, out_tree), strict=True)]
 
-        p_out, t_out = ad.jvp_flat(batched_rule, xs[:n], xs[n:])
-        return [*p_out, *[ad.instantiate_zeros(t) for t in t_out]], True
+        return _flat_pair(ad.jvp_flat(batched_rule, xs[:n], xs[n:])), True
 
     closed, consts, tree = _trace_primal(jvp_of_function, [*primals, *tangents])
     outs = custom_vmap_call_p.bind(

@@ -290,7 +290,7 @@ class JitWrapped:
 
     def _call_slow(self, args, kwargs):
         if profiler.active():  # (a profiler trace runs: the call is one of its events)
-            with profiler.region(f"jit({self._name})"):
+            with profiler.TraceAnnotation(f"jit({self._name})"):
                 return self._call_unrecorded(args, kwargs)
         return self._call_unrecorded(args, kwargs)
 
@@ -309,7 +309,7 @@ class JitWrapped:
         exe = entry.exe
         on_host = exe.device is None
         if profiler.active():
-            with profiler.region(f"jit({self._name}): run"):
+            with profiler.TraceAnnotation(f"jit({self._name}): run"):
                 outs = entry.run(leaves, donate=True)
         else:
             outs = entry.run(leaves, donate=True)

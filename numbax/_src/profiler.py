@@ -49,19 +49,6 @@ def record(name: str, start_us: float, args: dict | None = None) -> None:
             "args": {k: str(v) for k, v in (args or {}).items()}})
 
 
-@contextlib.contextmanager
-def region(name: str, **kwargs: Any) -> Iterator[None]:
-    """The enclosed code as one event (nothing recorded when no trace runs)."""
-    if not _session:
-        yield
-        return
-    start = _now_us()
-    try:
-        yield
-    finally:
-        record(name, start, kwargs)
-
-
 def start_trace(log_dir: os.PathLike | str, create_perfetto_link: bool = False,
                 create_perfetto_trace: bool = False, profiler_options: Any = None) -> None:
     """Starts recording a trace, written to `log_dir` by stop_trace (JAX's
@@ -137,10 +124,7 @@ class TraceAnnotation:
 
 
 class StepTraceAnnotation(TraceAnnotation):
-    """A training step's event: TraceAnnotation with its `step_num`."""
-
-    def __init__(self, name: str, **kwargs: Any) -> None:
-        super().__init__(name, **kwargs)
+    """A training step's event: TraceAnnotation with its `step_num` among the kwargs."""
 
 
 def annotate_function(func: Callable, name: str | None = None,
