@@ -1,5 +1,5 @@
 """Updates of a loop's carry in place (driver.donation_plan's in-place library rules,
-control_flow._Carry): `x.at[i].set(v)` and scatters inside fori_loop, while_loop and scan write
+host_flow._Carry): `x.at[i].set(v)` and scatters inside fori_loop, while_loop and scan write
 into the buffer the loop owns instead of copying it each step; the caller's arrays and
 constants are never written; the results are eager's, bit for bit."""
 import numpy as np

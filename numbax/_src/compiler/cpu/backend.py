@@ -174,7 +174,7 @@ class CpuBackend(Backend):
     def _compile_sub(self, closed: ClosedJaxpr, name: str,
                      donated: frozenset = frozenset()) -> Executable:
         """A sub-jaxpr of host-driven control flow, compiled on its own (`donated`: the input
-        positions whose buffers the loop may hand over, control_flow.host_while/host_scan)."""
+        positions whose buffers the loop may hand over, host_flow.host_while/host_scan)."""
         return pipeline.compile_with(closed, self, donated, name=name)
 
 

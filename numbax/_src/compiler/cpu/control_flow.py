@@ -4,19 +4,27 @@ The sub-jaxprs are rendered as NumPy array expressions that Numba's nopython mod
 (each primitive's `array` lowering, or its scalar form on 0-d values), with native
 `if`/`while`/`for` and, for a scan without carry (vmap's `map`), a `prange` over examples. An
 equation holding a primitive with neither form falls back to a Python loop in the driver that
-calls the sub-jaxprs compiled on their own (each primitive's `host` lowering).
+calls the sub-jaxprs compiled on their own (host_flow.py).
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
 from numbax._src import core
 from numbax._src.compiler import fusion, ir, narrow_floats, registry
-from numbax._src.compiler.cpu import flow_loops, flow_runs, indices, loop_products, loops, work
+from numbax._src.compiler.cpu import (
+    flow_loops,
+    flow_runs,
+    flow_scratch,
+    indices,
+    loop_products,
+    loops,
+    work,
+)
 from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header, runtime_imports
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
@@ -71,10 +79,42 @@ class Function:
         self.products = False
         self.product_words = 0
         self.in_prange = False
+        # A sequential loop's body allocates its temporaries and takes their flat views once,
+        # before the loop (flow_scratch.py: a frame per loop being rendered, None for a prange),
+        # except the values that outlive a step (`escaping`: flow_runs.outliving).
+        self.frames: list[flow_scratch.LoopFrame | None] = []
+        self.escaping: set[Var] = set()
 
     def fresh(self) -> str:
         self.count += 1
         return f"v{self.count - 1}"
+
+    def new_array(self, var: Var, name: str, shape, lines: list[str], pad: str,
+                  note: str = "") -> None:
+        """`name = np.empty(shape)` for `var`'s value: before the loop around it when the
+        loop is sequential and the value does not outlive a step (flow_scratch.py)."""
+        line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype)}){note}"
+        frame = self.frames[-1] if self.frames else None
+        if frame is None or var in self.escaping:
+            lines.append(pad + line)
+        else:
+            frame.allocate(name, line)
+
+    @contextlib.contextmanager
+    def body(self, lines: list[str], pad: str, sequential: bool,
+             carries: list[str]) -> Iterator[None]:
+        """Renders a loop's body (the loop's header the last of `lines`, at `pad`; `carries`
+        the names it rebinds each step): what the body does once goes just before the
+        header (flow_scratch.py)."""
+        header = len(lines) - 1
+        frame = flow_scratch.LoopFrame(self.count, frozenset(carries)) if sequential else None
+        self.frames.append(frame)
+        try:
+            yield
+        finally:
+            self.frames.pop()
+        if frame is not None:
+            lines[header:header] = [pad + line for line in frame.lines]
 
     def read(self, env: dict, x) -> str:
         if isinstance(x, Literal):
@@ -100,6 +140,7 @@ class Function:
         jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars,
                       flow_runs.clustered(jaxpr.eqns, is_control_flow), jaxpr.outvars)
         users = flow_runs.users(jaxpr)
+        self.escaping |= flow_runs.outliving(jaxpr)
         # elementwise equations of one shape, waiting to become one loop; and the run before
         # it (`outer`) where this one's shape extends that one's, to nest inside its loop
         run: list[int] = []
@@ -158,8 +199,7 @@ class Function:
                 out = eqn.outvars[0]
                 if out in kept:
                     env[out] = self.fresh()
-                    lines.append(f"{pad}{env[out]} = np.empty({shape}, "
-                                 f"{dtype_ctor(out.aval.dtype)})")
+                    self.new_array(out, env[out], shape, lines, pad)
         first = self.outer_loop(shapes[0][0], work)
         value: dict[Var, str] = {}
         idx: list[str] = []
@@ -174,7 +214,12 @@ class Function:
                              f"{first if d == 0 else 'range'}({shape[d]}):")
             self._scalar_lines(r, idx, kept, value, env, views if first == "range" else None,
                                lines, pad + "    " * len(shape))
-        lines[start:start] = [f"{pad}{v} = {a}.ravel()" for a, v in views.items()]
+        frame = self.frames[-1] if self.frames else None
+        once = {a for a in views if frame is not None and frame.invariant(a)}
+        for a in once:
+            frame.lines.append(f"{views[a]} = {a}.ravel()")
+        lines[start:start] = [f"{pad}{v} = {a}.ravel()" for a, v in views.items()
+                              if a not in once]
 
     def _scalar_lines(self, eqns: list[JaxprEqn], idx: list[str], kept: set[Var],
                       value: dict[Var, str], env: dict, views: dict[str, str] | None,
@@ -377,10 +422,11 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     lines.append(f"{pad}while {pred}:")
     inner = pad + "    "
     fn.trips *= _WHILE_TRIPS
-    new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
-    fn.assign(carry, new, avals, lines, inner, own)
-    (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
-    lines.append(f"{inner}{pred} = {res}")
+    with fn.body(lines, pad, True, carry):
+        new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
+        fn.assign(carry, new, avals, lines, inner, own)
+        (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
+        lines.append(f"{inner}{pred} = {res}")
     fn.trips //= _WHILE_TRIPS
     return carry
 
@@ -413,15 +459,16 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     trips = fn.trips
     fn.trips *= 1 if fn.in_prange else length
     x_names = []
-    for x in xs:
-        t = fn.fresh()
-        lines.append(f"{inner}{t} = {x}[{i}]")
-        fn.views.add(t)
-        x_names.append(t)
-    outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner)
-    for y, o in zip(ys, outs[ncarry:], strict=True):
-        lines.append(f"{inner}{y}[{i}] = {o}")
-    fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
+    with fn.body(lines, pad, not loop.startswith("prange"), carry):
+        for x in xs:
+            t = fn.fresh()
+            lines.append(f"{inner}{t} = {x}[{i}]")
+            fn.views.add(t)
+            x_names.append(t)
+        outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner)
+        for y, o in zip(ys, outs[ncarry:], strict=True):
+            lines.append(f"{inner}{y}[{i}] = {o}")
+        fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
     fn.in_prange, fn.trips = in_prange, trips
     return [*carry, *ys]
 
@@ -517,83 +564,3 @@ def _function(eqn: JaxprEqn, serial: bool = False) -> tuple[Function, str, str]:
     outs = registry.lowering(eqn.primitive, "cpu").statements(fn, eqn, args, lines, "    ")
     rets = [fn.owned(o, v.aval) for o, v in zip(outs, eqn.outvars, strict=True)]
     return fn, head, "\n".join(lines) + f"\n    return ({''.join(r + ', ' for r in rets)})\n"
-
-
-# ----------------------------------------------------------------------------- on the host
-
-Compile = Callable[..., Any]  # (closed jaxpr, donated input positions=frozenset()) -> Executable
-
-
-def host_cond(eqn: JaxprEqn, compile_closed: Compile) -> Callable[..., list]:
-    """cond as a driver-level call of its branches, each compiled on its own."""
-    fns = [compile_closed(b) for b in eqn.params["branches"]]
-
-    def run_cond(index, *ops):
-        return fns[min(max(int(index), 0), len(fns) - 1)](*ops)
-
-    return run_cond
-
-
-class _Carry:
-    """A host loop's carry, and which of its buffers the loop owns: those the compiled body
-    allocated (Executable.out_fresh). The body may write its results into an owned buffer
-    (donation: a `x.at[i].set(v)` step updates x in place); the caller's initial buffers, and
-    any a body returned as a view of something else, are never handed over."""
-
-    def __init__(self, body, first: int, values: list) -> None:
-        self.body, self.first, self.values = body, first, values
-        self.owned = [False] * len(values)
-
-    def donated(self) -> list:
-        """The body's trailing donation parameters: an owned carry buffer, or None."""
-        k0 = self.first
-        return [self.values[i - k0] if self.owned[i - k0] else None for i in self.body.donate]
-
-    def update(self, outs) -> None:
-        n = len(self.values)
-        self.values = list(outs[:n])
-        self.owned = [bool(f) for f in self.body.out_fresh[:n]]
-
-
-def host_while(eqn: JaxprEqn, compile_closed: Compile) -> Callable[..., list]:
-    """while as a Python loop over its compiled condition and body (the carry's buffers handed
-    to the body once the loop owns them, `_Carry`)."""
-    p = eqn.params
-    nc, nb = p["cond_nconsts"], p["body_nconsts"]
-    ncarry = len(eqn.outvars)
-    cond_fn = compile_closed(p["cond_jaxpr"])
-    body_fn = compile_closed(p["body_jaxpr"], frozenset(range(nb, nb + ncarry)))
-
-    def run_while(*args):
-        cc, bc = args[:nc], args[nc:nc + nb]
-        carry = _Carry(body_fn, nb, list(args[nc + nb:]))
-        while bool(cond_fn(*cc, *carry.values)[0]):
-            carry.update(body_fn(*bc, *carry.values, donated=carry.donated()))
-        return carry.values
-
-    return run_while
-
-
-def host_scan(eqn: JaxprEqn, compile_closed: Compile) -> Callable[..., list]:
-    """scan as a Python loop over its compiled body, ys written row by row (the carry's
-    buffers handed to the body once the loop owns them, `_Carry`)."""
-    p = eqn.params
-    nconsts, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
-    body = compile_closed(p["jaxpr"], frozenset(range(nconsts, nconsts + ncarry)))
-    y_avals = [v.aval for v in eqn.outvars[ncarry:]]
-
-    def run_scan(*args):
-        consts = args[:nconsts]
-        carry = _Carry(body, nconsts, list(args[nconsts:nconsts + ncarry]))
-        xs = args[nconsts + ncarry:]
-        ys = [np.empty(a.shape, a.dtype) for a in y_avals]
-        steps = range(length - 1, -1, -1) if p["reverse"] else range(length)
-        for i in steps:
-            outs = body(*consts, *carry.values, *[np.asarray(x[i], order="C") for x in xs],
-                        donated=carry.donated())
-            carry.update(outs)
-            for y, o in zip(ys, outs[ncarry:], strict=True):
-                y[i] = o
-        return [*carry.values, *ys]
-
-    return run_scan

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from numbax._src import core
 from numbax._src.compiler.cpu import loops, work
-from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
+from numbax._src.compiler.source import cast, render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import reductions as lr
 
@@ -27,7 +27,7 @@ def reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
         aval.dtype.kind == "f" else loops.acc_dtype(eqn)
     out, acc = fn.fresh(), fn.fresh()
     idx = [fn.fresh() for _ in range(aval.ndim)]
-    lines.append(f"{pad}{out} = np.empty({out_aval.shape}, {dtype_ctor(out_aval.dtype)})")
+    fn.new_array(eqn.outvars[0], out, out_aval.shape, lines, pad)
     outer = fn.outer_loop(aval.shape[kept[0]], work.eqns_ns(
         aval.shape, [eqn], [eqn.invars[0], eqn.outvars[0]]))
     inner = pad
@@ -55,8 +55,8 @@ def concat_loops(fn, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) 
     aval = eqn.outvars[0].aval
     axis = eqn.params["dimension"]
     out = fn.fresh()
-    lines.append(f"{pad}{out} = np.empty({aval.shape}, {dtype_ctor(aval.dtype)})  "
-                 f"# {core.pp_eqn(eqn, fn.pp, 0)}")
+    fn.new_array(eqn.outvars[0], out, aval.shape, lines, pad,
+                 f"  # {core.pp_eqn(eqn, fn.pp, 0)}")
     at = 0
     for x, name in zip(eqn.invars, ins, strict=True):
         shape = x.aval.shape

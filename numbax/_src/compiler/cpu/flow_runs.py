@@ -148,3 +148,16 @@ def users(jaxpr: Jaxpr) -> dict[Var, set[int]]:
         if isinstance(x, Var):
             users.setdefault(x, set()).add(-1)
     return users
+
+
+def outliving(jaxpr: Jaxpr) -> set[Var]:
+    """The values of `jaxpr` whose arrays may outlive one run of it: its outputs (a loop's
+    carries, a branch's results) and, through every equation that is not a loop nest's
+    (`loop_shape`: those write new arrays), the operands an output may alias (a reshape's,
+    a branch's, an in-place update's). Control_flow.Function allocates the others once a
+    loop (its `scratch`)."""
+    outliving = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        if loop_shape(eqn) is None and any(v in outliving for v in eqn.outvars):
+            outliving.update(x for x in eqn.invars if isinstance(x, Var))
+    return outliving

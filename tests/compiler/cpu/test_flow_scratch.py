@@ -1,0 +1,202 @@
+"""A sequential loop's temporaries allocated, and their flat views taken, once before the loop
+(cpu/flow_scratch.py), never for a value that outlives a step: a carry, a branch's result, an
+alias of either. Truth: the same steps as numpy loops in Python; the kernel's text for where
+the allocations went."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+from .kernel_text import modules
+
+RNG = np.random.default_rng(5)
+F32 = np.float32
+
+
+def _flow_kernel(text: str) -> str:
+    kernel = next(m for m in modules(text) if "def kernel(a" in m and "for v" in m)
+    return kernel.split("def kernel_serial")[0]
+
+
+def _split_at_loop(kernel: str, trips: int) -> tuple[str, str]:
+    """The kernel's lines before its `for v in range(trips)` loop, and the loop's body."""
+    m = re.search(rf"^( +)for v\d+ in range\({trips}\):\n", kernel, re.M)
+    assert m, kernel
+    return kernel[:m.start()], kernel[m.end():]
+
+
+def _kalman(ys, F, H, Q, R):
+    def step(c, y):
+        m, P = c
+        m = F @ m
+        P = F @ P @ F.T + Q
+        S = H @ P @ H.T + R
+        K = P @ H.T @ jnp.linalg.inv(S)
+        m = m + K @ (y - H @ m)
+        P = (jnp.eye(2, dtype=F32) - K @ H) @ P
+        return (m, P), m[0]
+    return lax.scan(step, (jnp.zeros(2, F32), jnp.eye(2, dtype=F32)), ys)
+
+
+def _kalman_numpy(ys, F, H, Q, R):
+    m, P = np.zeros(2, F32), np.eye(2, dtype=F32)
+    out = []
+    for y in ys:
+        m = F @ m
+        P = F @ P @ F.T + Q
+        K = P @ H.T @ np.linalg.inv(H @ P @ H.T + R)
+        m = m + K @ (y - H @ m)
+        P = (np.eye(2, dtype=F32) - K @ H) @ P
+        out.append(m[0])
+    return (m, P), np.array(out)
+
+
+def test_a_kalman_filters_step_allocates_only_its_next_state():
+    F = np.array([[1, 1], [0, 1]], F32)
+    H = np.array([[1, 0]], F32)
+    Q, R = F32(0.01) * np.eye(2, dtype=F32), np.array([[0.5]], F32)
+    ys = RNG.standard_normal((300, 1)).astype(F32)
+    f = numbax.jit(_kalman)
+    (m, P), out = f(ys, F, H, Q, R)
+    (m0, P0), out0 = _kalman_numpy(ys, F, H, Q, R)
+    np.testing.assert_allclose(np.asarray(out), out0, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(P), P0, rtol=2e-4, atol=2e-6)
+    np.testing.assert_allclose(np.asarray(m), m0, rtol=2e-4, atol=2e-5)
+    before, body = _split_at_loop(_flow_kernel(f.lower(ys, F, H, Q, R).as_text()), 300)
+    # the step's products' temporaries are made once; in the loop only the two carries' new
+    # arrays (m, P) and the output row's slice are; no flat view of an argument is taken
+    assert len(re.findall(r"np\.empty\(", before)) >= 10
+    assert len(re.findall(r"= np\.empty\(", body)) <= 3, body
+    assert not re.search(r"= a\d+\.ravel\(\)", body), body
+
+
+def _steps_numpy(step, carry, xs):
+    ys = []
+    for x in xs:
+        carry, y = step(carry, x)
+        ys.append(np.array(y, copy=True))
+    return carry, np.array(ys)
+
+
+def _check_scan(step, np_step, carry, xs, rtol=1e-6):
+    got_c, got_y = numbax.jit(lambda c, x: lax.scan(step, c, x))(carry, xs)
+    want_c, want_y = _steps_numpy(np_step, carry, xs)
+    np.testing.assert_allclose(np.asarray(got_y), want_y, rtol=rtol)
+    for g, w in zip(numbax.tree_util.tree_leaves(got_c), numbax.tree_util.tree_leaves(want_c),
+                    strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=rtol)
+
+
+W = RNG.standard_normal((6, 6))
+
+
+def test_a_carry_read_after_the_next_one_is_written():
+    # the next carry's nest runs before the product and the sum read the old carry: written
+    # into the old carry's array (a carry allocated once), they would read the new one
+    def step(c, x):
+        return c * x + 1.0, jnp.dot(c, W) + jnp.sum(c)
+
+    def np_step(c, x):
+        return c * x + 1.0, np.dot(c, W) + np.sum(c)
+    xs = RNG.uniform(0.5, 1.5, (12, 6))
+    _check_scan(step, np_step, np.ones(6), xs)
+
+
+def test_a_temporary_carried_to_the_next_step_is_a_new_array_each_step():
+    def step(c, x):
+        t = c * x + 1
+        return t * 0.5, t
+    xs = RNG.uniform(0.5, 1.5, (12, 3, 2))
+    _check_scan(step, step, np.ones((3, 2)), xs)
+
+
+@pytest.mark.parametrize("which", [0.0, 1.0, 2.0])
+def test_a_branch_that_returns_a_temporary_as_it_is(which):
+    # the cond's result is t itself in one branch: t outlives the step (its array is the next
+    # carry), and the product after t's nest reads the old carry
+    def step(c, x):
+        t = c * x + 1.0
+        s = jnp.dot(c, W)
+        new = lax.cond(x[0] > which, lambda: t, lambda: s + t)
+        return new, new[0]
+
+    def np_step(c, x):
+        t = c * x + 1.0
+        new = t if x[0] > which else np.dot(c, W) + t
+        return new, new[0]
+    xs = RNG.uniform(0.0, 3.0, (10, 6))
+    _check_scan(step, np_step, np.full(6, 0.3), xs)
+
+
+def test_a_reshaped_temporary_as_the_carry():
+    def step(c, x):
+        t = (c.reshape(2, 3) * x).reshape(6)
+        return t + 0.1, t.sum()
+    xs = RNG.uniform(0.5, 1.5, (9, 2, 3))
+    _check_scan(step, step, np.arange(1.0, 7.0), xs)
+
+
+def test_an_inner_scans_rows_become_the_outer_carry():
+    def inner(c, x):
+        t = c + x
+        return t * 0.9, t
+
+    def step(c, x):
+        _, rows = lax.scan(inner, c[0], x)
+        return rows * 1.0, rows.sum()
+
+    def np_step(c, x):
+        rows = []
+        cc = c[0]
+        for r in x:
+            t = cc + r
+            cc = t * 0.9
+            rows.append(t)
+        rows = np.array(rows)
+        return rows * 1.0, rows.sum()
+    xs = RNG.standard_normal((6, 4, 3))
+    _check_scan(step, np_step, np.ones((4, 3)), xs)
+
+
+def test_a_while_loop_carrying_its_temporary():
+    def f(x):
+        def body(c):
+            i, v = c
+            t = v * 1.5 - 0.25
+            return i + 1, jnp.where(t > 3.0, t - 3.0, t)
+        return lax.while_loop(lambda c: c[0] < 17, body, (0, x))[1]
+    x = RNG.uniform(0, 1, (5, 4))
+    want = x.copy()
+    for _ in range(17):
+        t = want * 1.5 - 0.25
+        want = np.where(t > 3.0, t - 3.0, t)
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), want, rtol=1e-12)
+
+
+def test_a_temporary_written_into_an_updated_carry():
+    def f(x):
+        def body(i, acc):
+            t = jnp.cos(x[i]) * (i + 1)
+            return acc.at[i].set(t)
+        return lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x))
+    x = RNG.standard_normal((7, 3))
+    want = np.cos(x) * np.arange(1, 8)[:, None]
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), want, rtol=1e-12)
+
+
+def test_a_map_over_examples_keeps_arrays_of_its_own():
+    # a scan without carry may run its examples on threads: nothing is shared between them
+    def per_example(x):
+        t = x * x + 1.0
+        return (t / t.sum()).sum() + t[0]
+    xs = RNG.standard_normal((4096, 8))
+    got = numbax.jit(lambda xs: lax.map(per_example, xs))(xs)
+    t = xs * xs + 1.0
+    want = (t / t.sum(1, keepdims=True)).sum(1) + t[:, 0]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
