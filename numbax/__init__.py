@@ -154,6 +154,7 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     memory,
     profiler,
     ref,
+    stages,
 )
 from numbax._src.callback_api import effects_barrier, pure_callback  # noqa: E402
 from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
@@ -165,7 +166,7 @@ __all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_batching", "custo
             "custom_gradient",
             "debug", "ds", "effects_barrier", "empty_ref", "experimental", "export", "free_ref",
             "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "profiler",
-            "pure_callback", "ref"]
+            "pure_callback", "ref", "stages"]
 
 # isort: split
 # --- sharding: jax.sharding, meshes and sharded arrays on the virtual CPU devices

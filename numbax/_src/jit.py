@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile, jit_log, jit_options, jit_run, profiler
+from numbax._src import core, eager_compile, jit_log, jit_options, jit_run, profiler, stages
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, committed_device
 from numbax._src.compiler import api as compiler
@@ -76,93 +76,6 @@ def _is_tracing(leaves: Sequence[Any]) -> bool:
     if core._state.dynamic_trace is not None or core.trace_stack_depth() > 1:
         return True
     return any(isinstance(x, core.Tracer) for x in leaves)
-
-
-class Traced:
-    """What `jit(f).trace(*args)` returns (JAX's AOT stage before lowering): the traced
-    program as `.jaxpr`, its output types as `.out_info`; `lower()` compiles it."""
-
-    def __init__(self, wrapped: JitWrapped, args: tuple, kwargs: dict,
-                 jaxpr: core.ClosedJaxpr, out_tree) -> None:
-        self._wrapped, self._args, self._kwargs = wrapped, args, kwargs
-        self.jaxpr = jaxpr
-        self.fun_name = wrapped._name
-        self._out_tree = out_tree
-
-    @property
-    def out_info(self) -> Any:
-        from numbax._src.api import ShapeDtypeStruct  # api sits above jit
-
-        return tu.tree_unflatten(self._out_tree, [
-            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-            for a in self.jaxpr.out_avals])
-
-    def lower(self) -> Lowered:
-        return self._wrapped.lower(*self._args, **self._kwargs)
-
-
-class Lowered:
-    """What `jit(f).lower(*args)` returns: the jaxpr, the generated source, and `compile()`."""
-
-    def __init__(self, wrapped: JitWrapped, entry: _Entry, in_tree, statics) -> None:
-        self._wrapped = wrapped
-        self._entry = entry
-        self.jaxpr = entry.exe.jaxpr
-        self.in_tree = in_tree
-        self._statics = statics
-
-    def as_text(self) -> str:
-        return "\n\n".join(self._entry.exe.sources)
-
-    def compile(self) -> Compiled:
-        return Compiled(self._wrapped, self._entry, self.in_tree, self._statics)
-
-
-class Compiled:
-    """A compiled function for one signature; call it with the arguments `lower` saw."""
-
-    def __init__(self, wrapped, entry: _Entry, in_tree, statics) -> None:
-        self._wrapped = wrapped
-        self._entry = entry
-        self.in_tree = in_tree
-        self._statics = statics
-
-    def as_text(self) -> str:
-        return "\n\n".join(self._entry.exe.sources)
-
-    def __call__(self, *args, **kwargs):
-        """Runs on the non-static arguments (the static ones were fixed by `lower`)."""
-        leaves, in_tree = tu.tree_flatten((args, kwargs))
-        name = self._wrapped._name
-        if in_tree != self.in_tree:
-            raise NumbaxTypeError(
-                f"jit({name}): compiled function called with arguments of structure {in_tree}, "
-                f"expected {self.in_tree} (static arguments are not passed again). Call "
-                "lower() again for new arguments."
-            )
-        if _is_tracing(leaves):
-            raise NumbaxTypeError(
-                f"jit({name}): a function lowered and compiled for a particular signature "
-                "cannot be transformed (jit, grad, vmap...). Transform the function before "
-                "lowering it, or call the jitted function instead of the compiled one."
-            )
-        avals = [core.get_aval(x) for x in leaves]
-        exe = self._entry.exe
-        mismatches = [f"argument leaf {i} compiled with {w.str_short()} and called with "
-                      f"{a.str_short()}" for i, (a, w) in enumerate(zip(avals, exe.in_avals))
-                      if (a.shape, a.dtype) != (w.shape, w.dtype)]
-        if mismatches:
-            raise NumbaxTypeError(
-                f"jit({name}): argument types differ from the types for which this computation "
-                f"was compiled: {'; '.join(mismatches)}. Call lower() again for new shapes."
-            )
-        if exe.device is not None and committed_device(
-                leaves, f"jit({self._wrapped._name})") not in (None, exe.device):
-            raise NumbaxValueError(
-                f"jit({self._wrapped._name}): compiled for {exe.device}, called with "
-                "arguments committed to another device. Call lower() again with them."
-            )
-        return tu.tree_unflatten(self._entry.out_tree, self._entry.run(leaves))
 
 
 # ----------------------------------------------------------------------------- the wrapper
@@ -431,7 +344,7 @@ class JitWrapped:
         """
         self._clear()
 
-    def trace(self, *args, **kwargs) -> Traced:
+    def trace(self, *args, **kwargs) -> stages.Traced:
         """Traces at the arguments' types without compiling (JAX's `jit(f).trace`): arrays,
         scalars or ShapeDtypeStructs, static arguments by value.
 
@@ -450,14 +363,55 @@ class JitWrapped:
             return out_flat
 
         jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
-        return Traced(self, args, kwargs, core.ClosedJaxpr(jaxpr, consts), store["tree"])
+        donated = self._donated_leaves(dyn_args, dyn_kwargs, statics)
+        return stages.Traced(core.ClosedJaxpr(jaxpr, consts), self._name,
+                             stages.make_args_info(in_tree, avals, donated), in_tree,
+                             store["tree"], lambda: self.lower(*args, **kwargs))
 
-    def lower(self, *args, **kwargs) -> Lowered:
+    def lower(self, *args, **kwargs) -> stages.Lowered:
+        """Traces and compiles for the arguments' types (JAX's `jit(f).lower`): arrays,
+        scalars or ShapeDtypeStructs, static arguments by value; `.compile()` gives the
+        callable `Compiled`.
+
+        >>> import numbax
+        >>> numbax.jit(lambda x: x * 2).lower(1.0).compile()(3.0)
+        Array(6., dtype=float64, weak_type=True)
+        """
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         avals = [_lower_aval(x, i, self._name) for i, x in enumerate(leaves)]
         entry = self._get_entry(leaves, in_tree, statics, dyn_args, dyn_kwargs, avals)
-        return Lowered(self, entry, in_tree, statics)
+        donated = self._donated_leaves(dyn_args, dyn_kwargs, statics)
+        return stages.Lowered(entry, self._name, stages.make_args_info(in_tree, avals, donated),
+                              in_tree, functools.partial(self._run_compiled, entry))
+
+    def _run_compiled(self, entry: _Entry, leaves: list) -> list[Array]:
+        """Runs `Compiled` (jax.stages) on argument leaves of its tree: refuses tracers,
+        other types and other committed devices than it was compiled for."""
+        name = self._name
+        if _is_tracing(leaves):
+            raise NumbaxTypeError(
+                f"jit({name}): a function lowered and compiled for a particular signature "
+                "cannot be transformed (jit, grad, vmap...). Transform the function before "
+                "lowering it, or call the jitted function instead of the compiled one."
+            )
+        exe = entry.exe
+        mismatches = [f"argument leaf {i} compiled with {w.str_short()} and called with "
+                      f"{a.str_short()}" for i, (a, w) in
+                      enumerate(zip(map(core.get_aval, leaves), exe.in_avals))
+                      if (a.shape, a.dtype) != (w.shape, w.dtype)]
+        if mismatches:
+            raise NumbaxTypeError(
+                f"jit({name}): argument types differ from the types for which this computation "
+                f"was compiled: {'; '.join(mismatches)}. Call lower() again for new shapes."
+            )
+        if exe.device is not None and committed_device(
+                leaves, f"jit({name})") not in (None, exe.device):
+            raise NumbaxValueError(
+                f"jit({name}): compiled for {exe.device}, called with arguments committed to "
+                "another device. Call lower() again with them."
+            )
+        return entry.run(leaves)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
