@@ -1,4 +1,6 @@
 """jit of control flow (compiler/cpu/control_flow.py) and of call-like primitives (inline.py)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -451,6 +453,28 @@ def test_max_over_an_axis_in_a_loop_propagates_nan_as_lax_max():
     got = np.asarray(f(x))
     assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
     np.testing.assert_array_equal(got[[0, 2]], x[[0, 2]] - x[[0, 2]].max(1, keepdims=True))
+
+
+def test_a_column_reduction_in_a_loop_runs_over_rows_in_memory_order():
+    """A reduction whose last axis is kept (a 10-state HMM's max and sum over axis 0) combines
+    each row into the outputs in memory order, the outputs starting at the identity; a NaN
+    still wins the max, -inf stays the identity, and the sum adds rows in order."""
+    x = np.array([[1.0, -np.inf, 3.0], [np.nan, -np.inf, -1.0], [2.0, -np.inf, 5.0]],
+                 np.float32)
+    f = numbax.jit(lambda x: lax.fori_loop(
+        0, 2, lambda i, c: (c[0] + jnp.max(x * (i + 1), 0), c[1] + jnp.sum(x * (i + 1), 0)),
+        (jnp.zeros(3, jnp.float32), jnp.zeros(3, jnp.float32))))
+    kernel = f.lower(x).as_text().split("def driver")[0]
+    assert re.search(r"^ +(v\d+)\[v\d+\] = sc\.fmax\(\1\[v\d+\], ", kernel, re.M), kernel
+    mx, total = (np.asarray(r) for r in f(x))
+    np.testing.assert_array_equal(mx, [np.nan, -np.inf, 15.0])
+    want = np.zeros(3, np.float32)
+    for i in range(2):
+        s = np.zeros(3, np.float32)
+        for row in x * np.float32(i + 1):
+            s = s + row
+        want = want + s
+    np.testing.assert_array_equal(total, want)
 
 
 def test_shifts_and_random_bits_compile_inside_loops():

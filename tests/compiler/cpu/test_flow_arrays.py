@@ -329,6 +329,25 @@ def test_searchsorted_in_a_loop(side):
     _check(f, 3 * np.searchsorted(table, v, side=side), table, v)
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("entries", [1, 100, 1000])
+def test_searchsorted_of_many_values_in_a_loop(side, entries):
+    # the table counted (up to 128 entries) or searched in blocks, duplicates and NaNs in both
+    rng = np.random.default_rng(entries)
+    table = np.sort(rng.integers(-50, 50, entries).astype(np.float32))
+    if entries > 1:
+        table[-1] = np.nan
+    v = rng.integers(-60, 60, 700).astype(np.float32)
+    v[:3] = [np.nan, table[0], -np.inf]
+
+    def f(table, v):
+        return lax.fori_loop(0, 2, lambda k, c: c + jnp.searchsorted(table, v + 0.0 * k,
+                                                                      side=side),
+                             jnp.zeros(700, jnp.int64))
+
+    _check(f, 2 * np.searchsorted(table, v, side=side), table, v)
+
+
 def test_cumlogsumexp_in_a_loop_with_infinities():
     x = np.array([-np.inf, 0.0, 1.5, -np.inf, 3.0, -2.0])
 

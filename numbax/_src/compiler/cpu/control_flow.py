@@ -126,8 +126,9 @@ class Function:
         return f"{name}.copy()" if name in self.views and aval.ndim else name
 
     def jaxpr(self, closed: ClosedJaxpr | Jaxpr, args: list[str], lines: list[str],
-              pad: str) -> list[str]:
-        """Renders a (closed) jaxpr applied to `args`; returns the names of its outputs."""
+              pad: str, copied: frozenset[int] = frozenset()) -> list[str]:
+        """Renders a (closed) jaxpr applied to `args`; returns the names of its outputs (those
+        at the positions `copied` are copied by the caller: a scan's rows of ys)."""
         jaxpr, consts = (closed.jaxpr, closed.consts) if isinstance(closed, ClosedJaxpr) \
             else (closed, [])
         env: dict[Var, str] = {}
@@ -140,7 +141,7 @@ class Function:
         jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars,
                       flow_runs.clustered(jaxpr.eqns, is_control_flow), jaxpr.outvars)
         users = flow_runs.users(jaxpr)
-        self.escaping |= flow_runs.outliving(jaxpr)
+        self.escaping |= flow_runs.outliving(jaxpr, copied)
         # elementwise equations of one shape, waiting to become one loop; and the run before
         # it (`outer`) where this one's shape extends that one's, to nest inside its loop
         run: list[int] = []
@@ -465,7 +466,8 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
             lines.append(f"{inner}{t} = {x}[{i}]")
             fn.views.add(t)
             x_names.append(t)
-        outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner)
+        outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner,
+                        frozenset(range(ncarry, len(eqn.outvars))))
         for y, o in zip(ys, outs[ncarry:], strict=True):
             lines.append(f"{inner}{y}[{i}] = {o}")
         fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)

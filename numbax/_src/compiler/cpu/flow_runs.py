@@ -150,13 +150,15 @@ def users(jaxpr: Jaxpr) -> dict[Var, set[int]]:
     return users
 
 
-def outliving(jaxpr: Jaxpr) -> set[Var]:
+def outliving(jaxpr: Jaxpr, copied: frozenset[int] = frozenset()) -> set[Var]:
     """The values of `jaxpr` whose arrays may outlive one run of it: its outputs (a loop's
-    carries, a branch's results) and, through every equation that is not a loop nest's
+    carries, a branch's results; not those at the positions `copied`, which the caller
+    copies: a scan's rows of ys) and, through every equation that is not a loop nest's
     (`loop_shape`: those write new arrays), the operands an output may alias (a reshape's,
     a branch's, an in-place update's). Control_flow.Function allocates the others once a
-    loop (its `scratch`)."""
-    outliving = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    loop (flow_scratch.py)."""
+    outliving = {v for k, v in enumerate(jaxpr.outvars)
+                 if isinstance(v, Var) and k not in copied}
     for eqn in reversed(jaxpr.eqns):
         if loop_shape(eqn) is None and any(v in outliving for v in eqn.outvars):
             outliving.update(x for x in eqn.invars if isinstance(x, Var))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from numbax._src.compiler.cpu.runtime import kernels, scalars
+from numbax._src.compiler.cpu.runtime import kernels, scalars, search
 
 _JIT = {"error_model": "numpy", "cache": True}
 
@@ -215,22 +215,30 @@ def top_k(x3, k, shape):  # pragma: no cover - compiled
     return values.reshape(shape), indices.reshape(shape)
 
 
+# one thread's block searches of search.py (tables of at most search.COUNT_MAX entries counted)
+_SEARCH = {(counts, right): search.serial_blocks(counts, right)
+           for counts in (False, True) for right in (False, True)}
+_search_left, _search_right = _SEARCH[False, False], _SEARCH[False, True]
+_count_left, _count_right = _SEARCH[True, False], _SEARCH[True, True]
+
+
 @njit(**_JIT)
 def searchsorted(a2, v2, right):  # pragma: no cover - compiled
     """For each row r, the positions in the sorted a2[r] where v2[r]'s values would go: before
-    equal values, or after them (`right`), in numpy's order (a NaN after every number)."""
-    out = np.empty(v2.shape, np.int64)
+    equal values, or after them (`right`), in numpy's order (a NaN after every number). The
+    top level's block searches (search.py): one search after another, each step a branch on
+    the data, took ~50 us a step for a particle filter's 1000 draws into its 1000 weights."""
+    out = np.zeros(v2.shape, np.int64)
     n = a2.shape[1]
-    for r in range(v2.shape[0]):
-        for j in range(v2.shape[1]):
-            v = v2[r, j]
-            lo, hi = 0, n
-            while lo < hi:
-                mid = (lo + hi) // 2
-                goes_after = not _before(v, a2[r, mid]) if right else _before(a2[r, mid], v)
-                if goes_after:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[r, j] = lo
+    if n == 0 or v2.shape[1] == 0:
+        return out
+    if n <= search.COUNT_MAX:
+        if right:
+            _count_right(a2, v2, out)
+        else:
+            _count_left(a2, v2, out)
+    elif right:
+        _search_right(a2, v2, out)
+    else:
+        _search_left(a2, v2, out)
     return out

@@ -109,6 +109,12 @@ _KERNELS = {(counts, right): {parallel: (_counted if counts else _searched)(para
             for counts in (True, False) for right in (True, False)}
 
 
+def serial_blocks(counts: bool, right: bool):
+    """The one-thread kernel `blocks(a, v, out)` (counted for tables of at most COUNT_MAX
+    entries, else searched) for compiled loops (flow_index.searchsorted)."""
+    return _KERNELS[counts, right][False]
+
+
 def sorted_positions(a: np.ndarray, v: np.ndarray, right: bool,
                      index_dtype) -> np.ndarray | None:
     """np.searchsorted(a[r], v[r], "right" if right else "left") for each row r of the
