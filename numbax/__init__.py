@@ -156,14 +156,20 @@ from numbax import (  # noqa: E402, F401  (public submodules)
     ref,
     stages,
 )
+from numbax._src import vjp_object as _vjp_object  # noqa: E402
 from numbax._src.callback_api import effects_barrier, pure_callback  # noqa: E402
 from numbax._src.closure_convert import closure_convert, custom_gradient  # noqa: E402
 from numbax._src.dslice import ds  # noqa: E402
 from numbax._src.fwd_and_bwd import fwd_and_bwd, live_arrays  # noqa: E402
 from numbax._src.refs import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
-__all__ += ["Ref", "ad_checkpoint", "closure_convert", "custom_batching", "custom_derivatives",
-            "custom_gradient",
+# jax.ad: the markers and results of VJP.with_refs (a SimpleNamespace in JAX too)
+ad = __import__("types").SimpleNamespace(
+    DontWant=_vjp_object.DontWant, DidntWant=_vjp_object.DidntWant,
+    GradRef=_vjp_object.GradRef, GradValue=_vjp_object.GradValue)
+
+__all__ += ["Ref", "ad", "ad_checkpoint", "closure_convert", "custom_batching",
+            "custom_derivatives", "custom_gradient",
             "debug", "ds", "effects_barrier", "empty_ref", "experimental", "export", "free_ref",
             "freeze", "fwd_and_bwd", "live_arrays", "memory", "new_ref", "profiler",
             "pure_callback", "ref", "stages"]

@@ -10,6 +10,7 @@ attributes: a Literal has `val`, a ClosedJaxpr `consts`, a Jaxpr `eqns`.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from typing import Any
 
@@ -184,6 +185,8 @@ def pp_param(value: Any, names: PrintNames, indent: int, key: str = "") -> str:
         return str(value)
     if isinstance(value, str) and not value.isprintable():
         return repr(value)  # a user string (an axis name) never breaks a line of generated code
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple (of jaxprs):
+        return str(value)  # each entry printed on its own, as JAX prints one
     if isinstance(value, tuple) and value and _open_jaxpr(value[0]) is not None:
         return "(" + ", ".join(pp_param(v, names, indent) for v in value) + ")"
     return str(value)
@@ -263,8 +266,9 @@ def _kv_pair(k: str, v: Any, ctx: _Context) -> Doc:
         val = _jaxpr(_open_jaxpr(v), ctx)
     elif isinstance(v, frozenset):
         val = Text(f"frozenset({{{', '.join(repr(e) for e in sorted(v))}}})")
-    else:
-        val = Text(pp_param(v, ctx.names, 0, k))
+    else:  # object addresses masked, as JAX prints them (a reduce's computation)
+        val = Text(re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
+                          pp_param(v, ctx.names, 0, k)))
     return Text(f"{k}=") + val
 
 

@@ -9,21 +9,39 @@ from numbax._src import core, devices
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, asarray_value
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
+from numbax._src.lax.sharding_ops import ArrayCopySemantics, device_put_p
 from numbax._src.sharding import sharded_array
 from numbax._src.sharding.shardings import PartitionSpec, Sharding
 
 
-def device_put(x: Any, device: devices.Device | None = None) -> Any:
+def device_put(x: Any, device: devices.Device | None = None, *, src: Any = None,
+               donate: bool = False, may_alias: bool | None = None) -> Any:
     """Places every array leaf of `x` on `device`, committing it there; with no device the
     leaves become uncommitted Arrays on the default device (Arrays are returned as they are).
     JAX's rule: jit and eager ops move uncommitted values (numpy arrays, scalars, Arrays never
     placed) to the device of committed ones, and refuse arguments on two committed devices.
+    Under a transform (jit, grad, vmap) a traced `x` becomes one `device_put` equation
+    (device_put_p) over all its leaves, as in JAX.
 
     `device` may also be a Sharding (NamedSharding(mesh, P(...)) lays the array out over the
-    mesh's devices) or a bare PartitionSpec over the mesh numbax.set_mesh installed.
+    mesh's devices) or a bare PartitionSpec over the mesh numbax.set_mesh installed. `src`,
+    `donate` and `may_alias` are recorded in the equation (copy_semantics); host arrays are
+    never donated.
 
     Unlike JAX: a GpuArray (any GPU result) is always committed to its GPU."""
+    if donate and may_alias:
+        raise NumbaxValueError("may_alias and donate cannot be True at the same time.")
+    leaves, tree = tu.tree_flatten(x)
+    if any(isinstance(leaf, core.Tracer) for leaf in leaves) and (
+            device is None or isinstance(device, devices.Device)):
+        copy = (ArrayCopySemantics.DONATE_INPUT if donate else
+                ArrayCopySemantics.ALWAYS_COPY if may_alias is False else
+                ArrayCopySemantics.REUSE_INPUT)
+        n = len(leaves)
+        outs = device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
+                                 copy_semantics=(copy,) * n)
+        return tu.tree_unflatten(tree, outs)
     if isinstance(device, (Sharding, PartitionSpec)):
         sharding = sharded_array.resolve("device_put", device)
         return tu.tree_map(lambda leaf: sharded_array.put(leaf, sharding), x)

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from numbax._src import tree_util as tu
 from numbax._src.core import ShapedArray, get_aval
-from numbax._src.errors import NumbaxValueError
+from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad
 
 
@@ -29,6 +29,32 @@ class NotNeeded:
 
 
 tu.register_pytree_node(NotNeeded, lambda _: ((), None), lambda _a, _c: NotNeeded())
+
+
+# jax.ad: what `f_vjp.with_refs(...)` takes per argument of f, and what it returns there
+@dataclasses.dataclass(frozen=True)
+class GradValue:
+    """with_refs marker: compute this argument's cotangent and return it (the default)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DontWant:
+    """with_refs marker: this argument's cotangent is not wanted (DidntWant() comes back)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GradRef:
+    """with_refs result for an argument whose cotangent was added into a Ref."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DidntWant:
+    """with_refs result for an argument marked DontWant()."""
+
+
+# as in JAX, the results are empty pytree nodes and the markers leaves
+tu.register_pytree_node(GradRef, lambda _: ((), None), lambda _a, _c: GradRef())
+tu.register_pytree_node(DidntWant, lambda _: ((), None), lambda _a, _c: DidntWant())
 
 
 def _tuptree(treedef: tu.PyTreeDef, leaves: Any) -> Any:
@@ -81,6 +107,45 @@ class VJP:
         aux_cts = [ad.Zero(ad.tangent_aval(a)) for a in spec.aux_avals]
         cts_in = _instantiate(self.pullback(*cts_flat, *aux_cts), list(spec.in_avals))
         return tu.tree_unflatten(spec.in_tree, _wrap_outputs(cts_in))
+
+    def with_refs(self, *maybe_ct_refs: Any) -> Any:
+        """This VJP as a function of the output cotangent that, per argument of f, returns
+        its cotangent (GradValue()), adds it into a Ref and returns GradRef() (a Ref), or
+        skips it and returns DidntWant() (DontWant()), as JAX's VJP.with_refs.
+
+        >>> import numbax, numbax.numpy as jnp
+        >>> _, f_vjp = numbax.vjp(lambda x, y: x * y, 2.0, 3.0)
+        >>> f_vjp.with_refs(GradValue(), DontWant())(1.0)
+        (Array(3., dtype=float64, weak_type=True), DidntWant())
+        """
+        from numbax._src.refs import Ref, addupdate  # refs sits above (it traces)
+
+        markers, tree = tu.tree_flatten(maybe_ct_refs, is_leaf=lambda m: isinstance(m, Ref))
+        if not maybe_ct_refs:
+            markers, tree = [GradValue()] * self.spec.in_tree.num_leaves, self.spec.in_tree
+        if tree != self.spec.in_tree or len(markers) != self.spec.in_tree.num_leaves:
+            raise NumbaxValueError(
+                f"VJP.with_refs: maybe_ct_refs has structure {tree}, expected the arguments' "
+                f"structure {self.spec.in_tree}. Pass one GradValue(), DontWant() or Ref per "
+                "argument leaf.")
+        for i, m in enumerate(markers):
+            if not isinstance(m, (GradValue, DontWant, Ref)):
+                raise NumbaxTypeError(
+                    f"VJP.with_refs: maybe_ct_refs leaf {i} is a {type(m).__name__}, expected "
+                    "GradValue(), DontWant() or a Ref.")
+
+        def pullback(ct: Any) -> Any:
+            cts = tu.tree_leaves(self(ct))
+            out = []
+            for m, c in zip(markers, cts, strict=True):
+                if isinstance(m, Ref):
+                    addupdate(m, None, c)
+                    out.append(GradRef())
+                else:
+                    out.append(DidntWant() if isinstance(m, DontWant) else c)
+            return tu.tree_unflatten(self.spec.in_tree, out)
+
+        return pullback
 
 
 def _flatten(f: VJP) -> tuple[list, tuple]:

@@ -186,6 +186,7 @@ from numbax._src.lax.bits import (  # noqa: E402, F401
     reduce_precision_p,
 )
 from numbax._src.lax.control_flow.conditionals import cond_p  # noqa: E402, F401
+from numbax._src.lax.control_flow.linear_solve import linear_solve_p  # noqa: E402, F401
 from numbax._src.lax.control_flow.loops import scan_p, while_p  # noqa: E402, F401
 from numbax._src.lax.control_flow.solves import (  # noqa: E402, F401
     custom_linear_solve,
@@ -305,6 +306,10 @@ from numbax._src.lax.parallel import (  # noqa: E402, F401
     ppermute_p,
     psum_p,
 )
+from numbax._src.lax.parallel_ragged import (  # noqa: E402, F401
+    ragged_all_to_all,
+    ragged_all_to_all_p,
+)
 from numbax._src.lax.parallel_redistribute import (  # noqa: E402, F401
     all_to_all,
     all_to_all_p,
@@ -313,6 +318,7 @@ from numbax._src.lax.parallel_redistribute import (  # noqa: E402, F401
     pshuffle,
     pswapaxes,
 )
+from numbax._src.lax.parallel_sendrecv import precv, psend  # noqa: E402, F401
 from numbax._src.lax.params import (  # noqa: E402, F401
     AccuracyMode,
     DotAlgorithm,
@@ -339,7 +345,7 @@ from numbax._src.lax.pieces import (  # noqa: E402, F401
     unstack_p,
 )
 from numbax._src.lax.ragged import ragged_dot, ragged_dot_general  # noqa: E402, F401
-from numbax._src.lax.reduce import reduce  # noqa: E402, F401
+from numbax._src.lax.reduce import reduce, reduce_p  # noqa: E402, F401
 from numbax._src.lax.reductions import (  # noqa: E402, F401
     argmax_p,
     argmin_p,
@@ -364,6 +370,7 @@ from numbax._src.lax.rng import (  # noqa: E402, F401
     rng_uniform,
     rng_uniform_p,
 )
+from numbax._src.lax.scaled_dot import scaled_dot  # noqa: E402, F401
 from numbax._src.lax.scatter import scatter_sub_p  # noqa: E402, F401
 from numbax._src.lax.shape_ops import (  # noqa: E402, F401
     broadcast_in_dim_p,
@@ -419,7 +426,10 @@ from numbax._src.lax.special import (  # noqa: E402, F401
 
 # isort: split
 # --- sharding: with_sharding_constraint (jax.lax's name for pinning a layout)
-from numbax._src.lax.sharding_ops import sharding_constraint_p  # noqa: E402, F401
+from numbax._src.lax.sharding_ops import (  # noqa: E402, F401
+    device_put_p,
+    sharding_constraint_p,
+)
 from numbax._src.sharding.api import with_sharding_constraint  # noqa: E402, F401
 
 # isort: split

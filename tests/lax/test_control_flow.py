@@ -276,11 +276,14 @@ def test_custom_linear_solve_and_custom_root_bad_input():
     a = np.array([[2.0, 1.0], [0.5, 3.0]])
     b = np.array([1.0, 2.0])
     solve = lambda mv, r: jnp.linalg.solve(a, r)  # noqa: E731
-    with pytest.raises(TypeError, match="structure"):
+    # JAX 0.10.2's classes: shapes are checked first (ValueError), then the structure
+    with pytest.raises(ValueError, match=r"solve\(\) output shapes must match b"):
         lax.custom_linear_solve(lambda v: a @ v, b, lambda mv, r: (r, r))
-    with pytest.raises(TypeError, match="matvec must return the structure"):
+    with pytest.raises(ValueError, match=r"matvec\(\) output shapes must match b"):
         lax.custom_linear_solve(lambda v: (v, v), b, solve)
-    with pytest.raises(TypeError, match="transpose_solve is required"):
+    with pytest.raises(TypeError, match=r"matvec\(\) output pytree structure must match b"):
+        lax.custom_linear_solve(lambda v: [v[0], v[1]], (b[0], b[1]), lambda mv, r: r)
+    with pytest.raises(TypeError, match="transpose_solve required"):
         numbax.grad(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve).sum())(b)
     np.testing.assert_allclose(  # forward mode needs no transpose_solve
         numbax.jvp(lambda r: lax.custom_linear_solve(lambda v: a @ v, r, solve), (b,), (b,))[1],

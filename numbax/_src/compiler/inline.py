@@ -1,4 +1,6 @@
-"""Inlines call-like equations (custom_jvp_call, custom_vjp_call, checkpoint) before jit's passes.
+"""Inlines call-like equations (custom_jvp_call, custom_vjp_call, checkpoint) and expands the
+primitives registered with an `expand` rule (reduce, custom_linear_solve, device_put) before
+jit's passes.
 
 Under jit the derivative rules of these primitives have done their work (autodiff ran while
 tracing), so each is just a call of its jaxpr: splicing that jaxpr into the caller lets fusion
@@ -29,7 +31,7 @@ def _callee(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
     """(jaxpr, consts) of a call-like equation whose jaxpr matches its inputs and outputs
     (registry.inline_param names the param holding it)."""
     param = registry.inline_param(eqn.primitive)
-    sub = eqn.params.get(param) if param else None
+    sub = eqn.params.get(param) if param else registry.expansion(eqn)
     if isinstance(sub, ClosedJaxpr):
         sub, consts = sub.jaxpr, sub.consts
     elif isinstance(sub, Jaxpr):

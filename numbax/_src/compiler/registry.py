@@ -101,7 +101,9 @@ class Lowering:
     library_ok(eqn): whether it covers this equation. in_place(eqn, ins, buffer): the library
     rule's form that writes its output into `buffer`, its first operand's own (donated)
     buffer (dynamic_update_slice, scatter: a loop's carry updated without a copy). inline:
-    the param holding the jaxpr of a call-like primitive (inlined before fusion).
+    the param holding the jaxpr of a call-like primitive (inlined before fusion). expand(eqn)
+    -> a ClosedJaxpr of the equation's operands computing its outputs from other primitives,
+    spliced in as a call's is (a primitive with no kernel of its own: JAX's lower_fun).
     reads(eqn) -> an index map's AxisRead for each axis of its operand."""
 
     fusion: Fusion | None = None
@@ -117,6 +119,7 @@ class Lowering:
     library_ok: EqnPredicate | None = None
     in_place: Callable[..., str] | None = None
     inline: str | None = None
+    expand: Callable[[JaxprEqn], Any] | None = None
     # a few instructions on every backend (integer and float arithmetic, conversions, moves):
     # a later kernel recomputes it rather than read its stored result (remat.rematerialize)
     cheap: bool = False
@@ -186,6 +189,12 @@ def inline_param(prim: Primitive) -> str | None:
     """For a call-like primitive, the param holding the jaxpr it calls (None otherwise)."""
     entry = _neutral.get(prim)
     return entry.inline if entry is not None else None
+
+
+def expansion(eqn: JaxprEqn) -> Any:
+    """The ClosedJaxpr an expanded primitive's equation is written as (None: not expanded)."""
+    entry = _neutral.get(eqn.primitive)
+    return entry.expand(eqn) if entry is not None and entry.expand is not None else None
 
 
 def fusible(eqn: JaxprEqn, backend: str) -> bool:

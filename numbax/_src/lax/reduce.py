@@ -1,10 +1,8 @@
 """lax.reduce: reduction of one or more operands by a user computation. Recognised monoids
-(add with 0, mul with 1, max with -inf, ...) become the matching reduce_* primitive; any
-other computation is applied as a pairwise tree (log2(n) rounds of the vmapped computation),
-a composition that jit, grad and vmap see through.
-
-Unlike JAX, there is no reduce_p equation holding the computation's jaxpr: jit's eager
-fallback cannot carry a jaxpr param yet, and the composition compiles as ordinary kernels."""
+(lax.add with 0, lax.mul with 1, lax.max with -inf, ...) become the matching reduce_*
+primitive, as in JAX; any other computation binds `reduce_p` (JAX's `reduce`), holding the
+computation's jaxpr on scalars. Its implementation, derivative and compiled form apply the
+computation as a pairwise tree (log2(n) rounds of the vmapped computation)."""
 from __future__ import annotations
 
 import operator
@@ -15,12 +13,14 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src import tree_util as tu
-from numbax._src.core import get_aval
+from numbax._src.core import ClosedJaxpr, Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
-from numbax._src.interpreters import batching
+from numbax._src.interpreters import ad, batching
+from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import reductions, shape_ops
+from numbax._src.lax.control_flow import common
 
 
 def _monoid_reducer(computation: Callable, init: Any) -> Callable | None:
@@ -88,6 +88,93 @@ def _tree_reduce(fun: Callable, operands: list, inits: list, dimensions: tuple) 
     return [shape_ops.reshape(r, tuple(shape[d] for d in kept)) for r in rows]
 
 
+# ----------------------------------------------------------------------------- reduce_p
+
+
+class Computation:
+    """reduce_p's `computation` param: the user's function, printed as JAX prints it. It
+    pickles as its description alone (the equation's `jaxpr` is what runs), so a program
+    holding a lambda still ships to the SPMD workers."""
+
+    __slots__ = ("fn", "text")
+
+    def __init__(self, fn: Callable | None, text: str | None = None) -> None:
+        self.fn, self.text = fn, text if text is not None else str(fn)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Computation) and (
+            self.fn is other.fn if self.fn is not None else self.text == other.text)
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __reduce__(self) -> tuple:
+        return Computation, (None, self.text)
+
+
+reduce_p = Primitive("reduce", multiple_results=True)
+
+
+def _scalar_fun(jaxpr: ClosedJaxpr) -> Callable:
+    return lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
+
+
+def _reduce_abstract_eval(*avals: ShapedArray, computation, jaxpr, dimensions) -> list:
+    n = len(avals) // 2
+    return [ShapedArray(tuple(d for i, d in enumerate(a.shape) if i not in dimensions),
+                        a.dtype) for a in avals[:n]]
+
+
+def _reduce_composed(*args: Any, jaxpr: ClosedJaxpr, dimensions: tuple) -> list:
+    """reduce_p as the pairwise tree of its computation (impl, jvp and compiled form)."""
+    n = len(args) // 2
+    return _tree_reduce(_scalar_fun(jaxpr), list(args[:n]), list(args[n:]), dimensions)
+
+
+def _reduce_impl(*args, computation, jaxpr, dimensions) -> list:
+    return _reduce_composed(*args, jaxpr=jaxpr, dimensions=dimensions)
+
+
+def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
+    return ad.jvp_flat(lambda *xs: _reduce_composed(*xs, jaxpr=jaxpr, dimensions=dimensions),
+                       list(primals), list(tangents))
+
+
+def _reduce_batch(axis_size, vals, dims, *, computation, jaxpr, dimensions):
+    n = len(vals) // 2
+    if any(d is not None for d in dims[n:]):  # a batched init: the tree, vmapped
+        outs = batching.vmap_flat(
+            lambda *xs: _reduce_composed(*xs, jaxpr=jaxpr, dimensions=dimensions),
+            batching.AxisData(axis_size, None), list(dims), [0] * n, list(vals))
+        return outs, [0] * n
+    operands = [batching.bdim_at_front(x, d, axis_size) for x, d in zip(vals[:n], dims[:n])]
+    outs = reduce_p.bind(*operands, *vals[n:], computation=computation, jaxpr=jaxpr,
+                         dimensions=tuple(d + 1 for d in dimensions))
+    return outs, [0] * n
+
+
+def expand_reduce(eqn: core.JaxprEqn) -> ClosedJaxpr:
+    """A reduce equation as the equations of its pairwise tree (the compiler's expansion)."""
+    avals = [x.aval for x in eqn.invars]
+    return pe.trace_to_closed_jaxpr(
+        lambda *xs: _reduce_composed(*xs, jaxpr=eqn.params["jaxpr"],
+                                     dimensions=eqn.params["dimensions"]), avals)
+
+
+core.abstract_eval_rules[reduce_p] = _reduce_abstract_eval
+core.impl_rules[reduce_p] = _reduce_impl
+ad.jvp_rules[reduce_p] = _reduce_jvp
+batching.batch_rules[reduce_p] = _reduce_batch
+
+
 # ----------------------------------------------------------------------------- lax.reduce
 
 
@@ -150,10 +237,28 @@ def reduce(operands: Any, init_values: Any, computation: Callable,  # noqa: A001
         n = len(xs) // 2
         out = computation(tu.tree_unflatten(tree, xs[:n]), tu.tree_unflatten(tree, xs[n:]))
         out_flat, out_tree = tu.tree_flatten(out)
-        if out_tree != tree:
-            raise NumbaxTypeError(
+        if out_tree != tree:  # JAX's class (its lowering's ValueError)
+            raise NumbaxValueError(
                 f"lax.reduce: computation returned the structure {out_tree}, expected that of "
-                f"init_values, {tree}.")
-        return out_flat
+                f"init_values, {tree}. Return one value per operand.")
+        return [ew.convert_element_type(o, get_aval(x).dtype)
+                for o, x in zip(out_flat, flat_ops, strict=True)]
 
-    return tu.tree_unflatten(tree, _tree_reduce(flat_computation, flat_ops, inits, dims))
+    scalars = [ShapedArray((), get_aval(x).dtype) for x in flat_ops]
+    pair_tree = tu.tree_structure(tuple(range(2 * len(flat_ops))))
+    closed, consts, _ = common.trace_subjaxpr(flat_computation, pair_tree, scalars * 2)
+    if any(isinstance(c, core.Tracer) for c in consts):
+        # Unlike JAX (NotImplementedError): a computation closing over traced values is
+        # applied as the tree directly, with those values in its closure
+        return tu.tree_unflatten(tree, _tree_reduce(flat_computation, flat_ops, inits, dims))
+    outs = reduce_p.bind(*flat_ops, *inits, computation=Computation(computation),
+                         jaxpr=_close(closed, consts), dimensions=dims)
+    return tu.tree_unflatten(tree, outs)
+
+
+def _close(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:
+    """The traced computation (consts as leading inputs) with its consts closed over again."""
+    jaxpr = closed.jaxpr
+    n = len(consts)
+    return ClosedJaxpr(core.Jaxpr(list(jaxpr.invars[:n]), list(jaxpr.invars[n:]), jaxpr.eqns,
+                                  jaxpr.outvars), [core.to_numpy(c) for c in consts])

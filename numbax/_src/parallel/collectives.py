@@ -87,6 +87,7 @@ class Comm:
         # half of the slots (`_half`); the call's end needs none, the parent waits for all
         self._deferred: Group | None = None
         self._half = 0
+        self.mailbox: dict[tuple, list] = {}  # psend's values by (axis_name, perm), for precv
 
     def group(self, api: str, axis_name: Any) -> Group:
         """This device's group over `axis_name` (several names: row-major over them, as JAX
@@ -499,8 +500,9 @@ def collective_bytes(jaxpr: core.Jaxpr) -> int:
     """The largest collective operand in `jaxpr` (nested jaxprs included), in bytes."""
     best = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive in WORKER_IMPLS and eqn.invars:
-            best = max(best, sum(_operand_bytes(v.aval) for v in eqn.invars))
+        if eqn.primitive in WORKER_IMPLS and eqn.invars:  # (precv exchanges its output)
+            best = max(best, sum(_operand_bytes(v.aval) for v in eqn.invars),
+                       sum(_operand_bytes(v.aval) for v in eqn.outvars))
         best = max([best, *(nbytes for _, nbytes in _nested_gathers(eqn))])
         for sub in core.jaxprs_in_params(eqn.params):
             best = max(best, collective_bytes(sub))
@@ -578,3 +580,7 @@ def fuse_psums(jaxpr: core.Jaxpr) -> core.Jaxpr:
 def has_collectives(jaxpr: core.Jaxpr) -> bool:
     return any(eqn.primitive in WORKER_IMPLS or _nested_gathers(eqn) or any(
         has_collectives(s) for s in core.jaxprs_in_params(eqn.params)) for eqn in jaxpr.eqns)
+
+
+# ragged_all_to_all, psend and precv add their worker impls to WORKER_IMPLS
+from numbax._src.parallel import collectives_p2p  # noqa: E402, F401

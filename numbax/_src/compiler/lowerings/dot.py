@@ -1,6 +1,7 @@
 """Lowerings of dot_general (lax/dot.py): a matrix product in the CPU driver (numbax's GEMM or
 BLAS, cpu/runtime/library.py), numpy's dot inside compiled control flow for the products
-cpu/loop_products.py does not run on the loop's threads, and the tiled matmul kernel on CUDA."""
+cpu/loop_products.py does not run on the loop's threads, and the tiled matmul kernel on CUDA;
+and scaled_dot (lax/scaled_dot.py), expanded into its composition."""
 from __future__ import annotations
 
 import math
@@ -10,10 +11,11 @@ from numbax._src.compiler.cpu import loop_products
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.runtime import cublaslt
 from numbax._src.compiler.lowerings.forms import Unsupported
-from numbax._src.compiler.registry import register
+from numbax._src.compiler.registry import EAGER, register
 from numbax._src.compiler.source import render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import dot as ld
+from numbax._src.lax import scaled_dot as lscaled
 
 
 def _library(eqn: JaxprEqn, ins: list[str]) -> str:
@@ -92,3 +94,7 @@ register(epilogues.gemm_epilogue_p, backend="cpu", library=_epilogue_library,
          library_ok=epilogues.cpu_takes)
 register(epilogues.gemm_epilogue_p, backend="cuda", library=cuda_driver.CudaDriver.gemm_epilogue,
          library_ok=lambda eqn: cublaslt.available() and cublaslt.takes(eqn))
+
+# scaled_dot: its composition (bfloat16 scaling, then dot_general) spliced in before fusion
+register(lscaled.scaled_dot_p, expand=lscaled.expand_scaled_dot)
+register(lscaled.scaled_dot_p, backend="cpu", library=EAGER)

@@ -12,6 +12,7 @@ from numbax._src.compiler.lowerings.forms import Unsupported, float_max, float_m
 from numbax._src.compiler.registry import EAGER, Fusion, Monoid, register
 from numbax._src.compiler.source import cast, dtype_ctor, render_value
 from numbax._src.core import JaxprEqn
+from numbax._src.lax import reduce as lreduce
 from numbax._src.lax import reductions as lr
 from numbax._src.lax import sort as lsort
 
@@ -158,3 +159,9 @@ register(lsort.approx_top_k_p, backend="cpu", library=lambda eqn, ins: (
 # xor reductions and log-cumsum-exp: numpy in the driver
 for _prim in (lr.reduce_xor_p, lr.cumlogsumexp_p):
     register(_prim, backend="cpu", library=EAGER)
+
+# lax.reduce with a user computation: written as the pairwise tree of the computation before
+# fusion (its equations then fuse as any others); the eager implementation where the
+# expansion cannot be spliced in
+register(lreduce.reduce_p, expand=lreduce.expand_reduce)
+register(lreduce.reduce_p, backend="cpu", library=EAGER)
