@@ -6,18 +6,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from numbax._src import typecheck
-from numbax._src.compiler import fusion, hoist, inline, passes, unroll
+from numbax._src.compiler import fusion, hoist, inline, passes, unroll, update_pads
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.core import ClosedJaxpr, Jaxpr
 
 
 def prepare(jaxpr: Jaxpr) -> Jaxpr:
-    """The jaxpr with call-like equations inlined, scans that ask for it unrolled, typechecked
-    and simplified, and loop-invariant equations moved out of loop bodies (after the bodies'
-    simplification, which inlines their scalar broadcasts into the readers: hoisted, those
-    would be arrays; the equations two loops both hoisted merged by CSE), then small work on
-    constants alone moved first (hoist.constants_first)."""
-    jaxpr = passes.simplify(typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr))))
+    """The jaxpr with call-like equations inlined, scans that ask for it unrolled, typechecked,
+    loop bodies' updates of a fill written as pads (update_pads.py) and simplified, and
+    loop-invariant equations moved out of loop bodies (after the bodies' simplification, which
+    inlines their scalar broadcasts into the readers: hoisted, those would be arrays; the
+    equations two loops both hoisted merged by CSE), then small work on constants alone moved
+    first (hoist.constants_first)."""
+    jaxpr = typecheck.check_jaxpr(unroll.unroll_scans(inline.inline_calls(jaxpr)))
+    jaxpr = passes.simplify(update_pads.pads_in_bodies(jaxpr))
     jaxpr = passes.dce(passes.cse(hoist.hoist_invariants(jaxpr)))
     return typecheck.check_jaxpr(hoist.constants_first(jaxpr))
 

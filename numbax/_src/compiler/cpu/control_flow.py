@@ -249,7 +249,9 @@ class Function:
 
         for eqn in eqns:
             out, x = eqn.outvars[0], eqn.invars[0] if eqn.invars else None
-            if views is not None and isinstance(x, Var) and x.aval.ndim > 1 and \
+            if eqn.primitive is ls.pad_p:
+                expr = indices.pad_read(eqn, idx, array(x), views is not None, read)
+            elif views is not None and isinstance(x, Var) and x.aval.ndim > 1 and \
                     x not in value and fusion.kind_of(eqn) is Fusion.INDEX_MAP:
                 expr = f"{array(x)}[{indices.map_index(eqn, idx)}]"
             else:

@@ -16,6 +16,7 @@ from numbax._src.compiler import fusion, registry
 from numbax._src.compiler.cpu.work import eqns_ns
 from numbax._src.compiler.registry import AxisRead, Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
+from numbax._src.lax import shape_ops as ls
 
 
 def loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
@@ -24,6 +25,8 @@ def loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
     if len(eqn.outvars) != 1 or eqn.outvars[0].aval.ndim == 0:
         return None
     shape = eqn.outvars[0].aval.shape
+    if eqn.primitive is ls.pad_p:
+        return shape if edge_pad(eqn) else None
     kind = fusion.kind_of(eqn)
     if kind not in (Fusion.ELEMENTWISE, Fusion.INDEX_MAP, Fusion.SOURCE) or \
             not registry.fusible(eqn, "cpu"):
@@ -41,6 +44,17 @@ def loop_shape(eqn: JaxprEqn) -> tuple[int, ...] | None:
     return shape
 
 
+def edge_pad(eqn: JaxprEqn) -> bool:
+    """A pad of an array by a scalar at its edges only (no interior padding, nothing cropped):
+    a loop nest reads it as its operand's element inside the box and the fill outside
+    (`control_flow.Function._scalar_lines`), where the array form concatenated copies (a heat
+    equation's `zeros.at[1:-1].set(laplacian)`, a pad once compose_maps.dus_pads has run)."""
+    x = eqn.invars[0]
+    return isinstance(x, Var) and x.aval.dtype.kind != "c" and all(
+        lo >= 0 and hi >= 0 and interior == 0
+        for lo, hi, interior in eqn.params["padding_config"])
+
+
 def on_scalars(eqn: JaxprEqn, control_flow: bool) -> bool:
     """Whether `eqn` maps scalars to scalars (it can run before a pending loop nest);
     `control_flow`: whether it is compiled control flow (which never can)."""
@@ -52,6 +66,8 @@ def joins(eqn: JaxprEqn, made: set[Var]) -> bool:
     """Whether a loop equation of the shape of a run making the values `made` may join it:
     not an index map that reads one of them other than element for element (a nest reads
     its own values only as the scalars of the element it is at)."""
+    if eqn.primitive is ls.pad_p:  # reads its operand away from the element it is at
+        return eqn.invars[0] not in made
     if fusion.kind_of(eqn) is not Fusion.INDEX_MAP or eqn.invars[0] not in made:
         return True
     reads = registry.axis_reads(eqn)

@@ -262,3 +262,18 @@ def _tail_offsets(eqn: JaxprEqn, shape: tuple[int, ...], split: int) -> set[int]
         step *= n
     return offsets
 
+
+
+def pad_read(eqn: JaxprEqn, idx: list[str], x: str, flat: bool, read) -> str:
+    """A pad's element at loop index `idx` (flow_runs.edge_pad: no interior padding, nothing
+    cropped): its operand `x` (a flat view where `flat`) at the index less the low edges inside
+    the box, the fill (`read` of the pad's scalar operand) outside it."""
+    shape = eqn.invars[0].aval.shape
+    config = eqn.params["padding_config"]
+    at = [f"({i} - {lo})" if lo else i for i, (lo, _, _) in zip(idx, config, strict=True)]
+    inside = [f"{lo} <= {i} < {lo + n}" if lo else f"{i} < {n}"
+              for i, n, (lo, hi, _) in zip(idx, shape, config, strict=True) if lo or hi]
+    where = flat_index(at, shape) if flat else ", ".join(at)
+    value = f"{x}[{where}]"
+    return f"({value} if {' and '.join(inside)} else {read(eqn.invars[1])})" if inside \
+        else value
