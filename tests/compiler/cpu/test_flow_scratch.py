@@ -200,3 +200,30 @@ def test_a_map_over_examples_keeps_arrays_of_its_own():
     t = xs * xs + 1.0
     want = (t / t.sum(1, keepdims=True)).sum(1) + t[:, 0]
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+
+
+def test_the_kernels_source_is_the_same_in_every_process():
+    # the disk cache keys a module by its source: views taken once, in rendering order, not in
+    # a set's order (which Python's string hashing changes from process to process)
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib, numpy as np, numbax, numbax.numpy as jnp\n"
+        "from numbax import lax\n"
+        "def step(c, y):\n"
+        "    m, P = c\n"
+        "    P = P @ P.T + 0.1 * jnp.eye(3)\n"
+        "    m = P @ m + y\n"
+        "    return (m, P * 0.5), m[0] + P[1, 2]\n"
+        "f = numbax.jit(lambda ys: lax.scan(step, (jnp.ones(3), jnp.eye(3)), ys))\n"
+        "print(hashlib.sha256(f.lower(np.ones((20, 3))).as_text().encode()).hexdigest())\n")
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, check=True, timeout=300)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1 and len(next(iter(digests))) == len(hashlib.sha256().hexdigest())

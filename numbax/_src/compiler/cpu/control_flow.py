@@ -216,8 +216,8 @@ class Function:
             self._scalar_lines(r, idx, kept, value, env, views if first == "range" else None,
                                lines, pad + "    " * len(shape))
         frame = self.frames[-1] if self.frames else None
-        once = {a for a in views if frame is not None and frame.invariant(a)}
-        for a in once:
+        once = [a for a in views if frame is not None and frame.invariant(a)]  # (in order:
+        for a in once:  # the source, and so its cache key, is the same in every process)
             frame.lines.append(f"{views[a]} = {a}.ravel()")
         lines[start:start] = [f"{pad}{v} = {a}.ravel()" for a, v in views.items()
                               if a not in once]
