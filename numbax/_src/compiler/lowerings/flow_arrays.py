@@ -117,8 +117,9 @@ def _arg_extremum(larger: bool):
         (axis,) = eqn.params["axes"]
         if x.shape[axis] == 0:
             raise Unsupported("argmax of an empty axis")
-        return f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {larger})" \
-               f".reshape({out.shape}).astype({dtype_ctor(out.dtype)})"
+        found = f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {larger})" \
+                f".reshape({out.shape})"  # int64 positions: cast (a copy a step) only to others
+        return found if out.dtype.name == "int64" else f"{found}.astype({dtype_ctor(out.dtype)})"
     return rule
 
 
