@@ -108,10 +108,9 @@ class Traced(Stage):
         return self._lower()
 
 
-class Lowered(Stage):
-    """What `jit(f).lower(*args)` returns: the program for the arguments' types, its generated
-    source (`as_text()`), and `compile()`. numbax compiles while lowering, so `compile()`
-    only wraps the executable."""
+class _Program(Stage):
+    """A stage over jit's cache entry for one signature (Lowered, Compiled): `run` calls it
+    on argument leaves (JitWrapped._run_compiled)."""
 
     def __init__(self, entry: Any, fun_name: str, args_info: Any, in_tree: Any,
                  run: Callable[[list], list]) -> None:
@@ -121,6 +120,12 @@ class Lowered(Stage):
         self._in_tree = in_tree
         self.out_tree = entry.out_tree
         self._run = run
+
+
+class Lowered(_Program):
+    """What `jit(f).lower(*args)` returns: the program for the arguments' types, its generated
+    source (`as_text()`), and `compile()`. numbax compiles while lowering, so `compile()`
+    only wraps the executable."""
 
     @property
     def jaxpr(self) -> core.Jaxpr:
@@ -165,18 +170,9 @@ class Lowered(Stage):
         return stages_cost.cost_analysis(self._entry.exe.jaxpr, fused=False)
 
 
-class Compiled(Stage):
+class Compiled(_Program):
     """A compiled function for one signature: call it with the arguments `lower` saw, static
     ones left out."""
-
-    def __init__(self, entry: Any, fun_name: str, args_info: Any, in_tree: Any,
-                 run: Callable[[list], list]) -> None:
-        self._entry = entry
-        self._fun_name = fun_name
-        self.args_info = args_info
-        self._in_tree = in_tree
-        self.out_tree = entry.out_tree
-        self._run = run
 
     def __call__(self, *args, **kwargs) -> Any:
         leaves = _check_tree(self._fun_name, self._in_tree, args, kwargs)

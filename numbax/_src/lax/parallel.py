@@ -482,18 +482,25 @@ batching.def_collective(ppermute_p, _ppermute_collective)
 ad.deflinear(ppermute_p, _ppermute_transpose)
 
 
-def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
-    """Sends x from device src to device dst for each (src, dst) pair; others receive zeros."""
-    _check_bound("ppermute", axis_name)
+def perm_pairs(api: str, axis_name: Any, perm: Any) -> tuple:
+    """perm as (source, destination) pairs of ints, each source and each destination at most
+    once and inside the axis (ppermute's, psend's and precv's check)."""
     size = axis_size(axis_name)
     pairs = tuple((int(src), int(dst)) for src, dst in perm)
     srcs, dsts = [p[0] for p in pairs], [p[1] for p in pairs]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or any(
             not 0 <= i < size for i in srcs + dsts):
-        raise ValueError(
-            f"ppermute: perm has pairs {list(pairs)}, expected (source, destination) pairs of "
-            f"distinct indices in [0, {size}) for axis {axis_name!r}. Give each source and each "
-            "destination at most once.")
+        raise NumbaxValueError(
+            f"{api}: perm has pairs {list(pairs)}, expected (source, destination) pairs of "
+            f"distinct indices in [0, {size}) for axis {axis_name!r}. Give each source and "
+            "each destination at most once.")
+    return pairs
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Sends x from device src to device dst for each (src, dst) pair; others receive zeros."""
+    _check_bound("ppermute", axis_name)
+    pairs = perm_pairs("ppermute", axis_name, perm)
     # over several axes, positions run row-major in the order the axes are bound (a mesh's
     # order), whatever order the names are given in, as JAX's ppermute numbers them
     bound = bound_axis_names()

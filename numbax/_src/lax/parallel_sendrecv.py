@@ -96,20 +96,6 @@ batching.batch_rules[psend_p] = _unmapped_batch("psend")
 batching.batch_rules[precv_p] = _unmapped_batch("precv")
 
 
-def _pairs(api: str, axis_name: tuple, perm: Any) -> tuple:
-    """perm as (source, destination) pairs of ints, checked as ppermute checks them."""
-    size = parallel.axis_size(axis_name)
-    pairs = tuple((int(src), int(dst)) for src, dst in perm)
-    srcs, dsts = [p[0] for p in pairs], [p[1] for p in pairs]
-    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or any(
-            not 0 <= i < size for i in srcs + dsts):
-        raise NumbaxValueError(
-            f"{api}: perm has pairs {list(pairs)}, expected (source, destination) pairs of "
-            f"distinct indices in [0, {size}) for axis {axis_name!r}. Give each source and "
-            "each destination at most once.")
-    return pairs
-
-
 def _axis_tuple(axis_name: Any) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (list, tuple)) else (axis_name,)
 
@@ -130,7 +116,7 @@ def psend(x: Any, axis_name: Any, perm: Any) -> Any:
     """
     names = _axis_tuple(axis_name)
     parallel._check_bound("psend", names)
-    pairs = _pairs("lax.psend", names, perm)
+    pairs = parallel.perm_pairs("lax.psend", names, perm)
     return tu.tree_map(lambda leaf: psend_p.bind(parallel._lift_to_axes(leaf, names),
                                                  axis_name=names, perm=pairs), x)
 
@@ -152,7 +138,7 @@ def precv(token: Any, out_shape: Any, axis_name: Any, perm: Any) -> Any:
     """
     names = _axis_tuple(axis_name)
     parallel._check_bound("precv", names)
-    pairs = _pairs("lax.precv", names, perm)
+    pairs = parallel.perm_pairs("lax.precv", names, perm)
     if not hasattr(out_shape, "shape") or not hasattr(out_shape, "dtype"):
         raise NumbaxTypeError(
             f"lax.precv: out_shape is a {type(out_shape).__name__}, expected a "
