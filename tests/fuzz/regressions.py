@@ -48,4 +48,8 @@ REGRESSIONS: dict[str, Program] = {
     # passes.expand_small_dots wrote a batched product over an empty contraction as a sum of
     # no terms (IndexError)
     "vmap-dot-of-empty-contraction": Program(inputs=(Input(shape=(1, 0), dtype='float64', fill='normal', layout='C', seed=0), Input(shape=(0,), dtype='float64', fill='normal', layout='C', seed=0)), nodes=(Node(op='dot', args=(0, 1), params=(('batch', False), ('form', 'dot'), ('k', 0)), bodies=()),), outputs=(2,), transform='vmap', batch=1, in_axes=(0, 0)),  # noqa: E501
+    # cpu/pool_tasks.chunk_layout took the largest rank of a nest's arrays, and a nest of the
+    # gradient of sum(flip(x)) had none (max() of an empty sequence; found by a soak with
+    # seed 4120)
+    "grad-sum-flip-nest-without-arrays": Program(inputs=(Input(shape=(), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(2, 1), dtype='float64', fill='smooth', layout='C', seed=0)), nodes=(Node(op='flip', args=(1,), params=(('axis', 0),), bodies=()), Node(op='sum', args=(2,), params=(('axis', None), ('keepdims', False)), bodies=())), outputs=(3,), transform='grad', batch=0, in_axes=()),  # noqa: E501
 }

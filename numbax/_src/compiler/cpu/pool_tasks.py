@@ -57,6 +57,8 @@ def chunk_layout(nest: ir.LoopNest, names: dict[Var, str], out_names: dict[Var, 
     outer index (x[1:]) at the absolute index (r0 added), so a task passes such inputs whole;
     without, they rule the task out."""
     arrays = [*names, *out_names]
+    if not arrays:  # (a nest writing only to its driver's scalars: nothing to cut)
+        return None
     shapes = [v.aval.shape if view is None else view
               for v, view in zip(arrays, views or (None,) * len(arrays), strict=True)]
     per_row = [indices.tail_row(v.aval.shape) if v in tails else None for v in arrays]
