@@ -308,7 +308,8 @@ _UFUNC_AT = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": n
 def _scatter_ref(p: dict, x, v):
     out = np.array(x, copy=True)
     idx = np.array(p["idx"], np.int64)
-    v = np.broadcast_to(np.asarray(v, out.dtype), (len(idx), *out.shape[1:]))
+    # the updates take x's dtype as JAX's `.at[]` casts them (floats into integers saturate)
+    v = np.broadcast_to(_jax_cast(np.asarray(v), out.dtype.name), (len(idx), *out.shape[1:]))
     if p["mode"] == "set":
         out[idx] = v
     else:

@@ -52,4 +52,7 @@ REGRESSIONS: dict[str, Program] = {
     # gradient of sum(flip(x)) had none (max() of an empty sequence; found by a soak with
     # seed 4120)
     "grad-sum-flip-nest-without-arrays": Program(inputs=(Input(shape=(), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(2, 1), dtype='float64', fill='smooth', layout='C', seed=0)), nodes=(Node(op='flip', args=(1,), params=(('axis', 0),), bodies=()), Node(op='sum', args=(2,), params=(('axis', None), ('keepdims', False)), bodies=())), outputs=(3,), transform='grad', batch=0, in_axes=()),  # noqa: E501
+    # The harness's reference cast a scatter's float updates into uint8 with numpy's cast
+    # (-1.3 wraps to 255) where JAX's `.at[]` saturates (0), as numbax does (seed 4120)
+    "scatter-float-into-uint8-saturates": Program(inputs=(Input(shape=(3,), dtype='uint8', fill='normal', layout='C', seed=0), Input(shape=(), dtype='uint8', fill='normal', layout='C', seed=0), Input(shape=(2,), dtype='float64', fill='normal', layout='C', seed=2)), nodes=(Node(op='scatter', args=(0, 2), params=(('idx', (0, 1)), ('mode', 'set')), bodies=()),), outputs=(3,), transform='jit', batch=0, in_axes=()),  # noqa: E501
 }
