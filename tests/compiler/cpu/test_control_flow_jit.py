@@ -477,6 +477,36 @@ def test_a_column_reduction_in_a_loop_runs_over_rows_in_memory_order():
     np.testing.assert_array_equal(total, want)
 
 
+def test_short_loops_of_transcendentals_in_bodies_hide_their_trip_count():
+    """An HMM's step: exp over a 10 x 10 nest and log over 10 values. Their innermost loops'
+    bounds go through sc.opaque (LLVM unrolled them into scalar code); the values are the
+    forward algorithm's, by a numpy loop."""
+    rng = np.random.default_rng(4)
+    log_a = np.log(rng.dirichlet(np.ones(10), 10))
+    log_b = rng.standard_normal((30, 10))
+
+    def step(la, lb):
+        la = jax_logsumexp(la[:, None] + log_a, 0) + lb
+        return la, la.max()
+
+    def jax_logsumexp(x, axis):
+        m = jnp.max(x, axis)
+        return jnp.log(jnp.sum(jnp.exp(x - m), axis)) + m
+
+    f = numbax.jit(lambda lb: lax.scan(step, jnp.zeros(10), lb))
+    kernel = f.lower(log_b).as_text().split("def driver")[0]
+    assert re.search(r"for v\d+ in range\(sc\.opaque\(10\)\):", kernel), kernel
+    la, want = np.zeros(10), []
+    for lb in log_b:
+        x = la[:, None] + log_a
+        m = x.max(0)
+        la = np.log(np.exp(x - m).sum(0)) + m + lb
+        want.append(la.max())
+    got_la, got = f(log_b)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_la), la, rtol=1e-12)
+
+
 def test_shifts_and_random_bits_compile_inside_loops():
     """Shifts join loop nests in compiled control flow (a random key split in a training loop's
     body); before, any shift on an array sent the whole loop to the host. Amounts past the

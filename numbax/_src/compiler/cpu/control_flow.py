@@ -211,8 +211,10 @@ class Function:
                 continue
             for d in range(len(idx), len(shape)):
                 idx.append(self.fresh())
-                lines.append(f"{pad}{'    ' * d}for {idx[d]} in "
-                             f"{first if d == 0 else 'range'}({shape[d]}):")
+                kind = first if d == 0 else "range"
+                bound = flow_runs.loop_bound(shape[d], r) if kind == "range" and \
+                    d == len(shape) - 1 else shape[d]
+                lines.append(f"{pad}{'    ' * d}for {idx[d]} in {kind}({bound}):")
             self._scalar_lines(r, idx, kept, value, env, views if first == "range" else None,
                                lines, pad + "    " * len(shape))
         frame = self.frames[-1] if self.frames else None

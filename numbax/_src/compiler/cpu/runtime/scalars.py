@@ -264,3 +264,19 @@ def ldexp(typingctx, x, k):
         return builder.call(fn, [value, exponent])
 
     return x(x, k), codegen
+
+
+@intrinsic
+def opaque(typingctx, n):
+    """`n` (an int64) through an empty inline-assembly statement, a value LLVM cannot fold:
+    a loop bounded by it is vectorised instead of unrolled (flow_runs.loop_bound)."""
+    if n != types.int64 and not isinstance(n, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        value = context.cast(builder, args[0], signature.args[0], types.int64)
+        barrier = ir.InlineAsm(ir.FunctionType(i64, [i64]), "", "=r,0")
+        return builder.call(barrier, [value])
+
+    return types.int64(n), codegen
