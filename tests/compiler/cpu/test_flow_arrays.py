@@ -124,6 +124,32 @@ def test_argmax_argmin_in_a_loop_ties_and_nans(axis):
     _check(f, want.astype(np.int32), x)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.bool_])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_argmax_argmin_in_a_loop_are_loops_over_the_array(dtype, axis):
+    # loops in memory order (flow_loops.arg_loops), no library call: each output starts at the
+    # axis's first element and takes a larger (smaller) one or the first NaN, as the eager rule
+    rng = np.random.default_rng(axis)
+    x = (rng.standard_normal((3, 4, 5)) * 3).astype(dtype)
+    if dtype == np.float32:
+        x.flat[[7, 11, 40]] = np.nan
+    scale = (lambda y, k: y) if dtype == np.bool_ else (lambda y, k: y * (k + 1))
+
+    def f(x):
+        def body(k, c):
+            y = scale(x, k)
+            return c + jnp.argmax(y, axis) * 10 + jnp.argmin(y, axis)
+        return lax.fori_loop(0, 2, body, jnp.zeros(np.delete(x.shape, axis), jnp.int64))
+
+    text = numbax.jit(f).lower(x).as_text()
+    assert "fi.arg_extremum" not in text
+    eager = np.asarray(lax.argmax(x, axis, np.int64)) * 10 + np.asarray(lax.argmin(x, axis,
+                                                                                    np.int64))
+    if dtype != np.float32:  # numpy's arg functions agree where there is no NaN
+        np.testing.assert_array_equal(eager, np.argmax(x, axis) * 10 + np.argmin(x, axis))
+    _check(f, 2 * eager, x)
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cumulative_scans_in_a_loop(reverse):
     x = np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 1.5, -0.5, 2.0]], np.float32)

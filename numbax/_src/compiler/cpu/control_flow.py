@@ -33,6 +33,7 @@ from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax import dot as ld
 from numbax._src.lax import indexing as ix
+from numbax._src.lax import reductions as lr
 from numbax._src.lax import shape_ops as ls
 from numbax._src.lax.control_flow.conditionals import cond_p
 from numbax._src.lax.control_flow.loops import scan_p, while_p
@@ -89,11 +90,12 @@ class Function:
         self.count += 1
         return f"v{self.count - 1}"
 
-    def new_array(self, var: Var, name: str, shape, lines: list[str], pad: str,
-                  note: str = "") -> None:
-        """`name = np.empty(shape)` for `var`'s value: before the loop around it when the
-        loop is sequential and the value does not outlive a step (flow_scratch.py)."""
-        line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype)}){note}"
+    def new_array(self, var: Var | None, name: str, shape, lines: list[str], pad: str,
+                  note: str = "", dtype=None) -> None:
+        """`name = np.empty(shape)` for `var`'s value (None: the renderer's own scratch, of
+        `dtype`): before the loop around it when the loop is sequential and the value does not
+        outlive a step (flow_scratch.py)."""
+        line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)}){note}"
         frame = self.frames[-1] if self.frames else None
         if frame is None or var in self.escaping:
             lines.append(pad + line)
@@ -333,6 +335,11 @@ class Function:
             raise Unsupported(eqn.primitive.name)
         if _partial_reduction(eqn):
             env[eqn.outvars[0]] = flow_loops.reduce_loops(self, eqn, ins[0], lines, pad)
+            return
+        x = eqn.invars[0].aval
+        if eqn.primitive in (lr.argmax_p, lr.argmin_p) and x.dtype.kind in "biuf" and \
+                x.ndim >= 2 and x.shape[eqn.params["axes"][0]]:  # (0-d results stay scalars)
+            env[eqn.outvars[0]] = flow_loops.arg_loops(self, eqn, ins[0], lines, pad)
             return
         if eqn.primitive is ls.concatenate_p and eqn.outvars[0].aval.ndim:
             env[eqn.outvars[0]] = flow_loops.concat_loops(self, eqn, ins, lines, pad)

@@ -98,3 +98,38 @@ def concat_loops(fn, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) 
         lines.append(f"{inner}{out}[{', '.join(target)}] = {name}[{', '.join(idx)}]")
         at += shape[axis]
     return out
+
+
+def arg_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
+    """argmax/argmin over one axis of a real array as loops in memory order: each output starts
+    at the axis's first element, and an element replaces it when larger (smaller), or when it
+    is the first NaN (lax.argmax's order: the first extremum, a NaN beyond every number). The
+    library call copied and reshaped its operand and cast its result each step (Viterbi's
+    backpointers)."""
+    aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
+    (axis,) = eqn.params["axes"]
+    larger = eqn.primitive is lr.argmax_p
+    out, best = fn.fresh(), fn.fresh()
+    idx = [fn.fresh() for _ in range(aval.ndim)]
+    fn.new_array(eqn.outvars[0], out, out_aval.shape, lines, pad)
+    fn.new_array(None, best, out_aval.shape, lines, pad, dtype=aval.dtype)
+    at = ", ".join(idx[d] for d in range(aval.ndim) if d != axis)
+    inner = pad
+    for d in range(aval.ndim):
+        if d != axis:
+            lines.append(f"{inner}for {idx[d]} in range({aval.shape[d]}):")
+            inner += "    "
+    first = ", ".join("0" if d == axis else idx[d] for d in range(aval.ndim))
+    lines += [f"{inner}{best}[{at}] = {x}[{first}]", f"{inner}{out}[{at}] = 0"]
+    inner = pad
+    for d in range(aval.ndim):
+        start = "1, " if d == axis else ""
+        lines.append(f"{inner}for {idx[d]} in range({start}{aval.shape[d]}):")
+        inner += "    "
+    v, b = fn.fresh(), fn.fresh()
+    beyond = f"{v} > {b}" if larger else f"{v} < {b}"
+    lines += [f"{inner}{v}, {b} = {x}[{', '.join(idx)}], {best}[{at}]",
+              f"{inner}if {beyond} or ({v} != {v} and {b} == {b}):  "
+              f"# {core.pp_eqn(eqn, fn.pp, 0)}",
+              f"{inner}    {best}[{at}], {out}[{at}] = {v}, {idx[axis]}"]
+    return out
