@@ -336,9 +336,8 @@ class Function:
         if _partial_reduction(eqn):
             env[eqn.outvars[0]] = flow_loops.reduce_loops(self, eqn, ins[0], lines, pad)
             return
-        x = eqn.invars[0].aval
-        if eqn.primitive in (lr.argmax_p, lr.argmin_p) and x.dtype.kind in "biuf" and \
-                x.ndim >= 2 and x.shape[eqn.params["axes"][0]]:  # (0-d results stay scalars)
+        if eqn.primitive in (lr.argmax_p, lr.argmin_p) and _arg_loops(eqn.invars[0].aval,
+                                                                     eqn.params["axes"][0]):
             env[eqn.outvars[0]] = flow_loops.arg_loops(self, eqn, ins[0], lines, pad)
             return
         if eqn.primitive is ls.concatenate_p and eqn.outvars[0].aval.ndim:
@@ -500,6 +499,12 @@ def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: lis
     fn.own_carries.update(carry[k] for k in own)
     fn.outside.update(a for a in outside if isinstance(a, str))
     return own
+
+
+def _arg_loops(x: core.ShapedArray, axis: int) -> bool:
+    """Whether argmax/argmin over `axis` of `x` are loops (flow_loops.arg_loops): a real array
+    of two or more axes (a 0-d result stays a scalar, the library's form) and a non-empty axis."""
+    return x.dtype.kind in "biuf" and x.ndim >= 2 and x.shape[axis] > 0
 
 
 def _partial_reduction(eqn: JaxprEqn) -> bool:
