@@ -96,11 +96,16 @@ class Function:
         `dtype`): before the loop around it when the loop is sequential and the value does not
         outlive a step (flow_scratch.py)."""
         line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)}){note}"
-        frame = self.frames[-1] if self.frames else None
+        frame = self.frame
         if frame is None or var in self.escaping:
             lines.append(pad + line)
         else:
             frame.allocate(name, line)
+
+    @property
+    def frame(self) -> flow_scratch.LoopFrame | None:
+        """The innermost loop's frame (None outside loops and in a prange)."""
+        return self.frames[-1] if self.frames else None
 
     @contextlib.contextmanager
     def body(self, lines: list[str], pad: str, sequential: bool,
@@ -219,9 +224,9 @@ class Function:
                 lines.append(f"{pad}{'    ' * d}for {idx[d]} in {kind}({bound}):")
             self._scalar_lines(r, idx, kept, value, env, views if first == "range" else None,
                                lines, pad + "    " * len(shape))
-        frame = self.frames[-1] if self.frames else None
-        once = [a for a in views if frame is not None and frame.invariant(a)]  # (in order:
-        for a in once:  # the source, and so its cache key, is the same in every process)
+        frame = self.frame
+        once = [a for a in views if frame.invariant(a)] if frame else []  # (in order: the
+        for a in once:  # source, and so its cache key, is the same in every process)
             frame.lines.append(f"{views[a]} = {a}.ravel()")
         lines[start:start] = [f"{pad}{v} = {a}.ravel()" for a, v in views.items()
                               if a not in once]

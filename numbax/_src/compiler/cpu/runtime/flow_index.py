@@ -216,10 +216,8 @@ def top_k(x3, k, shape):  # pragma: no cover - compiled
 
 
 # one thread's block searches of search.py (tables of at most search.COUNT_MAX entries counted)
-_SEARCH = {(counts, right): search.serial_blocks(counts, right)
-           for counts in (False, True) for right in (False, True)}
-_search_left, _search_right = _SEARCH[False, False], _SEARCH[False, True]
-_count_left, _count_right = _SEARCH[True, False], _SEARCH[True, True]
+_search_left, _search_right = search.serial_blocks(False, False), search.serial_blocks(False, True)
+_count_left, _count_right = search.serial_blocks(True, False), search.serial_blocks(True, True)
 
 
 @njit(**_JIT)
