@@ -74,8 +74,13 @@ def version_line(backend: str, *tags: str) -> str:
     return " | ".join([f"# numbax {__version__}", f"numba {numba.__version__}", backend, *tags])
 
 
+def clamped_start(start: str, n: int, k: int) -> str:
+    """`start` clamped into [0, n - k], where a block of `k` elements of an axis of `n` begins
+    as dynamic_slice and dynamic_update_slice clamp it (rendered for Numba)."""
+    return f"min(max({start}, 0), {n - k})"
+
+
 def clamped_slice(start: str, n: int, k: int) -> str:
-    """The slice of `k` elements of an axis of `n` at `start` clamped into [0, n - k], as
-    dynamic_slice and dynamic_update_slice clamp (rendered for Numba)."""
-    lo = f"min(max({start}, 0), {n - k})"
+    """The slice of `k` elements of an axis of `n` at `start` clamped (`clamped_start`)."""
+    lo = clamped_start(start, n, k)
     return f"{lo}:{lo} + {k}"

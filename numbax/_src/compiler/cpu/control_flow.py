@@ -29,7 +29,7 @@ from numbax._src.compiler.cpu.loops import PRANGE_MIN
 from numbax._src.compiler.cpu.modules import PRANGE_ONLY, header, runtime_imports
 from numbax._src.compiler.cpu.runtime import blas_parts, threads
 from numbax._src.compiler.registry import Fusion, Unsupported
-from numbax._src.compiler.source import cast, clamped_slice, dtype_ctor, render_scalar
+from numbax._src.compiler.source import cast, clamped_start, dtype_ctor, render_scalar
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.lax import dot as ld
 from numbax._src.lax import indexing as ix
@@ -321,10 +321,14 @@ class Function:
         target = name if in_place else self.fresh()
         if not in_place:
             lines.append(f"{pad}{target} = {name}.copy()")
-        box = [clamped_slice(self.read(env, s), n, k) for s, n, k in
-               zip(eqn.invars[2:], x.aval.shape, update.aval.shape, strict=True)]
-        lines.append(f"{pad}{target}[{', '.join(box)}] = {self.read(env, update)}  "
-                     f"# {core.pp_eqn(eqn, self.pp, 0)}")
+        starts = []
+        for s, n, k in zip(eqn.invars[2:], x.aval.shape, update.aval.shape, strict=True):
+            starts.append("0" if n == k else self.fresh())
+            if n != k:
+                lines.append(f"{pad}{starts[-1]} = {clamped_start(self.read(env, s), n, k)}")
+        flow_loops.block_store(self, target, starts, self.read(env, update),
+                               update.aval.shape, lines, pad,
+                               f"  # {core.pp_eqn(eqn, self.pp, 0)}")
         env[eqn.outvars[0]] = target
 
     def eqn(self, eqn: JaxprEqn, env: dict, lines: list[str], pad: str) -> None:
@@ -483,8 +487,9 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
             x_names.append(t)
         outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner,
                         frozenset(range(ncarry, len(eqn.outvars))))
-        for y, o in zip(ys, outs[ncarry:], strict=True):
-            lines.append(f"{inner}{y}[{i}] = {o}")
+        for y, o, v in zip(ys, outs[ncarry:], eqn.outvars[ncarry:], strict=True):
+            flow_loops.block_store(fn, y, [i, *["0"] * (v.aval.ndim - 1)], o,
+                                   v.aval.shape[1:], lines, inner)
         fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
     fn.in_prange, fn.trips = in_prange, trips
     return [*carry, *ys]
