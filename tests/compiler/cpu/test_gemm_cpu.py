@@ -249,24 +249,26 @@ def test_a_narrow_right_operand_runs_swapped(monkeypatch):
     monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
         x.shape) or real(x, y, t, out, **kw))
     _narrow_routes(monkeypatch)
-    h = RNG.standard_normal((700, 300)).astype(np.float32)
+    n = gemm_cpu.MR - 2  # a 10-class layer on AVX-512's 12-row strip; 4 on AVX2's 6 (the
+    # products keep to GEMM_THREADED_MACS and up: 1000 rows)
+    h = RNG.standard_normal((1000, 300)).astype(np.float32)
     with config.override("cpu_matmul", "auto"):
-        for width in (10, gemm_cpu.MR, gemm_cpu.MR + 1):
-            d = RNG.standard_normal((700, width)).astype(np.float32)
+        for width in (n, gemm_cpu.MR, gemm_cpu.MR + 1):
+            d = RNG.standard_normal((1000, width)).astype(np.float32)
             calls.clear()
-            _close(library.dot(h.T, d, 300 * 700 * width), h.T @ d)
-            assert calls == [(width, 700) if width <= gemm_cpu.MR else (300, 700)]
-        w = RNG.standard_normal((300, 10)).astype(np.float32)
-        bias = RNG.standard_normal(10).astype(np.float32)
+            _close(library.dot(h.T, d, 300 * 1000 * width), h.T @ d)
+            assert calls == [(width, 1000) if width <= gemm_cpu.MR else (300, 1000)]
+        w = RNG.standard_normal((300, n)).astype(np.float32)
+        bias = RNG.standard_normal(n).astype(np.float32)
         calls.clear()
-        got = library.dot(h, w, 700 * 300 * 10)
+        got = library.dot(h, w, 1000 * 300 * n)
         assert got.flags.c_contiguous
         _close(got, h @ w)
-        _close(library.dot(np.asfortranarray(h), w, 700 * 300 * 10, bias, "relu"),
+        _close(library.dot(np.asfortranarray(h), w, 1000 * 300 * n, bias, "relu"),
                np.maximum(h @ w + bias, 0))
-        wide = RNG.standard_normal((300, 500)).astype(np.float32)
-        _close(library.dot(np.ascontiguousarray(w.T), wide, 10 * 300 * 500), w.T @ wide)
-    assert calls == [(10, 300), (700, 300), (10, 300)]  # the last: 10 rows, as it is
+        wide = RNG.standard_normal((300, 1000)).astype(np.float32)
+        _close(library.dot(np.ascontiguousarray(w.T), wide, n * 300 * 1000), w.T @ wide)
+    assert calls == [(n, 300), (1000, 300), (n, 300)]  # the last: n rows, as it is
 
 
 def test_narrow_products_need_threads_enough_for_the_gemm(monkeypatch):
@@ -336,13 +338,14 @@ def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
                         real(x, y, *a))
     _narrow_routes(monkeypatch)
     monkeypatch.setattr(library, "busy_site", lambda key, macs: busy_sites.Site())
-    h = RNG.standard_normal((700, 300)).astype(np.float32)
-    d = RNG.standard_normal((700, 10)).astype(np.float32)
+    n = gemm_cpu.MR - 2  # at most a row strip wide on AVX-512 and AVX2 hosts alike
+    h = RNG.standard_normal((1000, 300)).astype(np.float32)
+    d = RNG.standard_normal((1000, n)).astype(np.float32)
     with config.override("cpu_native_pool", True), config.override("cpu_matmul", "auto"):
-        got = library.dot(h.T, d, 300 * 700 * 10)
+        got = library.dot(h.T, d, 300 * 1000 * n)
     assert got is not None and got.flags.c_contiguous
     _close(got, h.T @ d)
-    assert calls == [(10, 700)]
+    assert calls == [(n, 1000)]
 
 
 def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
