@@ -136,8 +136,11 @@ class Pool:
     def ensure_prepared(self, workers: list[int], key: Any, payload: bytes,
                         api: str = "pmap") -> None:
         """Sends a program to the workers that lack it: the first one alone first, so it fills
-        the compile cache that the others then load from."""
+        the compile cache that the others then load from. All of them start now, so the
+        others import numbax (1-2 s a process) while the first compiles."""
         missing = [i for i in workers if key not in self.prepared[i]]
+        for i in missing:
+            self.worker(i)
         for group in (missing[:1], missing[1:]):
             if group:
                 self.request({i: ("prepare", key, payload) for i in group}, api)

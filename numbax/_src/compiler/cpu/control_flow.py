@@ -323,9 +323,11 @@ class Function:
             lines.append(f"{pad}{target} = {name}.copy()")
         starts = []
         for s, n, k in zip(eqn.invars[2:], x.aval.shape, update.aval.shape, strict=True):
-            starts.append("0" if n == k else self.fresh())
-            if n != k:
-                lines.append(f"{pad}{starts[-1]} = {clamped_start(self.read(env, s), n, k)}")
+            if n == k:  # the update spans the axis: lax clamps any start to 0
+                starts.append("0")
+                continue
+            starts.append(self.fresh())
+            lines.append(f"{pad}{starts[-1]} = {clamped_start(self.read(env, s), n, k)}")
         flow_loops.block_store(self, target, starts, self.read(env, update),
                                update.aval.shape, lines, pad,
                                f"  # {core.pp_eqn(eqn, self.pp, 0)}")
