@@ -41,7 +41,7 @@ SAMPLED = {
     # (2026-12-02: every 4th, with float16 not counted, runs each dtype and each module once;
     # every 3rd counting float16 ran float32 and bool only, scipy.special's two 46 s each)
     "tests/numpy/test_dtype_conformance.py::test_jit_gives_what_eager_gives": 4,
-    "tests/compiler/cpu/test_scans.py::test_scans_give_numpys_bits": 3,  # both thread counts
+    "tests/compiler/cpu/test_scans.py::test_scans_give_numpys_bits": 7,  # both thread counts
     "tests/lax/test_matrix.py::test_jit_matches_eager": 2,
     # (2026-11-30, later: clean CI runs of 17.9 and 18.1 minutes on that noisy VM) 93 s,
     # 18 s and 21 s of worker time; odeint's programs: exponential stays (predator_prey and
@@ -57,10 +57,10 @@ SAMPLED = {
     # (2026-12-04, the 2-core VM now a Zen 1 at ~2 GHz: a tenth of the fast suite, every 10th
     # case, took 385 s of worker time, the whole an estimated 32 minutes; these families'
     # estimated worker seconds) 190, 171, 96, 80, 75, 66, 66, 55, 44, 42, 42, 35, 29
-    "tests/compiler/cpu/test_index_maps.py::test_associative_scan_against_its_definition": 3,
-    "tests/compat/test_programs.py::test_program_matches_jax": 2,
+    "tests/compiler/cpu/test_index_maps.py::test_associative_scan_against_its_definition": 7,
+    "tests/compat/test_programs.py::test_program_matches_jax": 3,
     "tests/numpy/test_searchsorted_search.py::"
-    "test_searchsorted_matches_numpy_on_every_side_and_method": 3,
+    "test_searchsorted_matches_numpy_on_every_side_and_method": 6,
     "tests/compiler/cpu/test_short_rows.py::"
     "test_softmax_log_softmax_and_logsumexp_of_short_rows": 3,
     "tests/compiler/cpu/test_windows_cpu.py::"
@@ -87,6 +87,19 @@ SAMPLED = {
     "tests/lax/test_top_k_rows.py::"
     "test_top_k_of_rows_with_ties_nans_and_signed_zeros_matches_a_python_sort": 2,
     "tests/numpy/test_wrong_results_s32.py::test_pad_value_modes_match_numpy": 2,
+    # (the same day: 23.8 minutes again, 43 minutes of CPU for two cores: the suite is bound by
+    # Numba compiling its programs) the families above sampled more thinly (associative scans
+    # every 7th: each size, axis and flag still once; scans every 7th: both thread counts,
+    # every dtype and shape; searchsorted every 6th: the size x dtype diagonal; the recorded
+    # JAX programs every 3rd) and these: every layout, thread count and flag still once
+    "tests/compiler/cpu/test_blas_parts.py::"
+    "test_loop_bodies_products_match_numpy_on_any_thread_count": 2,
+    "tests/compiler/cpu/test_kernel_tasks.py::test_pooled_kernels_give_the_serial_bits": 2,
+    "tests/compiler/cpu/test_kernel_tasks.py::"
+    "test_full_reductions_run_their_passes_as_pool_jobs": 2,
+    "tests/compiler/cpu/test_index_maps.py::test_any_thread_count_gives_the_one_thread_bits": 2,
+    "tests/compiler/cpu/test_flow_arrays.py::test_triangular_solve_in_a_loop": 3,
+    "tests/test_bfloat16.py::test_matches_jax_recorded": 2,
 }
 
 
