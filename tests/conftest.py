@@ -91,9 +91,11 @@ SAMPLED = {
     # Numba compiling its programs) the families above sampled more thinly (associative scans
     # every 7th: each size, axis and flag still once; scans every 7th: both thread counts,
     # every dtype and shape; searchsorted every 6th: the size x dtype diagonal; the recorded
-    # JAX programs every 3rd) and these: every layout, thread count and flag still once
+    # JAX programs every 3rd) and these: every layout, thread count and flag still once; the
+    # pooled kernels', full reductions' and bfloat16 programs every other one; the loop-body
+    # products' two larger shapes, one in each dtype (the 2 x 3 x 2 one only with -m slow)
     "tests/compiler/cpu/test_blas_parts.py::"
-    "test_loop_bodies_products_match_numpy_on_any_thread_count": 2,
+    "test_loop_bodies_products_match_numpy_on_any_thread_count": 5,
     "tests/compiler/cpu/test_kernel_tasks.py::test_pooled_kernels_give_the_serial_bits": 2,
     "tests/compiler/cpu/test_kernel_tasks.py::"
     "test_full_reductions_run_their_passes_as_pool_jobs": 2,
