@@ -118,6 +118,56 @@ def test_four_processes_compile_into_one_directory(tmp_path):
     assert stats["written"] == 0 and stats["cache_misses"] == 0 and stats["cache_hits"] >= 1
 
 
+_COMPILE_LOG = textwrap.dedent("""
+    import json, os, sys, time
+    import numpy as np
+    from numba.core import event
+    import numbax, numbax.numpy as jnp
+
+    compiled = []
+
+    class Log(event.Listener):
+        def on_start(self, ev):
+            d = ev.data["dispatcher"]
+            if (d.py_func.__module__ or "").startswith("numbax"):
+                compiled.append(f"{d.py_func.__module__}.{d.py_func.__qualname__}"
+                                f"{tuple(ev.data['args'])}")
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Log())
+    go = sys.argv[1]
+    while not os.path.exists(go):
+        time.sleep(0.005)
+    x = np.linspace(-1, 1, 4000).reshape(4, 1000)
+    out = numbax.jit(lambda x: jnp.argmax(jnp.sin(x) * 3.0, axis=1))(x)
+    np.testing.assert_array_equal(out, np.argmax(np.sin(x) * 3.0, axis=1))
+    print(json.dumps(compiled))
+""")
+
+
+def test_processes_take_turns_compiling_a_signature(tmp_path):
+    """Two processes on cold caches (numbax's and Numba's for the runtime) run one program at
+    once: each function's signature is compiled by one of them, the other loads it from disk
+    (compile_lock.py). Before, both compiled every one."""
+    env = dict(os.environ, PYTHONPATH=ROOT, NUMBAX_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPILE_LOG, str(go)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    time.sleep(1.0)
+    go.touch()
+    logs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        logs.append(json.loads(out.strip().splitlines()[-1]))
+    assert any(logs), "the program compiled nothing: the test no longer exercises the lock"
+    assert not set(logs[0]) & set(logs[1]), sorted(set(logs[0]) & set(logs[1]))
+
+
 def test_loads_are_serialised_but_published_whole(shared_cache_dir, monkeypatch):
     """A module is in sys.modules only once it has finished executing."""
     seen = []

@@ -4,11 +4,12 @@ processes, and bounded in size (cache_security.py: trust; cache_bounds.py: size)
 
 Disk layout under config.cache_dir (0700): `numbax_gen_<hash>.py` (0600) per module, `hmac.key`
 (0600, the per-user secret), `.lock`, and `__pycache__/` (0700) holding Numba's compiled code
-as `<module>.<function>-<line>.pyXY.<key hash>.nbc`, each sealed with an HMAC. A module is
-compiled from the source string numbax generated (compared with the file, never read back as
-bytecode), so neither a planted .py nor a planted .pyc runs; Numba's own index/data pickles
-are never read (`_SignedStore` stands in for them: the one place numbax touches Numba's
-internals)."""
+as `<module>.<function>-<line>.pyXY.<key hash>.nbc`, each sealed with an HMAC, and an empty
+`<module>.<function>-<line>.pyXY.<signature hash>.lock` per signature compiled (compile_lock.py:
+processes take turns). A module is compiled from the source string numbax generated (compared
+with the file, never read back as bytecode), so neither a planted .py nor a planted .pyc runs;
+Numba's own index/data pickles are never read (`_SignedStore` stands in for them; with
+compile_lock's wrapper of Dispatcher.compile, where numbax touches Numba's internals)."""
 from __future__ import annotations
 
 import hashlib
@@ -26,6 +27,7 @@ from numba.core.ccallback import CFunc
 
 from numbax._src.compiler import cache_bounds as bounds
 from numbax._src.compiler import cache_security as security
+from numbax._src.compiler import compile_lock
 from numbax._src.config import config
 from numbax._src.version import __version__
 
@@ -91,7 +93,8 @@ def key_runtime_caches() -> None:
     cache=True) follow the compiler's sources: each of Numba's file-backed locators gets a
     twin, tried first, for those files; and names every cached overload's data file by its
     key (`_KeyNamedCacheFile`, safe when processes save at once). Call before any of them is
-    decorated."""
+    decorated. Also makes processes take turns compiling a signature (compile_lock.py)."""
+    compile_lock.install(compile_lock_place)
     caching.IndexDataCacheFile = _KeyNamedCacheFile  # (Numba's Cache looks it up per function)
     classes = caching.CacheImpl._locator_classes
     if any(issubclass(c, _CompilerStamp) for c in classes):
@@ -110,6 +113,24 @@ def key_runtime_caches() -> None:
     classes[0:0] = [twin(base) for base in (caching.UserProvidedCacheLocator,
                                             caching.InTreeCacheLocator,
                                             caching.UserWideCacheLocator)]
+
+
+def compile_lock_place(dispatcher_cache: Any) -> tuple[str, str] | None:
+    """(folder, file name base) of a dispatcher's disk cache where numbax keys it: a runtime
+    function's Numba cache (a `_CompilerStamp` locator) or a generated module's guarded store;
+    None for any other (compile_lock.py locks only these)."""
+    if isinstance(dispatcher_cache, _GuardedCache):
+        impl = getattr(dispatcher_cache._inner, "_impl", None)
+        folder = str(dispatcher_cache._folder)
+    elif isinstance(dispatcher_cache, caching.Cache):
+        impl = getattr(dispatcher_cache, "_impl", None)
+        if not isinstance(getattr(impl, "locator", None), _CompilerStamp):
+            return None
+        folder = dispatcher_cache.cache_path
+    else:
+        return None
+    base = getattr(impl, "filename_base", None)
+    return (folder, base) if base and folder else None
 
 
 def source_key(source: str, backend: str, codegen_config: tuple) -> str:
