@@ -166,6 +166,8 @@ def test_processes_take_turns_compiling_a_signature(tmp_path):
         logs.append(json.loads(out.strip().splitlines()[-1]))
     assert any(logs), "the program compiled nothing: the test no longer exercises the lock"
     assert not set(logs[0]) & set(logs[1]), sorted(set(logs[0]) & set(logs[1]))
+    left = [p for p in tmp_path.rglob("*.lock") if p.name != ".lock"]  # (the directory's own)
+    assert not left, f"compile locks' files left behind: {left}"
 
 
 def test_loads_are_serialised_but_published_whole(shared_cache_dir, monkeypatch):

@@ -4,12 +4,13 @@ processes, and bounded in size (cache_security.py: trust; cache_bounds.py: size)
 
 Disk layout under config.cache_dir (0700): `numbax_gen_<hash>.py` (0600) per module, `hmac.key`
 (0600, the per-user secret), `.lock`, and `__pycache__/` (0700) holding Numba's compiled code
-as `<module>.<function>-<line>.pyXY.<key hash>.nbc`, each sealed with an HMAC, and an empty
-`<module>.<function>-<line>.pyXY.<signature hash>.lock` per signature compiled (compile_lock.py:
-processes take turns). A module is compiled from the source string numbax generated (compared
-with the file, never read back as bytecode), so neither a planted .py nor a planted .pyc runs;
-Numba's own index/data pickles are never read (`_SignedStore` stands in for them; with
-compile_lock's wrapper of Dispatcher.compile, where numbax touches Numba's internals)."""
+as `<module>.<function>-<line>.pyXY.<key hash>.nbc`, each sealed with an HMAC (and, while a
+signature compiles, an empty `<module>.<function>-<line>.pyXY.<signature hash>.lock`:
+compile_lock.py, processes take turns). A module is compiled from the source string numbax
+generated (compared with the file, never read back as bytecode), so neither a planted .py nor
+a planted .pyc runs; Numba's own index/data pickles are never read (`_SignedStore` stands in
+for them; with compile_lock's wrapper of Dispatcher.compile, where numbax touches Numba's
+internals)."""
 from __future__ import annotations
 
 import hashlib

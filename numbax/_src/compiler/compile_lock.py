@@ -9,8 +9,10 @@ pool of workers, several scripts) do the same after an install. `install` wraps 
 `Dispatcher.compile`: for a function whose disk cache is numbax's (the runtime's cached
 functions, cache.key_runtime_caches; generated modules' dispatchers, cache._GuardedCache) a
 signature not compiled in this process is compiled under an exclusive lock on a file beside
-the cache's files. The process that waited finds the code on disk when it gets the lock
-(Numba's `compile` looks there first) and loads it in milliseconds.
+the cache's files (removed when the compile is done). The process that waited finds the code
+on disk when it gets the lock (Numba's `compile` looks there first) and loads it in
+milliseconds. What it saves is CPU: the waiter's own call takes as long as compiling would
+have, but the core it would have compiled on is free for the machine's other work.
 
 The lock is taken inside Numba's process-wide compiler lock, so a thread holds file locks only
 while it is the thread compiling, and the nested compiles of one function (a kernel typing the
@@ -77,35 +79,49 @@ def _lock_path(disp: Any, sig: Any, place: Callable[[Any], tuple[str, str] | Non
 @contextlib.contextmanager
 def _file_lock(path: str) -> Iterator[None]:
     """Holds an exclusive flock on `path` (created 0600, never following a link) for the
-    block; re-entered by the same thread, or not granted within WAIT_S, or where the file
-    cannot be made (a read-only folder), the block runs without it."""
+    block, and removes the file before letting go of it, so the cache keeps no lock files;
+    re-entered by the same thread, or not granted within WAIT_S, or where the file cannot be
+    made (a read-only folder, a full disk), the block runs without it."""
     held = _held.__dict__.setdefault("paths", set())
-    if path in held:
+    fd = None if path in held else _locked_fd(path)
+    if fd is None:
         yield
         return
+    held.add(path)
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
         yield
-        return
-    try:
-        if not _acquire(fd):
-            yield
-            return
-        held.add(path)
-        try:
-            yield
-        finally:
-            held.discard(path)
-            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
+        held.discard(path)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # (before the unlock: a waiter granted this file sees it gone)
+        os.close(fd)  # closing lets go of the flock
+
+
+def _locked_fd(path: str) -> int | None:
+    """A descriptor of `path` holding its exclusive lock, or None. A file granted after its
+    holder removed it is not the lock any more: the lock is taken again on the path's file."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return None
+        if not _acquire(fd, deadline):
+            os.close(fd)
+            return None
+        try:
+            now = os.stat(path, follow_symlinks=False)
+            mine = os.fstat(fd)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                return fd
+        except OSError:
+            pass
         os.close(fd)
 
 
-def _acquire(fd: int) -> bool:
-    """Polls for the exclusive lock (a blocking flock could not be given up on) for WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
+def _acquire(fd: int, deadline: float) -> bool:
+    """Polls for the exclusive lock until `deadline` (a blocking flock could not give up)."""
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -548,6 +548,10 @@ def _work(jaxpr: Jaxpr) -> int:
     return total
 
 
+# called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper
+_OPTIONS = 'error_model="numpy", cache=CACHE, fastmath=False, no_cfunc_wrapper=True'
+
+
 def render(eqn: JaxprEqn) -> ir.Kernel:
     """A module whose `kernel` runs the control-flow `eqn` (raises Unsupported if it cannot)."""
     if narrow_floats.touches(eqn):
@@ -559,12 +563,12 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
         params += ["loop_gemm", "loop_work", "loop_threads"] if own_gemm else \
             ["loop_blas", "loop_width", "loop_threads"]
     options = PRANGE_ONLY if fn.parallel else "False"
-    deco = f'@njit(parallel={options}, error_model="numpy", cache=CACHE, fastmath=False)'
+    deco = f'@njit(parallel={options}, {_OPTIONS})'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
     src = f"{head}{runtime_imports(body)}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
     timed = fn.parallel and fn.nests_only
     if timed:  # the one-thread variant: plain loops, all through flat views
-        serial = '@njit(parallel=False, error_model="numpy", cache=CACHE, fastmath=False)'
+        serial = f'@njit(parallel=False, {_OPTIONS})'
         src += f"\n\n{serial}\ndef kernel_serial({', '.join(params)}):\n" + \
             _function(eqn, serial=True)[2]
     # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
