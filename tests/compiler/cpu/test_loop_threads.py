@@ -20,6 +20,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax import lax
 from numbax._src.compiler.cpu import loop_products
+from numbax._src.compiler.cpu.runtime import blas_parts, gemm_loops
 
 POOL = numba.config.NUMBA_NUM_THREADS
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -52,8 +53,9 @@ def _driver(f, *args) -> str:
 # A loop body's products on each kernel: config.cpu_matmul's setting that picks it here.
 _KIND_SETTING = {"gemm": "numbax", "blas": "blas"}
 # The serial block call each kind renders, and its arguments in the driver.
-_SERIAL_BLOCK = {"gemm": "gl.loop_block(loop_gemm, 0, 1, 1,",
-                 "blas": "bp.loop_block(loop_blas, loop_width, 0, 1, 1,"}
+_ONE_BLOCK = "np.int64(0), np.int64(1), np.int64(1),"  # (values: one compile serves all)
+_SERIAL_BLOCK = {"gemm": f"gl.loop_block(loop_gemm, {_ONE_BLOCK}",
+                 "blas": f"bp.loop_block(loop_blas, loop_width, {_ONE_BLOCK}"}
 _DRIVER_ARGS = {"gemm": "_loop_gemm, gl.loop_work(", "blas": "*_loop_blas, "}
 
 
@@ -130,12 +132,18 @@ def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype, kind):
     text = f.lower(w_t, xs.astype(dtype)).as_text()
     # fwd and bwd: h @ w["h"] and its two transposed products, each a prange over C's blocks
     grid = {"gemm": "= gl.loop_grid(loop_threads, ",
-            "blas": "= bp.loop_grid(loop_threads, 64, 256)"}
+            "blas": "= bp.loop_grid(loop_threads, np.int64(64), np.int64(256))"}
     assert text.count(grid[kind]) >= 2
     results = []
     for threads in sorted({1, 2, POOL}):
         with numbax.config.override("cpu_threads", threads):
             results.append(f(w_t, xs.astype(dtype)))
+    # the serial variant's blocks (a range) and the parallel one's (a prange) share one compile
+    # of the runtime's block per layout: the block index is an int64 value in both
+    runtime = gemm_loops if kind == "gemm" else blas_parts
+    q_at = 1 if kind == "gemm" else 2
+    assert {str(s[q_at]) for s in runtime.loop_block.signatures} == {"int64"}
+    assert not [s for s in runtime.loop_grid.signatures if "Literal" in str(s)]
     tol = 2e-4 if dtype == np.float32 else 1e-10
     for value, grads in results:  # every thread count: numpy's value, the same gradient
         np.testing.assert_allclose(float(value), _rnn_loss_numpy(w, xs), rtol=tol)

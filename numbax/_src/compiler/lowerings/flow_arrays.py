@@ -43,6 +43,12 @@ def _around(x: str, shape: tuple, axis: int) -> str:
     return f"np.ascontiguousarray({x}).reshape(({pre}, {shape[axis]}, {post}))"
 
 
+def _shape_value(shape: tuple) -> str:
+    """`shape` as a tuple of int64 values: Numba specialises a runtime function on each literal
+    argument, so a literal tuple compiled fi.sort1 or fl.lu again for every shape."""
+    return "(" + "".join(f"np.int64({d}), " for d in shape) + ")"
+
+
 def _stack(x: str, shape: tuple) -> str:
     """x as a (count, rows, columns) stack of its matrices."""
     return f"np.ascontiguousarray({x}).reshape(({math.prod(shape[:-2])}, {shape[-2]}, " \
@@ -156,7 +162,7 @@ def _sort(args: list[str], eqn: JaxprEqn) -> str:
         raise Unsupported("sort of several keys or of more than two operands")
     x = eqn.invars[0].aval
     parts = ", ".join(_around(a, x.shape, p["dimension"]) for a in args)
-    return f"fi.sort{len(args)}({parts}, {x.shape})"
+    return f"fi.sort{len(args)}({parts}, {_shape_value(x.shape)})"
 
 
 def _top_k(args: list[str], eqn: JaxprEqn) -> str:
@@ -165,7 +171,8 @@ def _top_k(args: list[str], eqn: JaxprEqn) -> str:
     axis = eqn.params["axis"]
     if x.shape[axis] == 0:
         raise Unsupported("top_k of an empty axis")
-    return f"fi.top_k({_around(args[0], x.shape, axis)}, {eqn.params['k']}, {out.shape})"
+    return f"fi.top_k({_around(args[0], x.shape, axis)}, np.int64({eqn.params['k']}), " \
+           f"{_shape_value(out.shape)})"
 
 
 def _searchsorted(args: list[str], eqn: JaxprEqn) -> str:
@@ -180,7 +187,7 @@ def _searchsorted(args: list[str], eqn: JaxprEqn) -> str:
 def _lu(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn, floats=True)
     x = eqn.invars[0].aval
-    shapes = ", ".join(str(v.aval.shape) for v in eqn.outvars)
+    shapes = ", ".join(_shape_value(v.aval.shape) for v in eqn.outvars)
     return f"fl.lu({_stack(args[0], x.shape)}, {shapes})"
 
 
