@@ -342,27 +342,39 @@ def test_top_k_in_a_loop_ties_to_the_lower_index_and_nans_first():
     _check(f, (2 * np.take_along_axis(x, order, 1), order.astype(np.int32)), x)
 
 
-def test_a_new_shape_reuses_the_compiled_runtime_sort_top_k_and_lu():
-    """The runtime's sort, top_k and lu take their result shapes as values: one compiled
-    specialisation serves every shape of a dtype and rank (a literal shape made one per
-    shape, each a compile of up to seconds)."""
+def test_a_new_shape_reuses_the_compiled_runtime_functions(tmp_path):
+    """Loop kernels pass the runtime's library functions their shapes, counts and flags as
+    values: one compiled specialisation serves every shape of a dtype and rank (a literal
+    shape made one per shape, each a compile of up to seconds)."""
     from numbax._src.compiler.cpu.runtime import flow_index, flow_linalg
 
     def f(x):
         def body(k, c):
             y = x + 0.0 * k
             lu = lax.linalg.lu(y[:, :2])[0]
-            return c + jnp.sort(y, axis=1)[:, :2] + lax.top_k(y, 2)[0] + lu
-        return lax.fori_loop(0, 2, body, jnp.zeros((x.shape[0], 2)))
+            low = lax.linalg.triangular_solve(jnp.tril(lu[:2]) + 3.0 * jnp.eye(2), y[:2, :2],
+                                              left_side=True, lower=True)
+            grown = y[0].at[jnp.argmax(y, axis=0)].add(y[1])
+            return (c[0] + jnp.sort(y, axis=1)[:, :2] + lax.top_k(y, 2)[0] + lu,
+                    jnp.cumsum(grown), low)
+        return lax.fori_loop(0, 2, body, (jnp.zeros((x.shape[0], 2)), x[0], x[:2, :2]))
 
     for rows, cols in [(2, 5), (3, 4)]:
         x = RNG.standard_normal((rows, cols))
         _, lower, upper = scipy.linalg.lu(x[:, :2])
         packed = np.tril(lower, -1)  # LAPACK's form: L below the diagonal, U on and above
         packed[:2] += upper
-        want = 2 * (np.sort(x, axis=1)[:, :2] + -np.sort(-x, axis=1)[:, :2] + packed)
-        _check(f, want, x, rtol=1e-12, atol=1e-12)
-    for runtime in (flow_index.sort1, flow_index.top_k, flow_linalg.lu):
+        grown = x[0].copy()
+        np.add.at(grown, np.argmax(x, axis=0), x[1])
+        low = scipy.linalg.solve_triangular(np.tril(packed[:2]) + 3.0 * np.eye(2), x[:2, :2],
+                                            lower=True)
+        want = (2 * (np.sort(x, axis=1)[:, :2] + -np.sort(-x, axis=1)[:, :2] + packed),
+                np.cumsum(grown), low)
+        with numbax.config.override("cache_dir", str(tmp_path)):  # (compiled here, not loaded:
+            _check(f, want, x, rtol=1e-12, atol=1e-12)  # a loaded kernel calls no dispatcher)
+    for runtime in (flow_index.sort1, flow_index.top_k, flow_linalg.lu,
+                    flow_linalg.triangular_solve, flow_index.cumulative, flow_index.scatter):
+        assert runtime.signatures, runtime  # (the program used it)
         assert not [s for s in runtime.signatures if "Literal" in str(s)], runtime.signatures
 
 

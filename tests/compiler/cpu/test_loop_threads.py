@@ -122,22 +122,24 @@ def _rnn_loss_numpy(w, xs):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype, kind):
+def test_products_in_scan_bodies_and_their_gradients_match_numpy(dtype, kind, tmp_path):
     rng = np.random.default_rng(1)
     w = {"x": rng.standard_normal((32, 256)) * 0.1, "h": rng.standard_normal((256, 256)) * 0.06,
          "b": rng.standard_normal(256) * 0.1}
     xs = rng.standard_normal((6, 64, 32))
     w_t = {k: v.astype(dtype) for k, v in w.items()}
     f = numbax.jit(numbax.value_and_grad(_rnn_loss))
-    text = f.lower(w_t, xs.astype(dtype)).as_text()
+    results = []
+    # (compiled here, not loaded: a kernel loaded from disk types none of its calls)
+    with numbax.config.override("cache_dir", str(tmp_path)):
+        text = f.lower(w_t, xs.astype(dtype)).as_text()
+        for threads in sorted({1, 2, POOL}):
+            with numbax.config.override("cpu_threads", threads):
+                results.append(f(w_t, xs.astype(dtype)))
     # fwd and bwd: h @ w["h"] and its two transposed products, each a prange over C's blocks
     grid = {"gemm": "= gl.loop_grid(loop_threads, ",
             "blas": "= bp.loop_grid(loop_threads, np.int64(64), np.int64(256))"}
     assert text.count(grid[kind]) >= 2
-    results = []
-    for threads in sorted({1, 2, POOL}):
-        with numbax.config.override("cpu_threads", threads):
-            results.append(f(w_t, xs.astype(dtype)))
     # the serial variant's blocks (a range) and the parallel one's (a prange) share one compile
     # of the runtime's block per layout: the block index is an int64 value in both
     runtime = gemm_loops if kind == "gemm" else blas_parts

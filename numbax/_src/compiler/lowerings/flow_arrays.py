@@ -43,10 +43,18 @@ def _around(x: str, shape: tuple, axis: int) -> str:
     return f"np.ascontiguousarray({x}).reshape(({pre}, {shape[axis]}, {post}))"
 
 
+def _value(x: bool | int) -> str:
+    """A flag or count as a value in the source, not a literal: Numba compiles a function again
+    for each literal argument (and its callees, the literal passed on), where a value makes
+    one compile serve every flag, count and shape, and the driver's calls of the same kernels
+    outside loops (which pass Python ints and bools) too."""
+    return f"np.bool_({x})" if isinstance(x, bool) else f"np.int64({x})"
+
+
 def _shape_value(shape: tuple) -> str:
-    """`shape` as a tuple of int64 values: Numba specialises a runtime function on each literal
-    argument, so a literal tuple compiled fi.sort1 or fl.lu again for every shape."""
-    return "(" + "".join(f"np.int64({d}), " for d in shape) + ")"
+    """`shape` as a tuple of int64 values (`_value`: a literal tuple compiled fi.sort1 or fl.lu
+    again for every shape)."""
+    return "(" + "".join(f"{_value(d)}, " for d in shape) + ")"
 
 
 def _stack(x: str, shape: tuple) -> str:
@@ -79,7 +87,7 @@ def _gather(args: list[str], eqn: JaxprEqn) -> str:
     fill = p["fill_value"] if p["fill_value"] is not None else default_fill(x.dtype)
     fill = render_scalar(fill if p["mode"] == "fill" else 0, x.dtype)
     return f"fi.gather({x2}, {dims}, {_index_rows(args[1], idx.shape)}, " \
-           f"{p['mode'] == 'fill'}, {fill}).reshape({eqn.outvars[0].aval.shape})"
+           f"{_value(p['mode'] == 'fill')}, {fill}).reshape({eqn.outvars[0].aval.shape})"
 
 
 # how flow_index.scatter (kernels._combine) combines an update into the operand
@@ -97,8 +105,8 @@ def _scatter(args: list[str], eqn: JaxprEqn) -> str:
     rows = _index_rows(args[1], idx.shape)
     upd2 = f"np.ascontiguousarray({args[2]}).reshape(({math.prod(idx.shape[:-1])}, " \
            f"{upd.size // max(math.prod(idx.shape[:-1]), 1)}))"
-    out = f"fi.scatter({x2}, {dims}, {rows}, {upd2}, {_SCATTER_OPS[eqn.primitive]}, " \
-          f"{p['mode'] == 'drop'})"
+    out = f"fi.scatter({x2}, {dims}, {rows}, {upd2}, {_value(_SCATTER_OPS[eqn.primitive])}, " \
+          f"{_value(p['mode'] == 'drop')})"
     if back is None:
         return f"{out}.reshape({x.shape})"
     front = tuple(x.shape[d] for d in (*p["axes"], *(d for d in range(x.ndim)
@@ -123,7 +131,7 @@ def _arg_extremum(larger: bool):
         (axis,) = eqn.params["axes"]
         if x.shape[axis] == 0:
             raise Unsupported("argmax of an empty axis")
-        found = f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {larger})" \
+        found = f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {_value(larger)})" \
                 f".reshape({out.shape})"  # int64 positions: cast (a copy a step) only to others
         return found if out.dtype.name == "int64" else f"{found}.astype({dtype_ctor(out.dtype)})"
     return rule
@@ -135,8 +143,8 @@ def _cumulative(kind: int):
             _real(eqn)
         x = eqn.invars[0].aval
         p = eqn.params
-        return f"fi.cumulative({_around(args[0], x.shape, p['axis'])}, {kind}, " \
-               f"{p['reverse']}).reshape({x.shape})"
+        return f"fi.cumulative({_around(args[0], x.shape, p['axis'])}, {_value(kind)}, " \
+               f"{_value(p['reverse'])}).reshape({x.shape})"
     return rule
 
 
@@ -150,7 +158,7 @@ def _logcumsumexp(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn, floats=True)
     x = eqn.invars[0].aval
     p = eqn.params
-    return f"fi.logcumsumexp({_around(args[0], x.shape, p['axis'])}, {p['reverse']})" \
+    return f"fi.logcumsumexp({_around(args[0], x.shape, p['axis'])}, {_value(p['reverse'])})" \
            f".reshape({x.shape})"
 
 
@@ -171,7 +179,7 @@ def _top_k(args: list[str], eqn: JaxprEqn) -> str:
     axis = eqn.params["axis"]
     if x.shape[axis] == 0:
         raise Unsupported("top_k of an empty axis")
-    return f"fi.top_k({_around(args[0], x.shape, axis)}, np.int64({eqn.params['k']}), " \
+    return f"fi.top_k({_around(args[0], x.shape, axis)}, {_value(eqn.params['k'])}, " \
            f"{_shape_value(out.shape)})"
 
 
@@ -180,7 +188,7 @@ def _searchsorted(args: list[str], eqn: JaxprEqn) -> str:
     a, v, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
     rows = math.prod(a.shape[:-1])
     return f"fi.searchsorted({_index_rows(args[0], a.shape)}, np.ascontiguousarray(" \
-           f"{args[1]}).reshape(({rows}, {v.size // rows})), {eqn.params['right']})" \
+           f"{args[1]}).reshape(({rows}, {v.size // rows})), {_value(eqn.params['right'])})" \
            f".reshape({out.shape}).astype({dtype_ctor(out.dtype)})"
 
 
@@ -197,8 +205,10 @@ def _triangular_solve(args: list[str], eqn: JaxprEqn) -> str:
     p = eqn.params
     if a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype:
         raise Unsupported("triangular_solve of broadcast batches or mixed dtypes")
+    flags = ", ".join(_value(p[k]) for k in ("left_side", "lower", "transpose_a",
+                                              "unit_diagonal"))
     return f"fl.triangular_solve({_stack(args[0], a.shape)}, {_stack(args[1], b.shape)}, " \
-           f"{p['left_side']}, {p['lower']}, {p['transpose_a']}, {p['unit_diagonal']})" \
+           f"{flags})" \
            f".reshape({b.shape})"
 
 
