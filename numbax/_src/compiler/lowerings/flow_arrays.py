@@ -119,7 +119,9 @@ def _take_along_axis(args: list[str], eqn: JaxprEqn) -> str:
     axis = eqn.params["axis"]
     if x.shape[axis] == 0 or out.size == 0:
         raise Unsupported("take_along_axis of an empty axis")
-    idx = f"np.broadcast_to({args[1]}, {out.shape})"
+    idx = args[1]
+    if eqn.invars[1].aval.shape != out.shape:  # (Numba's broadcast_to is ~2 s of compile a
+        idx = f"np.broadcast_to({idx}, {out.shape})"  # process: none where shapes agree)
     return f"fi.take_along({_around(args[0], x.shape, axis)}, " \
            f"{_around(idx, out.shape, axis)}).reshape({out.shape})"
 
