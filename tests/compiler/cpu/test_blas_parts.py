@@ -86,8 +86,8 @@ def _product_in_loop(entry, width, threads, x, y):
     # a compiled loop's product, as cpu/loop_products.py writes it: a prange over C's blocks
     out = np.empty((x.shape[0], y.shape[1]), x.dtype)
     rows, cols = blas_parts.loop_grid(threads, out.shape[0], out.shape[1])
-    for q in prange(rows * cols):
-        blas_parts.loop_block(entry, width, q, rows, cols, x, y, out)
+    for q in prange(rows * cols):  # (the index as an int64 value, as the generated code has)
+        blas_parts.loop_block(entry, width, np.int64(q), rows, cols, x, y, out)
     return out
 
 
