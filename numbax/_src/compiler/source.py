@@ -31,6 +31,21 @@ def render_scalar(value: Any, dtype: np.dtype) -> str:
     return f"{dtype_ctor(dtype)}({_float(value)})"
 
 
+def runtime_value(x: bool | int | str) -> str:
+    """A flag, count or index (a Python value, or a name in the source) as a value of fixed
+    type where generated code calls a runtime function, not a literal: Numba compiles a callee
+    again for each literal argument (and its callees, the literal passed on), where a value
+    makes one compile serve every flag, count and shape, and the driver's calls of the same
+    functions outside loops (which pass Python ints and bools) too."""
+    return f"np.bool_({x})" if isinstance(x, bool) else f"np.int64({x})"
+
+
+def runtime_shape(shape: tuple) -> str:
+    """`shape` as a tuple of int64 values (`runtime_value`: a literal tuple compiled a sort or
+    an LU again for every shape)."""
+    return "(" + "".join(f"{runtime_value(d)}, " for d in shape) + ")"
+
+
 def _float(x: Any) -> str:
     x = float(x)
     if math.isnan(x):

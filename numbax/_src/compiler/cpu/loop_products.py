@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from numbax._src.compiler.cpu.runtime import blas_parts, gemm_loops, library
+from numbax._src.compiler.source import runtime_value
 from numbax._src.config import config
 from numbax._src.core import JaxprEqn
 
@@ -75,17 +76,16 @@ def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[
         block = (f"gl.loop_block(loop_gemm, {{q}}, {{rows}}, {{cols}}, {a}, {x_t}, {b}, {y_t}, "
                  f"{cm}, loop_work[numba.get_thread_id()])")  # (the running thread's scratch)
     else:
-        grid = f"bp.loop_grid(loop_threads, np.int64({m}), np.int64({n}))"  # (values, not
-        # literals: Numba compiles a function again for each literal argument)
+        grid = f"bp.loop_grid(loop_threads, {runtime_value(m)}, {runtime_value(n)})"
         block = f"bp.loop_block(loop_blas, loop_width, {{q}}, {{rows}}, {{cols}}, {a}, {b}, {cm})"
     if blocks:
         rows, cols, q = fresh(), fresh(), fresh()
         lines += [f"{pad}{rows}, {cols} = {grid}",
                   f"{pad}for {q} in prange({rows} * {cols}):",
-                  f"{pad}    " + block.format(q=f"np.int64({q})", rows=rows, cols=cols)]
+                  f"{pad}    " + block.format(q=runtime_value(q), rows=rows, cols=cols)]
     else:
-        lines.append(pad + block.format(q="np.int64(0)", rows="np.int64(1)",
-                                        cols="np.int64(1)"))
+        lines.append(pad + block.format(q=runtime_value(0), rows=runtime_value(1),
+                                        cols=runtime_value(1)))
     # (the block's index as an int64 value in every form: a literal 0, a range's int64 and a
     # prange's uint64 compiled the runtime's loop_block three times)
     return Rendered(c, m * k * n, blocks, words)

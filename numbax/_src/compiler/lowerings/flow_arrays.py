@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from numbax._src.compiler.registry import Unsupported, register
-from numbax._src.compiler.source import dtype_ctor, render_scalar
+from numbax._src.compiler.source import dtype_ctor, render_scalar, runtime_shape, runtime_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import indexing as ix
@@ -41,20 +41,6 @@ def _around(x: str, shape: tuple, axis: int) -> str:
     """x as (before, along, after) around `axis`, C-contiguous."""
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     return f"np.ascontiguousarray({x}).reshape(({pre}, {shape[axis]}, {post}))"
-
-
-def _value(x: bool | int) -> str:
-    """A flag or count as a value in the source, not a literal: Numba compiles a function again
-    for each literal argument (and its callees, the literal passed on), where a value makes
-    one compile serve every flag, count and shape, and the driver's calls of the same kernels
-    outside loops (which pass Python ints and bools) too."""
-    return f"np.bool_({x})" if isinstance(x, bool) else f"np.int64({x})"
-
-
-def _shape_value(shape: tuple) -> str:
-    """`shape` as a tuple of int64 values (`_value`: a literal tuple compiled fi.sort1 or fl.lu
-    again for every shape)."""
-    return "(" + "".join(f"{_value(d)}, " for d in shape) + ")"
 
 
 def _stack(x: str, shape: tuple) -> str:
@@ -87,7 +73,7 @@ def _gather(args: list[str], eqn: JaxprEqn) -> str:
     fill = p["fill_value"] if p["fill_value"] is not None else default_fill(x.dtype)
     fill = render_scalar(fill if p["mode"] == "fill" else 0, x.dtype)
     return f"fi.gather({x2}, {dims}, {_index_rows(args[1], idx.shape)}, " \
-           f"{_value(p['mode'] == 'fill')}, {fill}).reshape({eqn.outvars[0].aval.shape})"
+           f"{runtime_value(p['mode'] == 'fill')}, {fill}).reshape({eqn.outvars[0].aval.shape})"
 
 
 # how flow_index.scatter (kernels._combine) combines an update into the operand
@@ -105,8 +91,8 @@ def _scatter(args: list[str], eqn: JaxprEqn) -> str:
     rows = _index_rows(args[1], idx.shape)
     upd2 = f"np.ascontiguousarray({args[2]}).reshape(({math.prod(idx.shape[:-1])}, " \
            f"{upd.size // max(math.prod(idx.shape[:-1]), 1)}))"
-    out = f"fi.scatter({x2}, {dims}, {rows}, {upd2}, {_value(_SCATTER_OPS[eqn.primitive])}, " \
-          f"{_value(p['mode'] == 'drop')})"
+    op, drop = runtime_value(_SCATTER_OPS[eqn.primitive]), runtime_value(p["mode"] == "drop")
+    out = f"fi.scatter({x2}, {dims}, {rows}, {upd2}, {op}, {drop})"
     if back is None:
         return f"{out}.reshape({x.shape})"
     front = tuple(x.shape[d] for d in (*p["axes"], *(d for d in range(x.ndim)
@@ -133,7 +119,7 @@ def _arg_extremum(larger: bool):
         (axis,) = eqn.params["axes"]
         if x.shape[axis] == 0:
             raise Unsupported("argmax of an empty axis")
-        found = f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {_value(larger)})" \
+        found = f"fi.arg_extremum({_around(args[0], x.shape, axis)}, {runtime_value(larger)})" \
                 f".reshape({out.shape})"  # int64 positions: cast (a copy a step) only to others
         return found if out.dtype.name == "int64" else f"{found}.astype({dtype_ctor(out.dtype)})"
     return rule
@@ -145,8 +131,8 @@ def _cumulative(kind: int):
             _real(eqn)
         x = eqn.invars[0].aval
         p = eqn.params
-        return f"fi.cumulative({_around(args[0], x.shape, p['axis'])}, {_value(kind)}, " \
-               f"{_value(p['reverse'])}).reshape({x.shape})"
+        return f"fi.cumulative({_around(args[0], x.shape, p['axis'])}, {runtime_value(kind)}, " \
+               f"{runtime_value(p['reverse'])}).reshape({x.shape})"
     return rule
 
 
@@ -160,7 +146,8 @@ def _logcumsumexp(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn, floats=True)
     x = eqn.invars[0].aval
     p = eqn.params
-    return f"fi.logcumsumexp({_around(args[0], x.shape, p['axis'])}, {_value(p['reverse'])})" \
+    reverse = runtime_value(p["reverse"])
+    return f"fi.logcumsumexp({_around(args[0], x.shape, p['axis'])}, {reverse})" \
            f".reshape({x.shape})"
 
 
@@ -172,7 +159,7 @@ def _sort(args: list[str], eqn: JaxprEqn) -> str:
         raise Unsupported("sort of several keys or of more than two operands")
     x = eqn.invars[0].aval
     parts = ", ".join(_around(a, x.shape, p["dimension"]) for a in args)
-    return f"fi.sort{len(args)}({parts}, {_shape_value(x.shape)})"
+    return f"fi.sort{len(args)}({parts}, {runtime_shape(x.shape)})"
 
 
 def _top_k(args: list[str], eqn: JaxprEqn) -> str:
@@ -181,23 +168,24 @@ def _top_k(args: list[str], eqn: JaxprEqn) -> str:
     axis = eqn.params["axis"]
     if x.shape[axis] == 0:
         raise Unsupported("top_k of an empty axis")
-    return f"fi.top_k({_around(args[0], x.shape, axis)}, {_value(eqn.params['k'])}, " \
-           f"{_shape_value(out.shape)})"
+    return f"fi.top_k({_around(args[0], x.shape, axis)}, {runtime_value(eqn.params['k'])}, " \
+           f"{runtime_shape(out.shape)})"
 
 
 def _searchsorted(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn)
     a, v, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
     rows = math.prod(a.shape[:-1])
+    right = runtime_value(eqn.params["right"])
     return f"fi.searchsorted({_index_rows(args[0], a.shape)}, np.ascontiguousarray(" \
-           f"{args[1]}).reshape(({rows}, {v.size // rows})), {_value(eqn.params['right'])})" \
+           f"{args[1]}).reshape(({rows}, {v.size // rows})), {right})" \
            f".reshape({out.shape}).astype({dtype_ctor(out.dtype)})"
 
 
 def _lu(args: list[str], eqn: JaxprEqn) -> str:
     _real(eqn, floats=True)
     x = eqn.invars[0].aval
-    shapes = ", ".join(_shape_value(v.aval.shape) for v in eqn.outvars)
+    shapes = ", ".join(runtime_shape(v.aval.shape) for v in eqn.outvars)
     return f"fl.lu({_stack(args[0], x.shape)}, {shapes})"
 
 
@@ -207,7 +195,7 @@ def _triangular_solve(args: list[str], eqn: JaxprEqn) -> str:
     p = eqn.params
     if a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype:
         raise Unsupported("triangular_solve of broadcast batches or mixed dtypes")
-    flags = ", ".join(_value(p[k]) for k in ("left_side", "lower", "transpose_a",
+    flags = ", ".join(runtime_value(p[k]) for k in ("left_side", "lower", "transpose_a",
                                               "unit_diagonal"))
     return f"fl.triangular_solve({_stack(args[0], a.shape)}, {_stack(args[1], b.shape)}, " \
            f"{flags})" \
