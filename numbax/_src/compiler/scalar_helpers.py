@@ -1,5 +1,5 @@
 """Scalar helpers that generated kernels call, written once as plain Python and compiled by each
-backend (`njit(inline="always")` in cpu/runtime/scalars.py, `cuda.jit(device=True)` in
+backend (`njit(forceinline=True)` in cpu/runtime/scalars.py, `cuda.jit(device=True)` in
 cuda/runtime/device.py). They give XLA's integer and numpy's rounding semantics where
 Numba's operators differ (division by zero, negative quotients, over-wide shifts).
 

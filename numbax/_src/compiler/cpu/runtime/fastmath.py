@@ -8,8 +8,9 @@ is an ordinary ``njit(cache=True)`` function: Numba compiles it once per install
 links its LLVM IR into each calling kernel, where LLVM inlines it before the loop vectoriser
 runs (inlining at Numba-IR level, ``inline="always"``, re-lowered the body in every kernel:
 1.0 of the 1.8 s of the MLP step's compile). The error-function family (erf, erfc, erf_inv:
-fastmath_erf.py, `fe.*` in generated code) is the exception: over LLVM's inlining threshold,
-a call left in the loop stopped vectorisation (17x slower), so they inline at IR level.
+fastmath_erf.py, `fe.*` in generated code) and pow_f32 are over LLVM's inlining threshold (a
+call left in the loop stopped vectorisation, 17x slower), so they carry ``forceinline``
+(LLVM's alwaysinline): still compiled once, inlined by LLVM whatever their size.
 Callers need ``error_model="numpy"`` (the "python" model adds raising branches).
 
 The ``_f32`` variants compute in float32 (shorter polynomials, twice the lanes). Coefficients
@@ -284,7 +285,7 @@ def tanh_f64(x):
     return math.copysign(small if ax < _TANH_SMALL else big, x)
 
 
-@njit(**_JIT)  # spliced at Numba-IR level: linked as a call, its loops stayed scalar
+@njit(error_model="numpy", cache=True, forceinline=True)  # as a plain call, scalar loops
 def pow_f32(x, y):
     """x**y for float32, computed as exp(y * log|x|) in float64 (its error, ~1e-14 relative,
     is far below float32's ulp), with C99's special cases as numpy's powf: 1 where y = 0 or

@@ -1,4 +1,6 @@
-"""Scalar helpers CPU kernels call as `sc.*`, inlined by Numba at its IR level: the helpers
+"""Scalar helpers CPU kernels call as `sc.*`, each compiled once per signature (cached) and
+inlined into kernels by LLVM (`forceinline`: LLVM's alwaysinline; spliced at Numba-IR level
+before, they were typed and lowered again in every kernel): the helpers
 shared with CUDA (compiler/scalar_helpers.py: cdiv, crem, ipow, round_away, round_even, sign,
 float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz),
 compiled here, and the CPU's own below — lax's NaN-propagating max/min/clamp, complex64's
@@ -17,7 +19,7 @@ from numba.extending import intrinsic, overload
 from numbax._src.compiler import scalar_helpers
 from numbax._src.compiler.cpu.runtime import reductions as _rd
 
-_JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
+_JIT = {"error_model": "numpy", "cache": True, "forceinline": True}
 scalar_helpers.compile_into(globals(), njit(**_JIT))
 
 

@@ -16,7 +16,7 @@ from numba.extending import intrinsic
 
 from numbax._src.compiler.cpu.runtime.scalars import over_arrays
 
-_JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
+_JIT = {"error_model": "numpy", "cache": True, "forceinline": True}
 _F32 = np.float32
 
 
@@ -99,7 +99,7 @@ def _log1p(t):
     return small if abs(t) < _LOG1P_SMALL else large
 
 
-@njit(**_JIT)  # inlined at Numba-IR level: as a call it stays in the loop (like fe.erf_*)
+@njit(**_JIT)  # forceinline: as a plain call it stays in the loop (like fe.erf_*)
 def erf_inv_f32(x):
     """float32 erf_inv as XLA:CPU computes it (the eager impl's bits)."""
     x = np.float32(x)
