@@ -57,8 +57,9 @@ def test_generated_kernel_inlines_and_vectorises(name, dtype):
 def test_public_functions_are_compiled_once_not_spliced_at_numba_ir_level():
     """Each public function is its own cached Numba function (compiled once per signature
     and installation) that LLVM inlines into kernels; private helpers are spliced into them.
-    The ones over LLVM's inlining threshold carry `forceinline` (LLVM's alwaysinline), not
-    Numba-IR splicing, which typed and lowered their bodies again in every kernel."""
+    The erf family and float32 pow (over LLVM's inlining threshold) and the scalar helpers
+    carry `forceinline` (LLVM's alwaysinline), not Numba-IR splicing, which typed and lowered
+    their bodies again in every kernel."""
     from numbax._src.compiler.cpu.runtime import scalars as sc
     from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe
 
@@ -68,9 +69,9 @@ def test_public_functions_are_compiled_once_not_spliced_at_numba_ir_level():
             assert disp.targetoptions.get("inline", "never") == "never"
             assert type(disp._cache).__name__ == "FunctionCache"  # cache=True
     assert fm.exp_core_f64.targetoptions["inline"] == "always"
-    large = [fe.erf_f32, fe.erf_f64, fe.erfc_f32, fe.erf_inv_f64, xe.erf_inv_f32, fm.pow_f32,
+    forced = [fe.erf_f32, fe.erf_f64, fe.erfc_f32, fe.erf_inv_f64, xe.erf_inv_f32, fm.pow_f32,
              sc.float_to_int, sc.cdiv]
-    for disp in large:
+    for disp in forced:
         assert disp.targetoptions.get("inline", "never") == "never", disp
         assert disp.targetoptions["forceinline"], disp
         assert type(disp._cache).__name__ == "FunctionCache"

@@ -57,6 +57,7 @@ from numbax._src.compiler.cpu.runtime import scalars as sc
 # kernels by LLVM after linking.
 _JIT = {"error_model": "numpy", "cache": True, "inline": "always"}
 _CALL = {"error_model": "numpy", "cache": True}
+_FORCED = {**_CALL, "forceinline": True}  # public, over LLVM's inlining threshold
 
 _INF = math.inf
 _NAN = math.nan
@@ -285,7 +286,7 @@ def tanh_f64(x):
     return math.copysign(small if ax < _TANH_SMALL else big, x)
 
 
-@njit(error_model="numpy", cache=True, forceinline=True)  # as a plain call, scalar loops
+@njit(**_FORCED)  # as a plain call, its loops stayed scalar
 def pow_f32(x, y):
     """x**y for float32, computed as exp(y * log|x|) in float64 (its error, ~1e-14 relative,
     is far below float32's ulp), with C99's special cases as numpy's powf: 1 where y = 0 or
