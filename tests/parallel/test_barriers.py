@@ -268,19 +268,75 @@ def test_workers_waiting_at_a_barrier_leave_when_the_parent_is_killed(tmp_path):
         print(" ".join(str(p.pid) for p in procs), flush=True)
         time.sleep(60)
     """))
+    pids = _kill_parent(script, N)
+    _assert_gone(pids[:-1], pids)
+
+
+def test_busy_workers_leave_when_the_parent_is_killed(tmp_path):
+    """The parent is killed while its workers are deep in a long eager loop: they read no
+    message until it ends, and leave anyway (worker_main's watch on the parent), instead of
+    spinning on with no one to answer."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, threading, time
+        sys.path.insert(0, {ROOT!r})
+        import numpy as np
+        import numbax
+        from numbax import lax
+        from numbax._src.config import config
+        from numbax._src.parallel import pool
+        config.update("num_cpu_devices", 2)
+
+        def slow(x):  # hours of eager work
+            return lax.while_loop(lambda c: c[0] < 10**9, lambda c: (c[0] + 1, c[1] + 1.0),
+                                  (0, x))[1]
+
+        numbax.pmap(lambda v: v + 1)(np.ones(2))  # the workers are up
+        procs = [w.proc for w in pool._POOL.workers]
+
+        def cpu_s(pid):
+            with open(f"/proc/{{pid}}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        def call():
+            with numbax.disable_jit():  # (per thread)
+                numbax.pmap(slow)(np.ones(2))
+
+        start = [cpu_s(p.pid) for p in procs]
+        threading.Thread(target=call, daemon=True).start()
+        while any(cpu_s(p.pid) - s < 1.0 for p, s in zip(procs, start)):
+            time.sleep(0.05)  # both inside the loop
+        print(" ".join(str(p.pid) for p in procs), flush=True)
+        time.sleep(60)
+    """))
+    pids = _kill_parent(script, 2)
+    _assert_gone(pids, pids)
+
+
+def _kill_parent(script, count: int) -> list[int]:
+    """Runs `script` (which prints its `count` workers' pids when they are where the test
+    wants them) and kills it with SIGKILL; the workers' pids."""
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
-        assert len(pids) == N
-        parent.kill()
-        parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(p) for p in pids[:-1]):
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in pids[:-1])
     finally:
         parent.kill()
-        for pid in pids if "pids" in locals() else []:
+        parent.wait(timeout=10)
+    assert len(pids) == count
+    return pids
+
+
+def _assert_gone(leaving: list[int], every: list[int]) -> None:
+    """Waits up to 10 s for the `leaving` workers to end, asserts they did, and kills any of
+    `every` still there (a stopped worker, or one that failed the test)."""
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in leaving):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in leaving)
+    finally:
+        for pid in every:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
