@@ -6,8 +6,13 @@ import sys
 import textwrap
 import time
 
+# The script installs Python's Ctrl-C handler itself: Python leaves SIGINT ignored in a process
+# started with it ignored, as a non-interactive shell starts its background jobs (a test run
+# launched with `&` saw no KeyboardInterrupt, and its workers spun on); a terminal's Python
+# has the handler.
 SCRIPT = textwrap.dedent("""
-    import os, sys
+    import os, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ["NUMBAX_NUM_CPU_DEVICES"] = "2"
     import numpy as np
     import numbax
