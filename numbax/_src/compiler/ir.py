@@ -91,10 +91,14 @@ class Kernel:
     # scratch and thread count passed last)
     loop_products: bool = False
     loop_work: int = 0
-    # compiled control flow whose threads run loop nests alone: the module's one-thread variant
-    # (plain loops), which the driver runs where the call site's timings choose one thread,
-    # and the parallel regions a call enters (the loops' trips; while loops counted as 64)
+    # compiled control flow on threads: the module's one-thread variant (plain loops, products
+    # in one block), which the driver runs on one thread and until the kernel has run
+    # `tier_ns` of estimated serial work (its pranges' compile: threads.parallel_ready); the
+    # parallel regions a call enters (the loops' trips; while loops counted as 64); where
+    # `quiet_site` (loop nests alone), the call site's timings choose one thread or more
     serial_function: str | None = None
     regions: int = 0
+    quiet_site: bool = False
+    tier_ns: float = 0.0
     launches: tuple[Launch, ...] = ()
     scratch: tuple[tuple[int, np.dtype], ...] = ()

@@ -34,7 +34,7 @@ def busy(monkeypatch):
     monkeypatch.setattr(native_pool, "run", lambda task, args, chunks: (
         jobs.append(chunks), real(task, args, chunks))[1])
     monkeypatch.setattr(th, "busy", lambda: True)
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
 
     def parallel(site, busy=True):
         site.started = time.perf_counter()
@@ -180,7 +180,7 @@ def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chun
     assert re.search(r"for c in prange\(nchunk\):\n.*\n        kernel_serial\(.*o0\[lo:hi\]", text)
     asked = []
     monkeypatch.setattr(th, "busy", lambda: False)
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
     monkeypatch.setattr(th, "chunks", lambda size, minimum, n: (asked.append(n), chunks)[1])
     with numbax.config.override("cpu_threads", 2):
         got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]

@@ -207,6 +207,58 @@ def test_loops_with_threaded_products_called_from_several_python_threads_agree(k
         np.testing.assert_allclose(got[k], [want[k]] * 5, rtol=1e-10)
 
 
+@pytest.mark.parametrize("body", ["nests", "products"])
+def test_a_loop_runs_its_serial_twin_until_its_pranges_pay(body, monkeypatch, tmp_path):
+    """Each prange of a compiled loop costs Numba a function of its own to compile (seconds
+    for a body of ten): the first calls run the loop's one-thread variant, which gives the same
+    bits each call, until the loop has run its tier of estimated serial work; then the prange
+    variant compiles, gives the same values, and is saved for the next process."""
+    from numbax._src.compiler import cache
+    from numbax._src.compiler.cpu.runtime import threads as th
+
+    monkeypatch.setattr(th, "free_cores", lambda: 2)
+    monkeypatch.setattr(th, "pool_size", lambda: 2)
+    monkeypatch.setattr(th, "busy", lambda: False)  # (a busy site would stay serial)
+    rng = np.random.default_rng(5)
+    if body == "nests":
+        pos = rng.standard_normal((256, 3)) * 20
+        vel = rng.standard_normal((256, 3))
+        f, args, want = numbax.jit(_nbody, static_argnums=2), (pos, vel, 5), \
+            _nbody_numpy(pos, vel, 5)
+    else:
+        w = {"x": rng.standard_normal((32, 256)) * 0.1,
+             "h": rng.standard_normal((256, 256)) * 0.06, "b": rng.standard_normal(256) * 0.1}
+        xs = rng.standard_normal((6, 64, 32))
+        f, args, want = numbax.jit(_rnn_loss), (w, xs), [_rnn_loss_numpy(w, xs)]
+    with numbax.config.override("cache_dir", str(tmp_path)), \
+            numbax.config.override("cpu_threads", 0):
+        first = [np.asarray(a) for a in numbax.tree_util.tree_leaves(f(*args))]
+        driver = f.lower(*args).compile()._entry.exe.driver
+        name = re.search(r"th\.parallel_ready\((k\d+_flow), (\d+), (\d+)\)",
+                         _driver(f, *args))
+        work, tier = int(name[2]), int(name[3])
+        par = driver.__globals__[name[1]]
+        serial = driver.__globals__[name[1] + "_serial"]
+        assert serial.overloads and not par.overloads and not cache.has_saved_code(par)
+        calls = 1
+        while not par.overloads:
+            assert calls * work < 4 * tier  # (a quiet site's serial choices are not counted)
+            got = numbax.tree_util.tree_leaves(f(*args))
+            calls += 1
+            for a, b in zip(got, first, strict=True):
+                np.testing.assert_array_equal(a, b)
+        assert tier <= par._numbax_serial_ns < tier + work  # compiled at the tier, not before
+        # the prange variant: a nest's elements add in one order on any thread count; a
+        # product's blocks may split its rows where one block did not
+        same = np.testing.assert_array_equal if body == "nests" else \
+            lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13)
+        for a, b in zip(numbax.tree_util.tree_leaves(f(*args)), first, strict=True):
+            same(a, b)
+        assert cache.has_saved_code(par)
+    for a, b in zip(first, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
 _TWO_LOOPS = textwrap.dedent("""
     import json, numpy as np, numbax, numbax.numpy as jnp
     from numbax import lax
@@ -230,8 +282,9 @@ def test_loop_kernels_compiled_against_cached_runtime_load_in_the_next_process(t
     program = tmp_path / "two_loops.py"
     program.write_text(_TWO_LOOPS)
     runpy.run_path(str(program))  # the runtime's functions on Numba's disk cache, at least now
+    # (two threads: the prange variant runs at once, not after the serial twin's tier)
     env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT,
-               NUMBAX_CPU_MATMUL=_KIND_SETTING[kind])
+               NUMBAX_CPU_MATMUL=_KIND_SETTING[kind], NUMBAX_CPU_THREADS="2")
     stats = []
     for _ in range(2):
         run = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,

@@ -69,11 +69,10 @@ class Function:
         # gives the kernel (`work_ns`: the largest such region's estimated serial time). A
         # product (`products`) calls loop_products.kind()'s block function, whose thread count
         # and OpenBLAS entry or scratch (`product_words` float64 words a thread) are the
-        # kernel's last parameters. Inside a prange (`in_prange`) all is serial.
+        # kernel's last parameters. Inside a prange (`in_prange`) all is serial. The parallel
+        # regions a call enters (`regions`: each prange times the trips of the loops around
+        # it, `trips` while rendering); `nests_only`: no product's blocks, no map over examples
         self.work_ns = 0.0
-        # the parallel regions a call enters (`regions`: each prange nest times the trips of
-        # the loops around it, `trips` while rendering), and whether nests are all of them
-        # (`nests_only`: no product's blocks, no map over examples)
         self.trips = 1
         self.regions = 0
         self.nests_only = True
@@ -286,7 +285,8 @@ class Function:
         """A float matrix product's lines (loop_products.render: large ones a prange over blocks
         of C on the kernel's threads, none inside another prange); its result's name, or None
         for np.dot's array form."""
-        rendered = loop_products.render(eqn, ins, self.fresh, lines, pad, not self.in_prange)
+        rendered = loop_products.render(eqn, ins, self.fresh, lines, pad,
+                                        not (self.in_prange or self.serial))
         if rendered is None:
             return None
         name, macs, blocks, words = rendered
@@ -296,6 +296,7 @@ class Function:
             self.parallel = True
             self.nests_only = False
             self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
+            self.regions += self.trips
         return name
 
     def _may_overwrite(self, eqn: JaxprEqn, j: int, users: dict, env: dict) -> bool:
@@ -467,7 +468,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
     i = fn.fresh()
     in_prange = fn.in_prange
-    if ncarry == 0 and not in_prange and fn.pays_parallel(p["jaxpr"], length):
+    if ncarry == 0 and not (in_prange or fn.serial) and fn.pays_parallel(p["jaxpr"], length):
         fn.parallel = fn.in_prange = True
         fn.nests_only = False
         fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * work.NS_PER_LIGHT_OP)
@@ -566,16 +567,15 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     deco = f'@njit(parallel={options}, {_OPTIONS})'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
     src = f"{head}{runtime_imports(body)}\n\n\n{deco}\ndef kernel({', '.join(params)}):\n{body}"
-    timed = fn.parallel and fn.nests_only
-    if timed:  # the one-thread variant: plain loops, all through flat views
-        serial = f'@njit(parallel=False, {_OPTIONS})'
-        src += f"\n\n{serial}\ndef kernel_serial({', '.join(params)}):\n" + \
-            _function(eqn, serial=True)[2]
-    # (`parallel` for the driver: it gives the kernel threads, and BLAS one thread meanwhile;
-    # a kernel with only small products runs them on one thread, without that bookkeeping)
+    if fn.parallel:  # the one-thread variant: plain loops, products in one block
+        src += f"\n\n@njit(parallel=False, {_OPTIONS})\ndef kernel_serial({', '.join(params)}):\n" \
+            + _function(eqn, serial=True)[2]
+    # (`parallel`: threads for the kernel, one for BLAS meanwhile; else small products on one)
+    tier_ns = body.count("prange(") * threads.PRANGE_TIER_NS  # what its pranges cost to compile
     return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
-                     loop_work=max(fn.product_words, 1) if own_gemm else 0,
-                     serial_function="kernel_serial" if timed else None, regions=fn.regions)
+                     loop_work=max(fn.product_words, 1) if own_gemm else 0, regions=fn.regions,
+                     serial_function="kernel_serial" if fn.parallel else None,
+                     quiet_site=fn.nests_only, tier_ns=tier_ns)
 
 
 def _function(eqn: JaxprEqn, serial: bool = False) -> tuple[Function, str, str]:

@@ -163,16 +163,20 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             expr = f"{call}({', '.join(args)})"
             if threaded:  # its nests' pranges and products on n of Numba's threads, BLAS on
                 # one meanwhile (no second pool beside Numba's)
-                serial = step.kernel.serial_function
-                regions = step.kernel.regions
-                site = f"th.Site({regions} * th.REGION_WORTH_S, quiet=True)" if serial else \
-                    "th.Site()"
+                kernel = step.kernel
+                site = f"th.Site({kernel.regions} * th.REGION_WORTH_S, quiet=True)" \
+                    if kernel.quiet_site else "th.Site()"
                 sites.append(f"_site{j} = {site}  # k{j}'s timings")
-                lines.extend([f"    n = th.threads_for({step.kernel.work_ns:.0f}, _site{j})",
-                              "    before = th.use(n)"])
-                if serial:  # (n from the site's timings, quiet or busy: threads.threads_for)
-                    imports.append(f"from {step.module} import {serial} as {call}_serial")
+                lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
+                if kernel.serial_function:  # (n from the site's timings, quiet or busy)
+                    imports.append(f"from {step.module} import {kernel.serial_function} as "
+                                   f"{call}_serial")
+                    per_call = kernel.work_ns * max(kernel.regions, 1)
+                    lines.extend([f"    if n > 1 and not th.parallel_ready({call}, "
+                                  f"{per_call:.0f}, {kernel.tier_ns:.0f}):",
+                                  "        n = 1  # the serial twin until the pranges pay"])
                     call = f"{call} if n > 1 else {call}_serial"
+                lines.append("    before = th.use(n)")
                 expr = f"bl.blas_call({call}, 1, {', '.join(args)})"
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)

@@ -42,6 +42,10 @@ from numbax._src.config import config
 
 PARALLEL_MIN_NS = 40_000  # estimated serial time below which a kernel runs serially
 PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange variant compiles
+# ... and a compiled loop's, per prange in it: Numba lowers each prange as a function of its own
+# (~0.3-0.4 s a prange on the 2-core Zen 1 VM against ~0.1 s for a fused kernel's variant), so
+# the same 1:5 share of what the variant costs to compile
+PRANGE_TIER_NS = 70e6
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 REGION_WORTH_S = busy_sites.REGION_WORTH_S  # (for drivers)
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
@@ -175,12 +179,13 @@ def threads_for(work_ns: float, site: Site | None = None) -> int:
     return threads
 
 
-def parallel_ready(kernel, work_ns: float) -> bool:
+def parallel_ready(kernel, work_ns: float, tier_ns: float = PARALLEL_TIER_NS) -> bool:
     """Whether a kernel's prange variant `kernel` (a Numba dispatcher) may run this call: it is
     compiled in this process or its code is in the disk cache, or the kernel has run (with this
-    call) PARALLEL_TIER_NS of estimated serial work, or `config.cpu_threads` is set. Until then
-    the serial twin runs: a prange variant costs ~0.1 s more to compile, which a kernel called
-    a few times never earns back (the first call of a training step compiled two of them)."""
+    call) `tier_ns` of estimated serial work, or `config.cpu_threads` is set. Until then the
+    serial twin runs: a prange variant costs ~0.1 s more to compile (a compiled loop's, seconds),
+    which a kernel called a few times never earns back (the first call of a training step
+    compiled two of them; an LSTM's two loop bodies took 8 s each, 4.7 and 3.7 s serial)."""
     compiled = getattr(kernel, "overloads", True)  # a plain function: nothing to compile
     if compiled or config.hot("cpu_threads"):
         return True
@@ -188,10 +193,10 @@ def parallel_ready(kernel, work_ns: float) -> bool:
     if done is None:
         from numbax._src.compiler import cache
 
-        done = PARALLEL_TIER_NS if cache.has_saved_code(kernel) else 0.0
+        done = tier_ns if cache.has_saved_code(kernel) else 0.0
     done += work_ns
     kernel._numbax_serial_ns = done
-    return done >= PARALLEL_TIER_NS
+    return done >= tier_ns
 
 
 def _thread_count_calls() -> tuple:
