@@ -21,17 +21,23 @@ from numbax._src.compiler.cpu.runtime.fastmath import (
 from numbax._src.compiler.cpu.runtime.scalars import over_arrays
 
 _JIT = {"error_model": "numpy", "cache": True, "forceinline": True}
+_SPLICED = {"error_model": "numpy", "cache": True, "inline": "always"}  # private helpers
 _F = np.float32
 _F32_ONE = _F(1.0)
 _INF = math.inf
 _NAN = math.nan
 
 
-@njit(**_JIT)
+@njit(**_SPLICED)
 def _horner_pick(t, lo, mid, hi, use_lo, use_mid):
     """Horner over one of three equal-length coefficient sets, chosen per lane by selects,
     each step one multiply-add as fastmath.horner's (a multiply and an add each before: erf's
-    float32 loop went from 71 to 65 instructions a vector, 23 multiplies and adds to 21 FMAs)."""
+    float32 loop went from 71 to 65 instructions a vector, 23 multiplies and adds to 21 FMAs).
+
+    Spliced into its callers at Numba-IR level, where the coefficient arrays are the callers'
+    frozen globals: compiled on its own with arrays as arguments, on Intel CPU models LLVM
+    unrolled the loop by 4 with a run-time remainder, which no later pass unrolled fully, and
+    the kernel loops calling erf_inv stayed scalar (AMD's models do no run-time unrolling)."""
     n = len(lo)
     p = lo[n - 1] if use_lo else (mid[n - 1] if use_mid else hi[n - 1])
     for j in range(n - 2, -1, -1):
