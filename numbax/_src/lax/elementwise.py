@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.special as sp
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
@@ -31,6 +30,9 @@ from numbax._src.lax.select import (  # noqa: F401 - re-exported: lax.select and
     select_n,
     select_n_p,
 )
+from numbax._src.lazy_module import lazy
+
+sp = lazy("scipy.special")
 
 # Dtype kinds each family accepts.
 _FLOAT = "fc"

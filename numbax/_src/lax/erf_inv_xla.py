@@ -18,7 +18,10 @@ scipy's erfinv (XLA uses a double-precision Giles polynomial there; the two agre
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as sp
+
+from numbax._src.lazy_module import lazy
+
+sp = lazy("scipy.special")
 
 _F32 = np.float32
 _F64 = np.float64

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.fft
+import scipy  # scipy.fft: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
+import scipy  # scipy.linalg: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval

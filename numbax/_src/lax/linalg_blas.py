@@ -32,8 +32,7 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
-import scipy.linalg.blas
-import scipy.linalg.lapack
+import scipy  # scipy.linalg: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import host_threads
 

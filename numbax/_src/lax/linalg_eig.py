@@ -7,8 +7,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack as lapack
+import scipy  # scipy.linalg: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
@@ -36,6 +35,9 @@ from numbax._src.lax.linalg import (
 )
 from numbax._src.lax.linalg_blas import optimal_lwork
 from numbax._src.lax.linalg_lu import solve
+from numbax._src.lazy_module import lazy
+
+lapack = lazy("scipy.linalg.lapack")
 
 
 class EigImplementation(enum.Enum):

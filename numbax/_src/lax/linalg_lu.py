@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg.lapack as lapack
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
@@ -27,6 +26,9 @@ from numbax._src.lax.linalg import (
     _unary_batch,
     triangular_solve,
 )
+from numbax._src.lazy_module import lazy
+
+lapack = lazy("scipy.linalg.lapack")
 
 # ----------------------------------------------------------------------------- lu
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack as lapack
+import scipy  # scipy.linalg: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import core
 from numbax._src.core import Primitive, ShapedArray, get_aval
@@ -32,6 +31,9 @@ from numbax._src.lax.linalg import (
 )
 from numbax._src.lax.linalg_blas import optimal_lwork
 from numbax._src.lax.linalg_lu import lu_p, lu_solve, permutation_matrix
+from numbax._src.lazy_module import lazy
+
+lapack = lazy("scipy.linalg.lapack")
 
 
 def _lapack(name: str, *arrays: np.ndarray):

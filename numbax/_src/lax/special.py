@@ -9,7 +9,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-import scipy.special as sp
 
 from numbax._src import core
 from numbax._src.core import Primitive, get_aval
@@ -34,6 +33,9 @@ from numbax._src.lax.elementwise import (
     sign,
     sub,
 )
+from numbax._src.lazy_module import lazy
+
+sp = lazy("scipy.special")
 
 __all__ = [
     "betainc", "bessel_i0e", "bessel_i1e", "igamma", "igamma_grad_a", "igammac",

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
+import scipy  # scipy.fft: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src.compiler.cpu.runtime import threads
 
 # pocketfft's serial time per element and log2 of the length, for the thread count: rfft2 of
 # 1024^2 float32 took 2.5 ms on one core of the 2-core VM (docs/performance.md, issue 18)
 NS_PER_ELEMENT_LOG = 0.12
-_TRANSFORMS = (scipy.fft.fftn, scipy.fft.ifftn, scipy.fft.rfftn, scipy.fft.irfftn)
+_TRANSFORMS = ("fftn", "ifftn", "rfftn", "irfftn")  # by FftType
 
 
 def fft(x: np.ndarray, fft_type: int, fft_lengths: tuple, dtype: np.dtype) -> list[np.ndarray]:
@@ -21,7 +21,7 @@ def fft(x: np.ndarray, fft_type: int, fft_lengths: tuple, dtype: np.dtype) -> li
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     size = max(x.size, 2)
     workers = threads.threads_for(size * math.log2(size) * NS_PER_ELEMENT_LOG)
-    transform = _TRANSFORMS[fft_type]
+    transform = getattr(scipy.fft, _TRANSFORMS[fft_type])
     if fft_type == 3:
         out = transform(x, s=tuple(fft_lengths), axes=axes, workers=workers)
     else:
