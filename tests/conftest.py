@@ -57,6 +57,7 @@ SAMPLED = {
     # (2026-12-04, the 2-core VM now a Zen 1 at ~2 GHz: a tenth of the fast suite, every 10th
     # case, took 385 s of worker time, the whole an estimated 32 minutes; these families'
     # estimated worker seconds) 190, 171, 96, 80, 75, 66, 66, 55, 44, 42, 42, 35, 29
+    # (n = 1000 is slow-marked: every 7th of the other 30 still runs each n, axis and flag)
     "tests/compiler/cpu/test_index_maps.py::test_associative_scan_against_its_definition": 7,
     "tests/compat/test_programs.py::test_program_matches_jax": 3,
     "tests/numpy/test_searchsorted_search.py::"

@@ -124,7 +124,9 @@ def _python_scan(op, xs, axis, reverse):
     return [np.moveaxis(o, 0, axis) for o in out]
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 1000])
+# n = 1000: 9-18 s of compile a case on the Emerald Rapids VM (90+ kernels); with -m slow only
+# (test_linear_recurrence_by_associative_scan_and_its_gradient scans 301 elements)
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, pytest.param(1000, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("axis", [0, 1, 2])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_associative_scan_against_its_definition(n, axis, reverse):
