@@ -168,14 +168,14 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                     if kernel.quiet_site else "th.Site()"
                 sites.append(f"_site{j} = {site}  # k{j}'s timings")
                 lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
-                if kernel.serial_function:  # (n from the site's timings, quiet or busy)
-                    imports.append(f"from {step.module} import {kernel.serial_function} as "
-                                   f"{call}_serial")
-                    per_call = kernel.work_ns * max(kernel.regions, 1)
-                    lines.extend([f"    if n > 1 and not th.parallel_ready({call}, "
-                                  f"{per_call:.0f}, {kernel.tier_ns:.0f}):",
-                                  "        n = 1  # the serial twin until the pranges pay"])
-                    call = f"{call} if n > 1 else {call}_serial"
+                # the serial twin until the pranges pay (n from the site's timings)
+                imports.append(f"from {step.module} import {kernel.serial_function} as "
+                               f"{call}_serial")
+                per_call = kernel.work_ns * max(kernel.regions, 1)
+                lines.extend([f"    if n > 1 and not th.parallel_ready({call}, "
+                              f"{per_call:.0f}, {kernel.tier_ns:.0f}):",
+                              "        n = 1  # the serial twin until the pranges pay"])
+                call = f"{call} if n > 1 else {call}_serial"
                 lines.append("    before = th.use(n)")
                 expr = f"bl.blas_call({call}, 1, {', '.join(args)})"
         elif step.host is not None:  # host loop or eager impl
