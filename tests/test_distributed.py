@@ -266,6 +266,22 @@ def test_initialize_refuses_processes_no_launcher_joined():
                                     "cluster_detection_method is 'pbs', expected one of")
 
 
+def test_a_process_no_launcher_started_is_refused_before_mpi_starts():
+    """Without a launcher's variables, initialize(num_processes=2) raises before mpi4py
+    starts MPI: Open MPI's singleton start needs ssh or rsh, and where neither exists (the GPU
+    host's container) it aborted the process instead of raising."""
+    code = ("import sys, numbax\n"
+            "try:\n"
+            "    numbax.distributed.initialize('localhost:1', num_processes=2, process_id=0)\n"
+            "except RuntimeError as err:\n"
+            "    print(str(err).split(',')[0], 'mpi4py.MPI' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI", "SLURM_", "HYDRA_", "MPI_LOCALRANKID"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "PYTHONPATH": ROOT}, timeout=300, check=True)
+    assert out.stdout.strip() == "jax.distributed.initialize: num_processes=2 False"
+
+
 def test_open_mpi_allreduce_algorithm_default_and_user_choice(monkeypatch):
     """Before MPI starts, numbax picks Open MPI's Rabenseifner allreduce for libnbc (the
     cross-process psum's engine) unless the user chose one; mpi4py is faked, so no MPI starts

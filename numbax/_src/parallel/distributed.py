@@ -120,6 +120,10 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     if num_processes == 1:
         topo = topology.Topology(0, [count], [socket.gethostname()], [os.getpid()])
     else:
+        if cluster_detection_method != "mpi4py" and not cluster.launched_by_mpi():
+            # before MPI starts: Open MPI's singleton start spawns a daemon through ssh or
+            # rsh, and where neither exists (containers) it aborted the whole process
+            raise RuntimeError(_not_launched(num_processes))
         topo = _join_mpi(num_processes, process_id, count, float(initialization_timeout))
     state.process_id, state.num_processes = process_id, num_processes
     state.coordinator_address = coordinator_address
@@ -162,6 +166,15 @@ def _check_arguments(coordinator_address, num_processes, process_id, local_devic
 _OPEN_MPI_DEFAULTS = {"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "3"}
 
 
+def _not_launched(num_processes: int) -> str:
+    return (f"jax.distributed.initialize: num_processes={num_processes}, but this process was "
+            "not started by an MPI launcher, so MPI cannot join it to the others. numbax's "
+            f"processes meet through MPI: start them with `mpirun -n {num_processes} python "
+            "script.py` (or srun); the other arguments then come from the launcher. (A "
+            "launcher other than Open MPI's, MPICH's, Intel MPI's or Slurm's: pass "
+            "cluster_detection_method='mpi4py'.)")
+
+
 def _import_mpi(num_processes: int):
     for name, value in _OPEN_MPI_DEFAULTS.items():
         os.environ.setdefault(name, value)
@@ -183,11 +196,7 @@ def _join_mpi(num_processes: int, process_id: int, count: int,
     world = MPI.COMM_WORLD
     size, rank = world.Get_size(), world.Get_rank()
     if size == 1:
-        raise RuntimeError(
-            f"jax.distributed.initialize: num_processes={num_processes}, but this process was "
-            "not started by an MPI launcher, so MPI cannot join it to the others. numbax's "
-            f"processes meet through MPI: start them with `mpirun -n {num_processes} python "
-            "script.py` (or srun); the other arguments then come from the launcher.")
+        raise RuntimeError(_not_launched(num_processes))
     if (size, rank) != (num_processes, process_id):
         raise ValueError(
             f"jax.distributed.initialize: num_processes={num_processes} and "
