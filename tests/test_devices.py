@@ -12,7 +12,10 @@ import numbax
 def test_default_single_cpu_device():
     devs = numbax.devices()
     assert repr(devs[0]) == "CpuDevice(id=0)"
-    assert numbax.default_backend() == "cpu"
+    from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
+
+    # a GPU host's default backend is its GPU, as in JAX; devices() still lists the CPU's
+    assert numbax.default_backend() == ("gpu" if cuda_runtime.gpu_usable() else "cpu")
     assert numbax.device_count() == len(devs) == numbax.local_device_count()
     assert numbax.process_index() == 0
 

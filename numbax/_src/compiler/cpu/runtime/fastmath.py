@@ -274,7 +274,7 @@ def log1p_f64(x):
     return y if x >= -1.0 else _NAN
 
 
-@njit(**_CALL)
+@njit(**_FORCED)  # left a call (and its loop scalar) by numba 0.68.0's LLVM on the GPU host
 def tanh_f64(x):
     """Hyperbolic tangent for float64: odd polynomial below 0.55, 1 - 2/(expm1(2|x|)+2) above."""
     ax = abs(x)
