@@ -260,3 +260,17 @@ def test_openmp_layer_first_unless_the_user_chose():
     assert run(NUMBA_THREADING_LAYER_PRIORITY="workqueue omp tbb")[:3] == \
         ["workqueue", "omp", "tbb"]
     assert run(NUMBA_THREADING_LAYER="workqueue")[-1] == "workqueue"
+
+
+@pytest.mark.parametrize("shape", [(300, 400, 500), (4, 64, 96, 80)])
+def test_cpu_threads_beyond_numbas_pool_runs_on_the_pool(shape):
+    """`cpu_threads` above Numba's pool (NUMBA_NUM_THREADS: the process's cores, fewer under
+    taskset or a container's cpuset) is capped at the pool, as for fused kernels: products
+    asked Numba for more threads than it has and raised ValueError from inside the driver."""
+    rng = np.random.default_rng(0)
+    *batch, m, k, n = shape
+    x = rng.normal(size=(*batch, m, k)).astype(np.float32)
+    y = rng.normal(size=(*batch, k, n)).astype(np.float32)
+    with numbax.config.override("cpu_threads", threads.pool_size() + 3):
+        got = numbax.jit(lambda a, b: jnp.tanh(a @ b) + a.sum())(x, y)
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x @ y) + x.sum(), rtol=2e-4, atol=2e-4)

@@ -400,7 +400,8 @@ def gemm_tile_host() -> bool:
 
 def gemm_threads(macs: int, site: rt_threads.Site | None = None) -> int:
     """Numba threads for a `gemm_cpu` product of `macs` multiply-adds (`site`: its shape's
-    busy-machine timings, blas.thread_rule)."""
-    return thread_rule(macs, GEMM_THREADED_MACS,
-                       lambda: min(rt_threads.free_cores(), rt_threads.pool_size()),
-                       rt_threads.pool_size, site)
+    busy-machine timings, blas.thread_rule), at most Numba's pool (a `cpu_threads` above it,
+    set for a larger machine or under taskset, is capped as for fused kernels)."""
+    pool = rt_threads.pool_size()
+    return min(pool, thread_rule(macs, GEMM_THREADED_MACS,
+                                 lambda: min(rt_threads.free_cores(), pool), lambda: pool, site))
