@@ -75,13 +75,15 @@ def window(eqn: JaxprEqn) -> bool:
 
 
 def rows_off_index(eqn: JaxprEqn) -> bool:
-    """Whether an index map reads its operand's rows through the loop's outer index other
-    than at that index, or is a slice (x[1:], x[::2], x[:, 1:]): a kernel run on some of its
-    rows (a native-pool task) passes such an operand whole and reads it at the absolute row
-    (cpu LoopKernel.row0), so that one operand can be read at several offsets."""
+    """Whether an index map reads its operand through the loop's outer index other than as
+    the operand's own rows at that index: off it (x[1:], x[::2]), on another of its axes
+    (x[5] of an (n, m, 1) x: the outer index reads axis 1), or as a slice (x[:, 1:]). A
+    kernel run on some of its rows (a native-pool task) passes such an operand whole and
+    reads it at the absolute row (cpu LoopKernel.row0), so that one operand can be read at
+    several offsets."""
     return kind_of(eqn) is Fusion.INDEX_MAP and any(
-        r.dim == 0 and r.stride != 0 and (not r.plain or window(eqn))
-        for r in registry.axis_reads(eqn))
+        r.dim == 0 and r.stride != 0 and (axis > 0 or not r.plain or window(eqn))
+        for axis, r in enumerate(registry.axis_reads(eqn)))
 
 
 def _has_source(nest: LoopNest) -> bool:

@@ -6,8 +6,12 @@ and gives the bits its OpenMP arm gives with as many chunks, a reduction over th
 its first row's index; arrays that are not C-contiguous keep the OpenMP arm."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +28,7 @@ pytestmark = pytest.mark.skipif(not native_pool.available(),
                                 reason="the native pool runs on Linux x86-64")
 
 RNG = np.random.default_rng(41)
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -249,6 +254,57 @@ def test_an_input_read_by_rows_and_by_columns_rules_the_task_out(busy):
     np.testing.assert_allclose(np.asarray(numbax.jit(f)(x, r)), (x * r).sum(1) + r,
                                rtol=1e-12, atol=1e-12)
     assert not busy
+
+
+# Rows of an operand with more rows than the kernel's loop: a slice of its first rows (read
+# row by row: the chunks slice it with the output) and one row of it whose next axis the outer
+# loop runs along (x[5] of an (n, m, 1) x: passed whole, read at the absolute row). The
+# chunks' span was taken from the first of them (1024 rows, not 3), and x[5]'s reads were
+# chunk-relative: both went wrong once the kernel turned parallel (its 190th call).
+LONGER_OPERANDS = {
+    "first_rows": (lambda x: x.reshape(1024, 256, 1)[:3] + 1.0,
+                   lambda x: x.reshape(1024, 256, 1)[:3] + 1.0),
+    "one_row_along_the_loop": (lambda x: x.reshape(1024, 256, 1)[5] * 2.0 + 1.0,
+                               lambda x: x.reshape(1024, 256, 1)[5] * 2.0 + 1.0),
+}
+
+
+@pytest.mark.parametrize("arm", ["prange", "pool"])
+@pytest.mark.parametrize("name", list(LONGER_OPERANDS))
+def test_chunks_of_a_kernel_reading_a_longer_operand(monkeypatch, arm, name):
+    f, truth = LONGER_OPERANDS[name]
+    x = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256)
+    ran = []
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
+    monkeypatch.setattr(th, "chunks", lambda size, minimum, n: (ran.append(n), 5)[1])
+    if arm == "pool":
+        monkeypatch.setattr(th, "busy", lambda: True)
+        monkeypatch.setattr(busy_sites.Site, "choose", lambda site, busy=True: (
+            setattr(site, "started", time.perf_counter()), busy_sites.PARALLEL)[1])
+        real = native_pool.run
+        monkeypatch.setattr(native_pool, "run", lambda task, args, chunks: (
+            ran.append(chunks), real(task, args, chunks))[1])
+    else:
+        monkeypatch.setattr(th, "busy", lambda: False)
+    with numbax.config.override("cpu_threads", 0 if arm == "pool" else 2):
+        got = np.asarray(numbax.jit(f)(x))
+    assert ran, f"the {arm} arm did not run"
+    np.testing.assert_array_equal(got, truth(x))
+
+
+def test_chunks_stay_inside_their_arrays_under_numbas_bounds_checks(tmp_path):
+    """The same kernels' prange arms with Numba's bounds checks on (a fresh process and
+    cache): a chunk that writes past its output raises IndexError there."""
+    code = ("import numpy as np, numbax\n"
+            "from tests.compiler.cpu.test_kernel_tasks import LONGER_OPERANDS\n"
+            "x = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256)\n"
+            "for f, truth in LONGER_OPERANDS.values():\n"
+            "    np.testing.assert_array_equal(np.asarray(numbax.jit(f)(x)), truth(x))\n")
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBAX_CPU_THREADS": "2",
+           "NUMBAX_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def _record_parts(monkeypatch) -> list[bool]:

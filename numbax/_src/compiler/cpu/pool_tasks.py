@@ -135,11 +135,13 @@ def chunk_calls(layout: ChunkLayout, array_names: list[str], sizes: list[str],
     args += ["hi - lo" if j == 0 else "r0 + lo" if name == "r0" else name
              for j, name in enumerate(sizes)]
     args += scalars
-    # the outer length: a sliced array's rows (a flat kernel's sizes may be its nest's: its
-    # views' length)
+    # the outer length: an output's rows (a flat kernel's sizes may be its nest's: its views'
+    # length). Outputs come last and are stored at every row; an input read row by row may
+    # have more rows than the nest (x[:3] of a longer x), and chunks over those wrote past
+    # the output's end.
     length = next(f"{name}.shape[0]" if per_row is None else f"{name}.shape[0] // {per_row}"
-                  for name, (_, _, sliced, per_row) in zip(array_names, layout.arrays,
-                                                           strict=True) if sliced)
+                  for name, (_, _, sliced, per_row) in reversed(list(zip(
+                      array_names, layout.arrays, strict=True))) if sliced)
     lines += ["    for c in prange(nchunk):",
               f"        lo, hi = pk.span({length}, nchunk, c, {layout.align})",
               f"        kernel_serial({', '.join(args)})"]
@@ -157,9 +159,12 @@ def _reads_by_rows(nest: ir.LoopNest, x: Var, absolute_rows: bool) -> bool | Non
         if absolute_rows and fusion.rows_off_index(e):
             reads.add(False)  # whole, read at the absolute row
         elif fusion.kind_of(e) is Fusion.INDEX_MAP:
-            first = registry.axis_reads(e)[0]
-            if first.dim == 0 and first.stride != 0 and not first.plain:
-                return None  # rows off the index, and no absolute row to read them at
+            first, *later = registry.axis_reads(e)
+            if first.dim == 0 and first.stride != 0 and not first.plain or any(
+                    r.dim == 0 and r.stride != 0 for r in later):
+                # rows off the index (x[1:]), or the outer index on another axis (x[5] of an
+                # (n, m, 1) x), and no absolute row to read them at
+                return None
             reads.add(first.dim == 0 and first.plain)
         else:
             reads.add(True)  # read at the loops' index (or a row's prefix of it): outer first
