@@ -10,7 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_compile, jit_log, jit_options, jit_run, profiler, stages
+from numbax._src import (
+    core,
+    eager_compile,
+    jit_log,
+    jit_options,
+    jit_run,
+    profiler,
+    stages,
+    trace_target,
+)
 from numbax._src import tree_util as tu
 from numbax._src.array import Array, GpuArray, committed_device
 from numbax._src.compiler import api as compiler
@@ -315,13 +324,14 @@ class JitWrapped:
             out_flat, store["tree"] = tu.tree_flatten(out)
             return out_flat
 
-        jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
+        backend = "cpu" if device is None else "gpu"
+        with trace_target.tracing_for(backend):
+            jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals)
         if log is not None:
             log.traced()
         if donated:
             jit_options.warn_unusable_donations([avals[i] for i in sorted(donated)],
                                                 [v.aval for v in jaxpr.outvars])
-        backend = "cpu" if device is None else "gpu"
         exe = compiler.compile(core.ClosedJaxpr(jaxpr, consts), backend, donated, self._name,
                                device)
         if log is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core
+from numbax._src import core, trace_target
 from numbax._src import tree_util as tu
 from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.dtypes import kind_of
@@ -238,8 +238,6 @@ def public_associative_scan(fn: Callable, elems: Any, reverse: bool = False,
         raise NumbaxValueError(
             "Array inputs to associative_scan must have the same first dimension. "
             f"(saw: {[get_aval(e).shape for e in flat]})")
-    if reverse:
-        flat = [shape_ops.rev(e, (axis,)) for e in flat]
 
     def combine(a: list, b: list) -> list:
         out, out_tree = tu.tree_flatten(fn(tu.tree_unflatten(tree, a),
@@ -249,6 +247,11 @@ def public_associative_scan(fn: Callable, elems: Any, reverse: bool = False,
                 f"lax.associative_scan: fn returned the structure {out_tree}, expected that "
                 f"of elems, {tree}.")
         return out
+
+    if trace_target.current() == "cpu" and lengths[0] > 1 and _keeps_rows(combine, flat, axis):
+        return tu.tree_unflatten(tree, _sequential_scan(combine, flat, axis, reverse))
+    if reverse:
+        flat = [shape_ops.rev(e, (axis,)) for e in flat]
 
     def scan(xs: list) -> list:
         n = get_aval(xs[0]).shape[axis]
@@ -270,3 +273,61 @@ def public_associative_scan(fn: Callable, elems: Any, reverse: bool = False,
     if reverse:
         out = [shape_ops.rev(e, (axis,)) for e in out]
     return tu.tree_unflatten(tree, out)
+
+
+def _row_avals(xs: list, axis: int) -> list[ShapedArray]:
+    """Each array's aval with `axis` of length 1: what fn is given one row at a time."""
+    return [ShapedArray((*a.shape[:axis], 1, *a.shape[axis + 1:]), a.dtype)
+            for a in map(get_aval, xs)]
+
+
+def _keeps_rows(combine: Callable, xs: list, axis: int) -> bool:
+    """Whether combine of two rows (`_row_avals`) gives rows of the same shapes and dtypes,
+    as a sequential loop's carry must (an fn that changes them gets JAX's tree, and its
+    errors)."""
+    from numbax._src.interpreters import partial_eval as pe
+
+    rows = _row_avals(xs, axis)
+    k = len(rows)
+    jaxpr, _ = pe.trace_to_jaxpr_dynamic(lambda *r: combine(list(r[:k]), list(r[k:])),
+                                         rows + rows)
+    return [(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars] == \
+        [(r.shape, r.dtype) for r in rows]
+
+
+def _sequential_scan(combine: Callable, xs: list, axis: int, reverse: bool) -> list:
+    """The inclusive scan as one loop (lax.scan) over `axis`: carry = combine(carry, row) for
+    each row after the first (from the last one when reverse), every row of length 1 along
+    `axis`, the shape a vectorised fn meets in JAX's tree. A jit trace for the CPU takes this
+    form (trace_target): one compiled loop of n - 1 combines, where the tree's ~2 log2(n)
+    rounds of slices, combines and interleaves compiled a Numba kernel each (a linear
+    recurrence over 301 steps: 6 s to compile against 0.5; docs/performance.md)."""
+    from numbax._src.lax.control_flow import loops
+
+    n = get_aval(xs[0]).shape[axis]
+    rows = []
+    for x in xs:  # (n, *shape with axis of length 1): the loop runs over the leading axis
+        shape = get_aval(x).shape
+        moved = x if axis == 0 else shape_ops.transpose(
+            x, (axis, *(d for d in range(len(shape)) if d != axis)))
+        rows.append(shape_ops.reshape(moved, (n, *shape[:axis], 1, *shape[axis + 1:])))
+    first = n - 1 if reverse else 0
+    init = [shape_ops.squeeze(shape_ops.slice_in_dim(r, first, first + 1, axis=0), (0,))
+            for r in rows]
+    rest = [shape_ops.slice_in_dim(r, 0, n - 1, axis=0) if reverse
+            else shape_ops.slice_in_dim(r, 1, n, axis=0) for r in rows]
+
+    def step(carry: list, row: list) -> tuple[list, list]:
+        out = combine(list(carry), list(row))
+        return out, out
+
+    _, scanned = loops.scan(step, init, rest, reverse=reverse)
+    outs = []
+    for x, start, later in zip(xs, init, scanned, strict=True):
+        shape = get_aval(x).shape
+        start = shape_ops.expand_dims(start, (0,))
+        whole = shape_ops.concatenate([later, start] if reverse else [start, later], 0)
+        whole = shape_ops.reshape(whole, (n, *shape[:axis], *shape[axis + 1:]))
+        outs.append(whole if axis == 0 else shape_ops.transpose(
+            whole, (*range(1, axis + 1), 0, *range(axis + 1, len(shape)))))
+    return outs
