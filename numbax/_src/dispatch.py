@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, eager_loops
 from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
@@ -44,8 +44,11 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         out_avals = core.abstract_eval(primitive, [core.get_aval(x) for x in tracers], params)
     else:  # a user primitive with only def_impl: its outputs say what they are
         out_avals = None
-    args, impl_params = _host_operands([core.to_numpy(x) for x in tracers], primitive, params)
-    outs = impl(*args, **impl_params)
+    args = [core.to_numpy(x) for x in tracers]
+    outs = eager_loops.run(primitive, args, params) if primitive in eager_loops.LOOPS else None
+    if outs is None:
+        args, impl_params = _host_operands(args, primitive, params)
+        outs = impl(*args, **impl_params)
     if out_avals is not None and len(outs) != len(out_avals):
         raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
                          f"outputs, its abstract evaluation {len(out_avals)}.")

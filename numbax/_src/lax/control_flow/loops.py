@@ -6,7 +6,8 @@ per-example control flow (a batched while predicate runs each example's own trip
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,12 +127,25 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     return list(body_jaxpr.out_avals)
 
 
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def while_steps(args: Sequence[Any], limit: float, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                body_nconsts) -> tuple[list, bool]:
+    """At most `limit` eager steps of a while loop on its operands: (the operands after them,
+    whether the condition ended the loop)."""
     cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    steps = 0
     while bool(np.asarray(core.eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts,
                                           *cond_consts, *carry)[0])):
+        if steps >= limit:
+            return [*cond_consts, *body_consts, *carry], False
         carry = core.eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *body_consts, *carry)
-    return list(carry)
+        steps += 1
+    return [*cond_consts, *body_consts, *carry], True
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    operands, _ = while_steps(args, math.inf, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                              cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    return operands[cond_nconsts + body_nconsts:]
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

@@ -1,0 +1,62 @@
+"""Eager scans and while loops that run long are compiled, as JAX compiles every eager loop.
+
+Run eagerly, a loop evaluates its body's jaxpr equation by equation in Python at every step,
+~20-60 us an equation: `lax.fori_loop(0, 10_000, body, x)` of a three-operation body took
+2.7 s on the 2-core VM, where JAX's eager call compiles the loop (0.13 s once, then 1.4 ms a
+call). numbax's first compile of a loop costs ~0.3-1 s (then milliseconds in the same process,
+the disk cache's load in a new one), so a loop runs compiled only when its eager steps would
+take about as long: a scan of `length` steps whose body has `e` equations when length * e >=
+COMPILE_AT_WORK, a while loop once it has run that much work eagerly (its trip count is
+unknown up front), the steps left handed to the compiled loop with the carry as it stands. The
+choice depends only on the loop's operands, so the same call always gives the same bits
+(compiled transcendental functions may differ from numpy's in the last ulp:
+docs/sharp_bits.md). With `jax_disable_jit` loops stay eager, as JAX's do.
+
+A loop whose compile fails (a primitive no backend lowers) runs eagerly; `FALLBACKS` says why.
+"""
+from __future__ import annotations
+
+from numbax._src import core
+from numbax._src.compiler import api as compiler
+from numbax._src.config import config
+from numbax._src.lax.control_flow import loops
+
+COMPILE_AT_WORK = 4096  # steps x body equations: ~0.1-0.2 s of eager Python
+FALLBACKS: dict[str, str] = {}  # loop primitive -> why its last compile failed (debugging)
+LOOPS = (loops.scan_p, loops.while_p)  # the primitives `run` may compile
+
+
+def run(primitive: core.Primitive, args: list, params: dict) -> list | None:
+    """The outputs of an eager scan or while loop on host operands `args`, from compiled code
+    where it is worth compiling (see the module docstring); None: the caller runs the impl."""
+    if config.jax_disable_jit:
+        return None
+    if primitive is loops.scan_p:
+        work = params["length"] * max(1, len(params["jaxpr"].jaxpr.eqns))
+        return _compiled(primitive, args, params) if work >= COMPILE_AT_WORK else None
+    if primitive is loops.while_p:
+        steps = COMPILE_AT_WORK // max(1, len(params["body_jaxpr"].jaxpr.eqns))
+        operands, finished = loops.while_steps(args, steps, **params)
+        if finished:
+            return operands[params["cond_nconsts"] + params["body_nconsts"]:]
+        outs = _compiled(primitive, operands, params)
+        # (where it does not compile, the rest of the loop eagerly)
+        return core.impl_rules[primitive](*operands, **params) if outs is None else outs
+    return None
+
+
+def _compiled(primitive: core.Primitive, args: list, params: dict) -> list | None:
+    """primitive(*args, **params) as a one-equation CPU program (compiler.compile keeps
+    programs it has built, so a loop traced again costs its trace and a lookup), or None
+    where it does not compile."""
+    from numbax._src.interpreters import partial_eval as pe
+
+    args = [core.to_numpy(a) for a in args]  # (a while loop's eager steps give Arrays)
+    avals = [core.get_aval(a) for a in args]
+    try:
+        program = pe.trace_to_closed_jaxpr(lambda *xs: primitive.bind(*xs, **params), avals)
+        exe = compiler.compile(program, "cpu", name=f"eager_{primitive.name}")
+    except Exception as e:  # noqa: BLE001 - no lowering for some body primitive: stay eager
+        FALLBACKS[primitive.name] = f"{type(e).__name__}: {e}"
+        return None
+    return list(exe(*args))
