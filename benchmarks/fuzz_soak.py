@@ -3,6 +3,7 @@ hypothesis-shrunk reproducer.
 
     python benchmarks/fuzz_soak.py                       # 10,000 programs, CPU
     python benchmarks/fuzz_soak.py --programs 2000 --transform vmap
+    python benchmarks/fuzz_soak.py --programs 1000 --parallel-arms prange   # (or pool)
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/fuzz_soak.py --backend gpu --programs 1000
 
 Programs run in chunks, each in a fresh worker process (compiled kernels accumulate in a
@@ -88,11 +89,38 @@ def _search(args: argparse.Namespace, current: int, remaining: int, known: list[
     return state
 
 
+def force_parallel_arms(arm: str) -> None:
+    """Every fused kernel of the programs gets a parallel arm and runs it on 2 threads in up to
+    3 chunks, whatever its size (`arm`: "prange", Numba's OpenMP arm, or "pool", the native
+    pool's tasks that a busy machine runs): the fuzzer's small arrays otherwise never leave the
+    serial variant. The worker runs under NUMBA_BOUNDSCHECK=1, so a chunk reading or writing
+    outside its arrays raises there."""
+    import time as _time
+
+    import numbax
+    from numbax._src.compiler.cpu.runtime import busy_sites
+    from numbax._src.compiler.cpu.runtime import threads as th
+
+    th.PARALLEL_MIN_NS = 0
+    th.chunks = lambda size, minimum, n: max(1, min(size, 3))
+    th.parallel_ready = lambda kernel, work_ns, tier_ns=0: True
+    numbax.config.update("cpu_threads", 2)
+    if arm == "pool":
+        th.busy = lambda: True
+
+        def parallel(site, busy=True):
+            site.started = _time.perf_counter()
+            return busy_sites.PARALLEL
+        busy_sites.Site.choose = parallel
+
+
 def worker(args: argparse.Namespace) -> None:
     """Generates `args.programs` distinct programs (seed `args.seed`); prints JSON lines."""
     import warnings
 
     warnings.simplefilter("ignore")
+    if args.parallel_arms:
+        force_parallel_arms(args.parallel_arms)
     known = json.loads(Path(args.known).read_text()) if args.known else []
     seen: set = set()
     counts = {"programs": 0, "skipped": 0, "checks": 0}
@@ -127,6 +155,8 @@ def main() -> None:
                         help="jit, vmap, grad, jvp or vmap_grad (default: all, mixed)")
     parser.add_argument("--backend", default=None, help="gpu: compare jit on CUDA with the CPU")
     parser.add_argument("--max-nodes", type=int, default=5)
+    parser.add_argument("--parallel-arms", default="", choices=["", "prange", "pool"],
+                        help="run every kernel's parallel arm in chunks, bounds-checked")
     parser.add_argument("--known", default="", help="(worker) JSON file of known mismatches")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="", help="also write the mismatches as JSON here")
@@ -138,6 +168,8 @@ def main() -> None:
     totals = {"programs": 0, "skipped": 0, "checks": 0}
     start = time.time()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    if args.parallel_arms:
+        env["NUMBA_BOUNDSCHECK"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         known_path = Path(tmp) / "known.json"
         k = 0
@@ -149,6 +181,7 @@ def main() -> None:
                    "--max-nodes", str(args.max_nodes)]
             cmd += ["--transform", args.transform] if args.transform else []
             cmd += ["--backend", args.backend] if args.backend else []
+            cmd += ["--parallel-arms", args.parallel_arms] if args.parallel_arms else []
             k += 1
             try:
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True,
