@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent("""
     from numbax import lax
     from numbax._src.parallel import pool
 
-    def slow(x):  # eager while_loop in the workers: seconds of work
-        return lax.while_loop(lambda c: c[0] < 10**7, lambda c: (c[0] + 1, c[1] + 1.0),
+    def slow(x):  # a while_loop that never ends (eager steps, then compiled: eager_loops.py)
+        return lax.while_loop(lambda c: c[1] > -1.0, lambda c: (c[0] + 1, c[1] + 1.0),
                               (0, x))[1]
 
     f = numbax.pmap(numbax.jit(lambda x: x + 1))
