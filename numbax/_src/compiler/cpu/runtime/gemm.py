@@ -508,11 +508,12 @@ def _flat3(x: np.ndarray):
     """(read-only (batch, rows * columns) view, row stride, column stride) of a 3D array whose
     matrices are all C-contiguous, or all transposes of C-contiguous ones, in one block; None
     for any other layout."""
+    matrix = x.shape[1] * x.shape[2]  # (not -1: numpy cannot infer it for a batch of 0)
     if x.flags.c_contiguous:
-        return read_only(x.reshape(x.shape[0], -1)), x.shape[2], 1
+        return read_only(x.reshape(x.shape[0], matrix)), x.shape[2], 1
     transposed = np.transpose(x, (0, 2, 1))
     if transposed.flags.c_contiguous:
-        return read_only(transposed.reshape(x.shape[0], -1)), 1, x.shape[1]
+        return read_only(transposed.reshape(x.shape[0], matrix)), 1, x.shape[1]
     return None
 
 
