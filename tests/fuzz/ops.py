@@ -109,8 +109,24 @@ def _mean_as_jax(x, axis, keepdims):
     return np.asarray(out).astype(np.float64 if x.dtype.itemsize == 8 else np.float32)
 
 
+def _maximum_as_jax(x, y):
+    """np.maximum with JAX's signed zeros: +0 against -0 is +0 in either order (numpy gives
+    one of them by position). Of two zeros x + y is the larger: (+0) + (-0) = +0."""
+    out = np.maximum(x, y)
+    if np.asarray(out).dtype.kind != "f":
+        return out
+    return np.where((x == 0) & (y == 0), x + y, out).astype(np.asarray(out).dtype)
+
+
+def _minimum_as_jax(x, y):
+    """np.minimum with JAX's signed zeros: -0 against +0 is -0 in either order."""
+    return -_maximum_as_jax(-x, -y) if np.asarray(np.minimum(x, y)).dtype.kind == "f" \
+        else np.minimum(x, y)
+
+
 # numpy functions whose answer differs from JAX's where numbax follows JAX
-_JAX_REFERENCES = {"floor_divide": _floor_divide_as_xla, "mean": _mean_as_jax}
+_JAX_REFERENCES = {"floor_divide": _floor_divide_as_xla, "mean": _mean_as_jax,
+                   "maximum": _maximum_as_jax, "minimum": _minimum_as_jax}
 
 
 def _binary(name: str, kinds: str, inexact: str = "", smooth: bool = False,
