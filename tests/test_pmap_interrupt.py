@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     from numbax import lax
     from numbax._src.parallel import pool
 
-    def slow(x):  # a while_loop that never ends (eager steps, then compiled: eager_loops.py)
+    def slow(x):  # an eager while_loop in the workers that never ends
         return lax.while_loop(lambda c: c[1] > -1.0, lambda c: (c[0] + 1, c[1] + 1.0),
                               (0, x))[1]
 

@@ -38,7 +38,10 @@ class Program:
     def _run(self, args: list[np.ndarray]) -> list[Any]:
         if self.executable is not None:
             return list(self.executable(*[np.asarray(a, order="C") for a in args]))
-        return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        # the parent's jit is disabled: its loops stay eager here too (eager_loops.py would
+        # compile long ones, and a worker inside compiled code cannot see its parent die)
+        with config.override("jax_disable_jit", True):
+            return core.eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
 _BYTE = np.dtype(np.uint8)
