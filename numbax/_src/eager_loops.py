@@ -6,8 +6,9 @@ Run eagerly, a loop evaluates its body's jaxpr equation by equation in Python at
 call). numbax's first compile of a loop costs ~0.3-1 s (then milliseconds in the same process,
 the disk cache's load in a new one), so a loop runs compiled only when its eager steps would
 take about as long: a scan of `length` steps whose body has `e` equations when length * e >=
-COMPILE_AT_WORK, a while loop once it has run WHILE_EAGER_WORK eagerly (its trip count is
-unknown up front), the steps left handed to the compiled loop with the carry as it stands. The
+COMPILE_AT_WORK and length >= MIN_STEPS, a while loop once it has run WHILE_EAGER_WORK and
+MIN_STEPS steps eagerly (its trip count is unknown up front), the steps left handed to the
+compiled loop with the carry as it stands. The
 choice depends only on the loop's operands, so the same call always gives the same bits
 (compiled transcendental functions may differ from numpy's in the last ulp:
 docs/sharp_bits.md). With `jax_disable_jit` loops stay eager, as JAX's do.
@@ -26,6 +27,11 @@ COMPILE_AT_WORK = 4096  # a scan's steps x body equations: ~0.1-0.2 s of eager P
 # less, since every call of a long loop pays it again (20,000 steps of a 3-equation loop took
 # 142 ms a call on 16 Xeon cores at 4096, 2048 of them eager; JAX's 26 ms)
 WHILE_EAGER_WORK = 1024
+# A loop compiles only after this many steps whatever its body: a body's compile grows with
+# its equations as its eager steps do, so the break-even is a step count. An adaptive ODE
+# solver's backward pass (eager grad of odeint: eight while loops of ~200-equation bodies)
+# compiled after 5 steps each, 25 s against 8 eagerly.
+MIN_STEPS = 256
 FALLBACKS: dict[str, str] = {}  # loop primitive -> why its last compile failed (debugging)
 LOOPS = (loops.scan_p, loops.while_p)  # the primitives `run` may compile
 
@@ -36,11 +42,13 @@ def run(primitive: core.Primitive, args: list, params: dict) -> list | None:
     if config.jax_disable_jit:
         return None
     if primitive is loops.scan_p:
-        work = params["length"] * max(1, len(params["jaxpr"].jaxpr.eqns))
-        return _compiled(primitive, args, params) if work >= COMPILE_AT_WORK else None
+        length = params["length"]
+        work = length * max(1, len(params["jaxpr"].jaxpr.eqns))
+        return _compiled(primitive, args, params) \
+            if length >= MIN_STEPS and work >= COMPILE_AT_WORK else None
     if primitive is loops.while_p:
         per_step = len(params["cond_jaxpr"].jaxpr.eqns) + len(params["body_jaxpr"].jaxpr.eqns)
-        steps = WHILE_EAGER_WORK // max(1, per_step)
+        steps = max(MIN_STEPS, WHILE_EAGER_WORK // max(1, per_step))
         operands, finished = loops.while_steps(args, steps, **params)
         if finished:
             return operands[params["cond_nconsts"] + params["body_nconsts"]:]
