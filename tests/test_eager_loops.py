@@ -55,6 +55,19 @@ def test_short_loops_and_disable_jit_stay_eager(compiles):
     with numbax.disable_jit():
         long = lax.fori_loop(0, STEPS, lambda i, c: c + 1.0, x0)
     np.testing.assert_array_equal(np.asarray(long), x0 + STEPS)
+
+    def big_body(c, _):  # 40 equations: enough work, too few steps (MIN_STEPS)
+        for _ in range(20):
+            c = jnp.sin(c) + 0.5
+        return c, c
+
+    steps = eager_loops.MIN_STEPS - 1
+    assert steps * 40 >= eager_loops.COMPILE_AT_WORK
+    carry, _ = lax.scan(big_body, x0, None, length=steps)
+    want = x0.copy()
+    for _ in range(steps * 20):
+        want = np.sin(want) + 0.5
+    np.testing.assert_allclose(np.asarray(carry), want, rtol=1e-12)
     assert compiles == []
 
 
