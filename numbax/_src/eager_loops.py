@@ -8,10 +8,9 @@ the disk cache's load in a new one), so a loop runs compiled only when its eager
 take about as long: a scan of `length` steps whose body has `e` equations when length * e >=
 COMPILE_AT_WORK and length >= MIN_STEPS, a while loop once it has run WHILE_EAGER_WORK and
 MIN_STEPS steps eagerly (its trip count is unknown up front), the steps left handed to the
-compiled loop with the carry as it stands. The
-choice depends only on the loop's operands, so the same call always gives the same bits
-(compiled transcendental functions may differ from numpy's in the last ulp:
-docs/sharp_bits.md). With `jax_disable_jit` loops stay eager, as JAX's do.
+compiled loop with the carry as it stands. The choice depends only on the loop's operands, so
+the same call always gives the same bits (compiled transcendental functions may differ from
+numpy's in the last ulp: docs/sharp_bits.md). With `jax_disable_jit` loops stay eager, as JAX's do.
 
 A loop whose compile fails (a primitive no backend lowers) runs eagerly; `FALLBACKS` says why.
 """
@@ -20,6 +19,7 @@ from __future__ import annotations
 from numbax._src import core
 from numbax._src.compiler import api as compiler
 from numbax._src.config import config
+from numbax._src.interpreters import partial_eval as pe
 from numbax._src.lax.control_flow import loops
 
 COMPILE_AT_WORK = 4096  # a scan's steps x body equations: ~0.1-0.2 s of eager Python
@@ -62,8 +62,6 @@ def _compiled(primitive: core.Primitive, args: list, params: dict) -> list | Non
     """primitive(*args, **params) as a one-equation CPU program (compiler.compile keeps
     programs it has built, so a loop traced again costs its trace and a lookup), or None
     where it does not compile."""
-    from numbax._src.interpreters import partial_eval as pe
-
     args = [core.to_numpy(a) for a in args]  # (a while loop's eager steps give Arrays)
     avals = [core.get_aval(a) for a in args]
     try:

@@ -301,7 +301,7 @@ def _sequential_scan(combine: Callable, xs: list, axis: int, reverse: bool) -> l
     `axis`, the shape a vectorised fn meets in JAX's tree. A jit trace for the CPU takes this
     form (trace_target): one compiled loop of n - 1 combines, where the tree's ~2 log2(n)
     rounds of slices, combines and interleaves compiled a Numba kernel each (a linear
-    recurrence over 301 steps: 6 s to compile against 0.5; docs/performance.md)."""
+    recurrence over 301 steps: 7.8 s to compile against 1.2 on the VM; docs/performance.md)."""
     from numbax._src.lax.control_flow import loops
 
     n = get_aval(xs[0]).shape[axis]
