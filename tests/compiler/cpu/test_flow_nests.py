@@ -56,11 +56,14 @@ def test_an_rk4_loop_is_one_nest_a_step_with_the_stacks_inside(dtype):
     kernel = _flow_kernel(f.lower(y).as_text())
     body = kernel.split("def kernel_serial")[0]
     # one loop over rows a step, the stacks' three columns a loop inside it, no select's
-    # operands stored: each step allocates its new state and nothing else
+    # operands stored: the new state is the one array a step writes, and it takes turns in
+    # two made before the loop (flow_scratch.alternating)
     assert len(re.findall(r"for v\d+ in p?range\(257\)", body)) == 1
     assert re.search(r"\n( +)for v\d+ in p?range\(257\):\n(?:\1 .*\n)*\1    for v\d+ in "
                      r"range\(3\):", body)
-    assert body.count("np.empty(") == 1
+    assert body.count("np.empty(") == 2
+    loop = body[body.index("for v"):]
+    assert "np.empty(" not in loop and re.search(r"v\d+ = v\d+ if v\d+ else v\d+", loop)
     got = np.asarray(f(y))
     with numbax.disable_jit():
         eager = np.asarray(_rk4_loop(y))

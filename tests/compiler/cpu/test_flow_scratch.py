@@ -1,7 +1,9 @@
 """A sequential loop's temporaries allocated, and their flat views taken, once before the loop
 (cpu/flow_scratch.py), never for a value that outlives a step: a carry, a branch's result, an
-alias of either. Truth: the same steps as numpy loops in Python; the kernel's text for where
-the allocations went."""
+alias of either; a carry's next value taking turns in two arrays only where nothing else holds
+it past the next step; `x[i]` windows read as views of the loop's data, never of an array a
+step writes in place. Truth: the same steps as numpy loops in Python; the kernel's text for
+where the allocations went."""
 from __future__ import annotations
 
 import re
@@ -200,6 +202,124 @@ def test_a_map_over_examples_keeps_arrays_of_its_own():
     t = xs * xs + 1.0
     want = (t / t.sum(1, keepdims=True)).sum(1) + t[:, 0]
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+
+
+def test_a_recurrences_next_state_takes_turns_in_two_arrays():
+    def step(c, x):
+        c = jnp.tanh(c * 0.9 + x)
+        return c, c
+    xs = RNG.standard_normal((301, 64))
+    f = numbax.jit(lambda c, xs: lax.scan(step, c, xs))
+    before, body = _split_at_loop(_flow_kernel(f.lower(np.zeros(64), xs).as_text()), 301)
+    assert "np.empty(" not in body and re.search(r"v\d+ = v\d+ if v\d+ else v\d+", body)
+    assert len(re.findall(r"np\.empty\(\(64,\)", before)) == 2
+    _check_scan(step, lambda c, x: (np.tanh(c * 0.9 + x),) * 2, np.zeros(64), xs, rtol=1e-12)
+
+
+def test_carries_that_swap_or_keep_the_old_value_keep_arrays_of_their_own():
+    # the old value of `a` becomes `b`: two arrays taking turns would hold a's value of two
+    # steps back in b while the step writes a's next value over it
+    def step(c, x):
+        a, b, keep = c
+        new = a * 0.5 + b + x
+        return (new, a, keep), new.sum() + b.sum() + keep.sum()
+    xs = RNG.standard_normal((40, 5))
+    _check_scan(step, step, (np.ones(5), np.full(5, 2.0), np.full(5, 3.0)), xs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("which", [-1.0, 0.0, 9.0])
+def test_a_next_state_that_reaches_another_carry_through_a_branch(which):
+    # b's next value is a's next value itself in one branch, b kept in the other: in two
+    # arrays taking turns b would hold a's value of two steps back when it is written over
+    def step(c, x):
+        a, b = c
+        new = a * 0.5 + x
+        return (new, lax.cond(x[0] > which, lambda: new, lambda: b)), b.sum()
+
+    def np_step(c, x):
+        a, b = c
+        new = a * 0.5 + x
+        return (new, new if x[0] > which else b), b.sum()
+    xs = RNG.standard_normal((25, 6))
+    _check_scan(step, np_step, (np.ones(6), np.zeros(6)), xs, rtol=1e-12)
+
+
+def test_a_while_loops_states_take_turns_and_stay_right():
+    def f(w, target):
+        def body(c):
+            i, w, b = c
+            return i + 1, w - 0.1 * (w - target), b * 0.99 + w[:2]
+        return lax.while_loop(lambda c: c[0] < 57, body, (0, w, jnp.zeros(2)))
+    w, target = RNG.standard_normal(9), RNG.standard_normal(9)
+    got = numbax.jit(f)(w, target)
+    ww, b = w.copy(), np.zeros(2)
+    for _ in range(57):
+        ww, b = ww - 0.1 * (ww - target), b * 0.99 + ww[:2]
+    np.testing.assert_allclose(np.asarray(got[1]), ww, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[2]), b, rtol=1e-12)
+    assert int(got[0]) == 57
+
+
+def test_nested_loops_whose_states_take_turns():
+    def step(c, x):
+        inner = lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) + x * i, c)
+        return inner * 0.7, inner.sum()
+
+    def np_step(c, x):
+        v = c
+        for i in range(3):
+            v = np.sin(v) + x * i
+        return v * 0.7, v.sum()
+    xs = RNG.standard_normal((30, 4))
+    _check_scan(step, np_step, np.ones(4), xs, rtol=1e-12)
+
+
+def test_rows_of_the_loops_data_read_as_views_without_changing_it():
+    xs = RNG.standard_normal((7, 16)).astype(F32)
+    copy = xs.copy()
+
+    def f(c, xs):
+        return lax.fori_loop(0, 50, lambda i, c: jnp.tanh(c * 0.9 + xs[i % 7]), c)
+    got = numbax.jit(f)(np.zeros(16, F32), xs)
+    want = np.zeros(16, F32)
+    for i in range(50):
+        want = np.tanh(want * F32(0.9) + xs[i % 7])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(xs, copy)
+    _, body = _split_at_loop(_flow_kernel(numbax.jit(f).lower(np.zeros(16, F32), xs)
+                                          .as_text()), 50)
+    assert ".copy()" not in body and "np.empty(" not in body, body
+
+
+def test_a_row_of_the_data_carried_as_it_is_is_a_copy():
+    # `c = xs[i]` as the next carry: a view of the argument must become an array of its own
+    def f(xs):
+        return lax.fori_loop(0, 5, lambda i, c: xs[i] * 0 + c * 0 + xs[i], jnp.zeros(3))
+
+    def g(xs):
+        return lax.fori_loop(0, 5, lambda i, c: xs[4 - i], jnp.zeros(3))
+    xs = RNG.standard_normal((5, 3))
+    np.testing.assert_array_equal(np.asarray(numbax.jit(f)(xs)), xs[4])
+    out = numbax.jit(g)(xs)
+    np.testing.assert_array_equal(np.asarray(out), xs[0])
+    assert not np.shares_memory(np.asarray(out), xs)
+
+
+def test_a_window_of_a_carry_updated_in_place_is_read_after_the_update():
+    # r = acc[i] is read after acc.at[i] is written in place: a view of acc would see x[i]
+    def f(x):
+        def body(i, acc):
+            r = lax.dynamic_slice_in_dim(acc, i, 1)[0]
+            acc = acc.at[i].set(x[i])
+            return acc.at[i + 1].set(r * 2.0 + 1.0)
+        return lax.fori_loop(0, x.shape[0] - 1, body, jnp.ones_like(x))
+    x = RNG.standard_normal((9, 4))
+    want = np.ones_like(x)
+    for i in range(8):
+        r = want[i].copy()
+        want[i] = x[i]
+        want[i + 1] = r * 2.0 + 1.0
+    np.testing.assert_allclose(np.asarray(numbax.jit(f)(x)), want, rtol=1e-12)
 
 
 def test_the_kernels_source_is_the_same_in_every_process():

@@ -9,7 +9,6 @@ calls the sub-jaxprs compiled on their own (host_flow.py).
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -35,10 +34,7 @@ from numbax._src.lax import dot as ld
 from numbax._src.lax import indexing as ix
 from numbax._src.lax import reductions as lr
 from numbax._src.lax import shape_ops as ls
-from numbax._src.lax.control_flow.conditionals import cond_p
-from numbax._src.lax.control_flow.loops import scan_p, while_p
 
-_WHILE_TRIPS = 64  # a while loop's assumed trip count when sizing the work of a map
 # A product's estimated serial time per multiply-add: threads pay for it from
 # blas_parts.THREADED_MACS up, as they do for a nest from PARALLEL_MIN_NS.
 _NS_PER_MAC = threads.PARALLEL_MIN_NS / blas_parts.THREADED_MACS
@@ -84,6 +80,9 @@ class Function:
         # except the values that outlive a step (`escaping`: flow_runs.outliving).
         self.frames: list[flow_scratch.LoopFrame | None] = []
         self.escaping: set[Var] = set()
+        # a carry's next value -> the two arrays it takes turns in and the flag choosing the
+        # one a step writes (flow_scratch.alternating)
+        self.turns: dict[Var, tuple[str, str, str]] = {}
 
     def fresh(self) -> str:
         self.count += 1
@@ -96,7 +95,11 @@ class Function:
         outlive a step (flow_scratch.py)."""
         line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)}){note}"
         frame = self.frame
-        if frame is None or var in self.escaping:
+        if var in self.turns:
+            first, second, flag = self.turns[var]
+            lines += [f"{pad}{name} = {first} if {flag} else {second}{note}",
+                      f"{pad}{flag} = not {flag}"]
+        elif frame is None or var in self.escaping:
             lines.append(pad + line)
         else:
             frame.allocate(name, line)
@@ -107,18 +110,21 @@ class Function:
         return self.frames[-1] if self.frames else None
 
     @contextlib.contextmanager
-    def body(self, lines: list[str], pad: str, sequential: bool,
-             carries: list[str]) -> Iterator[None]:
+    def body(self, lines: list[str], pad: str, sequential: bool, carries: list[str],
+             turns: dict[Var, tuple[str, str, str]] | None = None) -> Iterator[None]:
         """Renders a loop's body (the loop's header the last of `lines`, at `pad`; `carries`
-        the names it rebinds each step): what the body does once goes just before the
-        header (flow_scratch.py)."""
+        the names it rebinds each step; `turns`: its carries' next values that take turns in
+        two arrays): what the body does once goes just before the header (flow_scratch.py)."""
         header = len(lines) - 1
         frame = flow_scratch.LoopFrame(self.count, frozenset(carries)) if sequential else None
         self.frames.append(frame)
+        self.turns.update(turns or {})
         try:
             yield
         finally:
             self.frames.pop()
+            for var in turns or {}:  # (a body jaxpr may be another loop's too)
+                del self.turns[var]
         if frame is not None:
             lines[header:header] = [pad + line for line in frame.lines]
 
@@ -161,7 +167,8 @@ class Function:
                 run.append(j)
                 run_shape = shape
                 made.update(eqn.outvars)
-            elif run and shape is None and flow_runs.on_scalars(eqn, is_control_flow(eqn)):
+            elif run and shape is None and flow_runs.goes_first(eqn, is_control_flow(eqn), [
+                    jaxpr.eqns[k] for k in outer + run]):
                 self.eqn(eqn, env, lines, pad)  # reads no value of the run: may go first
             elif shape is not None and not outer and shape[:len(run_shape)] == run_shape:
                 outer, run, run_shape, made = run, [j], shape, set(eqn.outvars)
@@ -299,6 +306,16 @@ class Function:
             self.regions += self.trips
         return name
 
+    def _view(self, eqn: JaxprEqn, ins: list[str]) -> bool:
+        """Whether a window or reshape (`_VIEW_FORMS`) stays a view of its operand (a name in
+        `views`, copied wherever it must own its array): a window of an array no step writes
+        in place (not an owned carry), a reshape of such a view (`x[i]`'s squeeze). The
+        others copy, as every array form did: a view of a temporary could reach a carry."""
+        if eqn.primitive not in _VIEW_FORMS or not eqn.outvars[0].aval.ndim or \
+                not eqn.invars[0].aval.ndim or ins[0] in self.own_carries:
+            return False
+        return eqn.primitive is ix.dynamic_slice_p or ins[0] in self.views
+
     def _may_overwrite(self, eqn: JaxprEqn, j: int, users: dict, env: dict) -> bool:
         """Whether a dynamic_update_slice may write into its operand's array: the operand is an
         owned loop carry (`own_carries`) that no other name may alias, read by no later
@@ -372,6 +389,9 @@ class Function:
                 expr = cast(out.aval.dtype, expr)
         elif low is not None and low.array is not None:
             expr = low.array(ins, eqn)
+            if eqn.primitive in _VIEW_FORMS and out.aval.ndim and eqn.invars[0].aval.ndim \
+                    and not self._view(eqn, ins):
+                expr += ".copy()"
             if len(eqn.outvars) > 1:  # a tuple of new arrays (lu)
                 names = [self.fresh() for _ in eqn.outvars]
                 env.update(zip(eqn.outvars, names, strict=True))
@@ -381,13 +401,13 @@ class Function:
                 expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
             raise Unsupported(eqn.primitive.name)
-        if eqn.primitive is not ix.dynamic_slice_p:  # (its array form copies the window)
+        if eqn.primitive not in _VIEW_FORMS:  # (those copy an owned carry: `_view`)
             # an array form may return a view of an operand (a transpose of one row does):
             # a carry it reads is no longer written in place
             self.shared.update(a for a in ins if a in self.own_carries)
         t = self.fresh()
         env[out] = t
-        if expr in self.views:
+        if expr in self.views or self._view(eqn, ins):
             self.views.add(t)  # an identity (stop_gradient, one-case select) of a view
         if expr.isidentifier():  # an identity: t and its operand name one array
             self.shared.update((expr, t))
@@ -407,7 +427,7 @@ class Function:
             lines.append(f"{pad}{', '.join(names)}, = {', '.join(vals)},")
 
     def pays_parallel(self, closed: ClosedJaxpr, length: int) -> bool:
-        return length > 1 and length * _work(closed.jaxpr) >= PRANGE_MIN
+        return length > 1 and length * work.flow_ops(closed.jaxpr) >= PRANGE_MIN
 
 
 # ----------------------------------------------------------------------------- statements
@@ -439,18 +459,19 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     carry = [fn.fresh() for _ in init]
     avals = [v.aval for v in eqn.outvars]
     own = carry_own(fn, p["body_jaxpr"].jaxpr, nb, carry, init, avals, bconsts, lines, pad)
+    turns = flow_scratch.take_turns(fn, p["body_jaxpr"].jaxpr, nb, avals, own, lines, pad)
     pred = fn.fresh()
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
     lines.append(f"{pad}{pred} = {res}")
     lines.append(f"{pad}while {pred}:")
     inner = pad + "    "
-    fn.trips *= _WHILE_TRIPS
-    with fn.body(lines, pad, True, carry):
+    fn.trips *= work.WHILE_TRIPS
+    with fn.body(lines, pad, True, carry, turns):
         new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
         fn.assign(carry, new, avals, lines, inner, own)
         (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
         lines.append(f"{inner}{pred} = {res}")
-    fn.trips //= _WHILE_TRIPS
+    fn.trips //= work.WHILE_TRIPS
     return carry
 
 
@@ -471,18 +492,22 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     if ncarry == 0 and not (in_prange or fn.serial) and fn.pays_parallel(p["jaxpr"], length):
         fn.parallel = fn.in_prange = True
         fn.nests_only = False
-        fn.work_ns = max(fn.work_ns, length * _work(p["jaxpr"].jaxpr) * work.NS_PER_LIGHT_OP)
+        ops = length * work.flow_ops(p["jaxpr"].jaxpr)
+        fn.work_ns = max(fn.work_ns, ops * work.NS_PER_LIGHT_OP)
         loop = f"prange({length})"
     elif p["reverse"]:
         loop = f"range({length - 1}, -1, -1)"
     else:
         loop = f"range({length})"
+    sequential = not loop.startswith("prange")
+    turns = flow_scratch.take_turns(fn, p["jaxpr"].jaxpr, nconsts, carry_avals, own, lines, pad) \
+        if sequential else {}
     lines.append(f"{pad}for {i} in {loop}:")
     inner = pad + "    "
     trips = fn.trips
     fn.trips *= 1 if fn.in_prange else length
     x_names = []
-    with fn.body(lines, pad, not loop.startswith("prange"), carry):
+    with fn.body(lines, pad, sequential, carry, turns):
         for x in xs:
             t = fn.fresh()
             lines.append(f"{inner}{t} = {x}[{i}]")
@@ -528,26 +553,8 @@ def _partial_reduction(eqn: JaxprEqn) -> bool:
     return 0 < len(eqn.params["axes"]) < eqn.invars[0].aval.ndim
 
 
-def _work(jaxpr: Jaxpr) -> int:
-    """A rough count of the element operations of one run of `jaxpr` (a product counts its
-    multiply-adds; while loops count _WHILE_TRIPS runs)."""
-    total = 0
-    for eqn in jaxpr.eqns:
-        if eqn.primitive is while_p:
-            total += _WHILE_TRIPS * (_work(eqn.params["body_jaxpr"].jaxpr)
-                                     + _work(eqn.params["cond_jaxpr"].jaxpr))
-        elif eqn.primitive is scan_p:
-            total += eqn.params["length"] * _work(eqn.params["jaxpr"].jaxpr)
-        elif eqn.primitive is cond_p:
-            total += max(_work(b.jaxpr) for b in eqn.params["branches"])
-        elif eqn.primitive is ld.dot_general_p:  # a multiply-add per output and contraction
-            (contract, _), _ = eqn.params["dimension_numbers"]
-            x = eqn.invars[0].aval
-            total += eqn.outvars[0].aval.size * math.prod(x.shape[d] for d in contract)
-        else:
-            total += sum(max(v.aval.size, 1) for v in eqn.outvars)
-    return total
-
+# Array forms that give a view of their operand (Function._view: kept or copied)
+_VIEW_FORMS = (ix.dynamic_slice_p, ls.reshape_p, ls.squeeze_p)
 
 # called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper
 _OPTIONS = 'error_model="numpy", cache=CACHE, fastmath=False, no_cfunc_wrapper=True'

@@ -16,6 +16,7 @@ from numbax._src.compiler import fusion, registry
 from numbax._src.compiler.cpu.work import eqns_ns
 from numbax._src.compiler.registry import AxisRead, Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
+from numbax._src.lax import indexing as ix
 from numbax._src.lax import shape_ops as ls
 
 
@@ -78,6 +79,17 @@ def on_scalars(eqn: JaxprEqn, control_flow: bool) -> bool:
     `control_flow`: whether it is compiled control flow (which never can)."""
     return bool(eqn.outvars) and not control_flow and all(
         v.aval.ndim == 0 for v in [*eqn.invars, *eqn.outvars])
+
+
+def goes_first(eqn: JaxprEqn, control_flow: bool, pending: list[JaxprEqn]) -> bool:
+    """Whether `eqn` can run before the loop nest of the equations `pending`, so that those
+    after it may still join the nest: it maps scalars to scalars (`on_scalars`), or it is a
+    window or reshape (an `x[i]` read of a loop's data) that reads none of their values."""
+    if on_scalars(eqn, control_flow):
+        return True
+    made = {v for e in pending for v in e.outvars}
+    return eqn.primitive in (ix.dynamic_slice_p, ls.reshape_p, ls.squeeze_p) and \
+        not any(x in made for x in eqn.invars if isinstance(x, Var))
 
 
 def joins(eqn: JaxprEqn, made: set[Var]) -> bool:

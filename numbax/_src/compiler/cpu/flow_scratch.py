@@ -12,10 +12,20 @@ before the loop's header. A temporary moves out only when its array does not out
 (flow_runs.outliving: a body's outputs are a loop's next carries); a view moves out only when
 its array is the same one every step (`invariant`): a name bound before the loop that the loop
 does not rebind (not a carry of this loop), or a temporary this frame allocates.
+
+A carry's next value outlives its step, so it cannot move out that way; but where nothing else
+keeps it past the next step, two arrays made before the loop can take turns holding it
+(`alternating`): a step writes the carry's next value into the array the current value is not
+in. A tanh recurrence over 64 floats took 0.29 ms for 2000 steps with an `np.empty` a step,
+0.18 with two arrays taking turns (4 floats: 0.15 -> 0.07).
 """
 from __future__ import annotations
 
 import re
+
+from numbax._src.compiler.cpu.flow_runs import loop_shape
+from numbax._src.compiler.source import dtype_ctor
+from numbax._src.core import Jaxpr, Var
 
 _FRESH = re.compile(r"v(\d+)$")  # control_flow.Function.fresh's names
 
@@ -42,3 +52,47 @@ class LoopFrame:
             return False
         fresh = _FRESH.match(name)
         return fresh is None or int(fresh.group(1)) < self.first_fresh
+
+
+def take_turns(fn, body: Jaxpr, first: int, avals: list, own: frozenset,
+               lines: list[str], pad: str) -> dict[Var, tuple[str, str, str]]:
+    """Two arrays, made before a sequential loop, for each carry whose next value can take
+    turns in them (`alternating`), and the flag that alternates between them (`fn`: the
+    control_flow.Function rendering the loop, whose `new_array` binds the value to one)."""
+    turns = {}
+    for k, var in alternating(body, first, len(avals), own).items():
+        names = turns[var] = (fn.fresh(), fn.fresh(), fn.fresh())
+        ctor = dtype_ctor(avals[k].dtype)
+        lines += [f"{pad}{a} = np.empty({avals[k].shape}, {ctor})" for a in names[:2]]
+        lines.append(f"{pad}{names[2]} = False")
+    return turns
+
+
+def alternating(body: Jaxpr, first: int, count: int, own: frozenset[int]) -> dict[int, Var]:
+    """The carries of a sequential loop whose body is `body` (its carries the invars from
+    `first`, the first `count` outvars) that two arrays made before the loop can hold in
+    turn: position -> the body's value for the next carry. That value must be a new array
+    (a loop nest's: `loop_shape`) given to this carry only, and neither it nor the carry's
+    current value may reach another carry through an equation that can alias (any that is not
+    a loop nest's): then nothing holds a step's value after the next step, when its array is
+    written again. Carries updated in place (`own`) are written into already."""
+    outs = body.outvars[:count]
+    made = {v for e in body.eqns if loop_shape(e) is not None for v in e.outvars}
+    chosen = {}
+    for k, (carry, new) in enumerate(zip(body.invars[first:first + count], outs)):
+        if k in own or not isinstance(new, Var) or new not in made or not new.aval.ndim \
+                or outs.count(new) > 1:
+            continue
+        others = [v for j, v in enumerate(outs) if j != k]
+        if not any(v in _may_alias(body, {carry, new}) for v in others):
+            chosen[k] = new
+    return chosen
+
+
+def _may_alias(body: Jaxpr, roots: set[Var]) -> set[Var]:
+    """`roots` and the values of `body` that may share an array with one of them."""
+    alias = set(roots)
+    for eqn in body.eqns:
+        if loop_shape(eqn) is None and any(x in alias for x in eqn.invars if isinstance(x, Var)):
+            alias.update(eqn.outvars)
+    return alias

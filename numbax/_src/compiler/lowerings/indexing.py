@@ -24,14 +24,17 @@ def _dynamic_slice(eqn: JaxprEqn, ins: list[str]) -> str:
 
 
 def _dynamic_slice_array(args: list[str], eqn: JaxprEqn) -> str:
-    """dynamic_slice inside compiled control flow: a copy of the clamped window (a copy, so
-    that a later in-place update of the operand cannot change it: control_flow.update)."""
+    """dynamic_slice inside compiled control flow: a view of the clamped window (control_flow
+    copies it where the operand may be written in place). Axes the window spans are left out
+    at the end, so that `x[i]` of a C-contiguous x (a window of one row) is one to Numba too."""
     x = eqn.invars[0].aval
     if x.ndim == 0:
         raise Unsupported("0-d dynamic_slice")
-    box = [clamped_slice(s, n, k) for s, n, k in
+    box = [":" if k == n else clamped_slice(s, n, k) for s, n, k in
            zip(args[1:], x.shape, eqn.params["slice_sizes"], strict=True)]
-    return f"{args[0]}[{', '.join(box)}].copy()"
+    while len(box) > 1 and box[-1] == ":":
+        box.pop()
+    return f"{args[0]}[{', '.join(box)}]"
 
 
 def _dynamic_update_slice(eqn: JaxprEqn, ins: list[str], into: str = "None") -> str:

@@ -62,7 +62,7 @@ def _reshape_array(args, eqn):
         return args[0] if x.ndim == 0 else f"{_contig(args[0])}.reshape(-1)[0]"
     if x.ndim == 0:
         return _full(eqn, args[0])
-    return f"{_contig(args[0])}.reshape({out.shape}).copy()"
+    return f"{_contig(args[0])}.reshape({out.shape})"  # (a view: control_flow copies it)
 
 
 for _prim in (ls.reshape_p, ls.squeeze_p):
