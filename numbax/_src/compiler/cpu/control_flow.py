@@ -362,11 +362,11 @@ class Function:
             return
         if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
             raise Unsupported(eqn.primitive.name)
-        if _partial_reduction(eqn):
+        if flow_loops.partial_reduction(eqn):
             env[eqn.outvars[0]] = flow_loops.reduce_loops(self, eqn, ins[0], lines, pad)
             return
-        if eqn.primitive in (lr.argmax_p, lr.argmin_p) and _arg_loops(eqn.invars[0].aval,
-                                                                     eqn.params["axes"][0]):
+        if eqn.primitive in (lr.argmax_p, lr.argmin_p) and flow_loops.loops_for_arg(
+                eqn.invars[0].aval, eqn.params["axes"][0]):
             env[eqn.outvars[0]] = flow_loops.arg_loops(self, eqn, ins[0], lines, pad)
             return
         if eqn.primitive is ls.concatenate_p and eqn.outvars[0].aval.ndim:
@@ -537,20 +537,6 @@ def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: lis
     fn.own_carries.update(carry[k] for k in own)
     fn.outside.update(a for a in outside if isinstance(a, str))
     return own
-
-
-def _arg_loops(x: core.ShapedArray, axis: int) -> bool:
-    """Whether argmax/argmin over `axis` of `x` are loops (flow_loops.arg_loops): a real array
-    of two or more axes (a 0-d result stays a scalar, the library's form) and a non-empty axis."""
-    return x.dtype.kind in "biuf" and x.ndim >= 2 and x.shape[axis] > 0
-
-
-def _partial_reduction(eqn: JaxprEqn) -> bool:
-    """A reduction the fused kernels take (sum, prod, max, min, and, or; not of complex
-    values) over some but not all axes (`Function.reduce_loops`)."""
-    if not loops.is_reduction(eqn) or not registry.fusible(eqn, "cpu"):
-        return False
-    return 0 < len(eqn.params["axes"]) < eqn.invars[0].aval.ndim
 
 
 # Array forms that give a view of their operand (Function._view: kept or copied)

@@ -6,6 +6,7 @@ printing names of the comments)."""
 from __future__ import annotations
 
 from numbax._src import core
+from numbax._src.compiler import registry
 from numbax._src.compiler.cpu import loops, work
 from numbax._src.compiler.source import cast, render_scalar
 from numbax._src.core import JaxprEqn
@@ -154,3 +155,17 @@ def block_store(fn, target: str, starts: list[str], src: str, shape: tuple[int, 
                             for s, i in zip(starts[lead:], idx, strict=True))]
     element = f"{src}[{', '.join(idx)}]" if idx else src
     lines.append(f"{inner}{target}[{', '.join(at)}] = {element}{note}")
+
+
+def loops_for_arg(x: core.ShapedArray, axis: int) -> bool:
+    """Whether argmax/argmin over `axis` of `x` are loops (`arg_loops`): a real array
+    of two or more axes (a 0-d result stays a scalar, the library's form) and a non-empty axis."""
+    return x.dtype.kind in "biuf" and x.ndim >= 2 and x.shape[axis] > 0
+
+
+def partial_reduction(eqn: JaxprEqn) -> bool:
+    """A reduction the fused kernels take (sum, prod, max, min, and, or; not of complex
+    values) over some but not all axes (`reduce_loops`)."""
+    if not loops.is_reduction(eqn) or not registry.fusible(eqn, "cpu"):
+        return False
+    return 0 < len(eqn.params["axes"]) < eqn.invars[0].aval.ndim
