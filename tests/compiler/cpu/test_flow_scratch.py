@@ -216,6 +216,38 @@ def test_a_recurrences_next_state_takes_turns_in_two_arrays():
     _check_scan(step, lambda c, x: (np.tanh(c * 0.9 + x),) * 2, np.zeros(64), xs, rtol=1e-12)
 
 
+def test_a_state_stored_by_the_outer_loop_of_two_is_a_new_array_each_step():
+    # lp's next value is stored by the loop over chains that holds x's two columns' loop:
+    # two arrays taking turns there made LLVM's outer loop 2-3x slower (flow_scratch.py)
+    def step(c, u):
+        x, lp = c
+        prop = x + 0.5 * u
+        lpp = -(prop[:, 0] ** 2) - prop[:, 1] ** 2
+        accept = u[:, 0] < lpp - lp
+        return (jnp.where(accept[:, None], prop, x), jnp.where(accept, lpp, lp)), lp.sum()
+
+    def np_step(c, u):
+        x, lp = c
+        prop = x + 0.5 * u
+        lpp = -(prop[:, 0] ** 2) - prop[:, 1] ** 2
+        accept = u[:, 0] < lpp - lp
+        return (np.where(accept[:, None], prop, x), np.where(accept, lpp, lp)), lp.sum()
+    x0 = RNG.standard_normal((96, 2))
+    us = RNG.standard_normal((40, 96, 2))
+    c0 = (x0, -(x0[:, 0] ** 2) - x0[:, 1] ** 2)
+    _check_scan(step, np_step, c0, us, rtol=1e-12)
+    f = numbax.jit(lambda c, us: lax.scan(step, c, us))
+    _, body = _split_at_loop(_flow_kernel(f.lower(c0, us).as_text()), 40)
+    outer_stores = []
+    for m in re.finditer(r"^( +)for (v\d+) in range\(96\):\n((?:\1 .*\n)*)", body, re.M):
+        if "in range(2)" in m.group(3):  # a loop over chains holding one over columns
+            outer_stores += re.findall(rf"^{m.group(1)}    (v\d+)\[{m.group(2)}\] = ",
+                                       m.group(3), re.M)
+    assert outer_stores, body  # lp's select, each a new array a step
+    for name in outer_stores:
+        assert re.search(rf"^ +{name} = np\.empty\(\(96,\)", body, re.M), body
+
+
 def test_carries_that_swap_or_keep_the_old_value_keep_arrays_of_their_own():
     # the old value of `a` becomes `b`: two arrays taking turns would hold a's value of two
     # steps back in b while the step writes a's next value over it

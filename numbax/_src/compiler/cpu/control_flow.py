@@ -89,14 +89,17 @@ class Function:
         return f"v{self.count - 1}"
 
     def new_array(self, var: Var | None, name: str, shape, lines: list[str], pad: str,
-                  note: str = "", dtype=None) -> None:
+                  note: str = "", dtype=None, turns: bool = True) -> None:
         """`name = np.empty(shape)` for `var`'s value (None: the renderer's own scratch, of
         `dtype`): before the loop around it when the loop is sequential and the value does not
         outlive a step (flow_scratch.py)."""
         line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)}){note}"
         frame = self.frame
-        if var in self.turns:
+        if var in self.turns and turns:  # (`turns`: False where it is not worth it)
             first, second, flag = self.turns[var]
+            ctor = dtype_ctor(var.aval.dtype)
+            frame.lines += [f"{first} = np.empty({shape}, {ctor})",
+                            f"{second} = np.empty({shape}, {ctor})", f"{flag} = False"]
             lines += [f"{pad}{name} = {first} if {flag} else {second}{note}",
                       f"{pad}{flag} = not {flag}"]
         elif frame is None or var in self.escaping:
@@ -208,12 +211,12 @@ class Function:
         runs, shapes, kept, work = plan
         if not runs[0]:
             return
-        for r, shape in zip(runs, shapes, strict=True):
+        for k, (r, shape) in enumerate(zip(runs, shapes, strict=True)):
             for eqn in r:
                 out = eqn.outvars[0]
-                if out in kept:
+                if out in kept:  # (no turns for the outer loop of two: flow_scratch.py)
                     env[out] = self.fresh()
-                    self.new_array(out, env[out], shape, lines, pad)
+                    self.new_array(out, env[out], shape, lines, pad, turns=k or not runs[1])
         first = self.outer_loop(shapes[0][0], work)
         value: dict[Var, str] = {}
         idx: list[str] = []
@@ -459,7 +462,7 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     carry = [fn.fresh() for _ in init]
     avals = [v.aval for v in eqn.outvars]
     own = carry_own(fn, p["body_jaxpr"].jaxpr, nb, carry, init, avals, bconsts, lines, pad)
-    turns = flow_scratch.take_turns(fn, p["body_jaxpr"].jaxpr, nb, avals, own, lines, pad)
+    turns = flow_scratch.take_turns(fn, p["body_jaxpr"].jaxpr, nb, len(avals), own)
     pred = fn.fresh()
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
     lines.append(f"{pad}{pred} = {res}")
@@ -500,7 +503,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     else:
         loop = f"range({length})"
     sequential = not loop.startswith("prange")
-    turns = flow_scratch.take_turns(fn, p["jaxpr"].jaxpr, nconsts, carry_avals, own, lines, pad) \
+    turns = flow_scratch.take_turns(fn, p["jaxpr"].jaxpr, nconsts, ncarry, own) \
         if sequential else {}
     lines.append(f"{pad}for {i} in {loop}:")
     inner = pad + "    "

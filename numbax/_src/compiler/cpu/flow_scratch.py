@@ -17,14 +17,17 @@ A carry's next value outlives its step, so it cannot move out that way; but wher
 keeps it past the next step, two arrays made before the loop can take turns holding it
 (`alternating`): a step writes the carry's next value into the array the current value is not
 in. A tanh recurrence over 64 floats took 0.29 ms for 2000 steps with an `np.empty` a step,
-0.18 with two arrays taking turns (4 floats: 0.15 -> 0.07).
+0.18 with two arrays taking turns (4 floats: 0.15 -> 0.07). Not where the value is stored by
+the outer loop of a nest with a loop inside (control_flow.Function.loop's second run): there
+LLVM, unable to tell the two arrays from those the step reads, made the outer loop 2-3x
+slower (a Metropolis sampler's 1024 log-densities, each with its (1024, 2) proposal's select
+inside: 6 -> 16 ms for 500 steps); a new array it knows to alias nothing.
 """
 from __future__ import annotations
 
 import re
 
 from numbax._src.compiler.cpu.flow_runs import loop_shape
-from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import Jaxpr, Var
 
 _FRESH = re.compile(r"v(\d+)$")  # control_flow.Function.fresh's names
@@ -54,18 +57,13 @@ class LoopFrame:
         return fresh is None or int(fresh.group(1)) < self.first_fresh
 
 
-def take_turns(fn, body: Jaxpr, first: int, avals: list, own: frozenset,
-               lines: list[str], pad: str) -> dict[Var, tuple[str, str, str]]:
-    """Two arrays, made before a sequential loop, for each carry whose next value can take
-    turns in them (`alternating`), and the flag that alternates between them (`fn`: the
-    control_flow.Function rendering the loop, whose `new_array` binds the value to one)."""
-    turns = {}
-    for k, var in alternating(body, first, len(avals), own).items():
-        names = turns[var] = (fn.fresh(), fn.fresh(), fn.fresh())
-        ctor = dtype_ctor(avals[k].dtype)
-        lines += [f"{pad}{a} = np.empty({avals[k].shape}, {ctor})" for a in names[:2]]
-        lines.append(f"{pad}{names[2]} = False")
-    return turns
+def take_turns(fn, body: Jaxpr, first: int, count: int,
+               own: frozenset) -> dict[Var, tuple[str, str, str]]:
+    """Names for the two arrays and the flag of each carry whose next value can take turns
+    (`alternating`): `fn` (the control_flow.Function rendering the loop) makes them before
+    the loop where its `new_array` first binds the value to one of them."""
+    return {var: (fn.fresh(), fn.fresh(), fn.fresh())
+            for var in alternating(body, first, count, own).values()}
 
 
 def alternating(body: Jaxpr, first: int, count: int, own: frozenset[int]) -> dict[int, Var]:
