@@ -13,7 +13,8 @@ from numbax._src.core import Jaxpr
 def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
     """Versions, backend and the jaxpr implemented (printed with the names the comments use),
     then the imports every CPU module may use: numpy, Numba, and the runtime as fm (fast
-    math), rd (reduction accumulators), sc (scalar helpers) and xe (XLA's float32 erf_inv)."""
+    math; fe its error functions, tg its float32 sine and cosine), rd (reduction accumulators),
+    sc (scalar helpers) and xe (XLA's float32 erf_inv)."""
     return "\n".join([
         version_line("cpu", parallel if isinstance(parallel, str) else f"parallel={parallel}"),
         jaxpr_comment(jaxpr, names),
@@ -25,6 +26,7 @@ def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
         "",
         "from numbax._src.compiler.cpu.runtime import fastmath as fm  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import fastmath_erf as fe  # noqa: F401",
+        "from numbax._src.compiler.cpu.runtime import fastmath_trig as tg  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import reductions as rd  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import scalars as sc  # noqa: F401",
         "from numbax._src.compiler.cpu.runtime import xla_erf_inv as xe  # noqa: F401",

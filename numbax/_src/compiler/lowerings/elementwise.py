@@ -233,8 +233,13 @@ elementwise(lx.is_finite_p, call("np.isfinite"), array_call("np.isfinite"), cast
 
 # ----------------------------------------------------------------------------- transcendental
 
-for _prim, _np, _cmath in ((lx.sin_p, "np.sin", "sin"), (lx.cos_p, "np.cos", "cos"),
-                           (lx.tan_p, "np.tan", "tan"), (lx.asin_p, "np.arcsin", "asin"),
+# float32 sine and cosine: the CPU's vectorised ones (cpu/runtime/fastmath_trig.py)
+for _prim, _name in ((lx.sin_p, "sin"), (lx.cos_p, "cos")):
+    elementwise(_prim, call(f"np.{_name}"), array_call(f"np.{_name}"),
+                cpu=_fastmath(_name, call(f"np.{_name}"), widths=(np.float32,), module="tg"),
+                cuda=_math(_name), cuda_complex=_c(_name))
+    register(_prim, backend="cpu", heavy=True)
+for _prim, _np, _cmath in ((lx.tan_p, "np.tan", "tan"), (lx.asin_p, "np.arcsin", "asin"),
                            (lx.acos_p, "np.arccos", "acos"), (lx.atan_p, "np.arctan", "atan"),
                            (lx.sinh_p, "np.sinh", "sinh"), (lx.cosh_p, "np.cosh", "cosh"),
                            (lx.asinh_p, "np.arcsinh", "asinh"),

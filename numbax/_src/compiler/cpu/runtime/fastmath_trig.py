@@ -1,0 +1,135 @@
+"""Branch-free float32 sine and cosine that LLVM vectorises in Numba loops (`tg.sin_f32` in
+generated code, as fastmath.py's exp and log are `fm.*`): Numba lowers `np.sin` to a libm call
+per element, which stops the loop vectoriser.
+
+The argument is reduced exactly, whatever its size (Payne and Hanek's method, in float64): a
+float32 x is m * 2**s with m an integer of 24 bits, so x * 2/pi mod 4 is m * F_s mod 4 where
+F_s = (2**s * 2/pi) mod 4 depends on the exponent alone. `_F1`, `_F2`, `_F3` hold each F_s in
+three pieces, cut at fixed binary places (2**-24 and 2**-50), so that m times each of the first
+two is exact in float64 and whole quadrants come off exactly; the third, m times the bits
+below 2**-50, is rounded once (~2**-79 of a quadrant). The reduced argument, at most a
+quarter turn from the nearest quadrant's axis, goes through Taylor polynomials of sine and
+cosine on [-pi/4, pi/4] (truncation below 1e-11), and the quadrant picks which and its sign.
+2/pi's bits come from Machin's formula in Python integers at import.
+
+Error: within 1 ulp of the correctly rounded float32 result over the whole float32 range
+(tests/compiler/cpu/test_fastmath_trig.py: every exponent, the float32 values closest to
+multiples of pi/2, the special values); nan and +-inf give nan, -0 gives -0 for sine.
+"""
+import numpy as np
+from numba import njit
+
+_CALL = {"error_model": "numpy", "cache": True}
+_JIT = {**_CALL, "inline": "always"}
+_FORCED = {**_CALL, "forceinline": True}  # over LLVM's inlining threshold (fastmath.py)
+
+_BITS = 360  # of 2/pi: F_s for the largest exponent reaches 2**-(104 + 103)
+
+
+def _two_over_pi(bits: int) -> int:
+    """floor(2/pi * 2**bits), from Machin's pi = 16 atan(1/5) - 4 atan(1/239)."""
+    guard = bits + 32
+
+    def atan_inv(k: int) -> int:  # atan(1/k) * 2**guard
+        total, term, n, sign = 0, (1 << guard) // k, 1, 1
+        while term:
+            total += sign * (term // n)
+            term //= k * k
+            n += 2
+            sign = -sign
+        return total
+    pi = 16 * atan_inv(5) - 4 * atan_inv(239)  # pi * 2**guard
+    return (2 << (guard + bits)) // pi
+
+
+def _pieces() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """F_s = (2**s * 2/pi) mod 4 for s = -149 ... 104 (a float32's exponent of its integer
+    mantissa), cut into the bits above 2**-24, those from 2**-25 to 2**-50 and 53 below."""
+    t = _two_over_pi(_BITS)  # 2/pi = t * 2**-_BITS
+    f1, f2, f3 = (np.zeros(254) for _ in range(3))
+    for k, s in enumerate(range(-149, 105)):
+        # (2**s * t * 2**-_BITS) mod 4, as an integer over 2**-w with w = _BITS - s bits
+        w = _BITS - s
+        frac = t % (4 << w) if w >= 0 else 0
+        scale = w - 103  # keep bits down to 2**-103; the rest is below the float's reach
+        top = frac >> scale if scale >= 0 else frac << -scale  # F_s * 2**103
+        hi, rest = divmod(top, 1 << 79)  # bits above 2**-24
+        mid, low = divmod(rest, 1 << 53)  # 2**-25 ... 2**-50, then below
+        f1[k], f2[k], f3[k] = hi * 2.0**-24, mid * 2.0**-50, low * 2.0**-103
+    return f1, f2, f3
+
+
+_F1, _F2, _F3 = _pieces()
+_SHIFT = 6755399441055744.0  # 1.5 * 2**52: x + _SHIFT - _SHIFT rounds x to an integer
+_PI_2 = np.pi / 2
+_TINY = np.float32(2.0**-12)  # below it, sin(x) rounds to x and cos(x) to 1
+_S = tuple(float((-1) ** k / np.prod(np.arange(1.0, 2 * k + 2))) for k in range(1, 6))
+_C = tuple(float((-1) ** k / np.prod(np.arange(1.0, 2 * k + 1))) for k in range(1, 7))
+
+
+@njit(**_JIT)
+def _round(v):
+    return (v + _SHIFT) - _SHIFT
+
+
+@njit(**_JIT)
+def _turns(x):
+    """|x| as (n, r): |x| = (n + r) * pi/2 with n a quadrant count mod 4 (an exact float
+    integer) and |r| <= 1/2, for float32 x that is finite and not tiny."""
+    bits = np.float32(x).view(np.int32) & np.int32(0x7FFFFFFF)
+    e = np.int32(bits >> np.int32(23))
+    m = np.float64(np.int32((bits & np.int32(0x7FFFFF)) | np.int32(0x800000)))
+    k = min(max(np.int32(e - np.int32(1)), np.int32(0)), np.int32(253))  # s = e - 150
+    p1 = m * _F1[k]
+    n1 = _round(p1)
+    b = (p1 - n1) + m * _F2[k]
+    n2 = _round(b)
+    return n1 + n2, (b - n2) + m * _F3[k]
+
+
+@njit(**_JIT)
+def _sin_poly(t):
+    z = t * t
+    return t + t * z * (_S[0] + z * (_S[1] + z * (_S[2] + z * (_S[3] + z * _S[4]))))
+
+
+@njit(**_JIT)
+def _cos_poly(t):
+    z = t * t
+    return 1.0 + z * (_C[0] + z * (_C[1] + z * (_C[2] + z * (_C[3] + z * (_C[4] + z * _C[5])))))
+
+
+@njit(**_JIT)
+def _from_quadrant(t, q):
+    """sin(t + q * pi/2) for |t| <= pi/4 and an integer q."""
+    s = _sin_poly(t)
+    c = _cos_poly(t)  # (both, then a select: a branch kept the loop from vectorising)
+    v = c if q & np.int64(1) else s
+    return -v if q & np.int64(2) else v
+
+
+@njit(**_JIT)
+def _quadrant(n):
+    """n mod 4 for an exact float integer |n| < 2**51."""
+    return np.float64(n + _SHIFT).view(np.int64) & np.int64(3)
+
+
+@njit(**_FORCED)
+def sin_f32(x):
+    """sin(x) for float32 x."""
+    ax = abs(x)
+    n, r = _turns(x)
+    v = _from_quadrant(r * _PI_2, _quadrant(n))
+    out = np.float32(-v if x < np.float32(0.0) else v)
+    out = x if ax < _TINY else out
+    return out if ax < np.float32(np.inf) else np.float32(np.nan)
+
+
+@njit(**_FORCED)
+def cos_f32(x):
+    """cos(x) for float32 x: sin(|x| + pi/2)."""
+    ax = abs(x)
+    n, r = _turns(x)
+    out = np.float32(_from_quadrant(r * _PI_2, _quadrant(n) + np.int64(1)))
+    out = np.float32(1.0) if ax < _TINY else out
+    return out if ax < np.float32(np.inf) else np.float32(np.nan)

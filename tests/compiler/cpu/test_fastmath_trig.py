@@ -1,0 +1,114 @@
+"""The CPU's vectorised float32 sine and cosine (cpu/runtime/fastmath_trig.py) within 1 ulp of
+the correctly rounded result over the whole float32 range. Truth: libm's float64 sin and cos
+(glibc reduces any argument exactly) rounded to float32."""
+import functools
+
+import numpy as np
+import pytest
+from numba import njit
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src.compiler.cpu.runtime import fastmath_trig as tg
+
+from .test_fastmath import special_values, ulp_distance
+
+F32 = np.float32
+
+
+@functools.cache
+def _loop(name):
+    fn = getattr(tg, f"{name}_f32")
+
+    @njit(error_model="numpy")
+    def loop(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+    return loop
+
+
+def _apply(name, x):
+    out = np.empty_like(x)
+    _loop(name)(x, out)
+    return out
+
+
+def _truth(name, x):
+    with np.errstate(invalid="ignore"):
+        return getattr(np, name)(x.astype(np.float64)).astype(F32)
+
+
+def _near_quarter_turns() -> np.ndarray:
+    """float32 values closest to multiples k pi/2 (where the reduced argument is tiny and a
+    short reduction loses every digit), for k small and k spread over every exponent, with
+    their neighbours."""
+    rng = np.random.default_rng(7)
+    k = np.concatenate([np.arange(1, 20001, dtype=np.float64),
+                        np.floor(np.exp2(rng.uniform(15, 127, 20000)))])
+    x = (k * (np.pi / 2)).astype(F32)
+    x = x[np.isfinite(x)]
+    return np.concatenate([x, np.nextafter(x, F32(np.inf)), np.nextafter(x, F32(0))])
+
+
+def _samples() -> np.ndarray:
+    rng = np.random.default_rng(20261205)
+    bits = rng.integers(0, 2**32, 400_000, dtype=np.uint64).astype(np.uint32).view(F32)
+    tiny = F32(2.0**-12)
+    edges = np.array([tiny, np.nextafter(tiny, F32(0)), np.nextafter(tiny, F32(1)),
+                      np.pi / 4, np.pi / 2, np.pi, 2 * np.pi, 1e6, 1.6e6, 2.0**20, 2.0**24,
+                      2.0**50, 2.0**100], F32)
+    x = np.concatenate([bits[np.isfinite(bits)], rng.uniform(-10, 10, 100_000).astype(F32),
+                        rng.uniform(-1e5, 1e5, 100_000).astype(F32), _near_quarter_turns(),
+                        edges, special_values(F32)])
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_within_one_ulp_of_the_correctly_rounded_value(name):
+    x = _samples()
+    got, want = _apply(name, x), _truth(name, x)
+    dist = ulp_distance(got, want)
+    worst = int(np.argmax(dist))
+    assert dist.max() <= 1, f"{dist.max()} ulp at x={x[worst]!r}: {got[worst]!r} vs {want[worst]!r}"
+    # not 1 ulp off everywhere: almost always the correctly rounded value itself
+    assert (dist > 0).mean() < 1e-4
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_special_values(name):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45], F32)
+    got = _apply(name, x)
+    if name == "sin":  # sin keeps the zero's sign and returns tiny arguments as they are
+        np.testing.assert_array_equal(got[[0, 1, 5, 6]], x[[0, 1, 5, 6]])
+        assert np.signbit(got[1]) and not np.signbit(got[0])
+    else:
+        np.testing.assert_array_equal(got[[0, 1, 5, 6]], np.ones(4, F32))
+    assert np.isnan(got[2:5]).all()
+
+
+def test_jitted_sine_and_cosine_of_float32_use_them():
+    x = np.random.default_rng(3).uniform(-50, 50, 4096).astype(F32)
+    f = numbax.jit(lambda x: (jnp.sin(x), jnp.cos(x)))
+    text = f.lower(x).as_text()
+    assert "tg.sin_f32(" in text and "tg.cos_f32(" in text
+    s, c = f(x)
+    assert s.dtype == F32 and c.dtype == F32
+    assert ulp_distance(np.asarray(s), _truth("sin", x)).max() <= 1
+    assert ulp_distance(np.asarray(c), _truth("cos", x)).max() <= 1
+    # a loop body's sine is the same function
+    g = numbax.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) + 0.5, x))
+    want = x
+    for _ in range(3):
+        want = (_truth("sin", want) + F32(0.5)).astype(F32)
+    np.testing.assert_allclose(np.asarray(g(x)), want, rtol=3e-7, atol=3e-7)
+
+
+def test_other_dtypes_keep_their_forms():
+    x64 = np.linspace(-20, 20, 1001)
+    np.testing.assert_allclose(np.asarray(numbax.jit(jnp.sin)(x64)), np.sin(x64), rtol=1e-15,
+                               atol=1e-15)
+    z = (x64[:50] + 1j * x64[50:100]).astype(np.complex64)
+    np.testing.assert_allclose(np.asarray(numbax.jit(jnp.cos)(z)), np.cos(z), rtol=2e-6)
+    text = numbax.jit(jnp.sin).lower(x64).as_text()
+    assert "tg.sin_f32(" not in text
