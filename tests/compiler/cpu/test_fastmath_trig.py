@@ -1,6 +1,7 @@
-"""The CPU's vectorised float32 sine and cosine (cpu/runtime/fastmath_trig.py) within 1 ulp of
-the correctly rounded result over the whole float32 range. Truth: libm's float64 sin and cos
-(glibc reduces any argument exactly) rounded to float32."""
+"""The CPU's vectorised float32 sine, cosine, arctangent and two-argument arctangent
+(cpu/runtime/fastmath_trig.py) within 1 ulp of the correctly rounded result over the whole
+float32 range, C99's special cases included. Truth: libm's float64 functions (glibc reduces
+any argument exactly) rounded to float32."""
 import functools
 
 import numpy as np
@@ -28,15 +29,21 @@ def _loop(name):
     return loop
 
 
+@njit(error_model="numpy")
+def _atan2_loop(y, x, out):
+    for i in range(x.shape[0]):
+        out[i] = tg.atan2_f32(y[i], x[i])
+
+
 def _apply(name, x):
     out = np.empty_like(x)
     _loop(name)(x, out)
     return out
 
 
-def _truth(name, x):
+def _truth(name, *xs):
     with np.errstate(invalid="ignore"):
-        return getattr(np, name)(x.astype(np.float64)).astype(F32)
+        return getattr(np, name)(*(x.astype(np.float64) for x in xs)).astype(F32)
 
 
 def _near_quarter_turns() -> np.ndarray:
@@ -64,10 +71,10 @@ def _samples() -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("name", ["sin", "cos", "arctan"])
 def test_within_one_ulp_of_the_correctly_rounded_value(name):
     x = _samples()
-    got, want = _apply(name, x), _truth(name, x)
+    got, want = _apply(name.replace("arctan", "atan"), x), _truth(name, x)
     dist = ulp_distance(got, want)
     worst = int(np.argmax(dist))
     assert dist.max() <= 1, f"{dist.max()} ulp at x={x[worst]!r}: {got[worst]!r} vs {want[worst]!r}"
@@ -112,3 +119,45 @@ def test_other_dtypes_keep_their_forms():
     np.testing.assert_allclose(np.asarray(numbax.jit(jnp.cos)(z)), np.cos(z), rtol=2e-6)
     text = numbax.jit(jnp.sin).lower(x64).as_text()
     assert "tg.sin_f32(" not in text
+
+
+def test_arctangent_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0], F32)
+    got = _apply("atan", x)
+    np.testing.assert_array_equal(got[:4], _truth("arctan", x[:4]))
+    assert np.signbit(got[1]) and not np.signbit(got[0]) and np.isnan(got[4])
+    assert ulp_distance(got[5:], _truth("arctan", x[5:])).max() == 0  # pi/4
+
+
+def test_two_argument_arctangent_over_every_quadrant_and_c99s_special_cases():
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, -3e38], F32)
+    grid_y, grid_x = (g.ravel() for g in np.meshgrid(special, special))
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2**32, 600_000, dtype=np.uint64).astype(np.uint32).view(F32)
+    y = np.concatenate([grid_y, bits[:300_000], rng.uniform(-5, 5, 200_000).astype(F32)])
+    x = np.concatenate([grid_x, bits[300_000:], rng.uniform(-5, 5, 200_000).astype(F32)])
+    got = np.empty_like(x)
+    _atan2_loop(y, x, got)
+    want = _truth("arctan2", y, x)
+    dist = ulp_distance(got, want)
+    worst = int(np.argmax(dist))
+    assert dist.max() <= 1, f"{dist.max()} ulp at y={y[worst]!r}, x={x[worst]!r}"
+    n = grid_x.size  # the special cases exactly, zeros' and pi's signs too (nan's aside)
+    assert dist[:n].max() == 0
+    real = ~np.isnan(want[:n])
+    np.testing.assert_array_equal(np.signbit(got[:n][real]), np.signbit(want[:n][real]))
+
+
+def test_jitted_arctangents_of_float32_use_them():
+    rng = np.random.default_rng(4)
+    y, x = rng.standard_normal((2, 4096)).astype(F32)
+    f = numbax.jit(lambda y, x: (jnp.arctan2(y, x), jnp.arctan(x)))
+    text = f.lower(y, x).as_text()
+    assert "tg.atan2_f32(" in text and "tg.atan_f32(" in text
+    a2, a1 = f(y, x)
+    assert a2.dtype == F32 and a1.dtype == F32
+    assert ulp_distance(np.asarray(a2), _truth("arctan2", y, x)).max() <= 1
+    assert ulp_distance(np.asarray(a1), _truth("arctan", x)).max() <= 1
+    y64, x64 = y.astype(np.float64), x.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(numbax.jit(jnp.arctan2)(y64, x64)),
+                               np.arctan2(y64, x64), rtol=1e-15)

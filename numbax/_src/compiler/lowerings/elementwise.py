@@ -164,7 +164,10 @@ elementwise(lx.max_p, by_kind(call("sc.fmax"), call("max")), _extremum_array("np
             ok=no_complex, cuda=by_kind(lambda a, e: float_max(*a), call("max")))
 elementwise(lx.min_p, by_kind(call("sc.fmin"), call("min")), _extremum_array("np.minimum", False),
             ok=no_complex, cuda=by_kind(lambda a, e: float_min(*a), call("min")))
-elementwise(lx.atan2_p, call("np.arctan2"), array_call("np.arctan2"), cuda=_math("atan2"))
+elementwise(lx.atan2_p, call("np.arctan2"), array_call("np.arctan2"), cuda=_math("atan2"),
+            cpu=lambda a, e: f"tg.atan2_f32({a[0]}, {a[1]})" if operand_dtype(e) == np.float32
+            else f"np.arctan2({a[0]}, {a[1]})")
+register(lx.atan2_p, backend="cpu", heavy=True)
 
 
 def _integer_pow_array(args, eqn):
@@ -233,14 +236,15 @@ elementwise(lx.is_finite_p, call("np.isfinite"), array_call("np.isfinite"), cast
 
 # ----------------------------------------------------------------------------- transcendental
 
-# float32 sine and cosine: the CPU's vectorised ones (cpu/runtime/fastmath_trig.py)
-for _prim, _name in ((lx.sin_p, "sin"), (lx.cos_p, "cos")):
-    elementwise(_prim, call(f"np.{_name}"), array_call(f"np.{_name}"),
-                cpu=_fastmath(_name, call(f"np.{_name}"), widths=(np.float32,), module="tg"),
+# float32 sine, cosine and arctangent: the CPU's vectorised ones (cpu/runtime/fastmath_trig.py)
+for _prim, _name, _np in ((lx.sin_p, "sin", "np.sin"), (lx.cos_p, "cos", "np.cos"),
+                          (lx.atan_p, "atan", "np.arctan")):
+    elementwise(_prim, call(_np), array_call(_np),
+                cpu=_fastmath(_name, call(_np), widths=(np.float32,), module="tg"),
                 cuda=_math(_name), cuda_complex=_c(_name))
     register(_prim, backend="cpu", heavy=True)
 for _prim, _np, _cmath in ((lx.tan_p, "np.tan", "tan"), (lx.asin_p, "np.arcsin", "asin"),
-                           (lx.acos_p, "np.arccos", "acos"), (lx.atan_p, "np.arctan", "atan"),
+                           (lx.acos_p, "np.arccos", "acos"),
                            (lx.sinh_p, "np.sinh", "sinh"), (lx.cosh_p, "np.cosh", "cosh"),
                            (lx.asinh_p, "np.arcsinh", "asinh"),
                            (lx.acosh_p, "np.arccosh", "acosh"),

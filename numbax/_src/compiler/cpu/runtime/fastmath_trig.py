@@ -1,6 +1,6 @@
-"""Branch-free float32 sine and cosine that LLVM vectorises in Numba loops (`tg.sin_f32` in
-generated code, as fastmath.py's exp and log are `fm.*`): Numba lowers `np.sin` to a libm call
-per element, which stops the loop vectoriser.
+"""Branch-free float32 sine, cosine, arctangent and two-argument arctangent that LLVM
+vectorises in Numba loops (`tg.sin_f32` in generated code, as fastmath.py's exp and log are
+`fm.*`): Numba lowers `np.sin` to a libm call per element, which stops the loop vectoriser.
 
 The argument is reduced exactly, whatever its size (Payne and Hanek's method, in float64): a
 float32 x is m * 2**s with m an integer of 24 bits, so x * 2/pi mod 4 is m * F_s mod 4 where
@@ -11,6 +11,12 @@ below 2**-50, is rounded once (~2**-79 of a quadrant). The reduced argument, at 
 quarter turn from the nearest quadrant's axis, goes through Taylor polynomials of sine and
 cosine on [-pi/4, pi/4] (truncation below 1e-11), and the quadrant picks which and its sign.
 2/pi's bits come from Machin's formula in Python integers at import.
+
+The arctangent, in float64 too, takes |x| to [0, tan(pi/8)] (1/x above tan(3pi/8), (x-1)/(x+1)
+between, with pi/2 or pi/4 added back: one division) and a polynomial fitted here (least
+squares on 2,000 points, mpmath's atan as truth: relative error 1.1e-11); the two-argument
+form divides the smaller magnitude by the larger and places the angle by the signs, C99's
+special cases included (atan2(+-0, -0) = +-pi, atan2(+-inf, -inf) = +-3pi/4, ...).
 
 Error: within 1 ulp of the correctly rounded float32 result over the whole float32 range
 (tests/compiler/cpu/test_fastmath_trig.py: every exponent, the float32 values closest to
@@ -133,3 +139,48 @@ def cos_f32(x):
     out = np.float32(_from_quadrant(r * _PI_2, _quadrant(n) + np.int64(1)))
     out = np.float32(1.0) if ax < _TINY else out
     return out if ax < np.float32(np.inf) else np.float32(np.nan)
+
+
+# (atan(t) - t) / t**3 in z = t**2 on [0, tan(pi/8)**2], lowest degree first
+_ATAN_P = (-0.33333333332035125, 0.19999999195376478, -0.14285633331747044,
+           0.11108058975834981, -0.09035823986563044, 0.07173295588182696,
+           -0.04121782348322016)
+_TAN_PI_8 = 0.41421356237309503
+_TAN_3PI_8 = 2.414213562373095
+
+
+@njit(**_JIT)
+def _atan_pos(a):
+    """atan(a) for float64 a >= 0 (nan and inf too), in [0, pi/2]."""
+    big = a > _TAN_3PI_8
+    mid = a > _TAN_PI_8
+    num = -1.0 if big else (a - 1.0 if mid else a)
+    den = a if big else (a + 1.0 if mid else 1.0)
+    t = num / den
+    z = t * t
+    p = _ATAN_P[6]
+    for j in range(5, -1, -1):  # (unrolled by LLVM: the tuple's loads fold away)
+        p = p * z + _ATAN_P[j]
+    base = _PI_2 if big else (_PI_2 / 2 if mid else 0.0)
+    return base + (t + t * z * p)
+
+
+@njit(**_FORCED)
+def atan_f32(x):
+    """arctan(x) for float32 x."""
+    return np.float32(np.copysign(_atan_pos(abs(np.float64(x))), np.float64(x)))
+
+
+@njit(**_FORCED)
+def atan2_f32(y, x):
+    """arctan2(y, x) for float32 y and x: the angle of the point (x, y), in [-pi, pi]."""
+    ay, ax = abs(np.float64(y)), abs(np.float64(x))
+    steep = ay > ax
+    num, den = (ax, ay) if steep else (ay, ax)
+    inf = np.float64(np.inf)
+    ratio = 1.0 if num == inf else (0.0 if den == 0.0 else num / den)  # inf/inf, 0/0
+    a = _atan_pos(ratio)
+    a = _PI_2 - a if steep else a
+    a = 2 * _PI_2 - a if np.signbit(np.float64(x)) else a  # (x = -0 too)
+    a = np.copysign(a, np.float64(y))
+    return np.float32(a if ay == ay and ax == ax else np.nan)  # (0/0's and inf's rules hid it)
