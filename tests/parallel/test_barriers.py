@@ -314,6 +314,73 @@ def test_busy_workers_leave_when_the_parent_is_killed(tmp_path):
     _assert_gone(pids, pids)
 
 
+def test_workers_in_compiled_code_leave_when_the_parent_is_killed(tmp_path):
+    """As above, but the workers run a jitted loop that never ends: compiled code holds the
+    GIL, so their watch thread never runs, and Linux kills them with the parent's main thread
+    (worker_main._die_with_parent). Workers a short-lived thread started are not asked to:
+    the thread's end would kill them (checked by starting a second pool from a thread)."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, threading, time
+        sys.path.insert(0, {ROOT!r})
+        import numpy as np
+        import numbax
+        from numbax import lax
+        from numbax._src.config import config
+        from numbax._src.parallel import pool
+        config.update("num_cpu_devices", 2)
+
+        def endless(x):  # compiled in the workers, never ends
+            return lax.while_loop(lambda c: c[1] > -1.0, lambda c: (c[0] + 1, c[1] + 1.0),
+                                  (0, x))[1]
+
+        numbax.pmap(lambda v: v + 1)(np.ones(2))  # the workers are up, from the main thread
+        procs = [w.proc for w in pool._POOL.workers]
+        for p in procs:
+            with open(f"/proc/{{p.pid}}/environ") as f:
+                assert "NUMBAX_WORKER_DIES_WITH_PARENT=1" in f.read().split("\\0")
+
+        def cpu_s(pid):
+            with open(f"/proc/{{pid}}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        start = [cpu_s(p.pid) for p in procs]
+        threading.Thread(target=lambda: numbax.pmap(endless)(np.ones(2)), daemon=True).start()
+        while any(cpu_s(p.pid) - s < 1.0 for p, s in zip(procs, start)):
+            time.sleep(0.05)  # both inside the compiled loop
+        print(" ".join(str(p.pid) for p in procs), flush=True)
+        time.sleep(60)
+    """))
+    pids = _kill_parent(script, 2)
+    _assert_gone(pids, pids)
+
+
+def test_workers_started_from_a_thread_outlive_it():
+    """A pool a worker thread starts is not tied to that thread: its workers answer after the
+    thread has ended (they keep only the watch on the parent process)."""
+    code = textwrap.dedent(f"""
+        import sys, threading, time
+        sys.path.insert(0, {ROOT!r})
+        import numpy as np
+        import numbax
+        from numbax._src.config import config
+        from numbax._src.parallel import pool
+        config.update("num_cpu_devices", 2)
+        t = threading.Thread(target=lambda: numbax.pmap(lambda v: v + 1)(np.ones(2)))
+        t.start(); t.join()
+        for p in [w.proc for w in pool._POOL.workers]:
+            with open(f"/proc/{{p.pid}}/environ") as f:
+                assert "NUMBAX_WORKER_DIES_WITH_PARENT=0" in f.read().split("\\0")
+        time.sleep(0.5)
+        print(numbax.pmap(lambda v: v * 3)(np.arange(2.0)).tolist())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0.0, 3.0]"
+
+
 def _kill_parent(script, count: int) -> list[int]:
     """Runs `script` (which prints its `count` workers' pids when they are where the test
     wants them) and kills it with SIGKILL; the workers' pids."""

@@ -30,7 +30,14 @@ import time
 from typing import Any
 
 from numbax._src.config import config
-from numbax._src.parallel import barriers, cluster, distributed, shm, topology
+from numbax._src.parallel import (
+    WORKER_DIES_WITH_PARENT,
+    barriers,
+    cluster,
+    distributed,
+    shm,
+    topology,
+)
 
 POLL_S = 0.5
 # How long a "stranded" report waits for the finished worker's own reply: a worker that raised
@@ -65,6 +72,10 @@ class _Worker:
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(WORKER_MALLOC_KEEP))
         env.setdefault("MALLOC_TRIM_THRESHOLD_", str(WORKER_MALLOC_KEEP))
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        # Linux kills the worker when the thread starting it ends: only the main one lasts
+        # as long as this process (worker_main._die_with_parent)
+        env[WORKER_DIES_WITH_PARENT] = \
+            "1" if threading.current_thread() is threading.main_thread() else "0"
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "numbax._src.parallel.worker_main",
