@@ -4,6 +4,7 @@ hypothesis-shrunk reproducer.
     python benchmarks/fuzz_soak.py                       # 10,000 programs, CPU
     python benchmarks/fuzz_soak.py --programs 2000 --transform vmap
     python benchmarks/fuzz_soak.py --programs 1000 --parallel-arms prange   # (or pool)
+    python benchmarks/fuzz_soak.py --programs 500 --large-shapes --parallel-arms pool
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/fuzz_soak.py --backend gpu --programs 1000
 
 Programs run in chunks, each in a fresh worker process (compiled kernels accumulate in a
@@ -121,6 +122,10 @@ def worker(args: argparse.Namespace) -> None:
     warnings.simplefilter("ignore")
     if args.parallel_arms:
         force_parallel_arms(args.parallel_arms)
+    if args.large_shapes:
+        from tests.fuzz import strategies
+
+        strategies.DIMS = strategies.LARGE_DIMS
     known = json.loads(Path(args.known).read_text()) if args.known else []
     seen: set = set()
     counts = {"programs": 0, "skipped": 0, "checks": 0}
@@ -157,6 +162,8 @@ def main() -> None:
     parser.add_argument("--max-nodes", type=int, default=5)
     parser.add_argument("--parallel-arms", default="", choices=["", "prange", "pool"],
                         help="run every kernel's parallel arm in chunks, bounds-checked")
+    parser.add_argument("--large-shapes", action="store_true",
+                        help="axes up to 257 long (tests/fuzz/strategies.LARGE_DIMS)")
     parser.add_argument("--known", default="", help="(worker) JSON file of known mismatches")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="", help="also write the mismatches as JSON here")
@@ -182,6 +189,7 @@ def main() -> None:
             cmd += ["--transform", args.transform] if args.transform else []
             cmd += ["--backend", args.backend] if args.backend else []
             cmd += ["--parallel-arms", args.parallel_arms] if args.parallel_arms else []
+            cmd += ["--large-shapes"] if args.large_shapes else []
             k += 1
             try:
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True,
