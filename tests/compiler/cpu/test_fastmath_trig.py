@@ -1,7 +1,7 @@
-"""The CPU's vectorised float32 sine, cosine, arctangent and two-argument arctangent
-(cpu/runtime/fastmath_trig.py) within 1 ulp of the correctly rounded result over the whole
-float32 range, C99's special cases included. Truth: libm's float64 functions (glibc reduces
-any argument exactly) rounded to float32."""
+"""The CPU's vectorised float32 trigonometric and hyperbolic functions (sin, cos, tan, arcsin,
+arccos, arctan, arctan2, sinh, cosh: cpu/runtime/fastmath_trig.py) within 1 ulp of the
+correctly rounded result over the whole float32 range, C99's special cases included. Truth:
+libm's float64 functions (glibc reduces any argument exactly) rounded to float32."""
 import functools
 
 import numpy as np
@@ -42,7 +42,7 @@ def _apply(name, x):
 
 
 def _truth(name, *xs):
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         return getattr(np, name)(*(x.astype(np.float64) for x in xs)).astype(F32)
 
 
@@ -71,15 +71,34 @@ def _samples() -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "arctan"])
+# numpy's name -> fastmath_trig's
+NAMES = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+         "arctan": "atan", "sinh": "sinh", "cosh": "cosh"}
+
+
+@pytest.mark.parametrize("name", list(NAMES))
 def test_within_one_ulp_of_the_correctly_rounded_value(name):
     x = _samples()
-    got, want = _apply(name.replace("arctan", "atan"), x), _truth(name, x)
+    if name in ("arcsin", "arccos"):  # where they are finite, and its ends
+        inside = np.random.default_rng(2).uniform(-1, 1, 300_000).astype(F32)
+        x = np.concatenate([x, inside, np.nextafter(F32([1, -1]), F32(0)), F32([1, -1])])
+    got, want = _apply(NAMES[name], x), _truth(name, x)
     dist = ulp_distance(got, want)
     worst = int(np.argmax(dist))
     assert dist.max() <= 1, f"{dist.max()} ulp at x={x[worst]!r}: {got[worst]!r} vs {want[worst]!r}"
     # not 1 ulp off everywhere: almost always the correctly rounded value itself
     assert (dist > 0).mean() < 1e-4
+
+
+@pytest.mark.parametrize("name", ["arcsin", "arccos", "sinh", "cosh", "tan"])
+def test_other_functions_special_values(name):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1.5, 100.0, 1e-45], F32)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x.astype(np.float64)).astype(F32)
+    got = _apply(NAMES[name], x)
+    assert ulp_distance(got, want).max() == 0  # nan where numpy's is, infinities, zeros
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
 
 
 @pytest.mark.parametrize("name", ["sin", "cos"])
@@ -146,6 +165,18 @@ def test_two_argument_arctangent_over_every_quadrant_and_c99s_special_cases():
     assert dist[:n].max() == 0
     real = ~np.isnan(want[:n])
     np.testing.assert_array_equal(np.signbit(got[:n][real]), np.signbit(want[:n][real]))
+
+
+def test_jitted_float32_functions_use_them():
+    x = np.random.default_rng(5).uniform(-0.99, 0.99, 4096).astype(F32)
+    fns = {name: getattr(jnp, name) for name in NAMES}
+    f = numbax.jit(lambda x: {name: fn(x) for name, fn in fns.items()})
+    text = f.lower(x).as_text()
+    got = f(x)
+    for name, short in NAMES.items():
+        assert f"tg.{short}_f32(" in text, name
+        assert got[name].dtype == F32
+        assert ulp_distance(np.asarray(got[name]), _truth(name, x)).max() <= 1, name
 
 
 def test_jitted_arctangents_of_float32_use_them():

@@ -236,17 +236,17 @@ elementwise(lx.is_finite_p, call("np.isfinite"), array_call("np.isfinite"), cast
 
 # ----------------------------------------------------------------------------- transcendental
 
-# float32 sine, cosine and arctangent: the CPU's vectorised ones (cpu/runtime/fastmath_trig.py)
+# float32 trigonometric and hyperbolic functions: the CPU's vectorised ones
+# (cpu/runtime/fastmath_trig.py)
 for _prim, _name, _np in ((lx.sin_p, "sin", "np.sin"), (lx.cos_p, "cos", "np.cos"),
-                          (lx.atan_p, "atan", "np.arctan")):
+                          (lx.tan_p, "tan", "np.tan"), (lx.asin_p, "asin", "np.arcsin"),
+                          (lx.acos_p, "acos", "np.arccos"), (lx.atan_p, "atan", "np.arctan"),
+                          (lx.sinh_p, "sinh", "np.sinh"), (lx.cosh_p, "cosh", "np.cosh")):
     elementwise(_prim, call(_np), array_call(_np),
                 cpu=_fastmath(_name, call(_np), widths=(np.float32,), module="tg"),
                 cuda=_math(_name), cuda_complex=_c(_name))
     register(_prim, backend="cpu", heavy=True)
-for _prim, _np, _cmath in ((lx.tan_p, "np.tan", "tan"), (lx.asin_p, "np.arcsin", "asin"),
-                           (lx.acos_p, "np.arccos", "acos"),
-                           (lx.sinh_p, "np.sinh", "sinh"), (lx.cosh_p, "np.cosh", "cosh"),
-                           (lx.asinh_p, "np.arcsinh", "asinh"),
+for _prim, _np, _cmath in ((lx.asinh_p, "np.arcsinh", "asinh"),
                            (lx.acosh_p, "np.arccosh", "acosh"),
                            (lx.atanh_p, "np.arctanh", "atanh"), (lx.sqrt_p, "np.sqrt", "sqrt")):
     elementwise(_prim, call(_np), array_call(_np), cuda=_math(_cmath), cuda_complex=_c(_cmath))

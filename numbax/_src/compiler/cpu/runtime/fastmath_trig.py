@@ -1,6 +1,7 @@
-"""Branch-free float32 sine, cosine, arctangent and two-argument arctangent that LLVM
-vectorises in Numba loops (`tg.sin_f32` in generated code, as fastmath.py's exp and log are
-`fm.*`): Numba lowers `np.sin` to a libm call per element, which stops the loop vectoriser.
+"""Branch-free float32 trigonometric and hyperbolic functions (sin, cos, tan, arcsin, arccos,
+arctan, arctan2, sinh, cosh) that LLVM vectorises in Numba loops (`tg.sin_f32` in generated
+code, as fastmath.py's exp and log are `fm.*`): Numba lowers `np.sin` to a libm call per
+element, which stops the loop vectoriser.
 
 The argument is reduced exactly, whatever its size (Payne and Hanek's method, in float64): a
 float32 x is m * 2**s with m an integer of 24 bits, so x * 2/pi mod 4 is m * F_s mod 4 where
@@ -12,11 +13,16 @@ quarter turn from the nearest quadrant's axis, goes through Taylor polynomials o
 cosine on [-pi/4, pi/4] (truncation below 1e-11), and the quadrant picks which and its sign.
 2/pi's bits come from Machin's formula in Python integers at import.
 
-The arctangent, in float64 too, takes |x| to [0, tan(pi/8)] (1/x above tan(3pi/8), (x-1)/(x+1)
-between, with pi/2 or pi/4 added back: one division) and a polynomial fitted here (least
+The tangent takes sine over cosine of the reduced argument (minus cosine over sine in odd
+quadrants). The arctangent, in float64 too, takes |x| to [0, tan(pi/8)] (1/x above
+tan(3pi/8), (x-1)/(x+1) between, with pi/2 or pi/4 added back: one division) and a
+polynomial fitted here (least
 squares on 2,000 points, mpmath's atan as truth: relative error 1.1e-11); the two-argument
 form divides the smaller magnitude by the larger and places the angle by the signs, C99's
-special cases included (atan2(+-0, -0) = +-pi, atan2(+-inf, -inf) = +-3pi/4, ...).
+special cases included (atan2(+-0, -0) = +-pi, atan2(+-inf, -inf) = +-3pi/4, ...); arcsin
+and arccos are arctangents of sqrt((1 - x)(1 + x)) ratios, exact to a rounding in float64
+where 1 - x of a float32 is exact. sinh and cosh are fastmath's float64 expm1 and exp of
+|x| (clamped to 100, where both overflow float32 anyway).
 
 Error: within 1 ulp of the correctly rounded float32 result over the whole float32 range
 (tests/compiler/cpu/test_fastmath_trig.py: every exponent, the float32 values closest to
@@ -24,6 +30,8 @@ multiples of pi/2, the special values); nan and +-inf give nan, -0 gives -0 for 
 """
 import numpy as np
 from numba import njit
+
+from numbax._src.compiler.cpu.runtime.fastmath import clamp_hi, exp_core_f64, expm1_f64
 
 _CALL = {"error_model": "numpy", "cache": True}
 _JIT = {**_CALL, "inline": "always"}
@@ -184,3 +192,46 @@ def atan2_f32(y, x):
     a = 2 * _PI_2 - a if np.signbit(np.float64(x)) else a  # (x = -0 too)
     a = np.copysign(a, np.float64(y))
     return np.float32(a if ay == ay and ax == ax else np.nan)  # (0/0's and inf's rules hid it)
+
+
+@njit(**_FORCED)
+def tan_f32(x):
+    """tan(x) for float32 x."""
+    ax = abs(x)
+    n, r = _turns(x)
+    t = r * _PI_2
+    s = _sin_poly(t)
+    c = _cos_poly(t)
+    v = -c / s if _quadrant(n) & np.int64(1) else s / c
+    out = np.float32(-v if x < np.float32(0.0) else v)
+    out = x if ax < _TINY else out
+    return out if ax < np.float32(np.inf) else np.float32(np.nan)
+
+
+@njit(**_FORCED)
+def asin_f32(x):
+    """arcsin(x) for float32 x (nan outside [-1, 1])."""
+    a = abs(np.float64(x))
+    return np.float32(np.copysign(_atan_pos(a / np.sqrt((1.0 - a) * (1.0 + a))),
+                                  np.float64(x)))
+
+
+@njit(**_FORCED)
+def acos_f32(x):
+    """arccos(x) for float32 x (nan outside [-1, 1])."""
+    v = np.float64(x)
+    return np.float32(2.0 * _atan_pos(np.sqrt((1.0 - v) / (1.0 + v))))
+
+
+@njit(**_FORCED)
+def sinh_f32(x):
+    """sinh(x) for float32 x."""
+    m = expm1_f64(clamp_hi(abs(np.float64(x)), 100.0))
+    return np.float32(np.copysign(0.5 * (m + m / (m + 1.0)), np.float64(x)))
+
+
+@njit(**_FORCED)
+def cosh_f32(x):
+    """cosh(x) for float32 x."""
+    e = exp_core_f64(clamp_hi(abs(np.float64(x)), 100.0))
+    return np.float32(0.5 * (e + 1.0 / e))
