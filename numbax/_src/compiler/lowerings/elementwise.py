@@ -72,6 +72,9 @@ def elementwise(prim: Primitive, scalar: ScalarRule | None, array: ScalarRule | 
     register(prim, backend="cuda", scalar=cuda_rule, scalar_ok=cuda_ok)
 
 
+_WIDTHS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}  # fast math's suffixes
+
+
 def _fastmath(name: str, other: ScalarRule | None,
               widths: tuple = (np.float32, np.float64), module: str = "fm") -> ScalarRule:
     """The CPU's vectorisable `fm.<name>_f32/_f64` (`fe.` for the error functions) for
@@ -165,8 +168,8 @@ elementwise(lx.max_p, by_kind(call("sc.fmax"), call("max")), _extremum_array("np
 elementwise(lx.min_p, by_kind(call("sc.fmin"), call("min")), _extremum_array("np.minimum", False),
             ok=no_complex, cuda=by_kind(lambda a, e: float_min(*a), call("min")))
 elementwise(lx.atan2_p, call("np.arctan2"), array_call("np.arctan2"), cuda=_math("atan2"),
-            cpu=lambda a, e: f"tg.atan2_f32({a[0]}, {a[1]})" if operand_dtype(e) == np.float32
-            else f"np.arctan2({a[0]}, {a[1]})")
+            cpu=lambda a, e: f"tg.atan2_{_WIDTHS[operand_dtype(e)]}({a[0]}, {a[1]})"
+            if operand_dtype(e) in _WIDTHS else f"np.arctan2({a[0]}, {a[1]})")
 register(lx.atan2_p, backend="cpu", heavy=True)
 
 
@@ -242,8 +245,9 @@ for _prim, _name, _np in ((lx.sin_p, "sin", "np.sin"), (lx.cos_p, "cos", "np.cos
                           (lx.tan_p, "tan", "np.tan"), (lx.asin_p, "asin", "np.arcsin"),
                           (lx.acos_p, "acos", "np.arccos"), (lx.atan_p, "atan", "np.arctan"),
                           (lx.sinh_p, "sinh", "np.sinh"), (lx.cosh_p, "cosh", "np.cosh")):
+    widths = (np.float32, np.float64) if _name == "atan" else (np.float32,)
     elementwise(_prim, call(_np), array_call(_np),
-                cpu=_fastmath(_name, call(_np), widths=(np.float32,), module="tg"),
+                cpu=_fastmath(_name, call(_np), widths=widths, module="tg"),
                 cuda=_math(_name), cuda_complex=_c(_name))
     register(_prim, backend="cpu", heavy=True)
 for _prim, _np, _cmath in ((lx.asinh_p, "np.arcsinh", "asinh"),

@@ -173,6 +173,68 @@ def _atan_pos(a):
     return base + (t + t * z * p)
 
 
+# float64's (within 2 ulp, as fastmath's): |x| reduced by the angle c of one of five intervals,
+# t = tan(atan(x) - c) with an exact numerator (Sterbenz), so t is good to an ulp; then
+# (atan(t) - t) / t**3 in z = t**2 on [0, (7/16)**2] (least squares at 400 Chebyshev nodes in
+# mpmath at 50 digits: relative error of atan 1.7e-17); atan(c) as two floats
+_ATAN64_P = (-0.33333333333333326, 0.19999999999988158, -0.14285714283215528,
+             0.11111110905009408, -0.09090900345956142, 0.07692090270836985,
+             -0.06663273879195811, 0.058479780987504705, -0.050350650919700354,
+             0.03785274887009846, -0.01757594290644411)
+_ATAN_HALF = (0.4636476090008061, 2.2698777452961687e-17)
+_ATAN_ONE = (0.7853981633974483, 3.061616997868383e-17)
+_ATAN_3_2 = (0.982793723247329, 1.3903311031230998e-17)
+_PI_2_PAIR = (1.5707963267948966, 6.123233995736766e-17)  # (its first: 2 * pi/4's, exact)
+
+
+@njit(**_JIT)
+def _atan_parts(a):
+    """(hi, lo, s) with atan(a) = hi + lo + s for float64 a >= 0 (nan, inf)."""
+    top = a >= 2.4375  # 39/16: c = pi/2
+    high = a >= 1.1875  # 19/16: c = atan(3/2)
+    mid = a >= 0.6875  # 11/16: c = pi/4
+    low = a >= 0.4375  # 7/16: c = atan(1/2)
+    num = -1.0 if top else (a - 1.5 if high else (a - 1.0 if mid else (2.0 * a - 1.0 if low
+                                                                      else a)))
+    den = a if top else (1.0 + 1.5 * a if high else (a + 1.0 if mid else (2.0 + a if low
+                                                                         else 1.0)))
+    t = num / den
+    z = t * t
+    p = _ATAN64_P[10]
+    for j in range(9, -1, -1):  # (unrolled by LLVM: the tuple's loads fold away)
+        p = p * z + _ATAN64_P[j]
+    hi = _PI_2_PAIR[0] if top else (_ATAN_3_2[0] if high else (_ATAN_ONE[0] if mid else (
+        _ATAN_HALF[0] if low else 0.0)))
+    lo = _PI_2_PAIR[1] if top else (_ATAN_3_2[1] if high else (_ATAN_ONE[1] if mid else (
+        _ATAN_HALF[1] if low else 0.0)))
+    return hi, lo, t + t * z * p
+
+
+@njit(**_FORCED)
+def atan_f64(x):
+    """arctan(x) for float64 x."""
+    hi, lo, s = _atan_parts(abs(x))
+    return np.copysign(hi + (s + lo), x)
+
+
+@njit(**_FORCED)
+def atan2_f64(y, x):
+    """arctan2(y, x) for float64 y and x: the angle of the point (x, y), in [-pi, pi]."""
+    ay, ax = abs(y), abs(x)
+    steep = ay > ax
+    num, den = (ax, ay) if steep else (ay, ax)
+    ratio = 1.0 if num == np.inf else (0.0 if den == 0.0 else num / den)  # inf/inf, 0/0
+    hi, lo, s = _atan_parts(ratio)
+    # the angle a from the nearer axis, placed: pi/2 - a when steep, pi - a for x < 0 (x = -0
+    # too) when not, pi/2 + a when both: q quarter turns plus or minus a
+    left = np.signbit(x)
+    q = 1.0 if steep else (2.0 if left else 0.0)
+    sign = -1.0 if steep != left else 1.0
+    angle = (q * _PI_2_PAIR[0] + sign * hi) + (sign * (s + lo) + q * _PI_2_PAIR[1])
+    angle = np.copysign(angle, y)
+    return angle if ay == ay and ax == ax else np.nan  # (0/0's and inf's rules hid it)
+
+
 @njit(**_FORCED)
 def atan_f32(x):
     """arctan(x) for float32 x."""
