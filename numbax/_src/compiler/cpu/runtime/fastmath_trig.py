@@ -24,7 +24,10 @@ and arccos are arctangents of sqrt((1 - x)(1 + x)) ratios, exact to a rounding i
 where 1 - x of a float32 is exact. sinh and cosh are fastmath's float64 expm1 and exp of
 |x| (clamped to 100, where both overflow float32 anyway).
 
-Error: within 1 ulp of the correctly rounded float32 result over the whole float32 range
+float64 arctan and arctan2 (`atan_f64`, `atan2_f64`) reduce over five intervals instead, each
+with an exact numerator, and add the interval's angle as two floats: within 1 and 2 ulp.
+
+Error (float32): within 1 ulp of the correctly rounded result over the whole float32 range
 (tests/compiler/cpu/test_fastmath_trig.py: every exponent, the float32 values closest to
 multiples of pi/2, the special values); nan and +-inf give nan, -0 gives -0 for sine.
 """
