@@ -1,4 +1,4 @@
-"""What else users call: 23 elementwise functions on 1e6 float32 and 24 common ops at 1000²
+"""What else users call: 29 elementwise functions on 1e6 float32 and 25 common ops at 1000²
 and similar sizes, numbax's jit against jax.jit in one process (medians, and the ratio).
 
     JAX_PLATFORMS=cpu python benchmarks/op_sweep.py [--only name,name] [--calls N]
@@ -23,6 +23,7 @@ import numbax.numpy as jnp
 RNG = np.random.default_rng(0)
 V = RNG.standard_normal(1_000_000).astype(np.float32)
 POSITIVE = np.abs(V) + np.float32(0.1)
+UNIT = np.tanh(V)  # inside arcsin's and arccos's domain
 A = RNG.standard_normal((1000, 1000)).astype(np.float32)
 B = RNG.standard_normal((64, 128, 128)).astype(np.float32)
 X = RNG.standard_normal((2048, 784)).astype(np.float32)
@@ -39,7 +40,11 @@ def _lib(np_like):
 # name -> (function of (np, nn, special) giving the program, its arguments)
 ELEMENTWISE = {
     **{name: ((lambda n: lambda m, nn, sp: getattr(m, n))(name), (V,))
-       for name in ("exp", "tanh", "sin", "cos", "log1p", "expm1", "arctan", "abs")},
+       for name in ("exp", "tanh", "sin", "cos", "tan", "sinh", "cosh", "log1p", "expm1",
+                    "arctan", "abs")},
+    **{name: ((lambda n: lambda m, nn, sp: getattr(m, n))(name), (UNIT,))
+       for name in ("arcsin", "arccos")},
+    "arctan2": (lambda m, nn, sp: lambda v: m.arctan2(v, 0.5 - v), (V,)),
     **{name: ((lambda n: lambda m, nn, sp: getattr(m, n))(name), (POSITIVE,))
        for name in ("log", "sqrt")},
     **{name: ((lambda n: lambda m, nn, sp: getattr(nn, n))(name), (V,))
