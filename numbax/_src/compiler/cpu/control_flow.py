@@ -93,19 +93,17 @@ class Function:
         """`name = np.empty(shape)` for `var`'s value (None: the renderer's own scratch, of
         `dtype`): before the loop around it when the loop is sequential and the value does not
         outlive a step (flow_scratch.py)."""
-        line = f"{name} = np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)}){note}"
+        alloc = f"np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)})"
         frame = self.frame
         if var in self.turns and turns:  # (`turns`: False where it is not worth it)
             first, second, flag = self.turns[var]
-            ctor = dtype_ctor(var.aval.dtype)
-            frame.lines += [f"{first} = np.empty({shape}, {ctor})",
-                            f"{second} = np.empty({shape}, {ctor})", f"{flag} = False"]
+            frame.lines += [f"{first} = {alloc}", f"{second} = {alloc}", f"{flag} = False"]
             lines += [f"{pad}{name} = {first} if {flag} else {second}{note}",
                       f"{pad}{flag} = not {flag}"]
         elif frame is None or var in self.escaping:
-            lines.append(pad + line)
+            lines.append(f"{pad}{name} = {alloc}{note}")
         else:
-            frame.allocate(name, line)
+            frame.allocate(name, f"{name} = {alloc}{note}")
 
     @property
     def frame(self) -> flow_scratch.LoopFrame | None:
@@ -310,11 +308,11 @@ class Function:
         return name
 
     def _view(self, eqn: JaxprEqn, ins: list[str]) -> bool:
-        """Whether a window or reshape (`_VIEW_FORMS`) stays a view of its operand (a name in
-        `views`, copied wherever it must own its array): a window of an array no step writes
-        in place (not an owned carry), a reshape of such a view (`x[i]`'s squeeze). The
+        """Whether a window or reshape (`flow_runs.VIEW_FORMS`) stays a view of its operand (a
+        name in `views`, copied wherever it must own its array): a window of an array no step
+        writes in place (not an owned carry), a reshape of such a view (`x[i]`'s squeeze). The
         others copy, as every array form did: a view of a temporary could reach a carry."""
-        if eqn.primitive not in _VIEW_FORMS or not eqn.outvars[0].aval.ndim or \
+        if eqn.primitive not in flow_runs.VIEW_FORMS or not eqn.outvars[0].aval.ndim or \
                 not eqn.invars[0].aval.ndim or ins[0] in self.own_carries:
             return False
         return eqn.primitive is ix.dynamic_slice_p or ins[0] in self.views
@@ -392,7 +390,7 @@ class Function:
                 expr = cast(out.aval.dtype, expr)
         elif low is not None and low.array is not None:
             expr = low.array(ins, eqn)
-            if eqn.primitive in _VIEW_FORMS and out.aval.ndim and eqn.invars[0].aval.ndim \
+            if eqn.primitive in flow_runs.VIEW_FORMS and out.aval.ndim and eqn.invars[0].aval.ndim \
                     and not self._view(eqn, ins):
                 expr += ".copy()"
             if len(eqn.outvars) > 1:  # a tuple of new arrays (lu)
@@ -404,7 +402,7 @@ class Function:
                 expr = f"np.asarray({expr})[()]"  # carries unify (array forms may give 0-d)
         else:
             raise Unsupported(eqn.primitive.name)
-        if eqn.primitive not in _VIEW_FORMS:  # (those copy an owned carry: `_view`)
+        if eqn.primitive not in flow_runs.VIEW_FORMS:  # (those copy an owned carry: `_view`)
             # an array form may return a view of an operand (a transpose of one row does):
             # a carry it reads is no longer written in place
             self.shared.update(a for a in ins if a in self.own_carries)
@@ -541,9 +539,6 @@ def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: lis
     fn.outside.update(a for a in outside if isinstance(a, str))
     return own
 
-
-# Array forms that give a view of their operand (Function._view: kept or copied)
-_VIEW_FORMS = (ix.dynamic_slice_p, ls.reshape_p, ls.squeeze_p)
 
 # called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper
 _OPTIONS = 'error_model="numpy", cache=CACHE, fastmath=False, no_cfunc_wrapper=True'

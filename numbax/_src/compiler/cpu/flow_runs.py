@@ -81,15 +81,21 @@ def on_scalars(eqn: JaxprEqn, control_flow: bool) -> bool:
         v.aval.ndim == 0 for v in [*eqn.invars, *eqn.outvars])
 
 
+# Windows and reshapes: their array forms give views of their operands (an `x[i]` read of a
+# loop's data; control_flow.Function._view keeps or copies them)
+VIEW_FORMS = (ix.dynamic_slice_p, ls.reshape_p, ls.squeeze_p)
+
+
 def goes_first(eqn: JaxprEqn, control_flow: bool, pending: list[JaxprEqn]) -> bool:
     """Whether `eqn` can run before the loop nest of the equations `pending`, so that those
     after it may still join the nest: it maps scalars to scalars (`on_scalars`), or it is a
-    window or reshape (an `x[i]` read of a loop's data) that reads none of their values."""
+    window or reshape (`VIEW_FORMS`) that reads none of their values."""
     if on_scalars(eqn, control_flow):
         return True
+    if eqn.primitive not in VIEW_FORMS:
+        return False
     made = {v for e in pending for v in e.outvars}
-    return eqn.primitive in (ix.dynamic_slice_p, ls.reshape_p, ls.squeeze_p) and \
-        not any(x in made for x in eqn.invars if isinstance(x, Var))
+    return not any(x in made for x in eqn.invars if isinstance(x, Var))
 
 
 def joins(eqn: JaxprEqn, made: set[Var]) -> bool:

@@ -82,7 +82,7 @@ def _fastmath(name: str, other: ScalarRule | None,
     def rule(args, eqn):
         dtype = operand_dtype(eqn)
         if dtype in widths:
-            return f"{module}.{name}_{'f32' if dtype == np.float32 else 'f64'}({args[0]})"
+            return f"{module}.{name}_{_WIDTHS[dtype]}({args[0]})"
         return other(args, eqn)
 
     return rule
