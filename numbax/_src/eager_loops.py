@@ -59,9 +59,9 @@ def run(primitive: core.Primitive, args: list, params: dict) -> list | None:
 
 
 def _compiled(primitive: core.Primitive, args: list, params: dict) -> list | None:
-    """primitive(*args, **params) as a one-equation CPU program (compiler.compile keeps
-    programs it has built, so a loop traced again costs its trace and a lookup), or None
-    where it does not compile."""
+    """primitive(*args, **params) as a one-equation CPU program (compiler.compile keeps the
+    programs it has built by structure, so a loop traced again costs its trace and a key),
+    or None where it does not compile."""
     args = [core.to_numpy(a) for a in args]  # (a while loop's eager steps give Arrays)
     avals = [core.get_aval(a) for a in args]
     try:

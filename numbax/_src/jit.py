@@ -461,6 +461,7 @@ def clear_caches() -> None:
     for fun in list(_LIVE):
         fun._clear()
     jit_options.clear_shared_tables()
+    compiler.forget_built()
     compile_cache.clear()
 
 

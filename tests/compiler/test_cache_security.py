@@ -41,10 +41,10 @@ def _check_program():
 
 @pytest.fixture
 def cache_dir(tmp_path):
-    cache.clear()
+    numbax.clear_caches()
     with numbax.config.override("cache_dir", str(tmp_path / "c")):
         yield tmp_path / "c"
-    cache.clear()
+    numbax.clear_caches()
 
 
 def _kernel_module(cache_dir):
@@ -93,7 +93,7 @@ def test_the_attacks_work_on_plain_numba_and_python(tmp_path):
 
 def test_planted_nbi_is_never_read(cache_dir, tmp_path):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     kernel_py = _kernel_module(cache_dir)
     for base in _numba_bases(kernel_py):
         with open(cache_dir / "__pycache__" / (base + ".nbi"), "wb") as f:
@@ -106,7 +106,7 @@ def test_planted_nbi_is_never_read(cache_dir, tmp_path):
 @pytest.mark.parametrize("plant", ["raw_pickle", "sealed_with_another_key", "renamed_entry"])
 def test_planted_nbc_is_never_unpickled(cache_dir, tmp_path, plant):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     nbc = next((cache_dir / "__pycache__").glob("*.nbc"))
     payload = pickle.dumps(_Evil(tmp_path / "ran"))
     if plant == "raw_pickle":
@@ -127,7 +127,7 @@ def test_planted_nbc_is_never_unpickled(cache_dir, tmp_path, plant):
 
 def test_planted_pyc_never_runs_and_none_is_written(cache_dir, tmp_path):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     for py in cache_dir.glob("numbax_gen_*.py"):
         st = os.stat(py)
         evil = compile(f"import os; os.makedirs({str(tmp_path / 'ran')!r}, exist_ok=True)",
@@ -138,7 +138,7 @@ def test_planted_pyc_never_runs_and_none_is_written(cache_dir, tmp_path):
         os.chmod(pyc, 0o600)
     _check_program()
     assert not (tmp_path / "ran").exists()
-    cache.clear()
+    numbax.clear_caches()
     for pyc in (cache_dir / "__pycache__").glob("*.pyc"):
         pyc.unlink()
     _check_program()
@@ -160,13 +160,13 @@ def test_loose_directory_under_umask_000(tmp_path):
     try:
         root.mkdir(mode=0o755)
         os.chmod(root, 0o755)
-        cache.clear()
+        numbax.clear_caches()
         with numbax.config.override("cache_dir", str(root)):
             with pytest.warns(CacheWarning, match="0o755"):
                 _check_program()
     finally:
         os.umask(old)
-        cache.clear()
+        numbax.clear_caches()
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
     modes = _modes(root)
     assert any(name.endswith(".nbc") for name in modes) and "hmac.key" in modes
@@ -202,13 +202,13 @@ def test_another_users_directory_is_refused(tmp_path, monkeypatch):
     root = tmp_path / "theirs"
     root.mkdir(mode=0o700)
     _give_away(root, monkeypatch)
-    cache.clear()
+    numbax.clear_caches()
     with numbax.config.override("cache_dir", str(root)):
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
             _check_program()
             _check_program()
-    cache.clear()
+    numbax.clear_caches()
     found = [w for w in record if issubclass(w.category, CacheWarning)]
     assert len(found) == 1 and "belongs to user id" in str(found[0].message)
     assert os.listdir(root) == []
@@ -217,7 +217,7 @@ def test_another_users_directory_is_refused(tmp_path, monkeypatch):
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_another_users_files_in_our_directory_are_replaced(cache_dir):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     key = cache_security.load_key(cache_dir)
     kernel_py = _kernel_module(cache_dir)
     for path in (kernel_py, cache_dir / "hmac.key"):

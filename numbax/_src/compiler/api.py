@@ -20,6 +20,9 @@ BACKENDS: dict[str, Backend] = {"cpu": CpuBackend(), "cuda": CudaBackend()}
 _ALIASES = {"gpu": "cuda"}
 
 
+forget_built = pipeline.forget_built
+
+
 def get_backend(name: str) -> Backend:
     """The backend called `name` ("cpu", "cuda", or its alias "gpu")."""
     backend = BACKENDS.get(_ALIASES.get(name, name))

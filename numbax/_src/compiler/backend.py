@@ -100,6 +100,11 @@ class Backend(abc.ABC):
     def config_key(self) -> tuple:
         """The codegen knobs that change generated code (part of every disk-cache key)."""
 
+    def settings_key(self) -> tuple:
+        """Every setting a compile reads (config_key and rewrite's switches): a program
+        compiled under other settings is built again (pipeline.compile_with)."""
+        return self.config_key()
+
     def fusible(self, eqn: JaxprEqn) -> bool:
         return registry.fusible(eqn, self.name)
 

@@ -2,13 +2,21 @@
 partition into a kernel graph; the backend renders what comes out."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from numbax._src import typecheck
-from numbax._src.compiler import fusion, hoist, inline, passes, unroll, update_pads
+from numbax._src.compiler import fusion, hoist, inline, passes, program_key, unroll, update_pads
 from numbax._src.compiler.backend import Backend, Executable, Program
 from numbax._src.core import ClosedJaxpr, Jaxpr
+
+# Executables of programs without consts, by structure and settings, the least recently used
+# dropped first: an eager loop or a jit of a fresh lambda traced again builds nothing.
+MEMO_SIZE = 256
+_BUILT: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
 
 
 def prepare(jaxpr: Jaxpr) -> Jaxpr:
@@ -26,7 +34,34 @@ def prepare(jaxpr: Jaxpr) -> Jaxpr:
 
 def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = frozenset(),
                  name: str = "", device: Any = None) -> Executable:
-    """`closed` compiled by `backend` (donated: input positions outputs may be written into)."""
+    """`closed` compiled by `backend` (donated: input positions outputs may be written into);
+    a program equal to one compiled before (program_key.py) under the same settings gets the
+    Executable built then."""
+    structure = program_key.key(closed)
+    if structure is None:
+        return _build(closed, backend, donated, name, device)
+    memo_key = (structure, backend.name, backend.settings_key(), donated, name, device)
+    with _LOCK:
+        exe = _BUILT.get(memo_key)
+        if exe is not None:
+            _BUILT.move_to_end(memo_key)
+            return exe
+    exe = _build(closed, backend, donated, name, device)
+    with _LOCK:
+        _BUILT[memo_key] = exe
+        while len(_BUILT) > MEMO_SIZE:
+            _BUILT.popitem(last=False)
+    return exe
+
+
+def forget_built() -> None:
+    """Drops the Executables compile_with keeps (numbax.clear_caches)."""
+    with _LOCK:
+        _BUILT.clear()
+
+
+def _build(closed: ClosedJaxpr, backend: Backend, donated: frozenset, name: str,
+           device: Any) -> Executable:
     jaxpr = backend.rewrite(prepare(closed.jaxpr))
     nodes = fusion.partition(jaxpr, backend.fusible, backend.op_cost, backend.split_unrelated)
     consts: Sequence[Any] = closed.consts

@@ -91,6 +91,9 @@ class CpuBackend(Backend):
         # (which kernel loop bodies' products call: cpu/loop_products.py)
         return (*loops.CODEGEN_CONFIG, ("loop_products", loop_products.kind()))
 
+    def settings_key(self) -> tuple:
+        return (*self.config_key(), ("cpu_epilogues", config.hot("cpu_epilogues")))
+
     def fusible(self, eqn) -> bool:
         return not narrow_floats.touches(eqn) and registry.fusible(eqn, self.name)
 

@@ -29,6 +29,9 @@ class CudaBackend(Backend):
     def config_key(self) -> tuple:
         return self.config().key()
 
+    def settings_key(self) -> tuple:
+        return (*self.config_key(), ("cuda_epilogues", config.hot("cuda_epilogues")))
+
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         return driver.render_nest(nest, self.config())
 
