@@ -27,10 +27,10 @@ def _check_program():
 
 @pytest.fixture
 def cache_dir(tmp_path):
-    cache.clear()  # this process re-executes its modules against this test's directory
+    numbax.clear_caches()  # this process re-executes its modules against this test's directory
     with numbax.config.override("cache_dir", str(tmp_path / "c")):
         yield tmp_path / "c"
-    cache.clear()
+    numbax.clear_caches()
 
 
 def _cache_warnings(record):
@@ -54,7 +54,7 @@ def _only(paths):
 @pytest.mark.parametrize("kind", ["py", "nbc", "key"])
 def test_damaged_file_is_rebuilt(cache_dir, kind, how):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     kernel_py = _only([p for p in cache_dir.glob("numbax_gen_*.py")
                        if "@njit" in p.read_text()])
     nbc = _only(list((cache_dir / "__pycache__").glob("*.nbc")))
@@ -93,7 +93,7 @@ def test_full_disk_while_writing_modules(cache_dir, monkeypatch):
 
 def test_full_disk_while_saving_compiled_code(cache_dir, monkeypatch):
     _check_program()
-    cache.clear()
+    numbax.clear_caches()
     for path in (cache_dir / "__pycache__").glob("*.nbc"):
         path.unlink()
 
@@ -137,7 +137,7 @@ def test_file_size_limit_in_a_real_process(tmp_path):
 def test_unusable_cache_path_compiles_in_memory(tmp_path, where):
     (tmp_path / "file").write_text("not a directory")
     path = {"nul": str(tmp_path / "a\0b"), "under_a_file": str(tmp_path / "file" / "c")}[where]
-    cache.clear()
+    numbax.clear_caches()
     with numbax.config.override("cache_dir", path):
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
@@ -147,7 +147,7 @@ def test_unusable_cache_path_compiles_in_memory(tmp_path, where):
     found = _cache_warnings(record)
     assert len(found) == 1 and "compiles in memory" in str(found[0].message)
     assert cache.STATS["in_memory"] > in_memory
-    cache.clear()
+    numbax.clear_caches()
 
 
 def test_module_file_deleted_by_someone_else_while_loading(cache_dir, monkeypatch):
