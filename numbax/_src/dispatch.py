@@ -13,17 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes, eager_loops
+from numbax._src import core, eager_loops, host_eval
 from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
 from numbax._src.config import config
 from numbax._src.dtypes import kind_of
 from numbax._src.jit_run import run_executable
-from numbax._src.lax.convert import bitcast_convert_type_p
-from numbax._src.lax.elementwise import nextafter_p
 from numbax._src.sharding import api as sharding_api
 
+host_eval.NEEDS_APPLY.update(sharding_api.LAYOUT_PRIMITIVES)  # (relaid out after their impl)
 _GPU_CACHE: dict[tuple, Any] = {}
 GPU_FALLBACKS: dict[tuple, str] = {}  # key -> why it runs on the host (for debugging)
 _HOST = object()
@@ -47,7 +46,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     args = [core.to_numpy(x) for x in tracers]
     outs = eager_loops.run(primitive, args, params) if primitive in eager_loops.LOOPS else None
     if outs is None:
-        args, impl_params = _host_operands(args, primitive, params)
+        args, impl_params = host_eval.host_operands(args, primitive, params)
         outs = impl(*args, **impl_params)
     if out_avals is not None and len(outs) != len(out_avals):
         raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
@@ -74,29 +73,6 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     if config.jax_debug_nans or config.jax_debug_infs:
         check_nans(primitive, results)
     return results
-
-
-def _host_operands(args: list, primitive: core.Primitive, params: dict) -> tuple:
-    """The impl's operands and params: bfloat16 operands and dtype params become float32, so
-    every numpy implementation runs (numpy and scipy know no bfloat16) and computes as compiled
-    code does; apply_primitive rounds the results back to bfloat16. Bit casts and nextafter
-    run on bfloat16 itself; control flow keeps its operands (its body's equations are rounded
-    one by one)."""
-    if not any(a.dtype == dtypes.bfloat16 for a in args) and not any(
-            _is_bfloat16(v) for v in params.values()):
-        return args, params
-    if primitive in _ON_BFLOAT16 or next(core.jaxprs_in_params(params), None) is not None:
-        return args, params
-    return ([a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args],
-            {k: np.dtype(np.float32) if _is_bfloat16(v) else v for k, v in params.items()})
-
-
-# their results depend on bfloat16's own bits or precision: numpy's (ml_dtypes') loops run them
-_ON_BFLOAT16 = frozenset({bitcast_convert_type_p, nextafter_p})
-
-
-def _is_bfloat16(param: Any) -> bool:
-    return isinstance(param, np.dtype) and param == dtypes.bfloat16
 
 
 def check_nans(primitive: core.Primitive, results: list) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, dtypes
+from numbax._src import core, dtypes, host_eval
 from numbax._src import tree_util as tu
 from numbax._src.core import ClosedJaxpr, Primitive
 from numbax._src.dtypes import kind_of
@@ -53,8 +53,9 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     consts, carry, xs = _split(args, num_consts, num_carry)
     ys_per_step = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
+    body = _eager_body(jaxpr, args)
     for i in steps:
-        outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *[x[i] for x in xs])
+        outs = body(*consts, *carry, *[x[i] for x in xs])
         carry, ys = outs[:num_carry], outs[num_carry:]
         ys_per_step.append([np.asarray(y) for y in ys])
     if reverse:
@@ -132,14 +133,23 @@ def while_steps(args: Sequence[Any], limit: float, *, cond_jaxpr, body_jaxpr, co
     """At most `limit` eager steps of a while loop on its operands: (the operands after them,
     whether the condition ended the loop)."""
     cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    cond, body = _eager_body(cond_jaxpr, args), _eager_body(body_jaxpr, args)
     steps = 0
-    while bool(np.asarray(core.eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts,
-                                          *cond_consts, *carry)[0])):
+    while bool(np.asarray(cond(*cond_consts, *carry)[0])):
         if steps >= limit:
             return [*cond_consts, *body_consts, *carry], False
-        carry = core.eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *body_consts, *carry)
+        carry = body(*body_consts, *carry)
         steps += 1
     return [*cond_consts, *body_consts, *carry], True
+
+
+def _eager_body(closed: ClosedJaxpr, operands: Sequence[Any]) -> Callable[..., list]:
+    """`closed` as a function for an eager loop's steps: equation by equation through their
+    implementations on numpy values where it can (host_eval.py: same bits, ~10x less time
+    an equation), else through eval_jaxpr."""
+    fast = None if any(isinstance(x, core.Tracer) for x in operands) else \
+        host_eval.evaluator(closed, (scan_p, while_p))
+    return fast or (lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs))
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

@@ -1,0 +1,86 @@
+"""Eager loop steps through host_eval's direct evaluator give eval_jaxpr's bits, and it stands
+aside where an equation needs the dispatcher."""
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+from numbax._src import host_eval
+from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax.control_flow import loops
+
+
+def _both(run):
+    """run() with the direct evaluator, then with every loop body through eval_jaxpr."""
+    fast = numbax.tree.map(np.asarray, run())
+    real = host_eval.evaluator
+    try:
+        host_eval.evaluator = lambda closed, keep_out: None
+        slow = numbax.tree.map(np.asarray, run())
+    finally:
+        host_eval.evaluator = real
+    return fast, slow
+
+
+def _same_bits(fast, slow):
+    for a, b in zip(numbax.tree.leaves(fast), numbax.tree.leaves(slow), strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), (a, b)
+
+
+X = np.linspace(-1.5, 2.5, 6).astype(np.float32)
+
+# (each short enough to stay eager: under eager_loops.MIN_STEPS steps)
+PROGRAMS = {
+    "transcendental chain with literals": lambda: lax.fori_loop(
+        0, 40, lambda i, c: jnp.tanh(c * 0.9 + jnp.sin(c) * 0.25) + 0.01 * i, jnp.asarray(X)),
+    "bfloat16 carry": lambda: lax.fori_loop(
+        0, 30, lambda i, c: c * jnp.bfloat16(1.01) + jnp.exp(-c) + lax.erf(c) * 0.1,
+        jnp.asarray(X, jnp.bfloat16)),
+    "int32 wrapping and a Python-int carry": lambda: lax.while_loop(
+        lambda c: c[0] < 50, lambda c: (c[0] + 1, c[1] * 7 + 3), (0, jnp.int32(5))),
+    "cond and reduction in the body": lambda: lax.fori_loop(
+        0, 25, lambda i, c: lax.cond(c.sum() > 3.0, lambda v: v * 0.5, lambda v: v + 1.0, c),
+        jnp.asarray(X)),
+    "scan with xs, reversed, emitting ys": lambda: lax.scan(
+        lambda c, x: (c * 0.5 + x, jnp.cos(c) * x), jnp.zeros(3, jnp.float32),
+        jnp.asarray(np.arange(60, dtype=np.float32).reshape(20, 3) / 7), reverse=True),
+    "dynamic index of a closed-over array": lambda: lax.fori_loop(
+        0, 40, lambda i, c: c + jnp.asarray(X)[i % 6] * c, jnp.float32(0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_direct_steps_give_eval_jaxprs_bits(name):
+    fast, slow = _both(PROGRAMS[name])
+    _same_bits(fast, slow)
+
+
+def test_a_while_loop_matches_a_python_loop():
+    out = lax.while_loop(lambda c: c[1] < 100.0, lambda c: (c[0] + 1, c[1] * 1.5 + 0.25),
+                         (0, jnp.float32(1.0)))
+    n, v = 0, np.float32(1.0)
+    while v < 100.0:
+        n, v = n + 1, v * np.float32(1.5) + np.float32(0.25)
+    assert int(out[0]) == n and np.float32(out[1]) == v
+
+
+def _closed(fun, *args):
+    avals = [numbax.core.get_aval(np.asarray(a)) for a in args]
+    return pe.trace_to_closed_jaxpr(lambda *xs: [fun(*xs)], avals)
+
+
+def test_it_stands_aside_for_loops_and_nan_checks():
+    plain = _closed(lambda x: jnp.tanh(x) * 2.0, X)
+    assert host_eval.evaluator(plain, (loops.scan_p, loops.while_p)) is not None
+    nested = _closed(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), X)
+    assert host_eval.evaluator(nested, (loops.scan_p, loops.while_p)) is None
+    with numbax.config.override("jax_debug_nans", True):
+        assert host_eval.evaluator(plain, ()) is None
+
+
+def test_nans_are_still_reported_inside_eager_loops():
+    with numbax.config.override("jax_debug_nans", True), \
+            pytest.raises(FloatingPointError, match="nan"):
+        lax.fori_loop(0, 5, lambda i, c: jnp.log(c - 2.0), jnp.asarray(X))
