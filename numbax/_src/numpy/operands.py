@@ -32,8 +32,52 @@ def _scalar_or_array(x: Any, fun_name: str) -> Any:
     )
 
 
+def _one_strong_dtype(args: tuple) -> np.dtype | None:
+    """The dtype of args when each Array or tracer among them has that one dtype, none weakly
+    typed, and the rest are Python scalars that take it (ints everywhere but bool, floats in
+    floating and complex dtypes): operands promotion leaves as they are, or turns a scalar
+    into that dtype. The common case, answered without the lattice (which cost 8-17 us of an
+    eager call's 25-45); else None."""
+    dtype = None
+    scalars = False
+    for x in args:
+        if type(x) is Array:
+            if x._weak_type or (dtype is not None and x._value.dtype != dtype):
+                return None
+            dtype = x._value.dtype
+        elif isinstance(x, core.Tracer):
+            aval = x.aval
+            if aval.weak_type or (dtype is not None and aval.dtype != dtype):
+                return None
+            dtype = aval.dtype
+        elif type(x) is int or type(x) is float:
+            scalars = True
+        else:
+            return None
+    if dtype is None:
+        return None
+    kind = kind_of(dtype)
+    if kind not in "iufc" if scalars else kind not in "biufc":
+        return None
+    if scalars and kind in "iu" and any(type(x) is float for x in args):
+        return None  # (an int array and a Python float give a float)
+    return dtype
+
+
+def _fast_promotion(args: tuple) -> list | None:
+    """promote_dtypes' result where _one_strong_dtype answers, else None."""
+    dtype = _one_strong_dtype(args)
+    if dtype is None:
+        return None
+    return [Array._from_numpy(dtypes.python_scalar_value(x, dtype), weak_type=False)
+            if type(x) is int or type(x) is float else x for x in args]
+
+
 def promote_dtypes(fun_name: str, *args: Any) -> list[Any]:
     """Converts args to their common dtype (NumPy 2 rules, Python scalars weak)."""
+    fast = _fast_promotion(args)
+    if fast is not None:
+        return fast
     args = [_scalar_or_array(x, fun_name) for x in args]
     avals = [get_aval(x) for x in args]
     # JAX's lattice has no weak bool: Python bools (and weak bool results) promote as strong.
@@ -72,6 +116,9 @@ def refuse_complex(fun_name: str, x: Any) -> None:
 
 def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
     """Like promote_dtypes, then to the float dtype numpy's math functions return."""
+    dtype = _one_strong_dtype(args)
+    if dtype is not None and kind_of(dtype) in "fc":
+        return _fast_promotion(args)
     args = promote_dtypes(fun_name, *args)
     aval = get_aval(args[0])
     dtype = dtypes.to_inexact(aval.dtype)
