@@ -70,7 +70,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
     if primitive in sharding_api.LAYOUT_PRIMITIVES or sharding_api.has_sharded(tracers):
         results = sharding_api.relayout(primitive, tracers, params, results)
-    if config.jax_debug_nans or config.jax_debug_infs:
+    if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
         check_nans(primitive, results)
     return results
 
@@ -128,7 +128,7 @@ def _on_gpu(primitive: core.Primitive, tracers, params: dict) -> list | None:
     if exe is _HOST:
         return None
     results = run_executable(exe, list(tracers))
-    if config.jax_debug_nans or config.jax_debug_infs:
+    if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
         check_nans(primitive, results)
     return results
 

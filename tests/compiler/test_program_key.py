@@ -7,7 +7,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax import lax
 from numbax._src import core
-from numbax._src.compiler import pipeline, program_key
+from numbax._src.compiler import api, pipeline, program_key
 from numbax._src.interpreters import partial_eval as pe
 
 X = np.linspace(-2.0, 3.0, 12).astype(np.float32)
@@ -125,3 +125,11 @@ def test_the_memo_keeps_at_most_its_size(builds, monkeypatch):
     numbax.jit(lambda x: x + 0.0)(X)  # dropped first: built again
     numbax.jit(lambda x: x + 4.0)(X)  # kept
     assert len(builds) == 6
+
+
+def test_settings_without_a_hash_build_every_time(builds):
+    closed = pe.trace_to_closed_jaxpr(lambda x: [x * 2.0], [core.get_aval(X)])
+    for _ in range(2):  # (a device object without a hash stands for one here)
+        exe = pipeline.compile_with(closed, api.get_backend("cpu"), device=[])
+        np.testing.assert_array_equal(exe(X)[0], X * 2.0)
+    assert len(builds) == 2

@@ -38,9 +38,13 @@ def compile_with(closed: ClosedJaxpr, backend: Backend, donated: frozenset = fro
     a program equal to one compiled before (program_key.py) under the same settings gets the
     Executable built then."""
     structure = program_key.key(closed)
+    memo_key = (structure, backend.name, backend.settings_key(), donated, name, device)
+    try:
+        hash(memo_key)  # (a device or sharding without a hash: built every time)
+    except TypeError:
+        structure = None
     if structure is None:
         return _build(closed, backend, donated, name, device)
-    memo_key = (structure, backend.name, backend.settings_key(), donated, name, device)
     with _LOCK:
         exe = _BUILT.get(memo_key)
         if exe is not None:
