@@ -9,7 +9,9 @@ eager equation-steps of a 20,000-step while loop took 35 ms a call (JAX's whole 
 `evaluator(closed, keep_out)` gives a function of numpy operands that calls each equation's
 implementation directly, with the operands and result dtypes `dispatch.apply_primitive`
 gives it: literals as `to_numpy` makes them, bfloat16 widened by `host_operands`, results
-cast to the equation's output dtypes. So a loop gives the same bits either way. None where
+cast to the equation's output dtypes. So a loop gives the same bits either way. A step runs
+under one numpy error-state context, so elementwise equations use their impls without their
+own (`elementwise.LOUD_IMPLS`). None where
 an equation needs apply_primitive itself: the primitives in `keep_out` (loops, which
 eager_loops may compile), those the dispatcher marks (`NEEDS_APPLY`: sharded layouts),
 extended dtypes (typed keys); and while jax_debug_nans or jax_debug_infs is on.
@@ -26,7 +28,7 @@ from numbax._src.avals import literal_value
 from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Literal, Primitive
 from numbax._src.lax.convert import bitcast_convert_type_p
-from numbax._src.lax.elementwise import nextafter_p
+from numbax._src.lax.elementwise import LOUD_IMPLS, nextafter_p
 
 NEEDS_APPLY: set[Primitive] = set()  # filled by dispatch.py: primitives only it runs right
 
@@ -64,7 +66,7 @@ def evaluator(closed: ClosedJaxpr, keep_out: Collection[Primitive]
     plan = []
     for eqn in jaxpr.eqns:
         primitive = eqn.primitive
-        impl = core.impl_rules.get(primitive)
+        impl = LOUD_IMPLS.get(primitive) or core.impl_rules.get(primitive)
         avals = [x.aval for x in (*eqn.invars, *eqn.outvars)]
         if impl is None or primitive in keep_out or primitive in NEEDS_APPLY or \
                 primitive not in core.abstract_eval_rules or \
@@ -82,6 +84,10 @@ def evaluator(closed: ClosedJaxpr, keep_out: Collection[Primitive]
                if isinstance(x, Literal) else x for x in jaxpr.outvars]
 
     def run(*args: Any) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):  # (what each elementwise impl would set: LOUD_IMPLS)
+            return steps(*args)
+
+    def steps(*args: Any) -> list[np.ndarray]:
         env: dict[Any, np.ndarray] = dict(zip(jaxpr.constvars, consts, strict=True))
         env.update(zip(jaxpr.invars, map(_host_value, args), strict=True))
         for primitive, impl, operands, params, widen, outs, out_dtypes in plan:
