@@ -34,7 +34,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         outs = _on_gpu(primitive, tracers, params)
         if outs is not None:
             return outs
-    if sharding_api.has_local_boxes(tracers):  # an array spanning processes: no value here
+    sharded = sharding_api.has_sharded(tracers)
+    if sharded and sharding_api.has_local_boxes(tracers):  # spanning processes: no value here
         return sharding_api.apply_to_boxes(primitive, tracers, params)
     impl = core.impl_rules.get(primitive)
     if impl is None:
@@ -68,7 +69,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         elif caller_arrays:
             out = unaliased(out, caller_arrays)  # a view of (or one of) the caller's arrays
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
-    if primitive in sharding_api.LAYOUT_PRIMITIVES or sharding_api.has_sharded(tracers):
+    if sharded or primitive in sharding_api.LAYOUT_PRIMITIVES:
         results = sharding_api.relayout(primitive, tracers, params, results)
     if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
         check_nans(primitive, results)

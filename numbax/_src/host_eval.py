@@ -42,7 +42,8 @@ def host_operands(args: list, primitive: Primitive, params: dict) -> tuple:
     code does; the caller rounds the results back to bfloat16. Bit casts and nextafter run on
     bfloat16 itself; control flow keeps its operands (its body's equations are rounded one by
     one)."""
-    if not any(a.dtype == dtypes.bfloat16 for a in args) and not any(
+    # (numpy gives bfloat16, like every ml_dtypes type, the kind "V": the common case first)
+    if all(a.dtype.kind != "V" or a.dtype != dtypes.bfloat16 for a in args) and not any(
             _is_bfloat16(v) for v in params.values()):
         return args, params
     if primitive in _ON_BFLOAT16 or next(core.jaxprs_in_params(params), None) is not None:
