@@ -11,10 +11,10 @@ implementation directly, with the operands and result dtypes `dispatch.apply_pri
 gives it: literals as `to_numpy` makes them, bfloat16 widened by `host_operands`, results
 cast to the equation's output dtypes. So a loop gives the same bits either way. A step runs
 under one numpy error-state context, so elementwise equations use their impls without their
-own (`elementwise.LOUD_IMPLS`). None where
-an equation needs apply_primitive itself: the primitives in `keep_out` (loops, which
-eager_loops may compile), those the dispatcher marks (`NEEDS_APPLY`: sharded layouts),
-extended dtypes (typed keys); and while jax_debug_nans or jax_debug_infs is on.
+own (`elementwise.LOUD_IMPLS`). It is None where an equation needs apply_primitive itself:
+the primitives in `keep_out` (loops, which eager_loops may compile), those the dispatcher
+marks (`NEEDS_APPLY`: sharded layouts), extended dtypes; and while jax_debug_nans or
+jax_debug_infs is on.
 """
 from __future__ import annotations
 
@@ -93,9 +93,10 @@ def evaluator(closed: ClosedJaxpr, keep_out: Collection[Primitive]
         env.update(zip(jaxpr.invars, map(_host_value, args), strict=True))
         for primitive, impl, operands, params, widen, outs, out_dtypes in plan:
             values = [x.value if type(x) is _Operand else env[x] for x in operands]
+            impl_params = params
             if widen:
-                values, params = host_operands(values, primitive, params)
-            results = impl(*values, **params)
+                values, impl_params = host_operands(values, primitive, params)
+            results = impl(*values, **impl_params)
             if len(results) != len(outs):
                 raise ValueError(f"{primitive.name}: the implementation returned "
                                  f"{len(results)} outputs, its abstract evaluation "
