@@ -1,6 +1,7 @@
 """dot_general: contraction with batch dimensions, the one primitive that becomes a BLAS call."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,10 +76,9 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     batch_shape = [lhs.shape[d] for d in lb]
     lf_shape, rf_shape = [lhs.shape[d] for d in lf], [rhs.shape[d] for d in rf]
-    b = int(np.prod(batch_shape, dtype=np.int64))
-    m = int(np.prod(lf_shape, dtype=np.int64))
-    n = int(np.prod(rf_shape, dtype=np.int64))
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    # (math.prod: np.prod's reduction machinery took ~16 us of a small eager product's ~100)
+    b, m, n = math.prod(batch_shape), math.prod(lf_shape), math.prod(rf_shape)
+    k = math.prod(lhs.shape[d] for d in lc)
     a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(b, m, k)
     c = np.transpose(rhs, (*rb, *rc, *rf)).reshape(b, k, n)
     return [np.matmul(a, c).reshape((*batch_shape, *lf_shape, *rf_shape))]
