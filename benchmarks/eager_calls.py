@@ -24,6 +24,7 @@ def cases(jax, lax, jnp):
     compiler/program_key.py)."""
     x = jnp.ones(4, jnp.float32)
     xs = jnp.ones((5000, 4), jnp.float32)
+    m, v = jnp.ones((8, 8), jnp.float32), jnp.ones(8, jnp.float32)
 
     def fori_body(i, c):
         return jnp.tanh(c * 0.9 + 0.1)
@@ -53,6 +54,10 @@ def cases(jax, lax, jnp):
         "jit(fresh lambda)": lambda: jax.jit(lambda v: jnp.tanh(v * 2.0 + 1.0).sum())(x),
         "x * 0.999": lambda: x * 0.999,
         "jnp.tanh(x)": lambda: jnp.tanh(x),
+        "m.sum(), 8 x 8": lambda: m.sum(),
+        "m @ v, 8 x 8": lambda: m @ v,
+        "jnp.where(v > 0, v, 0)": lambda: jnp.where(v > 0, v, 0.0),
+        "m[1]": lambda: m[1],
     }
 
 

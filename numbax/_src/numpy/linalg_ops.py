@@ -69,15 +69,21 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
             f"numbax.numpy.matmul: a has shape {sa} and b has shape {sb}; matmul needs arrays "
             "of rank >= 1. Use multiply for scalars."
         )
-    a2 = shape_ops.reshape(a, (1, sa[0])) if len(sa) == 1 else a
-    b2 = shape_ops.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
-    sa2, sb2 = get_aval(a2).shape, get_aval(b2).shape
+    sa2 = (1, sa[0]) if len(sa) == 1 else sa  # a vector as a row (a) or a column (b)
+    sb2 = (sb[0], 1) if len(sb) == 1 else sb
     if sa2[-1] != sb2[-2]:
         raise ShapeDtypeError(
             f"numbax.numpy.matmul: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa2[-1]}) must equal the second-to-last axis of b ({sb2[-2]})."
         )
+    if len(sa2) == 2 and len(sb2) == 2 and (len(sa) == 1 or len(sb) == 1):
+        # a vector and a matrix (or two vectors): one dot_general on them as they are, JAX's
+        # form (a reshape and a squeeze around it cost two more eager dispatches)
+        return _dot_general(a, b, ((len(sa) - 1,), (0,)), ((), ()), precision=precision,
+                            preferred_element_type=preferred_element_type)
     batch = ufuncs.broadcast_shapes("matmul", sa2[:-2], sb2[:-2])  # (the error for a mismatch)
+    a2 = shape_ops.reshape(a, sa2) if len(sa) == 1 else a
+    b2 = shape_ops.reshape(b, sb2) if len(sb) == 1 else b
     out = _broadcast_product(a2, b2, len(batch), precision, preferred_element_type)
     drop = []
     if len(sa) == 1:
