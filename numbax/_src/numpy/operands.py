@@ -67,8 +67,11 @@ def _one_strong_dtype(args: tuple) -> np.dtype | None:
 def _fast_promotion(args: tuple) -> list | None:
     """promote_dtypes' result where _one_strong_dtype answers, else None."""
     dtype = _one_strong_dtype(args)
-    if dtype is None:
-        return None
+    return None if dtype is None else _scalars_as(args, dtype)
+
+
+def _scalars_as(args: tuple, dtype: np.dtype) -> list:
+    """args with their Python scalars made strong Arrays of `dtype` (as _convert makes them)."""
     return [Array._from_numpy(dtypes.python_scalar_value(x, dtype), weak_type=False)
             if type(x) is int or type(x) is float else x for x in args]
 
@@ -118,7 +121,7 @@ def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
     """Like promote_dtypes, then to the float dtype numpy's math functions return."""
     dtype = _one_strong_dtype(args)
     if dtype is not None and kind_of(dtype) in "fc":
-        return _fast_promotion(args)
+        return _scalars_as(args, dtype)
     args = promote_dtypes(fun_name, *args)
     aval = get_aval(args[0])
     dtype = dtypes.to_inexact(aval.dtype)
