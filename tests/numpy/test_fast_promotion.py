@@ -1,5 +1,5 @@
-"""The promotion shortcut (operands._fast_promotion: operands of one strong dtype, Python
-scalars that take it) gives exactly what JAX's lattice gives, and errors where it does."""
+"""The promotion shortcut (operands._fast_promotion: operands of one dtype, all strong or all
+weak, Python scalars that take it) gives exactly what JAX's lattice gives, and errors where it does."""
 import itertools
 
 import numpy as np
@@ -28,17 +28,23 @@ def _outcome(fn):
         return type(e)
 
 
-@pytest.mark.parametrize("dtype,weak", itertools.product(DTYPES, [False, True]))
-def test_shortcut_equals_the_lattice(dtype, weak, monkeypatch):
+@pytest.mark.parametrize("dtype,weak,x64", itertools.product(DTYPES, [False, True],
+                                                             [True, False]))
+def test_shortcut_equals_the_lattice(dtype, weak, x64, monkeypatch):
+    with numbax.enable_x64(x64):
+        _compare_paths(dtype, weak, monkeypatch)
+
+
+def _compare_paths(dtype, weak, monkeypatch):
     x, y = _array(dtype, weak), _array(dtype, False)
-    operand_lists = [(x, y), (x, x, y)] + [(x, s) for s in SCALARS] + \
-        [(s, x) for s in SCALARS] + [(x, s, y) for s in SCALARS]
+    operand_lists = [(x, y), (x, x), (x, x, y)] + [(x, s) for s in SCALARS] + \
+        [(s, x) for s in SCALARS] + [(x, s, y) for s in SCALARS] + [(x, s, x) for s in SCALARS]
     for args in operand_lists:
         for promote in (operands.promote_dtypes, operands.promote_dtypes_inexact):
             fast = _outcome(lambda: promote("f", *args))  # noqa: B023 (called at once)
             with monkeypatch.context() as m:
                 m.setattr(operands, "_fast_promotion", lambda args: None)
-                m.setattr(operands, "_one_strong_dtype", lambda args: None)
+                m.setattr(operands, "_one_dtype", lambda args: None)
                 lattice = _outcome(lambda: promote("f", *args))  # noqa: B023
             assert fast == lattice, (promote.__name__, args)
 
@@ -50,3 +56,7 @@ def test_the_shortcut_is_taken_for_the_common_cases():
     assert operands._fast_promotion((jnp.ones(3, jnp.int32), 2)) is not None
     assert operands._fast_promotion((jnp.ones(3, jnp.int32), 2.5)) is None  # int and float
     assert operands._fast_promotion((f32, jnp.ones(3, jnp.float16))) is None
+    counter = jnp.asarray(3)  # weak, the default int
+    assert operands._fast_promotion((counter, 1)) is not None
+    assert operands._fast_promotion((counter, 1.5)) is None
+    assert operands._fast_promotion((counter, jnp.ones((), counter.dtype))) is None  # weak, strong

@@ -141,6 +141,7 @@ def _reduce_precision_abstract_eval(x: ShapedArray, *, exponent_bits, mantissa_b
 
 reduce_precision_p = Primitive("reduce_precision")
 core.abstract_eval_rules[reduce_precision_p] = _reduce_precision_abstract_eval
+core.avals_only.add(reduce_precision_p)
 core.impl_rules[reduce_precision_p] = lambda x, **params: [_reduce_precision_impl(x, **params)]
 ad.deflinear(reduce_precision_p,
              lambda cts, x, **params: [reduce_precision_p.bind(cts[0], **params)])

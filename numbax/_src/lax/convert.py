@@ -70,6 +70,7 @@ def _convert_transpose(cts, x, *, new_dtype, weak_type):
 
 
 core.abstract_eval_rules[convert_element_type_p] = _convert_abstract_eval
+core.avals_only.add(convert_element_type_p)
 core.impl_rules[convert_element_type_p] = _convert_impl
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
@@ -105,6 +106,7 @@ def _bitcast_impl(x, *, new_dtype):
 
 
 core.abstract_eval_rules[bitcast_convert_type_p] = _bitcast_abstract_eval
+core.avals_only.add(bitcast_convert_type_p)
 core.impl_rules[bitcast_convert_type_p] = _bitcast_impl
 ad.non_differentiable.add(bitcast_convert_type_p)
 batching.defvectorized(bitcast_convert_type_p)

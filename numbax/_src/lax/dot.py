@@ -173,6 +173,7 @@ def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, precision,
 
 
 core.abstract_eval_rules[dot_general_p] = _dot_general_abstract_eval
+core.avals_only.add(dot_general_p)
 core.impl_rules[dot_general_p] = _dot_general_impl
 ad.jvp_rules[dot_general_p] = _dot_general_jvp
 ad.transpose_rules[dot_general_p] = _dot_general_transpose

@@ -118,6 +118,7 @@ def unop(name: str, impl: Callable, kinds: str = _FLOAT,
          out_dtype: Callable | None = None) -> Primitive:
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = _unary_abstract_eval(name, kinds, out_dtype)
+    core.avals_only.add(prim)
     core.impl_rules[prim] = lambda x, **params: [_quiet(impl, x, **params)]
     LOUD_IMPLS[prim] = lambda x, **params: [impl(x, **params)]
     batching.defvectorized(prim)
@@ -255,6 +256,7 @@ def binop(name: str, impl: Callable, kinds: str = _NUMERIC,
           out_dtype: Callable | None = None) -> Primitive:
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = _binary_abstract_eval(name, kinds, out_dtype)
+    core.avals_only.add(prim)
     core.impl_rules[prim] = lambda x, y, **params: [_quiet(impl, x, y, **params)]
     LOUD_IMPLS[prim] = lambda x, y, **params: [impl(x, y, **params)]
     batching.defbroadcasting(prim)

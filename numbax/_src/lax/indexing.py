@@ -170,6 +170,7 @@ def _dynamic_slice_batch(axis_size, vals, dims, *, slice_sizes):
 
 
 core.abstract_eval_rules[dynamic_slice_p] = _dynamic_slice_abstract_eval
+core.avals_only.add(dynamic_slice_p)
 core.impl_rules[dynamic_slice_p] = _dynamic_slice_impl
 ad.jvp_rules[dynamic_slice_p] = _dynamic_slice_jvp
 ad.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
@@ -276,6 +277,7 @@ def _dus_batch(axis_size, vals, dims):
 
 
 core.abstract_eval_rules[dynamic_update_slice_p] = _dus_abstract_eval
+core.avals_only.add(dynamic_update_slice_p)
 core.impl_rules[dynamic_update_slice_p] = _dus_impl
 ad.jvp_rules[dynamic_update_slice_p] = _dus_jvp
 ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
@@ -457,6 +459,7 @@ def _batch_merged_into_an_axis(axis_size: int, x: Any, idx: Any, axes, mode: str
 
 
 core.abstract_eval_rules[gather_p] = _gather_abstract_eval
+core.avals_only.add(gather_p)
 core.impl_rules[gather_p] = _gather_impl
 ad.jvp_rules[gather_p] = _gather_jvp
 ad.transpose_rules[gather_p] = _gather_transpose

@@ -34,6 +34,7 @@ def _iota_impl(*, dtype, shape, dimension):
 
 
 core.abstract_eval_rules[iota_p] = _iota_abstract_eval
+core.avals_only.add(iota_p)
 core.impl_rules[iota_p] = _iota_impl
 ad.non_differentiable.add(iota_p)
 batching.batch_rules[iota_p] = lambda axis_size, vals, dims, **params: (

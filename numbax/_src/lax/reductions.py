@@ -43,6 +43,7 @@ def _reduce_batch(prim: Primitive) -> Callable:
 def reduction(name: str, impl: Callable, kinds: str | None = None) -> Primitive:
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = _reduce_abstract_eval(name, kinds)
+    core.avals_only.add(prim)
     core.impl_rules[prim] = lambda x, *, axes: [np.asarray(impl(x, axis=axes))]
     batching.batch_rules[prim] = _reduce_batch(prim)
     return prim
@@ -157,6 +158,7 @@ def _argminmax(name: str, impl: Callable) -> Primitive:
         return [prim.bind(x, axes=(axes[0] + 1,), index_dtype=index_dtype)], [0]
 
     core.abstract_eval_rules[prim] = abstract_eval
+    core.avals_only.add(prim)
     # numpy's argmax/argmin pick the first occurrence, and the first NaN wins (as in JAX).
     core.impl_rules[prim] = lambda x, *, axes, index_dtype: [
         np.asarray(impl(x, axis=axes[0])).astype(index_dtype)]
@@ -201,6 +203,7 @@ def cumulative(name: str, accumulate: Callable, kinds: str) -> Primitive:
         return [prim.bind(x, axis=axis + 1, reverse=reverse)], [0]
 
     core.abstract_eval_rules[prim] = _cumulative_abstract_eval(name, kinds)
+    core.avals_only.add(prim)
     core.impl_rules[prim] = _cumulative_impl(accumulate)
     batching.batch_rules[prim] = batch
     return prim

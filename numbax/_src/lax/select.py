@@ -77,6 +77,7 @@ def _select_n_transpose(cts, which, *cases):
 
 
 core.abstract_eval_rules[select_n_p] = _select_n_abstract_eval
+core.avals_only.add(select_n_p)
 core.impl_rules[select_n_p] = _select_n_impl
 ad.jvp_rules[select_n_p] = _select_n_jvp
 ad.transpose_rules[select_n_p] = _select_n_transpose
@@ -101,6 +102,7 @@ def _clamp_abstract_eval(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> li
 
 
 core.abstract_eval_rules[clamp_p] = _clamp_abstract_eval
+core.avals_only.add(clamp_p)
 core.impl_rules[clamp_p] = lambda lo, x, hi: [extrema.minimum(extrema.maximum(x, lo), hi)]
 def _clamp_jvp_lo(t, ans, lo, x, hi):
     ew = _ew()

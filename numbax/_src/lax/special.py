@@ -68,6 +68,7 @@ def _nary(name: str, impl: Any, arity: int) -> Primitive:
     """An elementwise floating primitive of `arity` operands of one dtype (rank 0 broadcasts)."""
     prim = Primitive(name)
     core.abstract_eval_rules[prim] = ew._binary_abstract_eval(name, ew._REAL_FLOAT, None)
+    core.avals_only.add(prim)
     core.impl_rules[prim] = lambda *xs: [impl(*xs)]
     if arity == 1:
         batching.defvectorized(prim)

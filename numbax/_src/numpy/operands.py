@@ -32,47 +32,58 @@ def _scalar_or_array(x: Any, fun_name: str) -> Any:
     )
 
 
-def _one_strong_dtype(args: tuple) -> np.dtype | None:
-    """The dtype of args when each Array or tracer among them has that one dtype, none weakly
-    typed, and the rest are Python scalars that take it (ints everywhere but bool, floats in
+# The dtype of each kind that all-weak operands keep (the others the lattice widens to these).
+_WEAK_DEFAULTS = {"i": lambda: dtypes.python_scalar_dtype(0),
+                  "f": lambda: dtypes.python_scalar_dtype(0.0),
+                  "c": lambda: dtypes.python_scalar_dtype(0j)}
+
+
+def _one_dtype(args: tuple) -> tuple[np.dtype, bool] | None:
+    """(dtype, weak) when each Array or tracer among args has that one dtype and that one weak
+    flag, and the rest are Python scalars that take it (ints everywhere but bool, floats in
     floating and complex dtypes): operands promotion leaves as they are, or turns a scalar
-    into that dtype. The common case, answered without the lattice (which cost 8-17 us of an
-    eager call's 25-45); else None."""
-    dtype = None
+    into that dtype. (JAX's lattice: one dtype, all strong, stays; all weak, the bound of the
+    strong dtypes, the same one, stays weak.) The common case, answered without the lattice
+    (which cost 8-17 us of an eager call's 25-45); else None."""
+    dtype = weak = None
     scalars = False
     for x in args:
         if type(x) is Array:
-            if x._weak_type or (dtype is not None and x._value.dtype != dtype):
-                return None
-            dtype = x._value.dtype
+            x_dtype, x_weak = x._value.dtype, x._weak_type
         elif isinstance(x, core.Tracer):
             aval = x.aval
-            if aval.weak_type or (dtype is not None and aval.dtype != dtype):
-                return None
-            dtype = aval.dtype
+            x_dtype, x_weak = aval.dtype, aval.weak_type
         elif type(x) is int or type(x) is float:
             scalars = True
+            continue
         else:
+            return None
+        if dtype is None:
+            dtype, weak = x_dtype, x_weak
+        elif x_dtype != dtype or x_weak != weak:
             return None
     if dtype is None:
         return None
     kind = kind_of(dtype)
     if kind not in "iufc" if scalars else kind not in "biufc":
         return None
+    if weak and dtype != _WEAK_DEFAULTS.get(kind, lambda: None)():
+        return None  # (weak operands of another dtype, a weak bool among them, become more)
     if scalars and kind in "iu" and any(type(x) is float for x in args):
         return None  # (an int array and a Python float give a float)
-    return dtype
+    return dtype, weak
 
 
 def _fast_promotion(args: tuple) -> list | None:
-    """promote_dtypes' result where _one_strong_dtype answers, else None."""
-    dtype = _one_strong_dtype(args)
-    return None if dtype is None else _scalars_as(args, dtype)
+    """promote_dtypes' result where _one_dtype answers, else None."""
+    found = _one_dtype(args)
+    return None if found is None else _scalars_as(args, *found)
 
 
-def _scalars_as(args: tuple, dtype: np.dtype) -> list:
-    """args with their Python scalars made strong Arrays of `dtype` (as _convert makes them)."""
-    return [Array._from_numpy(dtypes.python_scalar_value(x, dtype), weak_type=False)
+def _scalars_as(args: tuple, dtype: np.dtype, weak: bool) -> list:
+    """args with their Python scalars made Arrays of `dtype` and `weak` (as _convert makes
+    them)."""
+    return [Array._from_numpy(dtypes.python_scalar_value(x, dtype), weak_type=weak)
             if type(x) is int or type(x) is float else x for x in args]
 
 
@@ -119,15 +130,20 @@ def refuse_complex(fun_name: str, x: Any) -> None:
 
 def promote_dtypes_inexact(fun_name: str, *args: Any) -> list[Any]:
     """Like promote_dtypes, then to the float dtype numpy's math functions return."""
-    dtype = _one_strong_dtype(args)
-    if dtype is not None and kind_of(dtype) in "fc":
-        return _scalars_as(args, dtype)
+    found = _one_dtype(args)
+    if found is not None and kind_of(found[0]) in "fc" and (
+            not found[1] or found[0] == _weak_inexact(found[0])):
+        return _scalars_as(args, *found)
     args = promote_dtypes(fun_name, *args)
     aval = get_aval(args[0])
-    dtype = dtypes.to_inexact(aval.dtype)
-    if aval.weak_type:
-        dtype = dtypes.python_scalar_dtype(0.0) if kind_of(aval.dtype) != "c" else aval.dtype
+    dtype = _weak_inexact(aval.dtype) if aval.weak_type else dtypes.to_inexact(aval.dtype)
     return [lax.convert_element_type(x, dtype, aval.weak_type) for x in args]
+
+
+def _weak_inexact(dtype: np.dtype) -> np.dtype:
+    """The dtype a weak operand of `dtype` takes in a math function: the default float,
+    complex dtypes as they are."""
+    return dtype if kind_of(dtype) == "c" else dtypes.python_scalar_dtype(0.0)
 
 
 def broadcast_shapes(fun_name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
