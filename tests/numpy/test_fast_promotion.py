@@ -1,5 +1,6 @@
 """The promotion shortcut (operands._fast_promotion: operands of one dtype, all strong or all
-weak, Python scalars that take it) gives exactly what JAX's lattice gives, and errors where it does."""
+weak, Python scalars that take it) gives exactly what JAX's lattice gives, and errors where
+it does."""
 import itertools
 
 import numpy as np
