@@ -84,3 +84,34 @@ def test_nans_are_still_reported_inside_eager_loops():
     with numbax.config.override("jax_debug_nans", True), \
             pytest.raises(FloatingPointError, match="nan"):
         lax.fori_loop(0, 5, lambda i, c: jnp.log(c - 2.0), jnp.asarray(X))
+
+
+def test_programs_of_one_wiring_share_code_but_not_values():
+    # c * k + 1 for two k: the same generated source, each with its own literal
+    host_eval._FACTORIES.clear()
+    first = host_eval.evaluator(_closed(lambda x: x * 0.5 + 1.0, X), ())
+    second = host_eval.evaluator(_closed(lambda x: x * 0.25 + 1.0, X), ())
+    assert len(host_eval._FACTORIES) == 1
+    np.testing.assert_array_equal(first(X)[0], X * np.float32(0.5) + np.float32(1.0))
+    np.testing.assert_array_equal(second(X)[0], X * np.float32(0.25) + np.float32(1.0))
+
+
+def test_outputs_that_are_inputs_literals_or_several():
+    def fun(x, y):
+        return [x, 3.0, jnp.sin(x) + y, jnp.argmax(y)]
+    avals = [numbax.core.get_aval(X), numbax.core.get_aval(X[::-1].copy())]
+    closed = pe.trace_to_closed_jaxpr(fun, avals)
+    outs = host_eval.evaluator(closed, ())(X, X[::-1].copy())
+    assert outs[0] is X or np.array_equal(outs[0], X)
+    assert float(outs[1]) == 3.0
+    np.testing.assert_array_equal(outs[2], np.sin(X) + X[::-1])
+    assert int(outs[3]) == int(np.argmax(X[::-1]))
+
+
+def test_an_impl_giving_the_wrong_number_of_outputs_is_named(monkeypatch):
+    closed = _closed(lambda x: jnp.tanh(x), X)
+    tanh_p = closed.jaxpr.eqns[0].primitive
+    monkeypatch.setitem(numbax._src.core.impl_rules, tanh_p, lambda x: [x, x])
+    monkeypatch.delitem(host_eval.LOUD_IMPLS, tanh_p, raising=False)
+    with pytest.raises(ValueError, match="tanh: the implementation returned 2 outputs"):
+        host_eval.evaluator(closed, ())(X)

@@ -83,31 +83,81 @@ def evaluator(closed: ClosedJaxpr, keep_out: Collection[Primitive]
     consts = [core.to_numpy(c) for c in closed.consts]
     outvars = [_Operand(core.to_numpy(literal_value(x.val, x.aval)))
                if isinstance(x, Literal) else x for x in jaxpr.outvars]
+    steps = _straight_line(jaxpr, consts, plan, outvars)
 
     def run(*args: Any) -> list[np.ndarray]:
         with np.errstate(all="ignore"):  # (what each elementwise impl would set: LOUD_IMPLS)
             return steps(*args)
 
-    def steps(*args: Any) -> list[np.ndarray]:
-        env: dict[Any, np.ndarray] = dict(zip(jaxpr.constvars, consts, strict=True))
-        env.update(zip(jaxpr.invars, map(_host_value, args), strict=True))
-        for primitive, impl, operands, params, widen, outs, out_dtypes in plan:
-            values = [x.value if type(x) is _Operand else env[x] for x in operands]
-            impl_params = params
-            if widen:
-                values, impl_params = host_operands(values, primitive, params)
-            results = impl(*values, **impl_params)
-            if len(results) != len(outs):
-                raise ValueError(f"{primitive.name}: the implementation returned "
-                                 f"{len(results)} outputs, its abstract evaluation "
-                                 f"{len(outs)}.")
-            for v, out, dtype in zip(outs, results, out_dtypes, strict=True):
-                value = getattr(out, "_value", None)  # (a cond's impl gives Arrays)
-                out = np.asarray(out if value is None else value)
-                env[v] = out if out.dtype == dtype else out.astype(dtype)
-        return [x.value if type(x) is _Operand else env[x] for x in outvars]
-
     return run
+
+
+def _straight_line(jaxpr, consts: list, plan: list, outvars: list) -> Callable[..., list]:
+    """The plan as one Python function of straight-line calls, its values in locals: a loop
+    over the plan with its values in a dict took ~3.5 us an equation beyond the numpy calls
+    (a 4-equation step 24 us against 9.5 written out). The source depends only on the
+    program's wiring, so its code is compiled once per shape of program (`_FACTORIES`) and
+    handed this program's impls, params, literals and dtypes."""
+    names: dict[Any, str] = {}
+    bound: list[Any] = []
+
+    def bind(value: Any) -> str:
+        bound.append(value)
+        return f"b{len(bound) - 1}"
+
+    def ref(x: Any) -> str:
+        return bind(x.value) if type(x) is _Operand else names[x]
+
+    for var, const in zip(jaxpr.constvars, consts, strict=True):
+        names[var] = bind(const)
+    args = [f"a{i}" for i in range(len(jaxpr.invars))]
+    names.update(zip(jaxpr.invars, args, strict=True))
+    lines = [f"    {a} = host_value({a})" for a in args]
+    for k, (primitive, impl, operands, params, widen, outs, out_dtypes) in enumerate(plan):
+        call = [ref(x) for x in operands]
+        if widen:
+            lines.append(f"    vals, ps = host_operands([{', '.join(call)}], {bind(primitive)}, "
+                         f"{bind(params)})")
+            call = ["*vals", "**ps"]
+        elif params:
+            call.append(f"**{bind(params)}")
+        lines.append(f"    r = {bind(impl)}({', '.join(call)})")
+        lines.append(f"    if len(r) != {len(outs)}: count_error({bind(primitive)}, r, "
+                     f"{len(outs)})")
+        for j, (var, dtype) in enumerate(zip(outs, out_dtypes, strict=True)):
+            name = names[var] = f"t{k}_{j}"
+            dt = bind(dtype)
+            lines += [f"    {name} = r[{j}]",
+                      f"    if type({name}) is not ndarray: {name} = as_host({name})",
+                      f"    if {name}.dtype != {dt}: {name} = {name}.astype({dt})"]
+    lines.append(f"    return [{', '.join(ref(x) for x in outvars)}]")
+    source = (f"def make({', '.join(f'b{i}' for i in range(len(bound)))}):\n"
+              f"  def steps({', '.join(args)}):\n" + "\n".join("  " + ln for ln in lines) +
+              "\n  return steps\n")
+    make = _FACTORIES.get(source)
+    if make is None:
+        namespace = {"host_value": _host_value, "host_operands": host_operands,
+                     "count_error": _count_error, "as_host": _as_host, "ndarray": np.ndarray}
+        exec(compile(source, "<numbax eager loop step>", "exec"), namespace)  # noqa: S102
+        if len(_FACTORIES) >= FACTORIES_SIZE:
+            _FACTORIES.clear()
+        make = _FACTORIES[source] = namespace["make"]
+    return make(*bound)
+
+
+_FACTORIES: dict[str, Callable] = {}  # generated source -> its compiled factory
+FACTORIES_SIZE = 512
+
+
+def _count_error(primitive: Primitive, results: list, expected: int) -> None:
+    raise ValueError(f"{primitive.name}: the implementation returned {len(results)} outputs, "
+                     f"its abstract evaluation {expected}.")
+
+
+def _as_host(out: Any) -> np.ndarray:
+    """An impl's result that is not a numpy array (a numpy scalar; a cond's Array)."""
+    value = getattr(out, "_value", None)
+    return np.asarray(out if value is None else value)
 
 
 def _host_value(x: Any) -> np.ndarray:

@@ -49,7 +49,8 @@ def reduction(name: str, impl: Callable, kinds: str | None = None) -> Primitive:
     return prim
 
 
-reduce_sum_p = reduction("reduce_sum", np.sum, "iufc")  # JAX: bools sum through an int
+# (the ufuncs' reduce is np.sum's and np.prod's own, without their ~1.5 us of argument handling)
+reduce_sum_p = reduction("reduce_sum", np.add.reduce, "iufc")  # JAX: bools sum through an int
 reduce_max_p = reduction("reduce_max", extrema.reduce_max)
 reduce_min_p = reduction("reduce_min", extrema.reduce_min)
 
@@ -86,7 +87,7 @@ ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
 
 # ----------------------------------------------------------------------------- reduce_prod
 
-reduce_prod_p = reduction("reduce_prod", np.prod, "iufc")
+reduce_prod_p = reduction("reduce_prod", np.multiply.reduce, "iufc")
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
