@@ -68,7 +68,6 @@ def _broadcast_in_dim_batch(axis_size, vals, dims, *, shape, broadcast_dimension
 
 
 core.abstract_eval_rules[broadcast_in_dim_p] = _broadcast_in_dim_abstract_eval
-core.avals_only.add(broadcast_in_dim_p)
 core.impl_rules[broadcast_in_dim_p] = _broadcast_in_dim_impl
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
@@ -141,7 +140,6 @@ def _reshape_batch(axis_size, vals, dims, *, new_sizes, dimensions):
 
 
 core.abstract_eval_rules[reshape_p] = _reshape_abstract_eval
-core.avals_only.add(reshape_p)
 core.impl_rules[reshape_p] = lambda x, *, new_sizes, dimensions: [np.reshape(x, new_sizes)]
 ad.deflinear(reshape_p, lambda cts, x, **_: [reshape(cts[0], x.aval.shape)])
 batching.batch_rules[reshape_p] = _reshape_batch
@@ -182,7 +180,6 @@ def _transpose_batch(axis_size, vals, dims, *, permutation):
 
 
 core.abstract_eval_rules[transpose_p] = _transpose_abstract_eval
-core.avals_only.add(transpose_p)
 core.impl_rules[transpose_p] = lambda x, *, permutation: [np.transpose(x, permutation)]
 ad.deflinear(transpose_p, _transpose_transpose)
 batching.batch_rules[transpose_p] = _transpose_batch
@@ -219,7 +216,6 @@ def _squeeze_batch(axis_size, vals, dims, *, dimensions):
 
 
 core.abstract_eval_rules[squeeze_p] = _squeeze_abstract_eval
-core.avals_only.add(squeeze_p)
 core.impl_rules[squeeze_p] = lambda x, *, dimensions: [np.squeeze(x, axis=dimensions)]
 ad.deflinear(squeeze_p, lambda cts, x, **_: [reshape(cts[0], x.aval.shape)])
 batching.batch_rules[squeeze_p] = _squeeze_batch
@@ -285,7 +281,6 @@ def _rev_batch(axis_size, vals, dims, *, dimensions):
 
 
 core.abstract_eval_rules[rev_p] = _rev_abstract_eval
-core.avals_only.add(rev_p)
 core.impl_rules[rev_p] = lambda x, *, dimensions: [np.flip(x, dimensions) if dimensions else x]
 ad.deflinear(rev_p, lambda cts, x, *, dimensions: [rev(cts[0], dimensions)])
 batching.batch_rules[rev_p] = _rev_batch
@@ -358,7 +353,6 @@ def _slice_batch(axis_size, vals, dims, *, start_indices, limit_indices, strides
 
 
 core.abstract_eval_rules[slice_p] = _slice_abstract_eval
-core.avals_only.add(slice_p)
 core.impl_rules[slice_p] = _slice_impl
 ad.deflinear(slice_p, _slice_transpose)
 batching.batch_rules[slice_p] = _slice_batch
@@ -458,7 +452,6 @@ def _concatenate_batch(axis_size, vals, dims, *, dimension):
 
 
 core.abstract_eval_rules[concatenate_p] = _concatenate_abstract_eval
-core.avals_only.add(concatenate_p)
 core.impl_rules[concatenate_p] = lambda *xs, dimension: [np.concatenate(xs, axis=dimension)]
 ad.deflinear(concatenate_p, _concatenate_transpose)
 batching.batch_rules[concatenate_p] = _concatenate_batch
@@ -563,7 +556,6 @@ def _pad_batch(axis_size, vals, dims, *, padding_config):
 
 
 core.abstract_eval_rules[pad_p] = _pad_abstract_eval
-core.avals_only.add(pad_p)
 core.impl_rules[pad_p] = _pad_impl
 ad.deflinear(pad_p, _pad_transpose)
 batching.batch_rules[pad_p] = _pad_batch
@@ -582,10 +574,11 @@ def pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]
 
 copy_p = Primitive("copy")
 core.abstract_eval_rules[copy_p] = lambda x: [x]
-core.avals_only.add(copy_p)
 core.impl_rules[copy_p] = lambda x: [np.array(x, copy=True)]
 ad.deflinear(copy_p, lambda cts, x: [copy_p.bind(cts[0])])
 batching.defvectorized(copy_p)
+core.avals_only.update({broadcast_in_dim_p, reshape_p, transpose_p, squeeze_p, rev_p, slice_p,
+                        concatenate_p, pad_p, copy_p})  # (their rules read avals and params)
 
 
 def copy(operand: Any) -> Any:
@@ -601,9 +594,7 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
     hi = ndim if stop_dimension is None else (
         int(stop_dimension) + ndim if int(stop_dimension) < 0 else int(stop_dimension))
     if not lo <= hi <= ndim:
-        raise NumbaxValueError(
-            f"lax.collapse: stop_dimension is {stop_dimension}, expected {lo} <= it <= {ndim} "
-            f"for an operand of shape {shape}."
-        )
+        raise NumbaxValueError(f"lax.collapse: stop_dimension is {stop_dimension}, expected "
+                               f"{lo} <= it <= {ndim} for an operand of shape {shape}.")
     size = int(np.prod(shape[lo:hi], dtype=np.int64))
     return reshape(operand, (*shape[:lo], size, *shape[hi:]))
