@@ -68,7 +68,7 @@ def _one_dtype(args: tuple) -> tuple[np.dtype, bool] | None:
     if kind not in "iufc" if scalars else kind not in "biufc":
         return None
     if weak and dtype != _WEAK_DEFAULTS.get(kind, lambda: None)():
-        return None  # (weak operands of another dtype, a weak bool among them, become more)
+        return None  # (the lattice widens weak operands of another dtype; it has no weak bool)
     if scalars and kind in "iu" and any(type(x) is float for x in args):
         return None  # (an int array and a Python float give a float)
     return dtype, weak
