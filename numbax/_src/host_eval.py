@@ -7,9 +7,10 @@ loop's steps before its cut-off: eager_loops.py) evaluates its body at every ste
 eager equation-steps of a 20,000-step while loop took 35 ms a call (JAX's whole call: 0.4).
 
 `evaluator(closed, keep_out)` gives a function of numpy operands that calls each equation's
-implementation directly (generated straight-line Python, `_straight_line`), with the
-operands and result dtypes `dispatch.apply_primitive` gives it: literals as `to_numpy` makes them, bfloat16 widened by `host_operands`, results
-cast to the equation's output dtypes. So a loop gives the same bits either way. A step runs
+implementation directly (generated straight-line Python, `_straight_line`), with the operands
+and result dtypes `dispatch.apply_primitive` gives it: literals as `to_numpy` makes them,
+bfloat16 widened by `host_operands`, results cast to the equation's output dtypes. So a loop
+gives the same bits either way. A step runs
 under one numpy error-state context, so elementwise equations use their impls without their
 own (`elementwise.LOUD_IMPLS`). It is None where an equation needs apply_primitive itself:
 the primitives in `keep_out` (loops, which eager_loops may compile), those the dispatcher
