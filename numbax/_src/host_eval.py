@@ -10,11 +10,11 @@ eager equation-steps of a 20,000-step while loop took 35 ms a call (JAX's whole 
 implementation directly (generated straight-line Python, `_straight_line`), with the operands
 and result dtypes `dispatch.apply_primitive` gives it: literals as `to_numpy` makes them,
 bfloat16 widened by `host_operands`, results cast to the equation's output dtypes. So a loop
-gives the same bits either way. A step runs under one numpy error-state context, so
-elementwise equations use their impls without their own (`elementwise.LOUD_IMPLS`). It is None where an equation needs apply_primitive itself:
-the primitives in `keep_out` (loops, which eager_loops may compile), those the dispatcher
-marks (`NEEDS_APPLY`: sharded layouts), extended dtypes; and while jax_debug_nans or
-jax_debug_infs is on.
+gives the same bits either way. A step runs under one numpy error-state context, so elementwise
+equations use their impls without their own (`elementwise.LOUD_IMPLS`). It is None where an
+equation needs apply_primitive itself: the primitives in `keep_out` (loops, which eager_loops
+may compile), those the dispatcher marks (`NEEDS_APPLY`: sharded layouts), extended dtypes; and
+while jax_debug_nans or jax_debug_infs is on.
 """
 from __future__ import annotations
 
