@@ -166,3 +166,22 @@ def test_ragged_dot_transformations_and_bad_input():
         lax.ragged_dot(lhs, rhs, np.array([1, 1, 3]))
     with pytest.raises(TypeError, match="RaggedDotDimensionNumbers"):
         lax.ragged_dot_general(lhs, rhs, sizes, (((1,), (1,)), ((), ())))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.int32])
+@pytest.mark.parametrize("lhs_shape,rhs_shape", [((7, 33), (33, 5)), ((7, 33), (33,)),
+                                                 ((33,), (33, 5)), ((33,), (33,))])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_eager_matmul_form_gives_the_general_forms_bits(dtype, lhs_shape, rhs_shape, fortran):
+    # x @ y runs as np.matmul on the operands as they are; the general path (transposes and
+    # reshapes to one batched matmul) must give the same bits on the same operands
+    from numbax._src.lax import dot
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(lhs_shape) * 4).astype(dtype)
+    b = (rng.standard_normal(rhs_shape) * 4).astype(dtype)
+    if fortran:
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    dims = (((a.ndim - 1,), (0,)), ((), ()))
+    plain = np.asarray(lax.dot_general(a, b, dims))
+    assert plain.tobytes() == dot._as_batched_matmul(a, b, dims).tobytes()
+    np.testing.assert_allclose(plain, np.matmul(a, b), rtol=1e-5, atol=1e-4)

@@ -68,11 +68,20 @@ def _dot_general_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, dimension_
 
 
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    # (batch, free, contract) @ (batch, contract, free) as one np.matmul, so BLAS does the work.
-    (lc, rc), (lb, rb) = dimension_numbers
+    (lc, rc), (lb, _) = dimension_numbers
     if preferred_element_type is not None:
         lhs = lhs.astype(preferred_element_type, copy=False)
         rhs = rhs.astype(preferred_element_type, copy=False)
+    if not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and tuple(lc) == (lhs.ndim - 1,) \
+            and tuple(rc) == (0,):
+        return [np.matmul(lhs, rhs)]  # (x @ y as numpy writes it: the same bits, ~5 us less)
+    return [_as_batched_matmul(lhs, rhs, dimension_numbers)]
+
+
+def _as_batched_matmul(lhs, rhs, dimension_numbers):
+    """Any contraction as one (batch, free, contract) @ (batch, contract, free) np.matmul, so
+    BLAS does the work."""
+    (lc, rc), (lb, rb) = dimension_numbers
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     batch_shape = [lhs.shape[d] for d in lb]
     lf_shape, rf_shape = [lhs.shape[d] for d in lf], [rhs.shape[d] for d in rf]
@@ -81,7 +90,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     k = math.prod(lhs.shape[d] for d in lc)
     a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(b, m, k)
     c = np.transpose(rhs, (*rb, *rc, *rf)).reshape(b, k, n)
-    return [np.matmul(a, c).reshape((*batch_shape, *lf_shape, *rf_shape))]
+    return np.matmul(a, c).reshape((*batch_shape, *lf_shape, *rf_shape))
 
 
 def _ranges_like(*xs: Sequence[int]) -> list[list[int]]:
