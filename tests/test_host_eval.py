@@ -86,17 +86,45 @@ def test_nans_are_still_reported_inside_eager_loops():
         lax.fori_loop(0, 5, lambda i, c: jnp.log(c - 2.0), jnp.asarray(X))
 
 
-def test_programs_of_one_wiring_share_code_but_not_values():
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_interpreted_and_straight_line_steps_give_the_same_bits(name, monkeypatch):
+    def run(interpreted_calls, source_at_once):
+        host_eval._FACTORIES.clear()
+        with monkeypatch.context() as m:
+            m.setattr(host_eval, "INTERPRETED_CALLS", interpreted_calls)
+            m.setattr(host_eval, "SOURCE_AT_ONCE_EQNS", source_at_once)
+            return numbax.tree.map(np.asarray, PROGRAMS[name]())
+    _same_bits(run(0, 0), run(10**9, -1))
+
+
+def test_a_long_body_is_interpreted_until_compiling_it_pays(monkeypatch):
+    monkeypatch.setattr(host_eval, "INTERPRETED_CALLS", 3)
+    host_eval._FACTORIES.clear()
+    steps = host_eval.evaluator(_closed(lambda x: jnp.tanh(x) * 2.0, X), ())
+    for _ in range(3):
+        np.testing.assert_array_equal(steps(X)[0], np.tanh(X) * np.float32(2.0))
+    assert not host_eval._FACTORIES  # three calls interpreted, nothing compiled
+    steps(X)
+    assert len(host_eval._FACTORIES) == 1
+    again = host_eval.evaluator(_closed(lambda x: jnp.tanh(x) * 3.0, X), ())
+    assert again.compiled is not None  # the same wiring: its code at once
+
+
+def test_programs_of_one_wiring_share_code_but_not_values(monkeypatch):
     # c * k + 1 for two k: the same generated source, each with its own literal
+    monkeypatch.setattr(host_eval, "INTERPRETED_CALLS", 0)
     host_eval._FACTORIES.clear()
     first = host_eval.evaluator(_closed(lambda x: x * 0.5 + 1.0, X), ())
     second = host_eval.evaluator(_closed(lambda x: x * 0.25 + 1.0, X), ())
-    assert len(host_eval._FACTORIES) == 1
     np.testing.assert_array_equal(first(X)[0], X * np.float32(0.5) + np.float32(1.0))
     np.testing.assert_array_equal(second(X)[0], X * np.float32(0.25) + np.float32(1.0))
+    assert len(host_eval._FACTORIES) == 1
 
 
-def test_outputs_that_are_inputs_literals_or_several():
+@pytest.mark.parametrize("interpreted_calls", [0, 10**9])
+def test_outputs_that_are_inputs_literals_or_several(interpreted_calls, monkeypatch):
+    monkeypatch.setattr(host_eval, "INTERPRETED_CALLS", interpreted_calls)
+    monkeypatch.setattr(host_eval, "SOURCE_AT_ONCE_EQNS", -1)
     def fun(x, y):
         return [x, 3.0, jnp.sin(x) + y, jnp.argmax(y)]
     avals = [numbax.core.get_aval(X), numbax.core.get_aval(X[::-1].copy())]
@@ -108,7 +136,10 @@ def test_outputs_that_are_inputs_literals_or_several():
     assert int(outs[3]) == int(np.argmax(X[::-1]))
 
 
-def test_an_impl_giving_the_wrong_number_of_outputs_is_named(monkeypatch):
+@pytest.mark.parametrize("interpreted_calls", [0, 10**9])
+def test_an_impl_giving_the_wrong_number_of_outputs_is_named(interpreted_calls, monkeypatch):
+    monkeypatch.setattr(host_eval, "INTERPRETED_CALLS", interpreted_calls)
+    monkeypatch.setattr(host_eval, "SOURCE_AT_ONCE_EQNS", -1)
     closed = _closed(lambda x: jnp.tanh(x), X)
     tanh_p = closed.jaxpr.eqns[0].primitive
     monkeypatch.setitem(numbax._src.core.impl_rules, tanh_p, lambda x: [x, x])

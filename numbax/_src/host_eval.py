@@ -83,20 +83,60 @@ def evaluator(closed: ClosedJaxpr, keep_out: Collection[Primitive]
     consts = [core.to_numpy(c) for c in closed.consts]
     outvars = [_Operand(core.to_numpy(literal_value(x.val, x.aval)))
                if isinstance(x, Literal) else x for x in jaxpr.outvars]
-    steps = _straight_line(jaxpr, consts, plan, outvars)
+    return _Steps(jaxpr, consts, plan, outvars)
 
-    def run(*args: Any) -> list[np.ndarray]:
+
+class _Steps:
+    """The plan run step after step: interpreted (a loop over the plan, its values in a dict)
+    for its first INTERPRETED_CALLS calls, then as straight-line code (`_straight_line`), ~3.5
+    us an equation faster a step, once the interpreted steps have cost about what compiling the
+    code costs (Python's compile() takes ~100 us an equation of a long body: a 4,500-equation
+    body compiled at once made a 4-step scan 0.28 -> 1.44 s); at once where code of this wiring
+    was compiled before and the body is short enough that writing its source is cheap. Both
+    make the same calls, so the same bits."""
+
+    def __init__(self, jaxpr, consts: list, plan: list, outvars: list) -> None:
+        self.program = (jaxpr, consts, plan, outvars)
+        self.calls = 0
+        self.compiled = _straight_line(*self.program, compile_new=False) \
+            if len(plan) <= SOURCE_AT_ONCE_EQNS else None
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
         with np.errstate(all="ignore"):  # (what each elementwise impl would set: LOUD_IMPLS)
-            return steps(*args)
+            if self.compiled is None:
+                self.calls += 1
+                if self.calls <= INTERPRETED_CALLS:
+                    return _interpret(*self.program, args)
+                self.compiled = _straight_line(*self.program, compile_new=True)
+            return self.compiled(*args)
 
-    return run
+
+INTERPRETED_CALLS = 32  # ~ compile()'s cost in interpreted steps
+SOURCE_AT_ONCE_EQNS = 64  # bodies whose source is written up front to look for their code
 
 
-def _straight_line(jaxpr, consts: list, plan: list, outvars: list) -> Callable[..., list]:
-    """The plan as one Python function of straight-line calls, its values in locals: a loop
-    over the plan with its values in a dict took ~3.5 us an equation beyond the numpy calls
-    (a 4-equation step 24 us against 9.5 written out). The source depends only on the
-    program's wiring, so its code is compiled once per shape of program (`_FACTORIES`) and
+def _interpret(jaxpr, consts: list, plan: list, outvars: list, args: tuple) -> list:
+    env: dict[Any, np.ndarray] = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, map(_host_value, args), strict=True))
+    for primitive, impl, operands, params, widen, outs, out_dtypes in plan:
+        values = [x.value if type(x) is _Operand else env[x] for x in operands]
+        impl_params = params
+        if widen:
+            values, impl_params = host_operands(values, primitive, params)
+        results = impl(*values, **impl_params)
+        if len(results) != len(outs):
+            _count_error(primitive, results, len(outs))
+        for v, out, dtype in zip(outs, results, out_dtypes, strict=True):
+            out = out if type(out) is np.ndarray else _as_host(out)
+            env[v] = out if out.dtype == dtype else out.astype(dtype)
+    return [x.value if type(x) is _Operand else env[x] for x in outvars]
+
+
+def _straight_line(jaxpr, consts: list, plan: list, outvars: list, compile_new: bool
+                   ) -> Callable[..., list] | None:
+    """The plan as one Python function of straight-line calls, its values in locals (None
+    where its code is not compiled yet and `compile_new` is false). The source depends only
+    on the program's wiring, so its code is compiled once per wiring (`_FACTORIES`) and
     handed this program's impls, params, literals and dtypes."""
     names: dict[Any, str] = {}
     bound: list[Any] = []
@@ -135,6 +175,8 @@ def _straight_line(jaxpr, consts: list, plan: list, outvars: list) -> Callable[.
               f"  def steps({', '.join(args)}):\n" + "\n".join("  " + ln for ln in lines) +
               "\n  return steps\n")
     make = _FACTORIES.get(source)
+    if make is None and not compile_new:
+        return None
     if make is None:
         namespace = {"host_value": _host_value, "host_operands": host_operands,
                      "count_error": _count_error, "as_host": _as_host, "ndarray": np.ndarray}
