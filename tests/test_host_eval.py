@@ -146,3 +146,35 @@ def test_an_impl_giving_the_wrong_number_of_outputs_is_named(interpreted_calls, 
     monkeypatch.delitem(host_eval.LOUD_IMPLS, tanh_p, raising=False)
     with pytest.raises(ValueError, match="tanh: the implementation returned 2 outputs"):
         host_eval.evaluator(closed, ())(X)
+
+
+def test_threads_running_eager_loops_and_clearing_the_caches_agree_with_one(monkeypatch):
+    import threading
+
+    from numbax._src import dispatch
+    monkeypatch.setattr(host_eval, "INTERPRETED_CALLS", 2)
+
+    def work(seed, out):
+        rng = np.random.default_rng(seed)
+        x = jnp.asarray(rng.standard_normal(5).astype(np.float32))
+        xs = jnp.asarray(rng.standard_normal((40, 5)).astype(np.float32))
+        res = []
+        for k in range(12):
+            c, ys = lax.scan(lambda c, v: (jnp.tanh(c * (0.5 + k % 3) + v), c.sum()), x, xs)  # noqa: B023
+            res += [np.asarray(c), np.asarray(ys), np.asarray(jnp.where(x > 0, x * k, 0.0))]
+            if k % 5 == 0:  # another thread's step may be looking these up meanwhile
+                dispatch._OUT_AVALS.clear()
+                host_eval._FACTORIES.clear()
+        out[seed] = res
+
+    alone, together = {}, {}
+    for seed in range(3):
+        work(seed, alone)
+    threads = [threading.Thread(target=work, args=(seed, together)) for seed in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for seed in range(3):
+        for a, b in zip(alone[seed], together[seed], strict=True):
+            assert a.tobytes() == b.tobytes()
