@@ -170,7 +170,7 @@ abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 impl_rules: dict[Primitive, Callable[..., list[Any]]] = {}
 # Primitives whose abstract evaluation reads nothing but its avals, its params and the trace
 # context (no axis environment, no callable): an eager call may reuse the answer an earlier one
-# with the same types got (dispatch.out_avals).
+# with the same types got (dispatch.out_avals_of).
 avals_only: set[Primitive] = set()
 # Primitives with side effects (callbacks, prints, stateful generators): an equation of one is
 # never dropped by DCE, merged by CSE or folded, even when nothing reads its outputs.
