@@ -16,10 +16,14 @@ A loop whose compile fails (a primitive no backend lowers) runs eagerly; `FALLBA
 """
 from __future__ import annotations
 
+import numpy as np
+
 from numbax._src import core
 from numbax._src.compiler import api as compiler
 from numbax._src.config import config
 from numbax._src.interpreters import partial_eval as pe
+from numbax._src.lax import convert
+from numbax._src.lax import elementwise as ew
 from numbax._src.lax.control_flow import loops
 
 COMPILE_AT_WORK = 4096  # a scan's steps x body equations: ~0.1-0.2 s of eager Python
@@ -49,6 +53,9 @@ def run(primitive: core.Primitive, args: list, params: dict) -> list | None:
     if primitive is loops.while_p:
         per_step = len(params["cond_jaxpr"].jaxpr.eqns) + len(params["body_jaxpr"].jaxpr.eqns)
         steps = max(MIN_STEPS, WHILE_EAGER_WORK // max(1, per_step))
+        trips = counted_steps(args, params)
+        if trips is not None and trips > steps:  # past the eager budget: compiled throughout
+            return _compiled(primitive, args, params)  # (None: the impl runs it eagerly)
         operands, finished = loops.while_steps(args, steps, **params)
         if finished:
             return operands[params["cond_nconsts"] + params["body_nconsts"]:]
@@ -71,3 +78,88 @@ def _compiled(primitive: core.Primitive, args: list, params: dict) -> list | Non
         FALLBACKS[primitive.name] = f"{type(e).__name__}: {e}"
         return None
     return list(exe(*args))
+
+
+# i < n and i <= n, and the same written n > i and n >= i: (whether n comes first, inclusive)
+_COUNTING_TESTS = {ew.lt_p: (False, False), ew.le_p: (False, True),
+                   ew.gt_p: (True, False), ew.ge_p: (True, True)}
+
+
+def counted_steps(args: list, params: dict) -> int | None:
+    """The number of steps of an eager while loop whose condition is one comparison of an
+    integer scalar carry `i` with a bound `n` (i < n, i <= n, n > i or n >= i) and whose body
+    adds a positive integer literal to `i`, where `n` is a literal, one of the condition's
+    constants, or a carry the body passes on unchanged (JAX's fori_loop with traced bounds),
+    possibly through convert_element_type; None for any other loop, or where the counter
+    would wrap around its dtype before the test fails."""
+    cond, body = params["cond_jaxpr"], params["body_jaxpr"]
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    if len(cond.jaxpr.eqns) < 1 or len(cond.jaxpr.outvars) != 1:
+        return None
+    test = cond.jaxpr.eqns[-1]
+    if test.primitive not in _COUNTING_TESTS or test.outvars[0] is not cond.jaxpr.outvars[0]:
+        return None
+    bound_first, inclusive = _COUNTING_TESTS[test.primitive]
+    producers = {v: e for e in cond.jaxpr.eqns[:-1] for v in e.outvars}
+    counter, bound = (_before_widening(x, producers) for x in
+                      (test.invars[::-1] if bound_first else test.invars))
+    carry = cond.jaxpr.invars[nc:]
+    if counter not in carry or bound in producers:
+        return None
+    position = carry.index(counter)
+    n = _value_of(bound, cond, args, nc, nb, body)
+    step = _counter_step(body, nb, position)
+    start = args[nc + nb + position]
+    if n is None or step is None:
+        return None
+    start = np.asarray(core.to_numpy(start))
+    if start.shape != () or start.dtype.kind not in "iu":
+        return None
+    i0, last = int(start), int(n) + (1 if inclusive else 0)  # the loop runs while i < last
+    trips = max(0, -(-(last - i0) // step))
+    return trips if i0 + trips * step <= np.iinfo(start.dtype).max else None
+
+
+def _before_widening(atom, producers: dict):
+    """`atom` before the conversions that made it, where each keeps every value (int32 to
+    int64, a weak int64 to a strong one: a captured scalar or a Python int meeting one)."""
+    while atom in producers and producers[atom].primitive is convert.convert_element_type_p:
+        source = producers[atom].invars[0]
+        if not np.can_cast(source.aval.dtype, atom.aval.dtype, "safe"):
+            break
+        atom = source
+    return atom
+
+
+def _value_of(atom, cond, args: list, nc: int, nb: int, body) -> int | None:
+    """The integer value of a condition's operand that no step changes, or None."""
+    if isinstance(atom, core.Literal):
+        value = atom.val
+    elif atom in cond.jaxpr.constvars:
+        value = cond.consts[cond.jaxpr.constvars.index(atom)]
+    elif atom in cond.jaxpr.invars[:nc]:
+        value = args[cond.jaxpr.invars.index(atom)]
+    elif atom in cond.jaxpr.invars[nc:]:  # a carry: only if the body hands it on as it is
+        position = cond.jaxpr.invars[nc:].index(atom)
+        if body.jaxpr.outvars[position] is not body.jaxpr.invars[nb + position]:
+            return None
+        value = args[nc + nb + position]
+    else:
+        return None
+    value = np.asarray(core.to_numpy(value))
+    return int(value) if value.shape == () and value.dtype.kind in "iu" else None
+
+
+def _counter_step(body, nb: int, position: int) -> int | None:
+    """s where the body's output at carry `position` is that carry plus the literal s > 0."""
+    counter, out = body.jaxpr.invars[nb + position], body.jaxpr.outvars[position]
+    for eqn in body.jaxpr.eqns:
+        if out in eqn.outvars:
+            if eqn.primitive is not ew.add_p or counter not in eqn.invars:
+                return None
+            other = eqn.invars[1 - eqn.invars.index(counter)]
+            if not isinstance(other, core.Literal):
+                return None
+            step = np.asarray(other.val)
+            return int(step) if step.dtype.kind in "iu" and int(step) > 0 else None
+    return None
