@@ -81,8 +81,10 @@ class Function:
         self.frames: list[flow_scratch.LoopFrame | None] = []
         self.escaping: set[Var] = set()
         # a carry's next value -> the two arrays it takes turns in and the flag choosing the
-        # one a step writes (flow_scratch.alternating)
-        self.turns: dict[Var, tuple[str, str, str]] = {}
+        # one a step writes (flow_scratch.alternating), or None where it is written back
+        # (flow_scratch.WRITE_BACK_MAX); `backed`: those given their one array so far
+        self.turns: dict[Var, tuple[str, str, str] | None] = {}
+        self.backed: dict[Var, str] = {}
 
     def fresh(self) -> str:
         self.count += 1
@@ -95,7 +97,10 @@ class Function:
         outlive a step (flow_scratch.py)."""
         alloc = f"np.empty({shape}, {dtype_ctor(var.aval.dtype if var else dtype)})"
         frame = self.frame
-        if var in self.turns and turns:  # (`turns`: False where it is not worth it)
+        if var in self.turns and turns and self.turns[var] is None:  # written back
+            frame.allocate(name, f"{name} = {alloc}{note}")
+            self.backed[var] = name
+        elif var in self.turns and turns:  # (`turns`: False where it is not worth it)
             first, second, flag = self.turns[var]
             frame.lines += [f"{first} = {alloc}", f"{second} = {alloc}", f"{flag} = False"]
             lines += [f"{pad}{name} = {first} if {flag} else {second}{note}",
@@ -112,7 +117,7 @@ class Function:
 
     @contextlib.contextmanager
     def body(self, lines: list[str], pad: str, sequential: bool, carries: list[str],
-             turns: dict[Var, tuple[str, str, str]] | None = None) -> Iterator[None]:
+             turns: dict[Var, tuple[str, str, str] | None] | None = None) -> Iterator[None]:
         """Renders a loop's body (the loop's header the last of `lines`, at `pad`; `carries`
         the names it rebinds each step; `turns`: its carries' next values that take turns in
         two arrays): what the body does once goes just before the header (flow_scratch.py)."""
@@ -126,6 +131,7 @@ class Function:
             self.frames.pop()
             for var in turns or {}:  # (a body jaxpr may be another loop's too)
                 del self.turns[var]
+                self.backed.pop(var, None)
         if frame is not None:
             lines[header:header] = [pad + line for line in frame.lines]
 
@@ -415,17 +421,37 @@ class Function:
         lines.append(f"{pad}{t} = {expr}  # {core.pp_eqn(eqn, self.pp, 0)}")
 
     def assign(self, names: list[str], values: list[str], avals, lines, pad,
-               own: frozenset = frozenset()) -> None:
-        """names = values, views copied; the positions in `own` (owned carries, `carry_own`)
+               own: frozenset = frozenset(), body: Jaxpr | None = None) -> None:
+        """names = values, views copied; the positions in `own` (owned carries, `updated_carries`)
         also copy a value that is not an array of their own: a name bound outside the body
-        (`outside`), one another name may alias, or one given to two carries."""
-        if names:
-            vals = [self.owned(v, a) for v, a in zip(values, avals, strict=True)]
-            for k in own:
-                if vals[k] == values[k] and (vals[k] in self.shared or vals.count(vals[k]) > 1
-                                             or vals[k] in self.outside - {names[k]}):
-                    vals[k] = f"{vals[k]}.copy()"
-            lines.append(f"{pad}{', '.join(names)}, = {', '.join(vals)},")
+        (`outside`), one another name may alias, or one given to two carries. A loop's carries
+        (`body` its jaxpr) whose next value has its one array (`backed`) are copied into."""
+        vals = [self.owned(v, a) for v, a in zip(values, avals, strict=True)]
+        for k in own:
+            if vals[k] == values[k] and (vals[k] in self.shared or vals.count(vals[k]) > 1
+                                         or vals[k] in self.outside - {names[k]}):
+                vals[k] = f"{vals[k]}.copy()"
+        backed = {k: self.backed[v] for k, v in enumerate(body.outvars[:len(names)])
+                  if isinstance(v, Var) and v in self.backed} if body else {}
+        for k, scratch in backed.items():
+            assert values[k] == scratch, (values[k], scratch)  # (its array, as new_array made)
+            self.copy_into(names[k], scratch, avals[k], lines, pad)
+        rebound = [k for k in range(len(names)) if k not in backed]
+        if rebound:
+            lines.append(f"{pad}{', '.join(names[k] for k in rebound)}, = "
+                         f"{', '.join(vals[k] for k in rebound)},")
+
+    def copy_into(self, name: str, scratch: str, aval, lines, pad) -> None:
+        """`name`'s array = `scratch`'s, element by element (both C-contiguous, one shape),
+        through flat views the loop's frame takes once."""
+        size = aval.size
+        if aval.ndim > 1:
+            flat = self.fresh(), self.fresh()
+            self.frame.lines += [f"{flat[0]} = {name}.reshape(({size},))",
+                                 f"{flat[1]} = {scratch}.reshape(({size},))"]
+            name, scratch = flat
+        q = self.fresh()
+        lines += [f"{pad}for {q} in range({size}):", f"{pad}    {name}[{q}] = {scratch}[{q}]"]
 
     def pays_parallel(self, closed: ClosedJaxpr, length: int) -> bool:
         return length > 1 and length * work.flow_ops(closed.jaxpr) >= PRANGE_MIN
@@ -459,8 +485,11 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     cconsts, bconsts, init = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
     carry = [fn.fresh() for _ in init]
     avals = [v.aval for v in eqn.outvars]
-    own = carry_own(fn, p["body_jaxpr"].jaxpr, nb, carry, init, avals, bconsts, lines, pad)
-    turns = flow_scratch.take_turns(fn, p["body_jaxpr"].jaxpr, nb, len(avals), own)
+    body = p["body_jaxpr"].jaxpr
+    own = updated_carries(body, nb, avals)
+    turns = flow_scratch.take_turns(fn, body, nb, len(avals), own)
+    enter_loop(fn, carry, init, avals, own, flow_scratch.written_back(turns, body, len(avals)),
+               bconsts, lines, pad)
     pred = fn.fresh()
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
     lines.append(f"{pad}{pred} = {res}")
@@ -469,7 +498,7 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     fn.trips *= work.WHILE_TRIPS
     with fn.body(lines, pad, True, carry, turns):
         new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
-        fn.assign(carry, new, avals, lines, inner, own)
+        fn.assign(carry, new, avals, lines, inner, own, body)
         (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
         lines.append(f"{inner}{pred} = {res}")
     fn.trips //= work.WHILE_TRIPS
@@ -483,8 +512,8 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     consts, init, xs = ins[:nconsts], ins[nconsts:nconsts + ncarry], ins[nconsts + ncarry:]
     carry_avals = [v.aval for v in eqn.outvars[:ncarry]]
     carry = [fn.fresh() for _ in init]
-    own = carry_own(fn, p["jaxpr"].jaxpr, nconsts, carry, init, carry_avals, [*consts, *xs],
-                    lines, pad)
+    body = p["jaxpr"].jaxpr
+    own = updated_carries(body, nconsts, carry_avals)
     ys = [fn.fresh() for _ in eqn.outvars[ncarry:]]
     for y, v in zip(ys, eqn.outvars[ncarry:], strict=True):
         lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
@@ -501,8 +530,9 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     else:
         loop = f"range({length})"
     sequential = not loop.startswith("prange")
-    turns = flow_scratch.take_turns(fn, p["jaxpr"].jaxpr, nconsts, ncarry, own) \
-        if sequential else {}
+    turns = flow_scratch.take_turns(fn, body, nconsts, ncarry, own) if sequential else {}
+    enter_loop(fn, carry, init, carry_avals, own, flow_scratch.written_back(turns, body, ncarry),
+               [*consts, *xs], lines, pad)
     lines.append(f"{pad}for {i} in {loop}:")
     inner = pad + "    "
     trips = fn.trips
@@ -519,25 +549,29 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         for y, o, v in zip(ys, outs[ncarry:], eqn.outvars[ncarry:], strict=True):
             flow_loops.block_store(fn, y, [i, *["0"] * (v.aval.ndim - 1)], o,
                                    v.aval.shape[1:], lines, inner)
-        fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own)
+        fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own, body)
     fn.in_prange, fn.trips = in_prange, trips
     return [*carry, *ys]
 
 
-def carry_own(fn: Function, body: Jaxpr, first: int, carry: list[str], init: list[str],
-              avals: list, outside: list[str], lines: list[str], pad: str) -> frozenset:
-    """The loop's entry assignment `carry = init`; returns the carry positions the loop owns:
-    array carries its body updates with dynamic_update_slice, copied at entry (once a loop,
-    not once a step) so the body may write into them (`Function.update`)."""
+def updated_carries(body: Jaxpr, first: int, avals: list) -> frozenset[int]:
+    """The carry positions a loop owns: array carries its body updates with
+    dynamic_update_slice, copied at entry (`enter_loop`: once a loop, not once a step) so the
+    body may write into them (`Function.update`)."""
     updated = {e.invars[0] for e in body.eqns if e.primitive is ix.dynamic_update_slice_p}
-    own = frozenset(k for k, v in enumerate(body.invars[first:first + len(carry)])
-                    if v in updated and avals[k].ndim)
-    vals = [f"{v}.copy()" if k in own and v not in fn.views else v
+    return frozenset(k for k, v in enumerate(body.invars[first:first + len(avals)])
+                     if v in updated and avals[k].ndim)
+
+
+def enter_loop(fn: Function, carry: list[str], init: list[str], avals: list, own: frozenset,
+               written_back: frozenset, outside: list[str], lines: list[str], pad: str) -> None:
+    """The loop's entry assignment `carry = init`, copying the carries the loop owns (`own`)
+    and those its steps copy their next values into (`written_back`, flow_scratch.py)."""
+    vals = [f"{v}.copy()" if k in own | written_back and v not in fn.views else v
             for k, v in enumerate(init)]
     fn.assign(carry, vals, avals, lines, pad)
     fn.own_carries.update(carry[k] for k in own)
     fn.outside.update(a for a in outside if isinstance(a, str))
-    return own
 
 
 # called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper
