@@ -422,10 +422,11 @@ class Function:
 
     def assign(self, names: list[str], values: list[str], avals, lines, pad,
                own: frozenset = frozenset(), body: Jaxpr | None = None) -> None:
-        """names = values, views copied; the positions in `own` (owned carries, `updated_carries`)
-        also copy a value that is not an array of their own: a name bound outside the body
-        (`outside`), one another name may alias, or one given to two carries. A loop's carries
-        (`body` its jaxpr) whose next value has its one array (`backed`) are copied into."""
+        """names = values, views copied; the positions in `own` (owned carries:
+        flow_scratch.updated_carries) also copy a value that is not an array of their own: a
+        name bound outside the body (`outside`), one another name may alias, or one given to
+        two carries. A loop's carries (`body` its jaxpr) whose next value has its one array
+        (`backed`) are copied into (flow_scratch.copy_back)."""
         vals = [self.owned(v, a) for v, a in zip(values, avals, strict=True)]
         for k in own:
             if vals[k] == values[k] and (vals[k] in self.shared or vals.count(vals[k]) > 1
@@ -435,23 +436,11 @@ class Function:
                   if isinstance(v, Var) and v in self.backed} if body else {}
         for k, scratch in backed.items():
             assert values[k] == scratch, (values[k], scratch)  # (its array, as new_array made)
-            self.copy_into(names[k], scratch, avals[k], lines, pad)
+            flow_scratch.copy_back(self, names[k], scratch, avals[k], lines, pad)
         rebound = [k for k in range(len(names)) if k not in backed]
         if rebound:
             lines.append(f"{pad}{', '.join(names[k] for k in rebound)}, = "
                          f"{', '.join(vals[k] for k in rebound)},")
-
-    def copy_into(self, name: str, scratch: str, aval, lines, pad) -> None:
-        """`name`'s array = `scratch`'s, element by element (both C-contiguous, one shape),
-        through flat views the loop's frame takes once."""
-        size = aval.size
-        if aval.ndim > 1:
-            flat = self.fresh(), self.fresh()
-            self.frame.lines += [f"{flat[0]} = {name}.reshape(({size},))",
-                                 f"{flat[1]} = {scratch}.reshape(({size},))"]
-            name, scratch = flat
-        q = self.fresh()
-        lines += [f"{pad}for {q} in range({size}):", f"{pad}    {name}[{q}] = {scratch}[{q}]"]
 
     def pays_parallel(self, closed: ClosedJaxpr, length: int) -> bool:
         return length > 1 and length * work.flow_ops(closed.jaxpr) >= PRANGE_MIN
@@ -486,10 +475,10 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     carry = [fn.fresh() for _ in init]
     avals = [v.aval for v in eqn.outvars]
     body = p["body_jaxpr"].jaxpr
-    own = updated_carries(body, nb, avals)
+    own = flow_scratch.updated_carries(body, nb, avals)
     turns = flow_scratch.take_turns(fn, body, nb, len(avals), own)
-    enter_loop(fn, carry, init, avals, own, flow_scratch.written_back(turns, body, len(avals)),
-               bconsts, lines, pad)
+    back = flow_scratch.written_back(turns, body, len(avals))
+    flow_scratch.enter_loop(fn, carry, init, avals, own, back, bconsts, lines, pad)
     pred = fn.fresh()
     (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
     lines.append(f"{pad}{pred} = {res}")
@@ -513,7 +502,7 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     carry_avals = [v.aval for v in eqn.outvars[:ncarry]]
     carry = [fn.fresh() for _ in init]
     body = p["jaxpr"].jaxpr
-    own = updated_carries(body, nconsts, carry_avals)
+    own = flow_scratch.updated_carries(body, nconsts, carry_avals)
     ys = [fn.fresh() for _ in eqn.outvars[ncarry:]]
     for y, v in zip(ys, eqn.outvars[ncarry:], strict=True):
         lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
@@ -531,8 +520,8 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         loop = f"range({length})"
     sequential = not loop.startswith("prange")
     turns = flow_scratch.take_turns(fn, body, nconsts, ncarry, own) if sequential else {}
-    enter_loop(fn, carry, init, carry_avals, own, flow_scratch.written_back(turns, body, ncarry),
-               [*consts, *xs], lines, pad)
+    back = flow_scratch.written_back(turns, body, ncarry)
+    flow_scratch.enter_loop(fn, carry, init, carry_avals, own, back, [*consts, *xs], lines, pad)
     lines.append(f"{pad}for {i} in {loop}:")
     inner = pad + "    "
     trips = fn.trips
@@ -552,26 +541,6 @@ def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own, body)
     fn.in_prange, fn.trips = in_prange, trips
     return [*carry, *ys]
-
-
-def updated_carries(body: Jaxpr, first: int, avals: list) -> frozenset[int]:
-    """The carry positions a loop owns: array carries its body updates with
-    dynamic_update_slice, copied at entry (`enter_loop`: once a loop, not once a step) so the
-    body may write into them (`Function.update`)."""
-    updated = {e.invars[0] for e in body.eqns if e.primitive is ix.dynamic_update_slice_p}
-    return frozenset(k for k, v in enumerate(body.invars[first:first + len(avals)])
-                     if v in updated and avals[k].ndim)
-
-
-def enter_loop(fn: Function, carry: list[str], init: list[str], avals: list, own: frozenset,
-               written_back: frozenset, outside: list[str], lines: list[str], pad: str) -> None:
-    """The loop's entry assignment `carry = init`, copying the carries the loop owns (`own`)
-    and those its steps copy their next values into (`written_back`, flow_scratch.py)."""
-    vals = [f"{v}.copy()" if k in own | written_back and v not in fn.views else v
-            for k, v in enumerate(init)]
-    fn.assign(carry, vals, avals, lines, pad)
-    fn.own_carries.update(carry[k] for k in own)
-    fn.outside.update(a for a in outside if isinstance(a, str))
 
 
 # called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper

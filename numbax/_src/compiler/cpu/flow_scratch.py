@@ -33,6 +33,8 @@ ms taking turns, 0.14 written back, a scan adding rows of 16 floats 0.056 -> 0.0
 descent on 256 weights 0.11 -> 0.09. Where a step's work is a chain of costly functions
 (`tanh(0.9 c + x)`) the counts hide behind it and the copy adds two stores and loads to the
 chain from one step to the next: 16 floats 0.092 -> 0.117 ms written back, so those take turns.
+A loop's entry (`enter_loop`) copies the carries its steps write into: those written back and
+those its body updates in place (`updated_carries`).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import re
 from numbax._src.compiler import registry
 from numbax._src.compiler.cpu.flow_runs import loop_shape
 from numbax._src.core import Jaxpr, Var
+from numbax._src.lax import indexing as ix
 
 _FRESH = re.compile(r"v(\d+)$")  # control_flow.Function.fresh's names
 
@@ -133,3 +136,37 @@ def _may_alias(body: Jaxpr, roots: set[Var]) -> set[Var]:
         if loop_shape(eqn) is None and any(x in alias for x in eqn.invars if isinstance(x, Var)):
             alias.update(eqn.outvars)
     return alias
+
+
+def updated_carries(body: Jaxpr, first: int, avals: list) -> frozenset[int]:
+    """The carry positions a loop owns: array carries its body updates with
+    dynamic_update_slice, copied at entry (`enter_loop`: once a loop, not once a step) so the
+    body may write into them (control_flow.Function.update)."""
+    updated = {e.invars[0] for e in body.eqns if e.primitive is ix.dynamic_update_slice_p}
+    return frozenset(k for k, v in enumerate(body.invars[first:first + len(avals)])
+                     if v in updated and avals[k].ndim)
+
+
+def enter_loop(fn, carry: list[str], init: list[str], avals: list, own: frozenset,
+               written_back: frozenset, outside: list[str], lines: list[str], pad: str) -> None:
+    """The loop's entry assignment `carry = init` in `fn` (the control_flow.Function rendering
+    it), copying the carries the loop owns (`own`) and those its steps copy their next values
+    into (`written_back`)."""
+    vals = [f"{v}.copy()" if k in own | written_back and v not in fn.views else v
+            for k, v in enumerate(init)]
+    fn.assign(carry, vals, avals, lines, pad)
+    fn.own_carries.update(carry[k] for k in own)
+    fn.outside.update(a for a in outside if isinstance(a, str))
+
+
+def copy_back(fn, name: str, scratch: str, aval, lines: list[str], pad: str) -> None:
+    """`name`'s array = `scratch`'s, element by element (both C-contiguous, one shape), through
+    flat views the loop's frame takes once: a written-back carry's step end."""
+    size = aval.size
+    if aval.ndim > 1:
+        flat = fn.fresh(), fn.fresh()
+        fn.frame.lines += [f"{flat[0]} = {name}.reshape(({size},))",
+                           f"{flat[1]} = {scratch}.reshape(({size},))"]
+        name, scratch = flat
+    q = fn.fresh()
+    lines += [f"{pad}for {q} in range({size}):", f"{pad}    {name}[{q}] = {scratch}[{q}]"]
