@@ -21,6 +21,7 @@ sub-programs other than cond/while/scan run eagerly on bfloat16 operands.
 Program inputs and outputs keep their dtypes; the conversions at the boundary are exact."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -61,10 +62,15 @@ _CONTROL = {cond_p: ("branches",), while_p: ("cond_jaxpr", "body_jaxpr"), scan_p
 
 class Mode(NamedTuple):
     """What a backend widens: `dtypes` (the CPU: float16 and bfloat16; CUDA, whose kernels
-    compute float16: bfloat16), and whether bfloat16 products keep bfloat16 operands (CUDA
-    with cuBLAS: tensor cores read them, accumulating in float32)."""
+    compute float16: bfloat16), whether bfloat16 products keep bfloat16 operands (CUDA with
+    cuBLAS: tensor cores read them; the CPU with AMX tiles, cpu/runtime/gemm_amx.py; both
+    accumulate in float32), which of them (`takes`; None: all), and whether control-flow
+    bodies' products do too (`in_bodies`: the CPU compiles bodies into Numba, which has no
+    bfloat16)."""
     dtypes: tuple = NARROW
     narrow_products: bool = False
+    takes: Callable[[JaxprEqn], bool] | None = None
+    in_bodies: bool = True
 
 
 CPU = Mode()
@@ -196,8 +202,10 @@ class _Widener:
         if prim in _CONTROL and touches(eqn, self.mode.dtypes):
             for name in _CONTROL[prim]:
                 p = params[name]
-                params[name] = tuple(_widen_closed(b, self.mode) for b in p) if isinstance(
-                    p, tuple) else _widen_closed(p, self.mode)
+                inner = self.mode if self.mode.in_bodies else \
+                    self.mode._replace(narrow_products=False)
+                params[name] = tuple(_widen_closed(b, inner) for b in p) if isinstance(
+                    p, tuple) else _widen_closed(p, inner)
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
         elif not narrow_operands and not bfloat16:
             outs = self.emit(prim, [self.read(x) for x in eqn.invars], params)
@@ -218,7 +226,8 @@ class _Widener:
             self.bits_of[v] = self.emit(prim, [self.bits(eqn.invars[0])], params)[0]
             return
         elif self.mode.narrow_products and prim is ld.dot_general_p and all(
-                x.aval.dtype == BF16 and x.aval.size for x in eqn.invars):
+                x.aval.dtype == BF16 and x.aval.size for x in eqn.invars) and (
+                    self.mode.takes is None or self.mode.takes(eqn)):
             # float32 sums, which the library rounds into a bfloat16 result itself
             (v,) = eqn.outvars
             out = self.emit(prim, [self.read_narrow(x) for x in eqn.invars],
