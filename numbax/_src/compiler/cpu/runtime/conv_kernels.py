@@ -36,7 +36,7 @@ register_tile = tile_kernel(MR, VEC_BYTES)
 def read_only(x: np.ndarray) -> np.ndarray:
     """x as a read-only view: Numba types read-only and writeable arrays apart and compiles
     each loop once per combination, so the loops here always get read-only inputs (gemm.py's
-    `_flat` does the same)."""
+    `flat_operand` does the same)."""
     if x.flags.writeable:
         x = x.view()
         x.flags.writeable = False

@@ -26,7 +26,7 @@ which pushed B's strip out of L1 (at a stride of 2 KiB all into two of its sets)
 d at batch 2048 and a transposed 1000² went from ~105 to ~140 GFLOP/s on one Emerald Rapids
 core; a C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's column strips
 are packed per k block into a contiguous ``KC x NR`` layout (vector copies, or
-`_transpose_block` for a transposed B), except that C-contiguous B is read in place when the
+`transpose_block` for a transposed B), except that C-contiguous B is read in place when the
 part reuses each strip too few times to repay the copy. Loop order per part (BLIS's): k blocks
 of ``KC``, then blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column
 strips of B (the strip stays in L1), then the block's row strips. Threads take the parts of a
@@ -185,7 +185,7 @@ register_tile_4 = tile_kernel(4, VEC_BYTES)
 
 
 @intrinsic
-def _transpose_block(typingctx, src, src_off, lds, dst, dst_off, ldd):
+def transpose_block(typingctx, src, src_off, lds, dst, dst_off, ldd):
     """dst[dst_off + c*ldd + r] = src[src_off + r*lds + c] for r, c < lanes: one square block
     transposed in registers (lanes vector loads, log2(lanes) rounds of two-vector shuffles that
     swap the off-diagonal half-blocks at each scale, lanes vector stores)."""
@@ -281,7 +281,7 @@ def _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, buf, off):
         kb = kc - kc % lanes
         for jj in range(0, nr_full, lanes):
             for kk in range(0, kb, lanes):
-                _transpose_block(b, (j0 + jj) * csb + k0 + kk, csb, buf,
+                transpose_block(b, (j0 + jj) * csb + k0 + kk, csb, buf,
                                  off + kk * nr_full + jj, nr_full)
         for k in range(kb, kc):
             for j in range(nr_full):
@@ -484,7 +484,7 @@ def _workspace(dtype, rows: int, size: int) -> np.ndarray:
     return flat[:rows * size].reshape(rows, size)
 
 
-def _flat(x: np.ndarray):
+def flat_operand(x: np.ndarray):
     """(read-only flat view, row stride, column stride) in elements of a 2D array that is
     C-contiguous or the transpose of a C-contiguous array; None for any other layout."""
     if x.flags.c_contiguous:
@@ -577,8 +577,8 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
         if epilogue != ep.NO_EPILOGUE:
             ep.finish_block(c, 0, m, n, row, epilogue)
         return out
-    a, rsa, csa = _flat(x)
-    b, rsb, csb = _flat(y)
+    a, rsa, csa = flat_operand(x)
+    b, rsb, csb = flat_operand(y)
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     ms = -(-m // MR)
     threads = max(threads, 1)

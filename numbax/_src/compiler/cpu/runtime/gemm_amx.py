@@ -42,7 +42,7 @@ from numba.extending import intrinsic
 
 from numbax._src import dtypes
 from numbax._src.compiler.cpu.runtime import host_isa, product_parts
-from numbax._src.compiler.cpu.runtime.gemm import _flat, _transpose_block
+from numbax._src.compiler.cpu.runtime.gemm import flat_operand, transpose_block
 from numbax._src.config import config
 
 BF16 = dtypes.bfloat16
@@ -269,7 +269,7 @@ def _pack_a(a, rsa, csa, m, k, kp, ap, ap32, strip):
             for w in range(16):
                 col = s * 32 + 2 * w
                 _interleave(a, col * csa + r0, (col + 1) * csa + r0, ap, tile + w * 32)
-            _transpose_block(ap32, tile // 2, 16, ap32, tile // 2, 16)
+            transpose_block(ap32, tile // 2, 16, ap32, tile // 2, 16)
     for s in range(whole, kp // 32):
         tile = base + s * 512
         for i in range(16):
@@ -296,7 +296,7 @@ def _pack_b(b, b32, rsb, csb, k, n, kp, bp, bp32, panel):
     elif csb % 2 == 0 and b32.size:
         pairs -= pairs % 16  # whole 16 x 16 blocks of words
         for kk in range(0, pairs, 16):
-            _transpose_block(b32, (c0 * csb) // 2 + kk, csb // 2, bp32, (base + kk * 32) // 2, 16)
+            transpose_block(b32, (c0 * csb) // 2 + kk, csb // 2, bp32, (base + kk * 32) // 2, 16)
     else:
         pairs = 0
     for kk in range(pairs, kp // 2):
@@ -399,9 +399,9 @@ def matmul(x: np.ndarray, y: np.ndarray, out_dtype, threads: int) -> np.ndarray:
     if not host_has_amx():  # (also what asks Linux for the tiles before their first use)
         raise RuntimeError("gemm_amx.matmul: this host or process has no AMX tiles")
     (m, k), n = x.shape, y.shape[1]
-    flat_x, flat_y = _flat(x), _flat(y)
-    a, rsa, csa = flat_x if flat_x is not None else _flat(np.ascontiguousarray(x))
-    b, rsb, csb = flat_y if flat_y is not None else _flat(np.ascontiguousarray(y))
+    flat_x, flat_y = flat_operand(x), flat_operand(y)
+    a, rsa, csa = flat_x if flat_x is not None else flat_operand(np.ascontiguousarray(x))
+    b, rsb, csb = flat_y if flat_y is not None else flat_operand(np.ascontiguousarray(y))
     mp, kp, np_ = _round_up(m), _round_up(k), _round_up(n)
     ap = np.empty(mp * kp, np.uint16)
     bp = np.empty(kp * np_, np.uint16)

@@ -60,8 +60,8 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray,
         out = np.empty((m, n), x.dtype)
         if kk == 0:
             out.fill(0)
-        a, rsa, csa = gemm._flat(x)
-        b, rsb, csb = gemm._flat(y)
+        a, rsa, csa = gemm.flat_operand(x)
+        b, rsb, csb = gemm.flat_operand(y)
         ms, ns = -(-m // gemm.MR), -(-n // nr)
         rows, cols = product_parts.candidates(
             ms, ns, max(1, threads // 2), gemm.PACK_B_FROM_ROW_STRIPS if csb == 1 else 0,

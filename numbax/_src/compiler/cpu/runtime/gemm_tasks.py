@@ -110,8 +110,8 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     out = np.empty((m, n), x.dtype)
     if out.size == 0 or kk == 0:
         return gemm.matmul(x, y, 1, out, bias, activation)
-    a, rsa, csa = gemm._flat(x)
-    b, rsb, csb = gemm._flat(y)
+    a, rsa, csa = gemm.flat_operand(x)
+    b, rsb, csb = gemm.flat_operand(y)
     ms, ns = -(-m // gemm.MR), -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
     rows, cols = product_parts.thread_grid(
         ms, ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))
