@@ -66,6 +66,42 @@ def test_matmul_matches_the_exact_product(m, k, n, a_transposed, b_transposed, o
 
 
 @needs_amx
+@pytest.mark.parametrize("layout", ["c", "transposed", "strided"])
+@pytest.mark.parametrize("out_dtype", [BF16, F32])
+def test_stacks_of_products(layout, out_dtype):
+    """A stack of products (attention's heads) in one call: each x[i] @ y[i] against the
+    exact product, with C-contiguous matrices, transposed ones, and a stack of neither
+    layout (copied first); odd sizes pad every matrix."""
+    rng = np.random.default_rng(11)
+    nb, m, k, n = 6, 40, 70, 24
+    x = rng.normal(size=(nb, m, k)).astype(BF16)
+    y = rng.normal(size=(nb, n, k)).astype(BF16).transpose(0, 2, 1)  # transposed matrices
+    if layout == "c":
+        y = np.ascontiguousarray(y)
+    elif layout == "strided":
+        x = rng.normal(size=(m, nb, k)).astype(BF16).transpose(1, 0, 2)  # heads not leading
+    got = gemm_amx.matmul_batched(x, y, out_dtype, 3)
+    assert got.shape == (nb, m, n)
+    for i in range(nb):
+        _check(got[i], x[i], y[i], out_dtype)
+
+
+def test_jitted_attention_scores_match_eager():
+    """bfloat16 attention under jit (its batched products on the tiles where the host has
+    them) against the same function run eagerly (float32 products rounded)."""
+    rng = np.random.default_rng(12)
+    q, k = (rng.normal(size=(2, 4, 40, 32)).astype(BF16) for _ in range(2))
+
+    def scores(q, k):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / 8
+        return numbax.nn.softmax(s.astype(jnp.float32), axis=-1)
+
+    got = np.asarray(numbax.jit(scores)(q, k))
+    want = np.asarray(scores(q, k))
+    np.testing.assert_allclose(got, want, rtol=2 ** -6, atol=2 ** -9)
+
+
+@needs_amx
 @pytest.mark.parametrize("threads", [1, 3, 64])
 def test_thread_counts_give_the_same_bits(threads):
     """Each block of C is one thread's whole sum over k: any thread count, the same bits."""
@@ -144,9 +180,10 @@ def test_without_tiles_the_product_is_float32(monkeypatch):
     rng = np.random.default_rng(5)
     a, b = _operands(rng, 40, 50, 30, a_transposed=True)
     wide = a.astype(np.float32) @ b.astype(np.float32)
-    got = library.bfloat16_dot(a, b, BF16)
+    got = library.bfloat16_dot(a[None], b[None], BF16)[0]
     np.testing.assert_array_equal(got.view(np.uint16), wide.astype(BF16).view(np.uint16))
-    np.testing.assert_allclose(library.bfloat16_dot(a, b, F32), wide, rtol=1e-6)
+    np.testing.assert_allclose(library.bfloat16_dot(a[None], b[None], F32)[0], wide,
+                               rtol=1e-6)
 
 
 def _kept_products(f, *args):
@@ -162,13 +199,14 @@ def _kept_products(f, *args):
 
 
 def test_what_the_rewrite_keeps_in_bfloat16():
-    """With tiles: plain matrix products the tiles take keep bfloat16 operands; small ones,
-    batched ones and those in loop bodies (compiled by Numba, which has no bfloat16) are
+    """With tiles: products whose matrices the tiles take keep bfloat16 operands, batched or
+    not; small ones and those in loop bodies (compiled by Numba, which has no bfloat16) are
     computed in float32. Without tiles (or with `cpu_amx` off): none."""
     rng = np.random.default_rng(6)
     x, w = (rng.normal(size=s).astype(BF16) for s in ((64, 48), (48, 32)))
     small = (rng.normal(size=(8, 48)).astype(BF16), w)
     batched = tuple(rng.normal(size=s).astype(BF16) for s in ((4, 32, 48), (4, 48, 32)))
+    small_batched = tuple(rng.normal(size=s).astype(BF16) for s in ((4, 3, 3), (4, 3, 3)))
 
     def in_loop(x, w):
         return numbax.lax.fori_loop(0, 3, lambda i, h: (h @ w) @ w.T, x)
@@ -178,7 +216,8 @@ def test_what_the_rewrite_keeps_in_bfloat16():
     assert len(_kept_products(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32),
                               x, w)) == expected
     assert _kept_products(lambda a, b: a @ b, *small) == []
-    assert _kept_products(lambda a, b: a @ b, *batched) == []
+    assert len(_kept_products(lambda a, b: a @ b, *batched)) == expected
+    assert _kept_products(lambda a, b: a @ b, *small_batched) == []
     assert _kept_products(in_loop, x, w) == []
     with numbax.config.override("cpu_amx", False):
         assert _kept_products(lambda a, b: a @ b, x, w) == []

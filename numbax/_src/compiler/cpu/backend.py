@@ -3,6 +3,7 @@
 (driver.py)."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -205,14 +206,15 @@ class CpuBackend(Backend):
 
 def tile_product(eqn: core.JaxprEqn) -> bool:
     """Whether narrow_floats keeps a bfloat16 product's operands for AMX's tiles
-    (runtime/gemm_amx.py, by library.dot_general): two matrices over one axis each, without
-    batch axes, a float32 or bfloat16 result, of a size the tiles take."""
-    x, y = (v.aval for v in eqn.invars[:2])
+    (runtime/gemm_amx.py, by library.dot_general): a float32 or bfloat16 result, and matrices
+    (of any batch) of a size the tiles take."""
+    x, y = (v.aval.shape for v in eqn.invars[:2])
     (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
-    if xb or yb or len(xc) != 1 or x.ndim != 2 or y.ndim != 2 or \
-            eqn.outvars[0].aval.dtype not in (dtypes.bfloat16, np.dtype(np.float32)):
+    if eqn.outvars[0].aval.dtype not in (dtypes.bfloat16, np.dtype(np.float32)):
         return False
-    return gemm_amx.takes(x.shape[1 - xc[0]], x.shape[xc[0]], y.shape[1 - yc[0]])
+    m = math.prod(x[d] for d in range(len(x)) if d not in xc and d not in xb)
+    n = math.prod(y[d] for d in range(len(y)) if d not in yc and d not in yb)
+    return gemm_amx.takes(m, math.prod(x[d] for d in xc), n)
 
 
 def _kept_product(eqn: core.JaxprEqn) -> bool:

@@ -6,8 +6,8 @@ took 2.5 ms on 16 Xeon cores where jax.jit, on the same cores' AMX units, took 0
 eight 1 KiB tile registers; one ``tdpbf16ps`` adds a 16 x 32 bfloat16 tile times a 32 x 16 one
 into a 16 x 16 float32 tile (8192 multiply-adds, its products exact in float32, denormal
 inputs and outputs flushed to zero). Where the host has it (`available`), narrow_floats keeps
-a plain bfloat16 matrix product's operands in bfloat16 (`takes`) and the driver's product
-comes here (library.py).
+a bfloat16 product's operands in bfloat16 where its matrices are large enough (`takes`; any
+batch, as attention's heads) and the driver's product comes here (library.py).
 
 The kernel (`_tile_block`, a Numba intrinsic of the immediate-tile-number LLVM intrinsics)
 computes a 32 x 32 block of C in four accumulator tiles: for each 32 of k it loads two A tiles
@@ -21,7 +21,9 @@ transposed operands (a weight gradient's xᵀ, an input gradient's Wᵀ). Thread
 C (`_grid`: 2 row blocks by up to 8 column blocks) from a counter, configure their tiles once
 (`_tiles_on`, ldtilecfg: 0.3 us a block when each block did it) and run each part's k in
 blocks of up to K_BLOCK, its column blocks down its rows; a block's last k block writes it
-into the result, rounded to bfloat16, while it is in L1. One Emerald Rapids core ran 500-800
+into the result, rounded to bfloat16, while it is in L1 (with k in one block the tiles are
+stored into a 32 x 32 scratch of the thread's, not into a padded C). A stack of products
+(`matmul_batched`) is one list of parts in one parallel region. One Emerald Rapids core ran 500-800
 GFLOP/s on the MLP's shapes and 1024² (its bare ``tdpbf16ps`` loop: ~1000), against ~140 for
 the float32 GEMM (docs/performance.md).
 
@@ -42,7 +44,7 @@ from numba.extending import intrinsic
 
 from numbax._src import dtypes
 from numbax._src.compiler.cpu.runtime import host_isa, product_parts
-from numbax._src.compiler.cpu.runtime.gemm import flat_operand, transpose_block
+from numbax._src.compiler.cpu.runtime.gemm import read_only, transpose_block
 from numbax._src.config import config
 
 BF16 = dtypes.bfloat16
@@ -251,24 +253,23 @@ def _interleave(typingctx, src, first, second, dst, dst_off):
 # -- packing, products, the result ---------------------------------------------------------------
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _pack_a(a, rsa, csa, m, k, kp, ap, ap32, strip):
-    """Rows 16 strip .. 16 strip + 15 of A (flat; strides rsa / csa, one of them 1) into
-    packed tiles: tile s of the strip at ap[(strip * kp / 32 + s) * 512], 16 rows of 32 k,
-    zero past m and k. A whole tile of a C-contiguous A is 16 row moves; of a transposed A
+def _pack_a(a, src, rsa, csa, m, k, kp, ap, ap32, base, strip):
+    """Rows 16 strip .. 16 strip + 15 of A (flat from `src`; strides rsa / csa, one of them
+    1) into packed tiles: tile s of the strip at ap[base + s * 512], 16 rows of 32 k, zero
+    past m and k. A whole tile of a C-contiguous A is 16 row moves; of a transposed A
     (rsa 1), its 16 column pairs interleaved as for B, then transposed as 32-bit pairs in
     place (`ap32`, the same memory); edge tiles go element by element."""
-    base = strip * 16 * kp
     r0 = strip * 16
     whole = k // 32 if r0 + 16 <= m else 0
     for s in range(whole):
         tile = base + s * 512
         if csa == 1:
             for i in range(16):
-                _move(a, (r0 + i) * rsa + s * 32, ap, tile + i * 32)
+                _move(a, src + (r0 + i) * rsa + s * 32, ap, tile + i * 32)
         else:
             for w in range(16):
-                col = s * 32 + 2 * w
-                _interleave(a, col * csa + r0, (col + 1) * csa + r0, ap, tile + w * 32)
+                col = src + (s * 32 + 2 * w) * csa + r0
+                _interleave(a, col, col + csa, ap, tile + w * 32)
             transpose_block(ap32, tile // 2, 16, ap32, tile // 2, 16)
     for s in range(whole, kp // 32):
         tile = base + s * 512
@@ -276,27 +277,29 @@ def _pack_a(a, rsa, csa, m, k, kp, ap, ap32, strip):
             row = r0 + i
             for j in range(32):
                 col = s * 32 + j
-                ap[tile + i * 32 + j] = a[row * rsa + col * csa] if row < m and col < k else 0
+                ap[tile + i * 32 + j] = a[src + row * rsa + col * csa] if row < m and col < k \
+                    else 0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _pack_b(b, b32, rsb, csb, k, n, kp, bp, bp32, panel):
-    """Columns 16 panel .. 16 panel + 15 of B (flat; strides rsb / csb, one of them 1) into
-    AMX's layout: row kk of the panel holds (k = 2kk, 2kk + 1) of each column in turn, zero
-    past k and n. A whole panel of a C-contiguous B interleaves two rows' 16 columns a row
-    pair; of a transposed B (rsb 1, an even column stride: `b32` its 32-bit view), each
-    column's pairs are already 32-bit words, so 16 of them transpose as one block; edges go
-    element by element."""
-    base = panel * 16 * kp
+def _pack_b(b, b32, src, rsb, csb, k, n, kp, bp, bp32, base, panel):
+    """Columns 16 panel .. 16 panel + 15 of B (flat from `src`; strides rsb / csb, one of
+    them 1) into AMX's layout at bp[base:]: row kk of the panel holds (k = 2kk, 2kk + 1) of
+    each column in turn, zero past k and n. A whole panel of a C-contiguous B interleaves
+    two rows' 16 columns a row pair; of a transposed B (rsb 1, an even column stride: `b32`
+    its 32-bit view), each column's pairs are already 32-bit words, so 16 of them transpose
+    as one block; edges go element by element."""
     c0 = panel * 16
     pairs = k // 2 if c0 + 16 <= n else 0
     if csb == 1:
         for kk in range(pairs):
-            _interleave(b, 2 * kk * rsb + c0, (2 * kk + 1) * rsb + c0, bp, base + kk * 32)
-    elif csb % 2 == 0 and b32.size:
+            row = src + 2 * kk * rsb + c0
+            _interleave(b, row, row + rsb, bp, base + kk * 32)
+    elif csb % 2 == 0 and src % 2 == 0 and b32.size:
         pairs -= pairs % 16  # whole 16 x 16 blocks of words
         for kk in range(0, pairs, 16):
-            transpose_block(b32, (c0 * csb) // 2 + kk, csb // 2, bp32, (base + kk * 32) // 2, 16)
+            transpose_block(b32, (src + c0 * csb) // 2 + kk, csb // 2, bp32,
+                            (base + kk * 32) // 2, 16)
     else:
         pairs = 0
     for kk in range(pairs, kp // 2):
@@ -304,8 +307,8 @@ def _pack_b(b, b32, rsb, csb, k, n, kp, bp, bp32, panel):
             col = c0 + c
             for j in range(2):
                 r = 2 * kk + j
-                bp[base + kk * 32 + c * 2 + j] = b[r * rsb + col * csb] if r < k and col < n \
-                    else 0
+                bp[base + kk * 32 + c * 2 + j] = b[src + r * rsb + col * csb] \
+                    if r < k and col < n else 0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -319,62 +322,81 @@ def _rounded_bits(u):
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _product(a, rsa, csa, b, b32, rsb, csb, m, k, n, ap, bp, cp, out, round_out, threads,
-             row_group, group_columns, counter):
-    """out (m x n) = A @ B: both packed (one region: A's strips, then B's panels, as items of
-    one list); the padded C (mp x np, float32) in parts of up to `row_group` x `group_columns`
-    blocks of 32 x 32, taken from `counter` (zero on entry) on `threads` threads, each block
-    written into `out` as its last k block ends, rounded to bfloat16 bits (`round_out`) or
-    copied (float32), where `out` is not C itself (out empty). A part runs k in blocks of at
-    most K_BLOCK: for each, its column blocks in turn, each down the part's row blocks, so one
-    B panel's k block is reused from L1 and the part's A rows from L2."""
-    mp, np_ = cp.shape
-    kp = ap.size // mp
+def _product(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, mp, np_, cp,
+             scratch, out, round_out, threads, row_group, group_columns, counter):
+    """out[i] (m x n) = A[i] @ B[i] for i < nb (A[i] from a_batch * i in the flat `a`, B[i]
+    likewise; nb = out's or cp's first axis): every operand packed (one region: the strips
+    and panels of all as items of one list); each padded C[i] (mp x np, float32) in parts of
+    up to `row_group` x `group_columns` blocks of 32 x 32, taken from `counter` (zero on
+    entry) on `threads` threads. A part runs k in blocks of at most K_BLOCK: for each, its
+    column blocks in turn, each down the part's row blocks, so one B panel's k block is
+    reused from L1 and the part's A rows from L2. Where `out` is C itself (float32 of whole
+    blocks) it is `cp` and `out` is empty; else each block goes into `out` as its last k
+    block ends, rounded to bfloat16 bits (`round_out`) or copied, from `cp` (k in several
+    blocks) or, with k in one block and `cp` empty, from the thread's row of `scratch` (the
+    whole padded C of a stack of heads, written and read back, was most of their time)."""
+    nb = max(out.shape[0], cp.shape[0])
+    kp = ap.size // (nb * mp)
     strips, panels = mp // 16, np_ // 16
+    strip = 16 * kp  # elements of a packed strip or panel
     ap32, bp32 = ap.view(np.uint32), bp.view(np.uint32)
-    for item in prange(strips + panels):
-        if item < strips:
-            _pack_a(a, rsa, csa, m, k, kp, ap, ap32, item)
+    for item in prange(nb * (strips + panels)):
+        i, q = item // (strips + panels), item % (strips + panels)
+        if q < strips:
+            _pack_a(a, i * a_batch, rsa, csa, m, k, kp, ap, ap32, (i * strips + q) * strip, q)
         else:
-            _pack_b(b, b32, rsb, csb, k, n, kp, bp, bp32, item - strips)
+            q -= strips
+            _pack_b(b, b32, i * b_batch, rsb, csb, k, n, kp, bp, bp32,
+                    (i * panels + q) * strip, q)
     row_blocks, column_blocks = mp // BLOCK, np_ // BLOCK
     row_groups = (row_blocks + row_group - 1) // row_group
-    parts = row_groups * ((column_blocks + group_columns - 1) // group_columns)
+    per_product = row_groups * ((column_blocks + group_columns - 1) // group_columns)
     k_steps = kp // K_STEP
     k_blocks = (k_steps * K_STEP + K_BLOCK - 1) // K_BLOCK
-    c = cp.reshape(-1)
-    bits, flat_out = c.view(np.uint32), out.reshape(-1)
-    finish = out.shape[0] > 0
-    strip = 16 * kp
-    for _ in prange(threads):
+    c, blocks = cp.reshape(-1), scratch.reshape(-1)
+    c_bits, block_bits, flat_out = c.view(np.uint32), blocks.view(np.uint32), out.reshape(-1)
+    finish, in_scratch = out.size > 0, c.size == 0
+    for th in prange(threads):
         _tiles_on()
         p = product_parts.take(counter)
-        while p < parts:
-            rg, cg = p % row_groups, p // row_groups
+        while p < nb * per_product:
+            i, q = p // per_product, p % per_product
+            rg, cg = q % row_groups, q // row_groups
+            a0, b0, c0 = i * mp * kp, i * np_ * kp, i * mp * np_
             for kb in range(k_blocks):
                 s0 = k_steps * kb // k_blocks
                 steps = k_steps * (kb + 1) // k_blocks - s0
                 for cb in range(cg * group_columns, min((cg + 1) * group_columns,
                                                         column_blocks)):
                     for rb in range(rg * row_group, min((rg + 1) * row_group, row_blocks)):
-                        _tile_block(steps, ap, 2 * rb * strip + s0 * 512, bp,
-                                    2 * cb * strip + s0 * 512, strip, c,
-                                    rb * BLOCK * np_ + cb * BLOCK, np_, kb > 0)
+                        if in_scratch:  # (k in one block: kb is 0)
+                            _tile_block(steps, ap, a0 + 2 * rb * strip, bp, b0 + 2 * cb * strip,
+                                        strip, blocks, th * BLOCK * BLOCK, BLOCK, False)
+                            # block row r at th * 1024 + 32 r: as C's rows at stride 32
+                            _finish_block(blocks, block_bits,
+                                          th * BLOCK * BLOCK - (rb * BLOCK + cb) * BLOCK, BLOCK,
+                                          flat_out, i * m * n, m, n, rb, cb, round_out)
+                            continue
+                        _tile_block(steps, ap, a0 + 2 * rb * strip + s0 * 512, bp,
+                                    b0 + 2 * cb * strip + s0 * 512, strip, c,
+                                    c0 + rb * BLOCK * np_ + cb * BLOCK, np_, kb > 0)
                         if finish and kb == k_blocks - 1:  # the block while it is in L1
-                            _finish_block(c, bits, np_, flat_out, m, n, rb, cb, round_out)
+                            _finish_block(c, c_bits, c0, np_, flat_out, i * m * n, m, n, rb,
+                                          cb, round_out)
             p = product_parts.take(counter)
         _tiles_off()
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _finish_block(c, bits, np_, flat_out, m, n, rb, cb, round_out):
-    """Block (rb, cb) of the padded C into `flat_out` (m x n): its bfloat16 bits, rounded
+def _finish_block(c, bits, c0, np_, flat_out, out0, m, n, rb, cb, round_out):
+    """Block (rb, cb) of the padded C (from c0 in `c`) into `flat_out` (m x n from out0):
+    its bfloat16 bits, rounded
     (`round_out`), or its float32 values, without the padding. (Unsigned indices: a signed
     one keeps Numba's negative-index check, which stopped the row loop from vectorising.)"""
     j0 = cb * BLOCK
     width = min(BLOCK, n - j0)
     for i in range(rb * BLOCK, min((rb + 1) * BLOCK, m)):
-        row, out_row = np.uintp(i * np_ + j0), np.uintp(i * n + j0)
+        row, out_row = np.uintp(c0 + i * np_ + j0), np.uintp(out0 + i * n + j0)
         if round_out:
             for j in range(width):
                 flat_out[out_row + np.uintp(j)] = _rounded_bits(bits[row + np.uintp(j)])
@@ -396,28 +418,48 @@ def _grid(row_blocks: int, column_blocks: int, threads: int) -> tuple[int, int]:
 def matmul(x: np.ndarray, y: np.ndarray, out_dtype, threads: int) -> np.ndarray:
     """x @ y for bfloat16 matrices (m, k) and (k, n), any strides, on AMX tiles: a float32
     result, or bfloat16 rounded from float32 sums (`out_dtype`)."""
+    return matmul_batched(x[None], y[None], out_dtype, threads)[0]
+
+
+def _flat_stack(x: np.ndarray):
+    """(flat read-only uint16 view, elements between matrices, row stride, column stride) of a
+    stack of bfloat16 matrices each C-contiguous or the transpose of one, in one block; copied
+    into C order where they are neither. (Read-only always: Numba compiles `_product` once per
+    combination of writeable and read-only operands.)"""
+    nb, rows, cols = x.shape
+    for view, rs, cs in ((x, cols, 1), (np.transpose(x, (0, 2, 1)), 1, rows)):
+        if view.flags.c_contiguous:
+            return read_only(view.reshape(-1).view(np.uint16)), rows * cols, rs, cs
+    flat = np.ascontiguousarray(x).reshape(-1).view(np.uint16)
+    return read_only(flat), rows * cols, cols, 1
+
+
+def matmul_batched(x: np.ndarray, y: np.ndarray, out_dtype, threads: int) -> np.ndarray:
+    """x[i] @ y[i] for stacks of bfloat16 matrices (nb, m, k) and (nb, k, n), any strides, on
+    AMX tiles, all in one parallel region (attention's heads: hundreds of products too small
+    to share): a float32 result, or bfloat16 rounded from float32 sums (`out_dtype`)."""
     if not host_has_amx():  # (also what asks Linux for the tiles before their first use)
         raise RuntimeError("gemm_amx.matmul: this host or process has no AMX tiles")
-    (m, k), n = x.shape, y.shape[1]
-    flat_x, flat_y = flat_operand(x), flat_operand(y)
-    a, rsa, csa = flat_x if flat_x is not None else flat_operand(np.ascontiguousarray(x))
-    b, rsb, csb = flat_y if flat_y is not None else flat_operand(np.ascontiguousarray(y))
+    (nb, m, k), n = x.shape, y.shape[2]
+    a, a_batch, rsa, csa = _flat_stack(x)
+    b, b_batch, rsb, csb = _flat_stack(y)
     mp, kp, np_ = _round_up(m), _round_up(k), _round_up(n)
-    ap = np.empty(mp * kp, np.uint16)
-    bp = np.empty(kp * np_, np.uint16)
-    cp = np.empty((mp, np_), F32)
+    ap = np.empty(nb * mp * kp, np.uint16)
+    bp = np.empty(nb * kp * np_, np.uint16)
     rounds = np.dtype(out_dtype) == BF16
-    if rounds:
-        out = np.empty((m, n), np.uint16)
+    row_group, group = _grid(mp // BLOCK, np_ // BLOCK, max(1, threads // max(nb, 1)))
+    parts = nb * -(-mp // (BLOCK * row_group)) * -(-np_ // (BLOCK * group))
+    threads = max(1, min(threads, parts))
+    scratch = np.empty((threads, BLOCK * BLOCK), F32)
+    if not rounds and (mp, np_) == (m, n):  # C itself is the result
+        cp = out = np.empty((nb, m, n), F32)
     else:
-        out = cp if (mp, np_) == (m, n) else np.empty((m, n), F32)
-    row_group, group = _grid(mp // BLOCK, np_ // BLOCK, threads)
-    threads = max(1, min(threads, -(-mp // (BLOCK * row_group)) * -(-np_ // (BLOCK * group))))
-    b = b.view(np.uint16)
+        out = np.empty((nb, m, n), np.uint16 if rounds else F32)
+        cp = np.empty((nb, mp, np_) if kp > K_BLOCK else (0, 0, 0), F32)
     # a transposed B's columns as 32-bit pairs of k (an even column stride), else unused
     b32 = b.view(np.uint32) if csb != 1 and csb % 2 == 0 and b.size % 2 == 0 \
         else np.empty(0, np.uint32)
-    _product(a.view(np.uint16), rsa, csa, b, b32, rsb, csb, m, k, n, ap, bp, cp,
-             out if out is not cp else np.empty((0, 0), F32), rounds, threads, row_group, group,
-             np.zeros(1, np.int64))
+    _product(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, mp, np_, cp,
+             scratch, out if out is not cp else np.empty((0, 0, 0), F32), rounds, threads,
+             row_group, group, np.zeros(1, np.int64))
     return out.view(BF16) if rounds else out

@@ -49,9 +49,9 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
     n = math.prod(yfs)
     x3 = np.transpose(x, [*xb, *xf, *xc]).reshape(nb, m, k)
     y3 = np.transpose(y, [*yb, *yc, *yf]).reshape(nb, k, n)
-    if x.dtype == y.dtype == gemm_amx.BF16 and nb == 1:
+    if x.dtype == y.dtype == gemm_amx.BF16:
         # a product narrow_floats left in bfloat16 for AMX's tiles (cpu/backend.py)
-        out = bfloat16_dot(x3[0], y3[0], out_dtype)
+        out = bfloat16_dot(x3, y3, out_dtype)
         return [np.asarray(out.reshape((*bshape, *xfs, *yfs)), order="C")]
     if x3.dtype != out_dtype:
         x3 = x3.astype(out_dtype)
@@ -90,17 +90,19 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
 
 
 def bfloat16_dot(x: np.ndarray, y: np.ndarray, out_dtype) -> np.ndarray:
-    """x @ y of bfloat16 matrices (m, k) @ (k, n), as float32 or rounded to bfloat16: on AMX
-    tiles where this process has them (gemm_amx.py), on the thread count `gemm_threads` gives
-    the float32 GEMM a `SPEEDUP`-th of the work; else in float32, as narrow_floats computes
-    a product it does not keep (a program compiled on an AMX host, run without one)."""
-    (m, k), n = x.shape, y.shape[1]
+    """x[i] @ y[i] of stacks of bfloat16 matrices (nb, m, k) @ (nb, k, n), as float32 or
+    rounded to bfloat16: on AMX tiles where this process has them (gemm_amx.py), on the
+    thread count `gemm_threads` gives the float32 GEMM a `SPEEDUP`-th of the work; else in
+    float32, as narrow_floats computes a product it does not keep (a program compiled on an
+    AMX host, run without one)."""
+    (nb, m, k), n = x.shape, y.shape[2]
     if gemm_amx.host_has_amx() and gemm_amx.takes(m, k, n):
-        threads = gemm_threads(max(1, m * n * k // gemm_amx.SPEEDUP))
+        threads = gemm_threads(max(1, nb * m * n * k // gemm_amx.SPEEDUP))
         with rt_threads.running(threads):
-            return gemm_amx.matmul(x, y, out_dtype, threads)
-    wide = dot(x.astype(np.float32), y.astype(np.float32), m * n * k)
-    return wide if np.dtype(out_dtype) == np.float32 else wide.astype(out_dtype)
+            return gemm_amx.matmul_batched(x, y, out_dtype, threads)
+    f32 = np.dtype(np.float32)
+    (wide,) = dot_general(x.astype(f32), y.astype(f32), (((2,), (1,)), ((0,), (0,))), f32)
+    return wide if np.dtype(out_dtype) == f32 else wide.astype(out_dtype)
 
 
 def _whole_matrices(a: np.ndarray) -> np.ndarray:
