@@ -240,7 +240,8 @@ def _defaults() -> dict[str, Any]:
         # (cpu/runtime/native_pool.py) rather than Numba's OpenMP threads.
         "cpu_native_pool": _from_env("cpu_native_pool", ["NUMBAX_CPU_NATIVE_POOL"], True),
         # bfloat16 matrix products on Intel AMX tiles where the host and Linux offer them
-        # (cpu/runtime/gemm_amx.py); off: computed in float32. Read when a program is compiled.
+        # (cpu/runtime/gemm_amx.py); off: computed in float32. Read when a program is compiled
+        # and at each eager product.
         "cpu_amx": _from_env("cpu_amx", ["NUMBAX_CPU_AMX"], True),
     }
     for name, option in JAX_OPTIONS.items():

@@ -49,6 +49,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     args = [core.to_numpy(x) for x in tracers]
     outs = eager_loops.run(primitive, args, params) if primitive in eager_loops.LOOPS else None
     if outs is None:
+        outs = host_eval.tile_product(primitive, args, params)
+    if outs is None:
         args, impl_params = host_eval.host_operands(args, primitive, params)
         outs = impl(*args, **impl_params)
     if out_avals is not None and len(outs) != len(out_avals):

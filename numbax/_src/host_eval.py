@@ -28,6 +28,7 @@ from numbax._src.avals import literal_value
 from numbax._src.config import config
 from numbax._src.core import ClosedJaxpr, Literal, Primitive
 from numbax._src.lax.convert import bitcast_convert_type_p
+from numbax._src.lax.dot import dot_general_p
 from numbax._src.lax.elementwise import LOUD_IMPLS, nextafter_p
 
 NEEDS_APPLY: set[Primitive] = set()  # filled by dispatch.py: primitives only it runs right
@@ -50,6 +51,26 @@ def host_operands(args: list, primitive: Primitive, params: dict) -> tuple:
         return args, params
     return ([a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args],
             {k: np.dtype(np.float32) if _is_bfloat16(v) else v for k, v in params.items()})
+
+
+def tile_product(primitive: Primitive, args: list, params: dict) -> list | None:
+    """An eager product of bfloat16 arrays on AMX tiles, as jit runs it
+    (compiler/cpu/runtime/gemm_amx.py; XLA's eager products use the tiles too), so eager and
+    jitted calls give the same bits; None for any other call, which `host_operands` widens
+    (numpy's float32 product, rounded)."""
+    if primitive is not dot_general_p or not all(
+            getattr(a, "dtype", None) == dtypes.bfloat16 for a in args):
+        return None
+    out_dtype = np.dtype(params["preferred_element_type"] or dtypes.bfloat16)
+    if out_dtype not in (dtypes.bfloat16, np.dtype(np.float32)):
+        return None
+    from numbax._src.compiler.cpu.runtime import gemm_amx, library  # (the CPU runtime: lazily)
+
+    x, y = args
+    dims = params["dimension_numbers"]
+    if not (gemm_amx.available() and gemm_amx.takes_product(x.shape, y.shape, dims)):
+        return None
+    return library.dot_general(x, y, dims, out_dtype)
 
 
 def _is_bfloat16(param: Any) -> bool:

@@ -273,3 +273,26 @@ def test_subnormals_flush_to_zero_on_the_tiles():
     got = gemm_amx.matmul(a, b, F32, 1)
     assert got[0, 0] == 0 and got[1, 1] == 0 and got[2, 2] == 6
     assert float(a[0, 0]) * 1e10 > 1e-30  # (what float32 arithmetic gives instead)
+
+
+def test_eager_products_give_the_jitted_bits():
+    """An eager bfloat16 product the tiles take runs on them as the jitted one does (the same
+    bits, batched or not, either result dtype); with `cpu_amx` off, or one too small for the
+    tiles, eager is numpy's float32 product rounded once."""
+    rng = np.random.default_rng(13)
+    x, w = rng.normal(size=(48, 64)).astype(BF16), rng.normal(size=(64, 40)).astype(BF16)
+    heads = (rng.normal(size=(3, 32, 64)).astype(BF16), rng.normal(size=(3, 40, 64)).astype(BF16))
+    calls = [(lambda a, b: a @ b, (x, w)),
+             (lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32), (x, w)),
+             (lambda a, b: jnp.einsum("hqd,hkd->hqk", a, b), heads)]
+    for f, args in calls:
+        args = tuple(jnp.asarray(a) for a in args)  # (numpy's own @ of bfloat16: float32)
+        eager, jitted = np.asarray(f(*args)), np.asarray(numbax.jit(f)(*args))
+        assert eager.dtype == jitted.dtype
+        np.testing.assert_array_equal(eager.view(np.uint8), jitted.view(np.uint8))
+    small = rng.normal(size=(8, 64)).astype(BF16)
+    with numbax.config.override("cpu_amx", False):
+        for a, b in ((x, w), (small, w)):
+            want = (a.astype(np.float32) @ b.astype(np.float32)).astype(BF16)
+            got = np.asarray(jnp.asarray(a) @ jnp.asarray(b))
+            np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

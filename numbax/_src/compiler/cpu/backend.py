@@ -3,7 +3,6 @@
 (driver.py)."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -208,13 +207,10 @@ def tile_product(eqn: core.JaxprEqn) -> bool:
     """Whether narrow_floats keeps a bfloat16 product's operands for AMX's tiles
     (runtime/gemm_amx.py, by library.dot_general): a float32 or bfloat16 result, and matrices
     (of any batch) of a size the tiles take."""
-    x, y = (v.aval.shape for v in eqn.invars[:2])
-    (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
     if eqn.outvars[0].aval.dtype not in (dtypes.bfloat16, np.dtype(np.float32)):
         return False
-    m = math.prod(x[d] for d in range(len(x)) if d not in xc and d not in xb)
-    n = math.prod(y[d] for d in range(len(y)) if d not in yc and d not in yb)
-    return gemm_amx.takes(m, math.prod(x[d] for d in xc), n)
+    x, y = (v.aval.shape for v in eqn.invars[:2])
+    return gemm_amx.takes_product(x, y, eqn.params["dimension_numbers"])
 
 
 def _kept_product(eqn: core.JaxprEqn) -> bool:

@@ -34,6 +34,7 @@ kills the process with SIGILL, so `available` asks once and every call here goes
 from __future__ import annotations
 
 import ctypes
+import math
 import sys
 
 import numpy as np
@@ -93,6 +94,15 @@ def available() -> bool:
 def takes(m: int, k: int, n: int) -> bool:
     """Whether an (m, k) @ (k, n) bfloat16 product is worth the tiles (shapes only)."""
     return m >= MIN_ROWS and n >= MIN_ROWS and k >= MIN_K
+
+
+def takes_product(x_shape: tuple, y_shape: tuple, dimension_numbers) -> bool:
+    """`takes` for a dot_general's operand shapes: its matrices' sizes (free axes of each
+    side, the contracted ones; any batch axes)."""
+    (xc, yc), (xb, yb) = dimension_numbers
+    m = math.prod(x_shape[d] for d in range(len(x_shape)) if d not in xc and d not in xb)
+    n = math.prod(y_shape[d] for d in range(len(y_shape)) if d not in yc and d not in yb)
+    return takes(m, math.prod(x_shape[d] for d in xc), n)
 
 
 def _round_up(n: int) -> int:
