@@ -275,10 +275,10 @@ def test_subnormals_flush_to_zero_on_the_tiles():
     assert float(a[0, 0]) * 1e10 > 1e-30  # (what float32 arithmetic gives instead)
 
 
+@needs_amx
 def test_eager_products_give_the_jitted_bits():
-    """An eager bfloat16 product the tiles take runs on them as the jitted one does (the same
-    bits, batched or not, either result dtype); with `cpu_amx` off, or one too small for the
-    tiles, eager is numpy's float32 product rounded once."""
+    """An eager bfloat16 product the tiles take runs on them as the jitted one does: the same
+    bits, batched or not, either result dtype."""
     rng = np.random.default_rng(13)
     x, w = rng.normal(size=(48, 64)).astype(BF16), rng.normal(size=(64, 40)).astype(BF16)
     heads = (rng.normal(size=(3, 32, 64)).astype(BF16), rng.normal(size=(3, 40, 64)).astype(BF16))
@@ -290,6 +290,13 @@ def test_eager_products_give_the_jitted_bits():
         eager, jitted = np.asarray(f(*args)), np.asarray(numbax.jit(f)(*args))
         assert eager.dtype == jitted.dtype
         np.testing.assert_array_equal(eager.view(np.uint8), jitted.view(np.uint8))
+
+
+def test_eager_products_without_tiles_are_rounded_float32():
+    """With `cpu_amx` off (or no tiles), and for a product too small for them, an eager
+    bfloat16 product is numpy's float32 product rounded once."""
+    rng = np.random.default_rng(14)
+    x, w = rng.normal(size=(48, 64)).astype(BF16), rng.normal(size=(64, 40)).astype(BF16)
     small = rng.normal(size=(8, 64)).astype(BF16)
     with numbax.config.override("cpu_amx", False):
         for a, b in ((x, w), (small, w)):
