@@ -306,3 +306,28 @@ def test_values_cross_kernels_as_their_bits(narrow_products):
     assert crossing == (["uint16", "uint16"] if narrow_products else ["float32", "uint16"])
     eager = f(jnp.asarray(x), jnp.asarray(w))
     _same_bits(numbax.jit(f)(x, w), eager)
+
+
+def test_index_maps_of_inputs_stay_on_their_bits():
+    """A squeeze, slice or transpose of a bfloat16 input, read by a product or by float32
+    work, is composed onto the input's uint16 bits: compose_maps and sink_transposes do not
+    move a map onto bfloat16 values, whose maps would run eagerly between kernels (a pmap's
+    per-device squeeze did, with a RuntimeWarning each call). The results are eager's."""
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(1, 64, 96)).astype(BF16)
+    w = rng.normal(size=(96, 48)).astype(BF16)
+    products = [lambda d: (jnp.squeeze(d, 0) @ w).reshape(1, 64, 48),
+                lambda d: jnp.squeeze(d, 0).T @ jnp.asarray(w[:64])]
+    elementwise = [lambda d: jnp.squeeze(d, 0)[::2] * 2,
+                   lambda d: jnp.transpose(d, (0, 2, 1)) * 3 + 1]
+    for f in products + elementwise:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            got = np.asarray(numbax.jit(f)(x))
+        want = np.asarray(f(jnp.asarray(x)))
+        if f in elementwise:
+            _same_bits(got, want)
+        else:  # (sums in another order on another GEMM: within bfloat16's rounding)
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
+                                       rtol=2 ** -7, atol=2 ** -7 * float(np.abs(
+                                           want.astype(np.float32)).max()))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from numbax._src import core
-from numbax._src.compiler import passes, registry
+from numbax._src.compiler import narrow_floats, passes, registry
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
 from numbax._src.lax import elementwise as lx
@@ -178,8 +178,9 @@ def _sinkable(eqns: list[JaxprEqn], outvars: list) -> tuple[set[Var], set[Var]]:
                 not registry.cheap(eqn.primitive) or \
                 registry.fusion_kind(eqn.primitive) is not Fusion.ELEMENTWISE or \
                 any(isinstance(a, Var) and a.aval.ndim and a.aval.shape != v.aval.shape
-                    for a in eqn.invars):
-            continue
+                    for a in eqn.invars) or \
+                any(a.aval.dtype in narrow_floats.NARROW for a in eqn.invars):
+            continue  # (nor onto float16/bfloat16 values: a map of them runs eagerly)
         if all(_sinks_into(r, v, sinkable) for r in readers.get(v, [])):
             sinkable.add(v)
     map_fed = {e.outvars[0] for e in eqns if e.outvars and e.outvars[0] not in kept and

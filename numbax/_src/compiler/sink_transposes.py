@@ -16,7 +16,7 @@ from collections import Counter
 
 import numpy as np
 
-from numbax._src.compiler import passes, registry
+from numbax._src.compiler import narrow_floats, passes, registry
 from numbax._src.compiler.registry import Fusion
 from numbax._src.core import Jaxpr, JaxprEqn, Var
 from numbax._src.lax import index_map as im
@@ -78,8 +78,10 @@ class _Sinking:
         if maker.primitive is ls.transpose_p and isinstance(maker.invars[0], Var):
             return self._of_transpose
         if registry.fusion_kind(maker.primitive) is Fusion.ELEMENTWISE and all(
-                not isinstance(a, Var) or a.aval.shape in ((), x.aval.shape)
-                for a in maker.invars):
+                not isinstance(a, Var) or a.aval.shape in ((), x.aval.shape) and
+                a.aval.dtype not in narrow_floats.NARROW for a in maker.invars):
+            # (not onto a float16/bfloat16 operand: narrow_floats left only bit casts there,
+            # and a transpose of those values would run eagerly)
             return self._elementwise
         return None
 
