@@ -95,6 +95,13 @@ def rows(rng):
         jitted(f"matmul {n}^2", lambda xp: (lambda m: m @ m), a)
     jitted("matmul 1000^2 bf16", lambda xp: (lambda m: m @ m),
            (rng.normal(size=(1000, 1000)) / np.sqrt(1000)).astype(bnp.bfloat16.dtype))
+    q, k = ((rng.normal(size=(32, 8, 128, 64)) / 8).astype(bf16) for _ in range(2))
+    jitted("attention scores bf16", lambda xp: (
+        lambda a, b: xp.einsum("bhqd,bhkd->bhqk", a, b)), q, k)  # 256 heads of 128 x 64
+    m16 = (rng.normal(size=(1000, 1000)) / np.sqrt(1000)).astype(bf16)
+    out.append(("eager matmul 1000^2 bf16", lambda m: m @ m, (bnp.asarray(m16),),
+                (lambda m: (m @ m).block_until_ready()) if jax else None,
+                (jjnp.asarray(m16),) if jax else None))
     jitted("chain 500^2", lambda xp: chain,
            (rng.normal(size=(500, 500)) / np.sqrt(500)).astype(f32))
     big = rng.normal(size=10**7).astype(f32)
