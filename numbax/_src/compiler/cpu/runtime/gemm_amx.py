@@ -245,15 +245,14 @@ def _interleave(typingctx, src, first, second, dst, dst_off):
     def codegen(context, builder, sig, args):
         src, first, second, dst, dst_off = args
         half, whole = ir.VectorType(_I16, 16), ir.VectorType(_I16, 32)
-        rows = [builder.load(builder.bitcast(
-            builder.gep(cgutils.create_struct_proxy(sig.args[0])(
-                context, builder, value=src).data, [at]), half.as_pointer()), align=2)
-            for at in (first, second)]
+        rows = [builder.load(builder.bitcast(_bytes_at(context, builder, sig.args[0], src, at),
+                                             half.as_pointer()), align=2)
+                for at in (first, second)]
         mask = ir.Constant(ir.VectorType(ir.IntType(32), 32),
                            [j // 2 + 16 * (j % 2) for j in range(32)])
         pairs = builder.shuffle_vector(rows[0], rows[1], mask)
-        pd = builder.bitcast(builder.gep(cgutils.create_struct_proxy(sig.args[3])(
-            context, builder, value=dst).data, [dst_off]), whole.as_pointer())
+        pd = builder.bitcast(_bytes_at(context, builder, sig.args[3], dst, dst_off),
+                             whole.as_pointer())
         builder.store(pairs, pd, align=2)
         return context.get_dummy_value()
 
@@ -400,9 +399,9 @@ def _product(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, m
 @njit(cache=True, error_model="numpy", inline="always")
 def _finish_block(c, bits, c0, np_, flat_out, out0, m, n, rb, cb, round_out):
     """Block (rb, cb) of the padded C (from c0 in `c`) into `flat_out` (m x n from out0):
-    its bfloat16 bits, rounded
-    (`round_out`), or its float32 values, without the padding. (Unsigned indices: a signed
-    one keeps Numba's negative-index check, which stopped the row loop from vectorising.)"""
+    its bfloat16 bits, rounded (`round_out`), or its float32 values, without the padding.
+    (Unsigned indices: a signed one keeps Numba's negative-index check, which stopped the row
+    loop from vectorising.)"""
     j0 = cb * BLOCK
     width = min(BLOCK, n - j0)
     for i in range(rb * BLOCK, min((rb + 1) * BLOCK, m)):
