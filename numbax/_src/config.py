@@ -232,8 +232,8 @@ def _defaults() -> dict[str, Any]:
         # Fuse `x @ w + b` (and its ReLU) into one cuBLASLt call on the GPU where nvmath-python
         # is installed (compiler/epilogues.py); read when a program is compiled.
         "cuda_epilogues": _from_env("cuda_epilogues", ["NUMBAX_CUDA_EPILOGUES"], True),
-        # Apply dense layers' bias adds and activations inside their CPU products
-        # (compiler/epilogues.py); read when a program is compiled.
+        # Apply dense layers' bias adds and activations, and updates `w - lr * g`, inside
+        # their CPU products (compiler/epilogues.py); read when a program is compiled.
         "cpu_epilogues": _from_env("cpu_epilogues", ["NUMBAX_CPU_EPILOGUES"], True),
         # On a busy machine, run the parallel arm of numbax's GEMM, of fused kernels over
         # independent rows and of reductions (full, or over the leading axis) on the native pool

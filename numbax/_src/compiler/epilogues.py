@@ -47,18 +47,21 @@ GELU_CUBE, GELU_SCALE = 0.044715, float(np.sqrt(2 / np.pi))  # jax.nn.gelu's tan
 
 
 def _abstract_eval(x, y, bias, *, dimension_numbers, precision, preferred_element_type,
-                   activation):
+                   activation, scale=1.0):
     return core.abstract_eval_rules[ld.dot_general_p](
         x, y, dimension_numbers=dimension_numbers, precision=precision,
         preferred_element_type=preferred_element_type)
 
 
-def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, activation):
+def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, activation,
+          scale=1.0):
     """The chain it replaces, on the host (the driver's fallback where no rule applies)."""
     (out,) = core.impl_rules[ld.dot_general_p](
         x, y, dimension_numbers=dimension_numbers, precision=precision,
         preferred_element_type=preferred_element_type)
     out = np.asarray(out)
+    if activation == "update":
+        return [np.asarray(bias) + out.dtype.type(scale) * out]
     z = (out + np.asarray(bias)[None, :]).astype(out.dtype)
     if activation == "relu":
         return [np.maximum(z, z.dtype.type(0))]
@@ -73,16 +76,19 @@ def _impl(x, y, bias, *, dimension_numbers, precision, preferred_element_type, a
 
 
 def _composite(x, y, bias, *, dimension_numbers, precision, preferred_element_type,
-               activation):
+               activation, scale=1.0):
     """The equations the rewrite replaced, for the primitive's jvp and batching rules (the
     rewrite runs after every transformation, but the primitive keeps the matrix's contract)."""
     z = ld.dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, precision=precision,
                               preferred_element_type=preferred_element_type)
     aval = core.get_aval(z)
-    z = lx.add(z, ls.broadcast_in_dim(bias, aval.shape, (1,)))
+
     def const(value):
         return ls.broadcast_in_dim(np.asarray(value, aval.dtype), aval.shape, ())
 
+    if activation == "update":
+        return lx.add(bias, lx.mul(const(scale), z))
+    z = lx.add(z, ls.broadcast_in_dim(bias, aval.shape, (1,)))
     if activation == "relu":
         z = lx.max(z, const(0))
     elif activation == "gelu":
@@ -110,10 +116,11 @@ batching.batch_rules[gemm_epilogue_p] = _batch
 
 
 def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool],
-         activations: tuple = ("relu", "gelu")) -> Jaxpr:
+         activations: tuple = ("relu", "gelu"), updates: bool = False) -> Jaxpr:
     """`jaxpr` with each dense layer's product (a dot_general for which `takes` holds), bias add
     and activation (one of `activations`, where nothing else reads their intermediates) as one
-    gemm_epilogue equation; unchanged when there is none."""
+    gemm_epilogue equation, and with `updates` each product read only by base + s * product
+    (`_update`) as one too; unchanged when there is none."""
     uses = Counter(x for e in jaxpr.eqns for x in e.invars if isinstance(x, Var))
     uses.update(x for x in jaxpr.outvars if isinstance(x, Var))
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
@@ -122,6 +129,7 @@ def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool],
         for x in dict.fromkeys(x for x in e.invars if isinstance(x, Var)):
             readers.setdefault(x, []).append(e)
     consumer = {x: es[-1] for x, es in readers.items()}  # the reader of a once-read value
+    order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
     # the new equation takes the place of its chain's last one, after every operand's
     # definition (the bias row may be computed after the product) and before every reader
     replaced: dict[int, JaxprEqn] = {}  # id of the chain's last equation -> the new one
@@ -132,6 +140,18 @@ def fuse(jaxpr: Jaxpr, takes: Callable[[JaxprEqn], bool],
             continue
         add = consumer.get(eqn.outvars[0])  # None: the product is only an output
         bias = None if add is None else _bias(add, eqn.outvars[0], producer)
+        update = _update(add, eqn.outvars[0], uses, consumer, producer) \
+            if updates and add and bias is None else None
+        if update is not None:
+            base, scale, chain = update
+            # in the product's place where the base is known there (a weight), so the driver
+            # can still run it beside its neighbour product (an input gradient's)
+            at = eqn if base not in producer or order[id(producer[base])] < order[id(eqn)] \
+                else chain[-1]
+            replaced[id(at)] = JaxprEqn(
+                gemm_epilogue_p, [*eqn.invars, base], list(chain[-1].outvars),
+                {**eqn.params, "activation": "update", "scale": scale})
+            dropped.update(id(e) for e in (eqn, *chain) if e is not at)
         if bias is None:
             continue
         z = add.outvars[0]
@@ -191,6 +211,42 @@ def _bias(add: JaxprEqn, product: Var, producer: dict) -> Var | None:
             tuple(row.aval.shape) != (product.aval.shape[1],):
         return None
     return other
+
+
+def _update(first: JaxprEqn, product: Var, uses: Counter, consumer: dict,
+            producer: dict) -> tuple[Var, float, list[JaxprEqn]] | None:
+    """(base, scale, the equations after the product) where the product's readers are one
+    chain computing base + scale * product: `base - s * product`, `base + s * product` (s a
+    scalar literal of the product's dtype, on either side of the multiply: an SGD step's
+    `w - lr * g`), `base + product`, `product + base` or `base - product` (a residual), base
+    an array of the product's shape and dtype, not a broadcast (a bias, which `_bias` takes;
+    materialised, it would cost a pass); None otherwise. base - s * p is base + (-s) * p and
+    p * s is s * p exactly in IEEE arithmetic, so the fused result has the chain's bits."""
+    aval = product.aval
+    scale, chain, v = 1.0, [first], product
+    if first.primitive is lx.mul_p:
+        other = first.invars[1] if first.invars[0] is product else first.invars[0]
+        if not (isinstance(other, Literal) and other.aval.shape == ()
+                and other.aval.dtype == aval.dtype) or uses[first.outvars[0]] != 1:
+            return None
+        scale, v = float(np.asarray(other.val, aval.dtype)), first.outvars[0]
+        if consumer.get(v) is None:
+            return None
+        chain.append(consumer[v])
+    last = chain[-1]
+    if last.primitive is lx.sub_p and last.invars[1] is v and last.invars[0] is not v:
+        base, scale = last.invars[0], -scale
+    elif last.primitive is lx.add_p and v in last.invars:
+        base = last.invars[1] if last.invars[0] is v else last.invars[0]
+    else:
+        return None
+    out = last.outvars[0].aval
+    made = producer.get(base)
+    if not isinstance(base, Var) or base is v or (
+            made is not None and made.primitive is ls.broadcast_in_dim_p) or any(
+            (a.shape, a.dtype) != (aval.shape, aval.dtype) for a in (base.aval, out)):
+        return None
+    return base, scale, chain
 
 
 def _is_relu(eqn: JaxprEqn, z: Var) -> bool:

@@ -62,7 +62,7 @@ def test_an_empty_contraction_still_gets_bias_and_activation():
 
 def test_bad_epilogue_arguments_are_named():
     x, w, b = _operands(4, 8, 6, np.float32)
-    with pytest.raises(ValueError, match=r"bias must be a float32 vector of shape \(6,\)"):
+    with pytest.raises(ValueError, match=r"bias must be a float32 array of shape \(6,\)"):
         gemm_cpu.matmul(x, w, 1, bias=b[:5])
     with pytest.raises(ValueError, match="bias must be a float32"):
         gemm_cpu.matmul(x, w, 1, bias=b.astype(np.float64))
@@ -86,7 +86,7 @@ def test_library_dot_on_either_product(route, activation):
     b = RNG.normal(size=300).astype(np.float32)
     want = _reference(out, np.eye(300, dtype=np.float32), b, activation)
     gemm_epilogues.finish_rows(out.reshape(-1), 600, 300, *gemm_epilogues.epilogue_args(
-        np.float32, 300, b, activation), 4)
+        np.float32, (600, 300), b, activation), 1.0, 4)
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-5)
 
 

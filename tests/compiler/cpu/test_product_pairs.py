@@ -58,7 +58,7 @@ def test_a_pair_of_other_operands_is_refused_by_name():
 def _spy_pairs(monkeypatch):
     calls = []
     real = gemm_pairs.matmul_pair
-    monkeypatch.setattr(gemm_pairs, "matmul_pair", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(gemm_pairs, "matmul_pair", lambda *a: calls.append(a[4]) or real(*a))
     return calls
 
 

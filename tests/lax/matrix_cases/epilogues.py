@@ -1,6 +1,7 @@
 """Matrix rows of gemm_epilogue, the backends' dense layer (`x @ w + b`, then ReLU, GELU, tanh,
-sigmoid or nothing, compiler/epilogues.py), bound by hand: its eager rule, jit, vmap and both
-derivative modes against the composition it stands for."""
+sigmoid or nothing) and update (`base + scale * (x @ w)`, compiler/epilogues.py), bound by
+hand: its eager rule, jit, vmap and both derivative modes against the composition it stands
+for."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,12 +12,14 @@ from tests.lax.matrix_cases import Case
 RNG = np.random.default_rng(23)
 X, W, B = RNG.normal(size=(3, 4)), RNG.normal(size=(4, 5)), RNG.normal(size=5)
 XT = RNG.normal(size=(4, 3))  # contracted along its rows
+BASE = RNG.normal(size=(3, 5))  # an update's
 
 
-def _layer(activation, dims=(((1,), (0,)), ((), ()))):
+def _layer(activation, dims=(((1,), (0,)), ((), ())), **params):
     def f(x, w, b):
         return gemm_epilogue_p.bind(x, w, b, dimension_numbers=dims, precision=None,
-                                    preferred_element_type=None, activation=activation)
+                                    preferred_element_type=None, activation=activation,
+                                    **params)
     return f
 
 
@@ -28,4 +31,6 @@ def cases() -> dict[str, list[Case]]:
         Case(_layer("tanh"), (X, W, B), (0, 1, 2)),
         Case(_layer("sigmoid"), (X, W, B), (0, 1, 2)),
         Case(_layer("relu", (((0,), (0,)), ((), ()))), (XT, W, B), (0, 1)),
+        Case(_layer("update", scale=-0.25), (X, W, BASE), (0, 1, 2)),
+        Case(_layer("update", (((0,), (0,)), ((), ())), scale=1.0), (XT, W, BASE), (0, 1, 2)),
     ]}

@@ -124,7 +124,8 @@ class CpuBackend(Backend):
         jaxpr = passes.expand_small_dots(passes.qr_without_q(narrow_floats.widen(jaxpr, mode)))
         jaxpr = few_scatters.expand_few_scatters(jaxpr)
         if config.hot("cpu_epilogues"):
-            jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS)
+            jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS,
+                                   updates=True)
         return compose_maps.compose_index_maps(sink_transposes.sink_transposes(jaxpr))
 
     def op_cost(self, eqn: core.JaxprEqn) -> float:

@@ -53,22 +53,33 @@ def _dot_args(eqn: JaxprEqn, ins: list[str]) -> str | None:
 
 def pair_call(first: JaxprEqn, first_ins: list[str], second: JaxprEqn,
               second_ins: list[str]) -> str | None:
-    """`lw.dot_pair((x1, y1, macs1), (x2, y2, macs2))` for two plain products of matrices (the
-    CPU driver's adjacent ones, the second not reading the first: cpu/driver.py), which the
-    runtime runs together on its threads; None where either is another kind of product."""
+    """`lw.dot_pair((x1, y1, macs1, ...), (x2, y2, macs2, ...))` for two plain products of
+    matrices or products with an epilogue (the CPU driver's adjacent ones, the second not
+    reading the first: cpu/driver.py), which the runtime runs together on its threads; None
+    where either is another kind of product."""
     args = []
     for eqn, ins in ((first, first_ins), (second, second_ins)):
-        if eqn.primitive is not ld.dot_general_p or not all(
+        if eqn.primitive not in (ld.dot_general_p, epilogues.gemm_epilogue_p) or not all(
                 v.aval.ndim == 2 for v in eqn.invars[:2]):
             return None
         args.append(_dot_args(eqn, ins))
+        if eqn.primitive is epilogues.gemm_epilogue_p and args[-1] is not None:
+            args[-1] += _epilogue_args(eqn, ins)
     return None if None in args else f"lw.dot_pair(({args[0]}), ({args[1]}))"
 
 
+def _epilogue_args(eqn: JaxprEqn, ins: list[str]) -> str:
+    """`, bias, activation` (an update's `, base, 'update', scale`) after `lw.dot`'s operands."""
+    activation = eqn.params["activation"]
+    if activation == "update":  # base + scale * (x @ y)
+        return f", {ins[2]}, 'update', {render_value(eqn.params['scale'])}"
+    return f", {ins[2]}, {activation!r}"
+
+
 def _epilogue_library(eqn: JaxprEqn, ins: list[str]) -> str:
-    """A dense layer (compiler/epilogues.py) as one `lw.dot` with its bias and activation."""
-    args = _dot_args(eqn, ins)
-    return f"[lw.dot({args}, {ins[2]}, {eqn.params['activation']!r})]"
+    """A dense layer (compiler/epilogues.py) as one `lw.dot` with its bias and activation, an
+    update as one with its base and scale."""
+    return f"[lw.dot({_dot_args(eqn, ins)}{_epilogue_args(eqn, ins)})]"
 
 
 def _array(args, eqn):

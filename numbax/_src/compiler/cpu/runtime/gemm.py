@@ -34,9 +34,9 @@ grid of C from a counter (product_parts.py), so no two threads write the same pa
 fast cores take more; a shape's first calls time a few grids and keep the fastest
 (`product_parts.tuned_grid`).
 
-A dense layer's epilogue (compiler/epilogues.py: a bias row added, then ReLU or GELU) is
-applied to each tile of C right after its last k block, while the tile is still in L1
-(`gemm_epilogues.finish_tile`), instead of by a later pass over the whole of C.
+An epilogue (compiler/epilogues.py: a dense layer's bias row and activation, an update's base
++ scale * C) is applied to each tile of C right after its last k block, while the tile is still
+in L1 (`gemm_epilogues.finish_tile`), instead of by a later pass over the whole of C.
 """
 from __future__ import annotations
 
@@ -362,10 +362,11 @@ def workspace_size(itemsize: int, row_strips: int, column_strips: int,
 
 
 @njit(cache=True, error_model="numpy")
-def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias, epilogue):
+def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias, epilogue,
+               scale):
     """C's row strips [s0, s1) x column strips [t0, t1) of C = A @ B, A[i, k] = a[i*rsa + k*csa],
     B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat), with `work` as scratch
-    (`workspace_size` elements), then `epilogue` with the row `bias` (NO_EPILOGUE: neither).
+    (`workspace_size` elements), then `epilogue` with `bias` and `scale` (NO_EPILOGUE: none).
 
     Loop order (BLIS's): per k block, per block of MC_STRIPS row strips (it stays in L2),
     each column strip of B (it stays in L1) meets the block's row strips in the register
@@ -412,6 +413,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                         else (work, tile_off, nr_full)
                     bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
                         else (work, b_off + (t - t0) * kc * nr_full, nr_full)
+                    ep.before_tile(bias, i0 * n + j0, n, mr, nr, epilogue, finish)
                     if not short:
                         register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
                                       whole and k0 > 0)
@@ -429,12 +431,12 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                                 else:
                                     c[(i0 + i) * n + j0 + j] += work[tile_off + i * nr_full + j]
                     if finish:
-                        ep.finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue)
+                        ep.finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue, scale)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts, work, bias,
-                  epilogue, next_part):
+                  epilogue, scale, next_part):
     """`_gemm_part` over a row_parts x column_parts grid of C, on one thread per row of
     `work` (its scratch), each taking the next part from the counter `next_part` (zero on
     entry) until none is left (product_parts.py: the fast cores take the slow ones' share)."""
@@ -447,25 +449,25 @@ def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts
             r, q = p // column_parts, p % column_parts
             _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // row_parts,
                        ms * (r + 1) // row_parts, ns * q // column_parts,
-                       ns * (q + 1) // column_parts, work[th], bias, epilogue)
+                       ns * (q + 1) // column_parts, work[th], bias, epilogue, scale)
             p = product_parts.take(next_part)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, next_product):
+def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, scale, next_one):
     """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), on one
-    thread per row of `work`, each taking the next p from the counter `next_product` (zero
-    on entry): a batch of products each too small to share among threads."""
+    thread per row of `work`, each taking the next p from the counter `next_one` (zero on
+    entry): a batch of products each too small to share among threads."""
     nb = c.shape[0]
     ms = (m + MR - 1) // MR
     ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
     first = np.intp(0)  # typed int64 as in `matmul`'s calls: a literal 0 compiled a second copy
     for th in prange(work.shape[0]):
-        p = product_parts.take(next_product)
+        p = product_parts.take(next_one)
         while p < nb:
             _gemm_part(a[p], rsa, csa, b[p], rsb, csb, c[p], m, n, kk, first, ms, first, ns,
-                       work[th], bias, epilogue)
-            p = product_parts.take(next_product)
+                       work[th], bias, epilogue, scale)
+            p = product_parts.take(next_one)
 
 
 _workspaces = threading.local()
@@ -475,9 +477,7 @@ def _workspace(dtype, rows: int, size: int) -> np.ndarray:
     """A C-contiguous (rows, size) scratch array of `dtype`, kept per Python thread and
     reused: allocating and first-touching ~0.5 MB a thread on every call cost more than a
     small product takes."""
-    cache = getattr(_workspaces, "by_dtype", None)
-    if cache is None:
-        cache = _workspaces.by_dtype = {}
+    cache = _workspaces.__dict__.setdefault("by_dtype", {})  # (this thread's)
     flat = cache.get(dtype)
     if flat is None or flat.size < rows * size:
         flat = cache[dtype] = np.empty(rows * size, dtype)
@@ -531,9 +531,9 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) 
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
     work = _workspace(x.dtype, max(1, min(threads, nb)),
                       workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk, m)))
-    row, epilogue = ep.epilogue_args(x.dtype, n, None, "none")
+    row, epilogue = ep.epilogue_args(x.dtype, (m, n), None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
-                  np.zeros(1, np.int64))
+                  1.0, np.zeros(1, np.int64))
     return True
 
 
@@ -548,39 +548,38 @@ def supports(x: np.ndarray, y: np.ndarray) -> bool:
 
 def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
            out: np.ndarray | None = None, bias: np.ndarray | None = None,
-           activation: str = "none") -> np.ndarray:
+           activation: str = "none", scale: float = 1.0) -> np.ndarray:
     """x @ y for operands `supports` accepts, on `threads` Numba threads (1: serial), into
     `out` when given (a C-contiguous array of the result's shape and dtype, e.g. one matrix of
     a batched result); with `bias` (a vector of y.shape[1] values of the same dtype) the
     dense layer act(x @ y + bias), `activation` "none", "relu", "gelu" (tanh form), "tanh"
-    or "sigmoid"."""
+    or "sigmoid"; with activation "update" bias + scale * (x @ y), `bias` of the result's shape."""
     if not supports(x, y):
         raise ValueError(
             f"gemm_cpu.matmul takes two 2D float32/float64 arrays of one dtype, each C- or "
             f"Fortran-contiguous, with x.shape[1] == y.shape[0]; got x {x.dtype}{x.shape} and "
             f"y {y.dtype}{y.shape}: call np.dot for other operands")
-    m, kk = x.shape
-    n = y.shape[1]
-    row, epilogue = ep.epilogue_args(x.dtype, n, bias, activation)
+    (m, kk), n = x.shape, y.shape[1]
+    row, epilogue = ep.epilogue_args(x.dtype, (m, n), bias, activation)
     if out is None:
         out = np.empty((m, n), x.dtype)
     elif out.shape != (m, n) or out.dtype != x.dtype or not out.flags.c_contiguous \
-            or not out.flags.writeable:
-        raise ValueError(
+            or not out.flags.writeable or np.may_share_memory(out, row):
+        raise ValueError(  # (C is summed in place over k blocks: an update's base would change)
             f"gemm_cpu.matmul: out must be a writeable C-contiguous {x.dtype} array of shape "
-            f"{(m, n)}; got {out.dtype}{out.shape} (C-contiguous: {out.flags.c_contiguous})")
+            f"{(m, n)}, apart from the epilogue's operand; got {out.dtype}{out.shape} "
+            f"(C-contiguous: {out.flags.c_contiguous})")
     if out.size == 0:
         return out
     c = out.reshape(-1)
     if kk == 0:
         out.fill(0)
         if epilogue != ep.NO_EPILOGUE:
-            ep.finish_block(c, 0, m, n, row, epilogue)
+            ep.finish_block(c, 0, m, n, row, epilogue, scale)
         return out
     a, rsa, csa = flat_operand(x)
     b, rsb, csb = flat_operand(y)
-    ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
-    ms = -(-m // MR)
+    ms, ns = -(-m // MR), -(-n // (2 * (VEC_BYTES // x.itemsize)))
     threads = max(threads, 1)
     b_in_place_below = PACK_B_FROM_ROW_STRIPS if csb == 1 else 0
     grids = product_parts.candidates(ms, ns, threads, b_in_place_below, csa != 1)
@@ -591,10 +590,11 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
         x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk, m)))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
-        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue)
+        _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue,
+                   scale)
     else:
         _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
-                      np.zeros(1, np.int64))
+                      scale, np.zeros(1, np.int64))
     product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
 

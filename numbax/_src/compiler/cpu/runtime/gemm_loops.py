@@ -30,7 +30,7 @@ from numbax._src.compiler.cpu.runtime import gemm, native_pool, product_parts
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 
-_TASK_PARAMS = 20  # int64 words of gemm_tasks' parameter block
+_TASK_PARAMS = 21  # int64 words of gemm_tasks' parameter block
 
 
 def _strips(m: int, n: int, itemsize: int) -> tuple[int, int]:
@@ -96,4 +96,5 @@ def loop_block(tasks, q, rows, cols, a, a_transposed, b, b_transposed, c, work):
     # the task's scratch for part q is p[15] + q * ws elements: this thread's row
     p[15], p[16] = work.ctypes.data - q * ws * item, ws
     p[17], p[18], p[19] = c.ctypes.data, 1, ep.NO_EPILOGUE  # (no bias row is read)
+    p[20] = 0  # (the scale's bits: read by no epilogue)
     native_pool.call_task(tasks[0] if item == 4 else tasks[1], p.ctypes.data, q)

@@ -16,11 +16,12 @@ from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
 @njit(cache=True, parallel=True, error_model="numpy")
 def _gemm_pair(a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1,
                a2, rsa2, csa2, b2, rsb2, csb2, c2, m2, n2, k2, rows2, cols2,
-               work, bias, epilogue, next_part):
+               work, epilogue1, epilogue2, next_part):
     """Two products' grids of parts as one list, on one thread per row of `work`, each
     thread taking the next part of either from the counter `next_part` (zero on entry): the
-    first product's rows1 x cols1 parts, then the second's (`matmul_pair`). One call site of
-    `_gemm_part` (each is an unrolled tile to compile)."""
+    first product's rows1 x cols1 parts, then the second's (`matmul_pair`), each with its
+    epilogue, a (bias, code, scale) triple. One call site of `_gemm_part` (each is an unrolled
+    tile to compile)."""
     nr = 2 * (gemm.VEC_BYTES // c1.itemsize)
     parts1 = rows1 * cols1
     parts = parts1 + rows2 * cols2
@@ -28,38 +29,45 @@ def _gemm_pair(a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1,
         p = product_parts.take(next_part)
         while p < parts:
             first = p < parts1
-            a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, q = \
-                (a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1, p) if first \
-                else (a2, rsa2, csa2, b2, rsb2, csb2, c2, m2, n2, k2, rows2, cols2, p - parts1)
+            a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, q, (bias, epilogue, scale) = \
+                (a1, rsa1, csa1, b1, rsb1, csb1, c1, m1, n1, k1, rows1, cols1, p, epilogue1) \
+                if first else (a2, rsa2, csa2, b2, rsb2, csb2, c2, m2, n2, k2, rows2, cols2,
+                               p - parts1, epilogue2)
             ms, ns = (m + gemm.MR - 1) // gemm.MR, (n + nr - 1) // nr
             r, t = q // cols, q % cols
             gemm._gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, ms * r // rows,
                             ms * (r + 1) // rows, ns * t // cols, ns * (t + 1) // cols,
-                            work[th], bias, epilogue)
+                            work[th], bias, epilogue, scale)
             p = product_parts.take(next_part)
 
 
-def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray,
-                threads: int) -> tuple[np.ndarray, np.ndarray]:
-    """(x1 @ y1, x2 @ y2) for two products `gemm.supports` accepts, of one dtype, run together on
-    `threads` Numba threads: each product cut for half the threads (`product_parts.
-    candidates`' cheapest grid; on two threads each a whole product), the threads taking
-    parts of either from one counter. Two independent products of a training step's backward
-    pass (h1ᵀ @ d2 and d2 @ W2ᵀ at batch 128-256) each on one thread at once ran 10-28 %
-    faster than each split over both threads in turn on the 2-core VM (docs/performance.md)."""
+def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, threads: int,
+                epilogue1=(), epilogue2=()) -> tuple[np.ndarray, np.ndarray]:
+    """(x1 @ y1, x2 @ y2), each with its epilogue when given ((bias, activation[, scale]) as
+    `gemm.matmul` takes them), for two products `gemm.supports` accepts, of one dtype, run
+    together on `threads` Numba threads: each product cut for half the threads
+    (`product_parts.candidates`' cheapest grid; on two threads each a whole product), the
+    threads taking parts of either from one counter. Two independent products of a training
+    step's backward pass (h1ᵀ @ d2 and d2 @ W2ᵀ at batch 128-256) each on one thread at once
+    ran 10-28 % faster than each split over both threads in turn on the 2-core VM
+    (docs/performance.md)."""
     if not (gemm.supports(x1, y1) and gemm.supports(x2, y2) and x1.dtype == x2.dtype):
         raise ValueError(
             f"gemm_pairs.matmul_pair takes two products gemm_cpu.matmul takes, of one dtype; got "
             f"{x1.dtype}{x1.shape} @ {y1.dtype}{y1.shape} and {x2.dtype}{x2.shape} @ "
             f"{y2.dtype}{y2.shape}")
     nr = 2 * (gemm.VEC_BYTES // x1.itemsize)
-    flats, grids, outs, sizes = [], [], [], []
-    for x, y in ((x1, y1), (x2, y2)):
+    flats, grids, outs, sizes, epilogues = [], [], [], [], []
+    for x, y, epilogue in ((x1, y1, epilogue1), (x2, y2, epilogue2)):
         m, kk = x.shape
         n = y.shape[1]
         out = np.empty((m, n), x.dtype)
+        bias, activation, scale = (*epilogue, 1.0)[:3] if epilogue else (None, "none", 1.0)
+        row, code = ep.epilogue_args(x.dtype, (m, n), bias, activation)
         if kk == 0:
             out.fill(0)
+            if code != ep.NO_EPILOGUE:
+                ep.finish_block(out.reshape(-1), 0, m, n, row, code, scale)
         a, rsa, csa = gemm.flat_operand(x)
         b, rsb, csb = gemm.flat_operand(y)
         ms, ns = -(-m // gemm.MR), -(-n // nr)
@@ -71,8 +79,8 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray,
                                          -(-ns // max(cols, 1)), gemm.packs_a(csa, kk, m)))
         grids.append(rows * cols)
         outs.append(out)
+        epilogues.append((row, code, float(scale)))
     workers = max(1, min(threads, sum(grids)))
     work = gemm._workspace(x1.dtype, workers, max(sizes))
-    row, epilogue = ep.epilogue_args(x1.dtype, 1, None, "none")
-    _gemm_pair(*flats[0], *flats[1], work, row, epilogue, np.zeros(1, np.int64))
+    _gemm_pair(*flats[0], *flats[1], work, *epilogues, np.zeros(1, np.int64))
     return outs[0], outs[1]

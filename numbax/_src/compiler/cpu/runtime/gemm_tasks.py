@@ -25,7 +25,7 @@ from numbax._src.compiler.cpu.runtime import (
     product_parts,
 )
 
-_PARAMS = 20  # int64 parameters of a task (`matmul`'s `params`)
+_PARAMS = 21  # int64 parameters of a task (`matmul`'s `params`; the last a float64's bits)
 
 
 def _view(arrty):
@@ -60,7 +60,7 @@ def _f64_read(typingctx, addr, length):
 
 
 @njit(cache=True, error_model="numpy")
-def _part(p, chunk, a, b, c, work, bias):
+def _part(p, chunk, a, b, c, work, bias, scale):
     """Part `chunk` of a rows x cols grid of C."""
     m, n, kk, rows, cols = p[10], p[11], p[12], p[13], p[14]
     ms = (m + gemm.MR - 1) // gemm.MR
@@ -68,7 +68,8 @@ def _part(p, chunk, a, b, c, work, bias):
     ns = (n + nr - 1) // nr
     r, q = chunk // cols, chunk % cols
     gemm._gemm_part(a, p[2], p[3], b, p[6], p[7], c, m, n, kk, ms * r // rows,
-                    ms * (r + 1) // rows, ns * q // cols, ns * (q + 1) // cols, work, bias, p[19])
+                    ms * (r + 1) // rows, ns * q // cols, ns * (q + 1) // cols, work, bias, p[19],
+                    scale)
 
 
 # The tasks: compiled (or loaded from Numba's cache) when this module is imported, which the
@@ -77,16 +78,18 @@ def _part(p, chunk, a, b, c, work, bias):
 def _task_f32(arg, chunk):
     p = kernel_tasks.words(arg, _PARAMS)
     ws = p[16]
+    scale = _f64_read(arg + 8 * (_PARAMS - 1), 1)[0]
     _part(p, chunk, _f32_read(p[0], p[1]), _f32_read(p[4], p[5]), _f32(p[8], p[9]),
-          _f32(p[15] + 4 * ws * chunk, ws), _f32_read(p[17], p[18]))
+          _f32(p[15] + 4 * ws * chunk, ws), _f32_read(p[17], p[18]), scale)
 
 
 @cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy", cache=True)
 def _task_f64(arg, chunk):
     p = kernel_tasks.words(arg, _PARAMS)
     ws = p[16]
+    scale = _f64_read(arg + 8 * (_PARAMS - 1), 1)[0]
     _part(p, chunk, _f64_read(p[0], p[1]), _f64_read(p[4], p[5]), _f64(p[8], p[9]),
-          _f64(p[15] + 8 * ws * chunk, ws), _f64_read(p[17], p[18]))
+          _f64(p[15] + 8 * ws * chunk, ws), _f64_read(p[17], p[18]), scale)
 
 
 def task(dtype: np.dtype) -> int:
@@ -95,8 +98,8 @@ def task(dtype: np.dtype) -> int:
 
 
 def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
-           activation: str = "none") -> np.ndarray | None:
-    """`gemm.matmul(x, y, ..., bias=, activation=)` on the native pool, with every core's
+           activation: str = "none", scale: float = 1.0) -> np.ndarray | None:
+    """`gemm.matmul(x, y, ..., bias=, activation=, scale=)` on the native pool, with every core's
     worth of workers; None when the pool is not here or another thread's job holds it (the
     caller takes its other path)."""
     if not native_pool.available() or not gemm.supports(x, y):
@@ -106,10 +109,10 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     native_pool.start(threads.pool_size())
     m, kk = x.shape
     n = y.shape[1]
-    row, epilogue = gemm_epilogues.epilogue_args(x.dtype, n, bias, activation)
+    row, epilogue = gemm_epilogues.epilogue_args(x.dtype, (m, n), bias, activation)
     out = np.empty((m, n), x.dtype)
     if out.size == 0 or kk == 0:
-        return gemm.matmul(x, y, 1, out, bias, activation)
+        return gemm.matmul(x, y, 1, out, bias, activation, scale)
     a, rsa, csa = gemm.flat_operand(x)
     b, rsb, csb = gemm.flat_operand(y)
     ms, ns = -(-m // gemm.MR), -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
@@ -121,7 +124,8 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     c = out.reshape(-1)
     params = np.array([a.ctypes.data, a.size, rsa, csa, b.ctypes.data, b.size, rsb, csb,
                        c.ctypes.data, c.size, m, n, kk, rows, cols, work.ctypes.data, ws,
-                       row.ctypes.data, row.size, epilogue], np.int64)
+                       row.ctypes.data, row.size, epilogue,
+                       np.float64(scale).view(np.int64)], np.int64)
     if not native_pool.run(task(x.dtype), params, rows * cols):
         return None
     return out

@@ -112,11 +112,13 @@ def _whole_matrices(a: np.ndarray) -> np.ndarray:
 
 
 def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
-        activation: str = "none") -> np.ndarray:
+        activation: str = "none", scale: float = 1.0) -> np.ndarray:
     """x @ y for operands already in (m, k) @ (k, n) form: numbax's own GEMM (`gemm_cpu`) for
     matrix products it takes where `own_gemm` says so, else np.dot (BLAS) under the BLAS
-    thread rule. With `bias`, a dense layer's act(x @ y + bias) (compiler/epilogues.py): the
-    GEMM applies it to each tile of C as it finishes, BLAS's result gets one pass."""
+    thread rule. With `bias`, a dense layer's act(x @ y + bias), or with activation "update"
+    bias + scale * (x @ y) (`bias` then an array of the result's shape; compiler/
+    epilogues.py): the GEMM applies it to each tile of C as it finishes, BLAS's result gets
+    one pass."""
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
     own = runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
     blas_n = None if own else 0 if _blas_keeps_one_thread(x, y, macs) \
@@ -126,42 +128,45 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
         threads = gemm_threads(macs, site)
         swap = bias is None and _swaps_narrow(x, y)
         a, b = (y.T, x.T) if swap else (x, y)
-        out = _pooled(a, b, bias, activation) if threads > 1 and site is not None else None
+        out = _pooled(a, b, bias, activation, scale) if threads > 1 and site is not None \
+            else None
         if out is None:
-            out = _on_numbas_pool(a, b, threads, bias, activation)
+            out = _on_numbas_pool(a, b, threads, bias, activation, scale)
         if swap:
             out = np.ascontiguousarray(out.T)
     else:
         threads = blas_n
         out = numpy_blas_call(np.dot, threads, x, y)
         if bias is not None:
-            out = _finish(np.ascontiguousarray(out), bias, activation)
+            out = _finish(np.ascontiguousarray(out), bias, activation, scale)
     rt_threads.measured(site, threads)  # (0: BLAS's own count, every core)
     return out
 
 
 def dot_pair(first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """(x1 @ y1, x2 @ y2) for `first` = (x1, y1, macs1), `second` likewise: two products of a
+    """(x1 @ y1, x2 @ y2) for `first` = (x1, y1, macs1[, bias, activation[, scale]]) (`dot`'s
+    arguments: an epilogue's after the product's), `second` likewise: two products of a
     program neither of which reads the other's result (the driver's adjacent ones,
     compiler/cpu/driver.py). Where `dot` would run each on numbax's GEMM on threads of a quiet
     machine, they run together, each on its share of the threads (`gemm_pairs.matmul_pair`:
     on two threads each on one, as XLA runs a backward pass's independent products); else
     one after the other, as `dot` runs them."""
-    (x1, y1, macs1), (x2, y2, macs2) = first, second
-    if x1.dtype == x2.dtype and _pairs(x1, y1, macs1) and _pairs(x2, y2, macs2):
+    (x1, y1, macs1, *epilogue1), (x2, y2, macs2, *epilogue2) = first, second
+    if x1.dtype == x2.dtype and _pairs(x1, y1, macs1, epilogue1) \
+            and _pairs(x2, y2, macs2, epilogue2):
         threads = gemm_threads(macs1 + macs2)
         if threads > 1:
             with rt_threads.running(threads):
-                return gemm_pairs.matmul_pair(x1, y1, x2, y2, threads)
-    return dot(x1, y1, macs1), dot(x2, y2, macs2)
+                return gemm_pairs.matmul_pair(x1, y1, x2, y2, threads, epilogue1, epilogue2)
+    return dot(*first), dot(*second)
 
 
-def _pairs(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
+def _pairs(x: np.ndarray, y: np.ndarray, macs: int, epilogue: list) -> bool:
     """Whether `dot` runs this product on gemm.py's tile, unswapped, on threads of a quiet
     machine (what `dot_pair` runs together)."""
     return (macs >= GEMM_THREADED_MACS and own_gemm_host() and not rt_threads.busy()
             and runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
-            and not _swaps_narrow(x, y))
+            and (epilogue or not _swaps_narrow(x, y)))
 
 
 # numpy gives x @ x.T of one buffer to BLAS's syrk, then copies the triangle it computed into
@@ -199,15 +204,15 @@ def _blas_kernel(x: np.ndarray, y: np.ndarray) -> bool:
     return config.cpu_matmul == "auto" and not own_gemm_host() and blas_parts.supports(x, y)
 
 
-def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias,
-                    activation: str) -> np.ndarray:
+def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias, activation: str,
+                    scale: float) -> np.ndarray:
     """act(x @ y + bias) on `threads` of Numba's threads: OpenBLAS's kernel on blocks of C
     where `_blas_kernel` says so, else gemm.py's register tile."""
     with rt_threads.running(threads):
         if _blas_kernel(x, y):
             out = blas_parts.matmul(x, y, threads)
-            return out if bias is None else _finish(out, bias, activation)
-        return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation)
+            return out if bias is None else _finish(out, bias, activation, scale)
+        return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation, scale=scale)
 
 
 def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
@@ -222,7 +227,8 @@ def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
     return y.shape[1] <= gemm_cpu.MR < x.shape[0]
 
 
-def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray | None:
+def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str,
+            scale: float) -> np.ndarray | None:
     """A busy machine's parallel product on the native pool (its caller never waits for a
     worker the scheduler has not run): OpenBLAS's kernel on blocks of C where `_blas_kernel`
     says so (blas_tasks.py), else gemm.py's tile (gemm_tasks.py); None where it does not run."""
@@ -232,26 +238,26 @@ def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str) -> np.ndarray |
         from numbax._src.compiler.cpu.runtime import blas_tasks  # compiles its tasks: first use
 
         out = blas_tasks.matmul(x, y)
-        return out if out is None or bias is None else _finish(out, bias, activation)
+        return out if out is None or bias is None else _finish(out, bias, activation, scale)
     from numbax._src.compiler.cpu.runtime import gemm_tasks  # compiles its tasks: first use
 
-    return gemm_tasks.matmul(x, y, bias, activation)
+    return gemm_tasks.matmul(x, y, bias, activation, scale)
 
 
 # estimated serial ns per element of a BLAS result's epilogue pass (threads.threads_for)
-FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0, "tanh": 3.0, "sigmoid": 3.0}
+FINISH_NS = {"none": 1.0, "relu": 1.0, "gelu": 4.0, "tanh": 3.0, "sigmoid": 3.0, "update": 1.0}
 
 
-def _finish(out: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
-    """act(out + bias) in place, over row blocks on Numba's threads."""
+def _finish(out: np.ndarray, bias: np.ndarray, activation: str, scale: float) -> np.ndarray:
+    """act(out + bias), or bias + scale * out, in place, over row blocks on Numba's threads."""
     m, n = out.shape
-    row, epilogue = gemm_epilogues.epilogue_args(out.dtype, n, bias, activation)
+    row, epilogue = gemm_epilogues.epilogue_args(out.dtype, (m, n), bias, activation)
     threads = min(m, rt_threads.threads_for(out.size * FINISH_NS[activation]))
     if threads <= 1:
-        gemm_epilogues.finish_block(out.reshape(-1), 0, m, n, row, epilogue)
+        gemm_epilogues.finish_block(out.reshape(-1), 0, m, n, row, epilogue, scale)
         return out
     with rt_threads.running(threads):
-        gemm_epilogues.finish_rows(out.reshape(-1), m, n, row, epilogue, threads)
+        gemm_epilogues.finish_rows(out.reshape(-1), m, n, row, epilogue, scale, threads)
     return out
 
 
