@@ -71,6 +71,19 @@ def test_library_dot_updates_on_either_product(route):
     np.testing.assert_allclose(got_t, want, rtol=2e-5, atol=2e-4)
 
 
+def test_a_busy_machines_pooled_product_updates_too():
+    """The native pool's parts (gemm_tasks.py, a busy machine's parallel arm) read the scale
+    from the task's parameter block."""
+    from numbax._src.compiler.cpu.runtime import gemm_tasks, native_pool
+
+    if not native_pool.available():
+        pytest.skip("no native pool on this host")
+    for dtype in (np.float32, np.float64):
+        x, w, base = _operands(300, 280, 200, dtype, transpose_x=True)
+        got = gemm_tasks.matmul(x, w, base, "update", -0.25)
+        np.testing.assert_array_equal(got, base + dtype(-0.25) * gemm_cpu.matmul(x, w, 1))
+
+
 @pytest.mark.parametrize("which", ["first", "second", "both"])
 def test_a_pair_of_products_keeps_each_its_epilogue(which):
     (x1, w1, base1), (x2, w2, bias2) = _operands(64, 128, 96, np.float32, True), \
