@@ -71,7 +71,8 @@ def test_matmul_matches_the_exact_product(m, k, n, a_transposed, b_transposed, o
 def test_stacks_of_products(layout, out_dtype):
     """A stack of products (attention's heads) in one call: each x[i] @ y[i] against the
     exact product, with C-contiguous matrices, transposed ones, and a stack of neither
-    layout (copied first); odd sizes pad every matrix."""
+    layout (copied first); odd sizes pad every matrix. Whole products a thread and parts of
+    them give the same bits."""
     rng = np.random.default_rng(11)
     nb, m, k, n = 6, 40, 70, 24
     x = rng.normal(size=(nb, m, k)).astype(BF16)
@@ -80,8 +81,10 @@ def test_stacks_of_products(layout, out_dtype):
         y = np.ascontiguousarray(y)
     elif layout == "strided":
         x = rng.normal(size=(m, nb, k)).astype(BF16).transpose(1, 0, 2)  # heads not leading
-    got = gemm_amx.matmul_batched(x, y, out_dtype, 3)
+    got = gemm_amx.matmul_batched(x, y, out_dtype, 3)  # whole products a thread (nb >= 2 x 3)
     assert got.shape == (nb, m, n)
+    # parts of products from one list (nb < 2 x 4): the same sums in the same order
+    np.testing.assert_array_equal(gemm_amx.matmul_batched(x, y, out_dtype, 4), got)
     for i in range(nb):
         _check(got[i], x[i], y[i], out_dtype)
 
@@ -171,6 +174,34 @@ def test_rounded_bits_match_ml_dtypes():
     with np.errstate(invalid="ignore"):  # (casting NaNs)
         want = bits.view(np.float32).astype(BF16).view(np.uint16)
     np.testing.assert_array_equal(rounded(bits), want)
+
+
+@needs_amx
+def test_vector_rounding_matches_ml_dtypes_on_what_the_tiles_produce():
+    """Whole rows of 16 are rounded by one fptrunc (`_round16`, AVX512-BF16's vcvtneps2bf16 on
+    AMX hosts): ml_dtypes' cast for every normal exponent, the ties, infinities and the
+    default NaNs the tiles produce; subnormals (which the tiles flush) become signed zeros."""
+    from numba import njit
+
+    @njit
+    def rounded(values):
+        out = np.empty(values.size, np.uint16)
+        for i in range(0, values.size, 16):
+            gemm_amx._round16(values, i, out, i)
+        return out
+
+    rng = np.random.default_rng(6)
+    normal = rng.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    normal = normal[((normal >> 23) & 0xFF != 0) & ((normal >> 23) & 0xFF != 0xFF)]
+    bits = np.concatenate([normal[:normal.size // 16 * 16], np.array(
+        [0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000,
+         0x00000000, 0x80000000, 0x00008000, 0x80018000, 0x007FFFFF, 0x3F800000, 0xBF7FFFFF,
+         0x3F7F8000, 0x4B800001], np.uint32)])
+    with np.errstate(invalid="ignore"):  # (casting NaNs)
+        want = bits.view(np.float32).astype(BF16).view(np.uint16)
+    subnormal = (bits & 0x7F800000 == 0) & (bits & 0x7FFFFF != 0)
+    want[subnormal] = (bits[subnormal] >> 16) & 0x8000
+    np.testing.assert_array_equal(rounded(bits.view(np.float32)), want)
 
 
 def test_without_tiles_the_product_is_float32(monkeypatch):

@@ -23,9 +23,11 @@ C (`_grid`: 2 row blocks by up to 8 column blocks) from a counter, configure the
 blocks of up to K_BLOCK, its column blocks down its rows; a block's last k block writes it
 into the result, rounded to bfloat16, while it is in L1 (with k in one block the tiles are
 stored into a 32 x 32 scratch of the thread's, not into a padded C). A stack of products
-(`matmul_batched`) is one list of parts in one parallel region. One Emerald Rapids core ran 500-800
-GFLOP/s on the MLP's shapes and 1024² (its bare ``tdpbf16ps`` loop: ~1000), against ~140 for
-the float32 GEMM (docs/performance.md).
+(`matmul_batched`) is one list of parts in one parallel region, or, with two or more products
+a thread and k in one block, whole products a part, each packed by the thread that multiplies
+it (`_whole_products`). Sums are rounded 16 at a time by AVX512-BF16's conversion
+(`_round16`). One Emerald Rapids core ran 500-800 GFLOP/s on the MLP's shapes and 1024² (its
+bare ``tdpbf16ps`` loop: ~1000), against ~140 for the float32 GEMM (docs/performance.md).
 
 Linux hands out AMX's 8 KiB of register state only to a process that asks
 (``arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)``); a tile instruction before that
@@ -54,6 +56,9 @@ BLOCK = 32  # rows and columns of C per `_tile_block`: 2 x 2 tiles of 16 x 16
 K_STEP = 32  # bfloat16 values of k per tile
 ROW_GROUP = 2  # row blocks of a part (64 rows of A: 128 KiB a k block, in L2)
 K_BLOCK = 1024  # most k a part runs before its next column block (k split evenly beyond it)
+# A stack of at least this many products a thread, k in one block, runs a whole product a part
+# (`_whole_products`), its operands packed by the thread that multiplies them
+WHOLE_PRODUCTS_PER_THREAD = 2
 # Smallest product taken (m, n, k): below a tile's rows the padding is most of the work
 MIN_ROWS, MIN_K = 16, 32
 # A product's multiply-adds per float32-GEMM multiply-add of time (600-800 against ~140 GFLOP/s
@@ -259,6 +264,41 @@ def _interleave(typingctx, src, first, second, dst, dst_off):
     return sig, codegen
 
 
+class _BFloat(ir.Type):
+    """LLVM's `bfloat` (llvmlite names no such type): the target of `_round16`'s fptrunc."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _BFloat)
+
+    def __hash__(self) -> int:
+        return hash("bfloat")
+
+
+@intrinsic
+def _round16(typingctx, src, src_off, dst, dst_off):
+    """dst[dst_off + j] = the bfloat16 bits of float32 src[src_off + j] for j < 16: one fptrunc,
+    which LLVM lowers to AVX512-BF16's vcvtneps2bf16 (nearest, ties to even; NaN quiet). It
+    treats subnormal inputs as zero, where `_rounded_bits` rounds them, but the tiles' float32
+    sums hold none (their subnormal results are flushed). A block's rows took 0.43 ns an
+    element through `_rounded_bits`, 0.10 this way: half of attention's time on one core."""
+    sig = types.void(src, types.intp, dst, types.intp)
+
+    def codegen(context, builder, sig, args):
+        src, src_off, dst, dst_off = args
+        floats, halves = ir.VectorType(ir.FloatType(), 16), ir.VectorType(_I16, 16)
+        value = builder.load(builder.bitcast(_bytes_at(context, builder, sig.args[0], src,
+                                                       src_off), floats.as_pointer()), align=4)
+        rounded = builder.bitcast(builder.fptrunc(value, ir.VectorType(_BFloat(), 16)), halves)
+        builder.store(rounded, builder.bitcast(_bytes_at(context, builder, sig.args[2], dst,
+                                                         dst_off), halves.as_pointer()), align=2)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 # -- packing, products, the result ---------------------------------------------------------------
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -396,6 +436,39 @@ def _product(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, m
         _tiles_off()
 
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _whole_products(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, mp, np_,
+                    scratch, out, round_out, threads, counter):
+    """out[i] (m x n) = A[i] @ B[i] for i < out.shape[0], k in one block: each of `threads`
+    threads takes whole products from `counter` (zero on entry), packs A[i] and B[i] into its
+    own rows of `ap` and `bp` (each mp x kp and kp x np, flat) and computes every 32 x 32
+    block of C[i] into its row of `scratch`, then into `out`. The packed operands stay in L1
+    and L2 (a stack packed up front crossed memory twice: attention's 256 heads of 128 x 64
+    wrote and read back 8 MB)."""
+    nb, kp = out.shape[0], ap.size // (threads * mp)
+    strips, panels, strip = mp // 16, np_ // 16, 16 * kp
+    ap32, bp32 = ap.view(np.uint32), bp.view(np.uint32)
+    blocks = scratch.reshape(-1)
+    block_bits, flat_out = blocks.view(np.uint32), out.reshape(-1)
+    for th in prange(threads):
+        _tiles_on()
+        a0, b0, c0 = th * mp * kp, th * np_ * kp, th * BLOCK * BLOCK
+        i = product_parts.take(counter)
+        while i < nb:
+            for q in range(strips):
+                _pack_a(a, i * a_batch, rsa, csa, m, k, kp, ap, ap32, a0 + q * strip, q)
+            for q in range(panels):
+                _pack_b(b, b32, i * b_batch, rsb, csb, k, n, kp, bp, bp32, b0 + q * strip, q)
+            for cb in range(np_ // BLOCK):
+                for rb in range(mp // BLOCK):
+                    _tile_block(kp // K_STEP, ap, a0 + 2 * rb * strip, bp, b0 + 2 * cb * strip,
+                                strip, blocks, c0, BLOCK, False)
+                    _finish_block(blocks, block_bits, c0 - (rb * BLOCK + cb) * BLOCK, BLOCK,
+                                  flat_out, i * m * n, m, n, rb, cb, round_out)
+            i = product_parts.take(counter)
+        _tiles_off()
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _finish_block(c, bits, c0, np_, flat_out, out0, m, n, rb, cb, round_out):
     """Block (rb, cb) of the padded C (from c0 in `c`) into `flat_out` (m x n from out0):
@@ -404,10 +477,13 @@ def _finish_block(c, bits, c0, np_, flat_out, out0, m, n, rb, cb, round_out):
     loop from vectorising.)"""
     j0 = cb * BLOCK
     width = min(BLOCK, n - j0)
+    vectors = width - width % 16  # (the rest element by element)
     for i in range(rb * BLOCK, min((rb + 1) * BLOCK, m)):
         row, out_row = np.uintp(c0 + i * np_ + j0), np.uintp(out0 + i * n + j0)
         if round_out:
-            for j in range(width):
+            for j in range(0, vectors, 16):
+                _round16(c, row + np.uintp(j), flat_out, out_row + np.uintp(j))
+            for j in range(vectors, width):
                 flat_out[out_row + np.uintp(j)] = _rounded_bits(bits[row + np.uintp(j)])
         else:
             for j in range(width):
@@ -453,9 +529,20 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, out_dtype, threads: int) -> np.
     a, a_batch, rsa, csa = _flat_stack(x)
     b, b_batch, rsb, csb = _flat_stack(y)
     mp, kp, np_ = _round_up(m), _round_up(k), _round_up(n)
+    rounds = np.dtype(out_dtype) == BF16
+    # a transposed B's columns as 32-bit pairs of k (an even column stride), else unused
+    b32 = b.view(np.uint32) if csb != 1 and csb % 2 == 0 and b.size % 2 == 0 \
+        else np.empty(0, np.uint32)
+    if kp <= K_BLOCK and nb >= WHOLE_PRODUCTS_PER_THREAD * threads:  # a product a part
+        out = np.empty((nb, m, n), np.uint16 if rounds else F32)
+        _whole_products(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n,
+                        np.empty(threads * mp * kp, np.uint16),
+                        np.empty(threads * kp * np_, np.uint16), mp, np_,
+                        np.empty((threads, BLOCK * BLOCK), F32), out, rounds, threads,
+                        np.zeros(1, np.int64))
+        return out.view(BF16) if rounds else out
     ap = np.empty(nb * mp * kp, np.uint16)
     bp = np.empty(nb * kp * np_, np.uint16)
-    rounds = np.dtype(out_dtype) == BF16
     row_group, group = _grid(mp // BLOCK, np_ // BLOCK, max(1, threads // max(nb, 1)))
     parts = nb * -(-mp // (BLOCK * row_group)) * -(-np_ // (BLOCK * group))
     threads = max(1, min(threads, parts))
@@ -465,9 +552,6 @@ def matmul_batched(x: np.ndarray, y: np.ndarray, out_dtype, threads: int) -> np.
     else:
         out = np.empty((nb, m, n), np.uint16 if rounds else F32)
         cp = np.empty((nb, mp, np_) if kp > K_BLOCK else (0, 0, 0), F32)
-    # a transposed B's columns as 32-bit pairs of k (an even column stride), else unused
-    b32 = b.view(np.uint32) if csb != 1 and csb % 2 == 0 and b.size % 2 == 0 \
-        else np.empty(0, np.uint32)
     _product(a, a_batch, rsa, csa, b, b32, b_batch, rsb, csb, m, k, n, ap, bp, mp, np_, cp,
              scratch, out if out is not cp else np.empty((0, 0, 0), F32), rounds, threads,
              row_group, group, np.zeros(1, np.int64))
