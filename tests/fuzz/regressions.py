@@ -55,7 +55,7 @@ REGRESSIONS: dict[str, Program] = {
     # The harness's reference cast a scatter's float updates into uint8 with numpy's cast
     # (-1.3 wraps to 255) where JAX's `.at[]` saturates (0), as numbax does (seed 4120)
     "scatter-float-into-uint8-saturates": Program(inputs=(Input(shape=(3,), dtype='uint8', fill='normal', layout='C', seed=0), Input(shape=(), dtype='uint8', fill='normal', layout='C', seed=0), Input(shape=(2,), dtype='float64', fill='normal', layout='C', seed=2)), nodes=(Node(op='scatter', args=(0, 2), params=(('idx', (0, 1)), ('mode', 'set')), bodies=()),), outputs=(3,), transform='jit', batch=0, in_axes=()),  # noqa: E501
-    # cpu/runtime/gemm._flat3 reshaped a batch of 0 matrices to (0, -1), which numpy cannot
+    # cpu/runtime/gemm_operands.flat3 reshaped a batch of 0 matrices to (0, -1), which numpy cannot
     # infer: the gradient of a batched product with an empty batch raised ValueError under
     # jit (a soak with --parallel-arms prange, seed 17; it fails without them too)
     "grad-batched-product-of-no-matrices": Program(inputs=(Input(shape=(0, 1, 1), dtype='float64', fill='smooth', layout='C', seed=0), Input(shape=(0, 1, 0), dtype='float64', fill='smooth', layout='C', seed=0)), nodes=(Node(op='negative', args=(0,), params=(), bodies=()), Node(op='negative', args=(0,), params=(), bodies=()), Node(op='dot', args=(0, 1), params=(('batch', True), ('form', 'matmul'), ('k', 0)), bodies=())), outputs=(4,), transform='grad', batch=0, in_axes=()),  # noqa: E501

@@ -21,6 +21,7 @@ from numbax._src.compiler.cpu.runtime import conv_kernels as ck
 from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.conv_kernels import MR, VEC_BYTES
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 from numbax._src.compiler.cpu.runtime.library import busy_site, gemm_threads
 from numbax._src.lax.conv_numpy import dilate_and_pad, dilate_shape, stride_dim
 
@@ -248,7 +249,7 @@ def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray, threads: int) -> np.ndarra
     copy with `slack` zeros after it (a channels-last input without dilation or cropping
     copied row by row on `threads` threads)."""
     if plan.in_place:
-        return ck.read_only(lhs.reshape(-1))
+        return read_only(lhs.reshape(-1))
     flat = _buffer(plan.grids, math.prod(plan.grid_shape) + plan.slack, lhs.dtype, True)
     grid = flat[:math.prod(plan.grid_shape)].reshape(plan.grid_shape)
     if threads > 1 and _channels_last(cv.specs[0], cv.d) and all(
@@ -258,12 +259,12 @@ def _grid(cv: Shape, plan: TilePlan, lhs: np.ndarray, threads: int) -> np.ndarra
         n = min(threads, rt_threads.pool_size())
         with rt_threads.running(n):
             ck.fill_rows(lhs.reshape(-1), flat, offsets, lhs.shape[-2] * lhs.shape[-1], n)
-        return ck.read_only(flat)
+        return read_only(flat)
     canonical = np.transpose(lhs, cv.specs[0])  # (N, C, S...)
     d = cv.d
     dilate_and_pad(canonical, cv.lhs_dilation, cv.padding,
                    out=np.moveaxis(grid, d + 1, 1))
-    return ck.read_only(flat)
+    return read_only(flat)
 
 
 def _row_offsets(outer: tuple, grid_shape: tuple, padding) -> np.ndarray:
@@ -279,7 +280,7 @@ def _row_offsets(outer: tuple, grid_shape: tuple, padding) -> np.ndarray:
 def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
     """The kernel as B: per group (taps x channels, out channels padded to whole strips)."""
     if plan.kernel_in_place:
-        return ck.read_only(rhs.reshape(-1))
+        return read_only(rhs.reshape(-1))
     d = cv.d
     groups = cv.groups_f * cv.groups_b
     w = np.transpose(rhs, cv.specs[1])  # (O, I, K...)
@@ -288,7 +289,7 @@ def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
     w = np.transpose(w, (0, *range(3, 3 + d), 2, 1)).reshape(groups, -1, og)
     b = np.zeros((groups, w.shape[1], plan.ldb), rhs.dtype)
     b[:, :, :og] = w
-    return ck.read_only(b.reshape(-1))
+    return read_only(b.reshape(-1))
 
 
 def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
@@ -355,7 +356,7 @@ def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
     x = _grid(cv, plan, lhs, threads)
     taps = math.prod(cv.window)
     w = np.ascontiguousarray(np.moveaxis(np.transpose(rhs, cv.specs[1])[:, 0], 0, -1))
-    w = ck.read_only(w.reshape(taps, cv.rhs(0)))
+    w = read_only(w.reshape(taps, cv.rhs(0)))
     o = cv.rhs(0)
     rows = cv.lhs(0) * math.prod(cv.out_spatial)
     out = _buffer(plan.outs, rows * o, lhs.dtype, False).reshape(rows, o)
@@ -484,19 +485,19 @@ def _line_plan(cv: Shape) -> LinePlan | None:
 def _line_kernel(cv: Shape, plan: LinePlan, rhs: np.ndarray) -> np.ndarray:
     """The kernel read in place by the lines, or copied to (I, K..., groups, width)."""
     if plan.kernel_in_place:
-        return ck.read_only(rhs.reshape(-1))
+        return read_only(rhs.reshape(-1))
     d = cv.d
     w = np.transpose(rhs, cv.specs[1])  # (O, I, K...)
     groups, og = plan.kernel_shape[-2], w.shape[0] // plan.kernel_shape[-2]
     w = w.reshape(groups, og, *w.shape[1:])
     b = np.zeros(plan.kernel_shape, rhs.dtype)
     b[..., :og] = np.transpose(w, (2, *range(3, 3 + d), 0, 1))
-    return ck.read_only(b.reshape(-1))
+    return read_only(b.reshape(-1))
 
 
 def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
                threads: int) -> np.ndarray:
-    x = ck.read_only(lhs.reshape(-1))
+    x = read_only(lhs.reshape(-1))
     w = _line_kernel(cv, plan, rhs)
     groups = plan.row_starts.shape[0]
     positions = plan.a_off.shape[1]

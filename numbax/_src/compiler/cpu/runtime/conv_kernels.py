@@ -33,16 +33,6 @@ MR, VEC_BYTES = 12, 64
 register_tile = tile_kernel(MR, VEC_BYTES)
 
 
-def read_only(x: np.ndarray) -> np.ndarray:
-    """x as a read-only view: Numba types read-only and writeable arrays apart and compiles
-    each loop once per combination, so the loops here always get read-only inputs (gemm.py's
-    `flat_operand` does the same)."""
-    if x.flags.writeable:
-        x = x.view()
-        x.flags.writeable = False
-    return x
-
-
 @njit(cache=True, error_model="numpy")
 def _walk_tiles(starts_out, step, amax, first, rows):
     """`build_tiles`' walk: fills first/rows when they have room, and returns the tile count

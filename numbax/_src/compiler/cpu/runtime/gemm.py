@@ -28,7 +28,7 @@ core; a C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's
 are packed per k block into a contiguous ``KC x NR`` layout (vector copies, or
 `transpose_block` for a transposed B), except that C-contiguous B is read in place when the
 part reuses each strip too few times to repay the copy. Loop order per part (BLIS's): k blocks
-of ``KC``, then blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column
+of about ``KC`` (`k_blocks`), then blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column
 strips of B (the strip stays in L1), then the block's row strips. Threads take the parts of a
 grid of C from a counter (product_parts.py), so no two threads write the same part of C and
 fast cores take more; a shape's first calls time a few grids and keep the fastest
@@ -40,7 +40,6 @@ in L1 (`gemm_epilogues.finish_tile`), instead of by a later pass over the whole 
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -51,6 +50,7 @@ from numba.extending import intrinsic
 
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
 from numbax._src.compiler.cpu.runtime import host_isa, product_parts
+from numbax._src.compiler.cpu.runtime.gemm_operands import flat3, flat_operand, workspace
 
 # One vector register of Numba's target: 64-byte zmm with AVX-512, else 32-byte ymm (AVX2).
 VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
@@ -59,6 +59,10 @@ VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
 MR = 12 if VEC_BYTES == 64 else 6
 KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB with AVX-512 (16 with AVX2),
 # it stays in L1 (48 KiB on the Xeon, 32 on Zen 3)
+# A last k block shorter than this is spread over the others (784 = 3 x 261.3, not 3 x 256 +
+# 16): a 16-deep block cost a whole pass over C for 2 % of the work (k_blocks)
+K_TAIL_MERGED_BELOW = KC // 4
+KC_MAX = KC + K_TAIL_MERGED_BELOW  # the longest k block, what workspaces are sized for
 MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
 # elements apart, cost a TLB entry each and share few L1 sets when n is a power of two (on the
@@ -341,7 +345,18 @@ def packs_a(csa: int, kk: int, m: int) -> bool:
 def a_panel_size(a_packed: bool, row_strips: int) -> int:
     """Elements of `_gemm_part`'s packed A for a part of `row_strips` row strips: up to
     MC_STRIPS strips of one k block where it packs A (`packs_a`), else the short last strip."""
-    return (min(MC_STRIPS, row_strips) if a_packed else 1) * MR * KC
+    return (min(MC_STRIPS, row_strips) if a_packed else 1) * MR * KC_MAX
+
+
+@njit(cache=True)
+def k_blocks(kk):
+    """How many k blocks `_gemm_part` cuts k into, of equal length (±1) up to KC_MAX: k // KC
+    where the rest is under K_TAIL_MERGED_BELOW, else ceil(k / KC). x @ W1 (k = 784) at batch
+    128-2048 on one and two Emerald Rapids cores: 0-5 % faster (median ~3 %) than blocks of
+    256, 256, 256 and 16, each of which read and wrote all of C."""
+    if kk > KC and kk % KC < K_TAIL_MERGED_BELOW:
+        return kk // KC
+    return -(-kk // KC)
 
 
 # the same two inside `_gemm_part` (the Python ones size workspaces on every call, where a
@@ -355,7 +370,7 @@ def workspace_size(itemsize: int, row_strips: int, column_strips: int,
     """Elements of scratch `_gemm_part` needs for a part of `row_strips` x `column_strips`
     strips: its packed A (`a_panel_size`), its packed B strips of one k block, one C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    used = a_panel_size(a_packed, row_strips) + column_strips * KC * nr_full + MR * nr_full
+    used = a_panel_size(a_packed, row_strips) + column_strips * KC_MAX * nr_full + MR * nr_full
     # rounded up, plus one line, so the threads' rows never share a cache line
     lane = VEC_BYTES // itemsize
     return (used + lane - 1) // lane * lane + lane
@@ -376,12 +391,14 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     nr_full = 2 * lanes
     pack_a = _packs_a_compiled(csa, kk, m)  # A transposed: its row strips are packed (see above)
     b_off = _a_panel_size_compiled(pack_a, s1 - s0)
-    tile_off = b_off + (t1 - t0) * KC * nr_full
+    tile_off = b_off + (t1 - t0) * KC_MAX * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
     in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
-    for k0 in range(0, kk, KC):
-        kc = min(KC, kk - k0)
+    blocks = k_blocks(kk)
+    for kb in range(blocks):
+        k0 = kk * kb // blocks
+        kc = kk * (kb + 1) // blocks - k0
         finish = epilogue != ep.NO_EPILOGUE and k0 + kc == kk  # C's tiles are final in this block
         if ragged and not pack_a:
             _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
@@ -470,66 +487,19 @@ def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, s
             p = product_parts.take(next_one)
 
 
-_workspaces = threading.local()
-
-
-def _workspace(dtype, rows: int, size: int) -> np.ndarray:
-    """A C-contiguous (rows, size) scratch array of `dtype`, kept per Python thread and
-    reused: allocating and first-touching ~0.5 MB a thread on every call cost more than a
-    small product takes."""
-    cache = _workspaces.__dict__.setdefault("by_dtype", {})  # (this thread's)
-    flat = cache.get(dtype)
-    if flat is None or flat.size < rows * size:
-        flat = cache[dtype] = np.empty(rows * size, dtype)
-    return flat[:rows * size].reshape(rows, size)
-
-
-def flat_operand(x: np.ndarray):
-    """(read-only flat view, row stride, column stride) in elements of a 2D array that is
-    C-contiguous or the transpose of a C-contiguous array; None for any other layout."""
-    if x.flags.c_contiguous:
-        return read_only(x.reshape(-1)), x.shape[1], 1
-    if x.flags.f_contiguous:
-        return read_only(x.T.reshape(-1)), 1, x.shape[0]
-    return None
-
-
-def read_only(x: np.ndarray) -> np.ndarray:
-    """x, or a read-only view of it. Numba types read-only and writeable arrays apart, and
-    numbax's own arrays are read-only while intermediate results are not: without this every
-    dtype of a kernel compiled for each mix (the GEMM: four times, 6 s each on the 2-core VM)."""
-    if x.flags.writeable:
-        x = x.view()
-        x.flags.writeable = False
-    return x
-
-
-def _flat3(x: np.ndarray):
-    """(read-only (batch, rows * columns) view, row stride, column stride) of a 3D array whose
-    matrices are all C-contiguous, or all transposes of C-contiguous ones, in one block; None
-    for any other layout."""
-    matrix = x.shape[1] * x.shape[2]  # (not -1: numpy cannot infer it for a batch of 0)
-    if x.flags.c_contiguous:
-        return read_only(x.reshape(x.shape[0], matrix)), x.shape[2], 1
-    transposed = np.transpose(x, (0, 2, 1))
-    if transposed.flags.c_contiguous:
-        return read_only(transposed.reshape(x.shape[0], matrix)), 1, x.shape[1]
-    return None
-
-
 def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) -> bool:
     """out[p] = x[p] @ y[p] for 3D float operands of one dtype (`out`: C-contiguous, of the
     result's shape), on up to `threads` threads, each computing whole products of a run of
     consecutive p: for batches of products too small to split. False (nothing written) where
-    a layout is not `_flat3`'s or there is nothing to multiply."""
-    fx, fy = _flat3(x), _flat3(y)
+    a layout is not `flat3`'s or there is nothing to multiply."""
+    fx, fy = flat3(x), flat3(y)
     if fx is None or fy is None or out.size == 0 or x.shape[2] == 0:
         return False
     (a, rsa, csa), (b, rsb, csb) = fx, fy
     nb, m, kk = x.shape
     n = y.shape[2]
     ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
-    work = _workspace(x.dtype, max(1, min(threads, nb)),
+    work = workspace(x.dtype, max(1, min(threads, nb)),
                       workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk, m)))
     row, epilogue = ep.epilogue_args(x.dtype, (m, n), None, "none")
     _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
@@ -586,7 +556,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     (rows, cols), trial = product_parts.tuned_grid(
         (m, n, kk, csa, csb, x.dtype.char, threads), grids)
     workers = min(rows * cols, threads)
-    work = _workspace(x.dtype, workers, workspace_size(
+    work = workspace(x.dtype, workers, workspace_size(
         x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk, m)))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)

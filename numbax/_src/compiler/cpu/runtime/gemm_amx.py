@@ -47,7 +47,8 @@ from numba.extending import intrinsic
 
 from numbax._src import dtypes
 from numbax._src.compiler.cpu.runtime import host_isa, product_parts
-from numbax._src.compiler.cpu.runtime.gemm import read_only, transpose_block
+from numbax._src.compiler.cpu.runtime.gemm import transpose_block
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 from numbax._src.config import config
 
 BF16 = dtypes.bfloat16

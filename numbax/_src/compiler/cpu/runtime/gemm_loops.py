@@ -29,6 +29,7 @@ from numba import njit
 from numbax._src.compiler.cpu.runtime import gemm, native_pool, product_parts
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
+from numbax._src.compiler.cpu.runtime.gemm_operands import workspace
 
 _TASK_PARAMS = 21  # int64 words of gemm_tasks' parameter block
 
@@ -66,7 +67,7 @@ def loop_work(words: int) -> np.ndarray:
     """This Python thread's float64 scratch for a loop kernel's products: `words` a Numba
     thread, a row per thread of the pool (a block runs on its thread's row, numba's
     get_thread_id); gemm.py's per-thread cache, so no allocation or page faults a call."""
-    return gemm._workspace(np.dtype(np.float64), rt_threads.pool_size(), max(words, 1))
+    return workspace(np.dtype(np.float64), rt_threads.pool_size(), max(words, 1))
 
 
 @njit(cache=True)

@@ -11,6 +11,7 @@ from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import gemm, product_parts
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
+from numbax._src.compiler.cpu.runtime.gemm_operands import flat_operand, workspace
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -68,8 +69,8 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, 
             out.fill(0)
             if code != ep.NO_EPILOGUE:
                 ep.finish_block(out.reshape(-1), 0, m, n, row, code, scale)
-        a, rsa, csa = gemm.flat_operand(x)
-        b, rsb, csb = gemm.flat_operand(y)
+        a, rsa, csa = flat_operand(x)
+        b, rsb, csb = flat_operand(y)
         ms, ns = -(-m // gemm.MR), -(-n // nr)
         rows, cols = product_parts.candidates(
             ms, ns, max(1, threads // 2), gemm.PACK_B_FROM_ROW_STRIPS if csb == 1 else 0,
@@ -81,6 +82,6 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, 
         outs.append(out)
         epilogues.append((row, code, float(scale)))
     workers = max(1, min(threads, sum(grids)))
-    work = gemm._workspace(x1.dtype, workers, max(sizes))
+    work = workspace(x1.dtype, workers, max(sizes))
     _gemm_pair(*flats[0], *flats[1], work, *epilogues, np.zeros(1, np.int64))
     return outs[0], outs[1]

@@ -24,6 +24,7 @@ from numbax._src.compiler.cpu.runtime import (
     native_pool,
     product_parts,
 )
+from numbax._src.compiler.cpu.runtime.gemm_operands import flat_operand
 
 _PARAMS = 21  # int64 parameters of a task (`matmul`'s `params`; the last a float64's bits)
 
@@ -113,8 +114,8 @@ def matmul(x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None,
     out = np.empty((m, n), x.dtype)
     if out.size == 0 or kk == 0:
         return gemm.matmul(x, y, 1, out, bias, activation, scale)
-    a, rsa, csa = gemm.flat_operand(x)
-    b, rsb, csb = gemm.flat_operand(y)
+    a, rsa, csa = flat_operand(x)
+    b, rsb, csb = flat_operand(y)
     ms, ns = -(-m // gemm.MR), -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
     rows, cols = product_parts.thread_grid(
         ms, ns, native_pool.CHUNKS_PER_THREAD * (native_pool.workers() + 1))

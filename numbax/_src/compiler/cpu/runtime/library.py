@@ -12,6 +12,7 @@ from numbax._src.compiler.cpu.runtime import (
     copies,
     gemm_amx,
     gemm_epilogues,
+    gemm_operands,
     gemm_pairs,
     host_isa,
     native_pool,
@@ -108,7 +109,7 @@ def bfloat16_dot(x: np.ndarray, y: np.ndarray, out_dtype) -> np.ndarray:
 def _whole_matrices(a: np.ndarray) -> np.ndarray:
     """A stack of matrices, each C-contiguous or the transpose of one (`gemm_cpu`'s layouts),
     copied into C order on Numba's threads when it is neither."""
-    return a if gemm_cpu._flat3(a) is not None else copies.copy(a)
+    return a if gemm_operands.flat3(a) is not None else copies.copy(a)
 
 
 def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.gemm import read_only
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 
 BLOCK = 512  # values searched step by step together
 MIN_SIZE = 1 << 12  # fewer values take numpy's search (nothing to compile for them)

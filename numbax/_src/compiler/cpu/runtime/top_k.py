@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.gemm import read_only
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 
 MIN_SIZE = 1 << 12  # smaller inputs take the eager rule (nothing to compile for them)
 ELEMENT_NS = 1.0  # estimated serial ns per element (a comparison with the root, mostly)

@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from numbax._src.compiler.cpu.runtime import scalars as sc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
-from numbax._src.compiler.cpu.runtime.conv_kernels import read_only
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 from numbax._src.lax.conv_numpy import dilate_shape, stride_dim
 from numbax._src.lax.windowed_reductions import max_identity, min_identity
 
