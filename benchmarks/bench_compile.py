@@ -24,6 +24,7 @@ gc), and the files and bytes left in the disk cache.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -261,31 +262,42 @@ def _shapes(impls: list[str], count: int) -> None:
               f"{r['files']} files, {r['disk_mib']:.2f} MiB")
 
 
-def _arg(flag: str, default: str) -> str:
-    return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
-
-
 def main() -> None:
-    if "--child" in sys.argv:
-        mode, *rest = sys.argv[sys.argv.index("--child") + 1:]
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jax", action="store_true", help="also measure JAX, same run")
+    parser.add_argument("--rounds", type=int, default=2, help="MLP step: cold+warm pairs")
+    parser.add_argument("--kernels", action="store_true",
+                        help="MLP step: list numbax's Numba compiles of the first cold run")
+    parser.add_argument("--profile", action="store_true", help="cProfile of one cold call")
+    parser.add_argument("--chains", nargs="?", const="128,1000,5000", metavar="N,N",
+                        help="chain lengths (bare: %(const)s)")
+    parser.add_argument("--shapes", nargs="?", const=300, type=int, metavar="N",
+                        help="shapes (1, 32) .. (N, 32) (bare: %(const)s)")
+    # a measurement's fresh process: MODE mlp IMPL [--profile] | chain IMPL KIND OPS |
+    # shapes IMPL COUNT (also asv_bench/benchmarks/bench_compile.py's)
+    parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, *rest = args.child
         if mode == "mlp":
-            out = _child_mlp(rest[0], "--profile" in rest)
+            out = _child_mlp(rest[0], args.profile)
         elif mode == "chain":
             out = _child_chain(rest[0], rest[1], int(rest[2]))
         else:
             out = _child_shapes(rest[0], int(rest[1]))
         print(json.dumps(out))
         return
-    impls = ["numbax", "jax"] if "--jax" in sys.argv else ["numbax"]
-    if "--profile" in sys.argv:
+    impls = ["numbax", "jax"] if args.jax else ["numbax"]
+    if args.profile:
         with tempfile.TemporaryDirectory() as d:
             _run(["mlp", "numbax", "--profile"], os.path.join(d, "cache"), profile=True)
-    elif "--chains" in sys.argv:
-        _chains(impls, [int(s) for s in _arg("--chains", "128,1000,5000").split(",")])
-    elif "--shapes" in sys.argv:
-        _shapes(impls, int(_arg("--shapes", "300")))
+    elif args.chains is not None:
+        _chains(impls, [int(s) for s in args.chains.split(",")])
+    elif args.shapes is not None:
+        _shapes(impls, args.shapes)
     else:
-        _mlp(impls, int(_arg("--rounds", "2")), "--kernels" in sys.argv)
+        _mlp(impls, args.rounds, args.kernels)
 
 
 if __name__ == "__main__":

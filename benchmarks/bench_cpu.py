@@ -1,6 +1,10 @@
-"""numbax.jit vs numpy vs jax.jit on this machine, one run: medians and ratios (no asserts)."""
+"""numbax.jit vs numpy vs jax.jit on this machine, one run: medians and ratios (no asserts).
+
+    PYTHONPATH=. python benchmarks/bench_cpu.py [--sweep] [--training]
+"""
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -205,11 +209,18 @@ def reduction_sweep(rng) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sweep", action="store_true",
+                        help="only serial vs chunked-prange full reductions by size")
+    parser.add_argument("--training", action="store_true",
+                        help="only the training / per-example-gradient rows")
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
-    if "--sweep" in sys.argv:  # serial vs chunked-prange full reductions by size
+    if args.sweep:  # serial vs chunked-prange full reductions by size
         reduction_sweep(rng)
         return
-    if "--training" in sys.argv:  # only the training / per-example-gradient rows
+    if args.training:  # only the training / per-example-gradient rows
         for name, label, f_nb, nb_args, f_jx, j_args in training_cases(rng):
             t_nb = median_time(f_nb, *nb_args, repeat=7)
             t_jx = median_time(f_jx, *j_args, repeat=7) if f_jx is not None else float("nan")

@@ -11,6 +11,7 @@ Prints a markdown table.
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -23,8 +24,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares th
 import numpy as np  # noqa: E402
 
 ROWS: list[tuple[str, str, str]] = []
-ONLY = next((set(a.split("=", 1)[1].split(",")) for a in sys.argv if a.startswith("--only=")),
-            None)
+ONLY: set[str] | None = None  # --only's blocks (main sets it; None: every block)
 
 
 def want(block: str) -> bool:
@@ -459,22 +459,41 @@ def cpu_section() -> None:
             f"{8e8 / t / 1e9:.1f} GB/s")
 
 
-if __name__ == "__main__":
+def main() -> None:
+    global ONLY
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true",
+                        help="first run sim_checks.py's checks on the real GPU")
+    parser.add_argument("--cpu", action="store_true",
+                        help="add CPU selu rows at NUMBA_NUM_THREADS=1,4,16")
+    parser.add_argument("--cpu-only", action="store_true", help="only the CPU selu rows")
+    parser.add_argument("--extra-only", action="store_true",
+                        help="only the checks (with --check), random.normal, scan and CuPy rows")
+    parser.add_argument("--only", metavar="NAME,NAME", help="only these blocks")
+    parser.add_argument("--plain-launch", action="store_true",
+                        help="launch through numba-cuda's ordinary dispatch")
+    args = parser.parse_args()
+    ONLY = set(args.only.split(",")) if args.only is not None else None
     print("| what | result | notes |\n|---|---|---|")
-    if "--plain-launch" in sys.argv:
+    if args.plain_launch:
         from numbax._src.compiler.cuda.runtime import launch as cuda_launch
 
         cuda_launch.FAST = False
-    if "--extra-only" in sys.argv:
-        if "--check" in sys.argv:
+    if args.extra_only:
+        if args.check:
             _checks()
         extra_section()
-    elif "--cpu-only" not in sys.argv:
-        gpu_section("--check" in sys.argv)
+    elif not args.cpu_only:
+        gpu_section(args.check)
         extra_section()
-    if "--cpu" in sys.argv or "--cpu-only" in sys.argv:
+    if args.cpu or args.cpu_only:
         cpu_section()
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "bench_cuda.json"), "w") as f:
             json.dump(ROWS, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

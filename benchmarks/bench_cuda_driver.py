@@ -9,6 +9,7 @@ Prints compact lines; ratios are numbax speed / reference speed (>1: numbax fast
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -341,4 +342,8 @@ def _checks() -> None:
 
 
 if __name__ == "__main__":
-    main("--checks" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checks", action="store_true",
+                        help="also run the named simulator checks on the real card")
+    main(parser.parse_args().checks)

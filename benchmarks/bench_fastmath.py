@@ -1,4 +1,8 @@
-"""Time numbax's vectorisable exp against numpy, a libm Numba loop and jax.jit (exp and selu)."""
+"""Time numbax's vectorisable exp against numpy, a libm Numba loop and jax.jit (exp and selu).
+
+    PYTHONPATH=. python benchmarks/bench_fastmath.py
+"""
+import argparse
 import math
 import statistics
 import time
@@ -118,6 +122,8 @@ def runners(op, a, o):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     rng = np.random.default_rng(0)
     print(f"numba threads: default; jax: {jax.__version__ if jax else 'not installed'}")
     print(f"{'op':5} {'dtype':8} {'n':>9} | {'numpy':>8} {'libm':>8} {'fm':>8} {'jax':>8}"

@@ -13,6 +13,7 @@ steady 8.0-8.8). A training loop's steady state is the figure that row stands fo
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -140,9 +141,18 @@ def warm(fn, args, seconds: float) -> None:
 
 
 def main() -> None:
-    load = int(sys.argv[sys.argv.index("--load") + 1]) if "--load" in sys.argv else 0
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
-    warmup = float(sys.argv[sys.argv.index("--warmup") + 1]) if "--warmup" in sys.argv else 1.0
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="busy-looping processes started first")
+    parser.add_argument("--only", metavar="name,name",
+                        help="rows whose name contains one of these")
+    parser.add_argument("--no-jax", action="store_true", help="numbax's rows only")
+    parser.add_argument("--warmup", type=float, default=1.0, metavar="S",
+                        help="seconds each row runs untimed first (0: one call)")
+    args = parser.parse_args()
+    load, warmup = args.load, args.warmup
+    only = args.only.split(",") if args.only is not None else None
     import numba
 
     print(f"bench_runtime | {time.strftime('%Y-%m-%d %H:%M')} | {os.cpu_count()} cores | "
@@ -157,7 +167,7 @@ def main() -> None:
                 continue
             warm(f_nb, a_nb, warmup)
             t_nb = samples(f_nb, *a_nb, repeat=9, min_time=0.05)
-            use_jax = f_jx is not None and "--no-jax" not in sys.argv
+            use_jax = f_jx is not None and not args.no_jax
             if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
                 a_jx = jax.tree_util.tree_map(
                     lambda v: jax.device_put(v) if isinstance(v, np.ndarray) else v, a_jx)

@@ -26,6 +26,7 @@ Run it under `taskset -c 0,1` on a larger host to reproduce the 2-core VM's busy
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -56,11 +57,12 @@ def every_thread(site):
     return busy_sites.PARALLEL
 
 
-def _separate(args: list[str], forms: list[str], rounds: int) -> dict:
+def _separate(args: argparse.Namespace, forms: list[str], rounds: int) -> dict:
     """Each form in a process of its own (this script with --forms FORM --rounds 1 --json),
     forms taking turns for `rounds` rounds: {(row, form): seconds}."""
-    base = [a for j, a in enumerate(args) if a not in ("--separate", "--rounds", "--forms")
-            and (j == 0 or args[j - 1] not in ("--rounds", "--forms"))]
+    base = [*(["--load", str(args.load)] if args.load is not None else []),
+            *(["--only", args.only] if args.only is not None else []),
+            *(["--kernels-on-openmp"] if args.kernels_on_openmp else [])]
     times: dict = {}
     for k in range(rounds):
         for form in forms[k % len(forms):] + forms[:k % len(forms)]:
@@ -72,23 +74,34 @@ def _separate(args: list[str], forms: list[str], rounds: int) -> dict:
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--load", type=int, metavar="N",
+                        help="busy-looping processes (default: one per usable core)")
+    parser.add_argument("--only", metavar="name,name", help="these rows (default: all)")
+    parser.add_argument("--rounds", type=int, default=7, metavar="R")
+    parser.add_argument("--kernels-on-openmp", action="store_true",
+                        help="fused kernels' parallel arm on Numba's OpenMP threads")
+    parser.add_argument("--forms", metavar="form,form",
+                        help='some of "measured", "one thread", "every thread", "jax"')
+    parser.add_argument("--separate", action="store_true", help="each form in its own process")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # its children
+    args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
-    load = int(args[args.index("--load") + 1]) if "--load" in args else cores
-    only = args[args.index("--only") + 1].split(",") if "--only" in args else ROWS
-    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 7
+    load = args.load if args.load is not None else cores
+    only = args.only.split(",") if args.only is not None else ROWS
+    rounds = args.rounds
     chosen = [r for r in rows(np.random.default_rng(0)) if r[0] in only]
     # the steady state of a long run: kernel sites try the pool without first spending
     # TASK_TIER_S serially (the tasks compile outside the load, at the warm-up calls below)
     busy_sites.TASK_TIER_S = 0.0
-    if "--kernels-on-openmp" in args:
+    if args.kernels_on_openmp:
         kernel_tasks.run = lambda *a: False
         kernel_tasks.run_parts = lambda *a: False
         kernel_tasks.site = busy_sites.Site  # and OpenMP's PARALLEL_WORTH_S
     forms = {"measured": MEASURED, "one thread": one_thread, "every thread": every_thread}
-    wanted = args[args.index("--forms") + 1].split(",") if "--forms" in args else [
-        *forms, "jax"]
-    if "--separate" in args:
+    wanted = args.forms.split(",") if args.forms is not None else [*forms, "jax"]
+    if args.separate:
         print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
               f"load {load} | each form in its own process, {rounds} rounds")
         _print(_separate(args, wanted, rounds), only)
@@ -96,10 +109,10 @@ def main() -> None:
     forms = {k: v for k, v in forms.items() if k in wanted}
     if "jax" not in wanted:
         chosen = [(name, f_nb, a_nb, None, None) for name, f_nb, a_nb, *_ in chosen]
-    if "--json" not in args:
+    if not args.json:
         print(f"busy_rows | {time.strftime('%Y-%m-%d %H:%M')} | {cores} usable cores | "
               f"load {load} | kernels on "
-              f"{'OpenMP' if '--kernels-on-openmp' in args else 'pool'} | "
+              f"{'OpenMP' if args.kernels_on_openmp else 'pool'} | "
               f"jax {jax.__version__ if jax else 'absent'}")
     if jax:  # on JAX's device first, as its users keep them (no copy per call)
         chosen = [(name, f_nb, a_nb, f_jx, jax.tree_util.tree_map(
@@ -135,7 +148,7 @@ def main() -> None:
     finally:
         for p in busy:
             p.kill()
-    if "--json" in args:  # a --separate run's child
+    if args.json:  # a --separate run's child
         print(json.dumps(list(times.items())))
         return
     _print(times, [name for name, *_ in chosen])

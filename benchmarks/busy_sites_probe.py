@@ -17,6 +17,7 @@ spun").
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -77,15 +78,16 @@ def _print_sites() -> None:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-
-    def option(name, default):
-        return args[args.index(name) + 1] if name in args else default
-
-    names = option("--rows", "mlp step b128,sum 1e7,selu 1e6").split(",")
-    seconds = float(option("--seconds", "3"))
-    load = int(option("--load", str(len(os.sched_getaffinity(0)))))
-    form = option("--form", "measured")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", default="mlp step b128,sum 1e7,selu 1e6",
+                        metavar="name,name", help="default: %(default)s")
+    parser.add_argument("--seconds", type=float, default=3.0, metavar="S")
+    parser.add_argument("--load", type=int, default=len(os.sched_getaffinity(0)), metavar="N",
+                        help="busy-looping processes (default: one per usable core)")
+    parser.add_argument("--form", choices=("measured", "one", "every"), default="measured")
+    args = parser.parse_args()
+    names, seconds, load, form = args.rows.split(","), args.seconds, args.load, args.form
     busy_sites.TASK_TIER_S = 0.0  # (a long run's steady state: the pool tasks compile first)
     record = _recording(busy_sites.measured)
     rt_threads.measured = busy_sites.measured = library.rt_threads.measured = record

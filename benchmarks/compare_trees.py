@@ -10,6 +10,7 @@ cache. Prints, per row, the median over rounds of each tree's per-round median, 
 new / old. Nothing is asserted."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -59,11 +60,21 @@ def child(tree: str) -> None:
 
 
 def main() -> None:
-    if sys.argv[1] == "--child":
-        child(sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     usage="%(prog)s [-h] OLD_TREE NEW_TREE [--rounds ROUNDS]",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", nargs="?", metavar="OLD_TREE")
+    parser.add_argument("new", nargs="?", metavar="NEW_TREE")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--child", metavar="TREE", help=argparse.SUPPRESS)  # one measurement
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.child)
         return
-    old, new = (str(Path(p).resolve()) for p in sys.argv[1:3])
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5
+    if args.new is None:
+        parser.error("OLD_TREE and NEW_TREE are required")
+    old, new = (str(Path(p).resolve()) for p in (args.old, args.new))
+    rounds = args.rounds
     results: dict[str, dict[str, list[float]]] = {old: {}, new: {}}
     with tempfile.TemporaryDirectory() as caches:
         for r in range(rounds):

@@ -11,6 +11,7 @@ steps with a select.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -78,11 +79,17 @@ def _run(name: str, impl: str) -> float:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--child"]:
-        _child(argv[1], argv[2])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jax", action="store_true", help="also jax.jit (x64)")
+    parser.add_argument("--rounds", type=int, default=2, help="timed runs per program")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "IMPL"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(*args.child)
         return
-    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 2
-    impls = ["numbax", "jax"] if "--jax" in argv else ["numbax"]
+    rounds = args.rounds
+    impls = ["numbax", "jax"] if args.jax else ["numbax"]
     for name in PROGRAMS:
         cells = []
         for impl in impls:

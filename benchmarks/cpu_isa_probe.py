@@ -14,6 +14,7 @@ has, see ``compiler/host_isa.py``).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -45,8 +46,8 @@ def _target_info() -> dict:
     }
 
 
-def _child() -> None:
-    if "--numbax" in sys.argv:
+def _child(numbax_first: bool) -> None:
+    if numbax_first:
         from numbax._src.compiler.cpu.runtime import host_isa
 
         host_isa.apply()  # what numbax does before its first @njit
@@ -96,8 +97,14 @@ def _child() -> None:
 
 
 def main() -> None:
-    if "--child" in sys.argv:
-        _child()
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    # one setting's process; --numbax: after host_isa.apply() and `import numbax`
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--numbax", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.numbax)
         return
     import llvmlite.binding as ll
 

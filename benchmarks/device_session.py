@@ -12,6 +12,7 @@ compile, runtime, load, conv (cuDNN convolutions), shard_map, mpi and mpi_varian
 a and b to the step's script as arguments (e.g. `sim_checks=sort_device,reductions`)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -126,5 +127,18 @@ def main(names: list[str]) -> int:
     return 0
 
 
+def _parse(argv: list[str] | None = None) -> list[str]:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("steps", nargs="*", metavar="step",
+                        help="STEP, STEP=ARG,ARG, or STEP+STEP (run at the same time)")
+    names = parser.parse_args(argv).steps
+    unknown = [s for g in names for s in (p.partition("=")[0] for p in g.split("+"))
+               if s not in STEPS]
+    if unknown:
+        parser.error(f"unknown steps {unknown}; known: {', '.join(STEPS)}")
+    return names
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(_parse()))

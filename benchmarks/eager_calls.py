@@ -8,6 +8,7 @@ one, in ms. No asserts.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -83,9 +84,14 @@ def run_one(lib: str, only: list[str] | None) -> None:
 
 
 def main() -> None:
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
-    if "--lib" in sys.argv:
-        return run_one(sys.argv[sys.argv.index("--lib") + 1], only)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", metavar="name,name", help="only these cases")
+    parser.add_argument("--lib", choices=("numbax", "jax"), help=argparse.SUPPRESS)  # a child
+    args = parser.parse_args()
+    only = args.only.split(",") if args.only is not None else None
+    if args.lib:
+        return run_one(args.lib, only)
     results: dict[str, dict[str, float]] = {}
     for lib in ("numbax", "jax"):
         args = [sys.executable, __file__, "--lib", lib] + (["--only", ",".join(only)] if only

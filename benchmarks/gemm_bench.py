@@ -11,6 +11,7 @@ The last column: which one `cpu_matmul="auto"` picks here (`library.own_gemm`).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -54,6 +55,12 @@ def _operand(rng, shape, dtype, transposed):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--f32", action="store_true", help="float32 only")
+    parser.add_argument("--batch", type=int, default=128, metavar="N",
+                        help="the MLP's batch (default %(default)s)")
+    args = parser.parse_args()
     import llvmlite.binding as ll
     import numba
 
@@ -64,8 +71,8 @@ def main() -> None:
           f"{blas.blas_core() or '?'}")
     print(f"{'product':<10} {'dtype':<8} {'np.dot':>9} {'gemm_cpu':>9} {'jax.jit':>9} "
           f"{'GF/s np':>8} {'GF/s own':>8} {'own/np':>7} {'own/jax':>8}  auto picks")
-    dtypes = (np.float32,) if "--f32" in sys.argv else (np.float32, np.float64)
-    batch = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 128
+    dtypes = (np.float32,) if args.f32 else (np.float32, np.float64)
+    batch = args.batch
     for dtype in dtypes:
         for name, (m, k), (_, n), at, bt in shapes(batch):
             a, b = _operand(rng, (m, k), dtype, at), _operand(rng, (k, n), dtype, bt)

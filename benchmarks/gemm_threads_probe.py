@@ -13,6 +13,7 @@ each row ran follows.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -81,23 +82,27 @@ def child(kc: int, tile: str | None) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        child(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kc", nargs="*", type=int, metavar="KC",
+                        help="k blocks, one child each (default: 256 128)")
+    parser.add_argument("--avx2", action="store_true",
+                        help="the child on a Haswell-class Numba target")
+    parser.add_argument("--tile", metavar="ROWS:BYTES", help="the child's register tile")
+    parser.add_argument("--child", type=int, metavar="KC", help=argparse.SUPPRESS)
+    args = parser.parse_intermixed_args()
+    if args.child is not None:
+        child(args.child, args.tile)
         return
-    args = sys.argv[1:]
-    tile = None
-    if "--tile" in args:
-        at = args.index("--tile")
-        tile = args[at + 1]
-        del args[at:at + 2]
-    avx2 = "--avx2" in args
+    tile, avx2 = args.tile, args.avx2
     isa = {"NUMBA_CPU_NAME": "haswell",
            "NUMBA_CPU_FEATURES": "+64bit,+avx,+avx2,+fma,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,"
                                  "+f16c,+bmi,+bmi2,+lzcnt,+popcnt,+movbe"} if avx2 else {}
-    for kc in [int(a) for a in args if a != "--avx2"] or [256, 128]:
+    for kc in args.kc or [256, 128]:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache, **isa)
-            command = [sys.executable, __file__, "--child", str(kc), *([tile] if tile else [])]
+            command = [sys.executable, __file__, "--child", str(kc),
+                       *(["--tile", tile] if tile else [])]
             subprocess.run(command, env=env, check=False)
 
 

@@ -8,6 +8,7 @@ gemm.py > /tmp/gemm_old.py`); without it only the current version runs. SHAPE na
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -20,7 +21,6 @@ from numbax._src.compiler.cpu.runtime import gemm as new
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_threads_probe  # noqa: E402  (its shapes and timer)
-from gemm_threads_probe import best  # noqa: E402
 
 # the MLP's batch-128 product, the probe's shapes (batch-2048 products and squares), and 4000²
 SHAPES = [("x@W1 b128", 128, 784, 512), *gemm_threads_probe.SHAPES, ("4000^2", 4000, 4000, 4000)]
@@ -34,13 +34,20 @@ def load_old(path: str):
     return module
 
 
+def best(fn) -> float:
+    """Best seconds of 7 calls of `fn`, after one (gemm_threads_probe's timer)."""
+    return gemm_threads_probe.timed_with_clock(fn)[0]
+
+
 def main() -> None:
-    args = sys.argv[1:]
-    old = None
-    if "--old" in args:
-        i = args.index("--old")
-        old = load_old(args[i + 1])
-        del args[i:i + 2]
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shapes", nargs="*", metavar="SHAPE",
+                        help=f"rows to run (default: all): {[s[0] for s in SHAPES]}")
+    parser.add_argument("--old", metavar="PATH", help="an older gemm.py to compare with")
+    parsed = parser.parse_intermixed_args()
+    args = parsed.shapes
+    old = load_old(parsed.old) if parsed.old else None
     try:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         import jax

@@ -16,6 +16,7 @@ The headline case is issue 18's: (32, 56, 56, 64) NHWC * 3x3x64x64 HWIO, SAME, f
 two gradients (the input's and the kernel's cotangent, each a convolution itself)."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -65,7 +66,10 @@ def relative_error(got, want) -> float:
 
 
 def main() -> None:
-    quick, start = "--quick" in sys.argv, time.perf_counter()
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the ResNet 3x3 case only")
+    quick, start = parser.parse_args().quick, time.perf_counter()
     gpu = numbax.devices("gpu")[0]
     try:
         import jax

@@ -7,6 +7,7 @@ Each row: numbax jit(backend="gpu") time per call (median of 5, after a compile 
 time, and the largest reconstruction error of the GPU result (P L U = A, Q R = A, ...)."""
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -25,6 +26,8 @@ def median_time(fn, reps: int = 5) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     gpu = numbax.devices("gpu")[0]
     rng = np.random.default_rng(0)
     print(f"gpu_linalg_bench | {time.strftime('%Y-%m-%d %H:%M')} | {gpu}")

@@ -12,6 +12,7 @@ seconds (numbax includes compiling its kernels)."""
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -25,6 +26,8 @@ from gpu_sort_bench import timeit  # noqa: E402
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     import jax
     import jax.numpy as xnp
 

@@ -10,6 +10,7 @@
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -37,6 +38,8 @@ def with_rows(block_max: int, slots: int):
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     import jax
     import jax.numpy as jjnp
 

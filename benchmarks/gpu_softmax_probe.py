@@ -4,11 +4,14 @@ Each variant is the row kernel numbax generates, rewritten as text (unsigned ind
 sum, reciprocal division, fast exp, ...), written to a module file, compiled, run on the same
 input and checked against numpy. Prints ms, regs/thread, numbax/jax time and max rel error.
 
-    PYTHONPATH=. python3 benchmarks/gpu_softmax_probe.py
+    PYTHONPATH=. python3 benchmarks/gpu_softmax_probe.py [--src]
+
+`--src` also prints the last variant's kernel source.
 """
 # ruff: noqa: B023  (closures run inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import re
@@ -94,6 +97,10 @@ def load(src: str, tag: str):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--src", action="store_true", help="print the last variant's source")
+    args = parser.parse_args()
     import jax
     from numba import cuda
 
@@ -150,7 +157,7 @@ def main() -> None:
     tn = timeit(lambda: fn(dm), lambda o: o.block_until_ready(), reps=50)
     print(f"again: jax.jit {tj * 1e3:.3f} ms, numbax.jit {tn * 1e3:.3f} ms, numbax/jax time "
           f"{tn / tj:.2f}")
-    if "--src" in sys.argv:
+    if args.src:
         print(variants[-1][1])
 
 

@@ -10,8 +10,8 @@ call (data already on the device, best of 3 loops) and numbax's time over the ot
 # ruff: noqa: B023  (benchmark closures run immediately, inside their loop iteration)
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
@@ -140,4 +140,7 @@ def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the first two shapes only")
+    main(parser.parse_args().quick)

@@ -6,13 +6,22 @@ machine and with N busy-looping processes (argv[1], default 2) beside it.
 `--jax` times jax.jit on the same functions instead (JAX_PLATFORMS=cpu), for the peer's
 figures under the same load.
 """
+import argparse
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-USE_JAX = "--jax" in sys.argv
+# parsed at the top: the library is chosen before the cases below are jitted (this script is
+# run, never imported)
+parser = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("spinners", nargs="?", type=int, default=2, metavar="N",
+                    help="busy-looping processes (default 2)")
+parser.add_argument("--jax", action="store_true", help="time jax.jit instead")
+ARGS = parser.parse_args()
+USE_JAX = ARGS.jax
 if USE_JAX:
     import os
 
@@ -58,8 +67,7 @@ def run(tag):
 
 
 def main():
-    numbers = [a for a in sys.argv[1:] if a.isdigit()]
-    spinners = int(numbers[0]) if numbers else 2
+    spinners = ARGS.spinners
     for _, fn, arg, _ in CASES:
         for _ in range(5):
             call(fn, arg)

@@ -8,6 +8,7 @@ median of later calls, then numbax / JAX. No asserts.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -84,10 +85,15 @@ def child(impl: str) -> None:
 
 
 def main() -> None:
-    if "--child" in sys.argv:
-        child(sys.argv[sys.argv.index("--child") + 1])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-jax", action="store_true", help="numbax only")
+    parser.add_argument("--child", choices=("numbax", "jax"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
         return
-    impls = ["numbax"] if "--no-jax" in sys.argv else ["numbax", "jax"]
+    impls = ["numbax"] if args.no_jax else ["numbax", "jax"]
     results = {}
     for impl in impls:
         with tempfile.TemporaryDirectory() as cache:

@@ -7,6 +7,7 @@ products alone through np.dot (BLAS) and through numbax's `gemm_cpu`; then the s
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -34,10 +35,15 @@ def median(fn, reps: int = 31) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, metavar="N",
+                        help="the same step at another batch size (default: 128)")
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
     name, label, f_nb, nb_args, f_jx, j_args = bench_cpu.training_cases(rng)[0]
-    if "--batch" in sys.argv:  # the same step at another batch size
-        batch = int(sys.argv[sys.argv.index("--batch") + 1])
+    if args.batch is not None:  # the same step at another batch size
+        batch = args.batch
         params, _, _ = j_args
         x = rng.normal(size=(batch, 784)).astype(np.float32)
         y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]

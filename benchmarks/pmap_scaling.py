@@ -5,8 +5,8 @@ devices, against numbax.jit in this process, plus psum latency for 1 KB, 1 MB an
 Run: python benchmarks/pmap_scaling.py [max_devices] [--psum-only]
 (max_devices default: the number of cores, at most 8).
 """
+import argparse
 import os
-import sys
 import time
 
 import numpy as np
@@ -23,8 +23,14 @@ def _best(fn, repeats=5):
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    max_devices = int(args[0]) if args else min(8, os.cpu_count() or 1)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("max_devices", nargs="?", type=int,
+                        default=min(8, os.cpu_count() or 1),
+                        help="virtual CPU devices (default: the cores, at most 8)")
+    parser.add_argument("--psum-only", action="store_true", help="only the psum latencies")
+    args = parser.parse_args()
+    max_devices = args.max_devices
     os.environ.setdefault("NUMBAX_NUM_CPU_DEVICES", str(max_devices))
     import numbax
     import numbax.numpy as jnp
@@ -38,7 +44,7 @@ def main() -> None:
 
     print(f"cores={os.cpu_count()} devices={numbax.device_count()} work={total} float64")
     counts = [k for k in (1, 2, 4, 8, 16) if k <= numbax.device_count()]
-    if "--psum-only" in sys.argv:
+    if args.psum_only:
         counts = []
     else:
         jitted = numbax.jit(work)

@@ -11,12 +11,17 @@ OpenBLAS's after numpy's products, Eigen's after jax.jit's); a call of the other
 window shares the cores with them (runtime/pool_spin.py). `--jax` times jax.jit in numbax's
 place (JAX_PLATFORMS=cpu). NUMBAX_BOUND_POOL_SPIN=0 shows numbax with both libraries' defaults.
 """
-import sys
+import argparse
 import time
 
 import numpy as np
 
-USE_JAX = "--jax" in sys.argv
+# parsed at the top: the library is chosen before the programs below are jitted (this script
+# is run, never imported)
+parser = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--jax", action="store_true", help="time jax.jit in numbax's place")
+USE_JAX = parser.parse_args().jax
 if USE_JAX:
     import os
 

@@ -5,9 +5,9 @@ then np.sum and, when installed, jax.jit in the same process. Medians of 41 call
 
     python benchmarks/reduction_threads.py [size]
 """
+import argparse
 import os
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -41,8 +41,17 @@ def logsumexp(xp):
     return f
 
 
+def size(text: str) -> int:
+    """An element count, also written as a float (1e7)."""
+    return int(float(text))
+
+
 def main():
-    n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 10_000_000
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("size", nargs="?", type=size, default=10_000_000,
+                        help="float32 elements (default 1e7)")
+    n = parser.parse_args().size
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     print(f"reduction_threads | {time.strftime('%Y-%m-%d %H:%M')} | {threads.CORES} cores | "
           f"numba threads {threads.pool_size()} | n={n}")

@@ -5,6 +5,7 @@ threads otherwise); per case: median and range of the per-call time over many ca
 
 Run: python benchmarks/shard_map_dispatch.py [--calls N] [--only numbax|jax]
 """
+import argparse
 import os
 import statistics
 import subprocess
@@ -72,11 +73,16 @@ def measure(lib: str, calls: int) -> None:
 
 
 def main() -> None:
-    calls = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else 2000
-    if "--lib" in sys.argv:
-        measure(sys.argv[sys.argv.index("--lib") + 1], calls)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=2000, metavar="N", help="timed calls a case")
+    parser.add_argument("--only", choices=("numbax", "jax"), help="one library")
+    parser.add_argument("--lib", choices=("numbax", "jax"), help=argparse.SUPPRESS)  # a child
+    args = parser.parse_args()
+    calls, only = args.calls, args.only
+    if args.lib:
+        measure(args.lib, calls)
         return
-    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     print(f"cores={os.cpu_count()} devices={DEVICES} calls={calls} "
           f"load={os.getloadavg()[0]:.2f}")
     for lib in ("numbax", "jax"):

@@ -13,6 +13,7 @@ Both libraries first run W untimed steps (default 200): numbax's workers time th
 products' grids in their first calls and compile a kernel's threaded variant once it has run
 enough work (threads.PARALLEL_TIER_NS), so the first steps are not a training loop's.
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -87,16 +88,18 @@ def _child(n: int, repeats: int, use_jax: bool, use_pmap: bool, warmup: int) -> 
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    use_jax = "--jax" in args
-    use_pmap = "--pmap" in args
-    repeats = 20
-    if "--repeats" in args:
-        repeats = int(args[args.index("--repeats") + 1])
-    warmup = int(args[args.index("--warmup") + 1]) if "--warmup" in args else 200
-    counts = [int(a) for i, a in enumerate(args) if a.isdigit() and (
-        i == 0 or args[i - 1] not in ("--repeats", "--warmup"))]
-    if "--child" in args:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("counts", nargs="*", type=int, metavar="N", help="device counts")
+    parser.add_argument("--repeats", type=int, default=20, metavar="R", help="timed steps")
+    parser.add_argument("--jax", action="store_true", help="JAX's shard_map on N CPU devices")
+    parser.add_argument("--pmap", action="store_true", help="pmap(step) instead of shard_map")
+    parser.add_argument("--warmup", type=int, default=200, metavar="W", help="untimed steps")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one N
+    args = parser.parse_intermixed_args()
+    use_jax, use_pmap, repeats, warmup = args.jax, args.pmap, args.repeats, args.warmup
+    counts = args.counts
+    if args.child:
         _child(counts[0], repeats, use_jax, use_pmap, warmup)
         return
     cores = os.cpu_count() or 1

@@ -6,6 +6,7 @@ large product called back to back in one process, each call's time and the threa
 """
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -17,6 +18,8 @@ from numbax._src.compiler.cpu.runtime import threads as rt_threads
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(32, 56, 56, 64)).astype(np.float32)
     w = rng.normal(size=(3, 3, 64, 64)).astype(np.float32)
