@@ -27,9 +27,11 @@ d at batch 2048 and a transposed 1000² went from ~105 to ~140 GFLOP/s on one Em
 core; a C-contiguous A packed the same way lost ~12 % (docs/performance.md). B's column strips
 are packed per k block into a contiguous ``KC x NR`` layout (vector copies, or
 `transpose_block` for a transposed B), except that C-contiguous B is read in place when the
-part reuses each strip too few times to repay the copy. Loop order per part (BLIS's): k blocks
-of about ``KC`` (`k_blocks`), then blocks of ``MC_STRIPS`` row strips of A (the block stays in L2), then column
-strips of B (the strip stays in L1), then the block's row strips. Threads take the parts of a
+part reuses each strip too few times to repay the copy. Loop order per part: k blocks of about
+``KC`` (`k_blocks`), blocks of ``NC_STRIPS`` column strips, then each row strip of A (it stays
+in L1) meets the block's packed column strips of B (from L2). The other order
+(each B strip kept in L1 for a block of row strips of A streamed from L2) ran 3-13 % slower on
+one Xeon core (32 KiB of the 48 KiB L1 held by the strip). Threads take the parts of a
 grid of C from a counter (product_parts.py), so no two threads write the same part of C and
 fast cores take more; a shape's first calls time a few grids and keep the fastest
 (`product_parts.tuned_grid`).
@@ -63,7 +65,10 @@ KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB with AVX-512 (1
 # 16): a 16-deep block cost a whole pass over C for 2 % of the work (k_blocks)
 K_TAIL_MERGED_BELOW = KC // 4
 KC_MAX = KC + K_TAIL_MERGED_BELOW  # the longest k block, what workspaces are sized for
-MC_STRIPS = 32  # rows of A per pass over the column strips: 384 x KC stays in the 2 MiB L2
+MC_STRIPS = 32  # row strips of a transposed A packed at a time (384 x KC)
+# Column strips of B a part runs through per row strip: their packed k block (1 MiB of
+# float32 at KC = 256) stays in the 2 MiB L2 while each row strip of A, in L1, meets them all
+NC_STRIPS = 32
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
 # elements apart, cost a TLB entry each and share few L1 sets when n is a power of two (on the
 # Xeon's 16 threads, 1000^2 in parts of 21 row strips ran ~20 % faster packed than in place).
@@ -383,10 +388,12 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     B[k, j] = b[k*rsb + j*csb], C[i, j] = c[i*n + j] (all flat), with `work` as scratch
     (`workspace_size` elements), then `epilogue` with `bias` and `scale` (NO_EPILOGUE: none).
 
-    Loop order (BLIS's): per k block, per block of MC_STRIPS row strips (it stays in L2),
-    each column strip of B (it stays in L1) meets the block's row strips in the register
-    tile. A B strip is packed once per k block, just before the first row block uses it; a
-    transposed A's row strips once per row block and k block (`_pack_a`)."""
+    Loop order: per k block, per block of NC_STRIPS column strips, each row strip of A (it
+    stays in L1) meets the block's column strips of B (the block, KC x NC_STRIPS * NR, stays in
+    L2) in the register tile. A B strip is packed once per k block, just before the first row
+    strip uses it; a transposed A's row strips MC_STRIPS at a time (`_pack_a`). (With the
+    column blocks outermost, as in BLIS, 2000^2 ran ~3 % slower on a VM core: each k block of
+    A came from memory again for the second column block.)"""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
     pack_a = _packs_a_compiled(csa, kk, m)  # A transposed: its row strips are packed (see above)
@@ -402,53 +409,62 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
         finish = epilogue != ep.NO_EPILOGUE and k0 + kc == kk  # C's tiles are final in this block
         if ragged and not pack_a:
             _pack_a(a, rsa, csa, k0, kc, (s1 - 1) * MR, m - (s1 - 1) * MR, work, 0)
-        for sb in range(s0, s1, MC_STRIPS):
-            se = min(sb + MC_STRIPS, s1)
-            if pack_a:
-                for s in range(sb, se):
-                    _pack_a(a, rsa, csa, k0, kc, s * MR, min(MR, m - s * MR), work,
-                            (s - sb) * MR * kc)
-            for t in range(t0, t1):
-                j0 = t * nr_full
-                nr = min(nr_full, n - j0)
-                if sb == s0 and not (in_place_b and nr == nr_full):
-                    # packed just before its first tiles (still in L1 for them), kept in
-                    # the workspace for the later row blocks of this k block
-                    _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, work,
-                            b_off + (t - t0) * kc * nr_full)
+        for tb in range(t0, t1, NC_STRIPS):  # (A's k block is read again per column block)
+            te = min(tb + NC_STRIPS, t1)
+            for sb in range(s0, s1, MC_STRIPS):
+                se = min(sb + MC_STRIPS, s1)
+                if pack_a:
+                    for s in range(sb, se):
+                        _pack_a(a, rsa, csa, k0, kc, s * MR, min(MR, m - s * MR), work,
+                                (s - sb) * MR * kc)
                 for s in range(sb, se):
                     i0 = s * MR
                     mr = min(MR, m - i0)
-                    whole = mr == MR and nr == nr_full
-                    short = nr == nr_full and mr in SHORT_ROWS  # (never MR)
-                    aa, a_off, ra, ca = (work, (s - sb) * MR * kc, 1, MR) if pack_a \
-                        else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR or short \
-                        else (work, 0, 1, MR)
-                    # another partial tile goes through the tile scratch, then its valid part
-                    # into C
-                    cc, c_off, ldc = (c, i0 * n + j0, n) if whole or short \
-                        else (work, tile_off, nr_full)
-                    bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
-                        else (work, b_off + (t - t0) * kc * nr_full, nr_full)
-                    ep.before_tile(bias, i0 * n + j0, n, mr, nr, epilogue, finish)
-                    if not short:
-                        register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
-                                      whole and k0 > 0)
-                    elif mr == 8:
-                        register_tile_8(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
-                                        k0 > 0)
-                    else:
-                        register_tile_4(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
-                                        k0 > 0)
-                    if not (whole or short):
-                        for i in range(mr):
-                            for j in range(nr):
-                                if k0 == 0:
-                                    c[(i0 + i) * n + j0 + j] = work[tile_off + i * nr_full + j]
-                                else:
-                                    c[(i0 + i) * n + j0 + j] += work[tile_off + i * nr_full + j]
-                    if finish:
-                        ep.finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue, scale)
+                    for t in range(tb, te):
+                        j0 = t * nr_full
+                        nr = min(nr_full, n - j0)
+                        b_at = b_off + (t - t0) * kc * nr_full
+                        if s == s0 and not (in_place_b and nr == nr_full):
+                            # packed just before its first tile, then read from L2 by the
+                            # later row strips of this k block
+                            _pack_b(b, rsb, csb, k0, kc, j0, nr, nr_full, lanes, work, b_at)
+                        whole = mr == MR and nr == nr_full
+                        short = nr == nr_full and mr in SHORT_ROWS  # (never MR)
+                        aa, a_off, ra, ca = (work, (s - sb) * MR * kc, 1, MR) if pack_a \
+                            else (a, i0 * rsa + k0 * csa, rsa, csa) if mr == MR or short \
+                            else (work, 0, 1, MR)
+                        # another partial tile goes through the tile scratch, then its valid
+                        # part into C
+                        cc, c_off, ldc = (c, i0 * n + j0, n) if whole or short \
+                            else (work, tile_off, nr_full)
+                        bb, bo, ldb = (b, k0 * rsb + j0, rsb) if in_place_b and nr == nr_full \
+                            else (work, b_at, nr_full)
+                        ep.before_tile(bias, i0 * n + j0, n, mr, nr, epilogue, finish)
+                        if not short:
+                            register_tile(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                          whole and k0 > 0)
+                        elif mr == 8:
+                            register_tile_8(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                            k0 > 0)
+                        else:
+                            register_tile_4(kc, aa, a_off, ra, ca, bb, bo, ldb, cc, c_off, ldc,
+                                            k0 > 0)
+                        if not (whole or short):
+                            _tile_out(c, i0 * n + j0, n, mr, nr, work, tile_off, nr_full, k0 > 0)
+                        if finish:
+                            ep.finish_tile(c, i0 * n + j0, n, mr, nr, bias, j0, epilogue, scale)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _tile_out(c, c_off, n, mr, nr, work, tile_off, ldt, accumulate):
+    """C's valid mr x nr corner of a partial tile computed into the scratch tile (stored, or
+    added where an earlier k block wrote C)."""
+    for i in range(mr):
+        for j in range(nr):
+            if accumulate:
+                c[c_off + i * n + j] += work[tile_off + i * ldt + j]
+            else:
+                c[c_off + i * n + j] = work[tile_off + i * ldt + j]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
