@@ -53,7 +53,7 @@ def timed_with_clock(fn) -> tuple[float, float]:
 def child(kc: int, tile: str | None) -> None:
     from numbax._src.compiler.cpu.runtime import gemm
 
-    gemm.KC = kc
+    gemm.KC, gemm.K_TAIL_MERGED_BELOW, gemm.KC_MAX = kc, kc // 4, kc + kc // 4
     if tile:  # before anything compiles: the jitted parts read these globals when compiled
         gemm.MR, gemm.VEC_BYTES = (int(v) for v in tile.split(":"))
         gemm.register_tile = gemm.tile_kernel(gemm.MR, gemm.VEC_BYTES)
@@ -98,7 +98,7 @@ def main() -> None:
     isa = {"NUMBA_CPU_NAME": "haswell",
            "NUMBA_CPU_FEATURES": "+64bit,+avx,+avx2,+fma,+sse2,+sse3,+sse4.1,+sse4.2,+ssse3,"
                                  "+f16c,+bmi,+bmi2,+lzcnt,+popcnt,+movbe"} if avx2 else {}
-    for kc in args.kc or [256, 128]:
+    for kc in args.kc or [512, 256]:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache, **isa)
             command = [sys.executable, __file__, "--child", str(kc),

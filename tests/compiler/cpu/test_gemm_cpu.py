@@ -44,11 +44,14 @@ def _check(x, y, threads):
 # block at a time), the last one short. 128 and 200 rows end in an 8-row strip, 400 in a
 # 4-row one: on AVX-512 the tiles of those sizes write them into C directly. (530, 100, 70):
 # a transposed A of 512 rows or more is packed from k = 64 (gemm.packs_a), here one k block
-# whose length is not a multiple of the vector width. k = 319: the longest block (KC_MAX - 1:
-# the workspaces' bound); 784: three blocks of 261-262 (gemm.k_blocks).
+# whose length is not a multiple of the vector width. KC_MAX - 1: the longest block (the
+# workspaces' bound); 2 KC + 76: two blocks, the short rest spread over them; 784 and 1100:
+# two blocks (gemm.k_blocks). n = 600: more column strips than one block of NC_STRIPS (two
+# blocks of float32 strips, three of float64), the last one short.
 @pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
                                    (200, 300, 70), (400, 300, 70), (530, 100, 70),
-                                   (37, 319, 70), (130, 784, 40)])
+                                   (37, gemm_cpu.KC_MAX - 1, 70), (13, 2 * gemm_cpu.KC + 76, 40),
+                                   (130, 784, 40), (40, 300, 600)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_matches_float64_numpy(dtype, m, k, n, layout):
     x = _operand((m, k), dtype, layout[0] == "T")
@@ -58,8 +61,8 @@ def test_matches_float64_numpy(dtype, m, k, n, layout):
 
 
 def test_k_is_cut_into_blocks_of_equal_length_up_to_kc_max():
-    """A short last k block is spread over the others (784 -> 3 blocks, not 256 x 3 + 16); a
-    longer one makes a block of its own, and all blocks are then of equal length (±1)."""
+    """A short last k block is spread over the others (3 KC + 16 -> 3 blocks, not 4); a longer
+    one makes a block of its own, and all blocks are then of equal length (±1)."""
     kc, longest = gemm_cpu.KC, gemm_cpu.KC_MAX
     for k, blocks in [(1, 1), (kc, 1), (kc + 1, 1), (longest - 1, 1), (longest, 2),
                       (2 * kc - 1, 2), (3 * kc + 16, 3), (4 * kc - 24, 4)]:

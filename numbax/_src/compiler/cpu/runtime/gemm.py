@@ -19,7 +19,7 @@ FMA peak of the Zen 5 VM (~270 GFLOP/s float32, measured with the tile in L1).
 
 Operands are C-contiguous arrays or transposes of one. A C-contiguous A is read in place
 through its row stride; only a short last row strip is copied, zero-padded, into the workspace.
-A transposed A (a weight gradient's xᵀ @ d) of k ≥ KC, or of k ≥ 64 and 512 rows or more, is
+A transposed A (a weight gradient's xᵀ @ d) of k ≥ 256, or of k ≥ 64 and 512 rows or more, is
 packed (`packs_a`), a block of row strips per k block, in the order the tile reads it: read in
 place, the tile's column of A was one cache line a k at the row stride apart, 256 lines a tile,
 which pushed B's strip out of L1 (at a stride of 2 KiB all into two of its sets). Packed, xᵀ @
@@ -59,16 +59,18 @@ VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
 # Rows of the C tile: 2 * MR accumulators + 2 B vectors + 1 broadcast fit the target's vector
 # registers (32 zmm: 12 rows; 16 ymm: 6 rows, the Haswell-class kernel's 6 x 16 float32).
 MR = 12 if VEC_BYTES == 64 else 6
-KC = 256       # k block: a B strip of KC x NR float32 is 32 KiB with AVX-512 (16 with AVX2),
-# it stays in L1 (48 KiB on the Xeon, 32 on Zen 3)
+# k block: a row strip of A, MR x KC (24 KiB of float32 with AVX-512), stays in L1 (48 KiB on
+# the Xeon) while the column strips of B stream past (KC = 256: 2-5 % slower on one Xeon core,
+# up to 15 % on 16, each k block a pass over C)
+KC = 512
 # A last k block shorter than this is spread over the others (784 = 3 x 261.3, not 3 x 256 +
-# 16): a 16-deep block cost a whole pass over C for 2 % of the work (k_blocks)
+# 16, when KC was 256): a 16-deep block cost a whole pass over C for 2 % of the work (k_blocks)
 K_TAIL_MERGED_BELOW = KC // 4
 KC_MAX = KC + K_TAIL_MERGED_BELOW  # the longest k block, what workspaces are sized for
 MC_STRIPS = 32  # row strips of a transposed A packed at a time (384 x KC)
 # Column strips of B a part runs through per row strip: their packed k block (1 MiB of
-# float32 at KC = 256) stays in the 2 MiB L2 while each row strip of A, in L1, meets them all
-NC_STRIPS = 32
+# float32 or float64) stays in the 2 MiB L2 while each row strip of A, in L1, meets them all
+NC_STRIPS = 16
 # From this many row strips in a part, C-contiguous B is packed too: its in-place rows, n
 # elements apart, cost a TLB entry each and share few L1 sets when n is a power of two (on the
 # Xeon's 16 threads, 1000^2 in parts of 21 row strips ran ~20 % faster packed than in place).
@@ -332,7 +334,7 @@ def _pack_a(a, rsa, csa, k0, kc, i0, mr, buf, off):
 # A transposed A is packed from this k up: below it the tile's column of A spans fewer lines
 # than B's strip and L1 holds both (64 x 128^3 and 128 x 64^3 batched products lost 6-7 %
 # packed on the 2-core Emerald Rapids VM, 16 x 256^3 gained or tied).
-PACK_A_FROM_K = KC
+PACK_A_FROM_K = 256
 # ... and from PACK_A_MIN_K up with PACK_A_FROM_ROWS rows or more: a row block's columns of A
 # then span more lines than L1 holds beside B's strip, re-read for every column strip of B (a
 # batch-128 weight gradient 784 x 128 x 512: 8 % faster packed; under 512 rows even or slower,
@@ -358,7 +360,7 @@ def k_blocks(kk):
     """How many k blocks `_gemm_part` cuts k into, of equal length (±1) up to KC_MAX: k // KC
     where the rest is under K_TAIL_MERGED_BELOW, else ceil(k / KC). x @ W1 (k = 784) at batch
     128-2048 on one and two Emerald Rapids cores: 0-5 % faster (median ~3 %) than blocks of
-    256, 256, 256 and 16, each of which read and wrote all of C."""
+    256, 256, 256 and 16 (KC was 256), each of which read and wrote all of C."""
     if kk > KC and kk % KC < K_TAIL_MERGED_BELOW:
         return kk // KC
     return -(-kk // KC)
@@ -373,9 +375,11 @@ _a_panel_size_compiled = njit(cache=True)(a_panel_size)
 def workspace_size(itemsize: int, row_strips: int, column_strips: int,
                    a_packed: bool) -> int:
     """Elements of scratch `_gemm_part` needs for a part of `row_strips` x `column_strips`
-    strips: its packed A (`a_panel_size`), its packed B strips of one k block, one C tile."""
+    strips: its packed A (`a_panel_size`), a block of its packed B strips of one k block, one
+    C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    used = a_panel_size(a_packed, row_strips) + column_strips * KC_MAX * nr_full + MR * nr_full
+    b_block = min(column_strips, NC_STRIPS) * KC_MAX * nr_full
+    used = a_panel_size(a_packed, row_strips) + b_block + MR * nr_full
     # rounded up, plus one line, so the threads' rows never share a cache line
     lane = VEC_BYTES // itemsize
     return (used + lane - 1) // lane * lane + lane
@@ -393,12 +397,12 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     L2) in the register tile. A B strip is packed once per k block, just before the first row
     strip uses it; a transposed A's row strips MC_STRIPS at a time (`_pack_a`). (With the
     column blocks outermost, as in BLIS, 2000^2 ran ~3 % slower on a VM core: each k block of
-    A came from memory again for the second column block.)"""
+    A came from memory again for the next column block.)"""
     lanes = VEC_BYTES // c.itemsize
     nr_full = 2 * lanes
     pack_a = _packs_a_compiled(csa, kk, m)  # A transposed: its row strips are packed (see above)
     b_off = _a_panel_size_compiled(pack_a, s1 - s0)
-    tile_off = b_off + (t1 - t0) * KC_MAX * nr_full
+    tile_off = b_off + min(t1 - t0, NC_STRIPS) * KC_MAX * nr_full
     # B's rows read in place when the part reuses each strip too few times to repay a copy
     in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
@@ -423,7 +427,7 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
                     for t in range(tb, te):
                         j0 = t * nr_full
                         nr = min(nr_full, n - j0)
-                        b_at = b_off + (t - t0) * kc * nr_full
+                        b_at = b_off + (t - tb) * kc * nr_full  # (the block's own slot)
                         if s == s0 and not (in_place_b and nr == nr_full):
                             # packed just before its first tile, then read from L2 by the
                             # later row strips of this k block
