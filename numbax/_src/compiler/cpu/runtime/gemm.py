@@ -29,11 +29,11 @@ are packed per k block into a contiguous ``KC x NR`` layout (vector copies, or
 `transpose_block` for a transposed B), except that C-contiguous B is read in place when the
 part reuses each strip too few times to repay the copy. Loop order per part: k blocks of about
 ``KC`` (`k_blocks`), blocks of ``NC_STRIPS`` column strips, then each row strip of A (it stays
-in L1) meets the block's packed column strips of B (from L2). The other order
-(each B strip kept in L1 for a block of row strips of A streamed from L2) ran 3-13 % slower on
-one Xeon core (32 KiB of the 48 KiB L1 held by the strip). Threads take the parts of a
-grid of C from a counter (product_parts.py), so no two threads write the same part of C and
-fast cores take more; a shape's first calls time a few grids and keep the fastest
+in L1) meets the block's packed column strips of B (from L2). The other order (each B strip
+kept in L1 for a block of row strips of A streamed from L2) ran up to 11 % slower on one Xeon
+core (the strip held 32 of its 48 KiB of L1 and the stream evicted it). Threads take the parts
+of a grid of C from a counter (product_parts.py), so no two threads write the same part of C
+and fast cores take more; a shape's first calls time a few grids and keep the fastest
 (`product_parts.tuned_grid`).
 
 An epilogue (compiler/epilogues.py: a dense layer's bias row and activation, an update's base
@@ -60,8 +60,8 @@ VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
 # registers (32 zmm: 12 rows; 16 ymm: 6 rows, the Haswell-class kernel's 6 x 16 float32).
 MR = 12 if VEC_BYTES == 64 else 6
 # k block: a row strip of A, MR x KC (24 KiB of float32 with AVX-512), stays in L1 (48 KiB on
-# the Xeon) while the column strips of B stream past (KC = 256: 2-5 % slower on one Xeon core,
-# up to 15 % on 16, each k block a pass over C)
+# the Xeon) while the column strips of B stream past (KC = 256: up to 5 % slower on one Xeon
+# core, up to 16 % on 16, each k block a pass over C)
 KC = 512
 # A last k block shorter than this is spread over the others (784 = 3 x 261.3, not 3 x 256 +
 # 16, when KC was 256): a 16-deep block cost a whole pass over C for 2 % of the work (k_blocks)
