@@ -64,9 +64,12 @@ def test_candidates_are_the_cheapest_grid_of_each_kind(rows, cols, threads, in_p
                                                        a_transposed):
     grids = product_parts.model_grids(rows, cols, threads, in_place_below, a_transposed)
     timed = product_parts.candidates(rows, cols, threads, in_place_below, a_transposed)
-    # what the trial times: the model's grids, then the column split if they lack it
-    split = (1, min(threads, cols))
-    assert timed == (grids if threads == 1 or split in grids else (*grids, split))
+    # what the trial times: the model's grids, then those of the column split (one part a
+    # thread) and thread_grid's that they lack, each once
+    extras = [] if threads == 1 else [(1, min(threads, cols)),
+                                      product_parts.thread_grid(rows, cols, threads)]
+    added = [g for i, g in enumerate(extras) if g not in grids and g not in extras[:i]]
+    assert timed == (*grids, *added)
     if threads == 1:
         assert grids == ((1, 1),)
         return

@@ -102,14 +102,22 @@ def _cuts(strips: int):
 @functools.lru_cache(maxsize=4096)  # asked on every product; a step asks the same few
 def candidates(row_strips: int, column_strips: int, threads: int, b_in_place_below: int,
                a_transposed: bool) -> tuple[tuple[int, int], ...]:
-    """The grids `tuned_grid` times: `model_grids`', and a column split, one part a thread
-    (each thread packs only its columns of B and reads all of A in place), which the model,
-    fitted at 8 and 16 threads, ranks low at two: on the 2-core VM it was the fastest of 11
-    grids for x @ W1, h @ W2 and d @ W2ᵀ at batch 256, 5-10 % ahead of the model's best
-    (docs/performance.md). ((1, 1),) for one thread."""
+    """The grids `tuned_grid` times: `model_grids`', then, where they lack them, a column
+    split, one part a thread (each thread packs only its columns of B and reads all of A in
+    place), which the model, fitted at 8 and 16 threads, ranks low at two: on the 2-core VM it
+    was the fastest of 11 grids for x @ W1, h @ W2 and d @ W2ᵀ at batch 256, 5-10 % ahead of
+    the model's best; and `thread_grid`'s one part a thread, a square of C split both ways:
+    since A's row strips stay in L1 (gemm.py) the model, fitted before, leaves out 16 threads'
+    best grids of 1000^2, (4, 4) and (2, 8), 7 % ahead of its own (docs/performance.md).
+    ((1, 1),) for one thread."""
     grids = model_grids(row_strips, column_strips, threads, b_in_place_below, a_transposed)
-    columns = (1, min(threads, column_strips))
-    return grids if threads <= 1 or columns in grids else (*grids, columns)
+    if threads <= 1:
+        return grids
+    for extra in ((1, min(threads, column_strips)),
+                  thread_grid(row_strips, column_strips, threads)):
+        if extra not in grids:
+            grids = (*grids, extra)
+    return grids
 
 
 def model_grids(row_strips: int, column_strips: int, threads: int, b_in_place_below: int,
