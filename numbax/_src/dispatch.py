@@ -36,6 +36,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         outs = _on_gpu(primitive, tracers, params)
         if outs is not None:
             return outs
+    if _host_arrays_only(primitive, tracers):
+        return _apply_on_host_arrays(primitive, tracers, params)
     sharded = sharding_api.has_sharded(tracers)
     if sharded and sharding_api.has_local_boxes(tracers):  # spanning processes: no value here
         return sharding_api.apply_to_boxes(primitive, tracers, params)
@@ -53,11 +55,51 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
     if outs is None:
         args, impl_params = host_eval.host_operands(args, primitive, params)
         outs = impl(*args, **impl_params)
+    caller_arrays = [x for x in tracers if isinstance(x, np.ndarray)]  # usually none
+    results = _as_arrays(primitive, outs, out_avals, caller_arrays)
+    if sharded or primitive in sharding_api.LAYOUT_PRIMITIVES:
+        results = sharding_api.relayout(primitive, tracers, params, results)
+    if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
+        check_nans(primitive, results)
+    return results
+
+
+# Whether a primitive's eager call on host Arrays only needs its abstract evaluation, its numpy
+# impl (operands widened from bfloat16) and wrapping: not a loop (eager_loops), not a product
+# (bfloat16 tiles), not a sharded layout, with a rule that reads only avals and params.
+_PLAIN: dict[core.Primitive, bool] = {}
+
+
+def _host_arrays_only(primitive: core.Primitive, operands: list) -> bool:
+    """Whether `_apply_on_host_arrays` runs this call: a plain primitive, host Arrays."""
+    plain = _PLAIN.get(primitive)
+    if plain is None:
+        plain = _PLAIN[primitive] = (
+            primitive in core.impl_rules and primitive in core.avals_only
+            and primitive not in eager_loops.LOOPS and primitive not in host_eval.NEEDS_APPLY
+            and primitive is not host_eval.dot_general_p)
+    return plain and all(type(x) is Array for x in operands)
+
+
+def _apply_on_host_arrays(primitive: core.Primitive, arrays: list, params: dict) -> list:
+    """apply_primitive for host Arrays of a plain primitive, without the checks the other
+    operands need (~3 us of a 10 us eager op)."""
+    out_avals = out_avals_of(primitive, [x.aval for x in arrays], params)
+    args, impl_params = host_eval.host_operands([x._value for x in arrays], primitive, params)
+    results = _as_arrays(primitive, core.impl_rules[primitive](*args, **impl_params), out_avals,
+                         ())
+    if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
+        check_nans(primitive, results)
+    return results
+
+
+def _as_arrays(primitive: core.Primitive, outs: list, out_avals: list | None,
+               caller_arrays: list) -> list:
+    """An impl's outputs as Arrays of the abstract evaluation's dtypes and weak types."""
     if out_avals is not None and len(outs) != len(out_avals):
         raise ValueError(f"{primitive.name}: the implementation returned {len(outs)} "
                          f"outputs, its abstract evaluation {len(out_avals)}.")
     results = []
-    caller_arrays = [x for x in tracers if isinstance(x, np.ndarray)]  # usually none
     for i, out in enumerate(outs):
         aval = None if out_avals is None else out_avals[i]
         if isinstance(out, Array):
@@ -73,10 +115,6 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         elif caller_arrays:
             out = unaliased(out, caller_arrays)  # a view of (or one of) the caller's arrays
         results.append(Array._from_numpy(out, aval is not None and aval.weak_type))
-    if sharded or primitive in sharding_api.LAYOUT_PRIMITIVES:
-        results = sharding_api.relayout(primitive, tracers, params, results)
-    if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
-        check_nans(primitive, results)
     return results
 
 

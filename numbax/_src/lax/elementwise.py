@@ -494,6 +494,7 @@ def _unary(prim: Primitive) -> Callable:
         doc = f"Elementwise {prim.name} (lax.{prim.name}_p)."
     fn.__name__ = prim.name
     fn.__doc__ = doc
+    fn.primitive = prim
     return fn
 
 
@@ -503,6 +504,7 @@ def _binary(prim: Primitive) -> Callable:
 
     fn.__name__ = prim.name
     fn.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}_p); operands share dtype and shape."
+    fn.primitive = prim
     return fn
 
 

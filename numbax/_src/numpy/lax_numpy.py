@@ -203,7 +203,7 @@ def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
     (out,) = ufuncs.promote_dtypes("clip", arr)
     for value in (out, min, max):  # (complex values have no order to clip to)
         if value is not None:
-            ufuncs.refuse_complex("clip", asarray(value))
+            ufuncs.refuse_complex("clip", value)  # (lists were refused: check_arraylike)
     out = ufuncs.as_result(out)
     if min is not None:
         out = ufuncs.maximum(out, min)

@@ -9,10 +9,10 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
 from numbax._src.dtypes import kind_of
-from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import key_array_op
+from numbax._src.numpy import eager_elementwise
 from numbax._src.numpy.operands import (  # noqa: F401 - the functions' modules import them here
     _scalar_or_array,
     as_result,
@@ -43,7 +43,13 @@ __all__ = [
 
 
 def _one_to_one_unop(name: str, lax_fn: Callable, inexact: bool) -> Callable:
+    primitive = getattr(lax_fn, "primitive", None)  # (eager calls: eager_elementwise)
+
     def fn(x: Any, /) -> Any:
+        if primitive is not None:
+            out = eager_elementwise.unary(primitive, x, "f" if inexact else "iuf")
+            if out is not None:
+                return out
         (x,) = (promote_dtypes_inexact if inexact else promote_dtypes)(name, x)
         return lax_fn(x)
 
@@ -65,9 +71,15 @@ def _rounding_unop(name: str, lax_fn: Callable) -> Callable:
     return fn
 
 
-def _one_to_one_binop(name: str, lax_fn: Callable,
-                      promote: Callable = promote_dtypes) -> Callable:
+def _one_to_one_binop(name: str, lax_fn: Callable, promote: Callable = promote_dtypes,
+                      primitive: core.Primitive | None = None) -> Callable:
+    """`primitive`: what lax_fn binds for integer and float operands promote_dtypes leaves
+    of one dtype (their eager calls on host arrays skip the layers: eager_elementwise)."""
     def fn(x1: Any, x2: Any, /) -> Any:
+        if primitive is not None:
+            out = eager_elementwise.binary(primitive, x1, x2)
+            if out is not None:
+                return out
         x1, x2 = promote(name, x1, x2)
         x1, x2 = broadcast_arrays(name, x1, x2)
         return lax_fn(x1, x2)
@@ -88,7 +100,7 @@ def _bool_as(lax_fn: Callable, on_bools: Callable) -> Callable:
 
 
 def _comparison(name: str, lax_fn: Callable) -> Callable:
-    return _one_to_one_binop(name, lax_fn)
+    return _one_to_one_binop(name, lax_fn, primitive=lax_fn.primitive)
 
 
 def _ordering(name: str, lax_fn: Callable) -> Callable:
@@ -101,7 +113,7 @@ def _ordering(name: str, lax_fn: Callable) -> Callable:
         by_real = lax.lt(re1, re2) if lax_fn in (lax.lt, lax.le) else lax.gt(re1, re2)
         return lax.bitwise_or(by_real, lax.bitwise_and(lax.eq(re1, re2), lax_fn(im1, im2)))
 
-    return _one_to_one_binop(name, lexicographic)
+    return _one_to_one_binop(name, lexicographic, primitive=lax_fn.primitive)
 
 
 def _logical(name: str, lax_fn: Callable) -> Callable:
@@ -161,11 +173,11 @@ def square(x: Any, /) -> Any:
     return lax.square(x)
 
 
-add = _one_to_one_binop("add", _bool_as(lax.add, lax.bitwise_or))
-subtract = _one_to_one_binop("subtract", lax.sub)
-multiply = _one_to_one_binop("multiply", _bool_as(lax.mul, lax.bitwise_and))
-maximum = _one_to_one_binop("maximum", lax.max)
-minimum = _one_to_one_binop("minimum", lax.min)
+add = _one_to_one_binop("add", _bool_as(lax.add, lax.bitwise_or), primitive=lax.add_p)
+subtract = _one_to_one_binop("subtract", lax.sub, primitive=lax.sub_p)
+multiply = _one_to_one_binop("multiply", _bool_as(lax.mul, lax.bitwise_and), primitive=lax.mul_p)
+maximum = _one_to_one_binop("maximum", lax.max, primitive=lax.max_p)
+minimum = _one_to_one_binop("minimum", lax.min, primitive=lax.min_p)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, promote_dtypes_inexact)
 nextafter = _one_to_one_binop("nextafter", lax.nextafter, promote_dtypes_inexact)
 bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
@@ -206,6 +218,9 @@ bitwise_not = bitwise_invert = invert
 
 
 def absolute(x: Any, /) -> Any:
+    out = eager_elementwise.unary(lax.abs_p, x, "if")
+    if out is not None:
+        return out
     (x,) = promote_dtypes("absolute", x)
     dtype = get_aval(x).dtype
     if kind_of(dtype) in "ub":
@@ -214,87 +229,6 @@ def absolute(x: Any, /) -> Any:
 
 
 abs = absolute  # noqa: A001
-
-
-def power(x1: Any, x2: Any, /) -> Any:
-    """numpy.power: x1 ** x2 elementwise; integer powers by repeated multiplication when the
-    exponent is a literal.
-
-    Integers raised to negative integer powers raise ValueError (numpy's error) when the
-    exponent is known: a Python int or a concrete array. A traced negative exponent cannot
-    be checked; there the result is the integer part of x1 ** x2 (1 for x1 = 1, +-1 for
-    x1 = -1, 0 otherwise, x1 = 0 included), where JAX leaves it undefined.
-    """
-    if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool):
-        (x1,) = promote_dtypes_numeric("power", x1)
-        if int(x2) < 0 and kind_of(get_aval(x1).dtype) in "iu":
-            raise _negative_power_error()
-        return lax.integer_pow(x1, int(x2))
-    x1, x2 = promote_dtypes_numeric("power", x1, x2)
-    dtype = get_aval(x1).dtype
-    if kind_of(dtype) in "iu":
-        if kind_of(dtype) == "i" and not _is_abstract(x2):
-            value = np.asarray(x2.to_concrete_value() if isinstance(x2, core.Tracer) else x2)
-            if (value < 0).any():
-                raise _negative_power_error()
-        return _integer_power(x1, x2)
-    x1, x2 = broadcast_arrays("power", x1, x2)
-    return lax.pow(x1, x2)
-
-
-class NegativeIntegerPowerError(NumbaxTypeError, ValueError):
-    """Integer ** negative integer: JAX raises TypeError there and numpy ValueError, so the
-    error is both and either user's ``except`` catches it."""
-
-
-def _negative_power_error() -> NegativeIntegerPowerError:
-    return NegativeIntegerPowerError(
-        "numbax.numpy.power: integers cannot be raised to negative powers (integers to "
-        "negative integer powers are not allowed, as in numpy and JAX). Convert the base to a "
-        "float first, e.g. x.astype(float) ** -1."
-    )
-
-
-def _is_abstract(x: Any) -> bool:
-    return isinstance(x, core.Tracer) and x.to_concrete_value() is None
-
-
-def _integer_power(x1: Any, x2: Any) -> Any:
-    """Integer ** integer array: square-and-multiply over the bits of |exponent|; negative
-    exponents give the integer part of the true power."""
-    x1, x2 = broadcast_arrays("power", x1, x2)
-    shape = broadcast_shapes("power", get_aval(x1).shape, get_aval(x2).shape)
-    x1 = broadcast_to_shape(x1, shape) if get_aval(x1).shape != shape else x1
-    dtype, edtype = get_aval(x1).dtype, get_aval(x2).dtype
-    one = lax.convert_element_type(1, dtype)
-    ezero, eone = lax.convert_element_type(0, edtype), lax.convert_element_type(1, edtype)
-    negative = lax.lt(x2, ezero) if kind_of(edtype) == "i" else None
-    exponent = lax.select(negative, lax.neg(x2), x2) if negative is not None else x2
-    acc = shape_ops.full(shape, one)
-    base = x1
-    for _ in range(edtype.itemsize * 8):
-        odd = lax.ne(lax.bitwise_and(exponent, eone), ezero)
-        acc = lax.select(odd, lax.mul(acc, base), acc)
-        base = lax.mul(base, base)
-        exponent = lax.shift_right_logical(exponent, eone)
-    if negative is None:
-        return acc
-    # 1 / x1**|n| truncated: only +-1 survive (acc is then +-1 already), the rest give 0.
-    unit = lax.bitwise_or(lax.eq(x1, one), lax.eq(x1, lax.convert_element_type(-1, dtype)))
-    zero = shape_ops.full(shape, 0, dtype)
-    return lax.select(negative, lax.select(unit, acc, zero), acc)
-
-
-def float_power(x1: Any, x2: Any, /) -> Any:
-    """numpy.float_power with JAX's dtypes: the operands' promoted float (float32 for int32 or
-    float32 operands, complex64 kept), where numpy always computes in float64/complex128."""
-    x1, x2 = promote_dtypes_inexact("float_power", x1, x2)
-    return lax.pow(*broadcast_arrays("float_power", x1, x2))
-
-
-def reciprocal(x: Any, /) -> Any:
-    (x,) = promote_dtypes_inexact("reciprocal", x)
-    return lax.integer_pow(x, -1)  # as JAX: keeps a weak x weak
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
@@ -539,7 +473,6 @@ def isneginf(x: Any, /) -> Any:
     return lax.eq(x, lax.convert_element_type(-np.inf, get_aval(x).dtype))
 
 
-pow = power  # noqa: A001
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
 atan, atanh, atan2 = arctan, arctanh, arctan2
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
@@ -548,6 +481,9 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 def true_divide(x1: Any, x2: Any, /) -> Any:
     """numpy.true_divide: integers and booleans divide in float32, 64-bit integers in float64
     (JAX's dtypes; numpy's float64 throughout)."""
+    out = eager_elementwise.binary(lax.div_p, x1, x2, kinds="f")
+    if out is not None:
+        return out
     x1, x2 = promote_dtypes("divide", x1, x2)
     aval = get_aval(x1)
     if kind_of(aval.dtype) in "biu":
@@ -586,10 +522,11 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
 
 
 from numbax._src.numpy.division import divmod, floor_divide, fmod, gcd, lcm, mod, remainder  # noqa: E402
+from numbax._src.numpy.powers import float_power, pow, power, reciprocal  # noqa: A004, E402
 from numbax._src.numpy.weak import strong_out, weak_out  # noqa: E402
 
-imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal = map(
-    weak_out, (imag, heaviside, logaddexp, logaddexp2, float_power, modf, isnan, isreal))
+imag, heaviside, logaddexp, logaddexp2, modf, isnan, isreal = map(
+    weak_out, (imag, heaviside, logaddexp, logaddexp2, modf, isnan, isreal))
 logical_and, logical_or, logical_xor, logical_not, iscomplex = map(
     weak_out, (logical_and, logical_or, logical_xor, logical_not, iscomplex))
 isinf, isposinf, isneginf = map(strong_out, (isinf, isposinf, isneginf))
