@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import core, eager_loops, host_eval
+from numbax._src import core, eager_compile, eager_loops, eager_programs, host_eval
 from numbax._src.array import Array, GpuArray, committed_device, unaliased
 from numbax._src.compiler import api as compiler
 from numbax._src.compiler.cuda.runtime import memory as cuda_runtime
@@ -23,6 +23,7 @@ from numbax._src.jit_run import run_executable
 from numbax._src.sharding import api as sharding_api
 
 host_eval.NEEDS_APPLY.update(sharding_api.LAYOUT_PRIMITIVES)  # (relaid out after their impl)
+eager_compile.install_programs(eager_programs.ProgramCache)  # small eager library calls
 _GPU_CACHE: dict[tuple, Any] = {}
 GPU_FALLBACKS: dict[tuple, str] = {}  # key -> why it runs on the host (for debugging)
 _OUT_AVALS: dict[tuple, list] = {}  # out_avals_of's answers

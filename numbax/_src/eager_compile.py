@@ -9,7 +9,9 @@ compiled only when it works on COMPILE_AT_ELEMENTS elements or more (the largest
 or array argument), where one compiled call saves more than loading costs. The choice depends
 only on the call's signature, never on how often it was made, so the same call always gives
 the same bits (compiled transcendental functions may differ from numpy's in the last ulp:
-docs/sharp_bits.md).
+docs/sharp_bits.md). A smaller call runs op by op the first time its signature is seen and
+as a straight-line numpy program after that (eager_programs.py: the op-by-op call's bits at a
+fraction of its dispatch); `compile_large=False` (jnp's reductions) keeps large calls op by op.
 
 Arguments that are arrays (numpy, Array, typed keys and other pytrees of arrays) are traced;
 everything else (shapes, dtypes, axes, flags, Python scalars) is static. Under a trace (jit,
@@ -28,6 +30,7 @@ import numpy as np
 
 from numbax._src import core
 from numbax._src import tree_util as tu
+from numbax._src.array import Array
 from numbax._src.config import config
 
 COMPILE_AT_ELEMENTS = 1 << 16  # eager calls this large run compiled
@@ -35,10 +38,17 @@ COMPILE_AT_ELEMENTS = 1 << 16  # eager calls this large run compiled
 # `jit`, installed by jit.py when it is imported (library modules sit below the transforms, and
 # the compiler's lowerings import library modules, so importing jit here would be a cycle).
 _jit: list[Callable] = []
+# eager_programs.ProgramCache, installed by dispatch.py (it evaluates jaxprs through host_eval,
+# which imports lax, whose modules use this decorator)
+_program_cache: list[Callable] = []
 
 
 def install_jit(jit: Callable) -> None:
     _jit[:] = [jit]
+
+
+def install_programs(program_cache: Callable) -> None:
+    _program_cache[:] = [program_cache]
 
 
 def _is_array_leaf(x: Any) -> bool:
@@ -54,6 +64,13 @@ def _is_traced(x: Any) -> bool:
         return False  # containers of statics (shapes) stay static; arrays in them are rare
     leaves = tu.tree_leaves(x)
     return bool(leaves) and leaves != [x] and all(_is_array_leaf(v) for v in leaves)
+
+
+def _holds_tracer(x: Any) -> bool:
+    kind = type(x)
+    if kind is Array or kind is np.ndarray:  # (the common leaves, without flattening)
+        return False
+    return any(isinstance(v, core.Tracer) for v in tu.tree_leaves(x))
 
 
 def _static(x: Any) -> Any:
@@ -73,15 +90,28 @@ def _elements(x: Any) -> int:
     return int(size) if isinstance(size, (int, np.integer)) else 1
 
 
-def compiled_when_eager(fun: Callable) -> Callable:
+def compiled_when_eager(fun: Callable | None = None, *, compile_large: bool = True
+                        ) -> Callable:
     """`fun`, run through an internal per-signature `jit` when an eager call is large (see the
-    module docstring); traced inline under transforms."""
+    module docstring), as a straight-line numpy program when it is small and its signature was
+    seen before (eager_programs.py); traced inline under transforms. `compile_large=False`:
+    large calls run op by op (numpy's passes over large operands are what a compiled call
+    would run, without its first compile)."""
+    if fun is None:
+        return functools.partial(compiled_when_eager, compile_large=compile_large)
     params = inspect.signature(fun).parameters
     names = [n for n, p in params.items()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
         raise TypeError(f"compiled_when_eager: {fun.__name__} takes *args/**kwargs")
     jitted: dict[tuple, Callable] = {}
+    programs: list = []  # its eager_programs.ProgramCache, made at the first small call
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_ONLY]
+
+    def call_named(named: dict) -> Any:
+        """fun of arguments by name (its positional-only ones passed by position)."""
+        named = dict(named)
+        return fun(*[named.pop(n) for n in positional if n in named], **named)
 
     def compiled(traced_names: tuple) -> Callable:
         """One jit per set of traced arguments; the static values are its static argument,
@@ -89,7 +119,8 @@ def compiled_when_eager(fun: Callable) -> Callable:
         f = jitted.get(traced_names)
         if f is None:
             def bound(static_items, *traced):
-                return fun(**dict(static_items), **dict(zip(traced_names, traced, strict=True)))
+                return call_named({**dict(static_items),
+                                   **dict(zip(traced_names, traced, strict=True))})
 
             bound.__name__ = bound.__qualname__ = fun.__name__
             f = jitted.setdefault(traced_names, _jit[0](bound, static_argnums=0))
@@ -105,7 +136,7 @@ def compiled_when_eager(fun: Callable) -> Callable:
         try:
             for name, value in given.items():
                 if _is_traced(value):
-                    if any(isinstance(v, core.Tracer) for v in tu.tree_leaves(value)):
+                    if _holds_tracer(value):
                         return fun(*args, **kwargs)  # under a transform: trace inline
                     traced[name] = value
                 else:
@@ -113,7 +144,13 @@ def compiled_when_eager(fun: Callable) -> Callable:
         except TypeError:  # an unhashable static value: stay eager
             return fun(*args, **kwargs)
         work = max([_elements(v) for v in (*static.values(), *traced.values())], default=1)
-        if work < COMPILE_AT_ELEMENTS:
+        if work < COMPILE_AT_ELEMENTS or not compile_large:
+            if work < COMPILE_AT_ELEMENTS and _program_cache:
+                if not programs:
+                    programs.append(_program_cache[0](call_named))
+                done, out = programs[0].call(tuple(sorted(static.items())), traced)
+                if done:
+                    return out
             return fun(*args, **kwargs)
         static_items = tuple(sorted(static.items()))
         return compiled(tuple(traced))(static_items, *traced.values())

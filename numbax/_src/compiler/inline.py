@@ -18,20 +18,22 @@ from numbax._src.compiler import registry
 from numbax._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
 
-def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """The jaxpr with every call-like equation replaced by the equations of its jaxpr."""
+def inline_calls(jaxpr: Jaxpr, expand: bool = True) -> Jaxpr:
+    """The jaxpr with every call-like equation replaced by the equations of its jaxpr (and,
+    where `expand`, every expanded primitive by its expansion; eager programs keep them, since
+    their impls are what an eager call runs: eager_programs.py)."""
     env: dict[Var, Any] = {}
     eqns: list[JaxprEqn] = []
-    splice(jaxpr.eqns, env, eqns)
+    splice(jaxpr.eqns, env, eqns, expand)
     read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(x) for x in jaxpr.outvars])
 
 
-def _callee(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
+def _callee(eqn: JaxprEqn, expand: bool) -> tuple[Jaxpr, list] | None:
     """(jaxpr, consts) of a call-like equation whose jaxpr matches its inputs and outputs
-    (registry.inline_param names the param holding it)."""
+    (registry.inline_param names the param holding it), or of an expanded one's expansion."""
     param = registry.inline_param(eqn.primitive)
-    sub = eqn.params.get(param) if param else registry.expansion(eqn)
+    sub = eqn.params.get(param) if param else registry.expansion(eqn) if expand else None
     if isinstance(sub, ClosedJaxpr):
         sub, consts = sub.jaxpr, sub.consts
     elif isinstance(sub, Jaxpr):
@@ -45,12 +47,13 @@ def _callee(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
     return sub, consts
 
 
-def splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
+def splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn],
+           expand: bool = True) -> None:
     """Appends `sub_eqns` to `out` with inputs read through `env` and fresh output vars."""
     read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
     for eqn in sub_eqns:
         invars = [read(x) for x in eqn.invars]
-        callee = _callee(eqn)
+        callee = _callee(eqn, expand)
         if callee is not None:
             sub, consts = callee
             inner: ChainMap = ChainMap({}, env)  # a view, not a copy: calls are many
@@ -58,7 +61,7 @@ def splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
                 inner[v] = Literal(core.to_numpy(c), v.aval)
             for v, x in zip(sub.invars, invars, strict=True):
                 inner[v] = x
-            splice(sub.eqns, inner, out)
+            splice(sub.eqns, inner, out, expand)
             for v, x in zip(eqn.outvars, sub.outvars, strict=True):
                 env[v] = inner.get(x, x) if isinstance(x, Var) else x
             continue
@@ -67,16 +70,16 @@ def splice(sub_eqns: list[JaxprEqn], env: dict, out: list[JaxprEqn]) -> None:
             fresh = Var(v.aval)
             env[v] = fresh
             outvars.append(fresh)
-        params = {k: _inline_param(p) for k, p in eqn.params.items()}
+        params = {k: _inline_param(p, expand) for k, p in eqn.params.items()}
         out.append(JaxprEqn(eqn.primitive, invars, outvars, params))
 
 
-def _inline_param(value: Any) -> Any:
+def _inline_param(value: Any, expand: bool) -> Any:
     """Sub-jaxprs of control flow, inlined recursively (other params unchanged)."""
     if isinstance(value, ClosedJaxpr):
-        return ClosedJaxpr(inline_calls(value.jaxpr), value.consts)
+        return ClosedJaxpr(inline_calls(value.jaxpr, expand), value.consts)
     if isinstance(value, Jaxpr):
-        return inline_calls(value)
+        return inline_calls(value, expand)
     if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
-        return tuple(_inline_param(v) for v in value)
+        return tuple(_inline_param(v, expand) for v in value)
     return value

@@ -12,6 +12,7 @@ from numbax._src import core, dtypes
 from numbax._src.array import Array, asarray_value
 from numbax._src.core import get_aval
 from numbax._src.dtypes import finfo_of, kind_of
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError, ShapeDtypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
@@ -192,6 +193,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     return out
 
 
+@compiled_when_eager(compile_large=False)
 def clip(arr: Any = None, /, min: Any = None, max: Any = None, *,  # noqa: A002
          a: Any = None, a_min: Any = None, a_max: Any = None) -> Any:
     """numpy.clip: min and max are optional; a_min/a_max are accepted as numpy 1 names."""

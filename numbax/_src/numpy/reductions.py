@@ -10,6 +10,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.core import get_aval
 from numbax._src.dtypes import finfo_of, kind_of
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions as lax_reductions
@@ -194,6 +195,7 @@ def _mean_dtypes(aval: core.ShapedArray, dtype: Any, api: str) -> tuple[np.dtype
     return acc, out
 
 
+@compiled_when_eager(compile_large=False)
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
     """numpy.mean: integer inputs average in the default float type.
@@ -221,6 +223,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     return lax.convert_element_type(lax.div(total, n), out_dtype, aval.weak_type)
 
 
+@compiled_when_eager(compile_large=False)
 def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     """numpy.var: mean of |x - mean(x)|**2 over N - ddof.
@@ -266,6 +269,7 @@ def _over_dof(total: Any, dof: Any) -> Any:
     return where(none, lax.convert_element_type(np.nan, dtype), lax.div(total, safe))
 
 
+@compiled_when_eager(compile_large=False)
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: Any = None) -> Any:
     return lax.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where,

@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src.core import get_aval
 from numbax._src.custom_derivatives import custom_jvp, stop_gradient
 from numbax._src.dtypes import kind_of
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import reductions, shape_ops
@@ -38,6 +39,7 @@ def _keep_dims(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
     return shape_ops.reshape(x, kept)
 
 
+@compiled_when_eager(compile_large=False)
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
               return_sign: bool = False, where: Any = None) -> Any:
     """log(sum(b * exp(a))) over `axis`, computed stably (the max is shifted out).

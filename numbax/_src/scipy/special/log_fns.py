@@ -7,6 +7,7 @@ import numpy as np
 
 from numbax._src.custom_derivatives import custom_jvp
 from numbax._src.dtypes import kind_of
+from numbax._src.eager_compile import compiled_when_eager
 from numbax._src.errors import NumbaxTypeError
 from numbax._src.lax import elementwise as lax
 from numbax._src.nn import functions as nn_functions
@@ -224,6 +225,7 @@ def logit(x: Any) -> Any:
     return _logit(x)
 
 
+@compiled_when_eager(compile_large=False)
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
               return_sign: bool = False, where: Any = None) -> Any:
     """log(sum(b * exp(a), axis)), stable, with the softmax gradient (scipy's signature).
