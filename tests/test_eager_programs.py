@@ -156,3 +156,11 @@ def test_the_library_functions_run_as_programs():
             fn(*args, **kwargs)
         assert any(isinstance(v, eager_programs._Program)
                    for v in _cache_of(fn).entries.values()), fn.__name__
+
+
+def test_nan_checks_see_every_primitive_after_a_program_was_built():
+    m = jnp.asarray(M)
+    for _ in range(3):
+        jnp.std(jnp.log(m + 4))  # a program for this signature
+    with numbax.debug_nans(True), pytest.raises(FloatingPointError):
+        jnp.std(jnp.asarray(np.full((6, 8), np.inf, np.float32)))

@@ -31,7 +31,7 @@ from numbax._src.compiler import inline
 from numbax._src.config import config
 from numbax._src.interpreters import partial_eval as pe
 
-PROGRAMS_SIZE = 1024  # signatures remembered per function (a program sweeping shapes: cleared)
+PROGRAMS_SIZE = 256  # signatures remembered per function (a program sweeping shapes: cleared)
 _SEEN_ONCE = object()
 _OP_BY_OP = object()
 
@@ -55,7 +55,10 @@ class ProgramCache:
 
     def call(self, static_items: tuple, traced: dict) -> tuple[bool, Any]:
         """(True, fun's result) where this signature runs as a program, else (False, None):
-        the caller then runs fun op by op."""
+        the caller then runs fun op by op (always while NaN or inf checks are on: they
+        look at each primitive's results)."""
+        if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
+            return False, None
         leaves = list(traced.values())
         tree = None  # (arrays only, the common case: no flattening)
         if not all(type(x) is Array or type(x) is np.ndarray for x in leaves):
