@@ -47,11 +47,13 @@ def _check(x, y, threads):
 # whose length is not a multiple of the vector width. KC_MAX - 1: the longest block (the
 # workspaces' bound); 2 KC + 76: two blocks, the short rest spread over them; 784 and 1100:
 # two blocks (gemm.k_blocks). n = 600: more column strips than one block of NC_STRIPS (two
-# blocks of float32 strips, three of float64), the last one short.
+# blocks of float32 strips, three of float64), the last one short; (40, 784, 600) with two k
+# blocks too: a transposed A packed for the first column block is read by the later ones;
+# (400, 300, 600): a part of more row strips than MC_STRIPS packs each block again.
 @pytest.mark.parametrize("m,k,n", [(24, 16, 64), (37, 300, 70), (5, 529, 19), (128, 64, 512),
                                    (200, 300, 70), (400, 300, 70), (530, 100, 70),
                                    (37, gemm_cpu.KC_MAX - 1, 70), (13, 2 * gemm_cpu.KC + 76, 40),
-                                   (130, 784, 40), (40, 300, 600)])
+                                   (130, 784, 40), (40, 300, 600), (40, 784, 600), (400, 300, 600)])
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 def test_matches_float64_numpy(dtype, m, k, n, layout):
     x = _operand((m, k), dtype, layout[0] == "T")

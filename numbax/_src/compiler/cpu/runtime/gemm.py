@@ -395,7 +395,8 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
     Loop order: per k block, per block of NC_STRIPS column strips, each row strip of A (it
     stays in L1) meets the block's column strips of B (the block, KC x NC_STRIPS * NR, stays in
     L2) in the register tile. A B strip is packed once per k block, just before the first row
-    strip uses it; a transposed A's row strips MC_STRIPS at a time (`_pack_a`). (With the
+    strip uses it; a transposed A's row strips MC_STRIPS at a time (`_pack_a`), once per k block
+where the part has no more row strips than that (2-3 % of such a product). (With the
     column blocks outermost, as in BLIS, 2000^2 ran ~3 % slower on a VM core: each k block of
     A came from memory again for the next column block.)"""
     lanes = VEC_BYTES // c.itemsize
@@ -417,7 +418,9 @@ def _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, s0, s1, t0, t1, work, bias
             te = min(tb + NC_STRIPS, t1)
             for sb in range(s0, s1, MC_STRIPS):
                 se = min(sb + MC_STRIPS, s1)
-                if pack_a:
+                # a part of one block of row strips keeps its packed A for the later column
+                # blocks (nothing else writes the panel's slots)
+                if pack_a and (tb == t0 or s1 - s0 > MC_STRIPS):
                     for s in range(sb, se):
                         _pack_a(a, rsa, csa, k0, kc, s * MR, min(MR, m - s * MR), work,
                                 (s - sb) * MR * kc)
