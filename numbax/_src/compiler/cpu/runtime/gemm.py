@@ -355,6 +355,11 @@ def a_panel_size(a_packed: bool, row_strips: int) -> int:
     return (min(MC_STRIPS, row_strips) if a_packed else 1) * MR * KC_MAX
 
 
+def b_block_size(column_strips: int, nr_full: int) -> int:
+    """Elements of the packed B strips of one k block that a part holds at once."""
+    return min(column_strips, NC_STRIPS) * KC_MAX * nr_full
+
+
 @njit(cache=True)
 def k_blocks(kk):
     """How many k blocks `_gemm_part` cuts k into, of equal length (±1) up to KC_MAX: k // KC
@@ -366,10 +371,11 @@ def k_blocks(kk):
     return -(-kk // KC)
 
 
-# the same two inside `_gemm_part` (the Python ones size workspaces on every call, where a
+# the same three inside `_gemm_part` (the Python ones size workspaces on every call, where a
 # compiled function's dispatch would cost more than the arithmetic)
 _packs_a_compiled = njit(cache=True)(packs_a)
 _a_panel_size_compiled = njit(cache=True)(a_panel_size)
+_b_block_size_compiled = njit(cache=True)(b_block_size)
 
 
 def workspace_size(itemsize: int, row_strips: int, column_strips: int,
@@ -378,8 +384,8 @@ def workspace_size(itemsize: int, row_strips: int, column_strips: int,
     strips: its packed A (`a_panel_size`), a block of its packed B strips of one k block, one
     C tile."""
     nr_full = 2 * (VEC_BYTES // itemsize)
-    b_block = min(column_strips, NC_STRIPS) * KC_MAX * nr_full
-    used = a_panel_size(a_packed, row_strips) + b_block + MR * nr_full
+    used = (a_panel_size(a_packed, row_strips) + b_block_size(column_strips, nr_full)
+            + MR * nr_full)
     # rounded up, plus one line, so the threads' rows never share a cache line
     lane = VEC_BYTES // itemsize
     return (used + lane - 1) // lane * lane + lane
@@ -403,7 +409,7 @@ where the part has no more row strips than that (2-3 % of such a product). (With
     nr_full = 2 * lanes
     pack_a = _packs_a_compiled(csa, kk, m)  # A transposed: its row strips are packed (see above)
     b_off = _a_panel_size_compiled(pack_a, s1 - s0)
-    tile_off = b_off + min(t1 - t0, NC_STRIPS) * KC_MAX * nr_full
+    tile_off = b_off + _b_block_size_compiled(t1 - t0, nr_full)
     # B's rows read in place when the part reuses each strip too few times to repay a copy
     in_place_b = csb == 1 and s1 - s0 < PACK_B_FROM_ROW_STRIPS
     ragged = m % MR != 0 and s1 * MR > m  # this part holds the short last row strip
