@@ -109,3 +109,15 @@ def test_bad_input_raises_the_eager_error():
 def test_decorator_refuses_star_args():
     with pytest.raises(TypeError, match="takes \\*args"):
         compiled_when_eager(lambda *a: a)
+
+
+def test_large_calls_with_static_values_of_other_types_compile_apart():
+    @compiled_when_eager
+    def scaled(x, s):
+        return x * s
+
+    ints = jnp.arange(BIG[0])
+    assert scaled(ints, 2).dtype == ints.dtype
+    doubled = scaled(ints, 2.0)
+    assert doubled.dtype == _op_by_op(scaled, ints, 2.0).dtype != ints.dtype
+    np.testing.assert_array_equal(np.asarray(doubled), np.arange(BIG[0]) * 2.0)

@@ -164,3 +164,12 @@ def test_nan_checks_see_every_primitive_after_a_program_was_built():
         jnp.std(jnp.log(m + 4))  # a program for this signature
     with numbax.debug_nans(True), pytest.raises(FloatingPointError):
         jnp.std(jnp.asarray(np.full((6, 8), np.inf, np.float32)))
+
+
+def test_static_values_equal_but_of_other_types_are_other_signatures(op_by_op):
+    ints = jnp.arange(6)
+    for bounds in [(0, 3), (0, 3), (0.0, 3.0), (0.0, 3.0), (0, 3.0), (0, 3)]:
+        got = jnp.clip(ints, *bounds)
+        want = op_by_op(lambda b=bounds: jnp.clip(ints, *b))
+        _same(got, want)
+    assert jnp.clip(ints, 0.0, 3.0).dtype == jnp.float64  # numbax's default x64

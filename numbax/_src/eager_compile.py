@@ -66,6 +66,11 @@ def _is_traced(x: Any) -> bool:
     return bool(leaves) and leaves != [x] and all(_is_array_leaf(v) for v in leaves)
 
 
+def _types(x: Any) -> Any:
+    """The type of a static value, element by element in tuples."""
+    return tuple(map(_types, x)) if type(x) is tuple else type(x)
+
+
 def _holds_tracer(x: Any) -> bool:
     kind = type(x)
     if kind is Array or kind is np.ndarray:  # (the common leaves, without flattening)
@@ -119,7 +124,7 @@ def compiled_when_eager(fun: Callable | None = None, *, compile_large: bool = Tr
         f = jitted.get(traced_names)
         if f is None:
             def bound(static_items, *traced):
-                return call_named({**dict(static_items),
+                return call_named({**{name: value for name, value, _ in static_items},
                                    **dict(zip(traced_names, traced, strict=True))})
 
             bound.__name__ = bound.__qualname__ = fun.__name__
@@ -144,15 +149,20 @@ def compiled_when_eager(fun: Callable | None = None, *, compile_large: bool = Tr
         except TypeError:  # an unhashable static value: stay eager
             return fun(*args, **kwargs)
         work = max([_elements(v) for v in (*static.values(), *traced.values())], default=1)
-        if work < COMPILE_AT_ELEMENTS or not compile_large:
-            if work < COMPILE_AT_ELEMENTS and _program_cache:
+        if work >= COMPILE_AT_ELEMENTS and not compile_large:
+            return fun(*args, **kwargs)
+        # (name, value, its types): 1 and 1.0 are equal and hash alike, but clip(ints, 0, 1)
+        # stays integer where clip(ints, 0.0, 1.0) becomes float
+        static_items = tuple(sorted((name, value, _types(value))
+                                    for name, value in static.items()))
+        if work < COMPILE_AT_ELEMENTS:
+            if _program_cache:
                 if not programs:
                     programs.append(_program_cache[0](call_named))
-                done, out = programs[0].call(tuple(sorted(static.items())), traced)
+                done, out = programs[0].call(static_items, traced)
                 if done:
                     return out
             return fun(*args, **kwargs)
-        static_items = tuple(sorted(static.items()))
         return compiled(tuple(traced))(static_items, *traced.values())
 
     return call

@@ -56,7 +56,8 @@ class ProgramCache:
     def call(self, static_items: tuple, traced: dict) -> tuple[bool, Any]:
         """(True, fun's result) where this signature runs as a program, else (False, None):
         the caller then runs fun op by op (always while NaN or inf checks are on: they
-        look at each primitive's results)."""
+        look at each primitive's results). static_items: (name, value, its types) of the
+        static arguments; traced: the array arguments by name."""
         if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
             return False, None
         leaves = list(traced.values())
@@ -92,7 +93,8 @@ class ProgramCache:
 
         def flat(*tracers: Any) -> list:
             values = list(tracers) if tree is None else tu.tree_unflatten(tree, list(tracers))
-            out = self.call_named({**dict(static_items), **dict(zip(names, values, strict=True))})
+            out = self.call_named({**{name: value for name, value, _ in static_items},
+                                   **dict(zip(names, values, strict=True))})
             out_leaves, treedef = tu.tree_flatten(out)
             if not all(isinstance(x, core.Tracer) for x in out_leaves):
                 raise _NotAProgram  # (a Python value or an input handed back unchanged)
