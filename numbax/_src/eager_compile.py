@@ -56,8 +56,18 @@ def _is_array_leaf(x: Any) -> bool:
     return core.is_array_like(x) and not isinstance(x, (bool, int, float, complex))
 
 
+# the arguments' common types, answered without the general checks
+_ARRAYS = (Array, np.ndarray)
+_SCALARS = (int, float, bool, str, type(None))
+
+
 def _is_traced(x: Any) -> bool:
     """Arrays and registered pytrees holding arrays (typed keys) are traced arguments."""
+    kind = type(x)
+    if kind in _ARRAYS:
+        return True
+    if kind in _SCALARS:
+        return False
     if _is_array_leaf(x):
         return True
     if isinstance(x, (tuple, list, dict)) or x is None:
@@ -80,6 +90,8 @@ def _holds_tracer(x: Any) -> bool:
 
 def _static(x: Any) -> Any:
     """A hashable form of a static argument (lists become tuples), or raise TypeError."""
+    if type(x) in _SCALARS:
+        return x
     if isinstance(x, list):
         x = tuple(_static(v) for v in x)
     elif isinstance(x, tuple):
@@ -89,6 +101,8 @@ def _static(x: Any) -> Any:
 
 
 def _elements(x: Any) -> int:
+    if type(x) in _SCALARS:
+        return 1
     if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) for d in x):
         return math.prod(int(d) for d in x)  # a shape argument
     size = getattr(x, "size", None)
