@@ -66,8 +66,8 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
 
 
 # Whether a primitive's eager call on host Arrays only needs its abstract evaluation, its numpy
-# impl (operands widened from bfloat16) and wrapping: not a loop (eager_loops), not a product
-# (bfloat16 tiles), not a sharded layout, with a rule that reads only avals and params.
+# impl (operands widened from bfloat16; bfloat16 products on AMX tiles) and wrapping: not a
+# loop (eager_loops), not a sharded layout, with a rule that reads only avals and params.
 _PLAIN: dict[core.Primitive, bool] = {}
 
 
@@ -77,8 +77,7 @@ def _host_arrays_only(primitive: core.Primitive, operands: list) -> bool:
     if plain is None:
         plain = _PLAIN[primitive] = (
             primitive in core.impl_rules and primitive in core.avals_only
-            and primitive not in eager_loops.LOOPS and primitive not in host_eval.NEEDS_APPLY
-            and primitive is not host_eval.dot_general_p)
+            and primitive not in eager_loops.LOOPS and primitive not in host_eval.NEEDS_APPLY)
     return plain and all(type(x) is Array for x in operands)
 
 
@@ -86,9 +85,12 @@ def _apply_on_host_arrays(primitive: core.Primitive, arrays: list, params: dict)
     """apply_primitive for host Arrays of a plain primitive, without the checks the other
     operands need (~3 us of a 10 us eager op)."""
     out_avals = out_avals_of(primitive, [x.aval for x in arrays], params)
-    args, impl_params = host_eval.host_operands([x._value for x in arrays], primitive, params)
-    results = _as_arrays(primitive, core.impl_rules[primitive](*args, **impl_params), out_avals,
-                         ())
+    args = [x._value for x in arrays]
+    outs = host_eval.tile_product(primitive, args, params)  # (bfloat16 products on AMX tiles)
+    if outs is None:
+        args, impl_params = host_eval.host_operands(args, primitive, params)
+        outs = core.impl_rules[primitive](*args, **impl_params)
+    results = _as_arrays(primitive, outs, out_avals, ())
     if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
         check_nans(primitive, results)
     return results

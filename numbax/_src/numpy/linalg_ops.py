@@ -76,9 +76,10 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
             f"numbax.numpy.matmul: a has shape {sa} and b has shape {sb}; the last axis of a "
             f"({sa2[-1]}) must equal the second-to-last axis of b ({sb2[-2]})."
         )
-    if len(sa2) == 2 and len(sb2) == 2 and (len(sa) == 1 or len(sb) == 1):
-        # a vector and a matrix (or two vectors): one dot_general on them as they are, JAX's
-        # form (a reshape and a squeeze around it cost two more eager dispatches)
+    if len(sa2) == 2 and len(sb2) == 2:
+        # two matrices, a vector and a matrix or two vectors: one dot_general on them as they
+        # are, JAX's form (for vectors, a reshape and a squeeze around it cost two more eager
+        # dispatches)
         return _dot_general(a, b, ((len(sa) - 1,), (0,)), ((), ()), precision=precision,
                             preferred_element_type=preferred_element_type)
     batch = ufuncs.broadcast_shapes("matmul", sa2[:-2], sb2[:-2])  # (the error for a mismatch)
