@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, dtypes
+from numbax._src.array import Array
 from numbax._src.core import get_aval
 from numbax._src.dtypes import finfo_of, kind_of
 from numbax._src.eager_compile import compiled_when_eager
@@ -33,6 +34,8 @@ __all__ = [
 
 
 def _check_numeric(a: Any, api: str) -> Any:
+    if type(a) is Array:  # (the common case: not a key array, already an array)
+        return a
     refuse_key(f"numbax.numpy.{api}", a, "a")
     if not core.is_array_like(a) and not isinstance(a, (list, tuple)):
         raise NumbaxTypeError(
