@@ -97,7 +97,7 @@ class ProgramCache:
                                    **dict(zip(names, values, strict=True))})
             out_leaves, treedef = tu.tree_flatten(out)
             if not all(isinstance(x, core.Tracer) for x in out_leaves):
-                raise _NotAProgram  # (a Python value or an input handed back unchanged)
+                raise _NotAProgram  # (a Python value, not an array of the trace)
             out_tree.append(treedef)
             return out_leaves
 
