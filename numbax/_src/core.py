@@ -254,7 +254,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> list[Any]:
         return operandless_binds[prim](**params)
     if prim in operand_raisers:
         args = operand_raisers[prim](args, params)
-    if _state.dynamic_trace is None and not any(isinstance(x, Tracer) for x in args):
+    if evaluates_eagerly() and not any(isinstance(x, Tracer) for x in args):
         return _eager(prim, list(args), params)  # (find_top_trace's answer: the EvalTrace)
     top_trace = find_top_trace(args)
     tracers = [full_raise(top_trace, arg) for arg in args]
@@ -326,9 +326,8 @@ def trace_stack_depth() -> int:
 
 def evaluates_eagerly() -> bool:
     """Whether an operation whose operands are not tracers runs eagerly now (find_top_trace
-    gives the EvalTrace): no staging trace (jit's) above the bottom of the stack."""
-    dynamic = _state.dynamic_trace
-    return dynamic is None or dynamic.level == 0
+    gives the EvalTrace): no staging trace (jit's) is set."""
+    return _state.dynamic_trace is None
 
 
 class Trace:

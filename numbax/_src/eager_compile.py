@@ -82,8 +82,7 @@ def _types(x: Any) -> Any:
 
 
 def _holds_tracer(x: Any) -> bool:
-    kind = type(x)
-    if kind is Array or kind is np.ndarray:  # (the common leaves, without flattening)
+    if type(x) in _ARRAYS:  # (the common leaves, without flattening)
         return False
     return any(isinstance(v, core.Tracer) for v in tu.tree_leaves(x))
 

@@ -138,12 +138,10 @@ def _signature(leaves: list) -> tuple | None:
 
 def _evaluable(closed: core.ClosedJaxpr) -> bool:
     """No effects, bfloat16 values or extended dtypes in the program (see the docstring)."""
-    for eqn in closed.jaxpr.eqns:
-        if eqn.primitive in core.effectful_primitives:
-            return False
-        for var in (*eqn.invars, *eqn.outvars):
-            dtype = var.aval.dtype
-            if dtypes.is_extended_dtype(dtype) or dtype == dtypes.bfloat16:
-                return False
-    return all(not dtypes.is_extended_dtype(v.aval.dtype) and v.aval.dtype != dtypes.bfloat16
-               for v in (*closed.jaxpr.invars, *closed.jaxpr.outvars))
+    jaxpr = closed.jaxpr
+    if any(eqn.primitive in core.effectful_primitives for eqn in jaxpr.eqns):
+        return False
+    values = [*jaxpr.invars, *jaxpr.outvars,
+              *(v for eqn in jaxpr.eqns for v in (*eqn.invars, *eqn.outvars))]
+    return not any(dtypes.is_extended_dtype(v.aval.dtype) or v.aval.dtype == dtypes.bfloat16
+                   for v in values)

@@ -71,10 +71,12 @@ def _rounding_unop(name: str, lax_fn: Callable) -> Callable:
     return fn
 
 
-def _one_to_one_binop(name: str, lax_fn: Callable, promote: Callable = promote_dtypes,
-                      primitive: core.Primitive | None = None) -> Callable:
-    """`primitive`: what lax_fn binds for integer and float operands promote_dtypes leaves
-    of one dtype (their eager calls on host arrays skip the layers: eager_elementwise)."""
+def _one_to_one_binop(name: str, lax_fn: Callable,
+                      promote: Callable = promote_dtypes) -> Callable:
+    # what lax_fn binds for integer and float operands promote_dtypes leaves of one dtype:
+    # their eager calls on host arrays skip the layers (eager_elementwise)
+    primitive = getattr(lax_fn, "primitive", None) if promote is promote_dtypes else None
+
     def fn(x1: Any, x2: Any, /) -> Any:
         if primitive is not None:
             out = eager_elementwise.binary(primitive, x1, x2)
@@ -96,11 +98,12 @@ def _bool_as(lax_fn: Callable, on_bools: Callable) -> Callable:
         both_bool = get_aval(x1).dtype == dtypes.bool_ and get_aval(x2).dtype == dtypes.bool_
         return (on_bools if both_bool else lax_fn)(x1, x2)
 
+    fn.primitive = lax_fn.primitive  # (for integers and floats)
     return fn
 
 
 def _comparison(name: str, lax_fn: Callable) -> Callable:
-    return _one_to_one_binop(name, lax_fn, primitive=lax_fn.primitive)
+    return _one_to_one_binop(name, lax_fn)
 
 
 def _ordering(name: str, lax_fn: Callable) -> Callable:
@@ -113,7 +116,8 @@ def _ordering(name: str, lax_fn: Callable) -> Callable:
         by_real = lax.lt(re1, re2) if lax_fn in (lax.lt, lax.le) else lax.gt(re1, re2)
         return lax.bitwise_or(by_real, lax.bitwise_and(lax.eq(re1, re2), lax_fn(im1, im2)))
 
-    return _one_to_one_binop(name, lexicographic, primitive=lax_fn.primitive)
+    lexicographic.primitive = lax_fn.primitive  # (for real operands)
+    return _one_to_one_binop(name, lexicographic)
 
 
 def _logical(name: str, lax_fn: Callable) -> Callable:
@@ -173,11 +177,11 @@ def square(x: Any, /) -> Any:
     return lax.square(x)
 
 
-add = _one_to_one_binop("add", _bool_as(lax.add, lax.bitwise_or), primitive=lax.add_p)
-subtract = _one_to_one_binop("subtract", lax.sub, primitive=lax.sub_p)
-multiply = _one_to_one_binop("multiply", _bool_as(lax.mul, lax.bitwise_and), primitive=lax.mul_p)
-maximum = _one_to_one_binop("maximum", lax.max, primitive=lax.max_p)
-minimum = _one_to_one_binop("minimum", lax.min, primitive=lax.min_p)
+add = _one_to_one_binop("add", _bool_as(lax.add, lax.bitwise_or))
+subtract = _one_to_one_binop("subtract", lax.sub)
+multiply = _one_to_one_binop("multiply", _bool_as(lax.mul, lax.bitwise_and))
+maximum = _one_to_one_binop("maximum", lax.max)
+minimum = _one_to_one_binop("minimum", lax.min)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, promote_dtypes_inexact)
 nextafter = _one_to_one_binop("nextafter", lax.nextafter, promote_dtypes_inexact)
 bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
