@@ -24,20 +24,29 @@ from numbax._src.lax import index_map as im
 from numbax._src.lax import shape_ops as ls
 
 STACK_MAX = 8  # elements along an axis a concatenation as a select may have (conditionals)
-# ... and along the last axis, a pad: the CPU writes the size of rows up to 16 into its loops
-# (cpu/indices.ROW_LITERAL_MAX), so each element's pick is a constant there (a vmapped hessian
-# of a Rosenbrock function of 10-vectors, its shifts' transposes pads of 9 to 10 elements a
-# row, ran 6.0 ms on the VM with those pads as copies, 3.5 as selects; jax.jit 0.7)
+# ... and along the last axis, a pad or a concatenation: the CPU writes the size of rows up to
+# 16 into its loops (cpu/indices.ROW_LITERAL_MAX), so each element's pick is a constant there
+# (a vmapped hessian of a Rosenbrock function of 10-vectors, its shifts' transposes pads of 9
+# to 10 elements a row, ran 6.0 ms on the VM with those pads as copies, 3.5 as selects;
+# jax.jit 0.7; 1e6 rotation matrices stacked from 9 columns, 18 ms as a copy, 1.4 as a select)
 ROW_PAD_MAX = 16
+# A stack's cases computed in its own loop (`_stack_cases`): along tails of at most this many
+# elements, where the CPU writes the tail's size into the loop, so that each element's pick
+# is a constant and LLVM drops the cases not picked; cases whose cheap work is at most
+# SPREAD_HEIGHT equations deep (an RK4 step's last stage: ~20).
+SPREAD_TAIL_MAX = ROW_PAD_MAX
+SPREAD_HEIGHT = 32
 
 
-def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
+def compose_index_maps(jaxpr: Jaxpr, spread_stacks: bool = True) -> Jaxpr:
     """`jaxpr` with each index map that reads another's result reading the first one's
     operand through the composed map, and sunk through the cheap elementwise work it reads
     (`_Maps`), inside loop bodies and branches too; a composition that is the identity is its
-    operand. Maps and work left unread are dropped."""
-    eqns = _stacks_as_selects(_rolls(passes.map_bodies(jaxpr, compose_index_maps).eqns))
-    maps = _Maps(eqns, jaxpr.outvars)
+    operand. Maps and work left unread are dropped. `spread_stacks`: stacks' cases computed in
+    the stack's loop (`_stack_cases`); not in bodies of compiled control flow, whose loop
+    nests run a stack's loop inside the loop over its columns' rows (cpu/flow_runs.py)."""
+    eqns = _stacks_as_selects(_rolls(passes.map_bodies(jaxpr, _in_bodies).eqns))
+    maps = _Maps(eqns, jaxpr.outvars, spread_stacks)
     maps.changed = any(e.primitive is im.roll_p for e in eqns)  # (their slices die)
     for eqn in eqns:
         eqn = eqn._replace(invars=[maps.env.get(x, x) if isinstance(x, Var) else x
@@ -49,10 +58,16 @@ def compose_index_maps(jaxpr: Jaxpr) -> Jaxpr:
             maps.made.update((v, eqn) for v in eqn.outvars)
             continue
         x, out = eqn.invars[0], eqn.outvars[0]
-        maps.env[out] = maps.mapped(x, reads, out, eqn, sink=out not in maps.map_fed)
+        spread = maps.cases.get(out)
+        maps.env[out] = maps.mapped(x, reads, out, eqn, sink=out not in maps.map_fed,
+                                    spread=spread if maps.spreadable(x) else None)
     outvars = [maps.env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
     out = Jaxpr(jaxpr.constvars, jaxpr.invars, maps.eqns, outvars)
     return passes.dce(out) if maps.changed else out  # (the maps composed or sunk away)
+
+
+def _in_bodies(jaxpr: Jaxpr) -> Jaxpr:
+    return compose_index_maps(jaxpr, spread_stacks=False)
 
 
 class _Maps:
@@ -65,28 +80,43 @@ class _Maps:
     derivatives, in the loop of the stage's other one-column values, where each column was
     a pass of its own over the (n, 3) state. And a map that fixes the axis a stack's select
     picks by (`_stacks_as_selects`) is a map of the picked operand: nothing computed.
-    Maps that broadcast are not sunk: they would repeat the work."""
+    Maps that broadcast are not sunk (they would repeat the work), except a stack's cases
+    along a short tail (`_stack_cases`): a quaternion rotation `x + w * t + cross(u, t)`,
+    `t = 2 * cross(u, x)`, ran as four kernels over (n,) and (n, 3) arrays, 3.5 ms for 1e6
+    points on the Zen 4 VM (jax.jit 1.8-2.9), each cross product's components a kernel of its
+    own and the stack of them another."""
 
-    def __init__(self, eqns: list[JaxprEqn], outvars: list) -> None:
+    def __init__(self, eqns: list[JaxprEqn], outvars: list, spread_stacks: bool) -> None:
         self.eqns: list[JaxprEqn] = []
         self.env: dict[Var, Var] = {}  # a map's result -> the value that replaces it
         self.made: dict[Var, JaxprEqn] = {}  # value -> the (rewritten) equation making it
         self.memo: dict[tuple, Var] = {}
         self.changed = False
         self.sinkable, self.map_fed = _sinkable(eqns, outvars)
+        self.cases = _stack_cases(eqns, outvars) if spread_stacks else {}
+        # work done in a stack's loop -> the value it repeats there and the map repeating it:
+        # a map picking one slab of it is a map of that value (an RK4 stage's columns read
+        # the last stage's stack: its spread cases' columns are those cases' values again)
+        self.spread: dict[Var, tuple[Var, tuple[im.AxisRead, ...]]] = {}
+        self.heights: dict[Var, float] = {}  # (`_height`)
 
     def mapped(self, x: Var, reads: tuple[im.AxisRead, ...], out: Var,
-               eqn: JaxprEqn | None = None, sink: bool = True) -> Var:
+               eqn: JaxprEqn | None = None, sink: bool = True, spread: int | None = None
+               ) -> Var:
         """The value `reads` of x, of out's shape: `out` itself, made by `eqn` (the map as the
         program had it) or by an equation added here, or a value made before. Not `sink`: a
         map only other maps read, which sink once composed with it (a slice, then a
-        squeeze), as one map."""
+        squeeze), as one map. `spread`: the first axis of the short tail a stack's case
+        broadcasts along, or None."""
         shape = out.aval.shape
         maker = self.made.get(x)
         first = None if maker is None else im.reads_of(maker)
         if first is not None and isinstance(maker.invars[0], Var):
             x, reads = maker.invars[0], im.compose(reads, first)  # a map of a map
             maker, eqn = self.made.get(x), None
+        if x in self.spread:
+            x, first = self.spread[x]
+            reads, maker, eqn = im.compose(reads, first), self.made.get(x), None
         if x.aval.shape == shape and all(r.plain and r.dim == d for d, r in enumerate(reads)):
             self.changed = True
             return x  # the identity (a squeeze of an expand_dims, ...)
@@ -102,11 +132,14 @@ class _Maps:
         elif picked is not None:
             self.changed = True
             value = self.mapped(picked, reads, out)
-        elif sink and x in self.sinkable and not im.expands(reads, len(shape)):
+        elif sink and self._sinks(x, reads, len(shape), spread):
             self.changed = True
             ins = [a if not isinstance(a, Var) or not a.aval.ndim else
-                   self.mapped(a, reads, Var(a.aval.update(shape=shape))) for a in maker.invars]
+                   self.mapped(a, reads, Var(a.aval.update(shape=shape)), spread=spread)
+                   for a in maker.invars]
             value = self._add(maker._replace(invars=ins, outvars=[out]))
+            if im.expands(reads, len(shape)):
+                self.spread[value] = (x, reads)
         elif eqn is not None:
             value = self._add(eqn)
         else:
@@ -115,6 +148,44 @@ class _Maps:
                 "reads": tuple(tuple(r) for r in reads), "shape": tuple(shape)}))
         self.memo[key] = value
         return value
+
+    def _sinks(self, x: Var, reads: tuple[im.AxisRead, ...], ndim: int,
+               spread: int | None) -> bool:
+        """Whether the map sinks through the work making x: work that dies with it, or, for
+        a stack's case (`spread`, which `spreadable` bounded), cheap work repeated only along
+        the stack's short tail."""
+        runs = {r.dim for r in reads if r.stride}
+        repeated = [d for d in range(ndim) if d not in runs]
+        if not repeated:
+            return x in self.sinkable
+        return spread is not None and min(repeated) >= spread and _cheap_work(self.made.get(x))
+
+    def spreadable(self, x: Var) -> bool:
+        """Whether a stack's case x can be computed in the stack's loop whole: cheap work
+        down to loads, inputs and values other kernels make (reductions, products), at most
+        SPREAD_HEIGHT equations deep. Not where elementwise work too costly to repeat (exp,
+        sin) would stay in a loop of its own: reading only some of each row's elements, that
+        loop lost its vector form (spherical to cartesian coordinates, 5.7 -> 8.9 ms)."""
+        return self._height(x) <= SPREAD_HEIGHT
+
+    def _height(self, x: Var) -> float:
+        """The longest chain of cheap work making x (inf: through other elementwise work)."""
+        x = self.spread[x][0] if x in self.spread else x
+        maker = self.made.get(x)
+        while maker is not None and im.reads_of(maker) is not None and \
+                isinstance(maker.invars[0], Var):  # a load: of what
+            x = maker.invars[0]
+            maker = self.made.get(x)
+        if x not in self.heights:
+            if maker is None:
+                self.heights[x] = 0.0
+            elif not _cheap_work(maker):
+                elementwise = registry.fusion_kind(maker.primitive) is Fusion.ELEMENTWISE
+                self.heights[x] = float("inf") if elementwise else 0.0
+            else:
+                self.heights[x] = 1.0 + max((self._height(a) for a in maker.invars
+                                             if isinstance(a, Var) and a.aval.ndim), default=0)
+        return self.heights[x]
 
     def _add(self, eqn: JaxprEqn) -> Var:
         self.eqns.append(eqn)
@@ -173,20 +244,51 @@ def _sinkable(eqns: list[JaxprEqn], outvars: list) -> tuple[set[Var], set[Var]]:
     kept = {v for v in outvars if isinstance(v, Var)}
     sinkable: set[Var] = set()
     for eqn in reversed(eqns):
-        v = eqn.outvars[0] if len(eqn.outvars) == 1 else None
-        if v is None or v in kept or not v.aval.ndim or v.aval.dtype.kind == "c" or \
-                not registry.cheap(eqn.primitive) or \
-                registry.fusion_kind(eqn.primitive) is not Fusion.ELEMENTWISE or \
-                any(isinstance(a, Var) and a.aval.ndim and a.aval.shape != v.aval.shape
-                    for a in eqn.invars) or \
-                any(a.aval.dtype in narrow_floats.NARROW for a in eqn.invars):
-            continue  # (nor onto float16/bfloat16 values: a map of them runs eagerly)
+        if not _cheap_work(eqn) or eqn.outvars[0] in kept:
+            continue
+        v = eqn.outvars[0]
         if all(_sinks_into(r, v, sinkable) for r in readers.get(v, [])):
             sinkable.add(v)
     map_fed = {e.outvars[0] for e in eqns if e.outvars and e.outvars[0] not in kept and
                im.reads_of(e) is not None and e.outvars[0] in readers and
                all(im.reads_of(r) is not None for r in readers[e.outvars[0]])}
     return sinkable, map_fed
+
+
+def _cheap_work(eqn: JaxprEqn | None) -> bool:
+    """Whether maps may be sunk through `eqn`: cheap elementwise work making one real array
+    from operands of its shape or 0-d, none of them float16/bfloat16 (a map of those runs
+    eagerly)."""
+    if eqn is None or len(eqn.outvars) != 1:
+        return False
+    v = eqn.outvars[0]
+    return bool(v.aval.ndim) and v.aval.dtype.kind != "c" and registry.cheap(eqn.primitive) \
+        and registry.fusion_kind(eqn.primitive) is Fusion.ELEMENTWISE and not any(
+            isinstance(a, Var) and a.aval.ndim and a.aval.shape != v.aval.shape
+            for a in eqn.invars) and not any(a.aval.dtype in narrow_floats.NARROW
+                                             for a in eqn.invars)
+
+
+def _stack_cases(eqns: list[JaxprEqn], outvars: list) -> dict[Var, int]:
+    """Each case of a stack's select (`_stacks_as_selects`: by an iota along an axis from
+    which on the shape holds at most SPREAD_TAIL_MAX elements) that nothing else reads, with
+    that axis: its work may be done in the select's loop, each element computing its own."""
+    made = {v: e for e in eqns for v in e.outvars}
+    uses: dict[Var, int] = {}
+    for x in [*(x for e in eqns for x in e.invars), *outvars]:
+        if isinstance(x, Var):
+            uses[x] = uses.get(x, 0) + 1
+    cases: dict[Var, int] = {}
+    for eqn in eqns:
+        which = made.get(eqn.invars[0]) if eqn.primitive is lx.select_n_p and \
+            isinstance(eqn.invars[0], Var) else None
+        if which is None or which.primitive is not ls.iota_p:
+            continue
+        axis = which.params["dimension"]
+        if int(np.prod(eqn.outvars[0].aval.shape[axis:])) <= SPREAD_TAIL_MAX:
+            cases.update((c, axis) for c in eqn.invars[1:]
+                         if isinstance(c, Var) and uses[c] == 1)
+    return cases
 
 
 def _sinks_into(reader: JaxprEqn, v: Var, sinkable: set[Var]) -> bool:
@@ -308,6 +410,11 @@ def _roll_of(eqn: JaxprEqn, made: dict) -> tuple[Var, int, int] | None:
     return x, (shift if shift <= n // 2 else shift - n), axis
 
 
+def longest_select(axis: int, ndim: int) -> int:
+    """The most elements along `axis` (of `ndim`) a stack, reversal or pad as a select has."""
+    return ROW_PAD_MAX if axis == ndim - 1 else STACK_MAX
+
+
 def _short_axis(eqn: JaxprEqn) -> int:
     if eqn.primitive is ls.concatenate_p:
         return eqn.params["dimension"]
@@ -330,7 +437,8 @@ def _short_pieces(eqn: JaxprEqn) -> list[tuple[Var, int | None]] | None:
         return None
     v = eqn.outvars[0]
     axis = _short_axis(eqn)
-    if not 2 <= v.aval.shape[axis] <= STACK_MAX or v.aval.dtype.kind == "c" or \
+    if not 2 <= v.aval.shape[axis] <= longest_select(axis, v.aval.ndim) or \
+            v.aval.dtype.kind == "c" or \
             not all(isinstance(x, Var) for x in operands):
         return None
     if eqn.primitive is ls.rev_p:
@@ -353,8 +461,7 @@ def _pad_pieces(eqn: JaxprEqn) -> list[tuple[Var, int | None]] | None:
     v = eqn.outvars[0]
     if len(padded) != 1 or not padded[0] or not isinstance(x, Var) or v.aval.dtype.kind == "c":
         return None
-    longest = ROW_PAD_MAX if padded[0] == v.aval.ndim - 1 else STACK_MAX
-    if not 2 <= v.aval.shape[padded[0]] <= longest:
+    if not 2 <= v.aval.shape[padded[0]] <= longest_select(padded[0], v.aval.ndim):
         return None
     lo, _, interior = config[padded[0]]
     n = x.aval.shape[padded[0]]

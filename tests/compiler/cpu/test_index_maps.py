@@ -274,7 +274,8 @@ def test_concatenations_inside_a_scan_body():
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
 def test_stacks_fuse_as_selects(axis, dtype):
     """A stack (a concatenation of one-element-thick operands) is a select among them by an
-    iota of its axis, fused into its reader; more than STACK_MAX operands stay a copy."""
+    iota of its axis, fused into its reader; more than STACK_MAX operands (ROW_PAD_MAX
+    along the last axis) stay a copy."""
     from numbax._src.compiler import compose_maps
 
     parts = [RNG.normal(size=(5, 7)) > 0 if dtype == np.bool_ else
@@ -291,7 +292,7 @@ def test_stacks_fuse_as_selects(axis, dtype):
     got = np.asarray(numbax.jit(f)(*parts))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
-    many = [parts[0]] * (compose_maps.STACK_MAX + 1)
+    many = [parts[0]] * (compose_maps.longest_select(axis, 3) + 1)
     assert "kc.concatenate(" in _driver(lambda *p: jnp.stack(p, axis=axis) + 1, *many)
     np.testing.assert_array_equal(np.asarray(numbax.jit(lambda *p: jnp.stack(p, axis) + 1)(
         *many)), np.stack(many, axis) + 1)
@@ -301,9 +302,9 @@ def test_stacks_fuse_as_selects(axis, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
 def test_short_concatenations_and_reversals_fuse_as_selects(axis, dtype):
     """A concatenation of thicker operands (an alpha channel, a column of ones appended) with
-    at most STACK_MAX elements along an axis after the first, and a reversal of such an axis
-    (`y[:, ::-1]`), is a select among one-element slices, fused into its reader; longer ones
-    stay copies."""
+    at most STACK_MAX elements along an axis after the first (ROW_PAD_MAX along the last),
+    and a reversal of such an axis (`y[:, ::-1]`), is a select among one-element slices,
+    fused into its reader; longer ones stay copies."""
     from numbax._src.compiler import compose_maps
 
     def part(shape):
@@ -327,7 +328,7 @@ def test_short_concatenations_and_reversals_fuse_as_selects(axis, dtype):
     assert "kc.rev(" not in _driver(rev, a)
     np.testing.assert_array_equal(np.asarray(numbax.jit(rev)(a)), bump(np.flip(a, axis)))
     long = list(shape)
-    long[axis] = compose_maps.STACK_MAX + 1
+    long[axis] = compose_maps.longest_select(axis, 3) + 1
     c = part(long)
     assert "kc.rev(" in _driver(rev, c)
     np.testing.assert_array_equal(np.asarray(numbax.jit(rev)(c)), bump(np.flip(c, axis)))
