@@ -546,6 +546,28 @@ def test_scatter_rows_on_threads_give_the_serial_bits(op, mode, monkeypatch):
         np.testing.assert_array_equal(serial, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int8, np.bool_])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_added_in_a_loop_of_their_own_give_numpys_add_at(dtype, threads, monkeypatch):
+    """Adds take their own row loop (kernels._combine_row): numpy's unbuffered add, duplicate
+    rows in index order, int8 wrapping and bools or-ed as np.add.at has them."""
+    from numbax._src.compiler.cpu.runtime import kernels
+
+    def draw(shape):
+        if dtype == np.bool_:
+            return RNG.normal(size=shape) > 0
+        if np.issubdtype(dtype, np.integer):  # int8 sums of a few rows wrap
+            return RNG.integers(-100, 100, size=shape).astype(dtype)
+        return RNG.normal(size=shape).astype(dtype)
+
+    table, upd = draw((40, 33)), draw((500, 33))
+    idx = RNG.integers(0, 40, size=(500, 1))
+    monkeypatch.setattr(threads_rt, "threads_for", lambda work, site=None: threads)
+    want = table.copy()
+    np.add.at(want, idx[:, 0], upd)
+    np.testing.assert_array_equal(kernels.scatter(table, idx, upd, 1, (0,), "clip"), want)
+
+
 @pytest.mark.parametrize("method", ["set", "add", "multiply", "min", "max"])
 @pytest.mark.parametrize("mode", ["drop", "clip"])
 def test_scalar_scatters_with_repeats_combine_in_index_order(method, mode):

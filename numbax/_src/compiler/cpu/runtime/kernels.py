@@ -310,15 +310,26 @@ def _combine(op, a, b):  # pragma: no cover - compiled
     return a if a >= b else b
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _combine_row(op, out2, off, upd2, b):  # pragma: no cover - compiled
+    """Update row b combined into out2's row `off`. Adds in a loop of their own: the generic
+    loop's per-element choice of op kept it scalar (an embedding table's gradient, 32,768
+    rows of 128 float32 added: 2.2 -> 1.5 ms on a Zen 4 core)."""
+    if op == 1:
+        for i in range(out2.shape[1]):
+            out2[off, i] += upd2[b, i]
+        return
+    for i in range(out2.shape[1]):
+        out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
+
+
 @njit(cache=True, error_model="numpy")
 def scatter_rows(out2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
-    r = out2.shape[1]
     for b in range(idx2.shape[0]):
         off, ok = _row_offset(dims, idx2, b)
         if drop and not ok:
             continue
-        for i in range(r):
-            out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
+        _combine_row(op, out2, off, upd2, b)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -326,15 +337,14 @@ def _scatter_rows_parallel(out2, dims, idx2, upd2, op, drop, parts):  # pragma: 
     """`scatter_rows` with out2's rows cut into `parts` blocks, one a thread: each thread reads
     every index and applies the updates landing in its block, so a row still combines its
     updates in index order (the serial result, bit for bit, duplicates included)."""
-    rows, r = out2.shape
+    rows = out2.shape[0]
     for p in prange(parts):
         lo, hi = rows * p // parts, rows * (p + 1) // parts
         for b in range(idx2.shape[0]):
             off, ok = _row_offset(dims, idx2, b)
             if (drop and not ok) or off < lo or off >= hi:
                 continue
-            for i in range(r):
-                out2[off, i] = _combine(op, out2[off, i], upd2[b, i])
+            _combine_row(op, out2, off, upd2, b)
 
 
 def _scalar_scatter(op: int):
