@@ -1,7 +1,8 @@
 """Chains of index maps composed into one (the CPU backend's rewrite): a broadcast, slice,
 squeeze or unit-axis reshape that reads the result of another becomes one `index_map` of the
-first one's operand (lax/index_map.py); and short concatenations, reversals and pads as
-selects of broadcasts (`_stacks_as_selects`), which then compose and fuse the same way.
+first one's operand (lax/index_map.py); short concatenations, reversals and pads as
+selects of broadcasts (`_stacks_as_selects`), which then compose and fuse the same way; and
+a stack's cheap per-row cases computed in the stack's own loop (`_stack_cases`).
 
 Fusion places an index map in the nest of its reader, but an index map cannot read a value of
 its own nest, and a nest has one shape: `y[:, 0]` (a slice to (n, 1), then a squeeze) was a
