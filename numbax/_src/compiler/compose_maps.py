@@ -61,7 +61,8 @@ def compose_index_maps(jaxpr: Jaxpr, spread_stacks: bool = True) -> Jaxpr:
         x, out = eqn.invars[0], eqn.outvars[0]
         spread = maps.cases.get(out)
         maps.env[out] = maps.mapped(x, reads, out, eqn, sink=out not in maps.map_fed,
-                                    spread=spread if maps.spreadable(x) else None)
+                                    spread=spread if spread is not None and maps.spreadable(x)
+                                    else None)
     outvars = [maps.env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
     out = Jaxpr(jaxpr.constvars, jaxpr.invars, maps.eqns, outvars)
     return passes.dce(out) if maps.changed else out  # (the maps composed or sunk away)

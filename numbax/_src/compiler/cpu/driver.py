@@ -148,6 +148,11 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         comment = core.pp_eqn(eqn, pp, 0).replace("\n", "\n    # ")
         lines.append(f"    # {comment}")
         threaded = step.module is not None and step.kernel.parallel
+        # an update's result written over a donated input, or over its operand where that is
+        # a buffer this driver made which nothing reads afterwards (`_spent_temps`)
+        into = reuse.get(eqn.outvars[0]) if outs else None
+        if into is None and outs and eqn.invars and spent.get(eqn.invars[0]) == j:
+            into = names[eqn.invars[0]]
         if step.module is not None:  # compiled control flow
             call = f"k{j}_flow"
             imports.append(f"from {step.module} import kernel as {call}")
@@ -182,13 +187,9 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)
             expr = f"h{len(hosts) - 1}({', '.join(operand(x, True) for x in eqn.invars)})"
-        elif outs and eqn.outvars[0] in reuse and updates_in_place(node):  # into the input
+        elif into is not None and updates_in_place(node):
             expr = registry.lowering(eqn.primitive, "cpu").in_place(
-                eqn, [operand(x) for x in eqn.invars], reuse[eqn.outvars[0]])
-        elif outs and spent.get(eqn.invars[0]) == j and updates_in_place(node):
-            # into a buffer this driver made for that operand, which nothing reads after
-            expr = registry.lowering(eqn.primitive, "cpu").in_place(
-                eqn, [operand(x) for x in eqn.invars], names[eqn.invars[0]])
+                eqn, [operand(x) for x in eqn.invars], into)
         elif (pair := _product_pair(steps, j, reuse, names, temps, operand)) is not None:
             expr, second = pair
             paired.add(j + 1)
@@ -251,7 +252,7 @@ def _spent_temps(jaxpr: Jaxpr, steps: list[Step]) -> dict[Var, int]:
     last: dict[Var, int] = {x: end for x in jaxpr.outvars if isinstance(x, Var)}
     for j, step in enumerate(steps):
         for x in step.node.inputs:
-            last[x] = max(last.get(x, j), j)
+            last[x] = max(last.get(x, -1), j)
     # another node's result may be a view of what it read (a reshape, a slice): a read of it
     # is a read of those, so the last read runs back through such nodes, latest first (an
     # update's result is a fresh buffer, or the one this decides it may write over)
