@@ -91,6 +91,9 @@ class Kernel:
     # scratch and thread count passed last)
     loop_products: bool = False
     loop_work: int = 0
+    # ... or none, but matrix-vector products on row blocks (cpu/loop_matvec.py): the thread
+    # count alone passed last
+    loop_threads: bool = False
     # compiled control flow on threads: the module's one-thread variant (plain loops, products
     # in one block), which the driver runs on one thread and until the kernel has run
     # `tier_ns` of estimated serial work (its pranges' compile: threads.parallel_ready); the

@@ -20,6 +20,7 @@ from numbax._src.compiler.cpu import (
     flow_runs,
     flow_scratch,
     indices,
+    loop_matvec,
     loop_products,
     loops,
     work,
@@ -74,6 +75,7 @@ class Function:
         self.nests_only = True
         self.products = False
         self.product_words = 0
+        self.matvec_blocks = False  # matrix-vector products on row blocks (`loop_threads` too)
         self.in_prange = False
         # A sequential loop's body allocates its temporaries and takes their flat views once,
         # before the loop (flow_scratch.py: a frame per loop being rendered, None for a prange),
@@ -297,8 +299,11 @@ class Function:
 
     def product(self, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) -> str | None:
         """A float matrix product's lines (loop_products.render: large ones a prange over blocks
-        of C on the kernel's threads, none inside another prange); its result's name, or None
-        for np.dot's array form."""
+        of C on the kernel's threads, none inside another prange; a matrix-vector product:
+        loop_matvec.py); its result's name, or None for np.dot's array form."""
+        matvec = loop_matvec.product(eqn, ins)
+        if matvec is not None:
+            return self._matvec(eqn, matvec, lines, pad)
         rendered = loop_products.render(eqn, ins, self.fresh, lines, pad,
                                         not (self.in_prange or self.serial))
         if rendered is None:
@@ -310,6 +315,26 @@ class Function:
             self.parallel = True
             self.nests_only = False
             self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
+            self.regions += self.trips
+        return name
+
+    def _matvec(self, eqn: JaxprEqn, p: loop_matvec.Product, lines: list[str],
+                pad: str) -> str:
+        """A matrix-vector product written into a buffer of the loop's (a new array a step
+        where it outlives the step), its gemv calls on row blocks where they pay."""
+        out = eqn.outvars[0]
+        name = self.fresh()
+        self.new_array(out, name, out.aval.shape, lines, pad)
+        itemsize = out.aval.dtype.itemsize
+
+        def scratch(buffer: str, shape: str) -> None:
+            self.new_array(None, buffer, shape, lines, pad, dtype=out.aval.dtype)
+
+        if loop_matvec.render(p, name, out.aval.shape, itemsize, self.fresh, scratch, lines, pad,
+                              not (self.in_prange or self.serial)):
+            self.parallel = self.matvec_blocks = True
+            self.nests_only = False
+            self.work_ns = max(self.work_ns, loop_matvec.work_ns(p, itemsize))
             self.regions += self.trips
         return name
 
@@ -446,103 +471,6 @@ class Function:
         return length > 1 and length * work.flow_ops(closed.jaxpr) >= PRANGE_MIN
 
 
-# ----------------------------------------------------------------------------- statements
-
-
-def render_cond(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
-                pad: str) -> list[str]:
-    branches = eqn.params["branches"]
-    outs = [fn.fresh() for _ in eqn.outvars]
-    avals = [v.aval for v in eqn.outvars]
-    for k, branch in enumerate(branches):
-        if k == len(branches) - 1:
-            head = "else:" if k else "if True:"
-        else:
-            head = f"{'if' if k == 0 else 'elif'} {ins[0]} <= {k}:"
-        lines.append(pad + head)
-        res = fn.jaxpr(branch, ins[1:], lines, pad + "    ")
-        fn.assign(outs, res, avals, lines, pad + "    ")
-        if not outs:
-            lines.append(pad + "    pass")
-    return outs
-
-
-def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
-                 pad: str) -> list[str]:
-    p = eqn.params
-    nc, nb = p["cond_nconsts"], p["body_nconsts"]
-    cconsts, bconsts, init = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
-    carry = [fn.fresh() for _ in init]
-    avals = [v.aval for v in eqn.outvars]
-    body = p["body_jaxpr"].jaxpr
-    own = flow_scratch.updated_carries(body, nb, avals)
-    turns = flow_scratch.take_turns(fn, body, nb, len(avals), own)
-    back = flow_scratch.written_back(turns, body, len(avals))
-    flow_scratch.enter_loop(fn, carry, init, avals, own, back, bconsts, lines, pad)
-    pred = fn.fresh()
-    (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, pad)
-    lines.append(f"{pad}{pred} = {res}")
-    lines.append(f"{pad}while {pred}:")
-    inner = pad + "    "
-    fn.trips *= work.WHILE_TRIPS
-    with fn.body(lines, pad, True, carry, turns):
-        new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
-        fn.assign(carry, new, avals, lines, inner, own, body)
-        (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
-        lines.append(f"{inner}{pred} = {res}")
-    fn.trips //= work.WHILE_TRIPS
-    return carry
-
-
-def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
-                pad: str) -> list[str]:
-    p = eqn.params
-    nconsts, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
-    consts, init, xs = ins[:nconsts], ins[nconsts:nconsts + ncarry], ins[nconsts + ncarry:]
-    carry_avals = [v.aval for v in eqn.outvars[:ncarry]]
-    carry = [fn.fresh() for _ in init]
-    body = p["jaxpr"].jaxpr
-    own = flow_scratch.updated_carries(body, nconsts, carry_avals)
-    ys = [fn.fresh() for _ in eqn.outvars[ncarry:]]
-    for y, v in zip(ys, eqn.outvars[ncarry:], strict=True):
-        lines.append(f"{pad}{y} = np.empty({v.aval.shape}, {dtype_ctor(v.aval.dtype)})")
-    i = fn.fresh()
-    in_prange = fn.in_prange
-    if ncarry == 0 and not (in_prange or fn.serial) and fn.pays_parallel(p["jaxpr"], length):
-        fn.parallel = fn.in_prange = True
-        fn.nests_only = False
-        ops = length * work.flow_ops(p["jaxpr"].jaxpr)
-        fn.work_ns = max(fn.work_ns, ops * work.NS_PER_LIGHT_OP)
-        loop = f"prange({length})"
-    elif p["reverse"]:
-        loop = f"range({length - 1}, -1, -1)"
-    else:
-        loop = f"range({length})"
-    sequential = not loop.startswith("prange")
-    turns = flow_scratch.take_turns(fn, body, nconsts, ncarry, own) if sequential else {}
-    back = flow_scratch.written_back(turns, body, ncarry)
-    flow_scratch.enter_loop(fn, carry, init, carry_avals, own, back, [*consts, *xs], lines, pad)
-    lines.append(f"{pad}for {i} in {loop}:")
-    inner = pad + "    "
-    trips = fn.trips
-    fn.trips *= 1 if fn.in_prange else length
-    x_names = []
-    with fn.body(lines, pad, sequential, carry, turns):
-        for x in xs:
-            t = fn.fresh()
-            lines.append(f"{inner}{t} = {x}[{i}]")
-            fn.views.add(t)
-            x_names.append(t)
-        outs = fn.jaxpr(p["jaxpr"], [*consts, *carry, *x_names], lines, inner,
-                        frozenset(range(ncarry, len(eqn.outvars))))
-        for y, o, v in zip(ys, outs[ncarry:], eqn.outvars[ncarry:], strict=True):
-            flow_loops.block_store(fn, y, [i, *["0"] * (v.aval.ndim - 1)], o,
-                                   v.aval.shape[1:], lines, inner)
-        fn.assign(carry, outs[:ncarry], carry_avals, lines, inner, own, body)
-    fn.in_prange, fn.trips = in_prange, trips
-    return [*carry, *ys]
-
-
 # called by the Python driver only, as fused kernels (modules.decorator): no cfunc wrapper
 _OPTIONS = 'error_model="numpy", cache=CACHE, fastmath=False, no_cfunc_wrapper=True'
 
@@ -557,6 +485,8 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     if fn.products:
         params += ["loop_gemm", "loop_work", "loop_threads"] if own_gemm else \
             ["loop_blas", "loop_width", "loop_threads"]
+    elif fn.matvec_blocks:
+        params.append("loop_threads")
     options = PRANGE_ONLY if fn.parallel else "False"
     deco = f'@njit(parallel={options}, {_OPTIONS})'
     head = head.replace("parallel=False", f"parallel={fn.parallel}", 1)
@@ -567,6 +497,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     # (`parallel`: threads for the kernel, one for BLAS meanwhile; else small products on one)
     tier_ns = body.count("prange(") * threads.PRANGE_TIER_NS  # what its pranges cost to compile
     return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
+                     loop_threads=fn.matvec_blocks and not fn.products,
                      loop_work=max(fn.product_words, 1) if own_gemm else 0, regions=fn.regions,
                      serial_function="kernel_serial" if fn.parallel else None,
                      quiet_site=fn.nests_only, tier_ns=tier_ns)

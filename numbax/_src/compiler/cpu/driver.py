@@ -164,6 +164,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             elif step.kernel.loop_products:
                 args += ["*_loop_blas", threads]
                 entry = "_loop_blas = bp.loop_entry()  # this process's OpenBLAS GEMM entry"
+            elif step.kernel.loop_threads:  # matrix-vector products' row blocks
+                args.append(threads)
             if step.kernel.loop_products and entry not in consts:
                 consts.append(entry)
             expr = f"{call}({', '.join(args)})"

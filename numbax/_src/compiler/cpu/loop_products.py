@@ -62,7 +62,7 @@ def render(eqn: JaxprEqn, ins: list[str], fresh: Callable[[], str], lines: list[
     a, b, c = fresh(), fresh(), fresh()
     words = 0
     if use == "gemm":  # flat operands and whether each is its matrix's transpose
-        (x2, x_t), (y2, y_t) = _flat_operand(ins[0], eqn, 0), _flat_operand(ins[1], eqn, 1)
+        (x2, x_t), (y2, y_t) = flat_operand(ins[0], eqn, 0), flat_operand(ins[1], eqn, 1)
         words = gemm_loops.workspace_words(m, k, n, x.dtype.itemsize, x_t)
     lines += [f"{pad}{a} = {x2}", f"{pad}{b} = {y2}",
               f"{pad}{c} = np.empty({out}, np.{x.dtype.name})"]
@@ -125,7 +125,7 @@ def _as_matrix(name: str, shape: tuple, perm: list[int], matrix: tuple[int, int]
     return x if tuple(shape[d] for d in perm) == matrix else f"{x}.reshape({matrix})"
 
 
-def _flat_operand(name: str, eqn: JaxprEqn, which: int) -> tuple[str, bool]:
+def flat_operand(name: str, eqn: JaxprEqn, which: int) -> tuple[str, bool]:
     """(a C-contiguous flat copy or view of operand `which` (0: x, 1: y) in the element order of
     its product matrix or of that matrix's transpose, whether it is the transpose): numbax's
     GEMM reads either through its strides (gemm_loops.loop_block)."""

@@ -36,9 +36,10 @@ def header(jaxpr: Jaxpr, parallel: bool | str, names: core.PrintNames) -> str:
 
 
 # The runtime modules compiled control flow calls beyond the header's, by the alias its source
-# uses: its products' blocks (loop_products.py) and the array forms of library primitives
-# (lowerings/flow_arrays.py).
-_FLOW_RUNTIME = {"gl": "gemm_loops", "bp": "blas_parts", "fi": "flow_index", "fl": "flow_linalg"}
+# uses: its products' blocks (loop_products.py, loop_matvec.py) and the array forms of library
+# primitives (lowerings/flow_arrays.py).
+_FLOW_RUNTIME = {"gl": "gemm_loops", "bp": "blas_parts", "fi": "flow_index", "fl": "flow_linalg",
+                 "mv": "matvec"}
 
 
 def runtime_imports(body: str) -> str:

@@ -1,0 +1,126 @@
+"""Matrix-vector products inside compiled loops (cpu/loop_matvec.py, runtime/matvec.py): gemv
+into the loop's own buffer, on row blocks of the loop's threads where the matrix is large
+enough. Checked against numpy in float64 for every orientation of the matrix, on one thread
+and on two, and the generated kernels are read to see which path each took."""
+import warnings
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax import lax
+
+RNG = np.random.default_rng(0)
+
+
+def _kernel_text(f, *args) -> str:
+    return f.lower(*args).as_text().split("def driver")[0]
+
+
+def _descend(a, b, x0, steps):
+    def body(i, x):
+        return x - 0.1 * numbax.grad(lambda x: jnp.sum((a @ x - b) ** 2))(x)
+    return lax.fori_loop(0, steps, body, x0)
+
+
+def _descend_numpy(a, b, x0, steps):
+    a, x = a.astype(np.float64), x0.astype(np.float64)
+    for _ in range(steps):
+        x = x - 0.1 * (2 * (a @ x - b) @ a)
+    return x
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_least_squares_descent_matches_numpy_on_row_blocks_and_in_one_call(threads):
+    a = (RNG.standard_normal((1000, 200)) * 0.05).astype(np.float32)
+    b = (RNG.standard_normal(1000) * 0.05).astype(np.float32)
+    x0 = np.zeros(200, np.float32)
+    f = numbax.jit(_descend, static_argnums=3)
+    text = _kernel_text(f, a, b, x0, 50)
+    parallel, serial = text.split("def kernel_serial")
+    # a @ x on its rows' blocks, r @ a as partial sums; the one-thread twin: gemv into buffers
+    assert "mv.rows_block(" in parallel and "mv.part_block(" in parallel
+    assert "mv." not in serial and serial.count("np.dot(") == 2
+    with numbax.config.override("cpu_threads", threads), warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no NumbaWarning: the kernel is cached on disk)
+        got = np.asarray(f(a, b, x0, 50))
+    np.testing.assert_allclose(got, _descend_numpy(a, b, x0, 50), rtol=2e-4, atol=1e-6)
+
+
+# (matrix shape, product): every way the matrix can be stored against the product's rows
+_ORIENTATIONS = {
+    "a @ v": ((640, 160), lambda a, v: a @ v[:160]),
+    "a.T @ v": ((160, 640), lambda a, v: a.T @ v[:160]),
+    "v @ a": ((640, 160), lambda a, v: v[:640] @ a),
+    "v @ a.T": ((160, 640), lambda a, v: v[:640] @ a.T),
+    "a @ v[:, None]": ((640, 160), lambda a, v: a @ v[:160, None]),
+    "v[None] @ a": ((640, 160), lambda a, v: v[None, :640] @ a),
+    # a 3-D matrix contracted over two axes, the vector's axes paired in the other order
+    "dot_general 3-D": ((20, 32, 160), lambda a, v: lax.dot_general(
+        a, v[:5120].reshape(160, 32), (((1, 2), (1, 0)), ((), ())))),
+}
+
+
+def _numpy_orientation(name, a, v):
+    a, v = a.astype(np.float64), v.astype(np.float64)
+    if name == "dot_general 3-D":
+        return np.einsum("ijk,kj->i", a, v[:5120].reshape(160, 32))
+    return _ORIENTATIONS[name][1](a, v)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_ORIENTATIONS))
+def test_every_orientation_matches_numpy_on_one_and_two_threads(name, dtype):
+    shape, product = _ORIENTATIONS[name]
+    a = RNG.standard_normal(shape).astype(dtype)
+    v = RNG.standard_normal(6000).astype(dtype)
+
+    def run(a, v):  # three steps, each product read by the next step's carry
+        def step(acc, i):
+            y = product(a, v * (1 + i.astype(dtype)))
+            return acc + y, y[..., :3]
+        return lax.scan(step, jnp.zeros_like(product(a, v)), jnp.arange(3))
+
+    expected = sum(_numpy_orientation(name, a, v * (1 + i)) for i in range(3))
+    f = numbax.jit(run)
+    text = _kernel_text(f, a, v)
+    threaded = "mv.rows_block(" in text or "mv.part_block(" in text
+    assert threaded == (a.nbytes >= 400_000)  # the matrix streamed at 10 GB/s pays from 40 us
+    tol = 2e-4 if dtype == np.float32 else 1e-10
+    for threads in (1, 2):
+        with numbax.config.override("cpu_threads", threads):
+            acc, firsts = f(a, v)
+        np.testing.assert_allclose(np.asarray(acc), expected, rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.asarray(firsts)[-1],
+                                   _numpy_orientation(name, a, v * 3)[..., :3], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("n", [200, 300])  # a carry written back, a carry taking turns
+def test_power_iteration_whose_carry_is_the_product(n):
+    q, _ = np.linalg.qr(RNG.standard_normal((n, n)))
+    a = (q * np.linspace(0.5, 1.0, n)) @ q.T  # eigenvalues in [0.5, 1]: no overflow
+    a = a.astype(np.float32)
+    x0 = RNG.standard_normal(n).astype(np.float32)
+    f = numbax.jit(lambda a, x: lax.fori_loop(0, 30, lambda i, x: a @ x, x))
+    expected = np.linalg.matrix_power(a.astype(np.float64), 30) @ x0
+    for threads in (1, 2):
+        with numbax.config.override("cpu_threads", threads):
+            got = np.asarray(f(a, x0))
+        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-4 * np.abs(expected).max())
+
+
+def test_products_stacked_by_a_scan_and_inside_a_parallel_map():
+    a = RNG.standard_normal((300, 500)).astype(np.float32)
+    vs = RNG.standard_normal((64, 500)).astype(np.float32)
+    # each step's product is a row of the scan's output: it outlives its step
+    stacked = numbax.jit(lambda a, vs: lax.scan(lambda c, v: (c + 1.0, a @ v), 0.0, vs)[1])
+    # no carry: the scan's steps may run as a prange, each product one gemv of its own
+    mapped = numbax.jit(lambda a, vs: lax.scan(lambda c, v: (c, jnp.tanh(a @ v)), None, vs)[1])
+    expected = vs.astype(np.float64) @ a.T.astype(np.float64)
+    for threads in (1, 2):
+        with numbax.config.override("cpu_threads", threads):
+            np.testing.assert_allclose(np.asarray(stacked(a, vs)), expected, rtol=1e-4,
+                                       atol=1e-4)
+            np.testing.assert_allclose(np.asarray(mapped(a, vs)), np.tanh(expected), rtol=1e-4,
+                                       atol=1e-4)
