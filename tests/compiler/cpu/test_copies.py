@@ -97,6 +97,21 @@ def test_small_copies_stay_numpys(monkeypatch):
         np.testing.assert_array_equal(copies.copy(src), src)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
+def test_transposes_run_in_tiles_on_any_thread_count(dtype, threads, monkeypatch):
+    """Whole tiles and the edge's (200 and 181 are not multiples of the tile), every item
+    size, a 3-d permutation keeping its first axis; on one thread too."""
+    calls = []
+    tiles = copies._copy_tiles
+    monkeypatch.setattr(copies, "_copy_tiles", lambda *a: (calls.append(1), tiles(*a)))
+    base = (RNG.standard_normal((3, 200, 181)) * 50).astype(dtype)
+    with numbax.config.override("cpu_threads", threads):
+        for src in (base[1].T, base.transpose(0, 2, 1), base.transpose(2, 1, 0)[5:170]):
+            np.testing.assert_array_equal(copies.copy(src), src)
+    assert len(calls) == 3
+
+
 def _concatenate_cases():
     a = RNG.standard_normal((40, 6, 50)).astype(np.float32)
     wide = RNG.standard_normal((40, 6, 100)).astype(np.float32)

@@ -7,8 +7,9 @@ float32 took a quarter of numbax's time, its `pad` and `roll` under half (docs/p
 "A sweep of common functions and ops"); XLA copies on every core. A copy of arrays whose
 last axes are contiguous in both source and destination is a list of equal contiguous runs
 (`runs`); a parallel loop over them, each run one memcpy, reads and writes at the memory's
-speed on as many threads as the bytes are worth (`threads.threads_for`). Copies that are
-small, or whose runs are short (a transpose, a reversed last axis), stay numpy's.
+speed on as many threads as the bytes are worth (`threads.threads_for`). Copies whose runs
+are short (a transpose) run in tiles (`_copy_tiles`), on one thread too, where they are
+large; small copies stay numpy's.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ BYTE_NS = 0.1  # estimated serial ns per byte copied (one core: ~10 GB/s, read a
 MIN_RUN_BYTES = 256  # shorter runs: numpy's strided copy (a memcpy call per few elements)
 PIECE_BYTES = 1 << 16  # long runs are cut into pieces of this size, so every thread has some
 TILE = 32  # a tiled copy's tiles are TILE x TILE elements
-TILED_ELEMENT_NS = 1.0  # estimated serial ns per element of a tiled copy
+TILED_ELEMENT_NS = 0.4  # estimated serial ns per element of a tiled copy (0.28-0.47 measured)
 TILED_MIN_SIZE = 1 << 15  # fewer elements: numpy's copy (no kernel to compile)
 
 
@@ -71,7 +72,10 @@ def _copy_row_parts(dst, row_bytes, srcs, runs, columns, rows):  # pragma: no co
 def _copy_tiles(dst, src):  # pragma: no cover - compiled
     """dst[...] = src for 3-d arrays of any strides, in TILE x TILE tiles of the last two axes:
     where one array is read along rows and the other along columns (a transpose), a tile's
-    lines of both stay in cache while it is copied."""
+    lines of both stay in cache while it is copied. A whole tile's loops have constant trip
+    counts and unsigned indices (no negative-index wraparound to test), which LLVM unrolls:
+    500^2 float32 transposed on one VM core took 79 us, 343 with loops bounded by min() and
+    signed indices, numpy's copy 84-147 (docs/performance.md)."""
     batch, rows, cols = src.shape
     tile_rows = (rows + TILE - 1) // TILE
     tile_cols = (cols + TILE - 1) // TILE
@@ -80,9 +84,17 @@ def _copy_tiles(dst, src):  # pragma: no cover - compiled
         b = np.int64(t) // per_batch  # (prange's index is unsigned: int64 keeps // integral)
         tr = (np.int64(t) - b * per_batch) // tile_cols
         tc = np.int64(t) - b * per_batch - tr * tile_cols
-        for i in range(tr * TILE, min(tr * TILE + TILE, rows)):
-            for j in range(tc * TILE, min(tc * TILE + TILE, cols)):
-                dst[b, i, j] = src[b, i, j]
+        i0, j0 = tr * TILE, tc * TILE
+        d, s = dst[b], src[b]
+        if i0 + TILE <= rows and j0 + TILE <= cols:
+            for i in range(TILE):
+                for j in range(TILE):
+                    d[np.uint64(i0 + i), np.uint64(j0 + j)] = s[np.uint64(i0 + i),
+                                                                np.uint64(j0 + j)]
+        else:  # a tile on the edge
+            for i in range(i0, min(i0 + TILE, rows)):
+                for j in range(j0, min(j0 + TILE, cols)):
+                    d[np.uint64(i), np.uint64(j)] = s[np.uint64(i), np.uint64(j)]
 
 
 _SAME_SIZE_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -142,25 +154,24 @@ def runs(dst: np.ndarray, src: np.ndarray) -> tuple | None:
 
 def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     """dst[...] = src (same shape and dtype; dst writable, neither overlapping the other): on
-    Numba's threads where the bytes pay for them, as memcpy'd runs or (short runs, such as a
-    transpose's) in tiles; else numpy's copy."""
+    Numba's threads where the bytes pay for them, as memcpy'd runs; copies with short runs
+    (a transpose's) of TILED_MIN_SIZE elements and more in tiles, on one thread too; else
+    numpy's copy."""
     threads = rt_threads.threads_for(src.nbytes * BYTE_NS)
-    plan = runs(dst, src) if threads > 1 else None
-    if plan is None:
-        tiled = None
-        if src.size >= TILED_MIN_SIZE:
-            threads = rt_threads.threads_for(src.size * TILED_ELEMENT_NS)
-            tiled = _tiled_views(dst, src, merged(dst, src)) if threads > 1 else None
-        if tiled is None:
-            np.copyto(dst, src, casting="no")
-            return
+    large = src.size >= TILED_MIN_SIZE
+    plan = runs(dst, src) if threads > 1 or large else None
+    if plan is not None and threads > 1:
+        run, dst_offsets, src_offsets = plan
+        piece = max(PIECE_BYTES, math.ceil(run * dst_offsets.size / (4 * threads)))
         with rt_threads.running(threads):
-            _copy_tiles(*tiled)
+            _copy_runs(_address(dst), _address(src), dst_offsets, src_offsets, run, piece)
         return
-    run, dst_offsets, src_offsets = plan
-    piece = max(PIECE_BYTES, math.ceil(run * dst_offsets.size / (4 * threads)))
-    with rt_threads.running(threads):
-        _copy_runs(_address(dst), _address(src), dst_offsets, src_offsets, run, piece)
+    tiled = _tiled_views(dst, src, merged(dst, src)) if plan is None and large else None
+    if tiled is None:  # small, or long runs on one thread (numpy's copy memcpys them)
+        np.copyto(dst, src, casting="no")
+        return
+    with rt_threads.running(rt_threads.threads_for(src.size * TILED_ELEMENT_NS)):
+        _copy_tiles(*tiled)
 
 
 # Fewer rows than this a thread: `concatenate` copies each part on its own, its long runs cut
