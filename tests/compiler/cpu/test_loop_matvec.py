@@ -124,3 +124,21 @@ def test_products_stacked_by_a_scan_and_inside_a_parallel_map():
                                        atol=1e-4)
             np.testing.assert_allclose(np.asarray(mapped(a, vs)), np.tanh(expected), rtol=1e-4,
                                        atol=1e-4)
+
+
+def test_a_loop_entering_many_regions_tries_threads_on_a_busy_machine_only_if_they_pay():
+    """Each of the descent's 400 regions a call may wait a scheduler slice at its join on a
+    busy machine: its call site tries its parallel arm only from 400 regions' worth of serial
+    time, not from the 4 ms a kernel of one region needs."""
+    from numbax._src.compiler.cpu.runtime import busy_sites
+    from numbax._src.compiler.cpu.runtime import threads as th
+
+    a = (RNG.standard_normal((1000, 200)) * 0.05).astype(np.float32)
+    f = numbax.jit(_descend, static_argnums=3)
+    driver = f.lower(a, a[:, 0], a[0], 200).as_text().split("# driver |")[1]
+    assert "th.Site(max(th.PARALLEL_WORTH_S, 400 * th.REGION_WORTH_S))" in driver
+    site = th.Site(max(th.PARALLEL_WORTH_S, 400 * th.REGION_WORTH_S))
+    for _ in range(20):  # serial calls of 6 ms: above one region's worth, below 400's
+        assert site.choose(busy=True) == busy_sites.SERIAL
+        site.started -= 0.006
+        busy_sites.measured(site, 1)

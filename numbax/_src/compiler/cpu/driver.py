@@ -172,8 +172,11 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
             if threaded:  # its nests' pranges and products on n of Numba's threads, BLAS on
                 # one meanwhile (no second pool beside Numba's)
                 kernel = step.kernel
+                # (busy: a parallel call may wait a scheduler slice at each region's join, so
+                # one entering many regions tries threads only from that many regions' worth)
                 site = f"th.Site({kernel.regions} * th.REGION_WORTH_S, quiet=True)" \
-                    if kernel.quiet_site else "th.Site()"
+                    if kernel.quiet_site else \
+                    f"th.Site(max(th.PARALLEL_WORTH_S, {kernel.regions} * th.REGION_WORTH_S))"
                 sites.append(f"_site{j} = {site}  # k{j}'s timings")
                 lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
                 # the serial twin until the pranges pay (n from the site's timings)

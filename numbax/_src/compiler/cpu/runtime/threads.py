@@ -48,6 +48,7 @@ PARALLEL_TIER_NS = 20e6  # estimated serial work a kernel runs before its prange
 PRANGE_TIER_NS = 70e6
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 REGION_WORTH_S = busy_sites.REGION_WORTH_S  # (for drivers)
+PARALLEL_WORTH_S = busy_sites.PARALLEL_WORTH_S
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
 # libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep.
 # A threaded BLAS call inside that window shares every core with them (docs/performance.md: the
