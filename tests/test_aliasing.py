@@ -80,3 +80,22 @@ def test_closed_over_numpy_arrays_are_captured_at_trace_time():
     np.testing.assert_array_equal(np.asarray(g(1.0)), first[0])
     np.testing.assert_array_equal(np.asarray(g(-1.0)), first[1])
     np.testing.assert_array_equal(np.asarray(out), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_large_returned_inputs_are_copied_on_the_threads(order, monkeypatch):
+    """A jitted program returning its input copies it (as above), a large one on Numba's
+    threads (runtime/copies.py), into a C-contiguous array whatever the input's layout."""
+    from numbax._src.compiler.cpu.runtime import copies
+
+    calls = []
+    for name in ("_copy_runs", "_copy_tiles"):
+        kernel = getattr(copies, name)
+        monkeypatch.setattr(copies, name, lambda *a, k=kernel: (calls.append(1), k(*a)))
+    x = np.asfortranarray(np.arange(2 ** 21, dtype=np.float32).reshape(1024, 2048)) \
+        if order == "F" else np.arange(2 ** 21, dtype=np.float32).reshape(1024, 2048)
+    with numbax.config.override("cpu_threads", 2):
+        _survives_overwrite(numbax.jit(lambda v: (v, v + 1)), shape=(1024, 2048))
+        out = np.asarray(numbax.jit(lambda v: v)(x))
+    np.testing.assert_array_equal(out, x)
+    assert out.flags.c_contiguous and calls

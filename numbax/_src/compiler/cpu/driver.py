@@ -219,7 +219,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
         if isinstance(x, Literal):
             rets.append(f"np.asarray({render_scalar(x.val, x.aval.dtype)})")
         elif x in jaxpr.invars or x in jaxpr.constvars:
-            rets.append(f"np.array({names[x]})")
+            rets.append(f"kc.fresh_copy({names[x]})")
         else:
             rets.append(names[x])
     params = ", ".join([*(f"h{k}" for k in range(len(hosts))),

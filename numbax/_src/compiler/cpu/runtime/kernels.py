@@ -54,6 +54,13 @@ def contiguous(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else copies.copy(x)
 
 
+def fresh_copy(x) -> np.ndarray:
+    """A new C-contiguous array of x's values: a program's input it returns must not be the
+    caller's array. Large ones are copied on Numba's threads (copies.py), where np.array
+    copied 40 MB on one."""
+    return copies.copy(np.asarray(x))
+
+
 def slice_(x: np.ndarray, starts: tuple, limits: tuple, strides: tuple) -> np.ndarray:
     """lax.slice: a view (no copy when the result stays contiguous, e.g. leading-axis rows)."""
     idx = tuple(builtins.slice(lo, hi, s) for lo, hi, s in zip(starts, limits, strides))
