@@ -48,31 +48,43 @@ def test_least_squares_descent_matches_numpy_on_row_blocks_and_in_one_call(threa
     np.testing.assert_allclose(got, _descend_numpy(a, b, x0, 50), rtol=2e-4, atol=1e-6)
 
 
-# (matrix shape, product): every way the matrix can be stored against the product's rows
+# product: every way the matrix can be stored against the product's rows
 _ORIENTATIONS = {
-    "a @ v": ((640, 160), lambda a, v: a @ v[:160]),
-    "a.T @ v": ((160, 640), lambda a, v: a.T @ v[:160]),
-    "v @ a": ((640, 160), lambda a, v: v[:640] @ a),
-    "v @ a.T": ((160, 640), lambda a, v: v[:640] @ a.T),
-    "a @ v[:, None]": ((640, 160), lambda a, v: a @ v[:160, None]),
-    "v[None] @ a": ((640, 160), lambda a, v: v[None, :640] @ a),
+    "a @ v": lambda a, v: a @ v[:a.shape[1]],
+    "a.T @ v": lambda a, v: a.T @ v[:a.shape[0]],
+    "v @ a": lambda a, v: v[:a.shape[0]] @ a,
+    "v @ a.T": lambda a, v: v[:a.shape[1]] @ a.T,
+    "a @ v[:, None]": lambda a, v: a @ v[:a.shape[1], None],
+    "v[None] @ a": lambda a, v: v[None, :a.shape[0]] @ a,
     # a 3-D matrix contracted over two axes, the vector's axes paired in the other order
-    "dot_general 3-D": ((20, 32, 160), lambda a, v: lax.dot_general(
-        a, v[:5120].reshape(160, 32), (((1, 2), (1, 0)), ((), ())))),
+    "dot_general 3-D": lambda a, v: lax.dot_general(
+        a, v[:a.shape[1] * a.shape[2]].reshape(a.shape[2], a.shape[1]),
+        (((1, 2), (1, 0)), ((), ()))),
 }
+# (matrix shapes: large enough for threads, and small enough for loops instead of BLAS)
+_SHAPES = {
+    "large": {"a.T @ v": (160, 640), "v @ a.T": (160, 640), "dot_general 3-D": (20, 32, 160)},
+    "small": {"a.T @ v": (30, 43), "v @ a.T": (30, 43), "dot_general 3-D": (3, 4, 5)},
+}
+# (products of at most 256 multiply-adds over at most 16 elements are sums of products:
+# passes.expand_small_dots)
+_DEFAULT_SHAPE = {"large": (640, 160), "small": (43, 30)}
 
 
 def _numpy_orientation(name, a, v):
     a, v = a.astype(np.float64), v.astype(np.float64)
     if name == "dot_general 3-D":
-        return np.einsum("ijk,kj->i", a, v[:5120].reshape(160, 32))
-    return _ORIENTATIONS[name][1](a, v)
+        return np.einsum("ijk,kj->i", a, v[:a.shape[1] * a.shape[2]].reshape(a.shape[2],
+                                                                             a.shape[1]))
+    return _ORIENTATIONS[name](a, v)
 
 
+@pytest.mark.parametrize("size", ["large", "small"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", sorted(_ORIENTATIONS))
-def test_every_orientation_matches_numpy_on_one_and_two_threads(name, dtype):
-    shape, product = _ORIENTATIONS[name]
+def test_every_orientation_matches_numpy_on_one_and_two_threads(name, dtype, size):
+    shape = _SHAPES[size].get(name, _DEFAULT_SHAPE[size])
+    product = _ORIENTATIONS[name]
     a = RNG.standard_normal(shape).astype(dtype)
     v = RNG.standard_normal(6000).astype(dtype)
 
@@ -87,6 +99,7 @@ def test_every_orientation_matches_numpy_on_one_and_two_threads(name, dtype):
     text = _kernel_text(f, a, v)
     threaded = "mv.rows_block(" in text or "mv.part_block(" in text
     assert threaded == (a.nbytes >= 400_000)  # the matrix streamed at 10 GB/s pays from 40 us
+    assert ("_small(" in text) == (size == "small")  # loops, not a BLAS call
     tol = 2e-4 if dtype == np.float32 else 1e-10
     for threads in (1, 2):
         with numbax.config.override("cpu_threads", threads):
@@ -94,6 +107,30 @@ def test_every_orientation_matches_numpy_on_one_and_two_threads(name, dtype):
         np.testing.assert_allclose(np.asarray(acc), expected, rtol=tol, atol=tol)
         np.testing.assert_allclose(np.asarray(firsts)[-1],
                                    _numpy_orientation(name, a, v * 3)[..., :3], rtol=tol, atol=tol)
+
+
+def test_a_recurrent_networks_small_products_are_loops():
+    """A vanilla RNN over one sequence (hidden 32, inputs 24): its two matrix-vector products a
+    step are loops, not BLAS calls; checked against a numpy loop."""
+    w = RNG.standard_normal((32, 32)) * 0.2
+    u = RNG.standard_normal((32, 24)) * 0.2
+    xs = RNG.standard_normal((40, 24))
+
+    def run(w, u, xs):
+        def step(h, x):
+            h = jnp.tanh(w @ h + u @ x)
+            return h, h[0]
+        return lax.scan(step, jnp.zeros(32), xs)
+
+    jitted = numbax.jit(run)
+    assert _kernel_text(jitted, w, u, xs).count("mv.rows_small(") == 2
+    h, firsts = np.zeros(32), []
+    for x in xs:
+        h = np.tanh(w @ h + u @ x)
+        firsts.append(h[0])
+    got_h, got_firsts = jitted(w, u, xs)
+    np.testing.assert_allclose(np.asarray(got_h), h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_firsts), firsts, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [200, 300])  # a carry written back, a carry taking turns

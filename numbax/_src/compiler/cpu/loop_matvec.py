@@ -9,7 +9,9 @@ Xeon and 16.5-22 on the 2-core VM, against jax.jit's 18.5 and 15. With gemv into
 the step took 21.6 and 19; on row blocks, the Xeon's 4 threads 15.2 and the VM's 2 threads
 12.9 (docs/performance.md). A matrix's blocks are worth threads from the same estimate as a
 loop nest's: its bytes streamed once at `work.NS_PER_BYTE` (a 200 x 200 matrix, 16 us
-estimated, stays serial: its blocks took 1.5-3x its one-thread time).
+estimated, stays serial: its blocks took 1.5-3x its one-thread time). Matrices of at most
+`matvec.SMALL_ELEMENTS` are plain loops (a Kalman filter's 4 x 4: a BLAS call costs more
+than the product).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from numbax._src.compiler.cpu import loop_products, work
-from numbax._src.compiler.cpu.runtime import threads
+from numbax._src.compiler.cpu.runtime import matvec, threads
 from numbax._src.core import JaxprEqn
 
 
@@ -85,6 +87,10 @@ def render(p: Product, out: str, out_shape: tuple, itemsize: int, fresh: Callabl
         flat = fresh()
         lines.append(f"{pad}{flat} = {out}.reshape(({p.shape[0 if p.rows else 1]},))")
     blocks = threaded and work_ns(p, itemsize) >= threads.PARALLEL_MIN_NS
+    if not blocks and p.shape[0] * p.shape[1] <= matvec.SMALL_ELEMENTS:  # loops, not BLAS
+        lines.append(f"{pad}mv.rows_small({s}, {v}, {flat})" if p.rows else
+                     f"{pad}mv.parts_small({v}, {s}, {flat})")
+        return False
     if not blocks:
         call = f"np.dot({s}, {v}, {flat})" if p.rows else f"np.dot({v}, {s}, {flat})"
         lines.append(pad + call)
