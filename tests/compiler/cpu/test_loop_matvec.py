@@ -179,3 +179,27 @@ def test_a_loop_entering_many_regions_tries_threads_on_a_busy_machine_only_if_th
         assert site.choose(busy=True) == busy_sites.SERIAL
         site.started -= 0.006
         busy_sites.measured(site, 1)
+
+
+@pytest.mark.parametrize("name", sorted(_ORIENTATIONS))
+def test_top_level_matrix_vector_products_on_row_blocks(name, monkeypatch):
+    """At a program's top level a matrix of 4 MB or more runs on row blocks on Numba's threads
+    (runtime/matvec.product, from library.dot), every orientation; on one thread np.dot."""
+    from numbax._src.compiler.cpu.runtime import matvec
+
+    calls = []
+    for kernel in ("_rows_parallel", "_parts_parallel"):
+        original = getattr(matvec, kernel)
+        monkeypatch.setattr(matvec, kernel, lambda *a, k=original: (calls.append(1), k(*a)))
+    shape = {"a.T @ v": (1024, 1100), "v @ a.T": (1024, 1100),
+             "dot_general 3-D": (20, 64, 880)}.get(name, (1100, 1024))
+    a = RNG.standard_normal(shape).astype(np.float32)
+    v = RNG.standard_normal(60000).astype(np.float32)
+    f = numbax.jit(_ORIENTATIONS[name])
+    expected = _numpy_orientation(name, a, v)
+    for threads in (1, 2):
+        with numbax.config.override("cpu_threads", threads):
+            got = np.asarray(f(a, v))
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
+        assert bool(calls) == (threads == 2)

@@ -15,6 +15,7 @@ from numbax._src.compiler.cpu.runtime import (
     gemm_operands,
     gemm_pairs,
     host_isa,
+    matvec,
     native_pool,
 )
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
@@ -120,6 +121,8 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     bias + scale * (x @ y) (`bias` then an array of the result's shape; compiler/
     epilogues.py): the GEMM applies it to each tile of C as it finishes, BLAS's result gets
     one pass."""
+    if bias is None and (out := matvec.product(x, y)) is not None:
+        return out  # a matrix-vector product: row blocks on Numba's threads
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
     own = runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
     blas_n = None if own else 0 if _blas_keeps_one_thread(x, y, macs) \
