@@ -10,8 +10,9 @@ the step took 21.6 and 19; on row blocks, the Xeon's 4 threads 15.2 and the VM's
 12.9 (docs/performance.md). A matrix's blocks are worth threads from the same estimate as a
 loop nest's: its bytes streamed once at `work.NS_PER_BYTE` (a 200 x 200 matrix, 16 us
 estimated, stays serial: its blocks took 1.5-3x its one-thread time). Matrices of at most
-`matvec.SMALL_ELEMENTS` are plain loops (a Kalman filter's 4 x 4: a BLAS call costs more
-than the product).
+`matvec.SMALL_ELEMENTS` are plain loops, where a BLAS call costs more than the product (an
+RNN's 32 x 32 over one sequence; products of at most 256 multiply-adds over at most 16
+elements never get here: passes.expand_small_dots makes them sums of products).
 """
 from __future__ import annotations
 
