@@ -1,6 +1,7 @@
-"""Matrix-vector products inside compiled control flow (`mv.*`, cpu/loop_matvec.py): BLAS's
-gemv on row blocks of a C-contiguous matrix, one block an iteration of the loop kernel's own
-prange, BLAS held to one thread meanwhile by the driver.
+"""Matrix-vector products on Numba's threads: inside compiled control flow (`mv.*`,
+cpu/loop_matvec.py) BLAS's gemv on row blocks of a C-contiguous matrix, one block an
+iteration of the loop kernel's own prange, BLAS held to one thread meanwhile by the driver;
+at a program's top level the same blocks (`product`, below).
 
 `s @ v` splits the rows of s, so each block writes its own rows of the result. `v @ s` splits
 them too (a column split reads a few hundred bytes of every row, and its blocks stride
