@@ -312,11 +312,16 @@ class Function:
         self.products = True
         self.product_words = max(self.product_words, words)
         if blocks:
-            self.parallel = True
-            self.nests_only = False
-            self.work_ns = max(self.work_ns, macs * _NS_PER_MAC)
-            self.regions += self.trips
+            self._blocks_region(macs * _NS_PER_MAC)
         return name
+
+    def _blocks_region(self, work_ns: float) -> None:
+        """Notes a prange over a product's blocks (estimated at `work_ns` serially): the kernel
+        runs on threads, not as nests alone, entering one more region per trip around it."""
+        self.parallel = True
+        self.nests_only = False
+        self.work_ns = max(self.work_ns, work_ns)
+        self.regions += self.trips
 
     def _matvec(self, eqn: JaxprEqn, p: loop_matvec.Product, lines: list[str],
                 pad: str) -> str:
@@ -332,10 +337,8 @@ class Function:
 
         if loop_matvec.render(p, name, out.aval.shape, itemsize, self.fresh, scratch, lines, pad,
                               not (self.in_prange or self.serial)):
-            self.parallel = self.matvec_blocks = True
-            self.nests_only = False
-            self.work_ns = max(self.work_ns, loop_matvec.work_ns(p, itemsize))
-            self.regions += self.trips
+            self.matvec_blocks = True
+            self._blocks_region(loop_matvec.work_ns(p, itemsize))
         return name
 
     def _view(self, eqn: JaxprEqn, ins: list[str]) -> bool:
