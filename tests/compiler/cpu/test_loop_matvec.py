@@ -166,7 +166,8 @@ def test_products_stacked_by_a_scan_and_inside_a_parallel_map():
 def test_a_loop_entering_many_regions_tries_threads_on_a_busy_machine_only_if_they_pay():
     """Each of the descent's 400 regions a call may wait a scheduler slice at its join on a
     busy machine: its call site tries its parallel arm only from 400 regions' worth of serial
-    time, not from the 4 ms a kernel of one region needs."""
+    time, not from the 4 ms a kernel of one region needs; and on its own thread count, not on
+    a larger team left by an earlier kernel, whose idle threads would cost at every join."""
     from numbax._src.compiler.cpu.runtime import busy_sites
     from numbax._src.compiler.cpu.runtime import threads as th
 
@@ -174,6 +175,7 @@ def test_a_loop_entering_many_regions_tries_threads_on_a_busy_machine_only_if_th
     f = numbax.jit(_descend, static_argnums=3)
     driver = f.lower(a, a[:, 0], a[0], 200).as_text().split("# driver |")[1]
     assert "th.Site(max(th.PARALLEL_WORTH_S, 400 * th.REGION_WORTH_S))" in driver
+    assert "before = th.use(n, 400)" in driver and 400 > th.TEAM_RAISE_MAX_REGIONS
     site = th.Site(max(th.PARALLEL_WORTH_S, 400 * th.REGION_WORTH_S))
     for _ in range(20):  # serial calls of 6 ms: above one region's worth, below 400's
         assert site.choose(busy=True) == busy_sites.SERIAL

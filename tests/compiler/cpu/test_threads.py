@@ -124,6 +124,18 @@ def test_a_smaller_region_keeps_the_last_team_while_its_cores_are_free(cores, mo
     assert threads._team(8) == 8 and threads._team(5) == 8
 
 
+def test_a_call_of_many_regions_keeps_its_own_count(cores, monkeypatch):
+    """A compiled loop enters a region an iteration, and each idle thread of a larger team
+    costs at every join: past TEAM_RAISE_MAX_REGIONS its count stands (and becomes the team,
+    so libgomp ends the spare threads once), while a call of few regions still takes the team."""
+    monkeypatch.setitem(threads._state, "team", 8)
+    many = threads.TEAM_RAISE_MAX_REGIONS + 1
+    assert threads._team(4, threads.TEAM_RAISE_MAX_REGIONS) == 8
+    assert threads._team(4, many) == 4 and threads._state["team"] == 4
+    assert threads._team(2, 1) == 4  # the new, smaller team is raised to in turn
+    assert threads._team(8, many) == 8  # a larger request is the team whatever its regions
+
+
 def test_use_raises_to_the_team_and_restore_gives_the_count_back(monkeypatch):
     pool = numba.config.NUMBA_NUM_THREADS
     if pool < 2:

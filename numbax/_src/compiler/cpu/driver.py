@@ -187,7 +187,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                               f"{per_call:.0f}, {kernel.tier_ns:.0f}):",
                               "        n = 1  # the serial twin until the pranges pay"])
                 call = f"{call} if n > 1 else {call}_serial"
-                lines.append("    before = th.use(n)")
+                lines.append(f"    before = th.use(n, {kernel.regions})")
                 expr = f"bl.blas_call({call}, 1, {', '.join(args)})"
         elif step.host is not None:  # host loop or eager impl
             hosts.append(step.host)

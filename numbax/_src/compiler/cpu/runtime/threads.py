@@ -49,6 +49,12 @@ PRANGE_TIER_NS = 70e6
 PER_THREAD_NS = 20_000  # work each extra thread must bring
 REGION_WORTH_S = busy_sites.REGION_WORTH_S  # (for drivers)
 PARALLEL_WORTH_S = busy_sites.PARALLEL_WORTH_S
+# A call entering more parallel regions than this runs on its own thread count, not on the
+# last, larger team: on 16 Xeon cores each idle thread of the team cost ~0.2-0.4 us at every
+# region's join (a 200-step descent's 400 regions on 4 blocks: 4.35 ms on a 4-thread team,
+# 5.2-6.2 on the 16 an earlier kernel left), where ending it and starting it again costs ~35
+# us once (`use`): the two meet near 100-150 regions
+TEAM_RAISE_MAX_REGIONS = 100
 SAMPLE_S = 0.5  # free cores are re-measured at most this often
 # libgomp's workers spin GOMP_SPINCOUNT pause loops after a parallel region before they sleep.
 # A threaded BLAS call inside that window shares every core with them (docs/performance.md: the
@@ -220,7 +226,7 @@ def _thread_count_calls() -> tuple:
 _FAST: list = []  # [(get, set)]: Numba's entry points, once its pool runs
 
 
-def use(n: int) -> int:
+def use(n: int, regions: int = 1) -> int:
     """Sets Numba's thread count for the parallel kernels this thread calls next (a
     thread-local setting, set only when it changes) and returns the previous count, which the
     caller gives back to `restore` after its kernel: code of the user's that calls Numba in the
@@ -231,9 +237,10 @@ def use(n: int) -> int:
     them again at the next larger one, ~30 us a thread (16 cores: a 16-thread region after a
     4-thread one took 426 us, 7 after a 16-thread one; the batch-128 MLP step's products ran
     2.3x their time alone). The kernels that split their work by their own count leave the
-    extra threads idle; a prange over elements splits it over the team."""
+    extra threads idle; a prange over elements splits it over the team. A call entering many
+    `regions` (compiled loops) keeps its own count, since each idle thread costs at every join."""
     if n > 1:
-        n = _team(n)
+        n = _team(n, regions)
     return restore(n)
 
 
@@ -251,11 +258,13 @@ def restore(n: int) -> int:
     return before
 
 
-def _team(n: int) -> int:
-    """The team for a region that asks for n > 1 threads: the last team where it is larger and
-    no larger than the cores free now, else n (which becomes the team)."""
+def _team(n: int, regions: int = 1) -> int:
+    """The team for a call that asks for n > 1 threads in `regions` parallel regions: the last
+    team where it is larger, no larger than the cores free now, and the call's regions would
+    pay less at their joins for the idle threads than starting those threads again costs (else
+    n, which becomes the team)."""
     team = _state["team"]
-    if n < team <= min(pool_size(), free_cores()):
+    if n < team <= min(pool_size(), free_cores()) and regions <= TEAM_RAISE_MAX_REGIONS:
         return team
     _state["team"] = n
     return n
