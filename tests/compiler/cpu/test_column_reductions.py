@@ -77,3 +77,32 @@ def test_the_driver_runs_the_prange_variant_from_enough_tasks(shape, parallel):
     text = numbax.jit(lambda a: jnp.sum(jnp.exp(a), axis=0)).lower(x).compile().as_text()
     assert ("k0_par(" in text) == parallel
 
+
+
+@pytest.mark.parametrize("shape, axes", [((16, 128, 64), (0, 1)), ((3, 70, 5), (0, 1)),
+                                         ((4, 5, 6, 40), (0, 1, 2)), ((0, 5, 4), (0, 1)),
+                                         ((5, 0, 4), (0, 1)), ((2, 33, 3, 2), (0, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_several_leading_axes_reduced_as_one_in_row_chunks(shape, axes, dtype):
+    """A sum over a (batch, tokens, features) array's batch and token axes (a transformer's
+    bias and layer-norm gradients) is a column reduction of their product's rows: row chunks
+    under prange, the same bits on one and two threads, numpy's values within rounding (in
+    float32 these sums were accumulated in the float32 output, serially)."""
+    x = (RNG.normal(size=shape) * 10).astype(dtype)
+    b = (RNG.normal(size=shape[-1]) * 10).astype(dtype)
+    f = numbax.jit(lambda x, b: (x * b, jnp.sum(x * b + x, axis=axes),
+                                 jnp.max(x - b, axis=axes) if x.size else jnp.sum(x, axis=axes)))
+    serial, parallel = _run(f, x, b, 1), _run(f, x, b, 2)
+    for a, c in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(a, c)
+    floats = dtype == np.float32
+    terms = (x * b + x).astype(np.float64) if floats else x * b + x  # ints: numpy's sum dtype
+    want = [x * b, np.sum(terms, axis=axes),
+            np.max(x - b, axis=axes) if x.size else np.sum(x, axis=axes)]
+    scale = float(np.abs(terms).max()) * np.prod([shape[a] for a in axes]) if x.size else 1.0
+    for got, w in zip(parallel, want, strict=True):
+        assert got.shape == w.shape and got.dtype == (x.dtype if floats else w.dtype)
+        np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-7 * scale)
+    if x.size:
+        kernels = modules(f.lower(x, b).as_text())[:-1]
+        assert any("prange(ntask)" in k and "for q in range(c *" in k for k in kernels)

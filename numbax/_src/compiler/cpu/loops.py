@@ -329,7 +329,7 @@ def runs_parallel(nest: ir.LoopNest) -> bool:
     """Whether the driver may call the prange variant at the nest's sizes (the thread runtime
     decides at each call): the structure allows one and the work could pay for a thread (a
     column reduction: it has COLUMN_PAR_CHUNKS chunks of rows for the threads)."""
-    if column_form(nest) and column_blocks(nest) * -(-nest.shape[0] // COLUMN_CHUNK) \
+    if column_form(nest) and column_blocks(nest) * -(-column_rows(nest) // COLUMN_CHUNK) \
             < COLUMN_PAR_CHUNKS:  # (chunks as the kernel cuts them: 1000 rows are 16)
         return False
     return parallel_form(nest)[0] and work.work_ns(nest) >= threads.PARALLEL_MIN_NS
@@ -450,43 +450,55 @@ def scalar_loads(k: LoopKernel, pad: str) -> list[str]:
 
 
 def column_form(nest: ir.LoopNest) -> bool:
-    """Whether the nest reduces its leading axis alone, over two or more axes (`_column_body`)."""
-    return nest.reduce_axes == (0,) and len(nest.shape) >= 2
+    """Whether the nest reduces leading axes alone and keeps at least one (`_column_body`): a
+    bias gradient's rows, or a (batch, tokens, features) array's batch and token axes."""
+    axes = nest.reduce_axes
+    return bool(axes) and axes == tuple(range(len(axes))) and len(nest.shape) > len(axes)
+
+
+def column_rows(nest: ir.LoopNest) -> int:
+    """A column reduction's rows: the product of its reduced (leading) axes."""
+    return int(np.prod(nest.shape[:len(nest.reduce_axes)], dtype=np.int64))
 
 
 def column_blocks(nest: ir.LoopNest) -> int:
     """Column blocks a column reduction's chunks are cut into (the kernel computes the same at
-    run time): enough for COLUMN_PAR_CHUNKS tasks, none under COLUMN_BLOCK_MIN wide; one for
-    a nest with an iota (block indices are unsigned: signed, the inner loop ran 3x slower)."""
+    run time): enough for COLUMN_PAR_CHUNKS tasks, none under COLUMN_BLOCK_MIN wide (along
+    the first kept axis); one for a nest with an iota (block indices are unsigned: signed,
+    the inner loop ran 3x slower)."""
     if any(fusion.kind_of(e) is Fusion.SOURCE for e in nest.eqns):
         return 1
-    chunks = max(1, -(-nest.shape[0] // COLUMN_CHUNK))
-    return max(1, min(-(-COLUMN_PAR_CHUNKS // chunks), nest.shape[1] // COLUMN_BLOCK_MIN))
+    chunks = max(1, -(-column_rows(nest) // COLUMN_CHUNK))
+    first_kept = nest.shape[len(nest.reduce_axes)]
+    return max(1, min(-(-COLUMN_PAR_CHUNKS // chunks), first_kept // COLUMN_BLOCK_MIN))
 
 
 def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) -> str:
-    """A leading-axis reduction in tasks of COLUMN_CHUNK rows of i0 by a `column_blocks` block:
-    each accumulates into its part of its chunk's row of partials (in the accumulator dtype),
-    then each kept index combines its partials in chunk order. With `parts` (the pool's
-    `kernel_pool`), the tasks run as one job: their body becomes `kernel_part0`, appended to
-    `parts` with its C task (pool_tasks.part_function)."""
+    """A leading-axes reduction in tasks of COLUMN_CHUNK rows (indices of the reduced axes, in
+    order) by a `column_blocks` block of the first kept axis: each accumulates into its part of
+    its chunk's row of partials (in the accumulator dtype), then each kept index combines its
+    partials in chunk order. With `parts` (the pool's `kernel_pool`), the tasks run as one job:
+    their body becomes `kernel_part0`, appended to `parts` with its C task
+    (pool_tasks.part_function)."""
     nest = k.nest
-    rank = len(nest.shape)
+    rank, lead = len(nest.shape), len(nest.reduce_axes)
     pad = "    "
     head = scalar_loads(k, pad)
     lines = list(head)
-    kept = [f"i{d}" for d in range(1, rank)]
-    kept_sizes = ", ".join(k.sizes[1:])
+    kept = [f"i{d}" for d in range(lead, rank)]
+    kept_sizes = ", ".join(k.sizes[lead:])
+    first = f"n{lead}"  # the first kept axis, cut into blocks
     reductions = [e for e in nest.eqns if is_reduction(e)]
-    lines.append(f"{pad}nch = (n0 + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
+    rows_count = " * ".join(f"n{d}" for d in range(lead))
+    lines.append(f"{pad}nch = ({rows_count} + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}")
     # rows of at most ROW_LITERAL_MAX elements (never cut into blocks) are written out element
     # by element, partials in scalars (`_narrow_columns`; a (1e6, 3) column sum took 3.3 ms on
     # the VM with partials in memory, 0.84 serially), unless that writes out a long body
-    elements = int(np.prod(nest.shape[1:]))
+    elements = int(np.prod(nest.shape[lead:]))
     narrow = 0 < elements <= ROW_LITERAL_MAX and elements * len(nest.eqns) <= NARROW_LINES_MAX
     blocked = not k.row0 and not narrow  # (no iota: `column_blocks`)
     lines.append(f"{pad}ntask = nch * max(1, min(({COLUMN_PAR_CHUNKS} + nch - 1) // max(nch, 1), "
-                 f"n1 // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
+                 f"{first} // {COLUMN_BLOCK_MIN}))" if blocked else f"{pad}ntask = nch")
     accs = {}
     for j, e in enumerate(reductions):
         accs[e.outvars[0]] = f"p{j}[c, {index(kept)}]"
@@ -496,29 +508,30 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
         lines.append(f"{pad}for t in {'prange' if parallel else 'range'}(ntask):")
     inner = pad * 2
     lines += [f"{inner}nb = ntask // nch", f"{inner}c, b = t // nb, t % nb"]
-    rows = f"{inner}for i0 in range(c * {COLUMN_CHUNK}, min(n0, (c + 1) * {COLUMN_CHUNK})):"
+    rows = _chunk_rows(lead, rows_count, inner)
     if narrow:
         _narrow_columns(k, reductions, lines, inner, rows)
     else:
-        lines.append(f"{inner}j0, j1 = np.uint64(n1 * b // nb), np.uint64(n1 * (b + 1) // nb)"
-                     if blocked else f"{inner}j0, j1 = 0, n1")
+        lines.append(f"{inner}j0, j1 = np.uint64({first} * b // nb), "
+                     f"np.uint64({first} * (b + 1) // nb)" if blocked else
+                     f"{inner}j0, j1 = 0, {first}")
         lines += acc_inits(reductions, {e.outvars[0]: f"p{j}[c, j0:j1]" for j, e in
                                         enumerate(reductions)}, inner)
-        lines.append(rows)
+        lines += rows
         body_pad = inner + pad
-        for d in range(1, rank):
-            lines.append(f"{body_pad}for i{d} in range({'j0, j1' if d == 1 else f'n{d}'}):")
+        for d in range(lead, rank):
+            lines.append(f"{body_pad}for i{d} in range({'j0, j1' if d == lead else f'n{d}'}):")
             body_pad += pad
-        body(k, ["i0", *kept], False, accs, lines, body_pad, False)
+        body(k, [f"i{d}" for d in range(rank)], False, accs, lines, body_pad, False)
     if parts is not None:
-        partials = [(f"p{j}", rank, acc_dtype(e)) for j, e in enumerate(reductions)]
+        partials = [(f"p{j}", rank - lead + 1, acc_dtype(e)) for j, e in enumerate(reductions)]
         lines[block_at:] = pool_tasks.part_function(
             k, 0, head, lines[block_at:], "ntask", "t", [("nch", np.int64)],
             partials, decorator(False), parts)
     if not any(e.outvars[0] in k.out_names for e in reductions):
         return "\n".join(lines) + "\n"
     combine_pad = pad
-    for d in range(1, rank):
+    for d in range(lead, rank):
         lines.append(f"{combine_pad}for i{d} in range(n{d}):")
         combine_pad += pad
     for j, e in enumerate(reductions):
@@ -534,21 +547,37 @@ def _column_body(k: LoopKernel, parallel: bool, parts: list[str] | None = None) 
     return "\n".join(lines) + "\n"
 
 
+def _chunk_rows(lead: int, rows_count: str, pad: str) -> list[str]:
+    """The loop over chunk c's rows: i0 itself where one axis is reduced, else a flat row
+    index q split into the reduced axes' indices once a row."""
+    bounds = f"c * {COLUMN_CHUNK}, min({rows_count}, (c + 1) * {COLUMN_CHUNK})"
+    if lead == 1:
+        return [f"{pad}for i0 in range({bounds}):"]
+    split = []
+    for d in range(lead):
+        below = " * ".join(f"n{e}" for e in range(d + 1, lead))
+        value = (f"q // ({below})" if "*" in below else f"q // {below}") if below else "q"
+        split.append(f"i{d} = {value} % n{d}" if d else f"i{d} = {value}")
+    return [f"{pad}for q in range({bounds}):", *(f"{pad}    {x}" for x in split)]
+
+
 def _narrow_columns(k: LoopKernel, reductions: list[JaxprEqn], lines: list[str], pad: str,
-                    rows: str) -> None:
+                    rows: list[str]) -> None:
     """A chunk of a narrow column reduction: the body written once per kept element (its
     indices literal), each reduction's partial a scalar per element, stored into the chunk's
     row of partials after the rows. LLVM keeps scalars in registers where it kept the partials
     of max and min in memory: the bounding box of (1e6, 3) points (a max and a min) took 8.3
     ms serially on the VM, now 1.6."""
-    elements = [[str(i) for i in at] for at in np.ndindex(*k.nest.shape[1:])]
+    lead = len(k.nest.reduce_axes)
+    elements = [[str(i) for i in at] for at in np.ndindex(*k.nest.shape[lead:])]
     names = [{e.outvars[0]: f"q{j}_{m}" for j, e in enumerate(reductions)}
              for m in range(len(elements))]
     for accs in names:
         lines += acc_inits(reductions, accs, pad)
-    lines.append(rows)
+    lines += rows
+    row_idx = [f"i{d}" for d in range(lead)]
     for at, accs in zip(elements, names, strict=True):
-        body(k, ["i0", *at], False, accs, lines, pad + "    ", False)
+        body(k, [*row_idx, *at], False, accs, lines, pad + "    ", False)
     for at, accs in zip(elements, names, strict=True):
         lines += [f"{pad}p{j}[c, {index(at)}] = {accs[e.outvars[0]]}"
                   for j, e in enumerate(reductions)]
