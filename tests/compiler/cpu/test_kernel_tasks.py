@@ -381,6 +381,11 @@ COLUMN_REDUCTIONS = {
     "sum_and_max_3d": (lambda x: (jnp.sum(x * 2.0, axis=0), jnp.max(x, axis=0)),
                        lambda: [RNG.normal(size=(1100, 6, 40))],
                        lambda x: ((x * 2.0).sum(0), x.max(0))),
+    # a bias gradient over a (batch, tokens, features) array's two leading axes
+    "batch_and_tokens": (lambda d, b: jnp.sum(d * (1 - d * b), axis=(0, 1)),
+                         lambda: [RNG.normal(size=(9, 130, 96)).astype(np.float32),
+                                  RNG.normal(size=96).astype(np.float32)],
+                         lambda d, b: (d * (1 - d * b)).sum((0, 1))),
 }
 
 
