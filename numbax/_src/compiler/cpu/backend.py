@@ -28,7 +28,15 @@ from numbax._src.compiler.backend import (
     Program,
     warn_unlowered,
 )
-from numbax._src.compiler.cpu import control_flow, driver, loop_products, loops, rows, work
+from numbax._src.compiler.cpu import (
+    columns,
+    control_flow,
+    driver,
+    loop_products,
+    loops,
+    rows,
+    work,
+)
 from numbax._src.compiler.cpu.runtime import blas, copies, gemm_amx
 from numbax._src.compiler.lowerings import linalg as linalg_lowerings
 from numbax._src.compiler.registry import EAGER, Unsupported
@@ -136,7 +144,7 @@ class CpuBackend(Backend):
     def render_loop(self, nest: ir.LoopNest) -> ir.Kernel:
         if fusion.trailing(nest) is not None:
             return rows.render_rows(nest)
-        return loops.render_loop(nest)
+        return loops.render_loop(nest, columns.column_body)
 
     def build(self, program: Program) -> Executable:
         jaxpr, nodes = program.jaxpr, program.nodes

@@ -14,7 +14,7 @@ index and by another one, rules the task out. The same chunks (`chunk_layout`) m
 map's OpenMP arm (`chunk_calls`): a prange over chunks calling the serial variant on each.
 
 Chunked reductions get `kernel_pool` instead (`pool_functions`): a full reduction's passes
-(rows.py, mode "chunks") and a reduction over the leading axis (loops._column_body), each
+(rows.py, mode "chunks") and a reduction over the leading axes (columns.column_body), each
 loop over chunks run as one pool job. `part_function` turns a chunk loop's body into
 `kernel_part<p>` (the same lines the prange variant runs for one chunk); `part_job` writes,
 from one word layout, the lines of `kernel_pool` that pack its words and run the job, and the
