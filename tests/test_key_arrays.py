@@ -257,3 +257,32 @@ def test_numpy_conversion_is_refused():
     keys, _ = _keys()
     with pytest.raises(TypeError, match="key_data"):
         np.asarray(keys)
+
+
+def test_a_process_that_never_made_a_key_skips_the_scan_and_an_unpickled_key_counts():
+    """The wrappers scan their arguments for key arrays only once one exists (keys_made): in a
+    fresh process, not after numeric calls, yes once a key is made, and a key unpickled in a
+    process that never made one still counts (it is refused where JAX refuses it)."""
+    import pickle
+    import subprocess
+    import sys
+
+    blob = pickle.dumps(random.split(random.key(0), 2))
+    code = (
+        "import pickle, sys\n"
+        "import numbax.numpy as jnp\n"
+        "from numbax._src.lax import key_arrays\n"
+        "jnp.stack([jnp.ones(2), jnp.zeros(2)])\n"
+        "assert not key_arrays.keys_made\n"
+        "keys = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert key_arrays.keys_made\n"
+        "try:\n"
+        "    jnp.sum(keys)\n"
+        "except TypeError as e:\n"
+        "    print('refused:', e)\n"
+        "print(jnp.stack([keys, keys]).shape)\n")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    text = out.stdout.decode()
+    assert "refused: numbax.numpy.sum: a has dtype key<fry>" in text and "(2, 2)" in text

@@ -23,12 +23,23 @@ _SUPPORTED = ("structural functions only: reshape, ravel, stack, concatenate, wh
               "zeros_like, == and !=")
 
 
+# Whether a key array has been made in this process: until then no argument can be one, and
+# the wrappers below skip their scan (jnp.stack of two vectors passed through 15 of them, a
+# fifth of its 68 us eager call on the VM).
+keys_made = False
+
+
 class KeyArrayBase:
     """What key_array_op asks of a typed key array (prng.PRNGKeyArray is the one subclass):
     its words (uint32 arrays of the key shape) and the way back from words to keys."""
 
     __slots__ = ()
     num_words = 2
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> KeyArrayBase:
+        global keys_made  # (every way to a key array, unpickling and copies too, passes here)
+        keys_made = True
+        return super().__new__(cls)
 
     def _word(self, i: int) -> Any:
         raise NotImplementedError
@@ -62,10 +73,11 @@ def refuses_keys(*params: str) -> Callable[[Callable], Callable]:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for p, i in where:
-                v = args[i] if i < len(args) else kwargs.get(p)
-                if _has_key(v if isinstance(v, (list, tuple)) else (v,)):
-                    raise unsupported(api, p)
+            if keys_made:
+                for p, i in where:
+                    v = args[i] if i < len(args) else kwargs.get(p)
+                    if _has_key(v if isinstance(v, (list, tuple)) else (v,)):
+                        raise unsupported(api, p)
             return fn(*args, **kwargs)
 
         return wrapper
@@ -211,7 +223,7 @@ def key_array_op(*keys: str, fills: tuple[str, ...] = (), combine: str = "keys",
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not _has_key(spec.candidates(args, kwargs)):
+            if not keys_made or not _has_key(spec.candidates(args, kwargs)):
                 return fn(*args, **kwargs)
             return _dispatch(fn, spec, args, kwargs)
 
