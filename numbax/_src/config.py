@@ -236,7 +236,7 @@ def _defaults() -> dict[str, Any]:
         # their CPU products (compiler/epilogues.py); read when a program is compiled.
         "cpu_epilogues": _from_env("cpu_epilogues", ["NUMBAX_CPU_EPILOGUES"], True),
         # On a busy machine, run the parallel arm of numbax's GEMM, of fused kernels over
-        # independent rows and of reductions (full, or over the leading axis) on the native pool
+        # independent rows and of reductions (full, or over the leading axes) on the native pool
         # (cpu/runtime/native_pool.py) rather than Numba's OpenMP threads.
         "cpu_native_pool": _from_env("cpu_native_pool", ["NUMBAX_CPU_NATIVE_POOL"], True),
         # bfloat16 matrix products on Intel AMX tiles where the host and Linux offer them
