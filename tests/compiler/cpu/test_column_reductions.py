@@ -1,6 +1,7 @@
-"""Reductions over the leading axis alone (column sums: bias gradients) run in fixed chunks of
-rows (few chunks also cut into column blocks), under prange or serially with the same tasks:
-the same bits at every thread count, numpy's values within rounding."""
+"""Reductions over the leading axes alone (column sums: bias gradients) run in fixed chunks of
+rows (few chunks also cut into column blocks), under prange or serially with the same tasks,
+and reductions keeping an axis between reduced ones run it outermost: the same bits at every
+thread count, numpy's values within rounding."""
 import numpy as np
 import pytest
 
@@ -106,3 +107,27 @@ def test_several_leading_axes_reduced_as_one_in_row_chunks(shape, axes, dtype):
     if x.size:
         kernels = modules(f.lower(x, b).as_text())[:-1]
         assert any("prange(ntask)" in k and "for q in range(c *" in k for k in kernels)
+
+
+@pytest.mark.parametrize("shape, axes", [((8, 16, 12, 12), (0, 2, 3)), ((5, 7, 9), (0, 2)),
+                                         ((4, 3, 5, 6), (0, 1, 3)), ((3, 0, 4), (0, 2)),
+                                         ((0, 3, 4), (0, 2))])
+def test_a_reduction_keeping_a_later_axis_runs_it_outermost_on_threads(shape, axes):
+    """NCHW's batch-norm sums over (0, 2, 3) keep the channel axis between reduced ones: the
+    nest runs its first kept axis outermost under prange (each thread its own outputs) and
+    every output adds its terms in the reduced axes' order, so one and two threads give the
+    same bits, numpy's values within rounding."""
+    x = (RNG.normal(size=shape) * 10).astype(np.float32)
+    f = numbax.jit(lambda x, _: (jnp.sum(x * x, axis=axes),
+                                 jnp.max(x, axis=axes) if x.size else jnp.sum(x, axis=axes)))
+    serial, parallel = _run(f, x, None, 1), _run(f, x, None, 2)
+    for a, b in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(a, b)
+    wide = x.astype(np.float64)
+    want = [np.sum(wide * wide, axis=axes),
+            np.max(x, axis=axes) if x.size else np.sum(x, axis=axes)]
+    for got, w in zip(parallel, want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-5)
+    kernel = modules(f.lower(x, None).as_text())[0]
+    first = min(set(range(len(shape))) - set(axes))
+    assert f"for i{first} in prange(n{first}):" in kernel

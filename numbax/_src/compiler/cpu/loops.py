@@ -317,9 +317,9 @@ def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
     if not nest.shape:
         return False, False
     axes = nest.reduce_axes or ()
-    if 0 not in axes or column_form(nest):
-        return True, False
     full = len(axes) == len(nest.shape)
+    if 0 not in axes or not full:  # (a kept axis runs outermost: `loop_order`)
+        return True, False
     reds = [e for e in nest.eqns if is_reduction(e)]
     if full and all(monoid(e).inplace for e in reds):
         return True, True
@@ -332,6 +332,9 @@ def runs_parallel(nest: ir.LoopNest) -> bool:
     column reduction: it has COLUMN_PAR_CHUNKS chunks of rows for the threads)."""
     if column_form(nest) and column_blocks(nest) * -(-column_rows(nest) // COLUMN_CHUNK) \
             < COLUMN_PAR_CHUNKS:  # (chunks as the kernel cuts them: 1000 rows are 16)
+        return False
+    first = loop_order(nest)[0] if nest.shape else 0
+    if first and nest.shape[first] < 2:  # a kept axis run outermost: a prange of one trip
         return False
     return parallel_form(nest)[0] and work.work_ns(nest) >= threads.PARALLEL_MIN_NS
 
@@ -478,6 +481,19 @@ def column_blocks(nest: ir.LoopNest) -> int:
     return max(1, min(-(-COLUMN_PAR_CHUNKS // chunks), first_kept // COLUMN_BLOCK_MIN))
 
 
+def loop_order(nest: ir.LoopNest) -> list[int]:
+    """The nest's axes from the outermost loop in: in order, except that a reduction over axis 0
+    which keeps a later axis (not leading axes alone: those are columns.py's) runs its first
+    kept axis outermost, where a prange writes disjoint outputs (NCHW's batch-norm sums over
+    (0, 2, 3) by channel). Each output element still adds its terms in the reduced axes' order,
+    so the bits are those of the nest's own order."""
+    axes, rank = nest.reduce_axes or (), len(nest.shape)
+    if 0 not in axes or len(axes) == rank or column_form(nest):
+        return list(range(rank))
+    first = min(set(range(rank)) - set(axes))
+    return [first, *(d for d in range(rank) if d != first)]
+
+
 def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> str:
     nest = k.nest
     rank = len(nest.shape)
@@ -500,11 +516,12 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
         _init_outputs(k, reductions, lines, pad)
         accs = {e.outvars[0]: _general_target(k, e, idx) for e in reductions}
     body_pad = pad
-    for d, n in enumerate(bounds):
+    order = loop_order(nest) if len(bounds) == rank else list(range(len(bounds)))
+    for at, d in enumerate(order):
         if trailing and d == kept:
             lines.extend(acc_inits(reductions, accs, body_pad))
-        loop = "prange" if d == 0 and parallel else "range"
-        lines.append(f"{body_pad}for {idx[d]} in {loop}({n}):")
+        loop = "prange" if at == 0 and parallel else "range"
+        lines.append(f"{body_pad}for {idx[d]} in {loop}({bounds[d]}):")
         body_pad += "    "
     if trailing and kept == len(bounds):
         lines.extend(acc_inits(reductions, accs, body_pad))
