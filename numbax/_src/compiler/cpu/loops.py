@@ -33,7 +33,7 @@ from numbax._src.compiler.cpu.indices import (
 from numbax._src.compiler.cpu.modules import decorator, header
 from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.registry import Fusion
-from numbax._src.compiler.source import cast, render_scalar
+from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import elementwise as lx
@@ -353,16 +353,32 @@ def acc_inits(reductions: list[JaxprEqn], accs: dict[Var, str], pad: str) -> lis
     return out
 
 
-def _general_target(k: LoopKernel, eqn: JaxprEqn, idx: list[str]) -> str:
-    axes = eqn.params["axes"]
-    kept = [i for d, i in enumerate(idx) if d not in axes]
-    return f"{k.out_names[eqn.outvars[0]]}[{store_index(kept)}]"
-
-
-def _init_outputs(k: LoopKernel, reductions: list[JaxprEqn], lines: list[str], pad: str) -> None:
-    for e in reductions:
-        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype), e.outvars[0].aval.dtype)
-        lines.append(f"{pad}{k.out_names[e.outvars[0]]}[...] = {init}")
+def _general_targets(k: LoopKernel, reductions: list[JaxprEqn], idx: list[str],
+                     lines: list[str], pad: str) -> tuple[dict[Var, str], list[str]]:
+    """Where a general reduction (a kept axis after a reduced one) adds each term, set to the
+    identity first: its output, or a scratch array of the accumulator dtype where that is wider
+    (float32 sums add into float64, as the column form's partials do, not into float32 one
+    term at a time); and the lines that copy the scratch arrays into the outputs after."""
+    targets: dict[Var, str] = {}
+    copies: list[str] = []
+    for j, e in enumerate(reductions):
+        out = e.outvars[0]
+        kept_dims = [d for d in range(len(idx)) if d not in e.params["axes"]]
+        kept = store_index([idx[d] for d in kept_dims])
+        name = k.out_names[out]
+        if np.dtype(acc_dtype(e)) != np.dtype(out.aval.dtype):
+            sizes = ", ".join(k.sizes[d] for d in kept_dims)
+            lines.append(f"{pad}s{j} = np.empty(({sizes},), {dtype_ctor(acc_dtype(e))})")
+            copies += [f"{pad}{'    ' * n}for {idx[d]} in range({k.sizes[d]}):"
+                       for n, d in enumerate(kept_dims)]
+            copies.append(f"{pad}{'    ' * len(kept_dims)}{name}[{kept}] = "
+                          f"{cast(out.aval.dtype, f's{j}[{kept}]')}")
+            name = f"s{j}"
+        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype), acc_dtype(e)
+                             if name.startswith("s") else out.aval.dtype)
+        lines.append(f"{pad}{name}[...] = {init}")
+        targets[out] = f"{name}[{kept}]"
+    return targets, copies
 
 
 def render_loop(nest: ir.LoopNest, column_body: Callable[..., str]) -> ir.Kernel:
@@ -512,9 +528,9 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
     reductions = [e for e in nest.eqns if is_reduction(e)]
     accs = {e.outvars[0]: f"acc{j}" for j, e in enumerate(reductions)}
     kept = rank - len(axes) if trailing else len(bounds)
+    copies: list[str] = []
     if axes is not None and not trailing:
-        _init_outputs(k, reductions, lines, pad)
-        accs = {e.outvars[0]: _general_target(k, e, idx) for e in reductions}
+        accs, copies = _general_targets(k, reductions, idx, lines, pad)
     body_pad = pad
     order = loop_order(nest) if len(bounds) == rank else list(range(len(bounds)))
     for at, d in enumerate(order):
@@ -533,5 +549,5 @@ def _loop_body(k: LoopKernel, parallel: bool, par_reduce: bool, flat: bool) -> s
             if out in k.out_names:
                 target = f"{k.out_names[out]}[{store_index(idx[:kept])}]"
                 lines.append(f"{store_pad}{target} = {cast(out.aval.dtype, accs[out])}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + copies) + "\n"
 
