@@ -2,9 +2,8 @@
 
 Elementwise nests and reductions over general axes are rendered here; reductions over the
 leading axes alone are columns.py's, over the trailing axes (and the passes fused after them:
-softmax) rows.py's. Every fused
-equation is one line with the equation as its comment; scalar forms come from the lowering
-registry (compiler/lowerings/), CPU overrides included."""
+softmax) rows.py's. Every fused equation is one line with the equation as its comment;
+scalar forms come from the lowering registry (compiler/lowerings/), CPU overrides included."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -321,7 +320,7 @@ def parallel_form(nest: ir.LoopNest) -> tuple[bool, bool]:
     if 0 not in axes or not full:  # (a kept axis runs outermost: `loop_order`)
         return True, False
     reds = [e for e in nest.eqns if is_reduction(e)]
-    if full and all(monoid(e).inplace for e in reds):
+    if all(monoid(e).inplace for e in reds):  # a full reduction
         return True, True
     return False, False
 
@@ -366,7 +365,8 @@ def _general_targets(k: LoopKernel, reductions: list[JaxprEqn], idx: list[str],
         kept_dims = [d for d in range(len(idx)) if d not in e.params["axes"]]
         kept = store_index([idx[d] for d in kept_dims])
         name = k.out_names[out]
-        if np.dtype(acc_dtype(e)) != np.dtype(out.aval.dtype):
+        wide = np.dtype(acc_dtype(e)) != np.dtype(out.aval.dtype)
+        if wide:
             sizes = ", ".join(k.sizes[d] for d in kept_dims)
             lines.append(f"{pad}s{j} = np.empty(({sizes},), {dtype_ctor(acc_dtype(e))})")
             copies += [f"{pad}{'    ' * n}for {idx[d]} in range({k.sizes[d]}):"
@@ -374,8 +374,8 @@ def _general_targets(k: LoopKernel, reductions: list[JaxprEqn], idx: list[str],
             copies.append(f"{pad}{'    ' * len(kept_dims)}{name}[{kept}] = "
                           f"{cast(out.aval.dtype, f's{j}[{kept}]')}")
             name = f"s{j}"
-        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype), acc_dtype(e)
-                             if name.startswith("s") else out.aval.dtype)
+        init = render_scalar(monoid(e).identity(e.invars[0].aval.dtype),
+                             acc_dtype(e) if wide else out.aval.dtype)
         lines.append(f"{pad}{name}[...] = {init}")
         targets[out] = f"{name}[{kept}]"
     return targets, copies
