@@ -176,7 +176,13 @@ def cache_root() -> tuple[Path, bytes] | None:
 def load_module(source: str, backend: str, codegen_config: tuple) -> types.ModuleType:
     """The module for `source`: shared in this process, read from disk, or written then read.
     Thread-safe: concurrent first calls get the same, fully executed module."""
-    name = MODULE_PREFIX + source_key(source, backend, codegen_config)[:32]
+    # (kept in sys.modules: Numba reloads cached parfors by module name)
+    return load_named(MODULE_PREFIX + source_key(source, backend, codegen_config)[:32], source)
+
+
+def load_named(name: str, source: str) -> types.ModuleType:
+    """`load_module` for a module whose name the caller already has (the compile helper's
+    parent sends it with the source it generated)."""
     module = sys.modules.get(name)
     if module is not None:
         return module
@@ -184,7 +190,7 @@ def load_module(source: str, backend: str, codegen_config: tuple) -> types.Modul
         module = sys.modules.get(name)
         if module is None:
             module = _load(name, source)
-            sys.modules[name] = module  # Numba reloads cached parfors by module name
+            sys.modules[name] = module
     return module
 
 
@@ -245,6 +251,7 @@ def _exec(name: str, source: str, path: Path | None = None,
     as module `name`. With `path`, the module has a `__file__` (so its kernels cache) and every
     Numba dispatcher it defines gets an authenticated store under the cache directory."""
     module = types.ModuleType(name)
+    module.__numbax_source__ = source  # (what the compile helper is sent: compile_ahead.py)
     filename = f"<{name}>"
     if path is not None:
         filename = module.__file__ = str(path)

@@ -131,7 +131,7 @@ def test_a_busy_driver_tries_both_variants_and_gives_the_same_numbers(monkeypatc
         monkeypatch.setitem(namespace, name,
                             lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a))[1])
     monkeypatch.setattr(th, "busy", lambda: True)
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, arguments, work, tier_ns=0: True)
     monkeypatch.setattr(busy_sites, "PARALLEL_WORTH_S", 0.0)
     site = busy_sites.Site()  # fresh timings (the warm-up call may have met a busy machine)
     monkeypatch.setitem(namespace, "_site0", site)

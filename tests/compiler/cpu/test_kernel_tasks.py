@@ -39,7 +39,7 @@ def busy(monkeypatch):
     monkeypatch.setattr(native_pool, "run", lambda task, args, chunks: (
         jobs.append(chunks), real(task, args, chunks))[1])
     monkeypatch.setattr(th, "busy", lambda: True)
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, arguments, work, tier_ns=0: True)
 
     def parallel(site, busy=True):
         site.started = time.perf_counter()
@@ -185,7 +185,7 @@ def test_flat_maps_prange_runs_the_serial_loop_on_chunks(monkeypatch, name, chun
     assert re.search(r"for c in prange\(nchunk\):\n.*\n        kernel_serial\(.*o0\[lo:hi\]", text)
     asked = []
     monkeypatch.setattr(th, "busy", lambda: False)
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, arguments, work, tier_ns=0: True)
     monkeypatch.setattr(th, "chunks", lambda size, minimum, n: (asked.append(n), chunks)[1])
     with numbax.config.override("cpu_threads", 2):
         got = [np.asarray(v) for v in numbax.tree_util.tree_leaves(numbax.jit(f)(*args))]
@@ -275,7 +275,7 @@ def test_chunks_of_a_kernel_reading_a_longer_operand(monkeypatch, arm, name):
     f, truth = LONGER_OPERANDS[name]
     x = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256)
     ran = []
-    monkeypatch.setattr(th, "parallel_ready", lambda kernel, work, tier_ns=0: True)
+    monkeypatch.setattr(th, "parallel_ready", lambda kernel, arguments, work, tier_ns=0: True)
     monkeypatch.setattr(th, "chunks", lambda size, minimum, n: (ran.append(n), 5)[1])
     if arm == "pool":
         monkeypatch.setattr(th, "busy", lambda: True)

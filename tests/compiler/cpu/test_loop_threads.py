@@ -212,8 +212,10 @@ def test_a_loop_runs_its_serial_twin_until_its_pranges_pay(body, monkeypatch, tm
     """Each prange of a compiled loop costs Numba a function of its own to compile (seconds
     for a body of ten): the first calls run the loop's one-thread variant, which gives the same
     bits each call, until the loop has run its tier of estimated serial work; then the prange
-    variant compiles, gives the same values, and is saved for the next process."""
+    variant compiles in the helper process while the serial twin goes on, and the next call
+    loads it from the disk cache and gives the same values."""
     from numbax._src.compiler import cache
+    from numbax._src.compiler.cpu.runtime import compile_ahead
     from numbax._src.compiler.cpu.runtime import threads as th
 
     monkeypatch.setattr(th, "free_cores", lambda: 2)
@@ -234,27 +236,30 @@ def test_a_loop_runs_its_serial_twin_until_its_pranges_pay(body, monkeypatch, tm
             numbax.config.override("cpu_threads", 0):
         first = [np.asarray(a) for a in numbax.tree_util.tree_leaves(f(*args))]
         driver = f.lower(*args).compile()._entry.exe.driver
-        name = re.search(r"th\.parallel_ready\((k\d+_flow), (\d+), (\d+)\)",
+        name = re.search(r"th\.parallel_ready\((k\d+_flow), lambda: \(.*\), (\d+), (\d+)\)",
                          _driver(f, *args))
         work, tier = int(name[2]), int(name[3])
         par = driver.__globals__[name[1]]
         serial = driver.__globals__[name[1] + "_serial"]
         assert serial.overloads and not par.overloads and not cache.has_saved_code(par)
         calls = 1
-        while not par.overloads:
+        while getattr(par, "_numbax_ahead", None) is None:
             assert calls * work < 4 * tier  # (a quiet site's serial choices are not counted)
             got = numbax.tree_util.tree_leaves(f(*args))
             calls += 1
             for a, b in zip(got, first, strict=True):
                 np.testing.assert_array_equal(a, b)
-        assert tier <= par._numbax_serial_ns < tier + work  # compiled at the tier, not before
+        assert tier <= par._numbax_serial_ns < tier + work  # sent at the tier, not before
+        assert compile_ahead.wait(600)
+        assert par._numbax_ahead.ok and not par.overloads  # compiled there, not here
+        assert cache.has_saved_code(par)
         # the prange variant: a nest's elements add in one order on any thread count; a
         # product's blocks may split its rows where one block did not
         same = np.testing.assert_array_equal if body == "nests" else \
             lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13)
         for a, b in zip(numbax.tree_util.tree_leaves(f(*args)), first, strict=True):
             same(a, b)
-        assert cache.has_saved_code(par)
+        assert par.overloads and not par._cache_misses  # loaded from the disk cache
     for a, b in zip(first, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 

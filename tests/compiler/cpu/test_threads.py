@@ -202,8 +202,10 @@ def test_tiny_kernels_have_no_runtime_branch():
 def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch, tmp_path):
     """The serial twin runs until PARALLEL_TIER_NS of estimated work (the prange variant's
     compile would cost more than it saves to a kernel called a few times); then the prange
-    variant compiles, runs, and is saved: a later process finds it on disk and uses it."""
+    variant compiles in the helper process while the serial twin goes on, is saved, and the
+    next call loads it from disk and runs it."""
     from numbax._src.compiler import cache
+    from numbax._src.compiler.cpu.runtime import compile_ahead
     from numbax._src.compiler.cpu.runtime import threads as th
 
     monkeypatch.setattr(th, "free_cores", lambda: 2)
@@ -219,14 +221,17 @@ def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch
         par, serial = namespace["k0_par"], namespace["k0_loop"]
         assert not cache.has_saved_code(par)
         calls = 1
-        while not par.overloads:
+        while getattr(par, "_numbax_ahead", None) is None:
             assert calls < 200
             np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
             calls += 1
         work = par._numbax_serial_ns / calls
         assert (calls - 1) * work < th.PARALLEL_TIER_NS <= calls * work
         assert serial.overloads  # the calls before ran the serial twin
-        assert cache.has_saved_code(par)
+        assert compile_ahead.wait(300)
+        assert par._numbax_ahead.ok and not par.overloads and cache.has_saved_code(par)
+        np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+        assert par.overloads and not par._cache_misses  # loaded, not compiled here
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs a pool of two threads")

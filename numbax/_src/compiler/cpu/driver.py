@@ -119,6 +119,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 par_args.append(f"th.chunks({kernel.chunks[0]}, {kernel.chunks[1]}, n)")
             # (on a busy machine the site's own timings choose: threads.threads_for)
             lines.append(f"    n = th.threads_for({kernel.work_ns:.0f}, _site{j})")
+            typed = _arguments_lambda(par_args)  # the variant's compile is typed from them
             if kernel.task or kernel.pool_parts:  # a busy machine's parallel arm: the pool
                 forms = f"k{j}_task" if kernel.task else f"k{j}_pool, *k{j}_parts"
                 sites.append(f"_site{j} = pk.site({forms})  # k{j}'s busy-machine timings")
@@ -132,11 +133,11 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 # (`started`: a busy call; a quiet one does not build the call's tuples)
                 lines.extend([f"    if n > 1 and _site{j}.started and {run}:",
                               "        pass  # ran on the native pool (runtime/kernel_tasks.py)",
-                              f"    elif n > 1 and th.parallel_ready(k{j}_par, "
+                              f"    elif n > 1 and th.parallel_ready(k{j}_par, {typed}, "
                               f"{kernel.work_ns:.0f}):"])
             else:
                 sites.append(f"_site{j} = th.Site()  # k{j}'s busy-machine timings")
-                lines.append(f"    if n > 1 and th.parallel_ready(k{j}_par, "
+                lines.append(f"    if n > 1 and th.parallel_ready(k{j}_par, {typed}, "
                              f"{kernel.work_ns:.0f}):")
             lines.extend(["        before = th.use(n)",
                           f"        k{j}_par({', '.join(par_args)})", "        th.restore(before)",
@@ -183,7 +184,8 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 imports.append(f"from {step.module} import {kernel.serial_function} as "
                                f"{call}_serial")
                 per_call = kernel.work_ns * max(kernel.regions, 1)
-                lines.extend([f"    if n > 1 and not th.parallel_ready({call}, "
+                lines.extend([f"    if n > 1 and not th.parallel_ready("
+                              f"{call}, {_arguments_lambda(args)}, "
                               f"{per_call:.0f}, {kernel.tier_ns:.0f}):",
                               "        n = 1  # the serial twin until the pranges pay"])
                 call = f"{call} if n > 1 else {call}_serial"
@@ -243,6 +245,12 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
            + f"def driver({params}):\n" + "\n".join(lines)
            + ("\n" if lines else "") + f"    return ({''.join(r + ', ' for r in rets)})\n")
     return src, hosts
+
+
+def _arguments_lambda(args: list[str]) -> str:
+    """A call's arguments as a lambda: made only when a prange variant's background compile
+    needs their types (threads.parallel_ready), not at every call."""
+    return f"lambda: ({''.join(a + ', ' for a in args)})"
 
 
 def _spent_temps(jaxpr: Jaxpr, steps: list[Step]) -> dict[Var, int]:

@@ -9,7 +9,8 @@ kernel must never cost more than the serial one would. Three things decide its t
   the join cost more than they save); above it each thread gets at least PER_THREAD_NS of work.
 * **Tier.** A kernel's prange variant compiles only once the kernel has run PARALLEL_TIER_NS
   of estimated serial work in this process, unless its code is already compiled or on disk
-  (`parallel_ready`): short-lived programs compile serial twins only.
+  (`parallel_ready`): short-lived programs compile serial twins only. It compiles in a helper
+  process while the serial twin goes on (compile_ahead.py).
 * **Free cores.** Threads beyond the cores other processes leave free are descheduled, and a
   parallel region waits at its join for the slowest of them (a 0.24 ms kernel took 8 ms on the
   busy 2-core VM). `free_cores` counts this machine's runnable threads that are not this
@@ -36,7 +37,7 @@ from collections.abc import Iterator
 
 import numba
 
-from numbax._src.compiler.cpu.runtime import busy_sites
+from numbax._src.compiler.cpu.runtime import busy_sites, compile_ahead
 from numbax._src.compiler.cpu.runtime.busy_sites import PARALLEL, Site, measured  # noqa: F401
 from numbax._src.config import config
 
@@ -64,7 +65,7 @@ SAMPLE_S = 0.5  # free cores are re-measured at most this often
 DEFAULT_SPIN_COUNT = 300_000
 SPIN_WINDOW_S = 0.05  # at DEFAULT_SPIN_COUNT
 
-_state = {"when": -1e9, "others": 0.0, "parallel": -1e9, "team": 1}
+_state = {"when": -1e9, "others": 0.0, "helper": 0, "parallel": -1e9, "team": 1}
 
 OPENMP_FIRST = ["omp", "tbb", "workqueue"]
 
@@ -142,10 +143,12 @@ SIBLING_THREADS = int(os.environ.get("NUMBAX_SIBLING_THREADS", "0") or 0)
 
 
 def others_running() -> float:
-    """Other processes' runnable threads, smoothed (half the old value, half the new)."""
+    """Other processes' runnable threads, smoothed (half the old value, half the new); not
+    this process's compile helper (compile_ahead.py), whose core `free_cores` leaves to it."""
     now = time.monotonic()
     if now - _state["when"] > SAMPLE_S:
-        fresh = max(0.0, _others_running() - SIBLING_THREADS)
+        _state["helper"] = compile_ahead.compiling()
+        fresh = max(0.0, _others_running() - SIBLING_THREADS - _state["helper"])
         first = _state["when"] < 0
         _state["others"] = fresh if first else 0.5 * _state["others"] + 0.5 * fresh
         _state["when"] = now
@@ -153,8 +156,11 @@ def others_running() -> float:
 
 
 def free_cores() -> int:
-    """Cores this process can expect to run on now (at least 1)."""
-    return max(1, min(CORES, round(CORES - others_running())))
+    """Cores this process can expect to run on now (at least 1). The compile helper's is not
+    among them, but it does not make the machine `busy`: seen as another process's load, it
+    sent kernels to the native pool, whose first calls compile (a 12 s stall on a fresh
+    install's first program)."""
+    return max(1, min(CORES, round(CORES - others_running() - _state["helper"])))
 
 
 def busy() -> bool:
@@ -186,10 +192,12 @@ def threads_for(work_ns: float, site: Site | None = None) -> int:
     return threads
 
 
-def parallel_ready(kernel, work_ns: float, tier_ns: float = PARALLEL_TIER_NS) -> bool:
+def parallel_ready(kernel, arguments, work_ns: float,
+                   tier_ns: float = PARALLEL_TIER_NS) -> bool:
     """Whether a kernel's prange variant `kernel` (a Numba dispatcher) may run this call: it is
-    compiled in this process or its code is in the disk cache, or the kernel has run (with this
-    call) `tier_ns` of estimated serial work, or `config.cpu_threads` is set. Until then the
+    compiled in this process or its code is in the disk cache, or `config.cpu_threads` is set,
+    or the kernel has run `tier_ns` of estimated serial work and the compile then sent to a
+    helper process for the types of `arguments()` is done (compile_ahead.py). Until then the
     serial twin runs: a prange variant costs ~0.1 s more to compile (a compiled loop's, seconds),
     which a kernel called a few times never earns back (the first call of a training step
     compiled two of them; an LSTM's two loop bodies took 8 s each, 4.7 and 3.7 s serial)."""
@@ -200,10 +208,15 @@ def parallel_ready(kernel, work_ns: float, tier_ns: float = PARALLEL_TIER_NS) ->
     if done is None:
         from numbax._src.compiler import cache
 
-        done = tier_ns if cache.has_saved_code(kernel) else 0.0
-    done += work_ns
-    kernel._numbax_serial_ns = done
-    return done >= tier_ns
+        if cache.has_saved_code(kernel):  # the call loads it in milliseconds
+            return True
+        done = 0.0
+    if done < tier_ns:
+        done += work_ns
+        kernel._numbax_serial_ns = done
+        if done < tier_ns:
+            return False
+    return compile_ahead.ready(kernel, arguments)
 
 
 def _thread_count_calls() -> tuple:

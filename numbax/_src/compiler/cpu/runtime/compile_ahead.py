@@ -1,0 +1,173 @@
+"""Prange variants compiled in a helper process while their serial twins go on running.
+
+Why: a kernel's prange variant compiles once its serial twin has run its tier of work
+(`threads.parallel_ready`). Compiled in line, each such compile stopped the program for 0.5-1.1
+s: a transformer block's first 10 s on the 2-core VM stalled nine times, 7.4 s in all. A thread
+of this process does not help: the compile holds the GIL for half its time, and the driver's
+kernels hold it for theirs, so on that VM a background thread took over 25 s to reach the steady
+state, against ~10 s in line. A process of its own runs on another core with nothing shared.
+
+`ready` sends the kernel's module (the source numbax generated, never a file read back) and
+the signature to the helper (`compile_helper.py`, started at the first request, one per
+process, ending when this process closes its pipe) and answers False until the helper has
+compiled it into the disk cache; the variant's next call then loads it from there in
+milliseconds. Anything else (no disk cache, a module without a file, a helper that cannot
+start or dies, a compile that fails there) answers True: the call compiles in line as before,
+and raises a real error where the caller sees it. While the helper compiles (`compiling`),
+`threads.free_cores` leaves it a core, without counting it as the load of a busy machine.
+
+A virtual device's worker (NUMBAX_SIBLING_THREADS set: its siblings share the cores) compiles in
+line: one helper per worker would double the processes of a pmap.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from numbax._src.config import config
+
+RESTARTS = 2  # helpers started per process at most: one that keeps dying is not tried again
+_lock = threading.Condition()
+_state: dict[str, Any] = {"helper": None, "pid": None, "started": 0, "next": 0}
+_pending: dict[int, _Request] = {}
+
+
+class _Request:
+    """A prange variant's compile for one signature: sent, then done (ok or not)."""
+
+    __slots__ = ("done", "ok", "pid")
+
+    def __init__(self) -> None:
+        self.done, self.ok, self.pid = False, False, os.getpid()
+
+
+def enabled() -> bool:
+    """Whether this process sends prange variants to a helper (not in a virtual device's
+    worker, nor with the disk cache off: the helper's code reaches this process through it)."""
+    return not os.environ.get("NUMBAX_SIBLING_THREADS") and config.compilation_cache
+
+
+def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
+    """Whether `kernel` (a generated module's Numba dispatcher, not compiled in this process)
+    may be called now: False while the helper compiles it for the types of `arguments()` (the
+    call's arguments, made only here), True once the helper is done or cannot do it."""
+    request = getattr(kernel, "_numbax_ahead", None)
+    if request is None or request.pid != os.getpid():  # (a forked child sends its own)
+        request = kernel._numbax_ahead = _Request()
+        message = _message(kernel, arguments) if enabled() else None
+        if message is None or not _send(request, message):
+            request.done = True
+    return request.done
+
+
+def compiling() -> int:
+    """Whether the helper has this process's requests to compile now (1) or not (0)."""
+    return 1 if _pending and _state["pid"] == os.getpid() else 0
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Waits until the helper has answered every request of this process; whether it has."""
+    with _lock:
+        return _lock.wait_for(lambda: not _pending or _state["pid"] != os.getpid(), timeout)
+
+
+def _message(kernel: Any, arguments: Callable[[], tuple]) -> dict | None:
+    """What the helper needs: the module's name and generated source, the function, the
+    signature, and the module's cache directory; None where it cannot share the code."""
+    module = sys.modules.get(getattr(getattr(kernel, "py_func", None), "__module__", ""))
+    source = getattr(module, "__numbax_source__", None)
+    if source is None or not getattr(module, "__file__", None):
+        return None
+    try:
+        signature = tuple(kernel.typeof_pyval(a) for a in arguments())
+    except Exception:  # noqa: BLE001 - (an argument Numba cannot type: the call raises it)
+        return None
+    # (the folder the module loaded from: config.cache_dir may have changed since)
+    return {"module": module.__name__, "source": source, "function": kernel.py_func.__name__,
+            "signature": signature, "cache_dir": str(Path(module.__file__).parent)}
+
+
+def _send(request: _Request, message: dict) -> bool:
+    with _lock:
+        helper = _helper()
+        if helper is None:
+            return False
+        ident = _state["next"] = _state["next"] + 1
+        try:
+            data = pickle.dumps((ident, message))
+            helper.stdin.write(struct.pack("<Q", len(data)) + data)
+            helper.stdin.flush()
+        except (OSError, ValueError, pickle.PicklingError):
+            return False
+        _pending[ident] = request
+    return True
+
+
+def _helper() -> subprocess.Popen | None:
+    """This process's helper, started if none runs (under `_lock`)."""
+    helper = _state["helper"]
+    if _state["pid"] == os.getpid() and helper is not None and helper.poll() is None:
+        return helper
+    if _state["pid"] != os.getpid():  # a forked child: the parent's helper is not its own
+        _state.update(helper=None, pid=os.getpid(), started=0)
+        _pending.clear()
+    if _state["started"] >= RESTARTS:
+        return None
+    _state["started"] += 1
+    package_root = str(Path(__file__).resolve().parents[5])  # where `import numbax` resolves
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(config.cache_dir),
+               PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
+    try:
+        helper = subprocess.Popen(  # noqa: S603 - this interpreter, numbax's own module
+            [sys.executable, "-m", "numbax._src.compiler.compile_helper"], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    _state["helper"] = helper
+    threading.Thread(target=_read_answers, args=(helper,), name="numbax-compile-answers",
+                     daemon=True).start()
+    return helper
+
+
+def _read_answers(helper: subprocess.Popen) -> None:
+    """Marks requests done as the helper answers; all of them when it ends (they compile in
+    line then)."""
+    stream = helper.stdout
+    try:
+        while True:
+            head = stream.read(9)
+            if len(head) < 9:
+                break
+            ident, ok = struct.unpack("<Q?", head)
+            with _lock:
+                request = _pending.pop(ident, None)
+                if request is not None:
+                    request.ok, request.done = ok, True
+                _lock.notify_all()
+    except (OSError, ValueError):
+        pass
+    with _lock:
+        if _state["helper"] is helper:
+            for request in _pending.values():
+                request.done = True
+            _pending.clear()
+        _lock.notify_all()
+
+
+@atexit.register
+def _close() -> None:
+    """Closes the helper's pipe: it ends after the compile in progress."""
+    helper = _state["helper"]
+    if helper is not None and _state["pid"] == os.getpid():
+        try:
+            helper.stdin.close()
+        except OSError:
+            pass

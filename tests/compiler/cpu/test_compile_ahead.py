@@ -1,0 +1,153 @@
+"""Prange variants compiled in the helper process (runtime/compile_ahead.py): the serial twin
+runs meanwhile, the variant then loads from the disk cache; whatever goes wrong with the helper,
+the call compiles in line and gives the same values."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as jnp
+from numbax._src.compiler import cache
+from numbax._src.compiler.cpu.runtime import compile_ahead
+from numbax._src.compiler.cpu.runtime import threads as th
+
+
+@pytest.fixture
+def fresh_helper(monkeypatch, tmp_path):
+    """A process state with no helper yet, quiet cores, a cache of the test's own."""
+    monkeypatch.setattr(compile_ahead, "_state",
+                        {"helper": None, "pid": None, "started": 0, "next": 0})
+    monkeypatch.setattr(compile_ahead, "_pending", {})
+    monkeypatch.setattr(th, "free_cores", lambda: 2)
+    monkeypatch.setattr(th, "pool_size", lambda: 2)
+    monkeypatch.setattr(th, "busy", lambda: False)
+    monkeypatch.delenv("NUMBAX_SIBLING_THREADS", raising=False)
+    numbax.clear_caches()  # (modules another test loaded keep their compiled variants)
+    with numbax.config.override("cache_dir", str(tmp_path)), \
+            numbax.config.override("cpu_threads", 0):
+        yield
+    numbax.clear_caches()
+    helper = compile_ahead._state["helper"]
+    if helper is not None:
+        helper.kill()
+        helper.wait()
+
+
+def _at_tier(f, x):
+    """Runs f once, then marks its kernel's prange variant as past its tier, so the next call
+    asks for it; returns that variant's dispatcher."""
+    f(x)
+    par = f.lower(x).compile()._entry.exe.driver.__globals__["k0_par"]
+    assert not par.overloads and not cache.has_saved_code(par)
+    par._numbax_serial_ns = th.PARALLEL_TIER_NS
+    return par
+
+
+def _program():
+    return numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0), np.linspace(-2, 2, 1 << 17)
+
+
+def test_the_helper_compiles_and_the_next_call_loads_it(fresh_helper):
+    f, x = _program()
+    par = _at_tier(f, x)
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)  # serial, asks
+    assert compile_ahead.compiling() == 1 and not par.overloads
+    assert compile_ahead.wait(300)
+    assert par._numbax_ahead.ok and cache.has_saved_code(par) and not par.overloads
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+    assert par.overloads and not par._cache_misses  # loaded from disk, not compiled here
+
+
+def test_a_helper_killed_mid_request_leaves_the_compile_to_the_call(fresh_helper):
+    f, x = _program()
+    par = _at_tier(f, x)
+    f(x)  # asks; the helper is still importing numbax
+    compile_ahead._state["helper"].kill()
+    assert compile_ahead.wait(60)
+    assert par._numbax_ahead.done and not par._numbax_ahead.ok
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+    assert par.overloads  # compiled in line
+
+
+def test_no_helper_without_a_disk_cache_or_inside_a_virtual_device(fresh_helper, monkeypatch):
+    for setting in ("no cache", "worker"):
+        with numbax.config.override("compilation_cache", setting != "no cache"):
+            if setting == "worker":
+                monkeypatch.setenv("NUMBAX_SIBLING_THREADS", "2")
+            f, x = _program()
+            f(x)
+            par = f.lower(x).compile()._entry.exe.driver.__globals__["k0_par"]
+            par._numbax_serial_ns = th.PARALLEL_TIER_NS
+            np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+            assert par.overloads, setting  # compiled in line at once
+            assert compile_ahead._state["helper"] is None
+            numbax.clear_caches()
+
+
+def test_a_helper_that_cannot_start_leaves_the_compile_to_the_call(fresh_helper, monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    f, x = _program()
+    par = _at_tier(f, x)
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+    assert par.overloads and compile_ahead._state["helper"] is None
+
+
+def test_the_helpers_core_is_left_free_but_is_not_a_busy_machine(monkeypatch):
+    """While the helper compiles, one runnable thread beside this process's is the helper's:
+    kernels leave it a core, yet the machine is not `busy` (that would send kernels to the
+    native pool, whose first calls compile)."""
+    monkeypatch.setattr(th, "CORES", 2)
+    monkeypatch.setattr(th, "_others_running", lambda: 1.0)
+    monkeypatch.setattr(compile_ahead, "compiling", lambda: 1)
+    monkeypatch.setattr(th, "_state", dict(th._state, when=-1e9, others=0.0, helper=0))
+    assert th.others_running() == 0.0 and not th.busy() and th.free_cores() == 1
+    monkeypatch.setattr(compile_ahead, "compiling", lambda: 0)
+    monkeypatch.setattr(th, "_state", dict(th._state, when=-1e9, others=0.0, helper=0))
+    assert th.others_running() == 1.0 and th.busy() and th.free_cores() == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("end", ["exit", "killed"])
+def test_the_helper_ends_with_its_process(end, tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal, numpy as np
+        import numbax, numbax.numpy as jnp
+        from numbax._src.compiler.cpu.runtime import compile_ahead, threads as th
+        th.free_cores = lambda: 2
+        th.pool_size = lambda: 2
+        th.busy = lambda: False
+        numbax.config.update("cache_dir", {str(tmp_path)!r})
+        numbax.config.update("cpu_threads", 0)
+        f = numbax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
+        x = np.linspace(-2, 2, 1 << 17)
+        f(x)
+        f.lower(x).compile()._entry.exe.driver.__globals__["k0_par"]._numbax_serial_ns = 1e12
+        f(x)
+        print(compile_ahead._state["helper"].pid, flush=True)
+        if {end!r} == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    env = dict(os.environ, NUMBAX_CPU_THREADS="0")
+    env.pop("NUMBAX_SIBLING_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300)
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 60  # (it finishes the compile it has begun)
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break
+        if state == "Z":  # ended; its parent is gone, so nothing reaps it yet
+            break
+        time.sleep(0.1)
+    else:
+        if os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"the helper outlived its {end} parent by 60 s")
