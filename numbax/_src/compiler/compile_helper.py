@@ -2,9 +2,10 @@
 (cpu/runtime/compile_ahead.py). It reads requests from stdin (a length, then a pickle from its
 parent: the module's name and generated source, a function, a signature), compiles each into
 the disk cache, and answers each with its number and whether it compiled; it ends when its
-parent closes the pipe (or dies)."""
+parent closes the pipe or ends, after the compile in progress."""
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
@@ -14,10 +15,11 @@ def serve(requests, answers) -> None:
     from numbax._src.compiler import cache
     from numbax._src.config import config
 
+    parent = os.getppid()
     while True:
         head = requests.read(8)
-        if len(head) < 8:
-            return
+        if len(head) < 8 or os.getppid() != parent:  # (requests its parent left unanswered:
+            return  # no process is there to load them)
         ident, message = pickle.loads(requests.read(struct.unpack("<Q", head)[0]))  # noqa: S301 - from the parent's pipe
         ok = False
         try:

@@ -16,7 +16,7 @@ start or dies, a compile that fails there) answers True: the call compiles in li
 and raises a real error where the caller sees it. While the helper compiles (`compiling`),
 `threads.free_cores` leaves it a core, without counting it as the load of a busy machine.
 
-A virtual device's worker (NUMBAX_SIBLING_THREADS set: its siblings share the cores) compiles in
+A virtual device's worker (parallel/pool.py sets NUMBAX_SIBLING_THREADS in each) compiles in
 line: one helper per worker would double the processes of a pmap.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class _Request:
 def enabled() -> bool:
     """Whether this process sends prange variants to a helper (not in a virtual device's
     worker, nor with the disk cache off: the helper's code reaches this process through it)."""
-    return not os.environ.get("NUMBAX_SIBLING_THREADS") and config.compilation_cache
+    return "NUMBAX_SIBLING_THREADS" not in os.environ and config.compilation_cache
 
 
 def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
