@@ -1,8 +1,8 @@
 """The helper process that compiles prange variants for one numbax process
-(cpu/runtime/compile_ahead.py). It reads requests from stdin (a length, then a pickle from its
-parent: the module's name and generated source, a function, a signature), compiles each into
-the disk cache, and answers each with its number and whether it compiled; it ends when its
-parent closes the pipe or ends, after the compile in progress."""
+(cpu/runtime/compile_ahead.py). It reads requests from stdin (a length and a number, then a
+pickle from its parent: the module's name and generated source, a function, a signature),
+compiles each into the disk cache, and answers each with its number and whether it compiled.
+It ends when its parent closes the pipe or ends, after the compile in progress."""
 from __future__ import annotations
 
 import os
@@ -17,10 +17,11 @@ def serve(requests, answers) -> None:
 
     parent = os.getppid()
     while True:
-        head = requests.read(8)
-        if len(head) < 8 or os.getppid() != parent:  # (requests its parent left unanswered:
+        head = requests.read(16)
+        if len(head) < 16 or os.getppid() != parent:  # (requests its parent left unanswered:
             return  # no process is there to load them)
-        ident, message = pickle.loads(requests.read(struct.unpack("<Q", head)[0]))  # noqa: S301 - from the parent's pipe
+        size, ident = struct.unpack("<QQ", head)
+        message = pickle.loads(requests.read(size))  # noqa: S301 - from the parent's own pipe
         ok = False
         try:
             if message["cache_dir"] != config.cache_dir:  # (modules save where they loaded)

@@ -22,7 +22,7 @@ from numbax._src.compiler.cpu.runtime import threads as th
 def fresh_helper(monkeypatch, tmp_path):
     """A process state with no helper yet, quiet cores, a cache of the test's own."""
     monkeypatch.setattr(compile_ahead, "_state",
-                        {"helper": None, "pid": None, "started": 0, "next": 0})
+                        {"helper": None, "outbox": None, "started": 0, "next": 0})
     monkeypatch.setattr(compile_ahead, "_pending", {})
     monkeypatch.setattr(th, "free_cores", lambda: 2)
     monkeypatch.setattr(th, "pool_size", lambda: 2)
@@ -75,11 +75,15 @@ def test_a_helper_killed_mid_request_leaves_the_compile_to_the_call(fresh_helper
     assert par.overloads  # compiled in line
 
 
-def test_no_helper_without_a_disk_cache_or_inside_a_virtual_device(fresh_helper, monkeypatch):
-    for setting in ("no cache", "worker"):
+def test_no_helper_without_a_disk_cache_in_a_virtual_device_or_an_embedding_program(
+        fresh_helper, monkeypatch):
+    for setting in ("no cache", "worker", "embedded"):
         with numbax.config.override("compilation_cache", setting != "no cache"):
             if setting == "worker":
                 monkeypatch.setenv("NUMBAX_SIBLING_THREADS", "2")
+            if setting == "embedded":  # (its executable is no Python to start a helper with)
+                monkeypatch.delenv("NUMBAX_SIBLING_THREADS")
+                monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")
             f, x = _program()
             f(x)
             par = f.lower(x).compile()._entry.exe.driver.__globals__["k0_par"]
@@ -96,6 +100,20 @@ def test_a_helper_that_cannot_start_leaves_the_compile_to_the_call(fresh_helper,
     par = _at_tier(f, x)
     np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
     assert par.overloads and compile_ahead._state["helper"] is None
+
+
+def test_requests_past_the_pipes_buffer_do_not_stop_the_caller(fresh_helper):
+    """The helper reads a request only between compiles; the pipe holds 64 KiB. Large requests
+    queue behind a thread instead, and one the helper cannot compile comes back not ok."""
+    requests = [compile_ahead._Request() for _ in range(4)]
+    start = time.perf_counter()
+    for k, request in enumerate(requests):
+        message = {"module": f"numbax_gen_missing{k}", "source": "x = 1\n" * 50_000,
+                   "function": "kernel", "signature": (), "cache_dir": "/nonexistent"}
+        assert compile_ahead._send(request, message)
+    assert time.perf_counter() - start < 1.0  # ~1.2 MB sent to a helper still starting
+    assert compile_ahead.wait(120)
+    assert all(r.done and not r.ok for r in requests)
 
 
 def test_the_helpers_core_is_left_free_but_is_not_a_busy_machine(monkeypatch):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from numbax._src.config import config
 
 RESTARTS = 2  # helpers started per process at most: one that keeps dying is not tried again
 _lock = threading.Condition()
-_state: dict[str, Any] = {"helper": None, "pid": None, "started": 0, "next": 0}
+_state: dict[str, Any] = {"helper": None, "outbox": None, "started": 0, "next": 0}
 _pending: dict[int, _Request] = {}
 
 
@@ -51,8 +52,11 @@ class _Request:
 
 def enabled() -> bool:
     """Whether this process sends prange variants to a helper (not in a virtual device's
-    worker, nor with the disk cache off: the helper's code reaches this process through it)."""
-    return "NUMBAX_SIBLING_THREADS" not in os.environ and config.compilation_cache
+    worker, nor with the disk cache off: the helper's code reaches this process through it;
+    nor where this process's executable is not a Python interpreter, as in an application that
+    embeds one)."""
+    return "NUMBAX_SIBLING_THREADS" not in os.environ and config.compilation_cache \
+        and Path(sys.executable or "-").name.lower().startswith("python")
 
 
 def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
@@ -70,13 +74,13 @@ def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
 
 def compiling() -> int:
     """Whether the helper has this process's requests to compile now (1) or not (0)."""
-    return 1 if _pending and _state["pid"] == os.getpid() else 0
+    return 1 if _pending else 0
 
 
 def wait(timeout: float | None = None) -> bool:
     """Waits until the helper has answered every request of this process; whether it has."""
     with _lock:
-        return _lock.wait_for(lambda: not _pending or _state["pid"] != os.getpid(), timeout)
+        return _lock.wait_for(lambda: not _pending, timeout)
 
 
 def _message(kernel: Any, arguments: Callable[[], tuple]) -> dict | None:
@@ -96,29 +100,26 @@ def _message(kernel: Any, arguments: Callable[[], tuple]) -> dict | None:
 
 
 def _send(request: _Request, message: dict) -> bool:
+    try:
+        data = pickle.dumps(message)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
     with _lock:
-        helper = _helper()
-        if helper is None:
+        if _helper() is None:
             return False
         ident = _state["next"] = _state["next"] + 1
-        try:
-            data = pickle.dumps((ident, message))
-            helper.stdin.write(struct.pack("<Q", len(data)) + data)
-            helper.stdin.flush()
-        except (OSError, ValueError, pickle.PicklingError):
-            return False
         _pending[ident] = request
+        # (a thread writes it: a full pipe would otherwise stop this call until the helper
+        # reads the next request, after the compile it is busy with)
+        _state["outbox"].put(struct.pack("<QQ", len(data), ident) + data)
     return True
 
 
 def _helper() -> subprocess.Popen | None:
     """This process's helper, started if none runs (under `_lock`)."""
     helper = _state["helper"]
-    if _state["pid"] == os.getpid() and helper is not None and helper.poll() is None:
+    if helper is not None and helper.poll() is None:
         return helper
-    if _state["pid"] != os.getpid():  # a forked child: the parent's helper is not its own
-        _state.update(helper=None, pid=os.getpid(), started=0)
-        _pending.clear()
     if _state["started"] >= RESTARTS:
         return None
     _state["started"] += 1
@@ -131,10 +132,26 @@ def _helper() -> subprocess.Popen | None:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
         return None
-    _state["helper"] = helper
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    _state.update(helper=helper, outbox=outbox)
+    threading.Thread(target=_write_requests, args=(helper, outbox),
+                     name="numbax-compile-requests", daemon=True).start()
     threading.Thread(target=_read_answers, args=(helper,), name="numbax-compile-answers",
                      daemon=True).start()
     return helper
+
+
+def _write_requests(helper: subprocess.Popen, outbox: queue.SimpleQueue) -> None:
+    """Writes requests to the helper's pipe in order; a helper that cannot be written to is
+    ended (its reader then hands every request back to be compiled in line)."""
+    while True:
+        data = outbox.get()
+        try:
+            helper.stdin.write(data)
+            helper.stdin.flush()
+        except (OSError, ValueError):
+            helper.kill()
+            return
 
 
 def _read_answers(helper: subprocess.Popen) -> None:
@@ -166,8 +183,20 @@ def _read_answers(helper: subprocess.Popen) -> None:
 def _close() -> None:
     """Closes the helper's pipe: it ends after the compile in progress."""
     helper = _state["helper"]
-    if helper is not None and _state["pid"] == os.getpid():
+    if helper is not None:
         try:
             helper.stdin.close()
-        except OSError:
+        except (OSError, ValueError):
             pass
+
+
+def _forget_parent_helper() -> None:
+    """A forked child has no helper, nor the threads serving it: its requests start afresh
+    (and its lock too: the parent's reader may have held it at the fork)."""
+    global _lock, _pending
+    _lock = threading.Condition()
+    _pending = {}
+    _state.update(helper=None, outbox=None, started=0)
+
+
+os.register_at_fork(after_in_child=_forget_parent_helper)
