@@ -116,6 +116,25 @@ def test_requests_past_the_pipes_buffer_do_not_stop_the_caller(fresh_helper):
     assert all(r.done and not r.ok for r in requests)
 
 
+def test_a_helper_that_hangs_is_ended_and_its_requests_compile_in_line(fresh_helper,
+                                                                      monkeypatch):
+    f, x = _program()
+    par = _at_tier(f, x)
+    f(x)  # asks
+    helper = compile_ahead._state["helper"]
+    helper.send_signal(signal.SIGSTOP)  # hangs
+    try:
+        monkeypatch.setattr(compile_ahead, "STUCK_S", 0.0)
+        assert compile_ahead.compiling() == 1  # (and it is ended)
+        assert compile_ahead.wait(60) and par._numbax_ahead.done
+        assert compile_ahead.compiling() == 0 and helper.wait(60) == -signal.SIGKILL
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+    assert par.overloads  # compiled in line
+
+
 def test_the_helpers_core_is_left_free_but_is_not_a_busy_machine(monkeypatch):
     """While the helper compiles, one runnable thread beside this process's is the helper's:
     kernels leave it a core, yet the machine is not `busy` (that would send kernels to the

@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ from typing import Any
 from numbax._src.config import config
 
 RESTARTS = 2  # helpers started per process at most: one that keeps dying is not tried again
+# A request unanswered this long means a helper that hangs: it is ended (its requests then
+# compile in line), rather than keep kernels serial and a core set aside for it for good.
+# (The longest compile seen: a loop kernel's ~40 s on the 2-core VM, plus compile_lock's
+# 120 s wait for another process's compile of the same code.)
+STUCK_S = 300.0
 _lock = threading.Condition()
 _state: dict[str, Any] = {"helper": None, "outbox": None, "started": 0, "next": 0}
 _pending: dict[int, _Request] = {}
@@ -44,10 +50,11 @@ _pending: dict[int, _Request] = {}
 class _Request:
     """A prange variant's compile for one signature: sent, then done (ok or not)."""
 
-    __slots__ = ("done", "ok", "pid")
+    __slots__ = ("done", "ok", "pid", "sent")
 
     def __init__(self) -> None:
         self.done, self.ok, self.pid = False, False, os.getpid()
+        self.sent = time.monotonic()
 
 
 def enabled() -> bool:
@@ -73,8 +80,15 @@ def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
 
 
 def compiling() -> int:
-    """Whether the helper has this process's requests to compile now (1) or not (0)."""
-    return 1 if _pending else 0
+    """Whether the helper has this process's requests to compile now (1) or not (0); ends a
+    helper that has left one unanswered for STUCK_S."""
+    if not _pending:
+        return 0
+    helper = _state["helper"]
+    oldest = min((r.sent for r in list(_pending.values())), default=time.monotonic())
+    if helper is not None and time.monotonic() - oldest > STUCK_S:
+        helper.kill()  # (its reader then hands its requests back)
+    return 1
 
 
 def wait(timeout: float | None = None) -> bool:
