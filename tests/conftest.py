@@ -1,8 +1,16 @@
 """Test-wide settings: checks on, float64 default (NumPy semantics); module generators replay."""
+import os
+
 import numpy as np
 import pytest
 
-import numbax
+# Threaded forms compile in line, in this process and the processes tests start, so tests of
+# threaded paths see them from their first call on a fresh clone too (the helper process would
+# run one-thread forms meanwhile, and compile beside the suite); the helper's own tests turn it
+# on (tests/compiler/cpu/test_compile_ahead.py and the tier tests).
+os.environ.setdefault("NUMBAX_CPU_COMPILE_AHEAD", "0")
+
+import numbax  # noqa: E402
 
 numbax.config.update("jax_enable_checks", True)
 

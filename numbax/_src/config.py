@@ -128,7 +128,7 @@ def _parse_native(name: str, value: Any, what: str, text: bool) -> Any:
     """Validates a value of one of numbax's own options."""
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans", "jax_enable_checks",
                 "compilation_cache", "cuda_graphs", "cuda_epilogues", "cpu_epilogues",
-                "cpu_native_pool", "cpu_amx", "crossproc_shm"):
+                "cpu_native_pool", "cpu_amx", "crossproc_shm", "cpu_compile_ahead"):
         return _parse_bool(value, what, text)
     if name == "num_cpu_devices":
         return _parse_int(value, what, minimum=1, text=text)
@@ -239,6 +239,9 @@ def _defaults() -> dict[str, Any]:
         # independent rows and of reductions (full, or over the leading axes) on the native pool
         # (cpu/runtime/native_pool.py) rather than Numba's OpenMP threads.
         "cpu_native_pool": _from_env("cpu_native_pool", ["NUMBAX_CPU_NATIVE_POOL"], True),
+        # Compile kernels' and the runtime's threaded forms in a helper process while their
+        # one-thread forms run (cpu/runtime/compile_ahead.py); off: in line, at their first use.
+        "cpu_compile_ahead": _from_env("cpu_compile_ahead", ["NUMBAX_CPU_COMPILE_AHEAD"], True),
         # bfloat16 matrix products on Intel AMX tiles where the host and Linux offer them
         # (cpu/runtime/gemm_amx.py); off: computed in float32. Read when a program is compiled
         # and at each eager product.

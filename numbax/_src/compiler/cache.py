@@ -436,6 +436,19 @@ def has_saved_code(dispatcher: Any) -> bool:
     return store.any_saved()
 
 
+def has_saved_signature(dispatcher: Any, signature: tuple) -> bool:
+    """Whether Numba's disk cache indexes `dispatcher`'s code (one of numbax's runtime
+    functions) for `signature`: its call then loads it in milliseconds."""
+    impl = getattr(dispatcher, "_cache", None)
+    store = getattr(impl, "_cache_file", None)
+    if store is None:
+        return False
+    try:
+        return impl._index_key(signature, dispatcher.targetctx.codegen()) in store._load_index()
+    except Exception:  # noqa: BLE001 - an unreadable index is a miss
+        return False
+
+
 def has_saved_task(fn: Any) -> bool:
     """Whether the disk cache holds compiled code of `fn`, a generated module's function that
     `signed_cfunc` compiles (a pool task): its first use then loads in milliseconds."""

@@ -30,7 +30,8 @@ def fresh_helper(monkeypatch, tmp_path):
     monkeypatch.delenv("NUMBAX_SIBLING_THREADS", raising=False)
     numbax.clear_caches()  # (modules another test loaded keep their compiled variants)
     with numbax.config.override("cache_dir", str(tmp_path)), \
-            numbax.config.override("cpu_threads", 0):
+            numbax.config.override("cpu_threads", 0), \
+            numbax.config.override("cpu_compile_ahead", True):
         yield
     numbax.clear_caches()
     helper = compile_ahead._state["helper"]
@@ -75,10 +76,11 @@ def test_a_helper_killed_mid_request_leaves_the_compile_to_the_call(fresh_helper
     assert par.overloads  # compiled in line
 
 
-def test_no_helper_without_a_disk_cache_in_a_virtual_device_or_an_embedding_program(
+def test_no_helper_without_a_disk_cache_in_a_virtual_device_an_embedding_program_or_asked(
         fresh_helper, monkeypatch):
-    for setting in ("no cache", "worker", "embedded"):
-        with numbax.config.override("compilation_cache", setting != "no cache"):
+    for setting in ("no cache", "turned off", "worker", "embedded"):
+        with numbax.config.override("compilation_cache", setting != "no cache"), \
+                numbax.config.override("cpu_compile_ahead", setting != "turned off"):
             if setting == "worker":
                 monkeypatch.setenv("NUMBAX_SIBLING_THREADS", "2")
             if setting == "embedded":  # (its executable is no Python to start a helper with)
@@ -170,7 +172,7 @@ def test_the_helper_ends_with_its_process(end, tmp_path):
         if {end!r} == "killed":
             os.kill(os.getpid(), signal.SIGKILL)
     """)
-    env = dict(os.environ, NUMBAX_CPU_THREADS="0")
+    env = dict(os.environ, NUMBAX_CPU_THREADS="0", NUMBAX_CPU_COMPILE_AHEAD="1")
     env.pop("NUMBAX_SIBLING_THREADS", None)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300)
@@ -188,3 +190,61 @@ def test_the_helper_ends_with_its_process(end, tmp_path):
         if os.path.exists(f"/proc/{pid}"):
             os.kill(pid, signal.SIGKILL)
             pytest.fail(f"the helper outlived its {end} parent by 60 s")
+
+
+def test_a_runtime_function_compiles_in_the_helper_and_loads_here(fresh_helper, monkeypatch):
+    """numbax's own threaded runtime functions go to the helper too (a fresh install's first
+    threaded product): the helper imports the runtime module, compiles the signature into
+    Numba's cache beside it, and this process loads it."""
+    from numba import njit
+
+    from numbax._src.compiler.cpu.runtime import kernel_tasks
+
+    fresh = njit(cache=True)(kernel_tasks.span.py_func)  # nothing compiled in this process
+    args = (np.int64(100), np.int64(3), np.int64(1), np.int64(8))
+    real = cache.has_saved_signature
+    monkeypatch.setattr(cache, "has_saved_signature",  # (as on a fresh install)
+                        lambda f, s: False if f is fresh else real(f, s))
+    assert not compile_ahead.runtime_ready(fresh, lambda: args)  # sent
+    assert compile_ahead.wait(300) and fresh._numbax_ahead.ok
+    assert compile_ahead.runtime_ready(fresh, lambda: args)
+    assert fresh(*args) == (100 // 3 // 8 * 8, 200 // 3 // 8 * 8)
+    assert fresh.overloads and not fresh._cache_misses  # loaded, not compiled here
+
+
+class _NotCompiled:
+    """A threaded runtime function the helper has not compiled yet."""
+
+    overloads: dict = {}
+
+    def __call__(self, *args):
+        raise AssertionError("the threaded form ran before it was ready")
+
+
+def test_products_run_on_one_thread_while_the_threaded_gemm_compiles(monkeypatch):
+    from numbax._src.compiler.cpu.runtime import gemm, gemm_pairs, library
+
+    for module, name in ((gemm, "_gemm_threads"), (gemm_pairs, "_gemm_pair"),
+                         (gemm_pairs, "_gemm_batches")):
+        monkeypatch.setattr(module, name, _NotCompiled())
+    asked = []
+    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments: (
+        asked.append(len(arguments())), False)[1])
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((300, 200)), rng.standard_normal((200, 260))
+    x2, y2 = rng.standard_normal((260, 90)), rng.standard_normal((90, 70))
+    bias = rng.standard_normal(70)
+    np.testing.assert_allclose(gemm.matmul(x, y, 2), x @ y, rtol=1e-12, atol=1e-12)
+    first, second = gemm_pairs.matmul_pair(x, y, x2, y2, 2, (), (bias, "relu"))
+    np.testing.assert_allclose(first, x @ y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(second, np.maximum(x2 @ y2 + bias, 0), rtol=1e-12, atol=1e-12)
+    xb, yb = rng.standard_normal((6, 40, 30)), rng.standard_normal((6, 30, 20))
+    out = np.zeros((6, 40, 20))
+    assert not gemm_pairs.matmul_batched(xb, yb, 2, out) and not out.any()
+    with numbax.config.override("cpu_threads", 2), \
+            numbax.config.override("cpu_matmul", "numbax"):
+        (got,) = library.dot_general(xb, yb, (((2,), (1,)), ((0,), (0,))),
+                                     np.dtype(np.float64))
+    np.testing.assert_allclose(got, xb @ yb, rtol=1e-12, atol=1e-12)
+    # each asked with its full argument list: the GEMM's parts, a pair, a batch
+    assert {17, 28, 15} <= set(asked)

@@ -10,7 +10,7 @@ import pytest
 
 import numbax
 from numbax._src.compiler.cpu.runtime import gemm as gemm_cpu
-from numbax._src.compiler.cpu.runtime import library
+from numbax._src.compiler.cpu.runtime import gemm_pairs, library
 from numbax._src.config import config
 
 RNG = np.random.default_rng(7)
@@ -374,10 +374,10 @@ def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
     from numbax._src.compiler.cpu.runtime import threads
 
     calls = []
-    real, real_batched = gemm_cpu.matmul, gemm_cpu.matmul_batched
+    real, real_batched = gemm_cpu.matmul, gemm_pairs.matmul_batched
     monkeypatch.setattr(gemm_cpu, "matmul", lambda x, y, t=1, out=None, **kw: calls.append(
         "matmul") or real(x, y, t, out, **kw))
-    monkeypatch.setattr(gemm_cpu, "matmul_batched", lambda x, y, t, out: calls.append(
+    monkeypatch.setattr(gemm_pairs, "matmul_batched", lambda x, y, t, out: calls.append(
         "batched") or real_batched(x, y, t, out))
     monkeypatch.setattr(library, "_host_gemm", ["avx512"])
     monkeypatch.setattr(threads, "busy", lambda: False)
@@ -485,10 +485,10 @@ def test_batched_products_under_jit(spec, threads, monkeypatch):
     import numbax.numpy as jnp
 
     calls, batched = [], []
-    real, real_batched = gemm_cpu.matmul, gemm_cpu.matmul_batched
+    real, real_batched = gemm_cpu.matmul, gemm_pairs.matmul_batched
     monkeypatch.setattr(gemm_cpu, "matmul",
                         lambda x, y, t=1, out=None: calls.append(t) or real(x, y, t, out))
-    monkeypatch.setattr(gemm_cpu, "matmul_batched", lambda x, y, t, out: (
+    monkeypatch.setattr(gemm_pairs, "matmul_batched", lambda x, y, t, out: (
         batched.append(t), real_batched(x, y, t, out))[1])
     shapes = {"bij": (3, 97, 64), "bji": (3, 64, 97), "bjk": (3, 64, 72), "bkj": (3, 72, 64)}
     lhs, rhs = spec.split("->")[0].split(",")
@@ -517,7 +517,7 @@ def test_batches_of_whole_products_match_float64_numpy(dtype, layout):
                                    (3, 2, (520, 90, 40))]:
         x, y = batch(nb, m, k, layout[0] == "T"), batch(nb, k, n, layout[1] == "T")
         out = np.full((nb, m, n), np.nan, dtype)
-        assert gemm_cpu.matmul_batched(x, y, threads, out)
+        assert gemm_pairs.matmul_batched(x, y, threads, out)
         want = np.matmul(x.astype(np.float64), y.astype(np.float64))
         scale = np.matmul(np.abs(x.astype(np.float64)), np.abs(y.astype(np.float64)))
         assert np.max(np.abs(out - want) / scale) < TOL[dtype], (nb, threads)
@@ -525,7 +525,7 @@ def test_batches_of_whole_products_match_float64_numpy(dtype, layout):
     x = RNG.standard_normal((6, 37, 300)).astype(dtype)[::2]
     out = np.zeros((3, 37, 70), dtype)
     y = RNG.standard_normal((3, 300, 70)).astype(dtype)
-    assert not gemm_cpu.matmul_batched(x, y, 2, out) and not out.any()
+    assert not gemm_pairs.matmul_batched(x, y, 2, out) and not out.any()
 
 
 def test_one_compiled_version_per_dtype_whatever_the_operands_writeability():

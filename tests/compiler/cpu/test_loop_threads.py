@@ -233,7 +233,8 @@ def test_a_loop_runs_its_serial_twin_until_its_pranges_pay(body, monkeypatch, tm
         xs = rng.standard_normal((6, 64, 32))
         f, args, want = numbax.jit(_rnn_loss), (w, xs), [_rnn_loss_numpy(w, xs)]
     with numbax.config.override("cache_dir", str(tmp_path)), \
-            numbax.config.override("cpu_threads", 0):
+            numbax.config.override("cpu_threads", 0), \
+            numbax.config.override("cpu_compile_ahead", True):
         first = [np.asarray(a) for a in numbax.tree_util.tree_leaves(f(*args))]
         driver = f.lower(*args).compile()._entry.exe.driver
         name = re.search(r"th\.parallel_ready\((k\d+_flow), lambda: \(.*\), (\d+), (\d+)\)",

@@ -215,7 +215,8 @@ def test_prange_variant_compiles_once_the_kernel_has_run_enough_work(monkeypatch
     x = np.linspace(-2, 2, 1 << 17)  # ~0.4 ms of estimated work per call
     # nothing compiled before; the thread rule's own choice (NUMBAX_CPU_THREADS may force one)
     with numbax.config.override("cache_dir", str(tmp_path)), \
-            numbax.config.override("cpu_threads", 0):
+            numbax.config.override("cpu_threads", 0), \
+            numbax.config.override("cpu_compile_ahead", True):
         f(x)
         namespace = f.lower(x).compile()._entry.exe.driver.__globals__
         par, serial = namespace["k0_par"], namespace["k0_loop"]

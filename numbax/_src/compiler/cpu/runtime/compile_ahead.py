@@ -1,4 +1,4 @@
-"""Prange variants compiled in a helper process while their serial twins go on running.
+"""Threaded forms compiled in a helper process while their one-thread forms go on running.
 
 Why: a kernel's prange variant compiles once its serial twin has run its tier of work
 (`threads.parallel_ready`). Compiled in line, each such compile stopped the program for 0.5-1.1
@@ -15,9 +15,13 @@ milliseconds. Anything else (no disk cache, a module without a file, a helper th
 start or dies, a compile that fails there) answers True: the call compiles in line as before,
 and raises a real error where the caller sees it. While the helper compiles (`compiling`),
 `threads.free_cores` leaves it a core, without counting it as the load of a busy machine.
+`runtime_ready` does the same for numbax's own threaded runtime functions whose code is not on
+disk yet (a fresh install's threaded GEMM, ~20 s in line on the 2-core VM): the helper imports
+the runtime module by name, and the caller runs a one-thread form meanwhile.
 
-A virtual device's worker (parallel/pool.py sets NUMBAX_SIBLING_THREADS in each) compiles in
-line: one helper per worker would double the processes of a pmap.
+`config.cpu_compile_ahead` off compiles everything in line. So does a virtual device's worker
+(parallel/pool.py sets NUMBAX_SIBLING_THREADS in each): one helper per worker would double the
+processes of a pmap.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from numbax._src.compiler import cache
 from numbax._src.config import config
 
 RESTARTS = 2  # helpers started per process at most: one that keeps dying is not tried again
@@ -58,11 +63,12 @@ class _Request:
 
 
 def enabled() -> bool:
-    """Whether this process sends prange variants to a helper (not in a virtual device's
-    worker, nor with the disk cache off: the helper's code reaches this process through it;
-    nor where this process's executable is not a Python interpreter, as in an application that
-    embeds one)."""
-    return "NUMBAX_SIBLING_THREADS" not in os.environ and config.compilation_cache \
+    """Whether this process sends compiles to a helper: `config.cpu_compile_ahead` on, and not
+    in a virtual device's worker, nor with the disk cache off (the helper's code reaches this
+    process through it), nor where this process's executable is not a Python interpreter (an
+    application that embeds one)."""
+    return config.hot("cpu_compile_ahead") and "NUMBAX_SIBLING_THREADS" not in os.environ \
+        and config.compilation_cache \
         and Path(sys.executable or "-").name.lower().startswith("python")
 
 
@@ -77,6 +83,37 @@ def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
         if message is None or not _send(request, message):
             request.done = True
     return request.done
+
+
+def runtime_ready(function: Any, arguments: Callable[[], tuple]) -> bool:
+    """Whether numbax's runtime function `function` (a threaded Numba dispatcher: the GEMM's
+    parts, a pair or batch of products on threads) may be called now: True once its code for
+    the types of `arguments()` is here or on disk (the call loads it), or where no helper takes
+    it; False while the helper compiles it. The caller runs a one-thread form meanwhile: a
+    fresh install's first threaded product compiled `gemm._gemm_threads` in line, 12.7 s of a
+    24.6 s first MLP step on the 2-core VM (`_gemm_pair` another 7.6)."""
+    if function.overloads:
+        return True
+    request = getattr(function, "_numbax_ahead", None)
+    if request is None or request.pid != os.getpid():
+        request = function._numbax_ahead = _Request()
+        message = _runtime_message(function, arguments) if enabled() else None
+        if message is None or not _send(request, message):
+            request.done = True
+    return request.done
+
+
+def _runtime_message(function: Any, arguments: Callable[[], tuple]) -> dict | None:
+    """The helper's request for a runtime function (its module imported there by name); None
+    where its code is on disk already or the arguments do not type."""
+    try:
+        signature = tuple(function.typeof_pyval(a) for a in arguments())
+    except Exception:  # noqa: BLE001 - (the call raises it)
+        return None
+    if cache.has_saved_signature(function, signature):
+        return None
+    return {"runtime": function.py_func.__module__, "function": function.py_func.__name__,
+            "signature": signature}
 
 
 def compiling() -> int:

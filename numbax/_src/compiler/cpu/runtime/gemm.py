@@ -50,9 +50,9 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from numbax._src.compiler.cpu.runtime import compile_ahead, host_isa, product_parts
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
-from numbax._src.compiler.cpu.runtime import host_isa, product_parts
-from numbax._src.compiler.cpu.runtime.gemm_operands import flat3, flat_operand, workspace
+from numbax._src.compiler.cpu.runtime.gemm_operands import flat_operand, workspace
 
 # One vector register of Numba's target: 64-byte zmm with AVX-512, else 32-byte ymm (AVX2).
 VEC_BYTES = 64 if host_isa.numba_target_has("avx512f") else 32
@@ -499,43 +499,6 @@ def _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, row_parts, column_parts
             p = product_parts.take(next_part)
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, scale, next_one):
-    """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), on one
-    thread per row of `work`, each taking the next p from the counter `next_one` (zero on
-    entry): a batch of products each too small to share among threads."""
-    nb = c.shape[0]
-    ms = (m + MR - 1) // MR
-    ns = (n + 2 * (VEC_BYTES // c.itemsize) - 1) // (2 * (VEC_BYTES // c.itemsize))
-    first = np.intp(0)  # typed int64 as in `matmul`'s calls: a literal 0 compiled a second copy
-    for th in prange(work.shape[0]):
-        p = product_parts.take(next_one)
-        while p < nb:
-            _gemm_part(a[p], rsa, csa, b[p], rsb, csb, c[p], m, n, kk, first, ms, first, ns,
-                       work[th], bias, epilogue, scale)
-            p = product_parts.take(next_one)
-
-
-def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) -> bool:
-    """out[p] = x[p] @ y[p] for 3D float operands of one dtype (`out`: C-contiguous, of the
-    result's shape), on up to `threads` threads, each computing whole products of a run of
-    consecutive p: for batches of products too small to split. False (nothing written) where
-    a layout is not `flat3`'s or there is nothing to multiply."""
-    fx, fy = flat3(x), flat3(y)
-    if fx is None or fy is None or out.size == 0 or x.shape[2] == 0:
-        return False
-    (a, rsa, csa), (b, rsb, csb) = fx, fy
-    nb, m, kk = x.shape
-    n = y.shape[2]
-    ns = -(-n // (2 * (VEC_BYTES // x.itemsize)))
-    work = workspace(x.dtype, max(1, min(threads, nb)),
-                      workspace_size(x.itemsize, -(-m // MR), ns, packs_a(csa, kk, m)))
-    row, epilogue = ep.epilogue_args(x.dtype, (m, n), None, "none")
-    _gemm_batches(a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue,
-                  1.0, np.zeros(1, np.int64))
-    return True
-
-
 def supports(x: np.ndarray, y: np.ndarray) -> bool:
     """Whether `matmul` takes these operands: 2D float32/float64 of one dtype, each C- or
     Fortran-contiguous (the layouts `passes.fold_transposes` hands to products)."""
@@ -587,13 +550,20 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     workers = min(rows * cols, threads)
     work = workspace(x.dtype, workers, workspace_size(
         x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk, m)))
+    counter = np.zeros(1, np.int64)
+    if workers > 1 and not _gemm_threads.overloads and not compile_ahead.runtime_ready(
+            _gemm_threads, lambda: (
+            a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue, scale,
+            counter)):  # one thread while the helper compiles the threaded form (not timed)
+        workers, trial = 1, None
+        work = workspace(x.dtype, 1, workspace_size(x.itemsize, ms, ns, packs_a(csa, kk, m)))
     start = time.perf_counter()
     if workers == 1:  # one thread, or a trial's grid of one part (timed as any other)
         _gemm_part(a, rsa, csa, b, rsb, csb, c, m, n, kk, 0, ms, 0, ns, work[0], row, epilogue,
                    scale)
     else:
         _gemm_threads(a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue,
-                      scale, np.zeros(1, np.int64))
+                      scale, counter)
     product_parts.record(trial, (rows, cols), time.perf_counter() - start)
     return out
 

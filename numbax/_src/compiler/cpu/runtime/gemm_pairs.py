@@ -1,17 +1,19 @@
-"""Two independent matrix products run together on Numba's threads: the parts of both grids
-taken from one counter, each product cut for half the threads (on two threads, each thread
-one whole product). XLA runs a training step's independent products (a backward pass's
+"""Several matrix products run together on Numba's threads. Two independent ones: the parts of
+both grids taken from one counter, each product cut for half the threads (on two threads, each
+thread one whole product). XLA runs a training step's independent products (a backward pass's
 h1ᵀ @ d2 and d2 @ W2ᵀ) this way, each on its own threads, where splitting each over every
 thread in turn shares B's packing and pays a region per product. library.dot_pair decides
-where a pair runs here; gemm.py's part and workspace code does the work."""
+where a pair runs here. A batch of products too small to split: whole products a thread
+(`matmul_batched`). gemm.py's part and workspace code does the work; until the helper process
+has compiled a threaded form (compile_ahead.runtime_ready), the products run one at a time."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-from numbax._src.compiler.cpu.runtime import gemm, product_parts
+from numbax._src.compiler.cpu.runtime import compile_ahead, gemm, product_parts
 from numbax._src.compiler.cpu.runtime import gemm_epilogues as ep
-from numbax._src.compiler.cpu.runtime.gemm_operands import flat_operand, workspace
+from numbax._src.compiler.cpu.runtime.gemm_operands import flat3, flat_operand, workspace
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -83,5 +85,52 @@ def matmul_pair(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray, 
         epilogues.append((row, code, float(scale)))
     workers = max(1, min(threads, sum(grids)))
     work = workspace(x1.dtype, workers, max(sizes))
-    _gemm_pair(*flats[0], *flats[1], work, *epilogues, np.zeros(1, np.int64))
+    counter = np.zeros(1, np.int64)
+    if not _gemm_pair.overloads and not compile_ahead.runtime_ready(
+            _gemm_pair, lambda: (*flats[0], *flats[1], work, *epilogues, counter)):
+        return tuple(gemm.matmul(x, y, threads, out, *epilogue) for x, y, out, epilogue in
+                     ((x1, y1, outs[0], epilogue1), (x2, y2, outs[1], epilogue2)))
+    _gemm_pair(*flats[0], *flats[1], work, *epilogues, counter)
     return outs[0], outs[1]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _gemm_batches(a, rsa, csa, b, rsb, csb, c, m, n, kk, work, bias, epilogue, scale, next_one):
+    """`_gemm_part` over whole products a[p] @ b[p] -> c[p] (one flat matrix a row), on one
+    thread per row of `work`, each taking the next p from the counter `next_one` (zero on
+    entry): a batch of products each too small to share among threads."""
+    nb = c.shape[0]
+    ms = (m + gemm.MR - 1) // gemm.MR
+    ns = (n + 2 * (gemm.VEC_BYTES // c.itemsize) - 1) // (2 * (gemm.VEC_BYTES // c.itemsize))
+    first = np.intp(0)  # typed int64 as in `matmul`'s calls: a literal 0 compiled a second copy
+    for th in prange(work.shape[0]):
+        p = product_parts.take(next_one)
+        while p < nb:
+            gemm._gemm_part(a[p], rsa, csa, b[p], rsb, csb, c[p], m, n, kk, first, ms, first,
+                            ns, work[th], bias, epilogue, scale)
+            p = product_parts.take(next_one)
+
+
+def matmul_batched(x: np.ndarray, y: np.ndarray, threads: int, out: np.ndarray) -> bool:
+    """out[p] = x[p] @ y[p] for 3D float operands of one dtype (`out`: C-contiguous, of the
+    result's shape), on up to `threads` threads, each computing whole products of a run of
+    consecutive p: for batches of products too small to split. False (nothing written) where
+    a layout is not `flat3`'s, there is nothing to multiply, or the threaded form is not
+    compiled yet (the caller then multiplies entry by entry)."""
+    fx, fy = flat3(x), flat3(y)
+    if fx is None or fy is None or out.size == 0 or x.shape[2] == 0:
+        return False
+    (a, rsa, csa), (b, rsb, csb) = fx, fy
+    nb, m, kk = x.shape
+    n = y.shape[2]
+    ns = -(-n // (2 * (gemm.VEC_BYTES // x.itemsize)))
+    work = workspace(x.dtype, max(1, min(threads, nb)), gemm.workspace_size(
+        x.itemsize, -(-m // gemm.MR), ns, gemm.packs_a(csa, kk, m)))
+    row, epilogue = ep.epilogue_args(x.dtype, (m, n), None, "none")
+    args = (a, rsa, csa, b, rsb, csb, out.reshape(nb, -1), m, n, kk, work, row, epilogue, 1.0,
+            np.zeros(1, np.int64))
+    if not _gemm_batches.overloads and not compile_ahead.runtime_ready(_gemm_batches,
+                                                                       lambda: args):
+        return False
+    _gemm_batches(*args)
+    return True

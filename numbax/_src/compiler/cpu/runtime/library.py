@@ -78,7 +78,7 @@ def dot_general(x: np.ndarray, y: np.ndarray, dimension_numbers, out_dtype) -> l
             whole = threads > 1 and (nb >= threads or each == 1 or (
                 2 * nb >= threads and m * n * k < WHOLE_BATCH_MACS))
             before = rt_threads.use(threads if whole else each)  # Numba's pool runs the GEMM
-            if not (whole and gemm_cpu.matmul_batched(x3, y3, threads, out)):
+            if not (whole and gemm_pairs.matmul_batched(x3, y3, threads, out)):
                 threads = each
                 rt_threads.use(each)
                 for b in range(nb):  # one gemm_cpu product per batch entry
