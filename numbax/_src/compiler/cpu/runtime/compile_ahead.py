@@ -250,4 +250,5 @@ def _forget_parent_helper() -> None:
     _state.update(helper=None, outbox=None, started=0)
 
 
-os.register_at_fork(after_in_child=_forget_parent_helper)
+if hasattr(os, "register_at_fork"):  # (POSIX: Windows does not fork)
+    os.register_at_fork(after_in_child=_forget_parent_helper)
