@@ -76,41 +76,44 @@ def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
     """Whether `kernel` (a generated module's Numba dispatcher, not compiled in this process)
     may be called now: False while the helper compiles it for the types of `arguments()` (the
     call's arguments, made only here), True once the helper is done or cannot do it."""
-    request = getattr(kernel, "_numbax_ahead", None)
-    if request is None or request.pid != os.getpid():  # (a forked child sends its own)
-        request = kernel._numbax_ahead = _Request()
-        message = _message(kernel, arguments) if enabled() else None
-        if message is None or not _send(request, message):
-            request.done = True
-    return request.done
+    return _asked(kernel, lambda: _message(kernel, arguments))
 
 
 def runtime_ready(function: Any, arguments: Callable[[], tuple]) -> bool:
-    """Whether numbax's runtime function `function` (a threaded Numba dispatcher: the GEMM's
-    parts, a pair or batch of products on threads) may be called now: True once its code for
-    the types of `arguments()` is here or on disk (the call loads it), or where no helper takes
-    it; False while the helper compiles it. The caller runs a one-thread form meanwhile: a
-    fresh install's first threaded product compiled `gemm._gemm_threads` in line, 12.7 s of a
-    24.6 s first MLP step on the 2-core VM (`_gemm_pair` another 7.6)."""
-    if function.overloads:
-        return True
-    request = getattr(function, "_numbax_ahead", None)
-    if request is None or request.pid != os.getpid():
-        request = function._numbax_ahead = _Request()
-        message = _runtime_message(function, arguments) if enabled() else None
-        if message is None or not _send(request, message):
+    """Whether numbax's runtime function `function` (a threaded Numba dispatcher not compiled
+    in this process: the GEMM's parts, a pair or batch of products on threads) may be called
+    now: True once its code for the types of `arguments()` is on disk (the call loads it), or
+    where no helper takes it; False while the helper compiles it. The caller runs a one-thread
+    form meanwhile: a fresh install's first threaded product compiled `gemm._gemm_threads` in
+    line, 12.7 s of a 24.6 s first MLP step on the 2-core VM (`_gemm_pair` another 7.6)."""
+    return _asked(function, lambda: _runtime_message(function, arguments))
+
+
+def _asked(dispatcher: Any, message: Callable[[], dict | None]) -> bool:
+    """Whether `dispatcher`'s compile is done, sending the helper `message()` at the first ask
+    (in this process); done at once where there is nothing to send or no helper takes it."""
+    request = getattr(dispatcher, "_numbax_ahead", None)
+    if request is None or request.pid != os.getpid():  # (a forked child sends its own)
+        request = dispatcher._numbax_ahead = _Request()
+        sent = message() if enabled() else None
+        if sent is None or not _send(request, sent):
             request.done = True
     return request.done
+
+
+def _signature(dispatcher: Any, arguments: Callable[[], tuple]) -> tuple | None:
+    """The Numba types of `arguments()`; None where one does not type (the call raises it)."""
+    try:
+        return tuple(dispatcher.typeof_pyval(a) for a in arguments())
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _runtime_message(function: Any, arguments: Callable[[], tuple]) -> dict | None:
     """The helper's request for a runtime function (its module imported there by name); None
     where its code is on disk already or the arguments do not type."""
-    try:
-        signature = tuple(function.typeof_pyval(a) for a in arguments())
-    except Exception:  # noqa: BLE001 - (the call raises it)
-        return None
-    if cache.has_saved_signature(function, signature):
+    signature = _signature(function, arguments)
+    if signature is None or cache.has_saved_signature(function, signature):
         return None
     return {"runtime": function.py_func.__module__, "function": function.py_func.__name__,
             "signature": signature}
@@ -141,9 +144,8 @@ def _message(kernel: Any, arguments: Callable[[], tuple]) -> dict | None:
     source = getattr(module, "__numbax_source__", None)
     if source is None or not getattr(module, "__file__", None):
         return None
-    try:
-        signature = tuple(kernel.typeof_pyval(a) for a in arguments())
-    except Exception:  # noqa: BLE001 - (an argument Numba cannot type: the call raises it)
+    signature = _signature(kernel, arguments)
+    if signature is None:
         return None
     # (the folder the module loaded from: config.cache_dir may have changed since)
     return {"module": module.__name__, "source": source, "function": kernel.py_func.__name__,

@@ -550,7 +550,7 @@ def matmul(x: np.ndarray, y: np.ndarray, threads: int = 1,
     workers = min(rows * cols, threads)
     work = workspace(x.dtype, workers, workspace_size(
         x.itemsize, -(-ms // rows), -(-ns // cols), packs_a(csa, kk, m)))
-    counter = np.zeros(1, np.int64)
+    counter = np.zeros(1, np.int64) if workers > 1 else None  # (serial calls: none)
     if workers > 1 and not _gemm_threads.overloads and not compile_ahead.runtime_ready(
             _gemm_threads, lambda: (
             a, rsa, csa, b, rsb, csb, c, m, n, kk, rows, cols, work, row, epilogue, scale,
