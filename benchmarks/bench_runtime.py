@@ -9,7 +9,8 @@ Each library first runs each row for S seconds (default 1; 0: one call): numbax'
 of a program time its products' grids, several slow ones among them, and compile a kernel's
 threaded variant once it has run enough work (threads.PARALLEL_TIER_NS), so without it the
 batch-2048 MLP step's samples were those first ~90 steps (16-core Xeon: 9.8-10.9 ms a step,
-steady 8.0-8.8). A training loop's steady state is the figure that row stands for.
+steady 8.0-8.8). A training loop's steady state is the figure that row stands for, so
+numbax's warm-up also waits for its compile helper (settle.py) and warms again after it.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import time
 
 import numpy as np
 from bench_cpu import _block, jax, jjnp, mlp_per_example_grads, mlp_step, per_example_grads, samples
+from settle import settled, warm
 
 import numbax  # bench_cpu imported it first, with JAX_PLATFORMS set
 import numbax.numpy as bnp
@@ -132,14 +134,6 @@ def rows(rng):
     return out
 
 
-def warm(fn, args, seconds: float) -> None:
-    """Calls fn(*args) for `seconds` (at least once)."""
-    end = time.perf_counter() + seconds
-    fn(*args)
-    while time.perf_counter() < end:
-        fn(*args)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -165,8 +159,8 @@ def main() -> None:
         for name, f_nb, a_nb, f_jx, a_jx in rows(np.random.default_rng(0)):
             if only and not any(o in name for o in only):
                 continue
-            warm(f_nb, a_nb, warmup)
-            t_nb = samples(f_nb, *a_nb, repeat=9, min_time=0.05)
+            t_nb = settled(lambda f=f_nb, a=a_nb: samples(f, *a, repeat=9, min_time=0.05),
+                           f_nb, a_nb, warmup)
             use_jax = f_jx is not None and not args.no_jax
             if use_jax:  # on JAX's device first, as its users keep them (no copy per call)
                 a_jx = jax.tree_util.tree_map(

@@ -27,6 +27,7 @@ import sys
 import time
 
 import numpy as np
+from settle import settled
 
 WARM_S = 3.0  # seconds of untimed calls after the first
 
@@ -285,15 +286,21 @@ def _run(lib: str, only: list[str], calls: int) -> None:
         first = time.perf_counter() - start
         # steady state: a kernel's prange variant compiles only after ~20 ms of its serial
         # work (runtime/threads.py), which takes a few calls of these programs
-        warm, calls_done = time.perf_counter(), 0
-        while calls_done < 3 or time.perf_counter() - warm < WARM_S:
+        # (and numbax compiles them in a helper process meanwhile: settle.py)
+        def run_once(fn=fn):
             jax.block_until_ready(fn())
-            calls_done += 1
-        times = []
-        for _ in range(calls):
-            start = time.perf_counter()
-            jax.block_until_ready(fn())
-            times.append(time.perf_counter() - start)
+
+        def timed():
+            times = []
+            for _ in range(calls):
+                start = time.perf_counter()
+                run_once()
+                times.append(time.perf_counter() - start)
+            return times
+
+        for _ in range(3):
+            run_once()
+        times = settled(timed, run_once, (), WARM_S)
         check = float(np.sum(np.asarray(jax.tree_util.tree_leaves(out)[-1], np.float64)))
         print(json.dumps({"name": name, "median": statistics.median(times), "min": min(times),
                           "first": first, "check": check}), flush=True)

@@ -57,8 +57,10 @@ def _program():
 def test_the_helper_compiles_and_the_next_call_loads_it(fresh_helper):
     f, x = _program()
     par = _at_tier(f, x)
+    sent = compile_ahead.requests_sent()
     np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)  # serial, asks
     assert compile_ahead.compiling() == 1 and not par.overloads
+    assert compile_ahead.requests_sent() == sent + 1
     assert compile_ahead.wait(300)
     assert par._numbax_ahead.ok and cache.has_saved_code(par) and not par.overloads
     np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)

@@ -131,6 +131,12 @@ def compiling() -> int:
     return 1
 
 
+def requests_sent() -> int:
+    """Compiles this process has sent a helper so far (a benchmark warms up until a whole
+    warm-up adds none: benchmarks/settle.py)."""
+    return _state["next"]
+
+
 def wait(timeout: float | None = None) -> bool:
     """Waits until the helper has answered every request of this process; whether it has."""
     with _lock:
