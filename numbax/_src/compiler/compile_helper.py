@@ -1,9 +1,9 @@
 """The helper process that compiles threaded forms for one numbax process
 (cpu/runtime/compile_ahead.py). It reads requests from stdin (a length and a number, then a
 pickle from its parent: a generated module's name and source, or a runtime module's name; a
-function; a signature), compiles each into the disk cache, and answers each with its number
-and whether its code is there. It ends when its parent closes the pipe or ends, after the
-compile in progress."""
+function; a signature; or a runtime module to import alone), compiles each into the disk
+cache, and answers each with its number and whether its code is there. It ends when its
+parent closes the pipe or ends, after the compile in progress."""
 from __future__ import annotations
 
 import importlib
@@ -34,6 +34,9 @@ def _compile(message: dict) -> bool:
     from numbax._src.compiler import cache
     from numbax._src.config import config
 
+    if "import" in message:  # a runtime module whose import compiles its cfuncs (cached)
+        importlib.import_module(message["import"])
+        return True
     if "runtime" in message:  # one of numbax's runtime functions, cached beside its module
         function = getattr(importlib.import_module(message["runtime"]), message["function"])
         function.compile(message["signature"])

@@ -1,6 +1,7 @@
 """Prange variants compiled in the helper process (runtime/compile_ahead.py): the serial twin
 runs meanwhile, the variant then loads from the disk cache; whatever goes wrong with the helper,
 the call compiles in line and gives the same values."""
+import importlib
 import os
 import signal
 import subprocess
@@ -250,3 +251,52 @@ def test_products_run_on_one_thread_while_the_threaded_gemm_compiles(monkeypatch
     np.testing.assert_allclose(got, xb @ yb, rtol=1e-12, atol=1e-12)
     # each asked with its full argument list: the GEMM's parts, a pair, a batch
     assert {17, 28, 15} <= set(asked)
+
+
+def test_a_runtime_module_is_imported_in_the_helper_and_its_tasks_load_here(
+        fresh_helper, monkeypatch, tmp_path):
+    """A runtime module whose import compiles C tasks (the busy machine's pool GEMM): the
+    helper imports it, its cfuncs go to Numba's cache beside it, and the import here loads
+    them instead of compiling."""
+    name = f"nbx_tasks_probe_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(
+        "from numba import cfunc, types\n\n\n"
+        "@cfunc(types.float64(types.float64), cache=True)\n"
+        "def twice(x):\n"
+        "    return 2.0 * x\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not compile_ahead.module_ready(name)  # sent; nothing imported here
+    assert name not in sys.modules
+    assert compile_ahead.wait(300) and compile_ahead.module_ready(name)
+    module = importlib.import_module(name)
+    assert module.twice.cache_hits == 1  # loaded from the helper's compile
+    assert module.twice.ctypes(1.25) == 2.5
+    monkeypatch.delitem(sys.modules, name)
+
+
+def test_a_busy_product_runs_on_one_thread_while_its_pool_tasks_compile(monkeypatch):
+    from numbax._src.compiler.cpu.runtime import library
+
+    def not_ready(name):
+        asked.append(name)
+        return False
+
+    asked = []
+    monkeypatch.setattr(compile_ahead, "module_ready", not_ready)
+    monkeypatch.setattr(th, "busy", lambda: True)
+    monkeypatch.setattr(library, "_pooled", _NotCompiled())
+    ran = []
+    real = library._on_numbas_pool
+    monkeypatch.setattr(library, "_on_numbas_pool", lambda a, b, threads, *rest: (
+        ran.append(threads), real(a, b, threads, *rest))[1])
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((600, 500)), rng.standard_normal((500, 400))
+    site = library.busy_site((x.shape, y.shape, x.dtype.char), 600 * 500 * 400)
+    site.runs[:] = [2, 0]  # past its serial tries: the next call tries the parallel arm
+    site.mean[0] = 1.0
+    with numbax.config.override("cpu_matmul", "numbax"), \
+            numbax.config.override("cpu_native_pool", True):
+        got = library.dot(x, y, 600 * 500 * 400)
+    np.testing.assert_allclose(got, x @ y, rtol=1e-12, atol=1e-12)
+    assert asked and asked[0].endswith(("gemm_tasks", "blas_tasks")) and ran == [1]

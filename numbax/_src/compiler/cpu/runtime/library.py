@@ -9,6 +9,7 @@ import numpy as np
 from numbax._src.compiler.cpu.runtime import (
     blas_parts,
     busy_sites,
+    compile_ahead,
     copies,
     gemm_amx,
     gemm_epilogues,
@@ -132,6 +133,8 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
         threads = gemm_threads(macs, site)
         swap = bias is None and _swaps_narrow(x, y)
         a, b = (y.T, x.T) if swap else (x, y)
+        if threads > 1 and site is not None and not _pool_tasks_ready(a, b):
+            threads = 1  # (its tasks compile in the helper meanwhile)
         out = _pooled(a, b, bias, activation, scale) if threads > 1 and site is not None \
             else None
         if out is None:
@@ -229,6 +232,18 @@ def _swaps_narrow(x: np.ndarray, y: np.ndarray) -> bool:
     layer 106 against 121-138 us on 16 cores, 178 against 248 on 4, and 47-67 against
     62-90 at batch 256-1024 (2026-12-01)."""
     return y.shape[1] <= gemm_cpu.MR < x.shape[0]
+
+
+def _task_module(x: np.ndarray, y: np.ndarray) -> str:
+    """The module of the native pool's tasks for the product x @ y (`_pooled`)."""
+    return f"{__package__}.{'blas_tasks' if _blas_kernel(x, y) else 'gemm_tasks'}"
+
+
+def _pool_tasks_ready(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether a busy product's pool arm may run without compiling its tasks in line (the
+    pool off counts as ready: the OpenMP arm runs); False while the compile helper builds
+    them (compile_ahead.module_ready), when the product runs on one thread."""
+    return not config.hot("cpu_native_pool") or compile_ahead.module_ready(_task_module(x, y))
 
 
 def _pooled(x: np.ndarray, y: np.ndarray, bias, activation: str,
