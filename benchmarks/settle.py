@@ -5,14 +5,12 @@ helper process while the one-thread forms run (docs/sharp_bits.md, "the first se
 row timed inside that window measures the one-thread forms: in a fresh cache the 2-core VM's
 batch-2048 bfloat16 step took 74 ms there against 38 steady, the matmul chain 27 against 13.
 `warm_until_settled` calls a function for a while, waits for the helper to answer, and warms
-again, until a whole warm-up sends the helper nothing new; `settled` measures after it, and
-measures again where the timed calls sent the helper work."""
+again, until a whole warm-up sends the helper nothing new (numbax's `compile_ahead.settle`,
+which the asv suite uses too); `settled` measures after it, and measures again where the
+timed calls sent the helper work."""
 from __future__ import annotations
 
 import time
-
-WAIT_S = 300.0  # the longest wait for one round's compiles
-QUIET_S = 4.0  # a warm-up after a wait: long enough for the next kernel's tier to come
 
 
 def warm(fn, args, seconds: float) -> None:
@@ -45,25 +43,12 @@ def settled(measure, fn, args, seconds: float, tries: int = 4):
     return result
 
 
-def warm_until_settled(fn, args, seconds: float, limit_s: float = 120.0) -> None:
-    """`warm` for `seconds`; where that sent the helper work, wait for it and warm again for
-    QUIET_S at least, until a whole warm-up sent it nothing (or `limit_s` has passed). Kernels
-    pass their tiers one by one as their serial work adds up, so requests come over many
-    seconds (the bfloat16 step at batch 2048 on the 2-core VM: 1, 2, 3, 10 and 14 s after its
-    first call)."""
+def warm_until_settled(fn, args, seconds: float) -> None:
+    """`warm` for `seconds`, and on until numbax's compile helper has nothing left from these
+    calls (numbax's compile_ahead.settle); only `warm` where numbax is not imported."""
     import sys
     if "numbax" not in sys.modules:
         warm(fn, args, seconds)
         return
     from numbax._src.compiler.cpu.runtime import compile_ahead
-    end = time.perf_counter() + limit_s
-    span = seconds
-    while True:
-        before = compile_ahead.requests_sent()
-        warm(fn, args, span)
-        if compile_ahead.requests_sent() == before and not compile_ahead.compiling():
-            return
-        if time.perf_counter() > end:
-            return
-        compile_ahead.wait(WAIT_S)
-        span = max(seconds, QUIET_S)
+    compile_ahead.settle(lambda: fn(*args), seconds)

@@ -3,7 +3,7 @@ square roots as a lax.while_loop vmapped over n starting values (numpy: the same
 Python, the Newton one vectorised)."""
 import numpy as np
 
-from .common import DTYPES, IMPLS, put, ready, require, sizes
+from .common import DTYPES, IMPLS, put, ready, require, sizes, steady
 
 STEPS = 100
 
@@ -57,7 +57,7 @@ class ScanRNN:
         h0 = np.zeros((8, hidden), dtype)
         self.args = put(impl, (w, u, xs, h0))
         self.fn = rnn_numpy if impl == "numpy" else make_rnn(impl)
-        ready(self.fn(*self.args))
+        steady(impl, lambda: ready(self.fn(*self.args)))
 
     def time_scan_rnn(self, impl, dtype, hidden):
         ready(self.fn(*self.args))
@@ -100,7 +100,7 @@ class NewtonWhileLoop:
         a = np.random.default_rng(0).uniform(0.1, 1000.0, size=n).astype(dtype)
         self.args = (put(impl, a),)
         self.fn = newton_numpy if impl == "numpy" else make_newton(impl)
-        ready(self.fn(*self.args))
+        steady(impl, lambda: ready(self.fn(*self.args)))
 
     def time_newton_sqrt(self, impl, dtype, n):
         ready(self.fn(*self.args))

@@ -68,6 +68,19 @@ def test_the_helper_compiles_and_the_next_call_loads_it(fresh_helper):
     assert par.overloads and not par._cache_misses  # loaded from disk, not compiled here
 
 
+
+def test_settle_calls_until_the_helpers_variant_runs(fresh_helper):
+    """A benchmark's warm-up (compile_ahead.settle) ends only after the helper answered and a
+    whole round of calls sent it nothing: the calls after it run the loaded variant."""
+    f, x = _program()
+    par = _at_tier(f, x)
+    calls = []
+    compile_ahead.settle(lambda: calls.append(f(x)), 0.05)
+    assert not compile_ahead.compiling() and par._numbax_ahead.ok
+    assert par.overloads and not par._cache_misses  # the last round ran the loaded variant
+    assert len(calls) >= 2
+    np.testing.assert_allclose(calls[-1], np.tanh(x) * 3.0 - 1.0, rtol=1e-14, atol=1e-14)
+
 def test_a_helper_killed_mid_request_leaves_the_compile_to_the_call(fresh_helper):
     f, x = _program()
     par = _at_tier(f, x)

@@ -150,6 +150,31 @@ def compiling() -> int:
     return 1
 
 
+SETTLE_QUIET_S = 4.0  # a round of calls after a wait: long enough for the next tier to come
+
+
+def settle(call: Callable[[], Any], seconds: float, limit_s: float = 120.0) -> None:
+    """Runs `call()` until this process's compiles are settled, for benchmarks that must time
+    the steady state a training loop reaches (benchmarks/settle.py, the asv suite): `seconds`
+    of calls; where those sent the helper work, a wait for it and SETTLE_QUIET_S of calls
+    more, until a whole round sent it nothing (or `limit_s` has passed). Kernels pass their
+    tiers one by one as their serial work adds up, so requests come over many seconds (the
+    batch-2048 bfloat16 MLP step on the 2-core VM: 1, 2, 3, 10 and 14 s after its first call),
+    and each helper window runs the program's kernels on one thread fewer."""
+    end = time.perf_counter() + limit_s
+    span = seconds
+    while True:
+        before = requests_sent()
+        stop = time.perf_counter() + span
+        call()
+        while time.perf_counter() < stop:
+            call()
+        if (requests_sent() == before and not compiling()) or time.perf_counter() > end:
+            return
+        wait(STUCK_S)
+        span = max(seconds, SETTLE_QUIET_S)
+
+
 def requests_sent() -> int:
     """Compiles this process has sent a helper so far (a benchmark warms up until a whole
     warm-up adds none: benchmarks/settle.py)."""
