@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def runtime_ready(function: Any, arguments: Callable[[], tuple]) -> bool:
     return _asked(function, lambda: _runtime_message(function, arguments))
 
 
-_module_requests: dict[str, _Request] = {}  # runtime modules imported in the helper
+_imports: dict[str, Any] = {}  # runtime module -> what `_asked` keeps its import's request on
 
 
 def module_ready(name: str) -> bool:
@@ -100,12 +101,7 @@ def module_ready(name: str) -> bool:
     gemm_tasks in line, 18.8 s beside two busy loops on the 2-core VM."""
     if name in sys.modules:
         return True
-    request = _module_requests.get(name)
-    if request is None or request.pid != os.getpid():
-        request = _module_requests[name] = _Request()
-        if not enabled() or not _send(request, {"import": name}):
-            request.done = True
-    return request.done
+    return _asked(_imports.setdefault(name, types.SimpleNamespace()), lambda: {"import": name})
 
 
 def _asked(dispatcher: Any, message: Callable[[], dict | None]) -> bool:
