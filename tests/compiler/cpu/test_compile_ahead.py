@@ -229,12 +229,12 @@ def test_a_runtime_function_compiles_in_the_helper_and_loads_here(fresh_helper, 
 
 
 class _NotCompiled:
-    """A threaded runtime function the helper has not compiled yet."""
+    """A runtime function the helper has not compiled yet."""
 
     overloads: dict = {}
 
     def __call__(self, *args):
-        raise AssertionError("the threaded form ran before it was ready")
+        raise AssertionError("a runtime function ran before the helper had compiled it")
 
 
 def test_products_run_on_one_thread_while_the_threaded_gemm_compiles(monkeypatch):
@@ -313,3 +313,48 @@ def test_a_busy_product_runs_on_one_thread_while_its_pool_tasks_compile(monkeypa
         got = library.dot(x, y, 600 * 500 * 400)
     np.testing.assert_allclose(got, x @ y, rtol=1e-12, atol=1e-12)
     assert asked and asked[0].endswith(("gemm_tasks", "blas_tasks")) and ran == [1]
+
+
+def test_products_run_on_blas_while_the_gemms_serial_code_compiles(monkeypatch):
+    """A fresh install's first products: the GEMM's one-thread code goes to the helper and
+    BLAS computes them meanwhile, with their epilogues, singly, in pairs and in batches."""
+    from numbax._src.compiler.cpu.runtime import gemm, gemm_epilogues, library
+
+    monkeypatch.setattr(gemm, "_gemm_part", _NotCompiled())
+    monkeypatch.setattr(gemm_epilogues, "finish_rows", _NotCompiled())
+    monkeypatch.setattr(th, "threads_for", lambda ns: 2)
+    asked = []
+    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments: (
+        asked.append(arguments()), False)[1])
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((300, 200)), rng.standard_normal((200, 260))
+    bias = rng.standard_normal(260)
+    with numbax.config.override("cpu_matmul", "numbax"), \
+            numbax.config.override("cpu_threads", 2):
+        plain = library.dot(x, y, 300 * 200 * 260)
+        layer = library.dot(x, y, 300 * 200 * 260, bias, "tanh")
+        first, second = library.dot_pair((x, y, 300 * 200 * 260), (y.T, x.T, 300 * 200 * 260))
+        xb, yb = rng.standard_normal((6, 40, 300)), rng.standard_normal((6, 300, 20))
+        (batched,) = library.dot_general(xb, yb, (((2,), (1,)), ((0,), (0,))),
+                                         np.dtype(np.float64))
+    np.testing.assert_allclose(plain, x @ y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(layer, np.tanh(x @ y + bias), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(first, x @ y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(second, y.T @ x.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(batched, xb @ yb, rtol=1e-12, atol=1e-12)
+    # the serial GEMM asked for with float64 arguments, the epilogue's threaded form too
+    assert any(len(a) == 18 and a[0].dtype == np.float64 for a in asked)
+    assert any(len(a) == 7 for a in asked)
+
+
+def test_the_serial_gemm_is_asked_for_with_the_types_matmul_calls_it_with():
+    from numbax._src.compiler.cpu.runtime import gemm
+
+    rng = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal((70, 50)).astype(dtype)
+        y = np.asfortranarray(rng.standard_normal((50, 40)).astype(dtype))
+        np.testing.assert_allclose(gemm.matmul(x, y), x @ y, rtol=1e-5)
+        asked = compile_ahead._signature(
+            gemm._gemm_part, lambda dt=dtype: gemm._part_arguments(np.dtype(dt)))
+        assert asked in gemm._gemm_part.signatures

@@ -272,6 +272,10 @@ def _finish(out: np.ndarray, bias: np.ndarray, activation: str, scale: float) ->
     m, n = out.shape
     row, epilogue = gemm_epilogues.epilogue_args(out.dtype, (m, n), bias, activation)
     threads = min(m, rt_threads.threads_for(out.size * FINISH_NS[activation]))
+    if threads > 1 and not gemm_epilogues.finish_rows.overloads \
+            and not compile_ahead.runtime_ready(gemm_epilogues.finish_rows, lambda: (
+                out.reshape(-1), m, n, row, epilogue, scale, threads)):
+        threads = 1  # (one thread while the helper compiles the threaded form)
     if threads <= 1:
         gemm_epilogues.finish_block(out.reshape(-1), 0, m, n, row, epilogue, scale)
         return out
@@ -326,7 +330,8 @@ def runs_on_own_gemm(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
                            and _narrow_pays(x, y, macs)
                            or not own_gemm_host() and blas_parts.supports(x, y))):
         return False
-    return gemm_cpu.supports(x, y)
+    # (while the compile helper builds the GEMM's one-thread code, BLAS takes the product)
+    return gemm_cpu.supports(x, y) and (_blas_kernel(x, y) or gemm_cpu.serial_ready(x.dtype))
 
 
 def _narrow_pays(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
