@@ -244,7 +244,7 @@ def test_products_run_on_one_thread_while_the_threaded_gemm_compiles(monkeypatch
                          (gemm_pairs, "_gemm_batches")):
         monkeypatch.setattr(module, name, _NotCompiled())
     asked = []
-    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments: (
+    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments, *holder: (
         asked.append(len(arguments())), False)[1])
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((300, 200)), rng.standard_normal((200, 260))
@@ -324,7 +324,7 @@ def test_products_run_on_blas_while_the_gemms_serial_code_compiles(monkeypatch):
     monkeypatch.setattr(gemm_epilogues, "finish_rows", _NotCompiled())
     monkeypatch.setattr(th, "threads_for", lambda ns: 2)
     asked = []
-    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments: (
+    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments, *holder: (
         asked.append(arguments()), False)[1])
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((300, 200)), rng.standard_normal((200, 260))
@@ -337,13 +337,16 @@ def test_products_run_on_blas_while_the_gemms_serial_code_compiles(monkeypatch):
         xb, yb = rng.standard_normal((6, 40, 300)), rng.standard_normal((6, 300, 20))
         (batched,) = library.dot_general(xb, yb, (((2,), (1,)), ((0,), (0,))),
                                          np.dtype(np.float64))
+        x32, y32 = x.astype(np.float32), y.astype(np.float32)
+        single = library.dot(x32, y32, 300 * 200 * 260)  # (a second dtype: asked for too)
     np.testing.assert_allclose(plain, x @ y, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(layer, np.tanh(x @ y + bias), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(first, x @ y, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(second, y.T @ x.T, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(batched, xb @ yb, rtol=1e-12, atol=1e-12)
-    # the serial GEMM asked for with float64 arguments, the epilogue's threaded form too
-    assert any(len(a) == 18 and a[0].dtype == np.float64 for a in asked)
+    np.testing.assert_allclose(single, x32 @ y32, rtol=1e-5)
+    # the serial GEMM asked for with each dtype's arguments, the epilogue's threaded form too
+    assert {a[0].dtype.char for a in asked if len(a) == 18} == {"d", "f"}
     assert any(len(a) == 7 for a in asked)
 
 

@@ -80,14 +80,16 @@ def ready(kernel: Any, arguments: Callable[[], tuple]) -> bool:
     return _asked(kernel, lambda: _message(kernel, arguments))
 
 
-def runtime_ready(function: Any, arguments: Callable[[], tuple]) -> bool:
-    """Whether numbax's runtime function `function` (a threaded Numba dispatcher not compiled
-    in this process: the GEMM's parts, a pair or batch of products on threads) may be called
-    now: True once its code for the types of `arguments()` is on disk (the call loads it), or
-    where no helper takes it; False while the helper compiles it. The caller runs a one-thread
-    form meanwhile: a fresh install's first threaded product compiled `gemm._gemm_threads` in
-    line, 12.7 s of a 24.6 s first MLP step on the 2-core VM (`_gemm_pair` another 7.6)."""
-    return _asked(function, lambda: _runtime_message(function, arguments))
+def runtime_ready(function: Any, arguments: Callable[[], tuple], holder: Any = None) -> bool:
+    """Whether numbax's runtime function `function` (a Numba dispatcher not compiled in this
+    process: the GEMM's parts, a pair or batch of products on threads) may be called now: True
+    once its code for the types of `arguments()` is on disk (the call loads it), or where no
+    helper takes it; False while the helper compiles it. The caller runs another form
+    meanwhile: a fresh install's first threaded product compiled `gemm._gemm_threads` in line,
+    12.7 s of a 24.6 s first MLP step on the 2-core VM (`_gemm_pair` another 7.6). The request
+    is kept on `holder` (default `function`: one request, for the first signature asked)."""
+    return _asked(function if holder is None else holder,
+                  lambda: _runtime_message(function, arguments))
 
 
 _imports: dict[str, Any] = {}  # runtime module -> what `_asked` keeps its import's request on

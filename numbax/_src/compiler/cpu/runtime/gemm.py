@@ -43,6 +43,7 @@ in L1 (`gemm_epilogues.finish_tile`), instead of by a later pass over the whole 
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 from llvmlite import ir
@@ -508,15 +509,20 @@ def supports(x: np.ndarray, y: np.ndarray) -> bool:
             and (y.flags.c_contiguous or y.flags.f_contiguous))
 
 
+_serial_requests: dict = {}  # dtype -> what compile_ahead keeps its `_gemm_part` request on
+
+
 def serial_ready(dtype) -> bool:
-    """Whether `matmul` may run now without compiling its one-thread code in line: once
-    `_gemm_part` is compiled here (for the first dtype asked: later ones compile in line) or on
-    disk, or where no helper takes it; False while the compile helper builds it, and library.py
-    runs products on BLAS meanwhile. A fresh install's first product compiled it in line: 3.6
-    s of the batch-128 MLP step's 6.9 s first call on the 2-core VM, ~10 s beside two busy
-    loops."""
-    return bool(_gemm_part.overloads) or compile_ahead.runtime_ready(
-        _gemm_part, lambda: _part_arguments(np.dtype(dtype)))
+    """Whether `matmul` may run now without compiling its one-thread code for `dtype` in line:
+    once `_gemm_part` is on disk for it, or where no helper takes it; False while the compile
+    helper builds it, and library.py runs products on BLAS meanwhile. A fresh install's first
+    product compiled it in line: 3.6 s of the batch-128 MLP step's 6.9 s first call on the
+    2-core VM, ~10 s beside two busy loops."""
+    dtype = np.dtype(dtype)
+    holder = _serial_requests.get(dtype)
+    if holder is None:
+        holder = _serial_requests.setdefault(dtype, SimpleNamespace())
+    return compile_ahead.runtime_ready(_gemm_part, lambda: _part_arguments(dtype), holder)
 
 
 def _part_arguments(dtype: np.dtype) -> tuple:
