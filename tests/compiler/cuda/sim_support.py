@@ -65,9 +65,15 @@ def library_model(binding: ModuleType, model: Callable) -> Iterator[None]:
     if not cuda_runtime.simulator_enabled():
         yield
         return
+    import numbax
+
     saved = binding.available, binding._call
+    # Programs compiled under the model call the library; compiled before or after, they do
+    # not: a later check of the same program in this process must compile it again.
+    numbax.clear_caches()
     binding.available, binding._call = (lambda: True), model
     try:
         yield
     finally:
         binding.available, binding._call = saved
+        numbax.clear_caches()
