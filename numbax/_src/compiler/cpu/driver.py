@@ -239,6 +239,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
            + "from numbax._src.compiler.cpu.runtime import blas_parts as bp  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import gemm_loops as gl  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import library as lw  # noqa: F401\n"
+           + "from numbax._src.compiler.cpu.runtime import matvec as mv  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import threads as th  # noqa: F401\n"
            + "from numbax._src.compiler.cpu.runtime import windows as wk  # noqa: F401\n"
            + "\n".join(imports) + "\n" + ("\n" + pool_defs if pool_defs else "") + "\n\n"

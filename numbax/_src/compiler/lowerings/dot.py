@@ -8,6 +8,7 @@ import math
 
 from numbax._src.compiler import epilogues
 from numbax._src.compiler.cpu import loop_products
+from numbax._src.compiler.cpu.runtime import matvec
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.runtime import cublaslt
 from numbax._src.compiler.lowerings.forms import Unsupported
@@ -30,9 +31,34 @@ def _library(eqn: JaxprEqn, ins: list[str]) -> str:
 def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
     """`[lw.dot(x, y, macs)]` for a float product of matrices/vectors without batch dims or
     casts: the layout work of `dot_general` (5 us a call, a third of a small jitted program)
-    is done here, once; a contraction over a matrix's other axis passes its `.T` view."""
+    is done here, once; a contraction over a matrix's other axis passes its `.T` view. A
+    small matrix-vector product calls its loops directly (`_small_matvec`)."""
+    small = _small_matvec(eqn, ins)
+    if small is not None:
+        return small
     args = _dot_args(eqn, ins)
     return None if args is None else f"[lw.dot({args})]"
+
+
+def _small_matvec(eqn: JaxprEqn, ins: list[str]) -> str | None:
+    """`[mv.small(matrix, vector)]` for a float32/float64 product of a matrix of at most
+    matvec.TOP_LEVEL_LOOP_ELEMENTS elements and a 1-D vector, in either order (the matrix
+    passed as the (result, contraction) view); None for other products."""
+    x, y = (v.aval for v in eqn.invars[:2])
+    (xc, yc), (xb, yb) = eqn.params["dimension_numbers"]
+    if xb or yb or len(xc) != 1 or sorted((x.ndim, y.ndim)) != [1, 2]:
+        return None
+    if not (x.dtype == y.dtype == eqn.outvars[0].aval.dtype) or x.dtype.name not in (
+            "float32", "float64"):
+        return None
+    if x.ndim == 2:  # x @ v: the matrix's free axis first
+        matrix, contracted, vector = ins[0], xc[0], ins[1]
+    else:  # v @ y
+        matrix, contracted, vector = ins[1], yc[0], ins[0]
+    shape = (x if x.ndim == 2 else y).shape
+    if shape[0] * shape[1] > matvec.TOP_LEVEL_LOOP_ELEMENTS:
+        return None
+    return f"[mv.small({matrix if contracted == 1 else matrix + '.T'}, {vector})]"
 
 
 def _dot_args(eqn: JaxprEqn, ins: list[str]) -> str | None:
