@@ -303,7 +303,7 @@ def test_take_along_axis_out_of_bounds_raises_like_eager():
 @pytest.mark.parametrize("case", ["ab", "aT_b", "bT_a", "v_a", "aT_v", "a_aT", "c64"])
 def test_plain_matmuls_lower_to_np_dot(case):
     """Matrix/vector products without batch dims or casts call BLAS through lw.dot (a small
-    matrix-vector product its loops, mv.small), with a transposed view where the contraction
+    matrix-vector product its loops, mv.top), with a transposed view where the contraction
     is over a matrix's first axis; same numbers."""
     a, b, v = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 4)), RNG.normal(size=5)
     fns = {"ab": lambda a, b: a @ b.T[:3], "aT_b": lambda a, b: a.T @ b,
@@ -316,7 +316,7 @@ def test_plain_matmuls_lower_to_np_dot(case):
     f = numbax.jit(fns[case])
     np.testing.assert_allclose(np.asarray(f(a, b)), want, rtol=1e-5 if case == "c64" else 1e-12)
     driver = f.lower(a, b).as_text().split("def driver(")[1]
-    call = "mv.small(" if case in ("v_a", "aT_v") else "lw.dot("
+    call = "mv.top(" if case in ("v_a", "aT_v") else "lw.dot("
     assert call in driver and "lw.dot_general(" not in driver
 
 

@@ -41,7 +41,7 @@ def test_logreg_program_has_no_batched_matmul():
     f = numbax.jit(numbax.vmap(numbax.grad(_logreg_loss), (None, 0, 0)))
     driver = f.lower(w, x, y).as_text().split("def driver(")[1]
     # x @ w only, a small matrix-vector product's loops; the outer product is a loop
-    assert driver.count("mv.small(") == 1 and "lw.dot" not in driver
+    assert driver.count("mv.top(") == 1 and "lw.dot" not in driver
     assert driver.count("_loop(") == 2
 
 

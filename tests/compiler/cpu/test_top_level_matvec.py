@@ -50,7 +50,7 @@ def test_only_small_matrices_take_the_loops(name, loops):
     f, _, x_shape, y_shape = FORMS[name]
     x, y = np.ones(x_shape, np.float32), np.ones(y_shape, np.float32)
     text = numbax.jit(f).lower(x, y).as_text()
-    assert ("mv.small(" in text) is loops
+    assert ("mv.top(" in text) is loops
     assert ("lw.dot(" in text) is not loops
     matrix = x_shape if len(x_shape) == 2 else y_shape
     assert (matrix[0] * matrix[1] <= matvec.TOP_LEVEL_LOOP_ELEMENTS) is loops
@@ -62,7 +62,7 @@ def test_other_products_keep_their_route():
                  (np.ones((4, 3), np.complex64), np.ones(3, np.complex64)),
                  (np.ones((4, 3), np.float32), np.ones((3, 2), np.float32))]:
         text = numbax.jit(lambda a, b: a @ b).lower(x, y).as_text()
-        assert "mv.small(" not in text
+        assert "mv.top(" not in text
         np.testing.assert_array_equal(np.asarray(numbax.jit(lambda a, b: a @ b)(x, y)), x @ y)
 
 
@@ -81,3 +81,37 @@ def test_logistic_regression_gradient_matches_its_closed_form():
     sigmoid = 1 / (1 + np.exp(-(x @ w)))
     np.testing.assert_allclose(np.asarray(got), (sigmoid - y)[:, None] * x, rtol=1e-10,
                                atol=1e-12)
+
+
+def test_products_go_to_blas_while_the_helper_compiles_the_loops(monkeypatch):
+    """A fresh install: `small` for each dtype goes to the compile helper (a C-contiguous and a
+    transposed matrix), and the products take library.dot's route meanwhile; once ready, the
+    loops."""
+    from numbax._src.compiler.cpu.runtime import compile_ahead, library
+
+    asked, ready, via_dot = [], {"now": False}, []
+
+    def runtime_ready(function, arguments, holder=None):
+        asked.append((function, arguments()))
+        return ready["now"]
+
+    real_dot = library.dot
+    monkeypatch.setattr(matvec, "_small_ready", {})
+    monkeypatch.setattr(matvec, "_small_requests", {})
+    monkeypatch.setattr(compile_ahead, "runtime_ready", runtime_ready)
+    monkeypatch.setattr(library, "dot", lambda *a: (via_dot.append(a[2]), real_dot(*a))[1])
+    s = RNG.normal(size=(50, 20))
+    v = RNG.normal(size=20)
+    for dtype in (np.float64, np.float32):
+        got = matvec.top(s.astype(dtype), v.astype(dtype))
+        np.testing.assert_allclose(got, s @ v, rtol=1e-5)
+        got = matvec.top(s.T.astype(dtype).T, v.astype(dtype))  # a transposed matrix
+        np.testing.assert_allclose(got, s @ v, rtol=1e-5)
+    assert via_dot == [1000] * 4
+    assert {(a[0].dtype, a[0].flags.c_contiguous) for _, a in asked} == {
+        (np.dtype(d), c) for d in (np.float64, np.float32) for c in (True, False)}
+    assert all(f is matvec.small and a[1].ndim == 1 for f, a in asked)
+    ready["now"] = True
+    np.testing.assert_allclose(matvec.top(s, v), s @ v, rtol=1e-12)
+    np.testing.assert_allclose(matvec.top(s.T.copy().T, v), s @ v, rtol=1e-12)
+    assert via_dot == [1000] * 4  # the loops now

@@ -41,7 +41,7 @@ def _plain_matmul(eqn: JaxprEqn, ins: list[str]) -> str | None:
 
 
 def _small_matvec(eqn: JaxprEqn, ins: list[str]) -> str | None:
-    """`[mv.small(matrix, vector)]` for a float32/float64 product of a matrix of at most
+    """`[mv.top(matrix, vector)]` for a float32/float64 product of a matrix of at most
     matvec.TOP_LEVEL_LOOP_ELEMENTS elements and a 1-D vector, in either order (the matrix
     passed as the (result, contraction) view); None for other products."""
     x, y = (v.aval for v in eqn.invars[:2])
@@ -58,7 +58,7 @@ def _small_matvec(eqn: JaxprEqn, ins: list[str]) -> str | None:
     shape = (x if x.ndim == 2 else y).shape
     if shape[0] * shape[1] > matvec.TOP_LEVEL_LOOP_ELEMENTS:
         return None
-    return f"[mv.small({matrix if contracted == 1 else matrix + '.T'}, {vector})]"
+    return f"[mv.top({matrix if contracted == 1 else matrix + '.T'}, {vector})]"
 
 
 def _dot_args(eqn: JaxprEqn, ins: list[str]) -> str | None:
