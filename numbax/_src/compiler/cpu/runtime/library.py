@@ -122,10 +122,13 @@ def dot(x: np.ndarray, y: np.ndarray, macs: int, bias: np.ndarray | None = None,
     bias + scale * (x @ y) (`bias` then an array of the result's shape; compiler/
     epilogues.py): the GEMM applies it to each tile of C as it finishes, BLAS's result gets
     one pass."""
-    if bias is None and (out := matvec.product(x, y)) is not None:
+    if bias is None and (x.ndim == 1 or y.ndim == 1 or x.shape[0] == 1 or y.shape[1] == 1) \
+            and (out := matvec.product(x, y)) is not None:
         return out  # a matrix-vector product: row blocks on Numba's threads
     site = busy_site((x.shape, y.shape, x.dtype.char), macs)
-    own = runs_on_own_gemm(x, y, macs) and not _one_thread_on_blas(macs)
+    # (the cheaper tests first: a small product's route is decided in ~1 us, not ~6)
+    own = macs >= OWN_GEMM_MACS and not _one_thread_on_blas(macs) \
+        and runs_on_own_gemm(x, y, macs)
     blas_n = None if own else 0 if _blas_keeps_one_thread(x, y, macs) \
         else blas_threads(macs, site)
     x, y, blas_n = _without_syrk(x, y, macs, blas_n)
