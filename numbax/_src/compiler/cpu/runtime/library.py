@@ -218,10 +218,13 @@ def _on_numbas_pool(x: np.ndarray, y: np.ndarray, threads: int, bias, activation
                     scale: float) -> np.ndarray:
     """act(x @ y + bias) on `threads` of Numba's threads: OpenBLAS's kernel on blocks of C
     where `_blas_kernel` says so, else gemm.py's register tile."""
-    with rt_threads.running(threads):
-        if _blas_kernel(x, y):
+    if _blas_kernel(x, y):
+        with rt_threads.running(threads):
             out = blas_parts.matmul(x, y, threads)
-            return out if bias is None else _finish(out, bias, activation, scale)
+        return out if bias is None else _finish(out, bias, activation, scale)
+    if threads == 1:  # one part on this thread, no parallel region (use/restore: ~3 us)
+        return gemm_cpu.matmul(x, y, 1, bias=bias, activation=activation, scale=scale)
+    with rt_threads.running(threads):
         return gemm_cpu.matmul(x, y, threads, bias=bias, activation=activation, scale=scale)
 
 
