@@ -391,13 +391,23 @@ def _blas_keeps_one_thread(x: np.ndarray, y: np.ndarray, macs: int) -> bool:
 # GFLOP/s), and has less to do per call (32 x 64 x 128: 6.6 against 21 us, 2026-12-01).
 AVX512_BLAS_CORES = frozenset({"SkylakeX", "CooperLake", "SapphireRapids"})
 _blas_avx512: list = []  # [whether numpy's OpenBLAS runs AVX-512 kernels] once asked
+# ... and one such thread beat numbax's GEMM on its threads below this many multiply-adds
+# (1M-4M: 64 x 128 x 128, 128^3, 128 x 256 x 128: 24 / 45 / 86 against 48 / 68 / 105 us on the
+# 2-core Zen 4 VM's two threads; 20 / 36 against 47 / 60 on 16 Xeon cores, 2026-12-07): a
+# few microseconds of work a thread, against the threaded call's fixed cost. At 8M it was
+# even on the VM (by shape, 106-180 against 167-169) and still BLAS's on the Xeon (128 x 256 x
+# 256: 127 against 147).
+ONE_THREAD_BLAS_MACS = 1 << 22
 
 
 def _one_thread_on_blas(macs: int) -> bool:
-    """Whether `dot` gives a product too small for threads to BLAS although numbax's GEMM
-    would take it: numpy's OpenBLAS runs AVX-512 kernels (AVX512_BLAS_CORES). Batches of
-    such products stay on numbax's GEMM, a whole product a thread (`dot_general`)."""
-    if macs >= GEMM_THREADED_MACS or config.cpu_matmul != "auto":
+    """Whether `dot` gives a product below ONE_THREAD_BLAS_MACS to one BLAS thread although
+    numbax's GEMM would take it: numpy's OpenBLAS runs AVX-512 kernels (AVX512_BLAS_CORES),
+    and no `config.cpu_threads` asks for threads for it. Batches of such products stay on
+    numbax's GEMM, a whole product a thread (`dot_general`)."""
+    if macs >= ONE_THREAD_BLAS_MACS or config.cpu_matmul != "auto":
+        return False
+    if macs >= GEMM_THREADED_MACS and config.cpu_threads:
         return False
     if not _blas_avx512:
         _blas_avx512.append(blas_core() in AVX512_BLAS_CORES)
