@@ -85,9 +85,9 @@ def test_logistic_regression_gradient_matches_its_closed_form():
 
 def test_products_go_to_blas_while_the_helper_compiles_the_loops(monkeypatch):
     """A fresh install: `small` for each dtype goes to the compile helper (a C-contiguous and a
-    transposed matrix), and the products take library.dot's route meanwhile; once ready, the
-    loops."""
-    from numbax._src.compiler.cpu.runtime import compile_ahead, library
+    transposed matrix), and the products go to np.dot on one BLAS thread meanwhile; once
+    ready, the loops."""
+    from numbax._src.compiler.cpu.runtime import blas, compile_ahead
 
     asked, ready, via_dot = [], {"now": False}, []
 
@@ -95,11 +95,12 @@ def test_products_go_to_blas_while_the_helper_compiles_the_loops(monkeypatch):
         asked.append((function, arguments()))
         return ready["now"]
 
-    real_dot = library.dot
+    real_call = blas.numpy_blas_call
     monkeypatch.setattr(matvec, "_small_ready", {})
     monkeypatch.setattr(matvec, "_small_requests", {})
     monkeypatch.setattr(compile_ahead, "runtime_ready", runtime_ready)
-    monkeypatch.setattr(library, "dot", lambda *a: (via_dot.append(a[2]), real_dot(*a))[1])
+    monkeypatch.setattr(blas, "numpy_blas_call", lambda fn, n, *a: (
+        via_dot.append((fn, n)), real_call(fn, n, *a))[1])
     s = RNG.normal(size=(50, 20))
     v = RNG.normal(size=20)
     for dtype in (np.float64, np.float32):
@@ -107,11 +108,11 @@ def test_products_go_to_blas_while_the_helper_compiles_the_loops(monkeypatch):
         np.testing.assert_allclose(got, s @ v, rtol=1e-5)
         got = matvec.top(s.T.astype(dtype).T, v.astype(dtype))  # a transposed matrix
         np.testing.assert_allclose(got, s @ v, rtol=1e-5)
-    assert via_dot == [1000] * 4
+    assert via_dot == [(np.dot, 1)] * 4
     assert {(a[0].dtype, a[0].flags.c_contiguous) for _, a in asked} == {
         (np.dtype(d), c) for d in (np.float64, np.float32) for c in (True, False)}
     assert all(f is matvec.small and a[1].ndim == 1 for f, a in asked)
     ready["now"] = True
     np.testing.assert_allclose(matvec.top(s, v), s @ v, rtol=1e-12)
     np.testing.assert_allclose(matvec.top(s.T.copy().T, v), s @ v, rtol=1e-12)
-    assert via_dot == [1000] * 4  # the loops now
+    assert via_dot == [(np.dot, 1)] * 4  # the loops now

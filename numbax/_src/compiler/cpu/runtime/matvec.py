@@ -154,18 +154,19 @@ _small_ready: dict = {}  # dtype -> whether `small`'s code for it may run (`top`
 def top(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """A driver's small matrix-vector product s @ v (lowerings/dot.py): `small` once its code
     for the dtype may run, else (while the compile helper builds it, for a C-contiguous matrix
-    and a transposed one) through `library.dot` to np.dot. A fresh install compiled `small`
-    in line: 0.65 s of logistic regression's 1.0 s first call on the 2-core VM."""
+    and a transposed one) np.dot on one BLAS thread, as `library.dot` runs it. A fresh install
+    compiled `small` in line: 0.65 s of logistic regression's 1.0 s first call on the 2-core
+    VM."""
     if _small_ready.get(s.dtype):
         return small(s, v)
-    from numbax._src.compiler.cpu.runtime import compile_ahead, library
+    from numbax._src.compiler.cpu.runtime import compile_ahead
 
     holders = _small_requests.setdefault(s.dtype, (SimpleNamespace(), SimpleNamespace()))
     example = np.zeros((2, 2), s.dtype), np.zeros(2, s.dtype)
     ready = [compile_ahead.runtime_ready(small, lambda m=m: (m, example[1]), holder)
              for m, holder in zip((example[0], example[0].T), holders)]
     _small_ready[s.dtype] = all(ready)
-    return small(s, v) if all(ready) else library.dot(s, v, s.size)
+    return small(s, v) if all(ready) else blas.numpy_blas_call(np.dot, 1, s, v)
 
 
 _small_requests: dict = {}  # dtype -> the helper's requests of `small` (`top`)
