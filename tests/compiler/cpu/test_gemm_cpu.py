@@ -248,10 +248,12 @@ def test_narrow_products_and_blas_threads_while_the_pool_spins(monkeypatch):
 def _narrow_routes(monkeypatch, least_threads: int = 2):
     """An AVX-512 host's "auto" rule on a quiet machine, two GEMM threads a product, narrow
     products on the GEMM from `least_threads` threads (NARROW_MIN_THREADS; two so that the
-    products run on a machine of two cores)."""
+    products run on a machine of two cores), an OpenBLAS without AVX-512 kernels (so products
+    under ONE_THREAD_BLAS_MACS stay on the GEMM too)."""
     from numbax._src.compiler.cpu.runtime import threads
 
     monkeypatch.setattr(library, "_host_gemm", ["avx512"])
+    monkeypatch.setattr(library, "_blas_avx512", [False])
     monkeypatch.setattr(threads, "busy", lambda: False)
     monkeypatch.setattr(library, "gemm_threads", lambda macs, site=None: 2)
     monkeypatch.setattr(library, "NARROW_MIN_THREADS", least_threads)
@@ -369,8 +371,9 @@ def test_a_busy_machines_pooled_product_runs_a_narrow_one_swapped(monkeypatch):
 def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
     """With "auto" on an AVX-512 host whose OpenBLAS runs AVX-512 kernels, a product too small
     for threads runs on BLAS (one such thread matched or beat the GEMM on one, with less to
-    do per call); threaded products and batches of small ones stay on numbax's GEMM, and an
-    OpenBLAS without AVX-512 kernels leaves every product to the GEMM."""
+    do per call), and so does one under ONE_THREAD_BLAS_MACS unless the user set a thread
+    count; larger products and batches of small ones stay on numbax's GEMM, and an OpenBLAS
+    without AVX-512 kernels leaves every product to the GEMM."""
     from numbax._src.compiler.cpu.runtime import threads
 
     calls = []
@@ -399,6 +402,16 @@ def test_products_for_one_thread_go_to_an_avx512_openblas(monkeypatch):
         calls.clear()
         _close(library.dot(x, w, 64 * 80 * 72), x @ w)
         assert calls == ["matmul"]
+    # from GEMM_THREADED_MACS to ONE_THREAD_BLAS_MACS: BLAS's one thread on a quiet machine,
+    # the GEMM's threads where the user set a thread count
+    mid_x, mid_w = _operand((128, 128), np.float32, False), _operand((128, 128), np.float32, True)
+    assert library.GEMM_THREADED_MACS <= 128 ** 3 < library.ONE_THREAD_BLAS_MACS
+    monkeypatch.setattr(library, "_blas_avx512", [True])
+    for threads_set, want in ((0, []), (2, ["matmul"])):
+        calls.clear()
+        with config.override("cpu_matmul", "auto"), config.override("cpu_threads", threads_set):
+            _close(library.dot(mid_x, mid_w, 128 ** 3), mid_x @ mid_w)
+        assert calls == want
 
 
 def test_small_products_leave_blas_its_thread_count(monkeypatch):

@@ -149,6 +149,7 @@ def small(s, v):  # pragma: no cover - compiled
 
 
 _small_ready: dict = {}  # dtype -> whether `small`'s code for it may run (`top`)
+_small_requests: dict = {}  # dtype -> the helper's requests of `small` (`top`)
 
 
 def top(s: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -167,9 +168,6 @@ def top(s: np.ndarray, v: np.ndarray) -> np.ndarray:
              for m, holder in zip((example[0], example[0].T), holders)]
     _small_ready[s.dtype] = all(ready)
     return small(s, v) if all(ready) else blas.numpy_blas_call(np.dot, 1, s, v)
-
-
-_small_requests: dict = {}  # dtype -> the helper's requests of `small` (`top`)
 
 
 @njit(parallel=True, cache=True)
