@@ -70,7 +70,7 @@ def test_same_shapes_over_other_meshes_layouts_and_dtypes_use_their_own_plans():
     for order in (None, [3, 2, 1, 0], [1, 0, 3, 2]):
         mesh = _mesh(order)
         split = numbax.jit(_plus_position(mesh, P("i"), P("i")))
-        for dtype in (np.float32, np.float64, np.int32):
+        for dtype in (np.float32, np.float64, np.int32, jnp.bfloat16):
             xd = x.astype(dtype)
             got = split(numbax.device_put(xd, NamedSharding(mesh, P("i"))))
             assert np.asarray(got).dtype == dtype
@@ -79,6 +79,16 @@ def test_same_shapes_over_other_meshes_layouts_and_dtypes_use_their_own_plans():
         replicated = numbax.jit(_plus_position(mesh, P(), P()))
         got = replicated(numbax.device_put(x, NamedSharding(mesh, P())))
         np.testing.assert_array_equal(np.asarray(got), x)
+
+
+def test_messages_name_dtypes_by_strings_only_where_the_string_names_them_again():
+    """The workers' messages carry dtypes as strings (cheaper to pickle); bfloat16's string
+    ('<V2') would come back as raw bytes, so it travels as itself."""
+    for dtype in (np.float32, np.dtype(">f8"), np.int8, np.bool_, np.complex64, np.uint64,
+                  jnp.bfloat16):
+        wired = spmd.wire_dtype(dtype)
+        assert np.dtype(wired) == np.dtype(dtype)
+        assert isinstance(wired, str) == (np.dtype(dtype) != np.dtype(jnp.bfloat16))
 
 
 def test_one_jitted_function_over_arguments_of_one_shape_laid_out_differently():

@@ -249,7 +249,7 @@ class Heap:
         seg = self.segments[block.segment]
         owner = (ctypes.c_char * block.nbytes).from_buffer(seg.mapped(), block.offset)
         out = view(owner, 0, shape, dtype)
-        address = out.__array_interface__["data"][0]
+        address = ctypes.addressof(owner)  # (the view's first byte)
         self._homes[address] = block
         weakref.finalize(owner, self._freed, address, block)
         return out
@@ -335,9 +335,10 @@ def close_heap() -> None:
 def alloc_array(api: str, shape: tuple, dtype, what: str) -> tuple[Block, np.ndarray]:
     """A block of the heap holding an array of `shape` and `dtype`, and the parent's view."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    block = heap().alloc(api, nbytes, what)
-    return block, heap().array(block, tuple(shape), dtype)
+    shape = tuple(shape)
+    the_heap = heap()
+    block = the_heap.alloc(api, math.prod(shape) * dtype.itemsize, what)  # (np.prod: ~8 us)
+    return block, the_heap.array(block, shape, dtype)
 
 
 # ----------------------------------------------------------------------------- workers

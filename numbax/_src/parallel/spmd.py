@@ -107,6 +107,20 @@ class Global:
         self.offset = offset
 
 
+_WIRE_DTYPES: dict = {}
+
+
+def wire_dtype(dtype: Any) -> Any:
+    """A dtype as the workers' messages carry it: its string where that names it again (a
+    string pickles and loads several times faster than a dtype), else the dtype itself
+    (bfloat16's string is '<V2')."""
+    found = _WIRE_DTYPES.get(dtype)
+    if found is None:
+        dtype = np.dtype(dtype)
+        found = _WIRE_DTYPES[dtype] = dtype.str if np.dtype(dtype.str) == dtype else dtype
+    return found
+
+
 def _bytes(shape: Sequence[int], dtype: Any) -> int:
     return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
@@ -146,7 +160,7 @@ class Plan:
             self.out_boxes = [(tuple(s), None) for s in out_shapes]
             self.out_writer = [list(w) for w in out_writer]
         # each rank's (shape, dtype, block, writes) of every result, as its message says
-        self.out_specs = {r: [(s, np.dtype(a.dtype), _local(idx[r], offset), wr[r])
+        self.out_specs = {r: [(s, wire_dtype(a.dtype), _local(idx[r], offset), wr[r])
                               for (s, offset), a, idx, wr in
                               zip(self.out_boxes, program.out_avals, self.out_index,
                                   self.out_writer, strict=True)]
@@ -257,8 +271,8 @@ def _messages(plan: Plan, p: pool.Pool, staged: list[Global], outs: list[Global]
     """Each worker's message for this call: the plan's blocks at this call's places
     (`aliased`: some outputs are written over inputs)."""
     program = plan.program
-    places = [(x.block.segment, x.block.offset, x.value.shape, x.value.dtype, x.offset)
-              for x in staged]
+    places = [(x.block.segment, x.block.offset, x.value.shape, wire_dtype(x.value.dtype),
+               x.offset) for x in staged]
     out_places = [(o.block.segment, o.block.offset) for o in outs]
     scratch_at = scratch and (scratch.segment, scratch.offset, program.slot_bytes)
     arena_at = arena_block and (arena_block.segment, arena_block.offset, plan.arena)
