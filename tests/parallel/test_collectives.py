@@ -4,6 +4,7 @@ block of a real shared-memory segment that the threads share through one shm.Att
 one group can mix operands read in place with staged ones (through the public API every device
 gets the same kind), checked bit for bit against the group-order reduction."""
 import gc
+import pickle
 import threading
 
 import numpy as np
@@ -20,7 +21,8 @@ class _Parent:
     def __init__(self, n: int) -> None:
         self.barrier = threading.Barrier(n, timeout=30)
 
-    def send(self, msg: tuple) -> None:
+    def send_bytes(self, data: bytes) -> None:  # (parallel.send_plain's messages)
+        msg = pickle.loads(data)
         assert msg[0] == "barrier" and msg[2] is None
         self.barrier.wait()
 

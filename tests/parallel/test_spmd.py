@@ -6,6 +6,7 @@ would catch a stale or unbounded cache: same shapes over another mesh, device or
 dtype; many shapes; a killed worker; unlinked segments; results of earlier calls; threads."""
 import gc
 import os
+import pickle
 import signal
 import threading
 import time
@@ -322,7 +323,8 @@ class _Barriers:
         self.barriers: dict[tuple, threading.Barrier] = {}
         self.lock = threading.Lock()
 
-    def send(self, msg: tuple) -> None:
+    def send_bytes(self, data: bytes) -> None:  # (parallel.send_plain's messages)
+        msg = pickle.loads(data)
         with self.lock:
             barrier = self.barriers.setdefault(msg[1], threading.Barrier(len(msg[1]),
                                                                          timeout=30))

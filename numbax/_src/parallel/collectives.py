@@ -21,6 +21,7 @@ then runs the cross-process allreduce in place on the arena's block before the m
 first member's slot instead, which every member copies before the slots are reused."""
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 from numbax._src import core, dtypes
 from numbax._src.lax import parallel, parallel_redistribute
 from numbax._src.lax.shard_map import shard_map_p
-from numbax._src.parallel import shm, topology
+from numbax._src.parallel import send_plain, shm, topology
 
 # Below this, two barriers (one exchange) cost less than the extra two of the chunked path.
 CHUNKED_REDUCE_BYTES = 1 << 20
@@ -99,11 +100,8 @@ class Comm:
             if unknown:
                 raise NameError(f"lax.{api}: axis {unknown[0]!r} is not an axis of this call's "
                                 f"mesh {self.axis_names}.")
-            members = mesh_group(self.axis_sizes, self.axis_names, names, self.rank)
-            found = Group(members, self.devices, self.process,
-                          group_index(self.axis_sizes, self.axis_names, names, self.rank),
-                          len(self.devices) // len(members))
-            self._groups[names] = found
+            found = self._groups[names] = _group(self.axis_sizes, self.axis_names, names,
+                                                 self.rank, self.devices, self.process)
         return found
 
     def position(self, api: str, axis_name: Any) -> int:
@@ -116,7 +114,7 @@ class Comm:
         if action is None and self.board is not None:
             self.board.barrier(self.worker, group.barrier, self.conn)
             return
-        self.conn.send(("barrier", group.barrier, action))
+        send_plain(self.conn, ("barrier", group.barrier, action))
         reply = self.conn.recv()
         if reply[0] != "go":
             raise threading.BrokenBarrierError("another device of this call failed")
@@ -312,6 +310,16 @@ def _split(total: np.ndarray, xs: list[np.ndarray]) -> list[np.ndarray]:
         out.append(total[at:at + x.size].reshape(x.shape))
         at += x.size
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _group(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int, devices: tuple,
+           process: int) -> Group:
+    """A rank's Group over `names`, kept across calls: worked out afresh, the groups of a
+    small psum's call were a quarter of its time in the worker (more on larger meshes)."""
+    members = mesh_group(axis_sizes, axis_names, names, rank)
+    return Group(members, devices, process, group_index(axis_sizes, axis_names, names, rank),
+                 len(devices) // len(members))
 
 
 def group_index(axis_sizes: tuple, axis_names: tuple, names: tuple, rank: int) -> int:

@@ -21,7 +21,6 @@ import contextlib
 import ctypes
 import multiprocessing.connection as mpc
 import os
-import pickle
 import select
 import socket
 import subprocess
@@ -36,6 +35,7 @@ from numbax._src.parallel import (
     barriers,
     cluster,
     distributed,
+    send_plain,
     shm,
     topology,
 )
@@ -91,10 +91,8 @@ class _Worker:
         self.forgotten = 0  # how much of the heap's `unlinked` list this worker was told
 
     def send(self, msg: Any) -> None:
-        # (plain data: pickle's own dumps takes a third of multiprocessing's reducer pickler)
-        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(OSError):  # a dead worker: the reply loop reports it
-            self.conn.send_bytes(data)
+            send_plain(self.conn, msg)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):

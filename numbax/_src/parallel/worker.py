@@ -12,7 +12,7 @@ import numpy as np
 from numbax._src import core
 from numbax._src.compiler import api as compiler
 from numbax._src.config import config
-from numbax._src.parallel import barriers, collectives, shm
+from numbax._src.parallel import barriers, collectives, send_plain, shm
 
 
 class Program:
@@ -184,7 +184,7 @@ def serve(index: int, conn, board: tuple | None = None) -> None:
             if reply == _OK:  # the common reply, pickled once
                 conn.send_bytes(_OK_BYTES)
             else:
-                conn.send(reply)
+                send_plain(conn, reply)
         except (EOFError, OSError):
             break
     state.close()
