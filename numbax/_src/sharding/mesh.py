@@ -256,8 +256,12 @@ class Mesh(_MeshBase):
         return Mesh(self.devices, self.axis_names, types)
 
     def _key(self) -> tuple:
-        ids = tuple(d.id for d in self.devices.flat) if self.axis_names else ()
-        return ids, self.axis_sizes, self.axis_names, self.axis_types
+        # kept: a jitted call over sharded arguments hashes its arguments' meshes every call
+        key = self.__dict__.get("_key_kept")
+        if key is None:
+            ids = tuple(d.id for d in self.devices.flat) if self.axis_names else ()
+            key = self._key_kept = (ids, self.axis_sizes, self.axis_names, self.axis_types)
+        return key
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mesh) and self._key() == other._key()
