@@ -19,7 +19,7 @@ import pytest
 import numbax
 import numbax.numpy as jnp
 from numbax import lax
-from numbax._src.parallel import barriers, pool
+from numbax._src.parallel import barriers, pool, worker
 from numbax.sharding import Mesh, NamedSharding
 from numbax.sharding import PartitionSpec as P
 from tests.virtual_devices import cpu_devices
@@ -71,12 +71,15 @@ def _run_threads(n: int, device) -> list:
     return errors
 
 
+@pytest.mark.parametrize("spin_s", [0.0, worker.SPIN_S])
 @pytest.mark.parametrize("n", [2, 3, 5, 8])
-def test_no_member_leaves_a_barrier_before_all_arrived(n):
+def test_no_member_leaves_a_barrier_before_all_arrived(n, spin_s):
     """Each member writes its step before the barrier and, after it, reads every member's:
     none may be behind. Groups alternate between everyone, the even and the odd members, and
-    pairs, with members sleeping now and then so the others wait."""
+    pairs, with members sleeping now and then so the others wait (longer than a waiter
+    polls, when it polls first)."""
     board, _memory = _board(n)
+    board.spin_s = spin_s
     board.start()
     steps = np.zeros(n, np.int64)
     groups = [tuple(range(n)), tuple(range(0, n, 2)), tuple(range(1, n, 2)),
@@ -101,8 +104,10 @@ def test_no_member_leaves_a_barrier_before_all_arrived(n):
     assert not board.blocked(range(n))
 
 
-def test_abort_releases_the_waiters_and_reset_makes_the_board_whole_again():
+@pytest.mark.parametrize("spin_s", [0.0, worker.SPIN_S])
+def test_abort_releases_the_waiters_and_reset_makes_the_board_whole_again(spin_s):
     board, _memory = _board(3)
+    board.spin_s = spin_s
     board.start()
 
     def waiter(me: int) -> None:
@@ -123,6 +128,40 @@ def test_abort_releases_the_waiters_and_reset_makes_the_board_whole_again():
     board.reset()
     board.start()
     assert not _run_threads(3, lambda me: board.barrier(me, (0, 1, 2), _Conn()))
+
+
+def test_a_worker_polls_for_its_next_message_only_where_a_core_is_left_for_the_parent(
+        monkeypatch):
+    """worker.Spin: with a core for every worker and the parent, a message there is seen,
+    and none makes it give up after SPIN_S; with a
+    worker for every core, or another process's load on half of them, it does not poll."""
+    import socket
+
+    from numbax._src.compiler.cpu.runtime import threads
+
+    ours, theirs = socket.socketpair()
+    try:
+        monkeypatch.setattr(threads, "CORES", 4)
+        monkeypatch.setattr(threads, "busy", lambda: False)
+        spin = worker.Spin(ours, host_workers=3)
+        assert (spin.for_messages, spin.barrier_s()) == (True, worker.SPIN_S)
+        start = time.perf_counter()
+        assert not spin.until_message()
+        assert time.perf_counter() - start >= worker.SPIN_S
+        theirs.send(b"x")
+        assert spin.until_message()
+        assert ours.recv(1) == b"x"
+        assert not worker.Spin(ours, host_workers=4).for_messages
+        assert worker.Spin(ours, host_workers=4).barrier_s() == worker.SPIN_S
+        assert worker.Spin(ours, host_workers=5).barrier_s() == 0.0
+        monkeypatch.setattr(threads, "busy", lambda: True)
+        assert spin.barrier_s() == 0.0
+        start = time.perf_counter()
+        assert not spin.until_message()
+        assert time.perf_counter() - start < worker.SPIN_S
+    finally:
+        ours.close()
+        theirs.close()
 
 
 def _catch(errors: list, fn, *args) -> None:

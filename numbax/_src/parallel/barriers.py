@@ -92,6 +92,7 @@ class Board:
         self._seen = -1  # the parent's last sum of `progress` and `done`
         self._parent = os.getppid()
         self._deadline = _Timespec()
+        self.spin_s = 0.0  # how long a waiter polls before it sleeps (a worker sets it)
 
     def sem(self, waiter: int, poster: int) -> int:
         return self._sem0 + (waiter * self.n + poster) * SEM_STRIDE
@@ -176,6 +177,11 @@ class Board:
         self.waits[me * self.n + poster] += 1
         if LIBC.sem_trywait(sem) == 0:
             return
+        if self.spin_s:  # the poster is most often microseconds away: no sleep, no wake-up
+            end = time.perf_counter() + self.spin_s
+            while time.perf_counter() < end:
+                if LIBC.sem_trywait(sem) == 0:
+                    return
         self.waiting[me] = poster + 1
         told, slice_s = False, FIRST_SLICE_S
         try:

@@ -87,7 +87,8 @@ class _Worker:
             child_end.close()
         self.index = index
         self.conn = mpc.Connection(parent_end.detach())
-        self.conn.send({"index": index, "sys_path": list(sys.path), "board": board})
+        self.conn.send({"index": index, "sys_path": list(sys.path), "board": board,
+                        "host_workers": siblings + 1})
         self.forgotten = 0  # how much of the heap's `unlinked` list this worker was told
 
     def send(self, msg: Any) -> None:

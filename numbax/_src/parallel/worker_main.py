@@ -55,7 +55,7 @@ def main() -> None:
     sys.path[:] = [*init["sys_path"], *[p for p in sys.path if p not in init["sys_path"]]]
     from numbax._src.parallel import worker
 
-    worker.serve(init["index"], conn, init.get("board"))
+    worker.serve(init["index"], conn, init.get("board"), init.get("host_workers", 1))
 
 
 if __name__ == "__main__":
