@@ -11,6 +11,7 @@ does, should the parent be killed)."""
 from __future__ import annotations
 
 import atexit
+import bisect
 import collections
 import ctypes
 import errno
@@ -206,6 +207,9 @@ class Heap:
         self._lock = threading.Lock()
         self._pending: list[Block] = []  # freed by finalizers, returned under the lock
         self._homes: dict[int, Block] = {}  # address of each block handed out as an array
+        # those addresses sorted, for `home`'s search; entries of blocks freed since may stay
+        # (the finalizers that free them must not take the lock) until the list is compacted
+        self._addresses: list[int] = []
         # per block handed out: the bytes of the segments holding live blocks just after
         self._recent: collections.deque = collections.deque(maxlen=self.RECENT)
 
@@ -250,7 +254,9 @@ class Heap:
         owner = (ctypes.c_char * block.nbytes).from_buffer(seg.mapped(), block.offset)
         out = view(owner, 0, shape, dtype)
         address = ctypes.addressof(owner)  # (the view's first byte)
-        self._homes[address] = block
+        with self._lock:
+            self._homes[address] = block
+            bisect.insort(self._addresses, address)
         weakref.finalize(owner, self._freed, address, block)
         return out
 
@@ -272,9 +278,21 @@ class Heap:
         if not value.flags.c_contiguous or value.nbytes == 0:
             return None
         start = value.__array_interface__["data"][0]
-        for address, block in list(self._homes.items()):
-            if address <= start and start + value.nbytes <= address + block.nbytes:
-                return Block(block.segment, block.offset + start - address, value.nbytes)
+        with self._lock:
+            addresses = self._addresses
+            if len(addresses) > 2 * len(self._homes) + 64:  # mostly freed blocks' entries
+                addresses[:] = sorted(self._homes)
+            # the live block starting last at or before `start` (live blocks are disjoint)
+            k = bisect.bisect_right(addresses, start) - 1
+            while k >= 0:
+                block = self._homes.get(addresses[k])
+                if block is not None:
+                    address = addresses[k]
+                    if start + value.nbytes <= address + block.nbytes:
+                        return Block(block.segment, block.offset + start - address,
+                                     value.nbytes)
+                    return None
+                k -= 1
         return None
 
     def _drain(self) -> None:
