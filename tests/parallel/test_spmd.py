@@ -225,6 +225,25 @@ def test_a_result_block_returns_to_the_heap_with_its_last_view():
     assert _live_blocks() == before
 
 
+def test_small_blocks_take_whole_cache_lines_and_large_ones_whole_pages():
+    """A loop that keeps its scalar results (a loss history) takes a cache line of
+    /dev/shm for each, not a page; blocks never share a cache line (workers write them)."""
+    heap = shm.heap()
+    blocks = [heap.alloc("test", n, "a result") for n in (1, 8, 64, 65, shm.PAGE - 1)]
+    large = heap.alloc("test", shm.PAGE + 1, "a result")
+    try:
+        assert [b.nbytes for b in blocks] == [64, 64, 64, 128, shm.PAGE]
+        assert large.nbytes == 2 * shm.PAGE
+        for b in [*blocks, large]:
+            assert b.offset % 64 == 0
+        spans = sorted((b.segment, b.offset, b.offset + b.nbytes) for b in [*blocks, large])
+        for (seg, _, end), (next_seg, start, _) in zip(spans, spans[1:]):
+            assert seg != next_seg or end <= start  # disjoint
+    finally:
+        for b in [*blocks, large]:
+            heap.release(b)
+
+
 def test_home_finds_a_view_among_many_live_blocks_and_none_of_freed_ones():
     """Heap.home searches the blocks' sorted addresses (pmap asks it for every argument of
     every call: a scan of 1000 live results cost 0.45 ms a call). Each live block's rows are

@@ -175,7 +175,7 @@ class Segment:
 
 
 class Block:
-    """`nbytes` at `offset` of a heap segment (offsets are page-aligned)."""
+    """`nbytes` at `offset` of a heap segment (offsets are 64-byte aligned: a cache line)."""
 
     __slots__ = ("segment", "offset", "nbytes")
 
@@ -186,7 +186,9 @@ class Block:
 
 
 class Heap:
-    """The parent's shared memory: page-aligned blocks carved first-fit out of segments of at
+    """The parent's shared memory: blocks of whole pages (under a page: of whole cache lines,
+    so a loop that keeps its scalar results takes 64 bytes of /dev/shm for each, not 4 KiB)
+    carved first-fit out of segments of at
     least SEGMENT_BYTES, each new one at least half the bytes in use (so a call that needs
     many blocks gets few segments). Empty segments are kept while all segments total at most
     KEEP_BYTES or the most segment bytes that held live blocks at once over the last RECENT
@@ -214,7 +216,8 @@ class Heap:
         self._recent: collections.deque = collections.deque(maxlen=self.RECENT)
 
     def alloc(self, api: str, nbytes: int, what: str) -> Block:
-        nbytes = aligned(max(int(nbytes), 1), PAGE)
+        nbytes = max(int(nbytes), 1)
+        nbytes = aligned(nbytes, PAGE if nbytes >= PAGE else 64)
         with self._lock:
             self._drain()
             block = None
