@@ -28,6 +28,11 @@ WINDOWS = {
     "one_d": ((4, 13), (1, 4), (1, 3), ((0, 0), (2, 1)), None),
     "three_d": ((2, 6, 7, 8, 2), (1, 2, 3, 2, 1), (1, 2, 1, 2, 1), "SAME", None),
     "batch_window": ((6, 5, 4), (3, 2, 1), (2, 1, 1), "VALID", None),
+    # stride 1 along the row: each tap one contiguous run (average pooling's gradient is this
+    # over the interior-padded cotangent), channels first and last, cropped by the padding
+    "nchw_stride_one": ((2, 3, 9, 11), (1, 1, 3, 3), (1, 1, 1, 1), ((0, 0), (0, 0), (2, 0),
+                                                                   (1, 2)), None),
+    "nhwc_stride_one_same": ((2, 7, 6, 5), (1, 3, 2, 1), (1, 1, 1, 1), "SAME", None),
 }
 
 

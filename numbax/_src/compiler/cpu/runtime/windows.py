@@ -87,144 +87,203 @@ def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dil
 
 # kinds of reduction (one compiled loop serves all three, the branch outside the vector loop)
 SUM, MAX, MIN = 0, 1, 2
+U64 = np.uint64
+
+
+@njit(inline="always", **_OPTS)
+def _span(outs, ins, stride, low, offset):
+    """The outputs o in [lo, hi) whose tap o * stride - low + offset lies in [0, ins)."""
+    lo = max(0, -((offset - low) // stride))
+    hi = min(outs, (ins - 1 + low - offset) // stride + 1)
+    return lo, max(lo, hi)
+
+
+@njit(inline="always", **_OPTS)
+def _op(a, b, kind):
+    if kind == SUM:
+        return a + b
+    return sc.fmax(a, b) if kind == MAX else sc.fmin(a, b)
+
+
+@njit(inline="always", **_OPTS)
+def _fold_run(dst, d0, src, s0, n, step, kind):
+    """dst[d0 + t] = dst[d0 + t] folded by `kind` with src[s0 + t * step] for t < n.
+
+    Indices are uint64: an index Numba cannot prove non-negative gets a wrap-around test,
+    which kept LLVM from vectorising the loop (5-8x slower). The unit step is a loop of its own
+    (a step LLVM cannot see is not vectorised); LLVM moves the branch on `kind` out of the
+    loop itself. (A constant step of 2, pooling's usual stride, was slower on the short rows
+    of a channels-first image: 14 outputs a row.)"""
+    d0, s0, n = U64(d0), U64(s0), U64(n)
+    if step == 1:
+        for t in range(n):
+            dst[d0 + t] = _op(dst[d0 + t], src[s0 + t], kind)
+    else:
+        for t in range(n):
+            dst[d0 + t] = _op(dst[d0 + t], src[s0 + t * U64(step)], kind)
 
 
 @njit(**_OPTS)
-def _reduce_rows(x, y, lo_row, hi_row, geometry, kind, fill):
+def _reduce_rows(x, y, lo_row, hi_row, geometry, kind, fill, cc):
     """Output rows [lo_row, hi_row) of (B * O1) of y = the windows of x folded by `kind`
     (SUM, or MAX/MIN as lax.max/min: NaN wins, -0.0 < +0.0) from `fill`, in window order; taps in
-    the padding are skipped (they hold `fill`)."""
-    _, o1s, o2s, o3s, cc = y.shape
-    _, x1s, x2s, x3s, _ = x.shape
+    the padding are skipped (they hold `fill`). x is (B, X1, X2, X3 * cc) and y (B, O1, O2,
+    O3 * cc). A row is filled with `fill`, then each tap (k1, k2, k3) in window order is folded
+    into every output of the row it reaches: each output still meets its taps in window order,
+    and the innermost loop runs along the row (contiguous where the stride is 1)."""
+    _, o1s, o2s, o3c = y.shape
+    _, x1s, x2s, x3c = x.shape
+    o3s, x3s = o3c // cc, x3c // cc
     w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
     for row in range(lo_row, hi_row):
         b, o1 = row // o1s, row % o1s
-        for o2 in range(o2s):
-            for o3 in range(o3s):
-                out = y[b, o1, o2, o3]
-                for c in range(cc):
-                    out[c] = fill
-                for k1 in range(w1):
-                    i1 = o1 * s1 - p1 + k1 * d1
-                    if i1 < 0 or i1 >= x1s:
+        plane = y[b, o1].reshape(o2s * o3c)
+        plane[:] = fill
+        for k1 in range(w1):
+            i1 = o1 * s1 - p1 + k1 * d1
+            if i1 < 0 or i1 >= x1s:
+                continue
+            source = x[b, i1].reshape(x2s * x3c)
+            for k2 in range(w2):
+                lo2, hi2 = _span(o2s, x2s, s2, p2, k2 * d2)
+                for k3 in range(w3):
+                    lo3, hi3 = _span(o3s, x3s, s3, p3, k3 * d3)
+                    if hi3 == lo3:
                         continue
-                    for k2 in range(w2):
-                        i2 = o2 * s2 - p2 + k2 * d2
-                        if i2 < 0 or i2 >= x2s:
-                            continue
-                        for k3 in range(w3):
-                            i3 = o3 * s3 - p3 + k3 * d3
-                            if i3 < 0 or i3 >= x3s:
-                                continue
-                            src = x[b, i1, i2, i3]
-                            if kind == SUM:
-                                for c in range(cc):
-                                    out[c] += src[c]
-                            elif kind == MAX:
-                                for c in range(cc):
-                                    out[c] = sc.fmax(out[c], src[c])
-                            else:
-                                for c in range(cc):
-                                    out[c] = sc.fmin(out[c], src[c])
+                    for o2 in range(lo2, hi2):
+                        at = (o2 * s2 - p2 + k2 * d2) * x3c + (k3 * d3 - p3) * cc
+                        if s3 == 1:
+                            _fold_run(plane, o2 * o3c + lo3 * cc, source, at + lo3 * cc,
+                                      (hi3 - lo3) * cc, 1, kind)
+                        elif cc == 1:
+                            _fold_run(plane, o2 * o3c + lo3, source, at + lo3 * s3, hi3 - lo3,
+                                      s3, kind)
+                        else:
+                            for o3 in range(lo3, hi3):
+                                _fold_run(plane, o2 * o3c + o3 * cc, source,
+                                          at + o3 * s3 * cc, cc, 1, kind)
 
 
 @njit(parallel=True, **_OPTS)
-def _reduce_threads(x, y, geometry, kind, fill, nthreads):
+def _reduce_threads(x, y, geometry, kind, fill, cc, nthreads):
     rows = y.shape[0] * y.shape[1]
     chunks = 4 * nthreads
     for c in prange(chunks):
-        _reduce_rows(x, y, rows * c // chunks, rows * (c + 1) // chunks, geometry, kind, fill)
+        _reduce_rows(x, y, rows * c // chunks, rows * (c + 1) // chunks, geometry, kind, fill,
+                     cc)
 
 
 @njit(inline="always", **_OPTS)
-def _update(src, best, which, k, is_max, strict):
-    """which[c] = k where src[c] is better than best[c] (the comparison a loop of its own,
-    vectorised), then best = the extreme of the two."""
-    if is_max and strict:
-        for c in range(len(best)):
-            which[c] = k if src[c] > best[c] else which[c]
-            best[c] = sc.fmax(best[c], src[c])
-    elif is_max:
-        for c in range(len(best)):
-            which[c] = k if src[c] >= best[c] else which[c]
-            best[c] = sc.fmax(best[c], src[c])
-    elif strict:
-        for c in range(len(best)):
-            which[c] = k if src[c] < best[c] else which[c]
-            best[c] = sc.fmin(best[c], src[c])
+def _better(value, best, is_max, strict):
+    """Whether a later tap's `value` takes the selection from `best`, the extreme so far
+    (strictly better, or as good, by `strict`)."""
+    if is_max:
+        return value > best if strict else value >= best
+    return value < best if strict else value <= best
+
+
+@njit(inline="always", **_OPTS)
+def _take_at(best, which, i, value, k, is_max, strict):
+    """Tap k's `value` into the selection at i: the first tap sets it; a later one takes the
+    place where it is better (`_better`), and best becomes the extreme of the two."""
+    if k == 0:
+        best[i] = value
+        which[i] = 0
     else:
-        for c in range(len(best)):
-            which[c] = k if src[c] <= best[c] else which[c]
-            best[c] = sc.fmin(best[c], src[c])
+        which[i] = k if _better(value, best[i], is_max, strict) else which[i]
+        best[i] = sc.fmax(best[i], value) if is_max else sc.fmin(best[i], value)
 
 
 @njit(inline="always", **_OPTS)
-def _taps(o1, o2, o3, geometry, shape, taps):
-    """The operand position of each flat window position of the window at (o1, o2, o3) into
-    taps[k] = (i1, i2, i3, inside)."""
+def _take_run(best, which, d0, src, s0, n, step, k, is_max, strict):
+    """Tap k's values src[s0 + t * step] into the selection at d0 + t, t < n (`_take_at`);
+    uint64 indices and constant steps, as `_fold_run`'s."""
+    d0, s0, n = U64(d0), U64(s0), U64(n)
+    if step == 1:
+        for t in range(n):
+            _take_at(best, which, d0 + t, src[s0 + t], k, is_max, strict)
+    else:
+        for t in range(n):
+            _take_at(best, which, d0 + t, src[s0 + t * U64(step)], k, is_max, strict)
+
+
+@njit(**_OPTS)
+def _select_row(x, b, o1, geometry, is_max, strict, filler, o2s, cc, best, which):
+    """Each window of output row (b, o1): the flat window position it selects (into `which`,
+    O2 * O3 * cc): the first tap, replaced by each later one better than the extreme so far
+    (`best`; taps in the padding hold the identity, `filler`'s one value). Taps run in window
+    order, each over the whole row."""
+    o3c = len(which) // o2s
+    _, x1s, x2s, x3c = x.shape
+    o3s, x3s = o3c // cc, x3c // cc
     w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
     k = 0
     for k1 in range(w1):
         i1 = o1 * s1 - p1 + k1 * d1
+        inside = 0 <= i1 < x1s
+        source = x[b, i1 if inside else 0].reshape(x2s * x3c)
         for k2 in range(w2):
-            i2 = o2 * s2 - p2 + k2 * d2
+            lo2, hi2 = _span(o2s, x2s, s2, p2, k2 * d2)
             for k3 in range(w3):
-                i3 = o3 * s3 - p3 + k3 * d3
-                taps[k, 0], taps[k, 1], taps[k, 2] = i1, i2, i3
-                taps[k, 3] = 0 <= i1 < shape[1] and 0 <= i2 < shape[2] and 0 <= i3 < shape[3]
+                lo3, hi3 = _span(o3s, x3s, s3, p3, k3 * d3)
+                for o2 in range(o2s):
+                    row = o2 * o3c
+                    if not (inside and lo2 <= o2 < hi2) or hi3 == lo3:
+                        _take_run(best, which, row, filler, 0, o3c, 0, k, is_max, strict)
+                        continue
+                    _take_run(best, which, row, filler, 0, lo3 * cc, 0, k, is_max, strict)
+                    _take_run(best, which, row + hi3 * cc, filler, 0, o3c - hi3 * cc, 0, k,
+                              is_max, strict)
+                    at = (o2 * s2 - p2 + k2 * d2) * x3c + (k3 * d3 - p3) * cc
+                    if s3 == 1 or cc == 1:
+                        _take_run(best, which, row + lo3 * cc, source, at + lo3 * s3 * cc,
+                                  (hi3 - lo3) * cc, s3 if cc == 1 else 1, k, is_max, strict)
+                    else:
+                        for o3 in range(lo3, hi3):
+                            _take_run(best, which, row + o3 * cc, source, at + o3 * s3 * cc,
+                                      cc, 1, k, is_max, strict)
                 k += 1
 
 
-@njit(inline="always", **_OPTS)
-def _select(x, b, taps, is_max, strict, best, which, filler):
-    """For each channel, the flat window position the window with these taps selects (into
-    `which`): the first tap, replaced by each later one better than the extreme so far (taps in
-    the padding hold the identity, the row `filler`)."""
-    for k in range(len(taps)):
-        src = x[b, taps[k, 0], taps[k, 1], taps[k, 2]] if taps[k, 3] else filler
-        if k == 0:
-            best[:] = src
-            which[:] = 0
-        else:
-            _update(src, best, which, k, is_max, strict)
-
-
 @njit(**_OPTS)
-def _selected_rows(values, x, out, lo_row, hi_row, geometry, is_max, strict, fill, scatter):
-    """For output rows [lo_row, hi_row) of (B * O1), each window's selection (`_select`):
+def _selected_rows(values, x, out, lo_row, hi_row, geometry, is_max, strict, fill, scatter,
+                   cc):
+    """For output rows [lo_row, hi_row) of (B * O1), each window's selection (`_select_row`):
     with `scatter`, out (zeros, x's shape) += the window's value of `values` at the element it
-    selects (select_and_scatter_add; a selected padding tap drops it); else out[window] =
-    `values` (x's shape) at that element, 0 for padding (select_and_gather_add)."""
-    _, o1s, o2s, o3s, cc = values.shape if scatter else out.shape
-    best = np.empty(cc, x.dtype)
-    filler = np.full(cc, fill, x.dtype)
-    which = np.empty(cc, np.int32)
-    taps = np.empty((geometry[0] * geometry[1] * geometry[2], 4), np.int64)
+    selects (select_and_scatter_add; a selected padding tap drops it), windows in order; else
+    out[window] = `values` (x's shape) at that element, 0 for padding
+    (select_and_gather_add). Arrays are (B, ., ., . * cc), as `_reduce_rows` takes them."""
+    _, o1s, o2s, o3c = values.shape if scatter else out.shape
+    _, x1s, x2s, x3c = x.shape
+    o3s, x3s = o3c // cc, x3c // cc
+    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
+    best = np.empty(o2s * o3c, x.dtype)
+    which = np.empty(o2s * o3c, np.int32)
+    filler = np.full(1, fill, x.dtype)
+    taps = w1 * w2 * w3  # each flat window position's offsets along the three dimensions
+    t1, t2, t3 = np.empty(taps, np.int64), np.empty(taps, np.int64), np.empty(taps, np.int64)
+    for k in range(taps):
+        t1[k], t2[k], t3[k] = k // (w2 * w3) * d1, k // w3 % w2 * d2, k % w3 * d3
     for row in range(lo_row, hi_row):
         b, o1 = row // o1s, row % o1s
+        _select_row(x, b, o1, geometry, is_max, strict, filler, o2s, cc, best, which)
         for o2 in range(o2s):
             for o3 in range(o3s):
-                _taps(o1, o2, o3, geometry, x.shape, taps)
-                _select(x, b, taps, is_max, strict, best, which, filler)
-                if scatter:
-                    window = values[b, o1, o2, o3]
-                    for k in range(len(taps)):
-                        if taps[k, 3]:
-                            cell = out[b, taps[k, 0], taps[k, 1], taps[k, 2]]
-                            for c in range(cc):
-                                cell[c] += window[c] if which[c] == k else 0
-                    continue
-                window = out[b, o1, o2, o3]
-                window[:] = 0
-                for k in range(len(taps)):
-                    if taps[k, 3]:
-                        cell = values[b, taps[k, 0], taps[k, 1], taps[k, 2]]
-                        for c in range(cc):
-                            window[c] = cell[c] if which[c] == k else window[c]
+                for c in range(cc):
+                    k = which[o2 * o3c + o3 * cc + c]
+                    i1, i2 = o1 * s1 - p1 + t1[k], o2 * s2 - p2 + t2[k]
+                    i3 = o3 * s3 - p3 + t3[k]
+                    inside = 0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s
+                    if scatter:
+                        if inside:
+                            out[b, i1, i2, i3 * cc + c] += values[b, o1, o2, o3 * cc + c]
+                    else:
+                        out[b, o1, o2, o3 * cc + c] = (values[b, i1, i2, i3 * cc + c]
+                                                       if inside else 0)
 
 
 @njit(parallel=True, **_OPTS)
-def _selected_threads(values, x, out, geometry, is_max, strict, fill, scatter, unit,
+def _selected_threads(values, x, out, geometry, is_max, strict, fill, scatter, cc, unit,
                       nthreads):
     """`_selected_rows` in parallel chunks of `unit` output rows: whole B entries, or X1 rows
     when windows of different rows are disjoint, so no two threads add into one element."""
@@ -234,7 +293,7 @@ def _selected_threads(values, x, out, geometry, is_max, strict, fill, scatter, u
     for c in prange(chunks):
         _selected_rows(values, x, out, units * c // chunks * unit,
                        units * (c + 1) // chunks * unit, geometry, is_max, strict, fill,
-                       scatter)
+                       scatter, cc)
 
 
 # ----------------------------------------------------------------------------- entries
@@ -253,6 +312,11 @@ def _identity(dtype: np.dtype, for_max: bool):
     return dtype.type(max_identity(dtype) if for_max else min_identity(dtype))
 
 
+def _rows(shape5: tuple) -> tuple:
+    """A (B, X1, X2, X3, Cc) layout as the kernels take it: (B, X1, X2, X3 * Cc)."""
+    return (*shape5[:3], shape5[3] * shape5[4])
+
+
 def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_strides: tuple,
                   padding: tuple, window_dilation: tuple) -> list[np.ndarray]:
     """reduce_window_{sum,max,min} of x (kind SUM, MAX or MIN), for a layout `layout`
@@ -260,32 +324,36 @@ def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_str
     x = np.ascontiguousarray(x)
     ones = (1,) * x.ndim
     lay = layout(x.shape, window_dimensions, window_strides, padding, ones, window_dilation)
-    y = np.empty(lay.out, x.dtype)
+    y = np.empty(_rows(lay.out), x.dtype)
     fill = x.dtype.type(0) if kind == SUM else _identity(x.dtype, kind == MAX)
-    x5 = read_only(x).reshape(lay.operand)
+    x4 = read_only(x).reshape(_rows(lay.operand))
+    cc = lay.out[4]
     n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
     if n > 1:
         with rt_threads.running(n):
-            _reduce_threads(x5, y, _geometry(lay), kind, fill, n)
+            _reduce_threads(x4, y, _geometry(lay), kind, fill, cc, n)
     else:
-        _reduce_rows(x5, y, 0, lay.out[0] * lay.out[1], _geometry(lay), kind, fill)
+        _reduce_rows(x4, y, 0, lay.out[0] * lay.out[1], _geometry(lay), kind, fill, cc)
     return [y.reshape(stride_dim_all(x.shape, window_dimensions, window_strides, padding,
                                      window_dilation))]
 
 
 def _selected(values, operand, out, lay, is_max, strict, scatter, nbytes):
     fill = _identity(operand.dtype, is_max)
-    v5 = read_only(values).reshape(lay.out if scatter else lay.operand)
-    x5 = read_only(operand).reshape(lay.operand)
-    o5 = out.reshape(lay.operand if scatter else lay.out)
+    outer, inner = _rows(lay.out), _rows(lay.operand)
+    v4 = read_only(values).reshape(outer if scatter else inner)
+    x4 = read_only(operand).reshape(inner)
+    o4 = out.reshape(inner if scatter else outer)
     rows = lay.out[0] * lay.out[1]
     unit = 1 if lay.disjoint or not scatter else lay.out[1]
     n = _threads(nbytes, rows // unit)
+    cc = lay.out[4]
     if n > 1:
         with rt_threads.running(n):
-            _selected_threads(v5, x5, o5, _geometry(lay), is_max, strict, fill, scatter, unit, n)
+            _selected_threads(v4, x4, o4, _geometry(lay), is_max, strict, fill, scatter, cc,
+                              unit, n)
     else:
-        _selected_rows(v5, x5, o5, 0, rows, _geometry(lay), is_max, strict, fill, scatter)
+        _selected_rows(v4, x4, o4, 0, rows, _geometry(lay), is_max, strict, fill, scatter, cc)
 
 
 def select_and_scatter_add(source: np.ndarray, operand: np.ndarray, is_max: bool, strict: bool,
