@@ -389,3 +389,69 @@ def test_body_products_on_numbax_gemm_give_the_bits_of_its_top_level_products(ki
     np.testing.assert_allclose(got, xs.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got_t, np.swapaxes(xs.astype(np.float64), 1, 2) @ v,
                                rtol=1e-4, atol=1e-3)
+
+
+def _sinkhorn(cost, steps):
+    """Log-domain Sinkhorn iterations: a logsumexp over the rows, then one over the columns."""
+    def step(i, fg):
+        f, g = fg
+        f = -0.1 * jax_logsumexp((g[None, :] - cost) / 0.1, 1)
+        g = -0.1 * jax_logsumexp((f[:, None] - cost) / 0.1, 0)
+        return f, g
+    return lax.fori_loop(0, steps, step, (jnp.zeros(cost.shape[0], cost.dtype),
+                                          jnp.zeros(cost.shape[1], cost.dtype)))
+
+
+def jax_logsumexp(x, axis):
+    top = jnp.max(x, axis=axis, keepdims=True)
+    return jnp.log(jnp.sum(jnp.exp(x - top), axis=axis)) + jnp.squeeze(top, axis)
+
+
+def _sinkhorn_numpy(cost, steps):
+    def lse(x, axis):
+        top = np.max(x, axis=axis, keepdims=True)
+        return np.log(np.sum(np.exp(x - top), axis=axis)) + np.squeeze(top, axis)
+    cost = cost.astype(np.float64)
+    f, g = np.zeros(cost.shape[0]), np.zeros(cost.shape[1])
+    for _ in range(steps):
+        f = -0.1 * lse((g[None, :] - cost) / 0.1, 1)
+        g = -0.1 * lse((f[:, None] - cost) / 0.1, 0)
+    return f, g
+
+
+def test_axis_reductions_in_a_loop_body_vectorise_rows_and_take_columns_in_blocks():
+    """A reduction over a body's last axis accumulates through the row passes' vectorised
+    updates (rd.add, rd.max_); one over its first axis, on threads, runs in blocks of the
+    last axis, each block a pass over the array in memory order (the bits of the serial
+    pass), where a prange over output elements walked its columns."""
+    rng = np.random.default_rng(3)
+    cost = np.abs(rng.standard_normal((512, 384))).astype(np.float32)
+    f = numbax.jit(_sinkhorn, static_argnums=1)
+    functions = f.lower(cost, 4).as_text().split("def driver")[0].split("@njit(")
+    parallel, = [s for s in functions if re.search(r"for \w+ in range\(4\):", s)
+                 and not s.startswith("parallel=False")]  # the loop's threaded variant
+    assert "rd.add(" in parallel and "rd.max_(" in parallel
+    assert re.search(r"for \w+ in prange\(6\):\n\s+\w+ = np\.uint64\(\w+ \* 64\)", parallel)
+    results = []
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            results.append([np.asarray(a) for a in f(cost, 4)])
+    for other in results[1:]:  # one order of additions for each output on any thread count
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+    for got, want in zip(results[0], _sinkhorn_numpy(cost, 4), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_row_and_column_extrema_in_a_loop_body_propagate_nan():
+    x = np.arange(600 * 520, dtype=np.float32).reshape(600, 520) / 1e4
+    x[7, 11] = np.nan
+
+    def f(x):
+        return lax.fori_loop(0, 2, lambda i, c: (c[0] + jnp.max(x, axis=1),
+                                                 c[1] + jnp.min(x, axis=0)),
+                             (x[:, 0] * 0, x[0] * 0))
+    rows, columns = (np.asarray(a) for a in numbax.jit(f)(x))
+    np.testing.assert_array_equal(rows, 2 * np.max(x, axis=1))
+    np.testing.assert_array_equal(columns, 2 * np.min(x, axis=0))
+    assert np.isnan(rows[7]) and np.isnan(columns[11]) and not np.isnan(rows[6] + columns[10])
