@@ -455,3 +455,45 @@ def test_row_and_column_extrema_in_a_loop_body_propagate_nan():
     np.testing.assert_array_equal(rows, 2 * np.max(x, axis=1))
     np.testing.assert_array_equal(columns, 2 * np.min(x, axis=0))
     assert np.isnan(rows[7]) and np.isnan(columns[11]) and not np.isnan(rows[6] + columns[10])
+
+
+def test_whole_array_reductions_in_a_loop_run_in_fixed_chunks_and_the_test_allocates_once():
+    """A sum, max or min over a whole large array inside a compiled loop runs in
+    WHOLE_CHUNKS chunks (a prange where the loop has threads), the partials combined in order:
+    the same bits on any thread count. A while loop's test allocates its temporaries once,
+    before the loop, as the body's do."""
+    rng = np.random.default_rng(5)
+    a = (np.abs(rng.standard_normal(300_000)) + 0.1).astype(np.float32)
+
+    def newton(a):
+        def test(state):
+            x, i, _ = state
+            return (i < 30) & (jnp.max(jnp.abs(x * x - a)) > 1e-5)
+
+        def step(state):
+            x, i, total = state
+            return 0.5 * (x + a / x), i + 1, total + jnp.sum(a / x)
+        return lax.while_loop(test, step, (a, 0, jnp.float32(0)))
+
+    f = numbax.jit(newton)
+    functions = f.lower(a).as_text().split("def driver")[0].split("@njit(")
+    parallel, = [s for s in functions if "while " in s and not s.startswith("parallel=False")]
+    loop = parallel.split("while ")[1]
+    assert "np.empty(" not in loop  # every temporary made before the loop
+    assert re.search(r"for \w+ in prange\(64\):\n\s+\w+ = np\.uint64", parallel)
+    results = []
+    for threads in sorted({1, 2, POOL}):
+        with numbax.config.override("cpu_threads", threads):
+            results.append([np.asarray(r) for r in f(a)])
+    for other in results[1:]:
+        for got, want in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(got, want)
+    x, steps, total = results[0]
+    want, want_total = a.astype(np.float64), 0.0
+    for _ in range(int(steps)):
+        want_total += np.sum(a / want)
+        want = 0.5 * (want + a / want)
+    np.testing.assert_allclose(x, np.sqrt(a), rtol=1e-5)
+    np.testing.assert_allclose(x, want, rtol=1e-5)
+    np.testing.assert_allclose(total, want_total, rtol=1e-5)
+    assert 2 < int(steps) < 30

@@ -8,12 +8,15 @@ from __future__ import annotations
 from numbax._src import core
 from numbax._src.compiler import registry
 from numbax._src.compiler.cpu import loops, work
+from numbax._src.compiler.cpu.runtime import threads
 from numbax._src.compiler.source import cast, render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import reductions as lr
 
 # `_accumulate_column_blocks`' blocks of the last axis: a thread's share of a column pass
 COLUMN_BLOCK = 64
+# `whole_reduce_loops`' chunks of the flat array (a fixed count: the bits on any thread count)
+WHOLE_CHUNKS = 64
 
 
 def reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
@@ -123,6 +126,52 @@ def _accumulate_column_blocks(fn, eqn: JaxprEqn, x: str, out: str, idx: list[str
     element = f"{x}[{', '.join(idx)}]"
     lines.append(f"{inner}{out}[{at}] = {monoid.combine(f'{out}[{at}]', element, aval.dtype)}"
                  f"  # {core.pp_eqn(eqn, fn.pp, 0)}")
+
+
+def whole_reduction(fn, eqn: JaxprEqn) -> bool:
+    """A float sum, max or min over every axis of an array large enough for threads
+    (`whole_reduce_loops`)."""
+    aval = eqn.invars[0].aval
+    if not loops.is_reduction(eqn) or aval.ndim == 0 or aval.dtype.kind != "f" or \
+            eqn.primitive not in (lr.reduce_sum_p, lr.reduce_max_p, lr.reduce_min_p) or \
+            len(eqn.params["axes"]) != aval.ndim or aval.size < WHOLE_CHUNKS * 64:
+        return False
+    work_ns = work.eqns_ns(aval.shape, [eqn], [eqn.invars[0]])
+    return work_ns >= threads.PARALLEL_MIN_NS
+
+
+def whole_reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
+    """A whole-array reduction (`whole_reduction`) in WHOLE_CHUNKS chunks of the flat array,
+    a prange over them where the loop may take threads, each chunk's accumulator updated by
+    the row passes' vectorised update (rd.add / rd.max_ / rd.min_; a float32 sum in
+    float64), the partials then combined in order: the same bits on any thread count. The
+    array forms ran on one thread, max and min as a scalar chain (a while loop testing
+    `max(abs(x * x - a)) > tol` over 1e6 floats each step)."""
+    aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
+    monoid = loops.monoid(eqn)
+    acc_dtype = loops.acc_dtype(eqn)
+    work_ns = work.eqns_ns(aval.shape, [eqn], [eqn.invars[0]])
+    outer = fn.outer_loop(WHOLE_CHUNKS, work_ns)
+    flat, parts, chunk, lo, hi, acc, i, out = (fn.fresh() for _ in range(8))
+    fn.new_array(None, parts, f"({WHOLE_CHUNKS},)", lines, pad, dtype=acc_dtype)
+    identity = render_scalar(monoid.identity(aval.dtype), acc_dtype)
+    size = aval.size
+    lines += [f"{pad}{flat} = {x}.reshape({size})",
+              f"{pad}for {chunk} in {outer}({WHOLE_CHUNKS}):",
+              f"{pad}    {lo} = np.uint64({chunk} * {size // WHOLE_CHUNKS})",
+              f"{pad}    {hi} = np.uint64({size} if {chunk} == {WHOLE_CHUNKS - 1} else "
+              f"({chunk} + 1) * {size // WHOLE_CHUNKS})",
+              f"{pad}    {acc} = {identity}",
+              f"{pad}    for {i} in range({lo}, {hi}):",
+              f"{pad}        {monoid.row_update(acc, f'{flat}[{i}]')}  "
+              f"# {core.pp_eqn(eqn, fn.pp, 0)}",
+              f"{pad}    {parts}[{chunk}] = {acc}",
+              f"{pad}{out} = {identity}",
+              f"{pad}for {chunk} in range({WHOLE_CHUNKS}):",
+              f"{pad}    {monoid.row_update(out, f'{parts}[{chunk}]')}"]
+    if acc_dtype != out_aval.dtype:
+        lines.append(f"{pad}{out} = {cast(out_aval.dtype, out)}")
+    return out
 
 
 def concat_loops(fn, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) -> str:

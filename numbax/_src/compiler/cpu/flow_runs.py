@@ -208,10 +208,14 @@ def outliving(jaxpr: Jaxpr, copied: frozenset[int] = frozenset()) -> set[Var]:
     copies: a scan's rows of ys) and, through every equation that is not a loop nest's
     (`loop_shape`: those write new arrays), the operands an output may alias (a reshape's,
     a branch's, an in-place update's). Control_flow.Function allocates the others once a
-    loop (flow_scratch.py)."""
+    loop (flow_scratch.py). Reductions and equations of 0-d results alias nothing (0-d
+    values are scalars there): a while loop's test of `max(abs(x * x - a)) > tol`
+    allocated its 1e6-element operand every step (a 4 MB page-faulted array)."""
     outliving = {v for k, v in enumerate(jaxpr.outvars)
                  if isinstance(v, Var) and k not in copied}
     for eqn in reversed(jaxpr.eqns):
-        if loop_shape(eqn) is None and any(v in outliving for v in eqn.outvars):
+        fresh = fusion.kind_of(eqn) is Fusion.REDUCTION or all(
+            v.aval.ndim == 0 for v in eqn.outvars)
+        if loop_shape(eqn) is None and not fresh and any(v in outliving for v in eqn.outvars):
             outliving.update(x for x in eqn.invars if isinstance(x, Var))
     return outliving
