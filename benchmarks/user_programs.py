@@ -4,7 +4,8 @@ gradient descent in fori_loop, a VAE, a Gaussian process's marginal likelihood, 
 integration, an embedding-bag classifier, a Metropolis sampler in scan, a separable blur,
 vmapped interpolation into a histogram, a quaternion rotation of 1e6 points, a gamma curve
 over an image's grey, vmapped 3x3 matrix-vector products, a bounding box and homogeneous
-coordinates of 1e6 points, and a polynomial (all float32, written as a JAX user writes them).
+coordinates of 1e6 points, a polynomial, a channels-first CNN's training step and log-domain
+Sinkhorn iterations (all float32, written as a JAX user writes them).
 
     JAX_PLATFORMS=cpu python benchmarks/user_programs.py [--only lstm,gp] [--calls 10]
 
@@ -268,6 +269,40 @@ def _programs(jax, jnp):  # noqa: C901  (one builder per program, in order)
     coefficients, samples = param(8), param(1_000_000)
     polyval = jax.jit(jnp.polyval)
     progs["polyval 8 coeffs"] = lambda: polyval(coefficients, samples)
+
+    # a small channels-first CNN's training step (lax.conv's default NCHW layout): 3x3
+    # convolutions 1 -> 16 -> 32 channels, 2x2 average pooling, a dense layer; batch 64
+    images, digits = param(64, 1, 28, 28) * 20, jnp.asarray(rng.integers(0, 10, 64))
+    cnn = {"k1": param(16, 1, 3, 3) * 6, "k2": param(32, 16, 3, 3) * 2, "w": param(1568, 10)}
+
+    def pool(h):
+        return jax.lax.reduce_window(h, 0.0, jax.lax.add, (1, 1, 2, 2), (1, 1, 2, 2),
+                                     "VALID") / 4
+
+    def cnn_loss(p, x, y):
+        h = pool(jax.nn.relu(jax.lax.conv_general_dilated(x, p["k1"], (1, 1), "SAME")))
+        h = pool(jax.nn.relu(jax.lax.conv_general_dilated(h, p["k2"], (1, 1), "SAME")))
+        logits = h.reshape(h.shape[0], -1) @ p["w"]
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
+
+    cnn_step = sgd(cnn_loss)
+    progs["cnn step (NCHW)"] = lambda: cnn_step(cnn, images, digits)
+
+    # log-domain Sinkhorn: 50 iterations of a logsumexp over rows, then over columns
+    cost = jnp.abs(param(512, 512) * 20)
+
+    @jax.jit
+    def sinkhorn(c):
+        def body(i, fg):
+            f, g = fg
+            f = -0.1 * jax.nn.logsumexp((g[None, :] - c) / 0.1, axis=1)
+            g = -0.1 * jax.nn.logsumexp((f[:, None] - c) / 0.1, axis=0)
+            return f, g
+        zeros = jnp.zeros(512, f32)
+        f, g = jax.lax.fori_loop(0, 50, body, (zeros, zeros))
+        return jnp.sum(jnp.exp((f[:, None] + g[None, :] - c) / 0.1) * c)
+
+    progs["sinkhorn 512"] = lambda: sinkhorn(cost)
     return progs
 
 
