@@ -361,3 +361,49 @@ def test_the_serial_gemm_is_asked_for_with_the_types_matmul_calls_it_with():
         asked = compile_ahead._signature(
             gemm._gemm_part, lambda dt=dtype: gemm._part_arguments(np.dtype(dt)))
         assert asked in gemm._gemm_part.signatures
+
+
+def test_convolutions_and_pooling_run_on_one_thread_while_their_threaded_kernels_compile(
+        monkeypatch):
+    """A library kernel's threaded form (the convolution's tiles and window lines, pooling's
+    reductions and max pooling's selection) is asked of the helper with the arguments it
+    would run with; the one-thread form runs meanwhile and gives the same values."""
+    from numbax._src.compiler.cpu.runtime import conv, conv_kernels, windows
+
+    for module, name in ((conv_kernels, "tiles_threads"), (conv_kernels, "lines_threads"),
+                         (windows, "_reduce_threads"), (windows, "_selected_threads")):
+        monkeypatch.setattr(module, name, _NotCompiled())
+    asked = []
+    monkeypatch.setattr(compile_ahead, "runtime_ready", lambda function, arguments, *holder: (
+        asked.append(len(arguments())), False)[1])
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((8, 12, 20, 20)), rng.standard_normal((6, 12, 3, 3))
+    g = rng.standard_normal((8, 6, 18, 18))  # a cotangent of the unpadded convolution
+    nchw = ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3))
+    swapped = ((1, 0, 2, 3), (1, 0, 2, 3), (1, 0, 2, 3))  # its kernel gradient: window lines
+    with numbax.config.override("cpu_threads", 2):
+        (out,) = conv.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1),
+                                           nchw, 1, 1, None)
+        (kgrad,) = conv.conv_general_dilated(x, g, (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1),
+                                             swapped, 1, 1, None)
+        (pooled,) = windows.reduce_window(x, windows.MAX, (1, 1, 2, 2), (1, 1, 2, 2),
+                                          ((0, 0),) * 4, (1,) * 4)
+        (routed,) = windows.select_and_scatter_add(np.ones_like(pooled), x, True, False,
+                                                   (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + 20, j:j + 20], w[:, :, i, j])
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+    want = np.empty((6, 12, 3, 3))
+    for i in range(3):
+        for j in range(3):
+            want[:, :, i, j] = np.einsum("nchw,nohw->oc", x[:, :, i:i + 18, j:j + 18], g)
+    np.testing.assert_allclose(kgrad, want, rtol=1e-12, atol=1e-12)
+    blocks = x.reshape(8, 12, 10, 2, 10, 2)
+    np.testing.assert_array_equal(pooled, blocks.max(axis=(3, 5)))
+    firsts = blocks.transpose(0, 1, 2, 4, 3, 5).reshape(8, 12, 10, 10, 4).argmax(-1)
+    np.testing.assert_array_equal(routed.reshape(8, 12, 10, 2, 10, 2).transpose(
+        0, 1, 2, 4, 3, 5).reshape(8, 12, 10, 10, 4).argmax(-1), firsts)
+    assert routed.sum() == pooled.size
+    # each asked once, with its full argument list: tiles, lines, reduce, select
+    assert sorted(asked) == [7, 11, 14, 18]

@@ -141,7 +141,7 @@ def test_both_forms_on_every_configuration(name, threads):
     for plan, run in forms:
         if plan is None:
             continue
-        out = run(cv, plan, x, w, threads)  # channels-last (N, out..., O)
+        out, _ = run(cv, plan, x, w, threads)  # channels-last (N, out..., O)
         d = cv.d
         got = np.transpose(np.moveaxis(out, d + 1, 1), np.argsort(cv.specs[2]))
         _close(got, want, np.float64)

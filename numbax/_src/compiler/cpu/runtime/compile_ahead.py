@@ -92,6 +92,15 @@ def runtime_ready(function: Any, arguments: Callable[[], tuple], holder: Any = N
                   lambda: _runtime_message(function, arguments))
 
 
+def threaded_ready(function: Any, arguments: Callable[[], tuple]) -> bool:
+    """Whether a library kernel's threaded form `function` (a parallel Numba dispatcher with a
+    one-thread twin: convolutions', pooling's) may run this call: compiled in this process
+    already, or `runtime_ready`. Its caller runs the twin meanwhile: a fresh install's first
+    CNN step compiled the convolution's and the pooling's threaded forms in line, 12 s of its
+    17.6 s first call on the 2-core VM."""
+    return bool(function.overloads) or runtime_ready(function, arguments)
+
+
 _imports: dict[str, Any] = {}  # runtime module -> what `_asked` keeps its import's request on
 
 

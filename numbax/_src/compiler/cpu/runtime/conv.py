@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
+from numbax._src.compiler.cpu.runtime import compile_ahead, copies
 from numbax._src.compiler.cpu.runtime import conv_kernels as ck
-from numbax._src.compiler.cpu.runtime import copies
 from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.conv_kernels import MR, VEC_BYTES
@@ -294,7 +294,8 @@ def _tile_kernel(cv: Shape, plan: TilePlan, rhs: np.ndarray) -> np.ndarray:
 
 
 def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
-               threads: int) -> np.ndarray:
+               threads: int) -> tuple[np.ndarray, int]:
+    """The tiles' channels-last result and the threads they ran on (`_threaded`)."""
     x = _grid(cv, plan, lhs, threads)
     w = _tile_kernel(cv, plan, rhs)
     o = cv.rhs(0)
@@ -302,12 +303,22 @@ def _run_tiles(cv: Shape, plan: TilePlan, lhs: np.ndarray, rhs: np.ndarray,
     flat = _buffer(plan.outs, rows * o, lhs.dtype, False)
     args = (plan.rsa, 1, plan.seg_a, plan.seg_b, plan.seg_kc, plan.group_a, plan.group_b,
             plan.group_col, plan.group_width, w, plan.ldb, flat, o, ck.TILE_BLOCK)
+    threads = _threaded(ck.tiles_threads, threads, lambda: (x, plan.first, plan.rows, *args,
+                                                            threads))
     if threads > 1:
         with rt_threads.running(min(threads, rt_threads.pool_size())):
             ck.tiles_threads(x, plan.first, plan.rows, *args, threads)
     else:
         ck.tiles_run(x, plan.first, plan.rows, 0, len(plan.first), *args)
-    return flat.reshape(cv.lhs(0) // cv.groups_b, *cv.out_spatial, o)  # channels-last
+    return flat.reshape(cv.lhs(0) // cv.groups_b, *cv.out_spatial, o), threads  # channels-last
+
+
+def _threaded(function, threads: int, arguments) -> int:
+    """`threads`, or 1 while numbax's compile helper builds the form's threaded kernel
+    `function` (compile_ahead.threaded_ready; the one-thread kernel runs meanwhile)."""
+    if threads > 1 and not compile_ahead.threaded_ready(function, arguments):
+        return 1
+    return threads
 
 
 # ----------------------------------------------------------------------------- direct
@@ -353,7 +364,8 @@ def _direct_plan(cv: Shape) -> DirectPlan | None:
 
 
 def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
-                threads: int) -> np.ndarray:
+                threads: int) -> tuple[np.ndarray, int]:
+    """The direct form's channels-last result and the threads it ran on (`_threaded`)."""
     x = _grid(cv, plan, lhs, threads)
     taps = math.prod(cv.window)
     w = np.ascontiguousarray(np.moveaxis(np.transpose(rhs, cv.specs[1])[:, 0], 0, -1))
@@ -362,12 +374,13 @@ def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
     rows = cv.lhs(0) * math.prod(cv.out_spatial)
     out = _buffer(plan.outs, rows * o, lhs.dtype, False).reshape(rows, o)
     args = (plan.step, plan.width, plan.toff, plan.mult, w, out)
+    threads = _threaded(ck.direct_threads, threads, lambda: (x, plan.lines, *args, threads))
     if threads > 1:
         with rt_threads.running(min(threads, rt_threads.pool_size())):
             ck.direct_threads(x, plan.lines, *args, threads)
     else:
         ck.direct_run(x, plan.lines, 0, len(plan.lines), *args)
-    return out.reshape(cv.lhs(0), *cv.out_spatial, o)  # channels-last
+    return out.reshape(cv.lhs(0), *cv.out_spatial, o), threads  # channels-last
 
 
 # ----------------------------------------------------------------------------- window lines
@@ -497,16 +510,19 @@ def _line_kernel(cv: Shape, plan: LinePlan, rhs: np.ndarray) -> np.ndarray:
 
 
 def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
-               threads: int) -> np.ndarray:
+               threads: int) -> tuple[np.ndarray, int]:
+    """The window lines' channels-last result and the threads they ran on (`_threaded`)."""
     x = read_only(lhs.reshape(-1))
     w = _line_kernel(cv, plan, rhs)
     groups = plan.row_starts.shape[0]
     positions = plan.a_off.shape[1]
     size = positions * groups * plan.strip_rows * plan.ldc
     threads = max(1, min(threads, plan.a_off.shape[0]))
-    parts = np.zeros((threads, size), lhs.dtype)
     args = (plan.a_off, plan.b_off, plan.kcs, plan.rsa, plan.csa, plan.ldb, plan.row_starts,
             plan.col_starts, plan.strip_rows, plan.ldc)
+    threads = _threaded(ck.lines_threads, threads, lambda: (
+        x, w, np.zeros((threads, 1), lhs.dtype), *args, threads))
+    parts = np.zeros((threads, size), lhs.dtype)
     if threads > 1:
         with rt_threads.running(min(threads, rt_threads.pool_size())):
             ck.lines_threads(x, w, parts, *args, threads)
@@ -516,7 +532,7 @@ def _run_lines(cv: Shape, plan: LinePlan, lhs: np.ndarray, rhs: np.ndarray,
     picked = blocks[:, :, plan.row_map][:, :, :, plan.col_map]  # (S', G, nb, og)
     nb, og = picked.shape[2:]
     out = np.transpose(picked, (2, 0, 1, 3)).reshape(nb, *cv.out_spatial, groups * og)
-    return out  # channels-last
+    return out, threads  # channels-last
 
 
 # ----------------------------------------------------------------------------- entry
@@ -561,7 +577,7 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
                       batch_group_count), cv.macs)
     threads = gemm_threads(cv.macs, site)
     run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct}[type(chosen)]
-    out = run(cv, chosen, lhs, rhs, threads)
+    out, threads = run(cv, chosen, lhs, rhs, threads)
     rt_threads.measured(site, threads)
     out_spec = cv.specs[2]
     d = cv.d

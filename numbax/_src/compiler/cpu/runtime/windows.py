@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from numbax._src.compiler.cpu.runtime import compile_ahead
 from numbax._src.compiler.cpu.runtime import scalars as sc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
 from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
@@ -329,7 +330,8 @@ def reduce_window(x: np.ndarray, kind: int, window_dimensions: tuple, window_str
     x4 = read_only(x).reshape(_rows(lay.operand))
     cc = lay.out[4]
     n = _threads(x.nbytes + y.nbytes, lay.out[0] * lay.out[1])
-    if n > 1:
+    if n > 1 and compile_ahead.threaded_ready(
+            _reduce_threads, lambda: (x4, y, _geometry(lay), kind, fill, cc, n)):
         with rt_threads.running(n):
             _reduce_threads(x4, y, _geometry(lay), kind, fill, cc, n)
     else:
@@ -348,7 +350,8 @@ def _selected(values, operand, out, lay, is_max, strict, scatter, nbytes):
     unit = 1 if lay.disjoint or not scatter else lay.out[1]
     n = _threads(nbytes, rows // unit)
     cc = lay.out[4]
-    if n > 1:
+    if n > 1 and compile_ahead.threaded_ready(_selected_threads, lambda: (
+            v4, x4, o4, _geometry(lay), is_max, strict, fill, scatter, cc, unit, n)):
         with rt_threads.running(n):
             _selected_threads(v4, x4, o4, _geometry(lay), is_max, strict, fill, scatter, cc,
                               unit, n)
