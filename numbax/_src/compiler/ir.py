@@ -98,9 +98,13 @@ class Kernel:
     # in one block), which the driver runs on one thread and until the kernel has run
     # `tier_ns` of estimated serial work (its pranges' compile: threads.parallel_ready); the
     # parallel regions a call enters (the loops' trips; while loops counted as 64); where
-    # `quiet_site` (loop nests alone), the call site's timings choose one thread or more
+    # `quiet_site` (loop nests alone), the call site's timings choose one thread or more,
+    # trying threads once a serial call takes REGION_WORTH_S for each of `site_regions` (the
+    # regions with each while loop run once: its trips are unknown, and its serial time
+    # grows with the trips it makes, as its regions do)
     serial_function: str | None = None
     regions: int = 0
+    site_regions: int = 0
     quiet_site: bool = False
     tier_ns: float = 0.0
     launches: tuple[Launch, ...] = ()

@@ -420,17 +420,17 @@ def _sinkhorn_numpy(cost, steps):
 
 
 def test_axis_reductions_in_a_loop_body_vectorise_rows_and_take_columns_in_blocks():
-    """A reduction over a body's last axis accumulates through the row passes' vectorised
-    updates (rd.add, rd.max_); one over its first axis, on threads, runs in blocks of the
-    last axis, each block a pass over the array in memory order (the bits of the serial
-    pass), where a prange over output elements walked its columns."""
+    """A reduction over a body's last axis runs a row at a time through reductions.row_sum /
+    row_max (vectorised); one over its first axis, on threads, runs in blocks of the last
+    axis, each block a pass over the array in memory order (the bits of the serial pass),
+    where a prange over output elements walked its columns."""
     rng = np.random.default_rng(3)
     cost = np.abs(rng.standard_normal((512, 384))).astype(np.float32)
     f = numbax.jit(_sinkhorn, static_argnums=1)
     functions = f.lower(cost, 4).as_text().split("def driver")[0].split("@njit(")
     parallel, = [s for s in functions if re.search(r"for \w+ in range\(4\):", s)
                  and not s.startswith("parallel=False")]  # the loop's threaded variant
-    assert "rd.add(" in parallel and "rd.max_(" in parallel
+    assert "rd.row_sum(" in parallel and "rd.row_max(" in parallel
     assert re.search(r"for \w+ in prange\(6\):\n\s+\w+ = np\.uint64\(\w+ \* 64\)", parallel)
     results = []
     for threads in sorted({1, 2, POOL}):

@@ -72,6 +72,8 @@ class Function:
         self.work_ns = 0.0
         self.trips = 1
         self.regions = 0
+        self.while_trips = 1  # the part of `trips` that while loops' assumed trips make
+        self.site_regions = 0  # `regions` with each while loop run once (ir.Kernel)
         self.nests_only = True
         self.products = False
         self.product_words = 0
@@ -294,7 +296,7 @@ class Function:
             return "prange"
         self.parallel = True
         self.work_ns = max(self.work_ns, work_ns)
-        self.regions += self.trips
+        self._region()
         return "prange"
 
     def product(self, eqn: JaxprEqn, ins: list[str], lines: list[str], pad: str) -> str | None:
@@ -321,7 +323,12 @@ class Function:
         self.parallel = True
         self.nests_only = False
         self.work_ns = max(self.work_ns, work_ns)
+        self._region()
+
+    def _region(self) -> None:
+        """Counts a parallel region entered on each trip of the loops being rendered."""
         self.regions += self.trips
+        self.site_regions += self.trips // self.while_trips
 
     def _matvec(self, eqn: JaxprEqn, p: loop_matvec.Product, lines: list[str],
                 pad: str) -> str:
@@ -505,6 +512,7 @@ def render(eqn: JaxprEqn) -> ir.Kernel:
     return ir.Kernel(src, parallel=fn.parallel, work_ns=fn.work_ns, loop_products=fn.products,
                      loop_threads=fn.matvec_blocks and not fn.products,
                      loop_work=max(fn.product_words, 1) if own_gemm else 0, regions=fn.regions,
+                     site_regions=fn.site_regions,
                      serial_function="kernel_serial" if fn.parallel else None,
                      quiet_site=fn.nests_only, tier_ns=tier_ns)
 

@@ -175,7 +175,7 @@ def render_driver(jaxpr: Jaxpr, steps: list[Step],
                 kernel = step.kernel
                 # (busy: a parallel call may wait a scheduler slice at each region's join, so
                 # one entering many regions tries threads only from that many regions' worth)
-                site = f"th.Site({kernel.regions} * th.REGION_WORTH_S, quiet=True)" \
+                site = f"th.Site({kernel.site_regions} * th.REGION_WORTH_S, quiet=True)" \
                     if kernel.quiet_site else \
                     f"th.Site(max(th.PARALLEL_WORTH_S, {kernel.regions} * th.REGION_WORTH_S))"
                 sites.append(f"_site{j} = {site}  # k{j}'s timings")

@@ -13,6 +13,11 @@ from numbax._src.compiler.source import cast, render_scalar
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import reductions as lr
 
+# reductions over the last axis alone, of rows this long, as a call a row (`reduce_loops`;
+# shorter rows in line: a call and a view cost ~20-30 ns)
+ROW_CALL_MIN = 64
+_ROW_FUNCTIONS = {lr.reduce_sum_p: "rd.row_sum", lr.reduce_max_p: "rd.row_max",
+                  lr.reduce_min_p: "rd.row_min"}
 # `_accumulate_column_blocks`' blocks of the last axis: a thread's share of a column pass
 COLUMN_BLOCK = 64
 # `whole_reduce_loops`' chunks of the flat array (a fixed count: the bits on any thread count)
@@ -24,10 +29,10 @@ def reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
     the work pays), the reduced ones inner in order, one accumulator an output element,
     with the fused kernels' identity and combine (the monoid; max/min propagate NaN). Without
     this form max/min/prod over an axis sent the whole loop to the host (a softmax in a
-    scanned training step). A float sum adds in x's dtype; over trailing axes (a row's
-    elements contiguous) through the row passes' reduce_ops update, whose reassociation lets
-    LLVM add in vector lanes (a 512 x 512 float32 row sum 193 -> 14 µs on one VM core; the
-    plain chain waits on each add), elsewhere in axis order (the bits of Numba's
+    scanned training step). A float sum adds in x's dtype: over the last axis alone in vector
+    lanes, each row one call of reductions.row_sum (row_max, row_min likewise; a 512 x 512
+    float32 row sum 193 -> 12 µs on one VM core, the plain chain waiting on each add) where
+    rows have ROW_CALL_MIN elements, else in axis order (the bits of Numba's
     `np.sum(x, axis=)`, which ran 4.7x slower: an n-body step's two sums of 256 x 256 x 3)."""
     aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
     axes = sorted(eqn.params["axes"])
@@ -52,21 +57,24 @@ def reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
         lines.append(f"{inner}for {idx[d]} in {outer if d == kept[0] else 'range'}"
                      f"({aval.shape[d]}):")
         inner += "    "
+    at = ", ".join(idx[d] for d in kept)
+    row = _ROW_FUNCTIONS.get(eqn.primitive)
+    if row and axes == [aval.ndim - 1] and aval.shape[-1] >= ROW_CALL_MIN and \
+            aval.dtype.kind == "f" and acc_dtype == aval.dtype:
+        zero = f", {render_scalar(0, acc_dtype)}" if eqn.primitive is lr.reduce_sum_p else ""
+        lines.append(f"{inner}{out}[{at}] = {row}({x}[{at}]{zero})  "
+                     f"# {core.pp_eqn(eqn, fn.pp, 0)}")
+        return out
     lines.append(f"{inner}{acc} = {render_scalar(monoid.identity(aval.dtype), acc_dtype)}")
     body = inner
     for d in axes:
         lines.append(f"{body}for {idx[d]} in range({aval.shape[d]}):")
         body += "    "
     element = f"{x}[{', '.join(idx)}]"
-    trailing = axes == list(range(kept[-1] + 1, aval.ndim))
-    if trailing and monoid.row_update is not None and acc_dtype.kind == "f" and \
-            acc_dtype == aval.dtype:
-        update = monoid.row_update(acc, element)
-    else:
-        update = f"{acc} = {monoid.combine(acc, element, aval.dtype)}"
-    lines.append(f"{body}{update}  # {core.pp_eqn(eqn, fn.pp, 0)}")
+    lines.append(f"{body}{acc} = {monoid.combine(acc, element, aval.dtype)}  "
+                 f"# {core.pp_eqn(eqn, fn.pp, 0)}")
     value = acc if acc_dtype == out_aval.dtype else cast(out_aval.dtype, acc)
-    lines.append(f"{inner}{out}[{', '.join(idx[d] for d in kept)}] = {value}")
+    lines.append(f"{inner}{out}[{at}] = {value}")
     return out
 
 
@@ -142,9 +150,9 @@ def whole_reduction(fn, eqn: JaxprEqn) -> bool:
 
 def whole_reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) -> str:
     """A whole-array reduction (`whole_reduction`) in WHOLE_CHUNKS chunks of the flat array,
-    a prange over them where the loop may take threads, each chunk's accumulator updated by
-    the row passes' vectorised update (rd.add / rd.max_ / rd.min_; a float32 sum in
-    float64), the partials then combined in order: the same bits on any thread count. The
+    a prange over them where the loop may take threads, each chunk one call of
+    reductions.row_sum / row_max / row_min (vectorised; a float32 sum in float64), the
+    partials then combined in order: the same bits on any thread count. The
     array forms ran on one thread, max and min as a scalar chain (a while loop testing
     `max(abs(x * x - a)) > tol` over 1e6 floats each step)."""
     aval, out_aval = eqn.invars[0].aval, eqn.outvars[0].aval
@@ -152,20 +160,18 @@ def whole_reduce_loops(fn, eqn: JaxprEqn, x: str, lines: list[str], pad: str) ->
     acc_dtype = loops.acc_dtype(eqn)
     work_ns = work.eqns_ns(aval.shape, [eqn], [eqn.invars[0]])
     outer = fn.outer_loop(WHOLE_CHUNKS, work_ns)
-    flat, parts, chunk, lo, hi, acc, i, out = (fn.fresh() for _ in range(8))
+    flat, parts, chunk, lo, hi, out = (fn.fresh() for _ in range(6))
     fn.new_array(None, parts, f"({WHOLE_CHUNKS},)", lines, pad, dtype=acc_dtype)
     identity = render_scalar(monoid.identity(aval.dtype), acc_dtype)
+    zero = f", {identity}" if eqn.primitive is lr.reduce_sum_p else ""
     size = aval.size
     lines += [f"{pad}{flat} = {x}.reshape({size})",
               f"{pad}for {chunk} in {outer}({WHOLE_CHUNKS}):",
               f"{pad}    {lo} = np.uint64({chunk} * {size // WHOLE_CHUNKS})",
               f"{pad}    {hi} = np.uint64({size} if {chunk} == {WHOLE_CHUNKS - 1} else "
               f"({chunk} + 1) * {size // WHOLE_CHUNKS})",
-              f"{pad}    {acc} = {identity}",
-              f"{pad}    for {i} in range({lo}, {hi}):",
-              f"{pad}        {monoid.row_update(acc, f'{flat}[{i}]')}  "
-              f"# {core.pp_eqn(eqn, fn.pp, 0)}",
-              f"{pad}    {parts}[{chunk}] = {acc}",
+              f"{pad}    {parts}[{chunk}] = {_ROW_FUNCTIONS[eqn.primitive]}("
+              f"{flat}[{lo}:{hi}]{zero})  # {core.pp_eqn(eqn, fn.pp, 0)}",
               f"{pad}{out} = {identity}",
               f"{pad}for {chunk} in range({WHOLE_CHUNKS}):",
               f"{pad}    {monoid.row_update(out, f'{parts}[{chunk}]')}"]

@@ -46,12 +46,14 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     lines.append(f"{pad}while {pred}:")
     inner = pad + "    "
     fn.trips *= work.WHILE_TRIPS
+    fn.while_trips *= work.WHILE_TRIPS
     with fn.body(lines, pad, True, carry, turns):
         new = fn.jaxpr(p["body_jaxpr"], [*bconsts, *carry], lines, inner)
         fn.assign(carry, new, avals, lines, inner, own, body)
         (res,) = fn.jaxpr(p["cond_jaxpr"], [*cconsts, *carry], lines, inner)
         lines.append(f"{inner}{pred} = {res}")
     fn.trips //= work.WHILE_TRIPS
+    fn.while_trips //= work.WHILE_TRIPS
     return carry
 
 
