@@ -481,6 +481,13 @@ def test_whole_array_reductions_in_a_loop_run_in_fixed_chunks_and_the_test_alloc
     loop = parallel.split("while ")[1]
     assert "np.empty(" not in loop  # every temporary made before the loop
     assert re.search(r"for \w+ in prange\(64\):\n\s+\w+ = np\.uint64", parallel)
+    # the call site tries threads from one pass's regions (the loop's trips are unknown);
+    # the regions a call enters assume the loop's 64 (work.WHILE_TRIPS)
+    driver = _driver(f, a)
+    site = int(re.search(r"th\.Site\((\d+) \* th\.REGION_WORTH_S, quiet=True\)",
+                         f.lower(a).as_text()).group(1))
+    regions = int(re.search(r"th\.use\(n, (\d+)\)", driver).group(1))
+    assert 2 <= site < 10 and regions > 64 * 2
     results = []
     for threads in sorted({1, 2, POOL}):
         with numbax.config.override("cpu_threads", threads):
