@@ -33,6 +33,8 @@ WINDOWS = {
     "nchw_stride_one": ((2, 3, 9, 11), (1, 1, 3, 3), (1, 1, 1, 1), ((0, 0), (0, 0), (2, 0),
                                                                    (1, 2)), None),
     "nhwc_stride_one_same": ((2, 7, 6, 5), (1, 3, 2, 1), (1, 1, 1, 1), "SAME", None),
+    # channels enough for max pooling's masked channel loops (windows.CHANNELS_MIN)
+    "nhwc_many_channels": ((2, 7, 8, 11), (1, 3, 3, 1), (1, 2, 2, 1), "SAME", None),
 }
 
 

@@ -139,10 +139,11 @@ def _accumulate_column_blocks(fn, eqn: JaxprEqn, x: str, out: str, idx: list[str
 def whole_reduction(fn, eqn: JaxprEqn) -> bool:
     """A float sum, max or min over every axis of an array large enough for threads
     (`whole_reduce_loops`)."""
+    if eqn.primitive not in _ROW_FUNCTIONS:
+        return False
     aval = eqn.invars[0].aval
-    if not loops.is_reduction(eqn) or aval.ndim == 0 or aval.dtype.kind != "f" or \
-            eqn.primitive not in (lr.reduce_sum_p, lr.reduce_max_p, lr.reduce_min_p) or \
-            len(eqn.params["axes"]) != aval.ndim or aval.size < WHOLE_CHUNKS * 64:
+    if aval.ndim == 0 or aval.dtype.kind != "f" or len(eqn.params["axes"]) != aval.ndim or \
+            aval.size < WHOLE_CHUNKS * 64:
         return False
     work_ns = work.eqns_ns(aval.shape, [eqn], [eqn.invars[0]])
     return work_ns >= threads.PARALLEL_MIN_NS

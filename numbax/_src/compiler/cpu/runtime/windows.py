@@ -89,6 +89,9 @@ def stride_dim_all(shape, window_dimensions, window_strides, padding, window_dil
 # kinds of reduction (one compiled loop serves all three, the branch outside the vector loop)
 SUM, MAX, MIN = 0, 1, 2
 U64 = np.uint64
+# max pooling's second pass routes a window's channels together (masked vector loops) from
+# this many channels; fewer (a channels-first image's one) go element by element
+CHANNELS_MIN = 8
 
 
 @njit(inline="always", **_OPTS)
@@ -247,6 +250,37 @@ def _select_row(x, b, o1, geometry, is_max, strict, filler, o2s, cc, best, which
 
 
 @njit(**_OPTS)
+def _route_channels(values, out, b, o1, geometry, t1, t2, t3, which, scatter, cc, x1s, x2s,
+                    x3s):
+    """`_selected_rows`' second pass for one output row of many channels: for each window
+    and each of its taps inside the operand, the channels that selected the tap, as one loop
+    over the channels (vectorised, masked)."""
+    _, _, o2s, o3c = values.shape if scatter else out.shape
+    w1, w2, w3, s1, s2, s3, p1, p2, p3, d1, d2, d3 = geometry
+    for o2 in range(o2s):
+        for o3 in range(o3c // cc):
+            chosen = which[o2 * o3c + o3 * cc:o2 * o3c + (o3 + 1) * cc]
+            here = U64(o3 * cc)
+            if not scatter:
+                out[b, o1, o2, o3 * cc:(o3 + 1) * cc] = 0
+            for k in range(len(t1)):
+                i1, i2 = o1 * s1 - p1 + t1[k], o2 * s2 - p2 + t2[k]
+                i3 = o3 * s3 - p3 + t3[k]
+                if not (0 <= i1 < x1s and 0 <= i2 < x2s and 0 <= i3 < x3s):
+                    continue
+                there = U64(i3 * cc)
+                if scatter:
+                    cell, window = out[b, i1, i2], values[b, o1, o2]
+                    for c in range(U64(cc)):
+                        cell[there + c] += window[here + c] if chosen[c] == k else 0
+                else:
+                    cell, window = values[b, i1, i2], out[b, o1, o2]
+                    for c in range(U64(cc)):
+                        window[here + c] = cell[there + c] if chosen[c] == k else \
+                            window[here + c]
+
+
+@njit(**_OPTS)
 def _selected_rows(values, x, out, lo_row, hi_row, geometry, is_max, strict, fill, scatter,
                    cc):
     """For output rows [lo_row, hi_row) of (B * O1), each window's selection (`_select_row`):
@@ -268,6 +302,10 @@ def _selected_rows(values, x, out, lo_row, hi_row, geometry, is_max, strict, fil
     for row in range(lo_row, hi_row):
         b, o1 = row // o1s, row % o1s
         _select_row(x, b, o1, geometry, is_max, strict, filler, o2s, cc, best, which)
+        if cc >= CHANNELS_MIN:
+            _route_channels(values, out, b, o1, geometry, t1, t2, t3, which, scatter, cc,
+                            x1s, x2s, x3s)
+            continue
         for o2 in range(o2s):
             for o3 in range(o3s):
                 for c in range(cc):
