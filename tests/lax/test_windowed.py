@@ -253,3 +253,26 @@ def test_bad_inputs():
 def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("shape,window", [((4, 9, 7, 3), (1, 2, 2, 1)),
+                                          ((2, 3, 8, 8), (1, 1, 2, 2)), ((7,), (3,))])
+def test_average_pooling_gradient_repeats_each_cotangent_over_its_window(shape, window):
+    """Windows that tile the operand (strides equal to the windows, no padding): the window
+    sum's transpose is each cotangent repeated over its window, zeros past the last whole
+    window, as broadcast and reshape index maps (no windowed sum), eager and jitted."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape)
+    ct = rng.standard_normal(tuple(n // w for n, w in zip(shape, window)))
+
+    def pool(x):
+        return lax.reduce_window(x, 0.0, lax.add, window, window, "VALID")
+
+    want = np.zeros(shape)
+    for index in np.ndindex(*ct.shape):
+        want[tuple(slice(i * w, (i + 1) * w) for i, w in zip(index, window))] += ct[index]
+    back = numbax.jit(lambda x, ct: numbax.vjp(pool, x)[1](ct)[0])
+    np.testing.assert_array_equal(numbax.vjp(pool, x)[1](ct)[0], want)
+    np.testing.assert_array_equal(back(x, ct), want)
+    jaxpr = str(numbax.make_jaxpr(lambda x, ct: numbax.vjp(pool, x)[1](ct))(x, ct))
+    assert jaxpr.count("reduce_window_sum") == 1  # the forward's only

@@ -176,20 +176,43 @@ reduce_window_min_p = _monoid_window("reduce_window_min", "biuf", min_identity, 
 
 def _reduce_window_sum_transpose(cts, x, **params):
     """The cotangent spread back over every window: a strided pad of it, summed over windows
-    of the same size with the strides and dilations exchanged."""
+    of the same size with the strides and dilations exchanged; where the windows tile the
+    operand (strides equal to the windows, no padding or dilation: average pooling), each
+    cotangent element repeated over its window (`_tiled_windows_transpose`)."""
     (ct,) = cts
     in_shape = x.aval.shape
     ct_shape = get_aval(ct).shape
+    ones = (1,) * len(in_shape)
+    if tuple(params["window_strides"]) == tuple(params["window_dimensions"]) and all(
+            p == (0, 0) for p in params["padding"]) and \
+            tuple(params["base_dilation"]) == ones == tuple(params["window_dilation"]):
+        return [_tiled_windows_transpose(ct, in_shape, params["window_dimensions"])]
     pads = conv_general_vjp_lhs_padding(in_shape, params["window_dimensions"],
                                         params["window_strides"], ct_shape, params["padding"],
                                         params["base_dilation"], params["window_dilation"])
     config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, params["window_strides"]))
     padded = shape_ops.pad(ct, np.array(0, get_aval(ct).dtype), config)
-    ones = (1,) * len(in_shape)
     return [reduce_window_sum_p.bind(
         padded, window_dimensions=params["window_dimensions"],
         window_strides=params["base_dilation"], padding=((0, 0),) * len(in_shape),
         base_dilation=ones, window_dilation=params["window_dilation"])]
+
+
+def _tiled_windows_transpose(ct: Any, in_shape: tuple, window: tuple) -> Any:
+    """The transpose of a window sum whose windows tile the operand: each cotangent element
+    repeated over its window (a broadcast and a reshape), zeros past the last whole window.
+    The same values as the strided pad summed over windows (each sum adds one cotangent to
+    zeros), as index maps that fuse into one pass: NHWC 2x2 average pooling's gradient had
+    run a pad and a windowed sum, ~3x jax.jit's."""
+    ct_shape = get_aval(ct).shape
+    spread = tuple(n for pair in zip(ct_shape, window) for n in pair)
+    dims = tuple(range(0, 2 * len(ct_shape), 2))
+    tiled = shape_ops.reshape(shape_ops.broadcast_in_dim(ct, spread, dims),
+                              tuple(n * w for n, w in zip(ct_shape, window)))
+    rest = tuple((0, size - n * w, 0) for size, n, w in zip(in_shape, ct_shape, window))
+    if any(hi for _, hi, _ in rest):
+        tiled = shape_ops.pad(tiled, np.array(0, get_aval(ct).dtype), rest)
+    return tiled
 
 
 ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
