@@ -404,7 +404,7 @@ class Function:
             return
         if not eqn.outvars:  # an effect (a host callback): the driver's host loop runs it
             raise Unsupported(eqn.primitive.name)
-        if flow_loops.whole_reduction(self, eqn):
+        if flow_loops.whole_reduction(eqn):
             env[eqn.outvars[0]] = flow_loops.whole_reduce_loops(self, eqn, ins[0], lines, pad)
             return
         if flow_loops.partial_reduction(eqn):

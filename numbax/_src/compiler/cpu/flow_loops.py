@@ -136,7 +136,7 @@ def _accumulate_column_blocks(fn, eqn: JaxprEqn, x: str, out: str, idx: list[str
                  f"  # {core.pp_eqn(eqn, fn.pp, 0)}")
 
 
-def whole_reduction(fn, eqn: JaxprEqn) -> bool:
+def whole_reduction(eqn: JaxprEqn) -> bool:
     """A float sum, max or min over every axis of an array large enough for threads
     (`whole_reduce_loops`)."""
     if eqn.primitive not in _ROW_FUNCTIONS:

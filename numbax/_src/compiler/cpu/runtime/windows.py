@@ -156,12 +156,9 @@ def _reduce_rows(x, y, lo_row, hi_row, geometry, kind, fill, cc):
                         continue
                     for o2 in range(lo2, hi2):
                         at = (o2 * s2 - p2 + k2 * d2) * x3c + (k3 * d3 - p3) * cc
-                        if s3 == 1:
-                            _fold_run(plane, o2 * o3c + lo3 * cc, source, at + lo3 * cc,
-                                      (hi3 - lo3) * cc, 1, kind)
-                        elif cc == 1:
-                            _fold_run(plane, o2 * o3c + lo3, source, at + lo3 * s3, hi3 - lo3,
-                                      s3, kind)
+                        if s3 == 1 or cc == 1:  # one run: contiguous, or strided by s3
+                            _fold_run(plane, o2 * o3c + lo3 * cc, source, at + lo3 * s3 * cc,
+                                      (hi3 - lo3) * cc, s3 if cc == 1 else 1, kind)
                         else:
                             for o3 in range(lo3, hi3):
                                 _fold_run(plane, o2 * o3c + o3 * cc, source,
