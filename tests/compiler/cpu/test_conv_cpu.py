@@ -12,6 +12,8 @@ import pytest
 import numbax
 from numbax import lax
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
+from numbax._src.compiler.cpu.runtime import conv_kernels as ck
+from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 from numbax._src.config import config
 from numbax._src.lax import convolution
 
@@ -49,6 +51,11 @@ CONFIGS = {
     "one_channel_lines": ((6, 1, 40), (1, 1, 9), dict(window_strides=(1,), padding="SAME")),
     "one_channel_strided": ((5, 1, 41), (1, 1, 5),
                             dict(window_strides=(3,), padding=((2, 1),), rhs_dilation=(2,))),
+    # lines longer than conv_kernels.DIRECT_SEGMENT: several units a line, the last partial;
+    # taps in fours and a remainder (jnp.convolve of one long signal)
+    "one_channel_long": ((2, 1, 5000), (1, 1, 7), dict(window_strides=(1,), padding="SAME")),
+    "one_channel_long_strided": ((1, 1, 4500), (1, 1, 6),
+                                 dict(window_strides=(2,), padding=((3, 2),))),
     "few_channels_multiplier": ((2, 13, 2), (3, 1, 6),
                                 dict(window_strides=(1,), padding="VALID",
                                      dimension_numbers=("NWC", "WIO", "NWC"),
@@ -120,7 +127,7 @@ def test_jit_matches_eager_and_runs_compiled(name, dtype):
 
 # CI's fast path keeps two threaded configurations; each parallel loop costs seconds to compile
 @pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(CONFIGS)] + [
-    ("batch_groups", 3), ("strided_explicit", 4)] + [
+    ("batch_groups", 3), ("strided_explicit", 4), ("one_channel_long", 3)] + [
     pytest.param(name, threads, marks=pytest.mark.slow) for name, threads in (
         ("kernel_gradient", 3), ("conv3d", 2), ("depthwise_multiplier", 2), ("nhwc_same", 3),
         ("depthwise", 2), ("nhwc_valid_wide", 2))])
@@ -147,6 +154,27 @@ def test_both_forms_on_every_configuration(name, threads):
         _close(got, want, np.float64)
         ran += 1
     assert ran >= 1
+
+
+def test_direct_units_split_one_long_line_with_the_same_bits():
+    """One signal is one line: its segments are the units threads share, and each output
+    adds its taps in order however the units fall (against float64 numpy)."""
+    x, w, kwargs = _operands("one_channel_long", np.float32)
+    params = _params(x, w, kwargs)
+    cv = cpu_conv.plan(x.shape, w.shape, x.dtype, *_runtime_args(params))[0]
+    plan = cpu_conv._direct_plan(cv)
+    assert ck.direct_units(plan.lines, plan.width, 1) == 2 * -(-5000 // ck.DIRECT_SEGMENT)
+    one, _ = cpu_conv._run_direct(cv, plan, x, w, 1)
+    one = one.copy()  # (a pooled buffer)
+    out = np.empty_like(one).reshape(-1, 1)
+    grid = cpu_conv._grid(cv, plan, x, 1)
+    taps = read_only(np.ascontiguousarray(w[0, 0, :, None]))
+    ck.direct_threads(grid, plan.lines, plan.step, plan.width, plan.toff, plan.mult, taps,
+                      out, 3)
+    np.testing.assert_array_equal(out.reshape(one.shape), one)
+    want = np.stack([np.convolve(row, w[0, 0, ::-1].astype(np.float64), "same")
+                     for row in x[:, 0].astype(np.float64)])
+    _close(one[..., 0], want, np.float32)
 
 
 def test_the_cost_model_picks_each_form_for_its_shape_class():

@@ -379,7 +379,7 @@ def _run_direct(cv: Shape, plan: DirectPlan, lhs: np.ndarray, rhs: np.ndarray,
         with rt_threads.running(min(threads, rt_threads.pool_size())):
             ck.direct_threads(x, plan.lines, *args, threads)
     else:
-        ck.direct_run(x, plan.lines, 0, len(plan.lines), *args)
+        ck.direct_run(x, plan.lines, 0, ck.direct_units(plan.lines, plan.width, o), *args)
     return out.reshape(cv.lhs(0), *cv.out_spatial, o), threads  # channels-last
 
 
