@@ -63,6 +63,30 @@ def test_dce_drops_unused():
     assert "exp" not in _prims(j)
 
 
+def test_dce_drops_a_scans_unused_stacked_outputs_and_their_work():
+    """Only the stacked outputs someone reads stay (with the body's work for them); the
+    carries stay, and a callback in the body is kept."""
+    seen = []
+
+    def f(xs):
+        def step(c, x):
+            numbax.debug.callback(lambda v: seen.append(float(v)), x)
+            return c + x, (jnp.exp(x) * 2.0, c * x)
+        total, (unused, kept) = numbax.lax.scan(step, 0.0, xs)
+        return total, kept
+
+    xs = np.linspace(0.5, 2.0, 4)
+    j = passes.simplify(_jaxpr(f, xs))
+    (scan,) = [e for e in j.eqns if e.primitive.name == "scan"]
+    assert len(scan.outvars) == 2  # the carry and `kept`
+    assert "exp" not in _prims(scan.params["jaxpr"].jaxpr)
+    assert "debug_callback" in _prims(scan.params["jaxpr"].jaxpr)
+    total, kept = numbax.jit(f)(xs)
+    np.testing.assert_allclose(float(total), xs.sum(), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(kept), np.concatenate([[0.0], np.cumsum(xs)[:-1]])
+                               * xs, rtol=1e-14)
+
+
 def test_constant_folding_of_scalar_literals():
     def f(x):
         two = jnp.asarray(1.0) + 1.0

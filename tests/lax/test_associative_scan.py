@@ -4,6 +4,8 @@ tree. Both give the fold of fn over each prefix (each suffix when reverse, combi
 combines them: fn(later result, earlier element)); checked against Python loops and numpy."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -99,6 +101,24 @@ def test_grad_and_vmap_of_a_jitted_linear_recurrence():
             h = a[r, t] * h + b[r, t]
             want.append(h)
         np.testing.assert_allclose(got[r], want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_recurrence_of_one_element_rows_carries_scalars():
+    """A 1-D scan's carry is one element: the compiled loop keeps it in scalars (no array
+    made or read back each step) and stores only the outputs read (against a float64 loop)."""
+    a = RNG.uniform(0.5, 1.0, size=5000).astype(np.float32)
+    b = RNG.normal(size=5000).astype(np.float32)
+    f = numbax.jit(lambda a, b: lax.associative_scan(_affine, (a, b))[1])
+    h, want = 0.0, []
+    for t in range(len(a)):
+        h = float(a[t]) * h + float(b[t])
+        want.append(h)
+    np.testing.assert_allclose(np.asarray(f(a, b)), want, rtol=2e-4, atol=2e-4)
+    text = f.lower(a, b).as_text()
+    body = text[text.index("= scan["):]
+    body = body[body.index("def kernel("):body.index("return")]
+    assert "np.full(" not in body and "np.asarray(" not in body
+    assert len(re.findall(r"np\.empty\(\(4999,", body)) == 1  # one stacked output
 
 
 def test_the_cpu_jit_traces_one_loop_and_eager_calls_the_tree():

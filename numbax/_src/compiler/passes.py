@@ -10,6 +10,7 @@ from numbax._src import core, typecheck
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters import batching
+from numbax._src.interpreters import partial_eval as pe
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
@@ -586,11 +587,30 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drops equations none of whose outputs is used."""
+    """Drops equations none of whose outputs is used, and a scan's stacked outputs nobody
+    uses (`_scan_without_dead_ys`)."""
     live = {x for x in jaxpr.outvars if isinstance(x, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
         if eqn.primitive in _EFFECTFUL or any(v in live for v in eqn.outvars):
+            if eqn.primitive is scan_p:
+                eqn = _scan_without_dead_ys(eqn, live)
             kept.append(eqn)
             live.update(x for x in eqn.invars if isinstance(x, Var))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars)
+
+
+def _scan_without_dead_ys(eqn: JaxprEqn, live: set) -> JaxprEqn:
+    """A scan without the stacked outputs (ys) outside `live`, and without the body's work
+    only they needed: each costs a store a step and an array as long as the scan
+    (lax.associative_scan's loop stacks every combine's outputs; a linear recurrence reads
+    one)."""
+    ncarry = eqn.params["num_carry"]
+    used = [True] * ncarry + [v in live for v in eqn.outvars[ncarry:]]
+    if all(used):
+        return eqn
+    body = eqn.params["jaxpr"]
+    pruned = pe.dce_jaxpr(body.jaxpr, used)
+    params = dict(eqn.params, jaxpr=core.ClosedJaxpr(pruned, body.consts))
+    outvars = [v for v, keep in zip(eqn.outvars, used, strict=True) if keep]
+    return eqn._replace(outvars=outvars, params=params)
