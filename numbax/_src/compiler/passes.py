@@ -1,4 +1,5 @@
-"""Jaxpr-to-jaxpr simplification before fusion: algebraic identities, constant folding, CSE, DCE."""
+"""Jaxpr-to-jaxpr simplification before fusion: algebraic identities, constant folding, CSE, DCE
+(eliminate.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,15 +8,15 @@ from typing import Any
 import numpy as np
 
 from numbax._src import core, typecheck
+from numbax._src.compiler.eliminate import EFFECTFUL, cse, dce
 from numbax._src.core import Jaxpr, JaxprEqn, Literal, Var
 from numbax._src.custom_derivatives import stop_gradient_p
 from numbax._src.interpreters import batching
-from numbax._src.interpreters import partial_eval as pe
 from numbax._src.interpreters.ad import add_any_p
 from numbax._src.lax import dot as ld
 from numbax._src.lax import elementwise as lx
 from numbax._src.lax import index_map as im
-from numbax._src.lax import linalg_qr, ordering, rng
+from numbax._src.lax import linalg_qr
 from numbax._src.lax import reductions as lr
 from numbax._src.lax import shape_ops as ls
 from numbax._src.lax.control_flow.conditionals import cond_p
@@ -23,12 +24,6 @@ from numbax._src.lax.control_flow.loops import scan_p, while_p
 
 Atom = Var | Literal
 
-# Equations with effects must not be dropped, merged or folded: a stateful generator (each
-# call draws new numbers), the sink that keeps values alive, and every primitive marked in
-# core.effectful_primitives (callbacks, debug prints). The set is live: modules imported later
-# add to it.
-core.effectful_primitives.update({rng.rng_uniform_p, ordering.dce_sink_p})
-_EFFECTFUL: set[core.Primitive] = core.effectful_primitives
 _RESHAPES = frozenset({ls.reshape_p, ls.squeeze_p})
 _BODIES = {scan_p: ("jaxpr",), while_p: ("cond_jaxpr", "body_jaxpr"), cond_p: ("branches",)}
 _FOLD_MAX_SIZE = 1  # only fold equations whose output is a scalar
@@ -184,7 +179,7 @@ def _fold_rule(eqn: JaxprEqn, facts: dict) -> Atom | None:
         return None
     impl = core.impl_rules.get(eqn.primitive)
     # a collective's impl exchanges with the other devices (psum(1, "i") is the axis size)
-    if impl is None or eqn.primitive in _EFFECTFUL or eqn.primitive in batching.collective_rules:
+    if impl is None or eqn.primitive in EFFECTFUL or eqn.primitive in batching.collective_rules:
         return None
     with np.errstate(all="ignore"):
         (value,) = impl(*[np.asarray(x.val) for x in eqn.invars], **eqn.params)
@@ -546,71 +541,3 @@ def qr_without_q(jaxpr: Jaxpr) -> Jaxpr:
                            {"full_matrices": eqn.params["full_matrices"]})
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
-
-
-# ----------------------------------------------------------------------------- CSE and DCE
-
-
-def _atom_key(x: Atom) -> Any:
-    if isinstance(x, Literal):
-        return ("lit", x.aval.dtype.str, x.aval.weak_type, x.val.tobytes())
-    return x
-
-
-def _eqn_key(eqn: JaxprEqn) -> Any:
-    try:
-        params = tuple(sorted(eqn.params.items()))
-        key = (eqn.primitive, params, tuple(_atom_key(x) for x in eqn.invars))
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def cse(jaxpr: Jaxpr) -> Jaxpr:
-    """Merges equations with the same primitive, params and inputs (structural keys)."""
-    env: dict[Var, Atom] = {}
-    read = lambda x: env.get(x, x) if isinstance(x, Var) else x  # noqa: E731
-    seen: dict[Any, list[Var]] = {}
-    eqns = []
-    for eqn in jaxpr.eqns:
-        eqn = eqn._replace(invars=[read(x) for x in eqn.invars])
-        key = None if eqn.primitive in _EFFECTFUL else _eqn_key(eqn)
-        if key is not None and key in seen:
-            for v, prev in zip(eqn.outvars, seen[key], strict=True):
-                env[v] = prev
-            continue
-        if key is not None:
-            seen[key] = eqn.outvars
-        eqns.append(eqn)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(x) for x in jaxpr.outvars])
-
-
-def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drops equations none of whose outputs is used, and a scan's stacked outputs nobody
-    uses (`_scan_without_dead_ys`)."""
-    live = {x for x in jaxpr.outvars if isinstance(x, Var)}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive in _EFFECTFUL or any(v in live for v in eqn.outvars):
-            if eqn.primitive is scan_p:
-                eqn = _scan_without_dead_ys(eqn, live)
-            kept.append(eqn)
-            live.update(x for x in eqn.invars if isinstance(x, Var))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars)
-
-
-def _scan_without_dead_ys(eqn: JaxprEqn, live: set) -> JaxprEqn:
-    """A scan without the stacked outputs (ys) outside `live`, and without the body's work
-    only they needed: each costs a store a step and an array as long as the scan
-    (lax.associative_scan's loop stacks every combine's outputs; a linear recurrence reads
-    one)."""
-    ncarry = eqn.params["num_carry"]
-    used = [True] * ncarry + [v in live for v in eqn.outvars[ncarry:]]
-    if all(used):
-        return eqn
-    body = eqn.params["jaxpr"]
-    pruned = pe.dce_jaxpr(body.jaxpr, used)
-    params = dict(eqn.params, jaxpr=core.ClosedJaxpr(pruned, body.consts))
-    outvars = [v for v, keep in zip(eqn.outvars, used, strict=True) if keep]
-    return eqn._replace(outvars=outvars, params=params)
