@@ -46,7 +46,7 @@ def _broadcast_array(args, eqn):
 
 # the CPU driver runs what does not fuse (complex, 0-d) through the eager impl
 register(ls.broadcast_in_dim_p, Fusion.INDEX_MAP, cheap=True, reads=im.reads_of)
-register(ls.broadcast_in_dim_p, backend="cpu", scalar_ok=no_complex, array=_broadcast_array)
+register(ls.broadcast_in_dim_p, backend="cpu", array=_broadcast_array)
 register(ls.broadcast_in_dim_p, backend="cuda", library=cuda_driver.CudaDriver.view)
 
 # ----------------------------------------------------------------------------- reshapes
