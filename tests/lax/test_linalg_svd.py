@@ -27,6 +27,30 @@ def test_svd_complex_matches_numpy(shape, dtype):
     np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, atol=tol * 10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(40, 13), (13, 40), (9, 9)])
+def test_one_matrix_goes_to_gesdd_as_jax_calls_it(shape, dtype):
+    """One matrix: LAPACK's gesdd (scipy's, the library jax.jit's CPU call runs) with its
+    optimal workspace on a column-major copy, so the bits are that routine's, vectors or not
+    (measured: jax.jit's, bit for bit, in all four dtypes, where numpy's svd differs in
+    single precision), and u s vt rebuilds the matrix."""
+    import scipy.linalg as sl
+
+    a = cnormal(*shape, dtype=dtype) if np.dtype(dtype).kind == "c" else \
+        RNG.standard_normal(shape).astype(dtype)
+    for full in (False, True):
+        u, s, vh = (np.asarray(o) for o in ll.svd(a, full_matrices=full))
+        want = sl.svd(a, full_matrices=full, lapack_driver="gesdd")
+        for got, w in zip((u, s, vh), want, strict=True):
+            assert got.dtype == w.dtype
+            np.testing.assert_array_equal(got, w)
+        k = min(shape)
+        tol = 1e-4 if np.dtype(dtype).itemsize <= 8 and dtype != np.float64 else 1e-12
+        np.testing.assert_allclose((u[:, :k] * s) @ vh[:k], a, atol=tol * 10)
+    np.testing.assert_array_equal(np.asarray(ll.svd(a, compute_uv=False)),
+                                  sl.svd(a, compute_uv=False, lapack_driver="gesdd"))
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
 def test_svd_complex_derivatives(shape):
     a = cnormal(*shape)
