@@ -24,10 +24,13 @@ from numbax._src.compiler.registry import Fusion
 from numbax._src.compiler.source import cast, dtype_ctor, render_scalar
 from numbax._src.core import JaxprEqn, Literal, Var
 
-# Rows this short (elements reduced per row) whose passes over the row call exp, log, ... run
-# in blocks of SHORT_BLOCK rows whose full rows are copied into buffers holding the block's
-# column j contiguously (_short_rows_body). Without such calls the copies cost more than the
-# rows' scalar loops (unit vectors of 200k 10-wide rows: 0.33 ms as rows, 1.0-1.6 in blocks).
+# Rows this short (elements reduced per row) whose work calls exp, log, pow, ... (in a pass over
+# the row or on its results) run in blocks of SHORT_BLOCK rows whose full rows are copied into
+# buffers holding the block's column j contiguously (_short_rows_body), so the calls run in
+# vector loops across rows. Without such calls the copies cost more than the rows' scalar
+# loops (unit vectors of 200k 10-wide rows: 0.33 ms as rows, 1.0-1.6 in blocks). A call after
+# the reduction counts too: an n-body step's r2 ** -1.5 of each pair's 3-wide sum ran once a
+# row, scalar, 56.6 ms for 2000 bodies on the VM's 2 cores; in blocks 9.8.
 SHORT_ROWS_MAX = ROW_LITERAL_MAX
 SHORT_BLOCK = 256
 
@@ -71,7 +74,7 @@ def render_rows(nest: ir.LoopNest) -> ir.Kernel:
         else nest.shape[-1]
     row_passes = [eqns for kind, eqns in nest.passes or [("row", nest.eqns)] if kind == "row"]
     short = kept > 0 and len(bounds) == kept + 1 and width <= SHORT_ROWS_MAX and any(
-        lowering(e).heavy for eqns in row_passes for e in eqns)
+        lowering(e).heavy for e in nest.eqns)
     lanes = not short and any(not _plain([e for e in eqns if is_reduction(e)])
                               for eqns in row_passes)
     if lanes:  # and the same without lanes, for rows they never fill (compiled when called)
