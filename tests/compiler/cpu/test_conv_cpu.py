@@ -13,6 +13,7 @@ import numbax
 from numbax import lax
 from numbax._src.compiler.cpu.runtime import conv as cpu_conv
 from numbax._src.compiler.cpu.runtime import conv_kernels as ck
+from numbax._src.compiler.cpu.runtime import conv_patches
 from numbax._src.compiler.cpu.runtime.gemm_operands import read_only
 from numbax._src.config import config
 from numbax._src.lax import convolution
@@ -75,6 +76,13 @@ CONFIGS = {
     "kernel_gradient": ((16, 9, 10, 24), (16, 9, 10, 40),
                         dict(window_strides=(1, 1), padding=((1, 1), (1, 1)),
                              dimension_numbers=("CHWN", "IHWO", "HWNC"))),
+    # a first layer's kernel gradient: one batch row (the input channel), few outputs, a long
+    # window (conv_patches.py), and a strided, dilated one in two rows
+    "kernel_gradient_one_row": ((1, 32, 20, 19), (16, 32, 20, 19),
+                                dict(window_strides=(1, 1), padding=((1, 1), (1, 0)))),
+    "few_positions_dilated": ((2, 3, 9, 8), (4, 3, 3, 3),
+                              dict(window_strides=(2, 2), padding=((1, 1), (0, 1)),
+                                   lhs_dilation=(1, 2), rhs_dilation=(2, 1))),
     "kernel_gradient_dilated": ((14, 11, 10, 13), (14, 5, 4, 33),
                                 dict(window_strides=(1, 1), padding=((1, 0), (1, 1)),
                                      rhs_dilation=(2, 2),
@@ -143,7 +151,9 @@ def test_both_forms_on_every_configuration(name, threads):
     cv = cpu_conv.plan(*args)[0]
     forms = [(cpu_conv._tile_plan(cv), cpu_conv._run_tiles),
              (cpu_conv._line_plan(cv), cpu_conv._run_lines),
-             (cpu_conv._direct_plan(cv), cpu_conv._run_direct)]
+             (cpu_conv._direct_plan(cv), cpu_conv._run_direct),
+             (conv_patches.patch_cost(cv, 1.0) and conv_patches.patch_plan(cv, 1.0),
+              conv_patches.run_patches)]
     ran = 0
     for plan, run in forms:
         if plan is None:
@@ -180,7 +190,8 @@ def test_direct_units_split_one_long_line_with_the_same_bits():
 def test_the_cost_model_picks_each_form_for_its_shape_class():
     for name, kind in (("kernel_gradient", cpu_conv.LinePlan), ("nhwc_same", cpu_conv.TilePlan),
                        ("strided_explicit", cpu_conv.TilePlan),
-                       ("depthwise_multiplier", cpu_conv.DirectPlan)):
+                       ("depthwise_multiplier", cpu_conv.DirectPlan),
+                       ("kernel_gradient_one_row", conv_patches.PatchPlan)):
         x, w, kwargs = _operands(name, np.float32)
         params = _params(x, w, kwargs)
         cv, chosen = cpu_conv.plan(x.shape, w.shape, x.dtype, *_runtime_args(params))

@@ -1,6 +1,7 @@
 """conv_general_dilated in compiled CPU programs: each configuration is planned once (which of
-conv_kernels' three forms runs it, by estimated cost; layouts, padding and offset tables) and
-then run on numbax's register tile (or, depthwise, a direct loop).
+four forms runs it, by estimated cost; layouts, padding and offset tables) and then run on
+numbax's register tile (conv_kernels' tiles and window lines), a direct loop (depthwise), or
+batched products of window patches (conv_patches.py: few output positions).
 
 `plan` takes shapes and params only, so the lowering asks it at compile time whether the
 kernels take an equation (float32/float64 operands); the rest run the eager implementation.
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from numbax._src.compiler.cpu.loops import POOL_MAX_BYTES, POOL_MIN_BYTES
-from numbax._src.compiler.cpu.runtime import compile_ahead, copies
+from numbax._src.compiler.cpu.runtime import compile_ahead, conv_patches, copies
 from numbax._src.compiler.cpu.runtime import conv_kernels as ck
 from numbax._src.compiler.cpu.runtime import kernels as kc
 from numbax._src.compiler.cpu.runtime import threads as rt_threads
@@ -553,10 +554,11 @@ def plan(lhs_shape: tuple, rhs_shape: tuple, dtype: np.dtype, window_strides: tu
                batch_group_count)
     if 0 in lhs_shape or 0 in rhs_shape or 0 in cv.out_spatial:
         return None
-    costs = [(cost, build) for cost, build in ((_tile_cost(cv), _tile_plan),
-                                               (_line_cost(cv), _line_plan),
-                                               (_direct_cost(cv), _direct_plan))
-             if cost is not None]
+    patches = functools.partial(conv_patches.patch_plan, copy_bytes_per_ns=COPY_BYTES_PER_NS)
+    costs = [(cost, build) for cost, build in (
+        (_tile_cost(cv), _tile_plan), (_line_cost(cv), _line_plan),
+        (_direct_cost(cv), _direct_plan),
+        (conv_patches.patch_cost(cv, COPY_BYTES_PER_NS), patches)) if cost is not None]
     return cv, min(costs, key=lambda pair: pair[0])[1](cv)
 
 
@@ -576,7 +578,8 @@ def conv_general_dilated(lhs: np.ndarray, rhs: np.ndarray, window_strides: tuple
                       lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
                       batch_group_count), cv.macs)
     threads = gemm_threads(cv.macs, site)
-    run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct}[type(chosen)]
+    run = {TilePlan: _run_tiles, LinePlan: _run_lines, DirectPlan: _run_direct,
+           conv_patches.PatchPlan: conv_patches.run_patches}[type(chosen)]
     out, threads = run(cv, chosen, lhs, rhs, threads)
     rt_threads.measured(site, threads)
     out_spec = cv.specs[2]
