@@ -15,14 +15,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from numbax._src.lax.conv_numpy import dilate_and_pad
 
-if TYPE_CHECKING:
-    from numbax._src.compiler.cpu.runtime.conv import Shape
+Shape = Any  # conv.Shape (conv.py imports this module)
 
 # output positions (batch rows x window positions) up to which the form applies: each is a
 # window-sized copy and a column of the products
