@@ -55,7 +55,7 @@ def apply_primitive(primitive: core.Primitive, tracers: list, params: dict) -> l
         outs = host_eval.tile_product(primitive, args, params)
     if outs is None:
         args, impl_params = host_eval.host_operands(args, primitive, params)
-        outs = impl(*args, **impl_params)
+        outs = host_eval.run_impl(primitive, args, impl_params)
     caller_arrays = [x for x in tracers if isinstance(x, np.ndarray)]  # usually none
     results = _as_arrays(primitive, outs, out_avals, caller_arrays)
     if sharded or primitive in sharding_api.LAYOUT_PRIMITIVES:
@@ -89,7 +89,7 @@ def _apply_on_host_arrays(primitive: core.Primitive, arrays: list, params: dict)
     outs = host_eval.tile_product(primitive, args, params)  # (bfloat16 products on AMX tiles)
     if outs is None:
         args, impl_params = host_eval.host_operands(args, primitive, params)
-        outs = core.impl_rules[primitive](*args, **impl_params)
+        outs = host_eval.run_impl(primitive, args, impl_params)
     results = _as_arrays(primitive, outs, out_avals, ())
     if config.hot("jax_debug_nans") or config.hot("jax_debug_infs"):
         check_nans(primitive, results)

@@ -32,6 +32,16 @@ from numbax._src.lax.dot import dot_general_p
 from numbax._src.lax.elementwise import LOUD_IMPLS, nextafter_p
 
 NEEDS_APPLY: set[Primitive] = set()  # filled by dispatch.py: primitives only it runs right
+# primitive -> runner(impl, args, params) for its eager calls: LAPACK's under the CPU runtime's
+# thread rule (filled by compiler/cpu/backend.py, which holds the rule jitted calls follow)
+EAGER_RUNNERS: dict[Primitive, Callable] = {}
+
+
+def run_impl(primitive: Primitive, args: list, params: dict) -> list:
+    """The primitive's eager implementation on numpy operands, through its runner if any."""
+    runner = EAGER_RUNNERS.get(primitive)
+    impl = core.impl_rules[primitive]
+    return impl(*args, **params) if runner is None else runner(impl, args, params)
 
 # their results depend on bfloat16's own bits or precision: numpy's (ml_dtypes') loops run them
 _ON_BFLOAT16 = frozenset({bitcast_convert_type_p, nextafter_p})
