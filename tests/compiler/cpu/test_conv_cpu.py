@@ -133,12 +133,14 @@ def test_jit_matches_eager_and_runs_compiled(name, dtype):
     assert "cv.conv_general_dilated(" in f.lower(x, w).as_text()
 
 
-# CI's fast path keeps two threaded configurations; each parallel loop costs seconds to compile
+# CI's fast path keeps two threaded configurations (the direct loop's threads:
+# test_direct_units_split_one_long_line_with_the_same_bits); each parallel loop costs seconds
+# to compile
 @pytest.mark.parametrize("name,threads", [(name, 1) for name in sorted(CONFIGS)] + [
-    ("batch_groups", 3), ("strided_explicit", 4), ("one_channel_long", 3)] + [
+    ("batch_groups", 3), ("strided_explicit", 4)] + [
     pytest.param(name, threads, marks=pytest.mark.slow) for name, threads in (
         ("kernel_gradient", 3), ("conv3d", 2), ("depthwise_multiplier", 2), ("nhwc_same", 3),
-        ("depthwise", 2), ("nhwc_valid_wide", 2))])
+        ("one_channel_long", 3), ("depthwise", 2), ("nhwc_valid_wide", 2))])
 def test_both_forms_on_every_configuration(name, threads):
     """Output tiles, window lines and the direct loop, each forced where it applies, against
     eager (the cost model picks one); threads split tiles and lines into chunks, and window
