@@ -316,6 +316,7 @@ def _sequential_scan(combine: Callable, xs: list, axis: int, reverse: bool) -> l
     # element is then a scalar the compiled loop keeps in a register; as an array of one its
     # every step went through memory twice (a linear recurrence: 6.8 against 1.6 ms a million)
     row_shapes = [get_aval(r).shape[1:] for r in rows]
+    kept = tuple(d for d in range(len(row_shapes[0])) if d != axis)  # the carry's axes in a row
     init = [shape_ops.reshape(shape_ops.slice_in_dim(r, first, first + 1, axis=0),
                               _without(shape, axis))
             for r, shape in zip(rows, row_shapes, strict=True)]
@@ -323,7 +324,6 @@ def _sequential_scan(combine: Callable, xs: list, axis: int, reverse: bool) -> l
             else shape_ops.slice_in_dim(r, 1, n, axis=0) for r in rows]
 
     def step(carry: list, row: list) -> tuple[list, list]:
-        kept = tuple(d for d in range(len(row_shapes[0])) if d != axis)
         whole = [shape_ops.broadcast_in_dim(c, shape, kept)  # (a read where the loop fuses)
                  for c, shape in zip(carry, row_shapes, strict=True)]
         out = combine(whole, list(row))
