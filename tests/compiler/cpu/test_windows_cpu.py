@@ -35,6 +35,13 @@ WINDOWS = {
     "nhwc_stride_one_same": ((2, 7, 6, 5), (1, 3, 2, 1), (1, 1, 1, 1), "SAME", None),
     # channels enough for max pooling's masked channel loops (windows.CHANNELS_MIN)
     "nhwc_many_channels": ((2, 7, 8, 11), (1, 3, 3, 1), (1, 2, 2, 1), "SAME", None),
+    # one channel (a channels-first image) runs in bands of phased planes
+    # (windows.PHASE_BAND): a stride of 3 with dilation and uneven padding; a plane of two
+    # bands with runs long enough for whole copy chunks; a 3-D window with its depth
+    "nchw_stride_three_dilated": ((2, 2, 11, 13), (1, 1, 2, 3), (1, 1, 3, 3),
+                                  ((0, 0), (0, 0), (1, 2), (2, 0)), (1, 1, 2, 2)),
+    "nchw_two_bands": ((1, 2, 230, 70), (1, 1, 3, 3), (1, 1, 2, 2), "SAME", None),
+    "ncdhw_three_d": ((2, 1, 5, 6, 7), (1, 1, 3, 2, 3), (1, 1, 2, 1, 2), "SAME", None),
 }
 
 
@@ -126,6 +133,24 @@ def test_integer_windows_compile():
                                           (1, 1, 1, 1), "SAME")):
         _same(numbax.jit(f)(x), f(x))
         assert "wk.reduce_window(" in numbax.jit(f).lower(x).as_text()
+    planes = x.transpose(0, 3, 1, 2).copy()  # channels first: one channel's phased planes
+    for reducer, init in ((lax.max, np.int32(-2**31)), (lax.add, np.int32(0))):
+        def g(x, reducer=reducer, init=init):
+            return lax.reduce_window(x, init, reducer, (1, 1, 3, 3), (1, 1, 2, 2), "SAME")
+        _same(numbax.jit(g)(planes), g(planes))
+
+
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_copy_run_covers_every_length(step):
+    """`_copy_run`'s overlapping chunks, half chunks and element loop: every length up to
+    three chunks, against numpy's strided copy; nothing outside the run is written."""
+    src = np.arange(200, dtype=np.float32)
+    for n in range(3 * windows.COPY_CHUNK + 1):
+        dst = np.full(60, -1.0, np.float32)
+        windows._copy_run(dst, 5, src, 7, n, step)
+        want = np.full(60, -1.0, np.float32)
+        want[5:5 + n] = src[7:7 + n * step:step]
+        _same(dst, want)
 
 
 @pytest.mark.parametrize("kwargs", [
