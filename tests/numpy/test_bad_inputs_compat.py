@@ -51,7 +51,8 @@ CASES = [
      "method is 'bogus'"),
     ("fill_diagonal", lambda: jnp.fill_diagonal(V, 1, inplace=False), NumbaxValueError,
      "at least 2"),
-    ("polyval", lambda: jnp.polyval(np.ones((2, 2)), 1.0), NumbaxValueError, "p has shape"),
+    ("polyval", lambda: jnp.polyval(np.ones((3, 2)), V), NumbaxValueError,
+     r"broadcast together with shapes \(2,\) \(4,\)"),
 ]
 
 

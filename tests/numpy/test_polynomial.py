@@ -99,9 +99,22 @@ def test_polynomials_under_transforms():
     _close(fits, np.stack([np.polyfit(X, Y, 1), np.polyfit(X, 3 * Y, 1)]), rtol=1e-10)
 
 
+def test_polyval_of_coefficient_columns_broadcasts_as_numpy():
+    """A 2-d p holds one polynomial per column (polyfit's coefficients for a 2-d y): each is
+    evaluated at x broadcast against the columns, as numpy's and JAX's polyval do."""
+    x = np.linspace(-1.0, 2.0, 7)
+    y = np.stack([np.cos(x), x ** 3 - x, np.exp(x)], 1)
+    coeffs = np.asarray(jnp.polyfit(x, y, 3))
+    _close(coeffs, np.polyfit(x, y, 3), rtol=1e-9)
+    for at in (x[:, None], x[:, None, None] * np.ones((1, 2, 1)), 0.5):
+        _close(jnp.polyval(coeffs, at), np.polyval(coeffs, at))
+        _close(numbax.jit(jnp.polyval)(coeffs, at), np.polyval(coeffs, at))
+    assert jnp.polyval(np.ones((4, 3), np.float32), np.float32(2.0)).dtype == np.float32
+
+
 def test_polynomial_bad_inputs():
-    with pytest.raises(NumbaxValueError, match="1-d array of coefficients"):
-        jnp.polyval(np.ones((2, 2)), 1.0)
+    with pytest.raises(NumbaxValueError, match="could not be broadcast"):
+        jnp.polyval(np.ones((2, 3)), np.ones(2))
     with pytest.raises(NumbaxValueError, match="m is -1"):
         jnp.polyder(P, -1)
     with pytest.raises(NumbaxValueError, match="k has shape"):

@@ -15,6 +15,7 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
+from numbax._src.numpy.operands import broadcast_shapes
 from numbax._src.numpy.lax_numpy import asarray, concrete_value, static_int, where
 
 __all__ = [
@@ -280,24 +281,28 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
 
 
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
-    """numpy.polyval: p evaluated at x by Horner's rule (one lax.scan over p, unrolled by
-    `unroll` as in JAX).
+    """numpy.polyval: p evaluated at x by Horner's rule (one lax.scan over p's first axis,
+    unrolled by `unroll` as in JAX). A p of several dimensions holds one polynomial per
+    trailing index (polyfit's coefficients for a 2-d y): the result has the broadcast shape
+    of p.shape[1:] and x.shape.
 
     >>> polyval(asarray([1.0, 2.0, 3.0]), asarray([2.0, 3.0]))
     Array([11., 18.], dtype=float64)
     """
     from numbax._src.lax.control_flow.loops import scan
 
-    p = _coeffs("polyval", p, inexact=False)
+    p = asarray(p)
+    if get_aval(p).ndim == 0:
+        p = shape_ops.reshape(p, (1,))
     p, x = ufuncs.promote_dtypes("polyval", p, asarray(x))
-    shape = get_aval(x).shape
+    shape = broadcast_shapes("polyval", get_aval(p).shape[1:], get_aval(x).shape)
     zero = shape_ops.full(shape, 0, get_aval(x).dtype)
     if get_aval(p).shape[0] == 0:
         return zero
     unroll = operator.index(unroll)
 
     def step(y: Any, c: Any) -> tuple[Any, None]:
-        return lax.add(lax.mul(y, x), c), None
+        return ufuncs.add(ufuncs.multiply(y, x), c), None
 
     y, _ = scan(step, zero, p, unroll=unroll)
     return y
