@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy  # scipy.fft: imported at first use (scipy loads subpackages lazily)
 
 from numbax._src import core, dtypes
 from numbax._src.core import Primitive, ShapedArray, get_aval
@@ -17,7 +16,7 @@ from numbax._src.dtypes import kind_of
 from numbax._src.errors import NumbaxTypeError, NumbaxValueError
 from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
-from numbax._src.lax import shape_ops
+from numbax._src.lax import fft_library, shape_ops
 
 
 class FftType(enum.IntEnum):
@@ -77,20 +76,12 @@ def _fft_abstract_eval(x: ShapedArray, *, fft_type: int, fft_lengths) -> list[Sh
 
 
 def _workers(size: int) -> int:
-    """Threads for scipy.fft: all cores for large transforms, one for small ones."""
+    """Threads for the FFT library: all cores for large transforms, one for small ones."""
     return (os.cpu_count() or 1) if size >= 1 << 16 else 1
 
 
 def _fft_impl(x, *, fft_type: int, fft_lengths):
-    axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
-    workers = _workers(x.size)
-    if fft_type == FftType.FFT:
-        return [scipy.fft.fftn(x, axes=axes, workers=workers)]
-    if fft_type == FftType.IFFT:
-        return [scipy.fft.ifftn(x, axes=axes, workers=workers)]
-    if fft_type == FftType.RFFT:
-        return [scipy.fft.rfftn(x, axes=axes, workers=workers)]
-    return [scipy.fft.irfftn(x, s=tuple(fft_lengths), axes=axes, workers=workers)]
+    return [fft_library.transform(x, fft_type, tuple(fft_lengths), _workers(x.size))]
 
 
 def _rfft_transpose(ct: Any, fft_lengths: tuple[int, ...]) -> Any:

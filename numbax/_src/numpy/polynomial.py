@@ -15,8 +15,8 @@ from numbax._src.errors import NumbaxValueError
 from numbax._src.lax import elementwise as lax
 from numbax._src.lax import shape_ops
 from numbax._src.numpy import ufuncs
-from numbax._src.numpy.operands import broadcast_shapes
 from numbax._src.numpy.lax_numpy import asarray, concrete_value, static_int, where
+from numbax._src.numpy.operands import broadcast_shapes
 
 __all__ = [
     "poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval",

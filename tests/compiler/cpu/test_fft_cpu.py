@@ -10,6 +10,7 @@ import numbax
 import numbax.numpy as jnp
 from numbax._src.compiler.cpu.runtime import fft as cpu_fft
 from numbax._src.config import config
+from numbax._src.lax import fft_library
 
 RNG = np.random.default_rng(20)
 
@@ -32,15 +33,13 @@ def test_jit_matches_eager(fn, dtype):
 
 def test_workers_follow_the_thread_runtime(monkeypatch):
     seen = []
-    import scipy.fft
+    real = fft_library.transform
 
-    real = scipy.fft.fftn
-
-    def spy(x, axes, workers):
+    def spy(x, fft_type, fft_lengths, workers):
         seen.append(workers)
-        return real(x, axes=axes, workers=workers)
+        return real(x, fft_type, fft_lengths, workers)
 
-    monkeypatch.setattr(scipy.fft, "fftn", spy)  # looked up at each call
+    monkeypatch.setattr(fft_library, "transform", spy)  # looked up at each call
     z = (RNG.normal(size=1 << 16) + 0j).astype(np.complex64)
     old = config.cpu_threads
     try:
@@ -52,3 +51,25 @@ def test_workers_follow_the_thread_runtime(monkeypatch):
         config.update("cpu_threads", old)
     assert seen == [2, 1]
     np.testing.assert_allclose(out, np.fft.fft(z), rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_each_library_gives_numpys_transforms(dtype, monkeypatch):
+    """The FFT library (ducc0 where installed) and the scipy.fft fallback, for every type over
+    one and two axes, odd and even lengths, against numpy's float64 FFT."""
+    ctype = np.result_type(dtype, np.complex64)
+    x = RNG.normal(size=(3, 5, 9)).astype(dtype)
+    z = (x + 1j * RNG.normal(size=x.shape)).astype(ctype)
+    half = np.fft.rfft2(x.astype(np.float64)).astype(ctype)
+    cases = [(z, 0, (5, 9), np.fft.fft2(z.astype(np.complex128))),
+             (z, 1, (9,), np.fft.ifft(z.astype(np.complex128))),
+             (x, 2, (5, 9), np.fft.rfft2(x.astype(np.float64))),
+             (half, 3, (5, 9), np.fft.irfft2(half.astype(np.complex128), s=(5, 9))),
+             (half[..., :4], 3, (8,), np.fft.irfft(half[..., :4].astype(np.complex128), 8))]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for ducc in (fft_library._ducc0(), None):
+        monkeypatch.setattr(fft_library, "_ducc0", lambda ducc=ducc: ducc)
+        for operand, kind, lengths, want in cases:
+            got = fft_library.transform(operand, kind, lengths, 2)
+            assert got.dtype == (dtype if kind == 3 else ctype)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
