@@ -4,7 +4,7 @@ inside the one @njit function cpu/control_flow.py's `Function` renders. A scan w
 whose steps pay for threads is a prange; loops' buffers and carries: flow_scratch.py."""
 from __future__ import annotations
 
-from numbax._src.compiler.cpu import flow_loops, flow_scratch, work
+from numbax._src.compiler.cpu import flow_lanes, flow_loops, flow_scratch, work
 from numbax._src.compiler.cpu.control_flow import Function
 from numbax._src.compiler.source import dtype_ctor
 from numbax._src.core import JaxprEqn
@@ -59,6 +59,8 @@ def render_while(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
 
 def render_scan(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
                 pad: str) -> list[str]:
+    if flow_lanes.lanes_fit(eqn):  # vmap of a scalar while loop
+        return flow_lanes.render_lanes(fn, eqn, ins, lines, pad)
     p = eqn.params
     nconsts, ncarry, length = p["num_consts"], p["num_carry"], p["length"]
     consts, init, xs = ins[:nconsts], ins[nconsts:nconsts + ncarry], ins[nconsts + ncarry:]
