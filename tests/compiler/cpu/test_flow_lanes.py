@@ -135,3 +135,30 @@ def test_programs_with_arrays_keep_the_per_example_loop():
     np.testing.assert_array_equal(np.asarray(x), v * 0.5 ** np.asarray(want_n)[:, None])
     text = numbax.jit(numbax.vmap(norm_steps)).lower(v).as_text()
     assert f"np.empty({flow_lanes.LANES}, " not in text
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "int8", "uint32",
+                                   "bool"])
+def test_lane_arrays_of_narrow_complex_integer_and_boolean_carries(dtype):
+    """Each example runs its own count of steps (a batched bound): jit's lanes give eager's
+    batched loop's values, in the carry's dtype."""
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    steps = (np.arange(37) % 5).astype(np.int32)
+    if dt == np.bool_:
+        a = np.arange(37) % 3 == 0
+
+        def f(a, n):
+            return lax.while_loop(lambda c: c[1] < n, lambda c: (~c[0], c[1] + 1), (a, 0))[0]
+    else:
+        a = (np.arange(37) % 3 + 1).astype(dt)
+
+        def f(a, n):
+            return lax.while_loop(lambda c: c[1] < n,
+                                  lambda c: (c[0] * a + a, c[1] + 1), (a, 0))[0]
+
+    got = numbax.jit(numbax.vmap(f))(a, steps)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(numbax.vmap(f)(a, steps)))
+    assert f"np.empty({flow_lanes.LANES}, " in numbax.jit(numbax.vmap(f)).lower(a, steps).as_text()
