@@ -420,3 +420,29 @@ def test_cumlogsumexp_in_a_loop_with_infinities():
 
     want = sum(np.logaddexp.accumulate((x * k)[::-1])[::-1] for k in (1, 2))
     _check(f, want, x, rtol=1e-12)
+
+
+def test_table_lookups_beside_key_splits_in_a_threaded_loop(tmp_path):
+    """A loop kernel compiled on threads from an empty cache, whose body splits a key three
+    ways (two `.ravel()`s) and reads a table twice: Numba's parallel pass failed on the
+    gathers' constant arrays ("key already in dictionary"); their sizes are tuples now."""
+    table = jnp.arange(5.0, dtype=jnp.float32)
+
+    def f(s, key):
+        def body(i, c):
+            s, key = c
+            key, k1, _ = numbax.random.split(key, 3)
+            low, high = table[(s * 0).astype(jnp.int32)], table[(s * 0 + 1).astype(jnp.int32)]
+            return s + low + high + numbax.random.uniform(k1, s.shape, jnp.float32), key
+        return lax.fori_loop(0, 3, body, (s, key))[0]
+
+    s, key = np.zeros((256, 256), np.float32), numbax.random.PRNGKey(0)
+    old = numbax.config.cpu_threads
+    try:
+        numbax.config.update("cpu_threads", 2)
+        with numbax.config.override("cache_dir", str(tmp_path)):
+            got = numbax.jit(f)(s, key)
+            assert "np.array([" not in numbax.jit(f).lower(s, key).as_text()
+    finally:
+        numbax.config.update("cpu_threads", old)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(f(s, key)))

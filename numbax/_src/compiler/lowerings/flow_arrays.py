@@ -51,13 +51,15 @@ def _stack(x: str, shape: tuple) -> str:
 
 def _rows_of(x: str, shape: tuple, axes: tuple) -> tuple[str, tuple, str]:
     """x with `axes` first as (indexed rows, row length), the permutation's inverse (None:
-    none was needed), and the indexed axes' sizes as a tuple literal."""
+    none was needed), and the indexed axes' sizes as a tuple of values (not an array literal:
+    Numba's parallel pass rewrites constant arrays in a prange kernel and failed on two
+    gathers' `np.array([5], np.int64)` beside two `.ravel()`s, "key already in dictionary")."""
     perm = (*axes, *(d for d in range(len(shape)) if d not in axes))
     moved = x if perm == tuple(range(len(shape))) else f"np.transpose({x}, {perm})"
     rows = math.prod(shape[a] for a in axes)
     x2 = f"np.ascontiguousarray({moved}).reshape(({rows}, {math.prod(shape) // rows}))"
     back = None if moved == x else tuple(perm.index(d) for d in range(len(shape)))
-    return x2, back, f"np.array({[shape[a] for a in axes]}, np.int64)"
+    return x2, back, runtime_shape(tuple(shape[a] for a in axes))
 
 
 def _index_rows(idx: str, shape: tuple) -> str:

@@ -20,10 +20,20 @@ _JIT = {"error_model": "numpy", "cache": True}
 
 
 @njit(**_JIT)
+def _sizes(dims):  # pragma: no cover - compiled
+    """The indexed axes' sizes (a tuple in the generated source) as the array kernels take."""
+    sizes = np.empty(len(dims), np.int64)
+    for k in range(len(dims)):
+        sizes[k] = dims[k]
+    return sizes
+
+
+@njit(**_JIT)
 def gather(x2, dims, idx2, fill_mode, fill):  # pragma: no cover - compiled
-    """Rows of x2 (the indexed axes flattened first) picked by the index rows of idx2."""
+    """Rows of x2 (the indexed axes flattened first, their sizes `dims`) picked by the index
+    rows of idx2."""
     out2 = np.empty((idx2.shape[0], x2.shape[1]), x2.dtype)
-    kernels.gather_rows(x2, dims, idx2, fill_mode, fill, out2)
+    kernels.gather_rows(x2, _sizes(dims), idx2, fill_mode, fill, out2)
     return out2
 
 
@@ -32,7 +42,7 @@ def scatter(x2, dims, idx2, upd2, op, drop):  # pragma: no cover - compiled
     """A copy of x2 with the rows of upd2 combined into the rows idx2 selects (`op` as
     kernels._combine)."""
     out2 = x2.copy()
-    kernels.scatter_rows(out2, dims, idx2, upd2, op, drop)
+    kernels.scatter_rows(out2, _sizes(dims), idx2, upd2, op, drop)
     return out2
 
 
