@@ -446,3 +446,46 @@ def test_table_lookups_beside_key_splits_in_a_threaded_loop(tmp_path):
     finally:
         numbax.config.update("cpu_threads", old)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(f(s, key)))
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill", "drop"])
+def test_single_elements_gathered_and_scattered_in_a_loop(mode):
+    """A vector's elements read and updated by index inside a loop (the one-axis,
+    one-element loops of flow_index.gather/scatter): out-of-bounds indices clamped, filled or
+    dropped, each update kind combined in index order, duplicates included; jit == eager
+    bit for bit, and against a numpy loop."""
+    x = RNG.standard_normal(50)
+    idx = np.concatenate([RNG.integers(0, 50, 40), [-3, 50, 57, 7, 7]]).astype(np.int32)
+    upd = RNG.standard_normal(45)
+    get = "fill" if mode == "fill" else "clip"
+    put = "drop" if mode == "drop" else "clip"
+
+    def f(x, idx, upd):
+        def body(i, c):
+            read = c.at[idx].get(mode=get, fill_value=-1.0)
+            c = c.at[idx].add(upd * read, mode=put)
+            c = c.at[idx].min(upd + 0.5, mode=put).at[idx].max(upd - 2.0, mode=put)
+            return c.at[idx].multiply(1.001, mode=put).at[idx[:3]].set(read[:3], mode=put)
+        return lax.fori_loop(0, 3, body, x)
+
+    assert _compiled(f, x, idx, upd)
+    got = numbax.jit(f)(x, idx, upd)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(f(x, idx, upd)))
+
+    def loop(c):
+        wrapped = np.where(idx < 0, idx + 50, idx)  # (`.at[]` counts negative ones back)
+        for _ in range(3):
+            inside = wrapped < 50
+            clamped = np.minimum(wrapped, 49)
+            read = np.where(inside, c[clamped], -1.0) if mode == "fill" else c[clamped]
+            keep = inside if mode == "drop" else np.ones(len(idx), bool)
+            at, u = clamped[keep], upd[keep]
+            np.add.at(c, at, u * read[keep])
+            np.minimum.at(c, at, u + 0.5)
+            np.maximum.at(c, at, u - 2.0)
+            np.multiply.at(c, at, 1.001)
+            first = keep[:3]
+            c[clamped[:3][first]] = read[:3][first]
+        return c
+
+    np.testing.assert_allclose(np.asarray(got), loop(x.copy()), rtol=1e-12, atol=1e-12)

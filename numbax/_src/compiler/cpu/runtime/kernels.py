@@ -249,14 +249,18 @@ def _scalar_gather(parallel: bool):
     positions, an embedding of scalars): the generic row loop cost ~4 ns an element."""
     @njit(parallel=parallel, cache=True, error_model="numpy")
     def gather(x, idx, fill_mode, fill, out):  # pragma: no cover - compiled
-        n = x.shape[0]
         for b in prange(idx.shape[0]):
-            c = idx[b]
-            if c < 0 or c >= n:
-                out[b] = fill if fill_mode else x[0 if c < 0 else n - 1]
-            else:
-                out[b] = x[c]
+            out[b] = gather_element(x, idx[b], fill_mode, fill)
     return gather
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def gather_element(x, c, fill_mode, fill):  # pragma: no cover - compiled
+    """x[c] of a vector, c clamped into bounds, or `fill` for a c out of them in fill mode."""
+    n = x.shape[0]
+    if c < 0 or c >= n:
+        return fill if fill_mode else x[0 if c < 0 else n - 1]
+    return x[c]
 
 
 def _scalar_gather2(parallel: bool):
@@ -360,15 +364,22 @@ def _scalar_scatter(op: int):
     histogram's 1e6 updates into 1000 bins: 2.7 ms against numpy's add.at 0.74)."""
     @njit(cache=True, error_model="numpy")
     def scatter(out, idx, upd, drop):  # pragma: no cover - compiled
-        n = out.shape[0]
-        for b in range(idx.shape[0]):
-            c = idx[b]
-            if c < 0 or c >= n:
-                if drop:
-                    continue
-                c = 0 if c < 0 else n - 1
-            out[c] = _combine(op, out[c], upd[b])
+        scatter_elements(out, idx, upd, op, drop)
     return scatter
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def scatter_elements(out, idx, upd, op, drop):  # pragma: no cover - compiled
+    """upd[b] combined into out[idx[b]] of a vector in index order (`_combine`'s op), an
+    index out of bounds dropped or clamped as `_row_offset` clamps it."""
+    n = out.shape[0]
+    for b in range(idx.shape[0]):
+        c = idx[b]
+        if c < 0 or c >= n:
+            if drop:
+                continue
+            c = 0 if c < 0 else n - 1
+        out[c] = _combine(op, out[c], upd[b])
 
 
 _SCALAR_SCATTERS = {op: _scalar_scatter(op) for op in range(6)}
