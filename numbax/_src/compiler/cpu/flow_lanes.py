@@ -114,6 +114,7 @@ def render_lanes(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
 
     # each lane's consts and initial carries (a block's last lanes past the end repeat the
     # last example: their results are dropped)
+    lines.append(f"{inner}{live} = False")
     lines.append(f"{inner}for {lane} in range({LANES}):")
     example = fn.fresh()
     lines.append(f"{at_lane}{example} = min({blk} * {LANES} + {lane}, {length - 1})")
@@ -123,8 +124,6 @@ def render_lanes(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
         lines.append(f"{at_lane}{a}[{lane}] = {s}")
     (go,) = fn.jaxpr(wp["cond_jaxpr"], [*start[:nc], *start[nc + nb:]], lines, at_lane)
     lines.append(f"{at_lane}{running}[{lane}] = {go}")
-    lines.append(f"{inner}{live} = False")
-    lines.append(f"{inner}for {lane} in range({LANES}):")
     lines.append(f"{at_lane}{live} |= {running}[{lane}]")
     # the loop: every lane steps; one whose condition failed keeps its carries
     lines.append(f"{inner}while {live}:")
@@ -145,7 +144,7 @@ def render_lanes(fn: Function, eqn: JaxprEqn, ins: list[str], lines: list[str],
     for a, old, nxt in zip(arrays[nc + nb:], carry, new, strict=True):
         lines.append(f"{in_step}{a}[{lane}] = {nxt} if {on} else {old}")
     lines.append(f"{in_step}{running}[{lane}] = {on} & ({go})")
-    lines.append(f"{in_step}{live} |= {on} & ({go})")
+    lines.append(f"{in_step}{live} |= {running}[{lane}]")
     # each example's outputs from its lane
     lines.append(f"{inner}for {lane} in range(min({LANES}, {length} - {blk} * {LANES})):")
     lines.append(f"{at_lane}{example} = {blk} * {LANES} + {lane}")

@@ -180,7 +180,7 @@ def _fill_run(dst, d0, n, value):
 def _phase_band(phased, source, u0, us, vs, geometry, fill, x2s, x3s):
     """Rows [u0, u0 + us) of each phase (r2, r3) of a padded single-channel plane:
     phased[r2, r3, u, v] = source[u * s2 + r2 - p2, v * s3 + r3 - p3], `fill` outside it."""
-    _, _, _, s1, s2, s3, _, p2, p3, _, _, _ = geometry
+    _, _, _, _, s2, s3, _, p2, p3, _, _, _ = geometry
     for r2 in range(s2):
         for r3 in range(s3):
             base = (r2 * s3 + r3) * us * vs
