@@ -37,6 +37,9 @@ class Fusion(enum.Enum):
     # the entry's `reads` says where (AxisRead per operand axis)
     INDEX_MAP = "index_map"
     REDUCTION = "reduction"  # folds axes of its operand into an accumulator
+    # loads from its first operand, a whole array no equation of the nest makes, at a position
+    # made from its other operands' elements (point_gathers.lookup_p)
+    LOOKUP = "lookup"
     SOURCE = "source"  # a function of the loop index alone (iota)
 
 
@@ -174,6 +177,12 @@ def fusion_kind(prim: Primitive) -> Fusion | None:
     return entry.fusion if entry is not None else None
 
 
+def reads_whole(eqn: JaxprEqn, x: Any) -> bool:
+    """Whether `eqn` reads `x` as a whole array rather than at its loop's index: a lookup's
+    table (then x cannot be computed in the equation's nest)."""
+    return fusion_kind(eqn.primitive) is Fusion.LOOKUP and eqn.invars[0] is x
+
+
 def axis_reads(eqn: JaxprEqn) -> tuple[AxisRead, ...]:
     """Where an index-map equation reads each axis of its operand (neutral entry)."""
     return _neutral[eqn.primitive].reads(eqn)
@@ -202,7 +211,7 @@ def fusible(eqn: JaxprEqn, backend: str) -> bool:
     low = lowering(eqn.primitive, backend)
     if low is None or low.fusion is None:
         return False
-    if low.fusion is Fusion.ELEMENTWISE and low.scalar is None:
+    if low.fusion in (Fusion.ELEMENTWISE, Fusion.LOOKUP) and low.scalar is None:
         return False
     if low.fusion is Fusion.INDEX_MAP and eqn.outvars[0].aval.ndim == 0:
         return False  # a 0-d "broadcast" is a copy: no loop to join

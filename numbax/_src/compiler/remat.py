@@ -57,9 +57,10 @@ def rematerialize(nodes: list[Node], producer: dict[Var, Node],
 
 
 def _maps_read(nest: LoopNest, v: Var) -> bool:
-    """Whether an index map of `nest` reads `v` (then v cannot be computed in that nest)."""
-    return any(registry.fusion_kind(e.primitive) is Fusion.INDEX_MAP and v in e.invars
-               for e in nest.eqns)
+    """Whether an index map or a lookup's table of `nest` reads `v` (then v cannot be computed
+    in that nest)."""
+    return any(registry.fusion_kind(e.primitive) is Fusion.INDEX_MAP and v in e.invars or
+               registry.reads_whole(e, v) for e in nest.eqns)
 
 
 def _add_reader(readers: dict[Var, list[Node]], x: Var, node: Node) -> None:

@@ -77,6 +77,8 @@ class _Sinking:
             return None  # (sunk, the work would run twice)
         if maker.primitive is ls.transpose_p and isinstance(maker.invars[0], Var):
             return self._of_transpose
+        if registry.fusion_kind(maker.primitive) is Fusion.LOOKUP:
+            return self._lookup
         if registry.fusion_kind(maker.primitive) is Fusion.ELEMENTWISE and all(
                 not isinstance(a, Var) or a.aval.shape in ((), x.aval.shape) and
                 a.aval.dtype not in narrow_floats.NARROW for a in maker.invars):
@@ -92,6 +94,13 @@ class _Sinking:
     def _elementwise(self, maker: JaxprEqn, perm: tuple, out: Var) -> Var:
         ins = [self.transposed(a, perm) if isinstance(a, Var) and a.aval.ndim else a
                for a in maker.invars]
+        return self._add(maker._replace(invars=ins, outvars=[out]))
+
+    def _lookup(self, maker: JaxprEqn, perm: tuple, out: Var) -> Var:
+        """A lookup, transposed: the same table at its coordinates' transposes (vmap of
+        `map_coordinates` over images sharing coordinates takes the images' axis whole, then
+        moves it in front)."""
+        ins = [maker.invars[0], *(self.transposed(c, perm) for c in maker.invars[1:])]
         return self._add(maker._replace(invars=ins, outvars=[out]))
 
     def _of_transpose(self, maker: JaxprEqn, perm: tuple, out: Var) -> Var:

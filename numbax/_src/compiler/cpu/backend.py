@@ -18,6 +18,7 @@ from numbax._src.compiler import (
     narrow_floats,
     passes,
     pipeline,
+    point_gathers,
     registry,
     sink_transposes,
 )
@@ -137,12 +138,13 @@ class CpuBackend(Backend):
         activations in their products (compiler/epilogues.py); a QR's R alone where nothing
         reads its Q (passes.qr_without_q); batched products of small matrices as fused
         loops (passes.expand_small_dots); scatters of a few indices a line as selects
-        (few_scatters.py); transposes sunk to small leaves (sink_transposes.py); chains of
-        index maps as one (compose_maps.py)."""
+        (few_scatters.py); gathers of single elements as loads (point_gathers.py);
+        transposes sunk to small leaves (sink_transposes.py); chains of index maps as one
+        (compose_maps.py)."""
         mode = narrow_floats.Mode(narrow_products=gemm_amx.available(), takes=tile_product,
                                   in_bodies=False)
         jaxpr = passes.expand_small_dots(passes.qr_without_q(narrow_floats.widen(jaxpr, mode)))
-        jaxpr = few_scatters.expand_few_scatters(jaxpr)
+        jaxpr = point_gathers.gathers_as_lookups(few_scatters.expand_few_scatters(jaxpr))
         if config.hot("cpu_epilogues"):
             jaxpr = epilogues.fuse(jaxpr, epilogues.cpu_takes, epilogues.CPU_ACTIVATIONS,
                                    updates=True)

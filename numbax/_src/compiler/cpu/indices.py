@@ -221,6 +221,8 @@ def literal_tails(nest: ir.LoopNest) -> frozenset[Var]:
         for e in nest.eqns:
             if v not in e.invars:
                 continue
+            if registry.reads_whole(e, v):
+                return False
             if fusion.kind_of(e) is Fusion.INDEX_MAP:
                 if e.invars[0] is not v or not forward_reads(e):
                     return False

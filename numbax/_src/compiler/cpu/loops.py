@@ -290,6 +290,9 @@ def scalar_expr(eqn: JaxprEqn, idx: list[str], flat: bool, value: dict[Var, str]
     if kind is Fusion.SOURCE:
         return cast(out.aval.dtype, iota_index(eqn, idx, flat))
     low = lowering(eqn)
+    if kind is Fusion.LOOKUP:  # the table whole, by its name
+        return cast(out.aval.dtype, low.scalar(
+            [names[eqn.invars[0]], *(read(x) for x in eqn.invars[1:])], eqn))
     expr = low.scalar([read(x) for x in eqn.invars], eqn)
     return cast(out.aval.dtype, expr) if low.cast and not keeps_dtype(eqn) else expr
 
@@ -390,7 +393,7 @@ def render_loop(nest: ir.LoopNest, column_body: Callable[..., str]) -> ir.Kernel
     rank = len(nest.shape)
     can_parallel, par_reduce = parallel_form(nest)
     flat = (nest.reduce_axes is None and rank > 1 and not any(
-        fusion.kind_of(e) is Fusion.INDEX_MAP for e in nest.eqns)
+        fusion.kind_of(e) in (Fusion.INDEX_MAP, Fusion.LOOKUP) for e in nest.eqns)
         and all(v.aval.ndim in (0, rank) for v in nest.inputs))
     k = LoopKernel(nest, flat=vector_form(nest))
     views: tuple = ()
@@ -464,7 +467,8 @@ def vector_form(nest: ir.LoopNest) -> bool:
     every rank and one compiled kernel serves a matrix's update and a vector's. (An iota needs
     the sizes of its dimensions, so its nests keep them.)"""
     return nest.reduce_axes is None and len(nest.shape) >= 1 and all(
-        fusion.kind_of(e) not in (Fusion.INDEX_MAP, Fusion.SOURCE) for e in nest.eqns) and all(
+        fusion.kind_of(e) not in (Fusion.INDEX_MAP, Fusion.SOURCE, Fusion.LOOKUP)
+        for e in nest.eqns) and all(
         v.aval.ndim in (0, len(nest.shape)) for v in nest.inputs)
 
 

@@ -156,7 +156,11 @@ def _reads_by_rows(nest: ir.LoopNest, x: Var, absolute_rows: bool) -> bool | Non
     for e in nest.eqns:
         if x not in e.invars:
             continue
-        if absolute_rows and fusion.rows_off_index(e):
+        if registry.reads_whole(e, x):
+            if x in e.invars[1:]:
+                return None  # (also read at the index)
+            reads.add(False)  # a lookup's table: whole
+        elif absolute_rows and fusion.rows_off_index(e):
             reads.add(False)  # whole, read at the absolute row
         elif fusion.kind_of(e) is Fusion.INDEX_MAP:
             first, *later = registry.axis_reads(e)

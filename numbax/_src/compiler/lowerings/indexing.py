@@ -6,8 +6,9 @@ from __future__ import annotations
 from numbax._src.compiler.cuda import driver as cuda_driver
 from numbax._src.compiler.cuda.kernels import index as cuda_index
 from numbax._src.compiler.lowerings.forms import involves_complex, no_complex, operand_dtype
-from numbax._src.compiler.registry import Unsupported, register
-from numbax._src.compiler.source import clamped_slice, render_value
+from numbax._src.compiler.point_gathers import lookup_p
+from numbax._src.compiler.registry import Fusion, Unsupported, register
+from numbax._src.compiler.source import clamped_slice, render_scalar, render_value
 from numbax._src.core import JaxprEqn
 from numbax._src.lax import along_axis as la
 from numbax._src.lax import indexing as ix
@@ -67,6 +68,24 @@ register(ix.dynamic_slice_p, backend="cpu", library=_dynamic_slice, array=_dynam
 register(ix.dynamic_update_slice_p, backend="cpu", library=_dynamic_update_slice,
          in_place=_dynamic_update_slice)
 register(ix.gather_p, backend="cpu", library=_gather)
+
+
+def _lookup(args: list[str], eqn: JaxprEqn) -> str:
+    """The table's element at the coordinates, each clamped into its axis (the gather's clip),
+    or the fill value where one is outside (its fill mode)."""
+    table, coords = args[0], args[1:]
+    at = ", ".join(f"min(max({c}, 0), {table}.shape[{d}] - 1)" for d, c in enumerate(coords))
+    load = f"{table}[{at}]"
+    if eqn.params["mode"] != "fill":
+        return load
+    inside = " and ".join(f"0 <= {c} < {table}.shape[{d}]" for d, c in enumerate(coords))
+    fill = render_scalar(eqn.params["fill_value"], eqn.invars[0].aval.dtype)
+    return f"({load} if {inside} else {fill})"
+
+
+# (a random load costs about what a libm call does: heavy, stored rather than recomputed)
+register(lookup_p, Fusion.LOOKUP, heavy=True)
+register(lookup_p, backend="cpu", scalar=_lookup)
 for _prim in _SCATTER_OPS:  # complex min/max have no scalar order: the eager impl
     register(_prim, backend="cpu", library=_scatter, library_ok=no_complex, in_place=_scatter)
 register(la.take_along_axis_p, backend="cpu",
