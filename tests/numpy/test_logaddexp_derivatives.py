@@ -49,7 +49,8 @@ def test_newton_from_zero_weights_converges():
     w = np.zeros(5)
     want = np.zeros(5)
     for _ in range(4):
-        step = np.linalg.solve(np.asarray(numbax.hessian(loss)(w)), np.asarray(numbax.grad(loss)(w)))
+        hess_w, grad_w = numbax.hessian(loss)(w), numbax.grad(loss)(w)
+        step = np.linalg.solve(np.asarray(hess_w), np.asarray(grad_w))
         w = w - step
         p = _sigmoid(X @ want)
         grad = X.T @ (p - y) / len(y) + 2e-3 * want
