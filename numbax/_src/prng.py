@@ -2,8 +2,12 @@
 
 The bit layout is JAX's default (`jax_threefry_partitionable=True`, the default since JAX 0.5):
 a draw of shape `s` hashes the 64-bit counters iota(prod(s)).reshape(s), split into hi/lo
-uint32 halves, and 32-bit words are `hash[0] ^ hash[1]`. Everything is a composition of uint32
-lax ops, so it runs eagerly, traces to a jaxpr, batches under vmap and compiles under jit.
+uint32 halves, and 32-bit words are `hash[0] ^ hash[1]`. The hash is one primitive,
+`threefry2x32` (as in JAX's jaxprs); the plumbing around it is uint32 lax ops, so it all runs
+eagerly, traces to a jaxpr, batches under vmap and compiles under jit. Under jit the hash is one
+call of a compiled helper per element (compiler/threefry.py): written out as its 100-odd lax
+ops, each draw of a program added that many lines to the kernel Numba compiled, and a scan body
+drawing from three samplers took minutes to compile.
 """
 from __future__ import annotations
 
@@ -14,49 +18,50 @@ from typing import Any
 
 import numpy as np
 
-from numbax._src import dtypes, tree_util
+from numbax._src import core, dtypes, tree_util
 from numbax._src.config import config
-from numbax._src.core import get_aval
+from numbax._src.core import Primitive, ShapedArray, get_aval
 from numbax._src.errors import NumbaxOverflowError, NumbaxTypeError, NumbaxValueError
+from numbax._src.interpreters import ad, batching
 from numbax._src.lax import elementwise as ew
 from numbax._src.lax import shape_ops
 from numbax._src.lax.key_arrays import KeyArrayBase, unsupported
+from numbax._src.lax.rng import threefry2x32_words
 
 _U32 = np.dtype(np.uint32)
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-_KS_PARITY = np.uint32(0x1BD11BDA)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32,
                64: np.dtype(np.uint64)}
 
 
 # ----------------------------------------------------------------------------- the hash
 
-
-def _rotate_left(x: Any, d: int) -> Any:
-    return ew.bitwise_or(ew.shift_left(x, np.uint32(d)),
-                         ew.shift_right_logical(x, np.uint32(32 - d)))
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
 
 
-def _apply_round(v: list, rot: int) -> list:
-    v0 = ew.add(v[0], v[1])
-    v1 = ew.bitwise_xor(v0, _rotate_left(v[1], rot))
-    return [v0, v1]
+def _threefry_abstract_eval(*args: ShapedArray) -> list[ShapedArray]:
+    if any(a.dtype != _U32 for a in args):
+        raise NumbaxTypeError("threefry2x32: operands have dtypes "
+                              f"{[str(a.dtype) for a in args]}, expected uint32 each.")
+    shapes = {a.shape for a in args if a.shape}
+    if len(shapes) > 1:
+        raise NumbaxTypeError(f"threefry2x32: operands have shapes {[a.shape for a in args]}, "
+                              "expected one shape (or rank 0, broadcast).")
+    shape = shapes.pop() if shapes else ()
+    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
+
+
+core.abstract_eval_rules[threefry2x32_p] = _threefry_abstract_eval
+core.impl_rules[threefry2x32_p] = lambda *args: list(threefry2x32_words(*args))
+ad.non_differentiable.add(threefry2x32_p)
+batching.defbroadcasting(threefry2x32_p)
 
 
 def threefry2x32(k1: Any, k2: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
     """The Threefry-2x32 block cipher (20 rounds) of counters (x0, x1) under key (k1, k2).
 
-    k1, k2 are rank-0 uint32; x0, x1 are uint32 arrays of one shape. Unrolled exactly as
-    JAX's `_threefry2x32_lowering`, so outputs are bit-identical.
+    uint32 operands of one shape, or rank 0 (broadcast); bit-identical to JAX's hash.
     """
-    ks = [k1, k2, ew.bitwise_xor(ew.bitwise_xor(k1, k2), _KS_PARITY)]
-    x = [ew.add(x0, ks[0]), ew.add(x1, ks[1])]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x = _apply_round(x, r)
-        x = [ew.add(x[0], ks[(i + 1) % 3]),
-             ew.add(ew.add(x[1], ks[(i + 2) % 3]), np.uint32(i + 1))]
-    return x[0], x[1]
+    return tuple(threefry2x32_p.bind(k1, k2, x0, x1))
 
 
 # ----------------------------------------------------------------------------- key data

@@ -164,8 +164,44 @@ def clz(x, bits):
     return n
 
 
+def threefry_round(y0, y1, r):
+    """One round of threefry2x32 on uint32 words: y0 += y1, then y1 rotated left by r, xor y0."""
+    y0 = np.uint32(y0 + y1)
+    y1 = np.uint32((y1 << r) | (y1 >> (np.uint32(32) - r)))
+    return y0, np.uint32(y1 ^ y0)
+
+
+def threefry_rounds(y0, y1, r0, r1, r2, r3):
+    """Four rounds of threefry2x32, rotating by r0..r3 (uint32)."""
+    y0, y1 = threefry_round(y0, y1, r0)
+    y0, y1 = threefry_round(y0, y1, r1)
+    y0, y1 = threefry_round(y0, y1, r2)
+    return threefry_round(y0, y1, r3)
+
+
+def threefry_word(k1, k2, x0, x1):
+    """Threefry-2x32 of 20 rounds (Salmon et al. 2011) of the counters (x0, x1) under the key
+    (k1, k2), all uint32, bit for bit JAX's hash. The two results come as one uint64, the
+    first in its high half: a kernel's expression has one value (compiler/threefry.py splits
+    it). Written without loops, so inlined into a kernel's loop nothing stops it vectorising."""
+    a, b = np.uint32(13), np.uint32(15)
+    c, d = np.uint32(26), np.uint32(6)
+    e, f = np.uint32(17), np.uint32(29)
+    g, h = np.uint32(16), np.uint32(24)
+    k1, k2 = np.uint32(k1), np.uint32(k2)
+    k3 = np.uint32(k1 ^ k2 ^ np.uint32(0x1BD11BDA))
+    y0, y1 = threefry_rounds(np.uint32(x0 + k1), np.uint32(x1 + k2), a, b, c, d)
+    y0, y1 = threefry_rounds(np.uint32(y0 + k2), np.uint32(y1 + k3 + np.uint32(1)), e, f, g, h)
+    y0, y1 = threefry_rounds(np.uint32(y0 + k3), np.uint32(y1 + k1 + np.uint32(2)), a, b, c, d)
+    y0, y1 = threefry_rounds(np.uint32(y0 + k1), np.uint32(y1 + k2 + np.uint32(3)), e, f, g, h)
+    y0, y1 = threefry_rounds(np.uint32(y0 + k2), np.uint32(y1 + k3 + np.uint32(4)), a, b, c, d)
+    y0, y1 = np.uint32(y0 + k3), np.uint32(y1 + k1 + np.uint32(5))
+    return (np.uint64(y0) << np.uint64(32)) | np.uint64(y1)
+
+
 SHARED = (cdiv, crem, udiv, urem, ipow, round_away, round_even, sign, round_to_float16,
-          float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz)
+          float_to_int, float_to_uint, shift_left, shift_right_arithmetic, shift_right_logical, clz,
+          threefry_round, threefry_rounds, threefry_word)
 
 
 def compile_into(namespace: dict, decorate: Callable) -> None:

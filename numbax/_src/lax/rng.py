@@ -22,19 +22,21 @@ _BIT_DTYPES = {np.dtype(d) for d in (np.uint8, np.uint16, np.uint32, np.uint64)}
 # ----------------------------------------------------------------------------- the generators
 
 
-def _threefry2x32(key: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple:
-    """Threefry-2x32 with 20 rounds (Salmon et al. 2011), as jax.random uses it."""
+def threefry2x32_words(k1: Any, k2: Any, x0: Any, x1: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Threefry-2x32 with 20 rounds (Salmon et al. 2011), as jax.random uses it: the counter
+    pairs (x0, x1) hashed under the keys (k1, k2), uint32 arrays or scalars broadcast together."""
     rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
-    k0, k1 = _U32(key[0]), _U32(key[1])
-    ks = (k0, k1, k0 ^ k1 ^ _U32(0x1BD11BDA))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for block in range(5):
-        for r in rotations[block % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << _U32(r)) | (x1 >> _U32(32 - r))
-            x1 = x1 ^ x0
-        x0 = x0 + ks[(block + 1) % 3]
-        x1 = x1 + ks[(block + 2) % 3] + _U32(block + 1)
+    k1, k2, x0, x1 = np.broadcast_arrays(*(np.asarray(v, _U32) for v in (k1, k2, x0, x1)))
+    with np.errstate(over="ignore"):
+        ks = (k1, k2, k1 ^ k2 ^ _U32(0x1BD11BDA))
+        x0, x1 = x0 + ks[0], x1 + ks[1]
+        for block in range(5):
+            for r in rotations[block % 2]:
+                x0 = x0 + x1
+                x1 = (x1 << _U32(r)) | (x1 >> _U32(32 - r))
+                x1 = x1 ^ x0
+            x0 = x0 + ks[(block + 1) % 3]
+            x1 = x1 + ks[(block + 2) % 3] + _U32(block + 1)
     return x0, x1
 
 
@@ -62,7 +64,7 @@ def _words(key: np.ndarray, n: int, algorithm: int) -> tuple[np.ndarray, np.ndar
     hi, lo = (ctr >> np.uint64(32)).astype(_U32), ctr.astype(_U32)
     with np.errstate(over="ignore"):
         if per_block == 2:
-            outs = _threefry2x32(key, hi, lo)
+            outs = threefry2x32_words(key[0], key[1], hi, lo)
         else:
             outs = _philox4x32(key, [lo, hi, np.full_like(lo, key[0]), np.full_like(lo, key[1])])
     words = np.stack(outs, axis=1).reshape(-1)[:n]

@@ -196,6 +196,19 @@ erfc_array = over_arrays(erfc)
 
 
 @njit(error_model="numpy", cache=True)
+def threefry_words(k1, k2, x0, x1):
+    """threefry_word of operands broadcast together (compiled control flow's array form; the
+    nests inline the scalar form)."""
+    ka, kb, xa, xb = np.broadcast_arrays(np.asarray(k1), np.asarray(k2), np.asarray(x0),
+                                         np.asarray(x1))
+    out = np.empty(ka.shape, np.uint64)
+    flat, ka, kb, xa, xb = out.ravel(), ka.ravel(), kb.ravel(), xa.ravel(), xb.ravel()
+    for i in range(flat.size):
+        flat[i] = threefry_word(ka[i], kb[i], xa[i], xb[i])  # noqa: F821
+    return out
+
+
+@njit(error_model="numpy", cache=True)
 def round_to_float16_array(x):
     """round_to_float16 over a whole array (compiled control flow), in x's dtype."""
     flat = x.ravel()
