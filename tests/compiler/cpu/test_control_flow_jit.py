@@ -218,13 +218,61 @@ def test_control_flow_compiles_to_one_function_and_bad_input():
 
     w, x = np.eye(3) * 0.5, np.array([1.0, -2.0, 3.0])
     text = numbax.jit(f).lower(w, x).as_text()
-    assert "while v" in text and "k0_flow(" in text and "h0" not in text.split("def driver")[1]
+    assert "while True:" in text and "k0_flow(" in text and "h0" not in text.split("def driver")[1]
     want = x
     for _ in range(3):
         want = np.where(want > 0, np.tanh(w @ want), want)
     np.testing.assert_allclose(numbax.jit(f)(w, x), want)
     with pytest.raises(TypeError, match="while_loop"):
         numbax.jit(lambda x: lax.while_loop(lambda c: c, lambda c: c + 1.0, x))(1.0)
+
+
+def _kernel_lines(text: str) -> list[str]:
+    """The generated source's code lines (the jaxpr the header prints is comments)."""
+    return [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_a_while_condition_is_rendered_once_and_zero_steps_run_none():
+    """The condition's loop and reduction appear once in the kernel (at the top of each step),
+    and a condition false from the start runs no step."""
+    def f(x, tol):
+        def cond(c):
+            i, v = c
+            return jnp.any(jnp.abs(v) > tol) & (i < 1000)
+
+        def body(c):
+            i, v = c
+            return i + 1, v * 0.5 - 0.01 * jnp.sign(v)
+        return lax.while_loop(cond, body, (0, x))
+
+    x = np.linspace(-3.0, 3.0, 40)
+    code = _kernel_lines(numbax.jit(f).lower(x, 1e-3).as_text())
+    assert sum("= reduce_or" in line for line in code) == 1
+    assert sum(line.strip() == "while True:" for line in code) == 1
+    for tol in (1e-3, 10.0):
+        i, v = numbax.jit(f)(x, tol)
+        want_i, want = 0, x
+        while np.any(np.abs(want) > tol) and want_i < 1000:
+            want_i, want = want_i + 1, want * 0.5 - 0.01 * np.sign(want)
+        assert int(i) == want_i
+        np.testing.assert_allclose(np.asarray(v), want, rtol=1e-14)
+    assert int(numbax.jit(f)(x, 10.0)[0]) == 0
+
+
+def test_a_nest_of_one_trip_is_no_loop():
+    """Slices of one element inside a loop body (a key's words) are straight-line code."""
+    def f(xs):
+        def step(c, row):
+            first = lax.slice(row, (0,), (1,)) * 2.0
+            return c + first.reshape(()) + row[1:].sum(), first
+        return lax.scan(step, 0.0, xs)
+
+    xs = np.arange(12.0).reshape(4, 3)
+    code = _kernel_lines(numbax.jit(f).lower(xs).as_text())
+    assert not any("range(1)" in line for line in code)
+    total, firsts = numbax.jit(f)(xs)
+    np.testing.assert_allclose(float(total), (xs[:, 0] * 2 + xs[:, 1:].sum(1)).sum())
+    np.testing.assert_allclose(np.asarray(firsts), xs[:, :1] * 2)
 
 
 def _padded_series(k, x, n):
