@@ -123,13 +123,16 @@ _FSIZE_PROGRAM = textwrap.dedent("""
 
 def test_file_size_limit_in_a_real_process(tmp_path):
     """The kernel refuses writes past 1500 bytes (EFBIG): modules that fit are cached, the
-    rest compiles in memory, with one warning."""
+    rest compiles in memory, with one warning for the cache directory and, where the runtime's
+    helpers were not compiled before (a fresh install), one for their code."""
     env = dict(os.environ, PYTHONPATH=ROOT, NUMBAX_CACHE_DIR=str(tmp_path / "c"))
     run = subprocess.run([sys.executable, "-c", _FSIZE_PROGRAM], env=env, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip().endswith("ok")
-    assert run.stderr.count("CacheWarning") == 1, run.stderr[-3000:]
+    assert run.stderr.count("CacheWarning: numbax: could not use the cache") == 1, run.stderr
+    assert run.stderr.count("CacheWarning") - run.stderr.count(
+        "CacheWarning: numbax: could not save compiled code to") == 1, run.stderr[-3000:]
     assert "File too large" in run.stderr
 
 
@@ -167,3 +170,23 @@ def test_module_file_deleted_by_someone_else_while_loading(cache_dir, monkeypatc
     found = _cache_warnings(record)
     assert len(found) == 1 and "compiles in memory" in str(found[0].message)
     assert cache.STATS["in_memory"] >= 1
+
+
+def test_a_runtime_helper_that_cannot_be_saved_warns_once(tmp_path, monkeypatch):
+    """Numba's cache of the runtime's helpers (`cache._KeyNamedCacheFile`) on a full disk: the
+    save is one warning, nothing is indexed, and the caller goes on."""
+    monkeypatch.setattr(cache_security, "_warned", set())
+    store = cache._KeyNamedCacheFile(str(tmp_path), "helper", "stamp")
+
+    def full_disk(name, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "_save_data", full_disk)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        store.save(("sig", 1), b"code")
+        store.save(("sig", 2), b"code")
+    found = _cache_warnings(record)
+    assert len(found) == 1 and "could not save compiled code" in str(found[0].message)
+    assert "No space left" in str(found[0].message)
+    assert store._load_index() == {}

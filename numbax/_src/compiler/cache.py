@@ -80,13 +80,28 @@ class _KeyNamedCacheFile(caching.IndexDataCacheFile):
         self._filename_base = filename_base
 
     def save(self, key: Any, data: Any) -> None:
+        """Writes the overload's data file, then its index entry. A failed write (a full disk,
+        a file-size limit: Numba writes a temporary file and renames it, so nothing is left
+        half-written) is one warning, not an error in the user's call: a fresh install's first
+        jit under `ulimit -f` raised EFBIG from the runtime's helpers."""
         digest = hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:24]
         name = f"{self._filename_base}.{digest}.nbc"
-        self._save_data(name, data)  # (first: an index entry never names a file not written)
-        overloads = self._load_index()
-        if overloads.get(key) != name:
-            overloads[key] = name
-            self._save_index(overloads)
+        try:
+            self._save_data(name, data)  # (first: an index entry never names a file not written)
+            overloads = self._load_index()
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
+        except OSError as err:
+            warn_unsaved(self._cache_path, err)
+
+
+def warn_unsaved(folder: str, err: Exception) -> None:
+    """One warning per process for compiled code that could not be saved (a full disk saves
+    nothing anywhere: the runtime's helpers and the program's kernels fail together)."""
+    security.warn_once("save", "compiled code", (
+        f"numbax: could not save compiled code to {folder!r} ({type(err).__name__}: {err}); "
+        "it stays in this process's memory."))
 
 
 def key_runtime_caches() -> None:
@@ -355,9 +370,7 @@ class _GuardedCache(caching._Cache):
         try:
             self._inner.save_overload(sig, data)
         except Exception as err:  # noqa: BLE001
-            security.warn_once("save", str(self._folder), (
-                f"numbax: could not save compiled code to {str(self._folder)!r} "
-                f"({type(err).__name__}: {err}); it stays in this process's memory."))
+            warn_unsaved(str(self._folder), err)
 
     def enable(self) -> None:
         self._inner.enable()
