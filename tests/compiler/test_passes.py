@@ -202,3 +202,28 @@ def test_a_vmapped_scan_reduced_over_time_matches_numpy():
     f = numbax.jit(numbax.vmap(run))
     assert "transpose" not in f.lower(b).as_text().split("def driver")[1]
     np.testing.assert_allclose(np.asarray(f(b)), want, rtol=1e-13)
+
+
+def test_reductions_over_size_one_axes_are_reshapes():
+    """What a broadcast's transpose sums in a scan's backward step: no reduction left, the
+    element itself (NaN kept, -0.0 kept by max/min/prod and made +0.0 by a float sum, as
+    eagerly); argmax stays a reduction."""
+    x = np.array([-0.0, np.nan, 2.0, -3.5, 0.0, 7.0], np.float32).reshape(2, 1, 3, 1)
+    for f, kept in ((lambda v: jnp.sum(v, axis=(1, 3)), ["reshape", "add"]),
+                    (lambda v: jnp.max(v, axis=1), ["reshape"]),
+                    (lambda v: jnp.min(v, axis=(1, 3)), ["reshape"]),
+                    (lambda v: jnp.prod(v, axis=3), ["reshape"]),
+                    (lambda v: jnp.argmax(v, axis=1), ["argmax"]),
+                    (lambda v: jnp.sum(v > 0, axis=1), ["gt", "convert_element_type",
+                                                          "reshape"])):
+        j = passes.simplify(_jaxpr(f, x))
+        assert _prims(j) == kept
+        want = np.asarray(f(x))
+        for got in (core.eval_jaxpr(j, [], x)[0], numbax.jit(f)(x)):
+            np.testing.assert_array_equal(np.asarray(got), want)
+            if want.dtype.kind == "f":
+                np.testing.assert_array_equal(np.signbit(np.asarray(got)), np.signbit(want))
+    ints = np.arange(6, dtype=np.int32).reshape(2, 3, 1)
+    j = passes.simplify(_jaxpr(lambda v: jnp.sum(v, axis=2), ints))
+    assert "reduce_sum" not in _prims(j) and _prims(j)[-1] == "reshape"
+    np.testing.assert_array_equal(np.asarray(core.eval_jaxpr(j, [], ints)[0]), ints[..., 0])

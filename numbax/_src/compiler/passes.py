@@ -268,10 +268,30 @@ def _reduction_of_transposed(eqn: JaxprEqn, defs: dict) -> JaxprEqn | None:
     return eqn._replace(invars=[inner.invars[0]], params=params)
 
 
+def _reduction_of_unit_axes(eqn: JaxprEqn) -> list[JaxprEqn] | None:
+    """A reduction over axes of size 1 only (what the transpose of a broadcast along a size-1
+    axis makes: a scan's backward step summed (4, 1, 64) over its middle axis, a loop of
+    zeros and an add a step) is a reshape of its one element, plus 0.0 for a float sum (as
+    eager's sum: -0.0 + 0.0 is +0.0). Not argmax/argmin (their result is an index) nor a sum
+    that changes the dtype."""
+    x, out = eqn.invars[0], eqn.outvars[0]
+    if eqn.primitive in (lr.argmax_p, lr.argmin_p) or not isinstance(x, Var) or \
+            x.aval.dtype != out.aval.dtype or \
+            any(x.aval.shape[a] != 1 for a in eqn.params["axes"]):
+        return None
+    reshape = {"new_sizes": out.aval.shape, "dimensions": None}
+    if eqn.primitive is not lr.reduce_sum_p or out.aval.dtype.kind not in "fc":
+        return [JaxprEqn(ls.reshape_p, [x], eqn.outvars, reshape)]
+    one = Var(out.aval)
+    zero = Literal(np.zeros((), out.aval.dtype)[()], core.ShapedArray((), out.aval.dtype))
+    return [JaxprEqn(ls.reshape_p, [x], [one], reshape),
+            JaxprEqn(lx.add_p, [one, zero], eqn.outvars, {})]
+
+
 def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
     """Transposes next to dot_general become dimension numbers (BLAS reads and writes
     transposed layouts for free), and those a reduction reads become its axes; the
-    transposes left unused are removed by DCE."""
+    transposes left unused are removed by DCE. Reductions over size-1 axes become reshapes."""
     defs: dict[Var, JaxprEqn] = {}
     eqns = []
     for eqn in jaxpr.eqns:
@@ -281,11 +301,11 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
         elif eqn.primitive is ls.transpose_p:
             new = _swapped_dot(eqn, defs)
         elif eqn.primitive in _AXIS_REDUCTIONS:
-            new = _reduction_of_transposed(eqn, defs)
-        eqn = new or eqn
-        for v in eqn.outvars:
-            defs[v] = eqn
-        eqns.append(eqn)
+            new = _reduction_of_unit_axes(eqn) or _reduction_of_transposed(eqn, defs)
+        for out in new if isinstance(new, list) else [new or eqn]:
+            for v in out.outvars:
+                defs[v] = out
+            eqns.append(out)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
