@@ -3,7 +3,7 @@
 The hash is 20 rounds of uint32 adds, rotations and xors. Expanded into lax operations, one
 draw put ~110 lines into the kernel Numba compiles, and Numba's front end (SSA reconstruction,
 liveness) grows faster than linearly in a function's lines: a scan body drawing binomial and
-Poisson variates (16 hashes, 2,000 of its 2,300 lines) took 170 s to compile. As one helper,
+Poisson variates (16 hashes, 2,000 of its 2,300 lines) took 88 s to compile. As one helper,
 compiled once and inlined by LLVM (scalar_helpers.threefry_word), a hash is one line.
 
 A kernel's expression has one value, and the hash has two: `threefry_word` returns both as one
